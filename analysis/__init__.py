@@ -1,0 +1,1 @@
+"""profui.analysis: answers computed from the trace format, as Polars (Lazy)Frames."""

@@ -1,0 +1,70 @@
+"""Names and places of the files inside a trace directory."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+MANIFEST_NAME = "manifest.json"
+#: Folder owned by analysis (cache, run records); never read as trace data.
+PRIVATE_DIR = ".profui"
+
+_EVENTS_RE = re.compile(r"^events-(\d+)\.parquet$")
+_METRICS_RE = re.compile(r"^metrics-(\d+)\.parquet$")
+_SAFE_NODE_RE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_node_name(host: str) -> str:
+    """A host name usable as a ``node=`` folder value (no ``/``, ``=`` or spaces)."""
+    cleaned = _SAFE_NODE_RE.sub("_", host.strip()) or "localhost"
+    return cleaned
+
+
+def node_dir(trace_dir: str | Path, node: str) -> Path:
+    """``trace/node=<host>/``."""
+    return Path(trace_dir) / f"node={safe_node_name(node)}"
+
+
+def rank_dir(trace_dir: str | Path, node: str, rank: int) -> Path:
+    """``trace/node=<host>/rank=<r>/``."""
+    return node_dir(trace_dir, node) / f"rank={int(rank)}"
+
+
+def events_path(trace_dir: str | Path, node: str, rank: int, seq: int) -> Path:
+    """Path of the ``seq``-th events file of one rank."""
+    return rank_dir(trace_dir, node, rank) / f"events-{int(seq):05d}.parquet"
+
+
+def metrics_path(trace_dir: str | Path, node: str, seq: int) -> Path:
+    """Path of the ``seq``-th metrics file of one node."""
+    return node_dir(trace_dir, node) / f"metrics-{int(seq):05d}.parquet"
+
+
+def manifest_path(trace_dir: str | Path) -> Path:
+    """``trace/manifest.json``."""
+    return Path(trace_dir) / MANIFEST_NAME
+
+
+def next_seq(folder: Path, table: str) -> int:
+    """The next free sequence number for ``table`` files in ``folder``."""
+    pattern = _EVENTS_RE if table == "events" else _METRICS_RE
+    if not folder.is_dir():
+        return 0
+    seqs = [int(m.group(1)) for p in folder.iterdir() if (m := pattern.match(p.name))]
+    return max(seqs, default=-1) + 1
+
+
+def parse_partition(part: str, key: str) -> str | None:
+    """Value of a ``key=value`` folder name, or None when ``part`` is not one."""
+    prefix = f"{key}="
+    return part[len(prefix) :] if part.startswith(prefix) else None
+
+
+def is_events_file(name: str) -> bool:
+    """True for ``events-<seq>.parquet``."""
+    return bool(_EVENTS_RE.match(name))
+
+
+def is_metrics_file(name: str) -> bool:
+    """True for ``metrics-<seq>.parquet``."""
+    return bool(_METRICS_RE.match(name))

@@ -1,0 +1,90 @@
+"""``manifest.json``: what the trace is, how it was made and how it ended.
+
+Written atomically (temp file + rename). It never records environment-variable values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .atomic import write_bytes_atomic
+from .errors import TraceFormatError
+from .layout import manifest_path
+from .schema import SCHEMA_VERSION
+
+STATUSES = ("running", "completed", "failed", "stopped", "imported")
+
+
+@dataclass
+class Manifest:
+    """Contents of ``manifest.json``.
+
+    ``status`` is ``running`` while a capture writes, then ``completed``, ``failed`` or
+    ``stopped``; traces made by ``profui import`` are ``imported``. Times are epoch ns.
+    ``notes`` records what capture skipped or lost (no NVML, disk full, ...), one line each.
+    """
+
+    name: str
+    status: str = "running"
+    source: str = "profcap"  # profcap | kineto-import | synthetic
+    synthetic: bool = False
+    command: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    hosts: list[str] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    capture: dict[str, Any] = field(default_factory=dict)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    format_version: int = SCHEMA_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        """Build from a parsed ``manifest.json``; unknown keys are kept in ``extra``."""
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        extra = dict(kwargs.pop("extra", {}) or {})
+        extra.update({k: v for k, v in data.items() if k not in known})
+        return cls(**kwargs, extra=extra)
+
+
+def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
+    """Atomically write ``manifest.json`` into ``trace_dir`` (created if needed)."""
+    path = manifest_path(trace_dir)
+    data = json.dumps(manifest.to_dict(), indent=2, sort_keys=False).encode() + b"\n"
+    write_bytes_atomic(path, data)
+    return path
+
+
+def read_manifest(trace_dir: str | Path) -> Manifest:
+    """Read and validate ``manifest.json``; raise :class:`TraceFormatError` naming the problem."""
+    path = manifest_path(trace_dir)
+    if not path.is_file():
+        raise TraceFormatError(trace_dir, "not a profui trace (no manifest.json)")
+    try:
+        data = json.loads(path.read_bytes())
+    except PermissionError:
+        raise TraceFormatError(path, "permission denied") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceFormatError(path, f"manifest is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or "name" not in data:
+        raise TraceFormatError(path, "manifest has no 'name': not a profui manifest")
+    version = data.get("format_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise TraceFormatError(
+            path,
+            f"written by a newer profui (format version {version}, this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade profui",
+        )
+    return Manifest.from_dict(data)

@@ -1,0 +1,157 @@
+"""The validating opener: everything a reader needs to know about a trace directory.
+
+Analysis opens traces only through :func:`open_trace_dir`, so every reader gets the same checks
+and the same one-line errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import TraceFormatError
+from .layout import MANIFEST_NAME, PRIVATE_DIR, is_events_file, is_metrics_file, parse_partition
+from .manifest import Manifest, read_manifest
+from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEMAS
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One Parquet file of a trace, with its partition values."""
+
+    table: str  # "events" | "metrics"
+    path: Path
+    node: str
+    rank: int | None  # None for metrics files
+    num_rows: int
+
+
+@dataclass
+class TraceDir:
+    """An opened, validated trace directory."""
+
+    path: Path
+    manifest: Manifest
+    events: list[TraceFile] = field(default_factory=list)
+    metrics: list[TraceFile] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Node names present in the data, sorted."""
+        return sorted({f.node for f in self.events} | {f.node for f in self.metrics})
+
+    @property
+    def ranks(self) -> list[tuple[str, int]]:
+        """(node, rank) pairs with events, sorted."""
+        return sorted({(f.node, f.rank) for f in self.events if f.rank is not None})
+
+    @property
+    def private_dir(self) -> Path:
+        """``trace/.profui/``, the analysis cache folder (may not exist yet)."""
+        return self.path / PRIVATE_DIR
+
+    @property
+    def num_events(self) -> int:
+        """Total rows over all events files."""
+        return sum(f.num_rows for f in self.events)
+
+
+def is_trace_dir(path: str | Path) -> bool:
+    """True when ``path`` is a folder holding a ``manifest.json``."""
+    p = Path(path)
+    return p.is_dir() and (p / MANIFEST_NAME).is_file()
+
+
+def find_trace_dirs(root: str | Path, max_depth: int = 3) -> list[Path]:
+    """Trace directories at or below ``root`` (not descending into a trace), sorted by path."""
+    root = Path(root)
+    found: list[Path] = []
+
+    def walk(p: Path, depth: int) -> None:
+        if is_trace_dir(p):
+            found.append(p)
+            return
+        if depth >= max_depth:
+            return
+        try:
+            children = sorted(c for c in p.iterdir() if c.is_dir() and not c.name.startswith("."))
+        except OSError:
+            return
+        for c in children:
+            walk(c, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def check_file(path: Path, table: str) -> int:
+    """Validate one Parquet file's footer; return its row count."""
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except PermissionError:
+        raise TraceFormatError(path, "permission denied") from None
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise TraceFormatError(path, f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    kv = schema.metadata or {}
+    version_raw = kv.get(META_SCHEMA_VERSION)
+    if version_raw is None:
+        raise TraceFormatError(path, "Parquet file without profui schema version: not written by profui")
+    try:
+        version = int(version_raw)
+    except ValueError:
+        raise TraceFormatError(path, f"bad profui schema version {version_raw!r}") from None
+    if version > SCHEMA_VERSION:
+        raise TraceFormatError(
+            path,
+            f"written by a newer profui (schema version {version}, this one reads up to {SCHEMA_VERSION}); upgrade profui",
+        )
+    stored_table = kv.get(META_TABLE, b"").decode()
+    if stored_table and stored_table != table:
+        raise TraceFormatError(path, f"holds the {stored_table!r} table where {table!r} was expected")
+    missing = [n for n in TABLE_SCHEMAS[table].names if n not in schema.names]
+    if missing:
+        raise TraceFormatError(path, f"{table} file lacks column(s) {', '.join(missing)}")
+    return meta.num_rows
+
+
+def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
+    """Open and validate a trace directory.
+
+    Checks the folder, the manifest and every Parquet footer (cheap: no data is read).
+    Temporary files of a writer still at work are ignored, so a trace that is still
+    ``running`` opens with what has landed so far. Raises :class:`TraceFormatError`.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise TraceFormatError(root, "no such file or directory")
+    if not root.is_dir():
+        raise TraceFormatError(root, "not a directory (expected a profui trace folder)")
+    manifest = read_manifest(root)
+    trace = TraceDir(path=root, manifest=manifest)
+    for node_path in sorted(root.iterdir()):
+        node = parse_partition(node_path.name, "node")
+        if node is None or not node_path.is_dir():
+            continue
+        for child in sorted(node_path.iterdir()):
+            if child.is_file() and is_metrics_file(child.name):
+                rows = check_file(child, "metrics")
+                trace.metrics.append(TraceFile("metrics", child, node, None, rows))
+                continue
+            rank_raw = parse_partition(child.name, "rank")
+            if rank_raw is None or not child.is_dir():
+                continue
+            try:
+                rank = int(rank_raw)
+            except ValueError:
+                raise TraceFormatError(child, "rank folder name is not an integer") from None
+            for f in sorted(child.iterdir()):
+                if f.is_file() and is_events_file(f.name):
+                    rows = check_file(f, "events")
+                    trace.events.append(TraceFile("events", f, node, rank, rows))
+    if require_data and not trace.events and not trace.metrics and manifest.status != "running":
+        raise TraceFormatError(root, "empty trace: no events or metrics files")
+    return trace

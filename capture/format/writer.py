@@ -1,0 +1,113 @@
+"""Writers that only ever leave whole, self-describing Parquet files behind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .atomic import write_with
+from .layout import events_path, metrics_path, next_seq, node_dir, rank_dir
+from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEMAS
+
+# Integer columns that grow slowly row to row once sorted by ts: delta encoding shrinks them.
+_DELTA_COLUMNS = {"events": ("ts", "dur", "correlation", "external_id"), "metrics": ("ts",)}
+ZSTD_LEVEL = 6
+
+
+def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:
+    """Build a table of the given schema from plain columns (lists or Arrow arrays).
+
+    Missing nullable columns become nulls; string columns are dictionary-encoded here so
+    callers can pass plain Python strings.
+    """
+    schema = TABLE_SCHEMAS[table_name]
+    n = None
+    for value in columns.values():
+        n = len(value)
+        break
+    n = n or 0
+    arrays = []
+    for f in schema:
+        value = columns.get(f.name)
+        if value is None:
+            if not f.nullable:
+                raise ValueError(f"{table_name}: column {f.name!r} is required")
+            arrays.append(pa.nulls(n, type=f.type))
+            continue
+        if pa.types.is_dictionary(f.type):
+            arr = value if isinstance(value, pa.Array | pa.ChunkedArray) else pa.array(value, pa.string())
+            if not pa.types.is_dictionary(arr.type):
+                arr = pc.dictionary_encode(arr.cast(pa.string()))
+            arr = arr.cast(f.type)
+        else:
+            arr = value if isinstance(value, pa.Array | pa.ChunkedArray) else pa.array(value, f.type)
+            if arr.type != f.type:
+                arr = arr.cast(f.type)
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_table(table_name: str, table: pa.Table, path: str | Path, extra_metadata: Mapping[str, str] | None = None) -> Path:
+    """Sort ``table`` by ``ts``, then write it atomically to ``path`` as zstd Parquet.
+
+    The schema version and table name go into the file's key-value metadata, plus any
+    ``extra_metadata`` (strings) the caller wants to keep with the file.
+    """
+    schema = TABLE_SCHEMAS[table_name]
+    if table.schema.remove_metadata() != schema:
+        table = table.select(schema.names).cast(schema)
+    if table.num_rows > 1:
+        table = table.sort_by([("ts", "ascending")])
+    meta = {META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(), META_TABLE: table_name.encode()}
+    for key, value in (extra_metadata or {}).items():
+        meta[key.encode()] = value.encode()
+    table = table.replace_schema_metadata(meta)
+    delta = _DELTA_COLUMNS[table_name]
+    dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+
+    def _write(tmp: Path) -> None:
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            compression_level=ZSTD_LEVEL,
+            use_dictionary=dict_cols,
+            column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
+            write_statistics=True,
+            row_group_size=1 << 20,
+        )
+
+    write_with(path, _write)
+    return Path(path)
+
+
+def write_events(
+    trace_dir: str | Path,
+    node: str,
+    rank: int,
+    table: pa.Table,
+    seq: int | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """Write one events file for ``node``/``rank`` (next free ``seq`` unless given)."""
+    if seq is None:
+        seq = next_seq(rank_dir(trace_dir, node, rank), "events")
+    return write_table("events", table, events_path(trace_dir, node, rank, seq), extra_metadata)
+
+
+def write_metrics(
+    trace_dir: str | Path,
+    node: str,
+    table: pa.Table,
+    seq: int | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """Write one metrics file for ``node`` (next free ``seq`` unless given)."""
+    if seq is None:
+        seq = next_seq(node_dir(trace_dir, node), "metrics")
+    return write_table("metrics", table, metrics_path(trace_dir, node, seq), extra_metadata)

@@ -1,0 +1,21 @@
+"""Map the three top-level folders onto the ``profui.*`` namespace (see DESIGN.md, Layout).
+
+``capture/`` installs as ``profui.capture``, ``analysis/`` as ``profui.analysis`` and ``tui/`` as
+``profui.tui``; their sub-packages follow. ``profui`` itself is an implicit namespace package so
+nothing generic lands at the top of site-packages.
+"""
+
+from setuptools import find_packages, setup
+
+FOLDERS = {"capture": "profui.capture", "analysis": "profui.analysis", "tui": "profui.tui"}
+
+packages: list[str] = []
+package_dir: dict[str, str] = {}
+for folder, name in FOLDERS.items():
+    packages.append(name)
+    package_dir[name] = folder
+    for sub in find_packages(folder):
+        packages.append(f"{name}.{sub}")
+        package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
+
+setup(packages=packages, package_dir=package_dir)

@@ -1,0 +1,124 @@
+"""Where a trace comes from: a profui trace folder as is, or Kineto JSON imported into a cache.
+
+``profui summary trace.json.gz`` and ``open_trace("run/")`` over PyTorch Profiler output work
+straight away: the JSON files are converted once into the trace format, in a cache folder keyed by
+the sources' paths, sizes and modification times, and reused while they are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from profui.capture.format import TraceFormatError, is_trace_dir
+
+#: File name endings recognised as Kineto / PyTorch Profiler Chrome-trace JSON.
+KINETO_SUFFIXES = (".json", ".json.gz")
+
+_DONE_MARK = ".profui-import.json"
+
+
+def is_kineto_file(path: Path) -> bool:
+    """True for a file whose name ends like a Kineto trace (``.json`` or ``.json.gz``)."""
+    name = path.name.lower()
+    return path.is_file() and name.endswith(KINETO_SUFFIXES)
+
+
+def kineto_sources(path: str | Path) -> list[Path]:
+    """The Kineto JSON files ``path`` stands for (itself, or those in the folder and below), sorted.
+
+    Returns ``[]`` when ``path`` is neither such a file nor a folder holding any.
+    """
+    p = Path(path)
+    if p.is_file():
+        return [p.resolve()] if is_kineto_file(p) else []
+    if p.is_dir():
+        return sorted(
+            f.resolve()
+            for f in p.rglob("*")
+            if is_kineto_file(f) and not any(part.startswith(".") for part in f.relative_to(p).parts)
+        )
+    return []
+
+
+def default_cache_root() -> Path:
+    """``$PROFUI_CACHE`` or ``~/.cache/profui``; imports go in its ``imports/`` folder."""
+    env = os.environ.get("PROFUI_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "profui"
+
+
+def cache_key(sources: list[Path]) -> str:
+    """Key of an import: a hash of each source's absolute path, size and mtime (ns)."""
+    h = hashlib.sha256()
+    for src in sources:
+        st = src.stat()
+        h.update(f"{src}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:
+    from profui.capture.kineto import import_kineto  # the importer; imported lazily (heavy)
+
+    kwargs = {}
+    if progress is not None and "progress" in inspect.signature(import_kineto).parameters:
+        kwargs["progress"] = progress
+    import_kineto(sources, out_dir, force=True, **kwargs)
+
+
+def resolve_trace(
+    path: str | Path,
+    progress: Callable[[str], None] | None = None,
+    cache_root: str | Path | None = None,
+) -> Path:
+    """Return a trace folder for ``path``, importing Kineto JSON into the cache when needed.
+
+    - a profui trace folder (has ``manifest.json``) is returned unchanged;
+    - a Kineto JSON file, or a folder of them (searched recursively; a multi-rank run), is
+      imported once into ``<cache_root>/imports/<key>/`` where the key hashes the sources' paths,
+      sizes and mtimes, so an unchanged source is not imported again; the import is written
+      under a temporary name and renamed, so an interrupted import never looks complete;
+    - anything else raises :class:`TraceFormatError` with a one-line message naming the path.
+
+    ``progress`` (optional) receives short status lines ("importing x.json.gz ...").
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise TraceFormatError(p, "no such file or directory")
+    if is_trace_dir(p):
+        return p
+    sources = kineto_sources(p)
+    if not sources:
+        if p.is_dir():
+            raise TraceFormatError(p, "not a profui trace (no manifest.json) and no Kineto .json/.json.gz files in it")
+        raise TraceFormatError(p, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
+    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
+    imports = root / "imports"
+    out = imports / cache_key(sources)
+    if is_trace_dir(out) and (out / _DONE_MARK).is_file():
+        if progress is not None:
+            progress(f"using cached import {out}")
+        return out
+    imports.mkdir(parents=True, exist_ok=True)
+    if progress is not None:
+        progress(f"importing {len(sources)} Kineto file(s) into {out}")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
+    try:
+        _import(sources, tmp, progress)
+        (tmp / _DONE_MARK).write_text(json.dumps({"sources": [str(s) for s in sources]}) + "\n")
+        if out.exists():  # a stale or half-made import of the same key
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if not (is_trace_dir(out) and (out / _DONE_MARK).is_file()):  # lost a race
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out

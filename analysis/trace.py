@@ -1,0 +1,201 @@
+"""The notebook facade: ``t = open_trace("trace/")``, then ``t.events()``, ``t.kernels()`` ...
+
+A :class:`Trace` is a validated trace directory plus lazy scans of its tables. Every analysis
+method is a thin call into the module that owns the computation, so the same numbers come from
+the facade, the pipeline stages and the TUI.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from profui.capture.format import (
+    EVENTS_SCHEMA,
+    METRICS_SCHEMA,
+    Manifest,
+    TraceDir,
+    TraceFile,
+    open_trace_dir,
+)
+
+#: Polars types of the events columns as analysis sees them (strings as plain ``pl.String``).
+EVENTS_POLARS_SCHEMA: dict[str, pl.DataType] = {
+    "ts": pl.Int64(),
+    "dur": pl.Int64(),
+    "kind": pl.String(),
+    "name": pl.String(),
+    "pid": pl.Int64(),
+    "tid": pl.Int64(),
+    "device": pl.Int32(),
+    "stream": pl.Int32(),
+    "correlation": pl.Int64(),
+    "external_id": pl.Int64(),
+    "bytes": pl.Int64(),
+    "memcpy_kind": pl.String(),
+    "args": pl.String(),
+    "node": pl.String(),
+    "rank": pl.Int64(),
+}
+
+METRICS_POLARS_SCHEMA: dict[str, pl.DataType] = {
+    "ts": pl.Int64(),
+    "source": pl.String(),
+    "device": pl.Int32(),
+    "metric": pl.String(),
+    "value": pl.Float64(),
+    "node": pl.String(),
+}
+
+assert set(EVENTS_SCHEMA.names) < set(EVENTS_POLARS_SCHEMA)
+assert set(METRICS_SCHEMA.names) < set(METRICS_POLARS_SCHEMA)
+
+
+def _scan(files: list[TraceFile], schema: dict[str, pl.DataType], with_rank: bool) -> pl.LazyFrame:
+    """One lazy scan over ``files`` with the partition values as literal columns."""
+    if not files:
+        return pl.LazyFrame(schema=schema)
+    stored = [c for c in schema if c not in ("node", "rank")]
+    parts = []
+    for f in files:
+        lf = pl.scan_parquet(f.path).select(stored)
+        extra = [pl.lit(f.node, dtype=pl.String).alias("node")]
+        if with_rank:
+            extra.append(pl.lit(f.rank, dtype=pl.Int64).alias("rank"))
+        parts.append(lf.with_columns(extra))
+    lf = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+    return lf.cast(schema)  # type: ignore[arg-type]
+
+
+def scan_events(trace_dir: TraceDir) -> pl.LazyFrame:
+    """Lazy scan of every events file of an opened trace, with ``node`` and ``rank`` columns."""
+    return _scan(trace_dir.events, EVENTS_POLARS_SCHEMA, with_rank=True)
+
+
+def scan_metrics(trace_dir: TraceDir) -> pl.LazyFrame:
+    """Lazy scan of every metrics file of an opened trace, with a ``node`` column."""
+    return _scan(trace_dir.metrics, METRICS_POLARS_SCHEMA, with_rank=False)
+
+
+class Trace:
+    """An opened trace directory: lazy tables plus the analyses as methods.
+
+    ``hta_compat=True`` on the analysis methods reproduces Holistic Trace Analysis' numbers
+    (µs rounding, last ProfilerStep dropped, sync counted as GPU time); the default is exact
+    ns over the whole trace with only real device work counted.
+    """
+
+    def __init__(self, trace_dir: TraceDir) -> None:
+        self.dir = trace_dir
+
+    @property
+    def path(self) -> Path:
+        """Folder of the trace."""
+        return self.dir.path
+
+    @property
+    def manifest(self) -> Manifest:
+        """The trace's ``manifest.json``."""
+        return self.dir.manifest
+
+    def __repr__(self) -> str:
+        return f"Trace({str(self.path)!r}, events={self.dir.num_events}, ranks={len(self.dir.ranks)})"
+
+    # -- tables ---------------------------------------------------------------------------
+    def events(self) -> pl.LazyFrame:
+        """All events: EVENTS_SCHEMA columns (strings as ``pl.String``) plus ``node``, ``rank``."""
+        return scan_events(self.dir)
+
+    def metrics(self) -> pl.LazyFrame:
+        """All sampled metrics (``ts, source, device, metric, value``) plus ``node``."""
+        return scan_metrics(self.dir)
+
+    @cached_property
+    def _collected_events(self) -> pl.DataFrame:
+        return self.events().collect()
+
+    def cached_events(self) -> pl.LazyFrame:
+        """Events read once into memory and reused by later calls (for repeated analyses)."""
+        return self._collected_events.lazy()
+
+    def _ev(self, hta_compat: bool) -> pl.LazyFrame:
+        ev = self.cached_events()
+        if hta_compat:
+            from .hta import hta_events
+
+            ev = hta_events(ev)
+        return ev
+
+    # -- analyses (thin calls into the owning modules) ------------------------------------
+    def gpu_busy(self, by: tuple[str, ...] = ("node", "rank", "device"), hta_compat: bool = False) -> pl.DataFrame:
+        """GPU busy/idle per ``by`` group; see :func:`profui.analysis.busy.gpu_busy`."""
+        from .busy import gpu_busy
+
+        return gpu_busy(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+
+    def utilization(self, bucket_ns: int | None = None, hta_compat: bool = False) -> pl.DataFrame:
+        """GPU busy fraction per time bucket; see :func:`profui.analysis.utilization.gpu_utilization`."""
+        from .utilization import gpu_utilization
+
+        return gpu_utilization(self._ev(hta_compat), bucket_ns=bucket_ns, hta_compat=hta_compat).collect()
+
+    def cpu_utilization(self, bucket_ns: int | None = None) -> pl.DataFrame:
+        """CPU utilization over time; see :func:`profui.analysis.utilization.cpu_utilization`."""
+        from .utilization import cpu_utilization
+
+        return cpu_utilization(self.cached_events(), self.metrics(), bucket_ns=bucket_ns).collect()
+
+    def kernels(self, by: tuple[str, ...] = (), hta_compat: bool = False) -> pl.DataFrame:
+        """Per-kernel-name statistics; see :func:`profui.analysis.kernels.kernel_stats`."""
+        from .kernels import kernel_stats
+
+        return kernel_stats(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+
+    def kernel_types(self, hta_compat: bool = False) -> pl.DataFrame:
+        """HTA-style by-type breakdown; see :func:`profui.analysis.kernels.kernel_type_breakdown`."""
+        from .kernels import kernel_type_breakdown
+
+        return kernel_type_breakdown(self._ev(hta_compat), hta_compat=hta_compat).collect()
+
+    def activity(self, hta_compat: bool = False) -> pl.DataFrame:
+        """Kernel/memcpy/memset/sync/idle shares; see :func:`profui.analysis.activity.activity_shares`."""
+        from .activity import activity_shares
+
+        return activity_shares(self._ev(hta_compat), hta_compat=hta_compat).collect()
+
+    def memory_ops(self) -> pl.DataFrame:
+        """Memory operations by direction; see :func:`profui.analysis.memory.memory_ops`."""
+        from .memory import memory_ops
+
+        return memory_ops(self.cached_events()).collect()
+
+    def precision(self) -> pl.DataFrame:
+        """Kernel-time shares per precision; see :func:`profui.analysis.precision.precision_shares`."""
+        from .precision import precision_shares
+
+        return precision_shares(self.cached_events()).collect()
+
+    def steps(self) -> Any:
+        """Step windows mapped to the device; see :func:`profui.analysis.steps.step_windows`."""
+        from .steps import step_windows
+
+        return step_windows(self.cached_events())
+
+    def summary(self, **kwargs: Any) -> Any:
+        """Everything at once (``profui.analysis.summary.summarize``)."""
+        from .summary import summarize
+
+        return summarize(self, **kwargs)
+
+
+def open_trace(path: str | Path, cache_root: str | Path | None = None) -> Trace:
+    """Open a trace directory, validated (``TraceFormatError`` with a one-line message otherwise).
+
+    ``path`` may also be a Kineto JSON file or a folder of them: it is imported into the cache
+    first (see :func:`profui.analysis.sources.resolve_trace`).
+    """
+    from .sources import resolve_trace
+
+    return Trace(open_trace_dir(resolve_trace(path, cache_root=cache_root)))

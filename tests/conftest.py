@@ -1,54 +1,21 @@
-"""Shared fixtures: where the real traces live, and the rule for their absence.
-
-The real PyTorch Profiler traces are not ours to commit; they are found through
-``PROFUI_TRACES`` (default ``../shared/traces`` beside the repository). Where they are absent
-(a user's fresh clone) the tests that need them skip with the reason; with
-``PROFUI_REQUIRE_TRACES=1`` (set by ``.ci/run``) their absence is a failure instead.
-"""
+"""Shared fixtures. The helpers live in ``realdata`` (import them with ``from realdata import ...``:
+a module named ``conftest`` is ambiguous once sub-folders have their own conftest.py)."""
 
 from __future__ import annotations
 
-import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "samples"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from realdata import REPO, SAMPLES, hta_reference, require_shared_traces, shared_trace, traces_dir  # noqa: E402
 
-def traces_dir() -> Path:
-    """Folder of the shared real traces."""
-    return Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces")).resolve()
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("PROFUI_REQUIRE_TRACES") == "1":
-        pytest.fail(f"{reason} (PROFUI_REQUIRE_TRACES=1 makes this a failure)")
-    pytest.skip(reason)
+__all__ = ["REPO", "SAMPLES", "hta_reference", "shared_trace", "traces_dir"]
 
 
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     """The shared traces folder; skip (or fail under CI) when absent."""
-    d = traces_dir()
-    if not d.is_dir() or not any(d.glob("hta-*")):
-        _missing(f"real traces not found in {d}; set PROFUI_TRACES to the folder of shared traces")
-    return d
-
-
-def shared_trace(name: str) -> Path:
-    """Path of one shared trace file by its file name; skip/fail when absent."""
-    p = traces_dir() / name
-    if not p.is_file():
-        _missing(f"real trace {name} not found in {traces_dir()}")
-    return p
-
-
-def hta_reference(trace_stem: str) -> dict:
-    """HTA's reference numbers for a shared trace (``reference/<stem>.json``)."""
-    p = traces_dir() / "reference" / f"{trace_stem}.json"
-    if not p.is_file():
-        _missing(f"HTA reference {p.name} not found in {p.parent}")
-    return json.loads(p.read_text())
+    return require_shared_traces()

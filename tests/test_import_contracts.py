@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from realdata import REPO
 
 
 def _lint_root(tmp: Path) -> Path:

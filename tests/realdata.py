@@ -1,0 +1,53 @@
+"""Test helpers: where the real traces live, and the rule for their absence.
+
+The real PyTorch Profiler traces are not ours to commit; they are found through
+``PROFUI_TRACES`` (default ``../shared/traces`` beside the repository). Where they are absent
+(a user's fresh clone) the tests that need them skip with the reason; with
+``PROFUI_REQUIRE_TRACES=1`` (set by ``.ci/run``) their absence is a failure instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+
+
+def traces_dir() -> Path:
+    """Folder of the shared real traces."""
+    return Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces")).resolve()
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("PROFUI_REQUIRE_TRACES") == "1":
+        pytest.fail(f"{reason} (PROFUI_REQUIRE_TRACES=1 makes this a failure)")
+    pytest.skip(reason)
+
+
+def require_shared_traces() -> Path:
+    """The shared traces folder; skip (or fail under CI) when absent."""
+    d = traces_dir()
+    if not d.is_dir() or not any(d.glob("hta-*")):
+        _missing(f"real traces not found in {d}; set PROFUI_TRACES to the folder of shared traces")
+    return d
+
+
+def shared_trace(name: str) -> Path:
+    """Path of one shared trace file by its file name; skip/fail when absent."""
+    p = traces_dir() / name
+    if not p.is_file():
+        _missing(f"real trace {name} not found in {traces_dir()}")
+    return p
+
+
+def hta_reference(trace_stem: str) -> dict:
+    """HTA's reference numbers for a shared trace (``reference/<stem>.json``)."""
+    p = traces_dir() / "reference" / f"{trace_stem}.json"
+    if not p.is_file():
+        _missing(f"HTA reference {p.name} not found in {p.parent}")
+    return json.loads(p.read_text())

@@ -1,0 +1,186 @@
+"""Interval mathematics over Polars frames: union, gaps, overlap, exclusive label coverage, buckets.
+
+Intervals are half-open ``[start, end)`` in integer ns, in columns ``start`` and ``end``. Every
+function works per group (``by`` columns, possibly none) and is vectorised: sorts, cumulative
+maxima and sums, no Python loop over intervals. Zero-length intervals cover nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+Frame = pl.LazyFrame | pl.DataFrame
+
+
+def _lazy(df: Frame) -> pl.LazyFrame:
+    return df.lazy() if isinstance(df, pl.DataFrame) else df
+
+
+def _over(expr: pl.Expr, by: Sequence[str]) -> pl.Expr:
+    return expr.over(list(by)) if by else expr
+
+
+def as_intervals(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """``start = ts``, ``end = ts + dur`` plus the ``by`` columns, from an events frame."""
+    return _lazy(events).select(*by, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
+
+
+def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Union of the intervals of each group as disjoint, sorted ``[start, end)`` intervals.
+
+    Overlapping and touching intervals merge; zero-length ones are dropped.
+    """
+    by = list(by)
+    lf = _lazy(intervals).select(*by, "start", "end").filter(pl.col("end") > pl.col("start"))
+    prev_end = _over(pl.col("end").cum_max().shift(1), by)
+    return (
+        lf.sort([*by, "start"])
+        .with_columns(_new=(prev_end.is_null() | (pl.col("start") > prev_end)))
+        .with_columns(_grp=_over(pl.col("_new").cum_sum(), by))
+        .group_by([*by, "_grp"])
+        .agg(pl.col("start").min(), pl.col("end").max())
+        .drop("_grp")
+        .sort([*by, "start"])
+    )
+
+
+def union_length(intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns") -> pl.LazyFrame:
+    """Total length covered by the union of each group's intervals (one row per group)."""
+    by = list(by)
+    merged = merge_intervals(intervals, by)
+    agg = (pl.col("end") - pl.col("start")).sum().alias(name)
+    if not by:
+        return merged.select(agg.fill_null(0))
+    groups = _lazy(intervals).select(by).unique()  # groups with only empty intervals get 0
+    return (
+        groups.join(merged.group_by(by).agg(agg), on=by, how="left", nulls_equal=True)
+        .with_columns(pl.col(name).fill_null(0))
+        .sort(by)
+    )
+
+
+def gaps(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """The holes between consecutive merged intervals of each group (``start``, ``end``)."""
+    by = list(by)
+    merged = merge_intervals(intervals, by)
+    return (
+        merged.with_columns(_next=_over(pl.col("start").shift(-1), by))
+        .filter(pl.col("_next").is_not_null())
+        .select(*by, pl.col("end").alias("start"), pl.col("_next").alias("end"))
+    )
+
+
+def overlap_length(a: Frame, b: Frame, by: Sequence[str] = (), name: str = "overlap_ns") -> pl.LazyFrame:
+    """Length of ``union(a) ∩ union(b)`` per group: ``|A| + |B| − |A ∪ B|``."""
+    by = list(by)
+    a_cols = _lazy(a).select(*by, "start", "end")
+    b_cols = _lazy(b).select(*by, "start", "end")
+    la = union_length(a_cols, by, "_a")
+    lb = union_length(b_cols, by, "_b")
+    lab = union_length(pl.concat([a_cols, b_cols]), by, "_ab")
+    value = (pl.col("_a").fill_null(0) + pl.col("_b").fill_null(0) - pl.col("_ab")).alias(name)
+    if not by:
+        return pl.concat([la, lb, lab], how="horizontal").select(value)
+    out = lab.join(la, on=by, how="left", nulls_equal=True).join(lb, on=by, how="left", nulls_equal=True)
+    return out.select(*by, value).sort(by)
+
+
+def label_coverage(intervals: Frame, label: str, labels: Sequence[str], by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Exclusive wall time per combination of labels active at once (a sweep line).
+
+    ``intervals`` has a ``label`` column whose values are among ``labels``. Returns per group
+    one row per non-empty combination: ``mask`` (bit ``i`` set when ``labels[i]`` is active),
+    ``labels`` (list of the active labels in ``labels`` order) and ``time_ns``. The rows of a
+    group sum to the union length of its intervals.
+    """
+    by = list(by)
+    labels = list(labels)
+    lf = _lazy(intervals).select(*by, label, "start", "end").filter(pl.col("end") > pl.col("start"))
+    idx = pl.col(label).replace_strict(labels, list(range(len(labels))), return_dtype=pl.Int64)
+    lf = lf.with_columns(_i=idx)
+    points = pl.concat(
+        [
+            lf.select(*by, pl.col("start").alias("t"), "_i", pl.lit(1, pl.Int64).alias("_d")),
+            lf.select(*by, pl.col("end").alias("t"), "_i", pl.lit(-1, pl.Int64).alias("_d")),
+        ]
+    )
+    counts = [
+        _over(pl.when(pl.col("_i") == i).then(pl.col("_d")).otherwise(0).cum_sum(), by).alias(f"_c{i}")
+        for i in range(len(labels))
+    ]
+    mask = pl.sum_horizontal(
+        [pl.when(pl.col(f"_c{i}") > 0).then(1 << i).otherwise(0) for i in range(len(labels))]
+    ).alias("mask")
+    seg = (
+        points.sort([*by, "t"])
+        .with_columns(counts)
+        .with_columns(mask, (_over(pl.col("t").shift(-1), by) - pl.col("t")).alias("_len"))
+        .filter(pl.col("mask") > 0, pl.col("_len") > 0)
+        .group_by([*by, "mask"])
+        .agg(pl.col("_len").sum().alias("time_ns"))
+    )
+    names = pl.concat_list(
+        [pl.when((pl.col("mask") & (1 << i)) > 0).then(pl.lit(n)).otherwise(None) for i, n in enumerate(labels)]
+    ).list.drop_nulls()
+    return seg.with_columns(names.alias("labels")).select(*by, "mask", "labels", "time_ns").sort([*by, "mask"])
+
+
+def bucket_coverage(
+    intervals: Frame, bucket_ns: int, origin: int, by: Sequence[str] = (), merged: bool = False
+) -> pl.LazyFrame:
+    """Covered ns of each time bucket ``[origin + k·bucket_ns, origin + (k+1)·bucket_ns)``.
+
+    Returns ``by``, ``bucket`` (k), ``covered_ns`` for buckets touched by the union; untouched
+    buckets are absent (join with :func:`bucket_grid` for zeros). Pass ``merged=True`` when
+    the intervals are already disjoint per group.
+    """
+    if bucket_ns <= 0:
+        raise ValueError("bucket_ns must be positive")
+    by = list(by)
+    m = _lazy(intervals).select(*by, "start", "end") if merged else merge_intervals(intervals, by)
+    b = int(bucket_ns)
+    first = (pl.col("start") - origin) // b
+    last = (pl.col("end") - 1 - origin) // b
+    bstart = pl.col("bucket") * b + origin
+    return (
+        m.filter(pl.col("end") > pl.col("start"))
+        .with_columns(pl.int_ranges(first, last + 1).alias("bucket"))
+        .explode("bucket")
+        .with_columns(
+            (pl.min_horizontal(pl.col("end"), bstart + b) - pl.max_horizontal(pl.col("start"), bstart)).alias(
+                "covered_ns"
+            )
+        )
+        .group_by([*by, "bucket"])
+        .agg(pl.col("covered_ns").sum())
+        .sort([*by, "bucket"])
+    )
+
+
+def bucket_grid(origin: int, end: int, bucket_ns: int) -> pl.LazyFrame:
+    """Every bucket index covering ``[origin, end)`` with its ``bucket_start`` and clipped ``bucket_len``."""
+    n = max(1, -(-(end - origin) // bucket_ns))
+    k = pl.int_range(0, n, dtype=pl.Int64, eager=False)
+    return pl.LazyFrame().select(k.alias("bucket")).with_columns(
+        (pl.col("bucket") * bucket_ns + origin).alias("bucket_start"),
+    ).with_columns(
+        (pl.min_horizontal(pl.col("bucket_start") + bucket_ns, pl.lit(end)) - pl.col("bucket_start")).alias(
+            "bucket_len"
+        )
+    )
+
+
+def nice_bucket_ns(span_ns: int, target_buckets: int = 200) -> int:
+    """A round bucket size (1, 2 or 5 × 10^k ns) giving about ``target_buckets`` over ``span_ns``."""
+    if span_ns <= 0:
+        return 1
+    raw = max(1, span_ns // max(1, target_buckets))
+    mag = 1
+    while mag * 10 <= raw:
+        mag *= 10
+    for step in (1, 2, 5, 10):
+        if mag * step >= raw:
+            return mag * step
+    return mag * 10

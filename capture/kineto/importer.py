@@ -1,0 +1,341 @@
+"""``convert_kineto_file`` (one file into an existing trace) and ``import_kineto`` (a whole import)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import (
+    Manifest,
+    TraceFormatError,
+    is_trace_dir,
+    safe_node_name,
+    write_events,
+    write_manifest,
+)
+
+from .convert import convert_events
+from .errors import KinetoFormatError
+from .reader import decode, read_bytes
+
+Progress = Callable[[int, int], None]
+
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_SUFFIXES = (".json.gz", ".json")
+#: Top-level keys too bulky or too private for the manifest; they stay in the Parquet metadata.
+_NOT_IN_MANIFEST = ("INFO", "ERROR", "WARNING", "deviceProperties")
+
+
+@dataclass
+class ConvertResult:
+    """What :func:`convert_kineto_file` wrote and what it found in the source."""
+
+    rank: int
+    node: str
+    num_events: int
+    counts: dict[str, int]
+    first_ts_ns: int | None
+    last_end_ns: int | None
+    devices: list[int]
+    path: Path
+    source: dict[str, Any] = field(default_factory=dict)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+
+    def manifest_entry(self, trace_dir: Path | None = None) -> dict[str, Any]:
+        """The compact ``sources`` entry of the manifest for this file."""
+        meta = self.source.get("metadata", {})
+        entry = {
+            "file": self.source.get("file"),
+            "format": "kineto",
+            "node": self.node,
+            "rank": self.rank,
+            "rank_from": self.source.get("rank_from"),
+            "events_file": str(self.path.relative_to(trace_dir)) if trace_dir else str(self.path),
+            "num_events": self.num_events,
+            "counts": self.counts,
+            "devices": self.devices,
+            "first_ts_ns": self.first_ts_ns,
+            "last_end_ns": self.last_end_ns,
+            "metadata": {k: v for k, v in meta.items() if k not in _NOT_IN_MANIFEST},
+        }
+        for key in ("flows", "skipped", "unknown_categories"):
+            if self.source.get(key):
+                entry[key] = self.source[key]
+        return entry
+
+
+def source_stem(path: Path) -> str:
+    """File name without ``.json``/``.json.gz``."""
+    name = path.name
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def detect_rank(metadata: dict[str, Any], path: Path, fallback: int | None) -> tuple[int, str]:
+    """Rank of a trace: ``distributedInfo.rank``, else the file name, else ``fallback``, else 0."""
+    info = metadata.get("distributedInfo")
+    if isinstance(info, dict):
+        rank = info.get("rank")
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            return rank, "distributedInfo"
+        if isinstance(rank, str) and rank.isdigit():
+            return int(rank), "distributedInfo"
+    matches = _RANK_IN_NAME.findall(path.name)
+    if matches:
+        return int(matches[-1]), "file name"
+    if fallback is not None:
+        return int(fallback), "--rank"
+    return 0, "default"
+
+
+def detect_node(metadata: dict[str, Any], path: Path, node: str | None) -> str:
+    """Node of a trace: the caller's ``node``, else the trace's host name, else the file stem."""
+    if node:
+        return safe_node_name(node)
+    for key in ("host_name", "hostname", "hostName"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return safe_node_name(value)
+    return safe_node_name(source_stem(path))
+
+
+def convert_kineto_file(
+    src: Path,
+    trace_dir: Path,
+    *,
+    node: str | None = None,
+    rank: int | None = None,
+    seq: int | None = None,
+    progress: Progress | None = None,
+) -> ConvertResult:
+    """Convert one Kineto JSON file into one events file of the existing trace ``trace_dir``.
+
+    Writes ``node=<node>/rank=<rank>/events-<seq>.parquet`` atomically (the next free ``seq``
+    unless given) and nothing else: the caller owns the manifest. ``progress(done, total)`` is
+    called now and then (``total`` is the source's size in bytes). Raises
+    :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
+    """
+    src = Path(src)
+    size = _size(src)
+
+    def report(fraction: float) -> None:
+        if progress is not None:
+            progress(int(size * fraction), size)
+
+    data = read_bytes(src)
+    report(0.15)
+    doc = decode(src, data)
+    del data
+    report(0.35)
+    if not doc.events:
+        raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
+    conv = convert_events(doc, None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1)))
+    doc.events = []
+    if conv.table.num_rows == 0:
+        raise KinetoFormatError(src, "no trace events besides metadata: nothing to import")
+    rank_value, rank_from = detect_rank(doc.metadata, src, rank)
+    node_value = detect_node(doc.metadata, src, node)
+    source = {
+        "file": str(src),
+        "format": "kineto",
+        "rank_from": rank_from,
+        "metadata": doc.metadata,
+        "base_time_ns": doc.base_time_ns,
+        **conv.source,
+    }
+    extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
+    path = write_events(trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra)
+    report(1.0)
+    gpus = _gpus(doc.metadata, node_value, conv.devices)
+    return ConvertResult(
+        rank=rank_value,
+        node=node_value,
+        num_events=conv.table.num_rows,
+        counts=conv.counts,
+        first_ts_ns=conv.first_ts_ns,
+        last_end_ns=conv.last_end_ns,
+        devices=conv.devices,
+        path=path,
+        source=source,
+        gpus=gpus,
+    )
+
+
+def _size(src: Path) -> int:
+    try:
+        return max(src.stat().st_size, 1)
+    except OSError:
+        return 1
+
+
+def _gpus(metadata: dict[str, Any], node: str, devices: list[int]) -> list[dict[str, Any]]:
+    props = metadata.get("deviceProperties")
+    gpus: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if isinstance(props, list):
+        for p in props:
+            if isinstance(p, dict):
+                gpus.append({"node": node, **p})
+                if isinstance(p.get("id"), int):
+                    seen.add(p["id"])
+    for d in devices:
+        if d not in seen:
+            gpus.append({"node": node, "id": d})
+    return gpus
+
+
+def expand_sources(sources: list[Path]) -> list[Path]:
+    """Files to import: each path itself, or the ``.json``/``.json.gz`` files of a folder."""
+    files: list[Path] = []
+    if not sources:
+        raise TraceFormatError(Path("."), "no trace files given")
+    for src in sources:
+        src = Path(src)
+        if src.is_dir():
+            found = sorted(p for p in src.iterdir() if p.name.endswith(_SUFFIXES) and not p.is_dir())
+            if not found:
+                raise KinetoFormatError(src, "folder holds no .json or .json.gz trace files")
+            files.extend(found)
+        elif not src.exists() and not src.is_symlink():
+            raise KinetoFormatError(src, "no such file or directory")
+        else:
+            files.append(src)
+    return files
+
+
+def check_output(out_dir: Path, force: bool) -> None:
+    """Refuse an output folder that holds a trace (unless ``force``) or anything else."""
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise TraceFormatError(out_dir, "output exists and is not a folder")
+    if not out_dir.exists():
+        return
+    if is_trace_dir(out_dir):
+        if not force:
+            raise TraceFormatError(
+                out_dir, "output folder already holds a profui trace; use --force to replace it"
+            )
+        return
+    if any(out_dir.iterdir()):
+        raise TraceFormatError(
+            out_dir, "output folder is not empty and is not a profui trace; choose another"
+        )
+
+
+def import_kineto(
+    sources: list[Path],
+    out_dir: Path,
+    *,
+    rank: int | None = None,
+    node: str | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> Manifest:
+    """Import Kineto JSON files (or folders of them) as the new trace ``out_dir``.
+
+    Everything is built in a temporary folder beside ``out_dir`` and renamed into place at the
+    end, so a failure leaves no half trace and ``force`` never half-overwrites an old one.
+    Returns the written manifest (status ``imported``, source ``kineto-import``).
+    """
+    out_dir = Path(out_dir)
+    files = expand_sources([Path(s) for s in sources])
+    check_output(out_dir, force)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.importing-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        manifest = _build(files, tmp, out_dir.name, rank=rank, node=node, progress=progress)
+        _swap_into_place(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _build(
+    files: list[Path], tmp: Path, name: str, *, rank: int | None, node: str | None, progress: Progress | None
+) -> Manifest:
+    sizes = [_size(f) for f in files]
+    total = sum(sizes)
+    done = 0
+    results: list[ConvertResult] = []
+    for f, size in zip(files, sizes, strict=True):
+        offset = done
+
+        def sub(d: int, _n: int, offset: int = offset) -> None:
+            if progress is not None:
+                progress(offset + d, total)
+
+        results.append(convert_kineto_file(f, tmp, node=node, rank=rank, progress=sub))
+        done += size
+    firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]
+    lasts = [r.last_end_ns for r in results if r.last_end_ns is not None]
+    gpus: list[dict[str, Any]] = []
+    seen: set[tuple[str, Any]] = set()
+    for r in results:
+        for g in r.gpus:
+            key = (g["node"], g.get("id"))
+            if key not in seen:
+                seen.add(key)
+                gpus.append(g)
+    schema_versions = sorted(
+        {
+            str(r.source["metadata"].get("schemaVersion"))
+            for r in results
+            if "schemaVersion" in r.source["metadata"]
+        }
+    )
+    versions = {"profui": _profui_version()}
+    if schema_versions:
+        versions["kineto_schema"] = ",".join(schema_versions)
+    manifest = Manifest(
+        name=name,
+        status="imported",
+        source="kineto-import",
+        start_ns=min(firsts) if firsts else None,
+        end_ns=max(lasts) if lasts else None,
+        hosts=sorted({r.node for r in results}),
+        gpus=gpus,
+        ranks=sorted({r.rank for r in results}),
+        versions=versions,
+        sources=[r.manifest_entry(tmp) for r in results],
+    )
+    write_manifest(tmp, manifest)
+    if progress is not None:
+        progress(total, total)
+    return manifest
+
+
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.replace(tmp, out_dir)
+        return
+    old = out_dir.parent / f".{out_dir.name}.replaced-{os.getpid()}"
+    if old.exists():
+        shutil.rmtree(old)
+    os.replace(out_dir, old)
+    try:
+        os.replace(tmp, out_dir)
+    except BaseException:
+        os.replace(old, out_dir)
+        raise
+    with contextlib.suppress(OSError):
+        shutil.rmtree(old)
+
+
+def _profui_version() -> str:
+    try:
+        return importlib_metadata.version("profui")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"

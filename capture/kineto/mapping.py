@@ -1,0 +1,109 @@
+"""How Kineto categories map onto profui event kinds, and small value normalisers."""
+
+from __future__ import annotations
+
+import re
+
+#: Kineto ``cat`` of a complete (``X``) event -> profui ``kind``. Old Kineto spelled some
+#: categories differently (``Kernel``, ``Runtime``, ``Memcpy``, ``Operator``).
+KIND_BY_CAT: dict[str, str] = {
+    "cpu_op": "cpu_op",
+    "Operator": "cpu_op",
+    "python_function": "python",
+    "user_annotation": "annotation",
+    "gpu_user_annotation": "gpu_annotation",
+    "cuda_runtime": "runtime",
+    "Runtime": "runtime",
+    "mtia_runtime": "runtime",
+    "xpu_runtime": "runtime",
+    "privateuse1_runtime": "runtime",
+    "cuda_driver": "driver",
+    "xpu_driver": "driver",
+    "privateuse1_driver": "driver",
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "mtia_ccp_events": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+    "cuda_sync": "sync",
+    "cpu_instant_event": "instant",
+    # CUPTI range-profiler mode: one range per profiled kernel, with SASS counters in args but
+    # no stream or correlation. A measured range on the device, not a timed kernel execution.
+    "cuda_profiler_range": "gpu_annotation",
+}
+
+#: The category each kind is written with by current Kineto; any other source category is kept
+#: in the event's args as ``"cat"`` so nothing about the source is lost.
+CANONICAL_CAT: dict[str, str] = {
+    "cpu_op": "cpu_op",
+    "python": "python_function",
+    "annotation": "user_annotation",
+    "step": "user_annotation",
+    "gpu_annotation": "gpu_user_annotation",
+    "runtime": "cuda_runtime",
+    "driver": "cuda_driver",
+    "kernel": "kernel",
+    "memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "sync": "cuda_sync",
+    "instant": "cpu_instant_event",
+}
+
+#: Kinds whose events run on a device: their ``device``/``stream`` come from args or pid/tid.
+DEVICE_SIDE = frozenset({"kernel", "memcpy", "memset", "sync", "gpu_annotation"})
+
+STEP_PREFIX = "ProfilerStep#"
+
+_MEMCPY_NAME = re.compile(r"^Memcpy ([A-Za-z]+)")
+
+#: MTIA DMA directions -> the CUDA-style memcpy kinds the rest of profui uses.
+_DIRECTIONS = {
+    "HOST_TO_DEVICE": "HtoD",
+    "DEVICE_TO_HOST": "DtoH",
+    "DEVICE_TO_DEVICE": "DtoD",
+    "HOST_TO_HOST": "HtoH",
+    "PEER_TO_PEER": "PtoP",
+}
+
+
+def unknown_cat_kind(cat: str | None) -> str:
+    """Kind for a category this importer does not know (kept as ``args.cat``)."""
+    if cat:
+        low = cat.lower()
+        if low.endswith("_runtime"):
+            return "runtime"
+        if low.endswith("_driver"):
+            return "driver"
+    return "annotation"
+
+
+def memcpy_kind_from_name(name: str) -> str | None:
+    """``HtoD`` from ``Memcpy HtoD (Pageable -> Device)``; None when the name does not say."""
+    m = _MEMCPY_NAME.match(name)
+    return m.group(1) if m else None
+
+
+def memcpy_kind_from_direction(direction: object) -> str | None:
+    """``HtoD`` from MTIA's ``HOST_TO_DEVICE``."""
+    if not isinstance(direction, str):
+        return None
+    return _DIRECTIONS.get(direction, direction)
+
+
+def as_int(value: object) -> int | None:
+    """An integer from an int, or a decimal/hex string (AMD writes ``"0x0"``); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

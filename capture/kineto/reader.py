@@ -1,0 +1,153 @@
+"""Reading a Kineto Chrome-trace file: bytes (plain or gzip), then typed msgspec decoding.
+
+Every failure becomes a one-line :class:`KinetoFormatError` naming the file; files that are JSON
+but not Kineto traces (PyTorch execution traces, memory timelines) are recognised and named.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import Raw, Struct
+
+from .errors import KinetoFormatError
+from .timeparse import int_text
+
+
+class Event(Struct, gc=False):
+    """One Chrome-trace event. ``ts``/``dur``/``args`` stay undecoded JSON text until needed:
+    times must be converted exactly, and most metadata events' args are never read."""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: Raw = Raw()
+    dur: Raw = Raw()
+    args: Raw = Raw()
+    id: int | str | None = None
+
+
+_TOP_DECODER = msgspec.json.Decoder(dict[str, Raw])
+_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+
+
+@dataclass
+class KinetoDoc:
+    """A decoded Kineto trace: its events and every other top-level key (decoded)."""
+
+    path: Path
+    events: list[Event]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    base_time_ns: int | None = None
+    raw_bytes: int = 0
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise KinetoFormatError(path, "no such file or directory") from None
+    except IsADirectoryError:
+        raise KinetoFormatError(
+            path, "is a directory, expected a Kineto trace file (.json or .json.gz)"
+        ) from None
+    except PermissionError:
+        raise KinetoFormatError(path, "permission denied") from None
+    except OSError as exc:
+        raise KinetoFormatError(path, f"cannot read file ({exc.strerror or exc})") from None
+    if not data:
+        raise KinetoFormatError(path, "empty file")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except EOFError:
+            raise KinetoFormatError(path, "truncated gzip file (compressed data ends early)") from None
+        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+            raise KinetoFormatError(path, f"corrupt gzip file ({exc})") from None
+        if not data:
+            raise KinetoFormatError(path, "empty file (after gunzip)")
+    return data
+
+
+def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
+    msg = str(exc)
+    if "truncated" in msg.lower():
+        return KinetoFormatError(path, "truncated JSON (the file ends in the middle of the trace)")
+    return KinetoFormatError(path, f"not valid JSON ({msg})")
+
+
+def decode(path: Path, data: bytes) -> KinetoDoc:
+    """Decode Kineto JSON ``data`` read from ``path``; refuse anything that is not a Kineto trace."""
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    first = data[:64].lstrip()[:1]
+    if first == b"[":
+        return _decode_array(path, data)
+    if first != b"{":
+        raise KinetoFormatError(path, "not JSON (expected a Kineto trace: a JSON object with 'traceEvents')")
+    try:
+        top = _TOP_DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raise _json_error(path, exc) from None
+    raw_events = top.pop("traceEvents", None)
+    if raw_events is None:
+        raise KinetoFormatError(path, _what_instead(top))
+    try:
+        events = _EVENTS_DECODER.decode(raw_events)
+    except msgspec.ValidationError as exc:
+        raise KinetoFormatError(path, f"'traceEvents' is not a list of trace events ({exc})") from None
+    except msgspec.DecodeError as exc:
+        raise _json_error(path, exc) from None
+    metadata = {k: msgspec.json.decode(v) for k, v in top.items()}
+    base_ns = None
+    if "baseTimeNanoseconds" in top:
+        try:
+            base_ns = int_text(bytes(top["baseTimeNanoseconds"]))
+        except ValueError:
+            raise KinetoFormatError(path, "'baseTimeNanoseconds' is not an integer") from None
+    return KinetoDoc(path=path, events=events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data))
+
+
+def _decode_array(path: Path, data: bytes) -> KinetoDoc:
+    # Chrome's "JSON array format": a bare list of events (no metadata). A list of lists is the
+    # raw output of torch.profiler's export_memory_timeline instead.
+    try:
+        items = msgspec.json.decode(data, type=list[Raw])
+    except msgspec.DecodeError as exc:
+        raise _json_error(path, exc) from None
+    head = bytes(items[0]).lstrip()[:1] if items else b""
+    if head == b"[":
+        raise KinetoFormatError(
+            path,
+            "a torch.profiler memory timeline (export_memory_timeline raw list of "
+            "[time, action, bytes, category]), not a Kineto trace",
+        )
+    if head != b"{":
+        raise KinetoFormatError(path, "a JSON list that is not a list of trace events: not a Kineto trace")
+    try:
+        events = _EVENTS_DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        raise KinetoFormatError(path, f"JSON list is not a list of trace events ({exc})") from None
+    return KinetoDoc(path=path, events=events, metadata={}, base_time_ns=None, raw_bytes=len(data))
+
+
+def _what_instead(top: dict[str, Raw]) -> str:
+    keys = set(top)
+    if "nodes" in keys and ("schema" in keys or "finish_ts" in keys):
+        return "a PyTorch execution trace (top-level 'nodes'), not a Kineto trace; import the matching Kineto file"
+    shown = ", ".join(sorted(keys)[:5]) or "none"
+    return f"JSON object without 'traceEvents' (keys: {shown}): not a Kineto trace"
+
+
+def read_kineto(path: Path) -> KinetoDoc:
+    """Read and decode one Kineto trace file (``.json`` or ``.json.gz``)."""
+    return decode(path, read_bytes(path))

@@ -1,0 +1,48 @@
+"""Exact conversion of Kineto's microsecond numbers (as JSON text) into integer nanoseconds.
+
+Kineto writes ``ts``/``dur`` in microseconds, either as integers or as decimals with up to three
+(sometimes more) fractional digits. A float64 cannot hold ``1712195495519689.047`` exactly, so the
+number is converted from its JSON text, never through a float.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+
+
+def us_text_to_ns(text: bytes) -> int:
+    """Integer nanoseconds of a JSON number of microseconds given as its text.
+
+    Digits beyond the nanosecond are rounded half-to-even. Raises ``ValueError`` on text that
+    is not a JSON number.
+    """
+    int_part, dot, frac = text.partition(b".")
+    if not dot:
+        if b"e" in text or b"E" in text:
+            return _slow(text)
+        return int(text) * 1000
+    if len(frac) <= 3 and frac.isdigit():
+        ns = int(int_part) * 1000
+        frac_ns = int(frac.ljust(3, b"0")) if frac else 0
+        return ns - frac_ns if int_part.startswith(b"-") else ns + frac_ns
+    return _slow(text)
+
+
+def _slow(text: bytes) -> int:
+    try:
+        value = Decimal(text.decode("ascii")) * 1000
+    except (InvalidOperation, UnicodeDecodeError):
+        raise ValueError(f"not a number: {text[:40]!r}") from None
+    if not value.is_finite():
+        raise ValueError(f"not a finite number: {text[:40]!r}")
+    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+
+
+def int_text(text: bytes) -> int:
+    """An integer given as JSON text (``baseTimeNanoseconds``), exactly."""
+    if text.startswith(b'"'):
+        text = text.strip(b'"')
+    try:
+        return int(text)
+    except ValueError:
+        return int(Decimal(text.decode("ascii")))

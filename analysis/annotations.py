@@ -1,0 +1,111 @@
+"""Custom annotations (``record_function``, ``profui.capture.annotate``, NVTX-like ranges).
+
+Host annotations are events of kind ``annotation``; their device projection (Kineto's
+``gpu_user_annotation``: first to last device activity launched inside the range) is kind
+``gpu_annotation``. For any annotation name we report its time per step and its share of the
+step, ready to plot; and HTA's per-name breakdown (``cpu_user_annotation_breakdown`` /
+``gpu_user_annotation_breakdown``: plain statistics of the ranges' durations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .intervals import union_length
+
+#: ``side`` of an annotation by event kind.
+SIDES: dict[str, str] = {"annotation": "cpu", "gpu_annotation": "gpu", "step": "cpu"}
+
+
+def annotation_events(events: pl.LazyFrame, include_steps: bool = False) -> pl.LazyFrame:
+    """Annotation events with a ``side`` column (``cpu`` / ``gpu``); step markers only when
+    ``include_steps`` (HTA counts ``ProfilerStep#N`` among the CPU annotations)."""
+    kinds = ["annotation", "gpu_annotation"] + (["step"] if include_steps else [])
+    return events.filter(pl.col("kind").is_in(kinds)).with_columns(
+        pl.col("kind").replace_strict(SIDES, return_dtype=pl.String).alias("side")
+    )
+
+
+def annotation_names(events: pl.LazyFrame) -> pl.LazyFrame:
+    """Every annotation name with its ``side``, ``count`` and ``total_ns``, longest total first."""
+    return (
+        annotation_events(events)
+        .group_by("side", "name")
+        .agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
+        .sort(["total_ns", "side", "name"], descending=[True, False, False])
+    )
+
+
+def annotation_breakdown(
+    events: pl.LazyFrame, hta_compat: bool = False, by: Sequence[str] = ("rank",)
+) -> pl.LazyFrame:
+    """Per ``by`` group, side and name: ``count, sum_ns, max_ns, min_ns, std_ns, mean_ns``.
+
+    With ``hta_compat`` (events from :func:`profui.analysis.hta.hta_events`) the CPU side also
+    holds the ``ProfilerStep#N`` ranges, as in HTA's ``cpu_user_annotation_breakdown``; ``std``
+    is the sample standard deviation (0 for a single range, like HTA's filled NaN).
+    """
+    keys = [*by, "side", "name"]
+    return (
+        annotation_events(events, include_steps=hta_compat)
+        .group_by(keys)
+        .agg(
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("dur").sum().alias("sum_ns"),
+            pl.col("dur").max().alias("max_ns"),
+            pl.col("dur").min().alias("min_ns"),
+            pl.col("dur").std().fill_null(0.0).alias("std_ns"),
+            pl.col("dur").mean().alias("mean_ns"),
+        )
+        .sort(keys)
+    )
+
+
+def annotation_per_step(
+    events: pl.LazyFrame,
+    windows: pl.LazyFrame,
+    names: Sequence[str] | None = None,
+    side: str | None = None,
+) -> pl.LazyFrame:
+    """Time each annotation name takes inside each step, and its share of the step.
+
+    ``windows`` has ``node, rank, step, start, end`` (ns). An annotation's time in a step is the
+    union of its ranges on that rank, clipped to the step window (nested or repeated ranges of
+    the same name are not double counted). Every (step, name) pair of a rank is present, 0 when
+    the annotation did not run in that step, so the frame plots as is.
+
+    Columns: ``node, rank, step, side, name, time_ns, count`` (ranges meeting the step),
+    ``step_ns, share`` (``time_ns / step_ns``). ``names`` / ``side`` restrict the annotations.
+    """
+    ann = annotation_events(events)
+    if names is not None:
+        ann = ann.filter(pl.col("name").is_in(list(names)))
+    if side is not None:
+        ann = ann.filter(pl.col("side") == side)
+    w = windows.select("node", "rank", "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
+    keys = ["node", "rank", "step", "side", "name"]
+    clipped = (
+        ann.select("node", "rank", "side", "name", "ts", "dur")
+        .join(w, on=["node", "rank"], how="inner")
+        .filter((pl.col("ts") < pl.col("w_end")) & (pl.col("ts") + pl.col("dur") > pl.col("w_start")))
+        .select(
+            *keys,
+            pl.max_horizontal("ts", "w_start").alias("start"),
+            pl.min_horizontal(pl.col("ts") + pl.col("dur"), "w_end").alias("end"),
+        )
+    )
+    times = union_length(clipped, keys, "time_ns")
+    counts = clipped.group_by(keys).agg(pl.len().cast(pl.Int64).alias("count"))
+    grid = w.select("node", "rank", "step", (pl.col("w_end") - pl.col("w_start")).alias("step_ns")).join(
+        ann.select("node", "rank", "side", "name").unique(), on=["node", "rank"], how="inner"
+    )
+    return (
+        grid.join(times, on=keys, how="left")
+        .join(counts, on=keys, how="left")
+        .with_columns(pl.col("time_ns", "count").fill_null(0))
+        .with_columns(pl.when(pl.col("step_ns") > 0).then(pl.col("time_ns") / pl.col("step_ns")).alias("share"))
+        .select(*keys, "time_ns", "count", "step_ns", "share")
+        .sort(["node", "rank", "step", "side", "name"])
+    )

@@ -1,0 +1,94 @@
+"""Launch latency: hand-checked small frames, then real traces against HTA's reference numbers."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from profui.analysis.launch import (
+    HTA_LAUNCH_NAMES,
+    kernel_launches,
+    launch_histogram,
+    launch_outliers,
+    launch_stats,
+    launch_stats_by_kernel,
+)
+from profui.analysis.trace import EVENTS_POLARS_SCHEMA
+
+
+def ev(rows: list[dict]) -> pl.LazyFrame:
+    """Events frame from partial rows (defaults for the other columns)."""
+    base = {
+        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
+        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
+        "node": "n", "rank": 0,
+    }
+    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+
+
+def gpu(ts, dur, corr, name="k", stream=7, rank=0, kind="kernel"):
+    return {"ts": ts, "dur": dur, "kind": kind, "name": name, "device": 0, "stream": stream,
+            "correlation": corr, "rank": rank, "pid": 0, "tid": stream}
+
+
+def call(ts, dur, corr, name="cudaLaunchKernel", rank=0, kind="runtime"):
+    return {"ts": ts, "dur": dur, "kind": kind, "name": name, "correlation": corr, "rank": rank}
+
+
+SMALL = [
+    call(1_000, 5_000, 1),             # ends 6_000; kernel at 6_500 -> delay 500, latency 5_500
+    gpu(6_500, 2_000, 1, "a"),         # 2 µs kernel < 5 µs launch: launch-bound
+    call(10_000, 3_000, 2, "cuLaunchKernel", kind="driver"),  # driver API (Triton)
+    gpu(200_000, 10_000, 2, "b"),      # delay 187_000 > 100 µs: outlier
+    call(20_000, 60_000, 3, "cudaMemcpyAsync"),  # slow call (> 50 µs)
+    gpu(90_000, 1_000, 3, "Memcpy HtoD", kind="memcpy"),
+    gpu(95_000, 1_000, 99, "orphan"),  # no launch recorded: left out
+    call(1_000, 5_000, 1, rank=1),     # same correlation on another rank: its own launch
+    gpu(7_000, 1_000, 1, "a", rank=1),
+]
+
+
+def test_launch_join_is_per_rank_and_by_correlation():
+    df = kernel_launches(ev(SMALL)).collect()
+    assert df.height == 4
+    r0 = df.filter(pl.col("rank") == 0).sort("correlation")
+    assert r0["launch_delay"].to_list() == [500, 187_000, 10_000]
+    assert r0["launch_latency"].to_list() == [5_500, 190_000, 70_000]
+    assert r0["launch_bound"].to_list() == [True, False, True]
+    assert r0["launch_name"].to_list() == ["cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync"]
+    r1 = df.filter(pl.col("rank") == 1)
+    assert r1["launch_delay"].to_list() == [1_000]
+
+
+def test_hta_compat_matches_only_hta_launch_names():
+    df = kernel_launches(ev(SMALL), hta_compat=True).collect()
+    assert "cuLaunchKernel" not in HTA_LAUNCH_NAMES
+    assert sorted(df["correlation"].to_list()) == [1, 1, 3]
+
+
+def test_launch_stats_numbers():
+    st = launch_stats(kernel_launches(ev(SMALL)), by=("rank",)).collect()
+    r0 = st.filter(pl.col("rank") == 0).row(0, named=True)
+    assert r0["launches"] == 3
+    assert r0["cpu_sum"] == 68_000
+    assert r0["gpu_max"] == 10_000
+    assert r0["delay_p50"] == 10_000
+    assert r0["delay_mean"] == pytest.approx((500 + 187_000 + 10_000) / 3)
+    assert r0["launch_bound"] == 2
+    assert r0["runtime_outliers"] == 1
+    assert r0["delay_outliers"] == 1
+    allr = launch_stats(kernel_launches(ev(SMALL)), by=()).collect()
+    assert allr["launches"].item() == 4
+
+
+def test_outliers_by_kernel_and_histogram():
+    la = kernel_launches(ev(SMALL))
+    out = launch_outliers(la).collect()
+    assert out["correlation"].to_list() == [2, 3]
+    assert out["reason"].to_list() == ["late_start", "slow_call"]
+    bk = launch_stats_by_kernel(la).collect()
+    assert bk["name"].to_list()[0] == "b"
+    assert bk.filter(pl.col("name") == "a")["launches"].item() == 2
+    h = launch_histogram(la).collect()
+    assert h["count"].to_list() == [1, 1, 1, 1, 0, 0]  # 500, 1_000, 10_000, 187_000 ns
+    assert h["count"].sum() == 4

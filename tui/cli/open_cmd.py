@@ -1,9 +1,84 @@
-"""`profui` sub-command(s) of this module (placeholder until implemented)."""
+"""``profui open [PATH]``: the dashboard, views and timeline of a trace in the terminal."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from profui.capture.format import TraceFormatError, find_trace_dirs, is_trace_dir, open_trace_dir
+
+from .errors import UserError
+
+SAMPLE_NAME = "synthetic_gpu"
+
+
+def samples_dir() -> Path:
+    """``samples/`` of the source tree the package was installed from (installs are editable)."""
+    import profui.tui
+
+    return Path(profui.tui.__file__).resolve().parent.parent / "samples"
+
+
+def bundled_sample() -> Path:
+    """The sample trace ``profui open`` shows without a PATH; UserError when it is not there."""
+    path = samples_dir() / SAMPLE_NAME
+    if not is_trace_dir(path):
+        raise UserError(
+            f"{path}: bundled sample trace not found (this install has no samples/ folder); "
+            "pass a trace folder or a Kineto .json/.json.gz file: profui open PATH"
+        )
+    return path
+
+
+def plan_open(path: Path | None):
+    """Decide what to show for ``path``: a trace, a jobs list, or Kineto JSON to import first.
+
+    Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
+    """
+    from profui.analysis.sources import kineto_sources
+
+    from ..app import OpenTarget
+
+    if path is None:
+        return OpenTarget("trace", bundled_sample())
+    path = path.expanduser()
+    if not path.exists():
+        raise TraceFormatError(path, "no such file or directory")
+    if is_trace_dir(path):
+        open_trace_dir(path, require_data=False)  # validate now: a bad trace is a one-line error
+        return OpenTarget("trace", path)
+    if path.is_dir():
+        traces = find_trace_dirs(path)
+        if len(traces) == 1:
+            open_trace_dir(traces[0], require_data=False)
+            return OpenTarget("trace", traces[0])
+        if traces:
+            return OpenTarget("jobs", path)
+    if kineto_sources(path):
+        return OpenTarget("import", path)
+    if path.is_dir():
+        raise TraceFormatError(path, "no profui traces and no Kineto .json/.json.gz files in this folder")
+    raise TraceFormatError(path, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to ``app``."""
+    """Add ``open`` to ``app``."""
+
+    @app.command("open")
+    def open_(
+        path: Path | None = typer.Argument(
+            None,
+            help="A trace folder, a folder of traces (a jobs list comes first), or Kineto JSON "
+            "(.json/.json.gz, or a folder of them; imported into a cache). Default: the bundled sample.",
+            show_default=False,
+        ),
+        poll: float = typer.Option(2.0, "--poll", help="Seconds between checks of a running trace for new files."),
+    ) -> None:
+        """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first."""
+        target = plan_open(path)
+        from ..app import ProfuiApp
+
+        result = ProfuiApp(target, poll_s=poll).run()
+        if result:
+            raise UserError(result)

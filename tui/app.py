@@ -1,0 +1,135 @@
+"""The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
+Runs, Timeline).
+
+Views are registered in :data:`VIEWS`, one entry each, by import path, so a view module is only
+imported when the app starts and a missing or broken one shows a one-line placeholder instead
+of stopping the app. A view class is built as ``View(session, id=<name>)`` (``session`` is a
+:class:`~profui.tui.views.session.TraceSession`); it may define ``load()`` (called when it is
+first shown and after a live trace changes) and ``goto(**where)`` (used by
+:meth:`ProfuiApp.goto_view`, e.g. the timeline's ``goto(kernel=..., step=...)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One view of an opened trace: its id, tab title, key, and ``module:Class`` to build it."""
+
+    name: str
+    title: str
+    key: str
+    target: str
+
+    def load_class(self) -> type:
+        """Import the view class (raises ImportError/AttributeError when it is not there)."""
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+#: The views of the trace screen, in tab order. Adding a view = adding one entry here.
+VIEWS: list[ViewSpec] = [
+    ViewSpec("dashboard", "Dashboard", "1", "profui.tui.views.dashboard:DashboardView"),
+    ViewSpec("kernels", "Kernels", "2", "profui.tui.views.kernels:KernelsView"),
+    ViewSpec("steps", "Steps", "3", "profui.tui.views.steps:StepsView"),
+    ViewSpec("runs", "Runs", "4", "profui.tui.views.runs:RunsView"),
+    ViewSpec("timeline", "Timeline", "5", "profui.tui.timeline:TimelineView"),
+]
+
+
+@dataclass(frozen=True)
+class OpenTarget:
+    """What ``profui open`` was asked to show: a ``trace`` folder, a ``jobs`` folder, or
+    Kineto JSON to ``import`` first."""
+
+    kind: str  # "trace" | "jobs" | "import"
+    path: Path
+
+
+class ProfuiApp(App[str | None]):
+    """``profui open``: the app. Its result is ``None``, or a one-line error for the CLI."""
+
+    TITLE = "profui"
+    CSS_PATH = "profui.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("q", "quit", "Quit", priority=False),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Keys"),
+    ]
+
+    def __init__(self, target: OpenTarget, views: list[ViewSpec] | None = None, poll_s: float = 2.0) -> None:
+        super().__init__()
+        self.target = target
+        self.views = list(VIEWS if views is None else views)
+        self.poll_s = poll_s
+
+    def on_mount(self) -> None:
+        from .screens.importing import ImportScreen
+        from .screens.jobs import JobsScreen
+
+        if self.target.kind == "jobs":
+            self.push_screen(JobsScreen(self.target.path))
+        elif self.target.kind == "import":
+            self.push_screen(ImportScreen(self.target.path))
+        else:
+            self.open_trace(self.target.path)
+
+    def open_trace(self, path: Path, replace: bool = False) -> None:
+        """Show the trace screen of ``path`` (on top of the jobs screen, or replacing the current)."""
+        from .screens.trace import TraceScreen
+
+        screen = TraceScreen(Path(path), self.views, poll_s=self.poll_s)
+        if replace:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def fail(self, message: str) -> None:
+        """Leave the app; the CLI prints ``profui: <message>`` and exits with status 2."""
+        self.exit(result=message, return_code=2)
+
+    def goto_view(self, name: str, **where: Any) -> bool:
+        """Switch the trace screen to view ``name`` and, when it has ``goto``, move it to ``where``.
+
+        Returns False when no trace screen is open or no such view is registered.
+        """
+        from .screens.trace import TraceScreen
+
+        screen = self.screen
+        if not isinstance(screen, TraceScreen) or not screen.has_view(name):
+            return False
+        view = screen.show_view(name)
+        goto = getattr(view, "goto", None)
+        if where and callable(goto):
+            goto(**where)
+        return True
+
+    def goto_timeline(self, **where: Any) -> bool:
+        """Open the timeline on a kernel instance or step (``kernel=``, ``step=``, ...)."""
+        return self.goto_view("timeline", **where)
+
+    def action_help(self) -> None:
+        """Show every key of the current screen."""
+        from .screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+            return
+        keys = []
+        seen = set()
+        for key, active in self.active_bindings.items():
+            b = active.binding
+            if not b.description or (b.description, key) in seen:
+                continue
+            seen.add((b.description, key))
+            keys.append((b.key_display or self.get_key_display(b), b.description))
+        self.push_screen(HelpScreen(keys))

@@ -1,0 +1,248 @@
+"""The jobs screen: every trace under a folder, newest first; sortable, filterable, Enter opens.
+
+Rows come from each trace's ``manifest.json`` and its files' sizes (metadata only, read in a
+worker so a folder of many traces never freezes the screen).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from profui.capture.format import TraceFormatError, find_trace_dirs, read_manifest
+
+from ..widgets.fmt import fmt_bytes, fmt_epoch, fmt_ns
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """What the jobs screen shows of one trace."""
+
+    path: Path
+    name: str
+    created_ns: int | None
+    status: str
+    duration_ns: int | None
+    nodes: int
+    gpus: int
+    size_bytes: int
+    problem: str | None = None
+
+
+def _folder_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def job_row(path: Path) -> JobRow:
+    """The row of one trace folder; an unreadable manifest gives a row with ``problem`` set."""
+    try:
+        m = read_manifest(path)
+    except TraceFormatError as exc:
+        return JobRow(path, path.name, None, "unreadable", None, 0, 0, _folder_size(path), str(exc))
+    node_dirs = [p for p in path.glob("node=*") if p.is_dir()]
+    nodes = len(m.hosts) or len(node_dirs)
+    end = m.end_ns if m.end_ns else (time.time_ns() if m.status == "running" and m.start_ns else None)
+    duration = end - m.start_ns if (end and m.start_ns) else None
+    return JobRow(path, m.name, m.start_ns, m.status, duration, nodes, len(m.gpus), _folder_size(path))
+
+
+def scan_jobs(root: Path) -> list[JobRow]:
+    """Rows of every trace folder at or below ``root``, newest first."""
+    rows = [job_row(p) for p in find_trace_dirs(root)]
+    rows.sort(key=lambda r: r.created_ns or 0, reverse=True)
+    return rows
+
+
+#: (column key, header, sort key)
+COLUMNS: list[tuple[str, str]] = [
+    ("name", "Name"),
+    ("created", "Created"),
+    ("status", "Status"),
+    ("duration", "Duration"),
+    ("nodes", "Nodes"),
+    ("gpus", "GPUs"),
+    ("size", "Size"),
+]
+
+_SORT_KEYS = {
+    "name": lambda r: r.name.lower(),
+    "created": lambda r: r.created_ns or 0,
+    "status": lambda r: r.status,
+    "duration": lambda r: r.duration_ns or 0,
+    "nodes": lambda r: r.nodes,
+    "gpus": lambda r: r.gpus,
+    "size": lambda r: r.size_bytes,
+}
+
+_STATUS_STYLE = {
+    "running": "bold green",
+    "completed": "",
+    "imported": "",
+    "failed": "bold red",
+    "stopped": "yellow",
+    "unreadable": "red",
+}
+
+
+class JobsScreen(Screen):
+    """The list of traces in a folder."""
+
+    BINDINGS = [
+        Binding("enter", "open_job", "Open"),
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("r", "sort_reverse", "Reverse"),
+        Binding("f5", "rescan", "Rescan"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    JobsScreen #jobs-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
+    JobsScreen #jobs-filter { dock: bottom; display: none; }
+    JobsScreen #jobs-filter.visible { display: block; }
+    JobsScreen DataTable { height: 1fr; }
+    JobsScreen #jobs-status { height: 1; padding: 0 1; }
+    """
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.rows: list[JobRow] = []
+        self.filter_text = ""
+        self.sort_column = "created"
+        self.sort_reverse = True
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"profui · traces in {self.root}", id="jobs-title")
+        table: DataTable = DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
+        for key, header in COLUMNS:
+            table.add_column(header, key=key)
+        yield table
+        yield Static("scanning…", id="jobs-status")
+        yield Input(placeholder="filter by name (Enter to keep, Esc to clear)", id="jobs-filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self.action_rescan()
+
+    def action_rescan(self) -> None:
+        """Read the folder again (status of running jobs changes)."""
+        self._scan()
+
+    @work(thread=True, exclusive=True, group="jobs-scan")
+    def _scan(self) -> None:
+        rows = scan_jobs(self.root)
+        self.app.call_from_thread(self._set_rows, rows)
+
+    def _set_rows(self, rows: list[JobRow]) -> None:
+        self.rows = rows
+        self._fill()
+
+    def visible_rows(self) -> list[JobRow]:
+        """The rows the table shows now: filtered by name, in the chosen order."""
+        needle = self.filter_text.lower()
+        rows = [r for r in self.rows if needle in r.name.lower()]
+        rows.sort(key=_SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
+        return rows
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        for r in self.visible_rows():
+            status = (r.status, _STATUS_STYLE.get(r.status, ""))
+            table.add_row(
+                r.name,
+                fmt_epoch(r.created_ns),
+                Text(*status),
+                fmt_ns(r.duration_ns),
+                str(r.nodes),
+                str(r.gpus),
+                fmt_bytes(r.size_bytes),
+                key=str(r.path),
+            )
+        arrow = "↓" if self.sort_reverse else "↑"
+        shown = table.row_count
+        filt = f" · filter “{self.filter_text}”" if self.filter_text else ""
+        self.query_one("#jobs-status", Static).update(
+            f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}"
+        )
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column."""
+        keys = [k for k, _ in COLUMNS]
+        self.sort_column = keys[(keys.index(self.sort_column) + 1) % len(keys)]
+        self._fill()
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the order."""
+        self.sort_reverse = not self.sort_reverse
+        self._fill()
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column = key
+        self._fill()
+
+    def action_filter(self) -> None:
+        """Show the name filter."""
+        box = self.query_one("#jobs-filter", Input)
+        box.add_class("visible")
+        box.value = self.filter_text
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Drop the filter."""
+        box = self.query_one("#jobs-filter", Input)
+        box.value = ""
+        box.remove_class("visible")
+        self.filter_text = ""
+        self._fill()
+        self.query_one(DataTable).focus()
+
+    @on(Input.Changed, "#jobs-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self._fill()
+
+    @on(Input.Submitted, "#jobs-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        box = self.query_one("#jobs-filter", Input)
+        if not box.value:
+            box.remove_class("visible")
+        self.query_one(DataTable).focus()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self._open(Path(str(event.row_key.value)))
+
+    def action_open_job(self) -> None:
+        """Open the trace under the cursor."""
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+        self._open(Path(str(key.value)))
+
+    def _open(self, path: Path) -> None:
+        self.app.open_trace(path)  # type: ignore[attr-defined]

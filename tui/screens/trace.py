@@ -1,0 +1,174 @@
+"""The trace screen: a title line, a tab line, the registered views, the footer.
+
+Number keys and Tab switch views; a trace whose manifest says ``running`` is polled and the
+shown view reloads (in a worker) whenever new files land.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Static
+
+from profui.capture.format import TraceFormatError
+
+from ..views.base import TraceView, UnavailableView
+from ..views.session import TraceSession
+from ..widgets.fmt import fmt_count
+
+
+class TraceScreen(Screen):
+    """One opened trace and its views."""
+
+    BINDINGS = [
+        Binding("tab", "next_view", "Next view", priority=True),
+        Binding("shift+tab", "prev_view", "Prev view", show=False, priority=True),
+        Binding("ctrl+r", "reload", "Reload", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    TraceScreen #trace-title { height: 1; padding: 0 1; background: $panel; }
+    TraceScreen #view-tabs { height: 1; padding: 0 1; }
+    TraceScreen ContentSwitcher { height: 1fr; }
+    """
+
+    def __init__(self, path: Path, views: list, poll_s: float = 2.0) -> None:
+        super().__init__()
+        self.path = path
+        self.specs = list(views)
+        self.session = TraceSession(path)
+        self.poll_s = poll_s
+        self.current = self.specs[0].name if self.specs else ""
+        self._fingerprint: tuple | None = None
+        self._live = False
+        for spec in self.specs:
+            self._bindings.bind(spec.key, f"show_view('{spec.name}')", spec.title, show=False)
+
+    # -- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self._title_text(), id="trace-title")
+        yield Static(self._tabs_text(), id="view-tabs")
+        with ContentSwitcher(initial=self.current or None):
+            for spec in self.specs:
+                yield self._build(spec)
+        yield Footer()
+
+    def _build(self, spec) -> Widget:
+        try:
+            cls = spec.load_class()
+        except (ImportError, AttributeError) as exc:
+            return UnavailableView(self.session, spec.title, f"{type(exc).__name__}: {exc}", id=spec.name)
+        return cls(self.session, id=spec.name)
+
+    def _title_text(self) -> Text:
+        try:
+            d = self.session.dir
+        except TraceFormatError as exc:
+            return Text(str(exc), style="bold red")
+        m = d.manifest
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(m.name, style="bold")
+        status_style = {"running": "bold green", "failed": "bold red", "stopped": "yellow"}.get(m.status, "")
+        t.append(" · ")
+        t.append(("● live" if m.status == "running" else m.status), style=status_style)
+        if m.synthetic:
+            t.append(" · synthetic", style="italic")
+        gpus = len(m.gpus) or len({(f.node, f.rank) for f in d.events})
+        t.append(f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {gpus} GPU/rank · "
+                 f"{fmt_count(d.num_events)} events")
+        return t
+
+    def _tabs_text(self) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for spec in self.specs:
+            label = f" {spec.key} {spec.title} "
+            t.append(label, style="reverse bold" if spec.name == self.current else "")
+            t.append(" ")
+        return t
+
+    def on_mount(self) -> None:
+        self.show_view(self.current)
+        try:
+            self._live = self.session.manifest.status == "running"
+        except TraceFormatError:
+            self._live = False
+        if self._live:
+            self._fingerprint = self.session.fingerprint()
+            self.set_interval(self.poll_s, self._poll, name="live-poll")
+
+    # -- views ----------------------------------------------------------------------------
+    def has_view(self, name: str) -> bool:
+        """True when a view ``name`` is registered."""
+        return any(s.name == name for s in self.specs)
+
+    def view(self, name: str) -> Widget:
+        """The widget of view ``name``."""
+        return self.query_one(f"#{name}")
+
+    def show_view(self, name: str) -> Widget:
+        """Make ``name`` the shown view, loading it if needed; returns its widget."""
+        self.current = name
+        self.query_one(ContentSwitcher).current = name
+        self.query_one("#view-tabs", Static).update(self._tabs_text())
+        view = self.view(name)
+        if isinstance(view, TraceView):
+            view.ensure_loaded()
+            view.focus_main()
+        return view
+
+    def action_show_view(self, name: str) -> None:
+        """Switch to view ``name``."""
+        if self.has_view(name):
+            self.show_view(name)
+
+    def _step_view(self, delta: int) -> None:
+        names = [s.name for s in self.specs]
+        if not names:
+            return
+        i = names.index(self.current) if self.current in names else 0
+        self.show_view(names[(i + delta) % len(names)])
+
+    def action_next_view(self) -> None:
+        """Next view (Tab)."""
+        self._step_view(1)
+
+    def action_prev_view(self) -> None:
+        """Previous view (Shift+Tab)."""
+        self._step_view(-1)
+
+    def action_back(self) -> None:
+        """Back to the jobs list, when the trace was opened from one."""
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    def action_reload(self) -> None:
+        """Forget cached answers and reload the shown view."""
+        self._refresh_generation()
+
+    # -- live -----------------------------------------------------------------------------
+    def _poll(self) -> None:
+        self._check_changed()
+
+    @work(thread=True, exclusive=True, group="live-poll")
+    def _check_changed(self) -> None:
+        try:
+            fp = self.session.fingerprint()
+        except TraceFormatError:
+            return  # a file being renamed into place; the next poll sees it whole
+        if fp != self._fingerprint:
+            self._fingerprint = fp
+            self.app.call_from_thread(self._refresh_generation)
+
+    def _refresh_generation(self) -> None:
+        self.session.new_generation()
+        self.query_one("#trace-title", Static).update(self._title_text())
+        view = self.view(self.current)
+        if isinstance(view, TraceView):
+            view.ensure_loaded()

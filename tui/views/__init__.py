@@ -1,0 +1,1 @@
+"""The views of an opened trace (Dashboard, Kernels, Steps, Runs) and the session they share."""

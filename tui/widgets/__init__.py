@@ -1,0 +1,1 @@
+"""Small reusable widgets of the profui app (text bar charts, chart panels) and value formatting."""

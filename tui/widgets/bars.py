@@ -1,0 +1,93 @@
+"""Horizontal text bar charts: readable at 80 columns, in 256 colours and in monochrome.
+
+The bars are glyphs (``█`` plus eighth blocks), so they stay legible when colour is stripped
+(``NO_COLOR``) and over any terminal that can show Unicode box characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.widget import Widget
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: ``label``, its length driver ``value``, the ``text`` shown at its right."""
+
+    label: str
+    value: float
+    text: str
+    style: str = "cyan"
+
+
+def bar_glyphs(fraction: float, width: int) -> str:
+    """A bar ``fraction`` (0..1) of ``width`` cells long, with eighth-block resolution."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[rest] if rest else "")
+
+
+class Bars(Widget):
+    """A list of labelled horizontal bars scaled to ``scale`` (default: the largest value)."""
+
+    DEFAULT_CSS = """
+    Bars { height: auto; width: 1fr; }
+    """
+
+    def __init__(
+        self,
+        bars: Iterable[Bar] = (),
+        scale: float | None = None,
+        label_width: int = 18,
+        empty: str = "no data",
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self._bars: list[Bar] = list(bars)
+        self._scale = scale
+        self._label_width = label_width
+        self._empty = empty
+
+    @property
+    def bars(self) -> list[Bar]:
+        """The bars shown."""
+        return list(self._bars)
+
+    def set_bars(self, bars: Iterable[Bar], scale: float | None = None, empty: str | None = None) -> None:
+        """Replace the bars (and the scale) and redraw."""
+        self._bars = list(bars)
+        self._scale = scale
+        if empty is not None:
+            self._empty = empty
+        self.refresh(layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self._bars))
+
+    def render(self) -> Text:
+        if not self._bars:
+            return Text(self._empty, style="italic")
+        width = max(self.size.width, 20)
+        label_w = min(self._label_width, max(6, width // 3))
+        text_w = max(len(b.text) for b in self._bars)
+        bar_w = max(4, width - label_w - text_w - 2)
+        scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, b in enumerate(self._bars):
+            if i:
+                out.append("\n")
+            label = b.label if len(b.label) <= label_w else b.label[: label_w - 1] + "…"
+            out.append(label.ljust(label_w), style="bold")
+            glyphs = bar_glyphs(b.value / scale if scale > 0 else 0.0, bar_w)
+            out.append(glyphs, style=b.style)
+            out.append(" " * (bar_w - len(glyphs) + 1))
+            out.append(b.text.rjust(text_w))
+        return out

@@ -1,0 +1,146 @@
+"""A sortable DataTable over a Polars frame, formatting each column by what its name says.
+
+``*_ns`` columns read as durations, ``*share*``/``*frac*`` as percentages of 1, ``*pct*`` as
+percentages, ``*bytes*`` as sizes. Sorting re-orders the frame the table shows (``s`` picks the
+next column, ``r`` reverses, or click a header); Enter posts :class:`FrameTable.Chosen` with the
+row as a dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+from .fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+
+MAX_TEXT = 70
+
+
+def header_of(col: str) -> str:
+    """A column header from a column name (``total_ns`` → ``total``, ``launch_count`` → ``launch count``)."""
+    name = col[:-3] if col.endswith("_ns") else col
+    return name.replace("_", " ")
+
+
+def format_cell(col: str, value: Any) -> Any:
+    """One cell as shown, by the column's name and the value's type."""
+    if value is None:
+        return Text("-", style="dim")
+    if isinstance(value, bool):
+        return Text("●" if value else "", style="bold yellow")
+    name = col.lower()
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and math.isnan(value):
+            return Text("-", style="dim")
+        if name.endswith("_ns") or name in ("dur", "duration"):
+            text = fmt_ns(value)
+        elif "share" in name or "frac" in name or name.endswith("ratio"):
+            text = fmt_pct(value)
+        elif "pct" in name or "percent" in name:
+            text = f"{value:.1f}%"
+        elif "bytes" in name:
+            text = fmt_bytes(value)
+        elif isinstance(value, int):
+            text = fmt_count(value)
+        else:
+            text = f"{value:.4g}"
+        return Text(text, justify="right")
+    if isinstance(value, (list, tuple, dict)):
+        value = ", ".join(map(str, value)) if not isinstance(value, dict) else str(value)
+    s = str(value)
+    return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
+
+
+class FrameTable(DataTable):
+    """A DataTable showing a Polars frame; sortable by keys."""
+
+    BINDINGS = [
+        Binding("s", "sort_next", "Sort"),
+        Binding("r", "sort_reverse", "Reverse"),
+    ]
+
+    class Chosen(Message):
+        """Enter on a row: ``row`` holds the frame's values of that row."""
+
+        def __init__(self, table: FrameTable, row: dict[str, Any]) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row
+
+    def __init__(self, id: str | None = None, sort_by: str | None = None, descending: bool = True) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.frame = pl.DataFrame()
+        self.columns_shown: list[str] = []
+        self.sort_by = sort_by
+        self.descending = descending
+
+    def set_frame(self, frame: pl.DataFrame, columns: list[str] | None = None) -> None:
+        """Show ``frame`` (only ``columns`` when given, in that order)."""
+        self.columns_shown = [c for c in (columns or frame.columns) if c in frame.columns]
+        self.frame = frame
+        if self.sort_by not in self.columns_shown:
+            self.sort_by = None
+        self._fill()
+
+    def shown_frame(self) -> pl.DataFrame:
+        """The frame in the order the table shows it."""
+        if self.sort_by is None or self.frame.is_empty():
+            return self.frame
+        return self.frame.sort(self.sort_by, descending=self.descending, nulls_last=True, maintain_order=True)
+
+    def _fill(self) -> None:
+        cursor = self.cursor_row
+        self.clear(columns=True)
+        for col in self.columns_shown:
+            mark = ""
+            if col == self.sort_by:
+                mark = " ▼" if self.descending else " ▲"
+            self.add_column(header_of(col) + mark, key=col)
+        self._shown = self.shown_frame()
+        for i, row in enumerate(self._shown.select(self.columns_shown).iter_rows()):
+            self.add_row(*(format_cell(c, v) for c, v in zip(self.columns_shown, row, strict=True)), key=str(i))
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1))
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column (descending first)."""
+        if not self.columns_shown:
+            return
+        i = self.columns_shown.index(self.sort_by) + 1 if self.sort_by in self.columns_shown else 0
+        self.sort_by = self.columns_shown[i % len(self.columns_shown)]
+        self.descending = True
+        self._fill()
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the order."""
+        if self.sort_by is None and self.columns_shown:
+            self.sort_by = self.columns_shown[0]
+        self.descending = not self.descending
+        self._fill()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        col = str(event.column_key.value)
+        if col == self.sort_by:
+            self.descending = not self.descending
+        else:
+            self.sort_by, self.descending = col, True
+        self._fill()
+        event.stop()
+
+    def row_at_cursor(self) -> dict[str, Any] | None:
+        """The frame row under the cursor (all columns, shown or not)."""
+        if not self.row_count:
+            return None
+        return self._shown.row(self.cursor_row, named=True)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.row_at_cursor()
+        if row is not None:
+            self.post_message(self.Chosen(self, row))

@@ -1,9 +1,68 @@
-"""`profui` sub-command(s) of this module (placeholder until implemented)."""
+"""``profui import TRACE... -o OUT``: convert PyTorch Profiler (Kineto) JSON into a profui trace."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import typer
+
+from profui.capture.kineto import import_kineto
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr fed by ``(done, total)`` calls; None when not a terminal."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("import", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def run_import(sources: list[Path], out: Path, rank: int | None, node: str | None, force: bool) -> str:
+    """Import and return the summary line to print."""
+    with progress_bar(sys.stderr.isatty()) as progress:
+        manifest = import_kineto(sources, out, rank=rank, node=node, force=force, progress=progress)
+    events = sum(s["num_events"] for s in manifest.sources)
+    ranks = ",".join(str(r) for r in manifest.ranks)
+    return (
+        f"imported {events:,} events from {len(manifest.sources)} file(s) into {out} "
+        f"(node(s) {', '.join(manifest.hosts)}; rank(s) {ranks})"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to ``app``."""
+    """Add ``profui import``."""
+
+    @app.command("import")
+    def import_command(
+        traces: list[Path] = typer.Argument(
+            ..., help="Kineto trace files (.json, .json.gz; one per rank) or folders of them."
+        ),
+        out: Path = typer.Option(..., "-o", "--out", help="Output trace folder (created)."),
+        rank: int | None = typer.Option(
+            None, "--rank", help="Rank when neither distributedInfo nor the file name gives one."
+        ),
+        node: str | None = typer.Option(None, "--node", help="Node (host) name; default: the trace's host."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing trace in the output folder."),
+    ) -> None:
+        """Convert PyTorch Profiler / Kineto Chrome-trace JSON into a profui trace folder."""
+        typer.echo(run_import(traces, out, rank, node, force))

@@ -1,9 +1,88 @@
-"""`profui` sub-command(s) of this module (placeholder until implemented)."""
+"""``profui info TRACE [--json]``: manifest, ranks, devices, time span and event counts."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from profui.capture.format import TraceFormatError
+
+from ..trace_info import trace_info
+
+
+def _when(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    secs, rem = divmod(ns, 1_000_000_000)
+    stamp = datetime.fromtimestamp(secs, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return f"{stamp}.{rem:09d} UTC"
+
+
+def _duration(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    if ns >= 1_000_000_000:
+        return f"{ns / 1e9:.3f} s"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.3f} ms"
+    return f"{ns / 1e3:.3f} µs"
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Readable text of :func:`profui.tui.trace_info.trace_info`'s result."""
+    m = info["manifest"]
+    span = info["span"]
+    lines = [
+        f"trace     {info['path']}",
+        f"name      {m['name']}   status {m['status']}   source {m['source']}"
+        + ("   (synthetic)" if m["synthetic"] else ""),
+    ]
+    if m["command"]:
+        lines.append(f"command   {' '.join(m['command'])}   exit {m['exit_code']}")
+    lines += [
+        f"start     {_when(span['start_ns'])}",
+        f"end       {_when(span['end_ns'])}",
+        f"duration  {_duration(span['duration_ns'])}",
+        f"hosts     {', '.join(m['hosts']) or '-'}",
+        f"ranks     {', '.join(str(r['rank']) + '@' + r['node'] for r in info['ranks']) or '-'}",
+    ]
+    gpus = [g for g in m["gpus"] if isinstance(g, dict)]
+    if gpus:
+        lines.append(
+            "gpus      "
+            + "; ".join(f"{g.get('id', '?')}: {g.get('name') or '?'} ({g.get('node', '')})" for g in gpus)
+        )
+    lines.append(f"events    {info['num_events']:,} in {info['num_event_files']} file(s)")
+    if info["num_metric_rows"]:
+        lines.append(f"metrics   {info['num_metric_rows']:,} samples")
+    if info["counts"]:
+        lines.append("")
+        lines.append("  kind              events")
+        for kind, n in sorted(info["counts"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {kind:<14} {n:>10,}")
+    if info["devices"]:
+        lines.append("")
+        lines.append("  device                    events   by kind")
+        for d in info["devices"]:
+            kinds = ", ".join(f"{k} {v:,}" for k, v in d["counts"].items())
+            lines.append(f"  {d['node'][:18]:<18} {d['device']:>3} {d['events']:>10,}   {kinds}")
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to ``app``."""
+    """Add ``profui info``."""
+
+    @app.command("info")
+    def info_command(
+        trace: Path = typer.Argument(..., help="A profui trace folder."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    ) -> None:
+        """Show what a trace holds: manifest, ranks, devices, time span, event counts by kind."""
+        if not trace.exists():
+            raise TraceFormatError(trace, "no such file or directory")
+        info = trace_info(trace)
+        typer.echo(json.dumps(info, indent=2) if as_json else format_info(info))

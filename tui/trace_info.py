@@ -1,0 +1,97 @@
+"""What a trace holds, for ``profui info``: manifest, ranks, devices, time span, counts by kind."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from profui.capture.format import TraceFormatError, open_trace_dir
+
+
+def trace_info(path: Path) -> dict[str, Any]:
+    """Summary of the trace at ``path`` as plain JSON-ready data.
+
+    Reads only the ``ts``, ``dur``, ``kind`` and ``device`` columns. Raises
+    :class:`TraceFormatError` for anything that is not a readable trace.
+    """
+    trace = open_trace_dir(path)
+    counts: Counter[str] = Counter()
+    per_rank: dict[tuple[str, int], dict[str, Any]] = {}
+    per_device: dict[tuple[str, int], Counter[str]] = {}
+    start = end = None
+    for f in trace.events:
+        try:
+            table = pq.read_table(f.path, columns=["ts", "dur", "kind", "device"])
+        except OSError as exc:
+            raise TraceFormatError(f.path, f"cannot read events ({str(exc).splitlines()[0]})") from None
+        entry = per_rank.setdefault(
+            (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
+        )
+        entry["files"] += 1
+        entry["events"] += table.num_rows
+        if table.num_rows == 0:
+            continue
+        kinds = table["kind"].combine_chunks().dictionary_decode()
+        by_kind = _value_counts(kinds)
+        entry["counts"].update(by_kind)
+        counts.update(by_kind)
+        on_device = pc.greater_equal(table["device"], 0)
+        dev_table = table.filter(on_device)
+        if dev_table.num_rows:
+            grouped = (
+                dev_table.select(["device", "kind"])
+                .group_by(["device", "kind"])
+                .aggregate([([], "count_all")])
+            )
+            for row in grouped.to_pylist():
+                dev_kind = row["kind"] if isinstance(row["kind"], str) else str(row["kind"])
+                per_device.setdefault((f.node, row["device"]), Counter())[dev_kind] += row["count_all"]
+        lo = pc.min(table["ts"]).as_py()
+        hi = pc.max(pc.add(table["ts"], table["dur"])).as_py()
+        start = lo if start is None else min(start, lo)
+        end = hi if end is None else max(end, hi)
+    m = trace.manifest
+    return {
+        "path": str(trace.path),
+        "manifest": {
+            "name": m.name,
+            "status": m.status,
+            "source": m.source,
+            "synthetic": m.synthetic,
+            "command": m.command,
+            "exit_code": m.exit_code,
+            "start_ns": m.start_ns,
+            "end_ns": m.end_ns,
+            "hosts": m.hosts,
+            "ranks": m.ranks,
+            "gpus": m.gpus,
+            "versions": m.versions,
+            "sources": [s.get("file") for s in m.sources],
+            "notes": m.notes,
+        },
+        "span": {
+            "start_ns": start,
+            "end_ns": end,
+            "duration_ns": None if start is None or end is None else end - start,
+        },
+        "num_events": sum(counts.values()),
+        "num_event_files": len(trace.events),
+        "num_metric_rows": sum(f.num_rows for f in trace.metrics),
+        "counts": dict(sorted(counts.items())),
+        "ranks": [{**e, "counts": dict(sorted(e["counts"].items()))} for _, e in sorted(per_rank.items())],
+        "devices": [
+            {"node": node, "device": dev, "events": sum(c.values()), "counts": dict(sorted(c.items()))}
+            for (node, dev), c in sorted(per_device.items())
+        ],
+    }
+
+
+def _value_counts(arr) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in pc.value_counts(arr).to_pylist():
+        out[item["values"]] = item["counts"]
+    return out

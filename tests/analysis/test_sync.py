@@ -1,0 +1,56 @@
+"""Sync: host blocking in synchronize calls and device sync events; hand-checked, then real traces."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from profui.analysis.sync import gpu_sync_summary, sync_calls, sync_summary, sync_totals
+from profui.analysis.trace import EVENTS_POLARS_SCHEMA
+
+
+def ev(rows: list[dict]) -> pl.LazyFrame:
+    base = {
+        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
+        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
+        "node": "n", "rank": 0,
+    }
+    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+
+
+SMALL = [
+    {"ts": 0, "dur": 1_000_000, "kind": "cpu_op", "name": "aten::mm"},  # host window 0..1 ms
+    {"ts": 100, "dur": 300, "kind": "runtime", "name": "cudaStreamSynchronize", "correlation": 1},
+    {"ts": 500, "dur": 200, "kind": "runtime", "name": "cudaStreamSynchronize", "correlation": 2},
+    {"ts": 900, "dur": 50_000, "kind": "runtime", "name": "cudaDeviceSynchronize", "correlation": 3},
+    {"ts": 60_000, "dur": 7_000, "kind": "runtime", "name": "cudaMemcpy", "correlation": 4},
+    {"ts": 70_000, "dur": 9_000, "kind": "runtime", "name": "cudaStreamWaitEvent", "correlation": 5},
+    {"ts": 80_000, "dur": 100, "kind": "runtime", "name": "cudaLaunchKernel", "correlation": 6},
+    {"ts": 90_000, "dur": 4_000, "kind": "sync", "name": "Event Sync", "device": 0, "stream": 7},
+    {"ts": 95_000, "dur": 1_000, "kind": "sync", "name": "Event Sync", "device": 0, "stream": 7},
+    {"ts": 99_000, "dur": 2_000, "kind": "sync", "name": "Stream Wait Event", "device": 0, "stream": 9},
+]
+
+
+def test_sync_calls_categories_exclude_non_blocking():
+    c = sync_calls(ev(SMALL)).collect()
+    assert c["name"].to_list() == ["cudaStreamSynchronize", "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy"]
+    assert c["category"].to_list() == ["stream", "stream", "device", "blocking_copy"]
+
+
+def test_sync_summary_and_totals():
+    s = sync_summary(ev(SMALL)).collect()
+    assert s["name"].to_list() == ["cudaDeviceSynchronize", "cudaMemcpy", "cudaStreamSynchronize"]
+    stream = s.filter(pl.col("name") == "cudaStreamSynchronize").row(0, named=True)
+    assert (stream["calls"], stream["total_ns"], stream["max_ns"], stream["mean_ns"]) == (2, 500, 300, 250.0)
+    assert stream["window_ns"] == 1_000_000
+    t = sync_totals(ev(SMALL)).collect().row(0, named=True)
+    assert t["blocked_ns"] == 500 + 50_000 + 7_000
+    assert t["share"] == pytest.approx(57_500 / 1_000_000)
+
+
+def test_gpu_sync_events():
+    g = gpu_sync_summary(ev(SMALL)).collect()
+    assert g["name"].to_list() == ["Event Sync", "Stream Wait Event"]
+    assert g["count"].to_list() == [2, 1]
+    assert g["total_ns"].to_list() == [5_000, 2_000]

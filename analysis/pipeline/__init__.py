@@ -1,0 +1,37 @@
+"""``profui analyze``: the analysis as a DAG of named stages with cached outputs and run records.
+
+- :data:`REGISTRY` (in :mod:`.registry`) declares every stage and parameter.
+- :func:`analyze` runs it (whole, selectively with ``stages=``/``reference=``, or ``resume=``).
+- :func:`list_runs` / :func:`load_run` read the run records; :func:`latest_outputs` /
+  :func:`load_output` give the TUI the newest successful outputs without computing anything.
+"""
+
+from __future__ import annotations
+
+from .dag import TRACE, Registry, Stage
+from .engine import Plan, StageEvent, analyze, plan_run
+from .errors import PipelineError
+from .outputs import latest_outputs, list_runs, load_output, load_run
+from .params import Param, parse_assignments
+from .records import RunRecord, StageRecord
+from .registry import REGISTRY
+
+__all__ = [
+    "REGISTRY",
+    "TRACE",
+    "Param",
+    "PipelineError",
+    "Plan",
+    "Registry",
+    "RunRecord",
+    "Stage",
+    "StageEvent",
+    "StageRecord",
+    "analyze",
+    "latest_outputs",
+    "list_runs",
+    "load_output",
+    "load_run",
+    "parse_assignments",
+    "plan_run",
+]

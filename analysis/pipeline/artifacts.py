@@ -1,0 +1,199 @@
+"""Content-addressed stage outputs under ``TRACE/.profui/artifacts/<stage>/<key>/``.
+
+The key hashes what determines a stage's output: stage name, code version, the parameters it
+uses and the hashes of its input artifacts. An artifact folder is built under a temporary name
+and renamed into place when complete, so a reader never sees half an output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from profui.capture.format import TraceDir
+
+META = "meta.json"
+ARTIFACTS = "artifacts"
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "to_json_dict"):
+        return obj.to_json_dict()
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def canonical_json(data: Any) -> bytes:
+    """Stable JSON bytes (sorted keys) used both for files and for hashing."""
+    return json.dumps(data, sort_keys=True, indent=1, default=_json_default, allow_nan=True).encode()
+
+
+def digest(data: Any) -> str:
+    """Short sha256 of the canonical JSON of ``data``."""
+    return hashlib.sha256(canonical_json(data)).hexdigest()[:20]
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def trace_fingerprint(trace_dir: TraceDir) -> dict[str, Any]:
+    """What identifies the trace's data without reading it: every data file's relative path,
+    size, modification time and row count, plus the manifest's hash."""
+    root = trace_dir.path
+    files = []
+    for f in [*trace_dir.events, *trace_dir.metrics]:
+        st = f.path.stat()
+        files.append([str(f.path.relative_to(root)), st.st_size, st.st_mtime_ns, f.num_rows])
+    files.sort()
+    manifest = root / "manifest.json"
+    return {"files": files, "manifest_sha256": file_sha256(manifest) if manifest.is_file() else None}
+
+
+def artifact_key(stage: str, code_version: str, params: Mapping[str, Any], inputs: Mapping[str, str]) -> str:
+    """The cache key of one stage computation."""
+    return digest({"stage": stage, "code": code_version, "params": dict(params), "inputs": dict(inputs)})
+
+
+def artifacts_root(private_dir: Path) -> Path:
+    """``TRACE/.profui/artifacts``."""
+    return private_dir / ARTIFACTS
+
+
+def artifact_dir(private_dir: Path, stage: str, key: str) -> Path:
+    """Folder of one stage output."""
+    return artifacts_root(private_dir) / stage / key
+
+
+def read_meta(folder: Path) -> dict[str, Any] | None:
+    """The ``meta.json`` of a complete artifact folder, or None when absent or unreadable."""
+    try:
+        return json.loads((folder / META).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def verify(folder: Path) -> dict[str, Any] | None:
+    """Meta of ``folder`` if every output file it lists is present with its recorded size."""
+    meta = read_meta(folder)
+    if meta is None:
+        return None
+    for name, size in (meta.get("sizes") or {}).items():
+        p = folder / name
+        if not p.is_file() or p.stat().st_size != size:
+            return None
+    return meta
+
+
+def _write_output(path: Path, value: Any) -> None:
+    if path.suffix == ".parquet":
+        if isinstance(value, pl.LazyFrame):
+            value = value.collect()
+        if isinstance(value, pl.DataFrame):
+            value.write_parquet(path, compression="zstd", statistics=True)
+        elif isinstance(value, pa.Table):
+            pq.write_table(value, path, compression="zstd")
+        else:
+            raise TypeError(f"{path.name}: a Parquet output must be a Polars or Arrow table, got {type(value).__name__}")
+    elif path.suffix == ".json":
+        path.write_bytes(canonical_json(value) + b"\n")
+    else:
+        raise TypeError(f"{path.name}: outputs are .parquet or .json")
+
+
+def write_artifact(
+    private_dir: Path,
+    stage: str,
+    key: str,
+    outputs: Mapping[str, Any],
+    declared: tuple[str, ...],
+    meta: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Write a stage's outputs into its artifact folder atomically; return the completed meta.
+
+    ``outputs`` must hold exactly the ``declared`` file names. The files are written into a
+    temporary folder beside the final one, hashed, described in ``meta.json`` and the folder is
+    renamed into place. If an identical artifact already exists it is kept as is.
+    """
+    got, want = set(outputs), set(declared)
+    if got != want:
+        raise ValueError(
+            f"stage {stage} returned outputs {sorted(got)}, declared {sorted(want)}"
+        )
+    final = artifact_dir(private_dir, stage, key)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=final.parent))
+    try:
+        hashes: dict[str, str] = {}
+        sizes: dict[str, int] = {}
+        for name in declared:
+            p = tmp / name
+            _write_output(p, outputs[name])
+            hashes[name] = file_sha256(p)
+            sizes[name] = p.stat().st_size
+        full = dict(meta)
+        full.update(
+            {
+                "stage": stage,
+                "key": key,
+                "outputs": hashes,
+                "sizes": sizes,
+                "output_hash": digest(hashes),
+            }
+        )
+        (tmp / META).write_bytes(canonical_json(full) + b"\n")
+        if final.exists():
+            # Same key => same inputs; a complete earlier copy stays, a broken one is replaced.
+            if verify(final) is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return verify(final) or full
+            shutil.rmtree(final, ignore_errors=True)
+        os.rename(tmp, final)
+        return full
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def remove_temporaries(private_dir: Path) -> int:
+    """Delete half-built artifact folders left by a killed process; return how many."""
+    root = artifacts_root(private_dir)
+    n = 0
+    if root.is_dir():
+        for stage_dir in root.iterdir():
+            if stage_dir.is_dir():
+                for d in stage_dir.glob(".tmp-*"):
+                    with contextlib.suppress(OSError):
+                        shutil.rmtree(d)
+                        n += 1
+    return n
+
+
+def load_file(path: Path) -> Any:
+    """Read one output file: a Polars DataFrame for Parquet, the parsed value for JSON."""
+    if path.suffix == ".parquet":
+        return pl.read_parquet(path)
+    return json.loads(path.read_bytes())

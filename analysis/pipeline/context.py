@@ -1,0 +1,64 @@
+"""What a stage body sees: the trace, its parameters and its inputs' outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .artifacts import load_file
+
+
+class RunShared:
+    """State shared by the stages of one run in one process (the opened trace, read once)."""
+
+    def __init__(self, trace_path: Path) -> None:
+        self.trace_path = trace_path
+        self._trace: Any = None
+
+    @property
+    def trace(self) -> Any:
+        """The :class:`profui.analysis.trace.Trace` of this run, opened on first use."""
+        if self._trace is None:
+            from profui.analysis.trace import open_trace
+
+            self._trace = open_trace(self.trace_path)
+        return self._trace
+
+
+class StageContext:
+    """Passed to a stage body: ``ctx.trace``, ``ctx.params``, ``ctx.input(stage, file)``."""
+
+    def __init__(
+        self,
+        name: str,
+        shared: RunShared,
+        params: Mapping[str, Any],
+        input_dirs: Mapping[str, Path],
+        run_id: str,
+    ) -> None:
+        self.name = name
+        self._shared = shared
+        self.params = dict(params)
+        self.input_dirs = dict(input_dirs)
+        self.run_id = run_id
+
+    @property
+    def trace(self) -> Any:
+        """The opened trace (shared with the other stages of this run)."""
+        return self._shared.trace
+
+    @property
+    def trace_path(self) -> Path:
+        """Folder of the trace."""
+        return self._shared.trace_path
+
+    def input_path(self, stage: str, file: str) -> Path:
+        """Path of output ``file`` of input stage ``stage`` (in the artifact used by this run)."""
+        if stage not in self.input_dirs:
+            raise KeyError(f"stage {self.name} did not declare {stage!r} as an input")
+        return self.input_dirs[stage] / file
+
+    def input(self, stage: str, file: str) -> Any:
+        """Load output ``file`` of input stage ``stage``: a DataFrame (Parquet) or a dict (JSON)."""
+        return load_file(self.input_path(stage, file))

@@ -1,0 +1,168 @@
+"""Stages and the DAG they form: declaration checks, order, ancestry, selection closure."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .errors import PipelineError
+from .params import Param
+
+#: The pseudo-input naming the trace directory itself.
+TRACE = "trace"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named stage.
+
+    ``inputs`` are names of other stages (whose outputs it reads) or :data:`TRACE`; ``params`` the
+    names of the parameters it uses; ``outputs`` its file names (``.parquet`` for frames,
+    ``.json`` for small dicts); ``run(ctx)`` returns ``{output file name: frame or dict}``.
+    ``modules`` lists the analysis modules the body calls: their source text is part of the code
+    version, so editing an analysis recomputes its stage without anyone bumping ``version``.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    params: tuple[str, ...]
+    outputs: tuple[str, ...]
+    run: Callable[[Any], Mapping[str, Any]] = field(compare=False, repr=False)
+    help: str = ""
+    version: str = "1"
+    modules: tuple[str, ...] = ()
+    #: Inputs the stage can do without when they cannot run in this installation (summary).
+    optional: tuple[str, ...] = ()
+
+    def missing_modules(self) -> list[str]:
+        """Analysis modules this stage needs that are not importable (not written yet)."""
+        missing = []
+        for mod in self.modules:
+            try:
+                if importlib.util.find_spec(mod) is None:
+                    missing.append(mod)
+            except ModuleNotFoundError:
+                missing.append(mod)
+        return missing
+
+    @cached_property
+    def code_version(self) -> str:
+        """``<version>+<hash of the body's and the analysis modules' source>``."""
+        h = hashlib.sha256()
+        try:
+            h.update(inspect.getsource(self.run).encode())
+        except (OSError, TypeError):
+            h.update(self.run.__qualname__.encode())
+        for mod in sorted(self.modules):
+            spec = importlib.util.find_spec(mod)
+            origin = spec.origin if spec else None
+            if origin and Path(origin).is_file():
+                h.update(mod.encode() + b"\0" + Path(origin).read_bytes())
+        return f"{self.version}+{h.hexdigest()[:12]}"
+
+
+class Registry:
+    """The stages and parameters of a pipeline, checked to form a DAG."""
+
+    def __init__(self, stages: Iterable[Stage], params: Iterable[Param]) -> None:
+        self.params: dict[str, Param] = {}
+        for p in params:
+            if p.name in self.params:
+                raise ValueError(f"parameter {p.name} declared twice")
+            self.params[p.name] = p
+        self.stages: dict[str, Stage] = {}
+        for s in stages:
+            if s.name in self.stages or s.name == TRACE:
+                raise ValueError(f"stage name {s.name!r} used twice or reserved")
+            for i in s.inputs:
+                if i != TRACE and i not in self.stages:
+                    raise ValueError(f"stage {s.name}: input {i!r} must be a stage declared before it")
+            for p in s.params:
+                if p not in self.params:
+                    raise ValueError(f"stage {s.name}: unknown parameter {p!r}")
+            if not s.outputs:
+                raise ValueError(f"stage {s.name}: declares no outputs")
+            self.stages[s.name] = s
+
+    @property
+    def order(self) -> list[str]:
+        """Stage names in a topological order (the declaration order, which is one)."""
+        return list(self.stages)
+
+    def children(self, name: str) -> list[str]:
+        """Stages that read ``name``'s outputs directly."""
+        return [s.name for s in self.stages.values() if name in s.inputs]
+
+    def ancestors(self, names: Iterable[str]) -> set[str]:
+        """Every stage upstream of any of ``names`` (excluding them unless upstream of another)."""
+        seen: set[str] = set()
+        todo = [i for n in names for i in self.stages[n].inputs if i != TRACE]
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(i for i in self.stages[n].inputs if i != TRACE)
+        return seen
+
+    def descendants(self, names: Iterable[str]) -> set[str]:
+        """Every stage downstream of any of ``names``."""
+        seen: set[str] = set()
+        todo = [c for n in names for c in self.children(n)]
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(self.children(n))
+        return seen
+
+    def users_of(self, param: str) -> set[str]:
+        """Stages that declare parameter ``param``."""
+        return {s.name for s in self.stages.values() if param in s.params}
+
+    def check_selection(self, selection: Iterable[str]) -> list[str]:
+        """Validate a ``--stages`` selection; return it in topological order.
+
+        Refuses unknown names and selections not closed under paths (a stage lying on a path
+        between two selected stages must be selected too), naming the missing stages.
+        """
+        chosen = [s.strip() for s in selection if s.strip()]
+        if not chosen:
+            raise PipelineError("--stages is empty; name at least one stage")
+        unknown = [s for s in chosen if s not in self.stages]
+        if unknown:
+            raise PipelineError(
+                f"unknown stage {', '.join(unknown)}; stages: {', '.join(self.order)}"
+            )
+        sel = set(chosen)
+        between = (self.descendants(sel) & self.ancestors(sel)) - sel
+        if between:
+            missing = [s for s in self.order if s in between]
+            raise PipelineError(
+                "selection is not closed under paths: also select "
+                + ", ".join(missing)
+                + " (they lie between selected stages)"
+            )
+        return [s for s in self.order if s in sel]
+
+    def unavailable(self) -> dict[str, str]:
+        """Stages that cannot run in this installation, with the reason.
+
+        A stage is unavailable when an analysis module it calls is missing, or when one of its
+        inputs is unavailable.
+        """
+        out: dict[str, str] = {}
+        for s in self.stages.values():
+            missing = s.missing_modules()
+            if missing:
+                out[s.name] = f"module {', '.join(missing)} missing"
+                continue
+            bad = [i for i in s.inputs if i in out and i not in s.optional]
+            if bad:
+                out[s.name] = f"needs {', '.join(bad)}"
+        return out

@@ -1,0 +1,71 @@
+"""Reading what earlier runs produced, without computing anything (for the TUI and ``profui runs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import PRIVATE_DIR
+
+from . import records
+from .artifacts import load_file, verify
+from .records import RunRecord
+
+
+def _private(trace_path: str | Path) -> Path:
+    return Path(trace_path) / PRIVATE_DIR
+
+
+def list_runs(trace_path: str | Path) -> list[RunRecord]:
+    """Every run recorded for the trace folder, oldest first (empty when never analysed)."""
+    return records.list_runs(_private(trace_path))
+
+
+def load_run(trace_path: str | Path, run_id: str) -> RunRecord:
+    """One run record by id (``run-0003``, ``3`` or ``latest``); PipelineError if unknown."""
+    private = _private(trace_path)
+    rid = records.normalise_id(run_id)
+    if rid == "latest":
+        runs = records.list_runs(private)
+        if runs:
+            return runs[-1]
+    return records.load(private, rid)
+
+
+def latest_outputs(trace_path: str | Path) -> dict[str, Path]:
+    """Artifact folder of each stage's newest successful output: ``{stage: folder}``.
+
+    Runs that succeeded are preferred, newest first; a stage none of them has (e.g. downstream
+    of a selective run) comes from the newest run of any status in which that stage succeeded.
+    Only folders whose files are all present are returned. Empty when the trace was never
+    analysed. Nothing is computed.
+    """
+    private = _private(trace_path)
+    runs = records.list_runs(private)
+    ordered = [r for r in reversed(runs) if r.status == "succeeded"]
+    ordered += [r for r in reversed(runs) if r.status != "succeeded"]
+    out: dict[str, Path] = {}
+    for run in ordered:
+        for name, st in run.stages.items():
+            if name in out or st.status != "succeeded" or not st.artifact:
+                continue
+            folder = private / st.artifact
+            if verify(folder) is not None:
+                out[name] = folder
+    return out
+
+
+def load_output(trace_path: str | Path, stage: str, file: str | None = None) -> Any:
+    """Load a stage's newest successful output (see :func:`latest_outputs`).
+
+    With ``file`` (e.g. ``"top_by_time.parquet"``) that one file: a Polars DataFrame for Parquet,
+    the parsed value for JSON. Without, ``{file: value}`` for all the stage's files. None when
+    the stage has no output yet.
+    """
+    folder = latest_outputs(trace_path).get(stage)
+    if folder is None:
+        return None
+    if file is not None:
+        return load_file(folder / file)
+    meta = verify(folder) or {}
+    return {name: load_file(folder / name) for name in meta.get("outputs", {})}

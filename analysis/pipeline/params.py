@@ -1,0 +1,101 @@
+"""Typed pipeline parameters: declaration, parsing of ``--set name=value`` and validation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import PipelineError
+
+_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One named parameter of the pipeline.
+
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``. ``affects_output=False`` marks test and
+    debugging knobs (sleeps, forced failures) that never change what a stage writes, so they stay
+    out of cache keys.
+    """
+
+    name: str
+    type: str
+    default: Any
+    help: str
+    minimum: float | None = None
+    affects_output: bool = True
+
+    def parse(self, text: str) -> Any:
+        """Convert the text of ``--set name=text`` to this parameter's type, or raise PipelineError."""
+        raw = text.strip()
+        try:
+            if self.type == "bool":
+                low = raw.lower()
+                if low in _TRUE:
+                    value: Any = True
+                elif low in _FALSE:
+                    value = False
+                else:
+                    raise ValueError(raw)
+            elif self.type == "int":
+                value = int(raw)
+            elif self.type == "float":
+                value = float(raw)
+            else:
+                value = text
+        except ValueError:
+            raise PipelineError(f"parameter {self.name} takes a {self.type}, not {text!r}") from None
+        return self.check(value)
+
+    def check(self, value: Any) -> Any:
+        """Validate an already-typed value (e.g. from a run record) and return it normalised."""
+        expected = _TYPES[self.type]
+        if self.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+            raise PipelineError(f"parameter {self.name} takes a {self.type}, not {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise PipelineError(f"parameter {self.name} must be >= {self.minimum:g}, not {value!r}")
+        return value
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, str]:
+    """Split ``name=value`` strings (``--set``) into a dict; refuse malformed ones."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise PipelineError(f"--set takes name=value, not {item!r}")
+        out[name] = value
+    return out
+
+
+def resolve_params(
+    declared: Mapping[str, Param],
+    base: Mapping[str, Any] | None,
+    overrides: Mapping[str, str],
+) -> dict[str, Any]:
+    """Defaults, then ``base`` (a reference run's values), then parsed ``overrides``.
+
+    Unknown override names are refused with the list of valid ones. Values in ``base`` for
+    parameters that no longer exist are dropped (the code changed since that run).
+    """
+    unknown = sorted(set(overrides) - set(declared))
+    if unknown:
+        valid = ", ".join(sorted(declared))
+        raise PipelineError(f"unknown parameter {', '.join(unknown)}; valid parameters: {valid}")
+    values = {name: p.default for name, p in declared.items()}
+    for name, value in (base or {}).items():
+        if name in declared:
+            try:
+                values[name] = declared[name].check(value)
+            except PipelineError:
+                pass  # a value the current code no longer accepts: keep the default
+    for name, text in overrides.items():
+        values[name] = declared[name].parse(text)
+    return values

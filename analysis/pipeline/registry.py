@@ -1,0 +1,83 @@
+"""THE declaration of the analysis pipeline: every parameter and every stage, in one place.
+
+    ingest ─┬─ index
+            ├─ correlate ── launch
+            ├─ steps ─┬─ comm
+            │         └─ annotations
+            ├─ kernels, activity, memory, precision, utilization, idle, sync
+            └─────────────────────────────────────────────── summary (reads them all)
+
+Inputs are real data dependencies: a stage is recomputed when its code, its parameters or one
+of its inputs' outputs change, and only then. Stage bodies live in :mod:`.bodies`.
+
+Test knobs (``affects_output=False``, never part of a cache key): ``debug_sleep_s`` +
+``debug_sleep_stage`` make the named stage(s) sleep after they start (to interrupt a run while
+a stage is running), ``debug_fail`` makes the named stage(s) raise (to produce a failed run).
+"""
+
+from __future__ import annotations
+
+from . import bodies as b
+from .dag import TRACE, Registry, Stage
+from .params import Param
+
+A = "profui.analysis."
+
+PARAMS: tuple[Param, ...] = (
+    Param("top_n", "int", 15, "kernels in the top-N tables (by time and by count)", minimum=1),
+    Param("bucket_ms", "float", 0.0, "utilization time bucket in ms (0: automatic, ~200 buckets)", minimum=0),
+    Param("hta_compat", "bool", False, "reproduce Holistic Trace Analysis' numbers (µs rounding, last step dropped)"),
+    Param("step_annotation", "str", "", "regex of the annotation names that mark steps (empty: ProfilerStep#N / step markers)"),
+    Param("outlier_threshold", "float", 1.5, "step-time outliers: IQR multiplier beyond the quartiles", minimum=0),
+    Param("slow_launch_us", "float", 50.0, "launch calls longer than this are outliers (HTA: 50 µs)", minimum=0),
+    Param("late_start_us", "float", 100.0, "launches starting later than this after the call are outliers (HTA: 100 µs)", minimum=0),
+    Param("debug_sleep_s", "float", 0.0, "test knob: seconds the debug_sleep_stage stage(s) sleep", minimum=0, affects_output=False),
+    Param("debug_sleep_stage", "str", "", "test knob: comma-separated stages that sleep debug_sleep_s", affects_output=False),
+    Param("debug_fail", "str", "", "test knob: comma-separated stages made to raise an error", affects_output=False),
+)
+
+STAGES: tuple[Stage, ...] = (
+    Stage("ingest", (TRACE,), (), ("inventory.parquet", "trace.json"), b.ingest,
+          "validate the trace; events per node, rank and kind; time span", modules=(A + "trace",)),
+    Stage("index", ("ingest",), (), ("lanes.parquet",), b.index,
+          "timeline lanes: host threads and device streams with counts and extent"),
+    Stage("correlate", ("ingest",), ("hta_compat",), ("launches.parquet",), b.correlate,
+          "launch call -> device event links by correlation id", modules=(A + "launch",)),
+    Stage("steps", ("ingest",), ("step_annotation", "hta_compat", "outlier_threshold"),
+          ("windows.parquet", "stats.parquet", "outliers.parquet"), b.steps,
+          "step windows on the device, step-time distribution, outliers", modules=(A + "steps",)),
+    Stage("kernels", ("ingest",), ("top_n", "hta_compat"),
+          ("stats.parquet", "top_by_time.parquet", "top_by_count.parquet", "types.parquet"), b.kernels,
+          "per-kernel statistics, top-N by time and count, by-type breakdown", modules=(A + "kernels",)),
+    Stage("activity", ("ingest",), ("hta_compat",), ("shares.parquet",), b.activity,
+          "kernel / memcpy / memset / sync / idle shares", modules=(A + "activity",)),
+    Stage("memory", ("ingest",), (), ("ops.parquet",), b.memory,
+          "memcpy / memset by direction: bytes, time, bandwidth", modules=(A + "memory",)),
+    Stage("precision", ("ingest",), (), ("shares.parquet",), b.precision,
+          "kernel time by numeric precision", modules=(A + "precision",)),
+    Stage("utilization", ("ingest",), ("bucket_ms", "hta_compat"), ("busy.parquet", "gpu.parquet", "cpu.parquet"),
+          b.utilization, "GPU busy/idle; GPU and CPU utilization over time",
+          modules=(A + "busy", A + "utilization")),
+    Stage("comm", ("ingest", "steps"), ("hta_compat",),
+          ("by_collective.parquet", "overlap.parquet", "per_rank.parquet", "per_step.parquet", "stragglers.parquet"),
+          b.comm, "NCCL time by collective, overlap with compute, per rank and step, stragglers",
+          modules=(A + "comm",)),
+    Stage("annotations", ("ingest", "steps"), ("hta_compat",), ("breakdown.parquet", "per_step.parquet"),
+          b.annotations, "custom annotations: breakdown and time per step", modules=(A + "annotations",)),
+    Stage("launch", ("correlate",), ("slow_launch_us", "late_start_us"),
+          ("stats.parquet", "by_kernel.parquet", "outliers.parquet", "histogram.parquet"), b.launch,
+          "launch latency distribution, per kernel, outliers", modules=(A + "launch",)),
+    Stage("idle", ("ingest",), ("hta_compat",), ("breakdown.parquet", "queue.parquet"), b.idle,
+          "idle time by cause per stream; launch queue length", modules=(A + "idle",)),
+    Stage("sync", ("ingest",), (), ("host.parquet", "totals.parquet", "device.parquet"), b.sync,
+          "host time blocked in synchronize calls; device sync events", modules=(A + "sync",)),
+    Stage("summary",
+          ("ingest", "utilization", "kernels", "activity", "memory", "precision", "steps", "comm",
+           "annotations", "launch", "idle", "sync"),
+          (), ("summary.json",), b.summary, "headline tables of every stage in one JSON document",
+          optional=("utilization", "kernels", "activity", "memory", "precision", "steps", "comm",
+                    "annotations", "launch", "idle", "sync")),
+)
+
+#: The pipeline ``profui analyze`` runs.
+REGISTRY = Registry(STAGES, PARAMS)

@@ -1,0 +1,136 @@
+"""The jobs screen over a folder of real imported traces: rows, sort, `/` filter, Enter opens.
+
+The traces are real shared Kineto traces imported with the project's importer; two manifests
+are then marked ``running`` and ``failed`` (statuses the shared corpus cannot have).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from realdata import shared_trace
+
+from profui.capture.format import read_manifest, write_manifest
+from profui.capture.kineto import import_kineto
+from profui.tui.app import OpenTarget, ProfuiApp
+from profui.tui.screens.jobs import JobsScreen
+from profui.tui.screens.trace import TraceScreen
+
+SOURCES = {
+    "base": "hta-trace_compare-base-base.json.gz",
+    "triton": "hta-triton_example-triton_example.json.gz",
+    "amd": "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+}
+
+
+@pytest.fixture(scope="module")
+def jobs_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("jobs")
+    for name, file in SOURCES.items():
+        import_kineto([shared_trace(file)], root / name)
+    m = read_manifest(root / "triton")
+    write_manifest(root / "triton", replace(m, status="running", end_ns=None))
+    m = read_manifest(root / "amd")
+    write_manifest(root / "amd", replace(m, status="failed", exit_code=1))
+    return root
+
+
+def table_rows(screen: JobsScreen) -> list[list[str]]:
+    table = screen.query_one("#jobs-table")
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def wait_rows(pilot, screen: JobsScreen, n: int) -> None:
+    for _ in range(200):
+        await pilot.pause()
+        if screen.query_one("#jobs-table").row_count == n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("jobs table never filled")
+
+
+def test_rows_match_manifests(jobs_root: Path) -> None:
+    asyncio.run(_test_rows_match_manifests(jobs_root))
+
+
+async def _test_rows_match_manifests(jobs_root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", jobs_root))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, JobsScreen)
+        await wait_rows(pilot, screen, 3)
+        rows = {r[0]: r for r in table_rows(screen)}
+        assert set(rows) == set(SOURCES)
+        for name in SOURCES:
+            m = read_manifest(jobs_root / name)
+            assert rows[name][2] == m.status
+            assert rows[name][4] == str(len(m.hosts))
+            assert rows[name][5] == str(len(m.gpus))
+        assert rows["triton"][2] == "running"
+        assert rows["amd"][2] == "failed"
+        assert rows["base"][2] == "imported"
+
+
+def test_sort_and_reverse_by_keys(jobs_root: Path) -> None:
+    asyncio.run(_test_sort_and_reverse_by_keys(jobs_root))
+
+
+async def _test_sort_and_reverse_by_keys(jobs_root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", jobs_root))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_rows(pilot, screen, 3)
+        # created -> status -> ... : cycle with `s` until the name column, ascending after `r`
+        while screen.sort_column != "name":
+            await pilot.press("s")
+        names = [r[0] for r in table_rows(screen)]
+        assert names == sorted(names, key=str.lower, reverse=screen.sort_reverse)
+        await pilot.press("r")
+        assert [r[0] for r in table_rows(screen)] == list(reversed(names))
+        await pilot.press("s")  # created
+        await pilot.press("s")  # status
+        assert screen.sort_column == "status"
+        statuses = [r[2] for r in table_rows(screen)]
+        assert statuses == sorted(statuses, reverse=screen.sort_reverse)
+
+
+def test_filter_by_name_then_clear(jobs_root: Path) -> None:
+    asyncio.run(_test_filter_by_name_then_clear(jobs_root))
+
+
+async def _test_filter_by_name_then_clear(jobs_root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", jobs_root))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_rows(pilot, screen, 3)
+        await pilot.press("slash", "t", "r", "i")
+        assert [r[0] for r in table_rows(screen)] == ["triton"]
+        assert "1 of 3 traces" in str(screen.query_one("#jobs-status").render())
+        await pilot.press("enter")  # keep the filter, back to the table
+        assert [r[0] for r in table_rows(screen)] == ["triton"]
+        await pilot.press("slash", "escape")
+        assert len(table_rows(screen)) == 3
+
+
+def test_enter_opens_running_job_live(jobs_root: Path) -> None:
+    asyncio.run(_test_enter_opens_running_job_live(jobs_root))
+
+
+async def _test_enter_opens_running_job_live(jobs_root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", jobs_root), poll_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_rows(pilot, screen, 3)
+        await pilot.press("slash", "t", "r", "i", "t", "enter")
+        await pilot.press("enter")
+        await pilot.pause()
+        trace_screen = app.screen
+        assert isinstance(trace_screen, TraceScreen)
+        assert trace_screen.path == jobs_root / "triton"
+        assert "● live" in str(trace_screen.query_one("#trace-title").render())
+        assert trace_screen._live
+        await pilot.press("escape")  # back to the list
+        assert app.screen is screen

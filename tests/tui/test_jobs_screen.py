@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from realdata import shared_trace
 
 from profui.capture.format import read_manifest, write_manifest
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.jobs import JobsScreen
 from profui.tui.screens.trace import TraceScreen
+
+from realdata import shared_trace
 
 SOURCES = {
     "base": "hta-trace_compare-base-base.json.gz",

@@ -1,9 +1,299 @@
-"""`profui` sub-command(s) of this module (placeholder until implemented)."""
+"""``profui analyze`` (run the analysis pipeline, whole or selectively) and ``profui runs``."""
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from profui.analysis.pipeline import (
+    REGISTRY,
+    TRACE,
+    PipelineError,
+    RunRecord,
+    StageEvent,
+    analyze,
+    list_runs,
+    load_run,
+    parse_assignments,
+    plan_run,
+)
+
+from .errors import UserError
+
+def _out() -> Console:
+    """Console for stdout; wide when piped, so tables stay one row per stage in logs."""
+    c = Console(highlight=False, soft_wrap=True)
+    return c if c.is_terminal else Console(highlight=False, soft_wrap=True, width=200)
+
+
+_SYMBOL = {"succeeded": "✓", "failed": "✗", "stopped": "■", "skipped": "·", "running": "…"}
+
+
+def _resolve(trace: Path, err: Console) -> Path:
+    """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
+    from profui.analysis.sources import resolve_trace
+
+    return resolve_trace(trace, progress=lambda line: err.print(f"[dim]{line}[/dim]"))
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _provenance(st: Any) -> str:
+    if st.status != "succeeded":
+        return "-"
+    if st.provenance == "reused":
+        return f"reused {st.source_run}"
+    if st.provenance == "cache":
+        return f"cache ({st.origin_run})" if st.origin_run else "cache"
+    return st.provenance or "-"
+
+
+def _fmt_value(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, str) else str(v)
+
+
+def _plan_table(trace_dir: Path, stages: str | None, reference: str | None, resume: str | None,
+                sets: list[str]) -> tuple[Table, Table]:
+    from profui.capture.format import open_trace_dir
+
+    td = open_trace_dir(trace_dir)
+    plan = plan_run(
+        td,
+        REGISTRY,
+        stages=stages.split(",") if stages else None,
+        reference=reference,
+        resume=resume,
+        overrides=parse_assignments(sets),
+    )
+    dag = Table(title=f"profui analyze {trace_dir} --plan", title_justify="left")
+    for col in ("stage", "inputs", "parameters", "outputs", "this run"):
+        dag.add_column(col)
+    for name in REGISTRY.order:
+        s = REGISTRY.stages[name]
+        if name in plan.unavailable:
+            action = f"[red]unavailable[/red] ({plan.unavailable[name]})"
+        elif name in plan.selection:
+            action = "run (or cache)"
+        elif name in plan.reused:
+            action = f"reuse {plan.reference.id}" if plan.reference else "reuse"
+        else:
+            action = "skip"
+        dag.add_row(
+            name,
+            ", ".join("TRACE" if i == TRACE else i for i in s.inputs),
+            ", ".join(s.params) or "-",
+            ", ".join(s.outputs),
+            action,
+        )
+    params = Table(title="parameters (--set name=value)", title_justify="left")
+    for col in ("name", "type", "default", "this run", "used by", "meaning"):
+        params.add_column(col)
+    for name, p in REGISTRY.params.items():
+        value = plan.params[name]
+        params.add_row(
+            name,
+            p.type,
+            _fmt_value(p.default),
+            _fmt_value(value) if value != p.default else "",
+            ", ".join(sorted(REGISTRY.users_of(name))) or "(all; test knob)",
+            p.help,
+        )
+    return dag, params
+
+
+def stage_table(rec: RunRecord) -> Table:
+    """Per-stage table of one run."""
+    t = Table(title=f"{rec.id}  {rec.status}", title_justify="left")
+    for col in ("stage", "status", "output", "attempt", "time", "parameters", "error"):
+        t.add_column(col)
+    for st in rec.stages.values():
+        t.add_row(
+            st.name,
+            f"{_SYMBOL.get(st.status, '')} {st.status}",
+            _provenance(st),
+            str(st.attempt or "-"),
+            _fmt_s(st.seconds) if st.provenance != "reused" else "-",
+            " ".join(f"{k}={_fmt_value(v)}" for k, v in st.params.items()) or "-",
+            (st.error or "")[:120],
+        )
+    return t
+
+
+def runs_table(runs: list[RunRecord]) -> Table:
+    """One row per run."""
+    t = Table(title_justify="left")
+    for col in ("run", "created", "status", "computed", "cached", "reused", "duration", "selection", "reference"):
+        t.add_column(col)
+    for r in runs:
+        c = r.counts()
+        t.add_row(
+            r.id,
+            r.created.replace("T", " ")[:19],
+            r.status,
+            str(c["computed"]),
+            str(c["cache"]),
+            str(c["reused"]),
+            _fmt_s(r.seconds),
+            ",".join(r.selection) if r.selection else "all",
+            r.reference or "-",
+        )
+    return t
+
+
+def _sigterm_as_interrupt() -> None:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to ``app``."""
+    """Add ``profui analyze`` and ``profui runs``."""
+
+    @app.command("analyze")
+    def analyze_command(
+        trace: Path = typer.Argument(..., help="Trace folder, or Kineto JSON file(s) folder to import first."),
+        plan: bool = typer.Option(False, "--plan", help="Print the stage DAG and what this run would do; run nothing."),
+        stages: str | None = typer.Option(
+            None, "--stages", help="Run only these stages (comma-separated); upstream outputs come from the reference run."
+        ),
+        reference: str | None = typer.Option(
+            None, "--reference", help="Run to reuse outputs and parameters from (default: latest run not executing)."
+        ),
+        resume: str | None = typer.Option(
+            None, "--resume", help="Re-run a failed or stopped run's unfinished stages, reusing the rest."
+        ),
+        sets: list[str] = typer.Option([], "--set", help="Parameter override name=value (repeatable; see --plan)."),
+        no_wait: bool = typer.Option(False, "--no-wait", help="Refuse instead of waiting when another analysis holds the trace."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Recompute selected stages even when cached."),
+        as_json: bool = typer.Option(False, "--json", help="Print the run record as JSON."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    ) -> None:
+        """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
+        err = Console(stderr=True, highlight=False)
+        out = _out()
+        trace_dir = _resolve(trace, err)
+        try:
+            if plan:
+                dag, params = _plan_table(trace_dir, stages, reference, resume, sets)
+                out.print(dag)
+                out.print(params)
+                return
+            _sigterm_as_interrupt()
+            record = _run(trace_dir, stages, reference, resume, sets, no_wait, no_cache, err, quiet)
+        except PipelineError as exc:
+            raise UserError(str(exc)) from None
+        if as_json:
+            sys.stdout.write(json.dumps(record.to_dict(), indent=1) + "\n")
+        else:
+            out.print(stage_table(record))
+            c = record.counts()
+            out.print(
+                f"{record.id} {record.status} in {_fmt_s(record.seconds)}: "
+                f"{c['computed']} computed, {c['cache']} from cache, {c['reused']} reused"
+            )
+        if record.status != "succeeded":
+            err.print(f"profui: {trace_dir}: run {record.id} {record.status}: {record.error}")
+            raise typer.Exit(1)
+
+    @app.command("runs")
+    def runs_command(
+        trace: Path = typer.Argument(..., help="Trace folder (or Kineto JSON analysed before)."),
+        run: str | None = typer.Argument(None, help="A run id (run-0003, 3 or latest): show its stages."),
+        as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
+    ) -> None:
+        """List the analysis runs of a trace, or show one run's stages."""
+        err = Console(stderr=True, highlight=False)
+        out = _out()
+        trace_dir = _resolve(trace, err)
+        try:
+            if run is None:
+                runs = list_runs(trace_dir)
+                if as_json:
+                    rows = []
+                    for r in runs:
+                        d = r.to_dict()
+                        d.pop("stages")
+                        rows.append(d)
+                    sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+                elif not runs:
+                    out.print(f"no analysis runs yet; run `profui analyze {trace}`")
+                else:
+                    out.print(runs_table(runs))
+                return
+            rec = load_run(trace_dir, run)
+        except PipelineError as exc:
+            raise UserError(str(exc)) from None
+        if as_json:
+            sys.stdout.write(json.dumps(rec.to_dict(), indent=1) + "\n")
+            return
+        out.print(f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}")
+        out.print(f"selection  {','.join(rec.selection) if rec.selection else 'all stages'}")
+        if rec.reference or rec.resume_of:
+            out.print(f"reference  {rec.reference or '-'}" + (f"   resumes {rec.resume_of}" if rec.resume_of else ""))
+        out.print("params     " + " ".join(f"{k}={_fmt_value(v)}" for k, v in rec.params.items()))
+        if rec.error:
+            out.print(f"error      {rec.error}")
+        out.print(stage_table(rec))
+
+
+def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str | None, sets: list[str],
+         no_wait: bool, no_cache: bool, err: Console, quiet: bool) -> RunRecord:
+    status = None
+    if not quiet and err.is_terminal:
+        status = err.status("starting analysis ...")
+        status.start()
+
+    def progress(ev: StageEvent) -> None:
+        if quiet:
+            return
+        if ev.status == "running":
+            text = f"[{ev.index}/{ev.total}] {ev.stage} ..."
+            if status is not None:
+                status.update(text)
+            return
+        how = ev.provenance or ev.status
+        line = f"{_SYMBOL.get(ev.status, ' ')} [{ev.index}/{ev.total}] {ev.stage:<12} {how:<9} {_fmt_s(ev.seconds)}"
+        if ev.message:
+            line += f"  {ev.message}"
+        err.print(line, markup=False)
+
+    def on_wait(holder: dict[str, Any]) -> None:
+        who = ", ".join(f"{k} {v}" for k, v in holder.items() if k in ("run", "pid"))
+        err.print(f"profui: {trace_dir}: another profui analyze ({who or 'unknown'}) holds the trace; waiting ...",
+                  markup=False)
+
+    try:
+        return analyze(
+            trace_dir,
+            stages=stages.split(",") if stages is not None else None,
+            reference=reference,
+            resume=resume,
+            overrides=parse_assignments(sets),
+            use_cache=not no_cache,
+            wait=not no_wait,
+            progress=progress,
+            on_wait=on_wait,
+        )
+    except KeyboardInterrupt:
+        if status is not None:
+            status.stop()
+        runs = list_runs(trace_dir)
+        last = runs[-1] if runs else None
+        what = f"run {last.id} {last.status}" if last and last.pid else "analysis interrupted"
+        err.print(f"profui: {trace_dir}: {what} (interrupted)", markup=False)
+        raise typer.Exit(130) from None
+    finally:
+        if status is not None:
+            status.stop()

@@ -17,12 +17,7 @@ from .context import StageContext
 
 def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
     """The run's events (read once, shared by the stages), HTA-preprocessed when asked."""
-    ev = ctx.trace.cached_events()
-    if hta_compat:
-        from profui.analysis.hta import hta_events
-
-        ev = hta_events(ev)
-    return ev
+    return ctx.trace.hta_events() if hta_compat else ctx.trace.cached_events()
 
 
 def _frame(value: Any) -> pl.DataFrame:
@@ -134,17 +129,17 @@ def _supported(func: Any, **kwargs: Any) -> dict[str, Any]:
 
 def kernels(ctx: StageContext) -> dict[str, Any]:
     """Per-kernel statistics, top-N by time and by count, and the by-type breakdown."""
+    from profui.analysis import kernels as k
+
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
-    t = ctx.trace
-    stats = t.kernels(hta_compat=hta)
-    time_col = next(c for c in ("total_ns", "sum_ns", "time_ns", "dur_sum") if c in stats.columns)
-    count_col = next(c for c in ("count", "calls", "launches") if c in stats.columns)
+    ev = _events(ctx, hta)
+    stats = k.kernel_stats(ev, hta_compat=hta).collect()
     return {
         "stats.parquet": stats,
-        "top_by_time.parquet": stats.sort([time_col, "name"], descending=[True, False]).head(n),
-        "top_by_count.parquet": stats.sort([count_col, "name"], descending=[True, False]).head(n),
-        "types.parquet": t.kernel_types(hta_compat=hta),
+        "top_by_time.parquet": k.top_kernels(stats, n, by="total_ns").collect(),
+        "top_by_count.parquet": k.top_kernels(stats, n, by="count").collect(),
+        "types.parquet": k.kernel_type_breakdown(ev, hta_compat=hta).collect(),
     }
 
 

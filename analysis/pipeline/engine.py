@@ -168,14 +168,18 @@ def plan_run(
         selection = available
 
     selected = set(selection)
-    upstream = [s for s in registry.order if s in registry.ancestors(selected) - selected and s not in unavailable]
+    # Unselected stages not downstream of the selection keep their outputs from the reference:
+    # the ones upstream are needed, the unrelated ones make the run a complete picture.
+    downstream = registry.descendants(selected) - selected
+    upstream = [s for s in registry.order if s not in selected | downstream and s not in unavailable]
+    needed_any = [s for s in upstream if s in registry.ancestors(selected)]
     needed = {
         i
         for s in selection
         for i in registry.stages[s].inputs
         if i != TRACE and i not in selected and i not in unavailable
     }
-    if upstream and ref is None:
+    if needed_any and ref is None:
         candidates = [r for r in runs if not is_live(r, lock_held)]
         if not candidates:
             raise PipelineError(
@@ -288,6 +292,12 @@ def execute(
                 srec.status = "skipped"
                 if name in plan.unavailable:
                     srec.error = f"unavailable: {plan.unavailable[name]}"
+                elif plan.reference is not None:
+                    srec.error = f"not selected; {plan.reference.id} has no output for it"
+                else:
+                    srec.error = "not selected"
+                if name in registry.descendants(selected):
+                    srec.error = "not selected (downstream of the selection)"
                 continue
             idx = selected.index(name) + 1
             if failed_stage is not None:

@@ -27,6 +27,7 @@ from profui.analysis.pipeline import (
 
 from .errors import UserError
 
+
 def _out() -> Console:
     """Console for stdout; wide when piped, so tables stay one row per stage in logs."""
     c = Console(highlight=False, soft_wrap=True)

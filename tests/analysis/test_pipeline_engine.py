@@ -1,0 +1,243 @@
+"""The analysis pipeline on a real trace (HTA's nccl_parser_config rank 0, imported with profui's
+importer): cache hits, parameter changes, selective runs, refusals, failure and resume.
+
+Every test works on its own copy of the imported trace, since runs write into ``TRACE/.profui``.
+Failures are produced with the documented test knob ``debug_fail`` (a parameter that never enters
+a cache key), or by removing an artifact the way a user's ``rm`` would; the engine is never mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis.pipeline import REGISTRY, PipelineError, analyze, latest_outputs, list_runs, load_output
+from profui.analysis.pipeline.artifacts import verify
+
+TRACE_NAME = "nccl_parser_config-nccl_data"
+
+
+@pytest.fixture()
+def trace(imported_trace, tmp_path: Path) -> Path:
+    """A private copy of the imported real trace (without any analysis folder)."""
+    src = imported_trace(TRACE_NAME).path
+    dst = tmp_path / "trace"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".profui"))
+    return dst
+
+
+def available() -> list[str]:
+    unavailable = REGISTRY.unavailable()
+    return [s for s in REGISTRY.order if s not in unavailable]
+
+
+def succeeded(rec) -> dict[str, object]:
+    return {n: s for n, s in rec.stages.items() if s.status == "succeeded"}
+
+
+def by_provenance(rec, provenance: str) -> set[str]:
+    return {n for n, s in rec.stages.items() if s.status == "succeeded" and s.provenance == provenance}
+
+
+def artifact_bytes(trace: Path, rec) -> dict[str, dict[str, bytes]]:
+    out = {}
+    for name, st in succeeded(rec).items():
+        folder = trace / ".profui" / st.artifact
+        out[name] = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != "meta.json"}
+    return out
+
+
+def test_first_run_computes_every_available_stage_with_real_numbers(trace: Path) -> None:
+    rec = analyze(trace)
+    assert rec.status == "succeeded"
+    assert by_provenance(rec, "computed") == set(available())
+    inventory = load_output(trace, "ingest", "inventory.parquet")
+    # The importer's own count of events is the ground truth for the inventory.
+    from profui.capture.format import open_trace_dir
+
+    assert inventory["events"].sum() == open_trace_dir(trace).num_events
+    kernels = inventory.filter(pl.col("kind") == "kernel")["events"].sum()
+    launches = load_output(trace, "correlate", "launches.parquet")
+    # Every launched kernel appears once at most; the trace's README counts 2,700 kernels.
+    assert kernels == 2700
+    assert 0 < launches.filter(pl.col("kind") == "kernel").height <= kernels
+    assert launches.select(pl.struct("node", "rank", "correlation", "ts").is_unique().all()).item()
+
+
+def test_unchanged_rerun_is_all_cache_with_identical_outputs(trace: Path) -> None:
+    first = analyze(trace)
+    second = analyze(trace)
+    assert second.status == "succeeded"
+    assert by_provenance(second, "computed") == set()
+    assert by_provenance(second, "cache") == set(available())
+    for name in available():
+        a, b = first.stages[name], second.stages[name]
+        assert (a.artifact, a.output_hash) == (b.artifact, b.output_hash)
+        assert b.origin_run == first.id
+    assert artifact_bytes(trace, first) == artifact_bytes(trace, second)
+
+
+def test_parameter_change_recomputes_exactly_the_stages_downstream(trace: Path) -> None:
+    first = analyze(trace)
+    second = analyze(trace, overrides={"slow_launch_us": "5"})
+    users = REGISTRY.users_of("slow_launch_us")
+    expected = (users | REGISTRY.descendants(users)) & set(available())
+    assert expected == {"launch", "summary"}
+    assert by_provenance(second, "computed") == expected
+    assert by_provenance(second, "cache") == set(available()) - expected
+    # The threshold really changed the answer: more launch calls count as slow at 5 µs than at 50.
+    s1 = load_file(trace, first, "launch", "outliers.parquet")
+    s2 = load_file(trace, second, "launch", "outliers.parquet")
+    assert s2.height > s1.height
+    assert second.stages["launch"].params["slow_launch_us"] == 5.0
+
+
+def load_file(trace: Path, rec, stage: str, file: str) -> pl.DataFrame:
+    return pl.read_parquet(trace / ".profui" / rec.stages[stage].artifact / file)
+
+
+def test_top_n_change_recomputes_kernels_and_summary_only(trace: Path) -> None:
+    if "kernels" not in available():
+        pytest.skip(f"kernels stage unavailable here: {REGISTRY.unavailable()['kernels']}")
+    analyze(trace)
+    rec = analyze(trace, overrides={"top_n": "3"})
+    users = REGISTRY.users_of("top_n")
+    assert by_provenance(rec, "computed") == (users | REGISTRY.descendants(users)) & set(available())
+    top = load_file(trace, rec, "kernels", "top_by_time.parquet")
+    # Three named kernels plus the "(other)" row folding the rest, summing to all kernel time.
+    assert top.height == 4 and top["name"][-1] == "(other)"
+    stats = load_file(trace, rec, "kernels", "stats.parquet")
+    assert top["total_ns"].sum() == stats["total_ns"].sum()
+    assert top["name"][:3].to_list() == stats.sort("total_ns", descending=True)["name"][:3].to_list()
+    summary = load_output(trace, "summary", "summary.json")
+    assert [r["name"] for r in summary["kernels"]["top_by_time"]] == top["name"].to_list()
+
+
+def test_selective_run_reuses_upstream_outputs_and_records_their_run(trace: Path) -> None:
+    full = analyze(trace)
+    sel = analyze(trace, stages=["launch", "summary"], overrides={"late_start_us": "1"})
+    assert sel.status == "succeeded"
+    assert sel.selection == ["launch", "summary"]
+    assert sel.reference == full.id
+    assert by_provenance(sel, "computed") == {"launch", "summary"}
+    upstream = (REGISTRY.ancestors({"launch", "summary"}) - {"launch"}) & set(available())
+    # Upstream stages and unrelated ones (index) keep the reference's outputs.
+    assert by_provenance(sel, "reused") == set(available()) - {"launch", "summary"}
+    assert "ingest" in upstream and "index" not in upstream
+    for name in set(available()) - {"launch", "summary"}:
+        st, ref = sel.stages[name], full.stages[name]
+        assert st.source_run == full.id and st.origin_run == full.id
+        assert (st.artifact, st.output_hash) == (ref.artifact, ref.output_hash)  # the same files
+        assert st.start == st.end  # not run
+    # The selected stage saw the new parameter.
+    assert load_file(trace, sel, "launch", "outliers.parquet").height > load_file(
+        trace, full, "launch", "outliers.parquet"
+    ).height
+
+
+def test_selective_run_leaves_downstream_unrun_and_tui_keeps_older_output(trace: Path) -> None:
+    full = analyze(trace)
+    sel = analyze(trace, stages=["launch"], overrides={"slow_launch_us": "5"})
+    assert sel.stages["summary"].status == "skipped"  # downstream of the selection: not run
+    assert "not selected" in sel.stages["summary"].error
+    latest = latest_outputs(trace)
+    assert latest["launch"] == trace / ".profui" / sel.stages["launch"].artifact
+    assert latest["summary"] == trace / ".profui" / full.stages["summary"].artifact
+    assert set(latest) == set(available())
+
+
+def test_selection_must_be_closed_under_paths(trace: Path) -> None:
+    analyze(trace)
+    with pytest.raises(PipelineError, match=r"not closed under paths: also select launch\b"):
+        analyze(trace, stages=["correlate", "summary"])
+    assert len(list_runs(trace)) == 1  # a refused request records no run
+
+
+def test_unknown_parameter_and_stage_are_refused_with_the_valid_names(trace: Path) -> None:
+    with pytest.raises(PipelineError) as exc:
+        analyze(trace, overrides={"topn": "3"})
+    msg = str(exc.value)
+    assert "unknown parameter topn" in msg and all(p in msg for p in REGISTRY.params)
+    with pytest.raises(PipelineError, match="takes a int"):
+        analyze(trace, overrides={"top_n": "many"})
+    with pytest.raises(PipelineError, match="unknown stage kernel;"):
+        analyze(trace, stages=["kernel"])
+    assert list_runs(trace) == []
+
+
+def test_selective_run_needs_an_earlier_run(trace: Path) -> None:
+    with pytest.raises(PipelineError, match="no earlier run"):
+        analyze(trace, stages=["launch"])
+
+
+def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Path) -> None:
+    failed = analyze(trace, overrides={"debug_fail": "correlate"})
+    assert failed.status == "failed"
+    with pytest.raises(PipelineError, match=r"reference run run-0001 lacks the output of stage correlate \(it is failed\)"):
+        analyze(trace, stages=["launch"], reference=failed.id)
+    # A reference whose artifact was deleted from disk is refused the same way.
+    ok = analyze(trace)
+    shutil.rmtree(trace / ".profui" / ok.stages["correlate"].artifact)
+    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its artifact is gone"):
+        analyze(trace, stages=["launch"], reference=ok.id)
+
+
+def test_failed_stage_fails_the_run_and_a_selective_run_resumes_it(trace: Path) -> None:
+    failed = analyze(trace, overrides={"debug_fail": "correlate"})
+    assert failed.status == "failed"
+    st = failed.stages["correlate"]
+    assert st.status == "failed" and "made to fail by debug_fail" in st.error and st.attempt == 1
+    assert "stage correlate failed" in failed.error
+    assert not (trace / ".profui" / "artifacts" / "correlate").exists()  # no output, not even half
+    order = REGISTRY.order
+    after = [n for n in available() if order.index(n) > order.index("correlate")]
+    assert all(failed.stages[n].status == "skipped" for n in after)
+    before = [n for n in available() if order.index(n) < order.index("correlate")]
+    assert all(failed.stages[n].status == "succeeded" for n in before)
+
+    resumed = analyze(trace, resume=failed.id, overrides={"debug_fail": ""})
+    assert resumed.status == "succeeded"
+    assert resumed.resume_of == failed.id and resumed.reference == failed.id
+    assert resumed.selection == ["correlate", *after]
+    assert by_provenance(resumed, "reused") == set(before)
+    assert all(resumed.stages[n].source_run == failed.id for n in before)
+    assert resumed.stages["correlate"].provenance == "computed"
+    assert resumed.stages["correlate"].attempt == 2
+    # Resuming gives the same outputs as a clean full run.
+    clean = analyze(trace, use_cache=False)
+    for name in available():
+        assert clean.stages[name].output_hash == resumed.stages[name].output_hash, name
+
+
+def test_resume_refuses_a_succeeded_run_and_mixed_options(trace: Path) -> None:
+    ok = analyze(trace)
+    with pytest.raises(PipelineError, match="nothing to resume"):
+        analyze(trace, resume=ok.id)
+    with pytest.raises(PipelineError, match="do not combine"):
+        analyze(trace, resume=ok.id, stages=["launch"])
+    with pytest.raises(PipelineError, match="no run run-0009"):
+        analyze(trace, stages=["launch"], reference="9")
+
+
+def test_parameters_start_from_the_reference_run(trace: Path) -> None:
+    analyze(trace, overrides={"slow_launch_us": "7"})
+    sel = analyze(trace, stages=["launch"], overrides={"late_start_us": "3"})
+    assert sel.params["slow_launch_us"] == 7.0 and sel.params["late_start_us"] == 3.0
+    # A full run starts from the defaults: the stage goes back to its first (cached) output.
+    full = analyze(trace)
+    assert full.params["slow_launch_us"] == REGISTRY.params["slow_launch_us"].default
+
+
+def test_run_record_file_is_complete_json(trace: Path) -> None:
+    rec = analyze(trace)
+    data = json.loads((trace / ".profui" / "runs" / f"{rec.id}.json").read_text())
+    assert data["status"] == "succeeded" and data["id"] == rec.id
+    assert [s["name"] for s in data["stages"]] == REGISTRY.order
+    for s in data["stages"]:
+        if s["status"] == "succeeded":
+            assert s["start"] <= s["end"] and s["attempt"] == 1 and s["key"]
+            assert verify(trace / ".profui" / s["artifact"])["output_hash"] == s["output_hash"]

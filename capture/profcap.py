@@ -1,11 +1,415 @@
-"""``profcap`` (placeholder until implemented)."""
+"""``profcap [options] -- CMD ...``: record an unmodified training run into a profui trace.
+
+profcap writes the manifest (``running``), starts the sampling daemon, runs CMD in its own
+process group with the bootstrap on ``PYTHONPATH``, forwards SIGINT/SIGTERM/SIGHUP to it, then
+closes the manifest (``completed`` / ``failed`` / ``stopped``) and exits with CMD's exit code
+(128+N when CMD died of signal N, as the shell reports it).
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import queue
+import signal
+import socket
+import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import session as _session
+from .windows import DEFAULT_STEPS, Window, WindowPlan, parse_schedule, parse_steps
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+READY_TIMEOUT_S = 30.0
+
+EPILOG = """\
+what you get:
+  a trace folder (default ./trace/<name>-<YYYYmmdd-HHMMSS>/) with
+    manifest.json                     command, status, exit code, hosts, GPUs, settings, notes
+    node=<host>/metrics-*.parquet     CPU, memory, disk, network, job process tree, GPUs (NVML),
+                                      CPU counters (perf), sampled --hz times a second
+    node=<host>/rank=<r>/events-*.parquet
+                                      torch.profiler windows (CPU ops, CUDA kernels, your
+                                      annotations, ProfilerStep#N steps), one file per window
+  Open it with `profui open TRACE` or `profui summary TRACE`.
+
+steps:
+  Steps are counted from 0 by the job's first optimizer's step() calls (or profui.capture.step()
+  calls): step n ends at the (n+1)-th call. Step 0 cannot be traced. Without --steps or
+  --schedule, steps 10-14 are traced.
+
+examples:
+  profcap -- python train.py                      trace steps 10-14, sample at 10 Hz
+  profcap --steps 40-45 -- python train.py        trace steps 40 to 45 (inclusive)
+  profcap --steps 10-12,500-502 -- python train.py
+  profcap --schedule 5,1,3,2 -- python train.py   wait 5, warm up 1, trace 3 steps; twice
+  profcap --no-trace --hz 2 -- ./run.sh           metrics only, 2 samples a second
+  profcap -o runs/bert --name bert -- torchrun --nproc-per-node 8 train.py
+  profcap --perf-events cache-misses,context-switches -- python train.py
+
+in your script (optional; works without profcap too):
+  from profui.capture import annotate, step
+  with annotate("forward"): ...                   named ranges on the timeline
+  @annotate("load_batch")                         ... or as a decorator
+  step()                                          mark steps in loops without a torch optimizer
+
+profcap exits with the job's exit code; Ctrl-C is forwarded to the job (status 'stopped').
+"""
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="profcap",
+        usage="profcap [options] -- CMD [ARGS...]",
+        description="Record an unmodified training run (GPU/CPU metrics and torch.profiler windows) "
+        "into a profui trace folder.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-o", "--output", metavar="DIR", help="trace folder to create (default ./trace/<name>-<time>/)")
+    p.add_argument("--name", help="job name (default: the script or command name)")
+    p.add_argument("--hz", type=float, default=10.0, help="metric samples per second (default 10)")
+    win = p.add_mutually_exclusive_group()
+    win.add_argument("--steps", metavar="A-B[,C-D]", help="training steps to trace, inclusive (default 10-14)")
+    win.add_argument("--schedule", metavar="WAIT,WARMUP,ACTIVE[,REPEAT]",
+                     help="torch.profiler-style schedule from step 1; REPEAT 0 = until the end (default 1)")
+    win.add_argument("--no-trace", action="store_true", help="metrics only: do not trace the job's processes")
+    p.add_argument("--perf-events", metavar="EV[,EV]", default="",
+                   help="extra perf events per CPU, besides cycles and instructions")
+    p.add_argument("--no-perf", action="store_true", help="do not run perf stat")
+    p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return p
+
+
+def job_name(cmd: list[str]) -> str:
+    """A short name for the job: the Python script or module it runs, else the program."""
+    args = list(cmd)
+    while args and os.path.basename(args[0]).startswith(("python", "torchrun", "accelerate", "deepspeed")):
+        rest = args[1:]
+        if "-m" in rest[:-1] and os.path.basename(args[0]).startswith("python"):
+            mod = rest[rest.index("-m") + 1]
+            if mod not in ("torch.distributed.run", "torch.distributed.launch"):
+                return mod.split(".")[-1]
+            rest = rest[rest.index("-m") + 2:]
+        scripts = [a for a in rest if not a.startswith("-") and a.endswith(".py")]
+        if scripts:
+            return Path(scripts[0]).stem
+        args = [a for a in rest if not a.startswith("-")]
+    return Path(cmd[0]).name if cmd else "job"
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("profui", "torch", "nvidia-ml-py", "psutil", "pyarrow"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(f"profcap: {msg}\n")
+    sys.stderr.flush()
+
+
+class Capture:
+    """One profcap run: manifest, daemon, job, signals, finalisation."""
+
+    def __init__(self, args: argparse.Namespace, cmd: list[str], plan: WindowPlan | None) -> None:
+        from .format import Manifest
+
+        self.args = args
+        self.cmd = cmd
+        self.plan = plan
+        self.node = _session_node()
+        self.name = args.name or job_name(cmd)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.trace_dir = Path(args.output) if args.output else Path("trace") / f"{self.name}-{stamp}"
+        self.spool = self.trace_dir / ".spool"
+        self.stop_signal: int | None = None
+        self.job: subprocess.Popen | None = None
+        self.daemon: subprocess.Popen | None = None
+        self.daemon_lines: queue.Queue[str | None] = queue.Queue()
+        self.daemon_dead_noted = False
+        perf_events = ["cycles", "instructions"] + [e for e in args.perf_events.split(",") if e.strip()]
+        self.perf_events = list(dict.fromkeys(e.strip() for e in perf_events))
+        self.manifest = Manifest(
+            name=self.name,
+            command=list(cmd),
+            start_ns=time.time_ns(),
+            hosts=[self.node],
+            versions=_versions(),
+            capture={
+                "tool": "profcap",
+                "hz": args.hz,
+                "trace": plan is not None,
+                "windows": [],
+                "plan": plan.to_config() if plan is not None else None,
+                "record_shapes": True,
+                "perf_events": [] if args.no_perf else self.perf_events,
+            },
+        )
+
+    # -- manifest -------------------------------------------------------------------
+    def write_manifest(self) -> None:
+        """Write the manifest (best effort once running: a full disk must not stop the job)."""
+        from .format import write_manifest
+
+        write_manifest(self.trace_dir, self.manifest)
+
+    def _write_manifest_quietly(self) -> None:
+        try:
+            self.write_manifest()
+        except OSError as exc:
+            _say(f"could not update {self.trace_dir / 'manifest.json'}: {exc}")
+
+    # -- daemon ---------------------------------------------------------------------
+    def start_daemon(self) -> None:
+        """Start the daemon and wait for its ready line (GPUs, what it skips)."""
+        cfg = {
+            "trace_dir": str(self.trace_dir), "spool": str(self.spool), "node": self.node, "hz": self.args.hz,
+            "perf": not self.args.no_perf, "perf_events": self.perf_events,
+        }
+        try:
+            self.daemon = subprocess.Popen(
+                [sys.executable, "-m", "profui.capture.daemon", json.dumps(cfg)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
+            )
+        except OSError as exc:
+            self._note(f"sampling daemon did not start ({exc}): no metrics, no trace conversion by the daemon")
+            return
+        threading.Thread(target=self._read_daemon, name="daemon-reader", daemon=True).start()
+        try:
+            line = self.daemon_lines.get(timeout=READY_TIMEOUT_S)
+        except queue.Empty:
+            line = None
+        ready = _json(line)
+        if not ready.get("ready"):
+            self._note("sampling daemon did not report ready: metrics may be missing")
+            return
+        self.manifest.gpus = ready.get("gpus") or []
+        if ready.get("driver"):
+            self.manifest.versions["nvidia_driver"] = ready["driver"]
+        for note in ready.get("notes") or []:
+            self._note(note)
+
+    def _read_daemon(self) -> None:
+        assert self.daemon is not None and self.daemon.stdout is not None
+        for line in self.daemon.stdout:
+            self.daemon_lines.put(line)
+        self.daemon_lines.put(None)
+
+    def _tell_daemon(self, text: str) -> None:
+        if self.daemon is None or self.daemon.poll() is not None or self.daemon.stdin is None:
+            return
+        try:
+            self.daemon.stdin.write(text + "\n")
+            self.daemon.stdin.flush()
+        except OSError:
+            pass
+
+    def _check_daemon(self) -> None:
+        if self.daemon is not None and not self.daemon_dead_noted and self.daemon.poll() is not None:
+            self.daemon_dead_noted = True
+            self._note(f"sampling daemon died (exit {self.daemon.returncode}) at {time.strftime('%H:%M:%S')}: "
+                       "no metrics after that; profcap converts the trace windows at the end")
+            self._write_manifest_quietly()
+
+    def _note(self, text: str) -> None:
+        if text not in self.manifest.notes:
+            self.manifest.notes.append(text)
+            _say(text)
+
+    # -- job --------------------------------------------------------------------------
+    def job_env(self) -> dict[str, str]:
+        """The job's environment: ours plus the bootstrap (never recorded anywhere)."""
+        env = dict(os.environ)
+        if self.plan is None:
+            return env
+        from . import bootstrap
+
+        boot = str(Path(bootstrap.__file__).resolve().parent)
+        env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env[_session.ENV_VAR] = _session.encode(self.spool.resolve(), self.node, self.plan.to_config())
+        return env
+
+    def _forward(self, signum: int, _frame: Any) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signum
+        if self.job is not None and self.job.poll() is None:
+            try:
+                os.killpg(self.job.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def run(self) -> int:
+        """Run the whole capture; return profcap's exit code."""
+        if self.trace_dir.exists() and any(self.trace_dir.iterdir()):
+            _say(f"{self.trace_dir}: already exists and is not empty; choose another -o")
+            return 2
+        try:
+            self.spool.mkdir(parents=True, exist_ok=True)
+            self.write_manifest()
+        except OSError as exc:
+            _say(f"{self.trace_dir}: cannot write the trace here ({exc})")
+            return 2
+        if self.plan is None:
+            self._note("tracing off (--no-trace): metrics only")
+        self.start_daemon()
+        self._write_manifest_quietly()
+        for sig in FORWARDED:
+            signal.signal(sig, self._forward)
+        try:
+            self.job = subprocess.Popen(self.cmd, env=self.job_env(), process_group=0)
+        except OSError as exc:
+            _say(f"{self.cmd[0]}: {exc.strerror or exc}")
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            self._note(f"the command could not be started: {exc.strerror or exc}")
+            self.finish(code, "failed")
+            return code
+        self._tell_daemon(f"job {self.job.pid}")
+        while True:
+            try:
+                rc = self.job.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                self._check_daemon()
+        code = 128 - rc if rc < 0 else rc
+        if self.stop_signal is not None or (rc < 0 and -rc in STOP_SIGNALS):
+            status = "stopped"
+        elif rc == 0:
+            status = "completed"
+        else:
+            status = "failed"
+            if rc < 0:
+                self._note(f"the job was killed by {signal.Signals(-rc).name}")
+        self.finish(code, status)
+        return code
+
+    def finish(self, code: int, status: str) -> None:
+        """Stop the daemon (it drains the spool), then close the manifest."""
+        from .daemon import spool as _spool
+        from .manifest_end import finish_manifest
+
+        result: dict[str, Any] | None = None
+        if self.daemon is not None and self.daemon.poll() is None:
+            waiting = sum(1 for p in _spool.pending(self.spool) if p.name.endswith(_session.KINETO_SUFFIX))
+            if waiting:
+                _say(f"converting {waiting} trace window(s)...")
+            self._tell_daemon("stop")
+            result = self._await_result()
+        else:
+            self._check_daemon()
+        if result is None:
+            result = self._convert_here()
+        finish_manifest(self.manifest, self.trace_dir, result, status=status, exit_code=code)
+        _spool.cleanup(self.spool)
+        self._write_manifest_quietly()
+        events = sum(1 for _ in self.trace_dir.glob("node=*/rank=*/events-*.parquet"))
+        metrics = sum(1 for _ in self.trace_dir.glob("node=*/metrics-*.parquet"))
+        _say(f"{status} (exit {code}); trace: {self.trace_dir} ({events} events files, {metrics} metrics files)")
+
+    def _await_result(self) -> dict[str, Any] | None:
+        interrupted = []
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            interrupted.append(signum)
+
+        for sig in FORWARDED:
+            signal.signal(sig, on_signal)
+        while True:
+            if interrupted and self.daemon is not None:
+                self._note("profcap was interrupted while converting: unconverted windows stay in "
+                           f"{self.spool} (import them with `profui import`)")
+                self.daemon.kill()
+                self.daemon.wait()
+                return None
+            try:
+                line = self.daemon_lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                self._check_daemon()
+                return None
+            data = _json(line)
+            if "result" in data:
+                if self.daemon is not None:
+                    self.daemon.wait()
+                return data["result"]
+
+    def _convert_here(self) -> dict[str, Any]:
+        """The daemon is gone: convert what is left in the spool in this process."""
+        from .daemon import spool as _spool
+
+        result: dict[str, Any] = {"notes": [], "windows": []}
+        for path in _spool.pending(self.spool):
+            try:
+                out, err = _spool.convert_file(path, self.trace_dir, self.node), None
+            except Exception as exc:
+                out, err = None, repr(exc)
+            info, note = _spool.finish_file(path, out, err)
+            if info is not None:
+                result["windows"].append(info)
+            if note:
+                result["notes"].append(note)
+        result["notes"].extend(_spool.take_notes(self.spool))
+        result["notes"].extend(_spool.lost_windows(self.spool))
+        return result
+
+
+def _json(line: str | None) -> dict[str, Any]:
+    if not line:
+        return {}
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _session_node() -> str:
+    from .format import safe_node_name
+
+    return safe_node_name(socket.gethostname())
+
+
+def build_plan(args: argparse.Namespace) -> WindowPlan | None:
+    """The window plan from the options (None with --no-trace); raise ValueError if bad."""
+    if args.no_trace:
+        return None
+    if args.schedule:
+        return WindowPlan(schedule=parse_schedule(args.schedule))
+    if args.steps:
+        return WindowPlan(windows=parse_steps(args.steps))
+    return WindowPlan(windows=[Window(*DEFAULT_STEPS)])
+
+
+def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``profcap`` console script."""
-    sys.stderr.write("profcap: not implemented yet\n")
-    raise SystemExit(2)
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        parser.print_usage(sys.stderr)
+        _say("no command given: profcap [options] -- CMD [ARGS...]  (see profcap --help)")
+        raise SystemExit(2)
+    if args.hz <= 0 or args.hz > 1000:
+        _say(f"--hz {args.hz}: must be above 0 and at most 1000")
+        raise SystemExit(2)
+    try:
+        plan = build_plan(args)
+    except ValueError as exc:
+        _say(str(exc))
+        raise SystemExit(2) from None
+    raise SystemExit(Capture(args, cmd, plan).run())

@@ -1,0 +1,184 @@
+"""The spool folder: what the job's processes hand to the daemon, and turning it into the trace.
+
+Files (named ``r<rank>-p<pid>-<seq><suffix>``, see :mod:`profui.capture.session`):
+``.kineto.json`` a Kineto Chrome trace of one window (+ ``.meta`` with its steps and stall),
+``.events.json`` events of profui's own recorder, ``.open`` a window being recorded, ``.note``
+a line for the manifest. Writers rename complete files into place, so a file seen is whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import session as _session
+
+FAILED_DIR = "failed"
+
+
+def pending(spool: Path) -> list[Path]:
+    """Complete hand-overs waiting for conversion, oldest first."""
+    try:
+        names = os.listdir(spool)
+    except OSError:
+        return []
+    files = [spool / n for n in names if n.endswith((_session.KINETO_SUFFIX, _session.EVENTS_SUFFIX))]
+    return sorted(files, key=lambda p: (_mtime(p), p.name))
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def take_notes(spool: Path) -> list[str]:
+    """Read and remove the notes processes left in the spool."""
+    notes = []
+    try:
+        names = sorted(n for n in os.listdir(spool) if n.endswith(_session.NOTE_SUFFIX))
+    except OSError:
+        return []
+    for n in names:
+        try:
+            notes.extend(line for line in (spool / n).read_text().splitlines() if line.strip())
+            (spool / n).unlink()
+        except OSError:
+            pass
+    return notes
+
+
+def lost_windows(spool: Path) -> list[str]:
+    """Notes for windows whose process ended while recording them (their markers remain)."""
+    notes = []
+    try:
+        names = sorted(n for n in os.listdir(spool) if n.endswith(_session.OPEN_SUFFIX))
+    except OSError:
+        return []
+    for n in names:
+        ids = _session.parse_spool_name(n)
+        if ids is None or _session._alive(ids[1]):
+            continue
+        try:
+            info = json.loads((spool / n).read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        first, last = info.get("first"), info.get("last")
+        steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
+        notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
+                     "process ended; it is lost")
+        try:
+            (spool / n).unlink()
+        except OSError:
+            pass
+    return notes
+
+
+def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
+    """Convert one spool file into the trace (in this process); return what was written."""
+    ids = _session.parse_spool_name(path.name)
+    rank = ids[0] if ids else 0
+    if path.name.endswith(_session.KINETO_SUFFIX):
+        from ..kineto import convert_kineto_file
+
+        result = convert_kineto_file(path, trace_dir, node=node, rank=rank)
+        events = getattr(result, "num_events", None)
+        if events is None:
+            events = getattr(result, "events", None)
+        counts = getattr(result, "counts", None)
+        return {"rank": rank, "events": int(events) if isinstance(events, int) else None, "kind": "kineto",
+                "counts": dict(counts) if isinstance(counts, dict) else {}}
+    return _convert_recorded(path, trace_dir, node, rank)
+
+
+def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any]:
+    from ..format import to_table, write_events
+
+    data = json.loads(path.read_bytes())
+    events = data.get("events") or []
+    pid = int(data.get("pid", 0))
+    cols = {
+        "ts": [int(e[0]) for e in events],
+        "dur": [int(e[1]) for e in events],
+        "kind": [str(e[2]) for e in events],
+        "name": [str(e[3]) for e in events],
+        "pid": [pid] * len(events),
+        "tid": [int(e[4]) for e in events],
+        "device": [-1] * len(events),
+        "stream": [-1] * len(events),
+    }
+    write_events(trace_dir, node, int(data.get("rank", rank)), to_table("events", cols),
+                 extra_metadata={"profui.source": "profcap-recorder"})
+    return {"rank": rank, "events": len(events), "kind": "recorder"}
+
+
+def convert_in_subprocess(path: Path, trace_dir: Path, node: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Convert one spool file in a child process (so the daemon keeps sampling meanwhile).
+
+    Returns (result, None) or (None, the error's last line).
+    """
+    cmd = [sys.executable, "-m", "profui.capture.daemon.convert", str(path), str(trace_dir), node]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        return None, str(exc)
+    if res.returncode != 0:
+        lines = [line for line in res.stderr.strip().splitlines() if line.strip()]
+        return None, lines[-1] if lines else f"converter exited with {res.returncode}"
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        return {}, None
+
+
+def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """After a conversion: remove the hand-over (or keep it under ``failed/``); return window info and a note."""
+    meta_path = path.with_name(path.name + ".meta")
+    meta: dict[str, Any] = {}
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        pass
+    ids = _session.parse_spool_name(path.name)
+    if error is not None:
+        failed = path.parent / FAILED_DIR
+        try:
+            failed.mkdir(exist_ok=True)
+            shutil.move(str(path), failed / path.name)
+        except OSError:
+            pass
+        where = failed / path.name
+        return None, (f"rank {ids[0] if ids else '?'}: a trace window could not be converted ({error}); "
+                      f"the raw trace is kept at {where}")
+    for p in (path, meta_path):
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    if path.name.endswith(_session.EVENTS_SUFFIX):
+        return None, None
+    info = {"rank": ids[0] if ids else None, "pid": ids[1] if ids else None, **meta}
+    if result and result.get("events") is not None:
+        info["events"] = result["events"]
+        info["counts"] = result.get("counts", {})
+    return info, None
+
+
+def cleanup(spool: Path) -> None:
+    """Remove rank claims and the spool folder itself when nothing is left in it."""
+    try:
+        for n in os.listdir(spool):
+            if n.startswith("owner-r") or n.endswith(".tmp"):
+                try:
+                    (spool / n).unlink()
+                except OSError:
+                    pass
+        spool.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,129 @@
+"""The capture session as seen from inside the job: where to hand data, which rank this is.
+
+profcap passes its settings to the job in one environment variable, ``PROFUI_CAPTURE`` (JSON).
+Processes started outside profcap have no session, and the annotation API then does nothing.
+Pure standard library: imported inside training processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_VAR = "PROFUI_CAPTURE"
+#: Spool file suffixes: Kineto Chrome traces, profui's own recorder, window markers, notes.
+KINETO_SUFFIX = ".kineto.json"
+EVENTS_SUFFIX = ".events.json"
+OPEN_SUFFIX = ".open"
+NOTE_SUFFIX = ".note"
+
+_RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+@dataclass(frozen=True)
+class Session:
+    """Settings of the running capture, decoded from ``PROFUI_CAPTURE``."""
+
+    spool: Path
+    node: str
+    plan: dict
+    trace: bool = True
+
+    def spool_name(self, rank: int, pid: int, seq: int, suffix: str) -> Path:
+        """A unique spool path for one hand-over from process ``pid`` of ``rank``."""
+        return self.spool / f"r{rank}-p{pid}-{seq:04d}{suffix}"
+
+    def note(self, text: str) -> None:
+        """Leave one line for the manifest's notes (best effort: never raises)."""
+        try:
+            path = self.spool / f"n-p{os.getpid()}-{time.time_ns()}{NOTE_SUFFIX}"
+            path.write_text(text.strip() + "\n")
+        except OSError:
+            pass
+
+
+def current() -> Session | None:
+    """The session of this process, or None outside profcap."""
+    raw = os.environ.get(ENV_VAR)
+    if not raw:
+        return None
+    try:
+        cfg = json.loads(raw)
+        return Session(Path(cfg["spool"]), str(cfg["node"]), dict(cfg.get("plan") or {}), bool(cfg.get("trace", True)))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def encode(spool: Path, node: str, plan: dict, trace: bool = True) -> str:
+    """The ``PROFUI_CAPTURE`` value profcap puts in the job's environment."""
+    return json.dumps({"spool": str(spool), "node": node, "plan": plan, "trace": trace})
+
+
+def rank() -> int:
+    """This process's global rank from torchrun/MPI/Slurm variables (0 when none is set)."""
+    for var in _RANK_VARS:
+        value = os.environ.get(var)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                continue
+    return 0
+
+
+def parse_spool_name(name: str) -> tuple[int, int, int] | None:
+    """(rank, pid, seq) of a spool file name made by :meth:`Session.spool_name`."""
+    stem = name.split(".", 1)[0]
+    parts = stem.split("-")
+    if len(parts) != 3 or parts[0][:1] != "r" or parts[1][:1] != "p":
+        return None
+    try:
+        return int(parts[0][1:]), int(parts[1][1:]), int(parts[2])
+    except ValueError:
+        return None
+
+
+def claim_rank(session: Session, rank_: int) -> bool:
+    """Become the one traced process of ``rank_`` on this node.
+
+    The first process of a rank to step an optimizer wins; a claim by a process that has since
+    exited can be taken over (so sequential scripts of one job are each traced).
+    """
+    path = session.spool / f"owner-r{rank_}"
+    me = os.getpid()
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                holder = int(path.read_text().strip() or "0")
+            except (OSError, ValueError):
+                return False
+            if holder == me:
+                return True
+            if holder and _alive(holder):
+                return False
+            try:
+                path.unlink()
+            except OSError:
+                return False
+            continue
+        except OSError:
+            return False
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(me))
+        return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -18,8 +18,6 @@ from .intervals import overlap_length, union_length
 
 #: HTA's rule for communication kernels (by name).
 COMM_PATTERN = r"^nccl.*Kernel"
-#: HTA's rule for what is *not* computation (by name), besides communication.
-NON_COMPUTE_PATTERN = r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)"
 
 _COLLECTIVE_FROM_NAME = r"^nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)"
 
@@ -41,10 +39,8 @@ DTYPE_BYTES: dict[str, int] = {
 
 
 def _device_kernels(events: pl.LazyFrame, hta_compat: bool) -> pl.LazyFrame:
-    if hta_compat:
-        from .hta import hta_gpu_events
-
-        return hta_gpu_events(events)
+    if hta_compat:  # HTA's GPU events: anything with a stream, memcpy/memset/sync included
+        return events.filter(pl.col("hta_gpu"))
     return events.filter(pl.col("kind") == "kernel")
 
 
@@ -72,8 +68,11 @@ def comm_kernels(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame
 def compute_kernels(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
     """Computation kernels: every kernel that is not communication (``hta_compat``: HTA's rule)."""
     k = _device_kernels(events, hta_compat)
-    pattern = NON_COMPUTE_PATTERN if hta_compat else COMM_PATTERN
-    return k.filter(~pl.col("name").str.contains(pattern))
+    if hta_compat:
+        from .hta import kernel_type_expr
+
+        return k.filter(kernel_type_expr() == "COMPUTATION")
+    return k.filter(~pl.col("name").str.contains(COMM_PATTERN))
 
 
 def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
@@ -118,7 +117,9 @@ def comm_comp_overlap(
     kernels), ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_pct`` = 100·overlap/comm
     (null without communication) — HTA's ``comp_comm_overlap_pctg``.
     """
-    keys = list(by)
+    keys = list(by) or ["_all"]
+    if not by:
+        events = events.with_columns(pl.lit(0).alias("_all"))
     comm = _iv(comm_kernels(events, hta_compat), keys)
     comp = _iv(compute_kernels(events, hta_compat), keys)
     groups = _iv(_device_kernels(events, hta_compat), keys).select(keys).unique()
@@ -131,9 +132,10 @@ def comm_comp_overlap(
         .join(ov, on=keys, how="left")
         .with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0))
     )
-    return out.with_columns(
+    out = out.with_columns(
         pl.when(pl.col("comm_ns") > 0).then(100 * pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_pct")
     ).sort(keys)
+    return out if by else out.drop("_all")
 
 
 def comm_per_rank(events: pl.LazyFrame) -> pl.LazyFrame:

@@ -95,13 +95,20 @@ def kernel_launches(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFr
         .sort("launch_ts")
         .unique(subset=["node", "rank", "correlation"], keep="first", maintain_order=True)
     )
-    device = events.filter(pl.col("kind").is_in(LAUNCHED_KINDS) & pl.col("correlation").is_not_null()).select(
+    if hta_compat:  # HTA's GPU side: any event with a stream (sync events included)
+        device = events.filter(pl.col("hta_gpu")).with_columns(pl.col("hta_stream").alias("stream"))
+    else:
+        device = events.filter(pl.col("kind").is_in(LAUNCHED_KINDS))
+    device = device.filter(pl.col("correlation").is_not_null()).select(
         "node", "rank", "device", "stream", "correlation", "kind", "name", "ts", "dur"
     )
+    delay = pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")
+    if hta_compat:  # HTA reports a device start before the call returned as 0 delay
+        delay = pl.max_horizontal(delay, pl.lit(0, dtype=pl.Int64))
     return (
         device.join(calls, on=["node", "rank", "correlation"], how="inner")
         .with_columns(
-            (pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")).alias("launch_delay"),
+            delay.alias("launch_delay"),
             (pl.col("ts") - pl.col("launch_ts")).alias("launch_latency"),
             (pl.col("dur") < pl.col("launch_dur")).alias("launch_bound"),
         )

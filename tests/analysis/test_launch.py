@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from profui.analysis.hta import hta_events
 from profui.analysis.launch import (
     HTA_LAUNCH_NAMES,
     kernel_launches,
@@ -61,9 +62,15 @@ def test_launch_join_is_per_rank_and_by_correlation():
 
 
 def test_hta_compat_matches_only_hta_launch_names():
-    df = kernel_launches(ev(SMALL), hta_compat=True).collect()
+    df = kernel_launches(hta_events(ev(SMALL)), hta_compat=True).collect()
     assert "cuLaunchKernel" not in HTA_LAUNCH_NAMES
     assert sorted(df["correlation"].to_list()) == [1, 1, 3]
+    # HTA rounds to µs (ts up, end down): 6.5 µs -> 7 µs after a call ending at 6 µs
+    assert df.filter(pl.col("rank") == 0)["launch_delay"].to_list() == [1_000, 10_000]
+    # a device start before the launch call returned: negative by default, 0 in HTA's numbers
+    early = [call(300_000, 10_000, 7), gpu(305_000, 1_000, 7)]
+    assert kernel_launches(ev(early)).collect()["launch_delay"].to_list() == [-5_000]
+    assert kernel_launches(hta_events(ev(early)), hta_compat=True).collect()["launch_delay"].to_list() == [0]
 
 
 def test_launch_stats_numbers():

@@ -1,14 +1,193 @@
-"""DashboardView (being written)."""
+"""The dashboard: every chart of a hosted training profiler, drawn in the terminal.
+
+Charts fill in one by one as the analysis pipeline's stages finish (in a worker); each has the
+one-line takeaway analysis computed for it. ``]``/``[`` move between charts, ``a`` picks the
+annotation of the custom chart, ``n`` cycles its rank, Enter on a chart opens its table view.
+"""
 
 from __future__ import annotations
 
+import time
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
+from ..widgets.charts import ChartData, ChartPanel
+from . import dashboard_charts as dc
 from .base import TraceView
 
 
 class DashboardView(TraceView):
-    """Placeholder."""
+    """All dashboard charts in one scrollable column (two columns when the terminal is wide)."""
 
-    def compose(self):
-        yield Static("dashboard")
+    BINDINGS = [
+        Binding("right_square_bracket", "next_chart", "Next chart"),
+        Binding("left_square_bracket", "prev_chart", "Prev chart", show=False),
+        Binding("a", "pick_annotation", "Annotation"),
+        Binding("n", "next_rank", "Rank", show=False),
+        Binding("enter", "open_chart", "Open", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    DashboardView #dash-status { height: 1; padding: 0 1; color: $text-muted; }
+    DashboardView #charts { height: 1fr; }
+    DashboardView.-wide #charts { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
+    """
+
+    class Ready(Message):
+        """Every chart is drawn (or says why it cannot be)."""
+
+        def __init__(self, seconds: float) -> None:
+            super().__init__()
+            self.seconds = seconds
+
+    def __init__(self, session, id: str | None = None) -> None:
+        super().__init__(session, id=id)
+        self.outputs: dict[str, dict] = {}
+        self.complete = False
+        self.annotation: str | None = None
+        self.rank_index = 0
+        self.started = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="dash-status")
+        with VerticalScroll(id="charts"):
+            for chart in dc.CHARTS:
+                yield ChartPanel(chart.id, chart.title, chart.hint)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width >= 140, "-wide")
+
+    def panels(self) -> list[ChartPanel]:
+        """The chart panels in order."""
+        return list(self.query(ChartPanel))
+
+    def panel(self, chart_id: str) -> ChartPanel:
+        """The panel of chart ``chart_id``."""
+        return self.query_one(f"#chart-{chart_id}", ChartPanel)
+
+    def focus_main(self) -> None:
+        focused = self.app.focused
+        if focused is not None and focused in self.panels():
+            return
+        panels = self.panels()
+        if panels:
+            panels[0].focus(scroll_visible=False)
+
+    # -- loading ----------------------------------------------------------------------------
+    def load(self) -> None:
+        self.complete = False
+        self.started = time.perf_counter()
+        self._status("loading…")
+        self._load()
+
+    @work(thread=True, exclusive=True, group="dashboard")
+    def _load(self) -> None:
+        call = self.app.call_from_thread
+        try:
+            outputs = self.session.stage_outputs(
+                dc.STAGES,
+                on_stage=lambda stage, out: call(self._stage_ready, stage, out),
+                on_progress=lambda line: call(self._status, line),
+            )
+        except Exception as exc:  # one line in the UI, never a crash
+            call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
+            outputs = {}
+        call(self._all_ready, outputs)
+
+    def _status(self, line: str) -> None:
+        self.query_one("#dash-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
+
+    def _stage_ready(self, stage: str, out: dict) -> None:
+        self.outputs[stage] = out
+        for chart in dc.CHARTS:
+            if stage in chart.stages and all(s in self.outputs for s in chart.stages):
+                self._draw(chart)
+
+    def _draw(self, chart: dc.Chart) -> None:
+        panel = self.panel(chart.id)
+        try:
+            data = chart.build(self.outputs, self)
+        except Exception as exc:  # a chart whose frame is not what we expect says so
+            panel.show_error(f"cannot draw: {type(exc).__name__}: {exc}")
+            return
+        panel.show(data)
+
+    def _all_ready(self, outputs: dict) -> None:
+        self.outputs.update(outputs)
+        for chart in dc.CHARTS:
+            missing = [s for s in chart.stages if s not in self.outputs]
+            if missing:
+                why = "; ".join(f"{s}: {self.session.unavailable.get(s, 'no output')}" for s in missing)
+                self.panel(chart.id).show_error(f"not available ({why})")
+            else:
+                self._draw(chart)
+        seconds = time.perf_counter() - self.started
+        source = self.session.source or "analysis"
+        self._status(f"{len(dc.CHARTS)} charts · {source} · {seconds:.2f} s · ] [ move, a annotation, ? keys")
+        self.complete = True
+        self.post_message(self.Ready(seconds))
+
+    # -- keys -------------------------------------------------------------------------------
+    def _move(self, delta: int) -> None:
+        panels = self.panels()
+        focused = self.app.focused
+        i = panels.index(focused) if focused in panels else -1
+        target = panels[(i + delta) % len(panels)]
+        target.focus()
+        target.scroll_visible(top=True, animate=False)
+
+    def action_next_chart(self) -> None:
+        """Focus the next chart."""
+        self._move(1)
+
+    def action_prev_chart(self) -> None:
+        """Focus the previous chart."""
+        self._move(-1)
+
+    def action_pick_annotation(self) -> None:
+        """Choose the annotation the custom chart shows."""
+        from ..screens.pick import PickScreen
+
+        names = dc.annotation_choices(self.outputs)
+        if not names:
+            self.app.notify("no annotations in this trace", severity="warning")
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.annotation = name
+                self._redraw_annotation()
+
+        self.app.push_screen(PickScreen("Annotation for the custom chart", names), chosen)
+
+    def action_next_rank(self) -> None:
+        """Show the custom chart for the next rank."""
+        self.rank_index += 1
+        self._redraw_annotation()
+
+    def _redraw_annotation(self) -> None:
+        chart = dc.chart_by_id("annotation")
+        if all(s in self.outputs for s in chart.stages):
+            self._draw(chart)
+        panel = self.panel("annotation")
+        panel.focus()
+        panel.scroll_visible(top=True, animate=False)
+
+    def action_open_chart(self) -> None:
+        """Open the table view behind the focused chart (kernels → Kernels, steps → Steps)."""
+        focused = self.app.focused
+        if isinstance(focused, ChartPanel):
+            target = dc.chart_by_id(focused.chart_id).view
+            if target:
+                self.app.goto_view(target)  # type: ignore[attr-defined]
+
+
+def chart_text(data: ChartData) -> str:
+    """Plain text of a chart's data (used by tests and the benchmark)."""
+    return "\n".join([str(data.text), *[f"{b.label} {b.text}" for b in data.bars], str(data.note), data.takeaway])

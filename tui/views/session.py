@@ -26,6 +26,10 @@ class TraceSession:
         self._cache: dict[str, Any] = {}
         self._trace: Any = None
         self._dir: TraceDir | None = None
+        #: Where the last stage outputs came from (``cache``, ``computed (run-0003)``, ...).
+        self.source = ""
+        #: Stages the analysis cannot run in this install, with the reason.
+        self.unavailable: dict[str, str] = {}
 
     # -- metadata (cheap) ---------------------------------------------------------------
     @property
@@ -70,3 +74,104 @@ class TraceSession:
 
                 self._trace = open_trace(self.path)
             return self._trace
+
+    # -- the dashboard's stage outputs --------------------------------------------------
+    def stage_outputs(
+        self,
+        stages: tuple[str, ...],
+        on_stage: Callable[[str, dict[str, Any]], None] | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """``{stage: {output file: frame or dict}}`` of the analysis pipeline's ``stages``.
+
+        Warm: the pipeline's newest successful outputs, read without computing anything.
+        Cold: ``profui analyze`` of just these stages (so the next open is warm and the run is
+        listed in the Runs view). A running trace, or one whose folder the pipeline cannot use
+        (read-only, locked), is computed in memory by the same stage bodies, recording nothing.
+        ``on_stage`` receives each stage's outputs as soon as they are there.
+        """
+        return self.memo(f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress))
+
+    def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
+        from profui.analysis.pipeline import REGISTRY, latest_outputs
+        from profui.analysis.pipeline.artifacts import load_file, verify
+
+        say = on_progress or (lambda _line: None)
+        got: dict[str, dict[str, Any]] = {}
+        unavailable = REGISTRY.unavailable()
+        self.unavailable = {s: unavailable[s] for s in stages if s in unavailable}
+        stages = tuple(s for s in stages if s not in unavailable)
+
+        def take(stage: str, folder: Path) -> None:
+            meta = verify(folder) or {}
+            got[stage] = {name: load_file(folder / name) for name in meta.get("outputs", {})}
+            if on_stage is not None:
+                on_stage(stage, got[stage])
+
+        running = self.manifest.status == "running"
+        if not running:
+            have = latest_outputs(self.path)
+            if all(s in have for s in stages):
+                say("reading cached analysis outputs")
+                for s in stages:
+                    take(s, have[s])
+                self.source = "cache"
+                return got
+            try:
+                return self._analyze(stages, take, say, got)
+            except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
+                say(f"analysis pipeline unavailable ({exc}); computing in memory")
+                got.clear()
+        return self._compute_in_memory(stages, on_stage, say, got)
+
+    def _analyze(self, stages, take, say, got) -> dict[str, dict[str, Any]]:
+        from profui.analysis.pipeline import analyze, load_run
+
+        def progress(ev) -> None:
+            if ev.status == "running":
+                say(f"[{ev.index}/{ev.total}] {ev.stage} …")
+            elif ev.status == "succeeded":
+                rec = load_run(self.path, ev.run_id)
+                take(ev.stage, self.dir.private_dir / rec.stages[ev.stage].artifact)
+
+        selection = ["ingest", *[s for s in stages if s != "ingest"]]
+        rec = analyze(self.path, stages=selection, wait=False, progress=progress)
+        failed = [s for s in selection if rec.stages[s].status != "succeeded"]
+        if failed:
+            say(f"stage {failed[0]} failed: {rec.stages[failed[0]].error}")
+        self.source = f"computed ({rec.id})"
+        return got
+
+    def _compute_in_memory(self, stages, on_stage, say, got) -> dict[str, dict[str, Any]]:
+        from profui.analysis.pipeline import REGISTRY
+        from profui.analysis.pipeline.context import RunShared, StageContext
+
+        params = {name: p.default for name, p in REGISTRY.params.items()}
+        shared = RunShared(self.path)
+        shared._trace = self.trace()
+        for i, name in enumerate(stages, 1):
+            if name == "annotations":
+                continue  # its body reads the steps stage from disk; done below from memory
+            say(f"[{i}/{len(stages)}] {name} …")
+            try:
+                out = REGISTRY.stages[name].run(StageContext(name, shared, params, {}, "tui"))
+            except Exception as exc:
+                say(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            got[name] = out
+            if on_stage is not None:
+                on_stage(name, out)
+        if "annotations" in stages and "steps" in got:
+            from profui.analysis import annotations as a
+
+            ev = self.trace().cached_events()
+            windows = got["steps"]["windows.parquet"].lazy()
+            out = {
+                "breakdown.parquet": a.annotation_breakdown(ev).collect(),
+                "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
+            }
+            got["annotations"] = out
+            if on_stage is not None:
+                on_stage("annotations", out)
+        self.source = "computed in memory"
+        return got

@@ -61,10 +61,14 @@ class Bars(Widget):
         """The bars shown."""
         return list(self._bars)
 
-    def set_bars(self, bars: Iterable[Bar], scale: float | None = None, empty: str | None = None) -> None:
-        """Replace the bars (and the scale) and redraw."""
+    def set_bars(
+        self, bars: Iterable[Bar], scale: float | None = None, empty: str | None = None, label_width: int | None = None
+    ) -> None:
+        """Replace the bars (and the scale, label width) and redraw."""
         self._bars = list(bars)
         self._scale = scale
+        if label_width is not None:
+            self._label_width = label_width
         if empty is not None:
             self._empty = empty
         self.refresh(layout=True)
@@ -76,7 +80,7 @@ class Bars(Widget):
         if not self._bars:
             return Text(self._empty, style="italic")
         width = max(self.size.width, 20)
-        label_w = min(self._label_width, max(6, width // 3))
+        label_w = min(self._label_width, max(6, (width * 2) // 5))
         text_w = max(len(b.text) for b in self._bars)
         bar_w = max(4, width - label_w - text_w - 2)
         scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)

@@ -1,0 +1,140 @@
+"""Chart panels of the dashboard: a title, a body (text bars, a plotext line chart, or text) and
+the one-line takeaway from analysis under it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from .bars import Bar, Bars
+
+#: Series markers, so lines stay distinguishable in monochrome (NO_COLOR).
+MARKERS = ("braille", "•", "x", "+", "o", "*")
+COLORS = ("cyan", "magenta", "yellow", "green", "red", "blue")
+
+
+@dataclass
+class Series:
+    """One line of a line chart."""
+
+    label: str
+    xs: list[float]
+    ys: list[float]
+
+
+@dataclass
+class ChartData:
+    """What one panel shows. ``kind``: ``bars`` | ``lines`` | ``text``."""
+
+    kind: str = "text"
+    bars: list[Bar] = field(default_factory=list)
+    scale: float | None = None
+    series: list[Series] = field(default_factory=list)
+    x_label: str = ""
+    y_label: str = ""
+    y_max: float | None = None
+    text: str | Text = ""
+    note: str | Text = ""  # a line between body and takeaway (e.g. the slowest steps)
+    takeaway: str = ""
+    label_width: int = 18
+
+
+class LinePlot(PlotextPlot):
+    """A plotext line chart of :class:`Series`."""
+
+    DEFAULT_CSS = """
+    LinePlot { height: 10; width: 1fr; }
+    """
+
+    def show(self, data: ChartData) -> None:
+        """Draw ``data.series``."""
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        mono = "NO_COLOR" in os.environ
+        for i, s in enumerate(data.series):
+            kwargs = {"label": s.label} if len(data.series) > 1 else {}
+            marker = MARKERS[i % len(MARKERS)] if (mono or i) else "braille"
+            plt.plot(s.xs, s.ys, marker=marker, color=COLORS[i % len(COLORS)], **kwargs)
+        if data.y_max is not None:
+            plt.ylim(0, data.y_max)
+        plt.xlabel(data.x_label)
+        plt.ylabel(data.y_label)
+        self.refresh()
+
+
+class ChartPanel(Vertical, can_focus=True):
+    """One titled chart with its takeaway. Focusable so ``[``/``]`` can move between charts."""
+
+    DEFAULT_CSS = """
+    ChartPanel { height: auto; border: round $panel; padding: 0 1; margin: 0 0 0 0; }
+    ChartPanel:focus { border: round $accent; }
+    ChartPanel > .chart-title { height: 1; text-style: bold; }
+    ChartPanel > .chart-text { height: auto; }
+    ChartPanel > .chart-note { height: auto; }
+    ChartPanel > .takeaway { height: auto; }
+    ChartPanel > LinePlot { display: none; }
+    ChartPanel.-lines > LinePlot { display: block; }
+    ChartPanel > Bars { display: none; }
+    ChartPanel.-bars > Bars { display: block; }
+    """
+
+    def __init__(self, chart_id: str, title: str, hint: str = "") -> None:
+        super().__init__(id=f"chart-{chart_id}")
+        self.chart_id = chart_id
+        self.title = title
+        self.hint = hint
+        self.data: ChartData | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title, classes="chart-title")
+        yield Static(Text("computing…", style="italic"), classes="chart-text")
+        yield Bars()
+        yield LinePlot()
+        yield Static("", classes="chart-note")
+        yield Static("", classes="takeaway")
+
+    def on_mount(self) -> None:
+        self.border_title = None
+
+    def show(self, data: ChartData) -> None:
+        """Draw ``data`` in the panel."""
+        self.data = data
+        self.set_class(data.kind == "bars", "-bars")
+        self.set_class(data.kind == "lines", "-lines")
+        title = self.title + (f"  ({self.hint})" if self.hint else "")
+        self.query_one(".chart-title", Static).update(title)
+        text = self.query_one(".chart-text", Static)
+        text.update(data.text)
+        text.display = bool(data.text) or data.kind == "text"
+        if data.kind == "bars":
+            self.query_one(Bars).set_bars(data.bars, data.scale, label_width=data.label_width)
+        elif data.kind == "lines":
+            self.query_one(LinePlot).show(data)
+        note = self.query_one(".chart-note", Static)
+        note.update(data.note)
+        note.display = bool(data.note)
+        takeaway = self.query_one(".takeaway", Static)
+        takeaway.update(Text("→ " + data.takeaway) if data.takeaway else "")
+        takeaway.display = bool(data.takeaway)
+
+    def show_error(self, message: str) -> None:
+        """Say why this chart could not be drawn (the rest of the dashboard still works)."""
+        self.show(ChartData(kind="text", text=Text(message, style="italic")))
+
+    def rendered_text(self) -> str:
+        """Plain text of the panel (title, text, bars, note, takeaway) — what a reader sees."""
+        parts = [self.title]
+        if self.data is not None:
+            d = self.data
+            parts.append(str(d.text))
+            parts += [f"{b.label} {b.text}" for b in d.bars] if d.kind == "bars" else []
+            parts += [s.label for s in d.series]
+            parts += [str(d.note), d.takeaway]
+        return "\n".join(p for p in parts if p)

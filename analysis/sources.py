@@ -67,7 +67,15 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
 
     kwargs = {}
     if progress is not None and "progress" in inspect.signature(import_kineto).parameters:
-        kwargs["progress"] = progress
+        state = {"pct": -10}
+
+        def report(done: int, total: int) -> None:  # the importer reports (bytes done, bytes total)
+            pct = int(100 * done / total) if total else 100
+            if pct >= state["pct"] + 10 or pct == 100:
+                state["pct"] = pct
+                progress(f"importing: {pct}%")
+
+        kwargs["progress"] = report
     import_kineto(sources, out_dir, force=True, **kwargs)
 
 

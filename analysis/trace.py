@@ -7,11 +7,14 @@ the facade, the pipeline stages and the TUI.
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
+
 from profui.capture.format import (
     EVENTS_SCHEMA,
     METRICS_SCHEMA,
@@ -120,13 +123,34 @@ class Trace:
         """Events read once into memory and reused by later calls (for repeated analyses)."""
         return self._collected_events.lazy()
 
-    def _ev(self, hta_compat: bool) -> pl.LazyFrame:
-        ev = self.cached_events()
-        if hta_compat:
-            from .hta import hta_events
+    def hta_time_offsets(self) -> dict[tuple[str, int], int]:
+        """Per ``(node, rank)``: the ns HTA's float µs were relative to (Kineto ``baseTimeNanoseconds``).
 
-            ev = hta_events(ev)
-        return ev
+        Read from the ``profui.source`` note the Kineto importer leaves in each events file;
+        0 (absolute epoch µs) when there is none.
+        """
+        offsets: dict[tuple[str, int], int] = {}
+        for f in self.dir.events:
+            meta = pq.read_schema(f.path).metadata or {}
+            raw = meta.get(b"profui.source")
+            base = None
+            if raw:
+                try:
+                    base = json.loads(raw).get("base_time_ns")
+                except (ValueError, AttributeError):
+                    base = None
+            if isinstance(base, int) and f.rank is not None:
+                offsets[(f.node, f.rank)] = base
+        return offsets
+
+    def hta_events(self, include_last_step: bool = False) -> pl.LazyFrame:
+        """Events as Holistic Trace Analysis sees them; see :mod:`profui.analysis.hta`."""
+        from .hta import hta_events
+
+        return hta_events(self.cached_events(), self.hta_time_offsets(), include_last_step=include_last_step)
+
+    def _ev(self, hta_compat: bool) -> pl.LazyFrame:
+        return self.hta_events() if hta_compat else self.cached_events()
 
     # -- analyses (thin calls into the owning modules) ------------------------------------
     def gpu_busy(self, by: tuple[str, ...] = ("node", "rank", "device"), hta_compat: bool = False) -> pl.DataFrame:

@@ -1,0 +1,163 @@
+"""GPU busy and idle time per GPU, per rank and over the whole job.
+
+Default semantics (exact integer ns, whole trace): a GPU is *busy* while at least one kernel,
+memcpy or memset of it runs (the union of those intervals over all its streams); ``sync``
+events are reported separately (``sync_ns``) and are not busy time. Busy and idle are given
+over two windows:
+
+- the **GPU span**: first to last device activity of the group (HTA's window);
+- the **profiled window**: first to last event of any kind of the rank(s) in the group.
+
+``hta_compat=True`` expects events from :func:`profui.analysis.hta.hta_events` and reproduces
+HTA's ``temporal_breakdown``: GPU events are those with an HTA stream (sync and Triton CPU ops
+included), merged with HTA's arithmetic, per rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .hta import hta_union_length, kernel_type_expr
+from .intervals import Frame, _lazy, merge_intervals, union_length
+
+#: Kinds whose intervals make a GPU busy (sync is accounted separately).
+WORK_KINDS = ("kernel", "memcpy", "memset")
+GPU_BY = ("node", "rank", "device")
+RANK_BY = ("node", "rank")
+
+
+def device_work(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+    """Device-work events with ``start``, ``end`` and HTA's ``kernel_type`` of the name.
+
+    Default: ``kind`` in ``kinds`` on a device (``device >= 0``); memcpy/memset are MEMORY
+    whatever their name. ``hta_compat``: HTA's GPU events (``hta_gpu``), typed by name only.
+    """
+    lf = _lazy(events)
+    if hta_compat:
+        lf = lf.filter(pl.col("hta_gpu"))
+        ktype = kernel_type_expr()
+    else:
+        lf = lf.filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
+        ktype = (
+            pl.when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.lit("MEMORY")).otherwise(kernel_type_expr())
+        )
+        # a real kernel never gets OTHER: names like "...Sync..." are still computation
+        ktype = pl.when(ktype == "OTHER").then(pl.lit("COMPUTATION")).otherwise(ktype)
+    return lf.with_columns(
+        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"), ktype.alias("kernel_type")
+    )
+
+
+def _window(events: Frame, by: Sequence[str]) -> pl.LazyFrame:
+    """First and last ns of any event of the rank(s) of each group (the profiled window)."""
+    keys = [c for c in by if c in RANK_BY]
+    lf = _lazy(events).filter(pl.col("kind") != "instant")
+    agg = [pl.col("ts").min().alias("window_start_ns"), (pl.col("ts") + pl.col("dur")).max().alias("window_end_ns")]
+    return lf.group_by(keys).agg(agg) if keys else lf.select(agg)
+
+
+def gpu_busy(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False) -> pl.LazyFrame:
+    """Busy/idle per group (default per GPU: node, rank, device).
+
+    Columns: ``by``…, ``n_events``, ``sum_dur_ns`` (plain sum), ``busy_ns`` (union),
+    ``sync_ns`` (union of sync events, not in busy), ``first_ns``/``last_ns``/``span_ns`` (GPU
+    span), ``idle_ns`` = span − busy, ``busy_pct`` (of span), ``window_start_ns``,
+    ``window_end_ns``, ``window_ns`` (profiled window), ``idle_window_ns``, ``busy_pct_window``.
+    ``by=()`` gives one row for the union over everything (what a single-GPU trace needs);
+    use :func:`total_busy` to add per-GPU rows up instead.
+    """
+    by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
+    ev = _lazy(events)
+    work = device_work(ev, hta_compat)
+    if hta_compat:
+        busy = hta_union_length(work, by)
+    else:
+        busy = union_length(work, by)
+    agg = [
+        pl.len().alias("n_events"),
+        pl.col("dur").sum().alias("sum_dur_ns"),
+        pl.col("start").min().alias("first_ns"),
+        pl.col("end").max().alias("last_ns"),
+    ]
+    stats = work.group_by(by).agg(agg) if by else work.select(agg)
+    sync_ev = ev.filter(pl.col("kind") == "sync", pl.col("device") >= 0).select(
+        *by, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end")
+    )
+    sync = union_length(sync_ev, by, "sync_ns")
+    win = _window(ev, by)
+    keys = [c for c in by if c in RANK_BY]
+    if by:
+        out = stats.join(busy, on=by, how="left").join(sync, on=by, how="left")
+        out = out.join(win, on=keys, how="left") if keys else out.join(win, how="cross")
+    else:
+        out = pl.concat([stats, busy, sync, win], how="horizontal")
+    span = (pl.col("last_ns") - pl.col("first_ns")).alias("span_ns")
+    out = (
+        out.with_columns(pl.col("busy_ns").fill_null(0), pl.col("sync_ns").fill_null(0), span)
+        .with_columns(
+            (pl.col("span_ns") - pl.col("busy_ns")).alias("idle_ns"),
+            (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"),
+        )
+        .with_columns(
+            (pl.col("window_ns") - pl.col("busy_ns")).alias("idle_window_ns"),
+            _pct("busy_ns", "span_ns").alias("busy_pct"),
+            _pct("busy_ns", "window_ns").alias("busy_pct_window"),
+        )
+    )
+    return out.sort(by) if by else out
+
+
+def _pct(num: str, den: str) -> pl.Expr:
+    return pl.when(pl.col(den) > 0).then(100.0 * pl.col(num) / pl.col(den)).otherwise(None)
+
+
+def total_busy(per_gpu: Frame) -> pl.LazyFrame:
+    """Across all GPUs of a :func:`gpu_busy` result: summed busy, span, window and idle ns.
+
+    ``busy_pct`` is total busy over total span (GPU-time weighted), ``n_gpus`` the row count.
+    """
+    s = [pl.col(c).sum() for c in ("n_events", "sum_dur_ns", "busy_ns", "sync_ns", "span_ns", "idle_ns",
+                                   "window_ns", "idle_window_ns")]
+    return (
+        _lazy(per_gpu)
+        .select(pl.len().alias("n_gpus"), *s)
+        .with_columns(_pct("busy_ns", "span_ns").alias("busy_pct"), _pct("busy_ns", "window_ns").alias("busy_pct_window"))
+    )
+
+
+def temporal_breakdown(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False) -> pl.LazyFrame:
+    """HTA's temporal breakdown: ``kernel_time_ns`` (GPU span), ``idle_ns``, ``compute_ns``, ``non_compute_ns``.
+
+    ``compute_ns`` is the union of COMPUTATION work, ``non_compute_ns = span − compute − idle``
+    (communication, memory and, under ``hta_compat``, sync not hidden under compute). Default
+    per GPU (node, rank, device); ``hta_compat`` per rank like HTA. Percentages are of the span.
+    """
+    by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
+    work = device_work(events, hta_compat)
+    length = hta_union_length if hta_compat else union_length
+    busy = length(work, by, "busy_ns")
+    comp = length(work.filter(pl.col("kernel_type") == "COMPUTATION"), by, "compute_ns")
+    agg = [pl.col("start").min().alias("_first"), pl.col("end").max().alias("_last")]
+    span = work.group_by(by).agg(agg) if by else work.select(agg)
+    if by:
+        out = span.join(busy, on=by, how="left").join(comp, on=by, how="left")
+    else:
+        out = pl.concat([span, busy, comp], how="horizontal")
+    out = out.with_columns(
+        (pl.col("_last") - pl.col("_first")).alias("kernel_time_ns"),
+        pl.col("busy_ns").fill_null(0),
+        pl.col("compute_ns").fill_null(0),
+    ).with_columns((pl.col("kernel_time_ns") - pl.col("busy_ns")).alias("idle_ns"))
+    out = out.with_columns((pl.col("kernel_time_ns") - pl.col("compute_ns") - pl.col("idle_ns")).alias("non_compute_ns"))
+    pcts = [_pct(c, "kernel_time_ns").alias(f"{c[:-3]}_pct") for c in ("idle_ns", "compute_ns", "non_compute_ns")]
+    out = out.with_columns(pcts).select(
+        *by, "kernel_time_ns", "idle_ns", "compute_ns", "non_compute_ns", "idle_pct", "compute_pct", "non_compute_pct"
+    )
+    return out.sort(by) if by else out
+
+
+def busy_intervals(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
+    """The merged busy intervals (``start``, ``end``) of each GPU: the input of timelines and buckets."""
+    return merge_intervals(device_work(events).select(*by, "start", "end"), by)

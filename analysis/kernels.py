@@ -1,0 +1,128 @@
+"""Kernel breakdown: per-name statistics, top-N, kernel types and HTA's by-type breakdown.
+
+Default semantics: real device kernels only (``kind == "kernel"`` on a device), exact ns, whole
+trace. ``kinds`` widens this (e.g. add memcpy/memset to rank all device work by name). Kernel
+types use HTA's name rules: COMMUNICATION ``^nccl.*Kernel``; MEMORY memcpy/memset (and names
+``^Memcpy|^Memset|^dma``); everything else COMPUTATION.
+
+``hta_compat=True`` expects :func:`profui.analysis.hta.hta_events` output and reproduces HTA's
+``get_gpu_kernel_breakdown`` (``include_memory_kernels=True``): every event with an HTA stream
+whose type is COMPUTATION, COMMUNICATION or MEMORY, HTA-rounded, per rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .busy import RANK_BY, WORK_KINDS, device_work
+from .hta import KERNEL_TYPES, hta_type_coverage
+from .intervals import Frame, _lazy, label_coverage, union_length
+
+TOP_N = 15
+
+
+def kernel_events(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)) -> pl.LazyFrame:
+    """Kernel events with ``start``, ``end``, ``kernel_type`` (see the module docstring)."""
+    work = device_work(events, hta_compat, kinds=kinds)
+    if hta_compat:
+        work = work.filter(pl.col("kernel_type").is_in(list(KERNEL_TYPES)))
+    return work
+
+
+def kernel_stats(
+    events: Frame, by: Sequence[str] = (), hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)
+) -> pl.LazyFrame:
+    """Per kernel name (and ``by`` group): count, total, mean, min, max, std, p50, p95, share.
+
+    ``share`` is the name's total over the group's total kernel time (sum of durations, not
+    merged); ``kernel_type`` as in the module docstring. Sorted by total descending. Under
+    ``hta_compat`` the grouping always includes ``rank`` (HTA's all-kernels table) and ``std``
+    is the sample standard deviation HTA prints (0 for a single kernel).
+    """
+    by = list(by)
+    if hta_compat:
+        by = list(dict.fromkeys([*by, *RANK_BY]))
+    k = kernel_events(events, hta_compat, kinds)
+    d = pl.col("dur")
+    stats = k.group_by([*by, "name"]).agg(
+        pl.first("kernel_type"),
+        pl.len().alias("count"),
+        d.sum().alias("total_ns"),
+        d.mean().alias("mean_ns"),
+        d.min().alias("min_ns"),
+        d.max().alias("max_ns"),
+        d.std().fill_null(0.0).alias("std_ns"),
+        d.quantile(0.5, "linear").alias("p50_ns"),
+        d.quantile(0.95, "linear").alias("p95_ns"),
+    )
+    total = pl.col("total_ns").sum()
+    share = (pl.col("total_ns") / (total.over(by) if by else total)).alias("share")
+    return stats.with_columns(share).sort([*by, "total_ns", "name"], descending=[*[False] * len(by), True, False])
+
+
+def top_kernels(stats: Frame, n: int = TOP_N, by: str = "total_ns", group: Sequence[str] = ()) -> pl.LazyFrame:
+    """The ``n`` first rows of a :func:`kernel_stats` frame by ``by`` (``total_ns`` or ``count``).
+
+    The remaining kernels are folded into one row named ``"(other)"`` so the rows still sum to
+    the whole; ``group`` keeps one top-N per group (e.g. per rank).
+    """
+    group = list(group)
+    lf = _lazy(stats).sort([*group, by, "name"], descending=[*[False] * len(group), True, False])
+    idx = pl.int_range(pl.len()).over(group) if group else pl.int_range(pl.len())
+    lf = lf.with_columns(idx.alias("_i"))
+    top = lf.filter(pl.col("_i") < n).drop("_i")
+    rest = (
+        lf.filter(pl.col("_i") >= n)
+        .group_by(group if group else pl.lit(0).alias("_g"))
+        .agg(
+            pl.lit("(other)").alias("name"),
+            pl.lit("MIXED").alias("kernel_type"),
+            pl.col("count").sum(),
+            pl.col("total_ns").sum(),
+            pl.col("min_ns").min(),
+            pl.col("max_ns").max(),
+            pl.col("share").sum(),
+        )
+        .with_columns((pl.col("total_ns") / pl.col("count")).alias("mean_ns"))
+    )
+    if not group:
+        rest = rest.drop("_g")
+    return pl.concat([top, rest], how="diagonal_relaxed")
+
+
+def kernel_type_totals(events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+    """Per kernel type: ``count``, ``sum_dur_ns`` (plain sum) and ``busy_ns`` (union within the type)."""
+    by = list(by)
+    w = device_work(events, kinds=kinds)
+    sums = w.group_by([*by, "kernel_type"]).agg(pl.len().alias("count"), pl.col("dur").sum().alias("sum_dur_ns"))
+    busy = union_length(w.select(*by, "kernel_type", "start", "end"), [*by, "kernel_type"], "busy_ns")
+    return sums.join(busy, on=[*by, "kernel_type"], how="left").sort([*by, "kernel_type"])
+
+
+def kernel_type_breakdown(
+    events: Frame, by: Sequence[str] = (), hta_compat: bool = False, kinds: Sequence[str] = WORK_KINDS
+) -> pl.LazyFrame:
+    """HTA's by-type breakdown: EXCLUSIVE wall time per combination of types running at once.
+
+    Rows like ``COMPUTATION``, ``COMMUNICATION``, ``COMPUTATION overlapping COMMUNICATION``:
+    each instant where some device work runs is counted once, under the set of types running
+    then. ``time_ns`` sums to the busy time; ``pct`` is of the sum of rows. Default: exact over
+    kernels, memcpy and memset of each (node, rank, device), summed over GPUs unless ``by``
+    keeps them apart. ``hta_compat``: HTA's numbers (per rank, then summed over ranks).
+    """
+    by = list(by)
+    if hta_compat:
+        per = hta_type_coverage(kernel_events(events, True), list(dict.fromkeys([*RANK_BY, *by])))
+    else:
+        w = device_work(events, kinds=kinds)
+        cov = label_coverage(w, "kernel_type", list(KERNEL_TYPES), list(dict.fromkeys(["node", "rank", "device", *by])))
+        per = cov.with_columns(pl.col("labels").list.join(" overlapping ").alias("kernel_type")).rename(
+            {"time_ns": "time_ns"}
+        )
+    out = per.group_by([*by, "kernel_type"]).agg(pl.col("time_ns").sum())
+    total = pl.col("time_ns").sum()
+    return out.with_columns((100.0 * pl.col("time_ns") / (total.over(by) if by else total)).alias("pct")).sort(
+        [*by, "time_ns"], descending=[*[False] * len(by), True]
+    )

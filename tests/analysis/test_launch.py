@@ -16,6 +16,8 @@ from profui.analysis.launch import (
 )
 from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
+from realdata import hta_reference
+
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
     """Events frame from partial rows (defaults for the other columns)."""
@@ -99,3 +101,70 @@ def test_outliers_by_kernel_and_histogram():
     h = launch_histogram(la).collect()
     assert h["count"].to_list() == [1, 1, 1, 1, 0, 0]  # 500, 1_000, 10_000, 187_000 ns
     assert h["count"].sum() == 4
+
+
+# -- real traces ----------------------------------------------------------------------------
+
+HTA_STAT_COLUMNS = {"cpu": "cpu_duration", "gpu": "gpu_duration", "delay": "launch_delay"}
+
+
+def close(ours: float, theirs: float) -> bool:
+    """Within 0.1% or 1 µs (the issue's tolerance), ours in ns and theirs in µs."""
+    return abs(ours / 1000 - theirs) <= max(1.0, 1e-3 * abs(theirs))
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("nccl_parser_config-nccl_data",),
+        ("df_index_resolver-df_index_resolver",),
+        ("ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace",),
+        ("critical_path-simple_add-benchmark_result_493459_1694039959_trace",),
+        ("mtia_trace_single_rank-mtia_rank_0",),
+        ("triton_example-triton_example",),
+        ("trace_filter-sampled_rank-0", "trace_filter-sampled_rank-1"),
+    ],
+)
+def test_hta_compat_matches_cuda_kernel_launch_stats(imported_trace, names):
+    stem = "trace_filter-sampled_rank-0+1_multirank" if len(names) == 2 else names[0]
+    ref = hta_reference(f"hta-{stem}")["cuda_kernel_launch_stats"]
+    t = imported_trace(*names)
+    st = launch_stats(kernel_launches(t.hta_events(), hta_compat=True), by=("rank",)).collect()
+    for rank, theirs in ref.items():
+        row = st.filter(pl.col("rank") == int(rank))
+        n = row["launches"].item() if row.height else 0
+        assert n == theirs["n_correlated_launches"]
+        if n == 0:
+            continue
+        ours = row.row(0, named=True)
+        for col, hta_col in HTA_STAT_COLUMNS.items():
+            for s in ("sum", "mean", "min", "max", "p50", "p90", "p99"):
+                assert close(ours[f"{col}_{s}"], theirs[hta_col][s]), (rank, col, s)
+        assert ours["launch_bound"] == theirs["n_gpu_shorter_than_cpu"]
+        assert ours["runtime_outliers"] == theirs["n_runtime_outliers_gt_50us"]
+        assert ours["delay_outliers"] == theirs["n_launch_delay_outliers_gt_100us"]
+
+
+def test_default_mode_matches_independent_raw_launch_delays(imported_trace):
+    """Whole trace, exact ns: every device event joined to its launch, negatives kept."""
+    raw = hta_reference("hta-nccl_parser_config-nccl_data")["independent_raw_stats"]["nccl_data.json.gz"]
+    exp = raw["launch_delay_us (gpu.ts - (runtime.ts+runtime.dur))"]
+    la = kernel_launches(imported_trace("nccl_parser_config-nccl_data").events()).collect()
+    assert la.height == exp["n"] == raw["gpu_events_with_runtime_correlation_match"]
+    d = la["launch_delay"]
+    assert round(d.mean() / 1000, 3) == exp["mean"]
+    assert d.median() / 1000 == pytest.approx(exp["p50"], abs=5e-4)
+    assert (d.min() / 1000, d.max() / 1000) == (exp["min"], exp["max"])
+    assert (d < 0).sum() == exp["n_negative"]
+
+
+def test_triton_driver_launch_is_counted_by_default(imported_trace):
+    """HTA sees no launch on the Triton trace (cuLaunchKernel is not in its list); we see the
+    1.76 µs kernel launched by a 47.8 µs cuLaunchKernel: launch-bound."""
+    t = imported_trace("triton_example-triton_example")
+    la = kernel_launches(t.events()).collect()
+    assert la.height == 1
+    row = la.row(0, named=True)
+    assert (row["launch_name"], row["dur"], row["launch_dur"]) == ("cuLaunchKernel", 1_760, 47_768)
+    assert row["launch_bound"] is True
+    assert kernel_launches(t.hta_events(), hta_compat=True).collect().height == 0

@@ -73,6 +73,11 @@ class FrameTable(DataTable):
             self.table = table
             self.row = row
 
+        @property
+        def control(self) -> FrameTable:
+            """The table the row was chosen in (lets ``@on(..., "#id")`` match)."""
+            return self.table
+
     def __init__(self, id: str | None = None, sort_by: str | None = None, descending: bool = True) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.frame = pl.DataFrame()

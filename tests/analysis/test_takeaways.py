@@ -1,0 +1,82 @@
+"""Takeaways: wording decided by documented thresholds, on hand-made frames and a real trace."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from profui.analysis import takeaways as tk
+
+
+def test_format_ns_units():
+    assert [tk.format_ns(v) for v in (850, 12_300, 4_560_000, 1_230_000_000, None)] == [
+        "850 ns", "12.3 µs", "4.56 ms", "1.23 s", "—",
+    ]
+    assert tk.format_ns(-5_000) == "-5 µs"
+    assert tk.format_pct(0.01) == "<0.1%"
+    assert tk.format_pct(99.8) == ">99%"
+    assert tk.format_pct(46.2) == "46%"
+
+
+def test_short_name_strips_templates_and_arguments():
+    name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, float)"
+    assert tk.short_name(name, width=60) == "at::native::vectorized_elementwise_kernel"
+    assert tk.short_name(name) == "vectorized_elementwise_kernel"  # too long: namespace dropped
+    assert tk.short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long)") == (
+        "ncclKernel_AllReduce_RING_LL_Sum_float"
+    )
+
+
+BUSY = pl.DataFrame({"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_pct": [54.0, 54.0]})
+IDLE = pl.DataFrame({"stream": [7, 7, 7], "category": ["host_wait", "kernel_wait", "other"], "idle_ns": [800, 50, 70]})
+
+
+def test_gpu_active_idle_cause_and_thresholds():
+    assert tk.gpu_active_takeaway(BUSY, IDLE) == (
+        "GPU idle 46% across 2 GPUs — mostly waiting on the host (launches arrive after the GPU ran dry)."
+    )
+    no_cause = IDLE.with_columns(pl.Series("idle_ns", [300, 300, 320]))
+    assert tk.gpu_active_takeaway(BUSY, no_cause) == "GPU idle 46% across 2 GPUs — the GPU waits more than it works."
+    fed = BUSY.with_columns(pl.Series("busy_ns", [950, 960]))
+    assert tk.gpu_active_takeaway(fed, IDLE) == "GPU busy 96% across 2 GPUs — kept well fed."
+
+
+def test_kernels_steps_and_sync_wording():
+    stats = pl.DataFrame({"name": ["a", "b"], "count": [900, 100], "total_ns": [900 * 3_000, 100 * 500_000],
+                          "mean_ns": [3_000.0, 500_000.0], "share": [0.051, 0.949]})
+    assert tk.kernel_total_takeaway(stats) == (
+        "1,000 kernels, 52.7 ms of GPU time, 52.7 µs on average — 90% are under 10 µs (launch overhead matters)."
+    )
+    assert tk.top_time_takeaway(stats.sort("total_ns", descending=True)) == (
+        "b takes 95% of kernel time; the top 2 take 100%."
+    )
+    windows = pl.DataFrame({"step": [1, 2, 3], "start": [0, 100, 200], "end": [100, 200, 330]})
+    assert tk.steps_takeaway(windows) == "3 steps, median 100 ns; step 3 is 30% slower."
+    assert tk.steps_takeaway(pl.DataFrame()) == "No step markers: the trace is analysed as one window."
+    totals = pl.DataFrame({"calls": [10], "blocked_ns": [60], "window_ns": [1000], "share": [0.06]})
+    assert tk.sync_takeaway(totals) == (
+        "Host blocked 60 ns in 10 synchronize calls (6% of host time) — frequent syncs stall the launch pipeline."
+    )
+
+
+def test_takeaway_for_reads_pipeline_or_summary_layout():
+    pipeline = {"utilization": {"busy.parquet": BUSY}, "idle": {"breakdown.parquet": IDLE}}
+    summary = {"utilization": {"busy": BUSY}, "idle": {"breakdown": IDLE}}
+    assert tk.takeaway_for("gpu_active", pipeline) == tk.takeaway_for("gpu_active", summary) != ""
+    assert tk.takeaway_for("gpu_active", {}) == ""
+    assert tk.takeaway_for("no_such_chart", pipeline) == ""
+    assert set(tk.all_takeaways(pipeline)) == {"gpu_active", "idle"}
+
+
+def test_real_trace_takeaways(imported_trace):
+    """nccl_parser_config: HTA finds the GPU ~76% idle, nearly all host_wait on stream 7."""
+    from profui.analysis.busy import gpu_busy
+    from profui.analysis.comm import comm_by_collective, comm_comp_overlap
+    from profui.analysis.idle import idle_breakdown
+
+    ev = imported_trace("nccl_parser_config-nccl_data").events()
+    busy, idle = gpu_busy(ev).collect(), idle_breakdown(ev).collect()
+    text = tk.gpu_active_takeaway(busy, idle)
+    idle_pct = 100 - 100 * busy["busy_ns"].sum() / busy["span_ns"].sum()
+    assert text.startswith(f"GPU idle {idle_pct:.0f}% — mostly waiting on the host")
+    comm = tk.comm_takeaway(comm_by_collective(ev).collect(), comm_comp_overlap(ev).collect())
+    assert comm == "NCCL 46.9 ms (AllReduce >99%); 16% overlapped with compute (mostly exposed)."

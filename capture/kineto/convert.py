@@ -24,13 +24,14 @@ from .mapping import (
     memcpy_kind_from_name,
     unknown_cat_kind,
 )
-from .reader import Event, KinetoDoc
-from .timeparse import us_text_to_ns
+from .reader import Event, KinetoDoc, event_decoder
+from .timeparse import us_text_to_ns, us_texts_to_ns
 
 _INT32 = (-(2**31), 2**31 - 1)
 #: Below this many ns since the epoch (~1973) timestamps are relative to baseTimeNanoseconds.
 _RELATIVE_LIMIT_NS = 10**17
 _PROGRESS_EVERY = 20_000
+_ZERO = b"0"
 
 _encode = msgspec.json.encode
 _decode_args = msgspec.json.Decoder(dict[str, Any]).decode
@@ -72,28 +73,32 @@ def _device_int(value: int | None) -> int | None:
     return value
 
 
+class _Columns:
+    """Row-by-row builders of the events columns (times kept as JSON text until the end)."""
+
+    def __init__(self) -> None:
+        self.ts: list[bytes] = []
+        self.dur: list[bytes] = []
+        self.kind: list[str] = []
+        self.name: list[str] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.device: list[int] = []
+        self.stream: list[int] = []
+        self.correlation: list[int | None] = []
+        self.external_id: list[int | None] = []
+        self.nbytes: list[int | None] = []
+        self.memcpy_kind: list[str | None] = []
+        self.args: list[bytes | None] = []
+
+
 def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
     """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts)."""
     events = doc.events
-    base = doc.base_time_ns or 0
-    base_decided = doc.base_time_ns is None
-
-    ts_col: list[int] = []
-    dur_col: list[int] = []
-    kind_col: list[str] = []
-    name_col: list[str] = []
-    pid_col: list[int] = []
-    tid_col: list[int] = []
-    dev_col: list[int] = []
-    stream_col: list[int] = []
-    corr_col: list[int | None] = []
-    ext_col: list[int | None] = []
-    bytes_col: list[int | None] = []
-    mk_col: list[str | None] = []
-    args_col: list[bytes | None] = []
-
+    cols = _Columns()
     processes: dict[str, dict[str, Any]] = {}
     threads: dict[str, dict[str, Any]] = {}
+    seen_meta: set[tuple] = set()
     spans: list[dict[str, Any]] = []
     markers: list[dict[str, Any]] = []
     flows: Counter[str] = Counter()
@@ -104,72 +109,65 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     ids = _Ids()
     total = len(events)
 
-    def times(ev: Event) -> tuple[int, int]:
-        nonlocal base, base_decided
-        ts = us_text_to_ns(bytes(ev.ts))
-        if not base_decided:
-            # baseTimeNanoseconds applies to relative timestamps; a trace whose times are
-            # already absolute epoch µs must not be shifted a second time.
-            base_decided = True
-            if ts >= _RELATIVE_LIMIT_NS:
-                base = 0
-        dur = us_text_to_ns(bytes(ev.dur)) if ev.dur else 0
-        return ts + base, dur
+    add_ts, add_dur, add_kind, add_name = cols.ts.append, cols.dur.append, cols.kind.append, cols.name.append
+    add_pid, add_tid, add_dev, add_stream = (
+        cols.pid.append,
+        cols.tid.append,
+        cols.device.append,
+        cols.stream.append,
+    )
+    add_corr, add_ext, add_bytes = cols.correlation.append, cols.external_id.append, cols.nbytes.append
+    add_mk, add_args = cols.memcpy_kind.append, cols.args.append
+    decode_event = event_decoder.decode
+    kind_by_cat = KIND_BY_CAT
+    canonical = CANONICAL_CAT
+    device_side = DEVICE_SIDE
 
-    for i, ev in enumerate(events):
+    for i, raw_event in enumerate(events):
         if progress is not None and i % _PROGRESS_EVERY == 0 and i:
             progress(i, total)
+        try:
+            ev: Event = decode_event(raw_event)
+        except msgspec.ValidationError as exc:
+            raise KinetoFormatError(doc.path, f"trace event {i} is malformed ({exc})") from None
         ph = ev.ph
-        if ph == "M":
-            if ev.args:
-                _metadata_event(ev, processes, threads)
-            continue
-        if ph in ("s", "f", "t"):
-            flows[f"{ev.cat}:{ph}"] += 1
-            if ev.cat not in ("ac2g", "async_gpu") and ev.ts:
-                # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
-                # kept as [cat, id, ph, ts_ns, pid, tid] links.
-                flow_links.append([ev.cat, ev.id, ph, times(ev)[0], ev.pid, ev.tid])
-            continue
+        cat = ev.cat
         if ph == "X":
-            cat = ev.cat
             if cat == "Trace":
-                ts, dur = times(ev)
-                spans.append(
-                    {
-                        "name": ev.name,
-                        "ts_ns": ts,
-                        "dur_ns": dur,
-                        "pid": ev.pid,
-                        "tid": ev.tid,
-                        "args": _decode_args(ev.args) if ev.args else None,
-                    }
-                )
+                spans.append(_side_record(ev, with_dur=True))
                 continue
-            kind = KIND_BY_CAT.get(cat) if cat is not None else None
+            kind = kind_by_cat.get(cat) if cat is not None else None
             if kind is None:
                 kind = unknown_cat_kind(cat)
                 unknown_cats[str(cat)] += 1
+            dur_text = bytes(ev.dur) if ev.dur else _ZERO
+        elif ph == "M":
+            if ev.args:
+                key = (ev.name, ev.pid, ev.tid, bytes(ev.args))
+                if key not in seen_meta:  # a few distinct values, repeated up to 100k times
+                    seen_meta.add(key)
+                    _metadata_event(ev, processes, threads)
+            continue
+        elif ph in ("s", "f", "t"):
+            flows[f"{cat}:{ph}"] += 1
+            if cat not in ("ac2g", "async_gpu") and ev.ts:
+                # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
+                # kept as [cat, id, ph, ts_ns, pid, tid] links.
+                flow_links.append([cat, ev.id, ph, us_text_to_ns(bytes(ev.ts)), ev.pid, ev.tid])
+            continue
         elif ph in ("i", "I"):
-            if ev.cat is None:
-                ts, _ = times(ev)
-                markers.append({"name": ev.name, "ts_ns": ts, "pid": ev.pid, "tid": ev.tid})
+            if cat is None:
+                markers.append(_side_record(ev, with_dur=False))
                 continue
-            cat = ev.cat
             kind = "instant"
+            dur_text = _ZERO
         else:
             skipped[ph or "?"] += 1
             continue
-
         if not ev.ts:
             skipped[f"{ph}:no-ts"] += 1
             continue
-        try:
-            ts, dur = times(ev)
-        except ValueError as exc:
-            raise KinetoFormatError(doc.path, f"event {i} ({ev.name!r}): bad time ({exc})") from None
-        if ph != "X":
-            dur = 0
+
         try:
             args = _decode_args(ev.args) if ev.args else {}
         except msgspec.ValidationError:
@@ -181,11 +179,11 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
         ext = args.pop("External id", None)
         if ext is None:
             ext = args.pop("external id", None)
-        ext_i = as_int(ext)
+        ext_i = as_int(ext) if ext is not None else None
         if ext is not None and ext_i is None:
             args["External id"] = ext
         corr = args.get("correlation")
-        corr_i = as_int(corr)
+        corr_i = as_int(corr) if corr is not None else None
         if corr_i is not None:
             del args["correlation"]
 
@@ -198,7 +196,7 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
 
         nbytes = None
         mkind = None
-        if kind in DEVICE_SIDE:
+        if kind in device_side:
             device = _device_int(as_int(args.get("device")))
             if device is not None:
                 del args["device"]
@@ -216,9 +214,8 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
                 kind = "memcpy"
                 mkind = memcpy_kind_from_direction(args.pop("direction"))
                 nbytes = as_int(args.pop("size", None))
-            elif kind in ("memcpy", "memset"):
-                b = args.get("bytes")
-                nbytes = as_int(b)
+            elif kind == "memcpy" or kind == "memset":
+                nbytes = as_int(args.get("bytes"))
                 if nbytes is not None:
                     del args["bytes"]
                 if kind == "memcpy":
@@ -236,54 +233,70 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
                 if size is not None:
                     runtime_size[corr_i] = size
 
-        if cat != CANONICAL_CAT[kind]:
+        if cat != canonical[kind]:
             args["cat"] = cat
 
-        ts_col.append(ts)
-        dur_col.append(dur)
-        kind_col.append(kind)
-        name_col.append(name)
-        pid_col.append(pid)
-        tid_col.append(tid)
-        dev_col.append(device)
-        stream_col.append(stream)
-        corr_col.append(corr_i)
-        ext_col.append(ext_i)
-        bytes_col.append(nbytes)
-        mk_col.append(mkind)
-        args_col.append(_encode(args) if args else None)
+        add_ts(bytes(ev.ts))
+        add_dur(dur_text)
+        add_kind(kind)
+        add_name(name)
+        add_pid(pid)
+        add_tid(tid)
+        add_dev(device)
+        add_stream(stream)
+        add_corr(corr_i)
+        add_ext(ext_i)
+        add_bytes(nbytes)
+        add_mk(mkind)
+        add_args(_encode(args) if args else None)
 
     if runtime_size:
         # AMD memcpy activities have no byte count; the launching hipMemcpy* call has it.
-        for j, kind in enumerate(kind_col):
-            if kind == "memcpy" and bytes_col[j] is None and corr_col[j] is not None:
-                bytes_col[j] = runtime_size.get(corr_col[j])
+        for j, kind in enumerate(cols.kind):
+            if kind == "memcpy" and cols.nbytes[j] is None and cols.correlation[j] is not None:
+                cols.nbytes[j] = runtime_size.get(cols.correlation[j])
 
-    n = len(ts_col)
+    try:
+        ts = us_texts_to_ns(cols.ts)
+        dur = us_texts_to_ns(cols.dur)
+    except ValueError as exc:
+        raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
+    cols.ts = cols.dur = []
+    base = 0
+    if doc.base_time_ns is not None and len(ts) and pc.min(ts).as_py() < _RELATIVE_LIMIT_NS:
+        # baseTimeNanoseconds applies to relative timestamps; a trace whose times are already
+        # absolute epoch µs must not be shifted a second time.
+        base = doc.base_time_ns
+        ts = pc.add(ts, pa.scalar(base, pa.int64()))
+    for rec in (*spans, *markers):
+        rec["ts_ns"] += base
+    for link in flow_links:
+        link[3] += base
+
     table = to_table(
         "events",
         {
-            "ts": pa.array(ts_col, pa.int64()),
-            "dur": pa.array(dur_col, pa.int64()),
-            "kind": pa.array(kind_col, pa.string()),
-            "name": pa.array(name_col, pa.string()),
-            "pid": pa.array(pid_col, pa.int64()),
-            "tid": pa.array(tid_col, pa.int64()),
-            "device": pa.array(dev_col, pa.int32()),
-            "stream": pa.array(stream_col, pa.int32()),
-            "correlation": pa.array(corr_col, pa.int64()),
-            "external_id": pa.array(ext_col, pa.int64()),
-            "bytes": pa.array(bytes_col, pa.int64()),
-            "memcpy_kind": pa.array(mk_col, pa.string()),
-            "args": pa.array(args_col, pa.binary()).cast(pa.string()),
+            "ts": ts,
+            "dur": dur,
+            "kind": pa.array(cols.kind, pa.string()),
+            "name": pa.array(cols.name, pa.string()),
+            "pid": pa.array(cols.pid, pa.int64()),
+            "tid": pa.array(cols.tid, pa.int64()),
+            "device": pa.array(cols.device, pa.int32()),
+            "stream": pa.array(cols.stream, pa.int32()),
+            "correlation": pa.array(cols.correlation, pa.int64()),
+            "external_id": pa.array(cols.external_id, pa.int64()),
+            "bytes": pa.array(cols.nbytes, pa.int64()),
+            "memcpy_kind": pa.array(cols.memcpy_kind, pa.string()),
+            "args": pa.array(cols.args, pa.binary()).cast(pa.string()),
         },
     )
-    counts = dict(sorted(Counter(kind_col).items()))
+    counts = dict(sorted(Counter(cols.kind).items()))
     first = last = None
-    if n:
+    if table.num_rows:
         first = pc.min(table["ts"]).as_py()
         last = pc.max(pc.add(table["ts"], table["dur"])).as_py()
-    devices = sorted({d for d, k in zip(dev_col, kind_col, strict=True) if k in DEVICE_SIDE and d >= 0})
+    devices = sorted({d for d, k in zip(cols.device, cols.kind, strict=True) if k in DEVICE_SIDE and d >= 0})
     source: dict[str, Any] = {
         "processes": processes,
         "threads": threads,
@@ -302,6 +315,18 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     if progress is not None:
         progress(total, total)
     return Converted(table, counts, devices, first, last, source)
+
+
+def _side_record(ev: Event, with_dur: bool) -> dict[str, Any]:
+    """A profiler span (cat ``Trace``) or a global marker instant, kept as source metadata."""
+    rec: dict[str, Any] = {"name": ev.name, "ts_ns": us_text_to_ns(bytes(ev.ts)) if ev.ts else 0}
+    if with_dur:
+        rec["dur_ns"] = us_text_to_ns(bytes(ev.dur)) if ev.dur else 0
+    rec["pid"] = ev.pid
+    rec["tid"] = ev.tid
+    if ev.args:
+        rec["args"] = msgspec.json.decode(ev.args)
+    return rec
 
 
 def _metadata_event(ev: Event, processes: dict, threads: dict) -> None:

@@ -35,7 +35,10 @@ class Event(Struct, gc=False):
 
 
 _TOP_DECODER = msgspec.json.Decoder(dict[str, Raw])
-_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+# Events are split into raw items first and decoded one by one while converting: only one
+# decoded event is alive at a time, which keeps peak memory near the size of the JSON text.
+_EVENTS_DECODER = msgspec.json.Decoder(list[Raw])
+event_decoder = msgspec.json.Decoder(Event)
 
 
 @dataclass
@@ -43,7 +46,7 @@ class KinetoDoc:
     """A decoded Kineto trace: its events and every other top-level key (decoded)."""
 
     path: Path
-    events: list[Event]
+    events: list[Raw]
     metadata: dict[str, Any] = field(default_factory=dict)
     base_time_ns: int | None = None
     raw_bytes: int = 0
@@ -103,8 +106,8 @@ def decode(path: Path, data: bytes) -> KinetoDoc:
         raise KinetoFormatError(path, _what_instead(top))
     try:
         events = _EVENTS_DECODER.decode(raw_events)
-    except msgspec.ValidationError as exc:
-        raise KinetoFormatError(path, f"'traceEvents' is not a list of trace events ({exc})") from None
+    except msgspec.ValidationError:
+        raise KinetoFormatError(path, "'traceEvents' is not a list: not a Kineto trace") from None
     except msgspec.DecodeError as exc:
         raise _json_error(path, exc) from None
     metadata = {k: msgspec.json.decode(v) for k, v in top.items()}
@@ -133,11 +136,7 @@ def _decode_array(path: Path, data: bytes) -> KinetoDoc:
         )
     if head != b"{":
         raise KinetoFormatError(path, "a JSON list that is not a list of trace events: not a Kineto trace")
-    try:
-        events = _EVENTS_DECODER.decode(data)
-    except msgspec.ValidationError as exc:
-        raise KinetoFormatError(path, f"JSON list is not a list of trace events ({exc})") from None
-    return KinetoDoc(path=path, events=events, metadata={}, base_time_ns=None, raw_bytes=len(data))
+    return KinetoDoc(path=path, events=items, metadata={}, base_time_ns=None, raw_bytes=len(data))
 
 
 def _what_instead(top: dict[str, Raw]) -> str:

@@ -46,3 +46,22 @@ def int_text(text: bytes) -> int:
         return int(text)
     except ValueError:
         return int(Decimal(text.decode("ascii")))
+
+
+def us_texts_to_ns(texts: list[bytes]):
+    """Vectorised :func:`us_text_to_ns` over many numbers: an Arrow int64 array.
+
+    Arrow parses the decimal text exactly (``decimal128`` with 3 fractional digits); numbers
+    with more fractional digits, or anything Arrow refuses, go through the exact Python path.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not texts:
+        return pa.array([], pa.int64())
+    strings = pa.array(texts, pa.binary()).cast(pa.string())
+    try:
+        micro = pc.cast(strings, pa.decimal128(22, 3))
+        return pc.cast(pc.multiply(micro, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([us_text_to_ns(t) for t in texts], pa.int64())

@@ -153,11 +153,17 @@ class Trace:
         return self.hta_events() if hta_compat else self.cached_events()
 
     # -- analyses (thin calls into the owning modules) ------------------------------------
-    def gpu_busy(self, by: tuple[str, ...] = ("node", "rank", "device"), hta_compat: bool = False) -> pl.DataFrame:
-        """GPU busy/idle per ``by`` group; see :func:`profui.analysis.busy.gpu_busy`."""
+    def gpu_busy(self, by: tuple[str, ...] | None = None, hta_compat: bool = False) -> pl.DataFrame:
+        """GPU busy/idle per GPU (or ``by``); see :func:`profui.analysis.busy.gpu_busy`."""
         from .busy import gpu_busy
 
         return gpu_busy(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+
+    def temporal_breakdown(self, hta_compat: bool = False) -> pl.DataFrame:
+        """Idle / compute / non-compute time; see :func:`profui.analysis.busy.temporal_breakdown`."""
+        from .busy import temporal_breakdown
+
+        return temporal_breakdown(self._ev(hta_compat), hta_compat=hta_compat).collect()
 
     def utilization(self, bucket_ns: int | None = None, hta_compat: bool = False) -> pl.DataFrame:
         """GPU busy fraction per time bucket; see :func:`profui.analysis.utilization.gpu_utilization`."""
@@ -176,6 +182,12 @@ class Trace:
         from .kernels import kernel_stats
 
         return kernel_stats(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+
+    def top_kernels(self, n: int = 15, by: str = "total_ns") -> pl.DataFrame:
+        """Top-N kernels by ``total_ns`` or ``count``; see :func:`profui.analysis.kernels.top_kernels`."""
+        from .kernels import kernel_stats, top_kernels
+
+        return top_kernels(kernel_stats(self.cached_events()), n=n, by=by).collect()
 
     def kernel_types(self, hta_compat: bool = False) -> pl.DataFrame:
         """HTA-style by-type breakdown; see :func:`profui.analysis.kernels.kernel_type_breakdown`."""
@@ -202,7 +214,7 @@ class Trace:
         return precision_shares(self.cached_events()).collect()
 
     def steps(self) -> Any:
-        """Step windows mapped to the device; see :func:`profui.analysis.steps.step_windows`."""
+        """Step windows mapped to the device (a :class:`profui.analysis.steps.Steps`)."""
         from .steps import step_windows
 
         return step_windows(self.cached_events())

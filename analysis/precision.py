@@ -1,0 +1,189 @@
+"""Kernel precision: FP32 / TF32 / FP16 / BF16 / FP8 / INT8 / INT32 / other / unknown shares.
+
+Which rule decides, per kernel (column ``rule``):
+
+1. ``input_dtypes`` — the launching CPU op's input dtypes, when the trace recorded them
+   (``record_shapes=True`` puts ``Input type`` in the op's args). The op is found by the
+   kernel's ``external_id`` (Kineto copies the op's External id onto its kernels), else through
+   the runtime/driver launch with the same ``correlation`` and *its* ``external_id``, else
+   (old traces whose ids do not link) the CPU op that started last before the launch on the
+   launching thread and still encloses it. Among the
+   op's tensor inputs the narrowest floating type wins (FP8 > BF16 > FP16 > FP32), then FP64
+   (reported as ``other``), then INT8, INT32; other integer/bool inputs give ``other``. An
+   FP32 op whose kernel name says ``tf32`` is TF32 (the dtype cannot show tensor-core TF32).
+2. ``kernel_name`` — otherwise, patterns in the kernel name: fp8/e4m3/e5m2 → FP8;
+   bf16/bfloat16 → BF16; tf32 → TF32; fp16/half/hgemm/h884/h1688/h16816/s16816/f16 → FP16;
+   int8/imma/igemm/i8816/i16832 → INT8; int32 → INT32; sgemm/fp32/f32/float → FP32;
+   double/dgemm/fp64 → other.
+3. ``none`` — neither says anything: ``unknown``.
+
+Only real kernels (``kind == "kernel"`` on a device) are classified; exact ns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .intervals import Frame, _lazy
+
+PRECISIONS = ("FP32", "TF32", "FP16", "BF16", "FP8", "INT8", "INT32", "other", "unknown")
+
+#: Input-type strings PyTorch writes (``str(dtype)`` of the C++ scalar type) -> precision rank.
+_DTYPE_RANK: dict[str, int] = {}
+for _names, _rank in (
+    (("c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz", "c10::Float8_e5m2fnuz",
+      "c10::Float8_e8m0fnu", "Float8_e4m3fn", "Float8_e5m2"), 0),
+    (("c10::BFloat16", "BFloat16", "bfloat16"), 1),
+    (("c10::Half", "Half", "half"), 2),
+    (("float", "c10::complex<float>"), 3),
+    (("double", "c10::complex<double>"), 4),
+    (("signed char", "unsigned char", "c10::qint8", "c10::quint8", "int8", "uint8"), 5),
+    (("int", "unsigned int", "c10::qint32", "int32"), 6),
+    (("long int", "long", "short int", "short", "bool", "c10::quint4x2", "int64", "unsigned short"), 7),
+):
+    for _n in _names:
+        _DTYPE_RANK[_n] = _rank
+_RANK_PRECISION = ["FP8", "BF16", "FP16", "FP32", "other", "INT8", "INT32", "other"]
+
+_NAME_RULES: tuple[tuple[str, str], ...] = (
+    ("other", r"^nccl.*u?int8_t"),  # NCCL moving raw bytes, not int8 arithmetic
+    ("FP8", r"fp8|e4m3|e5m2"),
+    ("BF16", r"bf16|bfloat16"),
+    ("TF32", r"tf32"),
+    ("FP16", r"fp16|half|hgemm|h884|h1688|h16816|s16816|f16"),
+    ("INT8", r"int8|imma|igemm|i8816|i16832"),
+    ("INT32", r"int32"),
+    ("other", r"double|dgemm|fp64"),
+    ("FP32", r"sgemm|fp32|f32|float"),
+)
+
+
+def _name_precision(name: pl.Expr) -> pl.Expr:
+    low = name.str.to_lowercase()
+    expr: pl.Expr = pl.lit(None, pl.String)
+    for prec, pattern in reversed(_NAME_RULES):
+        expr = pl.when(low.str.contains(pattern)).then(pl.lit(prec)).otherwise(expr)
+    return expr
+
+
+def _dtype_precision(types_json: pl.Expr) -> pl.Expr:
+    ranks = types_json.str.json_decode(pl.List(pl.String)).list.eval(
+        pl.element().replace_strict(_DTYPE_RANK, default=None, return_dtype=pl.Int64)
+    )
+    best = ranks.list.drop_nulls().list.min()
+    return best.replace_strict(list(range(len(_RANK_PRECISION))), _RANK_PRECISION, default=None, return_dtype=pl.String)
+
+
+def kernel_precision(events: Frame) -> pl.LazyFrame:
+    """Every kernel with ``precision`` and the ``rule`` that decided it (see module docstring).
+
+    Columns: node, rank, device, stream, name, ts, dur, correlation, external_id, op_name
+    (the launching CPU op, when found), input_types (its ``Input type`` JSON), precision, rule.
+    """
+    ev = _lazy(events)
+    keys = ["node", "rank"]
+    kernels = ev.filter(pl.col("kind") == "kernel", pl.col("device") >= 0).select(
+        *keys, "device", "stream", "name", "ts", "dur", "correlation", "external_id"
+    )
+    ops = (
+        ev.filter(pl.col("kind") == "cpu_op", pl.col("external_id").is_not_null())
+        .select(
+            *keys,
+            "external_id",
+            pl.col("name").alias("op_name"),
+            pl.col("args").str.json_path_match("$['Input type']").alias("input_types"),
+        )
+        .sort(pl.col("input_types").is_null())  # ops that recorded dtypes first
+        .unique(subset=[*keys, "external_id"], keep="first", maintain_order=True)
+    )
+    all_ops = ev.filter(pl.col("kind") == "cpu_op")
+    launches = (
+        ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
+        .select(*keys, "pid", "tid", "ts", "dur", "correlation", pl.col("external_id").alias("_launch_ext"))
+        .sort("ts")
+    )
+    # the innermost-looking CPU op around each launch, for traces whose external ids do not link
+    around = (
+        launches.join_asof(
+            all_ops.select(*keys, "pid", "tid", pl.col("ts").alias("_op_ts"), (pl.col("ts") + pl.col("dur")).alias("_op_end"),
+                           pl.col("external_id").alias("_enc_ext")).sort("_op_ts"),
+            left_on="ts", right_on="_op_ts", by=[*keys, "pid", "tid"], strategy="backward", check_sortedness=False,
+        )
+        .filter(pl.col("_op_end") >= pl.col("ts") + pl.col("dur"))
+        .select(*keys, "correlation", "_enc_ext")
+    )
+    launch_ids = (
+        launches.select(*keys, "correlation", "_launch_ext")
+        .join(around, on=[*keys, "correlation"], how="left")
+        .unique(subset=[*keys, "correlation"], keep="first")
+    )
+    def known(col: str, flag: str) -> pl.LazyFrame:
+        return ops.select(*keys, pl.col("external_id").alias(col), pl.lit(True).alias(flag))
+
+    k = (
+        kernels.join(launch_ids, on=[*keys, "correlation"], how="left")
+        .join(known("external_id", "_kk"), on=[*keys, "external_id"], how="left")
+        .join(known("_launch_ext", "_kl"), on=[*keys, "_launch_ext"], how="left")
+        .with_columns(
+            pl.coalesce(
+                pl.when(pl.col("_kk")).then(pl.col("external_id")),
+                pl.when(pl.col("_kl")).then(pl.col("_launch_ext")),
+                pl.col("_enc_ext"),
+            ).alias("_ext")
+        )
+    )
+    k = k.join(ops, left_on=[*keys, "_ext"], right_on=[*keys, "external_id"], how="left").drop(
+        "_launch_ext", "_enc_ext", "_kk", "_kl", "_ext"
+    )
+    by_dtype = _dtype_precision(pl.col("input_types"))
+    tf32_name = pl.col("name").str.to_lowercase().str.contains("tf32")
+    by_dtype = pl.when((by_dtype == "FP32") & tf32_name).then(pl.lit("TF32")).otherwise(by_dtype)
+    by_name = _name_precision(pl.col("name"))
+    return (
+        k.with_columns(by_dtype.alias("_d"), by_name.alias("_n"))
+        .with_columns(
+            pl.coalesce("_d", "_n", pl.lit("unknown")).alias("precision"),
+            pl.when(pl.col("_d").is_not_null())
+            .then(pl.lit("input_dtypes"))
+            .when(pl.col("_n").is_not_null())
+            .then(pl.lit("kernel_name"))
+            .otherwise(pl.lit("none"))
+            .alias("rule"),
+        )
+        .drop("_d", "_n")
+    )
+
+
+def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Kernel time per precision (and ``by``): count, time_ns, share, and time decided by each rule.
+
+    Every precision of :data:`PRECISIONS` appears in each group (zero when absent); ``share``
+    is of the group's kernel time.
+    """
+    by = list(by)
+    k = kernel_precision(events)
+    agg = k.group_by([*by, "precision"]).agg(
+        pl.len().alias("count"),
+        pl.col("dur").sum().alias("time_ns"),
+        pl.col("dur").filter(pl.col("rule") == "input_dtypes").sum().alias("time_by_dtypes_ns"),
+        pl.col("dur").filter(pl.col("rule") == "kernel_name").sum().alias("time_by_name_ns"),
+    )
+    grid = pl.LazyFrame({"precision": list(PRECISIONS)})
+    if by:
+        grid = k.select(by).unique().join(grid, how="cross")
+    order = pl.col("precision").replace_strict(list(PRECISIONS), list(range(len(PRECISIONS))), return_dtype=pl.Int64)
+    total = pl.col("time_ns").sum()
+    return (
+        grid.join(agg, on=[*by, "precision"], how="left")
+        .with_columns(pl.col("count").fill_null(0).cast(pl.Int64), *[pl.col(c).fill_null(0) for c in
+                      ("time_ns", "time_by_dtypes_ns", "time_by_name_ns")])
+        .with_columns(
+            pl.when(total.over(by) > 0 if by else total > 0)
+            .then(pl.col("time_ns") / (total.over(by) if by else total))
+            .otherwise(0.0)
+            .alias("share")
+        )
+        .sort([*by, order])
+    )

@@ -1,0 +1,216 @@
+"""Training steps: windows from step markers, mapped to the device, and their statistics.
+
+A step marker is a ``step`` event (Kineto's ``ProfilerStep#N`` user annotation, or profui's
+own step events); its number is the trailing integer of the name. Each step has
+
+- a **CPU window**: the marker's ``[ts, ts + dur)``;
+- a **device window**: from the first kernel launch (runtime/driver call) made inside the CPU
+  window to the end of the last device activity those launches caused (matched by
+  ``correlation``, per node and rank). A step that launched nothing keeps its CPU window
+  (``mapped = False``).
+
+A trace without step markers still analyses: :func:`step_windows` returns one window per
+rank spanning the whole rank and ``has_markers = False``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from .busy import RANK_BY, WORK_KINDS, device_work
+from .intervals import Frame, _lazy, union_length
+
+_STEP_NUMBER_RE = r"(\d+)\s*$"
+
+
+@dataclass
+class Steps:
+    """Step windows of a trace.
+
+    ``windows`` columns: node, rank, step, name, cpu_start_ns, cpu_end_ns, cpu_dur_ns,
+    start_ns, end_ns, dur_ns (device window), n_launches, n_device_events, mapped.
+    ``has_markers`` is False when the trace had no step events (then one window per rank);
+    ``note`` says so in words.
+    """
+
+    windows: pl.DataFrame
+    has_markers: bool
+    note: str
+
+    def to_json_dict(self) -> dict:
+        """Plain JSON-ready dict."""
+        return {"has_markers": self.has_markers, "note": self.note, "windows": self.windows.to_dicts()}
+
+
+def step_markers(events: Frame) -> pl.LazyFrame:
+    """The step events with ``step`` (number from the name, else the rank-local ordinal)."""
+    ev = _lazy(events).filter(pl.col("kind") == "step")
+    ordinal = pl.int_range(pl.len()).over(RANK_BY)
+    return (
+        ev.sort("node", "rank", "ts")
+        .with_columns(
+            pl.coalesce(pl.col("name").str.extract(_STEP_NUMBER_RE, 1).cast(pl.Int64, strict=False), ordinal).alias(
+                "step"
+            )
+        )
+        .select(
+            *RANK_BY,
+            "step",
+            "name",
+            pl.col("ts").alias("cpu_start_ns"),
+            (pl.col("ts") + pl.col("dur")).alias("cpu_end_ns"),
+        )
+    )
+
+
+def _whole_rank_windows(ev: pl.LazyFrame) -> pl.LazyFrame:
+    host = ev.filter(pl.col("kind") != "instant")
+    return host.group_by(RANK_BY).agg(
+        pl.lit(0, pl.Int64).alias("step"),
+        pl.lit("(whole trace)").alias("name"),
+        pl.col("ts").min().alias("cpu_start_ns"),
+        (pl.col("ts") + pl.col("dur")).max().alias("cpu_end_ns"),
+    )
+
+
+def assign_launches(events: Frame, markers: pl.LazyFrame) -> pl.LazyFrame:
+    """Runtime/driver launches with the ``step`` whose CPU window contains their start."""
+    launches = (
+        _lazy(events)
+        .filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
+        .select(*RANK_BY, "ts", "correlation")
+        .sort("ts")
+    )
+    m = markers.select(*RANK_BY, "step", "cpu_start_ns", "cpu_end_ns").sort("cpu_start_ns")
+    return (
+        launches.join_asof(
+            m, left_on="ts", right_on="cpu_start_ns", by=RANK_BY, strategy="backward", check_sortedness=False
+        )
+        .filter(pl.col("ts") < pl.col("cpu_end_ns"))
+        .select(*RANK_BY, "step", pl.col("ts").alias("launch_ts"), "correlation")
+    )
+
+
+def step_device_events(events: Frame, markers: pl.LazyFrame, kinds: tuple[str, ...] = WORK_KINDS) -> pl.LazyFrame:
+    """Device work (``device_work`` columns) tagged with the ``step`` that launched it."""
+    launches = assign_launches(events, markers).unique(subset=[*RANK_BY, "correlation"], keep="first")
+    return device_work(events, kinds=kinds).join(
+        launches.select(*RANK_BY, "correlation", "step", "launch_ts"), on=[*RANK_BY, "correlation"], how="inner"
+    )
+
+
+def step_windows(events: Frame) -> Steps:
+    """Step windows mapped to the device (see the module docstring)."""
+    ev = _lazy(events)
+    markers = step_markers(ev).collect()
+    has_markers = markers.height > 0
+    if not has_markers:
+        markers = _whole_rank_windows(ev).collect()
+    m = markers.lazy()
+    launches = assign_launches(ev, m)
+    per_launch = launches.group_by(*RANK_BY, "step").agg(
+        pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
+    )
+    dev = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync")).group_by(*RANK_BY, "step").agg(
+        pl.len().alias("n_device_events"), pl.col("end").max().alias("_last_end")
+    )
+    windows = (
+        m.join(per_launch, on=[*RANK_BY, "step"], how="left")
+        .join(dev, on=[*RANK_BY, "step"], how="left")
+        .with_columns(
+            pl.col("n_launches").fill_null(0).cast(pl.Int64),
+            pl.col("n_device_events").fill_null(0).cast(pl.Int64),
+            (pl.col("cpu_end_ns") - pl.col("cpu_start_ns")).alias("cpu_dur_ns"),
+            pl.col("_last_end").is_not_null().alias("mapped"),
+        )
+        .with_columns(
+            pl.when(pl.col("mapped")).then(pl.col("_first_launch")).otherwise(pl.col("cpu_start_ns")).alias("start_ns"),
+            pl.when(pl.col("mapped")).then(pl.col("_last_end")).otherwise(pl.col("cpu_end_ns")).alias("end_ns"),
+        )
+        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+        .select(
+            *RANK_BY, "step", "name", "cpu_start_ns", "cpu_end_ns", "cpu_dur_ns",
+            "start_ns", "end_ns", "dur_ns", "n_launches", "n_device_events", "mapped",
+        )
+        .sort(*RANK_BY, "cpu_start_ns")
+        .collect()
+    )
+    if has_markers:
+        note = f"{windows.height} step window(s) from step markers"
+    else:
+        note = "no step markers in the trace: one window over the whole trace per rank"
+    return Steps(windows=windows, has_markers=has_markers, note=note)
+
+
+def step_stats(windows: Frame, column: str = "dur_ns") -> pl.LazyFrame:
+    """Step-time distribution per (node, rank): count, mean, std, min, p50, p95, max of ``column``."""
+    c = pl.col(column)
+    return (
+        _lazy(windows)
+        .group_by(RANK_BY)
+        .agg(
+            pl.len().alias("count"),
+            c.mean().alias("mean_ns"),
+            c.std().alias("std_ns"),
+            c.min().alias("min_ns"),
+            c.quantile(0.5, "linear").alias("p50_ns"),
+            c.quantile(0.95, "linear").alias("p95_ns"),
+            c.max().alias("max_ns"),
+        )
+        .sort(RANK_BY)
+    )
+
+
+def step_outliers(windows: Frame, k: float = 1.5, min_rel: float = 0.1, column: str = "dur_ns") -> pl.LazyFrame:
+    """``windows`` with ``outlier`` and ``vs_median`` (duration over the rank's median step).
+
+    An outlier lies outside Tukey's fences ``[q1 − k·IQR, q3 + k·IQR]`` of its rank's steps
+    AND differs from the median by more than ``min_rel`` (so near-identical steps are not
+    flagged for tiny jitter). Needs at least 4 steps per rank to flag anything.
+    """
+    c = pl.col(column)
+    q1 = c.quantile(0.25, "linear").over(RANK_BY)
+    q3 = c.quantile(0.75, "linear").over(RANK_BY)
+    iqr = q3 - q1
+    enough = pl.len().over(RANK_BY) >= 4
+    return _lazy(windows).with_columns(
+        (
+            enough
+            & ((c > q3 + k * iqr) | (c < q1 - k * iqr))
+            & ((c / c.median().over(RANK_BY) - 1).abs() > min_rel)
+        ).alias("outlier"),
+        (c / c.median().over(RANK_BY)).alias("vs_median"),
+    )
+
+
+def step_breakdown(events: Frame, steps: Steps) -> pl.LazyFrame:
+    """Per step: device busy time, its split by kernel type, and idle within the device window.
+
+    Columns: node, rank, step, dur_ns, busy_ns, computation_ns, communication_ns, memory_ns
+    (union per type of the step's own device work; types may overlap), idle_ns = dur − busy.
+    """
+    m = steps.windows.lazy()
+    work = step_device_events(events, m)
+    keys = [*RANK_BY, "step"]
+    busy = union_length(work.select(*keys, "start", "end"), keys, "busy_ns")
+    out = m.select(*keys, "dur_ns").join(busy, on=keys, how="left")
+    for t in ("COMPUTATION", "COMMUNICATION", "MEMORY"):
+        part = union_length(work.filter(pl.col("kernel_type") == t).select(*keys, "start", "end"), keys, f"{t.lower()}_ns")
+        out = out.join(part, on=keys, how="left")
+    cols = ["busy_ns", "computation_ns", "communication_ns", "memory_ns"]
+    return (
+        out.with_columns([pl.col(c).fill_null(0) for c in cols])
+        .with_columns((pl.col("dur_ns") - pl.col("busy_ns")).alias("idle_ns"))
+        .sort(keys)
+    )
+
+
+def hta_profiler_steps(hta_events: Frame) -> list[int]:
+    """HTA's ``profiler_steps()``: the step numbers left on the first rank after HTA's filtering."""
+    m = step_markers(hta_events).collect()
+    if m.height == 0:
+        return []
+    first = m.sort("rank").row(0, named=True)
+    return sorted(set(m.filter(pl.col("node") == first["node"], pl.col("rank") == first["rank"])["step"].to_list()))

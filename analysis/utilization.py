@@ -1,0 +1,140 @@
+"""Utilization over time: GPU busy fraction per time bucket, per GPU and per node; CPU utilization.
+
+Buckets are aligned for the whole trace (origin = first event of the trace, size
+``bucket_ns``; default a round size giving about 200 buckets) so GPUs, ranks and nodes line
+up. A GPU's busy ns in a bucket is the part of the bucket covered by the union of its
+kernels, memcpys and memsets (sync excluded); ``util = busy_ns / bucket_len_ns`` (the last
+bucket may be shorter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .busy import GPU_BY, device_work
+from .hta import hta_merged
+from .intervals import Frame, _lazy, bucket_coverage, bucket_grid, merge_intervals, nice_bucket_ns
+
+TARGET_BUCKETS = 200
+HOST_BUSY_KINDS = ("cpu_op", "python", "runtime", "driver")
+
+
+def trace_window(events: Frame) -> tuple[int, int]:
+    """First and last ns of the trace's events (instants included); (0, 0) when empty."""
+    row = (
+        _lazy(events)
+        .select(pl.col("ts").min().alias("a"), (pl.col("ts") + pl.col("dur")).max().alias("b"))
+        .collect()
+        .row(0)
+    )
+    return (row[0], row[1]) if row[0] is not None else (0, 0)
+
+
+def _grid(events: Frame, bucket_ns: int | None, window: tuple[int, int] | None) -> tuple[pl.LazyFrame, int, int]:
+    origin, end = window if window is not None else trace_window(events)
+    size = int(bucket_ns) if bucket_ns else nice_bucket_ns(end - origin, TARGET_BUCKETS)
+    return bucket_grid(origin, max(end, origin + 1), size), origin, size
+
+
+def gpu_utilization(
+    events: Frame,
+    bucket_ns: int | None = None,
+    by: Sequence[str] = GPU_BY,
+    hta_compat: bool = False,
+    window: tuple[int, int] | None = None,
+) -> pl.LazyFrame:
+    """Per GPU (``by``) and bucket: ``bucket``, ``bucket_start_ns``, ``bucket_len_ns``, ``busy_ns``, ``util``.
+
+    Every bucket of the window appears for every GPU (zeros included), so per-GPU rows sum
+    to that GPU's busy time. ``hta_compat`` uses HTA's GPU events (see
+    :mod:`profui.analysis.hta`). ``window`` overrides ``(origin, end)``.
+    """
+    by = list(by)
+    grid, origin, size = _grid(events, bucket_ns, window)
+    work = device_work(events, hta_compat).select(*by, "start", "end")
+    merged = (hta_merged(work, by) if hta_compat else merge_intervals(work, by)).filter(
+        pl.col("end") > pl.col("start")
+    )
+    cov = bucket_coverage(merged, size, origin, by, merged=True)
+    groups = work.select(by).unique()
+    return (
+        groups.join(grid, how="cross")
+        .join(cov, on=[*by, "bucket"], how="left")
+        .with_columns(pl.col("covered_ns").fill_null(0).alias("busy_ns"))
+        .with_columns((pl.col("busy_ns") / pl.col("bucket_len")).alias("util"))
+        .select(*by, "bucket", "bucket_start", "bucket_len", "busy_ns", "util")
+        .rename({"bucket_start": "bucket_start_ns", "bucket_len": "bucket_len_ns"})
+        .sort([*by, "bucket"])
+    )
+
+
+def node_utilization(gpu_util: Frame) -> pl.LazyFrame:
+    """Per node and bucket: GPU utilization averaged over the node's GPUs (``n_gpus``, ``util``)."""
+    keys = ["node", "bucket", "bucket_start_ns", "bucket_len_ns"]
+    return (
+        _lazy(gpu_util)
+        .group_by(keys)
+        .agg(pl.len().alias("n_gpus"), pl.col("busy_ns").sum(), pl.col("util").mean())
+        .sort("node", "bucket")
+    )
+
+
+def cpu_utilization(
+    events: Frame,
+    metrics: Frame | None = None,
+    bucket_ns: int | None = None,
+    window: tuple[int, int] | None = None,
+) -> pl.LazyFrame:
+    """CPU utilization per node and bucket, with the ``source`` it came from.
+
+    - ``metrics``: where capture sampled ``source == "cpu"``, ``metric == "util_pct"``: the
+      machine-wide value (``device == -1``) or else the mean over CPUs, averaged per bucket
+      (``util`` as a fraction, ``busy_threads`` null).
+    - ``host_events``: otherwise, from the trace's host events (cpu_op, python, runtime,
+      driver): per thread the union of its events, summed per node → ``busy_threads`` (mean
+      number of threads busy in the bucket), ``util`` = busy_threads / threads seen on the node.
+
+    Columns: node, bucket, bucket_start_ns, bucket_len_ns, util, busy_threads, source.
+    """
+    grid, origin, size = _grid(events, bucket_ns, window)
+    if metrics is not None:
+        m = _lazy(metrics).filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
+        if m.select(pl.len()).collect().item() > 0:
+            whole = m.filter(pl.col("device") == -1)
+            has_whole = whole.select(pl.len()).collect().item() > 0
+            per_ts = whole if has_whole else m.group_by("node", "ts").agg(pl.col("value").mean())
+            sampled = (
+                per_ts.with_columns(((pl.col("ts") - origin) // size).alias("bucket"))
+                .group_by("node", "bucket")
+                .agg((pl.col("value").mean() / 100.0).alias("util"))
+            )
+            nodes = per_ts.select("node").unique()
+            return (
+                nodes.join(grid, how="cross")
+                .join(sampled, on=["node", "bucket"], how="inner")
+                .select(
+                    "node", "bucket", pl.col("bucket_start").alias("bucket_start_ns"),
+                    pl.col("bucket_len").alias("bucket_len_ns"), "util",
+                    pl.lit(None, pl.Float64).alias("busy_threads"), pl.lit("metrics").alias("source"),
+                )
+                .sort("node", "bucket")
+            )
+    host = _lazy(events).filter(pl.col("kind").is_in(list(HOST_BUSY_KINDS)), pl.col("device") < 0)
+    keys = ["node", "pid", "tid"]
+    iv = host.select(*keys, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
+    cov = bucket_coverage(iv, size, origin, keys).group_by("node", "bucket").agg(pl.col("covered_ns").sum())
+    threads = host.select(keys).unique().group_by("node").agg(pl.len().alias("_threads"))
+    return (
+        threads.join(grid, how="cross")
+        .join(cov, on=["node", "bucket"], how="left")
+        .with_columns((pl.col("covered_ns").fill_null(0) / pl.col("bucket_len")).alias("busy_threads"))
+        .with_columns((pl.col("busy_threads") / pl.col("_threads")).alias("util"))
+        .select(
+            "node", "bucket", pl.col("bucket_start").alias("bucket_start_ns"),
+            pl.col("bucket_len").alias("bucket_len_ns"), "util", "busy_threads",
+            pl.lit("host_events").alias("source"),
+        )
+        .sort("node", "bucket")
+    )

@@ -8,6 +8,8 @@ import pytest
 from profui.analysis.annotations import annotation_breakdown, annotation_names, annotation_per_step
 from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
+from realdata import hta_reference
+
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
     base = {
@@ -55,3 +57,49 @@ def test_time_per_step_is_a_full_grid():
     assert p["share"].to_list() == [0.1, 0.3, 0.2, 0.2]
     only = annotation_per_step(ev(SMALL), WINDOWS, names=["bwd"]).collect()
     assert only["time_ns"].to_list() == [100, 200]
+
+
+# -- real traces vs HTA -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nccl_parser_config-nccl_data",
+        "ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace",
+        "df_index_resolver-df_index_resolver",
+        "amd_trace-mi250_minitoy_train_ROCm6_2_kineto",
+        "trace_filter-sampled_rank-1",
+    ],
+)
+def test_breakdown_matches_hta_user_annotation_breakdowns(imported_trace, name):
+    ref = hta_reference(f"hta-{name}")
+    b = annotation_breakdown(imported_trace(name).hta_events(), hta_compat=True).collect()
+    for side, key in (("cpu", "cpu_user_annotation_breakdown"), ("gpu", "gpu_user_annotation_breakdown")):
+        rows = ref.get(key) or []
+        assert b.filter(pl.col("side") == side).height == len(rows)
+        for r in rows:
+            ours = b.filter((pl.col("side") == side) & (pl.col("name") == r["name"]) & (pl.col("rank") == r["rank"]))
+            o = ours.row(0, named=True)
+            for col, hta_col in (("sum_ns", "sum (us)"), ("max_ns", "max (us)"), ("min_ns", "min (us)"),
+                                 ("mean_ns", "mean (us)"), ("std_ns", "stddev")):
+                assert abs(o[col] / 1000 - r[hta_col]) <= max(1.0, 1e-3 * abs(r[hta_col])), (side, r["name"], col)
+
+
+def test_time_per_step_on_real_trace(imported_trace):
+    """nccl_parser_config, 3 ProfilerSteps: the '## forward ##' range runs once per step and is
+    never longer than the step; the frame has one row per step for every annotation name."""
+    ev = imported_trace("nccl_parser_config-nccl_data").events()
+    windows = ev.filter(pl.col("kind") == "step").select(
+        "node", "rank", pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
+        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"),
+    )
+    p = annotation_per_step(ev, windows).collect()
+    names = annotation_names(ev).collect()
+    assert p.height == 3 * names.height
+    fwd = p.filter((pl.col("name") == "## forward ##") & (pl.col("side") == "cpu")).sort("step")
+    assert fwd["step"].to_list() == [4, 5, 6]
+    assert fwd["count"].to_list() == [1, 1, 1]
+    ranges = ev.filter(pl.col("name") == "## forward ##").sort("ts").collect()["dur"].to_list()
+    assert fwd["time_ns"].to_list() == ranges
+    assert ((fwd["share"] > 0.4) & (fwd["share"] < 0.6)).all()

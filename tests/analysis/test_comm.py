@@ -17,6 +17,8 @@ from profui.analysis.comm import (
 )
 from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
+from realdata import hta_reference
+
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
     base = {
@@ -83,3 +85,75 @@ def test_per_rank_and_stragglers():
     assert st["step"].to_list() == [1, 2]
     assert st["straggler_rank"].to_list()[0] == 0
     assert st["lag_ns"].to_list()[0] == pytest.approx(150 - 145)
+
+
+# -- real traces ------------------------------------------------------------------------------
+
+MULTI = ("trace_filter-sampled_rank-0", "trace_filter-sampled_rank-1")
+
+
+def _raw(stem: str) -> dict:
+    return next(iter(hta_reference(f"hta-{stem}")["independent_raw_stats"].values()))
+
+
+def test_nccl_by_collective_and_exact_overlap(imported_trace):
+    """nccl_parser_config: 15 AllReduce kernels (46,762.159 µs) plus Broadcasts make up the
+    46,876.493 µs of communication; 7,317.025 µs of it overlaps compute (exact, whole trace)."""
+    raw = _raw("nccl_parser_config-nccl_data")
+    ev = imported_trace("nccl_parser_config-nccl_data").events()
+    by = comm_by_collective(ev).collect()
+    ar = by.row(0, named=True)
+    top = raw["top_gpu_events_by_sum"][0]
+    assert (ar["collective"], ar["count"], ar["total_ns"]) == ("AllReduce", top["count"], round(top["sum_us"] * 1000))
+    assert by["collective"].to_list() == ["AllReduce", "Broadcast"]
+    assert by["total_ns"].sum() == round(raw["sum_dur_by_type_us"]["COMMUNICATION"] * 1000)
+    # NCCL args: AllReduce of float, 2 ranks; sizes from 'In msg nelems' x 4 bytes
+    c = comm_kernels(ev).collect().filter(pl.col("collective") == "AllReduce")
+    assert c["dtype"].unique().to_list() == ["Float"] and c["group_size"].unique().to_list() == [2]
+    assert (c["msg_bytes"] == c["nelems"] * 4).all()
+    o = comm_comp_overlap(ev).collect().row(0, named=True)
+    assert o["overlap_ns"] == round(raw["comm_comp_overlap_us"] * 1000)
+    assert o["comm_ns"] == round(raw["busy_by_type_merged_us"]["COMMUNICATION"] * 1000)
+    assert round(o["overlap_pct"], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
+
+
+@pytest.mark.parametrize(
+    "names",
+    [("nccl_parser_config-nccl_data",), ("df_index_resolver-df_index_resolver",), MULTI],
+)
+def test_hta_compat_overlap_matches_reference(imported_trace, names):
+    stem = "trace_filter-sampled_rank-0+1_multirank" if names == MULTI else names[0]
+    ref = hta_reference(f"hta-{stem}")["comm_comp_overlap"]
+    o = comm_comp_overlap(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    for r in ref:
+        got = o.filter(pl.col("rank") == r["rank"])["overlap_pct"].item()
+        assert round(got, 2) == pytest.approx(r["comp_comm_overlap_pctg"], abs=0.011)
+
+
+def test_two_rank_trace_per_rank_and_stragglers(imported_trace):
+    """trace_filter rank 0 + rank 1 imported together: 10 SendRecv per rank; per step, the rank
+    with more computation is the straggler and its peer waits longer in communication."""
+    t = imported_trace(*MULTI)
+    ev = t.events()
+    pr = comm_per_rank(ev).collect()
+    for rank in (0, 1):
+        raw = _raw(f"trace_filter-sampled_rank-{rank}")
+        row = pr.filter(pl.col("rank") == rank).row(0, named=True)
+        assert row["count"] == 10
+        assert row["busy_ns"] == round(raw["busy_by_type_merged_us"]["COMMUNICATION"] * 1000)
+    steps = ev.filter(pl.col("kind") == "step").select(
+        "node", "rank", pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
+        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"),
+    )
+    ps = comm_per_step(ev, steps).collect()
+    assert ps.height == 4  # 2 steps x 2 ranks
+    # every SendRecv lies inside a step: the per-step comm adds up to the per-rank union
+    per_rank = ps.group_by("rank").agg(pl.col("comm_ns").sum()).sort("rank")["comm_ns"].to_list()
+    assert per_rank == pr.sort("rank")["busy_ns"].to_list()
+    st = stragglers(ps.lazy()).collect()
+    assert st["step"].to_list() == [551, 552] and st["ranks"].to_list() == [2, 2]
+    for row in st.iter_rows(named=True):
+        mine = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") == row["straggler_rank"])).row(0, named=True)
+        other = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") != row["straggler_rank"])).row(0, named=True)
+        assert mine["compute_ns"] > other["compute_ns"]
+        assert row["lag_ns"] == (mine["compute_ns"] - other["compute_ns"]) / 2

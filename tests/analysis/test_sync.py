@@ -54,3 +54,31 @@ def test_gpu_sync_events():
     assert g["name"].to_list() == ["Event Sync", "Stream Wait Event"]
     assert g["count"].to_list() == [2, 1]
     assert g["total_ns"].to_list() == [5_000, 2_000]
+
+
+# -- real traces ------------------------------------------------------------------------------
+
+
+def test_event_sync_trace(imported_trace):
+    """critical_path event_sync: one cudaDeviceSynchronize (20 µs) blocks the host; on the
+    device 3 Event Sync (4 µs each), 1 Stream Wait Event (2 µs) and 1 Context Sync (19 µs)."""
+    ev = imported_trace("critical_path-cuda_event_sync_multi_stream-event_sync_trace").events()
+    host = sync_summary(ev).collect()
+    assert host.select("name", "calls", "total_ns").rows() == [("cudaDeviceSynchronize", 1, 20_000)]
+    dev = gpu_sync_summary(ev).collect()
+    assert dev.select("name", "count", "total_ns").rows() == [
+        ("Context Sync", 1, 19_000), ("Event Sync", 3, 12_000), ("Stream Wait Event", 1, 2_000),
+    ]
+
+
+def test_simple_add_sync_trace(imported_trace):
+    """simple_add: every host sync call and every cuda_sync event of the source is counted."""
+    ev = imported_trace("critical_path-simple_add-benchmark_result_493459_1694039959_trace").events()
+    calls = sync_calls(ev).collect()
+    raw = ev.filter(pl.col("kind") == "runtime").filter(pl.col("name").str.contains("Synchronize")).collect()
+    assert calls.height == raw.height > 0
+    t = sync_totals(ev).collect().row(0, named=True)
+    assert t["blocked_ns"] == calls["dur"].sum()
+    assert 0 < t["share"] < 1
+    dev = gpu_sync_summary(ev).collect()
+    assert dev["count"].sum() == 41  # the trace's 41 cuda_sync events

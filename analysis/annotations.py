@@ -63,6 +63,22 @@ def annotation_breakdown(
     )
 
 
+def _side_windows(windows: pl.LazyFrame) -> pl.LazyFrame:
+    """Step windows per side: ``node, rank, step, side, w_start, w_end``."""
+    cols = windows.collect_schema().names()
+    per_side = {"cpu": ("cpu_start_ns", "cpu_end_ns"), "gpu": ("start_ns", "end_ns")}
+    parts = []
+    for side, (lo, hi) in per_side.items():
+        if lo not in cols:
+            lo, hi = "start", "end"
+        parts.append(
+            windows.select(
+                "node", "rank", "step", pl.lit(side).alias("side"), pl.col(lo).alias("w_start"), pl.col(hi).alias("w_end")
+            )
+        )
+    return pl.concat(parts)
+
+
 def annotation_per_step(
     events: pl.LazyFrame,
     windows: pl.LazyFrame,
@@ -71,10 +87,13 @@ def annotation_per_step(
 ) -> pl.LazyFrame:
     """Time each annotation name takes inside each step, and its share of the step.
 
-    ``windows`` has ``node, rank, step, start, end`` (ns). An annotation's time in a step is the
-    union of its ranges on that rank, clipped to the step window (nested or repeated ranges of
-    the same name are not double counted). Every (step, name) pair of a rank is present, 0 when
-    the annotation did not run in that step, so the frame plots as is.
+    ``windows`` is :func:`profui.analysis.steps.step_windows`' frame — host annotations are
+    measured in the step's CPU window (``cpu_start_ns, cpu_end_ns``), device annotations in its
+    device window (``start_ns, end_ns``) — or any frame with ``node, rank, step, start, end``
+    (ns), used for both. An annotation's time in a step is the union of its ranges on that
+    rank, clipped to the step window (nested or repeated ranges of the same name are not double
+    counted). Every (step, name) pair of a rank is present, 0 when the annotation did not run
+    in that step, so the frame plots as is.
 
     Columns: ``node, rank, step, side, name, time_ns, count`` (ranges meeting the step),
     ``step_ns, share`` (``time_ns / step_ns``). ``names`` / ``side`` restrict the annotations.
@@ -84,11 +103,11 @@ def annotation_per_step(
         ann = ann.filter(pl.col("name").is_in(list(names)))
     if side is not None:
         ann = ann.filter(pl.col("side") == side)
-    w = windows.select("node", "rank", "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
+    w = _side_windows(windows)
     keys = ["node", "rank", "step", "side", "name"]
     clipped = (
         ann.select("node", "rank", "side", "name", "ts", "dur")
-        .join(w, on=["node", "rank"], how="inner")
+        .join(w, on=["node", "rank", "side"], how="inner")
         .filter((pl.col("ts") < pl.col("w_end")) & (pl.col("ts") + pl.col("dur") > pl.col("w_start")))
         .select(
             *keys,
@@ -98,8 +117,8 @@ def annotation_per_step(
     )
     times = union_length(clipped, keys, "time_ns")
     counts = clipped.group_by(keys).agg(pl.len().cast(pl.Int64).alias("count"))
-    grid = w.select("node", "rank", "step", (pl.col("w_end") - pl.col("w_start")).alias("step_ns")).join(
-        ann.select("node", "rank", "side", "name").unique(), on=["node", "rank"], how="inner"
+    grid = w.select("node", "rank", "side", "step", (pl.col("w_end") - pl.col("w_start")).alias("step_ns")).join(
+        ann.select("node", "rank", "side", "name").unique(), on=["node", "rank", "side"], how="inner"
     )
     return (
         grid.join(times, on=keys, how="left")

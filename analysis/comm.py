@@ -178,12 +178,14 @@ def _clip_to_windows(iv: pl.LazyFrame, windows: pl.LazyFrame, keys: list[str]) -
 def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame) -> pl.LazyFrame:
     """Per step and rank: communication and computation kernel time inside the step window.
 
-    ``windows`` has ``node, rank, step, start, end`` (ns; e.g. the device-mapped step windows).
+    ``windows`` is :func:`profui.analysis.steps.step_windows`' frame (its device windows
+    ``start_ns, end_ns`` are used) or any frame with ``node, rank, step, start, end`` (ns).
     Columns: ``node, rank, step, step_ns, comm_ns, compute_ns, overlap_ns, exposed_comm_ns``
     (comm time not hidden under compute); unions, clipped to the window.
     """
     keys = ["node", "rank"]
-    w = windows.select(*keys, "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
+    lo, hi = ("start_ns", "end_ns") if "start_ns" in windows.collect_schema().names() else ("start", "end")
+    w = windows.select(*keys, "step", pl.col(lo).alias("w_start"), pl.col(hi).alias("w_end"))
     comm = _clip_to_windows(_iv(comm_kernels(events), keys), w, keys)
     comp = _clip_to_windows(_iv(compute_kernels(events), keys), w, keys)
     k2 = [*keys, "step"]

@@ -103,3 +103,15 @@ def test_time_per_step_on_real_trace(imported_trace):
     ranges = ev.filter(pl.col("name") == "## forward ##").sort("ts").collect()["dur"].to_list()
     assert fwd["time_ns"].to_list() == ranges
     assert ((fwd["share"] > 0.4) & (fwd["share"] < 0.6)).all()
+
+
+def test_step_windows_frame_cpu_and_device_windows():
+    """With steps.step_windows' columns, host annotations use the CPU window and device
+    annotations the device window of each step."""
+    windows = pl.LazyFrame({
+        "node": ["n"], "rank": [0], "step": [1],
+        "cpu_start_ns": [0], "cpu_end_ns": [1000], "start_ns": [500], "end_ns": [2000],
+    })
+    rows = [a(100, 300, "fwd"), a(150, 500, "fwd", kind="gpu_annotation")]  # gpu range [150, 650)
+    p = annotation_per_step(ev(rows), windows).collect()
+    assert p.select("side", "time_ns", "step_ns").rows() == [("cpu", 300, 1000), ("gpu", 150, 1500)]

@@ -20,7 +20,7 @@ from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView, UnavailableView
 from ..views.session import TraceSession
-from ..widgets.fmt import fmt_count
+from ..widgets.fmt import display_name, fmt_short_count
 
 
 class TraceScreen(Screen):
@@ -74,15 +74,15 @@ class TraceScreen(Screen):
             return Text(str(exc), style="bold red")
         m = d.manifest
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(m.name, style="bold")
+        t.append(display_name(m), style="bold")
         status_style = {"running": "bold green", "failed": "bold red", "stopped": "yellow"}.get(m.status, "")
         t.append(" · ")
         t.append(("● live" if m.status == "running" else m.status), style=status_style)
         if m.synthetic:
             t.append(" · synthetic", style="italic")
-        gpus = len(m.gpus) or len({(f.node, f.rank) for f in d.events})
-        t.append(f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {gpus} GPU/rank · "
-                 f"{fmt_count(d.num_events)} events")
+        ranks = len(d.ranks)
+        t.append(f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {ranks} rank{'s' if ranks != 1 else ''}"
+                 f" · {len(m.gpus)} GPU{'s' if len(m.gpus) != 1 else ''} · {fmt_short_count(d.num_events)} events")
         return t
 
     def _tabs_text(self) -> Text:

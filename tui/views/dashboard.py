@@ -139,8 +139,8 @@ class DashboardView(TraceView):
         focused = self.app.focused
         i = panels.index(focused) if focused in panels else -1
         target = panels[(i + delta) % len(panels)]
-        target.focus()
-        target.scroll_visible(top=True, animate=False)
+        target.focus(scroll_visible=False)
+        self.query_one("#charts", VerticalScroll).scroll_to_widget(target, animate=False, top=True)
 
     def action_next_chart(self) -> None:
         """Focus the next chart."""
@@ -176,8 +176,8 @@ class DashboardView(TraceView):
         if all(s in self.outputs for s in chart.stages):
             self._draw(chart)
         panel = self.panel("annotation")
-        panel.focus()
-        panel.scroll_visible(top=True, animate=False)
+        panel.focus(scroll_visible=False)
+        self.query_one("#charts", VerticalScroll).scroll_to_widget(panel, animate=False, top=True)
 
     def action_open_chart(self) -> None:
         """Open the table view behind the focused chart (kernels → Kernels, steps → Steps)."""

@@ -23,6 +23,12 @@ Outputs = dict[str, dict[str, Any]]
 #: Pipeline stages the dashboard reads.
 STAGES: tuple[str, ...] = ("steps", "kernels", "activity", "memory", "precision", "utilization", "annotations")
 
+MAX_STEP_BARS = 20
+STEP_STATS = ("min_ns", "p50_ns", "mean_ns", "p95_ns", "max_ns")
+
+#: Name of the row analysis' top-N tables fold the remaining kernels into.
+OTHER = "(other)"
+
 ACTIVITY_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "blue", "sync": "yellow", "idle": "red"}
 
 
@@ -88,53 +94,67 @@ def gpu_label(row: dict[str, Any], multi_node: bool) -> str:
 
 
 def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
+    from profui.analysis.busy import total_busy
+
     busy = frame(outputs, "utilization", "busy.parquet")
-    share = need(busy, "busy_share", "active_share", "busy_frac", "busy_fraction", "utilization")
-    busy_ns = pick(busy, "busy_ns", "active_ns")
-    idle_ns = pick(busy, "idle_ns")
+    if busy.height == 0:
+        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_active", outputs))
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
+    rows = []
+    if busy.height > 1:
+        overall = total_busy(busy).collect().row(0, named=True)
+        rows.append((f"all {overall['n_gpus']} GPUs", overall))
+    rows += [(gpu_label(r, multi_node), r) for r in busy.iter_rows(named=True)]
     bars = []
-    for row in busy.iter_rows(named=True):
-        value = float(row[share] or 0.0)
-        text = f"{fmt_pct(value)} active"
-        if busy_ns and idle_ns:
-            text += f" · idle {fmt_ns(row[idle_ns])}"
-        bars.append(Bar(gpu_label(row, multi_node), value, text, "green"))
-    return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("gpu_active", outputs))
+    for label, r in rows:
+        pct = float(r["busy_pct"] or 0.0)
+        text = f"{pct:.1f}% active · {100 - pct:.1f}% idle ({fmt_ns(r['idle_ns'])})"
+        bars.append(Bar(label, pct / 100.0, text, "green"))
+    note = "active = a kernel, memcpy or memset runs; over each GPU's span (first to last device activity)"
+    return ChartData(kind="bars", bars=bars, scale=1.0, note=Text(note, style="dim"), label_width=14,
+                     takeaway=takeaway("gpu_active", outputs))
 
 
-def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) -> list[Series]:
-    ts = need(df, "bucket_start", "ts", "start", "bucket")
+def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) -> tuple[list[Series], str]:
+    ts = need(df, "bucket_start_ns", "ts")
     origin = df[ts].min() if df.height else 0
+    span = (df[ts].max() - origin) if df.height else 0
+    unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
     out = []
     groups = df.partition_by(group, maintain_order=True) if group else [df]
     for g in groups:
         g = g.sort(ts)
         label = str(g[group][0]) if group else value
-        xs = [(t - origin) / 1e9 for t in g[ts].to_list()]
+        xs = [(t - origin) / div for t in g[ts].to_list()]
         ys = [float(v or 0.0) * scale for v in g[value].to_list()]
         out.append(Series(label, xs, ys))
-    return out
+    return out, unit
 
 
 def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
-    util = frame(outputs, "utilization", "gpu.parquet")
-    value = need(util, "util", "utilization", "busy_share", "busy_frac", "util_pct")
-    scale = 1.0 if "pct" in value else 100.0
-    series = _time_series(util, value, "node" if "node" in util.columns else None, scale)
-    return ChartData(kind="lines", series=series, x_label="s", y_label="% busy", y_max=100.0,
-                     takeaway=takeaway("gpu_util", outputs))
+    from profui.analysis.utilization import node_utilization
+
+    gpu = frame(outputs, "utilization", "gpu.parquet")
+    if gpu.height == 0:
+        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs))
+    per_node = node_utilization(gpu).collect()
+    series, unit = _time_series(per_node, "util", "node", 100.0)
+    n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
+    note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
+    return ChartData(kind="lines", series=series, x_label=f"time ({unit})", y_label="% busy", y_max=100.0,
+                     note=Text(note, style="dim"), takeaway=takeaway("gpu_util", outputs))
 
 
 def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     cpu = frame(outputs, "utilization", "cpu.parquet")
-    value = need(cpu, "util", "utilization", "util_pct", "busy_share", "active_share")
-    scale = 1.0 if "pct" in value else 100.0
-    series = _time_series(cpu, value, "node" if "node" in cpu.columns else None, scale)
-    src = pick(cpu, "source")
-    note = f"source: {cpu[src][0]}" if src and cpu.height else ""
-    return ChartData(kind="lines", series=series, x_label="s", y_label="% CPU", y_max=100.0, note=note,
-                     takeaway=takeaway("cpu", outputs))
+    if cpu.height == 0:
+        return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
+    series, unit = _time_series(cpu, "util", "node", 100.0)
+    src = str(cpu["source"][0]) if "source" in cpu.columns else ""
+    how = {"host_events": "from traced host threads (no CPU samples in this trace)",
+           "metrics": "from sampled CPU metrics"}.get(src, src)
+    return ChartData(kind="lines", series=series, x_label=f"time ({unit})", y_label="% CPU", y_max=100.0,
+                     note=Text(how, style="dim"), takeaway=takeaway("cpu", outputs))
 
 
 def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
@@ -166,13 +186,15 @@ def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str) -> ChartDat
     tcol = need(top, "total_ns", "sum_ns", "time_ns")
     ccol = need(top, "count", "calls", "launches")
     bars = []
+    note = Text()
     for row in top.iter_rows(named=True):
+        value = f"{fmt_count(row[ccol])}×" if by_count else fmt_ns(row[tcol])
+        if row["name"] == OTHER:  # analysis folds the rest into one row; a note, not a bar
+            note.append(f"all other kernels: {value}", style="dim")
+            continue
         label = kernel_label(str(row["name"]))
-        if by_count:
-            bars.append(Bar(label, float(row[ccol]), f"{fmt_count(row[ccol])}×", "cyan"))
-        else:
-            bars.append(Bar(label, float(row[tcol]), fmt_ns(row[tcol]), "magenta"))
-    return ChartData(kind="bars", bars=bars, label_width=40, takeaway=takeaway(chart_id, outputs))
+        bars.append(Bar(label, float(row[ccol] if by_count else row[tcol]), value, "cyan" if by_count else "magenta"))
+    return ChartData(kind="bars", bars=bars, note=note, label_width=60, takeaway=takeaway(chart_id, outputs))
 
 
 def kernel_label(name: str) -> str:
@@ -188,38 +210,43 @@ def build_top_count(outputs: Outputs, view: Any) -> ChartData:
     return _top(outputs, "top_by_count.parquet", True, "top_count")
 
 
-def build_steps(outputs: Outputs, _view: Any) -> ChartData:
-    windows = frame(outputs, "steps", "windows.parquet")
-    outliers = frame(outputs, "steps", "outliers.parquet")
+def build_steps(outputs: Outputs, view: Any) -> ChartData:
+    steps = frame(outputs, "steps", "outliers.parquet")
+    if "outlier" not in steps.columns:
+        steps = frame(outputs, "steps", "windows.parquet")
     stats = frame(outputs, "steps", "stats.parquet")
-    hist = outputs.get("steps", {}).get("histogram.parquet")
-    bars: list[Bar] = []
-    if isinstance(hist, pl.DataFrame) and hist.height:
-        lo, hi = need(hist, "lo_ns", "bin_start", "start_ns"), need(hist, "hi_ns", "bin_end", "end_ns")
-        cnt = need(hist, "count", "steps")
-        for row in hist.iter_rows(named=True):
-            bars.append(Bar(f"{fmt_ns(row[lo])}–{fmt_ns(row[hi])}", float(row[cnt]), f"{row[cnt]} steps", "green"))
-    elif windows.height:
-        dur = pick(windows, "dur_ns", "duration_ns", "dur")
-        for row in windows.sort("step").iter_rows(named=True):
-            d = row[dur] if dur else row["end"] - row["start"]
-            label = f"step {row['step']}" + (f" r{row['rank']}" if "rank" in row and windows["rank"].n_unique() > 1 else "")
-            bars.append(Bar(label, float(d), fmt_ns(d), "green"))
-    if not bars:
-        return ChartData(kind="text", text="no step markers in this trace", takeaway=takeaway("steps", outputs))
+    if steps.height == 0:
+        return ChartData(kind="text", text="no steps in this trace", takeaway=takeaway("steps", outputs))
+    ranks = steps.select("node", "rank").unique(maintain_order=True).sort("node", "rank").rows()
+    node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
+    mine = steps.filter((pl.col("node") == node) & (pl.col("rank") == rank))
+    shown = mine.sort("step")
+    if shown.height > MAX_STEP_BARS:  # many steps: the slowest ones, in step order
+        shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
+    flagged = "outlier" in mine.columns
+    bars = []
+    for r in shown.iter_rows(named=True):
+        out = flagged and r["outlier"]
+        text = fmt_ns(r["dur_ns"]) + (f" ×{r['vs_median']:.2f}" if r.get("vs_median") is not None else "")
+        bars.append(Bar(f"{'●' if out else ' '} step {r['step']}", float(r["dur_ns"]), text, "red" if out else "green"))
+    text = Text()
+    text.append(f"{node} rank {rank}", style="bold")
+    text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
+    if shown.height < mine.height:
+        text.append(f" · the {shown.height} slowest shown")
     note = Text()
-    if stats.height:
-        row = stats.row(0, named=True)
-        parts = [f"{k.removesuffix('_ns')} {fmt_ns(v)}" for k, v in row.items()
-                 if k.endswith("_ns") and isinstance(v, (int, float))]
-        note.append(" · ".join(parts[:5]))
-    if outliers.height:
-        step = need(outliers, "step")
-        dur = pick(outliers, "dur_ns", "duration_ns", "step_ns")
-        slow = outliers.sort(dur, descending=True).head(5) if dur else outliers.head(5)
-        names = ", ".join(f"step {r[step]}" + (f" ({fmt_ns(r[dur])})" if dur else "") for r in slow.iter_rows(named=True))
-        note.append(("\n" if note else "") + "slowest: " + names, style="bold")
-    return ChartData(kind="bars", bars=bars, note=note, takeaway=takeaway("steps", outputs))
+    st = stats.filter((pl.col("node") == node) & (pl.col("rank") == rank)) if stats.height else stats
+    if st.height:
+        r = st.row(0, named=True)
+        note.append(" · ".join(f"{k.removesuffix('_ns')} {fmt_ns(r[k])}" for k in STEP_STATS if r.get(k) is not None))
+    if flagged:
+        slow = mine.filter(pl.col("outlier")).sort("dur_ns", descending=True).head(5)
+        slowest = mine.sort("dur_ns", descending=True).head(3)
+        line = (f"outliers ●: {', '.join(f'step {r[0]} ({fmt_ns(r[1])})' for r in slow.select('step', 'dur_ns').rows())}"
+                if slow.height else "no outliers")
+        line += " · slowest: " + ", ".join(f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows())
+        note.append(("\n" if note else "") + line)
+    return ChartData(kind="bars", bars=bars, text=text, note=note, label_width=12, takeaway=takeaway("steps", outputs))
 
 
 def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict[str, str] | None = None) -> ChartData:
@@ -229,6 +256,8 @@ def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict
     tcol = pick(df, "time_ns", "total_ns", "sum_ns", "dur_ns")
     bars = []
     for row in df.iter_rows(named=True):
+        if "count" in row and not row["count"]:
+            continue  # a category analysis lists with nothing in it
         value = float(row[share] if share else row[tcol] or 0)
         text = fmt_pct(row[share]) if share else ""
         if tcol:
@@ -242,27 +271,42 @@ def build_precision(outputs: Outputs, _view: Any) -> ChartData:
     return _shares(outputs, "precision", "shares.parquet", "precision")
 
 
+ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "░", "idle": "·"}
+
+
 def build_activity(outputs: Outputs, _view: Any) -> ChartData:
-    return _shares(outputs, "activity", "shares.parquet", "activity", ACTIVITY_STYLE)
+    df = frame(outputs, "activity", "shares.parquet")
+    if df.height == 0:
+        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs))
+    keys = [k for k in ("node", "rank", "device") if k in df.columns]
+    multi_node = "node" in df.columns and df["node"].n_unique() > 1
+    bars = []
+    for part in df.partition_by(keys, maintain_order=True) if keys else [df]:
+        shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
+        segments = tuple((float(shares.get(a) or 0.0), ACTIVITY_GLYPH[a], ACTIVITY_STYLE[a]) for a in ACTIVITY_GLYPH)
+        text = " ".join(f"{a[0]}{100 * (shares.get(a) or 0):.0f}%" for a in ("kernel", "memcpy", "idle"))
+        bars.append(Bar(gpu_label(part.row(0, named=True), multi_node), 1.0, text, segments=segments))
+    legend = Text()
+    for a, glyph in ACTIVITY_GLYPH.items():
+        legend.append(glyph * 2, style=ACTIVITY_STYLE[a])
+        legend.append(f" {a}  ")
+    legend.append("(k kernel, m memcpy, i idle; memset and sync in the bar)", style="dim")
+    return ChartData(kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", outputs))
 
 
 def build_memory(outputs: Outputs, _view: Any) -> ChartData:
     ops = frame(outputs, "memory", "ops.parquet")
     if ops.height == 0:
         return ChartData(kind="text", text="no memcpy or memset on the GPUs", takeaway=takeaway("memory", outputs))
-    name = need(ops, "direction", "memcpy_kind", "kind", "name")
-    tcol = need(ops, "time_ns", "total_ns", "sum_ns", "dur_ns")
-    bcol = pick(ops, "bytes", "total_bytes")
-    ccol = pick(ops, "count", "ops")
     bars = []
     for row in ops.iter_rows(named=True):
-        text = fmt_ns(row[tcol])
-        if bcol:
-            text += f" · {fmt_bytes(row[bcol])}"
-        if ccol:
-            text += f" · {fmt_count(row[ccol])}×"
-        bars.append(Bar(str(row[name]), float(row[tcol] or 0), text, "cyan"))
-    return ChartData(kind="bars", bars=bars, takeaway=takeaway("memory", outputs))
+        text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
+        if row.get("achieved_gbps") is not None:
+            text += f" · {row['achieved_gbps']:.3g} GB/s"
+        bars.append(Bar(str(row["direction"]), float(row["time_share"] or 0), text, "cyan"))
+    return ChartData(kind="bars", bars=bars, scale=1.0, label_width=8,
+                     note=Text("share of memory-operation time · total time · bytes · achieved bandwidth", style="dim"),
+                     takeaway=takeaway("memory", outputs))
 
 
 def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:

@@ -75,6 +75,17 @@ class TraceSession:
                 self._trace = open_trace(self.path)
             return self._trace
 
+    def step_breakdown(self, windows: Any) -> Any:
+        """Per step: busy, idle and busy by kernel type (``profui.analysis.steps.step_breakdown``)."""
+
+        def compute() -> Any:
+            from profui.analysis.steps import Steps, step_breakdown
+
+            ev = self.trace().cached_events()
+            return step_breakdown(ev, Steps(windows=windows, has_markers=True, note="")).collect()
+
+        return self.memo("step_breakdown", compute)
+
     # -- the dashboard's stage outputs --------------------------------------------------
     def stage_outputs(
         self,
@@ -120,7 +131,8 @@ class TraceSession:
             try:
                 return self._analyze(stages, take, say, got)
             except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
-                say(f"analysis pipeline unavailable ({exc}); computing in memory")
+                first = (str(exc).strip().splitlines() or [""])[0]
+                say(f"analysis pipeline unavailable ({first}); computing in memory")
                 got.clear()
         return self._compute_in_memory(stages, on_stage, say, got)
 
@@ -138,7 +150,8 @@ class TraceSession:
         rec = analyze(self.path, stages=selection, wait=False, progress=progress)
         failed = [s for s in selection if rec.stages[s].status != "succeeded"]
         if failed:
-            say(f"stage {failed[0]} failed: {rec.stages[failed[0]].error}")
+            error = (rec.stages[failed[0]].error or "").strip().splitlines()
+            say(f"stage {failed[0]} failed: {error[0] if error else 'see profui runs'}")
         self.source = f"computed ({rec.id})"
         return got
 
@@ -156,7 +169,7 @@ class TraceSession:
             try:
                 out = REGISTRY.stages[name].run(StageContext(name, shared, params, {}, "tui"))
             except Exception as exc:
-                say(f"{name}: {type(exc).__name__}: {exc}")
+                say(f"{name}: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
                 continue
             got[name] = out
             if on_stage is not None:

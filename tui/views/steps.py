@@ -13,31 +13,26 @@ from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
 from .base import TraceView
 
-#: Shown first when present; every other column of the stage's per-step frame follows.
-LEADING = ["step", "node", "rank", "outlier", "dur_ns", "duration_ns", "step_ns"]
-HIDDEN = {"start", "end", "ts"}
+#: Shown first when present; every other column of the per-step frame follows.
+LEADING = ["step", "node", "rank", "outlier", "dur_ns", "vs_median", "busy_ns", "idle_ns", "computation_ns",
+           "communication_ns", "memory_ns", "cpu_dur_ns", "n_launches", "n_device_events"]
+HIDDEN = {"start", "end", "ts", "cpu_start_ns", "cpu_end_ns", "start_ns", "end_ns", "mapped"}
+KEYS = ["node", "rank", "step"]
 
 
-def mark_outliers(per_step: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
-    """``per_step`` with a boolean ``outlier`` column: the row's step is in the outliers frame."""
-    if "outlier" in per_step.columns or per_step.height == 0:
-        return per_step
-    keys = [k for k in ("node", "rank", "step") if k in per_step.columns and k in outliers.columns]
-    if not keys or outliers.height == 0:
-        return per_step.with_columns(pl.lit(False).alias("outlier"))
-    flagged = outliers.select(keys).unique().with_columns(pl.lit(True).alias("outlier"))
-    return per_step.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
-
-
-def per_step_frame(outputs: dict) -> pl.DataFrame:
-    """The richest per-step frame the steps stage wrote (breakdown, else windows), outliers marked."""
+def per_step_frame(outputs: dict, breakdown: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per step and rank: the steps stage's windows with their ``outlier`` flag and
+    ``vs_median`` (``outliers.parquet``), plus analysis' per-step breakdown when given."""
     steps = outputs.get("steps", {})
-    per_step = next(
-        (steps[f] for f in ("breakdown.parquet", "per_step.parquet", "windows.parquet")
-         if isinstance(steps.get(f), pl.DataFrame)),
-        pl.DataFrame(),
-    )
-    return mark_outliers(per_step, dc.frame(outputs, "steps", "outliers.parquet"))
+    frame = steps.get("outliers.parquet")
+    if not isinstance(frame, pl.DataFrame) or "outlier" not in frame.columns:
+        frame = steps.get("windows.parquet")
+    if not isinstance(frame, pl.DataFrame):
+        return pl.DataFrame()
+    if breakdown is not None and breakdown.height:
+        extra = [c for c in breakdown.columns if c not in frame.columns or c in KEYS]
+        frame = frame.join(breakdown.select(extra), on=KEYS, how="left")
+    return frame
 
 
 class StepsView(TraceView):
@@ -60,12 +55,22 @@ class StepsView(TraceView):
 
     @work(thread=True, exclusive=True, group="steps")
     def _load(self) -> None:
+        call = self.app.call_from_thread
         try:
             outputs = self.session.stage_outputs(dc.STAGES)
         except Exception as exc:
-            self.app.call_from_thread(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
+            call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._show, per_step_frame(outputs))
+        call(self._show, per_step_frame(outputs))
+        windows = dc.frame(outputs, "steps", "windows.parquet")
+        if windows.height:
+            call(self._status, "computing the per-step breakdown (busy, idle, compute, comm, memory)…")
+            try:
+                breakdown = self.session.step_breakdown(windows)
+            except Exception as exc:
+                call(self._status, f"per-step breakdown failed: {type(exc).__name__}: {exc}")
+                return
+            call(self._show, per_step_frame(outputs, breakdown))
 
     def _status(self, line: str) -> None:
         self.query_one("#steps-status", Static).update(line)

@@ -14,6 +14,8 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
+#: Bars keep at least this many cells; labels get the rest (up to their ``label_width``).
+MIN_BAR = 16
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class Bar:
     value: float
     text: str
     style: str = "cyan"
+    #: A stacked bar instead: (fraction of the full width, glyph, style) per segment.
+    segments: tuple[tuple[float, str, str], ...] = ()
 
 
 def bar_glyphs(fraction: float, width: int) -> str:
@@ -80,8 +84,9 @@ class Bars(Widget):
         if not self._bars:
             return Text(self._empty, style="italic")
         width = max(self.size.width, 20)
-        label_w = min(self._label_width, max(6, (width * 2) // 5))
         text_w = max(len(b.text) for b in self._bars)
+        longest = max(len(b.label) for b in self._bars)
+        label_w = max(4, min(self._label_width, longest + 1, width - text_w - 2 - MIN_BAR))
         bar_w = max(4, width - label_w - text_w - 2)
         scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)
         out = Text(no_wrap=True, overflow="ellipsis")
@@ -90,8 +95,16 @@ class Bars(Widget):
                 out.append("\n")
             label = b.label if len(b.label) <= label_w else b.label[: label_w - 1] + "…"
             out.append(label.ljust(label_w), style="bold")
-            glyphs = bar_glyphs(b.value / scale if scale > 0 else 0.0, bar_w)
-            out.append(glyphs, style=b.style)
-            out.append(" " * (bar_w - len(glyphs) + 1))
+            if b.segments:
+                used = 0
+                for frac, glyph, style in b.segments:
+                    n = min(bar_w - used, round(frac * bar_w))
+                    out.append(glyph * n, style=style)
+                    used += n
+                out.append(" " * (bar_w - used + 1))
+            else:
+                glyphs = bar_glyphs(b.value / scale if scale > 0 else 0.0, bar_w)
+                out.append(glyphs, style=b.style)
+                out.append(" " * (bar_w - len(glyphs) + 1))
             out.append(b.text.rjust(text_w))
         return out

@@ -86,6 +86,12 @@ def format_count(n: int | float | None) -> str:
     return "—" if n is None else f"{int(n):,}"
 
 
+def plural(n: int | float, word: str) -> str:
+    """``1 kernel`` / ``2,700 kernels`` (adds ``s``, or ``es`` after ``ch``)."""
+    suffix = "" if int(n) == 1 else ("es" if word.endswith("ch") else "s")
+    return f"{format_count(n)} {word}{suffix}"
+
+
 def format_bytes(n: float | None) -> str:
     """``1.5 GB`` style (powers of 1000)."""
     if n is None:
@@ -99,7 +105,7 @@ def format_bytes(n: float | None) -> str:
 
 def short_name(name: str, width: int = 40) -> str:
     """A kernel name without ``void``, argument list and template arguments, cut to ``width``."""
-    s = re.sub(r"^void\s+", "", name.strip())
+    s = re.sub(r"^void\s+", "", name.strip()).replace("->", "→")
     depth, out = 0, []
     for ch in s:  # drop (...) and <...> nests
         if ch in "(<":
@@ -108,7 +114,7 @@ def short_name(name: str, width: int = 40) -> str:
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
-    s = "".join(out).strip() or name
+    s = re.sub(r"(::)+", "::", re.sub(r"\s+", " ", "".join(out))).strip() or name
     s = s.split("::")[-1] if len(s) > width and "::" in s else s
     return s if len(s) <= width else s[: width - 1] + "…"
 
@@ -222,7 +228,7 @@ def kernel_total_takeaway(stats: pl.DataFrame) -> str:
     mean_col = _col(stats, "mean_ns")
     means = stats[mean_col] if mean_col else stats["total_ns"] / stats["count"]
     short = float(stats.filter(means < SHORT_KERNEL_NS)["count"].sum()) / n
-    text = f"{format_count(n)} kernels, {format_ns(total)} of GPU time, {format_ns(total / n)} on average"
+    text = f"{plural(n, 'kernel')}, {format_ns(total)} of GPU time, {format_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
         text += f" — {format_pct(100 * short)} are under {format_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
     return text + "."
@@ -237,14 +243,14 @@ def top_time_takeaway(top: pl.DataFrame) -> str:
     if rows.is_empty():
         return ""
     first = rows.row(0, named=True)
-    share = _col(rows, "share", "time_share")
-    if share is None:
-        return f"Longest total: {short_name(first['name'])} ({format_ns(first.get('total_ns'))})."
-    top5 = float(_frac(rows.head(5), share).sum())
-    return (
-        f"{short_name(first['name'])} takes {format_pct(100 * float(first[share]))} of kernel time; "
-        f"the top {min(5, rows.height)} take {format_pct(100 * top5)}."
-    )
+    if "total_ns" not in top.columns or not top["total_ns"].sum():
+        return f"Longest total: {short_name(first['name'])}."
+    all_ns = top["total_ns"].sum()  # the top rows plus the "(other)" row: every kernel
+    top5 = rows.head(5)["total_ns"].sum() / all_ns
+    text = f"{short_name(first['name'])} takes {format_pct(100 * first['total_ns'] / all_ns)} of kernel time"
+    if rows.height > 1:
+        text += f"; the top {min(5, rows.height)} take {format_pct(100 * top5)}"
+    return text + "."
 
 
 def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame | None = None) -> str:
@@ -307,6 +313,8 @@ def precision_takeaway(shares: pl.DataFrame) -> str:
     if shares.is_empty() or key is None or share is None:
         return ""
     s = shares.with_columns(_frac(shares, share).alias("_s")).sort("_s", descending=True)
+    if not s["_s"].sum():
+        return "No kernel time to classify."
     top = s.row(0, named=True)
     low = float(s.filter(pl.col(key).str.to_uppercase().is_in(list(_LOW_PRECISION)))["_s"].sum())
     text = f"{top[key]} dominates kernel time ({format_pct(100 * top['_s'])})"
@@ -337,7 +345,7 @@ def memory_takeaway(ops: pl.DataFrame) -> str:
     n, t = int(ops["count"].sum()), ops["time_ns"].sum()
     top = ops.sort("time_ns", descending=True).row(0, named=True)
     share = top["time_ns"] / t if t else 0.0
-    text = f"{format_count(n)} memory ops, {format_ns(t)}; {top['direction']} has {format_pct(100 * share)} of it"
+    text = f"{plural(n, 'memory op')}, {format_ns(t)}; {top['direction']} has {format_pct(100 * share)} of it"
     bw = top.get("achieved_gbps")
     if bw is not None:
         text += f" at {bw:.3g} GB/s"
@@ -373,7 +381,7 @@ def launch_takeaway(stats: pl.DataFrame) -> str:
     bound = int(stats["launch_bound"].sum())
     w = stats["launches"].cast(pl.Float64)
     delay = float((stats["delay_p50"] * w).sum() / w.sum())
-    text = f"{format_count(n)} launches, median launch→start delay {format_ns(delay)}"
+    text = f"{plural(n, 'launch')}, median launch→start delay {format_ns(delay)}"
     if bound / n >= DOMINANT_SHARE:
         text += f"; {format_pct(100 * bound / n)} launch-bound (GPU work shorter than the launch call)"
     else:
@@ -389,7 +397,8 @@ def sync_takeaway(totals: pl.DataFrame) -> str:
     blocked = totals["blocked_ns"].sum()
     window = totals["window_ns"].sum()
     share = blocked / window if window else 0.0
-    text = f"Host blocked {format_ns(blocked)} in {format_count(totals['calls'].sum())} synchronize calls ({format_pct(100 * share)} of host time)"
+    calls = plural(totals["calls"].sum(), "synchronize call")
+    text = f"Host blocked {format_ns(blocked)} in {calls} ({format_pct(100 * share)} of host time)"
     if share >= SYNC_HIGH_SHARE:
         text += " — frequent syncs stall the launch pipeline"
     return text + "."

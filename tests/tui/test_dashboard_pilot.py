@@ -8,7 +8,6 @@ import asyncio
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from profui.analysis import open_trace
@@ -19,6 +18,7 @@ from profui.tui.views.dashboard_charts import kernel_label
 from profui.tui.widgets.bars import Bars
 from profui.tui.widgets.charts import ChartPanel
 from profui.tui.widgets.fmt import fmt_count, fmt_ns
+
 from realdata import shared_trace
 
 NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
@@ -208,4 +208,3 @@ def test_second_open_reads_cached_outputs(trace: Path) -> None:
     assert len(list_runs(trace)) == 1  # the warm open recorded no new run
 
 
-_ = pl

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from profui.analysis import Trace, open_trace, resolve_trace
 from profui.capture.format import (
     Manifest,
@@ -95,3 +96,35 @@ def test_bad_paths_raise_one_line_errors(tmp_path: Path) -> None:
 def test_trace_dir_resolves_to_itself(small_trace: Path, tmp_path: Path) -> None:
     assert resolve_trace(small_trace, cache_root=tmp_path / "cache") == small_trace
     assert not (tmp_path / "cache").exists()
+
+
+def test_kineto_json_is_imported_once_into_the_cache(tmp_path: Path) -> None:
+    from realdata import shared_trace
+
+    src = shared_trace("hta-trace_compare-base-base.json.gz")
+    cache = tmp_path / "cache"
+    lines: list[str] = []
+    first = resolve_trace(src, progress=lines.append, cache_root=cache)
+    assert first.parent == cache / "imports" and (first / "manifest.json").is_file()
+    assert any("importing" in line for line in lines)
+    mtime = (first / "manifest.json").stat().st_mtime_ns
+    again = resolve_trace(src, progress=lines.append, cache_root=cache)
+    assert again == first and (first / "manifest.json").stat().st_mtime_ns == mtime  # reused, not redone
+    assert "using cached import" in lines[-1]
+    t = open_trace(src, cache_root=cache)
+    assert t.path == first
+    assert t.events().filter(pl.col("kind") == "kernel").select(pl.len()).collect().item() == 6
+    assert list(cache.glob("imports/.*")) == []  # no temporary folders left behind
+
+
+def test_folder_of_kineto_files_is_one_multirank_trace(tmp_path: Path) -> None:
+    from realdata import shared_trace
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for r in (0, 1):
+        name = f"hta-trace_filter-sampled_rank-{r}.json.gz"
+        (run / name).write_bytes(shared_trace(name).read_bytes())
+    t = open_trace(run, cache_root=tmp_path / "cache")
+    assert [r for _, r in t.dir.ranks] == [0, 1]
+    assert sorted(t.events().select("rank").unique().collect()["rank"].to_list()) == [0, 1]

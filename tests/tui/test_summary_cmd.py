@@ -1,0 +1,154 @@
+"""``profui summary``: tables and JSON over real traces, Kineto JSON straight in, bad input.
+
+Numbers are checked against the analysis functions (the CLI only formats) and, where HTA
+computes the same thing, against HTA's reference numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis import open_trace
+from profui.analysis.busy import gpu_busy
+from profui.analysis.launch import kernel_launches
+from profui.analysis.summary import SECTIONS, summarize
+from profui.capture.kineto import import_kineto
+
+from realdata import hta_reference, shared_trace
+
+PROFUI = str(Path(sys.executable).with_name("profui"))
+NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
+TRITON = "hta-triton_example-triton_example.json.gz"
+
+
+def profui(*args: str | Path, cache: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if cache is not None:
+        env["PROFUI_CACHE"] = str(cache)
+    return subprocess.run(
+        [PROFUI, *map(str, args)], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def nccl_trace(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("summary") / "nccl"
+    import_kineto([shared_trace(NCCL)], out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("summary") / "two"
+    import_kineto([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], out)
+    return out
+
+
+def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
+    proc = profui("summary", nccl_trace)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    ev = open_trace(nccl_trace).events()
+    busy = gpu_busy(ev).collect().row(0, named=True)
+    # GPU busy % over the active span, as the analysis computes it
+    assert f"{busy['busy_pct']:.1f}%" in out
+    n_kernels = ev.filter(pl.col("kind") == "kernel").select(pl.len()).collect().item()
+    assert f"{n_kernels:,} launches of" in out
+    n_launches = kernel_launches(ev).select(pl.len()).collect().item()
+    assert f"{n_launches:,}" in out
+    for title in ("Takeaways", "GPU busy / idle", "Top 15 kernels by time", "Memory operations", "Kernel precision",
+                  "Steps", "Launches", "Idle time per stream", "Queue length", "NCCL by collective",
+                  "Communication / computation overlap", "Annotations"):
+        assert title in out, title
+    assert "46.8 ms" in out  # 15 AllReduce kernels: 46,762.159 µs (independent raw stats)
+    assert "AllReduce" in out and "ncclKernel_AllReduce_RING_LL_Sum_float" in out
+    assert "Traceback" not in proc.stderr
+
+
+def test_json_has_every_section_equal_to_summarize(nccl_trace: Path) -> None:
+    proc = profui("summary", nccl_trace, "--json", "--top", "7")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert list(doc["sections"]) == list(SECTIONS)
+    expected = json.loads(json.dumps(summarize(open_trace(nccl_trace), top_n=7).to_json_dict()))
+    assert doc == expected
+    assert doc["params"] == {"top_n": 7, "bucket_ns": None, "hta_compat": False}
+    assert len(doc["sections"]["kernels"]["top_by_time"]) == 8  # 7 + "(other)"
+    for section, tables in doc["sections"].items():
+        assert tables, section
+    assert doc["sections"]["comm"]["by_collective"][0]["collective"] == "AllReduce"
+    assert doc["takeaways"]["gpu_active"].startswith("GPU idle")
+
+
+def test_hta_compat_and_bucket_options(nccl_trace: Path) -> None:
+    proc = profui("summary", nccl_trace, "--json", "--hta-compat", "--bucket", "10")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["params"] == {"top_n": 15, "bucket_ns": 10_000_000, "hta_compat": True}
+    lens = [r["bucket_len_ns"] for r in doc["sections"]["utilization"]["gpu"]]
+    assert set(lens[:-1]) == {10_000_000} and 0 < lens[-1] <= 10_000_000  # the last one is clipped
+    ref = hta_reference("hta-nccl_parser_config-nccl_data")
+    launch = doc["sections"]["launch"]["overall"][0]
+    assert launch["launches"] == ref["cuda_kernel_launch_stats"]["0"]["n_correlated_launches"]
+    overlap = doc["sections"]["comm"]["overlap"][0]["overlap_pct"]
+    assert round(overlap, 2) == ref["comm_comp_overlap"][0]["comp_comm_overlap_pctg"]
+
+
+def test_two_rank_trace_reports_per_rank_and_straggler(two_ranks: Path) -> None:
+    proc = profui("summary", two_ranks, "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["trace"]["ranks"] == [0, 1]
+    assert [r["rank"] for r in doc["sections"]["comm"]["per_rank"]] == [0, 1]
+    st = doc["sections"]["comm"]["stragglers"]
+    assert [r["step"] for r in st] == [551, 552] and all(r["ranks"] == 2 for r in st)
+    text = profui("summary", two_ranks).stdout
+    assert "Slowest rank per step" in text
+
+
+def test_kineto_json_directly_imported_into_cache(tmp_path: Path) -> None:
+    src = tmp_path / "in" / TRITON
+    src.parent.mkdir()
+    src.write_bytes(shared_trace(TRITON).read_bytes())
+    cache = tmp_path / "cache"
+    first = profui("summary", src, "--json", cache=cache)
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)
+    imports = list((cache / "imports").iterdir())
+    assert len(imports) == 1 and (imports[0] / "manifest.json").is_file()
+    # the Triton kernel really is 1.76 µs, launched by a 47.8 µs cuLaunchKernel
+    k = doc["sections"]["kernels"]["stats"]
+    assert [(r["count"], r["total_ns"]) for r in k] == [(1, 1_760)]
+    assert doc["sections"]["launch"]["overall"][0]["launch_bound"] == 1
+    again = profui("summary", src, "--json", cache=cache)
+    assert json.loads(again.stdout)["sections"] == doc["sections"]
+    assert list((cache / "imports").iterdir()) == imports  # reused, not imported again
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("summary", "{tmp}/missing"), ("missing", "no such")),
+        (("summary", "{tmp}/bad.json"), ("bad.json",)),
+        (("summary", "{tmp}/notes.txt"), ("notes.txt",)),
+        (("summary", "{trace}", "--top", "0"), ("--top",)),
+        (("summary", "{trace}", "--bucket", "-5"), ("--bucket",)),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path: Path, nccl_trace: Path, args, words) -> None:
+    (tmp_path / "bad.json").write_text('{"traceEvents": [{"ph": "X", "na')
+    (tmp_path / "notes.txt").write_text("hello")
+    argv = [a.format(tmp=tmp_path, trace=nccl_trace) for a in args]
+    proc = profui(*argv, cache=tmp_path / "cache")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profui: "), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    for w in words:
+        assert w in lines[0], lines[0]

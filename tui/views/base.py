@@ -19,11 +19,14 @@ class TraceView(Vertical):
         super().__init__(id=id)
         self.session = session
         self.loaded_generation = -1
+        #: True once the view shows everything it loads (tests and the benchmark wait on it).
+        self.ready = False
 
     def ensure_loaded(self) -> None:
         """Load once per session generation (first show, and after a live trace changed)."""
         if self.loaded_generation != self.session.generation:
             self.loaded_generation = self.session.generation
+            self.ready = False
             self.load()
 
     def load(self) -> None:

@@ -134,6 +134,7 @@ class DashboardView(TraceView):
         source = self.session.source or "analysis"
         self._status(f"{len(dc.CHARTS)} charts · {source} · ] [ move · a annotation · Enter opens · ? keys")
         self.complete = True
+        self.ready = True
         self.post_message(self.Ready(seconds))
 
     # -- keys -------------------------------------------------------------------------------

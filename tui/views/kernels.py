@@ -44,6 +44,8 @@ class KernelsView(TraceView):
 
     def _status(self, line: str) -> None:
         self.query_one("#kernels-status", Static).update(line)
+        if line.startswith("analysis failed"):
+            self.ready = True
 
     def _show(self, stats) -> None:
         if stats.height == 0:
@@ -52,6 +54,7 @@ class KernelsView(TraceView):
         else:
             self._status(f"{fmt_count(stats.height)} kernels · s sort · r reverse · Enter: timeline")
         self.query_one(FrameTable).set_frame(stats, COLUMNS)
+        self.ready = True
 
     @on(FrameTable.Chosen, "#kernels-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:

@@ -90,6 +90,7 @@ class RunsView(TraceView):
         table = self.query_one("#runs-table", FrameTable)
         table.set_frame(runs_frame(records), RUN_COLUMNS)
         self._show_stages()
+        self.ready = True
 
     def _show_stages(self) -> None:
         row = self.query_one("#runs-table", FrameTable).row_at_cursor()

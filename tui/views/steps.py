@@ -57,6 +57,12 @@ class StepsView(TraceView):
     def _load(self) -> None:
         call = self.app.call_from_thread
         try:
+            self._compute(call)
+        finally:
+            call(setattr, self, "ready", True)
+
+    def _compute(self, call) -> None:
+        try:
             outputs = self.session.stage_outputs(dc.STAGES)
         except Exception as exc:
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")

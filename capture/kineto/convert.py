@@ -74,7 +74,7 @@ def _device_int(value: int | None) -> int | None:
 
 
 class _Columns:
-    """Row-by-row builders of the events columns (times kept as JSON text until the end)."""
+    """The events columns as Python lists (times still JSON text, parsed at the end in bulk)."""
 
     def __init__(self) -> None:
         self.ts: list[bytes] = []
@@ -91,11 +91,32 @@ class _Columns:
         self.memcpy_kind: list[str | None] = []
         self.args: list[bytes | None] = []
 
+    @classmethod
+    def from_rows(cls, rows: list[tuple]) -> _Columns:
+        """Transpose row tuples (in field order) into columns."""
+        cols = cls()
+        if rows:
+            (
+                cols.ts,
+                cols.dur,
+                cols.kind,
+                cols.name,
+                cols.pid,
+                cols.tid,
+                cols.device,
+                cols.stream,
+                cols.correlation,
+                cols.external_id,
+                cols.nbytes,
+                cols.memcpy_kind,
+                cols.args,
+            ) = (list(c) for c in zip(*rows, strict=True))
+        return cols
+
 
 def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
     """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts)."""
     events = doc.events
-    cols = _Columns()
     processes: dict[str, dict[str, Any]] = {}
     threads: dict[str, dict[str, Any]] = {}
     seen_meta: set[tuple] = set()
@@ -109,15 +130,8 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     ids = _Ids()
     total = len(events)
 
-    add_ts, add_dur, add_kind, add_name = cols.ts.append, cols.dur.append, cols.kind.append, cols.name.append
-    add_pid, add_tid, add_dev, add_stream = (
-        cols.pid.append,
-        cols.tid.append,
-        cols.device.append,
-        cols.stream.append,
-    )
-    add_corr, add_ext, add_bytes = cols.correlation.append, cols.external_id.append, cols.nbytes.append
-    add_mk, add_args = cols.memcpy_kind.append, cols.args.append
+    rows: list[tuple] = []
+    add_row = rows.append
     decode_event = event_decoder.decode
     kind_by_cat = KIND_BY_CAT
     canonical = CANONICAL_CAT
@@ -179,20 +193,24 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
         ext = args.pop("External id", None)
         if ext is None:
             ext = args.pop("external id", None)
-        ext_i = as_int(ext) if ext is not None else None
+        ext_i = ext if type(ext) is int else (as_int(ext) if ext is not None else None)
         if ext is not None and ext_i is None:
             args["External id"] = ext
         corr = args.get("correlation")
-        corr_i = as_int(corr) if corr is not None else None
+        corr_i = corr if type(corr) is int else (as_int(corr) if corr is not None else None)
         if corr_i is not None:
             del args["correlation"]
 
-        pid, pid_name = ids.get(ev.pid)
-        tid, tid_name = ids.get(ev.tid)
-        if pid_name is not None:
-            args["pid"] = pid_name
-        if tid_name is not None:
-            args["tid"] = tid_name
+        pid = ev.pid
+        if type(pid) is not int:
+            pid, pid_name = ids.get(pid)
+            if pid_name is not None:
+                args["pid"] = pid_name
+        tid = ev.tid
+        if type(tid) is not int:
+            tid, tid_name = ids.get(tid)
+            if tid_name is not None:
+                args["tid"] = tid_name
 
         nbytes = None
         mkind = None
@@ -236,20 +254,26 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
         if cat != canonical[kind]:
             args["cat"] = cat
 
-        add_ts(bytes(ev.ts))
-        add_dur(dur_text)
-        add_kind(kind)
-        add_name(name)
-        add_pid(pid)
-        add_tid(tid)
-        add_dev(device)
-        add_stream(stream)
-        add_corr(corr_i)
-        add_ext(ext_i)
-        add_bytes(nbytes)
-        add_mk(mkind)
-        add_args(_encode(args) if args else None)
+        add_row(
+            (
+                bytes(ev.ts),
+                dur_text,
+                kind,
+                name,
+                pid,
+                tid,
+                device,
+                stream,
+                corr_i,
+                ext_i,
+                nbytes,
+                mkind,
+                _encode(args) if args else None,
+            )
+        )
 
+    cols = _Columns.from_rows(rows)
+    del rows
     if runtime_size:
         # AMD memcpy activities have no byte count; the launching hipMemcpy* call has it.
         for j, kind in enumerate(cols.kind):

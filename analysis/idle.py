@@ -145,11 +145,16 @@ def idle_breakdown(
 
 def idle_totals(events: pl.LazyFrame, by: Sequence[str] = (), hta_compat: bool = False) -> pl.LazyFrame:
     """Idle time per category summed over streams (per ``by`` group), with its share."""
+    return totals_of_breakdown(idle_breakdown(events, hta_compat), by)
+
+
+def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """:func:`idle_totals` from an already computed :func:`idle_breakdown` frame:
+    ``by..., category, idle_ns, count, ratio``."""
     keys = list(by)
-    b = idle_breakdown(events, hta_compat)
     grp = [*keys, "category"]
     return (
-        b.group_by(grp)
+        breakdown.lazy().group_by(grp)
         .agg(pl.col("idle_ns").sum(), pl.col("count").sum())
         .with_columns((pl.col("idle_ns") / pl.col("idle_ns").sum().over(keys or pl.lit(0))).alias("ratio"))
         .sort(grp)

@@ -169,7 +169,7 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
         "outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")).collect(),
     }
 
-    launches = la.kernel_launches(hev, hta_compat=hta_compat)
+    launches = la.kernel_launches(hev, hta_compat=hta_compat).collect().lazy()
     sections["launch"] = {
         "stats": la.launch_stats(launches).collect(),
         "overall": la.launch_stats(launches, by=()).collect(),
@@ -182,9 +182,10 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
         "totals": sy.sync_totals(ev).collect(),
         "device": sy.gpu_sync_summary(ev).collect(),
     }
+    idle_breakdown = il.idle_breakdown(hev, hta_compat=hta_compat).collect()
     sections["idle"] = {
-        "breakdown": il.idle_breakdown(hev, hta_compat=hta_compat).collect(),
-        "totals": il.idle_totals(hev, hta_compat=hta_compat).collect(),
+        "breakdown": idle_breakdown,
+        "totals": il.totals_of_breakdown(idle_breakdown).collect(),
         "queue": il.queue_length_summary(hev, hta_compat=hta_compat).collect(),
     }
     per_step = cm.comm_per_step(hev, windows.lazy()).collect()

@@ -5,7 +5,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from profui.analysis.idle import idle_breakdown, idle_intervals, queue_length, queue_length_summary
+from profui.analysis.idle import (
+    idle_breakdown,
+    idle_intervals,
+    idle_totals,
+    queue_length,
+    queue_length_summary,
+)
 from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 from realdata import hta_reference
@@ -59,6 +65,14 @@ def test_idle_breakdown_ratio_and_all_categories():
     s9 = b.filter(pl.col("stream") == 9)
     assert s9["idle_ns"].to_list() == [0, 0, 0]
     assert s9["ratio"].null_count() == 3
+
+
+def test_idle_totals_over_streams():
+    t = idle_totals(ev(SMALL)).collect()
+    assert t.select("category", "idle_ns", "count").rows() == [
+        ("host_wait", 71_000, 1), ("kernel_wait", 5_000, 1), ("other", 89_000, 1),
+    ]
+    assert t["ratio"].sum() == 1.0
 
 
 def test_queue_length_counts_launched_not_finished():

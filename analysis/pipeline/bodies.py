@@ -7,6 +7,7 @@ module that is not written yet only makes its own stage unavailable.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
@@ -20,10 +21,6 @@ def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
     return ctx.trace.hta_events() if hta_compat else ctx.trace.cached_events()
 
 
-def _frame(value: Any) -> pl.DataFrame:
-    return value.collect() if isinstance(value, pl.LazyFrame) else value
-
-
 def _bucket_ns(ctx: StageContext) -> int | None:
     ms = ctx.params["bucket_ms"]
     return int(round(ms * 1_000_000)) if ms and ms > 0 else None
@@ -33,7 +30,13 @@ def _bucket_ns(ctx: StageContext) -> int | None:
 
 
 def ingest(ctx: StageContext) -> dict[str, Any]:
-    """Validate the trace and take its inventory: events per node, rank and kind, time span."""
+    """Validate the trace and take its inventory: events per node, rank and kind; the overview.
+
+    ``trace.json`` carries the trace files' fingerprint: the later stages read the trace itself,
+    so their cache keys must change whenever its files do, and they hash this output.
+    """
+    from profui.analysis.summary import trace_overview
+
     t = ctx.trace
     inventory = (
         t.events()
@@ -47,18 +50,7 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
         .sort("node", "rank", "kind")
         .collect()
     )
-    m = t.manifest
-    info = {
-        "name": m.name,
-        "status": m.status,
-        "source": m.source,
-        "hosts": m.hosts,
-        "ranks": m.ranks,
-        "num_events": int(inventory["events"].sum()) if inventory.height else 0,
-        "first_ts": inventory["first_ts"].min() if inventory.height else None,
-        "last_end": inventory["last_end"].max() if inventory.height else None,
-        "fingerprint": trace_fingerprint(t.dir),
-    }
+    info = {"overview": trace_overview(t, t.cached_events()), "fingerprint": trace_fingerprint(t.dir)}
     return {"inventory.parquet": inventory, "trace.json": info}
 
 
@@ -94,34 +86,41 @@ def correlate(ctx: StageContext) -> dict[str, Any]:
 # -- steps ----------------------------------------------------------------------------------
 
 
-def steps(ctx: StageContext) -> dict[str, Any]:
-    """Step windows (node, rank, step, start, end) and their statistics and outliers."""
-    from profui.analysis import steps as steps_mod
-
-    result = steps_mod.step_windows(
-        _events(ctx, ctx.params["hta_compat"]),
-        **_supported(steps_mod.step_windows, pattern=ctx.params["step_annotation"] or None),
+def _retag_steps(events: pl.LazyFrame, pattern: str) -> pl.LazyFrame:
+    """Host annotations whose name matches ``pattern`` become the step markers (kind ``step``);
+    the trace's own step markers become plain annotations."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"step_annotation {pattern!r} is not a valid regular expression ({exc})") from None
+    kind = pl.col("kind")
+    return events.with_columns(
+        pl.when((kind == "annotation") & pl.col("name").str.contains(pattern))
+        .then(pl.lit("step"))
+        .when(kind == "step")
+        .then(pl.lit("annotation"))
+        .otherwise(kind)
+        .alias("kind")
     )
-    windows = _frame(getattr(result, "windows", result))
-    stats = getattr(steps_mod, "step_stats", None)
-    outliers = getattr(steps_mod, "step_outliers", None)
-    out: dict[str, Any] = {"windows.parquet": windows}
-    out["stats.parquet"] = _frame(stats(windows.lazy())) if stats else pl.DataFrame()
-    if outliers:
-        out["outliers.parquet"] = _frame(
-            outliers(windows.lazy(), **_supported(outliers, threshold=ctx.params["outlier_threshold"]))
-        )
-    else:
-        out["outliers.parquet"] = pl.DataFrame()
-    return out
 
 
-def _supported(func: Any, **kwargs: Any) -> dict[str, Any]:
-    """The keyword arguments ``func`` accepts (analysis signatures are still settling)."""
-    import inspect
+def steps(ctx: StageContext) -> dict[str, Any]:
+    """Step windows mapped to the device, step-time distribution and the outlier steps."""
+    from profui.analysis import steps as st
 
-    names = inspect.signature(func).parameters
-    return {k: v for k, v in kwargs.items() if k in names and v is not None}
+    ev = _events(ctx, ctx.params["hta_compat"])
+    pattern = ctx.params["step_annotation"]
+    if pattern:
+        ev = _retag_steps(ev, pattern)
+    found = st.step_windows(ev)
+    windows = found.windows
+    outliers = st.step_outliers(windows.lazy(), k=ctx.params["outlier_threshold"])
+    return {
+        "windows.parquet": windows,
+        "stats.parquet": st.step_stats(windows.lazy()).collect(),
+        "outliers.parquet": outliers.filter(pl.col("outlier")).collect(),
+        "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
+    }
 
 
 # -- per-topic analyses ---------------------------------------------------------------------
@@ -159,14 +158,21 @@ def precision(ctx: StageContext) -> dict[str, Any]:
 
 
 def utilization(ctx: StageContext) -> dict[str, Any]:
-    """GPU busy/idle per device, and GPU and CPU utilization per time bucket."""
+    """GPU busy/idle per device and in total; GPU, node and CPU utilization per time bucket."""
+    from profui.analysis import busy as bz
+    from profui.analysis import utilization as ut
+
     hta = ctx.params["hta_compat"]
-    t = ctx.trace
+    ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
+    busy = bz.gpu_busy(ev, hta_compat=hta).collect()
+    gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta).collect()
     return {
-        "busy.parquet": t.gpu_busy(hta_compat=hta),
-        "gpu.parquet": t.utilization(bucket_ns=bucket, hta_compat=hta),
-        "cpu.parquet": t.cpu_utilization(bucket_ns=bucket),
+        "busy.parquet": busy,
+        "total.parquet": bz.total_busy(busy).collect(),
+        "gpu.parquet": gpu,
+        "node.parquet": ut.node_utilization(gpu).collect(),
+        "cpu.parquet": ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket).collect(),
     }
 
 
@@ -188,20 +194,31 @@ def comm(ctx: StageContext) -> dict[str, Any]:
 
 
 def annotations(ctx: StageContext) -> dict[str, Any]:
-    """Custom annotations: HTA-style breakdown per name, and time per step per name."""
+    """Custom annotations: names, HTA-style breakdown, and time per step per name.
+
+    Time per step is measured on the exact events; under ``hta_compat`` the step windows are
+    therefore taken from the exact events too (HTA has no per-step annotation analysis).
+    """
     from profui.analysis import annotations as a
 
     hta = ctx.params["hta_compat"]
-    ev = _events(ctx, hta)
-    windows = ctx.input("steps", "windows.parquet").lazy()
+    ev = ctx.trace.cached_events()
+    if hta:
+        from profui.analysis.steps import step_windows
+
+        windows = step_windows(ev).windows.lazy()
+    else:
+        windows = ctx.input("steps", "windows.parquet").lazy()
     return {
-        "breakdown.parquet": a.annotation_breakdown(ev, hta_compat=hta).collect(),
+        "names.parquet": a.annotation_names(ev).collect(),
+        "breakdown.parquet": a.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
         "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
     }
 
 
 def launch(ctx: StageContext) -> dict[str, Any]:
-    """Launch latency distribution, per kernel, outliers and histogram (from correlate's links)."""
+    """Launch latency distribution (per rank and overall), per kernel, outliers and histogram,
+    from correlate's launch links."""
     from profui.analysis import launch as la
 
     launches = ctx.input("correlate", "launches.parquet").lazy()
@@ -209,6 +226,9 @@ def launch(ctx: StageContext) -> dict[str, Any]:
     late = int(round(ctx.params["late_start_us"] * 1000))
     return {
         "stats.parquet": la.launch_stats(launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late).collect(),
+        "overall.parquet": la.launch_stats(
+            launches, by=(), runtime_outlier_ns=slow, launch_delay_outlier_ns=late
+        ).collect(),
         "by_kernel.parquet": la.launch_stats_by_kernel(launches).collect(),
         "outliers.parquet": la.launch_outliers(launches, slow, late).collect(),
         "histogram.parquet": la.launch_histogram(launches).collect(),
@@ -216,13 +236,14 @@ def launch(ctx: StageContext) -> dict[str, Any]:
 
 
 def idle(ctx: StageContext) -> dict[str, Any]:
-    """Why streams sat idle (per category) and how many launches queued on them."""
+    """Why streams sat idle (per category, and summed), and how many launches queued on them."""
     from profui.analysis import idle as i
 
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     return {
         "breakdown.parquet": i.idle_breakdown(ev, hta_compat=hta).collect(),
+        "totals.parquet": i.idle_totals(ev, hta_compat=hta).collect(),
         "queue.parquet": i.queue_length_summary(ev, hta_compat=hta).collect(),
     }
 
@@ -241,35 +262,45 @@ def sync(ctx: StageContext) -> dict[str, Any]:
 
 # -- summary --------------------------------------------------------------------------------
 
-#: What the summary takes from each stage: (stage, file, at most this many rows).
-SUMMARY_PARTS: tuple[tuple[str, str, int | None], ...] = (
-    ("utilization", "busy.parquet", None),
-    ("kernels", "top_by_time.parquet", None),
-    ("kernels", "top_by_count.parquet", None),
-    ("kernels", "types.parquet", None),
-    ("activity", "shares.parquet", None),
-    ("memory", "ops.parquet", None),
-    ("precision", "shares.parquet", None),
-    ("steps", "stats.parquet", None),
-    ("steps", "outliers.parquet", 50),
-    ("comm", "by_collective.parquet", None),
-    ("comm", "overlap.parquet", None),
-    ("annotations", "breakdown.parquet", 50),
-    ("launch", "stats.parquet", None),
-    ("idle", "breakdown.parquet", None),
-    ("sync", "totals.parquet", None),
-)
+#: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
+_TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:
-    """One JSON document with the headline tables of every stage (small tables, rows as dicts)."""
-    doc: dict[str, Any] = {"trace": ctx.input("ingest", "trace.json")}
-    doc["trace"].pop("fingerprint", None)
-    for stage, file, limit in SUMMARY_PARTS:
+    """The :class:`profui.analysis.summary.Summary` of the trace, assembled from the stages' outputs.
+
+    Nothing is recomputed: every section is the corresponding stage's tables, so this stage is
+    cheap and ``summary.json`` is what ``profui summary --json`` prints for the same parameters.
+    """
+    from profui.analysis.summary import SECTIONS, Summary
+    from profui.analysis.takeaways import all_takeaways
+
+    n = ctx.params["top_n"]
+    hta = ctx.params["hta_compat"]
+    sections: dict[str, dict[str, pl.DataFrame]] = {}
+    for stage in SECTIONS:
         if stage not in ctx.input_dirs:
             continue
-        frame = ctx.input(stage, file)
-        if limit is not None:
-            frame = frame.head(limit)
-        doc.setdefault(stage, {})[file.removesuffix(".parquet")] = frame.to_dicts()
-    return {"summary.json": doc}
+        tables = {}
+        for file in ctx.input_files[stage]:
+            if not file.endswith(".parquet"):
+                continue
+            name = file.removesuffix(".parquet")
+            frame = ctx.input(stage, file)
+            tables[name] = frame.head(n) if (stage, name) in _TOP_N_TABLES and n > 0 else frame
+        sections[stage] = tables
+    notes = []
+    if "steps" in ctx.input_dirs:
+        steps_info = ctx.input("steps", "steps.json")
+        if not steps_info["has_markers"]:
+            notes.append(steps_info["note"])
+    if hta:
+        notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")
+    doc = Summary(
+        trace=ctx.input("ingest", "trace.json")["overview"],
+        params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},
+        sections=sections,
+        takeaways=all_takeaways(sections),
+        notes=notes,
+    )
+    return {"summary.json": doc.to_json_dict()}

@@ -36,12 +36,15 @@ class StageContext:
         params: Mapping[str, Any],
         input_dirs: Mapping[str, Path],
         run_id: str,
+        input_files: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.name = name
         self._shared = shared
         self.params = dict(params)
         self.input_dirs = dict(input_dirs)
         self.run_id = run_id
+        #: Declared output files of each input stage, in declaration order.
+        self.input_files = dict(input_files or {})
 
     @property
     def trace(self) -> Any:

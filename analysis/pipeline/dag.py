@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -59,12 +60,48 @@ class Stage:
             h.update(inspect.getsource(self.run).encode())
         except (OSError, TypeError):
             h.update(self.run.__qualname__.encode())
-        for mod in sorted(self.modules):
-            spec = importlib.util.find_spec(mod)
-            origin = spec.origin if spec else None
-            if origin and Path(origin).is_file():
-                h.update(mod.encode() + b"\0" + Path(origin).read_bytes())
+        for mod, source in sorted(_sources_with_local_imports(self.modules).items()):
+            h.update(mod.encode() + b"\0" + source)
         return f"{self.version}+{h.hexdigest()[:12]}"
+
+
+_LOCAL_IMPORT = re.compile(rb"^\s*from\s+(\.+|profui\.analysis\.)([A-Za-z_][\w.]*)?\s+import\s+([\w, ()]+)", re.M)
+
+
+_FACADE = "profui.analysis.trace"
+
+
+def _sources_with_local_imports(modules: Iterable[str]) -> dict[str, bytes]:
+    """Source bytes of ``modules`` and of the sibling analysis modules they import, transitively.
+
+    A change in a helper module (intervals, busy ...) then changes the code version of every
+    stage whose analysis uses it.
+    """
+    out: dict[str, bytes] = {}
+    todo = list(modules)
+    while todo:
+        mod = todo.pop()
+        if mod in out:
+            continue
+        try:
+            spec = importlib.util.find_spec(mod)
+        except ModuleNotFoundError:
+            spec = None
+        origin = spec.origin if spec else None
+        if not origin or not Path(origin).is_file():
+            continue
+        source = Path(origin).read_bytes()
+        out[mod] = source
+        if mod == _FACADE:
+            continue  # the facade imports every analysis lazily; its own code is what counts
+        package = mod.rsplit(".", 1)[0]
+        for dots, name, names in _LOCAL_IMPORT.findall(source):
+            base = "profui.analysis" if dots == b"profui.analysis." else package
+            if name:
+                todo.append(f"{base}.{name.decode()}")
+            else:  # ``from . import a, b``
+                todo.extend(f"{base}.{n.strip()}" for n in names.decode().strip("()").split(",") if n.strip())
+    return out
 
 
 class Registry:

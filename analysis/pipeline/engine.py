@@ -271,6 +271,7 @@ def execute(
 
     shared = RunShared(trace_dir.path)
     selected = plan.selection
+    downstream = registry.descendants(selected)
     total = len(selected)
     say = progress or (lambda ev: None)
     trace_hash: str | None = None
@@ -292,12 +293,12 @@ def execute(
                 srec.status = "skipped"
                 if name in plan.unavailable:
                     srec.error = f"unavailable: {plan.unavailable[name]}"
+                elif name in downstream:
+                    srec.error = "not selected (downstream of the selection)"
                 elif plan.reference is not None:
                     srec.error = f"not selected; {plan.reference.id} has no output for it"
                 else:
                     srec.error = "not selected"
-                if name in registry.descendants(selected):
-                    srec.error = "not selected (downstream of the selection)"
                 continue
             idx = selected.index(name) + 1
             if failed_stage is not None:
@@ -335,7 +336,8 @@ def execute(
                 if meta is not None:
                     srec.provenance, srec.origin_run = "cache", meta.get("run")
                 else:
-                    ctx = StageContext(name, shared, plan.params, input_dirs, rec.id)
+                    files = {i: registry.stages[i].outputs for i in input_dirs}
+                    ctx = StageContext(name, shared, plan.params, input_dirs, rec.id, files)
                     outputs = stage.run(ctx)
                     meta = write_artifact(
                         private,

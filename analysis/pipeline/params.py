@@ -83,7 +83,8 @@ def resolve_params(
     """Defaults, then ``base`` (a reference run's values), then parsed ``overrides``.
 
     Unknown override names are refused with the list of valid ones. Values in ``base`` for
-    parameters that no longer exist are dropped (the code changed since that run).
+    parameters that no longer exist are dropped (the code changed since that run), and so are
+    test knobs (``affects_output=False``): they apply to the invocation that sets them only.
     """
     unknown = sorted(set(overrides) - set(declared))
     if unknown:
@@ -91,7 +92,7 @@ def resolve_params(
         raise PipelineError(f"unknown parameter {', '.join(unknown)}; valid parameters: {valid}")
     values = {name: p.default for name, p in declared.items()}
     for name, value in (base or {}).items():
-        if name in declared:
+        if name in declared and declared[name].affects_output:
             try:
                 values[name] = declared[name].check(value)
             except PipelineError:

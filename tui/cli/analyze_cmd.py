@@ -182,7 +182,7 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     ) -> None:
         """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
-        err = Console(stderr=True, highlight=False)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err)
         try:
@@ -205,7 +205,7 @@ def register(app: typer.Typer) -> None:
                 f"{c['computed']} computed, {c['cache']} from cache, {c['reused']} reused"
             )
         if record.status != "succeeded":
-            err.print(f"profui: {trace_dir}: run {record.id} {record.status}: {record.error}")
+            sys.stderr.write(f"profui: {trace_dir}: run {record.id} {record.status}: {record.error}\n")
             raise typer.Exit(1)
 
     @app.command("runs")
@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
-        err = Console(stderr=True, highlight=False)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err)
         try:
@@ -293,7 +293,7 @@ def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str
         runs = list_runs(trace_dir)
         last = runs[-1] if runs else None
         what = f"run {last.id} {last.status}" if last and last.pid else "analysis interrupted"
-        err.print(f"profui: {trace_dir}: {what} (interrupted)", markup=False)
+        sys.stderr.write(f"profui: {trace_dir}: {what} (interrupted)\n")
         raise typer.Exit(130) from None
     finally:
         if status is not None:

@@ -152,3 +152,21 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, nccl_trace: Path, args, words
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     for w in words:
         assert w in lines[0], lines[0]
+
+
+def test_folder_of_kineto_files_is_one_multi_rank_trace(tmp_path: Path) -> None:
+    """A folder holding one Kineto file per rank is imported as one 2-rank trace."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for r in (0, 1):
+        name = f"hta-trace_filter-sampled_rank-{r}.json.gz"
+        (folder / name).write_bytes(shared_trace(name).read_bytes())
+    proc = profui("summary", folder, "--json", cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trace"]["ranks"] == [0, 1]
+    got = {r["rank"]: r["overlap_pct"] for r in doc["sections"]["comm"]["overlap"]}
+    for r in (0, 1):  # exact overlap over each rank's whole trace (independent raw stats)
+        raw = next(iter(hta_reference(f"hta-trace_filter-sampled_rank-{r}")["independent_raw_stats"].values()))
+        assert round(got[r], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
+    assert [r["count"] for r in doc["sections"]["comm"]["per_rank"]] == [10, 10]

@@ -37,16 +37,21 @@ def device_work(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = 
     lf = _lazy(events)
     if hta_compat:
         lf = lf.filter(pl.col("hta_gpu"))
-        ktype = kernel_type_expr()
+        ktype = pl.col("_ntype")
     else:
         lf = lf.filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
-        ktype = (
-            pl.when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.lit("MEMORY")).otherwise(kernel_type_expr())
-        )
         # a real kernel never gets OTHER: names like "...Sync..." are still computation
-        ktype = pl.when(ktype == "OTHER").then(pl.lit("COMPUTATION")).otherwise(ktype)
-    return lf.with_columns(
-        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"), ktype.alias("kernel_type")
+        ktype = (
+            pl.when(pl.col("kind").is_in(["memcpy", "memset"]))
+            .then(pl.lit("MEMORY"))
+            .otherwise(pl.col("_ntype").replace("OTHER", "COMPUTATION"))
+        )
+    # the name regexes once per distinct name: kernel names are long and repeat a lot
+    types = lf.select("name").unique().with_columns(kernel_type_expr().alias("_ntype"))
+    return (
+        lf.join(types, on="name", how="left")
+        .with_columns(pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"), ktype.alias("kernel_type"))
+        .drop("_ntype")
     )
 
 

@@ -80,15 +80,19 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     """Every kernel with ``precision`` and the ``rule`` that decided it (see module docstring).
 
     Columns: node, rank, device, stream, name, ts, dur, correlation, external_id, op_name
-    (the launching CPU op, when found), input_types (its ``Input type`` JSON), precision, rule.
+    (the launching CPU op that recorded input dtypes, when found), input_types (its
+    ``Input type`` JSON), precision, rule. Only ops that recorded dtypes are considered, so
+    the op found around a launch is the innermost *typed* one.
     """
     ev = _lazy(events)
     keys = ["node", "rank"]
     kernels = ev.filter(pl.col("kind") == "kernel", pl.col("device") >= 0).select(
         *keys, "device", "stream", "name", "ts", "dur", "correlation", "external_id"
     )
+    # only ops that recorded input dtypes can decide anything (cheap substring test before JSON)
+    typed = ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
     ops = (
-        ev.filter(pl.col("kind") == "cpu_op", pl.col("external_id").is_not_null())
+        typed.filter(pl.col("external_id").is_not_null())
         .select(
             *keys,
             "external_id",
@@ -98,7 +102,7 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         .sort(pl.col("input_types").is_null())  # ops that recorded dtypes first
         .unique(subset=[*keys, "external_id"], keep="first", maintain_order=True)
     )
-    all_ops = ev.filter(pl.col("kind") == "cpu_op")
+    all_ops = typed
     launches = (
         ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
         .select(*keys, "pid", "tid", "ts", "dur", "correlation", pl.col("external_id").alias("_launch_ext"))
@@ -140,9 +144,11 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     by_dtype = _dtype_precision(pl.col("input_types"))
     tf32_name = pl.col("name").str.to_lowercase().str.contains("tf32")
     by_dtype = pl.when((by_dtype == "FP32") & tf32_name).then(pl.lit("TF32")).otherwise(by_dtype)
-    by_name = _name_precision(pl.col("name"))
+    # name patterns once per distinct name (kernel names are long and repeat a lot)
+    names = kernels.select("name").unique().with_columns(_name_precision(pl.col("name")).alias("_n"))
     return (
-        k.with_columns(by_dtype.alias("_d"), by_name.alias("_n"))
+        k.join(names, on="name", how="left")
+        .with_columns(by_dtype.alias("_d"))
         .with_columns(
             pl.coalesce("_d", "_n", pl.lit("unknown")).alias("precision"),
             pl.when(pl.col("_d").is_not_null())

@@ -138,3 +138,14 @@ def cpu_utilization(
         )
         .sort("node", "bucket")
     )
+
+
+def job_utilization(gpu_util: Frame) -> pl.LazyFrame:
+    """Per bucket across every GPU of every node and rank: ``n_gpus``, summed ``busy_ns``, mean ``util``."""
+    keys = ["bucket", "bucket_start_ns", "bucket_len_ns"]
+    return (
+        _lazy(gpu_util)
+        .group_by(keys)
+        .agg(pl.len().alias("n_gpus"), pl.col("busy_ns").sum(), pl.col("util").mean())
+        .sort("bucket")
+    )

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profui.analysis.busy import gpu_busy
-from profui.analysis.utilization import cpu_utilization, gpu_utilization, node_utilization
+from profui.analysis.utilization import cpu_utilization, gpu_utilization, job_utilization, node_utilization
 
 
 def k(ts, dur, device=0, node="n0", rank=0) -> dict:
@@ -22,6 +22,16 @@ def test_gpu_buckets_hand_checked(make_events) -> None:
     assert u.filter(pl.col("device") == 1)["util"].to_list() == [1.0, 1.0, 1.0]
     n = node_utilization(u).collect()
     assert n["util"].to_list() == [1.0, 0.5, 0.75] and n["n_gpus"].to_list() == [2, 2, 2]
+
+
+def test_node_and_job_averages(make_events) -> None:
+    ev = make_events([k(0, 10, node="a", rank=0), k(0, 5, node="a", rank=1), k(0, 10, node="b", rank=2),
+                      k(0, 0, node="b", rank=3, device=1)])
+    u = gpu_utilization(ev, bucket_ns=10).collect()
+    n = node_utilization(u).collect()
+    assert n.select("node", "n_gpus", "util").rows() == [("a", 2, 0.75), ("b", 2, 0.5)]
+    j = job_utilization(u).collect()
+    assert j.select("n_gpus", "busy_ns", "util").rows() == [(4, 25, 0.625)]
 
 
 @settings(max_examples=30, deadline=None)

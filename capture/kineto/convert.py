@@ -73,49 +73,49 @@ def _device_int(value: int | None) -> int | None:
     return value
 
 
-class _Columns:
-    """The events columns as Python lists (times still JSON text, parsed at the end in bulk)."""
+#: Rows are turned into compact Arrow columns every this many rows, so the Python objects of
+#: only one chunk are alive at a time.
+_CHUNK_ROWS = 16_384
 
-    def __init__(self) -> None:
-        self.ts: list[bytes] = []
-        self.dur: list[bytes] = []
-        self.kind: list[str] = []
-        self.name: list[str] = []
-        self.pid: list[int] = []
-        self.tid: list[int] = []
-        self.device: list[int] = []
-        self.stream: list[int] = []
-        self.correlation: list[int | None] = []
-        self.external_id: list[int | None] = []
-        self.nbytes: list[int | None] = []
-        self.memcpy_kind: list[str | None] = []
-        self.args: list[bytes | None] = []
+#: Field order of the row tuples built in the loop, and their Arrow types (strings are
+#: dictionary-encoded once, at the end).
+_ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("ts", pa.int64()),
+    ("dur", pa.int64()),
+    ("kind", pa.string()),
+    ("name", pa.string()),
+    ("pid", pa.int64()),
+    ("tid", pa.int64()),
+    ("device", pa.int32()),
+    ("stream", pa.int32()),
+    ("correlation", pa.int64()),
+    ("external_id", pa.int64()),
+    ("bytes", pa.int64()),
+    ("memcpy_kind", pa.string()),
+    ("args", pa.string()),
+)
+_CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
 
-    @classmethod
-    def from_rows(cls, rows: list[tuple]) -> _Columns:
-        """Transpose row tuples (in field order) into columns."""
-        cols = cls()
-        if rows:
-            (
-                cols.ts,
-                cols.dur,
-                cols.kind,
-                cols.name,
-                cols.pid,
-                cols.tid,
-                cols.device,
-                cols.stream,
-                cols.correlation,
-                cols.external_id,
-                cols.nbytes,
-                cols.memcpy_kind,
-                cols.args,
-            ) = (list(c) for c in zip(*rows, strict=True))
-        return cols
+
+def _rows_to_chunk(rows: list[tuple]) -> pa.Table:
+    """Row tuples (times still JSON text) -> an Arrow table of plain columns (times relative)."""
+    columns = list(zip(*rows, strict=True))
+    arrays = []
+    for (name, typ), values in zip(_ROW_FIELDS, columns, strict=True):
+        if name in ("ts", "dur"):
+            arrays.append(us_texts_to_ns(values))
+        elif name == "args":
+            arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
+        else:
+            arrays.append(pa.array(values, typ))
+    return pa.Table.from_arrays(arrays, schema=_CHUNK_SCHEMA)
 
 
 def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
-    """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts)."""
+    """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
+
+    Consumes ``doc.events`` (emptied once read) so the JSON text is freed early.
+    """
     events = doc.events
     processes: dict[str, dict[str, Any]] = {}
     threads: dict[str, dict[str, Any]] = {}
@@ -132,12 +132,16 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
 
     rows: list[tuple] = []
     add_row = rows.append
+    chunks: list[pa.Table] = []
     decode_event = event_decoder.decode
     kind_by_cat = KIND_BY_CAT
     canonical = CANONICAL_CAT
     device_side = DEVICE_SIDE
 
     for i, raw_event in enumerate(events):
+        if len(rows) >= _CHUNK_ROWS:
+            chunks.append(_chunk(rows, doc))
+            rows.clear()
         if progress is not None and i % _PROGRESS_EVERY == 0 and i:
             progress(i, total)
         try:
@@ -272,55 +276,43 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
             )
         )
 
-    cols = _Columns.from_rows(rows)
-    del rows
+    # The JSON text is no longer needed: free it before the last columns are built and written.
+    events.clear()
+    raw_event = ev = None
+    if rows or not chunks:
+        chunks.append(_chunk(rows, doc) if rows else _CHUNK_SCHEMA.empty_table())
+    rows.clear()
+    merged = pa.concat_tables(chunks).combine_chunks()
+    chunks.clear()
+    columns = {name: merged.column(name) for name in merged.column_names}
+    del merged
     if runtime_size:
-        # AMD memcpy activities have no byte count; the launching hipMemcpy* call has it.
-        for j, kind in enumerate(cols.kind):
-            if kind == "memcpy" and cols.nbytes[j] is None and cols.correlation[j] is not None:
-                cols.nbytes[j] = runtime_size.get(cols.correlation[j])
-
-    try:
-        ts = us_texts_to_ns(cols.ts)
-        dur = us_texts_to_ns(cols.dur)
-    except ValueError as exc:
-        raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
-    cols.ts = cols.dur = []
+        columns["bytes"] = _fill_memcpy_bytes(columns, runtime_size)
     base = 0
+    ts = columns["ts"]
     if doc.base_time_ns is not None and len(ts) and pc.min(ts).as_py() < _RELATIVE_LIMIT_NS:
         # baseTimeNanoseconds applies to relative timestamps; a trace whose times are already
         # absolute epoch µs must not be shifted a second time.
         base = doc.base_time_ns
-        ts = pc.add(ts, pa.scalar(base, pa.int64()))
+        columns["ts"] = pc.add(ts, pa.scalar(base, pa.int64()))
     for rec in (*spans, *markers):
         rec["ts_ns"] += base
     for link in flow_links:
         link[3] += base
 
-    table = to_table(
-        "events",
-        {
-            "ts": ts,
-            "dur": dur,
-            "kind": pa.array(cols.kind, pa.string()),
-            "name": pa.array(cols.name, pa.string()),
-            "pid": pa.array(cols.pid, pa.int64()),
-            "tid": pa.array(cols.tid, pa.int64()),
-            "device": pa.array(cols.device, pa.int32()),
-            "stream": pa.array(cols.stream, pa.int32()),
-            "correlation": pa.array(cols.correlation, pa.int64()),
-            "external_id": pa.array(cols.external_id, pa.int64()),
-            "bytes": pa.array(cols.nbytes, pa.int64()),
-            "memcpy_kind": pa.array(cols.memcpy_kind, pa.string()),
-            "args": pa.array(cols.args, pa.binary()).cast(pa.string()),
-        },
+    table = to_table("events", columns)
+    del columns
+    kinds = (
+        table["kind"].combine_chunks().dictionary_decode() if table.num_rows else pa.array([], pa.string())
     )
-    counts = dict(sorted(Counter(cols.kind).items()))
+    counts = {v["values"]: v["counts"] for v in pc.value_counts(kinds).to_pylist()}
+    counts = dict(sorted(counts.items()))
     first = last = None
     if table.num_rows:
         first = pc.min(table["ts"]).as_py()
         last = pc.max(pc.add(table["ts"], table["dur"])).as_py()
-    devices = sorted({d for d, k in zip(cols.device, cols.kind, strict=True) if k in DEVICE_SIDE and d >= 0})
+    on_device = pc.and_(pc.is_in(kinds, pa.array(sorted(DEVICE_SIDE))), pc.greater_equal(table["device"], 0))
+    devices = sorted(pc.unique(pc.filter(table["device"], on_device)).to_pylist())
     source: dict[str, Any] = {
         "processes": processes,
         "threads": threads,
@@ -339,6 +331,24 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     if progress is not None:
         progress(total, total)
     return Converted(table, counts, devices, first, last, source)
+
+
+def _chunk(rows: list[tuple], doc: KinetoDoc) -> pa.Table:
+    try:
+        return _rows_to_chunk(rows)
+    except ValueError as exc:
+        raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
+
+
+def _fill_memcpy_bytes(columns: dict[str, Any], runtime_size: dict[int, int]) -> pa.Array:
+    """AMD memcpy activities have no byte count; the launching hipMemcpy* call has it."""
+    kinds = columns["kind"].to_pylist()
+    nbytes = columns["bytes"].to_pylist()
+    corr = columns["correlation"].to_pylist()
+    for j, kind in enumerate(kinds):
+        if kind == "memcpy" and nbytes[j] is None and corr[j] is not None:
+            nbytes[j] = runtime_size.get(corr[j])
+    return pa.array(nbytes, pa.int64())
 
 
 def _side_record(ev: Event, with_dur: bool) -> dict[str, Any]:

@@ -6,7 +6,6 @@ but not Kineto traces (PyTorch execution traces, memory timelines) are recognise
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +51,7 @@ class KinetoDoc:
     raw_bytes: int = 0
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes | bytearray:
     """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail."""
     try:
         with open(path, "rb") as fh:
@@ -70,15 +69,41 @@ def read_bytes(path: Path) -> bytes:
     if not data:
         raise KinetoFormatError(path, "empty file")
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except EOFError:
-            raise KinetoFormatError(path, "truncated gzip file (compressed data ends early)") from None
-        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-            raise KinetoFormatError(path, f"corrupt gzip file ({exc})") from None
+        data = gunzip(path, data)
         if not data:
             raise KinetoFormatError(path, "empty file (after gunzip)")
     return data
+
+
+def gunzip(path: Path, data: bytes) -> bytes | bytearray:
+    """Decompress gzip ``data`` (all members) into one growing buffer.
+
+    ``gzip.decompress`` assembles the output from blocks and briefly holds it twice; feeding a
+    bytearray piece by piece keeps the peak near the output's size (msgspec reads bytearrays).
+    """
+    out = bytearray()
+    view = memoryview(data)
+    while len(view):
+        dec = zlib.decompressobj(wbits=31)
+        pending: bytes | memoryview = view
+        try:
+            while pending:
+                out += dec.decompress(pending, _PIECE)
+                pending = dec.unconsumed_tail
+            if not dec.eof:
+                out += dec.flush()
+        except zlib.error as exc:
+            raise KinetoFormatError(path, f"corrupt gzip file ({exc})") from None
+        if not dec.eof:
+            raise KinetoFormatError(path, "truncated gzip file (compressed data ends early)")
+        rest = dec.unused_data.lstrip(b"\x00")
+        if rest and rest[:2] != b"\x1f\x8b":
+            raise KinetoFormatError(path, "corrupt gzip file (trailing garbage)")
+        view = memoryview(rest)
+    return out
+
+
+_PIECE = 8 << 20
 
 
 def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
@@ -88,7 +113,7 @@ def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
     return KinetoFormatError(path, f"not valid JSON ({msg})")
 
 
-def decode(path: Path, data: bytes) -> KinetoDoc:
+def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     """Decode Kineto JSON ``data`` read from ``path``; refuse anything that is not a Kineto trace."""
     if data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
@@ -120,7 +145,7 @@ def decode(path: Path, data: bytes) -> KinetoDoc:
     return KinetoDoc(path=path, events=events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data))
 
 
-def _decode_array(path: Path, data: bytes) -> KinetoDoc:
+def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
     # Chrome's "JSON array format": a bare list of events (no metadata). A list of lists is the
     # raw output of torch.profiler's export_memory_timeline instead.
     try:

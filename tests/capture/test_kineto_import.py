@@ -386,3 +386,14 @@ def test_progress_is_reported(tmp_path: Path) -> None:
     import_kineto([src], tmp_path / "out", progress=lambda d, t: calls.append((d, t)))
     assert calls and calls[-1][0] == calls[-1][1] == src.stat().st_size
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_multi_member_gzip(tmp_path: Path) -> None:
+    """A .json.gz made of two gzip members (e.g. written by concatenation) reads as one file."""
+    name = "hta-trace_compare-base-base.json.gz"
+    text = gzip.decompress(shared_trace(name).read_bytes())
+    src = tmp_path / "two_members.json.gz"
+    half = len(text) // 2
+    src.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    m = import_kineto([src], tmp_path / "out")
+    assert m.sources[0]["counts"] == dict(sorted(expected(shared_trace(name))["kinds"].items()))

@@ -9,6 +9,7 @@ a cache key), or by removing an artifact the way a user's ``rm`` would; the engi
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -278,3 +279,64 @@ def test_summary_stage_equals_profui_summary_of_the_same_trace(trace: Path) -> N
     _close(ours, theirs)
     assert len(ours["sections"]["kernels"]["top_by_time"]) == 8  # 7 + "(other)"
     assert ours["takeaways"] and set(ours["sections"]) == set(theirs["sections"])
+
+
+def test_step_annotation_redefines_steps_and_recomputes_only_what_reads_steps(trace: Path) -> None:
+    first = analyze(trace)
+    assert load_file(trace, first, "steps", "windows.parquet")["name"].str.starts_with("ProfilerStep#").all()
+    rec = analyze(trace, overrides={"step_annotation": "^## forward ##$"})
+    windows = load_file(trace, rec, "steps", "windows.parquet")
+    forwards = (
+        pl.scan_parquet(trace / "node=*" / "rank=*" / "*.parquet", hive_partitioning=False)
+        .filter((pl.col("kind") == "annotation") & (pl.col("name") == "## forward ##"))
+        .sort("ts")
+        .collect()
+    )
+    assert forwards.height > 0
+    assert windows["name"].unique().to_list() == ["## forward ##"]
+    assert windows["cpu_start_ns"].to_list() == forwards["ts"].to_list()
+    assert (windows["cpu_end_ns"] - windows["cpu_start_ns"]).to_list() == forwards["dur"].to_list()
+    assert by_provenance(rec, "computed") <= {"steps"} | REGISTRY.descendants({"steps"})
+    assert {"steps", "summary"} <= by_provenance(rec, "computed")
+    assert {"kernels", "launch", "utilization"} <= by_provenance(rec, "cache")
+
+
+def test_invalid_step_annotation_fails_the_steps_stage_with_the_reason(trace: Path) -> None:
+    rec = analyze(trace, overrides={"step_annotation": "(unclosed"})
+    assert rec.status == "failed"
+    assert rec.stages["steps"].status == "failed"
+    assert "step_annotation '(unclosed' is not a valid regular expression" in rec.stages["steps"].error
+
+
+def test_progress_reports_each_executed_stage_in_order(trace: Path) -> None:
+    events = []
+    rec = analyze(trace, progress=events.append)
+    ran = [e.stage for e in events if e.status == "running"]
+    assert ran == available()
+    done = [e for e in events if e.status != "running"]
+    assert [e.stage for e in done] == ran and all(e.provenance == "computed" for e in done)
+    assert [e.index for e in done] == list(range(1, len(ran) + 1)) and {e.total for e in done} == {len(ran)}
+    assert all(e.run_id == rec.id and e.seconds >= 0 for e in done)
+
+
+def test_a_changed_trace_file_recomputes_every_stage_reading_it(trace: Path) -> None:
+    analyze(trace)
+    events_file = next(trace.glob("node=*/rank=*/events-*.parquet"))
+    st = events_file.stat()
+    os.utime(events_file, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    rec = analyze(trace)
+    # Every stage that reads the trace recomputes; launch reads only correlate's output, which
+    # came out byte-identical, so its content-addressed key is unchanged.
+    assert by_provenance(rec, "computed") == set(available()) - {"launch"}
+    assert by_provenance(rec, "cache") == {"launch"}
+
+
+def test_load_output_gives_all_files_of_a_stage_and_none_before_any_run(trace: Path) -> None:
+    assert latest_outputs(trace) == {} and load_output(trace, "kernels") is None
+    rec = analyze(trace)
+    got = load_output(trace, "kernels")
+    assert set(got) == set(REGISTRY.stages["kernels"].outputs)
+    folder = trace / ".profui" / rec.stages["kernels"].artifact
+    for name, frame in got.items():
+        assert frame.equals(pl.read_parquet(folder / name))
+    assert load_output(trace, "steps", "steps.json")["has_markers"] is True

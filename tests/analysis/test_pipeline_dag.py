@@ -1,0 +1,104 @@
+"""The declaration of the pipeline (stages, parameters, DAG rules) and its parameter parsing.
+
+The rules are checked on the real registry. Only the declaration checks use made-up stages
+(a broken DAG is exactly what the real registry must never be).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from profui.analysis.pipeline import REGISTRY, TRACE, Param, PipelineError, Registry, Stage
+from profui.analysis.pipeline.params import parse_assignments, resolve_params
+
+
+def test_registry_has_the_designed_dag() -> None:
+    order = REGISTRY.order
+    assert order[:4] == ["ingest", "index", "correlate", "steps"] and order[-1] == "summary"
+    assert REGISTRY.stages["ingest"].inputs == (TRACE,)
+    # Every stage except ingest reads ingest's output (directly or through another stage).
+    assert REGISTRY.descendants({"ingest"}) == set(order) - {"ingest"}
+    # summary reads every per-topic stage, and nothing reads summary.
+    topics = {"kernels", "activity", "memory", "precision", "utilization", "comm", "annotations", "steps"}
+    assert topics <= REGISTRY.ancestors({"summary"})
+    assert REGISTRY.children("summary") == []
+    for i, name in enumerate(order):  # declaration order is a topological order
+        assert all(order.index(x) < i for x in REGISTRY.stages[name].inputs if x != TRACE)
+    for st in REGISTRY.stages.values():
+        assert all(f.endswith((".parquet", ".json")) for f in st.outputs)
+        assert st.help and st.code_version.startswith(st.version + "+")
+
+
+def test_defaults_and_users_of_parameters() -> None:
+    p = REGISTRY.params
+    assert (p["top_n"].default, p["bucket_ms"].default, p["hta_compat"].default) == (15, 0.0, False)
+    assert REGISTRY.users_of("top_n") == {"kernels", "summary"}
+    assert REGISTRY.users_of("step_annotation") == {"steps"}
+    assert REGISTRY.users_of("debug_fail") == set()  # engine-wide test knob
+    assert not any(p[k].affects_output for k in ("debug_fail", "debug_sleep_s", "debug_sleep_stage"))
+
+
+@pytest.mark.parametrize(
+    ("selection", "missing"),
+    [
+        # summary reads every stage but index; correlate is on the path through launch.
+        (
+            ["ingest", "summary"],
+            "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync",
+        ),
+        (["correlate", "summary"], "launch"),
+        (["steps", "summary"], "comm, annotations"),
+    ],
+)
+def test_selection_must_be_closed_under_paths(selection: list[str], missing: str) -> None:
+    with pytest.raises(PipelineError) as exc:
+        REGISTRY.check_selection(selection)
+    assert str(exc.value) == f"selection is not closed under paths: also select {missing} (they lie between selected stages)"
+
+
+def test_closed_selections_are_accepted_in_topological_order() -> None:
+    assert REGISTRY.check_selection(["summary", "kernels"]) == ["kernels", "summary"]
+    assert REGISTRY.check_selection(["launch", "index"]) == ["index", "launch"]  # unrelated stages
+    assert REGISTRY.check_selection([" steps", "comm ", "annotations", "summary"]) == [
+        "steps",
+        "comm",
+        "annotations",
+        "summary",
+    ]
+    with pytest.raises(PipelineError, match="--stages is empty"):
+        REGISTRY.check_selection(["", " "])
+
+
+def test_parameter_parsing_and_resolution() -> None:
+    p = REGISTRY.params
+    assert p["hta_compat"].parse("yes") is True and p["hta_compat"].parse("0") is False
+    assert p["bucket_ms"].parse("2.5") == 2.5 and p["top_n"].parse(" 30 ") == 30
+    with pytest.raises(PipelineError, match="top_n takes a int, not 'x'"):
+        p["top_n"].parse("x")
+    with pytest.raises(PipelineError, match="top_n must be >= 1"):
+        p["top_n"].parse("0")
+    with pytest.raises(PipelineError, match="hta_compat takes a bool"):
+        p["hta_compat"].parse("maybe")
+    assert parse_assignments(["top_n=3", "step_annotation=a=b"]) == {"top_n": "3", "step_annotation": "a=b"}
+    with pytest.raises(PipelineError, match="--set takes name=value"):
+        parse_assignments(["=3"])
+    base = {"top_n": 30, "gone_param": 1, "debug_fail": "kernels", "bucket_ms": 2}
+    values = resolve_params(p, base, {"hta_compat": "true"})
+    assert values["top_n"] == 30 and values["bucket_ms"] == 2.0 and values["hta_compat"] is True
+    assert "gone_param" not in values and values["debug_fail"] == ""
+
+
+def _stage(name: str, inputs: tuple[str, ...], params: tuple[str, ...] = ()) -> Stage:
+    return Stage(name, inputs, params, ("out.json",), lambda ctx: {"out.json": {}})
+
+
+def test_broken_declarations_are_rejected() -> None:
+    params = [Param("n", "int", 1, "n")]
+    with pytest.raises(ValueError, match="must be a stage declared before it"):
+        Registry([_stage("a", ("b",)), _stage("b", (TRACE,))], params)  # a cycle can't be declared
+    with pytest.raises(ValueError, match="unknown parameter 'm'"):
+        Registry([_stage("a", (TRACE,), ("m",))], params)
+    with pytest.raises(ValueError, match="used twice or reserved"):
+        Registry([_stage("a", (TRACE,)), _stage("a", ("a",))], params)
+    with pytest.raises(ValueError, match="declared twice"):
+        Registry([], [*params, *params])

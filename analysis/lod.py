@@ -1,0 +1,924 @@
+"""Level-of-detail index of a trace: what the timeline draws, at any zoom, in O(cells).
+
+Built once per trace (cached as Parquet under ``trace/.profui/lod/``) and memory-mapped into
+NumPy arrays when opened:
+
+* **lanes** — a tree: node ▸ rank ▸ host threads (one *row* per nesting depth: step ▸
+  annotation ▸ op ▸ launch ...), and per GPU its host *launch* lane (the runtime calls that
+  started work on that GPU) and one lane per device stream; per node the sampled metric series.
+* **events** — every event once per row it is drawn on, sorted by ``(row, start)``; a position in
+  this order identifies an event instance everywhere (selection, links, search). ``link`` joins a
+  launch to the device activity it started (by correlation) and back.
+* **density tiles** — per row, busy nanoseconds per power-of-two time bucket and per event kind
+  (level 0 stored; coarser levels are exact pairwise sums), so a coarse viewport is drawn from
+  prefix sums instead of events.
+
+Times inside the index are ns relative to :attr:`LodIndex.base_ns` (the first event's start).
+Pure Polars/NumPy/PyArrow: no rendering here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir
+
+#: Bump when the cached files change meaning; an older cache is rebuilt.
+LOD_VERSION = 2
+#: Level-0 tile buckets over the whole trace span (at most).
+TILE_BUCKETS = 1 << 16
+KIND_ID: dict[str, int] = {k: i for i, k in enumerate(EVENT_KINDS)}
+DEVICE_EVENT_KINDS = ("kernel", "memcpy", "memset", "sync")
+LAUNCH_KINDS = ("runtime", "driver")
+_STEP_RE = re.compile(r"#\s*(\d+)\s*$")
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One lane of the tree. Group lanes (``node``, ``rank``, ``gpu``, ``metrics``) have no rows."""
+
+    id: int
+    parent: int | None
+    kind: str  # node | rank | thread | gpu | launch | stream | metrics | metric
+    label: str
+    node: str
+    rank: int | None = None
+    pid: int | None = None
+    tid: int | None = None
+    device: int | None = None
+    stream: int | None = None
+    rows: tuple[int, ...] = ()
+    series: int | None = None  # metric lanes: index into LodIndex.series
+    n_events: int = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """A training step: its number (from ``ProfilerStep#N``), name and window (relative ns)."""
+
+    number: int | None
+    name: str
+    t0: int
+    t1: int
+
+
+@dataclass(frozen=True)
+class Series:
+    """A sampled metric: ``ts`` (relative ns, sorted) and ``value``."""
+
+    node: str
+    source: str
+    device: int
+    metric: str
+    ts: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class RowCells:
+    """One row rasterised over a viewport of ``width`` cells.
+
+    ``busy`` is the busy fraction of each cell (0..1), ``kind`` the dominant event kind id (-1
+    none), ``event`` the event position drawn in the cell (-1 none; at coarse zoom always -1),
+    ``exact`` True when drawn from events (names can be shown), False when from density tiles.
+    """
+
+    busy: np.ndarray
+    kind: np.ndarray
+    event: np.ndarray
+    exact: bool
+
+
+@dataclass
+class _Meta:
+    version: int
+    fingerprint: list
+    base_ns: int
+    span_ns: int
+    bucket_ns: int
+    n_buckets: int
+    n_events: int
+    names: list[str] = field(default_factory=list)
+    lanes: list[dict] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    files: list[list] = field(default_factory=list)
+
+
+def lod_dir(trace: TraceDir) -> Path:
+    """Folder of a trace's LOD cache."""
+    return trace.private_dir / "lod"
+
+
+def _fingerprint(trace: TraceDir) -> list:
+    out = []
+    for f in trace.events:
+        st = f.path.stat()
+        out.append([str(f.path.relative_to(trace.path)), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _time_extent(trace: TraceDir) -> tuple[int, int]:
+    """(first start, last end) over every events file, reading only ``ts`` and ``dur``."""
+    lo, hi = None, None
+    for f in trace.events:
+        if f.num_rows == 0:
+            continue
+        r = pl.scan_parquet(f.path).select(
+            pl.col("ts").min().alias("lo"), (pl.col("ts") + pl.col("dur").clip(0)).max().alias("hi")
+        ).collect()
+        a, b = r["lo"][0], r["hi"][0]
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    return (lo or 0, hi or 0)
+
+
+def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, force: bool = False) -> Path:
+    """Build (or reuse when fresh) the LOD cache of a trace; returns its folder.
+
+    ``progress(fraction, message)`` is called as ranks are processed. The cache is written to
+    a temporary folder and renamed into place, so a killed build leaves no half cache.
+    """
+    trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
+    out = lod_dir(trace)
+    fp = _fingerprint(trace)
+    if not force and _fresh(out, fp):
+        return out
+    say = progress or (lambda _f, _m: None)
+    say(0.0, "scanning the trace")
+    base, end = _time_extent(trace)
+    span = max(end - base, 1)
+    bucket = 1 << max(0, int(np.ceil(np.log2(span / TILE_BUCKETS))) if span > TILE_BUCKETS else 0)
+    n_buckets = int(span // bucket) + 1
+    tmp = out.parent / f".lod-tmp-{np.random.default_rng().integers(1 << 40):x}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    names: dict[str, int] = {}
+    lanes: list[dict] = []
+    rows: list[dict] = []
+    steps: list[dict] = []
+    tiles: list[pa.Table] = []
+    files_meta: list[list] = []
+    pos_base = 0
+    ranks = trace.ranks
+    by_rank: dict[tuple[str, int], list] = {}
+    for f in trace.events:
+        by_rank.setdefault((f.node, f.rank), []).append(f)
+    node_lane: dict[str, int] = {}
+    row_counts: list[int] = []
+    try:
+        for i, (node, rank) in enumerate(ranks):
+            say(0.05 + 0.9 * i / max(len(ranks), 1), f"indexing {node} rank {rank}")
+            if node not in node_lane:
+                node_lane[node] = len(lanes)
+                lanes.append(dict(id=len(lanes), parent=None, kind="node", label=node, node=node))
+            files = [f for f in by_rank[(node, rank)] if f.num_rows]
+            if not files:
+                continue
+            src_base = sum(r for _, r in files_meta)
+            files_meta.extend([str(f.path.relative_to(trace.path)), f.num_rows] for f in files)
+            part = _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps,
+                               node_lane[node], pos_base, src_base)
+            if part is None:
+                continue
+            tile, arrays = part
+            tiles.append(tile)
+            _append_arrays(tmp, arrays, row_counts)
+            pos_base += arrays["t"].size
+    finally:
+        say(0.95, "writing the index")
+    if pos_base == 0:
+        _append_arrays(tmp, {k: np.zeros(0, dtype=dt) for k, dt in _ARRAYS.items()}, row_counts)
+    row_counts.extend([0] * (len(rows) - len(row_counts)))
+    np.save(tmp / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
+    say(0.96, "writing density tiles")
+    tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
+    pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
+    vocab = [""] * len(names)
+    for n, k in names.items():
+        vocab[k] = n
+    meta = _Meta(LOD_VERSION, fp, int(base), int(span), int(bucket), int(n_buckets), int(pos_base), vocab, lanes,
+                 rows, steps, files_meta)
+    (tmp / "meta.json").write_text(json.dumps(asdict(meta)))
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    say(1.0, "timeline index ready")
+    return out
+
+
+#: The hot columns, stored as raw arrays (memory-mapped when opened) beside the Parquet.
+_ARRAYS = {"t": np.int64, "end": np.int64, "end_max": np.int64, "kind": np.int8, "name": np.int32, "link": np.int64,
+           "src": np.int64}
+
+
+def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list[int]) -> None:
+    """Append one rank's hot columns to ``<name>.bin``; ``end_max`` is the running max of ends per row."""
+    row = arrays["row"]
+    end = arrays["end"]
+    if row.size:
+        r0 = int(row[0])
+        shift = (row - r0).astype(np.int64) * (int(end.max()) + 2)
+        arrays["end_max"] = np.maximum.accumulate(end + shift) - shift
+        counts = np.bincount(row - r0)
+        row_counts.extend([0] * (r0 - len(row_counts)))
+        row_counts.extend(counts.tolist())
+    else:
+        arrays["end_max"] = end
+    for key, dtype in _ARRAYS.items():
+        with open(folder / f"{key}.bin", "ab") as fh:
+            fh.write(np.ascontiguousarray(arrays[key], dtype=dtype).tobytes())
+
+
+def _fresh(out: Path, fp: list) -> bool:
+    try:
+        meta = json.loads((out / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("version") == LOD_VERSION and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
+
+
+def _tile_schema() -> pa.Schema:
+    return pa.schema([("row", pa.int32()), ("kind_id", pa.int8()), ("bucket", pa.int32()), ("busy_ns", pa.int64())])
+
+
+def _dict_ids(col: pa.ChunkedArray, mapping: Callable[[str], int]) -> np.ndarray:
+    """Ids of a (dictionary-encoded) string column's values through ``mapping``, chunk by chunk."""
+    out = []
+    for chunk in col.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(chunk)
+        lut = np.array([mapping(v) for v in chunk.dictionary.to_pylist()] or [0], dtype=np.int32)
+        idx = chunk.indices.to_numpy(zero_copy_only=False)
+        out.append(lut[idx.astype(np.int64)])
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
+
+
+def _ints(col: pa.ChunkedArray, null: int = -1) -> np.ndarray:
+    return col.fill_null(null).to_numpy().astype(np.int64, copy=False)
+
+
+def _depths(lane: np.ndarray, t: np.ndarray, end: np.ndarray, big: int) -> np.ndarray:
+    """Nesting depth of each event within its lane (arrays sorted by lane, t, -dur).
+
+    For properly nested intervals the ancestors of an event are exactly the events of its lane
+    that started before it and have not ended by its start: depth = started - ended.
+    """
+    n = t.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key_s = lane * big + t
+    key_e = np.sort(lane * big + end)
+    first = np.searchsorted(lane, lane, side="left")
+    started = np.arange(n) - first
+    ended = np.searchsorted(key_e, key_s, side="right") - first
+    return np.clip(started - ended, 0, 4095)
+
+
+def _first_by_key(keys: np.ndarray, t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each distinct key, the value of its earliest (by ``t``) element: (sorted keys, values)."""
+    order = np.lexsort((t, keys))
+    k = keys[order]
+    first = np.concatenate([[True], k[1:] != k[:-1]]) if k.size else np.zeros(0, dtype=bool)
+    return k[first], values[order][first]
+
+
+def _lookup(keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray, missing: int = -1) -> np.ndarray:
+    """``table_values`` at ``keys`` (``table_keys`` sorted and unique), ``missing`` where absent."""
+    if table_keys.size == 0:
+        return np.full(keys.size, missing, dtype=np.int64)
+    i = np.clip(np.searchsorted(table_keys, keys), 0, table_keys.size - 1)
+    return np.where(table_keys[i] == keys, table_values[i], missing)
+
+
+
+
+def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps, node_lane_id, pos_base,
+                src_base):
+    """Index one rank: its lanes and rows, its events in LOD order with links, its tiles."""
+    cols = ["ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation"]
+    tab = pa.concat_tables([pq.read_table(f.path, columns=cols) for f in files], promote_options="permissive")
+    if tab.num_rows == 0:
+        return None
+    n = tab.num_rows
+    t = tab["ts"].to_numpy() - base
+    dur = np.clip(tab["dur"].to_numpy(), 0, None)
+    kind = _dict_ids(tab["kind"], lambda k: KIND_ID.get(k, KIND_ID["instant"])).astype(np.int8)
+    name = _dict_ids(tab["name"], lambda v: names.setdefault(v if v is not None else "", len(names)))
+    pid, tid = _ints(tab["pid"]), _ints(tab["tid"])
+    device, stream = _ints(tab["device"]), _ints(tab["stream"])
+    corr_valid = tab["correlation"].is_valid().to_numpy(zero_copy_only=False)
+    corr = _ints(tab["correlation"])
+    host = device < 0
+    dev_kind = np.isin(kind, [KIND_ID[k] for k in DEVICE_EVENT_KINDS])
+    launch_kind = np.isin(kind, [KIND_ID[k] for k in LAUNCH_KINDS])
+    # Device activity started by a launch: correlation -> device of its first activity.
+    dsel = np.flatnonzero(~host & dev_kind & corr_valid)
+    corr_keys, corr_dev = _first_by_key(corr[dsel], t[dsel], device[dsel])
+    lsel = np.flatnonzero(host & launch_kind & corr_valid)
+    target = _lookup(corr[lsel], corr_keys, corr_dev)
+    lsel, target = lsel[target >= 0], target[target >= 0]
+    # LOD entries: every event once, plus a copy of each launch on its GPU's launch lane.
+    # Lane sort key: section (host threads first, then GPUs), then (pid, tid) or (device, lane kind, stream).
+    src = np.concatenate([np.arange(n), lsel])
+    is_copy = np.concatenate([np.zeros(n, dtype=bool), np.ones(lsel.size, dtype=bool)])
+    hs = np.concatenate([host, np.zeros(lsel.size, dtype=bool)])
+    k1 = np.concatenate([np.where(host, pid, device), target])
+    k2 = np.concatenate([np.where(host, tid, (1 << 40) + stream), np.full(lsel.size, -1, dtype=np.int64)])
+    sec = (~hs).astype(np.int64)
+    _, k1c = np.unique(k1, return_inverse=True)
+    _, k2c = np.unique(k2, return_inverse=True)
+    lane_key = (sec * (k1c.max() + 1) + k1c) * (k2c.max() + 1) + k2c
+    _, lane = np.unique(lane_key, return_inverse=True)
+    lane = lane.astype(np.int64)
+    et = t[src]
+    edur = dur[src]
+    order = np.lexsort((-edur, lane * (int(et.max()) + 1) + et))
+    src, is_copy, lane, et, edur = src[order], is_copy[order], lane[order], et[order], edur[order]
+    eend = et + edur
+    depth = _depths(lane, et, eend, int(eend.max()) + 2)
+    row_key = lane * 4096 + depth
+    uniq_rows, row_local = np.unique(row_key, return_inverse=True)
+    row = row_local.astype(np.int64) + len(rows)
+    # Already ordered by (lane, t, -dur) and rows refine lanes: a stable sort by row is enough.
+    order = np.argsort(row_local.astype(np.int16 if row_local.max() < 32767 else np.int32), kind="stable")
+    src, is_copy, lane, et, edur, eend, depth, row = (a[order] for a in (src, is_copy, lane, et, edur, eend, depth, row))
+    m = src.size
+    pos = pos_base + np.arange(m, dtype=np.int64)
+    # Links: a launch (host row or launch-lane copy) -> its device activity; device -> launch-lane copy.
+    ecorr, evalid, ekind = corr[src], corr_valid[src], kind[src]
+    on_dev = ~host[src]
+    dsel = np.flatnonzero(on_dev & evalid & np.isin(ekind, [KIND_ID[k] for k in DEVICE_EVENT_KINDS]))
+    dkeys, dpos = _first_by_key(ecorr[dsel], et[dsel], pos[dsel])
+    csel = np.flatnonzero(is_copy)
+    ckeys, cpos = _first_by_key(ecorr[csel], et[csel], pos[csel])
+    link = np.full(m, -1, dtype=np.int64)
+    is_launch = ~on_dev & evalid & np.isin(ekind, [KIND_ID[k] for k in LAUNCH_KINDS])
+    link[is_launch] = _lookup(ecorr[is_launch], dkeys, dpos)
+    dl = on_dev & evalid
+    link[dl] = _lookup(ecorr[dl], ckeys, cpos)
+    # Lanes and rows metadata, in tree order.
+    rank_id = len(lanes)
+    host_pids = np.unique(pid[host])
+    lanes.append(dict(id=rank_id, parent=node_lane_id, kind="rank", label=f"rank {rank}", node=node, rank=rank,
+                      pid=int(host_pids[0]) if host_pids.size == 1 else None))
+    lane_first = np.searchsorted(lane, np.arange(int(lane.max()) + 1), side="left")
+    row_lane_local, row_depth = uniq_rows // 4096, uniq_rows % 4096
+    row_counter = len(rows)
+    gpu_lane: dict[int, int] = {}
+    lane_counts = np.bincount(lane)
+    for ln_local in range(lane_first.size):
+        i0 = src[lane_first[ln_local]]
+        copy0 = bool(is_copy[lane_first[ln_local]])
+        depths_here = row_depth[row_lane_local == ln_local].tolist()
+        row_ids = tuple(range(row_counter, row_counter + len(depths_here)))
+        row_counter += len(depths_here)
+        lid = len(lanes)
+        if host[i0] and not copy0:
+            label = f"thread {tid[i0]}" if host_pids.size == 1 else f"pid {pid[i0]} tid {tid[i0]}"
+            lanes.append(dict(id=lid, parent=rank_id, kind="thread", label=label, node=node, rank=rank,
+                              pid=int(pid[i0]), tid=int(tid[i0]), rows=row_ids, n_events=int(lane_counts[ln_local])))
+        else:
+            dv = int(target[np.searchsorted(lsel, i0)]) if copy0 else int(device[i0])
+            if dv not in gpu_lane:
+                gpu_lane[dv] = lid
+                lanes.append(dict(id=lid, parent=rank_id, kind="gpu", label=f"GPU {dv}", node=node, rank=rank,
+                                  device=dv))
+                lid += 1
+            if copy0:
+                lanes.append(dict(id=lid, parent=gpu_lane[dv], kind="launch", label="launches", node=node, rank=rank,
+                                  device=dv, rows=row_ids, n_events=int(lane_counts[ln_local])))
+            else:
+                lanes.append(dict(id=lid, parent=gpu_lane[dv], kind="stream", label=f"stream {stream[i0]}", node=node,
+                                  rank=rank, device=dv, stream=int(stream[i0]), rows=row_ids,
+                                  n_events=int(lane_counts[ln_local])))
+        for d, r in zip(depths_here, row_ids, strict=True):
+            rows.append(dict(row=r, lane=lid, depth=d))
+    # Steps of this rank (relative times).
+    st = np.flatnonzero((kind == KIND_ID["step"]) & host)
+    if st.size:
+        id_to_name = _invert(names)
+        for i in st:
+            nm = id_to_name[int(name[i])]
+            mm = _STEP_RE.search(nm)
+            steps.append(dict(number=int(mm.group(1)) if mm else None, name=nm, t0=int(t[i]), t1=int(t[i] + dur[i]),
+                              node=node, rank=rank))
+    tile = _tiles(row, et, edur, kind[src].astype(np.int64), bucket, n_buckets)
+    arrays = {"t": et, "end": eend, "kind": kind[src], "name": name[src].astype(np.int32), "link": link,
+              "row": row.astype(np.int32), "src": src + src_base}
+    return tile, arrays
+
+
+def _invert(names: dict[str, int]) -> list[str]:
+    out = [""] * len(names)
+    for n, k in names.items():
+        out[k] = n
+    return out
+
+
+def _tiles(row: np.ndarray, t: np.ndarray, dur: np.ndarray, kind: np.ndarray, bucket: int, n_buckets: int) -> pa.Table:
+    """Level-0 density tiles: busy ns per (row, kind, bucket), exact, for the non-empty cells."""
+    ok = dur > 0
+    row, t, dur, kind = row[ok], t[ok], dur[ok], kind[ok].astype(np.int64)
+    if row.size == 0:
+        return _tile_schema().empty_table()
+    r0 = int(row.min())
+    nk = len(EVENT_KINDS)
+    groups, local = np.unique((row - r0).astype(np.int64) * nk + kind, return_inverse=True)
+    n_groups = groups.size
+    end = t + dur
+    a = t // bucket
+    z = (end - 1) // bucket
+    one = a == z
+    # Partial first/last buckets and single-bucket events, then whole buckets in between.
+    idx = np.concatenate([local[one] * n_buckets + a[one], local[~one] * n_buckets + a[~one],
+                          local[~one] * n_buckets + z[~one]])
+    w = np.concatenate([dur[one], (a[~one] + 1) * bucket - t[~one], end[~one] - z[~one] * bucket]).astype(np.float64)
+    busy = np.bincount(idx, weights=w, minlength=n_groups * n_buckets)
+    span = ~one & (z > a + 1)
+    if span.any():
+        diff = np.bincount(local[span] * n_buckets + a[span] + 1, minlength=n_groups * n_buckets + 1).astype(np.int64)
+        diff -= np.bincount(local[span] * n_buckets + z[span], minlength=n_groups * n_buckets + 1)
+        full = np.cumsum(diff)[:-1]
+        busy += full * float(bucket)
+    nz = np.flatnonzero(busy)
+    g = groups[nz // n_buckets]
+    return pa.table(
+        {
+            "row": pa.array((g // nk + r0).astype(np.int32)),
+            "kind_id": pa.array((g % nk).astype(np.int8)),
+            "bucket": pa.array((nz % n_buckets).astype(np.int32)),
+            "busy_ns": pa.array(np.rint(busy[nz]).astype(np.int64)),
+        },
+        schema=_tile_schema(),
+    )
+
+
+class LodIndex:
+    """An opened LOD index. Positions are indices into the index's event order."""
+
+    def __init__(self, trace: TraceDir, folder: Path) -> None:
+        self.trace = trace
+        self.folder = folder
+        m = json.loads((folder / "meta.json").read_text())
+        self.base_ns: int = m["base_ns"]
+        self.span_ns: int = m["span_ns"]
+        self.bucket_ns: int = m["bucket_ns"]
+        self.n_buckets: int = m["n_buckets"]
+        self.names: list[str] = m["names"]
+        self._names_arr = np.array(self.names, dtype=object)
+        n = m["n_events"]
+
+        def arr(key: str) -> np.ndarray:
+            if n == 0:
+                return np.zeros(0, dtype=_ARRAYS[key])
+            # A plain ndarray view of the map: slicing a np.memmap subclass costs more per call.
+            return np.memmap(folder / f"{key}.bin", dtype=_ARRAYS[key], mode="r", shape=(n,)).view(np.ndarray)
+
+        self.t = arr("t")
+        self.end = arr("end")
+        self.end_max = arr("end_max")
+        self.kind = arr("kind")
+        self.name = arr("name")
+        self.link = arr("link")
+        self.src = arr("src")
+        self.row_start = np.load(folder / "row_start.npy")
+        n_rows = len(m["rows"])
+        self.rows: list[dict] = m["rows"]
+        self.row_lane = np.array([r["lane"] for r in self.rows], dtype=np.int64)
+        self.row_depth = np.array([r["depth"] for r in self.rows], dtype=np.int64)
+        self._load_tiles(n_rows)
+        self.series: list[Series] = []
+        self._lanes = self._make_lanes(m["lanes"])
+        self._lane_by_id = {ln.id: ln for ln in self._lanes}
+        self._steps = self._make_steps(m["steps"])
+        self._files: list[list] = m.get("files", [])
+        self._file_offsets = np.concatenate([[0], np.cumsum([r for _, r in self._files], dtype=np.int64)])
+        self._pfiles: dict[int, pq.ParquetFile] = {}
+        self._groups: dict[tuple[int, int], pa.Table] = {}
+
+    # -- construction helpers --------------------------------------------------------------
+    def _load_tiles(self, n_rows: int) -> None:
+        tiles = pq.read_table(self.folder / "tiles.parquet")
+        self.tile_cum: dict[int, np.ndarray] = {}
+        self.tile_kind_cum: dict[int, dict[int, np.ndarray]] = {}
+        if tiles.num_rows == 0:
+            return
+        r = tiles["row"].to_numpy()
+        k = tiles["kind_id"].to_numpy()
+        b = tiles["bucket"].to_numpy()
+        v = tiles["busy_ns"].to_numpy()
+        order = np.lexsort((b, k, r))
+        r, k, b, v = r[order], k[order], b[order], v[order]
+        bounds = np.flatnonzero(np.diff(r.astype(np.int64) * 256 + k)) + 1
+        for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [r.size]]), strict=True):
+            row, kind = int(r[lo]), int(k[lo])
+            dense = np.zeros(self.n_buckets, dtype=np.int64)
+            dense[b[lo:hi]] = v[lo:hi]
+            cum = np.concatenate([[0], np.cumsum(dense)])
+            self.tile_kind_cum.setdefault(row, {})[kind] = cum
+            tot = self.tile_cum.get(row)
+            self.tile_cum[row] = cum if tot is None else tot + cum
+
+    def _make_lanes(self, raw: list[dict]) -> list[Lane]:
+        lanes: list[Lane] = []
+        out_of_order: dict[str, list[Lane]] = {}
+        for d in raw:
+            lanes.append(Lane(**{**d, "rows": tuple(d.get("rows", ()))}))
+        # Metric lanes go under their node, after its ranks.
+        metrics = self._load_metrics()
+        next_id = len(lanes)
+        for node in dict.fromkeys(s.node for s in metrics):
+            node_lane = next((ln for ln in lanes if ln.kind == "node" and ln.node == node), None)
+            if node_lane is None:
+                node_lane = Lane(id=next_id, parent=None, kind="node", label=node, node=node)
+                next_id += 1
+                lanes.append(node_lane)
+            group = Lane(id=next_id, parent=node_lane.id, kind="metrics", label="metrics", node=node)
+            next_id += 1
+            items = [group]
+            for i, s in enumerate(metrics):
+                if s.node != node:
+                    continue
+                dev = "" if s.device < 0 else str(s.device)
+                items.append(Lane(id=next_id, parent=group.id, kind="metric", label=f"{s.source}{dev} {s.metric}",
+                                  node=node, device=s.device, series=i, n_events=int(s.ts.size)))
+                next_id += 1
+            out_of_order[node] = items
+        self.series = metrics
+        # Tree order: depth-first.
+        children: dict[int | None, list[Lane]] = {}
+        for ln in lanes:
+            children.setdefault(ln.parent, []).append(ln)
+        for items in out_of_order.values():
+            for ln in items:
+                children.setdefault(ln.parent, []).append(ln)
+        ordered: list[Lane] = []
+
+        def walk(parent: int | None) -> None:
+            for ln in children.get(parent, []):
+                ordered.append(ln)
+                walk(ln.id)
+
+        walk(None)
+        return ordered
+
+    def _load_metrics(self) -> list[Series]:
+        if not self.trace.metrics:
+            return []
+        parts = [pl.read_parquet(f.path).with_columns(pl.lit(f.node).alias("node")) for f in self.trace.metrics]
+        df = pl.concat([p.with_columns(pl.col("source").cast(pl.String), pl.col("metric").cast(pl.String))
+                        for p in parts], how="vertical_relaxed")
+        df = df.with_columns((pl.col("ts") - self.base_ns).alias("t")).sort("node", "source", "device", "metric", "t")
+        out = []
+        for (node, source, device, metric), g in df.group_by(["node", "source", "device", "metric"],
+                                                               maintain_order=True):
+            out.append(Series(node, source, int(device), metric, g["t"].to_numpy(), g["value"].to_numpy()))
+        return out
+
+    def _make_steps(self, raw: list[dict]) -> list[Step]:
+        if not raw:
+            return []
+        df = pl.DataFrame(raw, schema={"number": pl.Int64, "name": pl.String, "t0": pl.Int64, "t1": pl.Int64,
+                                       "node": pl.String, "rank": pl.Int64})
+        agg = df.group_by("name").agg(pl.col("number").first(), pl.col("t0").min(), pl.col("t1").max()).sort("t0")
+        return [Step(r["number"], r["name"], r["t0"], r["t1"]) for r in agg.iter_rows(named=True)]
+
+    # -- structure -------------------------------------------------------------------------
+    def lanes(self) -> list[Lane]:
+        """Every lane, in tree order (depth first)."""
+        return list(self._lanes)
+
+    def lane(self, lane_id: int) -> Lane:
+        """One lane by id."""
+        return self._lane_by_id[lane_id]
+
+    def steps(self) -> list[Step]:
+        """Training steps (merged over ranks: earliest start to latest end), in time order."""
+        return list(self._steps)
+
+    @property
+    def n_events(self) -> int:
+        """Event instances in the index (launches counted again on their GPU's launch lane)."""
+        return int(self.t.size)
+
+    @property
+    def dur(self) -> np.ndarray:
+        """Durations (computed; prefer slices: ``end[a:b] - t[a:b]``)."""
+        return self.end - self.t
+
+    def rows_of(self, pos: np.ndarray) -> np.ndarray:
+        """Rows of event positions."""
+        return np.searchsorted(self.row_start, pos, side="right") - 1
+
+    def row_of(self, pos: int) -> int:
+        """Row of an event position."""
+        return int(np.searchsorted(self.row_start, pos, side="right") - 1)
+
+    def lane_of(self, pos: int) -> Lane:
+        """Lane of an event position."""
+        return self._lane_by_id[int(self.row_lane[self.row_of(pos)])]
+
+    def _rows_mask(self, keep: Callable[[Lane], bool]) -> np.ndarray:
+        """Boolean mask over all positions: True where the event's lane satisfies ``keep``."""
+        ok = np.array([keep(self._lane_by_id[int(ln)]) for ln in self.row_lane], dtype=bool)
+        return np.repeat(ok, np.diff(self.row_start))
+
+    def name_of(self, pos: int) -> str:
+        """Name of an event position."""
+        return self.names[int(self.name[pos])]
+
+    def kind_of(self, pos: int) -> str:
+        """Kind of an event position."""
+        return EVENT_KINDS[int(self.kind[pos])]
+
+    # -- windows ---------------------------------------------------------------------------
+    def window(self, row: int, t0: int, t1: int) -> tuple[int, int]:
+        """Positions ``[lo, hi)`` of a row's events that may overlap ``[t0, t1)``.
+
+        Every event in the range overlaps the window except, where events of a row overlap
+        each other, some that ended before ``t0``.
+        """
+        a, b = int(self.row_start[row]), int(self.row_start[row + 1])
+        lo = a + int(np.searchsorted(self.end_max[a:b], t0, side="right"))
+        hi = a + int(np.searchsorted(self.t[a:b], t1, side="left"))
+        return lo, max(lo, hi)
+
+    def overlapping(self, row: int, t0: int, t1: int) -> np.ndarray:
+        """Positions of exactly the row's events overlapping ``[t0, t1)`` (instants at ``t0 <= t < t1``)."""
+        lo, hi = self.window(row, t0, t1)
+        p = np.arange(lo, hi)
+        e = self.end[lo:hi]
+        s = self.t[lo:hi]
+        return p[(e > t0) | ((s >= t0) & (e == s))]
+
+    def events_between(self, row: int, t0: int, t1: int) -> int:
+        """How many of a row's events may overlap ``[t0, t1)`` (an upper bound, O(log n))."""
+        lo, hi = self.window(row, t0, t1)
+        return hi - lo
+
+    def raster(self, row: int, t0: float, t1: float, width: int) -> RowCells:
+        """Rasterise a row over ``width`` cells spanning ``[t0, t1)`` (relative ns).
+
+        Fine zoom: from the events in view (event per cell, exact busy fraction). Coarse zoom
+        (more than ~4 events per cell, and cells at least two tile buckets wide): from the
+        density tiles' prefix sums, O(width) whatever the number of events.
+        """
+        w = (t1 - t0) / width
+        lo, hi = self.window(row, int(np.floor(t0)), int(np.ceil(t1)))
+        n = hi - lo
+        if n > 4 * width and w >= 2 * self.bucket_ns and row in self.tile_cum:
+            return self._raster_tiles(row, t0, w, width)
+        return self._raster_events(lo, hi, t0, w, width)
+
+    def _raster_events(self, lo: int, hi: int, t0: float, w: float, width: int) -> RowCells:
+        busy = np.zeros(width, dtype=np.float64)
+        kind = np.full(width, -1, dtype=np.int8)
+        event = np.full(width, -1, dtype=np.int64)
+        if hi <= lo:
+            return RowCells(busy.astype(np.float32), kind, event, True)
+        s = (self.t[lo:hi] - t0) / w
+        e = (self.end[lo:hi] - t0) / w
+        s = np.clip(s, 0.0, width)
+        e = np.clip(e, 0.0, width)
+        fs = np.minimum(np.floor(s).astype(np.int64), width - 1)
+        fe = np.minimum(np.floor(e).astype(np.int64), width - 1)
+        same = fs == fe
+        cov = np.zeros(width, dtype=np.float64)
+        cov += np.bincount(fs[same], weights=(e - s)[same], minlength=width)
+        d = ~same
+        cov += np.bincount(fs[d], weights=(fs[d] + 1 - s[d]), minlength=width)
+        cov += np.bincount(fe[d], weights=(e[d] - fe[d]), minlength=width)
+        full = d & (fe > fs + 1)
+        if full.any():
+            diff = np.bincount(fs[full] + 1, minlength=width + 1) - np.bincount(fe[full], minlength=width + 1)
+            cov += np.cumsum(diff)[:width]
+        busy = np.clip(cov, 0.0, 1.0)
+        # The event drawn in a cell: the one covering the cell's centre (the latest-starting of
+        # nested ones), else the first that starts inside the cell (so short events never vanish).
+        centres = np.arange(width) + 0.5
+        j = np.searchsorted(s, centres, side="right") - 1
+        valid = j >= 0
+        jj = np.where(valid, j, 0)
+        hit = valid & (e[jj] > centres)
+        event[hit] = lo + jj[hit]
+        first = np.searchsorted(s, np.arange(width), side="left")
+        inside = (first < s.size) & ~hit
+        fi = np.minimum(first, s.size - 1)
+        inside &= s[fi] < np.arange(width) + 1
+        event[inside] = lo + fi[inside]
+        has = event >= 0
+        kind[has] = self.kind[event[has]]
+        # Instants have no extent: show them as a trace where they are.
+        busy[has & (busy == 0)] = 0.01
+        return RowCells(busy.astype(np.float32), kind, event, True)
+
+    def _raster_tiles(self, row: int, t0: float, w: float, width: int) -> RowCells:
+        edges = t0 + w * np.arange(width + 1)
+        b = np.clip(np.rint(edges / self.bucket_ns).astype(np.int64), 0, self.n_buckets)
+        cum = self.tile_cum[row]
+        tot = cum[b[1:]] - cum[b[:-1]]
+        span = np.maximum((b[1:] - b[:-1]) * self.bucket_ns, 1)
+        busy = np.clip(tot / span, 0.0, 1.0).astype(np.float32)
+        kinds = self.tile_kind_cum[row]
+        kind = np.full(width, -1, dtype=np.int8)
+        if len(kinds) == 1:
+            kind[tot > 0] = next(iter(kinds))
+        else:
+            ks = np.array(list(kinds), dtype=np.int8)
+            per = np.stack([c[b[1:]] - c[b[:-1]] for c in kinds.values()])
+            kind = np.where(tot > 0, ks[np.argmax(per, axis=0)], -1).astype(np.int8)
+        return RowCells(busy, kind, np.full(width, -1, dtype=np.int64), False)
+
+    def metric_cells(self, series: int, t0: float, t1: float, width: int) -> np.ndarray:
+        """A metric's value per cell (the max of samples in the cell, else the last one before; NaN before any)."""
+        s = self.series[series]
+        out = np.full(width, np.nan)
+        if s.ts.size == 0:
+            return out
+        edges = t0 + (t1 - t0) / width * np.arange(width + 1)
+        idx = np.searchsorted(s.ts, edges, side="left")
+        prev = idx[:-1] - 1
+        has_prev = prev >= 0
+        out[has_prev] = s.value[prev[has_prev]]
+        nonempty = idx[1:] > idx[:-1]
+        if nonempty.any():
+            # Samples between consecutive non-empty cells' first samples all belong to the first.
+            starts = idx[:-1][nonempty]
+            last = int(idx[1:][nonempty][-1])
+            out[nonempty] = np.maximum.reduceat(s.value[:last], starts)
+        return out
+
+    # -- tiles and queries -----------------------------------------------------------------
+    @lru_cache(maxsize=64)  # noqa: B019 - one index per opened trace
+    def tiles(self, row: int, level: int) -> pl.DataFrame:
+        """Density tiles of a row at ``level`` (bucket width ``bucket_ns << level``).
+
+        Columns ``bucket, t0, t1, busy_ns, kind`` (dominant kind), only for non-empty buckets.
+        Level 0 is stored; level L+1 sums pairs of level L, so every level sums to the row's busy time.
+        """
+        kinds = self.tile_kind_cum.get(row, {})
+        if not kinds:
+            return pl.DataFrame(schema={"bucket": pl.Int64, "t0": pl.Int64, "t1": pl.Int64, "busy_ns": pl.Int64,
+                                        "kind": pl.String})
+        width = 1 << level
+        nb = -(-self.n_buckets // width)
+        edges = np.minimum(np.arange(nb + 1) * width, self.n_buckets)
+        ks = list(kinds)
+        per = np.stack([kinds[k][edges[1:]] - kinds[k][edges[:-1]] for k in ks])
+        tot = per.sum(axis=0)
+        nz = np.flatnonzero(tot)
+        dom = np.array(ks)[np.argmax(per[:, nz], axis=0)] if nz.size else np.zeros(0, dtype=np.int64)
+        bw = self.bucket_ns << level
+        return pl.DataFrame({
+            "bucket": nz.astype(np.int64),
+            "t0": nz.astype(np.int64) * bw,
+            "t1": (nz.astype(np.int64) + 1) * bw,
+            "busy_ns": tot[nz].astype(np.int64),
+            "kind": [EVENT_KINDS[k] for k in dom],
+        })
+
+    def query(self, lane: int | Lane, t0: int, t1: int, cols: Iterable[str] | None = None,
+              max_events: int = 10_000, max_cells: int = 4096) -> pl.DataFrame:
+        """What to draw of ``lane`` over ``[t0, t1)`` (relative ns).
+
+        Events lanes: the events overlapping the window (columns ``pos, row, depth, t, dur,
+        kind, name, link`` or ``cols``) when there are at most ``max_events`` of them, else the
+        density tiles of the finest level with at most ``max_cells`` buckets in the window
+        (columns ``row, level, bucket, t0, t1, busy_ns, kind``). Metric lanes: samples ``t, value``.
+        """
+        ln = lane if isinstance(lane, Lane) else self._lane_by_id[lane]
+        if ln.series is not None:
+            s = self.series[ln.series]
+            a, b = np.searchsorted(s.ts, [t0, t1])
+            return pl.DataFrame({"t": s.ts[a:b], "value": s.value[a:b]})
+        n = sum(self.events_between(r, t0, t1) for r in ln.rows)
+        if n <= max_events:
+            pos = np.concatenate([self.overlapping(r, t0, t1) for r in ln.rows]) if ln.rows else np.zeros(0, np.int64)
+            rows = self.rows_of(pos)
+            df = pl.DataFrame({
+                "pos": pos.astype(np.int64),
+                "row": rows.astype(np.int64),
+                "depth": self.row_depth[rows] if pos.size else np.zeros(0, np.int64),
+                "t": np.asarray(self.t[pos]),
+                "dur": np.asarray(self.end[pos] - self.t[pos]),
+                "kind": [EVENT_KINDS[k] for k in self.kind[pos]],
+                "name": self._names_arr[self.name[pos]].tolist() if pos.size else [],
+                "link": np.asarray(self.link[pos]),
+            }, schema_overrides={"kind": pl.String, "name": pl.String})
+            return df.select(list(cols)) if cols else df
+        level = 0
+        while ((t1 - t0) / (self.bucket_ns << level)) > max_cells:
+            level += 1
+        out = []
+        for r in ln.rows:
+            tl = self.tiles(r, level).filter(pl.col("t1") > t0, pl.col("t0") < t1)
+            out.append(tl.with_columns(pl.lit(r, pl.Int64).alias("row"), pl.lit(level, pl.Int64).alias("level")))
+        df = pl.concat(out) if out else pl.DataFrame()
+        return df.select("row", "level", "bucket", "t0", "t1", "busy_ns", "kind")
+
+    # -- events ----------------------------------------------------------------------------
+    def event(self, pos: int) -> dict[str, Any]:
+        """Every field of one event (read from its trace file), plus ``pos``, ``lane``, ``node``,
+        ``rank``, ``depth``, ``t`` (relative start), ``link`` and ``launch_latency_ns``."""
+        pos = int(pos)
+        src = int(self.src[pos])
+        f = int(np.searchsorted(self._file_offsets, src, side="right")) - 1
+        table, first = self._row_group_of(f, src - int(self._file_offsets[f]))
+        rec = table.slice(first, 1).to_pylist()[0]
+        row = self.row_of(pos)
+        ln = self._lane_by_id[int(self.row_lane[row])]
+        link = int(self.link[pos])
+        rec.update(pos=pos, lane=ln.id, node=ln.node, rank=ln.rank, depth=int(self.row_depth[row]),
+                   t=int(self.t[pos]), link=link, launch_latency_ns=None)
+        if link >= 0:
+            if rec["kind"] in LAUNCH_KINDS:
+                rec["launch_latency_ns"] = int(self.t[link] - self.t[pos])
+            else:
+                rec["launch_latency_ns"] = int(self.t[pos] - self.t[link])
+        return rec
+
+    def _row_group_of(self, f: int, row_in_file: int) -> tuple[pa.Table, int]:
+        """The decoded row group of file ``f`` holding ``row_in_file`` (last two kept), and the row's offset in it."""
+        pf = self._pfiles.get(f)
+        if pf is None:
+            pf = self._pfiles[f] = pq.ParquetFile(self.trace.path / self._files[f][0])
+        sizes = np.cumsum([0] + [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)])
+        rg = int(np.searchsorted(sizes, row_in_file, side="right")) - 1
+        key = (f, rg)
+        hit = self._groups.get(key)
+        if hit is None:
+            hit = pf.read_row_group(rg)
+            self._groups[key] = hit
+            while len(self._groups) > 2:
+                self._groups.pop(next(iter(self._groups)))
+        return hit, row_in_file - int(sizes[rg])
+
+    def neighbour(self, row: int, t: float, direction: int) -> int:
+        """The next (``direction`` > 0) or previous event of ``row`` starting after/before ``t``; -1 if none."""
+        a, b = int(self.row_start[row]), int(self.row_start[row + 1])
+        if direction > 0:
+            i = a + int(np.searchsorted(self.t[a:b], t, side="right"))
+            return i if i < b else -1
+        i = a + int(np.searchsorted(self.t[a:b], t, side="left")) - 1
+        return i if i >= a else -1
+
+    def at(self, row: int, t: float) -> int:
+        """The event of ``row`` covering time ``t`` (the nearest start when none covers it); -1 for an empty row."""
+        a, b = int(self.row_start[row]), int(self.row_start[row + 1])
+        if a == b:
+            return -1
+        i = a + int(np.searchsorted(self.t[a:b], t, side="right")) - 1
+        if i >= a and self.end[i] > t:
+            return i
+        cands = [c for c in (i, i + 1) if a <= c < b]
+        return min(cands, key=lambda c: abs(self.t[c] - t))
+
+    def search(self, pattern: str, regex: bool = False) -> np.ndarray:
+        """Positions of events whose name contains ``pattern`` (case-insensitive; a regex when
+        ``regex``), in time order. Launch-lane copies are left out (their host rows match)."""
+        try:
+            rx = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"bad regular expression: {exc}") from None
+        ids = np.array([i for i, n in enumerate(self.names) if rx.search(n)], dtype=np.int64)
+        if ids.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        mask = np.isin(self.name, ids) & self._rows_mask(lambda ln: ln.kind != "launch")
+        pos = np.flatnonzero(mask)
+        return pos[np.argsort(self.t[pos], kind="stable")]
+
+    def find_kernel(self, name: str | None = None, ts_ns: int | None = None, rank: int | None = None) -> int:
+        """Position of a device event by exact name and/or absolute start (earliest match; -1 if none)."""
+        mask = self._rows_mask(lambda ln: ln.kind == "stream" and (rank is None or ln.rank == rank))
+        if name is not None:
+            ids = [i for i, n in enumerate(self.names) if n == name]
+            mask &= np.isin(self.name, ids)
+        if ts_ns is not None:
+            mask &= np.asarray(self.t) == ts_ns - self.base_ns
+        pos = np.flatnonzero(mask)
+        if pos.size == 0:
+            return -1
+        return int(pos[np.argmin(self.t[pos])])
+
+
+def open_lod(path: str | Path | TraceDir, progress: Progress | None = None) -> LodIndex:
+    """Open the LOD index of a trace, building or refreshing its cache first when needed."""
+    trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
+    folder = build_lod(trace, progress=progress)
+    return LodIndex(trace, folder)

@@ -1,0 +1,152 @@
+"""The timeline canvas: one focusable widget drawn line by line (Textual's line API).
+
+Nothing here knows about events: keys call :class:`TimelineState` methods, lines come from the
+:class:`Renderer`, cached per state version and size.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from .render import Renderer
+from .state import TimelineState
+
+
+class TimelineCanvas(Widget, can_focus=True):
+    """Lane tree + time canvas. Posts :class:`TimelineCanvas.Changed` after every action."""
+
+    DEFAULT_CSS = """
+    TimelineCanvas { height: 1fr; width: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Lane up", show=False),
+        Binding("down,j", "cursor(1)", "Lane down", show=False),
+        Binding("left", "event(-1)", "Prev event", show=False),
+        Binding("right", "event(1)", "Next event", show=False),
+        Binding("plus,equals_sign,i", "zoom(2.0)", "Zoom in"),
+        Binding("minus,o", "zoom(0.5)", "Zoom out"),
+        Binding("h,shift+left", "pan(-0.25)", "Pan left", show=False),
+        Binding("l,shift+right", "pan(0.25)", "Pan right", show=False),
+        Binding("H,pageup", "pan(-1.0)", "Page left", show=False),
+        Binding("L,pagedown", "pan(1.0)", "Page right", show=False),
+        Binding("f,0,home", "fit", "Fit all"),
+        Binding("n", "next(1)", "Next step/match"),
+        Binding("N", "next(-1)", "Prev step/match", show=False),
+        Binding("enter,x", "follow", "Launch↔kernel"),
+        Binding("space", "toggle", "Fold", show=False),
+        Binding("c", "fold_all", "Fold ranks", show=False),
+        Binding("C", "unfold_all", "Unfold all", show=False),
+        Binding("e", "hide_empty", "Hide empty", show=False),
+        Binding("z", "zoom_selected", "Zoom to event", show=False),
+        Binding("escape", "clear", "Clear", show=False),
+    ]
+
+    class Changed(Message):
+        """The view changed (viewport, cursor, selection or search)."""
+
+    def __init__(self, state: TimelineState | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state: TimelineState | None = state
+        self.renderer: Renderer | None = Renderer(state) if state else None
+        self._frame: list[Strip] = []
+        self._frame_key: tuple | None = None
+
+    def set_state(self, state: TimelineState) -> None:
+        """Show ``state`` (an opened index)."""
+        self.state = state
+        self.renderer = Renderer(state)
+        self._frame_key = None
+        self.refresh()
+
+    # -- drawing ------------------------------------------------------------------------------
+    def frame(self) -> list[Strip]:
+        """The current frame's lines (rendered once per state version and size)."""
+        w, h = self.size.width, self.size.height
+        if self.state is None or self.renderer is None or w <= 0 or h <= 0:
+            return []
+        key = (self.state.version, w, h)
+        if key != self._frame_key:
+            self._frame = self.renderer.render(w, h)
+            self._frame_key = key
+        return self._frame
+
+    def render_line(self, y: int) -> Strip:
+        frame = self.frame()
+        if y < len(frame):
+            return frame[y]
+        return Strip.blank(self.size.width)
+
+    def rows_height(self) -> int:
+        """Lane rows on screen."""
+        return self.renderer.rows_height(self.size.height) if self.renderer else 1
+
+    def _changed(self) -> None:
+        self.refresh()
+        self.post_message(self.Changed())
+
+    # -- actions ------------------------------------------------------------------------------
+    def _go(self, fn, *args) -> None:
+        if self.state is None:
+            return
+        self.state.message = ""
+        fn(*args)
+        self._changed()
+
+    def action_cursor(self, delta: int) -> None:
+        self._go(lambda: self.state.move_cursor(delta))
+
+    def action_event(self, direction: int) -> None:
+        self._go(lambda: self.state.step_event(direction))
+
+    def action_zoom(self, factor: float) -> None:
+        self._go(lambda: self.state.zoom(factor))
+
+    def action_pan(self, fraction: float) -> None:
+        self._go(lambda: self.state.pan(fraction))
+
+    def action_fit(self) -> None:
+        self._go(lambda: self.state.fit())
+
+    def action_next(self, direction: int) -> None:
+        """Next/previous search match while a search is active, else next/previous step."""
+        st = self.state
+        if st is None:
+            return
+        if st.matches.size:
+            self._go(lambda: st.next_match(direction))
+        else:
+            self._go(lambda: st.next_step(direction))
+
+    def action_follow(self) -> None:
+        st = self.state
+        if st is None:
+            return
+        vr = st.current()
+        if vr is not None and vr.is_header:
+            self._go(st.toggle)
+        else:
+            self._go(st.follow)
+
+    def action_toggle(self) -> None:
+        self._go(lambda: self.state.toggle())
+
+    def action_fold_all(self) -> None:
+        self._go(lambda: self.state.set_all(True))
+
+    def action_unfold_all(self) -> None:
+        self._go(lambda: self.state.set_all(False))
+
+    def action_hide_empty(self) -> None:
+        self._go(lambda: self.state.toggle_hide_empty())
+
+    def action_zoom_selected(self) -> None:
+        st = self.state
+        if st is not None and st.selected >= 0:
+            self._go(lambda: st.show_event(st.selected, fill=True))
+
+    def action_clear(self) -> None:
+        self._go(lambda: self.state.clear_selection())

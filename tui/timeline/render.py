@@ -1,0 +1,357 @@
+"""Drawing the timeline as Strips: a label column, a time ruler, a step band and one line per
+visible lane row. Every row is rasterised by the LOD index (O(cells)), then turned into a few
+Segments by runs of equal style — the cost of a frame depends on its size, not on the trace.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from profui.capture.format import EVENT_KINDS
+
+from ..widgets.fmt import fmt_ns
+from .state import TimelineState, VisibleRow
+
+KIND_COLORS = {
+    "cpu_op": "steel_blue1",
+    "python": "khaki3",
+    "annotation": "medium_purple1",
+    "step": "grey62",
+    "runtime": "dark_cyan",
+    "driver": "cyan3",
+    "kernel": "green3",
+    "memcpy": "gold1",
+    "memset": "orange3",
+    "sync": "red3",
+    "gpu_annotation": "orchid",
+    "instant": "white",
+}
+COMM_COLOR = "dark_orange"
+#: Colour slots: the event kinds, then communication kernels (NCCL), then metric colours.
+COLORS = [KIND_COLORS[k] for k in EVENT_KINDS] + [COMM_COLOR, "green3", "gold1", "red3", "cyan3"]
+COMM = len(EVENT_KINDS)
+METRIC_COLORS = {"util": COMM + 1, "mem": COMM + 2, "power": COMM + 3}
+N_COLORS = len(COLORS)
+
+# Style ids: 0 plain, 1 dim, then per colour a solid block and a bar, then the highlights.
+PLAIN, DIM = 0, 1
+SOLID0 = 2
+BAR0 = SOLID0 + N_COLORS
+SELECTED = BAR0 + N_COLORS
+LINKED = SELECTED + 1
+MATCH = SELECTED + 2
+LINK_LINE = SELECTED + 3
+LABEL, LABEL_CURSOR, LABEL_HEADER, LABEL_DIM, RULER, STEP_A, STEP_B = range(SELECTED + 4, SELECTED + 11)
+
+STYLES: list[Style] = (
+    [Style(), Style(color="grey50")]
+    + [Style(color=c, reverse=True) for c in COLORS]
+    + [Style(color=c) for c in COLORS]
+    + [
+        Style(color="black", bgcolor="bright_white", bold=True, underline=True),
+        Style(color="black", bgcolor="magenta", bold=True, underline=True),
+        Style(color="black", bgcolor="yellow", bold=True),
+        Style(color="magenta", bold=True),
+        Style(),
+        Style(reverse=True, bold=True),
+        Style(bold=True),
+        Style(color="grey50"),
+        Style(color="grey70"),
+        Style(color="grey70", reverse=True),
+        Style(color="grey50", reverse=True),
+    ]
+)
+
+EIGHTHS = np.array(list(" ▁▂▃▄▅▆▇█"))
+SOLID_AT = 0.75  # a cell at least this busy is drawn as a solid block
+SEPARATOR = "▏"
+BOUNDARY = "┊"
+
+_SIG = re.compile(r"[<(]")
+
+
+@lru_cache(maxsize=65536)
+def short_name(name: str) -> str:
+    """A kernel or op name short enough for a block: no ``void``, template or argument lists, namespaces."""
+    n = name.strip().replace("(anonymous namespace)::", "")
+    if n.startswith("void "):
+        n = n[5:]
+    m = _SIG.search(n)
+    if m and m.start() > 0:
+        n = n[: m.start()]
+    if "::" in n and not n.startswith("aten::"):
+        n = n.rsplit("::", 1)[-1] or n
+    return n.strip()
+
+
+def nice_step(raw: float) -> float:
+    """The 1-2-5 step at or above ``raw``."""
+    if raw <= 0:
+        return 1.0
+    e = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * e >= raw:
+            return m * e
+    return 10 * e
+
+
+def fmt_tick(t: float, step: float) -> str:
+    """A ruler label for relative time ``t``: the largest unit that shows ``step`` with at most 3 decimals."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0)):
+        if step >= scale / 1000 or unit == "ns":
+            digits = max(0, math.ceil(-math.log10(step / scale) - 1e-9)) if step < scale else 0
+            return f"{t / scale:.{min(digits, 3)}f}{unit}"
+    return f"{t:.0f}ns"  # pragma: no cover
+
+
+class Renderer:
+    """Turns a :class:`TimelineState` into the lines of the timeline widget."""
+
+    def __init__(self, state: TimelineState) -> None:
+        self.state = state
+        ix = state.ix
+        comm = np.array([("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool)
+        self.is_comm = comm
+        self._labels_cache: dict[tuple, Segment] = {}
+        self.series_max = [
+            100.0 if s.metric.endswith("_pct") else float(np.nanmax(s.value)) if s.value.size else 1.0
+            for s in ix.series
+        ]
+
+    def label_width(self, width: int) -> int:
+        """Width of the lane-label column."""
+        return 18 if width < 100 else 26
+
+    def rows_height(self, height: int) -> int:
+        """Screen lines for lane rows (the rest hold the ruler and the step band)."""
+        return max(height - 2, 1)
+
+    # -- the frame ---------------------------------------------------------------------------
+    def render(self, width: int, height: int) -> list[Strip]:
+        """All ``height`` lines of a ``width``-wide frame."""
+        st = self.state
+        lw = self.label_width(width)
+        cw = max(width - lw, 1)
+        nrows = self.rows_height(height)
+        st.scroll_to_cursor(nrows)
+        rows = st.visible_rows()[st.top : st.top + nrows]
+        t0, t1 = st.t0, st.t1
+        w = (t1 - t0) / cw
+        bounds = self._step_columns(t0, w, cw)
+        lines_chars: list[np.ndarray] = []
+        lines_styles: list[np.ndarray] = []
+        for vr in rows:
+            chars, styles = self._row(vr, t0, t1, cw, bounds)
+            lines_chars.append(chars)
+            lines_styles.append(styles)
+        self._draw_link(rows, lines_chars, lines_styles, t0, w, cw)
+        out = [self._ruler(lw, cw, t0, t1), self._step_band(lw, cw, t0, w)]
+        for i, vr in enumerate(rows):
+            label = self._label(vr, lw, st.top + i == st.cursor)
+            out.append(_strip(label, lines_chars[i], lines_styles[i], width))
+        blank = Strip([Segment(" " * width)], width)
+        while len(out) < height:
+            out.append(blank)
+        return out[:height]
+
+    def _step_columns(self, t0: float, w: float, cw: int) -> np.ndarray:
+        steps = self.state.ix.steps()
+        if not steps:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.array([s.t0 for s in steps], dtype=np.float64)
+        c = np.floor((starts - t0) / w).astype(np.int64)
+        return c[(c >= 0) & (c < cw)]
+
+    def _row(self, vr: VisibleRow, t0: float, t1: float, cw: int, bounds: np.ndarray):
+        st = self.state
+        ix = st.ix
+        chars = np.full(cw, " ", dtype="<U1")
+        styles = np.zeros(cw, dtype=np.int32)
+        if vr.series is not None:
+            v = ix.metric_cells(vr.series, t0, t1, cw)
+            ok = ~np.isnan(v)
+            frac = np.clip(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0, 1.0)
+            chars[ok] = EIGHTHS[np.maximum(np.ceil(frac * 8).astype(np.int64), 1)]
+            metric = ix.series[vr.series].metric
+            color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
+            styles[ok] = BAR0 + color
+            return chars, styles
+        if vr.row is None:
+            chars[bounds] = BOUNDARY
+            styles[bounds] = DIM
+            return chars, styles
+        cells = ix.raster(vr.row, t0, t1, cw)
+        busy, kind, ev = cells.busy, cells.kind.astype(np.int64), cells.event
+        color = kind.copy()
+        has_ev = ev >= 0
+        if has_ev.any():
+            comm = self.is_comm[ix.name[ev[has_ev]]]
+            color[np.flatnonzero(has_ev)[comm]] = COMM
+        filled = busy > 0
+        solid = busy >= SOLID_AT
+        part = filled & ~solid
+        chars[part] = EIGHTHS[np.clip(np.ceil(busy[part] * 8).astype(np.int64), 1, 8)]
+        styles[part] = BAR0 + color[part]
+        styles[solid] = SOLID0 + color[solid]
+        empty = ~filled
+        if bounds.size:
+            b = bounds[empty[bounds]]
+            chars[b] = BOUNDARY
+            styles[b] = DIM
+        if cells.exact and has_ev.any():
+            self._labels(chars, ev, solid)
+            if st.matches.size:
+                m = has_ev.copy()
+                i = np.searchsorted(st.matches_sorted, ev[has_ev])
+                i = np.minimum(i, st.matches_sorted.size - 1)
+                m[has_ev] = st.matches_sorted[i] == ev[has_ev]
+                styles[m] = MATCH
+        for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
+            if pos >= 0 and ix.row_of(pos) == vr.row:
+                a, b = self._cols(pos, t0, (t1 - t0) / cw, cw)
+                if b >= 0 and a < cw:
+                    a, b = max(a, 0), min(b, cw - 1)
+                    styles[a : b + 1] = sid
+                    seg = chars[a : b + 1]
+                    seg[seg == " "] = " "
+                    if b == a and chars[a] == " ":
+                        chars[a] = "◆"
+        return chars, styles
+
+    def _cols(self, pos: int, t0: float, w: float, cw: int) -> tuple[int, int]:
+        ix = self.state.ix
+        a = int(math.floor((float(ix.t[pos]) - t0) / w))
+        b = int(math.ceil((float(ix.end[pos]) - t0) / w)) - 1
+        return a, max(a, b)
+
+    def _labels(self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray) -> None:
+        """Names inside solid runs of one event, after a separator where two events touch."""
+        ix = self.state.ix
+        key = np.where(solid, ev, -2)
+        change = np.flatnonzero(np.diff(key)) + 1
+        starts = np.concatenate([[0], change])
+        ends = np.concatenate([change, [key.size]])
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            e = int(key[a])
+            if e < 0:
+                continue
+            first = a
+            if a > 0 and key[a - 1] >= 0:
+                chars[a] = SEPARATOR
+                first = a + 1
+            room = b - first
+            if room >= 3:
+                text = short_name(ix.names[int(ix.name[e])])[:room]
+                chars[first : first + len(text)] = list(text)
+
+    def _draw_link(self, rows, lines_chars, lines_styles, t0: float, w: float, cw: int) -> None:
+        """A vertical line between the selected event and its linked one (launch ↔ kernel)."""
+        st = self.state
+        if st.selected < 0 or st.linked < 0:
+            return
+        ix = st.ix
+        r_sel, r_lnk = ix.row_of(st.selected), ix.row_of(st.linked)
+        screen = {vr.row: i for i, vr in enumerate(rows) if vr.row is not None}
+        if r_sel not in screen and r_lnk not in screen:
+            return
+        device = st.linked if ix.lane_of(st.linked).kind == "stream" else st.selected
+        col = int(math.floor((float(ix.t[device]) - t0) / w))
+        if not 0 <= col < cw:
+            return
+        ys = [screen.get(r_sel, -1 if self._above(r_sel, rows) else len(rows)),
+              screen.get(r_lnk, -1 if self._above(r_lnk, rows) else len(rows))]
+        lo, hi = min(ys), max(ys)
+        for y in range(max(lo + 1, 0), min(hi, len(rows))):
+            lines_chars[y][col] = "│"
+            lines_styles[y][col] = LINK_LINE
+        for y, ch in ((lo, "╷"), (hi, "╵")):
+            if 0 <= y < len(rows) and lines_chars[y][col] == " ":
+                lines_chars[y][col] = ch
+                lines_styles[y][col] = LINK_LINE
+
+    def _above(self, row: int, rows: list[VisibleRow]) -> bool:
+        shown = [vr.row for vr in rows if vr.row is not None]
+        return bool(shown) and row < shown[0]
+
+    # -- decorations -------------------------------------------------------------------------
+    def _label(self, vr: VisibleRow, lw: int, cursor: bool) -> Segment:
+        key = (vr.lane.id, vr.depth, vr.level, lw, cursor, vr.lane.id in self.state.collapsed)
+        seg = self._labels_cache.get(key)
+        if seg is None:
+            seg = self._labels_cache[key] = self._make_label(vr, lw, cursor)
+        return seg
+
+    def _make_label(self, vr: VisibleRow, lw: int, cursor: bool) -> Segment:
+        ln = vr.lane
+        st = self.state
+        indent = " " * min(vr.level, 6)
+        if vr.depth > 0:
+            text = f"{indent}  · {vr.depth}"
+            style = LABEL_DIM
+        else:
+            foldable = ln.kind in ("node", "rank", "gpu", "metrics") or (ln.kind == "thread" and len(ln.rows) > 1) \
+                or (ln.kind in ("stream", "launch") and len(ln.rows) > 1)
+            mark = ("▸ " if ln.id in st.collapsed else "▾ ") if foldable else "  "
+            text = f"{indent}{mark}{ln.label}"
+            style = LABEL_HEADER if ln.kind in ("node", "rank", "gpu", "metrics") else LABEL
+        if cursor:
+            style = LABEL_CURSOR
+        text = text[: lw - 1].ljust(lw - 1) + "│"
+        return Segment(text, STYLES[style])
+
+    def _ruler(self, lw: int, cw: int, t0: float, t1: float) -> Strip:
+        w = (t1 - t0) / cw
+        step = nice_step(w * 12)
+        chars = np.full(cw, " ", dtype="<U1")
+        styles = np.full(cw, RULER, dtype=np.int32)
+        first = math.ceil(t0 / step)
+        k = first
+        while True:
+            t = k * step
+            c = int(round((t - t0) / w))
+            if c >= cw or k - first > cw:
+                break
+            if c >= 0:
+                text = "╵" + fmt_tick(t, step)
+                room = cw - c
+                text = text[:room]
+                chars[c : c + len(text)] = list(text)
+            k += 1
+        label = f" Δ {fmt_ns(t1 - t0)}"[: lw - 1].ljust(lw - 1) + "│"
+        return _strip(Segment(label, STYLES[LABEL_HEADER]), chars, styles, lw + cw)
+
+    def _step_band(self, lw: int, cw: int, t0: float, w: float) -> Strip:
+        chars = np.full(cw, " ", dtype="<U1")
+        styles = np.zeros(cw, dtype=np.int32)
+        steps = self.state.ix.steps()
+        for i, s in enumerate(steps):
+            a = int(math.floor((s.t0 - t0) / w))
+            b = int(math.ceil((s.t1 - t0) / w))
+            if b < 0 or a >= cw:
+                continue
+            a, b = max(a, 0), min(max(b, a + 1), cw)
+            styles[a:b] = STEP_A if i % 2 == 0 else STEP_B
+            text = f"#{s.number}" if s.number is not None else s.name
+            if b - a >= len(text) + 1:
+                chars[a + 1 : a + 1 + len(text)] = list(text)
+        label = " steps"[: lw - 1].ljust(lw - 1) + "│"
+        return _strip(Segment(label, STYLES[LABEL_DIM]), chars, styles, lw + cw)
+
+
+def _strip(label: Segment, chars: np.ndarray, styles: np.ndarray, width: int) -> Strip:
+    """A line: the label, then the canvas cut into one Segment per run of equal style."""
+    text = "".join(chars.tolist())
+    change = np.flatnonzero(np.diff(styles)) + 1
+    starts = [0, *change.tolist()]
+    ends = [*change.tolist(), len(text)]
+    segs = [label]
+    for a, b in zip(starts, ends, strict=True):
+        segs.append(Segment(text[a:b], STYLES[int(styles[a])]))
+    return Strip(segs, width)

@@ -1,0 +1,393 @@
+"""What the timeline shows and where: viewport, lane tree, cursor, selection, search.
+
+Plain Python over a :class:`~profui.analysis.lod.LodIndex`; the widget only maps keys to these
+methods and draws the result, so navigation is testable without a terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from profui.analysis.lod import Lane, LodIndex
+
+#: Lane kinds that are headers (no events of their own).
+GROUP_KINDS = ("node", "rank", "gpu", "metrics")
+
+
+@dataclass(frozen=True)
+class VisibleRow:
+    """One screen row of the lane tree: a header, an event row (``row``) or a metric (``series``)."""
+
+    lane: Lane
+    level: int  # indentation in the tree
+    row: int | None = None  # event row of the index
+    depth: int = 0  # position among the lane's rows
+    series: int | None = None
+
+    @property
+    def is_header(self) -> bool:
+        return self.lane.kind in GROUP_KINDS
+
+
+class TimelineState:
+    """Viewport ``[t0, t1)`` (relative ns), the visible rows, cursor row and selected event."""
+
+    MIN_SPAN = 1_000  # 1 µs: zoom stops here
+
+    def __init__(self, index: LodIndex) -> None:
+        self.ix = index
+        self.lanes = index.lanes()
+        self.children: dict[int | None, list[Lane]] = {}
+        for ln in self.lanes:
+            self.children.setdefault(ln.parent, []).append(ln)
+        self.collapsed: set[int] = set()
+        # Large traces start with metric groups folded so the GPU lanes fit on screen.
+        for ln in self.lanes:
+            if ln.kind == "metrics":
+                self.collapsed.add(ln.id)
+        self.hide_empty = False
+        self.t0 = 0.0
+        self.t1 = float(max(index.span_ns, 1))
+        self.cursor = 0  # index into visible rows
+        self.top = 0  # first visible row on screen
+        self.selected = -1  # event position
+        self.linked = -1  # the event the selection links to (launch <-> device activity)
+        self.matches = np.zeros(0, dtype=np.int64)
+        self.matches_sorted = self.matches
+        self.match_i = -1
+        self.pattern = ""
+        self.message = ""
+        self.version = 0  # bumped on every change; the renderer caches on it
+        self._rows: list[VisibleRow] = []
+        self._rebuild()
+
+    # -- tree ------------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        rows: list[VisibleRow] = []
+
+        def walk(parent: int | None, level: int) -> None:
+            for ln in self.children.get(parent, []):
+                folded = ln.id in self.collapsed
+                if ln.kind in GROUP_KINDS:
+                    rows.append(VisibleRow(ln, level))
+                    if not folded:
+                        walk(ln.id, level + 1)
+                elif ln.kind == "metric":
+                    rows.append(VisibleRow(ln, level, series=ln.series))
+                else:
+                    shown = ln.rows[:1] if folded else ln.rows
+                    for d, r in enumerate(shown):
+                        rows.append(VisibleRow(ln, level, row=r, depth=d))
+
+        walk(None, 0)
+        self._rows = rows
+        self.cursor = min(self.cursor, max(len(rows) - 1, 0))
+        self.version += 1
+
+    def visible_rows(self) -> list[VisibleRow]:
+        """The rows of the tree as shown (folded lanes and, when asked, empty rows left out)."""
+        if not self.hide_empty:
+            return self._rows
+        out = []
+        for vr in self._rows:
+            if vr.row is not None and self.ix.events_between(vr.row, int(self.t0), int(self.t1) + 1) == 0:
+                if not (self.selected >= 0 and self.ix.row_of(self.selected) == vr.row):
+                    continue
+            out.append(vr)
+        return out
+
+    def current(self) -> VisibleRow | None:
+        """The row under the cursor."""
+        rows = self.visible_rows()
+        if not rows:
+            return None
+        self.cursor = min(self.cursor, len(rows) - 1)
+        return rows[self.cursor]
+
+    def toggle(self) -> None:
+        """Fold or unfold the lane under the cursor (a header folds its subtree, a thread its depth rows)."""
+        vr = self.current()
+        if vr is None:
+            return
+        lane = vr.lane
+        if lane.kind not in GROUP_KINDS and len(lane.rows) <= 1 and lane.kind != "thread":
+            return
+        anchor = lane.id
+        if anchor in self.collapsed:
+            self.collapsed.discard(anchor)
+        else:
+            self.collapsed.add(anchor)
+        self._rebuild()
+        self._cursor_to(lambda r: r.lane.id == anchor)
+
+    def set_all(self, folded: bool) -> None:
+        """Fold every rank (``folded``) or unfold everything."""
+        if folded:
+            self.collapsed = {ln.id for ln in self.lanes if ln.kind in ("rank", "metrics")}
+        else:
+            self.collapsed = set()
+        self._rebuild()
+
+    def toggle_hide_empty(self) -> None:
+        """Leave out (or show again) event rows with nothing in view."""
+        self.hide_empty = not self.hide_empty
+        self.cursor = 0
+        self.version += 1
+
+    def _cursor_to(self, pred) -> bool:
+        for i, vr in enumerate(self.visible_rows()):
+            if pred(vr):
+                self.cursor = i
+                self.version += 1
+                return True
+        return False
+
+    def move_cursor(self, delta: int) -> None:
+        """Move the cursor ``delta`` rows; the selection follows to the nearest event in view."""
+        rows = self.visible_rows()
+        if not rows:
+            return
+        self.cursor = max(0, min(len(rows) - 1, self.cursor + delta))
+        vr = rows[self.cursor]
+        if vr.row is not None and self.selected >= 0:
+            p = self.ix.at(vr.row, self.cursor_time())
+            if p >= 0 and self.ix.t[p] < self.t1 and self.ix.end[p] > self.t0:
+                self._select(p, keep_row=True)
+        self.version += 1
+
+    # -- viewport --------------------------------------------------------------------------
+    @property
+    def span(self) -> float:
+        return self.t1 - self.t0
+
+    def cursor_time(self) -> float:
+        """Where zoom centres: the selected event's middle when in view, else the window's middle."""
+        if self.selected >= 0:
+            s, e = float(self.ix.t[self.selected]), float(self.ix.end[self.selected])
+            mid = (s + e) / 2
+            if self.t0 <= mid <= self.t1:
+                return mid
+        return (self.t0 + self.t1) / 2
+
+    def set_window(self, t0: float, t1: float) -> None:
+        """Show ``[t0, t1)``, kept inside the trace (with a margin) and at least MIN_SPAN wide."""
+        span = max(t1 - t0, self.MIN_SPAN)
+        full = float(max(self.ix.span_ns, 1))
+        span = min(span, full * 1.1)
+        lo, hi = -0.05 * full, full * 1.05
+        t0 = min(max(t0, lo), hi - span)
+        self.t0, self.t1 = t0, t0 + span
+        self.version += 1
+
+    def zoom(self, factor: float) -> None:
+        """Zoom by ``factor`` (> 1 zooms in) keeping the cursor time at the same screen column."""
+        c = self.cursor_time()
+        frac = (c - self.t0) / self.span if self.span else 0.5
+        span = self.span / factor
+        self.set_window(c - frac * span, c - frac * span + span)
+
+    def pan(self, fraction: float) -> None:
+        """Move the window by ``fraction`` of its width (negative: earlier)."""
+        d = self.span * fraction
+        self.set_window(self.t0 + d, self.t1 + d)
+
+    def fit(self) -> None:
+        """Show the whole trace."""
+        self.t0, self.t1 = 0.0, float(max(self.ix.span_ns, 1))
+        self.version += 1
+
+    def show_event(self, pos: int, fill: bool = False) -> None:
+        """Bring event ``pos`` into view: centred; zoomed so it fills a third of the screen when
+        ``fill`` or when it is wider than the window."""
+        s, e = float(self.ix.t[pos]), float(self.ix.end[pos])
+        d = max(e - s, 1.0)
+        if fill or d > self.span:
+            span = max(d * 3, self.MIN_SPAN)
+            self.set_window((s + e) / 2 - span / 2, (s + e) / 2 + span / 2)
+        elif not (self.t0 <= s and e <= self.t1):
+            self.set_window((s + e) / 2 - self.span / 2, (s + e) / 2 + self.span / 2)
+
+    # -- steps -----------------------------------------------------------------------------
+    def step_index_at(self, t: float) -> int:
+        """Index of the step whose window holds ``t`` (else the last one starting before it); -1 when none."""
+        steps = self.ix.steps()
+        best = -1
+        for i, s in enumerate(steps):
+            if s.t0 <= t:
+                best = i
+        return best
+
+    def goto_step(self, number: int | str, rank: int | None = None) -> bool:
+        """Fill the screen with step ``number`` (a ``ProfilerStep#N`` number or name)."""
+        for s in self.ix.steps():
+            if (isinstance(number, str) and s.name == number) or s.number == number or str(s.number) == str(number):
+                pad = (s.t1 - s.t0) * 0.01
+                self.set_window(s.t0 - pad, s.t1 + pad)
+                self.message = f"{s.name}: {_fmt(s.t1 - s.t0)}"
+                return True
+        self.message = f"no step {number}"
+        self.version += 1
+        return False
+
+    def next_step(self, direction: int) -> bool:
+        """Show the next (``direction`` 1) or previous (-1) step after/before the one in view."""
+        steps = self.ix.steps()
+        if not steps:
+            self.message = "no step markers in this trace"
+            self.version += 1
+            return False
+        if direction > 0:
+            after = [x for x in steps if x.t0 > self.t0 + 0.02 * self.span]
+            target = after[0] if after else None
+        else:
+            before = [x for x in steps if x.t0 < self.t0 + 0.005 * self.span]
+            target = before[-1] if before else None
+        if target is None:
+            self.message = "no later step" if direction > 0 else "no earlier step"
+            self.version += 1
+            return False
+        return self.goto_step(target.number if target.number is not None else target.name)
+
+    # -- selection -------------------------------------------------------------------------
+    def _select(self, pos: int, keep_row: bool = False) -> None:
+        self.selected = int(pos)
+        link = int(self.ix.link[pos]) if pos >= 0 else -1
+        self.linked = link
+        if not keep_row and pos >= 0:
+            row = self.ix.row_of(pos)
+            lane = self.ix.lane_of(pos)
+            self._reveal(lane)
+            self._cursor_to(lambda r: r.row == row)
+        self.version += 1
+
+    def _reveal(self, lane: Lane) -> None:
+        """Unfold the ancestors of ``lane`` (and the lane itself when its row is folded away)."""
+        changed = False
+        p: int | None = lane.id
+        while p is not None:
+            if p in self.collapsed:
+                self.collapsed.discard(p)
+                changed = True
+            p = self.ix.lane(p).parent
+        if changed:
+            self._rebuild()
+
+    def select(self, pos: int, fill: bool = False) -> None:
+        """Select event ``pos``, move the cursor to its row and bring it into view."""
+        if pos < 0:
+            return
+        self._select(pos)
+        self.show_event(pos, fill=fill)
+
+    def step_event(self, direction: int) -> bool:
+        """Select the next/previous event on the cursor's row (the one at the cursor time first)."""
+        vr = self.current()
+        if vr is None or vr.row is None:
+            self.pan(0.25 * direction)
+            return False
+        if self.selected >= 0 and self.ix.row_of(self.selected) == vr.row:
+            p = self.ix.neighbour(vr.row, float(self.ix.t[self.selected]), direction)
+        else:
+            t = self.t0 if direction > 0 else self.t1
+            p = self.ix.neighbour(vr.row, t - 1 if direction > 0 else t, direction)
+            if direction > 0 and p >= 0 and self.ix.t[p] > self.t1:
+                p = self.ix.at(vr.row, self.t0)
+        if p < 0:
+            self.message = "no more events on this row"
+            self.version += 1
+            return False
+        self._select(p, keep_row=True)
+        self.show_event(p)
+        return True
+
+    def clear_selection(self) -> None:
+        """Forget the selection, the link and the search."""
+        self.selected = self.linked = -1
+        self.matches = self.matches_sorted = np.zeros(0, dtype=np.int64)
+        self.match_i = -1
+        self.pattern = ""
+        self.message = ""
+        self.version += 1
+
+    def follow(self) -> bool:
+        """Jump from a launch to the device activity it started, or from a kernel back to its launch."""
+        if self.selected < 0:
+            self.message = "select a launch or a kernel first (←/→)"
+            self.version += 1
+            return False
+        link = int(self.ix.link[self.selected])
+        if link < 0:
+            self.message = "no launch/kernel link for this event"
+            self.version += 1
+            return False
+        came_from = self.selected
+        self._select(link)
+        self.linked = came_from
+        self.show_event(link)
+        # Keep both ends on screen when they fit.
+        lo = min(self.ix.t[link], self.ix.t[came_from])
+        hi = max(self.ix.end[link], self.ix.end[came_from])
+        if lo < self.t0 or hi > self.t1:
+            pad = max((hi - lo) * 0.5, self.MIN_SPAN)
+            self.set_window(float(lo - pad), float(hi + pad))
+        kind = self.ix.kind_of(link)
+        self.message = f"→ {kind} {self.ix.name_of(link)[:60]}"
+        return True
+
+    # -- search ----------------------------------------------------------------------------
+    def search(self, pattern: str) -> int:
+        """Find events by name (case-insensitive): a substring, or a regex written ``/regex/``.
+        Selects the first match at or after the window start; returns the number of matches."""
+        pattern = pattern.strip()
+        self.pattern = pattern
+        if not pattern:
+            self.matches = self.matches_sorted = np.zeros(0, dtype=np.int64)
+            self.match_i = -1
+            self.version += 1
+            return 0
+        regex = len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/")
+        try:
+            self.matches = self.ix.search(pattern[1:-1] if regex else pattern, regex=regex)
+        except ValueError as exc:
+            self.message = str(exc)
+            self.matches = self.matches_sorted = np.zeros(0, dtype=np.int64)
+            self.version += 1
+            return 0
+        self.matches_sorted = np.sort(self.matches)
+        if self.matches.size == 0:
+            self.match_i = -1
+            self.message = f"no event matches {pattern!r}"
+            self.version += 1
+            return 0
+        starts = self.ix.t[self.matches]
+        i = int(np.searchsorted(starts, self.t0, side="left"))
+        self.match_i = min(i, self.matches.size - 1) - 1
+        self.next_match(1)
+        return int(self.matches.size)
+
+    def next_match(self, direction: int) -> bool:
+        """Select the next/previous search match."""
+        if self.matches.size == 0:
+            return False
+        self.match_i = (self.match_i + direction) % self.matches.size
+        p = int(self.matches[self.match_i])
+        self.select(p)
+        self.message = f"match {self.match_i + 1}/{self.matches.size}: {self.ix.name_of(p)[:60]}"
+        return True
+
+    # -- scrolling -------------------------------------------------------------------------
+    def scroll_to_cursor(self, height: int) -> None:
+        """Keep the cursor row within ``height`` screen rows."""
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + height:
+            self.top = self.cursor - height + 1
+        self.top = max(0, min(self.top, max(len(self.visible_rows()) - height, 0)))
+
+
+def _fmt(ns: float) -> str:
+    from ..widgets.fmt import fmt_ns
+
+    return fmt_ns(ns)

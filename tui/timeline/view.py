@@ -1,0 +1,160 @@
+"""The Timeline view of the trace screen: status line, canvas, details panel, prompt.
+
+The LOD index is opened (built on first use, cached under ``trace/.profui/lod/``) in a worker
+with progress on the status line; the UI stays live meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input, Static
+
+from ..views.base import TraceView
+from .canvas import TimelineCanvas
+from .details import details_text, status_text
+from .state import TimelineState
+
+
+class TimelineView(TraceView):
+    """Host-to-device timeline. ``goto(kernel=..., step=..., rank=...)`` opens it on a kernel
+    instance or a step."""
+
+    DEFAULT_CSS = """
+    TimelineView #tl-status { height: 1; padding: 0 1; }
+    TimelineView #tl-details { height: 4; padding: 0 1; border-top: none; background: $panel; }
+    TimelineView #tl-prompt { height: 1; border: none; padding: 0 1; display: none; }
+    TimelineView #tl-prompt.shown { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("slash", "prompt('search')", "Search"),
+        Binding("g", "prompt('step')", "Go to step"),
+    ]
+
+    def __init__(self, session, id: str | None = None) -> None:
+        super().__init__(session, id=id)
+        self.state: TimelineState | None = None
+        self.index = None
+        self._pending: dict[str, Any] | None = None
+        self._prompt_kind = ""
+        self.ready = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("timeline: loading…", id="tl-status")
+        yield TimelineCanvas(id="tl-canvas")
+        yield Static("", id="tl-details")
+        yield Input(id="tl-prompt")
+
+    def focus_main(self) -> None:
+        self.query_one(TimelineCanvas).focus()
+
+    # -- loading --------------------------------------------------------------------------
+    def load(self) -> None:
+        self.ready = False
+        self._load()
+
+    @work(thread=True, exclusive=True, group="timeline")
+    def _load(self) -> None:
+        from profui.analysis.lod import open_lod
+
+        def progress(fraction: float, message: str) -> None:
+            self.app.call_from_thread(self._status_line, f"timeline: {message} ({fraction:.0%})")
+
+        try:
+            index = self.session.memo("timeline-lod", lambda: open_lod(self.session.path, progress=progress))
+        except Exception as exc:  # shown, not raised: the other views keep working
+            self.app.call_from_thread(self._status_line, f"timeline unavailable: {type(exc).__name__}: {exc}")
+            return
+        self.app.call_from_thread(self._ready, index)
+
+    def _status_line(self, line: str) -> None:
+        self.query_one("#tl-status", Static).update(line)
+
+    def _ready(self, index) -> None:
+        self.index = index
+        self.state = TimelineState(index)
+        self.query_one(TimelineCanvas).set_state(self.state)
+        self.ready = True
+        if self._pending:
+            where, self._pending = self._pending, None
+            self.goto(**where)
+        self._update()
+
+    # -- entry points ---------------------------------------------------------------------
+    def goto(self, kernel: str | None = None, step: int | str | None = None, rank: int | None = None,
+             ts_ns: int | None = None, pos: int | None = None, **_: Any) -> None:
+        """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``) or a step."""
+        if self.state is None:
+            self._pending = dict(kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos)
+            return
+        st = self.state
+        st.message = ""
+        if pos is not None:
+            st.select(int(pos), fill=True)
+        elif kernel is not None:
+            p = self.index.find_kernel(name=kernel, ts_ns=ts_ns, rank=rank)
+            if p < 0:
+                st.message = f"kernel not found: {kernel[:50]}"
+                st.version += 1
+            else:
+                st.select(p, fill=True)
+                st.message = f"kernel {kernel[:50]}"
+        elif step is not None:
+            st.goto_step(step, rank=rank)
+        self.query_one(TimelineCanvas).refresh()
+        self._update()
+
+    # -- prompt (search, step number) -----------------------------------------------------
+    def action_prompt(self, kind: str) -> None:
+        if self.state is None:
+            return
+        self._prompt_kind = kind
+        prompt = self.query_one("#tl-prompt", Input)
+        prompt.placeholder = "search event names (text, or /regex/) — Enter" if kind == "search" else "step number — Enter"
+        prompt.value = ""
+        prompt.add_class("shown")
+        prompt.focus()
+
+    @on(Input.Submitted, "#tl-prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        self._close_prompt()
+        if self.state is None or not value:
+            return
+        if self._prompt_kind == "search":
+            self.state.search(value)
+        else:
+            try:
+                number: int | str = int(value.lstrip("#"))
+            except ValueError:
+                number = value
+            self.state.goto_step(number)
+        self.query_one(TimelineCanvas).refresh()
+        self._update()
+
+    def _close_prompt(self) -> None:
+        prompt = self.query_one("#tl-prompt", Input)
+        prompt.remove_class("shown")
+        self.query_one(TimelineCanvas).focus()
+
+    def on_key(self, event) -> None:
+        prompt = self.query_one("#tl-prompt", Input)
+        if event.key == "escape" and prompt.has_focus:
+            event.stop()
+            self._close_prompt()
+
+    # -- panel ----------------------------------------------------------------------------
+    @on(TimelineCanvas.Changed)
+    def _changed(self, _event: TimelineCanvas.Changed) -> None:
+        self._update()
+
+    def _update(self) -> None:
+        if self.state is None:
+            return
+        self.query_one("#tl-status", Static).update(status_text(self.state))
+        self.query_one("#tl-details", Static).update(details_text(self.state))

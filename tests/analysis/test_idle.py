@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from profui.analysis.idle import (
     idle_breakdown,
@@ -173,3 +175,46 @@ def test_default_idle_is_exact_and_never_negative(imported_trace):
     idle = iv.group_by(keys).agg(pl.col("idle_ns").sum())
     chk = span.join(busy, on=keys).join(idle, on=keys, how="left").with_columns(pl.col("idle_ns").fill_null(0))
     assert (chk["idle_ns"] + chk["busy_ns"] == chk["span"]).all()
+
+
+# -- properties (synthetic random streams: shapes the corpus lacks) ----------------------------
+
+_kernels = st.lists(
+    st.tuples(st.integers(0, 10_000), st.integers(0, 3_000), st.integers(0, 5_000), st.integers(0, 1)),
+    min_size=1, max_size=40,
+)
+
+
+def _random_events(spec) -> pl.LazyFrame:
+    rows = []
+    for i, (ts, dur, lead, stream) in enumerate(spec):
+        rows.append(launch(max(0, ts - lead), i))
+        rows.append(k(ts, dur, i, stream=stream))
+    return ev(rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_kernels)
+def test_idle_plus_busy_is_the_stream_span(spec):
+    from profui.analysis.intervals import as_intervals, union_length
+
+    e = _random_events(spec)
+    keys = ["node", "rank", "device", "stream"]
+    work = e.filter(pl.col("kind") == "kernel")
+    busy = union_length(as_intervals(work, keys), keys).collect()
+    span = work.group_by(keys).agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span")).collect()
+    b = idle_breakdown(e).collect().group_by(keys).agg(pl.col("idle_ns").sum())
+    chk = span.join(busy, on=keys).join(b, on=keys)
+    assert (chk["idle_ns"] + chk["busy_ns"] == chk["span"]).all()
+    assert (idle_intervals(e).collect()["idle_ns"] > 0).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(_kernels)
+def test_queue_length_never_negative_and_drains(spec):
+    q = queue_length(_random_events(spec)).collect()
+    assert q["queue_length"].min() >= 0
+    last = q.group_by("stream").agg(pl.col("queue_length").last())
+    assert (last["queue_length"] == 0).all()
+    # one +1 and one -1 per launched kernel
+    assert q.height == 2 * len(spec)

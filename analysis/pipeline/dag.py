@@ -100,7 +100,9 @@ def _sources_with_local_imports(modules: Iterable[str]) -> dict[str, bytes]:
             if name:
                 todo.append(f"{base}.{name.decode()}")
             else:  # ``from . import a, b``
-                todo.extend(f"{base}.{n.strip()}" for n in names.decode().strip("()").split(",") if n.strip())
+                for item in names.decode().strip("()").split(","):
+                    if item.split():
+                        todo.append(f"{base}.{item.split()[0]}")  # ``x as y`` -> x
     return out
 
 

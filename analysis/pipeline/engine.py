@@ -200,7 +200,7 @@ def plan_run(
         if ok:
             reused[name] = rs  # type: ignore[assignment]
         elif name in needed:
-            why = "its artifact is gone" if rs is not None and rs.status == "succeeded" else (
+            why = "its output files are missing or damaged" if rs is not None and rs.status == "succeeded" else (
                 f"it is {rs.status}" if rs is not None else "it was not part of that run"
             )
             raise PipelineError(
@@ -257,12 +257,10 @@ def execute(
         created=now_iso(),
         params=dict(plan.params),
         selection=list(plan.selection) if plan.selective else None,
-        reference=plan.reference.id if plan.reference and (plan.selective or plan.reused) else None,
+        reference=plan.reference.id if plan.reference else None,
         resume_of=plan.resume_of,
         pid=os.getpid(),
     )
-    if plan.reference is not None and rec.reference is None:
-        rec.reference = plan.reference.id  # parameters were taken from it
     for name in registry.order:
         rec.stages[name] = StageRecord(name=name, params=_stage_params(registry, name, plan.params))
     records.save(private, rec)

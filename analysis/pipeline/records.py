@@ -40,7 +40,10 @@ class StageRecord:
 
     ``provenance`` says where a succeeded stage's output came from: ``computed`` here, ``cache``
     (an earlier identical computation, made by ``origin_run``) or ``reused`` from the reference
-    run ``source_run`` (``origin_run`` is the run that computed it).
+    run ``source_run`` (``origin_run`` is the run that computed it). ``attempt`` is 1 for a first
+    try and n + 1 when the reference run's same stage failed or was stopped at attempt n (a
+    resume). ``params`` are the output-affecting parameters the stage declares; ``key`` the
+    cache key and ``artifact`` the output folder (relative to ``TRACE/.profui``).
     """
 
     name: str
@@ -68,7 +71,12 @@ class StageRecord:
 
 @dataclass
 class RunRecord:
-    """One ``profui analyze`` run."""
+    """One ``profui analyze`` run.
+
+    ``selection`` is None for a full run; ``reference`` the run whose parameters (and, for a
+    selective run, outputs) this one started from; ``resume_of`` the run a ``--resume`` finishes.
+    ``pid`` is the process that executed it (used to tell a live run from a killed one).
+    """
 
     id: str
     created: str

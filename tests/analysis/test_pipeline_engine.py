@@ -8,6 +8,7 @@ a cache key), or by removing an artifact the way a user's ``rm`` would; the engi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -185,7 +186,7 @@ def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Pa
     # A reference whose artifact was deleted from disk is refused the same way.
     ok = analyze(trace)
     shutil.rmtree(trace / ".profui" / ok.stages["correlate"].artifact)
-    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its artifact is gone"):
+    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"):
         analyze(trace, stages=["launch"], reference=ok.id)
 
 
@@ -340,3 +341,18 @@ def test_load_output_gives_all_files_of_a_stage_and_none_before_any_run(trace: P
     for name, frame in got.items():
         assert frame.equals(pl.read_parquet(folder / name))
     assert load_output(trace, "steps", "steps.json")["has_markers"] is True
+
+
+def test_a_damaged_cached_output_is_recomputed_not_read(trace: Path) -> None:
+    first = analyze(trace)
+    damaged = trace / ".profui" / first.stages["correlate"].artifact / "launches.parquet"
+    good = damaged.read_bytes()
+    damaged.write_bytes(good[: len(good) // 2])  # e.g. a disk that filled up under another tool
+    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"):
+        analyze(trace, stages=["launch"], reference=first.id)
+    rec = analyze(trace)
+    assert rec.stages["correlate"].provenance == "computed"
+    assert rec.stages["correlate"].artifact == first.stages["correlate"].artifact  # same key, healed in place
+    assert verify(damaged.parent) is not None
+    launches = pl.read_parquet(damaged)
+    assert launches.height == pl.read_parquet(io.BytesIO(good)).height > 0

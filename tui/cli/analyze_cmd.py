@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -290,9 +291,8 @@ def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str
     except KeyboardInterrupt:
         if status is not None:
             status.stop()
-        runs = list_runs(trace_dir)
-        last = runs[-1] if runs else None
-        what = f"run {last.id} {last.status}" if last and last.pid else "analysis interrupted"
+        ours = [r for r in list_runs(trace_dir) if r.pid == os.getpid()]
+        what = f"run {ours[-1].id} {ours[-1].status}" if ours else "interrupted before the run started"
         sys.stderr.write(f"profui: {trace_dir}: {what} (interrupted)\n")
         raise typer.Exit(130) from None
     finally:

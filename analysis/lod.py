@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir
 
 #: Bump when the cached files change meaning; an older cache is rebuilt.
-LOD_VERSION = 2
+LOD_VERSION = 3
 #: Level-0 tile buckets over the whole trace span (at most).
 TILE_BUCKETS = 1 << 16
 KIND_ID: dict[str, int] = {k: i for i, k in enumerate(EVENT_KINDS)}
@@ -287,7 +287,7 @@ def _depths(lane: np.ndarray, t: np.ndarray, end: np.ndarray, big: int) -> np.nd
     first = np.searchsorted(lane, lane, side="left")
     started = np.arange(n) - first
     ended = np.searchsorted(key_e, key_s, side="right") - first
-    return np.clip(started - ended, 0, 4095)
+    return np.clip(started - ended, 0, 2047)
 
 
 def _first_by_key(keys: np.ndarray, t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -348,11 +348,15 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
     lane = lane.astype(np.int64)
     et = t[src]
     edur = dur[src]
-    order = np.lexsort((-edur, lane * (int(et.max()) + 1) + et))
-    src, is_copy, lane, et, edur = src[order], is_copy[order], lane[order], et[order], edur[order]
+    # On a device stream, GPU user annotations nest among themselves on rows below the
+    # activity (kernels, copies) so that a stream's work stays on its first row.
+    sub = ((kind[src] == KIND_ID["gpu_annotation"]) & ~host[src]).astype(np.int64)
+    dl = lane * 2 + sub
+    order = np.lexsort((-edur, dl * (int(et.max()) + 1) + et))
+    src, is_copy, lane, et, edur, dl, sub = (a[order] for a in (src, is_copy, lane, et, edur, dl, sub))
     eend = et + edur
-    depth = _depths(lane, et, eend, int(eend.max()) + 2)
-    row_key = lane * 4096 + depth
+    depth = _depths(dl, et, eend, int(eend.max()) + 2)
+    row_key = lane * 4096 + sub * 2048 + depth
     uniq_rows, row_local = np.unique(row_key, return_inverse=True)
     row = row_local.astype(np.int64) + len(rows)
     # Already ordered by (lane, t, -dur) and rows refine lanes: a stable sort by row is enough.
@@ -378,7 +382,7 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
     lanes.append(dict(id=rank_id, parent=node_lane_id, kind="rank", label=f"rank {rank}", node=node, rank=rank,
                       pid=int(host_pids[0]) if host_pids.size == 1 else None))
     lane_first = np.searchsorted(lane, np.arange(int(lane.max()) + 1), side="left")
-    row_lane_local, row_depth = uniq_rows // 4096, uniq_rows % 4096
+    row_lane_local, row_depth = uniq_rows // 4096, uniq_rows % 2048
     row_counter = len(rows)
     gpu_lane: dict[int, int] = {}
     lane_counts = np.bincount(lane)

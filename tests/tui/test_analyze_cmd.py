@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from profui.analysis.pipeline import REGISTRY, analyze, list_runs
 from profui.analysis.pipeline.artifacts import verify
+from profui.analysis.pipeline.lock import TraceLock
 from profui.capture.kineto import import_kineto
 from profui.tui.cli import app, main
 
@@ -141,22 +142,28 @@ def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp
 
 
 def test_two_concurrent_full_analyses_do_not_corrupt(trace: Path, tmp_path: Path) -> None:
-    a, _ = start(["analyze", str(trace), "-q", "--set", "debug_sleep_s=2", "--set", "debug_sleep_stage=ingest"],
-                 tmp_path, "a")
+    # Hold the trace's lock (the real one) while both start, so both must queue behind it and
+    # then behind each other, whatever the machine's speed.
+    gate = TraceLock(trace / ".profui")
+    assert gate.try_acquire()
+    gate.set_holder(run="test-gate")
+    procs = []
     try:
-        wait_for(lambda: stage_status(trace, "run-0001", "ingest") == "running", "run-0001 to start")
-        b, b_err = start(["analyze", str(trace), "-q"], tmp_path, "b")
-        assert a.wait(timeout=120) == 0
-        assert b.wait(timeout=120) == 0
+        for tag in ("a", "b"):
+            procs.append(start(["analyze", str(trace), "-q"], tmp_path, tag))
+        for _, err in procs:
+            wait_for(lambda err=err: b"waiting" in err.read_bytes(), f"{err.name} to wait for the lock")
+        assert b"(run test-gate, pid" in procs[0][1].read_bytes()
     finally:
-        if a.poll() is None:
-            a.kill()
-    assert b"waiting" in b_err.read_bytes()
+        gate.release()
+    for p, _ in procs:
+        assert p.wait(timeout=120) == 0
     runs = list_runs(trace)
     assert [r.id for r in runs] == ["run-0001", "run-0002"]
     assert all(r.status == "succeeded" for r in runs)
     c1, c2 = runs[0].counts(), runs[1].counts()
-    assert c1["computed"] == c2["cache"] > 0 and c2["computed"] == 0
+    assert c1["computed"] == c2["cache"] == len(REGISTRY.order) and c2["computed"] == 0
+    assert {r.pid for r in runs} == {p.pid for p, _ in procs}
     no_half_outputs(trace)
 
 

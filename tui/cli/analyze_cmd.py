@@ -25,6 +25,7 @@ from profui.analysis.pipeline import (
     parse_assignments,
     plan_run,
 )
+from profui.analysis.pipeline.lock import describe_holder
 
 from .errors import UserError
 
@@ -272,9 +273,8 @@ def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str
         err.print(line, markup=False)
 
     def on_wait(holder: dict[str, Any]) -> None:
-        who = ", ".join(f"{k} {v}" for k, v in holder.items() if k in ("run", "pid"))
-        err.print(f"profui: {trace_dir}: another profui analyze ({who or 'unknown'}) holds the trace; waiting ...",
-                  markup=False)
+        who = describe_holder(holder) or "(unknown)"
+        err.print(f"profui: {trace_dir}: another profui analyze {who} holds the trace; waiting ...", markup=False)
 
     try:
         return analyze(

@@ -107,10 +107,12 @@ class ProfuiApp(App[str | None]):
         screen = self.screen
         if not isinstance(screen, TraceScreen) or not screen.has_view(name):
             return False
-        view = screen.show_view(name)
-        goto = getattr(view, "goto", None)
-        if where and callable(goto):
-            goto(**where)
+        def go(view: Any) -> None:
+            goto = getattr(view, "goto", None)
+            if where and callable(goto):
+                goto(**where)
+
+        screen.show_view(name, then=go)
         return True
 
     def goto_timeline(self, **where: Any) -> bool:

@@ -6,7 +6,9 @@ shown view reloads (in a worker) whenever new files land.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -48,6 +50,7 @@ class TraceScreen(Screen):
         self.current = self.specs[0].name if self.specs else ""
         self._fingerprint: tuple | None = None
         self._live = False
+        self._mounting: dict[str, Any] = {}
         for spec in self.specs:
             self._bindings.bind(spec.key, f"show_view('{spec.name}')", spec.title, show=False)
 
@@ -55,8 +58,10 @@ class TraceScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), id="trace-title")
         yield Static(self._tabs_text(), id="view-tabs")
+        # Only the first view is built now; the others are mounted when first shown, so the
+        # dashboard appears without paying for tables and the timeline nobody opened yet.
         with ContentSwitcher(initial=self.current or None):
-            for spec in self.specs:
+            for spec in self.specs[:1]:
                 yield self._build(spec)
         yield Footer()
 
@@ -109,18 +114,42 @@ class TraceScreen(Screen):
         return any(s.name == name for s in self.specs)
 
     def view(self, name: str) -> Widget:
-        """The widget of view ``name``."""
-        return self.query_one(f"#{name}")
+        """The widget of view ``name`` (mounted if it was not yet)."""
+        found = self.query(f"#{name}")
+        if found:
+            return found.first()
+        spec = next(s for s in self.specs if s.name == name)
+        widget = self._build(spec)
+        self._mounting[name] = self.query_one(ContentSwitcher).mount(widget)
+        return widget
 
-    def show_view(self, name: str) -> Widget:
-        """Make ``name`` the shown view, loading it if needed; returns its widget."""
+    def show_view(self, name: str, then: Callable[[Widget], object] | None = None) -> Widget:
+        """Make ``name`` the shown view, loading it if needed; returns its widget.
+
+        ``then(view)`` runs once the view is mounted and shown (at once when it already was).
+        """
+        view = self.view(name)
         self.current = name
         self.query_one(ContentSwitcher).current = name
         self.query_one("#view-tabs", Static).update(self._tabs_text())
-        view = self.view(name)
-        if isinstance(view, TraceView):
-            view.ensure_loaded()
-            view.focus_main()
+
+        def activate() -> None:
+            if isinstance(view, TraceView):
+                view.ensure_loaded()
+                view.focus_main()
+            if then is not None:
+                then(view)
+
+        mounting = self._mounting.pop(name, None)
+        if mounting is None:
+            activate()
+        else:
+
+            async def after_mount() -> None:
+                await mounting
+                activate()
+
+            self.call_next(after_mount)
         return view
 
     def action_show_view(self, name: str) -> None:
@@ -170,5 +199,5 @@ class TraceScreen(Screen):
         self.session.new_generation()
         self.query_one("#trace-title", Static).update(self._title_text())
         view = self.view(self.current)
-        if isinstance(view, TraceView):
+        if isinstance(view, TraceView) and self.current not in self._mounting:
             view.ensure_loaded()

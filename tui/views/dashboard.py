@@ -51,6 +51,7 @@ class DashboardView(TraceView):
         self.outputs: dict[str, dict] = {}
         self.complete = False
         self.annotation: str | None = None
+        self.drawn: set[str] = set()
         self.rank_index = 0
         self.started = 0.0
         #: Seconds from load() to the last chart drawn (the benchmark reads it).
@@ -60,7 +61,7 @@ class DashboardView(TraceView):
         yield Static("", id="dash-status")
         with VerticalScroll(id="charts"):
             for chart in dc.CHARTS:
-                yield ChartPanel(chart.id, chart.title, chart.hint)
+                yield ChartPanel(chart.id, chart.title, chart.hint, lines=chart.lines)
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= 140, "-wide")
@@ -84,6 +85,7 @@ class DashboardView(TraceView):
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
         self.complete = False
+        self.drawn: set[str] = set()
         self.started = time.perf_counter()
         self._status("loading…")
         self._load()
@@ -107,11 +109,13 @@ class DashboardView(TraceView):
 
     def _stage_ready(self, stage: str, out: dict) -> None:
         self.outputs[stage] = out
-        for chart in dc.CHARTS:
-            if stage in chart.stages and all(s in self.outputs for s in chart.stages):
-                self._draw(chart)
+        with self.app.batch_update():
+            for chart in dc.CHARTS:
+                if stage in chart.stages and all(s in self.outputs for s in chart.stages):
+                    self._draw(chart)
 
     def _draw(self, chart: dc.Chart) -> None:
+        self.drawn.add(chart.id)
         panel = self.panel(chart.id)
         try:
             data = chart.build(self.outputs, self)
@@ -122,13 +126,14 @@ class DashboardView(TraceView):
 
     def _all_ready(self, outputs: dict) -> None:
         self.outputs.update(outputs)
-        for chart in dc.CHARTS:
-            missing = [s for s in chart.stages if s not in self.outputs]
-            if missing:
-                why = "; ".join(f"{s}: {self.session.unavailable.get(s, 'no output')}" for s in missing)
-                self.panel(chart.id).show_error(f"not available ({why})")
-            else:
-                self._draw(chart)
+        with self.app.batch_update():
+            for chart in dc.CHARTS:
+                missing = [s for s in chart.stages if s not in self.outputs]
+                if missing:
+                    why = "; ".join(f"{s}: {self.session.unavailable.get(s, 'no output')}" for s in missing)
+                    self.panel(chart.id).show_error(f"not available ({why})")
+                elif chart.id not in self.drawn:  # outputs memoised earlier: no on_stage calls
+                    self._draw(chart)
         seconds = time.perf_counter() - self.started
         self.seconds = seconds
         source = self.session.source or "analysis"

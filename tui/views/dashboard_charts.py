@@ -42,6 +42,7 @@ class Chart:
     build: Callable[[Outputs, Any], ChartData]
     hint: str = ""
     view: str | None = None
+    lines: bool = False  # drawn as a line chart (plotext)
 
 
 def pick(df: pl.DataFrame, *names: str) -> str | None:
@@ -102,7 +103,8 @@ def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
     rows = []
     if busy.height > 1:
-        overall = total_busy(busy).collect().row(0, named=True)
+        total = frame(outputs, "utilization", "total.parquet")
+        overall = (total if total.height else total_busy(busy).collect()).row(0, named=True)
         rows.append((f"all {overall['n_gpus']} GPUs", overall))
     rows += [(gpu_label(r, multi_node), r) for r in busy.iter_rows(named=True)]
     bars = []
@@ -137,7 +139,9 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
     gpu = frame(outputs, "utilization", "gpu.parquet")
     if gpu.height == 0:
         return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs))
-    per_node = node_utilization(gpu).collect()
+    per_node = frame(outputs, "utilization", "node.parquet")
+    if per_node.height == 0:
+        per_node = node_utilization(gpu).collect()
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
     note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
@@ -211,9 +215,9 @@ def build_top_count(outputs: Outputs, view: Any) -> ChartData:
 
 
 def build_steps(outputs: Outputs, view: Any) -> ChartData:
-    steps = frame(outputs, "steps", "outliers.parquet")
-    if "outlier" not in steps.columns:
-        steps = frame(outputs, "steps", "windows.parquet")
+    from .steps import mark_outliers
+
+    steps = mark_outliers(frame(outputs, "steps", "windows.parquet"), frame(outputs, "steps", "outliers.parquet"))
     stats = frame(outputs, "steps", "stats.parquet")
     if steps.height == 0:
         return ChartData(kind="text", text="no steps in this trace", takeaway=takeaway("steps", outputs))
@@ -227,7 +231,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     bars = []
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
-        text = fmt_ns(r["dur_ns"]) + (f" ×{r['vs_median']:.2f}" if r.get("vs_median") is not None else "")
+        text = fmt_ns(r["dur_ns"]) + (f" ×{r['vs_median']:.2f} median" if r.get("vs_median") is not None else "")
         bars.append(Bar(f"{'●' if out else ' '} step {r['step']}", float(r["dur_ns"]), text, "red" if out else "green"))
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
@@ -302,7 +306,8 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
     for row in ops.iter_rows(named=True):
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
         if row.get("achieved_gbps") is not None:
-            text += f" · {row['achieved_gbps']:.3g} GB/s"
+            gbps = row["achieved_gbps"]
+            text += f" · {gbps:,.0f} GB/s" if gbps >= 100 else f" · {gbps:.3g} GB/s"
         bars.append(Bar(str(row["direction"]), float(row["time_share"] or 0), text, "cyan"))
     return ChartData(kind="bars", bars=bars, scale=1.0, label_width=8,
                      note=Text("share of memory-operation time · total time · bytes · achieved bandwidth", style="dim"),
@@ -310,14 +315,10 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
 
 
 def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
-    """``(name, label)`` of every annotation, longest total time first (from the breakdown)."""
-    bd = frame(outputs, "annotations", "breakdown.parquet")
-    if bd.height == 0:
-        return []
-    rows = bd.group_by("side", "name").agg(pl.col("sum_ns").sum(), pl.col("count").sum())
-    rows = rows.sort(["sum_ns", "name"], descending=[True, False])
-    return [(f"{r['side']}:{r['name']}", f"{r['name']} ({r['side']}, {fmt_count(r['count'])}×, {fmt_ns(r['sum_ns'])})")
-            for r in rows.iter_rows(named=True)]
+    """``(side:name, label)`` of every annotation, in analysis' order (longest total time first)."""
+    names = frame(outputs, "annotations", "names.parquet")  # analysis' order: longest total first
+    return [(f"{r['side']}:{r['name']}", f"{r['name']} ({r['side']}, {fmt_count(r['count'])}×, {fmt_ns(r['total_ns'])})")
+            for r in names.iter_rows(named=True)]
 
 
 def build_annotation(outputs: Outputs, view: Any) -> ChartData:
@@ -344,8 +345,8 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
 
 CHARTS: list[Chart] = [
     Chart("gpu_active", "GPU active vs idle", ("utilization",), build_gpu_active),
-    Chart("gpu_util", "GPU utilization over time, per node", ("utilization",), build_gpu_util),
-    Chart("cpu", "CPU utilization over time", ("utilization",), build_cpu),
+    Chart("gpu_util", "GPU utilization over time, per node", ("utilization",), build_gpu_util, lines=True),
+    Chart("cpu", "CPU utilization over time", ("utilization",), build_cpu, lines=True),
     Chart("kernel_total", "Total kernel time, by kernel type", ("kernels",), build_kernel_total, view="kernels"),
     Chart("top_time", "Top kernels by time", ("kernels",), build_top_time, "Enter: Kernels view", "kernels"),
     Chart("top_count", "Top kernels by launch count", ("kernels",), build_top_count, "Enter: Kernels view", "kernels"),

@@ -180,6 +180,7 @@ class TraceSession:
             ev = self.trace().cached_events()
             windows = got["steps"]["windows.parquet"].lazy()
             out = {
+                "names.parquet": a.annotation_names(ev).collect(),
                 "breakdown.parquet": a.annotation_breakdown(ev).collect(),
                 "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
             }

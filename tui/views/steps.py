@@ -20,15 +20,28 @@ HIDDEN = {"start", "end", "ts", "cpu_start_ns", "cpu_end_ns", "start_ns", "end_n
 KEYS = ["node", "rank", "step"]
 
 
+def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
+    """``windows`` with ``outlier`` (the step is among analysis' outlier steps) and, for those,
+    analysis' ``vs_median``."""
+    if windows.height == 0 or "outlier" in windows.columns:
+        return windows
+    keys = [k for k in KEYS if k in windows.columns and k in outliers.columns]
+    if not keys or outliers.height == 0:
+        return windows.with_columns(pl.lit(False).alias("outlier"))
+    if "outlier" in outliers.columns:
+        outliers = outliers.filter(pl.col("outlier"))
+    extra = [c for c in ("vs_median",) if c in outliers.columns and c not in windows.columns]
+    flagged = outliers.select(*keys, *extra).unique(keys).with_columns(pl.lit(True).alias("outlier"))
+    return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
+
+
 def per_step_frame(outputs: dict, breakdown: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per step and rank: the steps stage's windows with their ``outlier`` flag and
-    ``vs_median`` (``outliers.parquet``), plus analysis' per-step breakdown when given."""
-    steps = outputs.get("steps", {})
-    frame = steps.get("outliers.parquet")
-    if not isinstance(frame, pl.DataFrame) or "outlier" not in frame.columns:
-        frame = steps.get("windows.parquet")
-    if not isinstance(frame, pl.DataFrame):
-        return pl.DataFrame()
+    """One row per step and rank: the steps stage's windows with the outliers marked, plus
+    analysis' per-step breakdown when given."""
+    windows = dc.frame(outputs, "steps", "windows.parquet")
+    if windows.height == 0:
+        return windows
+    frame = mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet"))
     if breakdown is not None and breakdown.height:
         extra = [c for c in breakdown.columns if c not in frame.columns or c in KEYS]
         frame = frame.join(breakdown.select(extra), on=KEYS, how="left")

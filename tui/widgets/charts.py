@@ -79,26 +79,34 @@ class ChartPanel(Vertical, can_focus=True):
     ChartPanel > .chart-text { height: auto; }
     ChartPanel > .chart-note { height: auto; }
     ChartPanel > .takeaway { height: auto; }
-    ChartPanel > LinePlot { display: none; }
-    ChartPanel.-lines > LinePlot { display: block; }
-    ChartPanel > Bars { display: none; }
-    ChartPanel.-bars > Bars { display: block; }
     """
 
-    def __init__(self, chart_id: str, title: str, hint: str = "") -> None:
+    def __init__(self, chart_id: str, title: str, hint: str = "", lines: bool = False) -> None:
         super().__init__(id=f"chart-{chart_id}")
         self.chart_id = chart_id
         self.title = title
         self.hint = hint
+        self.lines = lines
         self.data: ChartData | None = None
 
     def compose(self) -> ComposeResult:
+        # Widgets are shown and hidden through ``display`` (not CSS classes): a class change
+        # restyles the whole subtree, which made a warm dashboard several times slower.
         yield Static(self.title, classes="chart-title")
         yield Static(Text("computing…", style="italic"), classes="chart-text")
-        yield Bars()
-        yield LinePlot()
-        yield Static("", classes="chart-note")
-        yield Static("", classes="takeaway")
+        bars = Bars()
+        bars.display = False
+        yield bars
+        if self.lines:
+            plot = LinePlot()
+            plot.display = False
+            yield plot
+        note = Static("", classes="chart-note")
+        note.display = False
+        yield note
+        takeaway = Static("", classes="takeaway")
+        takeaway.display = False
+        yield takeaway
 
     def on_mount(self) -> None:
         self.border_title = None
@@ -106,17 +114,20 @@ class ChartPanel(Vertical, can_focus=True):
     def show(self, data: ChartData) -> None:
         """Draw ``data`` in the panel."""
         self.data = data
-        self.set_class(data.kind == "bars", "-bars")
-        self.set_class(data.kind == "lines", "-lines")
+        bars = self.query_one(Bars)
+        bars.display = data.kind == "bars"
+        plots = self.query(LinePlot)
+        if plots:
+            plots.first().display = data.kind == "lines"
         title = self.title + (f"  ({self.hint})" if self.hint else "")
         self.query_one(".chart-title", Static).update(title)
         text = self.query_one(".chart-text", Static)
         text.update(data.text)
         text.display = bool(data.text) or data.kind == "text"
         if data.kind == "bars":
-            self.query_one(Bars).set_bars(data.bars, data.scale, label_width=data.label_width)
-        elif data.kind == "lines":
-            self.query_one(LinePlot).show(data)
+            bars.set_bars(data.bars, data.scale, label_width=data.label_width)
+        elif data.kind == "lines" and plots:
+            plots.first().show(data)
         note = self.query_one(".chart-note", Static)
         note.update(data.note)
         note.display = bool(data.note)

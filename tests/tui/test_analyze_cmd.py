@@ -265,3 +265,19 @@ def test_failed_run_exits_1_and_resume_finishes_it(trace: Path) -> None:
     st = {s["name"]: s for s in rec["stages"]}
     assert rec["resume_of"] == "run-0001" and st["launch"]["attempt"] == 2
     assert st["launch"]["provenance"] == "computed" and st["correlate"]["provenance"] == "reused"
+
+
+def test_a_kineto_file_is_imported_once_and_analysed_in_the_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
+    src = shared_trace("hta-trace_compare-base-base.json.gz")
+    runner = CliRunner()
+    first = runner.invoke(app, ["analyze", str(src), "-q", "--json"])
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(app, ["analyze", str(src), "-q", "--json"])
+    rec1, rec2 = json.loads(first.stdout), json.loads(again.stdout)
+    assert (rec1["id"], rec2["id"]) == ("run-0001", "run-0002")  # both runs on the one cached import
+    assert rec2["counts"]["cache"] == rec1["counts"]["computed"] == len(REGISTRY.order)
+    listing = json.loads(runner.invoke(app, ["runs", str(src), "--json"]).stdout)
+    assert [r["id"] for r in listing] == ["run-0001", "run-0002"]
+    (imported,) = (tmp_path / "cache" / "imports").iterdir()
+    assert len(list_runs(imported)) == 2

@@ -39,11 +39,11 @@ def _out() -> Console:
 _SYMBOL = {"succeeded": "✓", "failed": "✗", "stopped": "■", "skipped": "·", "running": "…"}
 
 
-def _resolve(trace: Path, err: Console) -> Path:
+def _resolve(trace: Path, err: Console, quiet: bool = False) -> Path:
     """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
     from profui.analysis.sources import resolve_trace
 
-    return resolve_trace(trace, progress=lambda line: err.print(f"[dim]{line}[/dim]"))
+    return resolve_trace(trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False))
 
 
 def _fmt_s(seconds: float | None) -> str:
@@ -186,7 +186,7 @@ def register(app: typer.Typer) -> None:
         """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
-        trace_dir = _resolve(trace, err)
+        trace_dir = _resolve(trace, err, quiet)
         try:
             if plan:
                 dag, params = _plan_table(trace_dir, stages, reference, resume, sets)
@@ -219,7 +219,7 @@ def register(app: typer.Typer) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
-        trace_dir = _resolve(trace, err)
+        trace_dir = _resolve(trace, err, quiet=True)
         try:
             if run is None:
                 runs = list_runs(trace_dir)

@@ -80,3 +80,25 @@ def test_real_trace_takeaways(imported_trace):
     assert text.startswith(f"GPU idle {idle_pct:.0f}% — mostly waiting on the host")
     comm = tk.comm_takeaway(comm_by_collective(ev).collect(), comm_comp_overlap(ev).collect())
     assert comm == "NCCL 46.9 ms (AllReduce >99%); 16% overlapped with compute (mostly exposed)."
+
+
+def test_every_chart_has_a_takeaway_consistent_with_its_frame(imported_trace):
+    """Over a full summary of nccl_parser_config, each chart's line quotes its frame's numbers."""
+    from profui.analysis.summary import summarize
+
+    s = summarize(imported_trace("nccl_parser_config-nccl_data"))
+    t = s.takeaways
+    assert set(t) >= {"gpu_active", "gpu_util", "cpu", "kernel_total", "top_time", "top_count", "steps",
+                      "precision", "activity", "memory", "annotation", "launch", "sync", "idle", "comm"}
+    stats = s.table("kernels", "stats")
+    assert t["kernel_total"].startswith(f"{stats['count'].sum():,} kernels, ")
+    assert t["steps"].startswith(f"{s.table('steps', 'windows').height} steps, median ")
+    mem = s.table("memory", "ops")
+    assert t["memory"].startswith(f"{mem['count'].sum():,} memory ops")
+    prec = s.table("precision", "shares").sort("share", descending=True).row(0, named=True)
+    assert t["precision"].startswith(f"{prec['precision']} dominates kernel time ({100 * prec['share']:.0f}%)")
+    n = s.table("launch", "overall")["launches"].item()
+    assert t["launch"].startswith(f"{n:,} launches")
+    top = s.table("annotations", "per_step").group_by("side", "name").agg(pl.col("share").mean())
+    best = top.sort("share", descending=True).row(0, named=True)
+    assert t["annotation"] == f"'{best['name']}' takes {100 * best['share']:.0f}% of a step on average."

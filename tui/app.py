@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.app import App
 from textual.binding import Binding
+from textual.filter import LineFilter
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,20 @@ class OpenTarget:
     path: Path
 
 
+class NullStyleSafe(LineFilter):
+    """Wraps a colour filter so segments without a style pass through it (Textual's monochrome
+    filter for ``NO_COLOR`` fails on a segment whose style is None)."""
+
+    def __init__(self, inner: LineFilter) -> None:
+        super().__init__(enabled=inner.enabled)
+        self.inner = inner
+
+    def apply(self, segments: list[Segment], background: Any) -> list[Segment]:
+        null = Style.null()
+        safe = [seg if seg.style is not None else Segment(seg.text, null, seg.control) for seg in segments]
+        return self.inner.apply(safe, background)
+
+
 class ProfuiApp(App[str | None]):
     """``profui open``: the app. Its result is ``None``, or a one-line error for the CLI."""
 
@@ -68,6 +85,7 @@ class ProfuiApp(App[str | None]):
 
     def __init__(self, target: OpenTarget, views: list[ViewSpec] | None = None, poll_s: float = 2.0) -> None:
         super().__init__()
+        self._filters = [NullStyleSafe(f) for f in self._filters]
         self.target = target
         self.views = list(VIEWS if views is None else views)
         self.poll_s = poll_s

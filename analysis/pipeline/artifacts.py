@@ -73,9 +73,26 @@ def trace_fingerprint(trace_dir: TraceDir) -> dict[str, Any]:
     return {"files": files, "manifest_sha256": file_sha256(manifest) if manifest.is_file() else None}
 
 
+#: Bump when the artifact layout or the meaning of keys changes: every cached output is then stale.
+ENGINE_VERSION = 1
+
+
 def artifact_key(stage: str, code_version: str, params: Mapping[str, Any], inputs: Mapping[str, str]) -> str:
-    """The cache key of one stage computation."""
-    return digest({"stage": stage, "code": code_version, "params": dict(params), "inputs": dict(inputs)})
+    """The cache key of one stage computation.
+
+    Besides the stage's code version, parameters and input hashes it covers the engine's and
+    Polars' versions: a Polars upgrade may change what the same code computes.
+    """
+    return digest(
+        {
+            "stage": stage,
+            "code": code_version,
+            "params": dict(params),
+            "inputs": dict(inputs),
+            "engine": ENGINE_VERSION,
+            "polars": pl.__version__,
+        }
+    )
 
 
 def artifacts_root(private_dir: Path) -> Path:
@@ -131,12 +148,14 @@ def write_artifact(
     outputs: Mapping[str, Any],
     declared: tuple[str, ...],
     meta: Mapping[str, Any],
+    replace: bool = False,
 ) -> dict[str, Any]:
     """Write a stage's outputs into its artifact folder atomically; return the completed meta.
 
     ``outputs`` must hold exactly the ``declared`` file names. The files are written into a
     temporary folder beside the final one, hashed, described in ``meta.json`` and the folder is
-    renamed into place. If an identical artifact already exists it is kept as is.
+    renamed into place. A complete artifact already there under the same key is kept unless
+    ``replace`` (a forced recomputation); a damaged one is always replaced.
     """
     got, want = set(outputs), set(declared)
     if got != want:
@@ -166,11 +185,15 @@ def write_artifact(
         )
         (tmp / META).write_bytes(canonical_json(full) + b"\n")
         if final.exists():
-            # Same key => same inputs; a complete earlier copy stays, a broken one is replaced.
-            if verify(final) is not None:
+            existing = verify(final)
+            if existing is not None and not replace:
                 shutil.rmtree(tmp, ignore_errors=True)
-                return verify(final) or full
-            shutil.rmtree(final, ignore_errors=True)
+                return existing
+            old = final.parent / f".tmp-old-{key}-{os.getpid()}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+            return full
         os.rename(tmp, final)
         return full
     except BaseException:

@@ -12,9 +12,10 @@ from .artifacts import load_file
 class RunShared:
     """State shared by the stages of one run in one process (the opened trace, read once)."""
 
-    def __init__(self, trace_path: Path) -> None:
+    def __init__(self, trace_path: Path, trace: Any = None) -> None:
+        """``trace``: an already opened Trace of ``trace_path`` to reuse (else opened on first use)."""
         self.trace_path = trace_path
-        self._trace: Any = None
+        self._trace: Any = trace
 
     @property
     def trace(self) -> Any:

@@ -350,6 +350,7 @@ def execute(
                             "params": srec.params,
                             "inputs": inputs,
                         },
+                        replace=not use_cache,
                     )
                     srec.provenance, srec.origin_run = "computed", rec.id
                 srec.artifact = str(folder.relative_to(private))

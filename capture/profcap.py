@@ -413,3 +413,7 @@ def main(argv: list[str] | None = None) -> None:
         _say(str(exc))
         raise SystemExit(2) from None
     raise SystemExit(Capture(args, cmd, plan).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -119,7 +119,7 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     events = doc.events
     processes: dict[str, dict[str, Any]] = {}
     threads: dict[str, dict[str, Any]] = {}
-    seen_meta: set[tuple] = set()
+    seen_meta: set[bytes] = set()
     spans: list[dict[str, Any]] = []
     markers: list[dict[str, Any]] = []
     flows: Counter[str] = Counter()
@@ -144,8 +144,11 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
             rows.clear()
         if progress is not None and i % _PROGRESS_EVERY == 0 and i:
             progress(i, total)
+        text = bytes(raw_event)
+        if text in seen_meta:
+            continue  # metadata events repeat verbatim up to 100k times (MTIA): read each once
         try:
-            ev: Event = decode_event(raw_event)
+            ev: Event = decode_event(text)
         except msgspec.ValidationError as exc:
             raise KinetoFormatError(doc.path, f"trace event {i} is malformed ({exc})") from None
         ph = ev.ph
@@ -160,11 +163,9 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
                 unknown_cats[str(cat)] += 1
             dur_text = bytes(ev.dur) if ev.dur else _ZERO
         elif ph == "M":
+            seen_meta.add(text)
             if ev.args:
-                key = (ev.name, ev.pid, ev.tid, bytes(ev.args))
-                if key not in seen_meta:  # a few distinct values, repeated up to 100k times
-                    seen_meta.add(key)
-                    _metadata_event(ev, processes, threads)
+                _metadata_event(ev, processes, threads)
             continue
         elif ph in ("s", "f", "t"):
             flows[f"{cat}:{ph}"] += 1
@@ -278,7 +279,7 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
 
     # The JSON text is no longer needed: free it before the last columns are built and written.
     events.clear()
-    raw_event = ev = None
+    raw_event = ev = text = None
     if rows or not chunks:
         chunks.append(_chunk(rows, doc) if rows else _CHUNK_SCHEMA.empty_table())
     rows.clear()

@@ -39,7 +39,7 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
 
     t = ctx.trace
     inventory = (
-        t.events()
+        t.cached_events()
         .group_by("node", "rank", "kind")
         .agg(
             pl.len().cast(pl.Int64).alias("events"),

@@ -208,3 +208,47 @@ def test_second_open_reads_cached_outputs(trace: Path) -> None:
     assert len(list_runs(trace)) == 1  # the warm open recorded no new run
 
 
+
+
+def test_enter_jumps_from_chart_to_table_and_from_table_to_timeline(trace: Path) -> None:
+    stats = open_trace(trace).kernels().sort(["total_ns", "name"], descending=[True, False])
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        calls: list[dict] = []
+        real = app.goto_timeline
+
+        def spy(**where):
+            calls.append(where)
+            return real(**where)
+
+        app.goto_timeline = spy  # type: ignore[method-assign]
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_dashboard(pilot, app)
+            screen = app.screen
+            for _ in range(4):
+                await pilot.press("right_square_bracket")
+            assert app.focused.id == "chart-top_time"
+            await pilot.press("enter")
+            assert screen.current == "kernels"
+            table = screen.query_one("#kernels-table")
+            for _ in range(200):
+                await pilot.pause()
+                if table.row_count:
+                    break
+                await asyncio.sleep(0.02)
+            await pilot.press("down", "enter")
+            assert calls[-1] == {"kernel": stats["name"][1]}
+            assert screen.current == ("timeline" if screen.has_view("timeline") else "kernels")
+            await pilot.press("3")
+            steps = screen.query_one("#steps-table")
+            for _ in range(500):
+                await pilot.pause()
+                if screen.query_one("#steps").ready:
+                    break
+                await asyncio.sleep(0.02)
+            first = steps.row_at_cursor()
+            await pilot.press("enter")
+            assert calls[-1] == {"step": first["step"], "rank": first["rank"]}
+
+    run(go())

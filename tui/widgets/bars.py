@@ -86,8 +86,8 @@ class Bars(Widget):
         width = max(self.size.width, 20)
         text_w = max(len(b.text) for b in self._bars)
         longest = max(len(b.label) for b in self._bars)
-        label_w = max(4, min(self._label_width, longest + 1, width - text_w - 2 - MIN_BAR))
-        bar_w = max(4, width - label_w - text_w - 2)
+        label_w = max(4, min(self._label_width, longest, width - text_w - 3 - MIN_BAR))
+        bar_w = max(4, width - label_w - text_w - 3)
         scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)
         out = Text(no_wrap=True, overflow="ellipsis")
         for i, b in enumerate(self._bars):
@@ -95,6 +95,7 @@ class Bars(Widget):
                 out.append("\n")
             label = b.label if len(b.label) <= label_w else b.label[: label_w - 1] + "…"
             out.append(label.ljust(label_w), style="bold")
+            out.append(" ")
             if b.segments:
                 used = 0
                 for frac, glyph, style in b.segments:

@@ -356,3 +356,15 @@ def test_a_damaged_cached_output_is_recomputed_not_read(trace: Path) -> None:
     assert verify(damaged.parent) is not None
     launches = pl.read_parquet(damaged)
     assert launches.height == pl.read_parquet(io.BytesIO(good)).height > 0
+
+
+def test_leftovers_of_a_killed_writer_are_removed_and_never_read(trace: Path) -> None:
+    first = analyze(trace)
+    key = first.stages["kernels"].key
+    # What a process killed inside write_artifact leaves: a temporary folder beside the real one.
+    leftover = trace / ".profui" / "artifacts" / "kernels" / f".tmp-{key}-dead"
+    leftover.mkdir()
+    (leftover / "stats.parquet").write_bytes(b"PAR1 half")
+    rec = analyze(trace)
+    assert not leftover.exists()
+    assert rec.stages["kernels"].provenance == "cache" and rec.stages["kernels"].artifact == first.stages["kernels"].artifact

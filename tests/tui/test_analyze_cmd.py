@@ -134,6 +134,12 @@ def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp
         assert third["status"] == "succeeded" and third["reference"] == first.id
         st3 = {s["name"]: s for s in third["stages"]}
         assert st3["correlate"]["provenance"] == "reused" and st3["correlate"]["source_run"] == first.id
+
+        # The stopped run resumes from its stopped stage.
+        resumed = analyze(trace, resume="run-0002")
+        assert resumed.status == "succeeded" and resumed.selection[0] == "correlate"
+        assert resumed.stages["correlate"].attempt == 2
+        assert resumed.stages["ingest"].provenance == "reused" and resumed.stages["ingest"].source_run == "run-0002"
     finally:
         for p in (slow,):
             if p.poll() is None:

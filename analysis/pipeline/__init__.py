@@ -3,7 +3,8 @@
 - :data:`REGISTRY` (in :mod:`.registry`) declares every stage and parameter.
 - :func:`analyze` runs it (whole, selectively with ``stages=``/``reference=``, or ``resume=``).
 - :func:`list_runs` / :func:`load_run` read the run records; :func:`latest_outputs` /
-  :func:`load_output` give the TUI the newest successful outputs without computing anything.
+  :func:`load_output` give the TUI the newest successful outputs without computing anything;
+  :func:`prune` forgets old runs and deletes the outputs no remaining run uses.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from .dag import TRACE, Registry, Stage
 from .engine import Plan, StageEvent, analyze, plan_run
 from .errors import PipelineError
-from .outputs import latest_outputs, list_runs, load_output, load_run
+from .outputs import latest_outputs, list_runs, load_output, load_run, prune
 from .params import Param, parse_assignments
 from .records import RunRecord, StageRecord
 from .registry import REGISTRY
@@ -34,4 +35,5 @@ __all__ = [
     "load_run",
     "parse_assignments",
     "plan_run",
+    "prune",
 ]

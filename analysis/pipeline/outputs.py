@@ -69,3 +69,43 @@ def load_output(trace_path: str | Path, stage: str, file: str | None = None) -> 
         return load_file(folder / file)
     meta = verify(folder) or {}
     return {name: load_file(folder / name) for name in meta.get("outputs", {})}
+
+
+def prune(trace_path: str | Path, keep: int) -> dict[str, int]:
+    """Forget all but the newest ``keep`` runs and delete the outputs no kept run uses.
+
+    Takes the trace's lock without waiting (refuses while an analysis runs). Returns the number
+    of ``runs`` and ``artifacts`` removed.
+    """
+    import shutil
+
+    from .artifacts import artifacts_root
+    from .errors import PipelineError
+    from .lock import TraceLock, describe_holder
+
+    if keep < 0:
+        raise PipelineError(f"--prune takes the number of runs to keep (>= 0), not {keep}")
+    private = _private(trace_path)
+    if not private.is_dir():
+        return {"runs": 0, "artifacts": 0}
+    lock = TraceLock(private)
+    if not lock.try_acquire():
+        raise PipelineError(
+            f"{trace_path}: an analysis {describe_holder(lock.holder())} is running; prune when it ends"
+        )
+    try:
+        runs = records.list_runs(private)
+        drop = runs[: max(len(runs) - keep, 0)]
+        kept = runs[len(drop) :]
+        used = {st.artifact for r in kept for st in r.stages.values() if st.artifact}
+        for r in drop:
+            (records.runs_dir(private) / f"{r.id}.json").unlink(missing_ok=True)
+        removed = 0
+        root = artifacts_root(private)
+        for folder in sorted(root.glob("*/*")) if root.is_dir() else []:
+            if folder.is_dir() and str(folder.relative_to(private)) not in used:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+        return {"runs": len(drop), "artifacts": removed}
+    finally:
+        lock.release()

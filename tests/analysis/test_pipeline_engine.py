@@ -368,3 +368,24 @@ def test_leftovers_of_a_killed_writer_are_removed_and_never_read(trace: Path) ->
     rec = analyze(trace)
     assert not leftover.exists()
     assert rec.stages["kernels"].provenance == "cache" and rec.stages["kernels"].artifact == first.stages["kernels"].artifact
+
+
+def test_prune_keeps_the_newest_runs_and_every_output_they_use(trace: Path) -> None:
+    from profui.analysis.pipeline import prune
+
+    analyze(trace)  # run-0001
+    analyze(trace, overrides={"top_n": "4"})  # run-0002: kernels and summary computed anew
+    third = analyze(trace, stages=["launch"], overrides={"slow_launch_us": "9"})  # run-0003
+    before = {p for p in (trace / ".profui" / "artifacts").glob("*/*")}
+    gone = prune(trace, keep=1)
+    assert gone["runs"] == 2
+    assert [r.id for r in list_runs(trace)] == [third.id]
+    kept = {trace / ".profui" / st.artifact for st in third.stages.values() if st.artifact}
+    after = {p for p in (trace / ".profui" / "artifacts").glob("*/*")}
+    assert after == kept and gone["artifacts"] == len(before - kept) > 0
+    # The kept run is still a complete reference, and the TUI's view of it is intact.
+    assert set(latest_outputs(trace)) == {n for n, s in third.stages.items() if s.status == "succeeded"}
+    rec = analyze(trace, stages=["launch"], overrides={"slow_launch_us": "9"})
+    assert rec.stages["launch"].provenance == "cache"
+    assert prune(trace, keep=0) == {"runs": 2, "artifacts": len(after)}
+    assert latest_outputs(trace) == {}

@@ -238,6 +238,9 @@ def test_runs_lists_runs_and_one_run_with_provenance_as_json(trace: Path) -> Non
     assert "reused run-0001" in text and "slow_launch_us=5.0" in text
     table = runner.invoke(app, ["runs", str(trace)], env={"COLUMNS": "250"}).stdout
     assert "launch,summary" in table and "run-0002" in table
+    pruned = runner.invoke(app, ["runs", str(trace), "--prune", "1"])
+    assert pruned.exit_code == 0 and "removed 1 run record(s) and 2 stage output folder(s)" in pruned.stdout
+    assert [r.id for r in list_runs(trace)] == ["run-0002"]
 
 
 def test_refusals_are_one_line_with_exit_2(trace: Path, monkeypatch, capsys) -> None:

@@ -24,6 +24,7 @@ from profui.analysis.pipeline import (
     load_run,
     parse_assignments,
     plan_run,
+    prune,
 )
 from profui.analysis.pipeline.lock import describe_holder
 
@@ -215,12 +216,19 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Argument(..., help="Trace folder (or Kineto JSON analysed before)."),
         run: str | None = typer.Argument(None, help="A run id (run-0003, 3 or latest): show its stages."),
         as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
+        prune_keep: int | None = typer.Option(
+            None, "--prune", metavar="KEEP", help="Forget all but the newest KEEP runs; delete outputs no kept run uses."
+        ),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err, quiet=True)
         try:
+            if prune_keep is not None:
+                gone = prune(trace_dir, prune_keep)
+                out.print(f"removed {gone['runs']} run record(s) and {gone['artifacts']} stage output folder(s)")
+                return
             if run is None:
                 runs = list_runs(trace_dir)
                 if as_json:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from test_profcap_support import (
     PROFCAP,
@@ -24,6 +25,7 @@ from test_profcap_support import (
 )
 
 from profui.capture import profcap
+from profui.capture.daemon import perf
 from profui.capture.format import open_trace_dir
 
 #: Plain Python (never imports torch): annotations and steps through profui's own recorder.
@@ -96,13 +98,43 @@ def test_existing_sitecustomize_still_runs(tmp_path):
 
 
 def test_no_trace_records_metrics_only(tmp_path):
-    proc, trace = run_profcap(tmp_path, ["--no-trace", "--hz", "20"], PLAIN, env={"STEPS": "60"})
+    proc, trace = run_profcap(tmp_path, ["--no-trace", "--hz", "20", "--perf-events", "context-switches"], PLAIN,
+                              env={"STEPS": "150"})
     assert proc.returncode == 0
     assert events_files(trace) == []
     rows = read_metrics(trace)
     assert {r["source"] for r in rows} >= {"cpu", "mem", "proc"}
     m = manifest(trace)
     assert m["capture"]["trace"] is False and any("tracing off" in n for n in m["notes"])
+    # perf: counted per CPU where this kernel permits, else said once in the notes
+    working, _ = perf.probe(["context-switches"])
+    switches = [r for r in rows if r["source"] == "perf" and r["metric"] == "context_switches"]
+    if working:
+        assert {r["device"] for r in switches} == set(range(psutil.cpu_count()))
+    else:
+        assert not switches and any("context-switches" in n or "perf" in n for n in m["notes"])
+
+
+def test_daemon_death_does_not_touch_the_job(tmp_path):
+    pidfile = tmp_path / "job.pid"
+    job = tmp_path / "job.py"
+    job.write_text(TRAIN)
+    trace = tmp_path / "trace"
+    env = dict(os.environ, STEPS="30", SLEEP="0.05", PIDFILE=str(pidfile))
+    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--steps", "20-21", "--", sys.executable, str(job)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(pidfile.exists)
+    [daemon] = [c for c in psutil.Process(p.pid).children() if "profui.capture.daemon" in " ".join(c.cmdline())]
+    daemon.kill()
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "trained 30" in out
+    m = manifest(trace)
+    assert m["status"] == "completed"
+    assert any(n.startswith("sampling daemon died") for n in m["notes"])
+    # the window the daemon could not convert was converted by profcap at the end
+    assert sorted(steps_of(read_events(trace))) == [20, 21]
+    assert m["capture"]["windows"][0]["first"] == 20
 
 
 def test_sigint_is_forwarded_and_ends_stopped(tmp_path):

@@ -92,7 +92,14 @@ class DashboardView(TraceView):
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
-        call = self.app.call_from_thread
+        generation = self.session.generation
+        app_call = self.app.call_from_thread
+
+        def call(fn, *args) -> None:
+            # a live trace may have moved on while this worker computed: drop stale results
+            if self.session.generation == generation:
+                app_call(fn, *args)
+
         try:
             outputs = self.session.stage_outputs(
                 dc.STAGES,

@@ -22,7 +22,8 @@ class TraceSession:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.generation = 0
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # serialises computations (worker threads only)
+        self._state_lock = threading.Lock()  # guards generation/cache swaps (never held long)
         self._cache: dict[str, Any] = {}
         self._trace: Any = None
         self._dir: TraceDir | None = None
@@ -51,20 +52,30 @@ class TraceSession:
         return (d.manifest.status, d.manifest.end_ns, files)
 
     def new_generation(self) -> None:
-        """Forget every memoised answer: the trace changed on disk."""
-        with self._lock:
+        """Forget every memoised answer: the trace changed on disk.
+
+        Never waits for a computation in progress (the UI thread calls this); that computation
+        finishes for the old generation and its answer is not kept.
+        """
+        with self._state_lock:
             self.generation += 1
-            self._cache.clear()
+            self._cache = {}
             self._trace = None
             self._dir = None
 
     # -- analysis -----------------------------------------------------------------------
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per generation under the session lock."""
+        """``compute()`` once per generation; computations run one at a time."""
         with self._lock:
-            if key not in self._cache:
-                self._cache[key] = compute()
-            return self._cache[key]
+            with self._state_lock:
+                cache, generation = self._cache, self.generation
+            if key not in cache:
+                value = compute()
+                with self._state_lock:
+                    if generation == self.generation:
+                        cache[key] = value
+                return value
+            return cache[key]
 
     def trace(self) -> Any:
         """The analysis facade (``profui.analysis.open_trace``) of this trace."""

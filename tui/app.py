@@ -152,4 +152,6 @@ class ProfuiApp(App[str | None]):
                 continue
             seen.add((b.description, key))
             keys.append((b.key_display or self.get_key_display(b), b.description))
+        # the view's own keys first, plain scrolling last
+        keys.sort(key=lambda kd: kd[1].startswith(("Scroll", "Page")))
         self.push_screen(HelpScreen(keys))

@@ -7,27 +7,37 @@ import json
 from rich.text import Text
 
 from ..widgets.fmt import fmt_bytes, fmt_ns
-from .render import fmt_tick
 from .state import TimelineState
 
 
-def details_text(state: TimelineState) -> Text:
-    """What the panel shows about the selected event (or how to select one)."""
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def details_text(state: TimelineState, width: int = 200) -> Text:
+    """What the panel shows about the selected event (or how to select one), one field group a line,
+    each cut to ``width``."""
     if state.selected < 0:
         return Text("←/→ select an event · ↑/↓ lanes · Enter follows a launch to its kernel · / search · g step",
                     style="grey50")
     rec = state.ix.event(state.selected)
-    t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(rec["name"], style="bold")
-    t.append("\n")
+    lines = _detail_lines(rec)
+    t = Text()
+    for i, (text, style) in enumerate(lines):
+        if i:
+            t.append("\n")
+        t.append(_cut(text, width), style=style)
+    return t
+
+
+def _detail_lines(rec: dict) -> list[tuple[str, str]]:
+    out = [(rec["name"], "bold")]
     where = f"rank {rec['rank']}"
     if rec["device"] is not None and rec["device"] >= 0:
         where += f" · GPU {rec['device']} · stream {rec['stream']}"
     else:
         where += f" · pid {rec['pid']} · tid {rec['tid']}"
-    t.append(f"{rec['kind']}", style="bold")
-    t.append(f" · {where} · start {fmt_tick(rec['t'], 1e3)} · dur {fmt_ns(rec['dur'])}")
-    t.append("\n")
+    out.append((f"{rec['kind']} · {where} · start {rec['t'] / 1e6:.3f}ms · dur {fmt_ns(rec['dur'])}", ""))
     bits = []
     if rec.get("correlation") is not None:
         bits.append(f"correlation {rec['correlation']}")
@@ -40,8 +50,7 @@ def details_text(state: TimelineState) -> Text:
         bits.append(f"launch latency {fmt_ns(rec['launch_latency_ns'])}")
     if rec["link"] >= 0:
         bits.append("Enter: " + ("to its kernel" if rec["kind"] in ("runtime", "driver") else "back to its launch"))
-    t.append(" · ".join(bits) if bits else "no correlation")
-    t.append("\n")
+    out.append((" · ".join(bits) if bits else "no correlation", ""))
     args = rec.get("args")
     if args:
         try:
@@ -49,8 +58,8 @@ def details_text(state: TimelineState) -> Text:
             args = ", ".join(f"{k}: {v}" for k, v in parsed.items()) if isinstance(parsed, dict) else args
         except ValueError:
             pass
-        t.append(f"args {args}", style="grey70")
-    return t
+        out.append((f"args {args}", "grey70"))
+    return out
 
 
 def status_text(state: TimelineState) -> Text:

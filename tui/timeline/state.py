@@ -332,8 +332,9 @@ class TimelineState:
         if lo < self.t0 or hi > self.t1:
             pad = max((hi - lo) * 0.5, self.MIN_SPAN)
             self.set_window(float(lo - pad), float(hi + pad))
-        kind = self.ix.kind_of(link)
-        self.message = f"→ {kind} {self.ix.name_of(link)[:60]}"
+        from .render import short_name
+
+        self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link))[:50]}"
         return True
 
     # -- search ----------------------------------------------------------------------------
@@ -374,7 +375,7 @@ class TimelineState:
         self.match_i = (self.match_i + direction) % self.matches.size
         p = int(self.matches[self.match_i])
         self.select(p)
-        self.message = f"match {self.match_i + 1}/{self.matches.size}: {self.ix.name_of(p)[:60]}"
+        self.message = f"match {self.match_i + 1}/{self.matches.size}"
         return True
 
     # -- scrolling -------------------------------------------------------------------------

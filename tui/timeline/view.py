@@ -122,7 +122,10 @@ class TimelineView(TraceView):
     @on(Input.Submitted, "#tl-prompt")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        value = event.value.strip()
+        self._apply(event.value)
+
+    def _apply(self, value: str) -> None:
+        value = value.strip()
         self._close_prompt()
         if self.state is None or not value:
             return
@@ -144,17 +147,44 @@ class TimelineView(TraceView):
 
     def on_key(self, event) -> None:
         prompt = self.query_one("#tl-prompt", Input)
-        if event.key == "escape" and prompt.has_focus:
-            event.stop()
+        if not prompt.has_class("shown"):
+            # Opened here rather than through the bindings (which run later, as messages) so
+            # that the keys typed right after `g` or `/` already find the prompt open.
+            if event.key in ("g", "slash") and self.state is not None:
+                event.stop()
+                event.prevent_default()
+                self.action_prompt("step" if event.key == "g" else "search")
+            return
+        if prompt.has_focus:
+            if event.key == "escape":
+                event.stop()
+                self._close_prompt()
+            return
+        # Keys typed right after `/` or `g`, before the prompt has taken the focus: they belong
+        # to the prompt, not to the screen's bindings (a digit would switch views).
+        event.stop()
+        event.prevent_default()
+        if event.key == "enter":
+            self._apply(prompt.value)
+        elif event.key == "escape":
             self._close_prompt()
+        elif event.key == "backspace":
+            prompt.value = prompt.value[:-1]
+        elif event.is_printable and event.character:
+            prompt.value += event.character
+            prompt.cursor_position = len(prompt.value)
 
     # -- panel ----------------------------------------------------------------------------
     @on(TimelineCanvas.Changed)
     def _changed(self, _event: TimelineCanvas.Changed) -> None:
         self._update()
 
+    def on_resize(self) -> None:
+        self._update()
+
     def _update(self) -> None:
         if self.state is None:
             return
         self.query_one("#tl-status", Static).update(status_text(self.state))
-        self.query_one("#tl-details", Static).update(details_text(self.state))
+        panel = self.query_one("#tl-details", Static)
+        panel.update(details_text(self.state, max(panel.size.width - 2, 20) if panel.size.width else 200))

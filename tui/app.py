@@ -103,8 +103,18 @@ class ProfuiApp(App[str | None]):
 
     def open_trace(self, path: Path, replace: bool = False) -> None:
         """Show the trace screen of ``path`` (on top of the jobs screen, or replacing the current)."""
+        from profui.capture.format import TraceFormatError, open_trace_dir
+
         from .screens.trace import TraceScreen
 
+        try:
+            open_trace_dir(path, require_data=False)
+        except TraceFormatError as exc:  # e.g. picked from the jobs list but damaged
+            if replace or not self.screen_stack[1:]:
+                self.fail(str(exc))
+            else:
+                self.notify(str(exc), title="cannot open", severity="error", timeout=8)
+            return
         screen = TraceScreen(Path(path), self.views, poll_s=self.poll_s)
         if replace:
             self.switch_screen(screen)

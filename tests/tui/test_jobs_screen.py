@@ -135,3 +135,26 @@ async def _test_enter_opens_running_job_live(jobs_root: Path) -> None:
         assert trace_screen._live
         await pilot.press("escape")  # back to the list
         assert app.screen is screen
+
+
+def test_damaged_trace_in_the_list_says_why_and_stays(jobs_root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "jobs"
+    shutil.copytree(jobs_root, root)
+    (root / "base" / "manifest.json").write_text("{not json")
+    asyncio.run(_damaged(root))
+
+
+async def _damaged(root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", root), poll_s=60)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = app.screen
+        await wait_rows(pilot, screen, 3)
+        rows = {r[0]: r for r in table_rows(screen)}
+        assert rows["base"][2] == "unreadable"
+        await pilot.press("slash", "b", "a", "s", "e", "enter", "enter")
+        await pilot.pause()
+        assert app.screen is screen  # not opened
+        notes = list(app._notifications)
+        assert notes and "manifest is not valid JSON" in notes[-1].message

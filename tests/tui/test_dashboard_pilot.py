@@ -252,3 +252,29 @@ def test_enter_jumps_from_chart_to_table_and_from_table_to_timeline(trace: Path)
             assert calls[-1] == {"step": first["step"], "rank": first["rank"]}
 
     run(go())
+
+
+def test_kernels_filter_by_name(trace: Path) -> None:
+    stats = open_trace(trace).kernels()
+    expected = stats.filter(stats["name"].str.to_lowercase().str.contains("nccl", literal=True)).height
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_dashboard(pilot, app)
+            await pilot.press("2")
+            view = app.screen.query_one("#kernels")
+            for _ in range(200):
+                await pilot.pause()
+                if view.ready:
+                    break
+                await asyncio.sleep(0.02)
+            table = app.screen.query_one("#kernels-table")
+            await pilot.press("slash", "N", "C", "C", "L", "enter")
+            assert 0 < expected < stats.height
+            assert table.row_count == expected
+            assert all("nccl" in n.lower() for n in table.frame["name"])
+            await pilot.press("escape")
+            assert table.row_count == stats.height
+
+    run(go())

@@ -1,11 +1,13 @@
-"""Kernels view: every kernel's statistics (from the ``kernels`` stage), sortable; Enter shows it
-in the timeline."""
+"""Kernels view: every kernel's statistics (from the ``kernels`` stage), sortable and filterable
+by name; Enter shows the kernel in the timeline."""
 
 from __future__ import annotations
 
+import polars as pl
 from textual import on, work
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.binding import Binding
+from textual.widgets import Input, Static
 
 from ..widgets.fmt import fmt_count
 from ..widgets.frame_table import FrameTable
@@ -16,16 +18,30 @@ COLUMNS = ["name", "kernel_type", "count", "total_ns", "share", "mean_ns", "p50_
 
 
 class KernelsView(TraceView):
-    """A table of kernel statistics; ``s`` sorts, ``r`` reverses, Enter opens the timeline there."""
+    """A table of kernel statistics; ``s`` sorts, ``r`` reverses, ``/`` filters by name, Enter
+    opens the timeline on the kernel."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
 
     DEFAULT_CSS = """
     KernelsView .view-status { height: 1; padding: 0 1; color: $text-muted; }
     KernelsView FrameTable { height: 1fr; }
+    KernelsView #kernels-filter { dock: bottom; display: none; }
+    KernelsView #kernels-filter.visible { display: block; }
     """
+
+    def __init__(self, session, id: str | None = None) -> None:
+        super().__init__(session, id=id)
+        self.stats = pl.DataFrame()
+        self.filter_text = ""
 
     def compose(self) -> ComposeResult:
         yield Static("loading kernels…", id="kernels-status", classes="view-status")
         yield FrameTable(id="kernels-table", sort_by="total_ns")
+        yield Input(placeholder="kernel name contains… (Enter keeps, Esc clears)", id="kernels-filter")
 
     def focus_main(self) -> None:
         self.query_one(FrameTable).focus()
@@ -47,14 +63,51 @@ class KernelsView(TraceView):
         if line.startswith("analysis failed"):
             self.ready = True
 
-    def _show(self, stats) -> None:
+    def _show(self, stats: pl.DataFrame) -> None:
+        self.stats = stats
+        self._fill()
+        self.ready = True
+
+    def _fill(self) -> None:
+        stats = self.stats
+        shown = stats
+        if self.filter_text and stats.height:
+            shown = stats.filter(pl.col("name").str.to_lowercase().str.contains(self.filter_text.lower(), literal=True))
         if stats.height == 0:
             why = self.session.unavailable.get("kernels", "no kernels in this trace")
             self._status(f"No kernel statistics: {why}")
         else:
-            self._status(f"{fmt_count(stats.height)} kernels · s sort · r reverse · Enter: timeline")
-        self.query_one(FrameTable).set_frame(stats, COLUMNS)
-        self.ready = True
+            filt = f" matching “{self.filter_text}”" if self.filter_text else ""
+            self._status(f"{fmt_count(shown.height)} of {fmt_count(stats.height)} kernels{filt} · s sort · "
+                         "r reverse · / filter · Enter: timeline")
+        self.query_one(FrameTable).set_frame(shown, COLUMNS)
+
+    def action_filter(self) -> None:
+        """Filter the kernels by name."""
+        box = self.query_one("#kernels-filter", Input)
+        box.add_class("visible")
+        box.value = self.filter_text
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Show every kernel again."""
+        box = self.query_one("#kernels-filter", Input)
+        box.value = ""
+        box.remove_class("visible")
+        self.filter_text = ""
+        self._fill()
+        self.focus_main()
+
+    @on(Input.Changed, "#kernels-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self._fill()
+
+    @on(Input.Submitted, "#kernels-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if not event.value:
+            self.query_one("#kernels-filter", Input).remove_class("visible")
+        self.focus_main()
 
     @on(FrameTable.Chosen, "#kernels-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:

@@ -138,8 +138,11 @@ def test_one_bad_file_in_folder_imports_nothing(work: Path) -> None:
 
 def test_existing_trace_not_overwritten_without_force(work: Path) -> None:
     out = work / "out"
-    first = profui("import", shared_trace(SMALL), "-o", out)
+    first = profui("import", shared_trace(SMALL), "-o", out, "--node", "box1", "--rank", "3")
     assert first.returncode == 0, first.stderr
+    # distributedInfo says rank 0, which wins over --rank; --node names the node folder
+    assert first.stdout.startswith("imported ") and "node(s) box1; rank(s) 0" in first.stdout
+    assert (out / "node=box1" / "rank=0" / "events-00000.parquet").is_file()
     before = snapshot(out)
     assert any(k.endswith(".parquet") for k in before)
     again = profui("import", shared_trace(OTHER), "-o", out)

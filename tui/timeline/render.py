@@ -187,7 +187,10 @@ class Renderer:
             chars[bounds] = BOUNDARY
             styles[bounds] = DIM
             return chars, styles
-        cells = ix.raster(vr.row, t0, t1, cw)
+        if len(vr.merged) > 1:
+            cells = self._merged(vr.merged, t0, t1, cw)
+        else:
+            cells = ix.raster(vr.row, t0, t1, cw)
         busy, kind, ev = cells.busy, cells.kind.astype(np.int64), cells.event
         color = kind.copy()
         has_ev = ev >= 0
@@ -213,8 +216,9 @@ class Renderer:
                 i = np.minimum(i, st.matches_sorted.size - 1)
                 m[has_ev] = st.matches_sorted[i] == ev[has_ev]
                 styles[m] = MATCH
+        own = set(vr.merged) if vr.merged else {vr.row}
         for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
-            if pos >= 0 and ix.row_of(pos) == vr.row:
+            if pos >= 0 and ix.row_of(pos) in own:
                 a, b = self._cols(pos, t0, (t1 - t0) / cw, cw)
                 if b >= 0 and a < cw:
                     a, b = max(a, 0), min(b, cw - 1)
@@ -224,6 +228,20 @@ class Renderer:
                     if b == a and chars[a] == " ":
                         chars[a] = "◆"
         return chars, styles
+
+    def _merged(self, rows: tuple[int, ...], t0: float, t1: float, cw: int):
+        """A folded lane as one row: how busy its nested rows are (below the outermost, which is
+        usually the step), in the colour of the innermost event at each cell."""
+        ix = self.state.ix
+        cells = ix.raster(rows[1], t0, t1, cw)
+        for r in rows[2:]:
+            inner = ix.raster(r, t0, t1, cw)
+            take = inner.busy > 0
+            cells.busy = np.maximum(cells.busy, inner.busy)
+            cells.kind = np.where(take, inner.kind, cells.kind)
+            cells.event = np.where(take, inner.event, cells.event)
+            cells.exact = cells.exact and inner.exact
+        return cells
 
     def _cols(self, pos: int, t0: float, w: float, cw: int) -> tuple[int, int]:
         ix = self.state.ix
@@ -258,7 +276,7 @@ class Renderer:
             return
         ix = st.ix
         r_sel, r_lnk = ix.row_of(st.selected), ix.row_of(st.linked)
-        screen = {vr.row: i for i, vr in enumerate(rows) if vr.row is not None}
+        screen = {r: i for i, vr in enumerate(rows) if vr.row is not None for r in (vr.merged or (vr.row,))}
         if r_sel not in screen and r_lnk not in screen:
             return
         device = st.linked if ix.lane_of(st.linked).kind == "stream" else st.selected

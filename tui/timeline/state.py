@@ -14,6 +14,8 @@ from profui.analysis.lod import Lane, LodIndex
 
 #: Lane kinds that are headers (no events of their own).
 GROUP_KINDS = ("node", "rank", "gpu", "metrics")
+#: Host threads with more nesting rows than this start folded.
+FOLD_DEEPER_THAN = 4
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class VisibleRow:
     row: int | None = None  # event row of the index
     depth: int = 0  # position among the lane's rows
     series: int | None = None
+    merged: tuple[int, ...] = ()  # a folded lane: all its rows drawn as one (the deepest event wins)
 
     @property
     def is_header(self) -> bool:
@@ -43,9 +46,10 @@ class TimelineState:
         for ln in self.lanes:
             self.children.setdefault(ln.parent, []).append(ln)
         self.collapsed: set[int] = set()
-        # Large traces start with metric groups folded so the GPU lanes fit on screen.
+        # Metric groups and deep host threads start folded so the GPU lanes fit on screen
+        # (a folded thread is one row showing its innermost activity).
         for ln in self.lanes:
-            if ln.kind == "metrics":
+            if ln.kind == "metrics" or (ln.kind == "thread" and len(ln.rows) > FOLD_DEEPER_THAN):
                 self.collapsed.add(ln.id)
         self.hide_empty = False
         self.t0 = 0.0
@@ -77,8 +81,10 @@ class TimelineState:
                 elif ln.kind == "metric":
                     rows.append(VisibleRow(ln, level, series=ln.series))
                 else:
-                    shown = ln.rows[:1] if folded else ln.rows
-                    for d, r in enumerate(shown):
+                    if folded and len(ln.rows) > 1:
+                        rows.append(VisibleRow(ln, level, row=ln.rows[0], merged=ln.rows))
+                        continue
+                    for d, r in enumerate(ln.rows):
                         rows.append(VisibleRow(ln, level, row=r, depth=d))
 
         walk(None, 0)
@@ -92,8 +98,10 @@ class TimelineState:
             return self._rows
         out = []
         for vr in self._rows:
-            if vr.row is not None and self.ix.events_between(vr.row, int(self.t0), int(self.t1) + 1) == 0:
-                if not (self.selected >= 0 and self.ix.row_of(self.selected) == vr.row):
+            if vr.row is not None and not any(
+                self.ix.events_between(r, int(self.t0), int(self.t1) + 1) for r in (vr.merged or (vr.row,))
+            ):
+                if not (self.selected >= 0 and self.ix.row_of(self.selected) in (vr.merged or (vr.row,))):
                     continue
             out.append(vr)
         return out

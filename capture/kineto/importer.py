@@ -219,7 +219,10 @@ def expand_sources(sources: list[Path]) -> list[Path]:
             raise KinetoFormatError(src, "no such file or directory")
         else:
             files.append(src)
-    return files
+    unique: dict[Path, Path] = {}
+    for f in files:  # the same file named twice (a path and its folder) is imported once
+        unique.setdefault(f.resolve() if f.exists() else f, f)
+    return list(unique.values())
 
 
 def check_output(out_dir: Path, force: bool) -> None:

@@ -268,6 +268,8 @@ def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict
             text = (text + " · " if text else "") + fmt_ns(row[tcol])
         label = str(row[name])
         bars.append(Bar(label, value, text, (styles or {}).get(label, "cyan")))
+    if not bars:
+        return ChartData(kind="text", text="no kernels in this trace", takeaway=takeaway(chart_id, outputs))
     return ChartData(kind="bars", bars=bars, scale=1.0 if share else None, takeaway=takeaway(chart_id, outputs))
 
 

@@ -278,3 +278,24 @@ def test_kernels_filter_by_name(trace: Path) -> None:
             assert table.row_count == stats.height
 
     run(go())
+
+
+def test_a_registered_view_that_cannot_load_is_a_placeholder(trace: Path) -> None:
+    from profui.tui.app import VIEWS, ViewSpec
+
+    views = [*VIEWS, ViewSpec("bogus", "Bogus", "6", "profui.tui.no_such_module:View")]
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), views=views, poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_dashboard(pilot, app)
+            assert " 6 Bogus " in str(app.screen.query_one("#view-tabs").render())
+            await pilot.press("6")
+            await pilot.pause()
+            assert app.screen.current == "bogus"
+            text = str(app.screen.query_one("#bogus .unavailable").render())
+            assert text.startswith("Bogus is not available: ModuleNotFoundError")
+            assert app.goto_view("bogus", anything=1) is True  # no goto(): ignored, no crash
+            assert app.goto_view("nope") is False
+
+    run(go())

@@ -444,30 +444,33 @@ def _tiles(row: np.ndarray, t: np.ndarray, dur: np.ndarray, kind: np.ndarray, bu
     r0 = int(row.min())
     nk = len(EVENT_KINDS)
     groups, local = np.unique((row - r0).astype(np.int64) * nk + kind, return_inverse=True)
-    n_groups = groups.size
     end = t + dur
     a = t // bucket
     z = (end - 1) // bucket
     one = a == z
-    # Partial first/last buckets and single-bucket events, then whole buckets in between.
-    idx = np.concatenate([local[one] * n_buckets + a[one], local[~one] * n_buckets + a[~one],
-                          local[~one] * n_buckets + z[~one]])
-    w = np.concatenate([dur[one], (a[~one] + 1) * bucket - t[~one], end[~one] - z[~one] * bucket]).astype(np.float64)
-    busy = np.bincount(idx, weights=w, minlength=n_groups * n_buckets)
+    base = local * n_buckets
+    # Partial first/last buckets and single-bucket events, then every whole bucket in between
+    # (sparse: only buckets something touches, so many rows cost what their events cost).
+    keys = [base[one] + a[one], base[~one] + a[~one], base[~one] + z[~one]]
+    weights = [dur[one], (a[~one] + 1) * bucket - t[~one], end[~one] - z[~one] * bucket]
     span = ~one & (z > a + 1)
     if span.any():
-        diff = np.bincount(local[span] * n_buckets + a[span] + 1, minlength=n_groups * n_buckets + 1).astype(np.int64)
-        diff -= np.bincount(local[span] * n_buckets + z[span], minlength=n_groups * n_buckets + 1)
-        full = np.cumsum(diff)[:-1]
-        busy += full * float(bucket)
-    nz = np.flatnonzero(busy)
+        counts = (z[span] - a[span] - 1).astype(np.int64)
+        first = np.repeat(base[span] + a[span] + 1, counts)
+        offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        keys.append(first + offsets)
+        weights.append(np.full(offsets.size, bucket, dtype=np.int64))
+    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    busy = np.bincount(inv, weights=np.concatenate(weights).astype(np.float64))
+    keep = busy > 0
+    nz, busy = uniq[keep], busy[keep]
     g = groups[nz // n_buckets]
     return pa.table(
         {
             "row": pa.array((g // nk + r0).astype(np.int32)),
             "kind_id": pa.array((g % nk).astype(np.int8)),
             "bucket": pa.array((nz % n_buckets).astype(np.int32)),
-            "busy_ns": pa.array(np.rint(busy[nz]).astype(np.int64)),
+            "busy_ns": pa.array(np.rint(busy).astype(np.int64)),
         },
         schema=_tile_schema(),
     )

@@ -133,6 +133,9 @@ class TraceSession:
         running = self.manifest.status == "running"
         if not running:
             have = latest_outputs(self.path)
+            # outputs made by other analysis code (profui upgraded since) are not reused as is
+            have = {s: f for s, f in have.items()
+                    if s not in REGISTRY.stages or (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version}
             if all(s in have for s in stages):
                 say("reading cached analysis outputs")
                 for s in stages:

@@ -19,7 +19,9 @@ Pure Polars/NumPy/PyArrow: no rendering here.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable, Iterable
@@ -121,8 +123,16 @@ class _Meta:
 
 
 def lod_dir(trace: TraceDir) -> Path:
-    """Folder of a trace's LOD cache."""
-    return trace.private_dir / "lod"
+    """Folder of a trace's LOD cache: ``trace/.profui/lod/``, or, when the trace folder cannot be
+    written (a shared, read-only trace), ``<profui cache>/lod/<hash of the trace path>/``."""
+    private = trace.private_dir
+    writable = os.access(private if private.exists() else trace.path, os.W_OK)
+    if writable:
+        return private / "lod"
+    from .sources import default_cache_root
+
+    key = hashlib.sha256(str(trace.path.resolve()).encode()).hexdigest()[:24]
+    return default_cache_root() / "lod" / key
 
 
 def _fingerprint(trace: TraceDir) -> list:
@@ -165,6 +175,7 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     span = max(end - base, 1)
     bucket = 1 << max(0, int(np.ceil(np.log2(span / TILE_BUCKETS))) if span > TILE_BUCKETS else 0)
     n_buckets = int(span // bucket) + 1
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".lod-tmp-{np.random.default_rng().integers(1 << 40):x}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

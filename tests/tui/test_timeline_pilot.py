@@ -302,3 +302,23 @@ def test_keys_typed_at_once_after_g_reach_the_prompt(imported: Path, raw: pl.Dat
             assert (view.state.t0, view.state.t1) == pytest.approx(step_window(raw, 5))
 
     run(go())
+
+
+def test_mouse_click_selects_the_event_under_it(imported: Path, raw: pl.DataFrame) -> None:
+    async def go() -> None:
+        app = TimelineApp(imported)
+        async with app.run_test(size=SIZE) as pilot:
+            view = await ready(pilot, app)
+            st = view.state
+            await pilot.press("g", "5", "enter", "C")  # unfold everything: deep threads start folded
+            y = next(i for i, vr in enumerate(st.visible_rows()) if vr.lane.kind == "thread" and vr.depth == 1) + 2
+            lw = app.query_one(TimelineCanvas).renderer.label_width(SIZE[0])
+            x = lw + 5
+            await pilot.click("#tl-canvas", offset=(x, y))
+            cw = SIZE[0] - lw
+            t = st.t0 + (5.5) * (st.t1 - st.t0) / cw
+            rec = st.ix.event(st.selected)
+            assert rec["t"] <= t < rec["t"] + rec["dur"] and rec["name"] == "## forward ##"
+            assert st.current().depth == 1 and "## forward ##" in details(view)
+
+    run(go())

@@ -148,5 +148,33 @@ class TimelineCanvas(Widget, can_focus=True):
         if st is not None and st.selected >= 0:
             self._go(lambda: st.show_event(st.selected, fill=True))
 
+    # -- mouse (a bonus: everything has a key) --------------------------------------------------
+    def on_click(self, event) -> None:
+        """Click a lane to put the cursor there; click an event to select it."""
+        st, r = self.state, self.renderer
+        if st is None or r is None or event.y < 2:
+            return
+        rows = st.visible_rows()
+        i = st.top + event.y - 2
+        if not 0 <= i < len(rows):
+            return
+        st.cursor = i
+        vr = rows[i]
+        lw = r.label_width(self.size.width)
+        if vr.row is not None and event.x >= lw:
+            cw = max(self.size.width - lw, 1)
+            t = st.t0 + (event.x - lw + 0.5) * (st.t1 - st.t0) / cw
+            p = st.ix.at(vr.row, t)
+            if p >= 0 and abs(float(st.ix.t[p]) - t) <= (st.t1 - st.t0) / cw + float(st.ix.end[p] - st.ix.t[p]):
+                st._select(p, keep_row=True)
+        st.version += 1
+        self._changed()
+
+    def on_mouse_scroll_up(self, _event) -> None:
+        self.action_zoom(1.25)
+
+    def on_mouse_scroll_down(self, _event) -> None:
+        self.action_zoom(0.8)
+
     def action_clear(self) -> None:
         self._go(lambda: self.state.clear_selection())

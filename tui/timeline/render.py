@@ -365,7 +365,9 @@ class Renderer:
 
 def _strip(label: Segment, chars: np.ndarray, styles: np.ndarray, width: int) -> Strip:
     """A line: the label, then the canvas cut into one Segment per run of equal style."""
-    text = "".join(chars.tolist())
+    text = str(np.ascontiguousarray(chars).view(f"<U{chars.size}")[0]) if chars.size else ""
+    if len(text) < chars.size:  # a view drops trailing NULs only; never expected, but keep widths exact
+        text = text.ljust(chars.size)
     change = np.flatnonzero(np.diff(styles)) + 1
     starts = [0, *change.tolist()]
     ends = [*change.tolist(), len(text)]

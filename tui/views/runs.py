@@ -101,6 +101,9 @@ class RunsView(TraceView):
             title.update("")
             return
         rec = self.records[row["id"]]
+        if getattr(self, "stages_of", None) == (rec.id, rec.status, len(rec.stages)) and stages.row_count:
+            return  # already shown
+        self.stages_of = (rec.id, rec.status, len(rec.stages))
         title.update(f"Stages of {rec.id} ({rec.status})" + (f" · error: {rec.error}" if rec.error else ""))
         stages.set_frame(stages_frame(rec), STAGE_COLUMNS)
 

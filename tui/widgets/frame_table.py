@@ -22,6 +22,11 @@ from .fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
 MAX_TEXT = 70
 
 
+def cell_len(cell: Any) -> int:
+    """Width of a formatted cell in terminal cells."""
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
+
+
 def header_of(col: str) -> str:
     """A column header from a column name (``total_ns`` → ``total``, ``launch_count`` → ``launch count``)."""
     name = col[:-3] if col.endswith("_ns") else col
@@ -102,14 +107,21 @@ class FrameTable(DataTable):
     def _fill(self) -> None:
         cursor = self.cursor_row
         self.clear(columns=True)
-        for col in self.columns_shown:
+        self._shown = self.shown_frame()
+        rows = [
+            [format_cell(c, v) for c, v in zip(self.columns_shown, row, strict=True)]
+            for row in self._shown.select(self.columns_shown).iter_rows()
+        ]
+        for i, col in enumerate(self.columns_shown):
             mark = ""
             if col == self.sort_by:
                 mark = " ▼" if self.descending else " ▲"
-            self.add_column(header_of(col) + mark, key=col)
-        self._shown = self.shown_frame()
-        for i, row in enumerate(self._shown.select(self.columns_shown).iter_rows()):
-            self.add_row(*(format_cell(c, v) for c, v in zip(self.columns_shown, row, strict=True)), key=str(i))
+            header = header_of(col) + mark
+            # explicit widths: the table reads the same however often and whenever it is refilled
+            width = max([len(header), *(cell_len(r[i]) for r in rows)])
+            self.add_column(header, key=col, width=min(width, MAX_TEXT))
+        for i, cells in enumerate(rows):
+            self.add_row(*cells, key=str(i))
         if self.row_count:
             self.move_cursor(row=min(cursor, self.row_count - 1))
 

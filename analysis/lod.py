@@ -301,6 +301,22 @@ def _depths(lane: np.ndarray, t: np.ndarray, end: np.ndarray, big: int) -> np.nd
     return np.clip(started - ended, 0, 2047)
 
 
+def _sort_by_key_then_longest(key: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Order by ``key``, equal keys by decreasing ``dur`` (a parent before the child that starts
+    with it). One stable sort (events arrive nearly sorted), then only the ties are re-sorted."""
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    tie = k[1:] == k[:-1]
+    if tie.any():
+        involved = np.zeros(k.size, dtype=bool)
+        involved[1:] |= tie
+        involved[:-1] |= tie
+        at = np.flatnonzero(involved)
+        sub = order[at]
+        order[at] = sub[np.lexsort((-dur[sub], k[at]))]
+    return order
+
+
 def _first_by_key(keys: np.ndarray, t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each distinct key, the value of its earliest (by ``t``) element: (sorted keys, values)."""
     order = np.lexsort((t, keys))
@@ -363,7 +379,7 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
     # activity (kernels, copies) so that a stream's work stays on its first row.
     sub = ((kind[src] == KIND_ID["gpu_annotation"]) & ~host[src]).astype(np.int64)
     dl = lane * 2 + sub
-    order = np.lexsort((-edur, dl * (int(et.max()) + 1) + et))
+    order = _sort_by_key_then_longest(dl * (int(et.max()) + 1) + et, edur)
     src, is_copy, lane, et, edur, dl, sub = (a[order] for a in (src, is_copy, lane, et, edur, dl, sub))
     eend = et + edur
     depth = _depths(dl, et, eend, int(eend.max()) + 2)
@@ -471,10 +487,17 @@ def _tiles(row: np.ndarray, t: np.ndarray, dur: np.ndarray, kind: np.ndarray, bu
         offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
         keys.append(first + offsets)
         weights.append(np.full(offsets.size, bucket, dtype=np.int64))
-    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
-    busy = np.bincount(inv, weights=np.concatenate(weights).astype(np.float64))
-    keep = busy > 0
-    nz, busy = uniq[keep], busy[keep]
+    allk = np.concatenate(keys)
+    allw = np.concatenate(weights).astype(np.float64)
+    if groups.size * n_buckets <= 4 * allk.size:  # dense enough: one bincount over every cell
+        dense = np.bincount(allk, weights=allw, minlength=groups.size * n_buckets)
+        nz = np.flatnonzero(dense)
+        busy = dense[nz]
+    else:  # sparse: only the cells something touches
+        uniq, inv = np.unique(allk, return_inverse=True)
+        busy = np.bincount(inv, weights=allw)
+        keep = busy > 0
+        nz, busy = uniq[keep], busy[keep]
     g = groups[nz // n_buckets]
     return pa.table(
         {

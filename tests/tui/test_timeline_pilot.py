@@ -322,3 +322,26 @@ def test_mouse_click_selects_the_event_under_it(imported: Path, raw: pl.DataFram
             assert st.current().depth == 1 and "## forward ##" in details(view)
 
     run(go())
+
+
+def test_monochrome_no_color(imported: Path, raw: pl.DataFrame, monkeypatch) -> None:
+    """Under NO_COLOR (Textual's monochrome filter) every frame draws: blocks stay visible as
+    reverse video, the selection as underline."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go() -> None:
+        app = TimelineApp(imported)
+        assert app.no_color
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await ready(pilot, app)
+            await pilot.press("g", "5", "enter", "C", "slash", *"ncclKernel_AllReduce", "enter", "enter")
+            await pilot.pause()
+            svg = app.export_screenshot()
+            assert "ProfilerStep#5" in status(view) and view.state.linked >= 0
+            frame = app.query_one(TimelineCanvas).frame()
+            styles = [seg.style for line in frame for seg in line]
+            assert all(s is not None for s in styles)
+            assert any(s.reverse for s in styles) and any(s.underline for s in styles)
+            assert "<svg" in svg
+
+    run(go())

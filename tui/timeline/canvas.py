@@ -6,6 +6,8 @@ Nothing here knows about events: keys call :class:`TimelineState` methods, lines
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.message import Message
 from textual.strip import Strip
@@ -78,7 +80,7 @@ class TimelineCanvas(Widget, can_focus=True):
         frame = self.frame()
         if y < len(frame):
             return frame[y]
-        return Strip.blank(self.size.width)
+        return Strip([Segment(" " * self.size.width, Style())], self.size.width)
 
     def rows_height(self) -> int:
         """Lane rows on screen."""

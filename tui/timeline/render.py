@@ -156,7 +156,7 @@ class Renderer:
         for i, vr in enumerate(rows):
             label = self._label(vr, lw, st.top + i == st.cursor)
             out.append(_strip(label, lines_chars[i], lines_styles[i], width))
-        blank = Strip([Segment(" " * width)], width)
+        blank = Strip([Segment(" " * width, STYLES[PLAIN])], width)
         while len(out) < height:
             out.append(blank)
         return out[:height]

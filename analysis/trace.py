@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from profui.capture.format import (
-    EVENTS_SCHEMA,
-    METRICS_SCHEMA,
+    TABLE_COLUMNS,
+    FooterError,
     Manifest,
     TraceDir,
     TraceFile,
     open_trace_dir,
+    read_footer,
 )
 
 #: Polars types of the events columns as analysis sees them (strings as plain ``pl.String``).
@@ -52,8 +52,8 @@ METRICS_POLARS_SCHEMA: dict[str, pl.DataType] = {
     "node": pl.String(),
 }
 
-assert set(EVENTS_SCHEMA.names) < set(EVENTS_POLARS_SCHEMA)
-assert set(METRICS_SCHEMA.names) < set(METRICS_POLARS_SCHEMA)
+assert set(TABLE_COLUMNS["events"]) < set(EVENTS_POLARS_SCHEMA)
+assert set(TABLE_COLUMNS["metrics"]) < set(METRICS_POLARS_SCHEMA)
 
 
 def _scan(files: list[TraceFile], schema: dict[str, pl.DataType], with_rank: bool) -> pl.LazyFrame:
@@ -131,7 +131,10 @@ class Trace:
         """
         offsets: dict[tuple[str, int], int] = {}
         for f in self.dir.events:
-            meta = pq.read_schema(f.path).metadata or {}
+            try:
+                meta = read_footer(f.path).metadata
+            except (OSError, FooterError):
+                meta = {}
             raw = meta.get(b"profui.source")
             base = None
             if raw:

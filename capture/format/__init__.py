@@ -1,11 +1,16 @@
 """The trace format: the contract between capture, analysis and the TUI.
 
 On-disk layout, Arrow schemas, manifest, whole-file writers and a validating opener.
-Imports only pyarrow and the standard library.
+Imports only pyarrow and the standard library, and pyarrow only when a name that needs it
+(the Arrow schemas, the writers) is first used: readers (``open_trace_dir``) never load it.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .atomic import atomic_path, write_bytes_atomic
+from .columns import DEVICE_KINDS, EVENT_KINDS, SCHEMA_VERSION, TABLE_COLUMNS
 from .errors import TraceFormatError
+from .footer import Footer, FooterError, read_footer
 from .layout import (
     MANIFEST_NAME,
     PRIVATE_DIR,
@@ -18,18 +23,44 @@ from .layout import (
 )
 from .manifest import STATUSES, Manifest, read_manifest, write_manifest
 from .opener import TraceDir, TraceFile, check_file, find_trace_dirs, is_trace_dir, open_trace_dir
-from .schema import DEVICE_KINDS, EVENT_KINDS, EVENTS_SCHEMA, METRICS_SCHEMA, SCHEMA_VERSION
-from .writer import to_table, write_events, write_metrics, write_table
+
+if TYPE_CHECKING:
+    from .schema import EVENTS_SCHEMA, METRICS_SCHEMA
+    from .writer import to_table, write_events, write_metrics, write_table
+
+#: Names whose modules import pyarrow, loaded on first use (PEP 562).
+_LAZY = {
+    "EVENTS_SCHEMA": "schema",
+    "METRICS_SCHEMA": "schema",
+    "to_table": "writer",
+    "write_events": "writer",
+    "write_metrics": "writer",
+    "write_table": "writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "DEVICE_KINDS",
     "EVENTS_SCHEMA",
     "EVENT_KINDS",
+    "Footer",
+    "FooterError",
     "MANIFEST_NAME",
     "METRICS_SCHEMA",
     "PRIVATE_DIR",
     "SCHEMA_VERSION",
     "STATUSES",
+    "TABLE_COLUMNS",
     "Manifest",
     "TraceDir",
     "TraceFile",
@@ -44,6 +75,7 @@ __all__ = [
     "node_dir",
     "open_trace_dir",
     "rank_dir",
+    "read_footer",
     "read_manifest",
     "safe_node_name",
     "to_table",

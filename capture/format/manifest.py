@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_bytes_atomic
+from .columns import SCHEMA_VERSION
 from .errors import TraceFormatError
 from .layout import manifest_path
-from .schema import SCHEMA_VERSION
 
 STATUSES = ("running", "completed", "failed", "stopped", "imported")
 

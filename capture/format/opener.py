@@ -9,13 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from .columns import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_COLUMNS
 from .errors import TraceFormatError
+from .footer import FooterError, read_footer
 from .layout import MANIFEST_NAME, PRIVATE_DIR, is_events_file, is_metrics_file, parse_partition
 from .manifest import Manifest, read_manifest
-from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEMAS
 
 
 @dataclass(frozen=True)
@@ -88,15 +86,17 @@ def find_trace_dirs(root: str | Path, max_depth: int = 3) -> list[Path]:
 
 
 def check_file(path: Path, table: str) -> int:
-    """Validate one Parquet file's footer; return its row count."""
+    """Validate one Parquet file's footer; return its row count.
+
+    The footer is read in plain Python (:mod:`.footer`), so opening a trace never loads pyarrow.
+    """
     try:
-        meta = pq.read_metadata(path)
-        schema = meta.schema.to_arrow_schema()
+        footer = read_footer(path)
     except PermissionError:
         raise TraceFormatError(path, "permission denied") from None
-    except (OSError, pa.ArrowInvalid) as exc:
+    except (OSError, FooterError) as exc:
         raise TraceFormatError(path, f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    kv = schema.metadata or {}
+    kv = footer.metadata
     version_raw = kv.get(META_SCHEMA_VERSION)
     if version_raw is None:
         raise TraceFormatError(path, "Parquet file without profui schema version: not written by profui")
@@ -112,10 +112,10 @@ def check_file(path: Path, table: str) -> int:
     stored_table = kv.get(META_TABLE, b"").decode()
     if stored_table and stored_table != table:
         raise TraceFormatError(path, f"holds the {stored_table!r} table where {table!r} was expected")
-    missing = [n for n in TABLE_SCHEMAS[table].names if n not in schema.names]
+    missing = [n for n in TABLE_COLUMNS[table] if n not in footer.columns]
     if missing:
         raise TraceFormatError(path, f"{table} file lacks column(s) {', '.join(missing)}")
-    return meta.num_rows
+    return footer.num_rows
 
 
 def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:

@@ -8,28 +8,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Version of the on-disk layout and schemas. Bump on any incompatible change; readers refuse
-#: files written by a newer version.
-SCHEMA_VERSION = 1
-
-#: Every value the ``kind`` column may hold.
-EVENT_KINDS: tuple[str, ...] = (
-    "cpu_op",
-    "python",
-    "annotation",
-    "step",
-    "runtime",
-    "driver",
-    "kernel",
-    "memcpy",
-    "memset",
-    "sync",
-    "gpu_annotation",
-    "instant",
+from .columns import (  # noqa: F401  (re-exported: the constants used to live here)
+    DEVICE_KINDS,
+    EVENT_KINDS,
+    META_SCHEMA_VERSION,
+    META_TABLE,
+    SCHEMA_VERSION,
+    TABLE_COLUMNS,
 )
-
-#: Kinds that run on a device (``device >= 0``) rather than on the host.
-DEVICE_KINDS: frozenset[str] = frozenset({"kernel", "memcpy", "memset", "sync", "gpu_annotation"})
 
 _DICT_STR = pa.dictionary(pa.int32(), pa.string())
 
@@ -63,6 +49,4 @@ METRICS_SCHEMA = pa.schema(
 
 TABLE_SCHEMAS: dict[str, pa.Schema] = {"events": EVENTS_SCHEMA, "metrics": METRICS_SCHEMA}
 
-#: Parquet key-value metadata keys written into every file.
-META_SCHEMA_VERSION = b"profui.schema_version"
-META_TABLE = b"profui.table"
+assert all(tuple(TABLE_SCHEMAS[t].names) == cols for t, cols in TABLE_COLUMNS.items())

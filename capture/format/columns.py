@@ -1,0 +1,43 @@
+"""The trace format's names and constants without pyarrow: schema version, kinds, column names.
+
+:mod:`profui.capture.format.schema` builds the Arrow schemas from these; readers that only need
+names (the validating opener, analysis) import this module and never load pyarrow.
+"""
+
+from __future__ import annotations
+
+#: Version of the on-disk layout and schemas. Bump on any incompatible change; readers refuse
+#: files written by a newer version.
+SCHEMA_VERSION = 1
+
+#: Every value the ``kind`` column may hold.
+EVENT_KINDS: tuple[str, ...] = (
+    "cpu_op",
+    "python",
+    "annotation",
+    "step",
+    "runtime",
+    "driver",
+    "kernel",
+    "memcpy",
+    "memset",
+    "sync",
+    "gpu_annotation",
+    "instant",
+)
+
+#: Kinds that run on a device (``device >= 0``) rather than on the host.
+DEVICE_KINDS: frozenset[str] = frozenset({"kernel", "memcpy", "memset", "sync", "gpu_annotation"})
+
+#: Column names of each table, in schema order (the Arrow schemas in ``schema.py`` match).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "events": (
+        "ts", "dur", "kind", "name", "pid", "tid", "device", "stream",
+        "correlation", "external_id", "bytes", "memcpy_kind", "args",
+    ),
+    "metrics": ("ts", "source", "device", "metric", "value"),
+}
+
+#: Parquet key-value metadata keys written into every file.
+META_SCHEMA_VERSION = b"profui.schema_version"
+META_TABLE = b"profui.table"

@@ -10,10 +10,11 @@
 from __future__ import annotations
 
 from .dag import TRACE, Registry, Stage
-from .engine import Plan, StageEvent, analyze, plan_run
+from .engine import StageEvent, analyze
 from .errors import PipelineError
 from .outputs import latest_outputs, list_runs, load_output, load_run, prune
 from .params import Param, parse_assignments
+from .planning import Plan, plan_run
 from .records import RunRecord, StageRecord
 from .registry import REGISTRY
 

@@ -1,4 +1,4 @@
-"""Planning and executing one ``profui analyze`` run.
+"""Executing one ``profui analyze`` run (planning is in :mod:`.planning`).
 
 A run executes the selected stages in topological order. Before computing a stage it looks its
 cache key up among earlier computations; stages upstream of a selection are taken from the
@@ -12,27 +12,19 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from profui.capture.format import TraceDir, open_trace_dir
 
 from . import records
-from .artifacts import (
-    artifact_dir,
-    artifact_key,
-    digest,
-    remove_temporaries,
-    trace_fingerprint,
-    verify,
-    write_artifact,
-)
+from .artifacts import artifact_dir, artifact_key, digest, trace_fingerprint, verify, write_artifact
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
 from .errors import PipelineError
 from .lock import TraceLock
-from .params import resolve_params
+from .planning import Plan, plan_run, repair_stale
 from .records import RunRecord, StageRecord, now_iso
 
 
@@ -53,173 +45,6 @@ class StageEvent:
 Progress = Callable[[StageEvent], None]
 
 
-@dataclass
-class Plan:
-    """What a run will do, decided before anything executes."""
-
-    params: dict[str, Any]
-    selection: list[str]  # stages to execute, topological order
-    reused: dict[str, StageRecord] = field(default_factory=dict)  # upstream stages from the reference
-    reference: RunRecord | None = None
-    resume_of: str | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)
-    selective: bool = False
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def is_live(record: RunRecord, lock_held_by_us: bool) -> bool:
-    """Whether an ``executing`` record belongs to a process still running it."""
-    if record.status != "executing":
-        return False
-    if lock_held_by_us:
-        return False  # the executing process would hold the lock
-    return _pid_alive(record.pid)
-
-
-def repair_stale(private_dir: Path) -> list[str]:
-    """Mark runs left ``executing`` by a killed process as ``failed``; call holding the lock."""
-    fixed = []
-    for rec in records.list_runs(private_dir):
-        if rec.status != "executing":
-            continue
-        msg = f"process {rec.pid} ended without recording an outcome (killed?)"
-        for s in rec.stages.values():
-            if s.status == "running":
-                s.status, s.error, s.end = "failed", msg, s.end or now_iso()
-        rec.status, rec.error, rec.ended = "failed", msg, rec.ended or now_iso()
-        records.save(private_dir, rec)
-        fixed.append(rec.id)
-    remove_temporaries(private_dir)
-    return fixed
-
-
-def _find(runs: list[RunRecord], spec: str, trace: Path) -> RunRecord:
-    rid = records.normalise_id(spec)
-    if rid == "latest":
-        if not runs:
-            raise PipelineError(f"{trace}: no runs yet")
-        return runs[-1]
-    for r in runs:
-        if r.id == rid:
-            return r
-    known = ", ".join(r.id for r in runs[-5:]) or "none yet"
-    raise PipelineError(f"{trace}: no run {rid} (latest runs: {known})")
-
-
-def plan_run(
-    trace_dir: TraceDir,
-    registry: Registry,
-    *,
-    stages: Iterable[str] | None = None,
-    reference: str | None = None,
-    resume: str | None = None,
-    overrides: Mapping[str, str] | None = None,
-    lock_held: bool = False,
-) -> Plan:
-    """Decide selection, reference, reused outputs and parameters; refuse what the rules forbid."""
-    private = trace_dir.private_dir
-    trace = trace_dir.path
-    runs = records.list_runs(private)
-    unavailable = registry.unavailable()
-    available = [s for s in registry.order if s not in unavailable]
-    overrides = dict(overrides or {})
-
-    ref: RunRecord | None = None
-    resume_of = None
-    if resume is not None:
-        if stages is not None:
-            raise PipelineError("--resume picks the stages itself; do not combine it with --stages")
-        if reference is not None:
-            raise PipelineError("--resume RUN is its own reference; do not combine it with --reference")
-        ref = _find(runs, resume, trace)
-        if is_live(ref, lock_held):
-            raise PipelineError(f"{trace}: run {ref.id} is still executing; it cannot be resumed yet")
-        todo = [n for n in available if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
-        if not todo:
-            raise PipelineError(f"{trace}: run {ref.id} has every stage succeeded; nothing to resume")
-        stages = todo
-        resume_of = ref.id
-    elif reference is not None:
-        ref = _find(runs, reference, trace)
-        if is_live(ref, lock_held):
-            raise PipelineError(
-                f"{trace}: reference run {ref.id} is still executing; wait for it or pick another --reference"
-            )
-
-    if stages is not None:
-        selection = registry.check_selection(list(stages))
-        bad = [s for s in selection if s in unavailable]
-        if bad:
-            raise PipelineError(
-                "stage(s) cannot run here: " + "; ".join(f"{s} ({unavailable[s]})" for s in bad)
-            )
-    else:
-        selection = available
-
-    selected = set(selection)
-    # Unselected stages not downstream of the selection keep their outputs from the reference:
-    # the ones upstream are needed, the unrelated ones make the run a complete picture.
-    downstream = registry.descendants(selected) - selected
-    upstream = [s for s in registry.order if s not in selected | downstream and s not in unavailable]
-    needed_any = [s for s in upstream if s in registry.ancestors(selected)]
-    needed = {
-        i
-        for s in selection
-        for i in registry.stages[s].inputs
-        if i != TRACE and i not in selected and i not in unavailable
-    }
-    if needed_any and ref is None:
-        candidates = [r for r in runs if not is_live(r, lock_held)]
-        if not candidates:
-            raise PipelineError(
-                f"{trace}: the selection needs the outputs of {', '.join(s for s in upstream if s in needed)}"
-                " but there is no earlier run to reuse them from; run `profui analyze` without --stages first"
-            )
-        ref = candidates[-1]
-
-    reused: dict[str, StageRecord] = {}
-    for name in upstream:
-        rs = ref.stages.get(name) if ref else None
-        ok = (
-            rs is not None
-            and rs.status == "succeeded"
-            and rs.artifact is not None
-            and verify(private / rs.artifact) is not None
-        )
-        if ok:
-            reused[name] = rs  # type: ignore[assignment]
-        elif name in needed:
-            why = "its output files are missing or damaged" if rs is not None and rs.status == "succeeded" else (
-                f"it is {rs.status}" if rs is not None else "it was not part of that run"
-            )
-            raise PipelineError(
-                f"{trace}: reference run {ref.id} lacks the output of stage {name} ({why}), "  # type: ignore[union-attr]
-                f"which the selection needs; select {name} too or pick another --reference"
-            )
-
-    params = resolve_params(registry.params, ref.params if ref else None, overrides)
-    return Plan(
-        params=params,
-        selection=selection,
-        reused=reused,
-        reference=ref,
-        resume_of=resume_of,
-        unavailable=unavailable,
-        selective=stages is not None,
-    )
-
-
 def _stage_params(registry: Registry, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The output-affecting parameters a stage declares, with this run's values."""
     st = registry.stages[name]
@@ -235,6 +60,98 @@ def _debug_hooks(name: str, params: Mapping[str, Any]) -> None:
         raise RuntimeError(f"stage {name} made to fail by debug_fail")
 
 
+class _Run:
+    """The state of one executing run: its record, plan, and what the stages share."""
+
+    def __init__(self, trace_dir: TraceDir, registry: Registry, plan: Plan, use_cache: bool) -> None:
+        self.trace_dir = trace_dir
+        self.private = trace_dir.private_dir
+        self.registry = registry
+        self.plan = plan
+        self.use_cache = use_cache
+        self.shared = RunShared(trace_dir.path)
+        self._trace_hash: str | None = None
+        self.rec = RunRecord(
+            id=records.next_id(self.private),
+            created=now_iso(),
+            params=dict(plan.params),
+            selection=list(plan.selection) if plan.selective else None,
+            reference=plan.reference.id if plan.reference else None,
+            resume_of=plan.resume_of,
+            pid=os.getpid(),
+        )
+        for name in registry.order:
+            self.rec.stages[name] = StageRecord(name=name, params=_stage_params(registry, name, plan.params))
+
+    def save(self) -> None:
+        records.save(self.private, self.rec)
+
+    def reuse(self, name: str) -> None:
+        """Take stage ``name``'s output from the reference run."""
+        src, ref = self.plan.reused[name], self.plan.reference
+        assert ref is not None
+        srec = self.rec.stages[name]
+        srec.status, srec.provenance = "succeeded", "reused"
+        srec.source_run, srec.origin_run = ref.id, src.origin_run or ref.id
+        for attr in ("params", "code_version", "inputs", "key", "artifact", "output_hash", "attempt"):
+            setattr(srec, attr, getattr(src, attr))
+        srec.start = srec.end = now_iso()
+
+    def skip_reason(self, name: str) -> str:
+        """Why an unselected stage does not run."""
+        if name in self.plan.unavailable:
+            return f"unavailable: {self.plan.unavailable[name]}"
+        if name in self.registry.descendants(self.plan.selection):
+            return "not selected (downstream of the selection)"
+        if self.plan.reference is not None:
+            return f"not selected; {self.plan.reference.id} has no output for it"
+        return "not selected"
+
+    def _inputs(self, name: str) -> tuple[dict[str, str], dict[str, Path]]:
+        """Hashes of the stage's inputs (for its key) and the folders of its input stages."""
+        hashes: dict[str, str] = {}
+        dirs: dict[str, Path] = {}
+        for i in self.registry.stages[name].inputs:
+            if i == TRACE:
+                if self._trace_hash is None:
+                    self._trace_hash = digest(trace_fingerprint(self.trace_dir))
+                hashes[TRACE] = self._trace_hash
+            elif i in self.plan.unavailable:
+                hashes[i] = "unavailable"
+            else:
+                up = self.rec.stages[i]
+                hashes[i] = up.output_hash  # type: ignore[assignment]
+                dirs[i] = self.private / up.artifact  # type: ignore[operator]
+        return hashes, dirs
+
+    def produce(self, name: str) -> None:
+        """Find stage ``name``'s output in the cache, or compute and store it; fill its record."""
+        stage, srec = self.registry.stages[name], self.rec.stages[name]
+        _debug_hooks(name, self.plan.params)
+        srec.inputs, input_dirs = self._inputs(name)
+        srec.code_version = stage.code_version
+        srec.key = artifact_key(name, stage.code_version, srec.params, srec.inputs)
+        folder = artifact_dir(self.private, name, srec.key)
+        meta = verify(folder) if self.use_cache else None
+        if meta is not None:
+            srec.provenance, srec.origin_run = "cache", meta.get("run")
+        else:
+            files = {i: self.registry.stages[i].outputs for i in input_dirs}
+            ctx = StageContext(name, self.shared, self.plan.params, input_dirs, self.rec.id, files)
+            outputs = stage.run(ctx)
+            about = {
+                "run": self.rec.id,
+                "created": now_iso(),
+                "code_version": stage.code_version,
+                "params": srec.params,
+                "inputs": srec.inputs,
+            }
+            meta = write_artifact(self.private, name, srec.key, outputs, stage.outputs, about, replace=not self.use_cache)
+            srec.provenance, srec.origin_run = "computed", self.rec.id
+        srec.artifact = str(folder.relative_to(self.private))
+        srec.output_hash = meta["output_hash"]
+
+
 def execute(
     trace_dir: TraceDir,
     registry: Registry,
@@ -246,134 +163,62 @@ def execute(
 ) -> RunRecord:
     """Execute ``plan``; the caller holds the trace lock. Returns the final run record.
 
-    KeyboardInterrupt marks the run and its running stage ``stopped`` and is re-raised; any
-    other exception in a stage marks both ``failed`` with the error, and the stages not run yet
-    ``skipped``.
+    KeyboardInterrupt (Ctrl-C; the CLI turns SIGTERM into one too) marks the run and its running
+    stage ``stopped`` and is re-raised. An exception in a stage marks the stage and the run
+    ``failed`` with the error, and the stages not run yet ``skipped``; it is not raised.
     """
-    private = trace_dir.private_dir
-    private.mkdir(parents=True, exist_ok=True)
-    rec = RunRecord(
-        id=records.next_id(private),
-        created=now_iso(),
-        params=dict(plan.params),
-        selection=list(plan.selection) if plan.selective else None,
-        reference=plan.reference.id if plan.reference else None,
-        resume_of=plan.resume_of,
-        pid=os.getpid(),
-    )
-    for name in registry.order:
-        rec.stages[name] = StageRecord(name=name, params=_stage_params(registry, name, plan.params))
-    records.save(private, rec)
+    trace_dir.private_dir.mkdir(parents=True, exist_ok=True)
+    run = _Run(trace_dir, registry, plan, use_cache)
+    rec = run.rec
+    run.save()
     if lock is not None:
         lock.set_holder(run=rec.id)
-
-    shared = RunShared(trace_dir.path)
-    selected = plan.selection
-    downstream = registry.descendants(selected)
-    total = len(selected)
     say = progress or (lambda ev: None)
-    trace_hash: str | None = None
+    selected = plan.selection
+    total = len(selected)
     failed_stage: str | None = None
     current: StageRecord | None = None
     try:
         for name in registry.order:
             srec = rec.stages[name]
             if name in plan.reused:
-                src = plan.reused[name]
-                srec.status, srec.provenance = "succeeded", "reused"
-                srec.source_run = plan.reference.id  # type: ignore[union-attr]
-                srec.origin_run = src.origin_run or plan.reference.id  # type: ignore[union-attr]
-                for attr in ("params", "code_version", "inputs", "key", "artifact", "output_hash", "attempt"):
-                    setattr(srec, attr, getattr(src, attr))
-                srec.start = srec.end = now_iso()
+                run.reuse(name)
                 continue
             if name not in selected:
-                srec.status = "skipped"
-                if name in plan.unavailable:
-                    srec.error = f"unavailable: {plan.unavailable[name]}"
-                elif name in downstream:
-                    srec.error = "not selected (downstream of the selection)"
-                elif plan.reference is not None:
-                    srec.error = f"not selected; {plan.reference.id} has no output for it"
-                else:
-                    srec.error = "not selected"
+                srec.status, srec.error = "skipped", run.skip_reason(name)
                 continue
-            idx = selected.index(name) + 1
             if failed_stage is not None:
                 srec.status, srec.error = "skipped", f"not run: stage {failed_stage} failed"
                 continue
-            stage = registry.stages[name]
+            idx = selected.index(name) + 1
             prev = plan.reference.stages.get(name) if plan.reference else None
             srec.attempt = prev.attempt + 1 if prev and prev.status in ("failed", "stopped") else 1
             srec.status, srec.start = "running", now_iso()
             current = srec
-            records.save(private, rec)
+            run.save()
             say(StageEvent(rec.id, name, "running", None, idx, total))
             t0 = time.perf_counter()
             try:
-                _debug_hooks(name, plan.params)
-                inputs: dict[str, str] = {}
-                input_dirs: dict[str, Path] = {}
-                for i in stage.inputs:
-                    if i == TRACE:
-                        if trace_hash is None:
-                            trace_hash = digest(trace_fingerprint(trace_dir))
-                        inputs[TRACE] = trace_hash
-                    elif i in plan.unavailable:
-                        inputs[i] = "unavailable"
-                    else:
-                        up = rec.stages[i]
-                        inputs[i] = up.output_hash  # type: ignore[assignment]
-                        input_dirs[i] = private / up.artifact  # type: ignore[operator]
-                srec.inputs = inputs
-                srec.code_version = stage.code_version
-                key = artifact_key(name, stage.code_version, srec.params, inputs)
-                srec.key = key
-                folder = artifact_dir(private, name, key)
-                meta = verify(folder) if use_cache else None
-                if meta is not None:
-                    srec.provenance, srec.origin_run = "cache", meta.get("run")
-                else:
-                    files = {i: registry.stages[i].outputs for i in input_dirs}
-                    ctx = StageContext(name, shared, plan.params, input_dirs, rec.id, files)
-                    outputs = stage.run(ctx)
-                    meta = write_artifact(
-                        private,
-                        name,
-                        key,
-                        outputs,
-                        stage.outputs,
-                        {
-                            "run": rec.id,
-                            "created": now_iso(),
-                            "code_version": stage.code_version,
-                            "params": srec.params,
-                            "inputs": inputs,
-                        },
-                        replace=not use_cache,
-                    )
-                    srec.provenance, srec.origin_run = "computed", rec.id
-                srec.artifact = str(folder.relative_to(private))
-                srec.output_hash = meta["output_hash"]
-                srec.status, srec.end = "succeeded", now_iso()
+                run.produce(name)
+                srec.status = "succeeded"
             except Exception as exc:  # a stage's failure is recorded, not raised
-                srec.status, srec.end = "failed", now_iso()
+                srec.status = "failed"
                 srec.error = f"{type(exc).__name__}: {exc}"
                 srec.traceback = traceback.format_exc(limit=8)
                 failed_stage = name
                 rec.error = f"stage {name} failed: {srec.error}"
+            srec.end = now_iso()
             current = None
-            records.save(private, rec)
-            say(StageEvent(rec.id, name, srec.status, srec.provenance, idx, total,
-                           time.perf_counter() - t0, srec.error))
+            run.save()
+            say(StageEvent(rec.id, name, srec.status, srec.provenance, idx, total, time.perf_counter() - t0, srec.error))
         rec.status = "failed" if failed_stage else "succeeded"
         rec.ended = now_iso()
-        records.save(private, rec)
+        run.save()
         return rec
     except BaseException as exc:
         stopped = isinstance(exc, KeyboardInterrupt)
         status = "stopped" if stopped else "failed"
-        err = "interrupted (SIGINT)" if stopped else f"{type(exc).__name__}: {exc}"
+        err = "interrupted" if stopped else f"{type(exc).__name__}: {exc}"
         if current is not None:
             current.status, current.end, current.error = status, now_iso(), err
         for s in rec.stages.values():
@@ -381,7 +226,7 @@ def execute(
                 s.status = "skipped"
                 s.error = s.error or f"not run: run {status}"
         rec.status, rec.ended, rec.error = status, now_iso(), err
-        records.save(private, rec)
+        run.save()
         if current is not None:
             say(StageEvent(rec.id, current.name, status, None, 0, total, None, err))
         raise

@@ -49,7 +49,7 @@ class TraceLock:
         if self.try_acquire():
             return
         holder = self.holder()
-        who = _describe(holder)
+        who = describe_holder(holder)
         if not wait:
             raise PipelineError(f"{self.path.parent.parent}: another profui analyze {who} is analysing this trace; try again when it ends")
         if on_wait is not None:
@@ -91,15 +91,11 @@ class TraceLock:
         self.release()
 
 
-def _describe(holder: dict[str, Any]) -> str:
+def describe_holder(holder: dict[str, Any]) -> str:
+    """``(run run-0003, pid 1234)`` from :meth:`TraceLock.holder`'s dict, or empty if unknown."""
     parts = []
     if holder.get("run"):
         parts.append(f"run {holder['run']}")
     if holder.get("pid"):
         parts.append(f"pid {holder['pid']}")
     return f"({', '.join(parts)})" if parts else ""
-
-
-def describe_holder(holder: dict[str, Any]) -> str:
-    """``(run run-0003, pid 1234)`` or empty."""
-    return _describe(holder)

@@ -1,0 +1,190 @@
+"""Planning a run: which stages execute, which outputs come from which reference run, with
+which parameters; and the refusals of everything the rules of selective execution forbid.
+
+Planning only reads run records and artifact metadata, so it is safe without the trace's lock
+(it is repeated under the lock before anything executes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import TraceDir
+
+from . import records
+from .artifacts import remove_temporaries, verify
+from .dag import TRACE, Registry
+from .errors import PipelineError
+from .params import resolve_params
+from .records import RunRecord, StageRecord, now_iso
+
+
+@dataclass
+class Plan:
+    """What a run will do, decided before anything executes."""
+
+    params: dict[str, Any]
+    selection: list[str]  # stages to execute, topological order
+    reused: dict[str, StageRecord] = field(default_factory=dict)  # upstream stages from the reference
+    reference: RunRecord | None = None
+    resume_of: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    selective: bool = False
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_live(record: RunRecord, lock_held_by_us: bool) -> bool:
+    """Whether an ``executing`` record belongs to a process still running it."""
+    if record.status != "executing":
+        return False
+    if lock_held_by_us:
+        return False  # the executing process would hold the lock
+    return _pid_alive(record.pid)
+
+
+def repair_stale(private_dir: Path) -> list[str]:
+    """Mark runs left ``executing`` by a killed process as ``failed``; call holding the lock."""
+    fixed = []
+    for rec in records.list_runs(private_dir):
+        if rec.status != "executing":
+            continue
+        msg = f"process {rec.pid} ended without recording an outcome (killed?)"
+        for s in rec.stages.values():
+            if s.status == "running":
+                s.status, s.error, s.end = "failed", msg, s.end or now_iso()
+        rec.status, rec.error, rec.ended = "failed", msg, rec.ended or now_iso()
+        records.save(private_dir, rec)
+        fixed.append(rec.id)
+    remove_temporaries(private_dir)
+    return fixed
+
+
+def _find(runs: list[RunRecord], spec: str, trace: Path) -> RunRecord:
+    rid = records.normalise_id(spec)
+    if rid == "latest":
+        if not runs:
+            raise PipelineError(f"{trace}: no runs yet")
+        return runs[-1]
+    for r in runs:
+        if r.id == rid:
+            return r
+    known = ", ".join(r.id for r in runs[-5:]) or "none yet"
+    raise PipelineError(f"{trace}: no run {rid} (latest runs: {known})")
+
+
+def plan_run(
+    trace_dir: TraceDir,
+    registry: Registry,
+    *,
+    stages: Iterable[str] | None = None,
+    reference: str | None = None,
+    resume: str | None = None,
+    overrides: Mapping[str, str] | None = None,
+    lock_held: bool = False,
+) -> Plan:
+    """Decide selection, reference, reused outputs and parameters; refuse what the rules forbid."""
+    private = trace_dir.private_dir
+    trace = trace_dir.path
+    runs = records.list_runs(private)
+    unavailable = registry.unavailable()
+    available = [s for s in registry.order if s not in unavailable]
+    overrides = dict(overrides or {})
+
+    ref: RunRecord | None = None
+    resume_of = None
+    if resume is not None:
+        if stages is not None:
+            raise PipelineError("--resume picks the stages itself; do not combine it with --stages")
+        if reference is not None:
+            raise PipelineError("--resume RUN is its own reference; do not combine it with --reference")
+        ref = _find(runs, resume, trace)
+        if is_live(ref, lock_held):
+            raise PipelineError(f"{trace}: run {ref.id} is still executing; it cannot be resumed yet")
+        todo = [n for n in available if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
+        if not todo:
+            raise PipelineError(f"{trace}: run {ref.id} has every stage succeeded; nothing to resume")
+        stages = todo
+        resume_of = ref.id
+    elif reference is not None:
+        ref = _find(runs, reference, trace)
+        if is_live(ref, lock_held):
+            raise PipelineError(
+                f"{trace}: reference run {ref.id} is still executing; wait for it or pick another --reference"
+            )
+
+    if stages is not None:
+        selection = registry.check_selection(list(stages))
+        bad = [s for s in selection if s in unavailable]
+        if bad:
+            raise PipelineError(
+                "stage(s) cannot run here: " + "; ".join(f"{s} ({unavailable[s]})" for s in bad)
+            )
+    else:
+        selection = available
+
+    selected = set(selection)
+    # Unselected stages not downstream of the selection keep their outputs from the reference:
+    # the ones upstream are needed, the unrelated ones make the run a complete picture.
+    downstream = registry.descendants(selected) - selected
+    upstream = [s for s in registry.order if s not in selected | downstream and s not in unavailable]
+    needed_any = [s for s in upstream if s in registry.ancestors(selected)]
+    needed = {
+        i
+        for s in selection
+        for i in registry.stages[s].inputs
+        if i != TRACE and i not in selected and i not in unavailable
+    }
+    if needed_any and ref is None:
+        candidates = [r for r in runs if not is_live(r, lock_held)]
+        if not candidates:
+            raise PipelineError(
+                f"{trace}: the selection needs the outputs of {', '.join(s for s in upstream if s in needed)}"
+                " but there is no earlier run to reuse them from; run `profui analyze` without --stages first"
+            )
+        ref = candidates[-1]
+
+    reused: dict[str, StageRecord] = {}
+    for name in upstream:
+        rs = ref.stages.get(name) if ref else None
+        ok = (
+            rs is not None
+            and rs.status == "succeeded"
+            and rs.artifact is not None
+            and verify(private / rs.artifact) is not None
+        )
+        if ok:
+            reused[name] = rs  # type: ignore[assignment]
+        elif name in needed:
+            why = "its output files are missing or damaged" if rs is not None and rs.status == "succeeded" else (
+                f"it is {rs.status}" if rs is not None else "it was not part of that run"
+            )
+            raise PipelineError(
+                f"{trace}: reference run {ref.id} lacks the output of stage {name} ({why}), "  # type: ignore[union-attr]
+                f"which the selection needs; select {name} too or pick another --reference"
+            )
+
+    params = resolve_params(registry.params, ref.params if ref else None, overrides)
+    return Plan(
+        params=params,
+        selection=selection,
+        reused=reused,
+        reference=ref,
+        resume_of=resume_of,
+        unavailable=unavailable,
+        selective=stages is not None,
+    )

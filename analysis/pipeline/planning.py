@@ -36,6 +36,15 @@ class Plan:
     selective: bool = False
 
 
+_STATUS_WORDS = {
+    "failed": "it failed in that run",
+    "stopped": "it was stopped in that run",
+    "skipped": "it did not run in that run",
+    "running": "it was still running",
+    "pending": "it had not started",
+}
+
+
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
@@ -171,7 +180,7 @@ def plan_run(
             reused[name] = rs  # type: ignore[assignment]
         elif name in needed:
             why = "its output files are missing or damaged" if rs is not None and rs.status == "succeeded" else (
-                f"it is {rs.status}" if rs is not None else "it was not part of that run"
+                _STATUS_WORDS.get(rs.status, rs.status) if rs is not None else "it was not part of that run"
             )
             raise PipelineError(
                 f"{trace}: reference run {ref.id} lacks the output of stage {name} ({why}), "  # type: ignore[union-attr]

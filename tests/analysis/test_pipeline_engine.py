@@ -181,7 +181,7 @@ def test_selective_run_needs_an_earlier_run(trace: Path) -> None:
 def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Path) -> None:
     failed = analyze(trace, overrides={"debug_fail": "correlate"})
     assert failed.status == "failed"
-    with pytest.raises(PipelineError, match=r"reference run run-0001 lacks the output of stage correlate \(it is failed\)"):
+    with pytest.raises(PipelineError, match=r"reference run run-0001 lacks the output of stage correlate \(it failed in that run\)"):
         analyze(trace, stages=["launch"], reference=failed.id)
     # A reference whose artifact was deleted from disk is refused the same way.
     ok = analyze(trace)

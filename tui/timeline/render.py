@@ -120,6 +120,14 @@ class Renderer:
         comm = np.array([("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool)
         self.is_comm = comm
         self._labels_cache: dict[tuple, Segment] = {}
+        # Streams whose first events are communication kernels are labelled as such.
+        self.comm_lanes: set[int] = set()
+        for ln in state.lanes:
+            if ln.kind == "stream" and ln.rows:
+                a = int(ix.row_start[ln.rows[0]])
+                b = min(int(ix.row_start[ln.rows[0] + 1]), a + 200)
+                if b > a and comm[ix.name[a:b]].mean() > 0.5:
+                    self.comm_lanes.add(ln.id)
         self.series_max = [
             100.0 if s.metric.endswith("_pct") else float(np.nanmax(s.value)) if s.value.size else 1.0
             for s in ix.series
@@ -317,7 +325,8 @@ class Renderer:
             foldable = ln.kind in ("node", "rank", "gpu", "metrics") or (ln.kind == "thread" and len(ln.rows) > 1) \
                 or (ln.kind in ("stream", "launch") and len(ln.rows) > 1)
             mark = ("▸ " if ln.id in st.collapsed else "▾ ") if foldable else "  "
-            text = f"{indent}{mark}{ln.label}"
+            label = f"nccl {ln.stream}" if ln.id in self.comm_lanes else ln.label
+            text = f"{indent}{mark}{label}"
             style = LABEL_HEADER if ln.kind in ("node", "rank", "gpu", "metrics") else LABEL
         if cursor:
             style = LABEL_CURSOR

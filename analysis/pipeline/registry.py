@@ -1,14 +1,18 @@
 """THE declaration of the analysis pipeline: every parameter and every stage, in one place.
 
-    ingest ─┬─ index
-            ├─ correlate ── launch
-            ├─ steps ─┬─ comm
-            │         └─ annotations
-            ├─ kernels, activity, memory, precision, utilization, idle, sync
-            └─────────────────────────────────────────────── summary (reads them all)
+    TRACE ── ingest ─┬─ index
+                     ├─ correlate ── launch ───────────────────────┐
+                     ├─ steps ─┬─ comm, annotations ───────────────┤
+                     │         └───────────────────────────────────┤
+                     ├─ kernels, activity, memory, precision,      ├─ summary
+                     │  utilization, idle, sync ───────────────────┤
+                     └─────────────────────────────────────────────┘
 
+(summary reads every stage but index and correlate; ``profui analyze TRACE --plan`` prints it.)
 Inputs are real data dependencies: a stage is recomputed when its code, its parameters or one
-of its inputs' outputs change, and only then. Stage bodies live in :mod:`.bodies`.
+of its inputs' outputs change, and only then. Most stages also read the trace itself through
+the run's shared :class:`~profui.analysis.trace.Trace`; ingest's output carries the trace files'
+fingerprint, so their keys follow the trace. Stage bodies live in :mod:`.bodies`.
 
 Test knobs (``affects_output=False``, never part of a cache key): ``debug_sleep_s`` +
 ``debug_sleep_stage`` make the named stage(s) sleep after they start (to interrupt a run while

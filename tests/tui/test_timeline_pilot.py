@@ -17,7 +17,7 @@ from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
 from profui.tui.timeline.canvas import TimelineCanvas
-from profui.tui.timeline.render import LINK_LINE, STYLES
+from profui.tui.timeline.render import LINK_LINE, MATCH, STYLES
 from profui.tui.widgets.fmt import fmt_ns
 
 from realdata import shared_trace
@@ -234,6 +234,10 @@ def test_search_regex_next_prev(imported: Path, raw: pl.DataFrame) -> None:
             assert st.t0 <= hits["t"][2] < st.t1
             await pilot.press("N")
             assert st.ix.event(st.selected)["ts"] == hits["ts"][1]
+            await pilot.press("f")  # at coarse zoom the matches stay marked
+            frame = app.query_one(TimelineCanvas).frame()
+            marked = sum(len(seg.text) for line in frame for seg in line if seg.style == STYLES[MATCH])
+            assert 0 < marked <= hits.height
             await pilot.press("slash", *"no-such-kernel", "enter")
             assert st.matches.size == 0 and "no event matches" in status(view)
 

@@ -224,6 +224,15 @@ class Renderer:
                 i = np.minimum(i, st.matches_sorted.size - 1)
                 m[has_ev] = st.matches_sorted[i] == ev[has_ev]
                 styles[m] = MATCH
+        if st.matches.size and not (cells.exact and has_ev.any()):
+            # Coarse zoom: mark the cells where matches of this row start.
+            for r in vr.merged or (vr.row,):
+                a = np.searchsorted(st.matches_sorted, ix.row_start[r])
+                b = np.searchsorted(st.matches_sorted, ix.row_start[r + 1])
+                if b > a:
+                    c = np.floor((ix.t[st.matches_sorted[a:b]] - t0) / ((t1 - t0) / cw)).astype(np.int64)
+                    c = c[(c >= 0) & (c < cw)]
+                    styles[c] = MATCH
         own = set(vr.merged) if vr.merged else {vr.row}
         for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
             if pos >= 0 and ix.row_of(pos) in own:

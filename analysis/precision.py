@@ -91,17 +91,6 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     )
     # only ops that recorded input dtypes can decide anything (cheap substring test before JSON)
     typed = ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
-    ops = (
-        typed.filter(pl.col("external_id").is_not_null())
-        .select(
-            *keys,
-            "external_id",
-            pl.col("name").alias("op_name"),
-            pl.col("args").str.json_path_match("$['Input type']").alias("input_types"),
-        )
-        .sort(pl.col("input_types").is_null())  # ops that recorded dtypes first
-        .unique(subset=[*keys, "external_id"], keep="first", maintain_order=True)
-    )
     all_ops = typed
     launches = (
         ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
@@ -123,6 +112,32 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         .join(around, on=[*keys, "correlation"], how="left")
         .unique(subset=[*keys, "correlation"], keep="first")
     )
+    # JSON-decode only the ops some kernel can reach (by any of the three links): a few
+    # thousand instead of every typed op (MTIA: 108k)
+    needed = (
+        pl.concat(
+            [
+                kernels.select(*keys, "external_id"),
+                launch_ids.select(*keys, pl.col("_launch_ext").alias("external_id")),
+                launch_ids.select(*keys, pl.col("_enc_ext").alias("external_id")),
+            ]
+        )
+        .drop_nulls()
+        .unique()
+    )
+    ops = (
+        typed.filter(pl.col("external_id").is_not_null())
+        .join(needed, on=[*keys, "external_id"], how="semi", maintain_order="left")
+        .select(
+            *keys,
+            "external_id",
+            pl.col("name").alias("op_name"),
+            pl.col("args").str.json_path_match("$['Input type']").alias("input_types"),
+        )
+        .sort(pl.col("input_types").is_null())  # ops that recorded dtypes first
+        .unique(subset=[*keys, "external_id"], keep="first", maintain_order=True)
+    )
+
     def known(col: str, flag: str) -> pl.LazyFrame:
         return ops.select(*keys, pl.col("external_id").alias(col), pl.lit(True).alias(flag))
 

@@ -229,6 +229,14 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
     flagged = "outlier" in mine.columns
     bars = []
+    hist = frame(outputs, "steps", "histogram.parquet")
+    if hist.height and mine.height > MAX_STEP_BARS:  # many steps: analysis' histogram, if it made one
+        if "rank" in hist.columns:
+            hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
+        lo, hi = need(hist, "lo_ns", "bin_start_ns", "start_ns"), need(hist, "hi_ns", "bin_end_ns", "end_ns")
+        for r in hist.iter_rows(named=True):
+            bars.append(Bar(f"{fmt_ns(r[lo])}–{fmt_ns(r[hi])}", float(r["count"]), f"{r['count']} steps", "green"))
+        shown = shown.head(0)
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
         text = fmt_ns(r["dur_ns"]) + (f" ×{r['vs_median']:.2f} median" if r.get("vs_median") is not None else "")
@@ -236,7 +244,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
     text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
-    if shown.height < mine.height:
+    if 0 < shown.height < mine.height:
         text.append(f" · the {shown.height} slowest shown")
     note = Text()
     st = stats.filter((pl.col("node") == node) & (pl.col("rank") == rank)) if stats.height else stats

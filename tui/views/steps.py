@@ -103,8 +103,10 @@ class StepsView(TraceView):
         n_out = int(frame["outlier"].sum()) if "outlier" in frame.columns else 0
         self._status(f"{fmt_count(frame.height)} step rows · {n_out} outlier(s) ● · s sort · r reverse · "
                      "Enter: timeline")
-        columns = [c for c in LEADING if c in frame.columns]
-        columns += [c for c in frame.columns if c not in columns and c not in HIDDEN]
+        # one node (or one rank) needs no column saying so: 80 columns are precious
+        same = {c for c in ("node", "rank") if c in frame.columns and frame[c].n_unique() == 1}
+        columns = [c for c in LEADING if c in frame.columns and c not in same]
+        columns += [c for c in frame.columns if c not in columns and c not in HIDDEN and c not in same]
         self.query_one(FrameTable).set_frame(frame, columns)
 
     @on(FrameTable.Chosen, "#steps-table")

@@ -29,7 +29,7 @@ class DashboardView(TraceView):
         Binding("right_square_bracket", "next_chart", "Next chart"),
         Binding("left_square_bracket", "prev_chart", "Prev chart", show=False),
         Binding("a", "pick_annotation", "Annotation"),
-        Binding("n", "next_rank", "Rank", show=False),
+        Binding("n", "next_rank", "Next rank (steps, custom)", show=False),
         Binding("enter", "open_chart", "Open", show=False),
     ]
 
@@ -183,9 +183,12 @@ class DashboardView(TraceView):
         self.app.push_screen(PickScreen("Annotation for the custom chart", names), chosen)
 
     def action_next_rank(self) -> None:
-        """Show the custom chart for the next rank."""
+        """Show the step-time and custom charts for the next rank."""
         self.rank_index += 1
-        self._redraw_annotation()
+        for chart_id in ("steps", "annotation"):
+            chart = dc.chart_by_id(chart_id)
+            if all(s in self.outputs for s in chart.stages):
+                self._draw(chart)
 
     def _redraw_annotation(self) -> None:
         chart = dc.chart_by_id("annotation")

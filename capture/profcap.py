@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="DIR", help="trace folder to create (default ./trace/<name>-<time>/)")
     p.add_argument("--name", help="job name (default: the script or command name)")
+    p.add_argument("--node", help="node name in the trace (default: this host's name)")
     p.add_argument("--hz", type=float, default=10.0, help="metric samples per second (default 10)")
     win = p.add_mutually_exclusive_group()
     win.add_argument("--steps", metavar="A-B[,C-D]", help="training steps to trace, inclusive (default 10-14)")
@@ -130,7 +131,7 @@ class Capture:
         self.args = args
         self.cmd = cmd
         self.plan = plan
-        self.node = _session_node()
+        self.node = _session_node(args.node)
         self.name = args.name or job_name(cmd)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.trace_dir = Path(args.output) if args.output else Path("trace") / f"{self.name}-{stamp}"
@@ -217,6 +218,12 @@ class Capture:
         except OSError:
             pass
 
+    def _watch_daemon(self) -> None:
+        assert self.daemon is not None
+        self.daemon.wait()
+        if self.job is not None and self.job.poll() is None:
+            self._check_daemon()
+
     def _check_daemon(self) -> None:
         if self.daemon is not None and not self.daemon_dead_noted and self.daemon.poll() is not None:
             self.daemon_dead_noted = True
@@ -277,12 +284,9 @@ class Capture:
             self.finish(code, "failed")
             return code
         self._tell_daemon(f"job {self.job.pid}")
-        while True:
-            try:
-                rc = self.job.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                self._check_daemon()
+        if self.daemon is not None:
+            threading.Thread(target=self._watch_daemon, name="daemon-watch", daemon=True).start()
+        rc = self.job.wait()  # blocks in waitpid; forwarded signals still run their handler
         code = 128 - rc if rc < 0 else rc
         if self.stop_signal is not None or (rc < 0 and -rc in STOP_SIGNALS):
             status = "stopped"
@@ -376,10 +380,10 @@ def _json(line: str | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _session_node() -> str:
+def _session_node(name: str | None = None) -> str:
     from .format import safe_node_name
 
-    return safe_node_name(socket.gethostname())
+    return safe_node_name(name or socket.gethostname())
 
 
 def build_plan(args: argparse.Namespace) -> WindowPlan | None:

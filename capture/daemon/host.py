@@ -9,6 +9,7 @@ from collections.abc import Callable
 import psutil
 
 Emit = Callable[[int, str, int, str, float], None]
+EmitMany = Callable[[int, str, str, list[float]], None]
 #: Walking /proc for the job's process tree costs far more than sampling it: refresh it this often.
 TREE_PERIOD_S = 1.0
 
@@ -37,11 +38,14 @@ class HostSampler:
         """Pids of the job's process tree as last refreshed."""
         return list(self.procs)
 
-    def sample(self, ts: int, emit: Emit) -> None:
-        """Emit one sample of every host metric at ``ts``."""
+    def sample(self, ts: int, emit: Emit, emit_many: EmitMany | None = None) -> None:
+        """Emit one sample of every host metric at ``ts`` (per-CPU values through ``emit_many``)."""
         per_cpu = psutil.cpu_percent(percpu=True)
-        for i, v in enumerate(per_cpu):
-            emit(ts, "cpu", i, "util_pct", v)
+        if emit_many is not None:
+            emit_many(ts, "cpu", "util_pct", per_cpu)
+        else:
+            for i, v in enumerate(per_cpu):
+                emit(ts, "cpu", i, "util_pct", v)
         if per_cpu:
             emit(ts, "cpu", -1, "util_pct", sum(per_cpu) / len(per_cpu))
         vm = psutil.virtual_memory()

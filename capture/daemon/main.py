@@ -40,6 +40,7 @@ class Daemon:
         self.orphaned = False
         self.job_pid: int | None = None
         self.buffer = MetricsBuffer(self.trace_dir, self.node)
+        from .. import format as _format  # noqa: F401 - pyarrow loads now, before the job starts
         self.host = HostSampler()
         self.nvml, why = Nvml.open()
         self.said: list[str] = [why] if why else []
@@ -89,7 +90,7 @@ class Daemon:
         while not self.stop.is_set():
             ts = time.time_ns()
             try:
-                self.host.sample(ts, self.buffer.emit)
+                self.host.sample(ts, self.buffer.emit, self.buffer.emit_many)
                 if self.nvml is not None:
                     self.nvml.sample(ts, self.host.job_pids(), self.buffer.emit)
             except Exception as exc:  # a sampling bug must not end the capture

@@ -45,6 +45,17 @@ class MetricsBuffer:
             self.value.append(float(value))
             self.samples += 1
 
+    def emit_many(self, ts: int, source: str, metric: str, values: list[float]) -> None:
+        """Add one row per device 0..n-1 (per-CPU values) in one go."""
+        n = len(values)
+        with self.lock:
+            self.ts.extend([ts] * n)
+            self.source.extend([source] * n)
+            self.device.extend(range(n))
+            self.metric.extend([metric] * n)
+            self.value.extend(float(v) for v in values)
+            self.samples += n
+
     def flush_interval(self) -> float:
         """Seconds between flushes at this point of the run."""
         return min(MAX_FLUSH_S, max(MIN_FLUSH_S, (time.monotonic() - self.started) * 0.05))

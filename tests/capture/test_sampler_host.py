@@ -63,13 +63,16 @@ def test_metrics_buffer_writes_whole_files(tmp_path):
         buf.emit(1_000_000 + i, "cpu", i % 4, "util_pct", float(i))
     buf.flush()
     buf.emit(2_000_000, "mem", -1, "used_bytes", 5.0)
+    buf.emit_many(2_000_001, "cpu", "util_pct", [1.0, 2.0, 3.0])
     buf.flush()
     buf.flush()  # nothing pending: no empty file
     files = sorted((tmp_path / "node=nodeA").glob("metrics-*.parquet"))
     assert [f.name for f in files] == ["metrics-00000.parquet", "metrics-00001.parquet"]
-    assert pq.read_table(files[0]).num_rows == 100 and buf.files == 2 and buf.samples == 101
+    assert pq.read_table(files[0]).num_rows == 100 and buf.files == 2 and buf.samples == 104
+    second = pq.read_table(files[1]).to_pylist()
+    assert [(r["device"], r["value"]) for r in second if r["source"] == "cpu"] == [(0, 1.0), (1, 2.0), (2, 3.0)]
     (tmp_path / "manifest.json").write_text('{"name": "x", "status": "running"}')
-    assert sum(f.num_rows for f in open_trace_dir(tmp_path).metrics) == 101
+    assert sum(f.num_rows for f in open_trace_dir(tmp_path).metrics) == 104
 
 
 def test_metrics_buffer_counts_rows_it_could_not_write(tmp_path):

@@ -349,3 +349,33 @@ def test_monochrome_no_color(imported: Path, raw: pl.DataFrame, monkeypatch) -> 
             assert "<svg" in svg
 
     run(go())
+
+
+class _RecordingView(TimelineView):
+    lines: list[str] = []
+
+    def _status_line(self, line: str) -> None:
+        self.lines.append(line)
+        super()._status_line(line)
+
+
+class _RecordingApp(TimelineApp):
+    def compose(self):
+        yield _RecordingView(self.session, id="timeline")
+
+
+def test_cold_open_builds_the_index_in_a_worker(imported: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "cold"
+    shutil.copytree(imported, trace, ignore=shutil.ignore_patterns(".profui"))
+
+    async def go() -> None:
+        app = _RecordingApp(trace)
+        async with app.run_test(size=SIZE) as pilot:
+            view = await ready(pilot, app)
+            assert (trace / ".profui" / "lod" / "meta.json").is_file()
+            assert status(view).startswith("Δ ")
+
+    run(go())
+    lines = _RecordingView.lines
+    assert lines[0].startswith("timeline: scanning") and any("indexing" in line for line in lines)
+    assert lines[-1] == "timeline: timeline index ready (100%)"

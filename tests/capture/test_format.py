@@ -154,3 +154,14 @@ def test_opener_errors_are_one_line_and_name_the_file(tmp_path: Path) -> None:
 def test_required_columns_are_enforced() -> None:
     with pytest.raises(ValueError, match="'ts' is required"):
         to_table("events", {"dur": [1]})
+
+
+def test_whole_files_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        trace = _trace(tmp_path)
+        path = write_events(trace, "a", 0, _events(2))
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert (trace / "manifest.json").stat().st_mode & 0o777 == 0o644

@@ -75,7 +75,12 @@ def register(app: typer.Typer) -> None:
         ),
         poll: float = typer.Option(2.0, "--poll", help="Seconds between checks of a running trace for new files."),
     ) -> None:
-        """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first."""
+        """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first.
+
+        Keys: 1-5 or Tab switch views (Dashboard, Kernels, Steps, Runs, Timeline), ] [ move
+        between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace
+        still being captured refreshes as new files land.
+        """
         target = plan_open(path)
         from ..app import ProfuiApp
 

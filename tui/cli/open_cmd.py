@@ -77,9 +77,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first.
 
-        Keys: 1-5 or Tab switch views (Dashboard, Kernels, Steps, Runs, Timeline), ] [ move
-        between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace
-        still being captured refreshes as new files land.
+        Keys: 1-5 or Tab switch views (Dashboard, Kernels, Steps, Runs, Timeline), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land.
         """
         target = plan_open(path)
         from ..app import ProfuiApp

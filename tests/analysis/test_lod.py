@@ -280,3 +280,20 @@ def test_read_only_trace_indexes_into_the_user_cache(tmp_path, monkeypatch):
     assert ix.folder.parent == tmp_path / "cache" / "lod"
     assert not (out / ".profui").exists()
     assert ix.n_events > 0 and ix.event(0)["name"]
+
+
+def test_metrics_only_trace(tmp_path):
+    """Synthetic (a capture that recorded only sampled metrics: the corpus has none)."""
+    from profui.capture.format import Manifest, to_table, write_manifest, write_metrics
+
+    out = tmp_path / "m"
+    ts = [1_700_000_000_000_000_000 + i * 100_000_000 for i in range(10)]
+    write_metrics(out, "h", to_table("metrics", {"ts": ts, "source": ["gpu"] * 10, "device": [0] * 10,
+                                                 "metric": ["util_pct"] * 10, "value": [float(i * 10) for i in range(10)]}))
+    write_manifest(out, Manifest(name="m", status="completed"))
+    ix = open_lod(out)
+    assert ix.n_events == 0 and ix.base_ns == ts[0] and ix.span_ns == ts[-1] - ts[0]
+    (metric,) = [ln for ln in ix.lanes() if ln.kind == "metric"]
+    v = ix.metric_cells(metric.series, 0, ix.span_ns + 1, 10)
+    assert v.tolist() == [float(i * 10) for i in range(10)]
+    assert ix.query(metric, 0, ix.span_ns + 1)["value"].to_list() == v.tolist()

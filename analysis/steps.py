@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from .busy import RANK_BY, WORK_KINDS, device_work
+from .engine import ENGINE
 from .intervals import Frame, _lazy, union_length
 
 _STEP_NUMBER_RE = r"(\d+)\s*$"
@@ -104,10 +105,10 @@ def step_device_events(events: Frame, markers: pl.LazyFrame, kinds: tuple[str, .
 def step_windows(events: Frame) -> Steps:
     """Step windows mapped to the device (see the module docstring)."""
     ev = _lazy(events)
-    markers = step_markers(ev).collect()
+    markers = step_markers(ev).collect(engine=ENGINE)
     has_markers = markers.height > 0
     if not has_markers:
-        markers = _whole_rank_windows(ev).collect()
+        markers = _whole_rank_windows(ev).collect(engine=ENGINE)
     m = markers.lazy()
     launches = assign_launches(ev, m)
     per_launch = launches.group_by(*RANK_BY, "step").agg(
@@ -135,7 +136,7 @@ def step_windows(events: Frame) -> Steps:
             "start_ns", "end_ns", "dur_ns", "n_launches", "n_device_events", "mapped",
         )
         .sort(*RANK_BY, "cpu_start_ns")
-        .collect()
+        .collect(engine=ENGINE)
     )
     if has_markers:
         note = f"{windows.height} step window(s) from step markers"
@@ -209,7 +210,7 @@ def step_breakdown(events: Frame, steps: Steps) -> pl.LazyFrame:
 
 def hta_profiler_steps(hta_events: Frame) -> list[int]:
     """HTA's ``profiler_steps()``: the step numbers left on the first rank after HTA's filtering."""
-    m = step_markers(hta_events).collect()
+    m = step_markers(hta_events).collect(engine=ENGINE)
     if m.height == 0:
         return []
     first = m.sort("rank").row(0, named=True)

@@ -23,6 +23,7 @@ from . import comm as cm
 from . import idle as il
 from . import launch as la
 from . import sync as sy
+from .engine import ENGINE
 from .takeaways import all_takeaways
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
         pl.col("ts").min().alias("start_ns"),
         (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
         pl.struct("node", "rank", "device").filter(pl.col("device") >= 0).n_unique().alias("gpus"),
-    ).collect().row(0, named=True)
+    ).collect(engine=ENGINE).row(0, named=True)
     start, end = o["start_ns"], o["end_ns"]
     return {
         "path": str(trace.path),
@@ -134,30 +135,30 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
     from . import utilization as ut
 
     ev = trace.cached_events()
-    hev = trace.hta_events().collect().lazy() if hta_compat else ev
+    hev = trace.hta_events().collect(engine=ENGINE).lazy() if hta_compat else ev
     sections: dict[str, dict[str, pl.DataFrame]] = {}
     notes: list[str] = []
 
-    busy = bz.gpu_busy(hev, hta_compat=hta_compat).collect()
-    gpu_util = ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat).collect()
+    busy = bz.gpu_busy(hev, hta_compat=hta_compat).collect(engine=ENGINE)
+    gpu_util = ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat).collect(engine=ENGINE)
     sections["utilization"] = {
         "busy": busy,
-        "total": bz.total_busy(busy).collect(),
+        "total": bz.total_busy(busy).collect(engine=ENGINE),
         "gpu": gpu_util,
-        "node": ut.node_utilization(gpu_util).collect(),
-        "cpu": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns).collect(),
+        "node": ut.node_utilization(gpu_util).collect(engine=ENGINE),
+        "cpu": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns).collect(engine=ENGINE),
     }
 
-    stats = kn.kernel_stats(hev, hta_compat=hta_compat).collect()
+    stats = kn.kernel_stats(hev, hta_compat=hta_compat).collect(engine=ENGINE)
     sections["kernels"] = {
         "stats": stats,
-        "top_by_time": kn.top_kernels(stats, top_n, by="total_ns").collect(),
-        "top_by_count": kn.top_kernels(stats, top_n, by="count").collect(),
-        "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat).collect(),
+        "top_by_time": kn.top_kernels(stats, top_n, by="total_ns").collect(engine=ENGINE),
+        "top_by_count": kn.top_kernels(stats, top_n, by="count").collect(engine=ENGINE),
+        "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE),
     }
-    sections["activity"] = {"shares": act.activity_shares(hev, hta_compat=hta_compat).collect()}
-    sections["memory"] = {"ops": mem.memory_ops(ev).collect()}
-    sections["precision"] = {"shares": prec.precision_shares(ev).collect()}
+    sections["activity"] = {"shares": act.activity_shares(hev, hta_compat=hta_compat).collect(engine=ENGINE)}
+    sections["memory"] = {"ops": mem.memory_ops(ev).collect(engine=ENGINE)}
+    sections["precision"] = {"shares": prec.precision_shares(ev).collect(engine=ENGINE)}
 
     steps = stp.step_windows(hev)
     windows = steps.windows
@@ -165,42 +166,42 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
         notes.append(steps.note)
     sections["steps"] = {
         "windows": windows,
-        "stats": stp.step_stats(windows.lazy()).collect(),
-        "outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")).collect(),
+        "stats": stp.step_stats(windows.lazy()).collect(engine=ENGINE),
+        "outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")).collect(engine=ENGINE),
     }
 
-    launches = la.kernel_launches(hev, hta_compat=hta_compat).collect().lazy()
+    launches = la.kernel_launches(hev, hta_compat=hta_compat).collect(engine=ENGINE).lazy()
     sections["launch"] = {
-        "stats": la.launch_stats(launches).collect(),
-        "overall": la.launch_stats(launches, by=()).collect(),
-        "by_kernel": _head(la.launch_stats_by_kernel(launches).collect(), top_n),
-        "outliers": _head(la.launch_outliers(launches).collect(), top_n),
-        "histogram": la.launch_histogram(launches).collect(),
+        "stats": la.launch_stats(launches).collect(engine=ENGINE),
+        "overall": la.launch_stats(launches, by=()).collect(engine=ENGINE),
+        "by_kernel": _head(la.launch_stats_by_kernel(launches).collect(engine=ENGINE), top_n),
+        "outliers": _head(la.launch_outliers(launches).collect(engine=ENGINE), top_n),
+        "histogram": la.launch_histogram(launches).collect(engine=ENGINE),
     }
     sections["sync"] = {
-        "host": sy.sync_summary(ev).collect(),
-        "totals": sy.sync_totals(ev).collect(),
-        "device": sy.gpu_sync_summary(ev).collect(),
+        "host": sy.sync_summary(ev).collect(engine=ENGINE),
+        "totals": sy.sync_totals(ev).collect(engine=ENGINE),
+        "device": sy.gpu_sync_summary(ev).collect(engine=ENGINE),
     }
-    idle_breakdown = il.idle_breakdown(hev, hta_compat=hta_compat).collect()
+    idle_breakdown = il.idle_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE)
     sections["idle"] = {
         "breakdown": idle_breakdown,
-        "totals": il.totals_of_breakdown(idle_breakdown).collect(),
-        "queue": il.queue_length_summary(hev, hta_compat=hta_compat).collect(),
+        "totals": il.totals_of_breakdown(idle_breakdown).collect(engine=ENGINE),
+        "queue": il.queue_length_summary(hev, hta_compat=hta_compat).collect(engine=ENGINE),
     }
-    per_step = cm.comm_per_step(hev, windows.lazy()).collect()
+    per_step = cm.comm_per_step(hev, windows.lazy()).collect(engine=ENGINE)
     sections["comm"] = {
-        "by_collective": cm.comm_by_collective(hev).collect(),
-        "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat).collect(),
-        "per_rank": cm.comm_per_rank(hev).collect(),
+        "by_collective": cm.comm_by_collective(hev).collect(engine=ENGINE),
+        "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat).collect(engine=ENGINE),
+        "per_rank": cm.comm_per_rank(hev).collect(engine=ENGINE),
         "per_step": per_step,
-        "stragglers": cm.stragglers(per_step.lazy()).collect(),
+        "stragglers": cm.stragglers(per_step.lazy()).collect(engine=ENGINE),
     }
     sections["annotations"] = {
-        "names": ann.annotation_names(ev).collect(),
-        "breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat).collect(),
+        "names": ann.annotation_names(ev).collect(engine=ENGINE),
+        "breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE),
         "per_step": ann.annotation_per_step(ev, stp.step_windows(ev).windows.lazy() if hta_compat else windows.lazy())
-        .collect(),
+        .collect(engine=ENGINE),
     }
     if hta_compat:
         notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .busy import GPU_BY, device_work
+from .engine import ENGINE
 from .hta import hta_merged
 from .intervals import Frame, _lazy, bucket_coverage, bucket_grid, merge_intervals, nice_bucket_ns
 
@@ -26,7 +27,7 @@ def trace_window(events: Frame) -> tuple[int, int]:
     row = (
         _lazy(events)
         .select(pl.col("ts").min().alias("a"), (pl.col("ts") + pl.col("dur")).max().alias("b"))
-        .collect()
+        .collect(engine=ENGINE)
         .row(0)
     )
     return (row[0], row[1]) if row[0] is not None else (0, 0)
@@ -101,9 +102,9 @@ def cpu_utilization(
     grid, origin, size = _grid(events, bucket_ns, window)
     if metrics is not None:
         m = _lazy(metrics).filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
-        if m.select(pl.len()).collect().item() > 0:
+        if m.select(pl.len()).collect(engine=ENGINE).item() > 0:
             whole = m.filter(pl.col("device") == -1)
-            has_whole = whole.select(pl.len()).collect().item() > 0
+            has_whole = whole.select(pl.len()).collect(engine=ENGINE).item() > 0
             per_ts = whole if has_whole else m.group_by("node", "ts").agg(pl.col("value").mean())
             sampled = (
                 per_ts.with_columns(((pl.col("ts") - origin) // size).alias("bucket"))

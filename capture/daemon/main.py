@@ -165,6 +165,7 @@ def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
     manifest.notes.append("profcap ended before the job did; the sampling daemon closed this trace "
                           "(the job's exit code is unknown)")
     finish_manifest(manifest, trace_dir, result, status="failed", exit_code=None)
+    _spool.cleanup(trace_dir / ".spool")
     write_manifest(trace_dir, manifest)
 
 

@@ -224,3 +224,24 @@ def test_job_name_comes_from_the_script():
     assert profcap.job_name([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "x.py"]) == "x"
     assert profcap.job_name(["./run.sh"]) == "run.sh"
     assert Path(profcap.job_name(["python", "-m", "mypkg.train"])).name == "train"
+
+
+def test_profcap_killed_the_daemon_closes_the_trace_when_the_job_ends(tmp_path):
+    job = tmp_path / "job.py"
+    ready = tmp_path / "ready"
+    done = tmp_path / "done"
+    job.write_text(f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(2)\n"
+                   f"open({str(done)!r}, 'w').close()\n")
+    trace = tmp_path / "trace"
+    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(ready.exists)
+    p.kill()
+    p.wait()
+    _wait_for(done.exists)  # the job carries on without profcap
+    _wait_for(lambda: manifest(trace)["status"] != "running")
+    m = manifest(trace)
+    assert m["status"] == "failed" and m["exit_code"] is None
+    assert any("profcap ended before the job" in n for n in m["notes"])
+    assert m["end_ns"] >= os.stat(done).st_mtime_ns - 1_000_000_000
+    assert open_trace_dir(trace).metrics

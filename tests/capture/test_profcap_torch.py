@@ -124,3 +124,27 @@ for i in range(10):
     assert [(w["first"], w["last"]) for w in manifest(trace)["capture"]["windows"]] == [(2, 5)]
     assert sum(1 for r in rows if r["name"] == "matmul_loop") == 4
     assert sum(1 for r in rows if r["name"] == "aten::mm") == 4
+
+
+def test_only_the_first_optimizer_counts_steps(tmp_path):
+    # two optimizers stepping every iteration (a GAN-like loop): still one step per iteration
+    script = r'''
+import torch
+from profui.capture import annotate
+a, b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=0.1), torch.optim.Adam(b.parameters())
+for i in range(10):
+    with annotate(f"iter{i}"):
+        a(torch.randn(8, 16)).sum().backward()
+        b(torch.randn(8, 16)).sum().backward()
+    opt_a.step()
+    opt_b.step()
+'''
+    proc, trace = run_profcap(tmp_path, ["--steps", "3-4"], script)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_events(trace)
+    steps = steps_of(rows)
+    assert sorted(steps) == [3, 4]
+    for n in (3, 4):
+        inner = [r["name"] for r in rows if r["kind"] == "annotation" and r["name"].startswith("iter") and inside(r, steps[n])]
+        assert inner == [f"iter{n}"]

@@ -69,6 +69,10 @@ STYLES: list[Style] = (
     ]
 )
 
+#: Short words for what a nested row holds, in its label.
+ROW_WORDS = {"annotation": "annot", "cpu_op": "ops", "runtime": "launch", "driver": "launch", "python": "py",
+             "gpu_annotation": "annot", "kernel": "kernels", "step": "steps"}
+
 EIGHTHS = np.array(list(" ▁▂▃▄▅▆▇█"))
 SOLID_AT = 0.75  # a cell at least this busy is drawn as a solid block
 SEPARATOR = "▏"
@@ -120,6 +124,15 @@ class Renderer:
         comm = np.array([("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool)
         self.is_comm = comm
         self._labels_cache: dict[tuple, Segment] = {}
+        # Each nested row is labelled with what it mostly holds (its first events' commonest kind).
+        self.row_word: dict[int, str] = {}
+        for ln in state.lanes:
+            for r in ln.rows[1:]:
+                a = int(ix.row_start[r])
+                b = min(int(ix.row_start[r + 1]), a + 200)
+                if b > a:
+                    k = int(np.bincount(ix.kind[a:b].astype(np.int64)).argmax())
+                    self.row_word[r] = ROW_WORDS.get(EVENT_KINDS[k], EVENT_KINDS[k])
         # Streams whose first events are communication kernels are labelled as such.
         self.comm_lanes: set[int] = set()
         for ln in state.lanes:
@@ -328,7 +341,7 @@ class Renderer:
         st = self.state
         indent = " " * min(vr.level, 6)
         if vr.depth > 0:
-            text = f"{indent}  · {vr.depth}"
+            text = f"{indent}  · {vr.depth} {self.row_word.get(vr.row, '')}"
             style = LABEL_DIM
         else:
             foldable = ln.kind in ("node", "rank", "gpu", "metrics") or (ln.kind == "thread" and len(ln.rows) > 1) \

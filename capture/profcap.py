@@ -61,7 +61,9 @@ in your script (optional; works without profcap too):
   @annotate("load_batch")                         ... or as a decorator
   step()                                          mark steps in loops without a torch optimizer
 
-profcap exits with the job's exit code; Ctrl-C is forwarded to the job (status 'stopped').
+profcap exits with the job's exit code (128+N when it died of signal N). Ctrl-C, SIGTERM and
+SIGHUP are forwarded to the job's process group (status 'stopped'); a third one kills it.
+Jobs run with `python -S`, `-I` or `-E` skip the bootstrap: they get metrics but no trace.
 """
 
 
@@ -134,9 +136,18 @@ class Capture:
         self.node = _session_node(args.node)
         self.name = args.name or job_name(cmd)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.trace_dir = Path(args.output) if args.output else Path("trace") / f"{self.name}-{stamp}"
+        if args.output:
+            self.trace_dir = Path(args.output)
+        else:  # two jobs of one name started in the same second get -2, -3, ...
+            base = Path("trace") / f"{self.name}-{stamp}"
+            self.trace_dir = base
+            n = 1
+            while self.trace_dir.exists():
+                n += 1
+                self.trace_dir = base.with_name(f"{base.name}-{n}")
         self.spool = self.trace_dir / ".spool"
         self.stop_signal: int | None = None
+        self.signals_seen = 0
         self.job: subprocess.Popen | None = None
         self.daemon: subprocess.Popen | None = None
         self.daemon_lines: queue.Queue[str | None] = queue.Queue()
@@ -252,11 +263,17 @@ class Capture:
     def _forward(self, signum: int, _frame: Any) -> None:
         if self.stop_signal is None:
             self.stop_signal = signum
-        if self.job is not None and self.job.poll() is None:
-            try:
-                os.killpg(self.job.pid, signum)
-            except (ProcessLookupError, PermissionError):
-                pass
+        self.signals_seen += 1
+        if self.job is None:
+            return
+        # a job that ignores two requests to stop is killed at the third
+        sig = signal.SIGKILL if self.signals_seen >= 3 else signum
+        if self.signals_seen == 2:
+            _say("forwarded again; a third signal kills the job")
+        try:
+            os.killpg(self.job.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def run(self) -> int:
         """Run the whole capture; return profcap's exit code."""

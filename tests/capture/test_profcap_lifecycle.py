@@ -245,3 +245,13 @@ def test_profcap_killed_the_daemon_closes_the_trace_when_the_job_ends(tmp_path):
     assert any("profcap ended before the job" in n for n in m["notes"])
     assert m["end_ns"] >= os.stat(done).st_mtime_ns - 1_000_000_000
     assert open_trace_dir(trace).metrics
+
+
+def test_default_output_is_named_after_the_job_and_never_reused(tmp_path):
+    for _ in range(2):
+        proc = subprocess.run([*PROFCAP, "--no-trace", "--", "true"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    made = sorted(p.name for p in (tmp_path / "trace").iterdir())
+    assert len(made) == 2 and all(name.startswith("true-2") for name in made)
+    assert all(manifest(tmp_path / "trace" / name)["status"] == "completed" for name in made)

@@ -95,7 +95,7 @@ class ProfuiApp(App[str | None]):
         from .screens.jobs import JobsScreen
 
         if self.target.kind == "jobs":
-            self.push_screen(JobsScreen(self.target.path))
+            self.push_screen(JobsScreen(self.target.path, refresh_s=self.poll_s))
         elif self.target.kind == "import":
             self.push_screen(ImportScreen(self.target.path))
         else:

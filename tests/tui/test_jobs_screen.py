@@ -158,3 +158,32 @@ async def _damaged(root: Path) -> None:
         assert app.screen is screen  # not opened
         notes = list(app._notifications)
         assert notes and "manifest is not valid JSON" in notes[-1].message
+
+
+def test_running_job_status_refreshes_and_cursor_stays(jobs_root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "jobs"
+    shutil.copytree(jobs_root, root)
+    asyncio.run(_refreshes(root))
+
+
+async def _refreshes(root: Path) -> None:
+    app = ProfuiApp(OpenTarget("jobs", root), poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_rows(pilot, screen, 3)
+        await pilot.press("down")
+        chosen = table_rows(screen)[1][0]
+        m = read_manifest(root / "triton")
+        write_manifest(root / "triton", replace(m, status="completed", end_ns=m.start_ns + 5_000_000))
+        for _ in range(300):
+            await pilot.pause()
+            rows = {r[0]: r for r in table_rows(screen)}
+            if rows["triton"][2] == "completed":
+                break
+            await asyncio.sleep(0.02)
+        assert rows["triton"][2] == "completed"
+        assert rows["triton"][3] == "5 ms"
+        table = screen.query_one("#jobs-table")
+        assert table_rows(screen)[table.cursor_row][0] == chosen

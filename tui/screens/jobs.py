@@ -120,9 +120,10 @@ class JobsScreen(Screen):
     JobsScreen #jobs-status { height: 1; padding: 0 1; }
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, refresh_s: float = 5.0) -> None:
         super().__init__()
         self.root = root
+        self.refresh_s = refresh_s
         self.rows: list[JobRow] = []
         self.filter_text = ""
         self.sort_column = "created"
@@ -154,6 +155,8 @@ class JobsScreen(Screen):
     def _set_rows(self, rows: list[JobRow]) -> None:
         self.rows = rows
         self._fill()
+        if any(r.status == "running" for r in rows):  # keep running jobs' status and duration fresh
+            self.set_timer(self.refresh_s, self.action_rescan, name="jobs-rescan")
 
     def visible_rows(self) -> list[JobRow]:
         """The rows the table shows now: filtered by name, in the chosen order."""
@@ -164,6 +167,9 @@ class JobsScreen(Screen):
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
+        keep = None
+        if table.row_count:
+            keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         table.clear()
         for r in self.visible_rows():
             status = (r.status, _STATUS_STYLE.get(r.status, ""))
@@ -177,6 +183,9 @@ class JobsScreen(Screen):
                 fmt_bytes(r.size_bytes),
                 key=str(r.path),
             )
+        keys = [str(r.path) for r in self.visible_rows()]
+        if keep in keys:
+            table.move_cursor(row=keys.index(keep))
         arrow = "↓" if self.sort_reverse else "↑"
         shown = table.row_count
         filt = f" · filter “{self.filter_text}”" if self.filter_text else ""

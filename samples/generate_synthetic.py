@@ -41,7 +41,7 @@ from profui.capture.format import EVENT_KINDS, Manifest, to_table, write_events,
 #: 2025-11-01T00:00:00Z in ns: the synthetic job "starts" here.
 BASE_NS = 1_761_955_200_000_000_000
 #: Events per written file at most (a rank's steps are grouped into files of about this size).
-FILE_ROWS = 1 << 20
+FILE_ROWS = 1 << 19
 #: Fixed per-step events: the step, three phase annotations and the end-of-step synchronize.
 STEP_OVERHEAD = 5
 #: Smallest launch-group count per step (input copy, one kernel, an NCCL kernel, loss copy).

@@ -130,3 +130,17 @@ def test_too_small_and_cli(tmp_path):
     bad = subprocess.run([sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(out), "--events", "5000"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "not empty" in bad.stderr
+
+
+def test_large_ranks_are_written_in_several_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(gen, "FILE_ROWS", 4_000)
+    info = gen.generate(tmp_path / "chunks", events=30_000, nodes=1, gpus_per_node=2, streams=2, steps=6, seed=1)
+    td = open_trace_dir(info.path)
+    per_rank = {}
+    for f in td.events:
+        per_rank.setdefault(f.rank, []).append(f.num_rows)
+    assert sorted(per_rank) == [0, 1] and all(len(v) >= 3 for v in per_rank.values())
+    assert sum(map(sum, per_rank.values())) == 30_000 == info.events
+    ev = open_trace(info.path).events().collect()
+    launches = ev.filter(pl.col("kind") == "runtime", pl.col("correlation").is_not_null())
+    assert launches.join(ev.filter(pl.col("device") >= 0), on=["rank", "correlation"]).height == launches.height

@@ -43,6 +43,7 @@ class Tracer:
         self.backed_off = False
         self.seq = 0
         self.marker: Path | None = None
+        self._has_cuda: bool | None = None
 
     # -- step sources -------------------------------------------------------------------
     def on_optimizer_step(self, optimizer, args, kwargs) -> None:
@@ -88,10 +89,12 @@ class Tracer:
         return max(1, w.first - warmup)
 
     def _cuda(self) -> bool:
-        try:
-            return bool(self.torch.cuda.is_available())
-        except Exception:
-            return False
+        if self._has_cuda is None:
+            try:
+                self._has_cuda = bool(self.torch.cuda.is_available())
+            except Exception:
+                self._has_cuda = False
+        return self._has_cuda
 
     def _next_window(self) -> None:
         self.k += 1

@@ -52,7 +52,7 @@ def test_requested_windows_hold_their_steps_ops_and_annotations(tmp_path):
     # metrics at about 10 Hz over the run
     metrics = read_metrics(trace)
     rate = sample_rate(metrics, "cpu")
-    assert 6.0 <= rate <= 11.0, rate
+    assert 5.0 <= rate <= 11.0, rate  # 10 Hz asked; a loaded CI box may delay some samples
     per_sample = kinds([{"kind": (r["source"], r["metric"])} for r in metrics])
     n_samples = per_sample[("mem", "used_bytes")]
     assert per_sample[("proc", "rss_bytes")] >= n_samples - 12  # job tree followed from the start

@@ -148,3 +148,24 @@ for i in range(10):
     for n in (3, 4):
         inner = [r["name"] for r in rows if r["kind"] == "annotation" and r["name"].startswith("iter") and inside(r, steps[n])]
         assert inner == [f"iter{n}"]
+
+
+def test_yields_its_window_when_the_job_starts_a_profiler_mid_window(tmp_path):
+    script = TRAIN.replace(
+        "    opt.step()\n",
+        "    opt.step()\n"
+        "    if i == 5:\n"
+        "        own = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])\n"
+        "        own.start()\n"
+        "    if i == 7:\n"
+        "        own.stop()\n"
+        "        own.export_chrome_trace('own.json')\n",
+    )
+    proc, trace = run_profcap(tmp_path, ["--steps", "2-50"], script, env={"STEPS": "10"})
+    assert proc.returncode == 0, proc.stderr
+    # ours stopped when the job's profiler started (end of step 5): steps 2..5 kept, then no more
+    steps = steps_of(read_events(trace))
+    assert sorted(steps)[:4] == [2, 3, 4, 5] and max(steps) <= 6
+    assert len(events_files(trace)) == 1
+    assert (tmp_path / "own.json").stat().st_size > 1000
+    assert any("backed off" in n for n in manifest(trace)["notes"])

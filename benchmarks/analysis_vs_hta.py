@@ -1,16 +1,24 @@
 """profui analysis vs Holistic Trace Analysis (HTA) on the largest shared GPU traces.
 
 For each trace, in one run, every measurement in a fresh process (so wall time includes the
-interpreter and library imports, and peak RSS is that process's own):
+interpreter and library imports, and peak RSS is that process's own); the three kinds of run
+alternate, so both tools see the same machine load:
 
 - ``ours e2e``      : Kineto JSON -> profui import -> open -> full summary (``summarize``);
 - ``ours imported`` : already imported trace -> open -> full summary;
 - ``HTA``           : ``TraceAnalysis`` parse + gpu kernel breakdown + temporal breakdown +
                       idle time breakdown + comm/comp overlap + CUDA kernel launch stats.
 
-Medians of ``--repeat`` runs. HTA runs in its own venv (``.venv-bench``; create it with
+Three figures per run, the same for both tools: ``wall`` (the fresh process from outside:
+interpreter start, library imports and the work), ``in-process`` (the work alone, after the
+library imports) and ``cpu`` (user + system CPU seconds of the process and its children, whole
+process; the steadiest figure on a shared, loaded machine — Polars' threads count here, so it
+does not flatter our multi-threaded side). Medians of ``--repeat`` runs; a child that fails
+(HTA's parser occasionally loses a rank under memory pressure) is retried up to twice.
+HTA runs in its own venv (``.venv-bench``; create it with
 ``python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis``).
-The last line prints the ratios (HTA time / ours, HTA peak RSS / ours), all traces together.
+The last line prints the ratios (HTA / ours, summed over all traces; peak RSS: HTA / ours on
+the worst trace).
 
     .venv/bin/python benchmarks/analysis_vs_hta.py [--repeat 3] [--traces name ...]
 """
@@ -38,8 +46,10 @@ DEFAULT_TRACES = (
 
 _REPORT = """
 import json, resource, sys, time
+_self, _kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"inner_s": time.perf_counter() - _T0, "compute_s": time.perf_counter() - _T1,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "cpu_s": _self.ru_utime + _self.ru_stime + _kids.ru_utime + _kids.ru_stime,
+                  "rss_mb": max(_self.ru_maxrss, _kids.ru_maxrss) / 1024}))
 """
 
 OURS_E2E = """
@@ -80,17 +90,24 @@ a.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
 """ + _REPORT
 
 
-def run(python: str, code: str, *args: str) -> dict:
-    """Run ``code`` in a fresh ``python``; wall time measured from outside."""
-    t0 = time.perf_counter()
-    proc = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark child failed:\n{proc.stderr[-3000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    out["wall_s"] = wall
-    return out
+RETRIES: list[str] = []
+
+
+def run(python: str, code: str, *args: str, tries: int = 3) -> dict:
+    """Run ``code`` in a fresh ``python``; wall time measured from outside. Retried on failure."""
+    for attempt in range(tries):
+        t0 = time.perf_counter()
+        proc = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        wall = time.perf_counter() - t0
+        if proc.returncode == 0:
+            out = json.loads(proc.stdout.strip().splitlines()[-1])
+            out["wall_s"] = wall
+            return out
+        RETRIES.append(f"{Path(python).parent.parent.name} {Path(args[0]).name}: {proc.stderr.strip().splitlines()[-1:]}")
+        if attempt == tries - 1:
+            raise RuntimeError(f"benchmark child failed:\n{proc.stderr[-3000:]}")
+    raise AssertionError("unreachable")
 
 
 def median_of(runs: list[dict]) -> dict:
@@ -132,26 +149,32 @@ def main() -> None:
 
     if not rows:
         sys.exit("no traces to measure")
-    print(f"{'trace':<50} {'MB':>5} {'ours e2e s':>10} {'imported s':>10} {'HTA s':>6} "
-          f"{'e2e x':>6} {'imp x':>6} {'compute e2e/imp x':>17} {'RSS e2e/imp/HTA MB':>19}")
+    print(f"{'trace':<44} {'MB':>4} | {'wall s: e2e':>11} {'imp':>5} {'HTA':>5} | {'in-proc s: e2e':>14} {'imp':>5} {'HTA':>5} "
+          f"| {'cpu s: e2e':>10} {'imp':>5} {'HTA':>5} | {'RSS MB: e2e':>11} {'imp':>4} {'HTA':>4}")
     tot: dict[str, float] = {}
     mem = []
+    fig = (("wall_s", "wall"), ("compute_s", "in"), ("cpu_s", "cpu"))
     for name, size, e2e, imp, hta in rows:
-        for key, r in (("e2e", e2e), ("imp", imp), ("hta", hta)):
-            tot[key] = tot.get(key, 0.0) + r["wall_s"]
-            tot[key + "_c"] = tot.get(key + "_c", 0.0) + r["compute_s"]
+        for side, r in (("e2e", e2e), ("imp", imp), ("hta", hta)):
+            for key, short in fig:
+                tot[f"{side}_{short}"] = tot.get(f"{side}_{short}", 0.0) + r[key]
         mem.append(hta["rss_mb"] / max(e2e["rss_mb"], imp["rss_mb"]))
-        print(f"{name[4:54]:<50} {size / 2**20:5.1f} {e2e['wall_s']:10.2f} {imp['wall_s']:10.2f} {hta['wall_s']:6.2f} "
-              f"{hta['wall_s'] / e2e['wall_s']:6.1f} {hta['wall_s'] / imp['wall_s']:6.1f} "
-              f"{hta['compute_s'] / e2e['compute_s']:8.1f}/{hta['compute_s'] / imp['compute_s']:<8.1f} "
-              f"{e2e['rss_mb']:6.0f}/{imp['rss_mb']:5.0f}/{hta['rss_mb']:6.0f}")
-    print(f"wall = fresh process incl. interpreter start and library imports; compute = after imports "
-          f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); medians of {opts.repeat} runs; "
-          f"memory = HTA peak RSS / our larger peak, worst trace")
-    print(f"compute-only ratio HTA/ours: end-to-end {tot['hta_c'] / tot['e2e_c']:.1f}x, "
-          f"from imported {tot['hta_c'] / tot['imp_c']:.1f}x")
-    print(f"ratio HTA/ours (wall): end-to-end {tot['hta'] / tot['e2e']:.1f}x, from imported {tot['hta'] / tot['imp']:.1f}x, "
-          f"peak memory {min(mem):.2f}x lower")
+        print(f"{name[4:48]:<44} {size / 2**20:4.1f} | "
+              + " | ".join(f"{e2e[k]:{w}.2f} {imp[k]:5.2f} {hta[k]:5.2f}" for (k, _), w in zip(fig, (11, 14, 10), strict=True))
+              + f" | {e2e['rss_mb']:11.0f} {imp['rss_mb']:4.0f} {hta['rss_mb']:4.0f}")
+    print(f"wall = fresh process incl. interpreter start and library imports; in-proc = after the imports "
+          f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); cpu = user+sys of the whole "
+          f"process; medians of {opts.repeat} runs; memory = HTA peak RSS / our larger peak, worst trace")
+    for r in RETRIES:
+        print(f"retried a failed run: {r}")
+
+    def ratio(side: str, short: str) -> float:
+        return tot[f"hta_{short}"] / tot[f"{side}_{short}"]
+
+    print(f"RATIOS HTA/ours, all traces: end-to-end wall {ratio('e2e', 'wall'):.1f}x (in-process {ratio('e2e', 'in'):.1f}x, "
+          f"cpu {ratio('e2e', 'cpu'):.1f}x); from imported wall {ratio('imp', 'wall'):.1f}x (in-process "
+          f"{ratio('imp', 'in'):.1f}x, cpu {ratio('imp', 'cpu'):.1f}x); peak memory {min(mem):.2f}x lower")
+
 
 if __name__ == "__main__":
     main()

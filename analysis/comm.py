@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import overlap_length, union_length
+from .intervals import union_length
 
 #: HTA's rule for communication kernels (by name).
 COMM_PATTERN = r"^nccl.*Kernel"
@@ -108,6 +108,22 @@ def _iv(frame: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
     return frame.select(*by, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
 
 
+def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per group of either side: ``comm_ns``, ``compute_ns`` (unions, 0 when absent) and
+    ``overlap_ns = |comm ∩ compute| = comm + compute − |comm ∪ compute|`` — what
+    :func:`~profui.analysis.intervals.overlap_length` computes, with each union built once."""
+    comm = comm.select(*keys, "start", "end")
+    comp = comp.select(*keys, "start", "end")
+    both = union_length(pl.concat([comm, comp]), keys, "_ab")
+    return (
+        both.join(union_length(comm, keys, "comm_ns"), on=keys, how="left", nulls_equal=True)
+        .join(union_length(comp, keys, "compute_ns"), on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("comm_ns", "compute_ns").fill_null(0))
+        .with_columns((pl.col("comm_ns") + pl.col("compute_ns") - pl.col("_ab")).alias("overlap_ns"))
+        .drop("_ab")
+    )
+
+
 def comm_comp_overlap(
     events: pl.LazyFrame, hta_compat: bool = False, by: Sequence[str] = ("node", "rank")
 ) -> pl.LazyFrame:
@@ -123,13 +139,8 @@ def comm_comp_overlap(
     comm = _iv(comm_kernels(events, hta_compat), keys)
     comp = _iv(compute_kernels(events, hta_compat), keys)
     groups = _iv(_device_kernels(events, hta_compat), keys).select(keys).unique()
-    lc = union_length(comm, keys, "comm_ns")
-    lp = union_length(comp, keys, "compute_ns")
-    ov = overlap_length(comm, comp, keys, "overlap_ns")
     out = (
-        groups.join(lc, on=keys, how="left")
-        .join(lp, on=keys, how="left")
-        .join(ov, on=keys, how="left")
+        groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left")
         .with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0))
     )
     out = out.with_columns(
@@ -189,14 +200,9 @@ def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame) -> pl.LazyFrame:
     comm = _clip_to_windows(_iv(comm_kernels(events), keys), w, keys)
     comp = _clip_to_windows(_iv(compute_kernels(events), keys), w, keys)
     k2 = [*keys, "step"]
-    lc = union_length(comm, k2, "comm_ns")
-    lp = union_length(comp, k2, "compute_ns")
-    ov = overlap_length(comm, comp, k2, "overlap_ns")
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))
-        .join(lc, on=k2, how="left")
-        .join(lp, on=k2, how="left")
-        .join(ov, on=k2, how="left")
+        .join(_unions_and_overlap(comm, comp, k2), on=k2, how="left")
         .with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0))
         .with_columns((pl.col("comm_ns") - pl.col("overlap_ns")).alias("exposed_comm_ns"))
         .sort("step", "node", "rank")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .busy import GPU_BY, RANK_BY
+from .engine import ENGINE
 from .intervals import Frame, _lazy, label_coverage
 
 ACTIVITIES = ("kernel", "memcpy", "memset", "sync")
@@ -34,7 +35,8 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
     else:
         lf = lf.filter(pl.col("kind").is_in(list(ACTIVITIES)), pl.col("device") >= 0)
     iv = lf.select(*by, "kind", pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
-    cov = label_coverage(iv, "kind", list(ACTIVITIES), by)
+    # The coverage (a few rows per GPU) feeds five sub-queries: computed once, not once each.
+    cov = label_coverage(iv, "kind", list(ACTIVITIES), by).collect(engine=ENGINE).lazy()
     # lowest set bit = highest-priority activity running
     first = pl.col("mask") & (-pl.col("mask"))
     owner = first.replace_strict([1 << i for i in range(len(ACTIVITIES))], list(ACTIVITIES), return_dtype=pl.String)

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from .engine import ENGINE
 from .intervals import Frame, _lazy
 
 PRECISIONS = ("FP32", "TF32", "FP16", "BF16", "FP8", "INT8", "INT32", "other", "unknown")
@@ -111,6 +112,8 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         launches.select(*keys, "correlation", "_launch_ext")
         .join(around, on=[*keys, "correlation"], how="left")
         .unique(subset=[*keys, "correlation"], keep="first")
+        .collect(engine=ENGINE)  # read three times below: computed once
+        .lazy()
     )
     # JSON-decode only the ops some kernel can reach (by any of the three links): a few
     # thousand instead of every typed op (MTIA: 108k)
@@ -136,6 +139,8 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         )
         .sort(pl.col("input_types").is_null())  # ops that recorded dtypes first
         .unique(subset=[*keys, "external_id"], keep="first", maintain_order=True)
+        .collect(engine=ENGINE)  # read three times below: computed once
+        .lazy()
     )
 
     def known(col: str, flag: str) -> pl.LazyFrame:

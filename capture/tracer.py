@@ -44,6 +44,11 @@ class Tracer:
         self.seq = 0
         self.marker: Path | None = None
         self._has_cuda: bool | None = None
+        self.window_start_step = 0
+        self._last_steps = (0, 0)
+        self._pending: tuple[Path, Path] | None = None
+        self._stall_s = 0.0
+        self._export_s = 0.0
 
     # -- step sources -------------------------------------------------------------------
     def on_optimizer_step(self, optimizer, args, kwargs) -> None:
@@ -169,7 +174,7 @@ class Tracer:
         self._export_s = time.perf_counter() - t0
 
     def _write_meta(self) -> None:
-        pending, self._pending = getattr(self, "_pending", None), None
+        pending, self._pending = self._pending, None
         if pending is not None:
             tmp, final = pending
             meta = {

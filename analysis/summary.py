@@ -18,11 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from . import activity as act
 from . import annotations as ann
+from . import busy as bz
 from . import comm as cm
 from . import idle as il
+from . import kernels as kn
 from . import launch as la
+from . import memory as mem
+from . import precision as prec
+from . import steps as stp
 from . import sync as sy
+from . import utilization as ut
 from .engine import ENGINE
 from .takeaways import all_takeaways
 
@@ -131,14 +138,6 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
     is the utilization bucket (None: about 200 buckets over the trace); ``hta_compat`` switches
     the HTA-comparable numbers to HTA's semantics.
     """
-    from . import activity as act
-    from . import busy as bz
-    from . import kernels as kn
-    from . import memory as mem
-    from . import precision as prec
-    from . import steps as stp
-    from . import utilization as ut
-
     ev = trace.cached_events()
     hev = trace.hta_events().collect(engine=ENGINE).lazy() if hta_compat else ev
     sections: dict[str, dict[str, pl.DataFrame]] = {}

@@ -33,6 +33,12 @@ def finish_manifest(manifest: Manifest, trace_dir: Path, result: dict[str, Any] 
             if note not in manifest.notes:
                 manifest.notes.append(note)
         windows = sorted(result.get("windows", []), key=lambda w: (w.get("rank") or 0, w.get("first") or 0))
+        # GPUs as the traces describe them, where NVML could not say (no NVML library, ...)
+        from_traces = not manifest.gpus
+        for w in windows:
+            for gpu in w.pop("gpus", []):
+                if from_traces and gpu not in manifest.gpus:
+                    manifest.gpus.append(gpu)
         manifest.capture["windows"] = windows
         manifest.capture["metrics_samples"] = result.get("samples", 0)
     return manifest

@@ -92,8 +92,10 @@ def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
         if events is None:
             events = getattr(result, "events", None)
         counts = getattr(result, "counts", None)
+        gpus = getattr(result, "gpus", None)
         return {"rank": rank, "events": int(events) if isinstance(events, int) else None, "kind": "kineto",
-                "counts": dict(counts) if isinstance(counts, dict) else {}}
+                "counts": dict(counts) if isinstance(counts, dict) else {},
+                "gpus": list(gpus) if isinstance(gpus, list) else []}
     return _convert_recorded(path, trace_dir, node, rank)
 
 
@@ -167,6 +169,8 @@ def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) ->
     if result and result.get("events") is not None:
         info["events"] = result["events"]
         info["counts"] = result.get("counts", {})
+        if result.get("gpus"):
+            info["gpus"] = result["gpus"]
     return info, None
 
 

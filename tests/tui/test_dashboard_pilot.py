@@ -123,11 +123,11 @@ def test_views_by_number_keys_and_kernels_table_sorts(trace: Path) -> None:
             assert table.row_count == stats.height
             top = stats.sort(["total_ns"], descending=True, maintain_order=True).row(0, named=True)
             assert table.row_at_cursor()["name"] == top["name"]
-            await pilot.press("s")  # next column after total: share
-            assert table.sort_by == "share"
+            await pilot.press("s")  # next column after total: count
+            assert table.sort_by == "count"
             await pilot.press("r")
             first = table.row_at_cursor()
-            assert first["share"] == stats["share"].min()
+            assert first["count"] == stats["count"].min()
             await pilot.press("tab")
             assert screen.current == "steps"
             await pilot.press("4")

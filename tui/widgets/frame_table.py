@@ -20,6 +20,9 @@ from textual.widgets import DataTable
 from .fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
 
 MAX_TEXT = 70
+MIN_TEXT = 20
+#: How many columns after a leading text column must stay visible beside it.
+KEEP_VISIBLE = 3
 
 
 def cell_len(cell: Any) -> int:
@@ -104,6 +107,14 @@ class FrameTable(DataTable):
             return self.frame
         return self.frame.sort(self.sort_by, descending=self.descending, nulls_last=True, maintain_order=True)
 
+    def _text_budget(self, widths: list[int]) -> int:
+        """Width for a leading text column (kernel names run to hundreds of characters) that
+        leaves the next few columns on screen in the terminal at hand."""
+        available = self.size.width or (self.app.size.width if self.is_attached else 80)
+        pad = 2 * self.cell_padding
+        rest = sum(w + pad for w in widths[1 : 1 + KEEP_VISIBLE])
+        return max(MIN_TEXT, min(MAX_TEXT, available - rest - pad - 2))
+
     def _fill(self) -> None:
         cursor = self.cursor_row
         self.clear(columns=True)
@@ -112,18 +123,33 @@ class FrameTable(DataTable):
             [format_cell(c, v) for c, v in zip(self.columns_shown, row, strict=True)]
             for row in self._shown.select(self.columns_shown).iter_rows()
         ]
+        headers = []
+        widths = []
         for i, col in enumerate(self.columns_shown):
             mark = ""
             if col == self.sort_by:
                 mark = " ▼" if self.descending else " ▲"
-            header = header_of(col) + mark
+            headers.append(header_of(col) + mark)
             # explicit widths: the table reads the same however often and whenever it is refilled
-            width = max([len(header), *(cell_len(r[i]) for r in rows)])
-            self.add_column(header, key=col, width=min(width, MAX_TEXT))
+            widths.append(min(MAX_TEXT, max([len(headers[-1]), *(cell_len(r[i]) for r in rows)])))
+        if rows and isinstance(rows[0][0], str) and len(widths) > 1:
+            budget = self._text_budget(widths)
+            if widths[0] > budget:
+                widths[0] = budget
+                for r in rows:
+                    if len(r[0]) > budget:
+                        r[0] = r[0][: budget - 1] + "…"
+        self._fill_width = self.size.width
+        for col, header, width in zip(self.columns_shown, headers, widths, strict=True):
+            self.add_column(header, key=col, width=width)
         for i, cells in enumerate(rows):
             self.add_row(*cells, key=str(i))
         if self.row_count:
             self.move_cursor(row=min(cursor, self.row_count - 1))
+
+    def on_resize(self) -> None:
+        if self.columns_shown and self.size.width != getattr(self, "_fill_width", None):
+            self._fill()
 
     def action_sort_next(self) -> None:
         """Sort by the next column (descending first)."""

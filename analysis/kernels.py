@@ -86,6 +86,7 @@ def top_kernels(stats: Frame, n: int = TOP_N, by: str = "total_ns", group: Seque
             pl.col("share").sum(),
         )
         .with_columns((pl.col("total_ns") / pl.col("count")).alias("mean_ns"))
+        .filter(pl.col("count") > 0)  # a literal group key yields one all-zero row on an empty frame
     )
     if not group:
         rest = rest.drop("_g")

@@ -296,7 +296,10 @@ def steps_takeaway(windows: pl.DataFrame) -> str:
         slow = worst["_d"] / med - 1
         if slow >= STEP_OUTLIER_FRACTION:
             label = f"step {worst['step']}" if "step" in worst else "the slowest step"
-            text += f"; {label} is {format_pct(100 * slow)} slower"
+            if slow >= 1:  # "51238% slower" reads worse than "takes 513× the median"
+                text += f"; {label} takes {slow + 1:,.1f}× the median"
+            else:
+                text += f"; {label} is {format_pct(100 * slow)} slower"
         else:
             text += f", within ±{format_pct(100 * max(slow, 1 - d.min() / med))} — steady"
     return text + "."

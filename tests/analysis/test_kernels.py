@@ -69,3 +69,11 @@ def test_top_kernels_per_rank(imported_trace) -> None:
     for rank in (0, 1):
         assert top.filter(pl.col("rank") == rank)["total_ns"].sum() == s.filter(pl.col("rank") == rank)["total_ns"].sum()
     assert s.group_by("rank").agg(pl.col("share").sum())["share"].to_list() == pytest.approx([1.0, 1.0])
+
+
+def test_top_kernels_of_a_trace_without_kernels_is_empty() -> None:
+    # CPU-only traces: no "(other)" row of zeros
+    empty = pl.DataFrame(schema={"name": pl.String, "kernel_type": pl.String, "count": pl.UInt32, "total_ns": pl.Int64,
+                                 "min_ns": pl.Int64, "max_ns": pl.Int64, "share": pl.Float64})
+    for by in ("total_ns", "count"):
+        assert top_kernels(empty, 15, by).collect().height == 0

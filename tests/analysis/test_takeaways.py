@@ -52,6 +52,9 @@ def test_kernels_steps_and_sync_wording():
     windows = pl.DataFrame({"step": [1, 2, 3], "start": [0, 100, 200], "end": [100, 200, 330]})
     assert tk.steps_takeaway(windows) == "3 steps, median 100 ns; step 3 is 30% slower."
     assert tk.steps_takeaway(pl.DataFrame()) == "No step markers: the trace is analysed as one window."
+    # a first profiled step that carries the profiler's start-up: a ratio, not "51238% slower"
+    warm = pl.DataFrame({"step": [10, 11, 12], "start": [0, 1_000_000, 1_001_000], "end": [1_000_000, 1_001_000, 1_002_000]})
+    assert tk.steps_takeaway(warm) == "3 steps, median 1 µs; step 10 takes 1,000.0× the median."
     totals = pl.DataFrame({"calls": [10], "blocked_ns": [60], "window_ns": [1000], "share": [0.06]})
     assert tk.sync_takeaway(totals) == (
         "Host blocked 60 ns in 10 synchronize calls (6% of host time) — frequent syncs stall the launch pipeline."

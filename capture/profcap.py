@@ -61,8 +61,10 @@ in your script (optional; works without profcap too):
   @annotate("load_batch")                         ... or as a decorator
   step()                                          mark steps in loops without a torch optimizer
 
-profcap exits with the job's exit code (128+N when it died of signal N). Ctrl-C, SIGTERM and
-SIGHUP are forwarded to the job's process group (status 'stopped'); a third one kills it.
+profcap exits with the job's exit code (128+N when it died of signal N); a job stopped by a signal
+ends 'stopped'. At a terminal the job can read it (pdb, input()) and Ctrl-C / Ctrl-Z reach it as
+usual; SIGTERM sent to profcap is forwarded. Elsewhere (batch jobs, nohup, CI) SIGINT, SIGTERM and
+SIGHUP sent to profcap are forwarded to the job's process group. A third one kills the job.
 Jobs run with `python -S`, `-I` or `-E` skip the bootstrap: they get metrics but no trace.
 """
 
@@ -148,6 +150,10 @@ class Capture:
         self.spool = self.trace_dir / ".spool"
         self.stop_signal: int | None = None
         self.signals_seen = 0
+        # At a terminal the job shares profcap's process group, so it can read the terminal (pdb,
+        # input()) and Ctrl-C / Ctrl-Z reach it directly; elsewhere it gets a group of its own and
+        # every stop signal is forwarded to that group.
+        self.interactive = _foreground_tty() is not None
         self.job: subprocess.Popen | None = None
         self.daemon: subprocess.Popen | None = None
         self.daemon_lines: queue.Queue[str | None] = queue.Queue()
@@ -269,9 +275,12 @@ class Capture:
         # a job that ignores two requests to stop is killed at the third
         sig = signal.SIGKILL if self.signals_seen >= 3 else signum
         if self.signals_seen == 2:
-            _say("forwarded again; a third signal kills the job")
+            _say("a third signal kills the job")
         try:
-            os.killpg(self.job.pid, sig)
+            if not self.interactive:
+                os.killpg(self.job.pid, sig)
+            elif sig not in (signal.SIGINT, signal.SIGHUP):  # the terminal sent those to the job already
+                os.kill(self.job.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -293,7 +302,7 @@ class Capture:
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         try:
-            self.job = subprocess.Popen(self.cmd, env=self.job_env(), process_group=0)
+            self.job = subprocess.Popen(self.cmd, env=self.job_env(), process_group=None if self.interactive else 0)
         except OSError as exc:
             _say(f"{self.cmd[0]}: {exc.strerror or exc}")
             code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -385,6 +394,17 @@ class Capture:
         result["notes"].extend(_spool.take_notes(self.spool))
         result["notes"].extend(_spool.lost_windows(self.spool))
         return result
+
+
+def _foreground_tty() -> int | None:
+    """stdin's terminal when profcap runs in its foreground (interactive use), else None."""
+    try:
+        fd = sys.stdin.fileno()
+        if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+            return fd
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _json(line: str | None) -> dict[str, Any]:

@@ -341,6 +341,12 @@ class Capture:
             self._check_daemon()
         if result is None:
             result = self._convert_here()
+        if self.plan is not None:
+            first = self.plan.window(0)
+            why = _spool.why_no_windows(self.spool, result.get("windows", []),
+                                        (first.first, first.last) if first else None)
+            if why:
+                self._note(why)
         finish_manifest(self.manifest, self.trace_dir, result, status=status, exit_code=code)
         _spool.cleanup(self.spool)
         self._write_manifest_quietly()

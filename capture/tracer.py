@@ -243,12 +243,21 @@ class Tracer:
                 pass
 
     def at_exit(self) -> None:
-        """Interpreter exit: export a window still open (a run shorter than its window)."""
-        if self.prof is not None and os.getpid() == self.pid:
+        """Interpreter exit: export a window still open (a run shorter than its window), and
+        leave the step count reached so profcap can say why a short run has no window."""
+        if os.getpid() != self.pid:
+            return
+        if self.prof is not None:
             try:
                 self._stop()
             except Exception as exc:
                 self._fail(exc)
+        if self.step_num:
+            try:
+                (self.session.spool / f"steps-r{self.rank}-p{self.pid}").write_text(
+                    json.dumps({"steps": self.step_num, "backed_off": self.backed_off or self.disabled}))
+            except OSError:
+                pass
 
 
 _tracer: Tracer | None = None
@@ -269,6 +278,10 @@ def arm(torch) -> Tracer | None:
     from torch.profiler import profiler as torch_profiler
 
     tracer = Tracer(torch, sess)
+    try:
+        (sess.spool / f"armed-p{tracer.pid}").touch()
+    except OSError:
+        pass
     register_optimizer_step_post_hook(tracer.on_optimizer_step)
     base = torch_profiler._KinetoProfile
     original = base.prepare_trace

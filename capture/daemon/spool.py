@@ -174,11 +174,42 @@ def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) ->
     return info, None
 
 
+def why_no_windows(spool: Path, windows: list[dict[str, Any]], first_window: tuple[int, int] | None) -> str | None:
+    """A note saying why tracing produced no window, when it produced none."""
+    if any(w.get("first") is not None for w in windows):
+        return None
+    try:
+        names = os.listdir(spool)
+    except OSError:
+        names = []
+    if not any(n.startswith("armed-p") for n in names):
+        return ("no trace windows: no Python process of the job imported torch "
+                "(metrics only, plus profui.capture annotations if the job made any)")
+    reached = []
+    for n in names:
+        if n.startswith("steps-r"):
+            try:
+                info = json.loads((spool / n).read_text())
+            except (OSError, ValueError):
+                continue
+            if info.get("backed_off"):
+                return None  # said in its own note
+            reached.append(int(info.get("steps", 0)))
+    if not reached:
+        return ("no trace windows: torch was imported but no optimizer step (or profui.capture.step() call) "
+                "was seen, or the process ended abruptly")
+    if first_window and max(reached) >= first_window[0]:
+        return None  # the window was due: its loss is said in its own note
+    where = f" (steps {first_window[0]}-{first_window[1]})" if first_window else ""
+    return (f"no trace windows: the job ran {max(reached)} steps and ended before its first window{where}; "
+            "choose earlier steps with --steps")
+
+
 def cleanup(spool: Path) -> None:
-    """Remove rank claims and the spool folder itself when nothing is left in it."""
+    """Remove rank claims, markers and the spool folder itself when nothing is left in it."""
     try:
         for n in os.listdir(spool):
-            if n.startswith("owner-r") or n.endswith(".tmp"):
+            if n.startswith(("owner-r", "armed-p", "steps-r")) or n.endswith(".tmp"):
                 try:
                     (spool / n).unlink()
                 except OSError:

@@ -84,6 +84,8 @@ def test_plain_python_job_gets_annotations_and_steps_without_torch(tmp_path):
     assert all(r["dur"] >= 4_000_000 for r in outer) and all(r["dur"] >= 2_000_000 for r in work)
     assert manifest(trace)["status"] == "completed"
     assert read_metrics(trace), "the sampler still runs"
+    assert any(n.startswith("no trace windows: no Python process of the job imported torch")
+               for n in manifest(trace)["notes"])
 
 
 def test_existing_sitecustomize_still_runs(tmp_path):

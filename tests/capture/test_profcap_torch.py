@@ -97,6 +97,7 @@ def test_backs_off_when_the_job_runs_its_own_profiler(tmp_path):
     assert events_files(trace) == []
     assert (tmp_path / "own.json").stat().st_size > 1000
     assert any("backed off" in n and "its own torch.profiler" in n for n in manifest(trace)["notes"])
+    assert not any(n.startswith("no trace windows") for n in manifest(trace)["notes"])
 
 
 def test_manual_start_stop_and_user_steps_without_optimizer(tmp_path):
@@ -169,3 +170,13 @@ def test_yields_its_window_when_the_job_starts_a_profiler_mid_window(tmp_path):
     assert len(events_files(trace)) == 1
     assert (tmp_path / "own.json").stat().st_size > 1000
     assert any("backed off" in n for n in manifest(trace)["notes"])
+
+
+def test_a_run_too_short_for_its_window_says_so(tmp_path):
+    proc, trace = run_profcap(tmp_path, [], TRAIN, env={"STEPS": "6"})
+    assert proc.returncode == 0, proc.stderr
+    assert events_files(trace) == []
+    notes = manifest(trace)["notes"]
+    assert ("no trace windows: the job ran 6 steps and ended before its first window (steps 10-14); "
+            "choose earlier steps with --steps") in notes
+    assert sum(n.startswith("no trace windows") for n in notes) == 1

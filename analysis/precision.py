@@ -92,6 +92,38 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     )
     # only ops that recorded input dtypes can decide anything (cheap substring test before JSON)
     typed = ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
+    if typed.select(pl.len()).collect(engine=ENGINE).item() == 0:
+        # no op recorded dtypes (record_shapes off; 3 of the 4 largest shared traces): nothing
+        # to link, every kernel goes by its name
+        k = kernels.with_columns(
+            pl.lit(None, pl.String).alias("op_name"), pl.lit(None, pl.String).alias("input_types")
+        )
+    else:
+        k = _link_typed_ops(ev, kernels, typed, keys)
+    by_dtype = _dtype_precision(pl.col("input_types"))
+    tf32_name = pl.col("name").str.to_lowercase().str.contains("tf32")
+    by_dtype = pl.when((by_dtype == "FP32") & tf32_name).then(pl.lit("TF32")).otherwise(by_dtype)
+    # name patterns once per distinct name (kernel names are long and repeat a lot)
+    names = kernels.select("name").unique().with_columns(_name_precision(pl.col("name")).alias("_n"))
+    return (
+        k.join(names, on="name", how="left")
+        .with_columns(by_dtype.alias("_d"))
+        .with_columns(
+            pl.coalesce("_d", "_n", pl.lit("unknown")).alias("precision"),
+            pl.when(pl.col("_d").is_not_null())
+            .then(pl.lit("input_dtypes"))
+            .when(pl.col("_n").is_not_null())
+            .then(pl.lit("kernel_name"))
+            .otherwise(pl.lit("none"))
+            .alias("rule"),
+        )
+        .drop("_d", "_n")
+    )
+
+
+def _link_typed_ops(ev: pl.LazyFrame, kernels: pl.LazyFrame, typed: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``kernels`` with ``op_name`` and ``input_types`` of the typed CPU op that launched each
+    one (see :func:`kernel_precision`; nulls where none is found)."""
     all_ops = typed
     launches = (
         ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
@@ -161,25 +193,7 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     k = k.join(ops, left_on=[*keys, "_ext"], right_on=[*keys, "external_id"], how="left").drop(
         "_launch_ext", "_enc_ext", "_kk", "_kl", "_ext"
     )
-    by_dtype = _dtype_precision(pl.col("input_types"))
-    tf32_name = pl.col("name").str.to_lowercase().str.contains("tf32")
-    by_dtype = pl.when((by_dtype == "FP32") & tf32_name).then(pl.lit("TF32")).otherwise(by_dtype)
-    # name patterns once per distinct name (kernel names are long and repeat a lot)
-    names = kernels.select("name").unique().with_columns(_name_precision(pl.col("name")).alias("_n"))
-    return (
-        k.join(names, on="name", how="left")
-        .with_columns(by_dtype.alias("_d"))
-        .with_columns(
-            pl.coalesce("_d", "_n", pl.lit("unknown")).alias("precision"),
-            pl.when(pl.col("_d").is_not_null())
-            .then(pl.lit("input_dtypes"))
-            .when(pl.col("_n").is_not_null())
-            .then(pl.lit("kernel_name"))
-            .otherwise(pl.lit("none"))
-            .alias("rule"),
-        )
-        .drop("_d", "_n")
-    )
+    return k
 
 
 def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:

@@ -54,6 +54,8 @@ examples:
   profcap --no-trace --hz 2 -- ./run.sh           metrics only, 2 samples a second
   profcap -o runs/bert --name bert -- torchrun --nproc-per-node 8 train.py
   profcap --perf-events cache-misses,context-switches -- python train.py
+  srun bash -c 'profcap -o trace/bert-$(hostname) -- python train.py'
+                                                  several nodes: one profcap and one trace per node
 
 in your script (optional; works without profcap too):
   from profui.capture import annotate, step
@@ -61,8 +63,8 @@ in your script (optional; works without profcap too):
   @annotate("load_batch")                         ... or as a decorator
   step()                                          mark steps in loops without a torch optimizer
 
-profcap exits with the job's exit code (128+N when it died of signal N); a job stopped by a signal
-ends 'stopped'. At a terminal the job can read it (pdb, input()) and Ctrl-C / Ctrl-Z reach it as
+profcap exits with the job's exit code (128+N when it died of signal N); a job ended by SIGINT,
+SIGTERM or SIGHUP is 'stopped', any other non-zero end 'failed'. At a terminal the job can read it (pdb, input()) and Ctrl-C / Ctrl-Z reach it as
 usual; SIGTERM sent to profcap is forwarded. Elsewhere (batch jobs, nohup, CI) SIGINT, SIGTERM and
 SIGHUP sent to profcap are forwarded to the job's process group. A third one kills the job.
 Jobs run with `python -S`, `-I` or `-E` skip the bootstrap: they get metrics but no trace.

@@ -165,6 +165,9 @@ def main() -> None:
     print(f"wall = fresh process incl. interpreter start and library imports; in-proc = after the imports "
           f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); cpu = user+sys of the whole "
           f"process; medians of {opts.repeat} runs; memory = HTA peak RSS / our larger peak, worst trace")
+    n = len(rows)
+    print(f"start-up per process (wall - in-process, mean): ours {(tot['imp_wall'] - tot['imp_in']) / n:.2f} s "
+          f"(end-to-end {(tot['e2e_wall'] - tot['e2e_in']) / n:.2f} s), HTA {(tot['hta_wall'] - tot['hta_in']) / n:.2f} s")
     for r in RETRIES:
         print(f"retried a failed run: {r}")
 

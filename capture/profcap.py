@@ -29,6 +29,8 @@ from .windows import DEFAULT_STEPS, Window, WindowPlan, parse_schedule, parse_st
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 READY_TIMEOUT_S = 30.0
+RESERVE_NAME = ".profcap-reserve"
+RESERVE_BYTES = 256 * 1024
 
 EPILOG = """\
 what you get:
@@ -150,6 +152,7 @@ class Capture:
                 n += 1
                 self.trace_dir = base.with_name(f"{base.name}-{n}")
         self.spool = self.trace_dir / ".spool"
+        self.reserve = self.trace_dir / RESERVE_NAME
         self.stop_signal: int | None = None
         self.signals_seen = 0
         # At a terminal the job shares profcap's process group, so it can read the terminal (pdb,
@@ -294,6 +297,8 @@ class Capture:
         try:
             self.spool.mkdir(parents=True, exist_ok=True)
             self.write_manifest()
+            # room kept for the final manifest, should the disk fill up during the run
+            self.reserve.write_bytes(bytes(RESERVE_BYTES))
         except OSError as exc:
             _say(f"{self.trace_dir}: cannot write the trace here ({exc})")
             return 2
@@ -343,7 +348,7 @@ class Capture:
             self._check_daemon()
         if result is None:
             result = self._convert_here()
-        if self.plan is not None:
+        if self.plan is not None and not any("lost" in n for n in result.get("notes", [])):
             first = self.plan.window(0)
             why = _spool.why_no_windows(self.spool, result.get("windows", []),
                                         (first.first, first.last) if first else None)
@@ -351,6 +356,7 @@ class Capture:
                 self._note(why)
         finish_manifest(self.manifest, self.trace_dir, result, status=status, exit_code=code)
         _spool.cleanup(self.spool)
+        _release(self.reserve)
         self._write_manifest_quietly()
         events = sum(1 for _ in self.trace_dir.glob("node=*/rank=*/events-*.parquet"))
         metrics = sum(1 for _ in self.trace_dir.glob("node=*/metrics-*.parquet"))
@@ -413,6 +419,13 @@ def _foreground_tty() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def _release(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def _json(line: str | None) -> dict[str, Any]:

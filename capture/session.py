@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ ENV_VAR = "PROFUI_CAPTURE"
 KINETO_SUFFIX = ".kineto.json"
 EVENTS_SUFFIX = ".events.json"
 OPEN_SUFFIX = ".open"
+FAILED_SUFFIX = ".failed"
 NOTE_SUFFIX = ".note"
 
 _RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
@@ -37,12 +39,15 @@ class Session:
         return self.spool / f"r{rank}-p{pid}-{seq:04d}{suffix}"
 
     def note(self, text: str) -> None:
-        """Leave one line for the manifest's notes (best effort: never raises)."""
+        """Leave one line for the manifest's notes; on stderr when the spool cannot take it."""
         try:
             path = self.spool / f"n-p{os.getpid()}-{time.time_ns()}{NOTE_SUFFIX}"
             path.write_text(text.strip() + "\n")
         except OSError:
-            pass
+            try:
+                sys.stderr.write(f"profcap: {text.strip()}\n")
+            except (OSError, ValueError):
+                pass
 
 
 def current() -> Session | None:

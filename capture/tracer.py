@@ -166,11 +166,7 @@ class Tracer:
             self._pending = (tmp, final)
         except Exception as exc:
             self._pending = None
-            self.session.note(f"rank {self.rank} pid {self.pid}: window {self.seq} not exported ({exc}); lost")
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            self._lost(f"not exported ({exc})", tmp)
         self._export_s = time.perf_counter() - t0
 
     def _write_meta(self) -> None:
@@ -187,13 +183,29 @@ class Tracer:
                 final.with_name(final.name + ".meta").write_text(json.dumps(meta))
                 os.replace(tmp, final)
             except OSError as exc:
-                self.session.note(f"rank {self.rank} pid {self.pid}: window {self.seq} lost ({exc})")
+                self._lost(f"not written ({exc})", tmp)
         if self.marker is not None:
             try:
                 self.marker.unlink()
             except OSError:
                 pass
             self.marker = None
+
+    def _lost(self, why: str, tmp: Path) -> None:
+        """A window could not be handed over (disk full...): free its space, leave word of it."""
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if self.marker is not None:
+            # renaming needs no free space, unlike writing a note: profcap reads it at the end
+            try:
+                os.replace(self.marker, self.marker.with_name(self.marker.name[: -len(_session.OPEN_SUFFIX)]
+                                                              + _session.FAILED_SUFFIX))
+                self.marker = None
+            except OSError:
+                pass
+        self.session.note(f"rank {self.rank} pid {self.pid}: trace window {self.seq} {why}; it is lost")
 
     # -- manual control ------------------------------------------------------------------
     def start_manual(self) -> None:

@@ -166,6 +166,10 @@ def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
                           "(the job's exit code is unknown)")
     finish_manifest(manifest, trace_dir, result, status="failed", exit_code=None)
     _spool.cleanup(trace_dir / ".spool")
+    try:
+        (trace_dir / ".profcap-reserve").unlink()  # profcap's room for the final manifest
+    except OSError:
+        pass
     write_manifest(trace_dir, manifest)
 
 

@@ -55,15 +55,17 @@ def take_notes(spool: Path) -> list[str]:
 
 
 def lost_windows(spool: Path) -> list[str]:
-    """Notes for windows whose process ended while recording them (their markers remain)."""
+    """Notes for windows that never reached the trace: their process ended while recording them
+    (``.open`` markers left), or they could not be written (``.failed`` markers, e.g. disk full)."""
     notes = []
     try:
-        names = sorted(n for n in os.listdir(spool) if n.endswith(_session.OPEN_SUFFIX))
+        names = sorted(n for n in os.listdir(spool) if n.endswith((_session.OPEN_SUFFIX, _session.FAILED_SUFFIX)))
     except OSError:
         return []
     for n in names:
         ids = _session.parse_spool_name(n)
-        if ids is None or _session._alive(ids[1]):
+        failed = n.endswith(_session.FAILED_SUFFIX)
+        if ids is None or (not failed and _session._alive(ids[1])):
             continue
         try:
             info = json.loads((spool / n).read_text() or "{}")
@@ -71,8 +73,12 @@ def lost_windows(spool: Path) -> list[str]:
             info = {}
         first, last = info.get("first"), info.get("last")
         steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
-        notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
-                     "process ended; it is lost")
+        if failed:
+            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) could not be written to the "
+                         "spool (disk full?); it is lost")
+        else:
+            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
+                         "process ended; it is lost")
         try:
             (spool / n).unlink()
         except OSError:

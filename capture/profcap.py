@@ -291,8 +291,8 @@ class Capture:
 
     def run(self) -> int:
         """Run the whole capture; return profcap's exit code."""
-        if self.trace_dir.exists() and any(self.trace_dir.iterdir()):
-            _say(f"{self.trace_dir}: already exists and is not empty; choose another -o")
+        if self.trace_dir.exists() and (not self.trace_dir.is_dir() or any(self.trace_dir.iterdir())):
+            _say(f"{self.trace_dir}: already exists and is not an empty folder; choose another -o")
             return 2
         try:
             self.spool.mkdir(parents=True, exist_ok=True)

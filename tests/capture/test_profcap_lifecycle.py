@@ -211,6 +211,11 @@ def test_refuses_to_overwrite_an_existing_trace(tmp_path):
         profcap.main(["-o", str(out), "--", "true"])
     assert exc.value.code == 2
     assert (out / "manifest.json").read_text() == "{}"
+    a_file = tmp_path / "file"
+    a_file.write_text("keep")
+    with pytest.raises(SystemExit) as exc:
+        profcap.main(["-o", str(a_file), "--", "true"])
+    assert exc.value.code == 2 and a_file.read_text() == "keep"
 
 
 def test_help_teaches_with_examples(capsys):

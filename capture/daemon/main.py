@@ -40,7 +40,7 @@ class Daemon:
         self.orphaned = False
         self.job_pid: int | None = None
         self.buffer = MetricsBuffer(self.trace_dir, self.node)
-        from .. import format as _format  # noqa: F401 - pyarrow loads now, before the job starts
+        from ..format import writer as _writer  # noqa: F401 - pyarrow loads now, before the job starts
         self.host = HostSampler()
         self.nvml, why = Nvml.open()
         self.said: list[str] = [why] if why else []

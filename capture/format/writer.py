@@ -66,21 +66,25 @@ def write_table(table_name: str, table: pa.Table, path: str | Path, extra_metada
     meta = {META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(), META_TABLE: table_name.encode()}
     for key, value in (extra_metadata or {}).items():
         meta[key.encode()] = value.encode()
-    table = table.replace_schema_metadata(meta)
+    # The metadata goes into the file footer only, not into the table's schema: pyarrow would
+    # otherwise store it twice (again inside the base64 ARROW:schema), which doubled the
+    # footer of a small capture window.
+    table = table.replace_schema_metadata(None)
     delta = _DELTA_COLUMNS[table_name]
     dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
 
     def _write(tmp: Path) -> None:
-        pq.write_table(
-            table,
+        with pq.ParquetWriter(
             tmp,
+            table.schema,
             compression="zstd",
             compression_level=ZSTD_LEVEL,
             use_dictionary=dict_cols,
             column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
             write_statistics=True,
-            row_group_size=1 << 20,
-        )
+        ) as writer:
+            writer.write_table(table, row_group_size=1 << 20)
+            writer.add_key_value_metadata(meta)
 
     write_with(path, _write)
     return Path(path)

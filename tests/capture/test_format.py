@@ -60,7 +60,10 @@ def test_written_events_are_sorted_typed_and_versioned(tmp_path: Path) -> None:
     ts = table.column("ts").to_pylist()
     assert ts == sorted(ts)
     assert ts[0] == 1_700_000_000_000_001_123  # exact ns, not float-rounded
-    assert table.schema.metadata[META_SCHEMA_VERSION] == str(SCHEMA_VERSION).encode()
+    footer = pq.read_metadata(path).metadata
+    assert footer[META_SCHEMA_VERSION] == str(SCHEMA_VERSION).encode()
+    # stored once, in the footer; not repeated inside the ARROW:schema copy of the schema
+    assert META_SCHEMA_VERSION not in (table.schema.metadata or {})
     assert table.column("bytes").null_count == 5
     meta = pq.read_metadata(path)
     assert meta.row_group(0).column(0).compression == "ZSTD"
@@ -106,7 +109,7 @@ def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
     trace = _trace(tmp_path)
     path = write_events(trace, "a", 0, _events(2))
     table = pq.read_table(path)
-    table = table.replace_schema_metadata({**table.schema.metadata, META_SCHEMA_VERSION: b"99"})
+    table = table.replace_schema_metadata({**pq.read_metadata(path).metadata, META_SCHEMA_VERSION: b"99"})
     pq.write_table(table, path)
     with pytest.raises(TraceFormatError, match="newer profui") as err:
         open_trace_dir(trace)

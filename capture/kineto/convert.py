@@ -322,7 +322,7 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
         "flows": dict(sorted(flows.items())),
     }
     if flow_links:
-        source["flow_links"] = flow_links
+        source["flow_links"] = compact_flow_links(flow_links)
     if ids.by_name:
         source["named_ids"] = ids.by_name
     if skipped:
@@ -380,3 +380,26 @@ def _metadata_event(ev: Event, processes: dict, threads: dict) -> None:
         return
     for key, value in args.items():
         entry[key] = value
+
+
+def compact_flow_links(links: list[list[Any]]) -> dict[str, Any]:
+    """Flow events (``[cat, id, ph, ts_ns, pid, tid]`` rows) as columns per category.
+
+    Kept in the file's metadata, so they are stored compactly: times as offsets from ``ts0_ns``
+    and phases as one string (``"ssf..."``) — a row list cost ~110 bytes a link, which in a
+    small capture window weighed as much as its events.
+    """
+    out: dict[str, Any] = {}
+    for cat in sorted({link[0] for link in links}):
+        rows = [link for link in links if link[0] == cat]
+        ts0 = min(r[3] for r in rows)
+        out[cat] = {
+            "ts0_ns": ts0,
+            "id": [r[1] for r in rows],
+            "ph": "".join(str(r[2])[:1] for r in rows),
+            "ts_offset_ns": [r[3] - ts0 for r in rows],
+            "pid": [r[4] for r in rows],
+            "tid": [r[5] for r in rows],
+        }
+    return out
+

@@ -397,3 +397,24 @@ def test_multi_member_gzip(tmp_path: Path) -> None:
     src.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
     m = import_kineto([src], tmp_path / "out")
     assert m.sources[0]["counts"] == dict(sorted(expected(shared_trace(name))["kinds"].items()))
+
+
+def test_flow_links_kept_compactly_and_exactly(imported) -> None:
+    """fwdbwd flows (forward op -> its backward op) survive in the file metadata, times exact."""
+    name = "hta-nccl_parser_config-nccl_data.json.gz"
+    out, _ = imported(name)
+    meta = pq.read_metadata(open_trace_dir(out).events[0].path).metadata
+    links = json.loads(meta[b"profui.source"])["flow_links"]["fwdbwd"]
+    raw = load_raw(shared_trace(name))
+    base = int(raw.get("baseTimeNanoseconds", 0))
+    expected = sorted(
+        (e["id"], e["ph"], base + int(Decimal(str(e["ts"])) * 1000))
+        for e in raw["traceEvents"]
+        if e.get("cat") == "fwdbwd"
+    )
+    got = sorted(
+        (i, ph, links["ts0_ns"] + off)
+        for i, ph, off in zip(links["id"], links["ph"], links["ts_offset_ns"], strict=True)
+    )
+    assert len(got) == len(expected) > 0
+    assert got == expected

@@ -88,9 +88,10 @@ class Tracer:
 
     # -- windows ----------------------------------------------------------------------
     def _arm_at(self, w: Window) -> int:
-        warmup = w.warmup
-        if not warmup and self._cuda():
-            warmup = 1  # CUPTI initialises during warmup, outside the traced steps
+        # One warm-up step at least, CPU-only too: the profiler's start-up (CUPTI, Kineto's
+        # own set-up) then lands in an untraced step. Without it the first traced step of a CPU
+        # run measured 500x the others and showed up as a false outlier.
+        warmup = max(1, w.warmup)
         return max(1, w.first - warmup)
 
     def _cuda(self) -> bool:

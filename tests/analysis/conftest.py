@@ -16,9 +16,11 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from eventrows import events_frame  # noqa: E402
 
 from profui.analysis import Trace, open_trace  # noqa: E402
-from profui.analysis.trace import EVENTS_POLARS_SCHEMA  # noqa: E402
 from profui.capture.kineto import import_kineto  # noqa: E402
 
 from realdata import shared_trace, traces_dir  # noqa: E402
@@ -57,17 +59,3 @@ def imported_trace(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Tr
 def make_events() -> Callable[[list[dict]], pl.LazyFrame]:
     """Factory fixture for :func:`events_frame` (import-free: ``conftest`` names are ambiguous)."""
     return events_frame
-
-
-def events_frame(rows: list[dict]) -> pl.LazyFrame:
-    """A small synthetic events frame (EVENTS columns + node/rank) for hand-checked cases.
-
-    Each row gives at least ts, dur, kind; the rest default to a host event of rank 0 on
-    node ``n0``. Synthetic on purpose: it isolates one rule the real traces cannot.
-    """
-    defaults = {
-        "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1, "correlation": None,
-        "external_id": None, "bytes": None, "memcpy_kind": None, "args": None, "node": "n0", "rank": 0,
-    }
-    full = [{**defaults, **r} for r in rows]
-    return pl.DataFrame(full, schema=EVENTS_POLARS_SCHEMA).lazy()

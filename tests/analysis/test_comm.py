@@ -6,6 +6,7 @@ import json
 
 import polars as pl
 import pytest
+from eventrows import events_frame
 
 from profui.analysis.comm import (
     comm_by_collective,
@@ -15,18 +16,12 @@ from profui.analysis.comm import (
     comm_per_step,
     stragglers,
 )
-from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 from realdata import hta_reference
 
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
-    base = {
-        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
-        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
-        "node": "n", "rank": 0,
-    }
-    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+    return events_frame(rows, node="n")
 
 
 def k(ts, dur, name, rank=0, stream=7, args=None):

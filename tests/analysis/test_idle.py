@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from eventrows import events_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,18 +15,12 @@ from profui.analysis.idle import (
     queue_length,
     queue_length_summary,
 )
-from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 from realdata import hta_reference
 
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
-    base = {
-        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
-        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
-        "node": "n", "rank": 0,
-    }
-    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+    return events_frame(rows, node="n")
 
 
 def k(ts, dur, corr, stream=7, name="k"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from eventrows import events_frame
 
 from profui.analysis.hta import hta_events
 from profui.analysis.launch import (
@@ -14,19 +15,12 @@ from profui.analysis.launch import (
     launch_stats,
     launch_stats_by_kernel,
 )
-from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 from realdata import hta_reference
 
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
-    """Events frame from partial rows (defaults for the other columns)."""
-    base = {
-        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
-        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
-        "node": "n", "rank": 0,
-    }
-    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+    return events_frame(rows, node="n")
 
 
 def gpu(ts, dur, corr, name="k", stream=7, rank=0, kind="kernel"):

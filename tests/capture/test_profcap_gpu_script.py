@@ -11,7 +11,7 @@ import pytest
 
 from profui.capture.profcap import _parser
 
-from conftest import REPO
+from realdata import REPO
 
 SCRIPT = REPO / "benchmarks" / "gpu_check.sh"
 

@@ -78,3 +78,28 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
         .select(*by, "activity", "time_ns", "share", "overlap_ns", "span_ns")
         .sort([*by, order])
     )
+
+
+def activity_total(shares: Frame) -> pl.LazyFrame:
+    """All GPUs together, from :func:`activity_shares`' per-GPU rows: per activity the summed
+    ``time_ns`` and ``overlap_ns`` over the summed GPU spans (``span_ns``), so ``share`` weighs
+    each GPU by its span and the shares still sum to 1. ``n_gpus``: GPUs summed.
+
+    Columns: activity, n_gpus, time_ns, share, overlap_ns, span_ns (activities in the usual order).
+    """
+    order = pl.col("activity").replace_strict([*ACTIVITIES, "idle"], list(range(len(ACTIVITIES) + 1)), return_dtype=pl.Int64)
+    return (
+        _lazy(shares)
+        .group_by("activity")
+        .agg(
+            pl.len().alias("n_gpus"),
+            pl.col("time_ns").sum(),
+            pl.col("overlap_ns").sum(),
+            pl.col("span_ns").sum(),
+        )
+        .with_columns(
+            pl.when(pl.col("span_ns") > 0).then(pl.col("time_ns") / pl.col("span_ns")).otherwise(0.0).alias("share")
+        )
+        .select("activity", pl.col("n_gpus").cast(pl.Int64), "time_ns", "share", "overlap_ns", "span_ns")
+        .sort(order)
+    )

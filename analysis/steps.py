@@ -15,6 +15,7 @@ rank spanning the whole rank and ``has_markers = False``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import polars as pl
@@ -215,3 +216,61 @@ def hta_profiler_steps(hta_events: Frame) -> list[int]:
         return []
     first = m.sort("rank").row(0, named=True)
     return sorted(set(m.filter(pl.col("node") == first["node"], pl.col("rank") == first["rank"])["step"].to_list()))
+
+
+#: Most buckets a step-time histogram has (an 80-column chart stays readable).
+MAX_HISTOGRAM_BUCKETS = 20
+
+
+def histogram_buckets(values: list[int], max_buckets: int = MAX_HISTOGRAM_BUCKETS) -> int:
+    """How many equal-width buckets a histogram of ``values`` gets.
+
+    Freedman–Diaconis: bucket width ``2·IQR·n^(-1/3)``, so ``ceil(range / width)`` buckets, at
+    most ``max_buckets``. When the IQR is 0 (most steps equal) it falls back to Sturges'
+    ``ceil(log2 n) + 1``; when every value is equal, one bucket.
+    """
+    n = len(values)
+    if n == 0:
+        return 0
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return 1
+    s = pl.Series(values, dtype=pl.Float64)
+    iqr = float(s.quantile(0.75, "linear")) - float(s.quantile(0.25, "linear"))
+    if iqr > 0:
+        k = math.ceil((hi - lo) / (2 * iqr * n ** (-1 / 3)))
+    else:
+        k = math.ceil(math.log2(n)) + 1
+    return max(1, min(max_buckets, k))
+
+
+def step_histogram(windows: Frame, column: str = "dur_ns", max_buckets: int = MAX_HISTOGRAM_BUCKETS) -> pl.DataFrame:
+    """Step-time histogram per (node, rank): equal-width buckets of ``column`` from its min to its max.
+
+    The bucket count is :func:`histogram_buckets`. Bucket ``i`` of ``k`` spans
+    ``[start_ns, end_ns)`` with ``start_ns = min + floor(i·(max − min)/k)``; the last bucket
+    also holds the maximum. Empty buckets are kept (count 0), so the buckets tile the range.
+    Columns: node, rank, bucket, start_ns, end_ns, count.
+    """
+    df = _lazy(windows).select(*RANK_BY, column).collect(engine=ENGINE)
+    rows: list[tuple] = []
+    for (node, rank), part in df.group_by(RANK_BY, maintain_order=True):
+        values = [int(v) for v in part[column].drop_nulls().to_list()]
+        k = histogram_buckets(values, max_buckets)
+        if k == 0:
+            continue
+        lo, hi = min(values), max(values)
+        edges = [lo + (i * (hi - lo)) // k for i in range(k)] + [hi]
+        counts = [0] * k
+        for v in values:
+            i = min(k - 1, ((v - lo) * k) // (hi - lo)) if hi > lo else 0
+            # integer edges are floored: step back or forward into the bucket that holds v
+            while i > 0 and v < edges[i]:
+                i -= 1
+            while i < k - 1 and v >= edges[i + 1]:
+                i += 1
+            counts[i] += 1
+        rows += [(node, rank, i, edges[i], edges[i + 1], counts[i]) for i in range(k)]
+    schema = {"node": pl.String, "rank": pl.Int64, "bucket": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+              "count": pl.Int64}
+    return pl.DataFrame(rows, schema=schema, orient="row").sort(*RANK_BY, "bucket")

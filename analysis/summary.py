@@ -156,6 +156,7 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
             "busy": bz.gpu_busy(hev, hta_compat=hta_compat),
             "gpu_util": ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat),
             "cpu_util": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns),
+            "cpu_active": ut.cpu_active(ev, trace.metrics()),
             "stats": kn.kernel_stats(hev, hta_compat=hta_compat),
             "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat),
             "activity": act.activity_shares(hev, hta_compat=hta_compat),
@@ -191,6 +192,7 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
             "launch_outliers": la.launch_outliers(launches),
             "launch_histogram": la.launch_histogram(launches),
             "idle_totals": il.totals_of_breakdown(first["idle_breakdown"]),
+            "activity_total": act.activity_total(first["activity"]),
             "stragglers": cm.stragglers(first["per_step"].lazy()),
         }
     )
@@ -201,6 +203,7 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
         "gpu": first["gpu_util"],
         "node": second["node"],
         "cpu": first["cpu_util"],
+        "cpu_active": first["cpu_active"],
     }
     sections["kernels"] = {
         "stats": first["stats"],
@@ -208,13 +211,14 @@ def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_c
         "top_by_count": second["top_by_count"],
         "types": first["types"],
     }
-    sections["activity"] = {"shares": first["activity"]}
+    sections["activity"] = {"shares": first["activity"], "total": second["activity_total"]}
     sections["memory"] = {"ops": first["memory"]}
     sections["precision"] = {"shares": first["precision"]}
     sections["steps"] = {
         "windows": windows,
         "stats": first["step_stats"],
         "outliers": first["step_outliers"],
+        "histogram": stp.step_histogram(windows),
     }
     sections["launch"] = {
         "stats": second["launch_stats"],

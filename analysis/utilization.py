@@ -16,10 +16,20 @@ import polars as pl
 from .busy import GPU_BY, device_work
 from .engine import ENGINE
 from .hta import hta_merged
-from .intervals import Frame, _lazy, bucket_coverage, bucket_grid, merge_intervals, nice_bucket_ns
+from .intervals import (
+    Frame,
+    _lazy,
+    bucket_coverage,
+    bucket_grid,
+    merge_intervals,
+    nice_bucket_ns,
+    union_length,
+)
 
 TARGET_BUCKETS = 200
 HOST_BUSY_KINDS = ("cpu_op", "python", "runtime", "driver")
+#: Host events that count as a thread being active for :func:`cpu_active` (user annotations too).
+HOST_ACTIVE_KINDS = ("cpu_op", "python", "annotation", "runtime", "driver")
 
 
 def trace_window(events: Frame) -> tuple[int, int]:
@@ -149,4 +159,68 @@ def job_utilization(gpu_util: Frame) -> pl.LazyFrame:
         .group_by(keys)
         .agg(pl.len().alias("n_gpus"), pl.col("busy_ns").sum(), pl.col("util").mean())
         .sort("bucket")
+    )
+
+
+def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
+    """CPU active time per node and rank over the profiled window, from every source there is.
+
+    - ``host_events`` (one row per node and rank): ``active_ns`` is the union of the rank's
+      host-thread activity (cpu_op, python, annotation, runtime, driver events on the host;
+      any thread of the rank active counts once); ``thread_ns`` sums each thread's own union
+      (CPU time over all traced threads, may exceed the window). ``window_ns`` is the rank's
+      span, first to last event of any kind.
+    - ``metrics`` (one row per node, ``rank`` null), where capture sampled CPU utilization
+      (``source == "cpu"``, ``metric == "util_pct"``; machine-wide, else the mean over CPUs):
+      ``active_ns`` = mean utilization × the node's window (first to last event of the node).
+
+    Columns: node, rank, source, active_ns, thread_ns, window_ns, active_pct (0–100).
+    """
+    ev = _lazy(events)
+    host = ev.filter(pl.col("kind").is_in(list(HOST_ACTIVE_KINDS)), pl.col("device") < 0).select(
+        "node", "rank", "pid", "tid", pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end")
+    )
+    span = ev.group_by("node", "rank").agg(
+        (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
+    )
+    union = union_length(host.select("node", "rank", "start", "end"), ("node", "rank"), "active_ns")
+    threads = union_length(host, ("node", "rank", "pid", "tid"), "thread_ns").group_by("node", "rank").agg(
+        pl.col("thread_ns").sum()
+    )
+    out = [
+        union.join(threads, on=["node", "rank"], how="left")
+        .join(span, on=["node", "rank"], how="left")
+        .select(
+            "node", pl.col("rank").cast(pl.Int64), pl.lit("host_events").alias("source"), "active_ns",
+            "thread_ns", (pl.col("_b") - pl.col("_a")).alias("window_ns"),
+        )
+    ]
+    if metrics is not None:
+        m = _lazy(metrics).filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
+        whole = m.filter(pl.col("device") == -1).select("node", "ts", "value")
+        # machine-wide samples where a node has them, else the mean over its CPUs per sample time
+        per_cpu = m.filter(pl.col("device") >= 0).group_by("node", "ts").agg(pl.col("value").mean())
+        per_cpu = per_cpu.join(whole.select("node").unique(), on="node", how="anti")
+        samples = pl.concat([whole, per_cpu.select("node", "ts", "value")])
+        node_span = ev.group_by("node").agg((pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a"))
+        out.append(
+            samples.group_by("node")
+            .agg((pl.col("value").mean() / 100.0).alias("_util"))
+            .join(node_span, on="node", how="inner")
+            .with_columns((pl.col("_b") - pl.col("_a")).alias("window_ns"))
+            .select(
+                "node", pl.lit(None, pl.Int64).alias("rank"), pl.lit("metrics").alias("source"),
+                (pl.col("_util") * pl.col("window_ns")).round(0).cast(pl.Int64).alias("active_ns"),
+                pl.lit(None, pl.Int64).alias("thread_ns"), "window_ns",
+            )
+        )
+    return (
+        pl.concat(out, how="vertical_relaxed")
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0)
+            .then(100.0 * pl.col("active_ns") / pl.col("window_ns"))
+            .otherwise(0.0)
+            .alias("active_pct")
+        )
+        .sort("node", "source", "rank", nulls_last=True)
     )

@@ -119,6 +119,7 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "windows.parquet": windows,
         "stats.parquet": st.step_stats(windows.lazy()).collect(),
         "outliers.parquet": outliers.filter(pl.col("outlier")).collect(),
+        "histogram.parquet": st.step_histogram(windows),
         "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
     }
 
@@ -144,7 +145,10 @@ def kernels(ctx: StageContext) -> dict[str, Any]:
 
 def activity(ctx: StageContext) -> dict[str, Any]:
     """Kernel / memcpy / memset / sync / idle shares of device time."""
-    return {"shares.parquet": ctx.trace.activity(hta_compat=ctx.params["hta_compat"])}
+    from profui.analysis.activity import activity_total
+
+    shares = ctx.trace.activity(hta_compat=ctx.params["hta_compat"])
+    return {"shares.parquet": shares, "total.parquet": activity_total(shares).collect()}
 
 
 def memory(ctx: StageContext) -> dict[str, Any]:
@@ -173,6 +177,7 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
         "gpu.parquet": gpu,
         "node.parquet": ut.node_utilization(gpu).collect(),
         "cpu.parquet": ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket).collect(),
+        "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()).collect(),
     }
 
 

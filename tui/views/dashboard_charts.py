@@ -7,6 +7,7 @@ number comes from analysis (the stage outputs) and every takeaway from
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +159,29 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     how = {"host_events": "from traced host threads (no CPU samples in this trace)",
            "metrics": "from sampled CPU metrics"}.get(src, src)
     return ChartData(kind="lines", series=series, x_label=f"time ({unit})", y_label="% CPU", y_max=100.0,
+                     text=cpu_active_line(frame(outputs, "utilization", "cpu_active.parquet")),
                      note=Text(how, style="dim"), takeaway=takeaway("cpu", outputs))
+
+
+def cpu_active_line(active: pl.DataFrame) -> Text:
+    """The CPU chart's header: CPU active time from analysis, summed over ranks (or nodes).
+
+    Sampled CPU metrics win where capture recorded them; else the union of traced host-thread
+    activity. Shown as ``CPU active 1.23 s of 2.00 s (61.5%)``, with the rank count when several.
+    """
+    text = Text()
+    if active.height == 0:
+        return text
+    src = "metrics" if (active["source"] == "metrics").any() else "host_events"
+    rows = active.filter(pl.col("source") == src)
+    act, window = int(rows["active_ns"].sum()), int(rows["window_ns"].sum())
+    text.append("CPU active ")
+    text.append(fmt_ns(act), style="bold")
+    text.append(f" of {fmt_ns(window)} ({100 * act / window:.1f}%)" if window else "")
+    who = "nodes" if src == "metrics" else "ranks"
+    text.append(f" · summed over {rows.height} {who}" if rows.height > 1 else "")
+    text.append(" · sampled CPU" if src == "metrics" else " · any traced host thread busy", style="dim")
+    return text
 
 
 def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
@@ -229,13 +252,12 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
     flagged = "outlier" in mine.columns
     bars = []
+    label_width = 12
     hist = frame(outputs, "steps", "histogram.parquet")
-    if hist.height and mine.height > MAX_STEP_BARS:  # many steps: analysis' histogram, if it made one
-        if "rank" in hist.columns:
-            hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
-        lo, hi = need(hist, "lo_ns", "bin_start_ns", "start_ns"), need(hist, "hi_ns", "bin_end_ns", "end_ns")
-        for r in hist.iter_rows(named=True):
-            bars.append(Bar(f"{fmt_ns(r[lo])}–{fmt_ns(r[hi])}", float(r["count"]), f"{r['count']} steps", "green"))
+    if hist.height and "rank" in hist.columns:
+        hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
+    if hist.height:  # analysis' histogram; the slowest steps are named in the note beneath
+        bars, label_width = histogram_bars(hist, mine, flagged)
         shown = shown.head(0)
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
@@ -246,19 +268,52 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
     if 0 < shown.height < mine.height:
         text.append(f" · the {shown.height} slowest shown")
+    elif hist.height:
+        text.append(f" · {hist.height} bucket{'s' if hist.height != 1 else ''}")
     note = Text()
     st = stats.filter((pl.col("node") == node) & (pl.col("rank") == rank)) if stats.height else stats
     if st.height:
         r = st.row(0, named=True)
         note.append(" · ".join(f"{k.removesuffix('_ns')} {fmt_ns(r[k])}" for k in STEP_STATS if r.get(k) is not None))
+    slowest = mine.sort("dur_ns", descending=True).head(3)
+    line = "slowest: " + ", ".join(f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows())
     if flagged:
         slow = mine.filter(pl.col("outlier")).sort("dur_ns", descending=True).head(5)
-        slowest = mine.sort("dur_ns", descending=True).head(3)
         line = (f"outliers ●: {', '.join(f'step {r[0]} ({fmt_ns(r[1])})' for r in slow.select('step', 'dur_ns').rows())}"
-                if slow.height else "no outliers")
-        line += " · slowest: " + ", ".join(f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows())
-        note.append(("\n" if note else "") + line)
-    return ChartData(kind="bars", bars=bars, text=text, note=note, label_width=12, takeaway=takeaway("steps", outputs))
+                if slow.height else "no outliers") + " · " + line
+    note.append(("\n" if note else "") + line)
+    return ChartData(kind="bars", bars=bars, text=text, note=note, label_width=label_width,
+                     takeaway=takeaway("steps", outputs))
+
+
+def fmt_range(lo: int, hi: int) -> str:
+    """``218–221 ms``: a bucket's edges in the unit of its upper edge."""
+    unit = fmt_ns(hi).rpartition(" ")[2]
+    div = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}.get(unit)
+    if div is None:  # minutes and hours: each edge on its own
+        return f"{fmt_ns(lo)}–{fmt_ns(hi)}"
+    # as many decimals as tell neighbouring buckets apart (width 0.05 ms -> 2), at most 3
+    width = (hi - lo) / div
+    decimals = min(3, max(0, math.ceil(-math.log10(width)))) if width > 0 else 0
+    return f"{lo / div:.{decimals}f}–{hi / div:.{decimals}f} {unit}"
+
+
+def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tuple[list[Bar], int]:
+    """One bar per histogram bucket (analysis' counts); a bucket holding an outlier step is red and
+    a bucket of one or two steps names them."""
+    last = hist["bucket"].max()
+    bars = []
+    for r in hist.sort("bucket").iter_rows(named=True):
+        upper = (pl.col("dur_ns") <= r["end_ns"]) if r["bucket"] == last else (pl.col("dur_ns") < r["end_ns"])
+        inside = steps.filter((pl.col("dur_ns") >= r["start_ns"]) & upper)
+        out = flagged and inside.height > 0 and bool(inside["outlier"].any())
+        n = int(r["count"])
+        text = f"{n} step{'s' if n != 1 else ''}"
+        if 0 < inside.height <= 2:
+            text += " (" + ", ".join(str(x) for x in inside.sort("step")["step"].to_list()) + ")"
+        bars.append(Bar(("● " if out else "  ") + fmt_range(r["start_ns"], r["end_ns"]), float(n), text,
+                        "red" if out else "green"))
+    return bars, max(12, max(len(b.label) for b in bars))
 
 
 def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict[str, str] | None = None) -> ChartData:
@@ -294,12 +349,19 @@ def build_activity(outputs: Outputs, _view: Any) -> ChartData:
         return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs))
     keys = [k for k in ("node", "rank", "device") if k in df.columns]
     multi_node = "node" in df.columns and df["node"].n_unique() > 1
+    parts = [(gpu_label(p.row(0, named=True), multi_node), p) for p in (df.partition_by(keys, maintain_order=True) if keys else [df])]
+    if len(parts) > 1:  # all GPUs together first, as analysis totals them
+        from profui.analysis.activity import activity_total
+
+        total = frame(outputs, "activity", "total.parquet")
+        total = total if total.height else activity_total(df).collect()
+        parts.insert(0, (f"all {len(parts)} GPUs", total))
     bars = []
-    for part in df.partition_by(keys, maintain_order=True) if keys else [df]:
+    for label, part in parts:
         shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
         segments = tuple((float(shares.get(a) or 0.0), ACTIVITY_GLYPH[a], ACTIVITY_STYLE[a]) for a in ACTIVITY_GLYPH)
         text = " ".join(f"{a[0]}{100 * (shares.get(a) or 0):.0f}%" for a in ("kernel", "memcpy", "idle"))
-        bars.append(Bar(gpu_label(part.row(0, named=True), multi_node), 1.0, text, segments=segments))
+        bars.append(Bar(label, 1.0, text, segments=segments))
     legend = Text()
     for a, glyph in ACTIVITY_GLYPH.items():
         legend.append(glyph * 2, style=ACTIVITY_STYLE[a])
@@ -356,7 +418,7 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
 CHARTS: list[Chart] = [
     Chart("gpu_active", "GPU active vs idle", ("utilization",), build_gpu_active),
     Chart("gpu_util", "GPU utilization over time, per node", ("utilization",), build_gpu_util, lines=True),
-    Chart("cpu", "CPU utilization over time", ("utilization",), build_cpu, lines=True),
+    Chart("cpu", "CPU active time and utilization over time", ("utilization",), build_cpu, lines=True),
     Chart("kernel_total", "Total kernel time, by kernel type", ("kernels",), build_kernel_total, view="kernels"),
     Chart("top_time", "Top kernels by time", ("kernels",), build_top_time, "Enter: Kernels view", "kernels"),
     Chart("top_count", "Top kernels by launch count", ("kernels",), build_top_count, "Enter: Kernels view", "kernels"),

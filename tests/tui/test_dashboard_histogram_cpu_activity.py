@@ -1,0 +1,114 @@
+"""The step-time histogram, the CPU active time and the all-GPUs activity row, driven on a real
+trace (HTA's NCCL trace) and on the bundled multi-GPU sample (2 nodes × 2 GPUs, synthetic — the
+corpus has no multi-GPU single trace). Every number shown must equal what analysis returns."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis import open_trace
+from profui.analysis.activity import activity_total
+from profui.analysis.steps import step_histogram, step_windows
+from profui.analysis.utilization import cpu_active
+from profui.capture.kineto import import_kineto
+from profui.tui.app import OpenTarget, ProfuiApp
+from profui.tui.cli.open_cmd import bundled_sample
+from profui.tui.views.dashboard import DashboardView
+from profui.tui.widgets.bars import Bars
+from profui.tui.widgets.fmt import fmt_ns
+
+from realdata import shared_trace
+
+NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
+
+
+@pytest.fixture(scope="module")
+def nccl(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hist") / "nccl"
+    import_kineto([shared_trace(NCCL)], out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hist") / "sample"
+    shutil.copytree(bundled_sample(), out, ignore=shutil.ignore_patterns(".profui"))
+    return out
+
+
+async def dashboard(pilot, app: ProfuiApp) -> DashboardView:
+    view = app.screen.query_one(DashboardView)
+    for _ in range(1500):
+        await pilot.pause()
+        if view.complete:
+            await pilot.pause()
+            return view
+        await asyncio.sleep(0.02)
+    raise AssertionError("dashboard never completed")
+
+
+def check_histogram(view: DashboardView, trace: Path) -> None:
+    windows = step_windows(open_trace(trace).events()).windows
+    first = windows.select("node", "rank").sort("node", "rank").row(0)
+    hist = step_histogram(windows).filter(pl.col("node") == first[0], pl.col("rank") == first[1])
+    mine = windows.filter(pl.col("node") == first[0], pl.col("rank") == first[1])
+    panel = view.panel("steps")
+    data = panel.data
+    assert data is not None and data.kind == "bars"
+    assert [int(b.value) for b in data.bars] == hist["count"].to_list()
+    lines = panel.query_one(Bars).render().plain.splitlines()
+    assert len(lines) == hist.height
+    for line, n in zip(lines, hist["count"].to_list(), strict=True):
+        assert f"{n} step{'s' if n != 1 else ''}" in line
+    note = str(panel.query_one(".chart-note").render())
+    slowest = mine.sort("dur_ns", descending=True).row(0, named=True)
+    assert f"slowest: step {slowest['step']} ({fmt_ns(slowest['dur_ns'])})" in note.replace("\n", " ")
+
+
+def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
+    t = open_trace(nccl)
+    active = cpu_active(t.events(), t.metrics()).collect()
+    assert active["source"].to_list() == ["host_events"]  # Kineto traces carry no CPU samples
+    row = active.row(0, named=True)
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", nccl), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await dashboard(pilot, app)
+            check_histogram(view, nccl)
+            header = str(view.panel("cpu").query_one(".chart-text").render())
+            expected = f"CPU active {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])} ({row['active_pct']:.1f}%)"
+            assert expected in header
+
+    asyncio.run(go())
+
+
+def test_sample_all_gpus_activity_row_and_histogram(sample: Path) -> None:
+    t = open_trace(sample)
+    per_gpu = t.activity()
+    total = activity_total(per_gpu).collect()
+    gpus = per_gpu.select("node", "rank", "device").unique().height
+    active = cpu_active(t.events(), t.metrics()).collect().filter(pl.col("source") == "metrics")
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", sample), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await dashboard(pilot, app)
+            data = view.panel("activity").data
+            assert len(data.bars) == gpus + 1
+            overall = data.bars[0]
+            assert overall.label == f"all {gpus} GPUs"
+            shares = dict(zip(total["activity"].to_list(), total["share"].to_list(), strict=True))
+            assert [s[0] for s in overall.segments] == [shares[a] for a in ("kernel", "memcpy", "memset", "sync", "idle")]
+            assert f"k{100 * shares['kernel']:.0f}%" in overall.text
+            check_histogram(view, sample)
+            header = str(view.panel("cpu").query_one(".chart-text").render())
+            act, window = int(active["active_ns"].sum()), int(active["window_ns"].sum())
+            assert f"CPU active {fmt_ns(act)} of {fmt_ns(window)}" in header and f"{active.height} nodes" in header
+
+    asyncio.run(go())

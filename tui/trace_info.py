@@ -6,9 +6,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from profui.capture.format import TraceFormatError, open_trace_dir
 
 
@@ -18,6 +15,10 @@ def trace_info(path: Path) -> dict[str, Any]:
     Reads only the ``ts``, ``dur``, ``kind`` and ``device`` columns. Raises
     :class:`TraceFormatError` for anything that is not a readable trace.
     """
+    # pyarrow (and numpy under it) only for ``profui info``: every profui command imports this module
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     trace = open_trace_dir(path)
     counts: Counter[str] = Counter()
     per_rank: dict[tuple[str, int], dict[str, Any]] = {}
@@ -91,6 +92,8 @@ def trace_info(path: Path) -> dict[str, Any]:
 
 
 def _value_counts(arr) -> dict[str, int]:
+    import pyarrow.compute as pc
+
     out: dict[str, int] = {}
     for item in pc.value_counts(arr).to_pylist():
         out[item["values"]] = item["counts"]

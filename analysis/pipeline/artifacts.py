@@ -12,14 +12,13 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from profui.capture.format import TraceDir
 
@@ -125,13 +124,22 @@ def verify(folder: Path) -> dict[str, Any] | None:
     return meta
 
 
+def _is_arrow_table(value: Any) -> bool:
+    # pyarrow is loaded only when a stage made an Arrow table (so it is loaded already): reading
+    # cached outputs (a warm ``profui open``) never pays pyarrow's and numpy's import time.
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(value, pa.Table)
+
+
 def _write_output(path: Path, value: Any) -> None:
     if path.suffix == ".parquet":
         if isinstance(value, pl.LazyFrame):
             value = value.collect()
         if isinstance(value, pl.DataFrame):
             value.write_parquet(path, compression="zstd", statistics=True)
-        elif isinstance(value, pa.Table):
+        elif _is_arrow_table(value):
+            import pyarrow.parquet as pq
+
             pq.write_table(value, path, compression="zstd")
         else:
             raise TypeError(f"{path.name}: a Parquet output must be a Polars or Arrow table, got {type(value).__name__}")

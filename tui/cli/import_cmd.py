@@ -9,8 +9,6 @@ from pathlib import Path
 
 import typer
 
-from profui.capture.kineto import import_kineto
-
 
 @contextmanager
 def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
@@ -39,6 +37,8 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 def run_import(sources: list[Path], out: Path, rank: int | None, node: str | None, force: bool) -> str:
     """Import and return the summary line to print."""
+    from profui.capture.kineto import import_kineto  # loaded by this command only (numpy, pyarrow)
+
     with progress_bar(sys.stderr.isatty()) as progress:
         manifest = import_kineto(sources, out, rank=rank, node=node, force=force, progress=progress)
     events = sum(s["num_events"] for s in manifest.sources)

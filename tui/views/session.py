@@ -110,7 +110,8 @@ class TraceSession:
         Cold: ``profui analyze`` of just these stages (so the next open is warm and the run is
         listed in the Runs view). A running trace, or one whose folder the pipeline cannot use
         (read-only, locked), is computed in memory by the same stage bodies, recording nothing.
-        ``on_stage`` receives each stage's outputs as soon as they are there.
+        ``on_stage`` receives each stage's outputs as soon as they are computed (not called for
+        cached outputs, which are all returned at once).
         """
         return self.memo(f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress))
 
@@ -124,10 +125,10 @@ class TraceSession:
         self.unavailable = {s: unavailable[s] for s in stages if s in unavailable}
         stages = tuple(s for s in stages if s not in unavailable)
 
-        def take(stage: str, folder: Path) -> None:
+        def take(stage: str, folder: Path, notify: bool = True) -> None:
             meta = verify(folder) or {}
             got[stage] = {name: load_file(folder / name) for name in meta.get("outputs", {})}
-            if on_stage is not None:
+            if on_stage is not None and notify:
                 on_stage(stage, got[stage])
 
         running = self.manifest.status == "running"
@@ -138,8 +139,10 @@ class TraceSession:
                     if s not in REGISTRY.stages or (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version}
             if all(s in have for s in stages):
                 say("reading cached analysis outputs")
+                # all there at once: no per-stage calls (each is a round trip to the UI thread
+                # and a layout pass); the caller draws everything from the returned outputs
                 for s in stages:
-                    take(s, have[s])
+                    take(s, have[s], notify=False)
                 self.source = "cache"
                 return got
             try:

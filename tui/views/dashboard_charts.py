@@ -180,7 +180,7 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     text.append(f" of {fmt_ns(window)} ({100 * act / window:.1f}%)" if window else "")
     who = "nodes" if src == "metrics" else "ranks"
     text.append(f" · summed over {rows.height} {who}" if rows.height > 1 else "")
-    text.append(" · sampled CPU" if src == "metrics" else " · any traced host thread busy", style="dim")
+    text.append(" · sampled CPU" if src == "metrics" else " · traced host threads", style="dim")
     return text
 
 

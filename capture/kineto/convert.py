@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -24,7 +25,7 @@ from .mapping import (
     memcpy_kind_from_name,
     unknown_cat_kind,
 )
-from .reader import Event, KinetoDoc, event_decoder
+from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_text_to_ns, us_texts_to_ns
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -97,9 +98,8 @@ _ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 _CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
 
 
-def _rows_to_chunk(rows: list[tuple]) -> pa.Table:
-    """Row tuples (times still JSON text) -> an Arrow table of plain columns (times relative)."""
-    columns = list(zip(*rows, strict=True))
+def _columns_to_chunk(columns: list[list]) -> pa.Table:
+    """Python column lists (times still JSON text) -> an Arrow table (times relative)."""
     arrays = []
     for (name, typ), values in zip(_ROW_FIELDS, columns, strict=True):
         if name in ("ts", "dur"):
@@ -111,178 +111,251 @@ def _rows_to_chunk(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=_CHUNK_SCHEMA)
 
 
-def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
-    """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
+class _Source:
+    """What is learnt about the source besides the rows (metadata, spans, flows, ...)."""
 
-    Consumes ``doc.events`` (emptied once read) so the JSON text is freed early.
-    """
-    events = doc.events
-    processes: dict[str, dict[str, Any]] = {}
-    threads: dict[str, dict[str, Any]] = {}
-    seen_meta: set[bytes] = set()
-    spans: list[dict[str, Any]] = []
-    markers: list[dict[str, Any]] = []
-    flows: Counter[str] = Counter()
-    flow_links: list[list[Any]] = []
-    skipped: Counter[str] = Counter()
-    unknown_cats: Counter[str] = Counter()
-    runtime_size: dict[int, int] = {}
-    ids = _Ids()
-    total = len(events)
+    def __init__(self) -> None:
+        self.processes: dict[str, dict[str, Any]] = {}
+        self.threads: dict[str, dict[str, Any]] = {}
+        self.seen_meta: set[bytes] = set()
+        self.spans: list[dict[str, Any]] = []
+        self.markers: list[dict[str, Any]] = []
+        self.flows: Counter[str] = Counter()
+        self.flow_links: list[list[Any]] = []
+        self.skipped: Counter[str] = Counter()
+        self.unknown_cats: Counter[str] = Counter()
+        self.runtime_size: dict[int, int] = {}
+        self.ids = _Ids()
+        self.repeats = 0  # metadata events skipped as verbatim repeats
 
-    rows: list[tuple] = []
-    add_row = rows.append
-    chunks: list[pa.Table] = []
-    decode_event = event_decoder.decode
+
+_get_ts = attrgetter("ts")
+_get_dur = attrgetter("dur")
+_get_name = attrgetter("name")
+_get_cat = attrgetter("cat")
+_get_pid = attrgetter("pid")
+_get_tid = attrgetter("tid")
+_get_args = attrgetter("args")
+
+
+def _select_rows(
+    decoded: list[BatchEvent], part: list[msgspec.Raw], src: _Source
+) -> tuple[list[BatchEvent], list[str], list[int]]:
+    """The events of one slice that become rows, their kinds and the positions of instants;
+    every other event is recorded in ``src``."""
+    keep: list[BatchEvent] = []
+    kinds: list[str] = []
+    instants: list[int] = []
+    keep_event = keep.append
+    add_kind = kinds.append
     kind_by_cat = KIND_BY_CAT
-    canonical = CANONICAL_CAT
-    device_side = DEVICE_SIDE
-
-    for i, raw_event in enumerate(events):
-        if len(rows) >= _CHUNK_ROWS:
-            chunks.append(_chunk(rows, doc))
-            rows.clear()
-        if progress is not None and i % _PROGRESS_EVERY == 0 and i:
-            progress(i, total)
-        text = bytes(raw_event)
-        if text in seen_meta:
-            continue  # metadata events repeat verbatim up to 100k times (MTIA): read each once
-        try:
-            ev: Event = decode_event(text)
-        except msgspec.ValidationError as exc:
-            raise KinetoFormatError(doc.path, f"trace event {i} is malformed ({exc})") from None
+    for j, ev in enumerate(decoded):
         ph = ev.ph
-        cat = ev.cat
         if ph == "X":
-            if cat == "Trace":
-                spans.append(_side_record(ev, with_dur=True))
-                continue
-            kind = kind_by_cat.get(cat) if cat is not None else None
+            cat = ev.cat
+            kind = kind_by_cat.get(cat)
             if kind is None:
+                if cat == "Trace":
+                    src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
+                    continue
                 kind = unknown_cat_kind(cat)
-                unknown_cats[str(cat)] += 1
-            dur_text = bytes(ev.dur) if ev.dur else _ZERO
+                src.unknown_cats[str(cat)] += 1
+            elif kind == "annotation" and ev.name.startswith(STEP_PREFIX):
+                kind = "step"
         elif ph == "M":
-            seen_meta.add(text)
-            if ev.args:
-                _metadata_event(ev, processes, threads)
+            # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
+            text = bytes(part[j])
+            if text in src.seen_meta:
+                src.repeats += 1
+                continue
+            src.seen_meta.add(text)
+            meta = event_decoder.decode(text)
+            if meta.args:
+                _metadata_event(meta, src.processes, src.threads)
             continue
-        elif ph in ("s", "f", "t"):
-            flows[f"{cat}:{ph}"] += 1
+        elif ph == "s" or ph == "f" or ph == "t":
+            cat = ev.cat
+            src.flows[f"{cat}:{ph}"] += 1
             if cat not in ("ac2g", "async_gpu") and ev.ts:
                 # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
                 # kept as [cat, id, ph, ts_ns, pid, tid] links.
-                flow_links.append([cat, ev.id, ph, us_text_to_ns(bytes(ev.ts)), ev.pid, ev.tid])
+                src.flow_links.append([cat, ev.id, ph, us_text_to_ns(bytes(ev.ts)), ev.pid, ev.tid])
             continue
-        elif ph in ("i", "I"):
-            if cat is None:
-                markers.append(_side_record(ev, with_dur=False))
+        elif ph == "i" or ph == "I":
+            if ev.cat is None:
+                src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
                 continue
             kind = "instant"
-            dur_text = _ZERO
+            if ev.ts:
+                instants.append(len(keep))
         else:
-            skipped[ph or "?"] += 1
+            src.skipped[ph or "?"] += 1
             continue
         if not ev.ts:
-            skipped[f"{ph}:no-ts"] += 1
+            src.skipped[f"{ph}:no-ts"] += 1
             continue
+        keep_event(ev)
+        add_kind(kind)
+    return keep, kinds, instants
 
+
+def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int], src: _Source) -> list[list]:
+    """The row columns (in ``_ROW_FIELDS`` order) of the selected events.
+
+    Plain fields are pulled out with C-level ``map``; only the args need a Python loop: known
+    keys become columns and the rest is re-encoded as JSON text.
+    """
+    ts = list(map(bytes, map(_get_ts, keep)))
+    dur = list(map(bytes, map(_get_dur, keep)))
+    for pos in instants:
+        dur[pos] = _ZERO
+    names = list(map(_get_name, keep))
+    cats = list(map(_get_cat, keep))
+    pids = list(map(_get_pid, keep))
+    tids = list(map(_get_tid, keep))
+    n = len(keep)
+    # Host rows (most) keep these defaults; only device rows overwrite them.
+    devices: list[int] = [-1] * n
+    streams: list[int] = [-1] * n
+    nbytes_col: list[int | None] = [None] * n
+    mkinds: list[str | None] = [None] * n
+    corrs: list[int | None] = []
+    exts: list[int | None] = []
+    args_col: list[bytes | None] = []
+    add_corr = corrs.append
+    add_ext = exts.append
+    add_args = args_col.append
+    canonical = CANONICAL_CAT
+    device_side = DEVICE_SIDE
+    ids = src.ids
+    runtime_size = src.runtime_size
+    encode = _encode
+    named_ids = {int} != set(map(type, pids)) | set(map(type, tids))
+    i = -1
+    decode_args = _decode_args
+    # Each args object is decoded just before use (not all at once): heavy args (MTIA's input
+    # shapes) then stay in the CPU cache between decoding, editing and re-encoding.
+    for kind, raw_args, cat in zip(kinds, map(_get_args, keep), cats, strict=True):
+        i += 1
         try:
-            args = _decode_args(ev.args) if ev.args else {}
+            args = decode_args(raw_args)
         except msgspec.ValidationError:
-            args = {"args": msgspec.json.decode(ev.args)}
-        name = ev.name
-        if kind == "annotation" and name.startswith(STEP_PREFIX):
-            kind = "step"
-
+            args = {"args": msgspec.json.decode(raw_args)}
         ext = args.pop("External id", None)
         if ext is None:
             ext = args.pop("external id", None)
-        ext_i = ext if type(ext) is int else (as_int(ext) if ext is not None else None)
-        if ext is not None and ext_i is None:
-            args["External id"] = ext
+        if ext is None:
+            add_ext(None)
+        elif type(ext) is int:
+            add_ext(ext)
+        else:
+            ext_i = as_int(ext)
+            if ext_i is None:
+                args["External id"] = ext
+            add_ext(ext_i)
         corr = args.get("correlation")
-        corr_i = corr if type(corr) is int else (as_int(corr) if corr is not None else None)
-        if corr_i is not None:
-            del args["correlation"]
+        if corr is None:
+            corr_i = None
+        else:
+            corr_i = corr if type(corr) is int else as_int(corr)
+            if corr_i is not None:
+                del args["correlation"]
+        add_corr(corr_i)
 
-        pid = ev.pid
-        if type(pid) is not int:
-            pid, pid_name = ids.get(pid)
-            if pid_name is not None:
-                args["pid"] = pid_name
-        tid = ev.tid
-        if type(tid) is not int:
-            tid, tid_name = ids.get(tid)
-            if tid_name is not None:
-                args["tid"] = tid_name
+        if named_ids:
+            pid = pids[i]
+            if type(pid) is not int:
+                pid, pid_name = ids.get(pid)
+                pids[i] = pid
+                if pid_name is not None:
+                    args["pid"] = pid_name
+            tid = tids[i]
+            if type(tid) is not int:
+                tid, tid_name = ids.get(tid)
+                tids[i] = tid
+                if tid_name is not None:
+                    args["tid"] = tid_name
 
-        nbytes = None
-        mkind = None
         if kind in device_side:
+            pid = pids[i]
+            tid = tids[i]
             device = _device_int(as_int(args.get("device")))
             if device is not None:
                 del args["device"]
             else:
                 device = _device_int(pid) if pid >= 0 else None
                 device = -1 if device is None else device
+            devices[i] = device
             stream = _device_int(as_int(args.get("stream")))
             if stream is not None:
                 del args["stream"]
             else:
                 stream = _device_int(tid)
                 stream = -1 if stream is None else stream
+            streams[i] = stream
             if kind == "kernel" and cat == "mtia_ccp_events" and "direction" in args:
                 # MTIA DMA transfers (dma_request) carry direction and size: they are copies.
-                kind = "memcpy"
-                mkind = memcpy_kind_from_direction(args.pop("direction"))
-                nbytes = as_int(args.pop("size", None))
+                kind = kinds[i] = "memcpy"
+                mkinds[i] = memcpy_kind_from_direction(args.pop("direction"))
+                nbytes_col[i] = as_int(args.pop("size", None))
             elif kind == "memcpy" or kind == "memset":
                 nbytes = as_int(args.get("bytes"))
                 if nbytes is not None:
                     del args["bytes"]
+                    nbytes_col[i] = nbytes
                 if kind == "memcpy":
                     k = args.get("kind")
                     if isinstance(k, str) and k and not k.isdigit():
-                        mkind = k
+                        mkinds[i] = k
                         del args["kind"]
                     else:
-                        mkind = memcpy_kind_from_name(name)
-        else:
-            device = -1
-            stream = -1
-            if kind == "runtime" and corr_i is not None and "size" in args:
-                size = as_int(args["size"])
-                if size is not None:
-                    runtime_size[corr_i] = size
+                        mkinds[i] = memcpy_kind_from_name(names[i])
+        elif kind == "runtime" and corr_i is not None and "size" in args:
+            size = as_int(args["size"])
+            if size is not None:
+                runtime_size[corr_i] = size
 
         if cat != canonical[kind]:
             args["cat"] = cat
+        add_args(encode(args) if args else None)
+    return [ts, dur, kinds, names, pids, tids, devices, streams, corrs, exts, nbytes_col, mkinds, args_col]
 
-        add_row(
-            (
-                bytes(ev.ts),
-                dur_text,
-                kind,
-                name,
-                pid,
-                tid,
-                device,
-                stream,
-                corr_i,
-                ext_i,
-                nbytes,
-                mkind,
-                _encode(args) if args else None,
-            )
-        )
+
+def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
+    """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
+
+    Consumes ``doc.events`` (emptied once read) so the JSON text is freed early.
+    """
+    events = doc.events
+    src = _Source()
+    total = len(events)
+    chunks: list[pa.Table] = []
+    for begin in range(0, total, _CHUNK_ROWS):
+        if progress is not None and begin:
+            progress(begin, total)
+        part = events[begin : begin + _CHUNK_ROWS]
+        if src.repeats > len(part) // 4:
+            # A trace that repeats its metadata events (MTIA: 300k of them) is likely to go on
+            # doing so: drop the known repeats before decoding instead of after.
+            seen = src.seen_meta
+            src.repeats = 0
+            texts = list(map(bytes, part))
+            part = [raw for raw, text in zip(part, texts, strict=True) if text not in seen]
+            del texts
+        else:
+            src.repeats = 0
+        keep, kinds, instants = _select_rows(_decode_part(part, events, begin, doc), part, src)
+        if keep:
+            chunks.append(_chunk(_build_columns(keep, kinds, instants, src), doc))
+        del keep, part
+    processes, threads, spans, markers = src.processes, src.threads, src.spans, src.markers
+    flows, flow_links, skipped, unknown_cats = src.flows, src.flow_links, src.skipped, src.unknown_cats
+    runtime_size, ids = src.runtime_size, src.ids
 
     # The JSON text is no longer needed: free it before the last columns are built and written.
     events.clear()
-    raw_event = ev = text = None
-    if rows or not chunks:
-        chunks.append(_chunk(rows, doc) if rows else _CHUNK_SCHEMA.empty_table())
-    rows.clear()
+    if not chunks:
+        chunks.append(_CHUNK_SCHEMA.empty_table())
     merged = pa.concat_tables(chunks).combine_chunks()
     chunks.clear()
     columns = {name: merged.column(name) for name in merged.column_names}
@@ -334,9 +407,26 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     return Converted(table, counts, devices, first, last, source)
 
 
-def _chunk(rows: list[tuple], doc: KinetoDoc) -> pa.Table:
+def _decode_part(
+    part: list[msgspec.Raw], events: list[msgspec.Raw], begin: int, doc: KinetoDoc
+) -> list[BatchEvent]:
+    """Decode ``part`` (the events from ``begin`` on, less known repeats) in one call; on a
+    malformed event, find and name the first one exactly as decoding them one by one does."""
     try:
-        return _rows_to_chunk(rows)
+        return batch_decoder.decode(b"[" + b",".join(part) + b"]")
+    except msgspec.ValidationError:
+        pass
+    for j, raw in enumerate(events[begin : begin + _CHUNK_ROWS]):
+        try:
+            event_decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise KinetoFormatError(doc.path, f"trace event {begin + j} is malformed ({exc})") from None
+    raise AssertionError("a batch of events failed to decode, but each one decodes")
+
+
+def _chunk(columns: list[list], doc: KinetoDoc) -> pa.Table:
+    try:
+        return _columns_to_chunk(columns)
     except ValueError as exc:
         raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
 
@@ -366,10 +456,7 @@ def _side_record(ev: Event, with_dur: bool) -> dict[str, Any]:
 
 def _metadata_event(ev: Event, processes: dict, threads: dict) -> None:
     name = ev.name
-    try:
-        args = msgspec.json.decode(ev.args)
-    except msgspec.DecodeError:
-        return
+    args = msgspec.json.decode(ev.args)
     if not isinstance(args, dict):
         return
     if name.startswith("process_"):

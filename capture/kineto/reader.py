@@ -40,6 +40,26 @@ _EVENTS_DECODER = msgspec.json.Decoder(list[Raw])
 event_decoder = msgspec.json.Decoder(Event)
 
 
+class BatchEvent(Struct, gc=False):
+    """:class:`Event` for decoding many events in one call. A missing ``dur`` reads as ``0``
+    and missing ``args`` as ``{}``, as an event row treats them: the row columns are then
+    pulled out in bulk without per-event checks. (Metadata events and side records, where a
+    missing ``args`` differs from ``{}``, are decoded again as :class:`Event`.)"""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: Raw = Raw()
+    dur: Raw = Raw(b"0")
+    args: Raw = Raw(b"{}")
+    id: int | str | None = None
+
+
+batch_decoder = msgspec.json.Decoder(list[BatchEvent])
+
+
 @dataclass
 class KinetoDoc:
     """A decoded Kineto trace: its events and every other top-level key (decoded)."""

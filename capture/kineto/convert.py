@@ -26,7 +26,7 @@ from .mapping import (
     unknown_cat_kind,
 )
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
-from .timeparse import us_text_to_ns, us_texts_to_ns
+from .timeparse import us_joined_to_ns, us_text_to_ns, us_texts_to_ns
 
 _INT32 = (-(2**31), 2**31 - 1)
 #: Below this many ns since the epoch (~1973) timestamps are relative to baseTimeNanoseconds.
@@ -99,11 +99,12 @@ _CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
 
 
 def _columns_to_chunk(columns: list[list]) -> pa.Table:
-    """Python column lists (times still JSON text) -> an Arrow table (times relative)."""
+    """Python column lists (times still JSON text, ``Raw``) -> an Arrow table (times relative)."""
     arrays = []
     for (name, typ), values in zip(_ROW_FIELDS, columns, strict=True):
         if name in ("ts", "dur"):
-            arrays.append(us_texts_to_ns(values))
+            ns = us_joined_to_ns(b"\n".join(values), len(values))
+            arrays.append(ns if ns is not None else us_texts_to_ns(list(map(bytes, values))))
         elif name == "args":
             arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
         else:
@@ -205,8 +206,8 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
     Plain fields are pulled out with C-level ``map``; only the args need a Python loop: known
     keys become columns and the rest is re-encoded as JSON text.
     """
-    ts = list(map(bytes, map(_get_ts, keep)))
-    dur = list(map(bytes, map(_get_dur, keep)))
+    ts = list(map(_get_ts, keep))
+    dur = list(map(_get_dur, keep))
     for pos in instants:
         dur[pos] = _ZERO
     names = list(map(_get_name, keep))

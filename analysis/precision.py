@@ -80,7 +80,8 @@ def _dtype_precision(types_json: pl.Expr) -> pl.Expr:
 def kernel_precision(events: Frame) -> pl.LazyFrame:
     """Every kernel with ``precision`` and the ``rule`` that decided it (see module docstring).
 
-    Columns: node, rank, device, stream, name, ts, dur, correlation, external_id, op_name
+    Rows are in time order per node and rank. Columns: node, rank, device, stream, name, ts, dur,
+    correlation, external_id, op_name
     (the launching CPU op that recorded input dtypes, when found), input_types (its
     ``Input type`` JSON), precision, rule. Only ops that recorded dtypes are considered, so
     the op found around a launch is the innermost *typed* one.
@@ -118,6 +119,7 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
             .alias("rule"),
         )
         .drop("_d", "_n")
+        .sort([*keys, "ts", "device", "stream"], maintain_order=True)  # joins leave rows unordered
     )
 
 

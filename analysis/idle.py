@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from .stats import describe
+
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
 KERNEL_WAIT_NS = 30_000
 
@@ -122,13 +124,7 @@ def idle_breakdown(
     stats = iv.group_by([*_STREAM_KEYS, "category"]).agg(
         g.sum().alias("idle_ns"),
         pl.len().cast(pl.Int64).alias("count"),
-        g.mean().alias("mean"),
-        g.std().alias("std"),
-        g.min().alias("min"),
-        g.quantile(0.25, interpolation="linear").alias("p25"),
-        g.quantile(0.5, interpolation="linear").alias("p50"),
-        g.quantile(0.75, interpolation="linear").alias("p75"),
-        g.max().alias("max"),
+        *describe(g),
     )
     full = (
         streams.join(cats, how="cross")
@@ -200,13 +196,7 @@ def queue_length_summary(events: pl.LazyFrame, hta_compat: bool = False) -> pl.L
         .group_by(_STREAM_KEYS)
         .agg(
             pl.len().cast(pl.Int64).alias("count"),
-            v.mean().alias("mean"),
-            v.std().alias("std"),
-            v.min().alias("min"),
-            v.quantile(0.25, interpolation="linear").alias("p25"),
-            v.quantile(0.5, interpolation="linear").alias("p50"),
-            v.quantile(0.75, interpolation="linear").alias("p75"),
-            v.max().alias("max"),
+            *describe(v),
             pl.when(span > 0).then((v * pl.col("_held")).sum() / span).alias("time_mean"),
         )
         .sort(_STREAM_KEYS)

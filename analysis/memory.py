@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .intervals import Frame, _lazy
+from .stats import describe
 
 MEMORY_KINDS = ("memcpy", "memset")
 
@@ -137,13 +138,7 @@ def hta_memory_bw_summary(hta_events: Frame) -> pl.LazyFrame:
         .group_by(keys)
         .agg(
             pl.len().alias("count"),
-            v.mean().alias("mean"),
-            v.std().alias("std"),
-            v.min().alias("min"),
-            v.quantile(0.25, "linear").alias("p25"),
-            v.quantile(0.5, "linear").alias("p50"),
-            v.quantile(0.75, "linear").alias("p75"),
-            v.max().alias("max"),
+            *describe(v),
         )
         .rename({"mem_name": "name"})
         .sort("node", "rank", "name")

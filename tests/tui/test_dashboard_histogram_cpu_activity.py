@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from pilotwait import wait_dashboard
 
 from profui.analysis import open_trace
 from profui.analysis.activity import activity_total
@@ -41,15 +42,6 @@ def sample(tmp_path_factory) -> Path:
     return out
 
 
-async def dashboard(pilot, app: ProfuiApp) -> DashboardView:
-    view = app.screen.query_one(DashboardView)
-    for _ in range(1500):
-        await pilot.pause()
-        if view.complete:
-            await pilot.pause()
-            return view
-        await asyncio.sleep(0.02)
-    raise AssertionError("dashboard never completed")
 
 
 def check_histogram(view: DashboardView, trace: Path) -> None:
@@ -79,7 +71,7 @@ def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", nccl), poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
-            view = await dashboard(pilot, app)
+            view = await wait_dashboard(pilot, app)
             check_histogram(view, nccl)
             header = str(view.panel("cpu").query_one(".chart-text").render())
             expected = f"CPU active {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])} ({row['active_pct']:.1f}%)"
@@ -98,7 +90,7 @@ def test_sample_all_gpus_activity_row_and_histogram(sample: Path) -> None:
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", sample), poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
-            view = await dashboard(pilot, app)
+            view = await wait_dashboard(pilot, app)
             data = view.panel("activity").data
             assert len(data.bars) == gpus + 1
             overall = data.bars[0]

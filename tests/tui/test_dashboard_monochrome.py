@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from pilotwait import wait_for
+
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
@@ -26,11 +28,7 @@ def test_every_view_renders_with_no_color(tmp_path: Path, monkeypatch) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             assert app.no_color
             view = app.screen.query_one(DashboardView)
-            for _ in range(1500):
-                await pilot.pause()
-                if view.complete:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: view.complete, 1500)
             lines = view.panel("top_time").query_one(Bars).render().plain.splitlines()
             assert lines and all("█" in line or "▏" in line or "▎" in line for line in lines[:3])
             for key in ("2", "3", "4", "5", "1"):

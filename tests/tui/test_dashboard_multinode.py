@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+from pilotwait import wait_for
 
 from profui.analysis import open_trace
 from profui.analysis.busy import total_busy
@@ -33,11 +34,7 @@ def test_all_nodes_in_one_chart_and_per_gpu_bars(tmp_path: Path) -> None:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
         async with app.run_test(size=(80, 24)) as pilot:
             view = app.screen.query_one(DashboardView)
-            for _ in range(1500):
-                await pilot.pause()
-                if view.complete:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: view.complete, 1500)
             data = view.panel("gpu_util").data
             assert data is not None and data.kind == "lines"
             assert [s.label for s in data.series] == sorted(per_node["node"].unique().to_list())

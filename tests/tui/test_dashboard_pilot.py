@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis import open_trace
 from profui.capture.kineto import import_kineto
@@ -39,15 +40,6 @@ def trace(imported: Path, tmp_path: Path) -> Path:
     return dst
 
 
-async def wait_dashboard(pilot, app: ProfuiApp) -> DashboardView:
-    view = app.screen.query_one(DashboardView)
-    for _ in range(1500):
-        await pilot.pause()
-        if view.complete:
-            await pilot.pause()
-            return view
-        await asyncio.sleep(0.02)
-    raise AssertionError("dashboard never completed")
 
 
 def bar_lines(panel: ChartPanel) -> list[str]:
@@ -115,11 +107,7 @@ def test_views_by_number_keys_and_kernels_table_sorts(trace: Path) -> None:
             screen = app.screen
             assert screen.current == "kernels"
             table = screen.query_one("#kernels-table")
-            for _ in range(200):
-                await pilot.pause()
-                if table.row_count:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: table.row_count, 200)
             assert table.row_count == stats.height
             top = stats.sort(["total_ns"], descending=True, maintain_order=True).row(0, named=True)
             assert table.row_at_cursor()["name"] == top["name"]
@@ -133,11 +121,7 @@ def test_views_by_number_keys_and_kernels_table_sorts(trace: Path) -> None:
             await pilot.press("4")
             assert screen.current == "runs"
             runs = screen.query_one("#runs-table")
-            for _ in range(200):
-                await pilot.pause()
-                if runs.row_count:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: runs.row_count, 200)
             from profui.analysis.pipeline import list_runs
 
             recorded = list_runs(trace)
@@ -161,11 +145,7 @@ def test_steps_view_rows_and_outliers(trace: Path) -> None:
             windows = load_output(trace, "steps", "windows.parquet")
             await pilot.press("3")
             table = app.screen.query_one("#steps-table")
-            for _ in range(200):
-                await pilot.pause()
-                if table.row_count or windows is None:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: table.row_count or windows is None, 200)
             if windows is None:
                 pytest.skip("steps stage not available in this build")
             assert table.row_count == windows.height
@@ -232,21 +212,13 @@ def test_enter_jumps_from_chart_to_table_and_from_table_to_timeline(trace: Path)
             await pilot.press("enter")
             assert screen.current == "kernels"
             table = screen.query_one("#kernels-table")
-            for _ in range(200):
-                await pilot.pause()
-                if table.row_count:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: table.row_count, 200)
             await pilot.press("down", "enter")
             assert calls[-1] == {"kernel": stats["name"][1]}
             assert screen.current == ("timeline" if screen.has_view("timeline") else "kernels")
             await pilot.press("3")
             steps = screen.query_one("#steps-table")
-            for _ in range(500):
-                await pilot.pause()
-                if screen.query_one("#steps").ready:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: screen.query_one("#steps").ready, 500)
             first = steps.row_at_cursor()
             await pilot.press("enter")
             assert calls[-1] == {"step": first["step"], "rank": first["rank"]}
@@ -264,11 +236,7 @@ def test_kernels_filter_by_name(trace: Path) -> None:
             await wait_dashboard(pilot, app)
             await pilot.press("2")
             view = app.screen.query_one("#kernels")
-            for _ in range(200):
-                await pilot.pause()
-                if view.ready:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: view.ready, 200)
             table = app.screen.query_one("#kernels-table")
             await pilot.press("slash", "N", "C", "C", "L", "enter")
             assert 0 < expected < stats.height

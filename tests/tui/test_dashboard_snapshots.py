@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pilotwait import wait_for
 
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
@@ -72,11 +73,7 @@ def wait_view(name: str, keys: tuple[str, ...] = ()):
         if name != "dashboard":
             await pilot.press({"kernels": "2", "steps": "3", "runs": "4"}[name])
             view = app.screen.query_one(f"#{name}")
-            for _ in range(1500):
-                await pilot.pause()
-                if view.ready:
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: view.ready, 1500)
         for k in keys:
             await pilot.press(k)
         await pilot.pause()
@@ -116,11 +113,7 @@ def test_jobs_screen(snap_compare, here: Path, size, monkeypatch) -> None:
 
     async def run_before(pilot) -> None:
         table = pilot.app.screen.query_one("#jobs-table")
-        for _ in range(500):
-            await pilot.pause()
-            if table.row_count == 3:
-                break
-            await asyncio.sleep(0.02)
+        await wait_for(pilot, lambda: table.row_count == 3, 500)
         await pilot.press("s", "s", "s", "s", "s", "s")  # sort by name (created ties: same source times)
         await pilot.press("r")
 

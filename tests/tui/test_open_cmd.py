@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pilotwait import wait_for
 
 from profui.capture.format import open_trace_dir
 from profui.capture.kineto import import_kineto
@@ -58,11 +59,7 @@ def test_truncated_kineto_json_fails_in_app_with_one_line(tmp_path: Path) -> Non
 
 async def _run_until_exit(app: ProfuiApp):
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(500):
-            await pilot.pause()
-            if app._exit_renderables or app.return_code is not None:
-                break
-            await asyncio.sleep(0.02)
+        await wait_for(pilot, lambda: app._exit_renderables or app.return_code is not None, 500)
     return app.return_value
 
 
@@ -96,11 +93,7 @@ def test_import_screen_imports_then_opens_the_trace(tmp_path: Path, monkeypatch)
 
     async def go() -> Path:
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(500):
-                await pilot.pause()
-                if isinstance(app.screen, TraceScreen):
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(pilot, lambda: isinstance(app.screen, TraceScreen), 500)
             assert isinstance(app.screen, TraceScreen)
             return app.screen.path
 

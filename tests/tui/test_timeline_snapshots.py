@@ -6,10 +6,10 @@ followed to its launch. Update after an intended change with
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
+from pilotwait import wait_for
 
 from profui.analysis.lod import build_lod
 from profui.capture.kineto import import_kineto
@@ -31,11 +31,7 @@ def trace(tmp_path_factory) -> Path:
 def keys_after_ready(*keys: str):
     async def run_before(pilot) -> None:
         view = pilot.app.query_one("#timeline")
-        for _ in range(1000):
-            await pilot.pause()
-            if view.ready:
-                break
-            await asyncio.sleep(0.02)
+        await wait_for(pilot, lambda: view.ready, 1000)
         for k in keys:
             await pilot.press(k)
         await pilot.pause()

@@ -3,9 +3,12 @@
 ``capture/`` installs as ``profui.capture``, ``analysis/`` as ``profui.analysis`` and ``tui/`` as
 ``profui.tui``; their sub-packages follow. ``profui`` itself is an implicit namespace package so
 nothing generic lands at the top of site-packages.
+
+One optional C extension, ``profui.capture.kineto._scan``, speeds up Kineto import; where it
+cannot be built (no C compiler) the install goes on without it and import runs in pure Python.
 """
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 FOLDERS = {"capture": "profui.capture", "analysis": "profui.analysis", "tui": "profui.tui"}
 
@@ -18,4 +21,11 @@ for folder, name in FOLDERS.items():
         packages.append(f"{name}.{sub}")
         package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
 
-setup(packages=packages, package_dir=package_dir)
+scan = Extension(
+    "profui.capture.kineto._scan",
+    sources=["capture/kineto/_scan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(packages=packages, package_dir=package_dir, ext_modules=[scan])

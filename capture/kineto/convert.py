@@ -18,6 +18,7 @@ from .errors import KinetoFormatError
 from .mapping import (
     CANONICAL_CAT,
     DEVICE_SIDE,
+    DMA_CATEGORY,
     KIND_BY_CAT,
     STEP_PREFIX,
     as_int,
@@ -25,6 +26,7 @@ from .mapping import (
     memcpy_kind_from_name,
     unknown_cat_kind,
 )
+from .native import scan_events
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_joined_to_ns, us_text_to_ns, us_texts_to_ns
 
@@ -142,9 +144,10 @@ _get_args = attrgetter("args")
 
 def _select_rows(
     decoded: list[BatchEvent], part: list[msgspec.Raw], src: _Source
-) -> tuple[list[BatchEvent], list[str], list[int]]:
-    """The events of one slice that become rows, their kinds and the positions of instants;
-    every other event is recorded in ``src``."""
+) -> tuple[list[BatchEvent], list[str], list[int], list[int]]:
+    """The events of one slice that become rows, their kinds, the positions of instants among
+    them and their positions in ``part``; every other event is recorded in ``src``."""
+    kept: list[int] = []
     keep: list[BatchEvent] = []
     kinds: list[str] = []
     instants: list[int] = []
@@ -198,7 +201,8 @@ def _select_rows(
             continue
         keep_event(ev)
         add_kind(kind)
-    return keep, kinds, instants
+        kept.append(j)
+    return keep, kinds, instants, kept
 
 
 def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int], src: _Source) -> list[list]:
@@ -295,7 +299,7 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
                 stream = _device_int(tid)
                 stream = -1 if stream is None else stream
             streams[i] = stream
-            if kind == "kernel" and cat == "mtia_ccp_events" and "direction" in args:
+            if kind == "kernel" and cat == DMA_CATEGORY and "direction" in args:
                 # MTIA DMA transfers (dma_request) carry direction and size: they are copies.
                 kind = kinds[i] = "memcpy"
                 mkinds[i] = memcpy_kind_from_direction(args.pop("direction"))
@@ -323,32 +327,58 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
     return [ts, dur, kinds, names, pids, tids, devices, streams, corrs, exts, nbytes_col, mkinds, args_col]
 
 
-def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None = None) -> Converted:
+def convert_events(
+    doc: KinetoDoc, progress: Callable[[int, int], None] | None = None, *, native: bool = True
+) -> Converted:
     """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
 
-    Consumes ``doc.events`` (emptied once read) so the JSON text is freed early.
+    The native scan (:mod:`.native`, when built) converts the common events; the rest, or all
+    of them with ``native=False`` or without the extension, go through the Python path below,
+    which defines every rule. Rows keep the order of their events either way.
     """
-    events = doc.events
     src = _Source()
-    total = len(events)
     chunks: list[pa.Table] = []
-    for begin in range(0, total, _CHUNK_ROWS):
+    scan = scan_events(doc.events_text, _CHUNK_SCHEMA) if native and doc.events_text is not None else None
+    if scan is not None:
+        chunks.append(scan.table)
+        src.flows.update(scan.flows)
+        src.runtime_size.update(scan.runtime_size)
+        events: list = [text for _, text in scan.specials]
+        indices: list[int] | range = [i for i, _ in scan.specials]
+        scan.specials.clear()
+        total = scan.events
+        if progress is not None:
+            progress(total - len(events), total)
+    else:
+        events = doc.event_list()
+        indices = range(len(events))
+        total = len(events)
+    python_rows = 0
+    for begin in range(0, len(events), _CHUNK_ROWS):
         if progress is not None and begin and begin % _PROGRESS_EVERY < _CHUNK_ROWS:
-            progress(begin, total)
+            progress(total - len(events) + begin, total)
         part = events[begin : begin + _CHUNK_ROWS]
+        part_idx = indices[begin : begin + _CHUNK_ROWS]
         if src.repeats > len(part) // 4:
             # A trace that repeats its metadata events (MTIA: 300k of them) is likely to go on
             # doing so: drop the known repeats before decoding instead of after.
             seen = src.seen_meta
             src.repeats = 0
-            texts = list(map(bytes, part))
-            part = [raw for raw, text in zip(part, texts, strict=True) if text not in seen]
-            del texts
+            fresh = [k for k, raw in enumerate(part) if bytes(raw) not in seen]
+            part = [part[k] for k in fresh]
+            part_idx = [part_idx[k] for k in fresh]
         else:
             src.repeats = 0
-        keep, kinds, instants = _select_rows(_decode_part(part, events, begin, doc), part, src)
+        try:
+            keep, kinds, instants, kept = _select_rows(_decode_part(part, part_idx, doc), part, src)
+        except ValueError as exc:  # a span's, marker's or flow's time that is not a number
+            raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
         if keep:
-            chunks.append(_chunk(_build_columns(keep, kinds, instants, src), doc))
+            chunk = _chunk(_build_columns(keep, kinds, instants, src), doc)
+            if scan is not None:
+                chunk = chunk.append_column("ord", pa.array([part_idx[j] for j in kept], pa.int64()))
+            chunks.append(chunk)
+            python_rows += len(keep)
         del keep, part
     processes, threads, spans, markers = src.processes, src.threads, src.spans, src.markers
     flows, flow_links, skipped, unknown_cats = src.flows, src.flow_links, src.skipped, src.unknown_cats
@@ -356,10 +386,15 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
 
     # The JSON text is no longer needed: free it before the last columns are built and written.
     events.clear()
+    doc.release()
     if not chunks:
         chunks.append(_CHUNK_SCHEMA.empty_table())
     merged = pa.concat_tables(chunks).combine_chunks()
     chunks.clear()
+    if scan is not None:
+        if python_rows and scan.table.num_rows:  # rows from both paths: back into event order
+            merged = merged.take(pc.sort_indices(merged["ord"]))
+        merged = merged.drop_columns(["ord"])
     columns = {name: merged.column(name) for name in merged.column_names}
     del merged
     if runtime_size:
@@ -409,20 +444,18 @@ def convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None =
     return Converted(table, counts, devices, first, last, source)
 
 
-def _decode_part(
-    part: list[msgspec.Raw], events: list[msgspec.Raw], begin: int, doc: KinetoDoc
-) -> list[BatchEvent]:
-    """Decode ``part`` (the events from ``begin`` on, less known repeats) in one call; on a
+def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> list[BatchEvent]:
+    """Decode ``part`` (events whose indices in the trace are ``part_idx``) in one call; on a
     malformed event, find and name the first one exactly as decoding them one by one does."""
     try:
         return batch_decoder.decode(b"[" + b",".join(part) + b"]")
     except msgspec.ValidationError:
         pass
-    for j, raw in enumerate(events[begin : begin + _CHUNK_ROWS]):
+    for index, raw in zip(part_idx, part, strict=True):
         try:
             event_decoder.decode(raw)
         except msgspec.ValidationError as exc:
-            raise KinetoFormatError(doc.path, f"trace event {begin + j} is malformed ({exc})") from None
+            raise KinetoFormatError(doc.path, f"trace event {index} is malformed ({exc})") from None
     raise AssertionError("a batch of events failed to decode, but each one decodes")
 
 
@@ -479,8 +512,8 @@ def compact_flow_links(links: list[list[Any]]) -> dict[str, Any]:
     small capture window weighed as much as its events.
     """
     out: dict[str, Any] = {}
-    for cat in sorted({link[0] for link in links}):
-        rows = [link for link in links if link[0] == cat]
+    for cat in sorted({str(link[0]) for link in links}):  # str: a flow without a category has None
+        rows = [link for link in links if str(link[0]) == cat]
         ts0 = min(r[3] for r in rows)
         out[cat] = {
             "ts0_ns": ts0,

@@ -139,7 +139,7 @@ def convert_kineto_file(
     doc = decode(src, data)
     del data
     report(0.35)
-    if not doc.events:
+    if doc.is_empty():
         raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
     gc_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
@@ -150,7 +150,7 @@ def convert_kineto_file(
     finally:
         if gc_enabled:
             gc.enable()
-    doc.events = []
+    doc.release()
     if conv.table.num_rows == 0:
         raise KinetoFormatError(src, "no trace events besides metadata: nothing to import")
     rank_value, rank_from = detect_rank(doc.metadata, src, rank)

@@ -58,8 +58,11 @@ STEP_PREFIX = "ProfilerStep#"
 
 _MEMCPY_NAME = re.compile(r"^Memcpy ([A-Za-z]+)")
 
+#: The category of MTIA device work; its events with a ``direction`` arg are DMA copies.
+DMA_CATEGORY = "mtia_ccp_events"
+
 #: MTIA DMA directions -> the CUDA-style memcpy kinds the rest of profui uses.
-_DIRECTIONS = {
+DIRECTIONS = {
     "HOST_TO_DEVICE": "HtoD",
     "DEVICE_TO_HOST": "DtoH",
     "DEVICE_TO_DEVICE": "DtoD",
@@ -89,7 +92,7 @@ def memcpy_kind_from_direction(direction: object) -> str | None:
     """``HtoD`` from MTIA's ``HOST_TO_DEVICE``."""
     if not isinstance(direction, str):
         return None
-    return _DIRECTIONS.get(direction, direction)
+    return DIRECTIONS.get(direction, direction)
 
 
 def as_int(value: object) -> int | None:

@@ -62,13 +62,38 @@ batch_decoder = msgspec.json.Decoder(list[BatchEvent])
 
 @dataclass
 class KinetoDoc:
-    """A decoded Kineto trace: its events and every other top-level key (decoded)."""
+    """A decoded Kineto trace: its events (as the JSON text of the ``traceEvents`` array, split
+    into one item per event on demand) and every other top-level key (decoded)."""
 
     path: Path
-    events: list[Raw]
+    events_text: bytes | bytearray | Raw | None
     metadata: dict[str, Any] = field(default_factory=dict)
     base_time_ns: int | None = None
     raw_bytes: int = 0
+    _events: list[Raw] | None = None
+
+    def event_list(self) -> list[Raw]:
+        """The events, one undecoded JSON item each (split on first use)."""
+        if self._events is None:
+            try:
+                self._events = _EVENTS_DECODER.decode(self.events_text or b"[]")
+            except msgspec.ValidationError:
+                raise KinetoFormatError(self.path, "'traceEvents' is not a list: not a Kineto trace") from None
+            except msgspec.DecodeError as exc:
+                raise _json_error(self.path, exc) from None
+        return self._events
+
+    def is_empty(self) -> bool:
+        """True when ``traceEvents`` is an empty list."""
+        if self._events is not None:
+            return not self._events
+        head = bytes(memoryview(self.events_text or b"[]")[:256]).strip()
+        return head.startswith(b"[") and head[1:].lstrip().startswith(b"]")
+
+    def release(self) -> None:
+        """Drop the events' text (after conversion) so its memory can be reused."""
+        self.events_text = None
+        self._events = None
 
 
 def read_bytes(path: Path) -> bytes | bytearray:
@@ -149,12 +174,6 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     raw_events = top.pop("traceEvents", None)
     if raw_events is None:
         raise KinetoFormatError(path, _what_instead(top))
-    try:
-        events = _EVENTS_DECODER.decode(raw_events)
-    except msgspec.ValidationError:
-        raise KinetoFormatError(path, "'traceEvents' is not a list: not a Kineto trace") from None
-    except msgspec.DecodeError as exc:
-        raise _json_error(path, exc) from None
     metadata = {k: msgspec.json.decode(v) for k, v in top.items()}
     base_ns = None
     if "baseTimeNanoseconds" in top:
@@ -162,7 +181,7 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
             base_ns = int_text(bytes(top["baseTimeNanoseconds"]))
         except ValueError:
             raise KinetoFormatError(path, "'baseTimeNanoseconds' is not an integer") from None
-    return KinetoDoc(path=path, events=events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data))
+    return KinetoDoc(path=path, events_text=raw_events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data))
 
 
 def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
@@ -181,7 +200,7 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
         )
     if head != b"{":
         raise KinetoFormatError(path, "a JSON list that is not a list of trace events: not a Kineto trace")
-    return KinetoDoc(path=path, events=items, metadata={}, base_time_ns=None, raw_bytes=len(data))
+    return KinetoDoc(path=path, events_text=data, metadata={}, base_time_ns=None, raw_bytes=len(data), _events=items)
 
 
 def _what_instead(top: dict[str, Raw]) -> str:

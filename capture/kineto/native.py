@@ -1,0 +1,132 @@
+"""The native scan of a Kineto ``traceEvents`` array (the ``_scan`` C extension) as Arrow columns.
+
+The extension turns the common events into row columns in one pass over the JSON text and
+hands back the rest (metadata, profiler spans, markers, unusual events) as *specials* for the
+pure-Python converter, which remains the reference for every rule. When the extension is not
+built (no C compiler at install time) or ``PROFUI_PURE_PYTHON=1`` is set, :func:`scan_events`
+returns None and the import runs entirely in Python, with identical results.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .mapping import CANONICAL_CAT, DEVICE_SIDE, DIRECTIONS, DMA_CATEGORY, KIND_BY_CAT
+
+try:
+    from . import _scan
+except ImportError:  # built without a C compiler: the pure-Python path does everything
+    _scan = None
+
+#: Kind names by the code the extension writes for each row.
+KIND_NAMES: tuple[str, ...] = tuple(sorted({*KIND_BY_CAT.values(), "instant", "step", "memcpy"}))
+
+# Flags of a category, as _scan.c reads them.
+_F_DEVICE, _F_MEMCPY, _F_MEMSET, _F_RUNTIME, _F_DMA, _F_CANON, _F_ANNOT = 1, 2, 4, 8, 16, 32, 64
+
+
+def available() -> bool:
+    """True when the extension is built and not switched off by ``PROFUI_PURE_PYTHON=1``."""
+    return _scan is not None and os.environ.get("PROFUI_PURE_PYTHON", "") not in ("1", "true", "yes")
+
+
+@cache
+def _policy() -> tuple[list[tuple[bytes, int, int]], list[tuple[bytes, bytes]]]:
+    cats = []
+    for cat, kind in KIND_BY_CAT.items():
+        flags = _F_DEVICE if kind in DEVICE_SIDE else 0
+        flags |= {"memcpy": _F_MEMCPY, "memset": _F_MEMSET, "runtime": _F_RUNTIME, "annotation": _F_ANNOT}.get(kind, 0)
+        if cat == DMA_CATEGORY and kind == "kernel":
+            flags |= _F_DMA
+        if CANONICAL_CAT[kind] == cat:
+            flags |= _F_CANON
+        cats.append((cat.encode(), KIND_NAMES.index(kind), flags))
+    dirs = [(k.encode(), v.encode()) for k, v in DIRECTIONS.items()]
+    return cats, dirs
+
+
+@dataclass
+class NativeScan:
+    """What the extension made of an events array.
+
+    ``table``: the rows it converted (the converter's chunk columns plus ``ord``, the event's
+    index in the array); ``specials``: ``(index, text)`` of every event left to the Python
+    converter, in order; ``flows``: counts of the ac2g/async_gpu flow events it consumed, by
+    ``"cat:ph"``; ``runtime_size``: copy sizes of runtime calls by correlation (AMD);
+    ``events``: the number of events in the array.
+    """
+
+    table: pa.Table
+    specials: list[tuple[int, memoryview]]
+    flows: dict[str, int]
+    runtime_size: dict[int, int]
+    events: int
+
+
+def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | None:
+    """Scan the JSON text of a ``traceEvents`` array; None when the extension is unavailable
+    or the text is not an array of objects (the Python path then reports what is wrong).
+    ``schema`` is the converter's chunk schema; the table gets it plus ``ord``."""
+    if not available():
+        return None
+    cats, dirs = _policy()
+    try:
+        res = _scan.scan(
+            text, cats, dirs, KIND_NAMES.index("instant"), KIND_NAMES.index("step"), KIND_NAMES.index("memcpy")
+        )
+    except ValueError:
+        return None
+    n = res["rows"]
+
+    def plain(typ: pa.DataType, data: bytes) -> pa.Array:
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
+
+    def nullable(parts: tuple[bytes, bytes]) -> pa.Array:
+        valid, data = parts
+        return pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(valid), pa.py_buffer(data)])
+
+    def text_column(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
+        valid, offsets, data = parts
+        raw = pa.Array.from_buffers(
+            pa.large_binary(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        return raw.cast(pa.large_string()).cast(pa.string())  # the first cast checks UTF-8
+
+    columns = {
+        "ts": plain(pa.int64(), res["ts"]),
+        "dur": plain(pa.int64(), res["dur"]),
+        "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
+        "name": text_column(res["name"]),
+        "pid": plain(pa.int64(), res["pid"]),
+        "tid": plain(pa.int64(), res["tid"]),
+        "device": plain(pa.int32(), res["device"]),
+        "stream": plain(pa.int32(), res["stream"]),
+        "correlation": nullable(res["correlation"]),
+        "external_id": nullable(res["external_id"]),
+        "bytes": nullable(res["bytes"]),
+        "memcpy_kind": text_column(res["memcpy_kind"]),
+        "args": text_column(res["args"]),
+    }
+    arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    table = pa.Table.from_arrays(
+        [*arrays, plain(pa.int64(), res["ord"])], schema=schema.append(pa.field("ord", pa.int64()))
+    )
+    triples = memoryview(res["special"]).cast("q")
+    view = memoryview(text)
+    specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
+    counts = res["flows"]
+    flows = {
+        f"{cat}:{ph}": c
+        for (cat, ph), c in zip(
+            [(cat, ph) for cat in ("ac2g", "async_gpu") for ph in "sft"], counts, strict=True
+        )
+        if c
+    }
+    pairs = memoryview(res["sizes"]).cast("q")
+    runtime_size = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
+    return NativeScan(table, specials, flows, runtime_size, res["events"])

@@ -1,0 +1,205 @@
+"""The native scan (``_scan``, C) against the pure-Python converter, which defines every rule.
+
+Both paths must give the same table (``args`` compared as JSON objects: the native path keeps
+the source's number and escape spelling) and the same source metadata: on every shared real
+trace, and on generated events (hypothesis; synthetic, for the shapes the corpus lacks: escaped
+names, named pids, odd args values, sub-ns digits, repeated metadata, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from profui.capture.kineto import native
+from profui.capture.kineto.convert import convert_events
+from profui.capture.kineto.errors import KinetoFormatError
+from profui.capture.kineto.reader import decode, read_bytes
+
+from realdata import require_shared_traces
+
+if not native.available():
+    if os.environ.get("PROFUI_REQUIRE_NATIVE") == "1":
+        pytest.fail("the _scan C extension is not built (PROFUI_REQUIRE_NATIVE=1 makes this a failure)")
+    pytest.skip("the _scan C extension is not built (no C compiler at install time)", allow_module_level=True)
+
+
+def _convert(path: Path, data: bytes, use_native: bool):
+    try:
+        return convert_events(decode(path, bytearray(data)), native=use_native)
+    except KinetoFormatError as exc:
+        return str(exc)
+
+
+def _args(values: list) -> list:
+    return [None if v is None else msgspec.json.decode(v) for v in values]
+
+
+def assert_same(path: Path, data: bytes) -> int:
+    """Convert ``data`` both ways and compare everything; returns the number of rows."""
+    fast, slow = _convert(path, data, True), _convert(path, data, False)
+    if isinstance(slow, str) or isinstance(fast, str):
+        assert fast == slow
+        return 0
+    a, b = fast.table, slow.table
+    assert a.schema == b.schema
+    for name in b.column_names:
+        x, y = a[name].to_pylist(), b[name].to_pylist()
+        if name == "args":
+            x, y = _args(x), _args(y)
+        assert x == y, name
+    assert fast.source == slow.source
+    assert (fast.counts, fast.devices, fast.first_ts_ns, fast.last_end_ns) == (
+        slow.counts, slow.devices, slow.first_ts_ns, slow.last_end_ns
+    )
+    return b.num_rows
+
+
+def test_every_shared_trace_converts_the_same_both_ways() -> None:
+    d = require_shared_traces()
+    rows = {}
+    for p in sorted(d.glob("hta-*.json*")):
+        try:
+            data = bytes(read_bytes(p))
+        except KinetoFormatError:
+            continue
+        rows[p.name] = assert_same(p, data)
+    assert rows["hta-df_index_resolver-df_index_resolver.json.gz"] == 151_388
+    assert rows["hta-mtia_trace_single_rank-mtia_rank_0.json.gz"] == 138_370
+    assert sum(1 for n in rows.values() if n) >= 18
+
+
+def test_native_scan_takes_the_common_events_and_leaves_the_rest() -> None:
+    d = require_shared_traces()
+    p = d / "hta-df_index_resolver-df_index_resolver.json.gz"
+    doc = decode(p, read_bytes(p))
+    from profui.capture.kineto.convert import _CHUNK_SCHEMA
+
+    scan = native.scan_events(doc.events_text, _CHUNK_SCHEMA)
+    assert scan is not None and scan.events == 216_092
+    assert scan.table.num_rows == 151_388  # every row: cpu ops, runtime, kernels, copies, instants
+    assert scan.flows == {"ac2g:f": 42_373, "ac2g:s": 22_290}
+    # left to Python: the 36 distinct metadata events (of 38), 2 global markers, 1 profiler span
+    phases = sorted((msgspec.json.decode(bytes(t))["ph"], msgspec.json.decode(bytes(t)).get("cat")) for _, t in scan.specials)
+    assert phases == [("M", None)] * 36 + [("X", "Trace")] + [("i", None)] * 2
+    assert [i for i, _ in scan.specials] == sorted(i for i, _ in scan.specials)
+
+
+def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFUI_PURE_PYTHON", "1")
+    assert not native.available()
+    assert native.scan_events(b"[]", None) is None
+
+
+# ---- generated events (synthetic) ------------------------------------------------------------
+
+_names = st.sampled_from(["aten::mm", "cudaLaunchKernel", "ProfilerStep#3", "Memcpy HtoD (Pageable -> Device)",
+                          "Memcpy", "Memset (Device)", "void gemm<\"t\">", "na\u00efve", "", "ProfilerStep"])
+_cats = st.sampled_from(["cpu_op", "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "cuda_runtime",
+                         "mtia_ccp_events", "mtia_runtime", "user_annotation", "gpu_user_annotation", "cuda_sync",
+                         "python_function", "cpu_instant_event", "Trace", "unknown_thing", "my_runtime", None])
+_ints = st.one_of(st.integers(-5, 5), st.integers(2**31 - 2, 2**31 + 2), st.integers(-(2**63), 2**63 - 1))
+_values = st.one_of(_ints, st.none(), st.booleans(), st.sampled_from(["", "7", "0x1f", "HtoD", "x\"y", "\u00b2"]),
+                    st.floats(allow_nan=False, allow_infinity=False, width=32), st.lists(st.integers(0, 3), max_size=3),
+                    st.dictionaries(st.sampled_from(["a", "correlation"]), st.integers(0, 3), max_size=2))
+_arg_keys = st.sampled_from(["External id", "external id", "correlation", "device", "stream", "bytes", "kind",
+                             "size", "direction", "cat", "Input Dims", "name", "Ext\\u0065rnal id"])
+_times = st.one_of(
+    st.integers(0, 2**50).map(str),
+    st.tuples(st.integers(0, 2**40), st.text("0123456789", min_size=1, max_size=6)).map(lambda t: f"{t[0]}.{t[1]}"),
+    st.sampled_from(["-1.5", "-0.0005", "1e3", "12.0015", "12.0025", "\"12\"", "null"]),
+)
+
+
+_clean_values = {
+    "External id": st.integers(0, 2**40),
+    "correlation": st.one_of(st.integers(0, 2**40), st.none()),
+    "device": st.one_of(st.integers(-1, 8), st.integers(2**31 - 1, 2**31 + 1), st.none()),
+    "stream": st.one_of(st.integers(-1, 30), st.integers(-(2**31) - 1, -(2**31)), st.none()),
+    "bytes": st.one_of(st.integers(0, 2**40), st.none()),
+    "kind": st.one_of(st.sampled_from(["HtoD", "DtoD", "", "1", "42"]), st.integers(0, 9), st.none()),
+    "size": st.one_of(st.integers(0, 2**30), st.none()),
+    "direction": st.sampled_from(["HOST_TO_DEVICE", "DEVICE_TO_HOST", "PEER_TO_PEER", "SIDEWAYS"]),
+    "Input Dims": st.lists(st.lists(st.integers(0, 64), max_size=3), max_size=3),
+    "Concrete Inputs": st.lists(st.sampled_from(["", "1", "{x}", "a,b}"]), max_size=3),
+    "grid": st.lists(st.integers(1, 9), min_size=3, max_size=3),
+    "est. achieved occupancy %": st.floats(0, 100, width=32),
+    "meta": st.dictionaries(st.sampled_from(["correlation", "device"]), st.integers(0, 3), max_size=2),
+}
+
+
+@st.composite
+def _clean_event(draw) -> str:
+    """An event of the kinds real traces are made of (the native path's own ground)."""
+    ph = draw(st.sampled_from(["X"] * 6 + ["i", "M", "s", "f"]))
+    cats = ["ac2g"] if ph in "sf" else ["cpu_op", "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset",
+                                         "cuda_runtime", "mtia_ccp_events", "mtia_runtime", "user_annotation",
+                                         "gpu_user_annotation", "cuda_sync", "cpu_instant_event", "cuda_driver"]
+    fields = {"ph": json.dumps(ph), "cat": json.dumps(draw(st.sampled_from(cats)))}
+    fields["name"] = json.dumps(draw(_names))
+    fields["pid"] = str(draw(st.sampled_from([0, 1, 7, -1, 4294967296])))
+    fields["tid"] = str(draw(st.sampled_from([0, 1, 7, -1, 2**31])))
+    whole = draw(st.integers(-(10**6), 2**52))
+    digits = draw(st.text("0123456789", max_size=6))
+    fields["ts"] = f"{whole}.{digits}" if digits else str(whole)
+    if draw(st.booleans()):
+        fields["dur"] = draw(st.sampled_from(["0", "1.5", "2.25", "1000", "3.0005", "0.0015"]))
+    if ph == "M":
+        fields["args"] = json.dumps({"name": draw(st.sampled_from(["a", "b"]))})
+    elif ph in "sf":
+        fields["id"] = str(draw(st.integers(0, 3)))
+    elif draw(st.integers(0, 5)):
+        keys = draw(st.lists(st.sampled_from(sorted(_clean_values)), max_size=7, unique=True))
+        args = {k: draw(_clean_values[k]) for k in keys}
+        fields["args"] = json.dumps(args, indent=draw(st.sampled_from([None, 2])))
+    order = draw(st.permutations(list(fields)))
+    return "{" + ", ".join(f'"{k}": {fields[k]}' for k in order) + "}"
+
+
+@st.composite
+def _wild_event(draw) -> str:
+    """Anything goes: the shapes the native path must leave to Python, and bad input."""
+    ph = draw(st.sampled_from(["X", "X", "X", "i", "I", "M", "s", "f", "t", "B", ""]))
+    fields = {"ph": json.dumps(ph)}
+    cat = draw(_cats)
+    if cat is not None or draw(st.booleans()):
+        fields["cat"] = json.dumps(cat)
+    fields["name"] = json.dumps(draw(_names)) if draw(st.integers(0, 9)) else '"esc\\u0061ped"'
+    for key in ("pid", "tid"):
+        fields[key] = draw(st.sampled_from(["0", "1", "7", "-1", "4294967296", '"Spans"', '"12"']))
+    if draw(st.integers(0, 19)):
+        fields["ts"] = draw(_times)
+    if draw(st.booleans()):
+        fields["dur"] = draw(_times)
+    if ph in ("s", "f", "t"):
+        fields["id"] = str(draw(st.integers(0, 9)))
+        fields["cat"] = json.dumps(draw(st.sampled_from(["ac2g", "async_gpu", "fwdbwd", None])))
+    if draw(st.integers(0, 5)):
+        pairs = draw(st.lists(st.tuples(_arg_keys, _values), max_size=6))
+        if ph in ("X", "i") and draw(st.booleans()):
+            pairs.append(("External id", draw(st.integers(0, 99))))
+            pairs.append(("correlation", draw(st.integers(0, 99))))
+        sep = draw(st.sampled_from([", ", ",", ",\n      "]))
+        body = sep.join(f'"{k}": {json.dumps(v)}' if "\\" not in k else f'"{k}": 1' for k, v in pairs)
+        fields["args"] = "{" + body + "}" if draw(st.integers(0, 9)) else "[1, 2]"
+    order = draw(st.permutations(list(fields)))
+    return "{" + ", ".join(f'"{k}": {fields[k]}' for k in order) + "}"
+
+
+_event = st.one_of(_clean_event(), _clean_event(), _clean_event(), _wild_event())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(_event, min_size=1, max_size=40), repeat=st.booleans(), pretty=st.booleans())
+def test_generated_events_convert_the_same_both_ways(events: list[str], repeat: bool, pretty: bool) -> None:
+    if repeat:  # metadata repeated verbatim, as MTIA traces do
+        events = events + [e for e in events if '"ph": "M"' in e] * 3
+    sep = ",\n  " if pretty else ","
+    text = '{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + "]}"
+    assert_same(Path("generated.json"), text.encode())

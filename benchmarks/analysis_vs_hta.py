@@ -5,6 +5,7 @@ interpreter and library imports, and peak RSS is that process's own); the three 
 alternate, so both tools see the same machine load:
 
 - ``ours e2e``      : Kineto JSON -> profui import -> open -> full summary (``summarize``);
+- ``ours e2e-py``   : the same with ``PROFUI_PURE_PYTHON=1`` (no C scan: a user without a compiler);
 - ``ours imported`` : already imported trace -> open -> full summary;
 - ``HTA``           : ``TraceAnalysis`` parse + gpu kernel breakdown + temporal breakdown +
                       idle time breakdown + comm/comp overlap + CUDA kernel launch stats.
@@ -17,8 +18,10 @@ does not flatter our multi-threaded side). Medians of ``--repeat`` runs; a child
 (HTA's parser occasionally loses a rank under memory pressure) is retried up to twice.
 HTA runs in its own venv (``.venv-bench``; create it with
 ``python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis``).
-The last line prints the ratios (HTA / ours, summed over all traces; peak RSS: HTA / ours on
-the worst trace).
+The last lines print the ratios (HTA / ours, times summed over the traces; peak RSS: HTA / ours
+on the worst trace) for the issue's yardstick, the two largest GPU traces (df_index, mtia), and
+for all traces measured; then the start-up floor: what a fresh Python process with our
+libraries costs before any work, against a 20th of HTA's time.
 
     .venv/bin/python benchmarks/analysis_vs_hta.py [--repeat 3] [--traces name ...]
 """
@@ -93,12 +96,21 @@ a.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
 RETRIES: list[str] = []
 
 
-def run(python: str, code: str, *args: str, tries: int = 3) -> dict:
+STARTUP = """
+import time; _T0 = time.perf_counter(); _T1 = _T0
+from profui.analysis import open_trace
+from profui.analysis.summary import summarize
+""" + _REPORT
+
+NATIVE = "from profui.capture.kineto import native; print(native.available())"
+
+
+def run(python: str, code: str, *args: str, tries: int = 3, env: dict | None = None) -> dict:
     """Run ``code`` in a fresh ``python``; wall time measured from outside. Retried on failure."""
     for attempt in range(tries):
         t0 = time.perf_counter()
         proc = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                              env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})})
         wall = time.perf_counter() - t0
         if proc.returncode == 0:
             out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -138,46 +150,62 @@ def main() -> None:
             (hta_dir / src.name).symlink_to(src)
             imported = tmp / f"imported{i}"
             run(opts.python, OURS_E2E, str(src), str(imported))  # warm-up, and the imported trace
-            r_e2e, r_imp, r_hta = [], [], []
+            r_e2e, r_py, r_imp, r_hta = [], [], [], []
             for k in range(opts.repeat):
                 out = tmp / f"e2e{i}-{k}"
                 r_e2e.append(run(opts.python, OURS_E2E, str(src), str(out)))
                 shutil.rmtree(out, ignore_errors=True)
+                r_py.append(run(opts.python, OURS_E2E, str(src), str(out), env={"PROFUI_PURE_PYTHON": "1"}))
+                shutil.rmtree(out, ignore_errors=True)
                 r_imp.append(run(opts.python, OURS_IMPORTED, str(imported)))
                 r_hta.append(run(opts.hta_python, HTA, str(hta_dir)))
-            rows.append((name, src.stat().st_size, median_of(r_e2e), median_of(r_imp), median_of(r_hta)))
+            rows.append((name, src.stat().st_size, median_of(r_e2e), median_of(r_py), median_of(r_imp),
+                         median_of(r_hta)))
+        startup = median_of([run(opts.python, STARTUP) for _ in range(max(opts.repeat, 3))])
 
     if not rows:
         sys.exit("no traces to measure")
-    print(f"{'trace':<44} {'MB':>4} | {'wall s: e2e':>11} {'imp':>5} {'HTA':>5} | {'in-proc s: e2e':>14} {'imp':>5} {'HTA':>5} "
-          f"| {'cpu s: e2e':>10} {'imp':>5} {'HTA':>5} | {'RSS MB: e2e':>11} {'imp':>4} {'HTA':>4}")
-    tot: dict[str, float] = {}
-    mem = []
-    fig = (("wall_s", "wall"), ("compute_s", "in"), ("cpu_s", "cpu"))
-    for name, size, e2e, imp, hta in rows:
-        for side, r in (("e2e", e2e), ("imp", imp), ("hta", hta)):
-            for key, short in fig:
-                tot[f"{side}_{short}"] = tot.get(f"{side}_{short}", 0.0) + r[key]
-        mem.append(hta["rss_mb"] / max(e2e["rss_mb"], imp["rss_mb"]))
-        print(f"{name[4:48]:<44} {size / 2**20:4.1f} | "
-              + " | ".join(f"{e2e[k]:{w}.2f} {imp[k]:5.2f} {hta[k]:5.2f}" for (k, _), w in zip(fig, (11, 14, 10), strict=True))
-              + f" | {e2e['rss_mb']:11.0f} {imp['rss_mb']:4.0f} {hta['rss_mb']:4.0f}")
+    native_on = subprocess.run([opts.python, "-c", NATIVE], capture_output=True, text=True).stdout.strip()
+    sides = ("e2e", "py", "imp", "hta")
+    print(f"native C scan available: {native_on}")
+    print(f"{'trace':<40} {'MB':>4} | {'wall s: e2e':>11} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | "
+          f"{'in-proc s: e2e':>14} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | {'RSS MB: e2e':>11} {'imp':>4} {'HTA':>4}")
+    for name, size, *res in rows:
+        r = dict(zip(sides, res, strict=True))
+        print(f"{name[4:44]:<40} {size / 2**20:4.1f} | "
+              f"{r['e2e']['wall_s']:11.2f} {r['py']['wall_s']:6.2f} {r['imp']['wall_s']:5.2f} {r['hta']['wall_s']:5.2f} | "
+              f"{r['e2e']['compute_s']:14.2f} {r['py']['compute_s']:6.2f} {r['imp']['compute_s']:5.2f} "
+              f"{r['hta']['compute_s']:5.2f} | {r['e2e']['rss_mb']:11.0f} {r['imp']['rss_mb']:4.0f} {r['hta']['rss_mb']:4.0f}")
     print(f"wall = fresh process incl. interpreter start and library imports; in-proc = after the imports "
           f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); cpu = user+sys of the whole "
-          f"process; medians of {opts.repeat} runs; memory = HTA peak RSS / our larger peak, worst trace")
-    n = len(rows)
-    print(f"start-up per process (wall - in-process, mean): ours {(tot['imp_wall'] - tot['imp_in']) / n:.2f} s "
-          f"(end-to-end {(tot['e2e_wall'] - tot['e2e_in']) / n:.2f} s), HTA {(tot['hta_wall'] - tot['hta_in']) / n:.2f} s")
+          f"process; medians of {opts.repeat} runs")
     for r in RETRIES:
         print(f"retried a failed run: {r}")
 
-    def ratio(side: str, short: str) -> float:
-        return tot[f"hta_{short}"] / tot[f"{side}_{short}"]
+    def ratios(label: str, chosen: list) -> None:
+        tot: dict[str, float] = {}
+        for _name, _size, *res in chosen:
+            for side, r in zip(sides, res, strict=True):
+                for key in ("wall_s", "compute_s", "cpu_s"):
+                    tot[f"{side}_{key}"] = tot.get(f"{side}_{key}", 0.0) + r[key]
+        mem = min(res[3]["rss_mb"] / max(res[0]["rss_mb"], res[2]["rss_mb"]) for _n, _s, *res in chosen)
 
-    print(f"RATIOS HTA/ours, all traces: end-to-end wall {ratio('e2e', 'wall'):.1f}x (in-process {ratio('e2e', 'in'):.1f}x, "
-          f"cpu {ratio('e2e', 'cpu'):.1f}x); from imported wall {ratio('imp', 'wall'):.1f}x (in-process "
-          f"{ratio('imp', 'in'):.1f}x, cpu {ratio('imp', 'cpu'):.1f}x); peak memory {min(mem):.2f}x lower")
+        def x(side: str, key: str) -> str:
+            return f"{tot[f'hta_{key}'] / tot[f'{side}_{key}']:.1f}x"
 
+        print(f"RATIOS HTA/ours, {label}: end-to-end wall {x('e2e', 'wall_s')} (in-process {x('e2e', 'compute_s')}, "
+              f"cpu {x('e2e', 'cpu_s')}; pure Python {x('py', 'wall_s')}); from imported wall {x('imp', 'wall_s')} "
+              f"(in-process {x('imp', 'compute_s')}, cpu {x('imp', 'cpu_s')}); peak memory {mem:.2f}x lower")
+
+    largest = [r for r in rows if r[0] in DEFAULT_TRACES[:2]]
+    if largest:
+        ratios("the largest GPU traces (df_index, mtia)", largest)
+    ratios(f"all {len(rows)} traces", rows)
+    floor = startup["wall_s"]
+    budget = min(res[3]["wall_s"] for _n, _s, *res in (largest or rows)) / 20
+    print(f"START-UP FLOOR: a fresh process that only imports profui.analysis takes {floor:.2f} s (median); "
+          f"a 20th of HTA's fastest {'largest-trace' if largest else ''} run is {budget:.2f} s, so from an imported "
+          f"trace the wall-time ratio is capped at {budget * 20 / floor:.0f}x before any work is done")
 
 if __name__ == "__main__":
     main()

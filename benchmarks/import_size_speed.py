@@ -103,7 +103,7 @@ if which == "msgspec-typed":
     from profui.capture.kineto.reader import decode, event_decoder
     t = time.perf_counter()
     doc = decode(Path(sys.argv[1]), data)
-    n = sum(1 for raw in doc.events if event_decoder.decode(raw).ph)
+    n = sum(1 for raw in doc.event_list() if event_decoder.decode(raw).ph)
 elif which == "msgspec-generic":
     import msgspec
     t = time.perf_counter()

@@ -1,4 +1,9 @@
-"""Converting one decoded Kineto trace into the columns of the profui ``events`` table."""
+"""Converting one decoded Kineto trace into the columns of the profui ``events`` table.
+
+The Python code here defines every conversion rule. The optional C scan (:mod:`.native`)
+applies the same rules to the common events in bulk and leaves every other event to this
+code; tests hold the two paths to identical output.
+"""
 
 from __future__ import annotations
 

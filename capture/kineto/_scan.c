@@ -41,6 +41,7 @@ static int grow(Buf *b, size_t extra) {
 }
 
 static inline int put(Buf *b, const void *src, size_t len) {
+    if (!len) return 0;
     if (grow(b, len)) return -1;
     memcpy(b->p + b->n, src, len);
     b->n += len;

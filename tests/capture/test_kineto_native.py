@@ -203,3 +203,46 @@ def test_generated_events_convert_the_same_both_ways(events: list[str], repeat: 
     sep = ",\n  " if pretty else ","
     text = '{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + "]}"
     assert_same(Path("generated.json"), text.encode())
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_native_scan_survives_any_bytes(data) -> None:
+    """Mutated and cut real events (made here: the corpus is valid JSON) must give a result or
+    a ValueError, never a crash: the extension reads untrusted text without the GIL."""
+    from profui.capture.kineto import _scan
+
+    p = require_shared_traces() / "hta-trace_filter-sampled_rank-0.json.gz"
+    events = _sample_events(p)
+    k = data.draw(st.integers(1, 5))
+    i = data.draw(st.integers(0, len(events) - k))
+    text = bytearray(b"[" + b",".join(events[i : i + k]) + b"]")
+    for _ in range(data.draw(st.integers(0, 4))):
+        j = data.draw(st.integers(0, len(text) - 1))
+        c = data.draw(st.sampled_from(b'{}[]",:\\ 0123456789.-eEtrufalsnXMi'))
+        op = data.draw(st.sampled_from(["set", "delete", "insert", "cut"]))
+        if op == "set":
+            text[j] = c
+        elif op == "delete":
+            del text[j]
+        elif op == "insert":
+            text.insert(j, c)
+        else:
+            del text[j:]
+        if not text:
+            break
+    cats, dirs = native._policy()
+    try:
+        out = _scan.scan(bytes(text), cats, dirs, 0, 1, 2)
+    except ValueError:
+        return
+    assert out["rows"] + len(out["special"]) // 24 <= out["events"]
+
+
+_SAMPLE: dict[Path, list[bytes]] = {}
+
+
+def _sample_events(p: Path) -> list[bytes]:
+    if p not in _SAMPLE:
+        _SAMPLE[p] = [bytes(r) for r in decode(p, read_bytes(p)).event_list()]
+    return _SAMPLE[p]

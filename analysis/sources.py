@@ -8,7 +8,6 @@ the sources' paths, sizes and modification times, and reused while they are unch
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import shutil
@@ -65,8 +64,8 @@ def cache_key(sources: list[Path]) -> str:
 def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:
     from profui.capture.kineto import import_kineto  # the importer; imported lazily (heavy)
 
-    kwargs = {}
-    if progress is not None and "progress" in inspect.signature(import_kineto).parameters:
+    report = None
+    if progress is not None:
         state = {"pct": -10}
 
         def report(done: int, total: int) -> None:  # the importer reports (bytes done, bytes total)
@@ -75,8 +74,20 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
                 state["pct"] = pct
                 progress(f"importing: {pct}%")
 
-        kwargs["progress"] = report
-    import_kineto(sources, out_dir, force=True, **kwargs)
+    import_kineto(sources, out_dir, force=True, progress=report, name=import_name(sources))
+
+
+def import_name(sources: list[Path]) -> str:
+    """A readable name for an import into the cache (not the cache folder's hash): the file's
+    name without ``.json``/``.json.gz``, or the folder holding several files."""
+    if len(sources) == 1:
+        name = sources[0].name
+        for suffix in (".json.gz", ".json"):
+            if name.lower().endswith(suffix):
+                return name[: -len(suffix)]
+        return name
+    parents = {s.parent for s in sources}
+    return parents.pop().name if len(parents) == 1 else f"{sources[0].parent.name} and others"
 
 
 def resolve_trace(

@@ -252,11 +252,13 @@ def import_kineto(
     node: str | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    name: str | None = None,
 ) -> Manifest:
     """Import Kineto JSON files (or folders of them) as the new trace ``out_dir``.
 
     Everything is built in a temporary folder beside ``out_dir`` and renamed into place at the
     end, so a failure leaves no half trace and ``force`` never half-overwrites an old one.
+    ``name`` is the trace's name in its manifest (default: the folder's name).
     Returns the written manifest (status ``imported``, source ``kineto-import``).
     """
     out_dir = Path(out_dir)
@@ -268,7 +270,7 @@ def import_kineto(
         shutil.rmtree(tmp)
     tmp.mkdir()
     try:
-        manifest = _build(files, tmp, out_dir.name, rank=rank, node=node, progress=progress)
+        manifest = _build(files, tmp, name or out_dir.name, rank=rank, node=node, progress=progress)
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -113,6 +113,7 @@ def test_kineto_json_is_imported_once_into_the_cache(tmp_path: Path) -> None:
     assert "using cached import" in lines[-1]
     t = open_trace(src, cache_root=cache)
     assert t.path == first
+    assert t.manifest.name == "hta-trace_compare-base-base"  # named after the file, not the cache key
     assert t.events().filter(pl.col("kind") == "kernel").select(pl.len()).collect().item() == 6
     assert list(cache.glob("imports/.*")) == []  # no temporary folders left behind
 
@@ -126,5 +127,6 @@ def test_folder_of_kineto_files_is_one_multirank_trace(tmp_path: Path) -> None:
         name = f"hta-trace_filter-sampled_rank-{r}.json.gz"
         (run / name).write_bytes(shared_trace(name).read_bytes())
     t = open_trace(run, cache_root=tmp_path / "cache")
+    assert t.manifest.name == "run"
     assert [r for _, r in t.dir.ranks] == [0, 1]
     assert sorted(t.events().select("rank").unique().collect()["rank"].to_list()) == [0, 1]

@@ -17,6 +17,9 @@ from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEM
 # Integer columns that grow slowly row to row once sorted by ts: delta encoding shrinks them.
 _DELTA_COLUMNS = {"events": ("ts", "dur", "correlation", "external_id"), "metrics": ("ts",)}
 ZSTD_LEVEL = 6
+#: Rows per row group: readers decode row groups in parallel (reading the df_index trace's 151k
+#: events: 13 -> 8 ms on 2 cores), for about 1% more bytes than one row group per file.
+ROW_GROUP_ROWS = 1 << 16
 
 
 def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:
@@ -83,7 +86,7 @@ def write_table(table_name: str, table: pa.Table, path: str | Path, extra_metada
             column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
             write_statistics=True,
         ) as writer:
-            writer.write_table(table, row_group_size=1 << 20)
+            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             writer.add_key_value_metadata(meta)
 
     write_with(path, _write)

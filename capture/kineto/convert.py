@@ -374,8 +374,9 @@ def convert_events(
             part_idx = [part_idx[k] for k in fresh]
         else:
             src.repeats = 0
+        decoded = _decode_part(part, part_idx, doc)
         try:
-            keep, kinds, instants, kept = _select_rows(_decode_part(part, part_idx, doc), part, src)
+            keep, kinds, instants, kept = _select_rows(decoded, part, src)
         except ValueError as exc:  # a span's, marker's or flow's time that is not a number
             raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
         if keep:
@@ -454,12 +455,12 @@ def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> lis
     malformed event, find and name the first one exactly as decoding them one by one does."""
     try:
         return batch_decoder.decode(b"[" + b",".join(part) + b"]")
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, msgspec.DecodeError):  # DecodeError: text that is not UTF-8
         pass
     for index, raw in zip(part_idx, part, strict=True):
         try:
             event_decoder.decode(raw)
-        except msgspec.ValidationError as exc:
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise KinetoFormatError(doc.path, f"trace event {index} is malformed ({exc})") from None
     raise AssertionError("a batch of events failed to decode, but each one decodes")
 

@@ -81,6 +81,29 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
         )
     except ValueError:
         return None
+    try:
+        table = _table(res, schema)
+    except pa.ArrowInvalid:  # text that is not UTF-8: the Python path names the event
+        return None
+    triples = memoryview(res["special"]).cast("q")
+    view = memoryview(text)
+    specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
+    counts = res["flows"]
+    flows = {
+        f"{cat}:{ph}": c
+        for (cat, ph), c in zip(
+            [(cat, ph) for cat in ("ac2g", "async_gpu") for ph in "sft"], counts, strict=True
+        )
+        if c
+    }
+    pairs = memoryview(res["sizes"]).cast("q")
+    runtime_size = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
+    return NativeScan(table, specials, flows, runtime_size, res["events"])
+
+
+def _table(res: dict, schema: pa.Schema) -> pa.Table:
+    """The extension's column buffers as an Arrow table (``schema`` plus ``ord``), zero-copy
+    except for the UTF-8 check of the text columns."""
     n = res["rows"]
 
     def plain(typ: pa.DataType, data: bytes) -> pa.Array:
@@ -113,20 +136,6 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
         "args": text_column(res["args"]),
     }
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
-    table = pa.Table.from_arrays(
+    return pa.Table.from_arrays(
         [*arrays, plain(pa.int64(), res["ord"])], schema=schema.append(pa.field("ord", pa.int64()))
     )
-    triples = memoryview(res["special"]).cast("q")
-    view = memoryview(text)
-    specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
-    counts = res["flows"]
-    flows = {
-        f"{cat}:{ph}": c
-        for (cat, ph), c in zip(
-            [(cat, ph) for cat in ("ac2g", "async_gpu") for ph in "sft"], counts, strict=True
-        )
-        if c
-    }
-    pairs = memoryview(res["sizes"]).cast("q")
-    runtime_size = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
-    return NativeScan(table, specials, flows, runtime_size, res["events"])

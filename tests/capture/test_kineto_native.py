@@ -91,6 +91,14 @@ def test_native_scan_takes_the_common_events_and_leaves_the_rest() -> None:
     assert [i for i, _ in scan.specials] == sorted(i for i, _ in scan.specials)
 
 
+def test_text_that_is_not_utf8_gets_the_same_one_line_error_both_ways() -> None:
+    # made here: a name with a byte that is not UTF-8
+    doc = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "bad\xff", "pid": 1, "tid": 1, "ts": 1}]}'
+    fast, slow = _convert(Path("bad.json"), doc, True), _convert(Path("bad.json"), doc, False)
+    assert fast == slow
+    assert fast.startswith("bad.json: trace event 0 is malformed") and "utf-8" in fast.lower(), fast
+
+
 def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROFUI_PURE_PYTHON", "1")
     assert not native.available()

@@ -309,7 +309,6 @@ typedef struct {
     Buf special;    /* int64 triples: event index, start, end (offsets in the text) */
     Buf sizes;      /* int64 pairs: correlation, size of runtime rows */
     int64_t flows[6]; /* ac2g s f t, async_gpu s f t */
-    int64_t repeats;  /* metadata events dropped as verbatim repeats */
     /* metadata dedupe: open addressing over (hash, start, len) */
     uint64_t *mh;
     int64_t *ms, *ml;
@@ -684,7 +683,6 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
         } else if (ph == 'M') {
             int first = meta_first(o, base, sp.s, (size_t)(sp.e - sp.s));
             if (first < 0) return NOMEM;
-            if (!first) o->repeats++;
             special = first;
         }
     }
@@ -784,7 +782,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         goto done;
     }
     result = Py_BuildValue(
-        "{s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:(LLLLLL),s:L}",
+        "{s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:(LLLLLL)}",
         "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
         "ts", bytes_of(&o.ts), "dur", bytes_of(&o.dur), "kind", bytes_of(&o.kind), "pid", bytes_of(&o.pid),
         "tid", bytes_of(&o.tid), "device", bytes_of(&o.device), "stream", bytes_of(&o.stream),
@@ -797,7 +795,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         "args", bytes_of(&o.args.valid), bytes_of(&o.args.off), bytes_of(&o.args.data),
         "special", bytes_of(&o.special), "sizes", bytes_of(&o.sizes),
         "flows", (long long)o.flows[0], (long long)o.flows[1], (long long)o.flows[2], (long long)o.flows[3],
-        (long long)o.flows[4], (long long)o.flows[5], "repeats", (long long)o.repeats);
+        (long long)o.flows[4], (long long)o.flows[5]);
 done:
     out_free(&o);
     free(pol.cats);

@@ -62,7 +62,8 @@ def cache_key(sources: list[Path]) -> str:
 
 
 def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:
-    from profui.capture.kineto import import_kineto  # the importer; imported lazily (heavy)
+    # the importer is heavy (pyarrow, the Kineto converter): loaded only when JSON is imported
+    from profui.capture.kineto.importer import import_kineto, source_stem
 
     report = None
     if progress is not None:
@@ -74,20 +75,9 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
                 state["pct"] = pct
                 progress(f"importing: {pct}%")
 
-    import_kineto(sources, out_dir, force=True, progress=report, name=import_name(sources))
-
-
-def import_name(sources: list[Path]) -> str:
-    """A readable name for an import into the cache (not the cache folder's hash): the file's
-    name without ``.json``/``.json.gz``, or the folder holding several files."""
-    if len(sources) == 1:
-        name = sources[0].name
-        for suffix in (".json.gz", ".json"):
-            if name.lower().endswith(suffix):
-                return name[: -len(suffix)]
-        return name
-    parents = {s.parent for s in sources}
-    return parents.pop().name if len(parents) == 1 else f"{sources[0].parent.name} and others"
+    # named after the file (or the folder of a multi-rank run), not after the cache key
+    name = source_stem(sources[0]) if len(sources) == 1 else Path(os.path.commonpath(sources)).name
+    import_kineto(sources, out_dir, force=True, progress=report, name=name)
 
 
 def resolve_trace(

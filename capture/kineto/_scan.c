@@ -112,6 +112,22 @@ static const char *scan_string(const char *p, const char *e, int *esc) {
     }
 }
 
+enum { ITEM_ERROR = -1, ITEM_LAST = 0, ITEM_MORE = 1 };
+
+/* After an item of an object or array: past a comma (more items follow) or past ``close``. */
+static int next_item(const char **pp, const char *e, char close) {
+    const char *p = ws(*pp, e);
+    if (p < e && *p == ',') {
+        *pp = ws(p + 1, e);
+        return ITEM_MORE;
+    }
+    if (p < e && *p == close) {
+        *pp = p + 1;
+        return ITEM_LAST;
+    }
+    return ITEM_ERROR;
+}
+
 static inline int is_num_char(char c) {
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
@@ -148,18 +164,9 @@ static const char *value(const char *p, const char *e, Buf *out, int depth) {
             }
             p = value(p, e, out, depth + 1);
             if (!p) return NULL;
-            p = ws(p, e);
-            if (p >= e) return NULL;
-            if (*p == ',') {
-                if (out && put(out, ",", 1)) return NULL;
-                p = ws(p + 1, e);
-                continue;
-            }
-            if (*p == close) {
-                if (out && put(out, &close, 1)) return NULL;
-                return p + 1;
-            }
-            return NULL;
+            int more = next_item(&p, e, close);
+            if (more == ITEM_ERROR || (out && put(out, more ? "," : &close, 1))) return NULL;
+            if (!more) return p;
         }
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
@@ -412,12 +419,8 @@ static int parse_args(Span a, Arg *args, int *n) {
         p = value(p, e, NULL, 0);
         if (!p) return 0;
         g->val.e = p;
-        p = ws(p, e);
-        if (p < e && *p == ',') {
-            p = ws(p + 1, e);
-            continue;
-        }
-        return p < e && *p == '}';
+        int more = next_item(&p, e, '}');
+        if (more != ITEM_MORE) return more == ITEM_LAST;
     }
 }
 
@@ -628,16 +631,9 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
                     *has = 1;
                 }
             }
-            p = ws(p, e);
-            if (p < e && *p == ',') {
-                p = ws(p + 1, e);
-                continue;
-            }
-            if (p < e && *p == '}') {
-                p++;
-                break;
-            }
-            return -2;
+            int more = next_item(&p, e, '}');
+            if (more == ITEM_ERROR) return -2;
+            if (!more) break;
         }
     }
     *end = p;
@@ -757,17 +753,10 @@ static PyObject *scan(PyObject *self, PyObject *a) {
                 const char *end = NULL;
                 status = event(&o, &pol, base, p, e, &end, index++);
                 if (status) break;
-                p = ws(end, e);
-                if (p < e && *p == ',') {
-                    p = ws(p + 1, e);
-                    continue;
-                }
-                if (p < e && *p == ']') {
-                    p++;
-                    break;
-                }
-                status = -2;
-                break;
+                p = end;
+                int more = next_item(&p, e, ']');
+                if (more == ITEM_ERROR) status = -2;
+                if (more != ITEM_MORE) break;
             }
         }
         if (!status && ws(p, e) != e) status = -2;

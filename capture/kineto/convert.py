@@ -22,6 +22,7 @@ from profui.capture.format import to_table
 from .errors import KinetoFormatError
 from .mapping import (
     CANONICAL_CAT,
+    CORRELATION_FLOWS,
     DEVICE_SIDE,
     DMA_CATEGORY,
     KIND_BY_CAT,
@@ -186,7 +187,7 @@ def _select_rows(
         elif ph == "s" or ph == "f" or ph == "t":
             cat = ev.cat
             src.flows[f"{cat}:{ph}"] += 1
-            if cat not in ("ac2g", "async_gpu") and ev.ts:
+            if cat not in CORRELATION_FLOWS and ev.ts:
                 # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
                 # kept as [cat, id, ph, ts_ns, pid, tid] links.
                 src.flow_links.append([cat, ev.id, ph, us_text_to_ns(bytes(ev.ts)), ev.pid, ev.tid])

@@ -150,7 +150,6 @@ def convert_kineto_file(
     finally:
         if gc_enabled:
             gc.enable()
-    doc.release()
     if conv.table.num_rows == 0:
         raise KinetoFormatError(src, "no trace events besides metadata: nothing to import")
     rank_value, rank_from = detect_rank(doc.metadata, src, rank)

@@ -58,6 +58,9 @@ STEP_PREFIX = "ProfilerStep#"
 
 _MEMCPY_NAME = re.compile(r"^Memcpy ([A-Za-z]+)")
 
+#: Flow categories that only restate ``args.correlation`` (launch -> kernel): counted, not kept.
+CORRELATION_FLOWS = ("ac2g", "async_gpu")
+
 #: The category of MTIA device work; its events with a ``direction`` arg are DMA copies.
 DMA_CATEGORY = "mtia_ccp_events"
 

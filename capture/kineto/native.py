@@ -16,7 +16,7 @@ from functools import cache
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .mapping import CANONICAL_CAT, DEVICE_SIDE, DIRECTIONS, DMA_CATEGORY, KIND_BY_CAT
+from .mapping import CANONICAL_CAT, CORRELATION_FLOWS, DEVICE_SIDE, DIRECTIONS, DMA_CATEGORY, KIND_BY_CAT
 
 try:
     from . import _scan
@@ -25,6 +25,9 @@ except ImportError:  # built without a C compiler: the pure-Python path does eve
 
 #: Kind names by the code the extension writes for each row.
 KIND_NAMES: tuple[str, ...] = tuple(sorted({*KIND_BY_CAT.values(), "instant", "step", "memcpy"}))
+
+#: The flow counts the extension returns, in its order (_scan.c matches these categories).
+_FLOW_KEYS = tuple(f"{cat}:{ph}" for cat in CORRELATION_FLOWS for ph in "sft")
 
 # Flags of a category, as _scan.c reads them.
 _F_DEVICE, _F_MEMCPY, _F_MEMSET, _F_RUNTIME, _F_DMA, _F_CANON, _F_ANNOT = 1, 2, 4, 8, 16, 32, 64
@@ -88,14 +91,7 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     triples = memoryview(res["special"]).cast("q")
     view = memoryview(text)
     specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
-    counts = res["flows"]
-    flows = {
-        f"{cat}:{ph}": c
-        for (cat, ph), c in zip(
-            [(cat, ph) for cat in ("ac2g", "async_gpu") for ph in "sft"], counts, strict=True
-        )
-        if c
-    }
+    flows = {key: c for key, c in zip(_FLOW_KEYS, res["flows"], strict=True) if c}
     pairs = memoryview(res["sizes"]).cast("q")
     runtime_size = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
     return NativeScan(table, specials, flows, runtime_size, res["events"])

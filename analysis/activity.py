@@ -30,7 +30,10 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
     lf = _lazy(events)
     if hta_compat:
         lf = lf.filter(pl.col("hta_gpu")).with_columns(
-            pl.when(pl.col("kind").is_in(list(ACTIVITIES))).then(pl.col("kind")).otherwise(pl.lit("kernel")).alias("kind")
+            pl.when(pl.col("kind").is_in(list(ACTIVITIES)))
+            .then(pl.col("kind"))
+            .otherwise(pl.lit("kernel"))
+            .alias("kind")
         )
     else:
         lf = lf.filter(pl.col("kind").is_in(list(ACTIVITIES)), pl.col("device") >= 0)
@@ -39,7 +42,9 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
     cov = label_coverage(iv, "kind", list(ACTIVITIES), by).collect(engine=ENGINE).lazy()
     # lowest set bit = highest-priority activity running
     first = pl.col("mask") & (-pl.col("mask"))
-    owner = first.replace_strict([1 << i for i in range(len(ACTIVITIES))], list(ACTIVITIES), return_dtype=pl.String)
+    owner = first.replace_strict(
+        [1 << i for i in range(len(ACTIVITIES))], list(ACTIVITIES), return_dtype=pl.String
+    )
     owned = cov.with_columns(owner.alias("activity")).group_by([*by, "activity"]).agg(pl.col("time_ns").sum())
     # time each kind ran while a higher-priority kind also ran
     hidden = []
@@ -57,13 +62,17 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
     span = span.with_columns((pl.col("_b") - pl.col("_a")).alias("span_ns")).drop("_a", "_b")
     acts = pl.LazyFrame({"activity": [*ACTIVITIES, "idle"]})
     grid = span.join(acts, how="cross")
-    busy = owned.group_by(by).agg(pl.col("time_ns").sum().alias("_busy")) if by else owned.select(
-        pl.col("time_ns").sum().alias("_busy")
+    busy = (
+        owned.group_by(by).agg(pl.col("time_ns").sum().alias("_busy"))
+        if by
+        else owned.select(pl.col("time_ns").sum().alias("_busy"))
     )
     joined = grid.join(owned, on=[*by, "activity"], how="left")
     joined = joined.join(busy, on=by, how="left") if by else joined.join(busy, how="cross")
     joined = joined.join(hidden_lf.drop("_g", strict=False), on=[*by, "activity"], how="left")
-    order = pl.col("activity").replace_strict([*ACTIVITIES, "idle"], list(range(len(ACTIVITIES) + 1)), return_dtype=pl.Int64)
+    order = pl.col("activity").replace_strict(
+        [*ACTIVITIES, "idle"], list(range(len(ACTIVITIES) + 1)), return_dtype=pl.Int64
+    )
     return (
         joined.with_columns(
             pl.when(pl.col("activity") == "idle")
@@ -73,7 +82,10 @@ def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: 
             pl.col("overlap_ns").fill_null(0),
         )
         .with_columns(
-            pl.when(pl.col("span_ns") > 0).then(pl.col("time_ns") / pl.col("span_ns")).otherwise(0.0).alias("share")
+            pl.when(pl.col("span_ns") > 0)
+            .then(pl.col("time_ns") / pl.col("span_ns"))
+            .otherwise(0.0)
+            .alias("share")
         )
         .select(*by, "activity", "time_ns", "share", "overlap_ns", "span_ns")
         .sort([*by, order])
@@ -87,7 +99,9 @@ def activity_total(shares: Frame) -> pl.LazyFrame:
 
     Columns: activity, n_gpus, time_ns, share, overlap_ns, span_ns (activities in the usual order).
     """
-    order = pl.col("activity").replace_strict([*ACTIVITIES, "idle"], list(range(len(ACTIVITIES) + 1)), return_dtype=pl.Int64)
+    order = pl.col("activity").replace_strict(
+        [*ACTIVITIES, "idle"], list(range(len(ACTIVITIES) + 1)), return_dtype=pl.Int64
+    )
     return (
         _lazy(shares)
         .group_by("activity")
@@ -98,7 +112,10 @@ def activity_total(shares: Frame) -> pl.LazyFrame:
             pl.col("span_ns").sum(),
         )
         .with_columns(
-            pl.when(pl.col("span_ns") > 0).then(pl.col("time_ns") / pl.col("span_ns")).otherwise(0.0).alias("share")
+            pl.when(pl.col("span_ns") > 0)
+            .then(pl.col("time_ns") / pl.col("span_ns"))
+            .otherwise(0.0)
+            .alias("share")
         )
         .select("activity", pl.col("n_gpus").cast(pl.Int64), "time_ns", "share", "overlap_ns", "span_ns")
         .sort(order)

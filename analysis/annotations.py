@@ -73,7 +73,12 @@ def _side_windows(windows: pl.LazyFrame) -> pl.LazyFrame:
             lo, hi = "start", "end"
         parts.append(
             windows.select(
-                "node", "rank", "step", pl.lit(side).alias("side"), pl.col(lo).alias("w_start"), pl.col(hi).alias("w_end")
+                "node",
+                "rank",
+                "step",
+                pl.lit(side).alias("side"),
+                pl.col(lo).alias("w_start"),
+                pl.col(hi).alias("w_end"),
             )
         )
     return pl.concat(parts)
@@ -117,14 +122,16 @@ def annotation_per_step(
     )
     times = union_length(clipped, keys, "time_ns")
     counts = clipped.group_by(keys).agg(pl.len().cast(pl.Int64).alias("count"))
-    grid = w.select("node", "rank", "side", "step", (pl.col("w_end") - pl.col("w_start")).alias("step_ns")).join(
-        ann.select("node", "rank", "side", "name").unique(), on=["node", "rank", "side"], how="inner"
-    )
+    grid = w.select(
+        "node", "rank", "side", "step", (pl.col("w_end") - pl.col("w_start")).alias("step_ns")
+    ).join(ann.select("node", "rank", "side", "name").unique(), on=["node", "rank", "side"], how="inner")
     return (
         grid.join(times, on=keys, how="left")
         .join(counts, on=keys, how="left")
         .with_columns(pl.col("time_ns", "count").fill_null(0))
-        .with_columns(pl.when(pl.col("step_ns") > 0).then(pl.col("time_ns") / pl.col("step_ns")).alias("share"))
+        .with_columns(
+            pl.when(pl.col("step_ns") > 0).then(pl.col("time_ns") / pl.col("step_ns")).alias("share")
+        )
         .select(*keys, "time_ns", "count", "step_ns", "share")
         .sort(["node", "rank", "step", "side", "name"])
     )

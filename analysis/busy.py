@@ -50,7 +50,11 @@ def device_work(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = 
     types = lf.select("name").unique().with_columns(kernel_type_expr().alias("_ntype"))
     return (
         lf.join(types, on="name", how="left")
-        .with_columns(pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"), ktype.alias("kernel_type"))
+        .with_columns(
+            pl.col("ts").alias("start"),
+            (pl.col("ts") + pl.col("dur")).alias("end"),
+            ktype.alias("kernel_type"),
+        )
         .drop("_ntype")
     )
 
@@ -59,7 +63,10 @@ def _window(events: Frame, by: Sequence[str]) -> pl.LazyFrame:
     """First and last ns of any event of the rank(s) of each group (the profiled window)."""
     keys = [c for c in by if c in RANK_BY]
     lf = _lazy(events).filter(pl.col("kind") != "instant")
-    agg = [pl.col("ts").min().alias("window_start_ns"), (pl.col("ts") + pl.col("dur")).max().alias("window_end_ns")]
+    agg = [
+        pl.col("ts").min().alias("window_start_ns"),
+        (pl.col("ts") + pl.col("dur")).max().alias("window_end_ns"),
+    ]
     return lf.group_by(keys).agg(agg) if keys else lf.select(agg)
 
 
@@ -123,16 +130,32 @@ def total_busy(per_gpu: Frame) -> pl.LazyFrame:
 
     ``busy_pct`` is total busy over total span (GPU-time weighted), ``n_gpus`` the row count.
     """
-    s = [pl.col(c).sum() for c in ("n_events", "sum_dur_ns", "busy_ns", "sync_ns", "span_ns", "idle_ns",
-                                   "window_ns", "idle_window_ns")]
+    s = [
+        pl.col(c).sum()
+        for c in (
+            "n_events",
+            "sum_dur_ns",
+            "busy_ns",
+            "sync_ns",
+            "span_ns",
+            "idle_ns",
+            "window_ns",
+            "idle_window_ns",
+        )
+    ]
     return (
         _lazy(per_gpu)
         .select(pl.len().alias("n_gpus"), *s)
-        .with_columns(_pct("busy_ns", "span_ns").alias("busy_pct"), _pct("busy_ns", "window_ns").alias("busy_pct_window"))
+        .with_columns(
+            _pct("busy_ns", "span_ns").alias("busy_pct"),
+            _pct("busy_ns", "window_ns").alias("busy_pct_window"),
+        )
     )
 
 
-def temporal_breakdown(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False) -> pl.LazyFrame:
+def temporal_breakdown(
+    events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False
+) -> pl.LazyFrame:
     """HTA's temporal breakdown: ``kernel_time_ns`` (GPU span), ``idle_ns``, ``compute_ns``, ``non_compute_ns``.
 
     ``compute_ns`` is the union of COMPUTATION work, ``non_compute_ns = span − compute − idle``
@@ -155,10 +178,21 @@ def temporal_breakdown(events: Frame, by: Sequence[str] | None = None, hta_compa
         pl.col("busy_ns").fill_null(0),
         pl.col("compute_ns").fill_null(0),
     ).with_columns((pl.col("kernel_time_ns") - pl.col("busy_ns")).alias("idle_ns"))
-    out = out.with_columns((pl.col("kernel_time_ns") - pl.col("compute_ns") - pl.col("idle_ns")).alias("non_compute_ns"))
-    pcts = [_pct(c, "kernel_time_ns").alias(f"{c[:-3]}_pct") for c in ("idle_ns", "compute_ns", "non_compute_ns")]
+    out = out.with_columns(
+        (pl.col("kernel_time_ns") - pl.col("compute_ns") - pl.col("idle_ns")).alias("non_compute_ns")
+    )
+    pcts = [
+        _pct(c, "kernel_time_ns").alias(f"{c[:-3]}_pct") for c in ("idle_ns", "compute_ns", "non_compute_ns")
+    ]
     out = out.with_columns(pcts).select(
-        *by, "kernel_time_ns", "idle_ns", "compute_ns", "non_compute_ns", "idle_pct", "compute_pct", "non_compute_pct"
+        *by,
+        "kernel_time_ns",
+        "idle_ns",
+        "compute_ns",
+        "non_compute_ns",
+        "idle_pct",
+        "compute_pct",
+        "non_compute_pct",
     )
     return out.sort(by) if by else out
 

@@ -139,12 +139,13 @@ def comm_comp_overlap(
     comm = _iv(comm_kernels(events, hta_compat), keys)
     comp = _iv(compute_kernels(events, hta_compat), keys)
     groups = _iv(_device_kernels(events, hta_compat), keys).select(keys).unique()
-    out = (
-        groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left")
-        .with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0))
+    out = groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left").with_columns(
+        pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)
     )
     out = out.with_columns(
-        pl.when(pl.col("comm_ns") > 0).then(100 * pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_pct")
+        pl.when(pl.col("comm_ns") > 0)
+        .then(100 * pl.col("overlap_ns") / pl.col("comm_ns"))
+        .alias("overlap_pct")
     ).sort(keys)
     return out if by else out.drop("_all")
 
@@ -237,4 +238,3 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns((pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"))
         .sort("step")
     )
-

@@ -60,9 +60,13 @@ def _hta_stream() -> pl.Expr:
     device_side = pl.col("kind").is_in(["kernel", "memcpy", "memset", "sync"])
     # The importer leaves args.stream in args when it is no valid int32 (e.g. 4294967295 on a
     # Context Sync), and HTA counts such an event as on a stream.
-    return pl.when(from_args.is_not_null()).then(from_args).when(device_side).then(
-        pl.col("stream").cast(pl.Int64)
-    ).otherwise(pl.lit(-1, pl.Int64))
+    return (
+        pl.when(from_args.is_not_null())
+        .then(from_args)
+        .when(device_side)
+        .then(pl.col("stream").cast(pl.Int64))
+        .otherwise(pl.lit(-1, pl.Int64))
+    )
 
 
 def _round_like_hta(offset: pl.Expr) -> list[pl.Expr]:
@@ -111,7 +115,9 @@ def hta_events(
 
 
 def _filter_gpu() -> pl.Expr:
-    return ((pl.col("hta_stream") >= 0) & (pl.col("hta_correlation") >= 0)) | pl.col("name").is_in(_SYNC_NAMES)
+    return ((pl.col("hta_stream") >= 0) & (pl.col("hta_correlation") >= 0)) | pl.col("name").is_in(
+        _SYNC_NAMES
+    )
 
 
 def drop_last_step(lf: pl.LazyFrame, include_last_step: bool = False) -> pl.LazyFrame:
@@ -126,12 +132,13 @@ def drop_last_step(lf: pl.LazyFrame, include_last_step: bool = False) -> pl.Lazy
         .agg(pl.col("ts").max().alias("_last_start"), end.max().alias("_last_end"))
     )
     cpu = lf.filter(~is_gpu).join(bounds, on=["node", "rank"], how="left")
-    keep_cpu = (pl.col("ts") <= pl.col("_last_end")) if include_last_step else (pl.col("ts") < pl.col("_last_start"))
+    keep_cpu = (
+        (pl.col("ts") <= pl.col("_last_end")) if include_last_step else (pl.col("ts") < pl.col("_last_start"))
+    )
     cpu_kept = cpu.filter(keep_cpu.fill_null(False)).drop("_last_start", "_last_end")
     corr = cpu_kept.select("node", "rank", pl.col("hta_correlation").alias("_c"))
-    gpu_kept = (
-        lf.filter(is_gpu)
-        .join(corr, left_on=["node", "rank", "hta_correlation"], right_on=["node", "rank", "_c"], how="inner")
+    gpu_kept = lf.filter(is_gpu).join(
+        corr, left_on=["node", "rank", "hta_correlation"], right_on=["node", "rank", "_c"], how="inner"
     )
     filtered = pl.concat([gpu_kept.select(lf.collect_schema().names()), cpu_kept], how="vertical")
     # HTA filters only when the whole trace has at least two ProfilerStep names.
@@ -194,9 +201,16 @@ def hta_type_coverage(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
         .with_columns(_len=_over(pl.col("t").shift(-1), by) - pl.col("t"))
         .filter(pl.col("_run") > 0, pl.col("_len").is_not_null())
     )
-    label = pl.concat_list(
-        [pl.when((pl.col("_run") & (1 << i)) > 0).then(pl.lit(t)).otherwise(None) for i, t in enumerate(KERNEL_TYPES)]
-    ).list.drop_nulls().list.join(" overlapping ")
+    label = (
+        pl.concat_list(
+            [
+                pl.when((pl.col("_run") & (1 << i)) > 0).then(pl.lit(t)).otherwise(None)
+                for i, t in enumerate(KERNEL_TYPES)
+            ]
+        )
+        .list.drop_nulls()
+        .list.join(" overlapping ")
+    )
     return (
         sweep.with_columns(label.alias("kernel_type"))
         .group_by([*by, "kernel_type"])

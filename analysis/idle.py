@@ -134,7 +134,20 @@ def idle_breakdown(
     total = pl.col("idle_ns").sum().over(_STREAM_KEYS)
     return (
         full.with_columns(pl.when(total != 0).then(pl.col("idle_ns") / total).alias("ratio"))
-        .select(*_STREAM_KEYS, "category", "idle_ns", "ratio", "count", "mean", "std", "min", "p25", "p50", "p75", "max")
+        .select(
+            *_STREAM_KEYS,
+            "category",
+            "idle_ns",
+            "ratio",
+            "count",
+            "mean",
+            "std",
+            "min",
+            "p25",
+            "p50",
+            "p75",
+            "max",
+        )
         .sort([*_STREAM_KEYS, "category"])
     )
 
@@ -150,7 +163,8 @@ def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str
     keys = list(by)
     grp = [*keys, "category"]
     return (
-        breakdown.lazy().group_by(grp)
+        breakdown.lazy()
+        .group_by(grp)
         .agg(pl.col("idle_ns").sum(), pl.col("count").sum())
         .with_columns((pl.col("idle_ns") / pl.col("idle_ns").sum().over(keys or pl.lit(0))).alias("ratio"))
         .sort(grp)
@@ -173,7 +187,9 @@ def queue_length(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame
         calls, on=["node", "rank", "correlation"], how="inner"
     )
     done_at = pl.col("ts") if hta_compat else pl.col("ts") + pl.col("dur")
-    plus = pairs.select(*_STREAM_KEYS, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta"))
+    plus = pairs.select(
+        *_STREAM_KEYS, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta")
+    )
     minus = pairs.select(*_STREAM_KEYS, done_at.alias("ts"), pl.lit(-1, dtype=pl.Int64).alias("delta"))
     return (
         pl.concat([plus, minus])

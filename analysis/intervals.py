@@ -101,7 +101,9 @@ def overlap_length(a: Frame, b: Frame, by: Sequence[str] = (), name: str = "over
     return out.select(*by, value).sort(by)
 
 
-def label_coverage(intervals: Frame, label: str, labels: Sequence[str], by: Sequence[str] = ()) -> pl.LazyFrame:
+def label_coverage(
+    intervals: Frame, label: str, labels: Sequence[str], by: Sequence[str] = ()
+) -> pl.LazyFrame:
     """Exclusive wall time per combination of labels active at once (a sweep line).
 
     ``intervals`` has a ``label`` column whose values are among ``labels``. Returns per group
@@ -130,7 +132,9 @@ def label_coverage(intervals: Frame, label: str, labels: Sequence[str], by: Sequ
     mask = pl.sum_horizontal(
         [pl.when(pl.col(f"_c{i}") > 0).then(1 << i).otherwise(0) for i in range(len(labels))]
     ).alias("mask")
-    ordered = points.sort(pl.struct(by), "t").with_columns(_seg=pl.struct(by).rle_id()) if by else points.sort("t")
+    ordered = (
+        points.sort(pl.struct(by), "t").with_columns(_seg=pl.struct(by).rle_id()) if by else points.sort("t")
+    )
     seg = (
         ordered.with_columns(counts)
         .with_columns(mask, (_over(pl.col("t").shift(-1), part) - pl.col("t")).alias("_len"))
@@ -139,9 +143,14 @@ def label_coverage(intervals: Frame, label: str, labels: Sequence[str], by: Sequ
         .agg(pl.col("_len").sum().alias("time_ns"))
     )
     names = pl.concat_list(
-        [pl.when((pl.col("mask") & (1 << i)) > 0).then(pl.lit(n)).otherwise(None) for i, n in enumerate(labels)]
+        [
+            pl.when((pl.col("mask") & (1 << i)) > 0).then(pl.lit(n)).otherwise(None)
+            for i, n in enumerate(labels)
+        ]
     ).list.drop_nulls()
-    return seg.with_columns(names.alias("labels")).select(*by, "mask", "labels", "time_ns").sort([*by, "mask"])
+    return (
+        seg.with_columns(names.alias("labels")).select(*by, "mask", "labels", "time_ns").sort([*by, "mask"])
+    )
 
 
 def bucket_coverage(
@@ -180,11 +189,16 @@ def bucket_grid(origin: int, end: int, bucket_ns: int) -> pl.LazyFrame:
     """Every bucket index covering ``[origin, end)`` with its ``bucket_start`` and clipped ``bucket_len``."""
     n = max(1, -(-(end - origin) // bucket_ns))
     k = pl.int_range(0, n, dtype=pl.Int64, eager=False)
-    return pl.LazyFrame().select(k.alias("bucket")).with_columns(
-        (pl.col("bucket") * bucket_ns + origin).alias("bucket_start"),
-    ).with_columns(
-        (pl.min_horizontal(pl.col("bucket_start") + bucket_ns, pl.lit(end)) - pl.col("bucket_start")).alias(
-            "bucket_len"
+    return (
+        pl.LazyFrame()
+        .select(k.alias("bucket"))
+        .with_columns(
+            (pl.col("bucket") * bucket_ns + origin).alias("bucket_start"),
+        )
+        .with_columns(
+            (
+                pl.min_horizontal(pl.col("bucket_start") + bucket_ns, pl.lit(end)) - pl.col("bucket_start")
+            ).alias("bucket_len")
         )
     )
 

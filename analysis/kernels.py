@@ -23,7 +23,9 @@ from .intervals import Frame, _lazy, label_coverage, union_length
 TOP_N = 15
 
 
-def kernel_events(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)) -> pl.LazyFrame:
+def kernel_events(
+    events: Frame, hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)
+) -> pl.LazyFrame:
     """Kernel events with ``start``, ``end``, ``kernel_type`` (see the module docstring)."""
     work = device_work(events, hta_compat, kinds=kinds)
     if hta_compat:
@@ -59,10 +61,14 @@ def kernel_stats(
     )
     total = pl.col("total_ns").sum()
     share = (pl.col("total_ns") / (total.over(by) if by else total)).alias("share")
-    return stats.with_columns(share).sort([*by, "total_ns", "name"], descending=[*[False] * len(by), True, False])
+    return stats.with_columns(share).sort(
+        [*by, "total_ns", "name"], descending=[*[False] * len(by), True, False]
+    )
 
 
-def top_kernels(stats: Frame, n: int = TOP_N, by: str = "total_ns", group: Sequence[str] = ()) -> pl.LazyFrame:
+def top_kernels(
+    stats: Frame, n: int = TOP_N, by: str = "total_ns", group: Sequence[str] = ()
+) -> pl.LazyFrame:
     """The ``n`` first rows of a :func:`kernel_stats` frame by ``by`` (``total_ns`` or ``count``).
 
     The remaining kernels are folded into one row named ``"(other)"`` so the rows still sum to
@@ -93,11 +99,15 @@ def top_kernels(stats: Frame, n: int = TOP_N, by: str = "total_ns", group: Seque
     return pl.concat([top, rest], how="diagonal_relaxed")
 
 
-def kernel_type_totals(events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+def kernel_type_totals(
+    events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = WORK_KINDS
+) -> pl.LazyFrame:
     """Per kernel type: ``count``, ``sum_dur_ns`` (plain sum) and ``busy_ns`` (union within the type)."""
     by = list(by)
     w = device_work(events, kinds=kinds)
-    sums = w.group_by([*by, "kernel_type"]).agg(pl.len().alias("count"), pl.col("dur").sum().alias("sum_dur_ns"))
+    sums = w.group_by([*by, "kernel_type"]).agg(
+        pl.len().alias("count"), pl.col("dur").sum().alias("sum_dur_ns")
+    )
     busy = union_length(w.select(*by, "kernel_type", "start", "end"), [*by, "kernel_type"], "busy_ns")
     return sums.join(busy, on=[*by, "kernel_type"], how="left").sort([*by, "kernel_type"])
 
@@ -118,12 +128,14 @@ def kernel_type_breakdown(
         per = hta_type_coverage(kernel_events(events, True), list(dict.fromkeys([*RANK_BY, *by])))
     else:
         w = device_work(events, kinds=kinds)
-        cov = label_coverage(w, "kernel_type", list(KERNEL_TYPES), list(dict.fromkeys(["node", "rank", "device", *by])))
+        cov = label_coverage(
+            w, "kernel_type", list(KERNEL_TYPES), list(dict.fromkeys(["node", "rank", "device", *by]))
+        )
         per = cov.with_columns(pl.col("labels").list.join(" overlapping ").alias("kernel_type")).rename(
             {"time_ns": "time_ns"}
         )
     out = per.group_by([*by, "kernel_type"]).agg(pl.col("time_ns").sum())
     total = pl.col("time_ns").sum()
-    return out.with_columns((100.0 * pl.col("time_ns") / (total.over(by) if by else total)).alias("pct")).sort(
-        [*by, "time_ns"], descending=[*[False] * len(by), True]
-    )
+    return out.with_columns(
+        (100.0 * pl.col("time_ns") / (total.over(by) if by else total)).alias("pct")
+    ).sort([*by, "time_ns"], descending=[*[False] * len(by), True])

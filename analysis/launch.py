@@ -207,7 +207,9 @@ def launch_outliers(
     )
 
 
-def launch_histogram(launches: pl.LazyFrame, column: str = "launch_delay", edges_ns: Sequence[int] | None = None) -> pl.LazyFrame:
+def launch_histogram(
+    launches: pl.LazyFrame, column: str = "launch_delay", edges_ns: Sequence[int] | None = None
+) -> pl.LazyFrame:
     """Counts of ``column`` in buckets (default: <1 µs, 1-10 µs, 10-100 µs, 0.1-1 ms, 1-10 ms, ≥10 ms).
 
     Columns ``lo_ns`` (inclusive; the first bucket also holds negatives), ``hi_ns`` (exclusive,
@@ -219,7 +221,9 @@ def launch_histogram(launches: pl.LazyFrame, column: str = "launch_delay", edges
     idx = pl.lit(0, dtype=pl.Int64)
     for e in edges:
         idx = idx + (pl.col(column) >= e).cast(pl.Int64)
-    counts = launches.select(idx.alias("bucket")).group_by("bucket").agg(pl.len().cast(pl.Int64).alias("count"))
+    counts = (
+        launches.select(idx.alias("bucket")).group_by("bucket").agg(pl.len().cast(pl.Int64).alias("count"))
+    )
     frame = pl.LazyFrame(
         {
             "bucket": list(range(len(lows))),

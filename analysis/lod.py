@@ -192,22 +192,54 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     node_lane: dict[str, int] = {}
     row_counts: list[int] = []
     try:
-        _index_all(trace, ranks, by_rank, base, bucket, n_buckets, names, lanes, rows, steps, tiles, files_meta,
-                   node_lane, row_counts, tmp, say)
+        _index_all(
+            trace,
+            ranks,
+            by_rank,
+            base,
+            bucket,
+            n_buckets,
+            names,
+            lanes,
+            rows,
+            steps,
+            tiles,
+            files_meta,
+            node_lane,
+            row_counts,
+            tmp,
+            say,
+        )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     pos_base = sum(row_counts)
     say(0.95, "writing the index")
     if pos_base == 0:
-        _append_arrays(tmp, {k: np.zeros(0, dtype=dt) for k, dt in _ARRAYS.items() if k != "end_max"}
-                       | {"row": np.zeros(0, dtype=np.int32)}, row_counts)
+        _append_arrays(
+            tmp,
+            {k: np.zeros(0, dtype=dt) for k, dt in _ARRAYS.items() if k != "end_max"}
+            | {"row": np.zeros(0, dtype=np.int32)},
+            row_counts,
+        )
     row_counts.extend([0] * (len(rows) - len(row_counts)))
     np.save(tmp / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
     tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
     pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
-    meta = _Meta(LOD_VERSION, fp, int(base), int(span), int(bucket), int(n_buckets), int(pos_base), _invert(names),
-                 lanes, rows, steps, files_meta)
+    meta = _Meta(
+        LOD_VERSION,
+        fp,
+        int(base),
+        int(span),
+        int(bucket),
+        int(n_buckets),
+        int(pos_base),
+        _invert(names),
+        lanes,
+        rows,
+        steps,
+        files_meta,
+    )
     (tmp / "meta.json").write_text(json.dumps(asdict(meta)))
     if out.exists():
         shutil.rmtree(out)
@@ -216,8 +248,24 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     return out
 
 
-def _index_all(trace, ranks, by_rank, base, bucket, n_buckets, names, lanes, rows, steps, tiles, files_meta,
-               node_lane, row_counts, tmp, say) -> None:
+def _index_all(
+    trace,
+    ranks,
+    by_rank,
+    base,
+    bucket,
+    n_buckets,
+    names,
+    lanes,
+    rows,
+    steps,
+    tiles,
+    files_meta,
+    node_lane,
+    row_counts,
+    tmp,
+    say,
+) -> None:
     """Index every rank in turn (node order, then rank), appending to the arrays in ``tmp``."""
     pos_base = 0
     for i, (node, rank) in enumerate(ranks):
@@ -230,8 +278,21 @@ def _index_all(trace, ranks, by_rank, base, bucket, n_buckets, names, lanes, row
             continue
         src_base = sum(r for _, r in files_meta)
         files_meta.extend([str(f.path.relative_to(trace.path)), f.num_rows] for f in files)
-        part = _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps,
-                           node_lane[node], pos_base, src_base)
+        part = _index_rank(
+            files,
+            node,
+            rank,
+            base,
+            bucket,
+            n_buckets,
+            names,
+            lanes,
+            rows,
+            steps,
+            node_lane[node],
+            pos_base,
+            src_base,
+        )
         if part is None:
             continue
         tile, arrays = part
@@ -241,8 +302,15 @@ def _index_all(trace, ranks, by_rank, base, bucket, n_buckets, names, lanes, row
 
 
 #: The hot columns, stored as raw arrays (memory-mapped when opened) beside the Parquet.
-_ARRAYS = {"t": np.int64, "end": np.int64, "end_max": np.int64, "kind": np.int8, "name": np.int32, "link": np.int64,
-           "src": np.int64}
+_ARRAYS = {
+    "t": np.int64,
+    "end": np.int64,
+    "end_max": np.int64,
+    "kind": np.int8,
+    "name": np.int32,
+    "link": np.int64,
+    "src": np.int64,
+}
 
 
 def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list[int]) -> None:
@@ -272,7 +340,9 @@ def _fresh(out: Path, fp: list) -> bool:
 
 
 def _tile_schema() -> pa.Schema:
-    return pa.schema([("row", pa.int32()), ("kind_id", pa.int8()), ("bucket", pa.int32()), ("busy_ns", pa.int64())])
+    return pa.schema(
+        [("row", pa.int32()), ("kind_id", pa.int8()), ("bucket", pa.int32()), ("busy_ns", pa.int64())]
+    )
 
 
 def _dict_ids(col: pa.ChunkedArray, mapping: Callable[[str], int]) -> np.ndarray:
@@ -332,7 +402,9 @@ def _first_by_key(keys: np.ndarray, t: np.ndarray, values: np.ndarray) -> tuple[
     return k[first], values[order][first]
 
 
-def _lookup(keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray, missing: int = -1) -> np.ndarray:
+def _lookup(
+    keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray, missing: int = -1
+) -> np.ndarray:
     """``table_values`` at ``keys`` (``table_keys`` sorted and unique), ``missing`` where absent."""
     if table_keys.size == 0:
         return np.full(keys.size, missing, dtype=np.int64)
@@ -340,10 +412,9 @@ def _lookup(keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray, 
     return np.where(table_keys[i] == keys, table_values[i], missing)
 
 
-
-
-def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps, node_lane_id, pos_base,
-                src_base):
+def _index_rank(
+    files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps, node_lane_id, pos_base, src_base
+):
     """Index one rank: its lanes and rows, its events in LOD order with links, its tiles."""
     cols = ["ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation"]
     tab = pa.concat_tables([pq.read_table(f.path, columns=cols) for f in files], promote_options="permissive")
@@ -395,7 +466,9 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
     row = row_local.astype(np.int64) + len(rows)
     # Already ordered by (lane, t, -dur) and rows refine lanes: a stable sort by row is enough.
     order = np.argsort(row_local.astype(np.int16 if row_local.max() < 32767 else np.int32), kind="stable")
-    src, is_copy, lane, et, edur, eend, depth, row = (a[order] for a in (src, is_copy, lane, et, edur, eend, depth, row))
+    src, is_copy, lane, et, edur, eend, depth, row = (
+        a[order] for a in (src, is_copy, lane, et, edur, eend, depth, row)
+    )
     m = src.size
     pos = pos_base + np.arange(m, dtype=np.int64)
     # Links: a launch (host row or launch-lane copy) -> its device activity; device -> launch-lane copy.
@@ -413,8 +486,17 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
     # Lanes and rows metadata, in tree order.
     rank_id = len(lanes)
     host_pids = np.unique(pid[host])
-    lanes.append(dict(id=rank_id, parent=node_lane_id, kind="rank", label=f"rank {rank}", node=node, rank=rank,
-                      pid=int(host_pids[0]) if host_pids.size == 1 else None))
+    lanes.append(
+        dict(
+            id=rank_id,
+            parent=node_lane_id,
+            kind="rank",
+            label=f"rank {rank}",
+            node=node,
+            rank=rank,
+            pid=int(host_pids[0]) if host_pids.size == 1 else None,
+        )
+    )
     lane_first = np.searchsorted(lane, np.arange(int(lane.max()) + 1), side="left")
     row_lane_local, row_depth = uniq_rows // 4096, uniq_rows % 2048
     row_counter = len(rows)
@@ -429,22 +511,59 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
         lid = len(lanes)
         if host[i0] and not copy0:
             label = f"thread {tid[i0]}" if host_pids.size == 1 else f"pid {pid[i0]} tid {tid[i0]}"
-            lanes.append(dict(id=lid, parent=rank_id, kind="thread", label=label, node=node, rank=rank,
-                              pid=int(pid[i0]), tid=int(tid[i0]), rows=row_ids, n_events=int(lane_counts[ln_local])))
+            lanes.append(
+                dict(
+                    id=lid,
+                    parent=rank_id,
+                    kind="thread",
+                    label=label,
+                    node=node,
+                    rank=rank,
+                    pid=int(pid[i0]),
+                    tid=int(tid[i0]),
+                    rows=row_ids,
+                    n_events=int(lane_counts[ln_local]),
+                )
+            )
         else:
             dv = int(target[np.searchsorted(lsel, i0)]) if copy0 else int(device[i0])
             if dv not in gpu_lane:
                 gpu_lane[dv] = lid
-                lanes.append(dict(id=lid, parent=rank_id, kind="gpu", label=f"GPU {dv}", node=node, rank=rank,
-                                  device=dv))
+                lanes.append(
+                    dict(
+                        id=lid, parent=rank_id, kind="gpu", label=f"GPU {dv}", node=node, rank=rank, device=dv
+                    )
+                )
                 lid += 1
             if copy0:
-                lanes.append(dict(id=lid, parent=gpu_lane[dv], kind="launch", label="launches", node=node, rank=rank,
-                                  device=dv, rows=row_ids, n_events=int(lane_counts[ln_local])))
+                lanes.append(
+                    dict(
+                        id=lid,
+                        parent=gpu_lane[dv],
+                        kind="launch",
+                        label="launches",
+                        node=node,
+                        rank=rank,
+                        device=dv,
+                        rows=row_ids,
+                        n_events=int(lane_counts[ln_local]),
+                    )
+                )
             else:
-                lanes.append(dict(id=lid, parent=gpu_lane[dv], kind="stream", label=f"stream {stream[i0]}", node=node,
-                                  rank=rank, device=dv, stream=int(stream[i0]), rows=row_ids,
-                                  n_events=int(lane_counts[ln_local])))
+                lanes.append(
+                    dict(
+                        id=lid,
+                        parent=gpu_lane[dv],
+                        kind="stream",
+                        label=f"stream {stream[i0]}",
+                        node=node,
+                        rank=rank,
+                        device=dv,
+                        stream=int(stream[i0]),
+                        rows=row_ids,
+                        n_events=int(lane_counts[ln_local]),
+                    )
+                )
         for d, r in zip(depths_here, row_ids, strict=True):
             rows.append(dict(row=r, lane=lid, depth=d))
     # Steps of this rank (relative times).
@@ -454,11 +573,26 @@ def _index_rank(files, node, rank, base, bucket, n_buckets, names, lanes, rows, 
         for i in st:
             nm = id_to_name[int(name[i])]
             mm = _STEP_RE.search(nm)
-            steps.append(dict(number=int(mm.group(1)) if mm else None, name=nm, t0=int(t[i]), t1=int(t[i] + dur[i]),
-                              node=node, rank=rank))
+            steps.append(
+                dict(
+                    number=int(mm.group(1)) if mm else None,
+                    name=nm,
+                    t0=int(t[i]),
+                    t1=int(t[i] + dur[i]),
+                    node=node,
+                    rank=rank,
+                )
+            )
     tile = _tiles(row, et, edur, kind[src].astype(np.int64), bucket, n_buckets)
-    arrays = {"t": et, "end": eend, "kind": kind[src], "name": name[src].astype(np.int32), "link": link,
-              "row": row.astype(np.int32), "src": src + src_base}
+    arrays = {
+        "t": et,
+        "end": eend,
+        "kind": kind[src],
+        "name": name[src].astype(np.int32),
+        "link": link,
+        "row": row.astype(np.int32),
+        "src": src + src_base,
+    }
     return tile, arrays
 
 
@@ -469,7 +603,9 @@ def _invert(names: dict[str, int]) -> list[str]:
     return out
 
 
-def _tiles(row: np.ndarray, t: np.ndarray, dur: np.ndarray, kind: np.ndarray, bucket: int, n_buckets: int) -> pa.Table:
+def _tiles(
+    row: np.ndarray, t: np.ndarray, dur: np.ndarray, kind: np.ndarray, bucket: int, n_buckets: int
+) -> pa.Table:
     """Level-0 density tiles: busy ns per (row, kind, bucket), exact, for the non-empty cells."""
     ok = dur > 0
     row, t, dur, kind = row[ok], t[ok], dur[ok], kind[ok].astype(np.int64)
@@ -604,8 +740,18 @@ class LodIndex:
                 if s.node != node:
                     continue
                 dev = "" if s.device < 0 else str(s.device)
-                items.append(Lane(id=next_id, parent=group.id, kind="metric", label=f"{s.source}{dev} {s.metric}",
-                                  node=node, device=s.device, series=i, n_events=int(s.ts.size)))
+                items.append(
+                    Lane(
+                        id=next_id,
+                        parent=group.id,
+                        kind="metric",
+                        label=f"{s.source}{dev} {s.metric}",
+                        node=node,
+                        device=s.device,
+                        series=i,
+                        n_events=int(s.ts.size),
+                    )
+                )
                 next_id += 1
             out_of_order[node] = items
         self.series = metrics
@@ -629,22 +775,45 @@ class LodIndex:
     def _load_metrics(self) -> list[Series]:
         if not self.trace.metrics:
             return []
-        parts = [pl.read_parquet(f.path).with_columns(pl.lit(f.node).alias("node")) for f in self.trace.metrics]
-        df = pl.concat([p.with_columns(pl.col("source").cast(pl.String), pl.col("metric").cast(pl.String))
-                        for p in parts], how="vertical_relaxed")
-        df = df.with_columns((pl.col("ts") - self.base_ns).alias("t")).sort("node", "source", "device", "metric", "t")
+        parts = [
+            pl.read_parquet(f.path).with_columns(pl.lit(f.node).alias("node")) for f in self.trace.metrics
+        ]
+        df = pl.concat(
+            [
+                p.with_columns(pl.col("source").cast(pl.String), pl.col("metric").cast(pl.String))
+                for p in parts
+            ],
+            how="vertical_relaxed",
+        )
+        df = df.with_columns((pl.col("ts") - self.base_ns).alias("t")).sort(
+            "node", "source", "device", "metric", "t"
+        )
         out = []
-        for (node, source, device, metric), g in df.group_by(["node", "source", "device", "metric"],
-                                                               maintain_order=True):
+        for (node, source, device, metric), g in df.group_by(
+            ["node", "source", "device", "metric"], maintain_order=True
+        ):
             out.append(Series(node, source, int(device), metric, g["t"].to_numpy(), g["value"].to_numpy()))
         return out
 
     def _make_steps(self, raw: list[dict]) -> list[Step]:
         if not raw:
             return []
-        df = pl.DataFrame(raw, schema={"number": pl.Int64, "name": pl.String, "t0": pl.Int64, "t1": pl.Int64,
-                                       "node": pl.String, "rank": pl.Int64})
-        agg = df.group_by("name").agg(pl.col("number").first(), pl.col("t0").min(), pl.col("t1").max()).sort("t0")
+        df = pl.DataFrame(
+            raw,
+            schema={
+                "number": pl.Int64,
+                "name": pl.String,
+                "t0": pl.Int64,
+                "t1": pl.Int64,
+                "node": pl.String,
+                "rank": pl.Int64,
+            },
+        )
+        agg = (
+            df.group_by("name")
+            .agg(pl.col("number").first(), pl.col("t0").min(), pl.col("t1").max())
+            .sort("t0")
+        )
         return [Step(r["number"], r["name"], r["t0"], r["t1"]) for r in agg.iter_rows(named=True)]
 
     # -- structure -------------------------------------------------------------------------
@@ -822,8 +991,15 @@ class LodIndex:
         """
         kinds = self.tile_kind_cum.get(row, {})
         if not kinds:
-            return pl.DataFrame(schema={"bucket": pl.Int64, "t0": pl.Int64, "t1": pl.Int64, "busy_ns": pl.Int64,
-                                        "kind": pl.String})
+            return pl.DataFrame(
+                schema={
+                    "bucket": pl.Int64,
+                    "t0": pl.Int64,
+                    "t1": pl.Int64,
+                    "busy_ns": pl.Int64,
+                    "kind": pl.String,
+                }
+            )
         width = 1 << level
         nb = -(-self.n_buckets // width)
         edges = np.minimum(np.arange(nb + 1) * width, self.n_buckets)
@@ -833,16 +1009,25 @@ class LodIndex:
         nz = np.flatnonzero(tot)
         dom = np.array(ks)[np.argmax(per[:, nz], axis=0)] if nz.size else np.zeros(0, dtype=np.int64)
         bw = self.bucket_ns << level
-        return pl.DataFrame({
-            "bucket": nz.astype(np.int64),
-            "t0": nz.astype(np.int64) * bw,
-            "t1": (nz.astype(np.int64) + 1) * bw,
-            "busy_ns": tot[nz].astype(np.int64),
-            "kind": [EVENT_KINDS[k] for k in dom],
-        })
+        return pl.DataFrame(
+            {
+                "bucket": nz.astype(np.int64),
+                "t0": nz.astype(np.int64) * bw,
+                "t1": (nz.astype(np.int64) + 1) * bw,
+                "busy_ns": tot[nz].astype(np.int64),
+                "kind": [EVENT_KINDS[k] for k in dom],
+            }
+        )
 
-    def query(self, lane: int | Lane, t0: int, t1: int, cols: Iterable[str] | None = None,
-              max_events: int = 10_000, max_cells: int = 4096) -> pl.DataFrame:
+    def query(
+        self,
+        lane: int | Lane,
+        t0: int,
+        t1: int,
+        cols: Iterable[str] | None = None,
+        max_events: int = 10_000,
+        max_cells: int = 4096,
+    ) -> pl.DataFrame:
         """What to draw of ``lane`` over ``[t0, t1)`` (relative ns).
 
         Events lanes: the events overlapping the window (columns ``pos, row, depth, t, dur,
@@ -857,18 +1042,25 @@ class LodIndex:
             return pl.DataFrame({"t": s.ts[a:b], "value": s.value[a:b]})
         n = sum(self.events_between(r, t0, t1) for r in ln.rows)
         if n <= max_events:
-            pos = np.concatenate([self.overlapping(r, t0, t1) for r in ln.rows]) if ln.rows else np.zeros(0, np.int64)
+            pos = (
+                np.concatenate([self.overlapping(r, t0, t1) for r in ln.rows])
+                if ln.rows
+                else np.zeros(0, np.int64)
+            )
             rows = self.rows_of(pos)
-            df = pl.DataFrame({
-                "pos": pos.astype(np.int64),
-                "row": rows.astype(np.int64),
-                "depth": self.row_depth[rows] if pos.size else np.zeros(0, np.int64),
-                "t": np.asarray(self.t[pos]),
-                "dur": np.asarray(self.end[pos] - self.t[pos]),
-                "kind": [EVENT_KINDS[k] for k in self.kind[pos]],
-                "name": self._names_arr[self.name[pos]].tolist() if pos.size else [],
-                "link": np.asarray(self.link[pos]),
-            }, schema_overrides={"kind": pl.String, "name": pl.String})
+            df = pl.DataFrame(
+                {
+                    "pos": pos.astype(np.int64),
+                    "row": rows.astype(np.int64),
+                    "depth": self.row_depth[rows] if pos.size else np.zeros(0, np.int64),
+                    "t": np.asarray(self.t[pos]),
+                    "dur": np.asarray(self.end[pos] - self.t[pos]),
+                    "kind": [EVENT_KINDS[k] for k in self.kind[pos]],
+                    "name": self._names_arr[self.name[pos]].tolist() if pos.size else [],
+                    "link": np.asarray(self.link[pos]),
+                },
+                schema_overrides={"kind": pl.String, "name": pl.String},
+            )
             return df.select(list(cols)) if cols else df
         level = 0
         while ((t1 - t0) / (self.bucket_ns << level)) > max_cells:
@@ -876,7 +1068,9 @@ class LodIndex:
         out = []
         for r in ln.rows:
             tl = self.tiles(r, level).filter(pl.col("t1") > t0, pl.col("t0") < t1)
-            out.append(tl.with_columns(pl.lit(r, pl.Int64).alias("row"), pl.lit(level, pl.Int64).alias("level")))
+            out.append(
+                tl.with_columns(pl.lit(r, pl.Int64).alias("row"), pl.lit(level, pl.Int64).alias("level"))
+            )
         df = pl.concat(out) if out else pl.DataFrame()
         return df.select("row", "level", "bucket", "t0", "t1", "busy_ns", "kind")
 
@@ -892,8 +1086,16 @@ class LodIndex:
         row = self.row_of(pos)
         ln = self._lane_by_id[int(self.row_lane[row])]
         link = int(self.link[pos])
-        rec.update(pos=pos, lane=ln.id, node=ln.node, rank=ln.rank, depth=int(self.row_depth[row]),
-                   t=int(self.t[pos]), link=link, launch_latency_ns=None)
+        rec.update(
+            pos=pos,
+            lane=ln.id,
+            node=ln.node,
+            rank=ln.rank,
+            depth=int(self.row_depth[row]),
+            t=int(self.t[pos]),
+            link=link,
+            launch_latency_ns=None,
+        )
         if link >= 0:
             if rec["kind"] in LAUNCH_KINDS:
                 rec["launch_latency_ns"] = int(self.t[link] - self.t[pos])
@@ -906,7 +1108,9 @@ class LodIndex:
         pf = self._pfiles.get(f)
         if pf is None:
             pf = self._pfiles[f] = pq.ParquetFile(self.trace.path / self._files[f][0])
-        sizes = np.cumsum([0] + [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)])
+        sizes = np.cumsum(
+            [0] + [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+        )
         rg = int(np.searchsorted(sizes, row_in_file, side="right")) - 1
         key = (f, rg)
         hit = self._groups.get(key)

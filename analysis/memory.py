@@ -63,7 +63,9 @@ def memory_ops(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     total = pl.col("time_ns").sum()
     return (
         out.with_columns(
-            pl.when(pl.col("_timed_ns") > 0).then(pl.col("bytes") / pl.col("_timed_ns")).alias("achieved_gbps"),
+            pl.when(pl.col("_timed_ns") > 0)
+            .then(pl.col("bytes") / pl.col("_timed_ns"))
+            .alias("achieved_gbps"),
             (pl.col("time_ns") / (total.over(by) if by else total)).alias("time_share"),
         )
         .drop("_timed_ns")

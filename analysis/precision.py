@@ -34,8 +34,18 @@ PRECISIONS = ("FP32", "TF32", "FP16", "BF16", "FP8", "INT8", "INT32", "other", "
 #: Input-type strings PyTorch writes (``str(dtype)`` of the C++ scalar type) -> precision rank.
 _DTYPE_RANK: dict[str, int] = {}
 for _names, _rank in (
-    (("c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz", "c10::Float8_e5m2fnuz",
-      "c10::Float8_e8m0fnu", "Float8_e4m3fn", "Float8_e5m2"), 0),
+    (
+        (
+            "c10::Float8_e4m3fn",
+            "c10::Float8_e5m2",
+            "c10::Float8_e4m3fnuz",
+            "c10::Float8_e5m2fnuz",
+            "c10::Float8_e8m0fnu",
+            "Float8_e4m3fn",
+            "Float8_e5m2",
+        ),
+        0,
+    ),
     (("c10::BFloat16", "BFloat16", "bfloat16"), 1),
     (("c10::Half", "Half", "half"), 2),
     (("float", "c10::complex<float>"), 3),
@@ -74,7 +84,9 @@ def _dtype_precision(types_json: pl.Expr) -> pl.Expr:
         pl.element().replace_strict(_DTYPE_RANK, default=None, return_dtype=pl.Int64)
     )
     best = ranks.list.drop_nulls().list.min()
-    return best.replace_strict(list(range(len(_RANK_PRECISION))), _RANK_PRECISION, default=None, return_dtype=pl.String)
+    return best.replace_strict(
+        list(range(len(_RANK_PRECISION))), _RANK_PRECISION, default=None, return_dtype=pl.String
+    )
 
 
 def kernel_precision(events: Frame) -> pl.LazyFrame:
@@ -123,7 +135,9 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     )
 
 
-def _link_typed_ops(ev: pl.LazyFrame, kernels: pl.LazyFrame, typed: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _link_typed_ops(
+    ev: pl.LazyFrame, kernels: pl.LazyFrame, typed: pl.LazyFrame, keys: list[str]
+) -> pl.LazyFrame:
     """``kernels`` with ``op_name`` and ``input_types`` of the typed CPU op that launched each
     one (see :func:`kernel_precision`; nulls where none is found)."""
     all_ops = typed
@@ -135,9 +149,19 @@ def _link_typed_ops(ev: pl.LazyFrame, kernels: pl.LazyFrame, typed: pl.LazyFrame
     # the innermost-looking CPU op around each launch, for traces whose external ids do not link
     around = (
         launches.join_asof(
-            all_ops.select(*keys, "pid", "tid", pl.col("ts").alias("_op_ts"), (pl.col("ts") + pl.col("dur")).alias("_op_end"),
-                           pl.col("external_id").alias("_enc_ext")).sort("_op_ts"),
-            left_on="ts", right_on="_op_ts", by=[*keys, "pid", "tid"], strategy="backward", check_sortedness=False,
+            all_ops.select(
+                *keys,
+                "pid",
+                "tid",
+                pl.col("ts").alias("_op_ts"),
+                (pl.col("ts") + pl.col("dur")).alias("_op_end"),
+                pl.col("external_id").alias("_enc_ext"),
+            ).sort("_op_ts"),
+            left_on="ts",
+            right_on="_op_ts",
+            by=[*keys, "pid", "tid"],
+            strategy="backward",
+            check_sortedness=False,
         )
         .filter(pl.col("_op_end") >= pl.col("ts") + pl.col("dur"))
         .select(*keys, "correlation", "_enc_ext")
@@ -215,12 +239,16 @@ def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     grid = pl.LazyFrame({"precision": list(PRECISIONS)})
     if by:
         grid = k.select(by).unique().join(grid, how="cross")
-    order = pl.col("precision").replace_strict(list(PRECISIONS), list(range(len(PRECISIONS))), return_dtype=pl.Int64)
+    order = pl.col("precision").replace_strict(
+        list(PRECISIONS), list(range(len(PRECISIONS))), return_dtype=pl.Int64
+    )
     total = pl.col("time_ns").sum()
     return (
         grid.join(agg, on=[*by, "precision"], how="left")
-        .with_columns(pl.col("count").fill_null(0).cast(pl.Int64), *[pl.col(c).fill_null(0) for c in
-                      ("time_ns", "time_by_dtypes_ns", "time_by_name_ns")])
+        .with_columns(
+            pl.col("count").fill_null(0).cast(pl.Int64),
+            *[pl.col(c).fill_null(0) for c in ("time_ns", "time_by_dtypes_ns", "time_by_name_ns")],
+        )
         .with_columns(
             pl.when(total.over(by) > 0 if by else total > 0)
             .then(pl.col("time_ns") / (total.over(by) if by else total))

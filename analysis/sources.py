@@ -104,7 +104,9 @@ def resolve_trace(
     sources = kineto_sources(p)
     if not sources:
         if p.is_dir():
-            raise TraceFormatError(p, "not a profui trace (no manifest.json) and no Kineto .json/.json.gz files in it")
+            raise TraceFormatError(
+                p, "not a profui trace (no manifest.json) and no Kineto .json/.json.gz files in it"
+            )
         raise TraceFormatError(p, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
     root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
     imports = root / "imports"

@@ -53,9 +53,9 @@ def step_markers(events: Frame) -> pl.LazyFrame:
     return (
         ev.sort("node", "rank", "ts")
         .with_columns(
-            pl.coalesce(pl.col("name").str.extract(_STEP_NUMBER_RE, 1).cast(pl.Int64, strict=False), ordinal).alias(
-                "step"
-            )
+            pl.coalesce(
+                pl.col("name").str.extract(_STEP_NUMBER_RE, 1).cast(pl.Int64, strict=False), ordinal
+            ).alias("step")
         )
         .select(
             *RANK_BY,
@@ -95,11 +95,15 @@ def assign_launches(events: Frame, markers: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def step_device_events(events: Frame, markers: pl.LazyFrame, kinds: tuple[str, ...] = WORK_KINDS) -> pl.LazyFrame:
+def step_device_events(
+    events: Frame, markers: pl.LazyFrame, kinds: tuple[str, ...] = WORK_KINDS
+) -> pl.LazyFrame:
     """Device work (``device_work`` columns) tagged with the ``step`` that launched it."""
     launches = assign_launches(events, markers).unique(subset=[*RANK_BY, "correlation"], keep="first")
     return device_work(events, kinds=kinds).join(
-        launches.select(*RANK_BY, "correlation", "step", "launch_ts"), on=[*RANK_BY, "correlation"], how="inner"
+        launches.select(*RANK_BY, "correlation", "step", "launch_ts"),
+        on=[*RANK_BY, "correlation"],
+        how="inner",
     )
 
 
@@ -115,8 +119,10 @@ def step_windows(events: Frame) -> Steps:
     per_launch = launches.group_by(*RANK_BY, "step").agg(
         pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
     )
-    dev = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync")).group_by(*RANK_BY, "step").agg(
-        pl.len().alias("n_device_events"), pl.col("end").max().alias("_last_end")
+    dev = (
+        step_device_events(ev, m, kinds=(*WORK_KINDS, "sync"))
+        .group_by(*RANK_BY, "step")
+        .agg(pl.len().alias("n_device_events"), pl.col("end").max().alias("_last_end"))
     )
     windows = (
         m.join(per_launch, on=[*RANK_BY, "step"], how="left")
@@ -128,13 +134,29 @@ def step_windows(events: Frame) -> Steps:
             pl.col("_last_end").is_not_null().alias("mapped"),
         )
         .with_columns(
-            pl.when(pl.col("mapped")).then(pl.col("_first_launch")).otherwise(pl.col("cpu_start_ns")).alias("start_ns"),
-            pl.when(pl.col("mapped")).then(pl.col("_last_end")).otherwise(pl.col("cpu_end_ns")).alias("end_ns"),
+            pl.when(pl.col("mapped"))
+            .then(pl.col("_first_launch"))
+            .otherwise(pl.col("cpu_start_ns"))
+            .alias("start_ns"),
+            pl.when(pl.col("mapped"))
+            .then(pl.col("_last_end"))
+            .otherwise(pl.col("cpu_end_ns"))
+            .alias("end_ns"),
         )
         .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
         .select(
-            *RANK_BY, "step", "name", "cpu_start_ns", "cpu_end_ns", "cpu_dur_ns",
-            "start_ns", "end_ns", "dur_ns", "n_launches", "n_device_events", "mapped",
+            *RANK_BY,
+            "step",
+            "name",
+            "cpu_start_ns",
+            "cpu_end_ns",
+            "cpu_dur_ns",
+            "start_ns",
+            "end_ns",
+            "dur_ns",
+            "n_launches",
+            "n_device_events",
+            "mapped",
         )
         .sort(*RANK_BY, "cpu_start_ns")
         .collect(engine=ENGINE)
@@ -165,7 +187,9 @@ def step_stats(windows: Frame, column: str = "dur_ns") -> pl.LazyFrame:
     )
 
 
-def step_outliers(windows: Frame, k: float = 1.5, min_rel: float = 0.1, column: str = "dur_ns") -> pl.LazyFrame:
+def step_outliers(
+    windows: Frame, k: float = 1.5, min_rel: float = 0.1, column: str = "dur_ns"
+) -> pl.LazyFrame:
     """``windows`` with ``outlier`` and ``vs_median`` (duration over the rank's median step).
 
     An outlier lies outside Tukey's fences ``[q1 − k·IQR, q3 + k·IQR]`` of its rank's steps
@@ -199,7 +223,9 @@ def step_breakdown(events: Frame, steps: Steps) -> pl.LazyFrame:
     busy = union_length(work.select(*keys, "start", "end"), keys, "busy_ns")
     out = m.select(*keys, "dur_ns").join(busy, on=keys, how="left")
     for t in ("COMPUTATION", "COMMUNICATION", "MEMORY"):
-        part = union_length(work.filter(pl.col("kernel_type") == t).select(*keys, "start", "end"), keys, f"{t.lower()}_ns")
+        part = union_length(
+            work.filter(pl.col("kernel_type") == t).select(*keys, "start", "end"), keys, f"{t.lower()}_ns"
+        )
         out = out.join(part, on=keys, how="left")
     cols = ["busy_ns", "computation_ns", "communication_ns", "memory_ns"]
     return (
@@ -215,7 +241,9 @@ def hta_profiler_steps(hta_events: Frame) -> list[int]:
     if m.height == 0:
         return []
     first = m.sort("rank").row(0, named=True)
-    return sorted(set(m.filter(pl.col("node") == first["node"], pl.col("rank") == first["rank"])["step"].to_list()))
+    return sorted(
+        set(m.filter(pl.col("node") == first["node"], pl.col("rank") == first["rank"])["step"].to_list())
+    )
 
 
 #: Most buckets a step-time histogram has (an 80-column chart stays readable).
@@ -244,7 +272,9 @@ def histogram_buckets(values: list[int], max_buckets: int = MAX_HISTOGRAM_BUCKET
     return max(1, min(max_buckets, k))
 
 
-def step_histogram(windows: Frame, column: str = "dur_ns", max_buckets: int = MAX_HISTOGRAM_BUCKETS) -> pl.DataFrame:
+def step_histogram(
+    windows: Frame, column: str = "dur_ns", max_buckets: int = MAX_HISTOGRAM_BUCKETS
+) -> pl.DataFrame:
     """Step-time histogram per (node, rank): equal-width buckets of ``column`` from its min to its max.
 
     The bucket count is :func:`histogram_buckets`. Bucket ``i`` of ``k`` spans
@@ -271,6 +301,12 @@ def step_histogram(windows: Frame, column: str = "dur_ns", max_buckets: int = MA
                 i += 1
             counts[i] += 1
         rows += [(node, rank, i, edges[i], edges[i + 1], counts[i]) for i in range(k)]
-    schema = {"node": pl.String, "rank": pl.Int64, "bucket": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
-              "count": pl.Int64}
+    schema = {
+        "node": pl.String,
+        "rank": pl.Int64,
+        "bucket": pl.Int64,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "count": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row").sort(*RANK_BY, "bucket")

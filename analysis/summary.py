@@ -80,7 +80,8 @@ class Summary:
             "takeaways": dict(self.takeaways),
             "notes": list(self.notes),
             "sections": {
-                s: {name: _clean(df.to_dicts()) for name, df in tables.items()} for s, tables in self.sections.items()
+                s: {name: _clean(df.to_dicts()) for name, df in tables.items()}
+                for s, tables in self.sections.items()
             },
         }
 
@@ -100,12 +101,16 @@ def _clean(value: Any) -> Any:
 def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
     """What was analysed: path, name, status, nodes, ranks, GPUs, event count and time span."""
     m = trace.manifest
-    o = events.select(
-        pl.len().alias("events"),
-        pl.col("ts").min().alias("start_ns"),
-        (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
-        pl.struct("node", "rank", "device").filter(pl.col("device") >= 0).n_unique().alias("gpus"),
-    ).collect(engine=ENGINE).row(0, named=True)
+    o = (
+        events.select(
+            pl.len().alias("events"),
+            pl.col("ts").min().alias("start_ns"),
+            (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
+            pl.struct("node", "rank", "device").filter(pl.col("device") >= 0).n_unique().alias("gpus"),
+        )
+        .collect(engine=ENGINE)
+        .row(0, named=True)
+    )
     start, end = o["start_ns"], o["end_ns"]
     return {
         "path": str(trace.path),
@@ -131,7 +136,9 @@ def _collect_all(queries: dict[str, pl.LazyFrame]) -> dict[str, pl.DataFrame]:
     return dict(zip(queries, frames, strict=True))
 
 
-def summarize(trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_compat: bool = False) -> Summary:
+def summarize(
+    trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_compat: bool = False
+) -> Summary:
     """Run every analysis over ``trace`` (an opened :class:`profui.analysis.Trace`).
 
     ``top_n`` bounds the top-kernel, launch-by-kernel and launch-outlier tables; ``bucket_ns``

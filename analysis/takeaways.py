@@ -146,7 +146,11 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
     idle = _df(idle)
     if idle.is_empty() or "category" not in idle.columns:
         return None
-    tot = idle.group_by("category").agg(pl.col("idle_ns").clip(lower_bound=0).sum()).sort("idle_ns", descending=True)
+    tot = (
+        idle.group_by("category")
+        .agg(pl.col("idle_ns").clip(lower_bound=0).sum())
+        .sort("idle_ns", descending=True)
+    )
     total = tot["idle_ns"].sum()
     if not total:
         return None
@@ -183,7 +187,9 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame | None = None) ->
 def gpu_util_takeaway(util: pl.DataFrame) -> str:
     """Busy fraction over time: average, spread, share of low buckets."""
     util = _df(util)
-    col = _col(util, "busy_frac", "busy_share", "utilization", "util", "busy_fraction", "busy_pct", "util_pct")
+    col = _col(
+        util, "busy_frac", "busy_share", "utilization", "util", "busy_fraction", "busy_pct", "util_pct"
+    )
     if util.is_empty() or col is None:
         return ""
     v = _frac(util, col).drop_nulls()
@@ -230,7 +236,9 @@ def kernel_total_takeaway(stats: pl.DataFrame) -> str:
     short = float(stats.filter(means < SHORT_KERNEL_NS)["count"].sum()) / n
     text = f"{plural(n, 'kernel')}, {format_ns(total)} of GPU time, {format_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
-        text += f" — {format_pct(100 * short)} are under {format_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
+        text += (
+            f" — {format_pct(100 * short)} are under {format_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
+        )
     return text + "."
 
 
@@ -262,7 +270,11 @@ def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame | None = None) -> 
     if rows.is_empty():
         return ""
     first = rows.row(0, named=True)
-    all_n = _df(stats)["count"].sum() if stats is not None and "count" in _df(stats).columns else top["count"].sum()
+    all_n = (
+        _df(stats)["count"].sum()
+        if stats is not None and "count" in _df(stats).columns
+        else top["count"].sum()
+    )
     share = first["count"] / all_n if all_n else 0.0
     return (
         f"Most launched: {short_name(first['name'])}, {format_count(first['count'])}× "
@@ -360,7 +372,12 @@ def annotation_takeaway(per_step: pl.DataFrame, breakdown: pl.DataFrame | None =
     per_step = _df(per_step)
     if not per_step.is_empty() and {"name", "share"} <= set(per_step.columns):
         keys = [c for c in ("side", "name") if c in per_step.columns]
-        avg = per_step.group_by(keys).agg(pl.col("share").mean()).drop_nulls("share").sort("share", descending=True)
+        avg = (
+            per_step.group_by(keys)
+            .agg(pl.col("share").mean())
+            .drop_nulls("share")
+            .sort("share", descending=True)
+        )
         avg = avg.filter(~pl.col("name").str.starts_with("ProfilerStep"))
         if not avg.is_empty():
             top = avg.row(0, named=True)
@@ -433,7 +450,12 @@ def comm_takeaway(
             text += " (mostly exposed)"
     st = _df(stragglers)
     if not st.is_empty() and "straggler_rank" in st.columns:
-        r = st.group_by("straggler_rank").len().sort(["len", "straggler_rank"], descending=[True, False]).row(0)
+        r = (
+            st.group_by("straggler_rank")
+            .len()
+            .sort(["len", "straggler_rank"], descending=[True, False])
+            .row(0)
+        )
         text += f"; slowest rank {r[0]} in {r[1]} of {st.height} steps"
     return text + "."
 
@@ -452,7 +474,10 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "precision": (precision_takeaway, (("precision", "shares.parquet"),)),
     "activity": (activity_takeaway, (("activity", "shares.parquet"),)),
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
-    "annotation": (annotation_takeaway, (("annotations", "per_step.parquet"), ("annotations", "breakdown.parquet"))),
+    "annotation": (
+        annotation_takeaway,
+        (("annotations", "per_step.parquet"), ("annotations", "breakdown.parquet")),
+    ),
     "launch": (launch_takeaway, (("launch", "stats.parquet"),)),
     "sync": (sync_takeaway, (("sync", "totals.parquet"),)),
     "idle": (idle_takeaway, (("idle", "breakdown.parquet"),)),

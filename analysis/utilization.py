@@ -43,7 +43,9 @@ def trace_window(events: Frame) -> tuple[int, int]:
     return (row[0], row[1]) if row[0] is not None else (0, 0)
 
 
-def _grid(events: Frame, bucket_ns: int | None, window: tuple[int, int] | None) -> tuple[pl.LazyFrame, int, int]:
+def _grid(
+    events: Frame, bucket_ns: int | None, window: tuple[int, int] | None
+) -> tuple[pl.LazyFrame, int, int]:
     origin, end = window if window is not None else trace_window(events)
     size = int(bucket_ns) if bucket_ns else nice_bucket_ns(end - origin, TARGET_BUCKETS)
     return bucket_grid(origin, max(end, origin + 1), size), origin, size
@@ -126,9 +128,13 @@ def cpu_utilization(
                 nodes.join(grid, how="cross")
                 .join(sampled, on=["node", "bucket"], how="inner")
                 .select(
-                    "node", "bucket", pl.col("bucket_start").alias("bucket_start_ns"),
-                    pl.col("bucket_len").alias("bucket_len_ns"), "util",
-                    pl.lit(None, pl.Float64).alias("busy_threads"), pl.lit("metrics").alias("source"),
+                    "node",
+                    "bucket",
+                    pl.col("bucket_start").alias("bucket_start_ns"),
+                    pl.col("bucket_len").alias("bucket_len_ns"),
+                    "util",
+                    pl.lit(None, pl.Float64).alias("busy_threads"),
+                    pl.lit("metrics").alias("source"),
                 )
                 .sort("node", "bucket")
             )
@@ -143,8 +149,12 @@ def cpu_utilization(
         .with_columns((pl.col("covered_ns").fill_null(0) / pl.col("bucket_len")).alias("busy_threads"))
         .with_columns((pl.col("busy_threads") / pl.col("_threads")).alias("util"))
         .select(
-            "node", "bucket", pl.col("bucket_start").alias("bucket_start_ns"),
-            pl.col("bucket_len").alias("bucket_len_ns"), "util", "busy_threads",
+            "node",
+            "bucket",
+            pl.col("bucket_start").alias("bucket_start_ns"),
+            pl.col("bucket_len").alias("bucket_len_ns"),
+            "util",
+            "busy_threads",
             pl.lit("host_events").alias("source"),
         )
         .sort("node", "bucket")
@@ -184,15 +194,21 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
         (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
     )
     union = union_length(host.select("node", "rank", "start", "end"), ("node", "rank"), "active_ns")
-    threads = union_length(host, ("node", "rank", "pid", "tid"), "thread_ns").group_by("node", "rank").agg(
-        pl.col("thread_ns").sum()
+    threads = (
+        union_length(host, ("node", "rank", "pid", "tid"), "thread_ns")
+        .group_by("node", "rank")
+        .agg(pl.col("thread_ns").sum())
     )
     out = [
         union.join(threads, on=["node", "rank"], how="left")
         .join(span, on=["node", "rank"], how="left")
         .select(
-            "node", pl.col("rank").cast(pl.Int64), pl.lit("host_events").alias("source"), "active_ns",
-            "thread_ns", (pl.col("_b") - pl.col("_a")).alias("window_ns"),
+            "node",
+            pl.col("rank").cast(pl.Int64),
+            pl.lit("host_events").alias("source"),
+            "active_ns",
+            "thread_ns",
+            (pl.col("_b") - pl.col("_a")).alias("window_ns"),
         )
     ]
     if metrics is not None:
@@ -202,16 +218,21 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
         per_cpu = m.filter(pl.col("device") >= 0).group_by("node", "ts").agg(pl.col("value").mean())
         per_cpu = per_cpu.join(whole.select("node").unique(), on="node", how="anti")
         samples = pl.concat([whole, per_cpu.select("node", "ts", "value")])
-        node_span = ev.group_by("node").agg((pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a"))
+        node_span = ev.group_by("node").agg(
+            (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
+        )
         out.append(
             samples.group_by("node")
             .agg((pl.col("value").mean() / 100.0).alias("_util"))
             .join(node_span, on="node", how="inner")
             .with_columns((pl.col("_b") - pl.col("_a")).alias("window_ns"))
             .select(
-                "node", pl.lit(None, pl.Int64).alias("rank"), pl.lit("metrics").alias("source"),
+                "node",
+                pl.lit(None, pl.Int64).alias("rank"),
+                pl.lit("metrics").alias("source"),
                 (pl.col("_util") * pl.col("window_ns")).round(0).cast(pl.Int64).alias("active_ns"),
-                pl.lit(None, pl.Int64).alias("thread_ns"), "window_ns",
+                pl.lit(None, pl.Int64).alias("thread_ns"),
+                "window_ns",
             )
         )
     return (

@@ -55,7 +55,8 @@ print(json.dumps({"inner_s": time.perf_counter() - _T0, "compute_s": time.perf_c
                   "rss_mb": max(_self.ru_maxrss, _kids.ru_maxrss) / 1024}))
 """
 
-OURS_E2E = """
+OURS_E2E = (
+    """
 import time; _T0 = time.perf_counter()
 import sys
 from pathlib import Path
@@ -66,18 +67,24 @@ _T1 = time.perf_counter()
 out = Path(sys.argv[2])
 import_kineto([Path(sys.argv[1])], out)
 summarize(open_trace(out))
-""" + _REPORT
+"""
+    + _REPORT
+)
 
-OURS_IMPORTED = """
+OURS_IMPORTED = (
+    """
 import time; _T0 = time.perf_counter()
 import sys
 from profui.analysis import open_trace
 from profui.analysis.summary import summarize
 _T1 = time.perf_counter()
 summarize(open_trace(sys.argv[1]))
-""" + _REPORT
+"""
+    + _REPORT
+)
 
-HTA = """
+HTA = (
+    """
 import time; _T0 = time.perf_counter()
 import logging, sys
 logging.disable(logging.WARNING)
@@ -90,17 +97,22 @@ a.get_temporal_breakdown(visualize=False)
 a.get_idle_time_breakdown(ranks=ranks, visualize=False)
 a.get_comm_comp_overlap(visualize=False)
 a.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
-""" + _REPORT
+"""
+    + _REPORT
+)
 
 
 RETRIES: list[str] = []
 
 
-STARTUP = """
+STARTUP = (
+    """
 import time; _T0 = time.perf_counter(); _T1 = _T0
 from profui.analysis import open_trace
 from profui.analysis.summary import summarize
-""" + _REPORT
+"""
+    + _REPORT
+)
 
 NATIVE = "from profui.capture.kineto import native; print(native.available())"
 
@@ -109,14 +121,21 @@ def run(python: str, code: str, *args: str, tries: int = 3, env: dict | None = N
     """Run ``code`` in a fresh ``python``; wall time measured from outside. Retried on failure."""
     for attempt in range(tries):
         t0 = time.perf_counter()
-        proc = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})})
+        proc = subprocess.run(
+            [python, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+        )
         wall = time.perf_counter() - t0
         if proc.returncode == 0:
             out = json.loads(proc.stdout.strip().splitlines()[-1])
             out["wall_s"] = wall
             return out
-        RETRIES.append(f"{Path(python).parent.parent.name} {Path(args[0]).name}: {proc.stderr.strip().splitlines()[-1:]}")
+        RETRIES.append(
+            f"{Path(python).parent.parent.name} {Path(args[0]).name}: {proc.stderr.strip().splitlines()[-1:]}"
+        )
         if attempt == tries - 1:
             raise RuntimeError(f"benchmark child failed:\n{proc.stderr[-3000:]}")
     raise AssertionError("unreachable")
@@ -130,7 +149,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--traces", nargs="*", default=list(DEFAULT_TRACES))
-    ap.add_argument("--traces-dir", default=os.environ.get("PROFUI_TRACES", str(REPO.parent / "shared" / "traces")))
+    ap.add_argument(
+        "--traces-dir", default=os.environ.get("PROFUI_TRACES", str(REPO.parent / "shared" / "traces"))
+    )
     ap.add_argument("--python", default=sys.executable, help="interpreter with profui installed")
     ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
     opts = ap.parse_args()
@@ -159,8 +180,16 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
                 r_imp.append(run(opts.python, OURS_IMPORTED, str(imported)))
                 r_hta.append(run(opts.hta_python, HTA, str(hta_dir)))
-            rows.append((name, src.stat().st_size, median_of(r_e2e), median_of(r_py), median_of(r_imp),
-                         median_of(r_hta)))
+            rows.append(
+                (
+                    name,
+                    src.stat().st_size,
+                    median_of(r_e2e),
+                    median_of(r_py),
+                    median_of(r_imp),
+                    median_of(r_hta),
+                )
+            )
         startup = median_of([run(opts.python, STARTUP) for _ in range(max(opts.repeat, 3))])
 
     if not rows:
@@ -168,17 +197,23 @@ def main() -> None:
     native_on = subprocess.run([opts.python, "-c", NATIVE], capture_output=True, text=True).stdout.strip()
     sides = ("e2e", "py", "imp", "hta")
     print(f"native C scan available: {native_on}")
-    print(f"{'trace':<40} {'MB':>4} | {'wall s: e2e':>11} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | "
-          f"{'in-proc s: e2e':>14} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | {'RSS MB: e2e':>11} {'imp':>4} {'HTA':>4}")
+    print(
+        f"{'trace':<40} {'MB':>4} | {'wall s: e2e':>11} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | "
+        f"{'in-proc s: e2e':>14} {'e2e-py':>6} {'imp':>5} {'HTA':>5} | {'RSS MB: e2e':>11} {'imp':>4} {'HTA':>4}"
+    )
     for name, size, *res in rows:
         r = dict(zip(sides, res, strict=True))
-        print(f"{name[4:44]:<40} {size / 2**20:4.1f} | "
-              f"{r['e2e']['wall_s']:11.2f} {r['py']['wall_s']:6.2f} {r['imp']['wall_s']:5.2f} {r['hta']['wall_s']:5.2f} | "
-              f"{r['e2e']['compute_s']:14.2f} {r['py']['compute_s']:6.2f} {r['imp']['compute_s']:5.2f} "
-              f"{r['hta']['compute_s']:5.2f} | {r['e2e']['rss_mb']:11.0f} {r['imp']['rss_mb']:4.0f} {r['hta']['rss_mb']:4.0f}")
-    print(f"wall = fresh process incl. interpreter start and library imports; in-proc = after the imports "
-          f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); cpu = user+sys of the whole "
-          f"process; medians of {opts.repeat} runs")
+        print(
+            f"{name[4:44]:<40} {size / 2**20:4.1f} | "
+            f"{r['e2e']['wall_s']:11.2f} {r['py']['wall_s']:6.2f} {r['imp']['wall_s']:5.2f} {r['hta']['wall_s']:5.2f} | "
+            f"{r['e2e']['compute_s']:14.2f} {r['py']['compute_s']:6.2f} {r['imp']['compute_s']:5.2f} "
+            f"{r['hta']['compute_s']:5.2f} | {r['e2e']['rss_mb']:11.0f} {r['imp']['rss_mb']:4.0f} {r['hta']['rss_mb']:4.0f}"
+        )
+    print(
+        f"wall = fresh process incl. interpreter start and library imports; in-proc = after the imports "
+        f"(HTA: parse + analyses; ours: import + open + summary, or open + summary); cpu = user+sys of the whole "
+        f"process; medians of {opts.repeat} runs"
+    )
     for r in RETRIES:
         print(f"retried a failed run: {r}")
 
@@ -193,9 +228,11 @@ def main() -> None:
         def x(side: str, key: str) -> str:
             return f"{tot[f'hta_{key}'] / tot[f'{side}_{key}']:.1f}x"
 
-        print(f"RATIOS HTA/ours, {label}: end-to-end wall {x('e2e', 'wall_s')} (in-process {x('e2e', 'compute_s')}, "
-              f"cpu {x('e2e', 'cpu_s')}; pure Python {x('py', 'wall_s')}); from imported wall {x('imp', 'wall_s')} "
-              f"(in-process {x('imp', 'compute_s')}, cpu {x('imp', 'cpu_s')}); peak memory {mem:.2f}x lower")
+        print(
+            f"RATIOS HTA/ours, {label}: end-to-end wall {x('e2e', 'wall_s')} (in-process {x('e2e', 'compute_s')}, "
+            f"cpu {x('e2e', 'cpu_s')}; pure Python {x('py', 'wall_s')}); from imported wall {x('imp', 'wall_s')} "
+            f"(in-process {x('imp', 'compute_s')}, cpu {x('imp', 'cpu_s')}); peak memory {mem:.2f}x lower"
+        )
 
     largest = [r for r in rows if r[0] in DEFAULT_TRACES[:2]]
     if largest:
@@ -203,9 +240,12 @@ def main() -> None:
     ratios(f"all {len(rows)} traces", rows)
     floor = startup["wall_s"]
     budget = min(res[3]["wall_s"] for _n, _s, *res in (largest or rows)) / 20
-    print(f"START-UP FLOOR: a fresh process that only imports profui.analysis takes {floor:.2f} s (median); "
-          f"a 20th of HTA's fastest {'largest-trace' if largest else ''} run is {budget:.2f} s, so from an imported "
-          f"trace the wall-time ratio is capped at {budget * 20 / floor:.0f}x before any work is done")
+    print(
+        f"START-UP FLOOR: a fresh process that only imports profui.analysis takes {floor:.2f} s (median); "
+        f"a 20th of HTA's fastest {'largest-trace' if largest else ''} run is {budget:.2f} s, so from an imported "
+        f"trace the wall-time ratio is capped at {budget * 20 / floor:.0f}x before any work is done"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-TRAIN = r'''
+TRAIN = r"""
 import json, os, sys, time
 import torch
 
@@ -68,7 +68,7 @@ if prof is not None:
     prof.stop()
 json.dump({"times": times, "cpu": cpu, "process_cpu_s": time.process_time(), "export_s": getattr(globals().get("ready"), "export_s", None)},
           open(os.environ["BENCH_OUT"], "w"))
-'''
+"""
 
 PROFCAP = [sys.executable, "-m", "profui.capture.profcap"]
 
@@ -78,9 +78,13 @@ def run(kind: str, work: Path, rep: int, steps: int, window: str) -> dict:
     script = work / "train.py"
     out = work / f"{kind}-{rep}.json"
     trace = work / f"trace-{kind}-{rep}"
-    env = {"BENCH_STEPS": str(steps), "BENCH_WINDOW": window, "BENCH_OUT": str(out),
-           "BENCH_MODE": "torchprof" if kind == "torch.profiler" else "plain",
-           "BENCH_JSON": str(work / f"torchprof-{rep}.json")}
+    env = {
+        "BENCH_STEPS": str(steps),
+        "BENCH_WINDOW": window,
+        "BENCH_OUT": str(out),
+        "BENCH_MODE": "torchprof" if kind == "torch.profiler" else "plain",
+        "BENCH_JSON": str(work / f"torchprof-{rep}.json"),
+    }
     import os
 
     full_env = {**os.environ, **env}
@@ -115,8 +119,11 @@ def sampler_cost(reps: int, short: float = 1.0, long: float = 6.0) -> tuple[floa
         for rep in range(reps):
             for secs in (short, long):
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run([*PROFCAP, "-o", f"{tmp}/s{rep}-{secs}", "--no-trace", "--", "sleep", str(secs)],
-                               check=True, capture_output=True)
+                subprocess.run(
+                    [*PROFCAP, "-o", f"{tmp}/s{rep}-{secs}", "--no-trace", "--", "sleep", str(secs)],
+                    check=True,
+                    capture_output=True,
+                )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 costs[secs].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     c_short, c_long = statistics.median(costs[short]), statistics.median(costs[long])
@@ -157,10 +164,14 @@ def main() -> None:
                 r = run(kind, work, rep, args.steps, args.window)
                 t = r["times"]
                 # iterations first-1 (window start) and last (window end) carry the start/stop costs
-                times[kind]["outside"] += [v for i, v in enumerate(t) if i >= warm and not first - 1 <= i <= last + 1]
-                times[kind]["inside"] += t[first + 1:last]
+                times[kind]["outside"] += [
+                    v for i, v in enumerate(t) if i >= warm and not first - 1 <= i <= last + 1
+                ]
+                times[kind]["inside"] += t[first + 1 : last]
                 times[kind]["stop"].append(t[last])
-                cpu[kind] += [v for i, v in enumerate(r["cpu"]) if i >= warm and not first - 1 <= i <= last + 1]
+                cpu[kind] += [
+                    v for i, v in enumerate(r["cpu"]) if i >= warm and not first - 1 <= i <= last + 1
+                ]
                 if kind in capture_cpu:
                     capture_cpu[kind].append(r["capture_cpu_s"])
                     job_cpu[kind].append(r["process_cpu_s"])
@@ -180,39 +191,62 @@ def main() -> None:
     alone = med["alone"]["outside"]
     print(f"median step time over {args.reps} interleaved runs of {args.steps} steps (window {args.window}):")
     for kind in kinds:
-        print(f"  {kind:15s} outside windows {med[kind]['outside']:8.3f} ms   inside {med[kind]['inside']:8.3f} ms")
+        print(
+            f"  {kind:15s} outside windows {med[kind]['outside']:8.3f} ms   inside {med[kind]['inside']:8.3f} ms"
+        )
     cpu_alone = median_ms(cpu["alone"])
-    print("  (training thread CPU time per step outside windows: "
-          + ", ".join(f"{kind} {median_ms(cpu[kind]):.3f} ms" for kind in kinds) + ")")
-    print(f"in-process CPU per step outside windows, profcap / alone: {median_ms(cpu['profcap']) / cpu_alone:.3f}x")
+    print(
+        "  (training thread CPU time per step outside windows: "
+        + ", ".join(f"{kind} {median_ms(cpu[kind]):.3f} ms" for kind in kinds)
+        + ")"
+    )
+    print(
+        f"in-process CPU per step outside windows, profcap / alone: {median_ms(cpu['profcap']) / cpu_alone:.3f}x"
+    )
     print(f"sampler only (profcap --no-trace) / alone:        {med['no-trace']['outside'] / alone:.3f}x")
     print(f"profcap outside its window / alone:                {med['profcap']['outside'] / alone:.3f}x")
-    print(f"inside the window, profcap / torch.profiler:       "
-          f"{med['profcap']['inside'] / med['torch.profiler']['inside']:.3f}x")
+    print(
+        f"inside the window, profcap / torch.profiler:       "
+        f"{med['profcap']['inside'] / med['torch.profiler']['inside']:.3f}x"
+    )
     per_step_profui = statistics.median(profui_bytes) / k
     per_step_json = statistics.median(json_bytes) / k
     per_step_data = (statistics.median(profui_bytes) - statistics.median(footer_bytes)) / k
-    print(f"bytes per traced step: profui {per_step_profui:,.0f} (of which data {per_step_data:,.0f}; the rest is "
-          f"the file's fixed footer)  torch.profiler JSON {per_step_json:,.0f}")
-    print(f"  -> JSON / profui = {per_step_json / per_step_profui:.1f}x (data only: {per_step_json / per_step_data:.1f}x)")
+    print(
+        f"bytes per traced step: profui {per_step_profui:,.0f} (of which data {per_step_data:,.0f}; the rest is "
+        f"the file's fixed footer)  torch.profiler JSON {per_step_json:,.0f}"
+    )
+    print(
+        f"  -> JSON / profui = {per_step_json / per_step_profui:.1f}x (data only: {per_step_json / per_step_data:.1f}x)"
+    )
     for kind in capture_cpu:
         share = sum(capture_cpu[kind]) / sum(job_cpu[kind])
-        print(f"CPU used by the capture itself ({kind}: profcap + daemon + conversion) / the job's CPU: {share:.1%} "
-              "(these short runs are dominated by start-up; see the steady state below)")
+        print(
+            f"CPU used by the capture itself ({kind}: profcap + daemon + conversion) / the job's CPU: {share:.1%} "
+            "(these short runs are dominated by start-up; see the steady state below)"
+        )
     fixed, per_s = sampler_cost(args.reps)
-    print(f"sampler cost at 10 Hz: {fixed:.2f} s CPU once (start-up, final flush) + {per_s:.2%} of one core while "
-          "the job runs")
+    print(
+        f"sampler cost at 10 Hz: {fixed:.2f} s CPU once (start-up, final flush) + {per_s:.2%} of one core while "
+        "the job runs"
+    )
     stall = statistics.median(stalls_ms)
     n_events = statistics.median(events)
     stop_extra = statistics.median(times["profcap"]["stop"]) * 1e3 - med["profcap"]["inside"]
-    torch_stop_extra = statistics.median(times["torch.profiler"]["stop"]) * 1e3 - med["torch.profiler"]["inside"]
-    print(f"stall at window end: profcap {stall:.1f} ms for {n_events:,.0f} events "
-          f"= {stall / n_events * 1e4:.1f} ms per 10k events (step grew by {stop_extra:.1f} ms); "
-          f"torch.profiler step grew by {torch_stop_extra:.1f} ms (export {statistics.median(torch_export_ms):.1f} ms)")
+    torch_stop_extra = (
+        statistics.median(times["torch.profiler"]["stop"]) * 1e3 - med["torch.profiler"]["inside"]
+    )
+    print(
+        f"stall at window end: profcap {stall:.1f} ms for {n_events:,.0f} events "
+        f"= {stall / n_events * 1e4:.1f} ms per 10k events (step grew by {stop_extra:.1f} ms); "
+        f"torch.profiler step grew by {torch_stop_extra:.1f} ms (export {statistics.median(torch_export_ms):.1f} ms)"
+    )
     # Wall time on a shared, overloaded box swings by tens of percent between runs; the training
     # thread's CPU time per step shows what profcap adds to the training process itself.
-    print(f"headline: training-thread CPU per step outside windows, profcap / alone = "
-          f"{median_ms(cpu['profcap']) / cpu_alone:.3f}x")
+    print(
+        f"headline: training-thread CPU per step outside windows, profcap / alone = "
+        f"{median_ms(cpu['profcap']) / cpu_alone:.3f}x"
+    )
 
 
 if __name__ == "__main__":

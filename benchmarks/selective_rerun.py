@@ -41,7 +41,9 @@ def traces_dir() -> Path:
 def analyze(trace: Path, *args: str) -> tuple[float, dict]:
     """Wall seconds of one ``profui analyze`` process and its run record."""
     t0 = time.perf_counter()
-    proc = subprocess.run([*PROFUI, "analyze", str(trace), "-q", "--json", *args], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*PROFUI, "analyze", str(trace), "-q", "--json", *args], capture_output=True, text=True
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"profui analyze failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -77,7 +79,9 @@ def main() -> None:
         for i in range(args.repeat):
             wall, rec = analyze(trace, "--stages", "launch", "--set", f"slow_launch_us={61 + i}")
             c = rec["counts"]
-            assert c["computed"] == 1 and c["reused"] == len(rec["stages"]) - 2, c  # summary: downstream, skipped
+            assert c["computed"] == 1 and c["reused"] == len(rec["stages"]) - 2, (
+                c
+            )  # summary: downstream, skipped
             sel_wall.append(wall)
             sel_engine.append(rec["seconds"])
 

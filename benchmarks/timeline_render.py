@@ -41,8 +41,13 @@ def phase_generate(out: str, events: int) -> dict:
 
     w, c = time.perf_counter(), time.process_time()
     info = gen.generate(out, events=events, nodes=2, gpus_per_node=4, streams=3, steps=10, seed=0)
-    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c, "peak_mb": _peak_mb(),
-            "events": info.events, "files": info.files}
+    return {
+        "wall": time.perf_counter() - w,
+        "cpu": time.process_time() - c,
+        "peak_mb": _peak_mb(),
+        "events": info.events,
+        "files": info.files,
+    }
 
 
 def phase_build(trace: str) -> dict:
@@ -80,8 +85,12 @@ def phase_render(trace: str, frames: int) -> dict:
             cpu.append(time.thread_time() - c)
             assert len(lines) == 60
         ms, cms = np.array(times) * 1e3, np.array(cpu) * 1e3
-        out[name] = [float(np.percentile(ms, 50)), float(np.percentile(ms, 95)),
-                     float(np.percentile(cms, 50)), float(np.percentile(cms, 95))]
+        out[name] = [
+            float(np.percentile(ms, 50)),
+            float(np.percentile(ms, 95)),
+            float(np.percentile(cms, 50)),
+            float(np.percentile(cms, 95)),
+        ]
 
     def deepest() -> None:
         st.goto_step(5)
@@ -130,16 +139,27 @@ def main() -> None:
     try:
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
         g = _child(["--phase", "generate", "--trace", str(trace), "--events", str(a.events)])
-        print(f"trace    {g['events']:,} events, 2 nodes × 4 GPUs, 3 streams + NCCL, 10 steps, {g['files']} files")
-        print(f"import   {g['wall']:.1f} s wall  {g['cpu']:.1f} s cpu  peak {g['peak_mb']:.0f} MB  (generation)",
-              flush=True)
+        print(
+            f"trace    {g['events']:,} events, 2 nodes × 4 GPUs, 3 streams + NCCL, 10 steps, {g['files']} files"
+        )
+        print(
+            f"import   {g['wall']:.1f} s wall  {g['cpu']:.1f} s cpu  peak {g['peak_mb']:.0f} MB  (generation)",
+            flush=True,
+        )
         b = _child(["--phase", "build", "--trace", str(trace)])
-        print(f"LOD      {b['wall']:.1f} s wall  {b['cpu']:.1f} s cpu  peak {b['peak_mb']:.0f} MB  (build)", flush=True)
+        print(
+            f"LOD      {b['wall']:.1f} s wall  {b['cpu']:.1f} s cpu  peak {b['peak_mb']:.0f} MB  (build)",
+            flush=True,
+        )
         r = _child(["--phase", "render", "--trace", str(trace), "--frames", str(a.frames)])
-        print(f"open     {r['open'] * 1e3:.0f} ms (cached index, {r['n_index']:,} event instances, {r['rows']} lane rows)")
+        print(
+            f"open     {r['open'] * 1e3:.0f} ms (cached index, {r['n_index']:,} event instances, {r['rows']} lane rows)"
+        )
         for zoom in ("fit-all", "step", "deepest"):
             p50, p95, c50, c95 = r[zoom]
-            print(f"{zoom:8s} p50 {p50:.1f} ms  p95 {p95:.1f} ms  (200×60 frame; CPU time p50 {c50:.1f} ms  p95 {c95:.1f} ms)")
+            print(
+                f"{zoom:8s} p50 {p50:.1f} ms  p95 {p95:.1f} ms  (200×60 frame; CPU time p50 {c50:.1f} ms  p95 {c95:.1f} ms)"
+            )
         print(f"peak memory: build {b['peak_mb']:.0f} MB, open + render {r['peak_mb']:.0f} MB")
         print(f"LOD build / import: {b['wall'] / g['wall']:.2f}x wall, {b['cpu'] / g['cpu']:.2f}x cpu")
     finally:

@@ -53,7 +53,10 @@ def child_open(path: str) -> None:
             if views and views.first().complete:
                 charts = [p.data is not None for p in views.first().panels()]
                 v = views.first()
-                print(f"CHARTS {sum(charts)}/{len(charts)} SOURCE {v.session.source} IN_APP {v.seconds:.2f}", flush=True)
+                print(
+                    f"CHARTS {sum(charts)}/{len(charts)} SOURCE {v.session.source} IN_APP {v.seconds:.2f}",
+                    flush=True,
+                )
                 app.exit()
                 return
 
@@ -112,10 +115,14 @@ def main() -> None:
     print(f"profui summary --json (cold cache) {s:6.2f} s   runs: {', '.join(f'{x:.2f}' for x in summary)}")
     print(f"profui open, cold (to full dash)  {c:6.2f} s   runs: {', '.join(f'{x:.2f}' for x in cold)}")
     print(f"profui open, warm (to full dash)  {w:6.2f} s   runs: {', '.join(f'{x:.2f}' for x in warm)}")
-    print(f"  of which in the app, dashboard load to last chart: cold {statistics.median(cold_in):.2f} s, "
-          f"warm {statistics.median(warm_in):.2f} s (the rest: interpreter start, imports, import of the JSON)")
-    print(f"targets: warm < 1 s ({'met' if w < 1 else 'NOT met'}); cold <= 1.5x summary "
-          f"({'met' if c <= 1.5 * s else 'NOT met'})")
+    print(
+        f"  of which in the app, dashboard load to last chart: cold {statistics.median(cold_in):.2f} s, "
+        f"warm {statistics.median(warm_in):.2f} s (the rest: interpreter start, imports, import of the JSON)"
+    )
+    print(
+        f"targets: warm < 1 s ({'met' if w < 1 else 'NOT met'}); cold <= 1.5x summary "
+        f"({'met' if c <= 1.5 * s else 'NOT met'})"
+    )
     print(f"RATIO cold_open/summary {c / s:.2f}  warm_open_s {w:.2f}  warm_open/summary {w / s:.2f}")
 
 

@@ -21,8 +21,9 @@ def ranks_on_disk(trace_dir: Path) -> list[int]:
     return sorted(ranks)
 
 
-def finish_manifest(manifest: Manifest, trace_dir: Path, result: dict[str, Any] | None, *, status: str,
-                    exit_code: int | None) -> Manifest:
+def finish_manifest(
+    manifest: Manifest, trace_dir: Path, result: dict[str, Any] | None, *, status: str, exit_code: int | None
+) -> Manifest:
     """Fill the end-of-run fields of ``manifest`` in place (and return it)."""
     manifest.status = status
     manifest.exit_code = exit_code

@@ -82,17 +82,28 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-o", "--output", metavar="DIR", help="trace folder to create (default ./trace/<name>-<time>/)")
+    p.add_argument(
+        "-o", "--output", metavar="DIR", help="trace folder to create (default ./trace/<name>-<time>/)"
+    )
     p.add_argument("--name", help="job name (default: the script or command name)")
     p.add_argument("--node", help="node name in the trace (default: this host's name)")
     p.add_argument("--hz", type=float, default=10.0, help="metric samples per second (default 10)")
     win = p.add_mutually_exclusive_group()
-    win.add_argument("--steps", metavar="A-B[,C-D]", help="training steps to trace, inclusive (default 10-14)")
-    win.add_argument("--schedule", metavar="WAIT,WARMUP,ACTIVE[,REPEAT]",
-                     help="torch.profiler-style schedule from step 1; REPEAT 0 = until the end (default 1)")
+    win.add_argument(
+        "--steps", metavar="A-B[,C-D]", help="training steps to trace, inclusive (default 10-14)"
+    )
+    win.add_argument(
+        "--schedule",
+        metavar="WAIT,WARMUP,ACTIVE[,REPEAT]",
+        help="torch.profiler-style schedule from step 1; REPEAT 0 = until the end (default 1)",
+    )
     win.add_argument("--no-trace", action="store_true", help="metrics only: do not trace the job's processes")
-    p.add_argument("--perf-events", metavar="EV[,EV]", default="",
-                   help="extra perf events per CPU, besides cycles and instructions")
+    p.add_argument(
+        "--perf-events",
+        metavar="EV[,EV]",
+        default="",
+        help="extra perf events per CPU, besides cycles and instructions",
+    )
     p.add_argument("--no-perf", action="store_true", help="do not run perf stat")
     p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
@@ -107,7 +118,7 @@ def job_name(cmd: list[str]) -> str:
             mod = rest[rest.index("-m") + 1]
             if mod not in ("torch.distributed.run", "torch.distributed.launch"):
                 return mod.split(".")[-1]
-            rest = rest[rest.index("-m") + 2:]
+            rest = rest[rest.index("-m") + 2 :]
         scripts = [a for a in rest if not a.startswith("-") and a.endswith(".py")]
         if scripts:
             return Path(scripts[0]).stem
@@ -199,16 +210,25 @@ class Capture:
     def start_daemon(self) -> None:
         """Start the daemon and wait for its ready line (GPUs, what it skips)."""
         cfg = {
-            "trace_dir": str(self.trace_dir), "spool": str(self.spool), "node": self.node, "hz": self.args.hz,
-            "perf": not self.args.no_perf, "perf_events": self.perf_events,
+            "trace_dir": str(self.trace_dir),
+            "spool": str(self.spool),
+            "node": self.node,
+            "hz": self.args.hz,
+            "perf": not self.args.no_perf,
+            "perf_events": self.perf_events,
         }
         try:
             self.daemon = subprocess.Popen(
                 [sys.executable, "-m", "profui.capture.daemon", json.dumps(cfg)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
             )
         except OSError as exc:
-            self._note(f"sampling daemon did not start ({exc}): no metrics, no trace conversion by the daemon")
+            self._note(
+                f"sampling daemon did not start ({exc}): no metrics, no trace conversion by the daemon"
+            )
             return
         threading.Thread(target=self._read_daemon, name="daemon-reader", daemon=True).start()
         try:
@@ -249,8 +269,10 @@ class Capture:
     def _check_daemon(self) -> None:
         if self.daemon is not None and not self.daemon_dead_noted and self.daemon.poll() is not None:
             self.daemon_dead_noted = True
-            self._note(f"sampling daemon died (exit {self.daemon.returncode}) at {time.strftime('%H:%M:%S')}: "
-                       "no metrics after that; profcap converts the trace windows at the end")
+            self._note(
+                f"sampling daemon died (exit {self.daemon.returncode}) at {time.strftime('%H:%M:%S')}: "
+                "no metrics after that; profcap converts the trace windows at the end"
+            )
             self._write_manifest_quietly()
 
     def _note(self, text: str) -> None:
@@ -309,7 +331,9 @@ class Capture:
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         try:
-            self.job = subprocess.Popen(self.cmd, env=self.job_env(), process_group=None if self.interactive else 0)
+            self.job = subprocess.Popen(
+                self.cmd, env=self.job_env(), process_group=None if self.interactive else 0
+            )
         except OSError as exc:
             _say(f"{self.cmd[0]}: {exc.strerror or exc}")
             code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -350,8 +374,9 @@ class Capture:
             result = self._convert_here()
         if self.plan is not None and not any("lost" in n for n in result.get("notes", [])):
             first = self.plan.window(0)
-            why = _spool.why_no_windows(self.spool, result.get("windows", []),
-                                        (first.first, first.last) if first else None)
+            why = _spool.why_no_windows(
+                self.spool, result.get("windows", []), (first.first, first.last) if first else None
+            )
             if why:
                 self._note(why)
         finish_manifest(self.manifest, self.trace_dir, result, status=status, exit_code=code)
@@ -360,7 +385,9 @@ class Capture:
         self._write_manifest_quietly()
         events = sum(1 for _ in self.trace_dir.glob("node=*/rank=*/events-*.parquet"))
         metrics = sum(1 for _ in self.trace_dir.glob("node=*/metrics-*.parquet"))
-        _say(f"{status} (exit {code}); trace: {self.trace_dir} ({events} events files, {metrics} metrics files)")
+        _say(
+            f"{status} (exit {code}); trace: {self.trace_dir} ({events} events files, {metrics} metrics files)"
+        )
 
     def _await_result(self) -> dict[str, Any] | None:
         interrupted = []
@@ -372,8 +399,10 @@ class Capture:
             signal.signal(sig, on_signal)
         while True:
             if interrupted and self.daemon is not None:
-                self._note("profcap was interrupted while converting: unconverted windows stay in "
-                           f"{self.spool} (import them with `profui import`)")
+                self._note(
+                    "profcap was interrupted while converting: unconverted windows stay in "
+                    f"{self.spool} (import them with `profui import`)"
+                )
                 self.daemon.kill()
                 self.daemon.wait()
                 return None

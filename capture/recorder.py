@@ -59,8 +59,13 @@ class Recorder:
         """Mark the end of one training step (the first call only starts step counting)."""
         now = time.time_ns()
         if self.last_step_ns is not None and self.enabled:
-            self._add(self.last_step_ns, now - self.last_step_ns, "step", f"ProfilerStep#{self.step_count}",
-                      threading.get_native_id())
+            self._add(
+                self.last_step_ns,
+                now - self.last_step_ns,
+                "step",
+                f"ProfilerStep#{self.step_count}",
+                threading.get_native_id(),
+            )
         self.last_step_ns = now
         self.step_count += 1
         if time.monotonic() - self.last_flush > FLUSH_SECONDS:
@@ -79,7 +84,9 @@ class Recorder:
         self.events.append((ts, dur, kind, name, tid))
         self.total += 1
         if self.total == MAX_EVENTS:
-            self.session.note(f"rank {self.rank} pid {self.pid}: annotation recorder stopped after {MAX_EVENTS} events")
+            self.session.note(
+                f"rank {self.rank} pid {self.pid}: annotation recorder stopped after {MAX_EVENTS} events"
+            )
         if len(self.events) >= FLUSH_EVENTS:
             self.flush()
 
@@ -98,10 +105,14 @@ class Recorder:
             tmp = final.with_name(final.name + ".tmp")
             try:
                 with open(tmp, "w") as fh:
-                    json.dump({"rank": self.rank, "pid": self.pid, "events": events}, fh, separators=(",", ":"))
+                    json.dump(
+                        {"rank": self.rank, "pid": self.pid, "events": events}, fh, separators=(",", ":")
+                    )
                 os.replace(tmp, final)
             except OSError as exc:
-                self.session.note(f"rank {self.rank} pid {self.pid}: {len(events)} annotation events lost ({exc})")
+                self.session.note(
+                    f"rank {self.rank} pid {self.pid}: {len(events)} annotation events lost ({exc})"
+                )
 
 
 _recorder: Recorder | None = None

@@ -57,7 +57,9 @@ def current() -> Session | None:
         return None
     try:
         cfg = json.loads(raw)
-        return Session(Path(cfg["spool"]), str(cfg["node"]), dict(cfg.get("plan") or {}), bool(cfg.get("trace", True)))
+        return Session(
+            Path(cfg["spool"]), str(cfg["node"]), dict(cfg.get("plan") or {}), bool(cfg.get("trace", True))
+        )
     except (ValueError, KeyError, TypeError):
         return None
 

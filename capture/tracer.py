@@ -128,7 +128,9 @@ class Tracer:
         def schedule(step: int) -> ProfilerAction:
             return ProfilerAction.WARMUP if step < first else ProfilerAction.RECORD
 
-        prof = profile(activities=activities, record_shapes=True, schedule=schedule, on_trace_ready=self._export)
+        prof = profile(
+            activities=activities, record_shapes=True, schedule=schedule, on_trace_ready=self._export
+        )
         # Label steps with their global numbers (ProfilerStep#<n>).
         prof.step_num = cur
         prof.current_action = schedule(cur)
@@ -137,7 +139,9 @@ class Tracer:
         self.seq += 1
         self.marker = self.session.spool_name(self.rank, self.pid, self.seq, _session.OPEN_SUFFIX)
         try:
-            self.marker.write_text(json.dumps({"first": first, "last": w.last if w.last < _OPEN_END else None}))
+            self.marker.write_text(
+                json.dumps({"first": first, "last": w.last if w.last < _OPEN_END else None})
+            )
         except OSError:
             self.marker = None
         self.active = w
@@ -201,8 +205,12 @@ class Tracer:
         if self.marker is not None:
             # renaming needs no free space, unlike writing a note: profcap reads it at the end
             try:
-                os.replace(self.marker, self.marker.with_name(self.marker.name[: -len(_session.OPEN_SUFFIX)]
-                                                              + _session.FAILED_SUFFIX))
+                os.replace(
+                    self.marker,
+                    self.marker.with_name(
+                        self.marker.name[: -len(_session.OPEN_SUFFIX)] + _session.FAILED_SUFFIX
+                    ),
+                )
                 self.marker = None
             except OSError:
                 pass
@@ -268,7 +276,8 @@ class Tracer:
         if self.step_num:
             try:
                 (self.session.spool / f"steps-r{self.rank}-p{self.pid}").write_text(
-                    json.dumps({"steps": self.step_num, "backed_off": self.backed_off or self.disabled}))
+                    json.dumps({"steps": self.step_num, "backed_off": self.backed_off or self.disabled})
+                )
             except OSError:
                 pass
 

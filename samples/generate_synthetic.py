@@ -57,27 +57,92 @@ COMM_STREAM = 13
 # (cpu op, kernel, mean kernel duration in µs, weight) per phase.
 FORWARD_OPS = (
     ("aten::linear", "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", 60.0, 4),
-    ("aten::matmul", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 80.0, 2),
+    (
+        "aten::matmul",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        80.0,
+        2,
+    ),
     ("aten::addmm", "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_32x3_nn", 45.0, 1),
     ("aten::conv2d", "ampere_tf32_s1688gemm_tf32_128x128_16x3_nt", 70.0, 1),
     ("aten::mm", "volta_sgemm_128x64_nn", 90.0, 1),
-    ("aten::gelu", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)", 12.0, 3),
-    ("aten::add", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)", 8.0, 3),
-    ("aten::_softmax", "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)", 25.0, 2),
-    ("aten::native_layer_norm", "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)", 15.0, 2),
-    ("aten::dropout", "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)", 10.0, 1),
+    (
+        "aten::gelu",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+        12.0,
+        3,
+    ),
+    (
+        "aten::add",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)",
+        8.0,
+        3,
+    ),
+    (
+        "aten::_softmax",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)",
+        25.0,
+        2,
+    ),
+    (
+        "aten::native_layer_norm",
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+        15.0,
+        2,
+    ),
+    (
+        "aten::dropout",
+        "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)",
+        10.0,
+        1,
+    ),
 )
 BACKWARD_OPS = (
     ("aten::mm", "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_nt", 75.0, 5),
-    ("aten::mm", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 95.0, 2),
-    ("aten::gelu_backward", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3>)", 14.0, 3),
-    ("aten::_softmax_backward_data", "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, int)", 28.0, 2),
-    ("aten::native_layer_norm_backward", "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<c10::BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)", 20.0, 2),
-    ("aten::sum", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4>)", 18.0, 2),
+    (
+        "aten::mm",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        95.0,
+        2,
+    ),
+    (
+        "aten::gelu_backward",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3>)",
+        14.0,
+        3,
+    ),
+    (
+        "aten::_softmax_backward_data",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, int)",
+        28.0,
+        2,
+    ),
+    (
+        "aten::native_layer_norm_backward",
+        "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<c10::BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
+        20.0,
+        2,
+    ),
+    (
+        "aten::sum",
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4>)",
+        18.0,
+        2,
+    ),
 )
 OPTIMIZER_OPS = (
-    ("aten::_fused_adamw_", "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*)", 40.0, 3),
-    ("aten::_foreach_mul_", "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float)", 10.0, 1),
+    (
+        "aten::_fused_adamw_",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*)",
+        40.0,
+        3,
+    ),
+    (
+        "aten::_foreach_mul_",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float)",
+        10.0,
+        1,
+    ),
 )
 MEMSET = ("aten::zero_", "Memset (Device)")
 PLAIN_OPS = ("aten::view", "aten::reshape", "aten::t", "aten::empty")
@@ -222,7 +287,9 @@ def generate(
     n_ranks = nodes * gpus_per_node
     min_events = n_ranks * steps * (STEP_OVERHEAD + 3 * MIN_GROUPS)
     if events < min_events:
-        raise ValueError(f"--events {events} is too small for {n_ranks} ranks x {steps} steps (need >= {min_events})")
+        raise ValueError(
+            f"--events {events} is too small for {n_ranks} ranks x {steps} steps (need >= {min_events})"
+        )
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out}: output folder exists and is not empty")
@@ -304,28 +371,51 @@ def generate(
             st.part_rows += table.num_rows
             if st.part_rows >= FILE_ROWS or s == steps - 1:
                 files += _flush(out, st)
-    metrics = _write_metrics(out, states, gpus_per_node, float(t_min), float(t_max), np.random.default_rng([seed, 7]))
+    metrics = _write_metrics(
+        out, states, gpus_per_node, float(t_min), float(t_max), np.random.default_rng([seed, 7])
+    )
     manifest = Manifest(
         name=name or f"synthetic-{nodes}x{gpus_per_node}gpu-{events}ev-seed{seed}",
         status="completed",
         source="synthetic",
         synthetic=True,
         command=[
-            "samples/generate_synthetic.py", "--events", str(events), "--nodes", str(nodes),
-            "--gpus-per-node", str(gpus_per_node), "--streams", str(streams), "--steps", str(steps),
-            "--seed", str(seed),
+            "samples/generate_synthetic.py",
+            "--events",
+            str(events),
+            "--nodes",
+            str(nodes),
+            "--gpus-per-node",
+            str(gpus_per_node),
+            "--streams",
+            str(streams),
+            "--steps",
+            str(steps),
+            "--seed",
+            str(seed),
         ],
         exit_code=0,
         start_ns=BASE_NS + t_min,
         end_ns=BASE_NS + t_max,
         hosts=sorted({st.node for st in states}),
         gpus=[
-            {"node": f"node-{n}", "index": g, "name": "NVIDIA H100 80GB HBM3 (synthetic)", "memory_bytes": 85_520_809_984}
+            {
+                "node": f"node-{n}",
+                "index": g,
+                "name": "NVIDIA H100 80GB HBM3 (synthetic)",
+                "memory_bytes": 85_520_809_984,
+            }
             for n in range(nodes)
             for g in range(gpus_per_node)
         ],
         ranks=list(range(n_ranks)),
-        capture={"generator": "samples/generate_synthetic.py", "seed": seed, "events": events, "streams": streams, "steps": steps},
+        capture={
+            "generator": "samples/generate_synthetic.py",
+            "seed": seed,
+            "events": events,
+            "streams": streams,
+            "steps": steps,
+        },
         notes=["synthetic trace made by samples/generate_synthetic.py: not a real capture"],
     )
     write_manifest(out, manifest)
@@ -419,10 +509,27 @@ def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, is_gem
     op_args = np.where(is_gemm[op_all], 1, -1).astype(np.int32)
     op_args[extra:][gtype == G_NCCL] = 0
     return {
-        "t0": t0, "starts": starts, "ends": ends, "item_phase": item_phase, "op_name": op_all, "op_args": op_args,
-        "ext": ext, "extra": extra, "gtype": gtype, "l_start": l_start, "launch": launch,
-        "launch_name": launch_name, "dev_name": dev_name, "dev_start": dev_start, "dev_dur": dev_dur,
-        "stream": stream, "req": req, "corr": corr, "bytes": nbytes, "step": s, "names": names,
+        "t0": t0,
+        "starts": starts,
+        "ends": ends,
+        "item_phase": item_phase,
+        "op_name": op_all,
+        "op_args": op_args,
+        "ext": ext,
+        "extra": extra,
+        "gtype": gtype,
+        "l_start": l_start,
+        "launch": launch,
+        "launch_name": launch_name,
+        "dev_name": dev_name,
+        "dev_start": dev_start,
+        "dev_dur": dev_dur,
+        "stream": stream,
+        "req": req,
+        "corr": corr,
+        "bytes": nbytes,
+        "step": s,
+        "names": names,
     }
 
 
@@ -474,21 +581,41 @@ def _finish_step(st: _RankState, p: dict) -> dict:
     n = 1 + 3 + n_items + 2 * groups + 1
     K = {k: i for i, k in enumerate(EVENT_KINDS)}
     ts = np.concatenate([[p["t0"]], ph_ts, p["starts"], p["l_start"], p["dev_start"], [sync_ts]])
-    dur = np.concatenate([[step_end - p["t0"]], ph_end - ph_ts, p["ends"] - p["starts"], p["launch"], p["dev_dur"],
-                          [sync_end - sync_ts]])
+    dur = np.concatenate(
+        [
+            [step_end - p["t0"]],
+            ph_end - ph_ts,
+            p["ends"] - p["starts"],
+            p["launch"],
+            p["dev_dur"],
+            [sync_end - sync_ts],
+        ]
+    )
     gt = p["gtype"]
     dev_kind = np.full(groups, K["kernel"], dtype=np.int8)
     dev_kind[gt == G_MEMSET] = K["memset"]
     dev_kind[(gt == G_HTOD) | (gt == G_DTOH)] = K["memcpy"]
-    kind = np.concatenate([
-        [K["step"]], np.full(3, K["annotation"]), np.full(n_items, K["cpu_op"]), np.full(groups, K["runtime"]),
-        dev_kind, [K["runtime"]],
-    ]).astype(np.int8)
+    kind = np.concatenate(
+        [
+            [K["step"]],
+            np.full(3, K["annotation"]),
+            np.full(n_items, K["cpu_op"]),
+            np.full(groups, K["runtime"]),
+            dev_kind,
+            [K["runtime"]],
+        ]
+    ).astype(np.int8)
     from_names = p["names"]
-    name = np.concatenate([
-        [from_names["step"][p["step"]]], from_names["phase"], p["op_name"], p["launch_name"], p["dev_name"],
-        [from_names["sync"]],
-    ]).astype(np.int32)
+    name = np.concatenate(
+        [
+            [from_names["step"][p["step"]]],
+            from_names["phase"],
+            p["op_name"],
+            p["launch_name"],
+            p["dev_name"],
+            [from_names["sync"]],
+        ]
+    ).astype(np.int32)
     host = np.ones(n, dtype=bool)
     host[1 + 3 + n_items + groups : 1 + 3 + n_items + 2 * groups] = False
     device = np.where(host, -1, st.local).astype(np.int32)
@@ -522,13 +649,25 @@ def _finish_step(st: _RankState, p: dict) -> dict:
     st.host_end.append(ts[4 : 4 + n_items] + dur[4 : 4 + n_items])
     ts_ns = np.round(ts).astype(np.int64)
     return {
-        "ts": ts_ns, "dur": np.maximum(np.round(ts + dur).astype(np.int64) - ts_ns, 1), "kind": kind,
-        "name": name, "pid": st.pid, "tid": tid, "device": device, "stream": stream, "corr": corr, "ext": ext,
-        "bytes": nbytes, "memcpy_kind": mk, "args": args,
+        "ts": ts_ns,
+        "dur": np.maximum(np.round(ts + dur).astype(np.int64) - ts_ns, 1),
+        "kind": kind,
+        "name": name,
+        "pid": st.pid,
+        "tid": tid,
+        "device": device,
+        "stream": stream,
+        "corr": corr,
+        "ext": ext,
+        "bytes": nbytes,
+        "memcpy_kind": mk,
+        "args": args,
     }
 
 
-def _to_arrow(cols: dict, dictionary: pa.Array, kind_dict: pa.Array, memcpy_dict: pa.Array, args_dict: pa.Array) -> pa.Table:
+def _to_arrow(
+    cols: dict, dictionary: pa.Array, kind_dict: pa.Array, memcpy_dict: pa.Array, args_dict: pa.Array
+) -> pa.Table:
     n = cols["ts"].size
 
     def nullable(values: np.ndarray) -> pa.Array:
@@ -579,8 +718,14 @@ def _busy_integral(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.nd
     return (i * x - cs[i]) - (j * x - ce[j])
 
 
-def _write_metrics(out: Path, states: list[_RankState], gpus_per_node: int, start: float, end: float,
-                   rng: np.random.Generator) -> int:
+def _write_metrics(
+    out: Path,
+    states: list[_RankState],
+    gpus_per_node: int,
+    start: float,
+    end: float,
+    rng: np.random.Generator,
+) -> int:
     """Per node: GPU util/memory/power per GPU and CPU util, sampled from the generated busy time."""
     span = max(end - start, 1.0)
     interval = float(min(100_000_000, max(1_000_000, 10 ** math.floor(math.log10(span / 200)))))
@@ -607,7 +752,9 @@ def _write_metrics(out: Path, states: list[_RankState], gpus_per_node: int, star
                 ts_all.append(edges[1:])
                 source.append(np.full(m, 0, dtype=np.int32))
                 device.append(np.full(m, st.local, dtype=np.int32))
-                metric.append(np.full(m, {"util_pct": 0, "mem_used_bytes": 1, "power_w": 2}[met], dtype=np.int32))
+                metric.append(
+                    np.full(m, {"util_pct": 0, "mem_used_bytes": 1, "power_w": 2}[met], dtype=np.int32)
+                )
                 value.append(vals)
         cpu = np.clip(100.0 * (host_frac + 0.5) / 16.0 + rng.normal(0, 1.0, m), 0.0, 100.0)
         ts_all.append(edges[1:])
@@ -620,7 +767,9 @@ def _write_metrics(out: Path, states: list[_RankState], gpus_per_node: int, star
             "metrics",
             {
                 "ts": pa.array(ts),
-                "source": pa.DictionaryArray.from_arrays(pa.array(np.concatenate(source)), pa.array(["gpu", "cpu"])),
+                "source": pa.DictionaryArray.from_arrays(
+                    pa.array(np.concatenate(source)), pa.array(["gpu", "cpu"])
+                ),
                 "device": pa.array(np.concatenate(device)),
                 "metric": pa.DictionaryArray.from_arrays(
                     pa.array(np.concatenate(metric)), pa.array(["util_pct", "mem_used_bytes", "power_w"])
@@ -635,24 +784,46 @@ def _write_metrics(out: Path, states: list[_RankState], gpus_per_node: int, star
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: write a synthetic trace and print one line about it."""
-    ap = argparse.ArgumentParser(description="Write a seeded synthetic multi-GPU training trace (profui format).")
+    ap = argparse.ArgumentParser(
+        description="Write a seeded synthetic multi-GPU training trace (profui format)."
+    )
     ap.add_argument("-o", "--out", required=True, help="output trace folder (must not exist or be empty)")
     ap.add_argument("--events", type=int, default=1_000_000, help="total number of events (exact)")
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--gpus-per-node", type=int, default=4)
-    ap.add_argument("--streams", type=int, default=3, help="compute/copy streams per GPU (plus one NCCL stream)")
+    ap.add_argument(
+        "--streams", type=int, default=3, help="compute/copy streams per GPU (plus one NCCL stream)"
+    )
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--first-step", type=int, default=1, help="number of the first ProfilerStep")
     a = ap.parse_args(argv)
     try:
-        g = generate(a.out, events=a.events, nodes=a.nodes, gpus_per_node=a.gpus_per_node, streams=a.streams,
-                     steps=a.steps, seed=a.seed, first_step=a.first_step)
+        g = generate(
+            a.out,
+            events=a.events,
+            nodes=a.nodes,
+            gpus_per_node=a.gpus_per_node,
+            streams=a.streams,
+            steps=a.steps,
+            seed=a.seed,
+            first_step=a.first_step,
+        )
     except ValueError as exc:
         print(f"generate_synthetic: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({"path": str(g.path), "events": g.events, "ranks": g.ranks, "files": g.files,
-                      "metrics": g.metrics, "kinds": g.kinds}))
+    print(
+        json.dumps(
+            {
+                "path": str(g.path),
+                "events": g.events,
+                "ranks": g.ranks,
+                "files": g.files,
+                "metrics": g.metrics,
+                "kinds": g.kinds,
+            }
+        )
+    )
     return 0
 
 

@@ -47,12 +47,14 @@ def test_counts_and_manifest(small):
     assert td.manifest.status == "completed"
     assert td.ranks == [("node-0", 0), ("node-0", 1), ("node-1", 2), ("node-1", 3)]
     assert set(ev["kind"].unique()) <= set(EVENT_KINDS)
-    assert dict(zip(*ev["kind"].value_counts().sort("kind").to_dict(as_series=False).values(), strict=True)) == {
-        k: v for k, v in sorted(info.kinds.items())
-    }
+    assert dict(
+        zip(*ev["kind"].value_counts().sort("kind").to_dict(as_series=False).values(), strict=True)
+    ) == {k: v for k, v in sorted(info.kinds.items())}
     steps = ev.filter(pl.col("kind") == "step")
     assert steps.height == 4 * 5
-    assert sorted(steps.filter(pl.col("rank") == 0)["name"]) == sorted(f"ProfilerStep#{i}" for i in range(1, 6))
+    assert sorted(steps.filter(pl.col("rank") == 0)["name"]) == sorted(
+        f"ProfilerStep#{i}" for i in range(1, 6)
+    )
     assert info.metrics == sum(f.num_rows for f in td.metrics) > 0
     assert td.manifest.start_ns == ev["ts"].min()
     assert td.manifest.end_ns == (ev["ts"] + ev["dur"]).max()
@@ -72,7 +74,10 @@ def test_correlation_links_resolve(small):
     # memcpy carry bytes and a direction; kernels do not
     mc = device.filter(pl.col("kind") == "memcpy")
     assert mc["bytes"].null_count() == 0 and set(mc["memcpy_kind"]) == {"HtoD", "DtoH"}
-    assert device.filter(pl.col("kind") == "kernel")["bytes"].null_count() == device.filter(pl.col("kind") == "kernel").height
+    assert (
+        device.filter(pl.col("kind") == "kernel")["bytes"].null_count()
+        == device.filter(pl.col("kind") == "kernel").height
+    )
 
 
 def test_streams_serialise_and_collectives_align(small):
@@ -81,7 +86,9 @@ def test_streams_serialise_and_collectives_align(small):
     prev_end = dev.select((pl.col("ts") + pl.col("dur")).shift(1).over("rank", "stream").alias("p"))["p"]
     assert ((dev["ts"] >= prev_end) | prev_end.is_null()).all()  # no overlap on one stream
     assert dev.group_by("rank").agg(pl.col("stream").n_unique())["stream"].to_list() == [4] * 4
-    nccl = ev.filter(pl.col("name").str.starts_with("ncclDevKernel")).with_columns(end=pl.col("ts") + pl.col("dur"))
+    nccl = ev.filter(pl.col("name").str.starts_with("ncclDevKernel")).with_columns(
+        end=pl.col("ts") + pl.col("dur")
+    )
     nccl = nccl.with_columns(k=pl.col("ts").rank("ordinal").over("rank"))
     ends = nccl.group_by("k").agg(pl.col("end").n_unique().alias("distinct"), pl.len())
     assert (ends["distinct"] == 1).all() and (ends["len"] == 4).all()
@@ -90,8 +97,12 @@ def test_streams_serialise_and_collectives_align(small):
 def test_host_nesting(small):
     _, ev = small
     r0 = ev.filter(pl.col("rank") == 0, pl.col("device") < 0)
-    ops = r0.filter(pl.col("kind") == "cpu_op").select("external_id", ts_op="ts", end_op=pl.col("ts") + pl.col("dur"))
-    rt = r0.filter(pl.col("kind") == "runtime", pl.col("external_id").is_not_null()).join(ops, on="external_id")
+    ops = r0.filter(pl.col("kind") == "cpu_op").select(
+        "external_id", ts_op="ts", end_op=pl.col("ts") + pl.col("dur")
+    )
+    rt = r0.filter(pl.col("kind") == "runtime", pl.col("external_id").is_not_null()).join(
+        ops, on="external_id"
+    )
     assert rt.height == r0.filter(pl.col("kind") == "runtime", pl.col("correlation").is_not_null()).height
     assert ((rt["ts"] >= rt["ts_op"]) & (rt["ts"] + rt["dur"] <= rt["end_op"])).all()
     steps = r0.filter(pl.col("kind") == "step").sort("ts")
@@ -121,20 +132,43 @@ def test_too_small_and_cli(tmp_path):
         gen.generate(tmp_path / "x", events=100, nodes=2, gpus_per_node=4, steps=10)
     out = tmp_path / "cli"
     proc = subprocess.run(
-        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(out), "--events", "5000",
-         "--nodes", "1", "--gpus-per-node", "2", "--streams", "1", "--steps", "2", "--seed", "1"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            str(SAMPLES / "generate_synthetic.py"),
+            "-o",
+            str(out),
+            "--events",
+            "5000",
+            "--nodes",
+            "1",
+            "--gpus-per-node",
+            "2",
+            "--streams",
+            "1",
+            "--steps",
+            "2",
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     info = json.loads(proc.stdout)
     assert info["events"] == 5000 == open_trace_dir(out).num_events
-    bad = subprocess.run([sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(out), "--events", "5000"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(out), "--events", "5000"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "not empty" in bad.stderr
 
 
 def test_large_ranks_are_written_in_several_files(tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "FILE_ROWS", 4_000)
-    info = gen.generate(tmp_path / "chunks", events=30_000, nodes=1, gpus_per_node=2, streams=2, steps=6, seed=1)
+    info = gen.generate(
+        tmp_path / "chunks", events=30_000, nodes=1, gpus_per_node=2, streams=2, steps=6, seed=1
+    )
     td = open_trace_dir(info.path)
     per_rank = {}
     for f in td.events:
@@ -143,4 +177,6 @@ def test_large_ranks_are_written_in_several_files(tmp_path, monkeypatch):
     assert sum(map(sum, per_rank.values())) == 30_000 == info.events
     ev = open_trace(info.path).events().collect()
     launches = ev.filter(pl.col("kind") == "runtime", pl.col("correlation").is_not_null())
-    assert launches.join(ev.filter(pl.col("device") >= 0), on=["rank", "correlation"]).height == launches.height
+    assert (
+        launches.join(ev.filter(pl.col("device") >= 0), on=["rank", "correlation"]).height == launches.height
+    )

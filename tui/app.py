@@ -135,6 +135,7 @@ class ProfuiApp(App[str | None]):
         screen = self.screen
         if not isinstance(screen, TraceScreen) or not screen.has_view(name):
             return False
+
         def go(view: Any) -> None:
             goto = getattr(view, "goto", None)
             if where and callable(goto):

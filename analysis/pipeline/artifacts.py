@@ -142,7 +142,9 @@ def _write_output(path: Path, value: Any) -> None:
 
             pq.write_table(value, path, compression="zstd")
         else:
-            raise TypeError(f"{path.name}: a Parquet output must be a Polars or Arrow table, got {type(value).__name__}")
+            raise TypeError(
+                f"{path.name}: a Parquet output must be a Polars or Arrow table, got {type(value).__name__}"
+            )
     elif path.suffix == ".json":
         path.write_bytes(canonical_json(value) + b"\n")
     else:
@@ -167,9 +169,7 @@ def write_artifact(
     """
     got, want = set(outputs), set(declared)
     if got != want:
-        raise ValueError(
-            f"stage {stage} returned outputs {sorted(got)}, declared {sorted(want)}"
-        )
+        raise ValueError(f"stage {stage} returned outputs {sorted(got)}, declared {sorted(want)}")
     final = artifact_dir(private_dir, stage, key)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=final.parent))

@@ -176,7 +176,9 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
         "total.parquet": bz.total_busy(busy).collect(),
         "gpu.parquet": gpu,
         "node.parquet": ut.node_utilization(gpu).collect(),
-        "cpu.parquet": ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket).collect(),
+        "cpu.parquet": ut.cpu_utilization(
+            ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket
+        ).collect(),
         "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()).collect(),
     }
 
@@ -230,7 +232,9 @@ def launch(ctx: StageContext) -> dict[str, Any]:
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
     late = int(round(ctx.params["late_start_us"] * 1000))
     return {
-        "stats.parquet": la.launch_stats(launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late).collect(),
+        "stats.parquet": la.launch_stats(
+            launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late
+        ).collect(),
         "overall.parquet": la.launch_stats(
             launches, by=(), runtime_outlier_ns=slow, launch_delay_outlier_ns=late
         ).collect(),

@@ -65,7 +65,9 @@ class Stage:
         return f"{self.version}+{h.hexdigest()[:12]}"
 
 
-_LOCAL_IMPORT = re.compile(rb"^\s*from\s+(\.+|profui\.analysis\.)([A-Za-z_][\w.]*)?\s+import\s+([\w, ()]+)", re.M)
+_LOCAL_IMPORT = re.compile(
+    rb"^\s*from\s+(\.+|profui\.analysis\.)([A-Za-z_][\w.]*)?\s+import\s+([\w, ()]+)", re.M
+)
 
 
 _FACADE = "profui.analysis.trace"
@@ -175,9 +177,7 @@ class Registry:
             raise PipelineError("--stages is empty; name at least one stage")
         unknown = [s for s in chosen if s not in self.stages]
         if unknown:
-            raise PipelineError(
-                f"unknown stage {', '.join(unknown)}; stages: {', '.join(self.order)}"
-            )
+            raise PipelineError(f"unknown stage {', '.join(unknown)}; stages: {', '.join(self.order)}")
         sel = set(chosen)
         between = (self.descendants(sel) & self.ancestors(sel)) - sel
         if between:

@@ -146,7 +146,9 @@ class _Run:
                 "params": srec.params,
                 "inputs": srec.inputs,
             }
-            meta = write_artifact(self.private, name, srec.key, outputs, stage.outputs, about, replace=not self.use_cache)
+            meta = write_artifact(
+                self.private, name, srec.key, outputs, stage.outputs, about, replace=not self.use_cache
+            )
             srec.provenance, srec.origin_run = "computed", self.rec.id
         srec.artifact = str(folder.relative_to(self.private))
         srec.output_hash = meta["output_hash"]
@@ -210,7 +212,18 @@ def execute(
             srec.end = now_iso()
             current = None
             run.save()
-            say(StageEvent(rec.id, name, srec.status, srec.provenance, idx, total, time.perf_counter() - t0, srec.error))
+            say(
+                StageEvent(
+                    rec.id,
+                    name,
+                    srec.status,
+                    srec.provenance,
+                    idx,
+                    total,
+                    time.perf_counter() - t0,
+                    srec.error,
+                )
+            )
         rec.status = "failed" if failed_stage else "succeeded"
         rec.ended = now_iso()
         run.save()

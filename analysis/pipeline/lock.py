@@ -51,7 +51,9 @@ class TraceLock:
         holder = self.holder()
         who = describe_holder(holder)
         if not wait:
-            raise PipelineError(f"{self.path.parent.parent}: another profui analyze {who} is analysing this trace; try again when it ends")
+            raise PipelineError(
+                f"{self.path.parent.parent}: another profui analyze {who} is analysing this trace; try again when it ends"
+            )
         if on_wait is not None:
             on_wait(holder)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)

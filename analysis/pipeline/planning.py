@@ -179,8 +179,14 @@ def plan_run(
         if ok:
             reused[name] = rs  # type: ignore[assignment]
         elif name in needed:
-            why = "its output files are missing or damaged" if rs is not None and rs.status == "succeeded" else (
-                _STATUS_WORDS.get(rs.status, rs.status) if rs is not None else "it was not part of that run"
+            why = (
+                "its output files are missing or damaged"
+                if rs is not None and rs.status == "succeeded"
+                else (
+                    _STATUS_WORDS.get(rs.status, rs.status)
+                    if rs is not None
+                    else "it was not part of that run"
+                )
             )
             raise PipelineError(
                 f"{trace}: reference run {ref.id} lacks the output of stage {name} ({why}), "  # type: ignore[union-attr]

@@ -181,5 +181,3 @@ def normalise_id(spec: str) -> str:
     if spec.isdigit():
         return f"run-{int(spec):04d}"
     return spec
-
-

@@ -41,6 +41,7 @@ class Daemon:
         self.job_pid: int | None = None
         self.buffer = MetricsBuffer(self.trace_dir, self.node)
         from ..format import writer as _writer  # noqa: F401 - pyarrow loads now, before the job starts
+
         self.host = HostSampler()
         self.nvml, why = Nvml.open()
         self.said: list[str] = [why] if why else []
@@ -139,7 +140,9 @@ class Daemon:
         self.buffer.flush()
         self.converter.join()
         for path in _spool.pending(self.spool):  # landed after the converter's last pass
-            info, note = _spool.finish_file(path, *_spool.convert_in_subprocess(path, self.trace_dir, self.node))
+            info, note = _spool.finish_file(
+                path, *_spool.convert_in_subprocess(path, self.trace_dir, self.node)
+            )
             if info is not None:
                 self.windows.append(info)
             if note:
@@ -150,8 +153,12 @@ class Daemon:
             self.notes.extend(self.nvml.notes())
             self.nvml.close()
         self.notes.extend(self.buffer.notes())
-        return {"notes": self.notes, "windows": self.windows, "samples": self.buffer.samples,
-                "metrics_files": self.buffer.files}
+        return {
+            "notes": self.notes,
+            "windows": self.windows,
+            "samples": self.buffer.samples,
+            "metrics_files": self.buffer.files,
+        }
 
 
 def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
@@ -162,8 +169,10 @@ def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
     manifest = read_manifest(trace_dir)
     if manifest.status != "running":
         return
-    manifest.notes.append("profcap ended before the job did; the sampling daemon closed this trace "
-                          "(the job's exit code is unknown)")
+    manifest.notes.append(
+        "profcap ended before the job did; the sampling daemon closed this trace "
+        "(the job's exit code is unknown)"
+    )
     finish_manifest(manifest, trace_dir, result, status="failed", exit_code=None)
     _spool.cleanup(trace_dir / ".spool")
     try:

@@ -68,8 +68,13 @@ class MetricsBuffer:
     def flush(self) -> None:
         """Write pending rows as one metrics file; on failure count them as lost."""
         with self.lock:
-            cols = {"ts": self.ts, "source": self.source, "device": self.device, "metric": self.metric,
-                    "value": self.value}
+            cols = {
+                "ts": self.ts,
+                "source": self.source,
+                "device": self.device,
+                "metric": self.metric,
+                "value": self.value,
+            }
             self._clear()
         self.last_flush = time.monotonic()
         n = len(cols["ts"])

@@ -106,16 +106,25 @@ class Nvml:
             power = self._get(ts, i, "power", lambda h=h: nv.nvmlDeviceGetPowerUsage(h))
             if power is not None:
                 emit(ts, "gpu", i, "power_w", power / 1000.0)
-            temp = self._get(ts, i, "temperature", lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+            temp = self._get(
+                ts, i, "temperature", lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
+            )
             if temp is not None:
                 emit(ts, "gpu", i, "temp_c", float(temp))
             clock = self._get(ts, i, "sm_clock", lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
             if clock is not None:
                 emit(ts, "gpu", i, "sm_clock_mhz", float(clock))
             if do_pcie:
-                for metric, counter in (("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES"),
-                                        ("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES")):
-                    kb = self._get(ts, i, metric, lambda h=h, c=counter: nv.nvmlDeviceGetPcieThroughput(h, getattr(nv, c)))
+                for metric, counter in (
+                    ("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES"),
+                    ("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES"),
+                ):
+                    kb = self._get(
+                        ts,
+                        i,
+                        metric,
+                        lambda h=h, c=counter: nv.nvmlDeviceGetPcieThroughput(h, getattr(nv, c)),
+                    )
                     if kb is not None:
                         emit(ts, "gpu", i, metric, float(kb) * 1024.0)
             procs = self._get(ts, i, "processes", lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h))

@@ -54,7 +54,9 @@ def probe(events: list[str]) -> tuple[list[str], str | None]:
     try:
         res = subprocess.run(
             [exe, "stat", "-a", "-A", "-x,", "-e", ",".join(events), "--", "sleep", "0.05"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [], f"no CPU counters: perf stat failed ({exc})"
@@ -82,8 +84,21 @@ class PerfSampler:
         self.emit = emit
         self.start_ns = time.time_ns()
         self.proc = subprocess.Popen(
-            [shutil.which("perf") or "perf", "stat", "-a", "-A", "-x,", "-I", str(interval_ms), "-e", ",".join(events)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            [
+                shutil.which("perf") or "perf",
+                "stat",
+                "-a",
+                "-A",
+                "-x,",
+                "-I",
+                str(interval_ms),
+                "-e",
+                ",".join(events),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
         )
         self.thread = threading.Thread(target=self._read, name="perf-reader", daemon=True)
         self.thread.start()

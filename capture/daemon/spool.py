@@ -59,7 +59,9 @@ def lost_windows(spool: Path) -> list[str]:
     (``.open`` markers left), or they could not be written (``.failed`` markers, e.g. disk full)."""
     notes = []
     try:
-        names = sorted(n for n in os.listdir(spool) if n.endswith((_session.OPEN_SUFFIX, _session.FAILED_SUFFIX)))
+        names = sorted(
+            n for n in os.listdir(spool) if n.endswith((_session.OPEN_SUFFIX, _session.FAILED_SUFFIX))
+        )
     except OSError:
         return []
     for n in names:
@@ -74,11 +76,15 @@ def lost_windows(spool: Path) -> list[str]:
         first, last = info.get("first"), info.get("last")
         steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
         if failed:
-            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) could not be written to the "
-                         "spool (disk full?); it is lost")
+            notes.append(
+                f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) could not be written to the "
+                "spool (disk full?); it is lost"
+            )
         else:
-            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
-                         "process ended; it is lost")
+            notes.append(
+                f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
+                "process ended; it is lost"
+            )
         try:
             (spool / n).unlink()
         except OSError:
@@ -99,9 +105,13 @@ def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
             events = getattr(result, "events", None)
         counts = getattr(result, "counts", None)
         gpus = getattr(result, "gpus", None)
-        return {"rank": rank, "events": int(events) if isinstance(events, int) else None, "kind": "kineto",
-                "counts": dict(counts) if isinstance(counts, dict) else {},
-                "gpus": list(gpus) if isinstance(gpus, list) else []}
+        return {
+            "rank": rank,
+            "events": int(events) if isinstance(events, int) else None,
+            "kind": "kineto",
+            "counts": dict(counts) if isinstance(counts, dict) else {},
+            "gpus": list(gpus) if isinstance(gpus, list) else [],
+        }
     return _convert_recorded(path, trace_dir, node, rank)
 
 
@@ -121,8 +131,13 @@ def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int) -> dict
         "device": [-1] * len(events),
         "stream": [-1] * len(events),
     }
-    write_events(trace_dir, node, int(data.get("rank", rank)), to_table("events", cols),
-                 extra_metadata={"profui.source": "profcap-recorder"})
+    write_events(
+        trace_dir,
+        node,
+        int(data.get("rank", rank)),
+        to_table("events", cols),
+        extra_metadata={"profui.source": "profcap-recorder"},
+    )
     return {"rank": rank, "events": len(events), "kind": "recorder"}
 
 
@@ -145,7 +160,9 @@ def convert_in_subprocess(path: Path, trace_dir: Path, node: str) -> tuple[dict[
         return {}, None
 
 
-def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) -> tuple[dict[str, Any] | None, str | None]:
+def finish_file(
+    path: Path, result: dict[str, Any] | None, error: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
     """After a conversion: remove the hand-over (or keep it under ``failed/``); return window info and a note."""
     meta_path = path.with_name(path.name + ".meta")
     meta: dict[str, Any] = {}
@@ -162,8 +179,10 @@ def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) ->
         except OSError:
             pass
         where = failed / path.name
-        return None, (f"rank {ids[0] if ids else '?'}: a trace window could not be converted ({error}); "
-                      f"the raw trace is kept at {where}")
+        return None, (
+            f"rank {ids[0] if ids else '?'}: a trace window could not be converted ({error}); "
+            f"the raw trace is kept at {where}"
+        )
     for p in (path, meta_path):
         try:
             p.unlink()
@@ -180,7 +199,9 @@ def finish_file(path: Path, result: dict[str, Any] | None, error: str | None) ->
     return info, None
 
 
-def why_no_windows(spool: Path, windows: list[dict[str, Any]], first_window: tuple[int, int] | None) -> str | None:
+def why_no_windows(
+    spool: Path, windows: list[dict[str, Any]], first_window: tuple[int, int] | None
+) -> str | None:
     """A note saying why tracing produced no window, when it produced none."""
     if any(w.get("first") is not None for w in windows):
         return None
@@ -189,8 +210,10 @@ def why_no_windows(spool: Path, windows: list[dict[str, Any]], first_window: tup
     except OSError:
         names = []
     if not any(n.startswith("armed-p") for n in names):
-        return ("no trace windows: no Python process of the job imported torch "
-                "(metrics only, plus profui.capture annotations if the job made any)")
+        return (
+            "no trace windows: no Python process of the job imported torch "
+            "(metrics only, plus profui.capture annotations if the job made any)"
+        )
     reached = []
     for n in names:
         if n.startswith("steps-r"):
@@ -202,13 +225,17 @@ def why_no_windows(spool: Path, windows: list[dict[str, Any]], first_window: tup
                 return None  # said in its own note
             reached.append(int(info.get("steps", 0)))
     if not reached:
-        return ("no trace windows: torch was imported but no optimizer step (or profui.capture.step() call) "
-                "was seen, or the process ended abruptly")
+        return (
+            "no trace windows: torch was imported but no optimizer step (or profui.capture.step() call) "
+            "was seen, or the process ended abruptly"
+        )
     if first_window and max(reached) >= first_window[0]:
         return None  # the window was due: its loss is said in its own note
     where = f" (steps {first_window[0]}-{first_window[1]})" if first_window else ""
-    return (f"no trace windows: the job ran {max(reached)} steps and ended before its first window{where}; "
-            "choose earlier steps with --steps")
+    return (
+        f"no trace windows: the job ran {max(reached)} steps and ended before its first window{where}; "
+        "choose earlier steps with --steps"
+    )
 
 
 def cleanup(spool: Path) -> None:

@@ -49,6 +49,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "DEVICE_KINDS",
     "EVENTS_SCHEMA",

@@ -32,8 +32,19 @@ DEVICE_KINDS: frozenset[str] = frozenset({"kernel", "memcpy", "memset", "sync", 
 #: Column names of each table, in schema order (the Arrow schemas in ``schema.py`` match).
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "events": (
-        "ts", "dur", "kind", "name", "pid", "tid", "device", "stream",
-        "correlation", "external_id", "bytes", "memcpy_kind", "args",
+        "ts",
+        "dur",
+        "kind",
+        "name",
+        "pid",
+        "tid",
+        "device",
+        "stream",
+        "correlation",
+        "external_id",
+        "bytes",
+        "memcpy_kind",
+        "args",
     ),
     "metrics": ("ts", "source", "device", "metric", "value"),
 }

@@ -55,7 +55,9 @@ def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def write_table(table_name: str, table: pa.Table, path: str | Path, extra_metadata: Mapping[str, str] | None = None) -> Path:
+def write_table(
+    table_name: str, table: pa.Table, path: str | Path, extra_metadata: Mapping[str, str] | None = None
+) -> Path:
     """Sort ``table`` by ``ts``, then write it atomically to ``path`` as zstd Parquet.
 
     The schema version and table name go into the file's key-value metadata, plus any

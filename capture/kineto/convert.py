@@ -531,4 +531,3 @@ def compact_flow_links(links: list[list[Any]]) -> dict[str, Any]:
             "tid": [r[5] for r in rows],
         }
     return out
-

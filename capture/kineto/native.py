@@ -43,7 +43,12 @@ def _policy() -> tuple[list[tuple[bytes, int, int]], list[tuple[bytes, bytes]]]:
     cats = []
     for cat, kind in KIND_BY_CAT.items():
         flags = _F_DEVICE if kind in DEVICE_SIDE else 0
-        flags |= {"memcpy": _F_MEMCPY, "memset": _F_MEMSET, "runtime": _F_RUNTIME, "annotation": _F_ANNOT}.get(kind, 0)
+        flags |= {
+            "memcpy": _F_MEMCPY,
+            "memset": _F_MEMSET,
+            "runtime": _F_RUNTIME,
+            "annotation": _F_ANNOT,
+        }.get(kind, 0)
         if cat == DMA_CATEGORY and kind == "kernel":
             flags |= _F_DMA
         if CANONICAL_CAT[kind] == cat:
@@ -80,7 +85,12 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     cats, dirs = _policy()
     try:
         res = _scan.scan(
-            text, cats, dirs, KIND_NAMES.index("instant"), KIND_NAMES.index("step"), KIND_NAMES.index("memcpy")
+            text,
+            cats,
+            dirs,
+            KIND_NAMES.index("instant"),
+            KIND_NAMES.index("step"),
+            KIND_NAMES.index("memcpy"),
         )
     except ValueError:
         return None

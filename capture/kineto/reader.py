@@ -78,7 +78,9 @@ class KinetoDoc:
             try:
                 self._events = _EVENTS_DECODER.decode(self.events_text or b"[]")
             except msgspec.ValidationError:
-                raise KinetoFormatError(self.path, "'traceEvents' is not a list: not a Kineto trace") from None
+                raise KinetoFormatError(
+                    self.path, "'traceEvents' is not a list: not a Kineto trace"
+                ) from None
             except msgspec.DecodeError as exc:
                 raise _json_error(self.path, exc) from None
         return self._events
@@ -181,7 +183,9 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
             base_ns = int_text(bytes(top["baseTimeNanoseconds"]))
         except ValueError:
             raise KinetoFormatError(path, "'baseTimeNanoseconds' is not an integer") from None
-    return KinetoDoc(path=path, events_text=raw_events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data))
+    return KinetoDoc(
+        path=path, events_text=raw_events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data)
+    )
 
 
 def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
@@ -200,7 +204,9 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
         )
     if head != b"{":
         raise KinetoFormatError(path, "a JSON list that is not a list of trace events: not a Kineto trace")
-    return KinetoDoc(path=path, events_text=data, metadata={}, base_time_ns=None, raw_bytes=len(data), _events=items)
+    return KinetoDoc(
+        path=path, events_text=data, metadata={}, base_time_ns=None, raw_bytes=len(data), _events=items
+    )
 
 
 def _what_instead(top: dict[str, Raw]) -> str:

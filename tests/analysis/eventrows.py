@@ -14,7 +14,17 @@ def events_frame(rows: list[dict], node: str = "n0") -> pl.LazyFrame:
     """An events frame (EVENTS columns + node/rank) from rows giving at least ts, dur and kind;
     the rest default to a host event of rank 0 on ``node``."""
     defaults = {
-        "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1, "correlation": None,
-        "external_id": None, "bytes": None, "memcpy_kind": None, "args": None, "node": node, "rank": 0,
+        "name": "x",
+        "pid": 1,
+        "tid": 1,
+        "device": -1,
+        "stream": -1,
+        "correlation": None,
+        "external_id": None,
+        "bytes": None,
+        "memcpy_kind": None,
+        "args": None,
+        "node": node,
+        "rank": 0,
     }
     return pl.DataFrame([{**defaults, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()

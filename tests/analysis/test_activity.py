@@ -20,8 +20,10 @@ def test_hand_checked(make_events) -> None:
     assert a == {"kernel": (10, 0), "memcpy": (5, 5), "memset": (5, 0), "sync": (7, 3), "idle": (5, 0)}
 
 
-@pytest.mark.parametrize("name", ["nccl_parser_config-nccl_data",
-                                  "critical_path-simple_add-benchmark_result_493459_1694039959_trace"])
+@pytest.mark.parametrize(
+    "name",
+    ["nccl_parser_config-nccl_data", "critical_path-simple_add-benchmark_result_493459_1694039959_trace"],
+)
 def test_real_shares(imported_trace, name) -> None:
     t = imported_trace(name)
     a = t.activity()

@@ -14,11 +14,18 @@ def d(ts, dur, kind, device) -> dict:
 
 def test_hand_checked(make_events) -> None:
     # gpu0 span [0, 10): kernel 10; gpu1 span [0, 30): kernel 5, memcpy 5, idle 20
-    ev = make_events([d(0, 10, "kernel", 0), d(0, 5, "kernel", 1), d(10, 5, "memcpy", 1), d(25, 5, "memcpy", 1)])
+    ev = make_events(
+        [d(0, 10, "kernel", 0), d(0, 5, "kernel", 1), d(10, 5, "memcpy", 1), d(25, 5, "memcpy", 1)]
+    )
     tot = activity_total(activity_shares(ev)).collect()
     got = {r["activity"]: (r["time_ns"], r["span_ns"], r["n_gpus"]) for r in tot.iter_rows(named=True)}
-    assert got == {"kernel": (15, 40, 2), "memcpy": (10, 40, 2), "memset": (0, 40, 2), "sync": (0, 40, 2),
-                   "idle": (15, 40, 2)}
+    assert got == {
+        "kernel": (15, 40, 2),
+        "memcpy": (10, 40, 2),
+        "memset": (0, 40, 2),
+        "sync": (0, 40, 2),
+        "idle": (15, 40, 2),
+    }
     assert tot["activity"].to_list() == ["kernel", "memcpy", "memset", "sync", "idle"]
     assert tot.filter(pl.col("activity") == "kernel")["share"].item() == pytest.approx(15 / 40)
 

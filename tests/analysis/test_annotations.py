@@ -22,18 +22,23 @@ def a(ts, dur, name, kind="annotation"):
 SMALL = [
     {"ts": 0, "dur": 1000, "kind": "step", "name": "ProfilerStep#1"},
     {"ts": 1000, "dur": 1000, "kind": "step", "name": "ProfilerStep#2"},
-    a(100, 300, "fwd"), a(200, 100, "fwd"),  # nested in itself: 300 ns in step 1, not 400
-    a(900, 300, "bwd"),                      # crosses steps: 100 in step 1, 200 in step 2
+    a(100, 300, "fwd"),
+    a(200, 100, "fwd"),  # nested in itself: 300 ns in step 1, not 400
+    a(900, 300, "bwd"),  # crosses steps: 100 in step 1, 200 in step 2
     a(1100, 200, "fwd"),
     a(150, 500, "fwd", kind="gpu_annotation"),
 ]
-WINDOWS = pl.LazyFrame({"node": ["n", "n"], "rank": [0, 0], "step": [1, 2], "start": [0, 1000], "end": [1000, 2000]})
+WINDOWS = pl.LazyFrame(
+    {"node": ["n", "n"], "rank": [0, 0], "step": [1, 2], "start": [0, 1000], "end": [1000, 2000]}
+)
 
 
 def test_names_and_breakdown():
     names = annotation_names(ev(SMALL)).collect()
     assert names.select("side", "name", "count", "total_ns").rows() == [
-        ("cpu", "fwd", 3, 600), ("gpu", "fwd", 1, 500), ("cpu", "bwd", 1, 300),
+        ("cpu", "fwd", 3, 600),
+        ("gpu", "fwd", 1, 500),
+        ("cpu", "bwd", 1, 300),
     ]
     b = annotation_breakdown(ev(SMALL)).collect()
     fwd = b.filter((pl.col("side") == "cpu") & (pl.col("name") == "fwd")).row(0, named=True)
@@ -47,7 +52,10 @@ def test_names_and_breakdown():
 def test_time_per_step_is_a_full_grid():
     p = annotation_per_step(ev(SMALL), WINDOWS, side="cpu").collect()
     assert p.select("step", "name", "time_ns", "count").rows() == [
-        (1, "bwd", 100, 1), (1, "fwd", 300, 2), (2, "bwd", 200, 1), (2, "fwd", 200, 1),
+        (1, "bwd", 100, 1),
+        (1, "fwd", 300, 2),
+        (2, "bwd", 200, 1),
+        (2, "fwd", 200, 1),
     ]
     assert p["share"].to_list() == [0.1, 0.3, 0.2, 0.2]
     only = annotation_per_step(ev(SMALL), WINDOWS, names=["bwd"]).collect()
@@ -74,11 +82,22 @@ def test_breakdown_matches_hta_user_annotation_breakdowns(imported_trace, name):
         rows = ref.get(key) or []
         assert b.filter(pl.col("side") == side).height == len(rows)
         for r in rows:
-            ours = b.filter((pl.col("side") == side) & (pl.col("name") == r["name"]) & (pl.col("rank") == r["rank"]))
+            ours = b.filter(
+                (pl.col("side") == side) & (pl.col("name") == r["name"]) & (pl.col("rank") == r["rank"])
+            )
             o = ours.row(0, named=True)
-            for col, hta_col in (("sum_ns", "sum (us)"), ("max_ns", "max (us)"), ("min_ns", "min (us)"),
-                                 ("mean_ns", "mean (us)"), ("std_ns", "stddev")):
-                assert abs(o[col] / 1000 - r[hta_col]) <= max(1.0, 1e-3 * abs(r[hta_col])), (side, r["name"], col)
+            for col, hta_col in (
+                ("sum_ns", "sum (us)"),
+                ("max_ns", "max (us)"),
+                ("min_ns", "min (us)"),
+                ("mean_ns", "mean (us)"),
+                ("std_ns", "stddev"),
+            ):
+                assert abs(o[col] / 1000 - r[hta_col]) <= max(1.0, 1e-3 * abs(r[hta_col])), (
+                    side,
+                    r["name"],
+                    col,
+                )
 
 
 def test_time_per_step_on_real_trace(imported_trace):
@@ -86,8 +105,11 @@ def test_time_per_step_on_real_trace(imported_trace):
     never longer than the step; the frame has one row per step for every annotation name."""
     ev = imported_trace("nccl_parser_config-nccl_data").events()
     windows = ev.filter(pl.col("kind") == "step").select(
-        "node", "rank", pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
-        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"),
+        "node",
+        "rank",
+        pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
+        pl.col("ts").alias("start"),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
     )
     p = annotation_per_step(ev, windows).collect()
     names = annotation_names(ev).collect()
@@ -103,10 +125,17 @@ def test_time_per_step_on_real_trace(imported_trace):
 def test_step_windows_frame_cpu_and_device_windows():
     """With steps.step_windows' columns, host annotations use the CPU window and device
     annotations the device window of each step."""
-    windows = pl.LazyFrame({
-        "node": ["n"], "rank": [0], "step": [1],
-        "cpu_start_ns": [0], "cpu_end_ns": [1000], "start_ns": [500], "end_ns": [2000],
-    })
+    windows = pl.LazyFrame(
+        {
+            "node": ["n"],
+            "rank": [0],
+            "step": [1],
+            "cpu_start_ns": [0],
+            "cpu_end_ns": [1000],
+            "start_ns": [500],
+            "end_ns": [2000],
+        }
+    )
     rows = [a(100, 300, "fwd"), a(150, 500, "fwd", kind="gpu_annotation")]  # gpu range [150, 650)
     p = annotation_per_step(ev(rows), windows).collect()
     assert p.select("side", "time_ns", "step_ns").rows() == [("cpu", 300, 1000), ("gpu", 150, 1500)]

@@ -14,24 +14,38 @@ def kernel(ts, dur, device=0, name="k", kind="kernel", **kw) -> dict:
 
 
 def test_busy_idle_hand_checked(make_events) -> None:
-    ev = make_events([
-        {"ts": -10, "dur": 60, "kind": "cpu_op"},                  # profiled window [-10, 50)
-        kernel(0, 10), kernel(5, 10),                              # union [0, 15)
-        kernel(20, 5, kind="memcpy", name="Memcpy HtoD"),          # [20, 25)
-        kernel(30, 10, kind="sync", name="Context Sync"),          # sync: not busy, not in span
-        kernel(100, 0, kind="instant"),                            # instants never count
-    ])
+    ev = make_events(
+        [
+            {"ts": -10, "dur": 60, "kind": "cpu_op"},  # profiled window [-10, 50)
+            kernel(0, 10),
+            kernel(5, 10),  # union [0, 15)
+            kernel(20, 5, kind="memcpy", name="Memcpy HtoD"),  # [20, 25)
+            kernel(30, 10, kind="sync", name="Context Sync"),  # sync: not busy, not in span
+            kernel(100, 0, kind="instant"),  # instants never count
+        ]
+    )
     r = gpu_busy(ev).collect().row(0, named=True)
     assert (r["busy_ns"], r["sum_dur_ns"], r["n_events"]) == (20, 25, 3)
     assert (r["first_ns"], r["last_ns"], r["span_ns"], r["idle_ns"]) == (0, 25, 25, 5)
     assert r["sync_ns"] == 10
-    assert (r["window_start_ns"], r["window_end_ns"], r["window_ns"], r["idle_window_ns"]) == (-10, 50, 60, 40)
+    assert (r["window_start_ns"], r["window_end_ns"], r["window_ns"], r["idle_window_ns"]) == (
+        -10,
+        50,
+        60,
+        40,
+    )
     assert r["busy_pct"] == 80.0 and r["busy_pct_window"] == 100 * 20 / 60
 
 
 def test_per_gpu_and_total(make_events) -> None:
-    ev = make_events([kernel(0, 10, device=0), kernel(0, 30, device=1), kernel(40, 10, device=1),
-                       {"ts": 0, "dur": 50, "kind": "cpu_op"}])
+    ev = make_events(
+        [
+            kernel(0, 10, device=0),
+            kernel(0, 30, device=1),
+            kernel(40, 10, device=1),
+            {"ts": 0, "dur": 50, "kind": "cpu_op"},
+        ]
+    )
     per = gpu_busy(ev).collect()
     assert per.select("device", "busy_ns", "span_ns").rows() == [(0, 10, 10), (1, 40, 50)]
     tot = total_busy(per).collect().row(0, named=True)
@@ -42,8 +56,13 @@ def test_per_gpu_and_total(make_events) -> None:
 
 
 def test_temporal_breakdown_hand_checked(make_events) -> None:
-    ev = make_events([kernel(0, 10, name="gemm"), kernel(5, 15, name="ncclKernel_AllReduce"),
-                       kernel(30, 10, kind="memset", name="Memset (Device)")])
+    ev = make_events(
+        [
+            kernel(0, 10, name="gemm"),
+            kernel(5, 15, name="ncclKernel_AllReduce"),
+            kernel(30, 10, kind="memset", name="Memset (Device)"),
+        ]
+    )
     r = temporal_breakdown(ev).collect().row(0, named=True)
     # span 40, busy 30 -> idle 10; compute 10; non-compute = 40 - 10 - 10 = 20 (comm 10 + memset 10)
     assert (r["kernel_time_ns"], r["idle_ns"], r["compute_ns"], r["non_compute_ns"]) == (40, 10, 10, 20)

@@ -25,8 +25,16 @@ def ev(rows: list[dict]) -> pl.LazyFrame:
 
 
 def k(ts, dur, name, rank=0, stream=7, args=None):
-    return {"ts": ts, "dur": dur, "kind": "kernel", "name": name, "device": 0, "stream": stream, "rank": rank,
-            "args": json.dumps(args) if args else None}
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": "kernel",
+        "name": name,
+        "device": 0,
+        "stream": stream,
+        "rank": rank,
+        "args": json.dumps(args) if args else None,
+    }
 
 
 AR = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
@@ -35,12 +43,33 @@ SR = "ncclKernel_SendRecv(ncclWork*)"
 
 SMALL = [
     # rank 0: compute [0, 100), [150, 200); comm AR [50, 170) (overlap 50 + 20 = 70 of 120)
-    k(0, 100, "gemm"), k(150, 50, "relu"),
-    k(50, 120, AR, stream=20, args={"Collective name": "allreduce", "In msg nelems": 1000, "Out msg nelems": 1000,
-                                    "dtype": "Float", "Group size": 2}),
-    {"ts": 10, "dur": 5, "kind": "memcpy", "name": "Memcpy DtoD (Device -> Device)", "device": 0, "stream": 7},
+    k(0, 100, "gemm"),
+    k(150, 50, "relu"),
+    k(
+        50,
+        120,
+        AR,
+        stream=20,
+        args={
+            "Collective name": "allreduce",
+            "In msg nelems": 1000,
+            "Out msg nelems": 1000,
+            "dtype": "Float",
+            "Group size": 2,
+        },
+    ),
+    {
+        "ts": 10,
+        "dur": 5,
+        "kind": "memcpy",
+        "name": "Memcpy DtoD (Device -> Device)",
+        "device": 0,
+        "stream": 7,
+    },
     # rank 1: compute [0, 140); comm BC [140, 180) no overlap; SendRecv [300, 310)
-    k(0, 140, "gemm", rank=1), k(140, 40, BC, rank=1, stream=20), k(300, 10, SR, rank=1, stream=20),
+    k(0, 140, "gemm", rank=1),
+    k(140, 40, BC, rank=1, stream=20),
+    k(300, 10, SR, rank=1, stream=20),
 ]
 
 
@@ -69,7 +98,13 @@ def test_per_rank_and_stragglers():
     assert pr["busy_ns"].to_list() == [120, 50]
     assert pr["span_ns"].to_list() == [200, 310]
     windows = pl.LazyFrame(
-        {"node": ["n"] * 4, "rank": [0, 1, 0, 1], "step": [1, 1, 2, 2], "start": [0, 0, 200, 200], "end": [200, 200, 400, 400]}
+        {
+            "node": ["n"] * 4,
+            "rank": [0, 1, 0, 1],
+            "step": [1, 1, 2, 2],
+            "start": [0, 0, 200, 200],
+            "end": [200, 200, 400, 400],
+        }
     )
     ps = comm_per_step(ev(SMALL), windows).collect()
     s1 = ps.filter(pl.col("step") == 1).sort("rank")
@@ -99,7 +134,11 @@ def test_nccl_by_collective_and_exact_overlap(imported_trace):
     by = comm_by_collective(ev).collect()
     ar = by.row(0, named=True)
     top = raw["top_gpu_events_by_sum"][0]
-    assert (ar["collective"], ar["count"], ar["total_ns"]) == ("AllReduce", top["count"], round(top["sum_us"] * 1000))
+    assert (ar["collective"], ar["count"], ar["total_ns"]) == (
+        "AllReduce",
+        top["count"],
+        round(top["sum_us"] * 1000),
+    )
     assert by["collective"].to_list() == ["AllReduce", "Broadcast"]
     assert by["total_ns"].sum() == round(raw["sum_dur_by_type_us"]["COMMUNICATION"] * 1000)
     # NCCL args: AllReduce of float, 2 ranks; sizes from 'In msg nelems' x 4 bytes
@@ -137,8 +176,11 @@ def test_two_rank_trace_per_rank_and_stragglers(imported_trace):
         assert row["count"] == 10
         assert row["busy_ns"] == round(raw["busy_by_type_merged_us"]["COMMUNICATION"] * 1000)
     steps = ev.filter(pl.col("kind") == "step").select(
-        "node", "rank", pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
-        pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"),
+        "node",
+        "rank",
+        pl.col("name").str.extract(r"#(\d+)").cast(pl.Int64).alias("step"),
+        pl.col("ts").alias("start"),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
     )
     ps = comm_per_step(ev, steps).collect()
     assert ps.height == 4  # 2 steps x 2 ranks
@@ -148,7 +190,11 @@ def test_two_rank_trace_per_rank_and_stragglers(imported_trace):
     st = stragglers(ps.lazy()).collect()
     assert st["step"].to_list() == [551, 552] and st["ranks"].to_list() == [2, 2]
     for row in st.iter_rows(named=True):
-        mine = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") == row["straggler_rank"])).row(0, named=True)
-        other = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") != row["straggler_rank"])).row(0, named=True)
+        mine = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") == row["straggler_rank"])).row(
+            0, named=True
+        )
+        other = ps.filter((pl.col("step") == row["step"]) & (pl.col("rank") != row["straggler_rank"])).row(
+            0, named=True
+        )
         assert mine["compute_ns"] > other["compute_ns"]
         assert row["lag_ns"] == (mine["compute_ns"] - other["compute_ns"]) / 2

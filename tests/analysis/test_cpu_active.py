@@ -21,8 +21,10 @@ def union(intervals: list[tuple[int, int]]) -> int:
     return total + (end - start if end is not None else 0)
 
 
-@pytest.mark.parametrize("names", [("nccl_parser_config-nccl_data",),
-                                   ("trace_filter-sampled_rank-0", "trace_filter-sampled_rank-1")])
+@pytest.mark.parametrize(
+    "names",
+    [("nccl_parser_config-nccl_data",), ("trace_filter-sampled_rank-0", "trace_filter-sampled_rank-1")],
+)
 def test_real_trace_union(imported_trace, names) -> None:
     t = imported_trace(*names)
     ev = t.cached_events().collect()
@@ -34,7 +36,8 @@ def test_real_trace_union(imported_trace, names) -> None:
         host = mine.filter(pl.col("kind").is_in(HOST_ACTIVE_KINDS), pl.col("device") == -1)
         assert r["active_ns"] == union([(a, a + d) for a, d in host.select("ts", "dur").rows()])
         per_thread = sum(
-            union([(a, a + d) for a, d in g.select("ts", "dur").rows()]) for _, g in host.group_by("pid", "tid")
+            union([(a, a + d) for a, d in g.select("ts", "dur").rows()])
+            for _, g in host.group_by("pid", "tid")
         )
         assert r["thread_ns"] == per_thread
         window = (mine["ts"] + mine["dur"]).max() - mine["ts"].min()
@@ -45,9 +48,19 @@ def test_real_trace_union(imported_trace, names) -> None:
 
 def test_from_metrics(make_events) -> None:
     # synthetic: the shared Kineto traces carry no CPU samples; capture writes these rows
-    ev = make_events([{"ts": 0, "dur": 1000, "kind": "cpu_op"}, {"ts": 0, "dur": 4000, "kind": "kernel", "device": 0}])
-    metrics = pl.DataFrame({"ts": [0, 1000, 2000], "source": ["cpu"] * 3, "device": [-1] * 3,
-                            "metric": ["util_pct"] * 3, "value": [20.0, 40.0, 60.0], "node": ["n0"] * 3})
+    ev = make_events(
+        [{"ts": 0, "dur": 1000, "kind": "cpu_op"}, {"ts": 0, "dur": 4000, "kind": "kernel", "device": 0}]
+    )
+    metrics = pl.DataFrame(
+        {
+            "ts": [0, 1000, 2000],
+            "source": ["cpu"] * 3,
+            "device": [-1] * 3,
+            "metric": ["util_pct"] * 3,
+            "value": [20.0, 40.0, 60.0],
+            "node": ["n0"] * 3,
+        }
+    )
     got = cpu_active(ev, metrics).collect()
     m = got.filter(pl.col("source") == "metrics").row(0, named=True)
     assert (m["rank"], m["active_ns"], m["window_ns"], m["active_pct"]) == (None, 1600, 4000, 40.0)

@@ -55,7 +55,10 @@ def case(request, imported_trace):
 
 def test_kernel_type_breakdown(case) -> None:
     _, hev, ref = case
-    ours = {r["kernel_type"]: r["time_ns"] / 1000 for r in kernel_type_breakdown(hev, hta_compat=True).collect().to_dicts()}
+    ours = {
+        r["kernel_type"]: r["time_ns"] / 1000
+        for r in kernel_type_breakdown(hev, hta_compat=True).collect().to_dicts()
+    }
     theirs = {r["kernel_type"]: r["sum"] for r in ref["gpu_kernel_breakdown"]["kernel_type"]}
     assert {k for k, v in ours.items() if v} == {k for k, v in theirs.items() if v}
     for k, v in theirs.items():
@@ -82,8 +85,12 @@ def test_temporal_breakdown(case) -> None:
     assert len(ours) == len(ref["temporal_breakdown"])
     for want in ref["temporal_breakdown"]:
         got = ours[want["rank"]]
-        for ours_col, ref_col in (("idle_ns", "idle_time(us)"), ("compute_ns", "compute_time(us)"),
-                                  ("non_compute_ns", "non_compute_time(us)"), ("kernel_time_ns", "kernel_time(us)")):
+        for ours_col, ref_col in (
+            ("idle_ns", "idle_time(us)"),
+            ("compute_ns", "compute_time(us)"),
+            ("non_compute_ns", "non_compute_time(us)"),
+            ("kernel_time_ns", "kernel_time(us)"),
+        ):
             assert close(got[ours_col] / 1000, want[ref_col]), (ours_col, got[ours_col], want[ref_col])
         assert abs(got["idle_pct"] - want["idle_time_pctg"]) < 0.01
 
@@ -148,5 +155,7 @@ def test_default_does_not_count_sync_as_busy(imported_trace) -> None:
     assert ours["span_ns"] < hta["kernel_time_ns"]
     assert ours["sync_ns"] > 0
     ev = t.cached_events().filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
-    first_last = ev.select(pl.col("ts").min(), (pl.col("ts") + pl.col("dur")).max().alias("end")).collect().row(0)
+    first_last = (
+        ev.select(pl.col("ts").min(), (pl.col("ts") + pl.col("dur")).max().alias("end")).collect().row(0)
+    )
     assert ours["span_ns"] == first_last[1] - first_last[0]

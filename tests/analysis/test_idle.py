@@ -24,7 +24,15 @@ def ev(rows: list[dict]) -> pl.LazyFrame:
 
 
 def k(ts, dur, corr, stream=7, name="k"):
-    return {"ts": ts, "dur": dur, "kind": "kernel", "name": name, "device": 0, "stream": stream, "correlation": corr}
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": "kernel",
+        "name": name,
+        "device": 0,
+        "stream": stream,
+        "correlation": corr,
+    }
 
 
 def launch(ts, corr, dur=1_000):
@@ -36,11 +44,16 @@ def launch(ts, corr, dur=1_000):
 # host_wait); k4 launched early at 6_000, starts 200_000 (gap 89 µs >= 30 µs: other);
 # k5 overlaps k4 (starts before k4 ends): no idle by default, negative gap in HTA's rule.
 SMALL = [
-    launch(1_000, 1), k(10_000, 10_000, 1),
-    launch(5_000, 2), k(25_000, 5_000, 2),
-    launch(100_000, 3), k(101_000, 10_000, 3),
-    launch(6_000, 4), k(200_000, 50_000, 4),
-    launch(7_000, 5), k(240_000, 5_000, 5),
+    launch(1_000, 1),
+    k(10_000, 10_000, 1),
+    launch(5_000, 2),
+    k(25_000, 5_000, 2),
+    launch(100_000, 3),
+    k(101_000, 10_000, 3),
+    launch(6_000, 4),
+    k(200_000, 50_000, 4),
+    launch(7_000, 5),
+    k(240_000, 5_000, 5),
     k(300_000, 1_000, 6, stream=9),  # a second stream with a single kernel, no launch recorded
 ]
 
@@ -67,7 +80,9 @@ def test_idle_breakdown_ratio_and_all_categories():
 def test_idle_totals_over_streams():
     t = idle_totals(ev(SMALL)).collect()
     assert t.select("category", "idle_ns", "count").rows() == [
-        ("host_wait", 71_000, 1), ("kernel_wait", 5_000, 1), ("other", 89_000, 1),
+        ("host_wait", 71_000, 1),
+        ("kernel_wait", 5_000, 1),
+        ("other", 89_000, 1),
     ]
     assert t["ratio"].sum() == 1.0
 
@@ -75,13 +90,26 @@ def test_idle_totals_over_streams():
 def test_queue_length_counts_launched_not_finished():
     q = queue_length(ev(SMALL)).collect().filter(pl.col("stream") == 7)
     # +1 at 1_000, 5_000, 6_000, 7_000; -1 at 20_000, 30_000; +1 at 100_000; -1 at 111_000, 245_000, 250_000
-    assert q["ts"].to_list() == [1_000, 5_000, 6_000, 7_000, 20_000, 30_000, 100_000, 111_000, 245_000, 250_000]
+    assert q["ts"].to_list() == [
+        1_000,
+        5_000,
+        6_000,
+        7_000,
+        20_000,
+        30_000,
+        100_000,
+        111_000,
+        245_000,
+        250_000,
+    ]
     assert q["queue_length"].to_list() == [1, 2, 3, 4, 3, 2, 3, 2, 1, 0]
     s = queue_length_summary(ev(SMALL)).collect().row(0, named=True)
     assert (s["count"], s["max"], s["min"]) == (10, 4, 0)
     assert s["mean"] == sum([1, 2, 3, 4, 3, 2, 3, 2, 1, 0]) / 10
     held = [4_000, 1_000, 1_000, 13_000, 10_000, 70_000, 11_000, 134_000, 5_000]
-    assert s["time_mean"] == sum(v * h for v, h in zip([1, 2, 3, 4, 3, 2, 3, 2, 1], held, strict=True)) / 249_000
+    assert (
+        s["time_mean"] == sum(v * h for v, h in zip([1, 2, 3, 4, 3, 2, 3, 2, 1], held, strict=True)) / 249_000
+    )
 
 
 # -- real traces vs HTA -----------------------------------------------------------------------
@@ -115,17 +143,28 @@ def test_idle_breakdown_matches_hta(imported_trace, names):
     b = idle_breakdown(imported_trace(*names).hta_events(), hta_compat=True).collect()
     key = ["rank", "stream", "category"]
     for r in ref["idle_time"]:
-        row = b.filter(pl.struct(key) == {"rank": r["rank"], "stream": r["stream"], "category": r["idle_category"]})
+        row = b.filter(
+            pl.struct(key) == {"rank": r["rank"], "stream": r["stream"], "category": r["idle_category"]}
+        )
         assert row.height == 1, r
         assert close(row["idle_ns"].item(), r["idle_time"]), r
         if r["idle_time_ratio"] is not None:
             assert round(row["ratio"].item(), 2) == pytest.approx(r["idle_time_ratio"], abs=0.011)
     for r in ref["idle_interval_stats"]:
-        row = b.filter(pl.struct(key) == {"rank": r["rank"], "stream": r["stream"], "category": r["idle_category"]})
+        row = b.filter(
+            pl.struct(key) == {"rank": r["rank"], "stream": r["stream"], "category": r["idle_category"]}
+        )
         ours = row.row(0, named=True)
         assert ours["count"] == r["count"]
-        for col, hta_col in [("mean", "mean"), ("std", "std"), ("min", "min"), ("p25", "25%"),
-                             ("p50", "50%"), ("p75", "75%"), ("max", "max")]:
+        for col, hta_col in [
+            ("mean", "mean"),
+            ("std", "std"),
+            ("min", "min"),
+            ("p25", "25%"),
+            ("p50", "50%"),
+            ("p75", "75%"),
+            ("max", "max"),
+        ]:
             assert close(ours[col], r[hta_col], ab=0.01), (r, col)
     # every stream HTA reports, and no other -- except on MTIA, where DMA events without an
     # ``args.stream`` get their stream from the lane (801) on import, and HTA sees stream -1
@@ -166,9 +205,15 @@ def test_default_idle_is_exact_and_never_negative(imported_trace):
     work = ev.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
     keys = ["node", "rank", "device", "stream"]
     busy = union_length(as_intervals(work, keys), keys).collect()
-    span = work.group_by(keys).agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span")).collect()
+    span = (
+        work.group_by(keys)
+        .agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span"))
+        .collect()
+    )
     idle = iv.group_by(keys).agg(pl.col("idle_ns").sum())
-    chk = span.join(busy, on=keys).join(idle, on=keys, how="left").with_columns(pl.col("idle_ns").fill_null(0))
+    chk = (
+        span.join(busy, on=keys).join(idle, on=keys, how="left").with_columns(pl.col("idle_ns").fill_null(0))
+    )
     assert (chk["idle_ns"] + chk["busy_ns"] == chk["span"]).all()
 
 
@@ -176,7 +221,8 @@ def test_default_idle_is_exact_and_never_negative(imported_trace):
 
 _kernels = st.lists(
     st.tuples(st.integers(0, 10_000), st.integers(0, 3_000), st.integers(0, 5_000), st.integers(0, 1)),
-    min_size=1, max_size=40,
+    min_size=1,
+    max_size=40,
 )
 
 
@@ -197,7 +243,11 @@ def test_idle_plus_busy_is_the_stream_span(spec):
     keys = ["node", "rank", "device", "stream"]
     work = e.filter(pl.col("kind") == "kernel")
     busy = union_length(as_intervals(work, keys), keys).collect()
-    span = work.group_by(keys).agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span")).collect()
+    span = (
+        work.group_by(keys)
+        .agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span"))
+        .collect()
+    )
     b = idle_breakdown(e).collect().group_by(keys).agg(pl.col("idle_ns").sum())
     chk = span.join(busy, on=keys).join(b, on=keys)
     assert (chk["idle_ns"] + chk["busy_ns"] == chk["span"]).all()

@@ -23,8 +23,10 @@ from profui.analysis.intervals import (
 
 
 def iv(rows: list[tuple[int, int]], **cols: list) -> pl.DataFrame:
-    return pl.DataFrame({"start": [r[0] for r in rows], "end": [r[1] for r in rows], **cols},
-                        schema_overrides={"start": pl.Int64, "end": pl.Int64})
+    return pl.DataFrame(
+        {"start": [r[0] for r in rows], "end": [r[1] for r in rows], **cols},
+        schema_overrides={"start": pl.Int64, "end": pl.Int64},
+    )
 
 
 def test_merge_hand_checked() -> None:
@@ -47,7 +49,10 @@ def test_grouped_union_and_overlap_hand_checked() -> None:
 def test_label_coverage_hand_checked() -> None:
     # comp [0,10), comm [5,15), mem [14,20): comp only 5, comp+comm 5, comm only 4, comm+mem 1, mem only 5
     df = iv([(0, 10), (5, 15), (14, 20)], t=["comp", "comm", "mem"])
-    out = {tuple(r["labels"]): r["time_ns"] for r in label_coverage(df, "t", ["comp", "comm", "mem"]).collect().to_dicts()}
+    out = {
+        tuple(r["labels"]): r["time_ns"]
+        for r in label_coverage(df, "t", ["comp", "comm", "mem"]).collect().to_dicts()
+    }
     assert out == {("comp",): 5, ("comp", "comm"): 5, ("comm",): 4, ("comm", "mem"): 1, ("mem",): 5}
 
 
@@ -73,7 +78,8 @@ rows = st.lists(st.tuples(interval, st.sampled_from(["x", "y", "z"]), st.integer
 
 def frame(data: list) -> pl.DataFrame:
     return iv([r[0] for r in data], lab=[r[1] for r in data], g=[r[2] for r in data]).cast(
-        {"lab": pl.String, "g": pl.Int64})
+        {"lab": pl.String, "g": pl.Int64}
+    )
 
 
 def covered(data: list, pred=lambda r: True) -> set[int]:
@@ -117,8 +123,9 @@ def test_label_coverage_partitions_union(data: list) -> None:
     cov = label_coverage(df, "lab", ["x", "y", "z"]).collect()
     assert cov["time_ns"].sum() == len(covered(data))  # exclusive shares sum to busy
     for r in cov.to_dicts():
-        want = {t for t in range(0, 100)
-                if {lab for (s, e), lab, _ in data if s <= t < e} == set(r["labels"])}
+        want = {
+            t for t in range(0, 100) if {lab for (s, e), lab, _ in data if s <= t < e} == set(r["labels"])
+        }
         assert r["time_ns"] == len(want)
 
 

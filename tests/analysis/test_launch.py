@@ -24,8 +24,18 @@ def ev(rows: list[dict]) -> pl.LazyFrame:
 
 
 def gpu(ts, dur, corr, name="k", stream=7, rank=0, kind="kernel"):
-    return {"ts": ts, "dur": dur, "kind": kind, "name": name, "device": 0, "stream": stream,
-            "correlation": corr, "rank": rank, "pid": 0, "tid": stream}
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": kind,
+        "name": name,
+        "device": 0,
+        "stream": stream,
+        "correlation": corr,
+        "rank": rank,
+        "pid": 0,
+        "tid": stream,
+    }
 
 
 def call(ts, dur, corr, name="cudaLaunchKernel", rank=0, kind="runtime"):
@@ -33,14 +43,14 @@ def call(ts, dur, corr, name="cudaLaunchKernel", rank=0, kind="runtime"):
 
 
 SMALL = [
-    call(1_000, 5_000, 1),             # ends 6_000; kernel at 6_500 -> delay 500, latency 5_500
-    gpu(6_500, 2_000, 1, "a"),         # 2 µs kernel < 5 µs launch: launch-bound
+    call(1_000, 5_000, 1),  # ends 6_000; kernel at 6_500 -> delay 500, latency 5_500
+    gpu(6_500, 2_000, 1, "a"),  # 2 µs kernel < 5 µs launch: launch-bound
     call(10_000, 3_000, 2, "cuLaunchKernel", kind="driver"),  # driver API (Triton)
-    gpu(200_000, 10_000, 2, "b"),      # delay 187_000 > 100 µs: outlier
+    gpu(200_000, 10_000, 2, "b"),  # delay 187_000 > 100 µs: outlier
     call(20_000, 60_000, 3, "cudaMemcpyAsync"),  # slow call (> 50 µs)
     gpu(90_000, 1_000, 3, "Memcpy HtoD", kind="memcpy"),
     gpu(95_000, 1_000, 99, "orphan"),  # no launch recorded: left out
-    call(1_000, 5_000, 1, rank=1),     # same correlation on another rank: its own launch
+    call(1_000, 5_000, 1, rank=1),  # same correlation on another rank: its own launch
     gpu(7_000, 1_000, 1, "a", rank=1),
 ]
 

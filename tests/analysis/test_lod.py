@@ -39,14 +39,25 @@ def nccl(tmp_path_factory):
 
 
 def _lane(ix: LodIndex, kind: str, **attrs):
-    return next(ln for ln in ix.lanes() if ln.kind == kind and all(getattr(ln, k) == v for k, v in attrs.items()))
+    return next(
+        ln for ln in ix.lanes() if ln.kind == kind and all(getattr(ln, k) == v for k, v in attrs.items())
+    )
 
 
 def _launches(ev: pl.DataFrame) -> pl.DataFrame:
-    dev = ev.filter(pl.col("device") >= 0, pl.col("kind").is_in(["kernel", "memcpy", "memset", "sync"]),
-                    pl.col("correlation").is_not_null())
-    first = dev.sort("ts").group_by("correlation", maintain_order=True).agg(pl.col("device").first().alias("target"))
-    return ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("device") < 0).join(first, on="correlation")
+    dev = ev.filter(
+        pl.col("device") >= 0,
+        pl.col("kind").is_in(["kernel", "memcpy", "memset", "sync"]),
+        pl.col("correlation").is_not_null(),
+    )
+    first = (
+        dev.sort("ts")
+        .group_by("correlation", maintain_order=True)
+        .agg(pl.col("device").first().alias("target"))
+    )
+    return ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("device") < 0).join(
+        first, on="correlation"
+    )
 
 
 def test_every_event_indexed_once_plus_launch_copies(nccl):
@@ -57,7 +68,9 @@ def test_every_event_indexed_once_plus_launch_copies(nccl):
     lanes = ix.lanes()
     kinds = [ln.kind for ln in lanes]
     assert kinds.count("node") == 1 and kinds.count("rank") == 1 and kinds.count("gpu") == 1
-    assert {ln.stream for ln in lanes if ln.kind == "stream"} == set(ev.filter(pl.col("device") >= 0)["stream"].unique())
+    assert {ln.stream for ln in lanes if ln.kind == "stream"} == set(
+        ev.filter(pl.col("device") >= 0)["stream"].unique()
+    )
     threads = {(ln.pid, ln.tid) for ln in lanes if ln.kind == "thread"}
     assert threads == set(ev.filter(pl.col("device") < 0).select("pid", "tid").unique().iter_rows())
     assert sum(ln.n_events for ln in lanes if ln.kind == "launch") == launches.height
@@ -102,7 +115,9 @@ def test_coarse_query_returns_density_cells(nccl):
     cells = ix.query(ln, 0, ix.span_ns, max_events=100, max_cells=256)
     assert set(cells.columns) == {"row", "level", "bucket", "t0", "t1", "busy_ns", "kind"}
     level = cells["level"][0]
-    assert (ix.span_ns / (ix.bucket_ns << level)) <= 256 < ix.span_ns / (ix.bucket_ns << max(level - 1, 0)) or level == 0
+    assert (ix.span_ns / (ix.bucket_ns << level)) <= 256 < ix.span_ns / (
+        ix.bucket_ns << max(level - 1, 0)
+    ) or level == 0
     raw = _raw_lane(ev, ln)
     assert cells["busy_ns"].sum() == raw["dur"].sum()  # gpu annotations and kernels, each row counted once
     assert set(cells["kind"]) <= {"kernel", "memcpy", "memset", "gpu_annotation"}
@@ -119,7 +134,7 @@ def test_density_tiles_sum_to_busy_time(nccl):
     # Kernels of one stream never overlap: the density is that stream's busy time (union of intervals).
     ln = _lane(ix, "stream", stream=7)
     kernel_row = ln.rows[0]  # the stream's activity; GPU annotations nest on the rows below
-    assert set(ix.kind[ix.row_start[kernel_row]:ix.row_start[kernel_row + 1]].tolist()) == {6, 7, 8}
+    assert set(ix.kind[ix.row_start[kernel_row] : ix.row_start[kernel_row + 1]].tolist()) == {6, 7, 8}
     kernels = ev.filter(pl.col("device") == 0, pl.col("stream") == 7, pl.col("kind") != "gpu_annotation")
     busy = union_length(kernels.select(start=pl.col("ts"), end=pl.col("ts") + pl.col("dur"))).collect().item()
     assert ix.tiles(kernel_row, 0)["busy_ns"].sum() == busy == kernels["dur"].sum()
@@ -128,8 +143,12 @@ def test_density_tiles_sum_to_busy_time(nccl):
     for rec in tiles.sample(20, seed=3, with_replacement=True).iter_rows(named=True):
         b0, b1 = rec["t0"], rec["t1"]
         clipped = kernels.select(
-            (pl.min_horizontal(pl.col("t") + pl.col("dur"), pl.lit(b1)) - pl.max_horizontal(pl.col("t"), pl.lit(b0)))
-            .clip(0).sum()
+            (
+                pl.min_horizontal(pl.col("t") + pl.col("dur"), pl.lit(b1))
+                - pl.max_horizontal(pl.col("t"), pl.lit(b0))
+            )
+            .clip(0)
+            .sum()
         ).item()
         assert rec["busy_ns"] == clipped
 
@@ -147,8 +166,12 @@ def test_raster_fine_and_coarse(nccl):
     assert cells.exact
     edges = t0 + (t1 - t0) / width * np.arange(width + 1)
     s_, e_ = kernels["t"].to_numpy().astype(float), (kernels["t"] + kernels["dur"]).to_numpy().astype(float)
-    want = np.array([np.clip(np.minimum(e_, edges[i + 1]) - np.maximum(s_, edges[i]), 0, None).sum()
-                     for i in range(width)]) / ((t1 - t0) / width)
+    want = np.array(
+        [
+            np.clip(np.minimum(e_, edges[i + 1]) - np.maximum(s_, edges[i]), 0, None).sum()
+            for i in range(width)
+        ]
+    ) / ((t1 - t0) / width)
     assert np.allclose(cells.busy, np.clip(want, 0, 1), atol=1e-4)
     hit = cells.event[cells.event >= 0]
     assert hit.size and all(ix.name_of(p) in set(kernels["name"]) for p in hit)
@@ -157,7 +180,10 @@ def test_raster_fine_and_coarse(nccl):
     assert not coarse.exact and (coarse.event == -1).all()
     assert coarse.busy.max() <= 1.0 and set(coarse.kind[coarse.busy > 0].tolist()) <= {6, 7, 8}
     cw = ix.span_ns / 120
-    assert abs(float(coarse.busy.sum()) * cw - kernels["dur"].sum()) < 0.02 * kernels["dur"].sum() + 2 * ix.bucket_ns
+    assert (
+        abs(float(coarse.busy.sum()) * cw - kernels["dur"].sum())
+        < 0.02 * kernels["dur"].sum() + 2 * ix.bucket_ns
+    )
 
 
 def test_links_launch_to_kernel_and_back(nccl):
@@ -182,7 +208,9 @@ def test_links_launch_to_kernel_and_back(nccl):
     assert nccl_pos.size == 15
     for p in nccl_pos:
         back = ix.event(int(ix.link[p]))
-        assert back["name"].startswith("cudaLaunchKernel") and back["correlation"] == ix.event(p)["correlation"]
+        assert (
+            back["name"].startswith("cudaLaunchKernel") and back["correlation"] == ix.event(p)["correlation"]
+        )
 
 
 def test_host_rows_are_nesting_depths(nccl):
@@ -208,7 +236,9 @@ def test_steps_search_and_find(nccl):
         (int(n.split("#")[1]), n, t, t + d) for n, t, d in raw.select("name", "t", "dur").iter_rows()
     ]
     got = ix.search("NCCL:ALL_reduce")
-    assert got.size == ev.filter(pl.col("name").str.to_lowercase().str.contains("nccl:all_reduce")).height == 30
+    assert (
+        got.size == ev.filter(pl.col("name").str.to_lowercase().str.contains("nccl:all_reduce")).height == 30
+    )
     assert (np.diff(ix.t[got]) >= 0).all()
     rx = ix.search(r"^nccl(Kernel)?[_:](AllReduce|all_reduce)", regex=True)
     assert rx.size == 45
@@ -288,8 +318,20 @@ def test_metrics_only_trace(tmp_path):
 
     out = tmp_path / "m"
     ts = [1_700_000_000_000_000_000 + i * 100_000_000 for i in range(10)]
-    write_metrics(out, "h", to_table("metrics", {"ts": ts, "source": ["gpu"] * 10, "device": [0] * 10,
-                                                 "metric": ["util_pct"] * 10, "value": [float(i * 10) for i in range(10)]}))
+    write_metrics(
+        out,
+        "h",
+        to_table(
+            "metrics",
+            {
+                "ts": ts,
+                "source": ["gpu"] * 10,
+                "device": [0] * 10,
+                "metric": ["util_pct"] * 10,
+                "value": [float(i * 10) for i in range(10)],
+            },
+        ),
+    )
     write_manifest(out, Manifest(name="m", status="completed"))
     ix = open_lod(out)
     assert ix.n_events == 0 and ix.base_ns == ts[0] and ix.span_ns == ts[-1] - ts[0]

@@ -9,13 +9,28 @@ from profui.analysis.memory import bandwidth_histogram, memory_ops
 
 
 def m(ts, dur, kind, nbytes, direction=None) -> dict:
-    return {"ts": ts, "dur": dur, "kind": kind, "device": 0, "stream": 7, "bytes": nbytes, "memcpy_kind": direction,
-            "name": "Memset" if kind == "memset" else f"Memcpy {direction}"}
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": kind,
+        "device": 0,
+        "stream": 7,
+        "bytes": nbytes,
+        "memcpy_kind": direction,
+        "name": "Memset" if kind == "memset" else f"Memcpy {direction}",
+    }
 
 
 def test_hand_checked(make_events) -> None:
-    ev = make_events([m(0, 100, "memcpy", 1000, "HtoD"), m(200, 100, "memcpy", 3000, "HtoD"),
-                      m(400, 50, "memset", 5000), m(500, 10, "memcpy", None, "DtoH"), m(600, 0, "memcpy", 8, "DtoD")])
+    ev = make_events(
+        [
+            m(0, 100, "memcpy", 1000, "HtoD"),
+            m(200, 100, "memcpy", 3000, "HtoD"),
+            m(400, 50, "memset", 5000),
+            m(500, 10, "memcpy", None, "DtoH"),
+            m(600, 0, "memcpy", 8, "DtoD"),
+        ]
+    )
     r = {x["direction"]: x for x in memory_ops(ev).collect().to_dicts()}
     assert set(r) == {"HtoD", "Memset", "DtoH", "DtoD"}
     h = r["HtoD"]
@@ -27,7 +42,9 @@ def test_hand_checked(make_events) -> None:
     assert sum(x["time_share"] for x in r.values()) == pytest.approx(1.0)
     hist = bandwidth_histogram(ev, bins_per_decade=1).collect()
     assert hist.select("direction", "bin_lo_gbps", "count").rows() == [
-        ("HtoD", 10.0, 2), ("Memset", 100.0, 1)]
+        ("HtoD", 10.0, 2),
+        ("Memset", 100.0, 1),
+    ]
 
 
 def test_real_trace(imported_trace) -> None:

@@ -53,7 +53,10 @@ def test_defaults_and_users_of_parameters() -> None:
 def test_selection_must_be_closed_under_paths(selection: list[str], missing: str) -> None:
     with pytest.raises(PipelineError) as exc:
         REGISTRY.check_selection(selection)
-    assert str(exc.value) == f"selection is not closed under paths: also select {missing} (they lie between selected stages)"
+    assert (
+        str(exc.value)
+        == f"selection is not closed under paths: also select {missing} (they lie between selected stages)"
+    )
 
 
 def test_closed_selections_are_accepted_in_topological_order() -> None:

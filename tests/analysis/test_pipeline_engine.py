@@ -138,9 +138,10 @@ def test_selective_run_reuses_upstream_outputs_and_records_their_run(trace: Path
         assert (st.artifact, st.output_hash) == (ref.artifact, ref.output_hash)  # the same files
         assert st.start == st.end  # not run
     # The selected stage saw the new parameter.
-    assert load_file(trace, sel, "launch", "outliers.parquet").height > load_file(
-        trace, full, "launch", "outliers.parquet"
-    ).height
+    assert (
+        load_file(trace, sel, "launch", "outliers.parquet").height
+        > load_file(trace, full, "launch", "outliers.parquet").height
+    )
 
 
 def test_selective_run_leaves_downstream_unrun_and_tui_keeps_older_output(trace: Path) -> None:
@@ -181,12 +182,17 @@ def test_selective_run_needs_an_earlier_run(trace: Path) -> None:
 def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Path) -> None:
     failed = analyze(trace, overrides={"debug_fail": "correlate"})
     assert failed.status == "failed"
-    with pytest.raises(PipelineError, match=r"reference run run-0001 lacks the output of stage correlate \(it failed in that run\)"):
+    with pytest.raises(
+        PipelineError,
+        match=r"reference run run-0001 lacks the output of stage correlate \(it failed in that run\)",
+    ):
         analyze(trace, stages=["launch"], reference=failed.id)
     # A reference whose artifact was deleted from disk is refused the same way.
     ok = analyze(trace)
     shutil.rmtree(trace / ".profui" / ok.stages["correlate"].artifact)
-    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"):
+    with pytest.raises(
+        PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"
+    ):
         analyze(trace, stages=["launch"], reference=ok.id)
 
 
@@ -218,7 +224,9 @@ def test_failed_stage_fails_the_run_and_a_selective_run_resumes_it(trace: Path) 
         b = trace / ".profui" / resumed.stages[name].artifact
         for f in REGISTRY.stages[name].outputs:
             if f.endswith(".parquet"):
-                assert_frame_equal(pl.read_parquet(a / f), pl.read_parquet(b / f), check_row_order=False, rel_tol=1e-9)
+                assert_frame_equal(
+                    pl.read_parquet(a / f), pl.read_parquet(b / f), check_row_order=False, rel_tol=1e-9
+                )
 
 
 def test_resume_refuses_a_succeeded_run_and_mixed_options(trace: Path) -> None:
@@ -348,7 +356,9 @@ def test_a_damaged_cached_output_is_recomputed_not_read(trace: Path) -> None:
     damaged = trace / ".profui" / first.stages["correlate"].artifact / "launches.parquet"
     good = damaged.read_bytes()
     damaged.write_bytes(good[: len(good) // 2])  # e.g. a disk that filled up under another tool
-    with pytest.raises(PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"):
+    with pytest.raises(
+        PipelineError, match="lacks the output of stage correlate .its output files are missing or damaged"
+    ):
         analyze(trace, stages=["launch"], reference=first.id)
     rec = analyze(trace)
     assert rec.stages["correlate"].provenance == "computed"
@@ -367,7 +377,10 @@ def test_leftovers_of_a_killed_writer_are_removed_and_never_read(trace: Path) ->
     (leftover / "stats.parquet").write_bytes(b"PAR1 half")
     rec = analyze(trace)
     assert not leftover.exists()
-    assert rec.stages["kernels"].provenance == "cache" and rec.stages["kernels"].artifact == first.stages["kernels"].artifact
+    assert (
+        rec.stages["kernels"].provenance == "cache"
+        and rec.stages["kernels"].artifact == first.stages["kernels"].artifact
+    )
 
 
 def test_prune_keeps_the_newest_runs_and_every_output_they_use(trace: Path) -> None:

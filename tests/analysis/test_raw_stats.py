@@ -57,7 +57,9 @@ def check_against(ev: pl.LazyFrame, raw: dict) -> None:
     work = device_work(ev).collect()
     # counts and plain sums per source category
     cat_of = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
-    by_kind = {cat_of[k]: (c, s) for k, c, s in work.group_by("kind").agg(pl.len(), pl.col("dur").sum()).rows()}
+    by_kind = {
+        cat_of[k]: (c, s) for k, c, s in work.group_by("kind").agg(pl.len(), pl.col("dur").sum()).rows()
+    }
     want = {c: (v["count"], ns(v["sum_us"])) for c, v in raw["gpu_by_cat"].items()}
     if "mtia_ccp_events" in want:  # MTIA device work (kernels and DMA copies) shares one category
         assert sum(c for c, _ in by_kind.values()) == sum(c for c, _ in want.values())
@@ -98,12 +100,19 @@ def check_against(ev: pl.LazyFrame, raw: dict) -> None:
         assert {t: r["busy_ns"] for t, r in types.items()} == {
             t: ns(v) for t, v in raw["busy_by_type_merged_us"].items()
         }
-        assert {t: r["sum_dur_ns"] for t, r in types.items()} == {t: ns(v) for t, v in raw["sum_dur_by_type_us"].items()}
+        assert {t: r["sum_dur_ns"] for t, r in types.items()} == {
+            t: ns(v) for t, v in raw["sum_dur_by_type_us"].items()
+        }
     if "comm_comp_overlap_us" in raw:
         w = device_work(ev)
-        ov = overlap_length(
-            w.filter(pl.col("kernel_type") == "COMPUTATION"), w.filter(pl.col("kernel_type") == "COMMUNICATION")
-        ).collect().item()
+        ov = (
+            overlap_length(
+                w.filter(pl.col("kernel_type") == "COMPUTATION"),
+                w.filter(pl.col("kernel_type") == "COMMUNICATION"),
+            )
+            .collect()
+            .item()
+        )
         assert ov == ns(raw["comm_comp_overlap_us"])
 
     # host side: CPU ops and ProfilerSteps
@@ -139,8 +148,11 @@ def test_multirank_per_rank_matches_each_file(imported_trace) -> None:
 
 
 def test_every_reference_with_raw_stats_is_covered() -> None:
-    stems = {p.name[len("hta-"):-len(".json")] for p in (traces_dir() / "reference").glob("hta-*.json")
-             if "independent_raw_stats" in p.read_text()}
+    stems = {
+        p.name[len("hta-") : -len(".json")]
+        for p in (traces_dir() / "reference").glob("hta-*.json")
+        if "independent_raw_stats" in p.read_text()
+    }
     stems.discard("trace_filter-sampled_rank-0+1_multirank")  # covered per rank above
     stems.discard("memory_analysis-memory_timeline.raw")  # not a Kineto trace
     assert stems <= set(SINGLE)

@@ -23,8 +23,14 @@ def test_nccl_steps_mapped_to_device(imported_trace) -> None:
     assert (w["end_ns"] > w["start_ns"]).all()
     ev = t.cached_events()
     first_launch = (
-        ev.filter(pl.col("kind") == "runtime", pl.col("ts") >= w["cpu_start_ns"][0], pl.col("ts") < w["cpu_end_ns"][0])
-        .select(pl.col("ts").min()).collect().item()
+        ev.filter(
+            pl.col("kind") == "runtime",
+            pl.col("ts") >= w["cpu_start_ns"][0],
+            pl.col("ts") < w["cpu_end_ns"][0],
+        )
+        .select(pl.col("ts").min())
+        .collect()
+        .item()
     )
     assert w["start_ns"][0] == first_launch
     stats = step_stats(w).collect().row(0, named=True)
@@ -62,12 +68,24 @@ def test_outliers_hand_checked() -> None:
 
 
 def test_step_numbers_from_names(make_events) -> None:
-    ev = make_events([
-        {"ts": 0, "dur": 100, "kind": "step", "name": "ProfilerStep#7"},
-        {"ts": 100, "dur": 50, "kind": "step", "name": "ProfilerStep#8"},
-        {"ts": 10, "dur": 5, "kind": "runtime", "correlation": 1},
-        {"ts": 20, "dur": 30, "kind": "kernel", "correlation": 1, "device": 0, "stream": 7},
-        {"ts": 200, "dur": 30, "kind": "kernel", "correlation": 99, "device": 0, "stream": 7},  # unlaunched
-    ])
+    ev = make_events(
+        [
+            {"ts": 0, "dur": 100, "kind": "step", "name": "ProfilerStep#7"},
+            {"ts": 100, "dur": 50, "kind": "step", "name": "ProfilerStep#8"},
+            {"ts": 10, "dur": 5, "kind": "runtime", "correlation": 1},
+            {"ts": 20, "dur": 30, "kind": "kernel", "correlation": 1, "device": 0, "stream": 7},
+            {
+                "ts": 200,
+                "dur": 30,
+                "kind": "kernel",
+                "correlation": 99,
+                "device": 0,
+                "stream": 7,
+            },  # unlaunched
+        ]
+    )
     s = step_windows(ev)
-    assert s.windows.select("step", "start_ns", "end_ns", "mapped").rows() == [(7, 10, 50, True), (8, 100, 150, False)]
+    assert s.windows.select("step", "start_ns", "end_ns", "mapped").rows() == [
+        (7, 10, 50, True),
+        (8, 100, 150, False),
+    ]

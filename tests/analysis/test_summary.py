@@ -27,8 +27,18 @@ def test_sections_equal_the_module_functions(imported_trace):
     assert s.trace["gpus"] == 1 and s.trace["ranks"] == [0]
     doc = s.to_json_dict()
     assert json.loads(json.dumps(doc, allow_nan=False)) == doc
-    assert doc["sections"]["launch"]["overall"][0]["launches"] == s.table("launch", "overall")["launches"].item()
-    assert set(doc["takeaways"]) >= {"gpu_active", "kernel_total", "top_time", "steps", "memory", "comm", "launch"}
+    assert (
+        doc["sections"]["launch"]["overall"][0]["launches"] == s.table("launch", "overall")["launches"].item()
+    )
+    assert set(doc["takeaways"]) >= {
+        "gpu_active",
+        "kernel_total",
+        "top_time",
+        "steps",
+        "memory",
+        "comm",
+        "launch",
+    }
     assert t.summary(top_n=5).to_json_dict() == doc  # the facade gives the same
 
 

@@ -11,9 +11,21 @@ from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
     base = {
-        "ts": 0, "dur": 0, "kind": "cpu_op", "name": "x", "pid": 1, "tid": 1, "device": -1, "stream": -1,
-        "correlation": None, "external_id": None, "bytes": None, "memcpy_kind": None, "args": None,
-        "node": "n", "rank": 0,
+        "ts": 0,
+        "dur": 0,
+        "kind": "cpu_op",
+        "name": "x",
+        "pid": 1,
+        "tid": 1,
+        "device": -1,
+        "stream": -1,
+        "correlation": None,
+        "external_id": None,
+        "bytes": None,
+        "memcpy_kind": None,
+        "args": None,
+        "node": "n",
+        "rank": 0,
     }
     return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
 
@@ -34,7 +46,12 @@ SMALL = [
 
 def test_sync_calls_categories_exclude_non_blocking():
     c = sync_calls(ev(SMALL)).collect()
-    assert c["name"].to_list() == ["cudaStreamSynchronize", "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy"]
+    assert c["name"].to_list() == [
+        "cudaStreamSynchronize",
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaMemcpy",
+    ]
     assert c["category"].to_list() == ["stream", "stream", "device", "blocking_copy"]
 
 
@@ -67,7 +84,9 @@ def test_event_sync_trace(imported_trace):
     assert host.select("name", "calls", "total_ns").rows() == [("cudaDeviceSynchronize", 1, 20_000)]
     dev = gpu_sync_summary(ev).collect()
     assert dev.select("name", "count", "total_ns").rows() == [
-        ("Context Sync", 1, 19_000), ("Event Sync", 3, 12_000), ("Stream Wait Event", 1, 2_000),
+        ("Context Sync", 1, 19_000),
+        ("Event Sync", 3, 12_000),
+        ("Stream Wait Event", 1, 2_000),
     ]
 
 

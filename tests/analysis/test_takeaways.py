@@ -9,7 +9,11 @@ from profui.analysis import takeaways as tk
 
 def test_format_ns_units():
     assert [tk.format_ns(v) for v in (850, 12_300, 4_560_000, 1_230_000_000, None)] == [
-        "850 ns", "12.3 µs", "4.56 ms", "1.23 s", "—",
+        "850 ns",
+        "12.3 µs",
+        "4.56 ms",
+        "1.23 s",
+        "—",
     ]
     assert tk.format_ns(-5_000) == "-5 µs"
     assert tk.format_pct(0.01) == "<0.1%"
@@ -18,7 +22,9 @@ def test_format_ns_units():
 
 
 def test_short_name_strips_templates_and_arguments():
-    name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, float)"
+    name = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, float)"
+    )
     assert tk.short_name(name, width=60) == "at::native::vectorized_elementwise_kernel"
     assert tk.short_name(name) == "vectorized_elementwise_kernel"  # too long: namespace dropped
     assert tk.short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long)") == (
@@ -26,8 +32,12 @@ def test_short_name_strips_templates_and_arguments():
     )
 
 
-BUSY = pl.DataFrame({"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_pct": [54.0, 54.0]})
-IDLE = pl.DataFrame({"stream": [7, 7, 7], "category": ["host_wait", "kernel_wait", "other"], "idle_ns": [800, 50, 70]})
+BUSY = pl.DataFrame(
+    {"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_pct": [54.0, 54.0]}
+)
+IDLE = pl.DataFrame(
+    {"stream": [7, 7, 7], "category": ["host_wait", "kernel_wait", "other"], "idle_ns": [800, 50, 70]}
+)
 
 
 def test_gpu_active_idle_cause_and_thresholds():
@@ -35,14 +45,24 @@ def test_gpu_active_idle_cause_and_thresholds():
         "GPU idle 46% across 2 GPUs — mostly waiting on the host (launches arrive after the GPU ran dry)."
     )
     no_cause = IDLE.with_columns(pl.Series("idle_ns", [300, 300, 320]))
-    assert tk.gpu_active_takeaway(BUSY, no_cause) == "GPU idle 46% across 2 GPUs — the GPU waits more than it works."
+    assert (
+        tk.gpu_active_takeaway(BUSY, no_cause)
+        == "GPU idle 46% across 2 GPUs — the GPU waits more than it works."
+    )
     fed = BUSY.with_columns(pl.Series("busy_ns", [950, 960]))
     assert tk.gpu_active_takeaway(fed, IDLE) == "GPU busy 96% across 2 GPUs — kept well fed."
 
 
 def test_kernels_steps_and_sync_wording():
-    stats = pl.DataFrame({"name": ["a", "b"], "count": [900, 100], "total_ns": [900 * 3_000, 100 * 500_000],
-                          "mean_ns": [3_000.0, 500_000.0], "share": [0.051, 0.949]})
+    stats = pl.DataFrame(
+        {
+            "name": ["a", "b"],
+            "count": [900, 100],
+            "total_ns": [900 * 3_000, 100 * 500_000],
+            "mean_ns": [3_000.0, 500_000.0],
+            "share": [0.051, 0.949],
+        }
+    )
     assert tk.kernel_total_takeaway(stats) == (
         "1,000 kernels, 52.7 ms of GPU time, 52.7 µs on average — 90% are under 10 µs (launch overhead matters)."
     )
@@ -53,7 +73,9 @@ def test_kernels_steps_and_sync_wording():
     assert tk.steps_takeaway(windows) == "3 steps, median 100 ns; step 3 is 30% slower."
     assert tk.steps_takeaway(pl.DataFrame()) == "No step markers: the trace is analysed as one window."
     # a first profiled step that carries the profiler's start-up: a ratio, not "51238% slower"
-    warm = pl.DataFrame({"step": [10, 11, 12], "start": [0, 1_000_000, 1_001_000], "end": [1_000_000, 1_001_000, 1_002_000]})
+    warm = pl.DataFrame(
+        {"step": [10, 11, 12], "start": [0, 1_000_000, 1_001_000], "end": [1_000_000, 1_001_000, 1_002_000]}
+    )
     assert tk.steps_takeaway(warm) == "3 steps, median 1 µs; step 10 takes 1,000.0× the median."
     totals = pl.DataFrame({"calls": [10], "blocked_ns": [60], "window_ns": [1000], "share": [0.06]})
     assert tk.sync_takeaway(totals) == (
@@ -91,15 +113,32 @@ def test_every_chart_has_a_takeaway_consistent_with_its_frame(imported_trace):
 
     s = summarize(imported_trace("nccl_parser_config-nccl_data"))
     t = s.takeaways
-    assert set(t) >= {"gpu_active", "gpu_util", "cpu", "kernel_total", "top_time", "top_count", "steps",
-                      "precision", "activity", "memory", "annotation", "launch", "sync", "idle", "comm"}
+    assert set(t) >= {
+        "gpu_active",
+        "gpu_util",
+        "cpu",
+        "kernel_total",
+        "top_time",
+        "top_count",
+        "steps",
+        "precision",
+        "activity",
+        "memory",
+        "annotation",
+        "launch",
+        "sync",
+        "idle",
+        "comm",
+    }
     stats = s.table("kernels", "stats")
     assert t["kernel_total"].startswith(f"{stats['count'].sum():,} kernels, ")
     assert t["steps"].startswith(f"{s.table('steps', 'windows').height} steps, median ")
     mem = s.table("memory", "ops")
     assert t["memory"].startswith(f"{mem['count'].sum():,} memory ops")
     prec = s.table("precision", "shares").sort("share", descending=True).row(0, named=True)
-    assert t["precision"].startswith(f"{prec['precision']} dominates kernel time ({100 * prec['share']:.0f}%)")
+    assert t["precision"].startswith(
+        f"{prec['precision']} dominates kernel time ({100 * prec['share']:.0f}%)"
+    )
     n = s.table("launch", "overall")["launches"].item()
     assert t["launch"].startswith(f"{n:,} launches")
     top = s.table("annotations", "per_step").group_by("side", "name").agg(pl.col("share").mean())

@@ -47,8 +47,20 @@ def small_trace(tmp_path: Path) -> Path:
     write_events(d, "hostA", 0, _events([300]))
     write_events(d, "hostA", 1, _events([150]))
     write_events(d, "hostB", 3, _events([50, 60, 70]))
-    write_metrics(d, "hostA", to_table("metrics", {"ts": [1, 2], "source": ["cpu", "cpu"], "device": [-1, -1],
-                                                   "metric": ["util_pct"] * 2, "value": [10.0, 20.0]}))
+    write_metrics(
+        d,
+        "hostA",
+        to_table(
+            "metrics",
+            {
+                "ts": [1, 2],
+                "source": ["cpu", "cpu"],
+                "device": [-1, -1],
+                "metric": ["util_pct"] * 2,
+                "value": [10.0, 20.0],
+            },
+        ),
+    )
     return d
 
 
@@ -59,10 +71,19 @@ def test_events_carry_node_and_rank_per_file(small_trace: Path) -> None:
     assert df.height == 7
     assert df.schema["node"] == pl.String and df.schema["rank"] == pl.Int64
     assert df.schema["ts"] == pl.Int64 and df.schema["kind"] == pl.String
-    counts = dict(df.group_by("node", "rank").len().sort("node", "rank").select(
-        pl.concat_str("node", pl.lit("/"), pl.col("rank").cast(pl.String)), "len").iter_rows())
+    counts = dict(
+        df.group_by("node", "rank")
+        .len()
+        .sort("node", "rank")
+        .select(pl.concat_str("node", pl.lit("/"), pl.col("rank").cast(pl.String)), "len")
+        .iter_rows()
+    )
     assert counts == {"hostA/0": 3, "hostA/1": 1, "hostB/3": 3}
-    assert sorted(df.filter(pl.col("node") == "hostA", pl.col("rank") == 0)["ts"].to_list()) == [100, 200, 300]
+    assert sorted(df.filter(pl.col("node") == "hostA", pl.col("rank") == 0)["ts"].to_list()) == [
+        100,
+        200,
+        300,
+    ]
 
 
 def test_projection_and_metrics(small_trace: Path) -> None:

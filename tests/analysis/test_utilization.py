@@ -25,8 +25,14 @@ def test_gpu_buckets_hand_checked(make_events) -> None:
 
 
 def test_node_and_job_averages(make_events) -> None:
-    ev = make_events([k(0, 10, node="a", rank=0), k(0, 5, node="a", rank=1), k(0, 10, node="b", rank=2),
-                      k(0, 0, node="b", rank=3, device=1)])
+    ev = make_events(
+        [
+            k(0, 10, node="a", rank=0),
+            k(0, 5, node="a", rank=1),
+            k(0, 10, node="b", rank=2),
+            k(0, 0, node="b", rank=3, device=1),
+        ]
+    )
     u = gpu_utilization(ev, bucket_ns=10).collect()
     n = node_utilization(u).collect()
     assert n.select("node", "n_gpus", "util").rows() == [("a", 2, 0.75), ("b", 2, 0.5)]
@@ -35,8 +41,10 @@ def test_node_and_job_averages(make_events) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 500), st.integers(0, 120), st.integers(0, 1)), min_size=1, max_size=20),
-       st.integers(1, 97))
+@given(
+    st.lists(st.tuples(st.integers(0, 500), st.integers(0, 120), st.integers(0, 1)), min_size=1, max_size=20),
+    st.integers(1, 97),
+)
 def test_bucket_shares_sum_to_busy(make_events, rows, bucket) -> None:
     ev = make_events([k(t, d, device=g) for t, d, g in rows])
     u = gpu_utilization(ev, bucket_ns=bucket).collect()
@@ -56,20 +64,30 @@ def test_real_trace_buckets(imported_trace) -> None:
 
 def test_cpu_from_metrics(make_events) -> None:
     ev = make_events([{"ts": 0, "dur": 100, "kind": "cpu_op"}])
-    metrics = pl.LazyFrame({
-        "ts": [0, 10, 20, 60, 60], "source": ["cpu", "cpu", "cpu", "cpu", "gpu"], "device": [-1, -1, -1, -1, 0],
-        "metric": ["util_pct"] * 5, "value": [50.0, 70.0, 10.0, 30.0, 99.0], "node": ["n0"] * 5,
-    })
+    metrics = pl.LazyFrame(
+        {
+            "ts": [0, 10, 20, 60, 60],
+            "source": ["cpu", "cpu", "cpu", "cpu", "gpu"],
+            "device": [-1, -1, -1, -1, 0],
+            "metric": ["util_pct"] * 5,
+            "value": [50.0, 70.0, 10.0, 30.0, 99.0],
+            "node": ["n0"] * 5,
+        }
+    )
     c = cpu_utilization(ev, metrics, bucket_ns=50).collect()
     assert c["source"].unique().to_list() == ["metrics"]
     assert c.select("bucket", "util").rows() == [(0, pytest.approx(0.4333333)), (1, 0.3)]
 
 
 def test_cpu_from_host_events(make_events, imported_trace) -> None:
-    ev = make_events([
-        {"ts": 0, "dur": 100, "kind": "cpu_op", "tid": 1}, {"ts": 10, "dur": 20, "kind": "cpu_op", "tid": 1},
-        {"ts": 50, "dur": 100, "kind": "runtime", "tid": 2}, {"ts": 0, "dur": 500, "kind": "annotation", "tid": 3},
-    ])
+    ev = make_events(
+        [
+            {"ts": 0, "dur": 100, "kind": "cpu_op", "tid": 1},
+            {"ts": 10, "dur": 20, "kind": "cpu_op", "tid": 1},
+            {"ts": 50, "dur": 100, "kind": "runtime", "tid": 2},
+            {"ts": 0, "dur": 500, "kind": "annotation", "tid": 3},
+        ]
+    )
     c = cpu_utilization(ev, None, bucket_ns=100).collect()
     # threads 1 and 2 seen (annotations are not CPU work): bucket 0 busy 100 + 50 ns -> 1.5 threads
     assert c["source"].unique().to_list() == ["host_events"]

@@ -41,7 +41,9 @@ def test_ranges_reach_a_users_own_torch_profiler(tmp_path):
                 raise ValueError("boom")
     path = tmp_path / "t.json"
     prof.export_chrome_trace(str(path))
-    names = [e["name"] for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "user_annotation"]
+    names = [
+        e["name"] for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "user_annotation"
+    ]
     assert names.count("ctx") == 3 and names.count("decorated") == 3
     assert names.count("manual") == 1 and names.count("raises") == 1
 
@@ -91,8 +93,11 @@ def test_without_torch_the_recorder_hands_events_to_the_trace(tmp_path, monkeypa
     rows = pq.read_table(f).to_pylist()
     names = [r["name"] for r in rows]
     assert names.count("outer") == 4 and names.count("decorated") == 4 and names.count("tail") == 4
-    assert sorted(r["name"] for r in rows if r["kind"] == "step") == ["ProfilerStep#1", "ProfilerStep#2",
-                                                                       "ProfilerStep#3"]
+    assert sorted(r["name"] for r in rows if r["kind"] == "step") == [
+        "ProfilerStep#1",
+        "ProfilerStep#2",
+        "ProfilerStep#3",
+    ]
     outer = [r for r in rows if r["name"] == "outer"]
     inner = [r for r in rows if r["name"] == "decorated"]
     for o, i in zip(outer, inner, strict=True):

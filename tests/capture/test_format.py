@@ -78,8 +78,20 @@ def test_opener_lists_partitions_and_rows(tmp_path: Path) -> None:
     write_events(trace, "a", 0, _events(4))
     write_events(trace, "a", 1, _events(3))
     write_events(trace, "b", 0, _events(2))
-    write_metrics(trace, "a", to_table("metrics", {"ts": [2, 1], "source": ["cpu"] * 2, "device": [-1, -1],
-                                                  "metric": ["util_pct"] * 2, "value": [1.5, 2.5]}))
+    write_metrics(
+        trace,
+        "a",
+        to_table(
+            "metrics",
+            {
+                "ts": [2, 1],
+                "source": ["cpu"] * 2,
+                "device": [-1, -1],
+                "metric": ["util_pct"] * 2,
+                "value": [1.5, 2.5],
+            },
+        ),
+    )
     t = open_trace_dir(trace)
     assert t.ranks == [("a", 0), ("a", 1), ("b", 0)]
     assert t.nodes == ["a", "b"]

@@ -56,7 +56,10 @@ def assert_same(path: Path, data: bytes) -> int:
         assert x == y, name
     assert fast.source == slow.source
     assert (fast.counts, fast.devices, fast.first_ts_ns, fast.last_end_ns) == (
-        slow.counts, slow.devices, slow.first_ts_ns, slow.last_end_ns
+        slow.counts,
+        slow.devices,
+        slow.first_ts_ns,
+        slow.last_end_ns,
     )
     return b.num_rows
 
@@ -86,7 +89,10 @@ def test_native_scan_takes_the_common_events_and_leaves_the_rest() -> None:
     assert scan.table.num_rows == 151_388  # every row: cpu ops, runtime, kernels, copies, instants
     assert scan.flows == {"ac2g:f": 42_373, "ac2g:s": 22_290}
     # left to Python: the 36 distinct metadata events (of 38), 2 global markers, 1 profiler span
-    phases = sorted((msgspec.json.decode(bytes(t))["ph"], msgspec.json.decode(bytes(t)).get("cat")) for _, t in scan.specials)
+    phases = sorted(
+        (msgspec.json.decode(bytes(t))["ph"], msgspec.json.decode(bytes(t)).get("cat"))
+        for _, t in scan.specials
+    )
     assert phases == [("M", None)] * 36 + [("X", "Trace")] + [("i", None)] * 2
     assert [i for i, _ in scan.specials] == sorted(i for i, _ in scan.specials)
 
@@ -107,21 +113,75 @@ def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ---- generated events (synthetic) ------------------------------------------------------------
 
-_names = st.sampled_from(["aten::mm", "cudaLaunchKernel", "ProfilerStep#3", "Memcpy HtoD (Pageable -> Device)",
-                          "Memcpy", "Memset (Device)", "void gemm<\"t\">", "na\u00efve", "", "ProfilerStep"])
-_cats = st.sampled_from(["cpu_op", "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "cuda_runtime",
-                         "mtia_ccp_events", "mtia_runtime", "user_annotation", "gpu_user_annotation", "cuda_sync",
-                         "python_function", "cpu_instant_event", "Trace", "unknown_thing", "my_runtime", None])
+_names = st.sampled_from(
+    [
+        "aten::mm",
+        "cudaLaunchKernel",
+        "ProfilerStep#3",
+        "Memcpy HtoD (Pageable -> Device)",
+        "Memcpy",
+        "Memset (Device)",
+        'void gemm<"t">',
+        "na\u00efve",
+        "",
+        "ProfilerStep",
+    ]
+)
+_cats = st.sampled_from(
+    [
+        "cpu_op",
+        "kernel",
+        "Kernel",
+        "gpu_memcpy",
+        "Memcpy",
+        "gpu_memset",
+        "cuda_runtime",
+        "mtia_ccp_events",
+        "mtia_runtime",
+        "user_annotation",
+        "gpu_user_annotation",
+        "cuda_sync",
+        "python_function",
+        "cpu_instant_event",
+        "Trace",
+        "unknown_thing",
+        "my_runtime",
+        None,
+    ]
+)
 _ints = st.one_of(st.integers(-5, 5), st.integers(2**31 - 2, 2**31 + 2), st.integers(-(2**63), 2**63 - 1))
-_values = st.one_of(_ints, st.none(), st.booleans(), st.sampled_from(["", "7", "0x1f", "HtoD", "x\"y", "\u00b2"]),
-                    st.floats(allow_nan=False, allow_infinity=False, width=32), st.lists(st.integers(0, 3), max_size=3),
-                    st.dictionaries(st.sampled_from(["a", "correlation"]), st.integers(0, 3), max_size=2))
-_arg_keys = st.sampled_from(["External id", "external id", "correlation", "device", "stream", "bytes", "kind",
-                             "size", "direction", "cat", "Input Dims", "name", "Ext\\u0065rnal id"])
+_values = st.one_of(
+    _ints,
+    st.none(),
+    st.booleans(),
+    st.sampled_from(["", "7", "0x1f", "HtoD", 'x"y', "\u00b2"]),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.lists(st.integers(0, 3), max_size=3),
+    st.dictionaries(st.sampled_from(["a", "correlation"]), st.integers(0, 3), max_size=2),
+)
+_arg_keys = st.sampled_from(
+    [
+        "External id",
+        "external id",
+        "correlation",
+        "device",
+        "stream",
+        "bytes",
+        "kind",
+        "size",
+        "direction",
+        "cat",
+        "Input Dims",
+        "name",
+        "Ext\\u0065rnal id",
+    ]
+)
 _times = st.one_of(
     st.integers(0, 2**50).map(str),
-    st.tuples(st.integers(0, 2**40), st.text("0123456789", min_size=1, max_size=6)).map(lambda t: f"{t[0]}.{t[1]}"),
-    st.sampled_from(["-1.5", "-0.0005", "1e3", "12.0015", "12.0025", "\"12\"", "null"]),
+    st.tuples(st.integers(0, 2**40), st.text("0123456789", min_size=1, max_size=6)).map(
+        lambda t: f"{t[0]}.{t[1]}"
+    ),
+    st.sampled_from(["-1.5", "-0.0005", "1e3", "12.0015", "12.0025", '"12"', "null"]),
 )
 
 
@@ -146,9 +206,26 @@ _clean_values = {
 def _clean_event(draw) -> str:
     """An event of the kinds real traces are made of (the native path's own ground)."""
     ph = draw(st.sampled_from(["X"] * 6 + ["i", "M", "s", "f"]))
-    cats = ["ac2g"] if ph in "sf" else ["cpu_op", "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset",
-                                         "cuda_runtime", "mtia_ccp_events", "mtia_runtime", "user_annotation",
-                                         "gpu_user_annotation", "cuda_sync", "cpu_instant_event", "cuda_driver"]
+    cats = (
+        ["ac2g"]
+        if ph in "sf"
+        else [
+            "cpu_op",
+            "kernel",
+            "Kernel",
+            "gpu_memcpy",
+            "Memcpy",
+            "gpu_memset",
+            "cuda_runtime",
+            "mtia_ccp_events",
+            "mtia_runtime",
+            "user_annotation",
+            "gpu_user_annotation",
+            "cuda_sync",
+            "cpu_instant_event",
+            "cuda_driver",
+        ]
+    )
     fields = {"ph": json.dumps(ph), "cat": json.dumps(draw(st.sampled_from(cats)))}
     fields["name"] = json.dumps(draw(_names))
     fields["pid"] = str(draw(st.sampled_from([0, 1, 7, -1, 4294967296])))

@@ -10,7 +10,7 @@ import sys
 import pytest
 from test_profcap_support import PROFCAP, TRAIN, events_files, manifest
 
-FILL = r'''
+FILL = r"""
     if i == 2:  # the job fills the disk in the middle of the traced window (steps 2-3)
         try:
             with open(os.environ["FILLER"], "wb") as fh:
@@ -19,7 +19,7 @@ FILL = r'''
                     fh.flush()
         except OSError as exc:
             print("disk full:", exc.errno, flush=True)
-'''
+"""
 
 
 @pytest.fixture
@@ -28,7 +28,9 @@ def small_disk(tmp_path):
     mnt.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
     yield mnt
@@ -40,8 +42,13 @@ def test_full_disk_loses_trace_data_not_the_training(tmp_path, small_disk):
     job.write_text(TRAIN.replace("    opt.step()\n", "    opt.step()\n" + FILL))
     trace = small_disk / "trace"
     env = dict(os.environ, STEPS="12", SLEEP="0.1", FILLER=str(small_disk / "filler"))
-    proc = subprocess.run([*PROFCAP, "-o", str(trace), "--steps", "2-3", "--hz", "20", "--", sys.executable, str(job)],
-                          env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [*PROFCAP, "-o", str(trace), "--steps", "2-3", "--hz", "20", "--", sys.executable, str(job)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "disk full: 28" in proc.stdout and "trained 12" in proc.stdout  # ENOSPC, and training went on
     m = manifest(trace)

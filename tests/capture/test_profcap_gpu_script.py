@@ -29,6 +29,21 @@ def test_gpu_check_uses_real_profcap_options():
     options = set(re.findall(r"\s(--[a-z-]+)", line.split(" -- ")[0]))
     known = {s for a in _parser()._actions for s in a.option_strings}
     assert options and options <= known, options - known
-    args = _parser().parse_args(["-o", "t", "--name", "gpu-check", "--node", "gpu-host", "--steps", "5-7",
-                                 "--hz", "10", "--", "python", "x.py"])
+    args = _parser().parse_args(
+        [
+            "-o",
+            "t",
+            "--name",
+            "gpu-check",
+            "--node",
+            "gpu-host",
+            "--steps",
+            "5-7",
+            "--hz",
+            "10",
+            "--",
+            "python",
+            "x.py",
+        ]
+    )
     assert args.node == "gpu-host" and args.steps == "5-7"

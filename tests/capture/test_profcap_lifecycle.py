@@ -29,7 +29,7 @@ from profui.capture.daemon import perf
 from profui.capture.format import open_trace_dir
 
 #: Plain Python (never imports torch): annotations and steps through profui's own recorder.
-PLAIN = r'''
+PLAIN = r"""
 import os, sys, time
 from profui.capture import annotate, annotation_begin, annotation_end, step
 
@@ -45,7 +45,7 @@ for i in range(int(os.environ.get("STEPS", "20"))):
     step()
 print("torch imported:", "torch" in sys.modules)
 sys.exit(int(os.environ.get("EXIT", "0")))
-'''
+"""
 
 
 def _wait_for(pred, timeout: float = 60.0) -> None:
@@ -84,8 +84,10 @@ def test_plain_python_job_gets_annotations_and_steps_without_torch(tmp_path):
     assert all(r["dur"] >= 4_000_000 for r in outer) and all(r["dur"] >= 2_000_000 for r in work)
     assert manifest(trace)["status"] == "completed"
     assert read_metrics(trace), "the sampler still runs"
-    assert any(n.startswith("no trace windows: no Python process of the job imported torch")
-               for n in manifest(trace)["notes"])
+    assert any(
+        n.startswith("no trace windows: no Python process of the job imported torch")
+        for n in manifest(trace)["notes"]
+    )
 
 
 def test_existing_sitecustomize_still_runs(tmp_path):
@@ -100,8 +102,12 @@ def test_existing_sitecustomize_still_runs(tmp_path):
 
 
 def test_no_trace_records_metrics_only(tmp_path):
-    proc, trace = run_profcap(tmp_path, ["--no-trace", "--hz", "20", "--perf-events", "context-switches"], PLAIN,
-                              env={"STEPS": "150"})
+    proc, trace = run_profcap(
+        tmp_path,
+        ["--no-trace", "--hz", "20", "--perf-events", "context-switches"],
+        PLAIN,
+        env={"STEPS": "150"},
+    )
     assert proc.returncode == 0
     assert events_files(trace) == []
     rows = read_metrics(trace)
@@ -123,10 +129,17 @@ def test_daemon_death_does_not_touch_the_job(tmp_path):
     job.write_text(TRAIN)
     trace = tmp_path / "trace"
     env = dict(os.environ, STEPS="30", SLEEP="0.05", PIDFILE=str(pidfile))
-    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--steps", "20-21", "--", sys.executable, str(job)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [*PROFCAP, "-o", str(trace), "--steps", "20-21", "--", sys.executable, str(job)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(pidfile.exists)
-    [daemon] = [c for c in psutil.Process(p.pid).children() if "profui.capture.daemon" in " ".join(c.cmdline())]
+    [daemon] = [
+        c for c in psutil.Process(p.pid).children() if "profui.capture.daemon" in " ".join(c.cmdline())
+    ]
     daemon.kill()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
@@ -144,8 +157,12 @@ def test_sigint_is_forwarded_and_ends_stopped(tmp_path):
     ready = tmp_path / "ready"
     job.write_text(f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(120)\n")
     trace = tmp_path / "trace"
-    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(ready.exists)
     assert manifest(trace)["status"] == "running"
     p.send_signal(signal.SIGINT)
@@ -162,8 +179,13 @@ def test_sigkill_of_the_job_leaves_a_readable_finalised_trace(tmp_path):
     trace = tmp_path / "trace"
     env = dict(os.environ, STEPS="100000", SLEEP="0.02", PIDFILE=str(pidfile))
     # window 2-3 completes; window 6-100000 is being recorded when the job is killed
-    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--steps", "2-3,6-100000", "--", sys.executable, str(job)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [*PROFCAP, "-o", str(trace), "--steps", "2-3,6-100000", "--", sys.executable, str(job)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(lambda: events_files(trace) and list((trace / ".spool").glob("*.open")), timeout=120)
     os.kill(int(pidfile.read_text()), signal.SIGKILL)
     _, err = p.communicate(timeout=60)
@@ -180,8 +202,12 @@ def test_sigkill_of_the_job_leaves_a_readable_finalised_trace(tmp_path):
 
 def test_command_not_found_exits_127(tmp_path):
     trace = tmp_path / "trace"
-    proc = subprocess.run([*PROFCAP, "-o", str(trace), "--", str(tmp_path / "no-such-program")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*PROFCAP, "-o", str(trace), "--", str(tmp_path / "no-such-program")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 127
     assert manifest(trace)["status"] == "failed" and manifest(trace)["exit_code"] == 127
 
@@ -228,7 +254,10 @@ def test_help_teaches_with_examples(capsys):
 def test_job_name_comes_from_the_script():
     assert profcap.job_name(["python", "train.py", "--lr", "1"]) == "train"
     assert profcap.job_name(["torchrun", "--nproc-per-node", "2", "bert.py"]) == "bert"
-    assert profcap.job_name([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "x.py"]) == "x"
+    assert (
+        profcap.job_name([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "x.py"])
+        == "x"
+    )
     assert profcap.job_name(["./run.sh"]) == "run.sh"
     assert Path(profcap.job_name(["python", "-m", "mypkg.train"])).name == "train"
 
@@ -237,11 +266,15 @@ def test_profcap_killed_the_daemon_closes_the_trace_when_the_job_ends(tmp_path):
     job = tmp_path / "job.py"
     ready = tmp_path / "ready"
     done = tmp_path / "done"
-    job.write_text(f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(2)\n"
-                   f"open({str(done)!r}, 'w').close()\n")
+    job.write_text(
+        f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(2)\nopen({str(done)!r}, 'w').close()\n"
+    )
     trace = tmp_path / "trace"
-    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _wait_for(ready.exists)
     p.kill()
     p.wait()
@@ -256,8 +289,9 @@ def test_profcap_killed_the_daemon_closes_the_trace_when_the_job_ends(tmp_path):
 
 def test_default_output_is_named_after_the_job_and_never_reused(tmp_path):
     for _ in range(2):
-        proc = subprocess.run([*PROFCAP, "--no-trace", "--", "true"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=60)
+        proc = subprocess.run(
+            [*PROFCAP, "--no-trace", "--", "true"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0, proc.stderr
     made = sorted(p.name for p in (tmp_path / "trace").iterdir())
     assert len(made) == 2 and all(name.startswith("true-2") for name in made)

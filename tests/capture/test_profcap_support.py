@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 PROFCAP = [sys.executable, "-m", "profui.capture.profcap"]
 
 #: A small CPU training loop. Env: STEPS, WORKERS (DataLoader workers), PIDFILE, SLEEP (s/step).
-TRAIN = r'''
+TRAIN = r"""
 import os, sys, time
 import torch
 from profui.capture import annotate
@@ -49,11 +49,17 @@ for i, batch in enumerate(loader):
     if sleep:
         time.sleep(sleep)
 print("trained", steps)
-'''
+"""
 
 
-def run_profcap(tmp: Path, args: list[str], script: str, env: dict[str, str] | None = None,
-                timeout: float = 180, cmd: list[str] | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+def run_profcap(
+    tmp: Path,
+    args: list[str],
+    script: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+    cmd: list[str] | None = None,
+) -> tuple[subprocess.CompletedProcess, Path]:
     """Write ``script`` to tmp/job.py and run ``profcap -o tmp/trace ARGS -- python job.py``."""
     job = tmp / "job.py"
     job.write_text(script)
@@ -61,8 +67,14 @@ def run_profcap(tmp: Path, args: list[str], script: str, env: dict[str, str] | N
     full_env = dict(os.environ)
     full_env.update(env or {})
     command = cmd if cmd is not None else [sys.executable, str(job)]
-    proc = subprocess.run([*PROFCAP, "-o", str(trace), *args, "--", *command], cwd=tmp, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [*PROFCAP, "-o", str(trace), *args, "--", *command],
+        cwd=tmp,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return proc, trace
 
 

@@ -42,8 +42,14 @@ def test_job_reads_the_terminal_and_ctrl_c_stops_it(tmp_path):
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    p = subprocess.Popen([*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
-                         stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_terminal, close_fds=True)
+    p = subprocess.Popen(
+        [*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        preexec_fn=controlling_terminal,
+        close_fds=True,
+    )
     os.close(slave)
     try:
         _read_until(master, b"name? ")

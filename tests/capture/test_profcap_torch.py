@@ -20,8 +20,12 @@ from profui.capture.format import open_trace_dir
 
 
 def test_requested_windows_hold_their_steps_ops_and_annotations(tmp_path):
-    proc, trace = run_profcap(tmp_path, ["--steps", "3-5,8-9", "--hz", "10"], TRAIN,
-                              env={"STEPS": "12", "WORKERS": "1", "SLEEP": "0.15"})
+    proc, trace = run_profcap(
+        tmp_path,
+        ["--steps", "3-5,8-9", "--hz", "10"],
+        TRAIN,
+        env={"STEPS": "12", "WORKERS": "1", "SLEEP": "0.15"},
+    )
     assert proc.returncode == 0, proc.stderr
     m = manifest(trace)
     assert m["status"] == "completed" and m["exit_code"] == 0
@@ -40,7 +44,9 @@ def test_requested_windows_hold_their_steps_ops_and_annotations(tmp_path):
         assert "aten::addmm" in names and "aten::mm" in names, (n, names)
         notes = [r for r in rows if r["kind"] == "annotation" and r["name"] == "fwd_bwd" and inside(r, step)]
         assert len(notes) == 1, n
-        loads = [r for r in rows if r["kind"] == "annotation" and r["name"] == "load_batch" and inside(r, step)]
+        loads = [
+            r for r in rows if r["kind"] == "annotation" and r["name"] == "load_batch" and inside(r, step)
+        ]
         assert len(loads) == 1, n
         # record_shapes stays on: op arguments carry input dtypes
         addmm = next(r for r in ops if r["name"] == "aten::addmm")
@@ -86,12 +92,15 @@ def test_run_shorter_than_its_window_exports_what_it_has(tmp_path):
 
 
 def test_backs_off_when_the_job_runs_its_own_profiler(tmp_path):
-    script = TRAIN.replace(
-        "for i, batch in enumerate(loader):",
-        "own = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])\n"
-        "own.start()\n"
-        "for i, batch in enumerate(loader):",
-    ) + "own.stop()\nown.export_chrome_trace('own.json')\n"
+    script = (
+        TRAIN.replace(
+            "for i, batch in enumerate(loader):",
+            "own = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])\n"
+            "own.start()\n"
+            "for i, batch in enumerate(loader):",
+        )
+        + "own.stop()\nown.export_chrome_trace('own.json')\n"
+    )
     proc, trace = run_profcap(tmp_path, ["--steps", "3-4"], script, env={"STEPS": "8"})
     assert proc.returncode == 0, proc.stderr
     assert events_files(trace) == []
@@ -101,7 +110,7 @@ def test_backs_off_when_the_job_runs_its_own_profiler(tmp_path):
 
 
 def test_manual_start_stop_and_user_steps_without_optimizer(tmp_path):
-    script = r'''
+    script = r"""
 import torch
 from profui.capture import annotate, start_profiling, step, stop_profiling
 w = torch.randn(64, 64)
@@ -113,7 +122,7 @@ for i in range(10):
     step()
     if i == 5:
         stop_profiling()
-'''
+"""
     proc, trace = run_profcap(tmp_path, ["--steps", "100-101"], script)
     assert proc.returncode == 0, proc.stderr
     rows = read_events(trace)
@@ -129,7 +138,7 @@ for i in range(10):
 
 def test_only_the_first_optimizer_counts_steps(tmp_path):
     # two optimizers stepping every iteration (a GAN-like loop): still one step per iteration
-    script = r'''
+    script = r"""
 import torch
 from profui.capture import annotate
 a, b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
@@ -140,14 +149,18 @@ for i in range(10):
         b(torch.randn(8, 16)).sum().backward()
     opt_a.step()
     opt_b.step()
-'''
+"""
     proc, trace = run_profcap(tmp_path, ["--steps", "3-4"], script)
     assert proc.returncode == 0, proc.stderr
     rows = read_events(trace)
     steps = steps_of(rows)
     assert sorted(steps) == [3, 4]
     for n in (3, 4):
-        inner = [r["name"] for r in rows if r["kind"] == "annotation" and r["name"].startswith("iter") and inside(r, steps[n])]
+        inner = [
+            r["name"]
+            for r in rows
+            if r["kind"] == "annotation" and r["name"].startswith("iter") and inside(r, steps[n])
+        ]
         assert inner == [f"iter{n}"]
 
 
@@ -177,6 +190,8 @@ def test_a_run_too_short_for_its_window_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert events_files(trace) == []
     notes = manifest(trace)["notes"]
-    assert ("no trace windows: the job ran 6 steps and ended before its first window (steps 10-14); "
-            "choose earlier steps with --steps") in notes
+    assert (
+        "no trace windows: the job ran 6 steps and ended before its first window (steps 10-14); "
+        "choose earlier steps with --steps"
+    ) in notes
     assert sum(n.startswith("no trace windows") for n in notes) == 1

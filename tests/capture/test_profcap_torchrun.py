@@ -7,7 +7,7 @@ import sys
 
 from test_profcap_support import events_files, manifest, read_events, run_profcap, steps_of
 
-DDP = r'''
+DDP = r"""
 import os
 import torch
 import torch.distributed as dist
@@ -29,12 +29,19 @@ dist.destroy_process_group()
 # torch 2.13 CPU + gloo aborts now and then in its exit-time destructors ("terminate called
 # without an active exception"), with or without any profiler; skip them: the trace is written.
 os._exit(0)
-'''
+"""
 
 
 def test_torchrun_two_ranks_write_both_ranks(tmp_path):
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                str(tmp_path / "job.py")]
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(tmp_path / "job.py"),
+    ]
     proc, trace = run_profcap(tmp_path, ["--steps", "3-4"], DDP, cmd=launcher, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = manifest(trace)

@@ -51,10 +51,15 @@ def test_one_traced_process_per_rank(tmp_path):
     sess = session.Session(tmp_path, "n", {})
     assert session.claim_rank(sess, 0)
     assert session.claim_rank(sess, 0)  # the holder itself
-    other = subprocess.run([sys.executable, "-c",
-                            "import sys; from pathlib import Path; from profui.capture import session; "
-                            f"s = session.Session(Path({str(tmp_path)!r}), 'n', {{}}); "
-                            "sys.exit(0 if session.claim_rank(s, 0) else 1 if session.claim_rank(s, 1) else 2)"])
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from profui.capture import session; "
+            f"s = session.Session(Path({str(tmp_path)!r}), 'n', {{}}); "
+            "sys.exit(0 if session.claim_rank(s, 0) else 1 if session.claim_rank(s, 1) else 2)",
+        ]
+    )
     assert other.returncode == 1  # rank 0 is held by this live process; rank 1 was free
     # a claim left by a process that has exited is taken over
     (tmp_path / "owner-r1").write_text(str(_dead_pid()))

@@ -27,8 +27,10 @@ def _collect(sampler: HostSampler, n: int, period: float = 0.1) -> list[tuple]:
 
 def test_host_sampler_follows_the_job_tree():
     # a job whose child burns one CPU and holds ~64 MiB
-    code = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
-            "'b = bytearray(64 << 20)\\nwhile True: pass'])")
+    code = (
+        "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+        "'b = bytearray(64 << 20)\\nwhile True: pass'])"
+    )
     job = subprocess.Popen([sys.executable, "-c", code])
     try:
         sampler = HostSampler()
@@ -54,7 +56,11 @@ def test_host_sampler_follows_the_job_tree():
     mem = [r[4] for r in rows if r[1:4] == ("mem", -1, "used_bytes")]
     assert len(mem) == 12 and 0 < mem[0] < psutil.virtual_memory().total
     assert {r[3] for r in rows if r[1] in ("disk", "net")} == {
-        "read_bytes_per_s", "write_bytes_per_s", "rx_bytes_per_s", "tx_bytes_per_s"}
+        "read_bytes_per_s",
+        "write_bytes_per_s",
+        "rx_bytes_per_s",
+        "tx_bytes_per_s",
+    }
 
 
 def test_metrics_buffer_writes_whole_files(tmp_path):
@@ -70,7 +76,11 @@ def test_metrics_buffer_writes_whole_files(tmp_path):
     assert [f.name for f in files] == ["metrics-00000.parquet", "metrics-00001.parquet"]
     assert pq.read_table(files[0]).num_rows == 100 and buf.files == 2 and buf.samples == 104
     second = pq.read_table(files[1]).to_pylist()
-    assert [(r["device"], r["value"]) for r in second if r["source"] == "cpu"] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert [(r["device"], r["value"]) for r in second if r["source"] == "cpu"] == [
+        (0, 1.0),
+        (1, 2.0),
+        (2, 3.0),
+    ]
     (tmp_path / "manifest.json").write_text('{"name": "x", "status": "running"}')
     assert sum(f.num_rows for f in open_trace_dir(tmp_path).metrics) == 104
 
@@ -119,8 +129,12 @@ def test_perf_probe_names_what_does_not_count():
 def test_perf_line_parser_reads_real_perf_output():
     if perf.shutil.which("perf") is None:
         pytest.skip("perf is not installed")
-    res = subprocess.run(["perf", "stat", "-a", "-A", "-x,", "-I", "100", "-e", "task-clock", "--", "sleep", "0.25"],
-                         capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        ["perf", "stat", "-a", "-A", "-x,", "-I", "100", "-e", "task-clock", "--", "sleep", "0.25"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     parsed = [perf.parse_line(line) for line in res.stderr.splitlines()]
     counted = [p for p in parsed if p is not None]
     if not counted:

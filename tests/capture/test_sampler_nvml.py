@@ -14,7 +14,7 @@ from profui.capture.daemon.nvml import Nvml
 #: The fake pynvml. Two GPUs; GPU 1's power query fails with "GPU is lost" from its
 #: FAIL_AFTER+1-th call on; PCIe throughput is not supported; every process whose command line
 #: holds "job.py" uses 1 GiB on each GPU.
-FAKE_PYNVML = r'''
+FAKE_PYNVML = r"""
 import os
 from types import SimpleNamespace
 
@@ -73,7 +73,7 @@ def nvmlDeviceGetComputeRunningProcesses(h):
             except OSError:
                 pass
     return [SimpleNamespace(pid=p, usedGpuMemory=1 << 30) for p in pids] + [SimpleNamespace(pid=1, usedGpuMemory=None)]
-'''
+"""
 
 
 def _fake_module(fail_after: int) -> types.ModuleType:
@@ -132,8 +132,12 @@ def test_profcap_records_gpus_from_nvml_and_notes_errors_mid_run(tmp_path):
     fake_dir.mkdir()
     (fake_dir / "pynvml.py").write_text(FAKE_PYNVML)
     job = "import time\nfor _ in range(30):\n    time.sleep(0.1)\n"
-    proc, trace = run_profcap(tmp_path, ["--no-trace", "--hz", "10"], job,
-                              env={"PYTHONPATH": str(fake_dir), "FAKE_NVML_FAIL_AFTER": "5"})
+    proc, trace = run_profcap(
+        tmp_path,
+        ["--no-trace", "--hz", "10"],
+        job,
+        env={"PYTHONPATH": str(fake_dir), "FAKE_NVML_FAIL_AFTER": "5"},
+    )
     assert proc.returncode == 0, proc.stderr
     m = manifest(trace)
     assert [g["name"] for g in m["gpus"]] == ["Fake H100 80GB", "Fake H100 80GB"]
@@ -149,7 +153,9 @@ def test_profcap_records_gpus_from_nvml_and_notes_errors_mid_run(tmp_path):
     # the job (python job.py) shows as 1 GiB on each GPU once the sampler has found it
     job_mem = [r["value"] for r in rows if r["metric"] == "job_mem_used_bytes" and r["device"] == 0]
     assert job_mem[-1] == float(1 << 30)
-    assert any(x.startswith("gpu1 power: NVML error 'GPU is lost'") and f"{n - 5} samples lost" in x
-               for x in m["notes"])
+    assert any(
+        x.startswith("gpu1 power: NVML error 'GPU is lost'") and f"{n - 5} samples lost" in x
+        for x in m["notes"]
+    )
     assert any(x.startswith("gpu1 pcie_tx_bytes_per_s: not supported") for x in m["notes"])
     assert not any("no GPU metrics" in x for x in m["notes"])

@@ -49,7 +49,10 @@ def trace(imported: Path, tmp_path: Path) -> Path:
 def start(args: list[str], tmp: Path, tag: str) -> tuple[subprocess.Popen, Path]:
     err = tmp / f"{tag}.stderr"
     proc = subprocess.Popen(
-        [*PROFUI, *args], stdout=subprocess.DEVNULL, stderr=open(err, "wb"), env=dict(os.environ, COLUMNS="200")
+        [*PROFUI, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=open(err, "wb"),
+        env=dict(os.environ, COLUMNS="200"),
     )
     return proc, err
 
@@ -92,12 +95,23 @@ def no_half_outputs(trace: Path) -> None:
 def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp_path: Path) -> None:
     first = analyze(trace)  # run-0001, a finished reference
     slow, _ = start(
-        ["analyze", str(trace), "-q", "--no-cache", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=correlate"],
+        [
+            "analyze",
+            str(trace),
+            "-q",
+            "--no-cache",
+            "--set",
+            "debug_sleep_s=120",
+            "--set",
+            "debug_sleep_stage=correlate",
+        ],
         tmp_path,
         "slow",
     )
     try:
-        wait_for(lambda: stage_status(trace, "run-0002", "correlate") == "running", "run-0002 to run correlate")
+        wait_for(
+            lambda: stage_status(trace, "run-0002", "correlate") == "running", "run-0002 to run correlate"
+        )
 
         # An executing run cannot be a reference.
         r = run(["analyze", str(trace), "--stages", "launch", "--reference", "run-0002"])
@@ -139,7 +153,10 @@ def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp
         resumed = analyze(trace, resume="run-0002")
         assert resumed.status == "succeeded" and resumed.selection[0] == "correlate"
         assert resumed.stages["correlate"].attempt == 2
-        assert resumed.stages["ingest"].provenance == "reused" and resumed.stages["ingest"].source_run == "run-0002"
+        assert (
+            resumed.stages["ingest"].provenance == "reused"
+            and resumed.stages["ingest"].source_run == "run-0002"
+        )
     finally:
         for p in (slow,):
             if p.poll() is None:
@@ -174,8 +191,11 @@ def test_two_concurrent_full_analyses_do_not_corrupt(trace: Path, tmp_path: Path
 
 
 def test_killed_run_is_repaired_to_failed_by_the_next_analysis(trace: Path, tmp_path: Path) -> None:
-    p, _ = start(["analyze", str(trace), "-q", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=index"],
-                 tmp_path, "killed")
+    p, _ = start(
+        ["analyze", str(trace), "-q", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=index"],
+        tmp_path,
+        "killed",
+    )
     wait_for(lambda: stage_status(trace, "run-0001", "index") == "running", "run-0001 to run index")
     p.kill()
     p.wait()
@@ -206,11 +226,21 @@ def test_plan_lists_every_stage_input_and_parameter_default(trace: Path) -> None
         assert json.dumps(p.default) if isinstance(p.default, str) else str(p.default) in line
     assert not (trace / ".profui" / "runs").exists()  # --plan runs nothing
     analyze(trace)
-    res = CliRunner().invoke(app, ["analyze", str(trace), "--plan", "--stages", "launch", "--set", "top_n=30"],
-                             env={"COLUMNS": "250"})
-    rows = {ln.split("│")[1].strip(): ln.split("│")[5].strip() for ln in res.output.splitlines()
-            if ln.startswith("│ ") and ln.count("│") == 6}
-    assert rows["launch"].startswith("run") and rows["summary"] == "skip" and rows["correlate"] == "reuse run-0001"
+    res = CliRunner().invoke(
+        app,
+        ["analyze", str(trace), "--plan", "--stages", "launch", "--set", "top_n=30"],
+        env={"COLUMNS": "250"},
+    )
+    rows = {
+        ln.split("│")[1].strip(): ln.split("│")[5].strip()
+        for ln in res.output.splitlines()
+        if ln.startswith("│ ") and ln.count("│") == 6
+    }
+    assert (
+        rows["launch"].startswith("run")
+        and rows["summary"] == "skip"
+        and rows["correlate"] == "reuse run-0001"
+    )
     assert len(list_runs(trace)) == 1
 
 
@@ -220,12 +250,16 @@ def test_runs_lists_runs_and_one_run_with_provenance_as_json(trace: Path) -> Non
     r1 = runner.invoke(app, ["analyze", str(trace), "-q", "--json"])
     assert r1.exit_code == 0
     first = json.loads(r1.stdout)
-    r2 = runner.invoke(app, ["analyze", str(trace), "-q", "--stages", "launch,summary", "--set", "slow_launch_us=5"])
+    r2 = runner.invoke(
+        app, ["analyze", str(trace), "-q", "--stages", "launch,summary", "--set", "slow_launch_us=5"]
+    )
     assert r2.exit_code == 0 and "run-0002 succeeded" in r2.stdout
     listing = json.loads(runner.invoke(app, ["runs", str(trace), "--json"]).stdout)
     assert [r["id"] for r in listing] == ["run-0001", "run-0002"]
-    assert listing[0]["counts"]["computed"] == first["counts"]["computed"] == len(
-        [s for s in first["stages"] if s["status"] == "succeeded"]
+    assert (
+        listing[0]["counts"]["computed"]
+        == first["counts"]["computed"]
+        == len([s for s in first["stages"] if s["status"] == "succeeded"])
     )
     assert listing[1]["counts"] == {**listing[1]["counts"], "computed": 2, "cache": 0}
     assert listing[1]["counts"]["reused"] == listing[0]["counts"]["computed"] - 2

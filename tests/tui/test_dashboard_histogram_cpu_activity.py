@@ -42,8 +42,6 @@ def sample(tmp_path_factory) -> Path:
     return out
 
 
-
-
 def check_histogram(view: DashboardView, trace: Path) -> None:
     windows = step_windows(open_trace(trace).events()).windows
     first = windows.select("node", "rank").sort("node", "rank").row(0)
@@ -96,11 +94,16 @@ def test_sample_all_gpus_activity_row_and_histogram(sample: Path) -> None:
             overall = data.bars[0]
             assert overall.label == f"all {gpus} GPUs"
             shares = dict(zip(total["activity"].to_list(), total["share"].to_list(), strict=True))
-            assert [s[0] for s in overall.segments] == [shares[a] for a in ("kernel", "memcpy", "memset", "sync", "idle")]
+            assert [s[0] for s in overall.segments] == [
+                shares[a] for a in ("kernel", "memcpy", "memset", "sync", "idle")
+            ]
             assert f"k{100 * shares['kernel']:.0f}%" in overall.text
             check_histogram(view, sample)
             header = str(view.panel("cpu").query_one(".chart-text").render())
             act, window = int(active["active_ns"].sum()), int(active["window_ns"].sum())
-            assert f"CPU active {fmt_ns(act)} of {fmt_ns(window)}" in header and f"{active.height} nodes" in header
+            assert (
+                f"CPU active {fmt_ns(act)} of {fmt_ns(window)}" in header
+                and f"{active.height} nodes" in header
+            )
 
     asyncio.run(go())

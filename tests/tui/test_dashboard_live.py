@@ -64,7 +64,6 @@ def test_running_trace_reloads_when_a_rank_lands(tmp_path: Path) -> None:
             # the live trace was analysed in memory: nothing recorded in its folder
             assert not (trace / ".profui" / "runs").exists()
 
-
     asyncio.run(go())
 
 
@@ -90,7 +89,9 @@ def test_annotation_picked_from_the_list_shows_its_time_per_step(tmp_path: Path)
 
             windows = load_output(trace, "steps", "windows.parquet")
             expected = (
-                annotation_per_step(t.events(), windows.lazy(), names=[name], side=side).collect().sort("step")
+                annotation_per_step(t.events(), windows.lazy(), names=[name], side=side)
+                .collect()
+                .sort("step")
             )
             lines = view.panel("annotation").query_one(Bars).render().plain.splitlines()
             assert len(lines) == expected.height
@@ -101,5 +102,3 @@ def test_annotation_picked_from_the_list_shows_its_time_per_step(tmp_path: Path)
             assert name in title
 
     asyncio.run(go())
-
-

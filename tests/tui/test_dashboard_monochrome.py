@@ -36,8 +36,10 @@ def test_every_view_renders_with_no_color(tmp_path: Path, monkeypatch) -> None:
                 for _ in range(10):
                     await pilot.pause()
                     await asyncio.sleep(0.05)
-                assert app.screen.current == {"1": "dashboard", "2": "kernels", "3": "steps", "4": "runs",
-                                              "5": "timeline"}[key]
+                assert (
+                    app.screen.current
+                    == {"1": "dashboard", "2": "kernels", "3": "steps", "4": "runs", "5": "timeline"}[key]
+                )
             # the screen really drew (a crash in a filter would have ended the app)
             assert app.is_running and app.return_code is None
 

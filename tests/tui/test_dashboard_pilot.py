@@ -40,8 +40,6 @@ def trace(imported: Path, tmp_path: Path) -> Path:
     return dst
 
 
-
-
 def bar_lines(panel: ChartPanel) -> list[str]:
     return panel.query_one(Bars).render().plain.splitlines()
 
@@ -162,7 +160,15 @@ def test_help_lists_keys_and_q_quits(trace: Path) -> None:
             await wait_dashboard(pilot, app)
             await pilot.press("question_mark")
             text = str(app.screen.query_one("#help-text").render())
-            for words in ("Next chart", "Annotation", "Quit", "Next view", "Dashboard", "Kernels", "Timeline"):
+            for words in (
+                "Next chart",
+                "Annotation",
+                "Quit",
+                "Next view",
+                "Dashboard",
+                "Kernels",
+                "Timeline",
+            ):
                 assert words in text
             await pilot.press("escape")
             assert isinstance(app.screen.query_one(DashboardView), DashboardView)
@@ -186,8 +192,6 @@ def test_second_open_reads_cached_outputs(trace: Path) -> None:
     from profui.analysis.pipeline import list_runs
 
     assert len(list_runs(trace)) == 1  # the warm open recorded no new run
-
-
 
 
 def test_enter_jumps_from_chart_to_table_and_from_table_to_timeline(trace: Path) -> None:

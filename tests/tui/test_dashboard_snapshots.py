@@ -43,7 +43,10 @@ def analysed(tmp_path_factory) -> Path:
         for st in data["stages"]:
             st["start"] = st["end"] = FIXED if st.get("start") else None
         rec.write_text(json.dumps(data))
-    for name, src in (("base", "hta-trace_compare-base-base.json.gz"), ("amd", "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz")):
+    for name, src in (
+        ("base", "hta-trace_compare-base-base.json.gz"),
+        ("amd", "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
+    ):
         import_kineto([shared_trace(src)], root / "jobs" / name)
     shutil.copytree(trace, root / "jobs" / "nccl", ignore=shutil.ignore_patterns(".profui"))
     return root

@@ -25,7 +25,10 @@ SMALL = "hta-trace_compare-base-base.json.gz"
 def run_profui(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", "from profui.tui.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 

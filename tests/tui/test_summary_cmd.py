@@ -33,7 +33,12 @@ def profui(*args: str | Path, cache: Path | None = None) -> subprocess.Completed
     if cache is not None:
         env["PROFUI_CACHE"] = str(cache)
     return subprocess.run(
-        [PROFUI, *map(str, args)], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env
+        [PROFUI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -63,9 +68,20 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
     assert f"{n_kernels:,} launches of" in out
     n_launches = kernel_launches(ev).select(pl.len()).collect().item()
     assert f"{n_launches:,}" in out
-    for title in ("Takeaways", "GPU busy / idle", "Top 15 kernels by time", "Memory operations", "Kernel precision",
-                  "Steps", "Launches", "Idle time per stream", "Queue length", "NCCL by collective",
-                  "Communication / computation overlap", "Annotations"):
+    for title in (
+        "Takeaways",
+        "GPU busy / idle",
+        "Top 15 kernels by time",
+        "Memory operations",
+        "Kernel precision",
+        "Steps",
+        "Launches",
+        "Idle time per stream",
+        "Queue length",
+        "NCCL by collective",
+        "Communication / computation overlap",
+        "Annotations",
+    ):
         assert title in out, title
     assert "46.8 ms" in out  # 15 AllReduce kernels: 46,762.159 µs (independent raw stats)
     assert "AllReduce" in out and "ncclKernel_AllReduce_RING_LL_Sum_float" in out
@@ -167,6 +183,8 @@ def test_folder_of_kineto_files_is_one_multi_rank_trace(tmp_path: Path) -> None:
     assert doc["trace"]["ranks"] == [0, 1]
     got = {r["rank"]: r["overlap_pct"] for r in doc["sections"]["comm"]["overlap"]}
     for r in (0, 1):  # exact overlap over each rank's whole trace (independent raw stats)
-        raw = next(iter(hta_reference(f"hta-trace_filter-sampled_rank-{r}")["independent_raw_stats"].values()))
+        raw = next(
+            iter(hta_reference(f"hta-trace_filter-sampled_rank-{r}")["independent_raw_stats"].values())
+        )
         assert round(got[r], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
     assert [r["count"] for r in doc["sections"]["comm"]["per_rank"]] == [10, 10]

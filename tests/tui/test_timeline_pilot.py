@@ -38,7 +38,9 @@ def imported(tmp_path_factory) -> Path:
 def raw(imported: Path) -> pl.DataFrame:
     ev = open_trace(imported).events().collect()
     base = ev["ts"].min()
-    return ev.with_columns((pl.col("ts") - base).alias("t"), (pl.col("ts") + pl.col("dur") - base).alias("end"))
+    return ev.with_columns(
+        (pl.col("ts") - base).alias("t"), (pl.col("ts") + pl.col("dur") - base).alias("end")
+    )
 
 
 def run(coro) -> None:
@@ -92,7 +94,12 @@ def test_fit_zoom_pan(imported: Path, raw: pl.DataFrame) -> None:
             await pilot.press("f")
             assert (st.t0, st.t1) == (0, span)
             ruler = app.query_one(TimelineCanvas).frame()[0].text
-            assert [tok for tok in ruler.split("│", 1)[1].split() if tok.startswith("╵")] == ["╵0.0s", "╵0.2s", "╵0.4s", "╵0.6s"]
+            assert [tok for tok in ruler.split("│", 1)[1].split() if tok.startswith("╵")] == [
+                "╵0.0s",
+                "╵0.2s",
+                "╵0.4s",
+                "╵0.6s",
+            ]
 
     run(go())
 
@@ -122,9 +129,9 @@ def test_step_jump_next_prev(imported: Path, raw: pl.DataFrame) -> None:
 
 def test_select_events_on_a_stream_and_details(imported: Path, raw: pl.DataFrame) -> None:
     t0, _ = step_window(raw, 5)
-    activity = raw.filter(pl.col("stream") == 7, pl.col("kind") != "gpu_annotation", pl.col("t") >= int(t0)).sort(
-        ["t", "dur"], descending=[False, True]
-    )
+    activity = raw.filter(
+        pl.col("stream") == 7, pl.col("kind") != "gpu_annotation", pl.col("t") >= int(t0)
+    ).sort(["t", "dur"], descending=[False, True])
     launches = raw.filter(pl.col("kind") == "runtime").select("correlation", launch_ts="ts")
 
     async def go() -> None:
@@ -133,7 +140,11 @@ def test_select_events_on_a_stream_and_details(imported: Path, raw: pl.DataFrame
             view = await ready(pilot, app)
             st = view.state
             await pilot.press("g", "5", "enter")
-            target = next(i for i, vr in enumerate(st.visible_rows()) if vr.lane.kind == "stream" and vr.lane.stream == 7)
+            target = next(
+                i
+                for i, vr in enumerate(st.visible_rows())
+                if vr.lane.kind == "stream" and vr.lane.stream == 7
+            )
             await pilot.press(*["down"] * target)
             assert st.current().lane.label == "stream 7"
             for k in range(3):
@@ -159,10 +170,14 @@ def test_select_events_on_a_stream_and_details(imported: Path, raw: pl.DataFrame
 
 
 def test_follow_launch_to_kernel_and_back(imported: Path, raw: pl.DataFrame) -> None:
-    launch = raw.filter(pl.col("device") < 0, pl.col("name").str.to_lowercase().str.contains("cudalaunchkernel")).sort(
-        "ts"
-    ).row(0, named=True)
-    kernel = raw.filter(pl.col("device") >= 0, pl.col("correlation") == launch["correlation"]).row(0, named=True)
+    launch = (
+        raw.filter(pl.col("device") < 0, pl.col("name").str.to_lowercase().str.contains("cudalaunchkernel"))
+        .sort("ts")
+        .row(0, named=True)
+    )
+    kernel = raw.filter(pl.col("device") >= 0, pl.col("correlation") == launch["correlation"]).row(
+        0, named=True
+    )
 
     async def go() -> None:
         app = TimelineApp(imported)
@@ -184,7 +199,11 @@ def test_follow_launch_to_kernel_and_back(imported: Path, raw: pl.DataFrame) -> 
             assert any(seg.style == STYLES[LINK_LINE] for line in frame for seg in line)  # the drawn link
             await pilot.press("enter")  # and back, to the launch on the GPU's launch lane
             rec = st.ix.event(st.selected)
-            assert (rec["ts"], rec["name"], rec["correlation"]) == (launch["ts"], launch["name"], launch["correlation"])
+            assert (rec["ts"], rec["name"], rec["correlation"]) == (
+                launch["ts"],
+                launch["name"],
+                launch["correlation"],
+            )
             assert st.current().lane.kind == "launch" and st.linked == k
 
     run(go())
@@ -193,7 +212,9 @@ def test_follow_launch_to_kernel_and_back(imported: Path, raw: pl.DataFrame) -> 
 def test_follow_nccl_kernel_from_the_kernels_hook(imported: Path, raw: pl.DataFrame) -> None:
     nccl = raw.filter(pl.col("name").str.starts_with("ncclKernel_AllReduce")).sort("ts")
     first = nccl.row(0, named=True)
-    launch = raw.filter(pl.col("kind") == "runtime", pl.col("correlation") == first["correlation"]).row(0, named=True)
+    launch = raw.filter(pl.col("kind") == "runtime", pl.col("correlation") == first["correlation"]).row(
+        0, named=True
+    )
 
     async def go() -> None:
         app = TimelineApp(imported)
@@ -205,7 +226,9 @@ def test_follow_nccl_kernel_from_the_kernels_hook(imported: Path, raw: pl.DataFr
             rec = st.ix.event(st.selected)
             assert (rec["ts"], rec["stream"]) == (first["ts"], first["stream"])
             assert st.t0 <= first["t"] and first["end"] <= st.t1
-            assert (st.t1 - st.t0) == pytest.approx(3 * first["dur"])  # the kernel fills a third of the screen
+            assert (st.t1 - st.t0) == pytest.approx(
+                3 * first["dur"]
+            )  # the kernel fills a third of the screen
             await pilot.press("x")
             rec = st.ix.event(st.selected)
             assert (rec["name"], rec["ts"]) == (launch["name"], launch["ts"])
@@ -286,7 +309,9 @@ def test_registered_in_the_profui_app(imported: Path, raw: pl.DataFrame, tmp_pat
     run(go())
 
 
-def test_keys_typed_at_once_after_g_reach_the_prompt(imported: Path, raw: pl.DataFrame, tmp_path: Path) -> None:
+def test_keys_typed_at_once_after_g_reach_the_prompt(
+    imported: Path, raw: pl.DataFrame, tmp_path: Path
+) -> None:
     """`g 5 Enter` arriving together (a fast typist, tmux send-keys) must not let `5` switch views."""
     from textual import events
 
@@ -315,7 +340,12 @@ def test_mouse_click_selects_the_event_under_it(imported: Path, raw: pl.DataFram
             view = await ready(pilot, app)
             st = view.state
             await pilot.press("g", "5", "enter", "C")  # unfold everything: deep threads start folded
-            y = next(i for i, vr in enumerate(st.visible_rows()) if vr.lane.kind == "thread" and vr.depth == 1) + 2
+            y = (
+                next(
+                    i for i, vr in enumerate(st.visible_rows()) if vr.lane.kind == "thread" and vr.depth == 1
+                )
+                + 2
+            )
             lw = app.query_one(TimelineCanvas).renderer.label_width(SIZE[0])
             x = lw + 5
             await pilot.click("#tl-canvas", offset=(x, y))

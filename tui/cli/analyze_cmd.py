@@ -44,7 +44,9 @@ def _resolve(trace: Path, err: Console, quiet: bool = False) -> Path:
     """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
     from profui.analysis.sources import resolve_trace
 
-    return resolve_trace(trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False))
+    return resolve_trace(
+        trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False)
+    )
 
 
 def _fmt_s(seconds: float | None) -> str:
@@ -67,8 +69,9 @@ def _fmt_value(v: Any) -> str:
     return json.dumps(v) if isinstance(v, str) else str(v)
 
 
-def _plan_table(trace_dir: Path, stages: str | None, reference: str | None, resume: str | None,
-                sets: list[str]) -> tuple[Table, Table]:
+def _plan_table(
+    trace_dir: Path, stages: str | None, reference: str | None, resume: str | None, sets: list[str]
+) -> tuple[Table, Table]:
     from profui.capture.format import open_trace_dir
 
     td = open_trace_dir(trace_dir)
@@ -137,7 +140,17 @@ def stage_table(rec: RunRecord) -> Table:
 def runs_table(runs: list[RunRecord]) -> Table:
     """One row per run."""
     t = Table(title_justify="left")
-    for col in ("run", "created", "status", "computed", "cached", "reused", "duration", "selection", "reference"):
+    for col in (
+        "run",
+        "created",
+        "status",
+        "computed",
+        "cached",
+        "reused",
+        "duration",
+        "selection",
+        "reference",
+    ):
         t.add_column(col)
     for r in runs:
         c = r.counts()
@@ -167,20 +180,34 @@ def register(app: typer.Typer) -> None:
 
     @app.command("analyze")
     def analyze_command(
-        trace: Path = typer.Argument(..., help="Trace folder, or Kineto JSON file(s) folder to import first."),
-        plan: bool = typer.Option(False, "--plan", help="Print the stage DAG and what this run would do; run nothing."),
+        trace: Path = typer.Argument(
+            ..., help="Trace folder, or Kineto JSON file(s) folder to import first."
+        ),
+        plan: bool = typer.Option(
+            False, "--plan", help="Print the stage DAG and what this run would do; run nothing."
+        ),
         stages: str | None = typer.Option(
-            None, "--stages", help="Run only these stages (comma-separated); upstream outputs come from the reference run."
+            None,
+            "--stages",
+            help="Run only these stages (comma-separated); upstream outputs come from the reference run.",
         ),
         reference: str | None = typer.Option(
-            None, "--reference", help="Run to reuse outputs and parameters from (default: latest run not executing)."
+            None,
+            "--reference",
+            help="Run to reuse outputs and parameters from (default: latest run not executing).",
         ),
         resume: str | None = typer.Option(
             None, "--resume", help="Re-run a failed or stopped run's unfinished stages, reusing the rest."
         ),
-        sets: list[str] = typer.Option([], "--set", help="Parameter override name=value (repeatable; see --plan)."),
-        no_wait: bool = typer.Option(False, "--no-wait", help="Refuse instead of waiting when another analysis holds the trace."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Recompute selected stages even when cached."),
+        sets: list[str] = typer.Option(
+            [], "--set", help="Parameter override name=value (repeatable; see --plan)."
+        ),
+        no_wait: bool = typer.Option(
+            False, "--no-wait", help="Refuse instead of waiting when another analysis holds the trace."
+        ),
+        no_cache: bool = typer.Option(
+            False, "--no-cache", help="Recompute selected stages even when cached."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the run record as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     ) -> None:
@@ -217,7 +244,10 @@ def register(app: typer.Typer) -> None:
         run: str | None = typer.Argument(None, help="A run id (run-0003, 3 or latest): show its stages."),
         as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
         prune_keep: int | None = typer.Option(
-            None, "--prune", metavar="KEEP", help="Forget all but the newest KEEP runs; delete outputs no kept run uses."
+            None,
+            "--prune",
+            metavar="KEEP",
+            help="Forget all but the newest KEEP runs; delete outputs no kept run uses.",
         ),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
@@ -227,7 +257,9 @@ def register(app: typer.Typer) -> None:
         try:
             if prune_keep is not None:
                 gone = prune(trace_dir, prune_keep)
-                out.print(f"removed {gone['runs']} run record(s) and {gone['artifacts']} stage output folder(s)")
+                out.print(
+                    f"removed {gone['runs']} run record(s) and {gone['artifacts']} stage output folder(s)"
+                )
                 return
             if run is None:
                 runs = list_runs(trace_dir)
@@ -249,18 +281,32 @@ def register(app: typer.Typer) -> None:
         if as_json:
             sys.stdout.write(json.dumps(rec.to_dict(), indent=1) + "\n")
             return
-        out.print(f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}")
+        out.print(
+            f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}"
+        )
         out.print(f"selection  {','.join(rec.selection) if rec.selection else 'all stages'}")
         if rec.reference or rec.resume_of:
-            out.print(f"reference  {rec.reference or '-'}" + (f"   resumes {rec.resume_of}" if rec.resume_of else ""))
+            out.print(
+                f"reference  {rec.reference or '-'}"
+                + (f"   resumes {rec.resume_of}" if rec.resume_of else "")
+            )
         out.print("params     " + " ".join(f"{k}={_fmt_value(v)}" for k, v in rec.params.items()))
         if rec.error:
             out.print(f"error      {rec.error}")
         out.print(stage_table(rec))
 
 
-def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str | None, sets: list[str],
-         no_wait: bool, no_cache: bool, err: Console, quiet: bool) -> RunRecord:
+def _run(
+    trace_dir: Path,
+    stages: str | None,
+    reference: str | None,
+    resume: str | None,
+    sets: list[str],
+    no_wait: bool,
+    no_cache: bool,
+    err: Console,
+    quiet: bool,
+) -> RunRecord:
     status = None
     if not quiet and err.is_terminal:
         status = err.status("starting analysis ...")
@@ -282,7 +328,9 @@ def _run(trace_dir: Path, stages: str | None, reference: str | None, resume: str
 
     def on_wait(holder: dict[str, Any]) -> None:
         who = describe_holder(holder) or "(unknown)"
-        err.print(f"profui: {trace_dir}: another profui analyze {who} holds the trace; waiting ...", markup=False)
+        err.print(
+            f"profui: {trace_dir}: another profui analyze {who} holds the trace; waiting ...", markup=False
+        )
 
     try:
         return analyze(

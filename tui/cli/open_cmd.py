@@ -73,7 +73,9 @@ def register(app: typer.Typer) -> None:
             "(.json/.json.gz, or a folder of them; imported into a cache). Default: the bundled sample.",
             show_default=False,
         ),
-        poll: float = typer.Option(2.0, "--poll", help="Seconds between checks of a running trace for new files."),
+        poll: float = typer.Option(
+            2.0, "--poll", help="Seconds between checks of a running trace for new files."
+        ),
     ) -> None:
         """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first.
 

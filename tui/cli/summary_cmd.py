@@ -68,8 +68,11 @@ def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as bar:
         task = bar.add_task("opening", total=None)
 
@@ -143,123 +146,408 @@ def render_text(summary: Any, console: Any) -> None:
     P = console.print
 
     busy = tb("utilization", "busy")
-    P(_table("GPU busy / idle", busy, [*_where(busy), ("busy_ns", "busy", fmt_ns), ("idle_ns", "idle", fmt_ns),
-          ("span_ns", "active span", fmt_ns), ("busy_pct", "busy %", _pct100), ("sync_ns", "sync", fmt_ns),
-          ("window_ns", "profiled window", fmt_ns), ("busy_pct_window", "busy % of window", _pct100)]))
+    P(
+        _table(
+            "GPU busy / idle",
+            busy,
+            [
+                *_where(busy),
+                ("busy_ns", "busy", fmt_ns),
+                ("idle_ns", "idle", fmt_ns),
+                ("span_ns", "active span", fmt_ns),
+                ("busy_pct", "busy %", _pct100),
+                ("sync_ns", "sync", fmt_ns),
+                ("window_ns", "profiled window", fmt_ns),
+                ("busy_pct_window", "busy % of window", _pct100),
+            ],
+        )
+    )
     gpu = tb("utilization", "gpu")
     if not gpu.is_empty() and "util" in gpu.columns:
         keys = [c for c in ("node", "rank", "device") if c in gpu.columns]
-        per = gpu.group_by(keys).agg(
-            pl.len().alias("buckets"), pl.col("bucket_len_ns").max().alias("bucket"),
-            pl.col("util").mean().alias("mean"), pl.col("util").quantile(0.1).alias("p10"),
-            pl.col("util").quantile(0.9).alias("p90"), pl.col("util").max().alias("max"),
-        ).sort(keys)
-        P(_table("GPU utilization over time", per, [*_where(per), ("buckets", "buckets", _num),
-              ("bucket", "bucket", fmt_ns), ("mean", "mean", _share), ("p10", "p10", _share),
-              ("p90", "p90", _share), ("max", "max", _share)]))
+        per = (
+            gpu.group_by(keys)
+            .agg(
+                pl.len().alias("buckets"),
+                pl.col("bucket_len_ns").max().alias("bucket"),
+                pl.col("util").mean().alias("mean"),
+                pl.col("util").quantile(0.1).alias("p10"),
+                pl.col("util").quantile(0.9).alias("p90"),
+                pl.col("util").max().alias("max"),
+            )
+            .sort(keys)
+        )
+        P(
+            _table(
+                "GPU utilization over time",
+                per,
+                [
+                    *_where(per),
+                    ("buckets", "buckets", _num),
+                    ("bucket", "bucket", fmt_ns),
+                    ("mean", "mean", _share),
+                    ("p10", "p10", _share),
+                    ("p90", "p90", _share),
+                    ("max", "max", _share),
+                ],
+            )
+        )
     cpu = tb("utilization", "cpu")
     if not cpu.is_empty() and "util" in cpu.columns:
-        per = cpu.group_by("node").agg(
-            pl.len().alias("buckets"), pl.col("util").mean().alias("mean"), pl.col("util").max().alias("max"),
-            pl.col("source").first().alias("source") if "source" in cpu.columns else pl.lit("-").alias("source"),
-        ).sort("node")
-        P(_table("CPU utilization", per, [("node", "node", _text), ("buckets", "buckets", _num),
-              ("mean", "mean", _share), ("max", "max", _share), ("source", "from", _text)]))
+        per = (
+            cpu.group_by("node")
+            .agg(
+                pl.len().alias("buckets"),
+                pl.col("util").mean().alias("mean"),
+                pl.col("util").max().alias("max"),
+                pl.col("source").first().alias("source")
+                if "source" in cpu.columns
+                else pl.lit("-").alias("source"),
+            )
+            .sort("node")
+        )
+        P(
+            _table(
+                "CPU utilization",
+                per,
+                [
+                    ("node", "node", _text),
+                    ("buckets", "buckets", _num),
+                    ("mean", "mean", _share),
+                    ("max", "max", _share),
+                    ("source", "from", _text),
+                ],
+            )
+        )
 
     stats = tb("kernels", "stats")
     if not stats.is_empty():
         n, t = int(stats["count"].sum()), stats["total_ns"].sum()
-        P(f"[bold]Kernels[/bold]: {fmt_count(n)} launches of {fmt_count(stats.height)} kernels, {fmt_ns(t)} GPU time")
-    kcols: list[Col] = [("name", "kernel", _name()), ("kernel_type", "type", _text), ("count", "count", _num),
-                        ("total_ns", "total", fmt_ns), ("mean_ns", "mean", fmt_ns), ("p50_ns", "p50", fmt_ns),
-                        ("p95_ns", "p95", fmt_ns), ("max_ns", "max", fmt_ns), ("share", "time share", _share)]
+        P(
+            f"[bold]Kernels[/bold]: {fmt_count(n)} launches of {fmt_count(stats.height)} kernels, {fmt_ns(t)} GPU time"
+        )
+    kcols: list[Col] = [
+        ("name", "kernel", _name()),
+        ("kernel_type", "type", _text),
+        ("count", "count", _num),
+        ("total_ns", "total", fmt_ns),
+        ("mean_ns", "mean", fmt_ns),
+        ("p50_ns", "p50", fmt_ns),
+        ("p95_ns", "p95", fmt_ns),
+        ("max_ns", "max", fmt_ns),
+        ("share", "time share", _share),
+    ]
     P(_table(f"Top {top or ''} kernels by time", tb("kernels", "top_by_time"), kcols))
     P(_table(f"Top {top or ''} kernels by launch count", tb("kernels", "top_by_count"), kcols))
-    P(_table("Kernel types (exclusive time, HTA's breakdown)", tb("kernels", "types"),
-             [("kernel_type", "type", _text), ("time_ns", "time", fmt_ns), ("pct", "%", _pct100)]))
+    P(
+        _table(
+            "Kernel types (exclusive time, HTA's breakdown)",
+            tb("kernels", "types"),
+            [("kernel_type", "type", _text), ("time_ns", "time", fmt_ns), ("pct", "%", _pct100)],
+        )
+    )
     act = tb("activity", "shares")
-    P(_table("GPU activity", act, [*_where(act), ("activity", "activity", _text), ("time_ns", "time", fmt_ns),
-                                    ("share", "share", _share)]))
-    P(_table("Memory operations", tb("memory", "ops"), [("direction", "direction", _text), ("count", "count", _num),
-          ("bytes", "bytes", fmt_bytes), ("time_ns", "time", fmt_ns), ("achieved_gbps", "achieved", _gbps),
-          ("gbps_p50", "p50 per op", _gbps), ("gbps_max", "max per op", _gbps), ("time_share", "time share", _share)]))
-    P(_table("Kernel precision", tb("precision", "shares").filter(pl.col("count") > 0)
-             if "count" in tb("precision", "shares").columns else tb("precision", "shares"),
-             [("precision", "precision", _text), ("count", "kernels", _num), ("time_ns", "time", fmt_ns),
-              ("share", "share", _share)]))
+    P(
+        _table(
+            "GPU activity",
+            act,
+            [
+                *_where(act),
+                ("activity", "activity", _text),
+                ("time_ns", "time", fmt_ns),
+                ("share", "share", _share),
+            ],
+        )
+    )
+    P(
+        _table(
+            "Memory operations",
+            tb("memory", "ops"),
+            [
+                ("direction", "direction", _text),
+                ("count", "count", _num),
+                ("bytes", "bytes", fmt_bytes),
+                ("time_ns", "time", fmt_ns),
+                ("achieved_gbps", "achieved", _gbps),
+                ("gbps_p50", "p50 per op", _gbps),
+                ("gbps_max", "max per op", _gbps),
+                ("time_share", "time share", _share),
+            ],
+        )
+    )
+    P(
+        _table(
+            "Kernel precision",
+            tb("precision", "shares").filter(pl.col("count") > 0)
+            if "count" in tb("precision", "shares").columns
+            else tb("precision", "shares"),
+            [
+                ("precision", "precision", _text),
+                ("count", "kernels", _num),
+                ("time_ns", "time", fmt_ns),
+                ("share", "share", _share),
+            ],
+        )
+    )
 
     win = tb("steps", "windows")
-    P(_table("Steps", win, [*_where(win), ("step", "step", _text), ("cpu_dur_ns", "CPU time", fmt_ns),
-          ("dur_ns", "device time", fmt_ns), ("n_launches", "launches", _num), ("mapped", "mapped", _text)], limit=top))
+    P(
+        _table(
+            "Steps",
+            win,
+            [
+                *_where(win),
+                ("step", "step", _text),
+                ("cpu_dur_ns", "CPU time", fmt_ns),
+                ("dur_ns", "device time", fmt_ns),
+                ("n_launches", "launches", _num),
+                ("mapped", "mapped", _text),
+            ],
+            limit=top,
+        )
+    )
     st = tb("steps", "stats")
-    P(_table("Step-time distribution", st, [*_where(st), ("count", "steps", _num), ("mean_ns", "mean", fmt_ns),
-          ("min_ns", "min", fmt_ns), ("p50_ns", "p50", fmt_ns), ("p95_ns", "p95", fmt_ns), ("max_ns", "max", fmt_ns)]))
+    P(
+        _table(
+            "Step-time distribution",
+            st,
+            [
+                *_where(st),
+                ("count", "steps", _num),
+                ("mean_ns", "mean", fmt_ns),
+                ("min_ns", "min", fmt_ns),
+                ("p50_ns", "p50", fmt_ns),
+                ("p95_ns", "p95", fmt_ns),
+                ("max_ns", "max", fmt_ns),
+            ],
+        )
+    )
     out = tb("steps", "outliers")
     if not out.is_empty():
-        P(_table("Outlier steps", out, [*_where(out), ("step", "step", _text), ("dur_ns", "device time", fmt_ns),
-              ("vs_median", "× median", _num)]))
+        P(
+            _table(
+                "Outlier steps",
+                out,
+                [
+                    *_where(out),
+                    ("step", "step", _text),
+                    ("dur_ns", "device time", fmt_ns),
+                    ("vs_median", "× median", _num),
+                ],
+            )
+        )
 
     ls = tb("launch", "stats")
-    P(_table("Launches (host launch call → device start, by correlation id)", ls, [*_where(ls),
-          ("launches", "launches", _num), ("cpu_mean", "call mean", fmt_ns), ("cpu_p50", "call p50", fmt_ns),
-          ("gpu_mean", "GPU mean", fmt_ns), ("delay_p50", "delay p50", fmt_ns), ("delay_p90", "delay p90", fmt_ns),
-          ("delay_p99", "delay p99", fmt_ns), ("delay_max", "delay max", fmt_ns),
-          ("launch_bound", "launch-bound", _num), ("runtime_outliers", "slow calls", _num),
-          ("delay_outliers", "late starts", _num)]))
-    P(_table("Kernels with the most launch delay", tb("launch", "by_kernel"), [("name", "kernel", _name(50)),
-          ("launches", "launches", _num), ("cpu_mean", "call mean", fmt_ns), ("gpu_mean", "GPU mean", fmt_ns),
-          ("delay_sum", "delay total", fmt_ns), ("delay_p50", "delay p50", fmt_ns), ("delay_max", "delay max", fmt_ns),
-          ("launch_bound", "launch-bound", _num)], limit=top))
+    P(
+        _table(
+            "Launches (host launch call → device start, by correlation id)",
+            ls,
+            [
+                *_where(ls),
+                ("launches", "launches", _num),
+                ("cpu_mean", "call mean", fmt_ns),
+                ("cpu_p50", "call p50", fmt_ns),
+                ("gpu_mean", "GPU mean", fmt_ns),
+                ("delay_p50", "delay p50", fmt_ns),
+                ("delay_p90", "delay p90", fmt_ns),
+                ("delay_p99", "delay p99", fmt_ns),
+                ("delay_max", "delay max", fmt_ns),
+                ("launch_bound", "launch-bound", _num),
+                ("runtime_outliers", "slow calls", _num),
+                ("delay_outliers", "late starts", _num),
+            ],
+        )
+    )
+    P(
+        _table(
+            "Kernels with the most launch delay",
+            tb("launch", "by_kernel"),
+            [
+                ("name", "kernel", _name(50)),
+                ("launches", "launches", _num),
+                ("cpu_mean", "call mean", fmt_ns),
+                ("gpu_mean", "GPU mean", fmt_ns),
+                ("delay_sum", "delay total", fmt_ns),
+                ("delay_p50", "delay p50", fmt_ns),
+                ("delay_max", "delay max", fmt_ns),
+                ("launch_bound", "launch-bound", _num),
+            ],
+            limit=top,
+        )
+    )
 
     tot = tb("sync", "totals")
-    P(_table("Host blocked in synchronize calls", tb("sync", "host"), [*_where(tot), ("name", "call", _text),
-          ("category", "kind", _text), ("calls", "calls", _num), ("total_ns", "total", fmt_ns),
-          ("mean_ns", "mean", fmt_ns), ("max_ns", "max", fmt_ns), ("share", "of host time", _share)]))
+    P(
+        _table(
+            "Host blocked in synchronize calls",
+            tb("sync", "host"),
+            [
+                *_where(tot),
+                ("name", "call", _text),
+                ("category", "kind", _text),
+                ("calls", "calls", _num),
+                ("total_ns", "total", fmt_ns),
+                ("mean_ns", "mean", fmt_ns),
+                ("max_ns", "max", fmt_ns),
+                ("share", "of host time", _share),
+            ],
+        )
+    )
     dev = tb("sync", "device")
-    P(_table("Device sync events", dev, [*_where(dev), ("name", "event", _text), ("count", "count", _num),
-          ("total_ns", "total", fmt_ns), ("mean_ns", "mean", fmt_ns), ("max_ns", "max", fmt_ns)]))
+    P(
+        _table(
+            "Device sync events",
+            dev,
+            [
+                *_where(dev),
+                ("name", "event", _text),
+                ("count", "count", _num),
+                ("total_ns", "total", fmt_ns),
+                ("mean_ns", "mean", fmt_ns),
+                ("max_ns", "max", fmt_ns),
+            ],
+        )
+    )
 
     idle = tb("idle", "breakdown")
-    P(_table("Idle time per stream (HTA's categories)", idle, [*_where(idle), ("category", "category", _text),
-          ("idle_ns", "idle", fmt_ns), ("ratio", "share", _share), ("count", "gaps", _num), ("mean", "mean gap", fmt_ns),
-          ("p50", "p50 gap", fmt_ns), ("max", "max gap", fmt_ns)]))
+    P(
+        _table(
+            "Idle time per stream (HTA's categories)",
+            idle,
+            [
+                *_where(idle),
+                ("category", "category", _text),
+                ("idle_ns", "idle", fmt_ns),
+                ("ratio", "share", _share),
+                ("count", "gaps", _num),
+                ("mean", "mean gap", fmt_ns),
+                ("p50", "p50 gap", fmt_ns),
+                ("max", "max gap", fmt_ns),
+            ],
+        )
+    )
     q = tb("idle", "queue")
-    P(_table("Queue length per stream (launched, not finished)", q, [*_where(q), ("count", "changes", _num),
-          ("mean", "mean", _num), ("time_mean", "time-weighted mean", _num), ("p50", "p50", _num), ("max", "max", _num)]))
+    P(
+        _table(
+            "Queue length per stream (launched, not finished)",
+            q,
+            [
+                *_where(q),
+                ("count", "changes", _num),
+                ("mean", "mean", _num),
+                ("time_mean", "time-weighted mean", _num),
+                ("p50", "p50", _num),
+                ("max", "max", _num),
+            ],
+        )
+    )
 
     bc = tb("comm", "by_collective")
     if not bc.is_empty():
-        P(_table("NCCL by collective", bc, [("collective", "collective", _text), ("count", "kernels", _num),
-              ("total_ns", "total", fmt_ns), ("mean_ns", "mean", fmt_ns), ("max_ns", "max", fmt_ns),
-              ("share", "share", _share), ("bytes", "bytes", fmt_bytes), ("algbw_gbps", "alg. bandwidth", _gbps)]))
+        P(
+            _table(
+                "NCCL by collective",
+                bc,
+                [
+                    ("collective", "collective", _text),
+                    ("count", "kernels", _num),
+                    ("total_ns", "total", fmt_ns),
+                    ("mean_ns", "mean", fmt_ns),
+                    ("max_ns", "max", fmt_ns),
+                    ("share", "share", _share),
+                    ("bytes", "bytes", fmt_bytes),
+                    ("algbw_gbps", "alg. bandwidth", _gbps),
+                ],
+            )
+        )
         ov = tb("comm", "overlap")
-        P(_table("Communication / computation overlap", ov, [*_where(ov), ("comm_ns", "comm", fmt_ns),
-              ("compute_ns", "compute", fmt_ns), ("overlap_ns", "overlap", fmt_ns), ("overlap_pct", "of comm", _pct100)]))
+        P(
+            _table(
+                "Communication / computation overlap",
+                ov,
+                [
+                    *_where(ov),
+                    ("comm_ns", "comm", fmt_ns),
+                    ("compute_ns", "compute", fmt_ns),
+                    ("overlap_ns", "overlap", fmt_ns),
+                    ("overlap_pct", "of comm", _pct100),
+                ],
+            )
+        )
         pr = tb("comm", "per_rank")
-        P(_table("Communication per rank", pr, [*_where(pr), ("count", "kernels", _num), ("busy_ns", "comm time", fmt_ns),
-              ("span_ns", "GPU span", fmt_ns), ("share", "share", _share)]))
+        P(
+            _table(
+                "Communication per rank",
+                pr,
+                [
+                    *_where(pr),
+                    ("count", "kernels", _num),
+                    ("busy_ns", "comm time", fmt_ns),
+                    ("span_ns", "GPU span", fmt_ns),
+                    ("share", "share", _share),
+                ],
+            )
+        )
         sg = tb("comm", "stragglers")
         if not sg.is_empty():
-            P(_table("Slowest rank per step", sg, [("step", "step", _text), ("ranks", "ranks", _num),
-                  ("straggler_rank", "slowest rank", _text), ("straggler_compute_ns", "its compute", fmt_ns),
-                  ("lag_ns", "vs median", fmt_ns), ("comm_min_ns", "comm min", fmt_ns),
-                  ("comm_max_ns", "comm max", fmt_ns)], limit=top))
+            P(
+                _table(
+                    "Slowest rank per step",
+                    sg,
+                    [
+                        ("step", "step", _text),
+                        ("ranks", "ranks", _num),
+                        ("straggler_rank", "slowest rank", _text),
+                        ("straggler_compute_ns", "its compute", fmt_ns),
+                        ("lag_ns", "vs median", fmt_ns),
+                        ("comm_min_ns", "comm min", fmt_ns),
+                        ("comm_max_ns", "comm max", fmt_ns),
+                    ],
+                    limit=top,
+                )
+            )
     else:
         P("[bold]Communication[/bold]: no NCCL kernels")
 
     br = tb("annotations", "breakdown")
     if not br.is_empty():
         br = br.sort("sum_ns", descending=True)
-        P(_table("Annotations", br, [*[c for c in _where(br) if c[0] == "rank"], ("side", "side", _text),
-              ("name", "name", _name(50)), ("count", "count", _num), ("sum_ns", "total", fmt_ns),
-              ("mean_ns", "mean", fmt_ns), ("max_ns", "max", fmt_ns)], limit=top))
+        P(
+            _table(
+                "Annotations",
+                br,
+                [
+                    *[c for c in _where(br) if c[0] == "rank"],
+                    ("side", "side", _text),
+                    ("name", "name", _name(50)),
+                    ("count", "count", _num),
+                    ("sum_ns", "total", fmt_ns),
+                    ("mean_ns", "mean", fmt_ns),
+                    ("max_ns", "max", fmt_ns),
+                ],
+                limit=top,
+            )
+        )
         ps = tb("annotations", "per_step")
         if not ps.is_empty():
-            avg = ps.group_by("side", "name").agg(pl.col("share").mean().alias("share"), pl.col("time_ns").mean()
-                                                   .alias("time_ns")).sort("share", descending=True, nulls_last=True)
-            P(_table("Annotation share of a step (mean over steps)", avg, [("side", "side", _text),
-                  ("name", "name", _name(50)), ("time_ns", "time per step", fmt_ns), ("share", "share of step", _share)],
-                  limit=top))
+            avg = (
+                ps.group_by("side", "name")
+                .agg(pl.col("share").mean().alias("share"), pl.col("time_ns").mean().alias("time_ns"))
+                .sort("share", descending=True, nulls_last=True)
+            )
+            P(
+                _table(
+                    "Annotation share of a step (mean over steps)",
+                    avg,
+                    [
+                        ("side", "side", _text),
+                        ("name", "name", _name(50)),
+                        ("time_ns", "time per step", fmt_ns),
+                        ("share", "share of step", _share),
+                    ],
+                    limit=top,
+                )
+            )
     else:
         P("[bold]Annotations[/bold]: none")
 
@@ -292,13 +580,19 @@ def register(app: typer.Typer) -> None:
 
     @app.command("summary")
     def summary_command(
-        trace: Path = typer.Argument(..., help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them."),
+        trace: Path = typer.Argument(
+            ..., help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
-        top: int = typer.Option(15, "--top", help="Rows in the top-N tables (kernels, launches, annotations)."),
+        top: int = typer.Option(
+            15, "--top", help="Rows in the top-N tables (kernels, launches, annotations)."
+        ),
         hta_compat: bool = typer.Option(
             False, "--hta-compat", help="Holistic Trace Analysis semantics (µs rounding, last step dropped)."
         ),
-        bucket: float | None = typer.Option(None, "--bucket", help="Utilization bucket in ms (default: ~200 buckets)."),
+        bucket: float | None = typer.Option(
+            None, "--bucket", help="Utilization bucket in ms (default: ~200 buckets)."
+        ),
     ) -> None:
         """Every number of the dashboard as tables (or JSON): GPU busy/idle, utilization, kernels,
         steps, memory, precision, launches, sync, idle causes, NCCL, annotations."""

@@ -59,7 +59,9 @@ def job_row(path: Path) -> JobRow:
     nodes = len(m.hosts) or len(node_dirs)
     end = m.end_ns if m.end_ns else (time.time_ns() if m.status == "running" and m.start_ns else None)
     duration = end - m.start_ns if (end and m.start_ns) else None
-    return JobRow(path, display_name(m), m.start_ns, m.status, duration, nodes, len(m.gpus), _folder_size(path))
+    return JobRow(
+        path, display_name(m), m.start_ns, m.status, duration, nodes, len(m.gpus), _folder_size(path)
+    )
 
 
 def scan_jobs(root: Path) -> list[JobRow]:

@@ -86,8 +86,10 @@ class TraceScreen(Screen):
         if m.synthetic:
             t.append(" · synthetic", style="italic")
         ranks = len(d.ranks)
-        t.append(f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {ranks} rank{'s' if ranks != 1 else ''}"
-                 f" · {len(m.gpus)} GPU{'s' if len(m.gpus) != 1 else ''} · {fmt_short_count(d.num_events)} events")
+        t.append(
+            f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {ranks} rank{'s' if ranks != 1 else ''}"
+            f" · {len(m.gpus)} GPU{'s' if len(m.gpus) != 1 else ''} · {fmt_short_count(d.num_events)} events"
+        )
         return t
 
     def _tabs_text(self) -> Text:

@@ -167,7 +167,9 @@ class TimelineCanvas(Widget, can_focus=True):
             cw = max(self.size.width - lw, 1)
             t = st.t0 + (event.x - lw + 0.5) * (st.t1 - st.t0) / cw
             p = st.ix.at(vr.row, t)
-            if p >= 0 and abs(float(st.ix.t[p]) - t) <= (st.t1 - st.t0) / cw + float(st.ix.end[p] - st.ix.t[p]):
+            if p >= 0 and abs(float(st.ix.t[p]) - t) <= (st.t1 - st.t0) / cw + float(
+                st.ix.end[p] - st.ix.t[p]
+            ):
                 st._select(p, keep_row=True)
         st.version += 1
         self._changed()

@@ -18,8 +18,10 @@ def details_text(state: TimelineState, width: int = 200) -> Text:
     """What the panel shows about the selected event (or how to select one), one field group a line,
     each cut to ``width``."""
     if state.selected < 0:
-        return Text("←/→ select an event · ↑/↓ lanes · Enter follows a launch to its kernel · / search · g step",
-                    style="grey50")
+        return Text(
+            "←/→ select an event · ↑/↓ lanes · Enter follows a launch to its kernel · / search · g step",
+            style="grey50",
+        )
     rec = state.ix.event(state.selected)
     lines = _detail_lines(rec)
     t = Text()
@@ -49,7 +51,9 @@ def _detail_lines(rec: dict) -> list[tuple[str, str]]:
     if rec.get("launch_latency_ns") is not None:
         bits.append(f"launch latency {fmt_ns(rec['launch_latency_ns'])}")
     if rec["link"] >= 0:
-        bits.append("Enter: " + ("to its kernel" if rec["kind"] in ("runtime", "driver") else "back to its launch"))
+        bits.append(
+            "Enter: " + ("to its kernel" if rec["kind"] in ("runtime", "driver") else "back to its launch")
+        )
     out.append((" · ".join(bits) if bits else "no correlation", ""))
     args = rec.get("args")
     if args:

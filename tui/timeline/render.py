@@ -70,8 +70,16 @@ STYLES: list[Style] = (
 )
 
 #: Short words for what a nested row holds, in its label.
-ROW_WORDS = {"annotation": "annot", "cpu_op": "ops", "runtime": "launch", "driver": "launch", "python": "py",
-             "gpu_annotation": "annot", "kernel": "kernels", "step": "steps"}
+ROW_WORDS = {
+    "annotation": "annot",
+    "cpu_op": "ops",
+    "runtime": "launch",
+    "driver": "launch",
+    "python": "py",
+    "gpu_annotation": "annot",
+    "kernel": "kernels",
+    "step": "steps",
+}
 
 EIGHTHS = np.array(list(" ▁▂▃▄▅▆▇█"))
 SOLID_AT = 0.75  # a cell at least this busy is drawn as a solid block
@@ -121,7 +129,9 @@ class Renderer:
     def __init__(self, state: TimelineState) -> None:
         self.state = state
         ix = state.ix
-        comm = np.array([("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool)
+        comm = np.array(
+            [("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool
+        )
         self.is_comm = comm
         self._labels_cache: dict[tuple, Segment] = {}
         # Each nested row is labelled with what it mostly holds (its first events' commonest kind).
@@ -313,8 +323,10 @@ class Renderer:
         col = int(math.floor((float(ix.t[device]) - t0) / w))
         if not 0 <= col < cw:
             return
-        ys = [screen.get(r_sel, -1 if self._above(r_sel, rows) else len(rows)),
-              screen.get(r_lnk, -1 if self._above(r_lnk, rows) else len(rows))]
+        ys = [
+            screen.get(r_sel, -1 if self._above(r_sel, rows) else len(rows)),
+            screen.get(r_lnk, -1 if self._above(r_lnk, rows) else len(rows)),
+        ]
         lo, hi = min(ys), max(ys)
         for y in range(max(lo + 1, 0), min(hi, len(rows))):
             lines_chars[y][col] = "│"
@@ -344,8 +356,11 @@ class Renderer:
             text = f"{indent}  · {vr.depth} {self.row_word.get(vr.row, '')}"
             style = LABEL_DIM
         else:
-            foldable = ln.kind in ("node", "rank", "gpu", "metrics") or (ln.kind == "thread" and len(ln.rows) > 1) \
+            foldable = (
+                ln.kind in ("node", "rank", "gpu", "metrics")
+                or (ln.kind == "thread" and len(ln.rows) > 1)
                 or (ln.kind in ("stream", "launch") and len(ln.rows) > 1)
+            )
             mark = ("▸ " if ln.id in st.collapsed else "▾ ") if foldable else "  "
             label = f"nccl {ln.stream}" if ln.id in self.comm_lanes else ln.label
             text = f"{indent}{mark}{label}"

@@ -230,7 +230,11 @@ class TimelineState:
     def goto_step(self, number: int | str, rank: int | None = None) -> bool:
         """Fill the screen with step ``number`` (a ``ProfilerStep#N`` number or name)."""
         for s in self.ix.steps():
-            if (isinstance(number, str) and s.name == number) or s.number == number or str(s.number) == str(number):
+            if (
+                (isinstance(number, str) and s.name == number)
+                or s.number == number
+                or str(s.number) == str(number)
+            ):
                 pad = (s.t1 - s.t0) * 0.01
                 self.set_window(s.t0 - pad, s.t1 + pad)
                 self.message = f"{s.name}: {_fmt(s.t1 - s.t0)}"

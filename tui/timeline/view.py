@@ -85,8 +85,15 @@ class TimelineView(TraceView):
         self._update()
 
     # -- entry points ---------------------------------------------------------------------
-    def goto(self, kernel: str | None = None, step: int | str | None = None, rank: int | None = None,
-             ts_ns: int | None = None, pos: int | None = None, **_: Any) -> None:
+    def goto(
+        self,
+        kernel: str | None = None,
+        step: int | str | None = None,
+        rank: int | None = None,
+        ts_ns: int | None = None,
+        pos: int | None = None,
+        **_: Any,
+    ) -> None:
         """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``) or a step."""
         if self.state is None:
             self._pending = dict(kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos)
@@ -114,7 +121,9 @@ class TimelineView(TraceView):
             return
         self._prompt_kind = kind
         prompt = self.query_one("#tl-prompt", Input)
-        prompt.placeholder = "search event names (text, or /regex/) — Enter" if kind == "search" else "step number — Enter"
+        prompt.placeholder = (
+            "search event names (text, or /regex/) — Enter" if kind == "search" else "step number — Enter"
+        )
         prompt.value = ""
         prompt.add_class("shown")
         prompt.focus()

@@ -209,4 +209,6 @@ class DashboardView(TraceView):
 
 def chart_text(data: ChartData) -> str:
     """Plain text of a chart's data (used by tests and the benchmark)."""
-    return "\n".join([str(data.text), *[f"{b.label} {b.text}" for b in data.bars], str(data.note), data.takeaway])
+    return "\n".join(
+        [str(data.text), *[f"{b.label} {b.text}" for b in data.bars], str(data.note), data.takeaway]
+    )

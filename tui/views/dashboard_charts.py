@@ -22,7 +22,15 @@ from ..widgets.fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
 Outputs = dict[str, dict[str, Any]]
 
 #: Pipeline stages the dashboard reads.
-STAGES: tuple[str, ...] = ("steps", "kernels", "activity", "memory", "precision", "utilization", "annotations")
+STAGES: tuple[str, ...] = (
+    "steps",
+    "kernels",
+    "activity",
+    "memory",
+    "precision",
+    "utilization",
+    "annotations",
+)
 
 MAX_STEP_BARS = 20
 STEP_STATS = ("min_ns", "p50_ns", "mean_ns", "p95_ns", "max_ns")
@@ -100,7 +108,9 @@ def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
 
     busy = frame(outputs, "utilization", "busy.parquet")
     if busy.height == 0:
-        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_active", outputs))
+        return ChartData(
+            kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_active", outputs)
+        )
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
     rows = []
     if busy.height > 1:
@@ -114,8 +124,14 @@ def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
         text = f"{pct:.1f}% active · {100 - pct:.1f}% idle ({fmt_ns(r['idle_ns'])})"
         bars.append(Bar(label, pct / 100.0, text, "green"))
     note = "active = a kernel, memcpy or memset runs; over each GPU's span (first to last device activity)"
-    return ChartData(kind="bars", bars=bars, scale=1.0, note=Text(note, style="dim"), label_width=14,
-                     takeaway=takeaway("gpu_active", outputs))
+    return ChartData(
+        kind="bars",
+        bars=bars,
+        scale=1.0,
+        note=Text(note, style="dim"),
+        label_width=14,
+        takeaway=takeaway("gpu_active", outputs),
+    )
 
 
 def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) -> tuple[list[Series], str]:
@@ -139,15 +155,24 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
 
     gpu = frame(outputs, "utilization", "gpu.parquet")
     if gpu.height == 0:
-        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs))
+        return ChartData(
+            kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs)
+        )
     per_node = frame(outputs, "utilization", "node.parquet")
     if per_node.height == 0:
         per_node = node_utilization(gpu).collect()
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
     note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
-    return ChartData(kind="lines", series=series, x_label=f"time ({unit})", y_label="% busy", y_max=100.0,
-                     note=Text(note, style="dim"), takeaway=takeaway("gpu_util", outputs))
+    return ChartData(
+        kind="lines",
+        series=series,
+        x_label=f"time ({unit})",
+        y_label="% busy",
+        y_max=100.0,
+        note=Text(note, style="dim"),
+        takeaway=takeaway("gpu_util", outputs),
+    )
 
 
 def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
@@ -156,11 +181,20 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
         return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
     series, unit = _time_series(cpu, "util", "node", 100.0)
     src = str(cpu["source"][0]) if "source" in cpu.columns else ""
-    how = {"host_events": "from traced host threads (no CPU samples in this trace)",
-           "metrics": "from sampled CPU metrics"}.get(src, src)
-    return ChartData(kind="lines", series=series, x_label=f"time ({unit})", y_label="% CPU", y_max=100.0,
-                     text=cpu_active_line(frame(outputs, "utilization", "cpu_active.parquet")),
-                     note=Text(how, style="dim"), takeaway=takeaway("cpu", outputs))
+    how = {
+        "host_events": "from traced host threads (no CPU samples in this trace)",
+        "metrics": "from sampled CPU metrics",
+    }.get(src, src)
+    return ChartData(
+        kind="lines",
+        series=series,
+        x_label=f"time ({unit})",
+        y_label="% CPU",
+        y_max=100.0,
+        text=cpu_active_line(frame(outputs, "utilization", "cpu_active.parquet")),
+        note=Text(how, style="dim"),
+        takeaway=takeaway("cpu", outputs),
+    )
 
 
 def cpu_active_line(active: pl.DataFrame) -> Text:
@@ -192,8 +226,10 @@ def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
     total = stats[tcol].sum() if stats.height else 0
     text = Text()
     text.append(fmt_ns(total), style="bold")
-    text.append(f" in all kernels · {fmt_count(stats[ccol].sum() if stats.height else 0)} launches · "
-                f"{fmt_count(stats.height)} distinct kernels")
+    text.append(
+        f" in all kernels · {fmt_count(stats[ccol].sum() if stats.height else 0)} launches · "
+        f"{fmt_count(stats.height)} distinct kernels"
+    )
     bars = []
     if types.height:
         name = need(types, "type", "kernel_type", "category", "name")
@@ -204,8 +240,13 @@ def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
             suffix = f" ({fmt_pct(row[sh])})" if sh else (f" ({row[pct]:.1f}%)" if pct else "")
             label = str(row[name]).replace(" overlapping ", " ∩ ")
             bars.append(Bar(label, float(row[t] or 0), fmt_ns(row[t]) + suffix, "magenta"))
-    return ChartData(kind="bars" if bars else "text", bars=bars, text=text, label_width=30,
-                     takeaway=takeaway("kernel_total", outputs))
+    return ChartData(
+        kind="bars" if bars else "text",
+        bars=bars,
+        text=text,
+        label_width=30,
+        takeaway=takeaway("kernel_total", outputs),
+    )
 
 
 def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str) -> ChartData:
@@ -220,7 +261,9 @@ def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str) -> ChartDat
             note.append(f"all other kernels: {value}", style="dim")
             continue
         label = kernel_label(str(row["name"]))
-        bars.append(Bar(label, float(row[ccol] if by_count else row[tcol]), value, "cyan" if by_count else "magenta"))
+        bars.append(
+            Bar(label, float(row[ccol] if by_count else row[tcol]), value, "cyan" if by_count else "magenta")
+        )
     return ChartData(kind="bars", bars=bars, note=note, label_width=60, takeaway=takeaway(chart_id, outputs))
 
 
@@ -240,7 +283,9 @@ def build_top_count(outputs: Outputs, view: Any) -> ChartData:
 def build_steps(outputs: Outputs, view: Any) -> ChartData:
     from .steps import mark_outliers
 
-    steps = mark_outliers(frame(outputs, "steps", "windows.parquet"), frame(outputs, "steps", "outliers.parquet"))
+    steps = mark_outliers(
+        frame(outputs, "steps", "windows.parquet"), frame(outputs, "steps", "outliers.parquet")
+    )
     stats = frame(outputs, "steps", "stats.parquet")
     if steps.height == 0:
         return ChartData(kind="text", text="no steps in this trace", takeaway=takeaway("steps", outputs))
@@ -261,8 +306,14 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         shown = shown.head(0)
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
-        text = fmt_ns(r["dur_ns"]) + (f" ×{r['vs_median']:.2f} median" if r.get("vs_median") is not None else "")
-        bars.append(Bar(f"{'●' if out else ' '} step {r['step']}", float(r["dur_ns"]), text, "red" if out else "green"))
+        text = fmt_ns(r["dur_ns"]) + (
+            f" ×{r['vs_median']:.2f} median" if r.get("vs_median") is not None else ""
+        )
+        bars.append(
+            Bar(
+                f"{'●' if out else ' '} step {r['step']}", float(r["dur_ns"]), text, "red" if out else "green"
+            )
+        )
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
     text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
@@ -274,16 +325,33 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     st = stats.filter((pl.col("node") == node) & (pl.col("rank") == rank)) if stats.height else stats
     if st.height:
         r = st.row(0, named=True)
-        note.append(" · ".join(f"{k.removesuffix('_ns')} {fmt_ns(r[k])}" for k in STEP_STATS if r.get(k) is not None))
+        note.append(
+            " · ".join(f"{k.removesuffix('_ns')} {fmt_ns(r[k])}" for k in STEP_STATS if r.get(k) is not None)
+        )
     slowest = mine.sort("dur_ns", descending=True).head(3)
-    line = "slowest: " + ", ".join(f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows())
+    line = "slowest: " + ", ".join(
+        f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows()
+    )
     if flagged:
         slow = mine.filter(pl.col("outlier")).sort("dur_ns", descending=True).head(5)
-        line = (f"outliers ●: {', '.join(f'step {r[0]} ({fmt_ns(r[1])})' for r in slow.select('step', 'dur_ns').rows())}"
-                if slow.height else "no outliers") + " · " + line
+        line = (
+            (
+                f"outliers ●: {', '.join(f'step {r[0]} ({fmt_ns(r[1])})' for r in slow.select('step', 'dur_ns').rows())}"
+                if slow.height
+                else "no outliers"
+            )
+            + " · "
+            + line
+        )
     note.append(("\n" if note else "") + line)
-    return ChartData(kind="bars", bars=bars, text=text, note=note, label_width=label_width,
-                     takeaway=takeaway("steps", outputs))
+    return ChartData(
+        kind="bars",
+        bars=bars,
+        text=text,
+        note=note,
+        label_width=label_width,
+        takeaway=takeaway("steps", outputs),
+    )
 
 
 def fmt_range(lo: int, hi: int) -> str:
@@ -311,12 +379,20 @@ def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tu
         text = f"{n} step{'s' if n != 1 else ''}"
         if 0 < inside.height <= 2:
             text += " (" + ", ".join(str(x) for x in inside.sort("step")["step"].to_list()) + ")"
-        bars.append(Bar(("● " if out else "  ") + fmt_range(r["start_ns"], r["end_ns"]), float(n), text,
-                        "red" if out else "green"))
+        bars.append(
+            Bar(
+                ("● " if out else "  ") + fmt_range(r["start_ns"], r["end_ns"]),
+                float(n),
+                text,
+                "red" if out else "green",
+            )
+        )
     return bars, max(12, max(len(b.label) for b in bars))
 
 
-def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict[str, str] | None = None) -> ChartData:
+def _shares(
+    outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict[str, str] | None = None
+) -> ChartData:
     df = frame(outputs, stage, file)
     name = need(df, "precision", "activity", "category", "kind", "name", "direction")
     share = pick(df, "share", "time_share", "fraction")
@@ -333,7 +409,9 @@ def _shares(outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict
         bars.append(Bar(label, value, text, (styles or {}).get(label, "cyan")))
     if not bars:
         return ChartData(kind="text", text="no kernels in this trace", takeaway=takeaway(chart_id, outputs))
-    return ChartData(kind="bars", bars=bars, scale=1.0 if share else None, takeaway=takeaway(chart_id, outputs))
+    return ChartData(
+        kind="bars", bars=bars, scale=1.0 if share else None, takeaway=takeaway(chart_id, outputs)
+    )
 
 
 def build_precision(outputs: Outputs, _view: Any) -> ChartData:
@@ -346,10 +424,15 @@ ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "�
 def build_activity(outputs: Outputs, _view: Any) -> ChartData:
     df = frame(outputs, "activity", "shares.parquet")
     if df.height == 0:
-        return ChartData(kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs))
+        return ChartData(
+            kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs)
+        )
     keys = [k for k in ("node", "rank", "device") if k in df.columns]
     multi_node = "node" in df.columns and df["node"].n_unique() > 1
-    parts = [(gpu_label(p.row(0, named=True), multi_node), p) for p in (df.partition_by(keys, maintain_order=True) if keys else [df])]
+    parts = [
+        (gpu_label(p.row(0, named=True), multi_node), p)
+        for p in (df.partition_by(keys, maintain_order=True) if keys else [df])
+    ]
     if len(parts) > 1:  # all GPUs together first, as analysis totals them
         from profui.analysis.activity import activity_total
 
@@ -359,7 +442,9 @@ def build_activity(outputs: Outputs, _view: Any) -> ChartData:
     bars = []
     for label, part in parts:
         shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
-        segments = tuple((float(shares.get(a) or 0.0), ACTIVITY_GLYPH[a], ACTIVITY_STYLE[a]) for a in ACTIVITY_GLYPH)
+        segments = tuple(
+            (float(shares.get(a) or 0.0), ACTIVITY_GLYPH[a], ACTIVITY_STYLE[a]) for a in ACTIVITY_GLYPH
+        )
         text = " ".join(f"{a[0]}{100 * (shares.get(a) or 0):.0f}%" for a in ("kernel", "memcpy", "idle"))
         bars.append(Bar(label, 1.0, text, segments=segments))
     legend = Text()
@@ -367,13 +452,17 @@ def build_activity(outputs: Outputs, _view: Any) -> ChartData:
         legend.append(glyph * 2, style=ACTIVITY_STYLE[a])
         legend.append(f" {a}  ")
     legend.append("(k kernel, m memcpy, i idle; memset and sync in the bar)", style="dim")
-    return ChartData(kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", outputs))
+    return ChartData(
+        kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", outputs)
+    )
 
 
 def build_memory(outputs: Outputs, _view: Any) -> ChartData:
     ops = frame(outputs, "memory", "ops.parquet")
     if ops.height == 0:
-        return ChartData(kind="text", text="no memcpy or memset on the GPUs", takeaway=takeaway("memory", outputs))
+        return ChartData(
+            kind="text", text="no memcpy or memset on the GPUs", takeaway=takeaway("memory", outputs)
+        )
     bars = []
     for row in ops.iter_rows(named=True):
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
@@ -381,24 +470,37 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
             gbps = row["achieved_gbps"]
             text += f" · {gbps:,.0f} GB/s" if gbps >= 100 else f" · {gbps:.3g} GB/s"
         bars.append(Bar(str(row["direction"]), float(row["time_share"] or 0), text, "cyan"))
-    return ChartData(kind="bars", bars=bars, scale=1.0, label_width=8,
-                     note=Text("share of memory-operation time · total time · bytes · achieved bandwidth", style="dim"),
-                     takeaway=takeaway("memory", outputs))
+    return ChartData(
+        kind="bars",
+        bars=bars,
+        scale=1.0,
+        label_width=8,
+        note=Text("share of memory-operation time · total time · bytes · achieved bandwidth", style="dim"),
+        takeaway=takeaway("memory", outputs),
+    )
 
 
 def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
     """``(side:name, label)`` of every annotation, in analysis' order (longest total time first)."""
     names = frame(outputs, "annotations", "names.parquet")  # analysis' order: longest total first
-    return [(f"{r['side']}:{r['name']}", f"{r['name']} ({r['side']}, {fmt_count(r['count'])}×, {fmt_ns(r['total_ns'])})")
-            for r in names.iter_rows(named=True)]
+    return [
+        (
+            f"{r['side']}:{r['name']}",
+            f"{r['name']} ({r['side']}, {fmt_count(r['count'])}×, {fmt_ns(r['total_ns'])})",
+        )
+        for r in names.iter_rows(named=True)
+    ]
 
 
 def build_annotation(outputs: Outputs, view: Any) -> ChartData:
     per_step = frame(outputs, "annotations", "per_step.parquet")
     choices = annotation_choices(outputs)
     if per_step.height == 0 or not choices:
-        return ChartData(kind="text", text="no annotations in this trace (record_function / profui annotate)",
-                         takeaway=takeaway("annotation", outputs))
+        return ChartData(
+            kind="text",
+            text="no annotations in this trace (record_function / profui annotate)",
+            takeaway=takeaway("annotation", outputs),
+        )
     chosen = getattr(view, "annotation", None) or choices[0][0]
     side, _, name = chosen.partition(":")
     rows = per_step.filter((pl.col("side") == side) & (pl.col("name") == name))
@@ -407,11 +509,21 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
         return ChartData(kind="text", text=f"{name}: not inside any step")
     node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
     mine = rows.filter((pl.col("node") == node) & (pl.col("rank") == rank)).sort("step")
-    bars = [Bar(f"step {r['step']}", float(r["time_ns"]), f"{fmt_ns(r['time_ns'])} ({fmt_pct(r['share'])})", "yellow")
-            for r in mine.iter_rows(named=True)]
+    bars = [
+        Bar(
+            f"step {r['step']}",
+            float(r["time_ns"]),
+            f"{fmt_ns(r['time_ns'])} ({fmt_pct(r['share'])})",
+            "yellow",
+        )
+        for r in mine.iter_rows(named=True)
+    ]
     text = Text()
     text.append(f"{name}", style="bold")
-    text.append(f" ({side}) · time per step on {node} rank {rank}" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
+    text.append(
+        f" ({side}) · time per step on {node} rank {rank}"
+        + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else "")
+    )
     return ChartData(kind="bars", bars=bars, text=text, takeaway=takeaway("annotation", outputs))
 
 
@@ -419,14 +531,29 @@ CHARTS: list[Chart] = [
     Chart("gpu_active", "GPU active vs idle", ("utilization",), build_gpu_active),
     Chart("gpu_util", "GPU utilization over time, per node", ("utilization",), build_gpu_util, lines=True),
     Chart("cpu", "CPU active time and utilization over time", ("utilization",), build_cpu, lines=True),
-    Chart("kernel_total", "Total kernel time, by kernel type", ("kernels",), build_kernel_total, view="kernels"),
+    Chart(
+        "kernel_total", "Total kernel time, by kernel type", ("kernels",), build_kernel_total, view="kernels"
+    ),
     Chart("top_time", "Top kernels by time", ("kernels",), build_top_time, "Enter: Kernels view", "kernels"),
-    Chart("top_count", "Top kernels by launch count", ("kernels",), build_top_count, "Enter: Kernels view", "kernels"),
+    Chart(
+        "top_count",
+        "Top kernels by launch count",
+        ("kernels",),
+        build_top_count,
+        "Enter: Kernels view",
+        "kernels",
+    ),
     Chart("steps", "Step time distribution", ("steps",), build_steps, "Enter: Steps view", "steps"),
     Chart("precision", "Kernel precision", ("precision",), build_precision),
     Chart("activity", "GPU activity distribution", ("activity",), build_activity),
     Chart("memory", "Memory operations", ("memory",), build_memory),
-    Chart("annotation", "Custom: annotation time per step", ("annotations", "steps"), build_annotation, "a: pick"),
+    Chart(
+        "annotation",
+        "Custom: annotation time per step",
+        ("annotations", "steps"),
+        build_annotation,
+        "a: pick",
+    ),
 ]
 
 

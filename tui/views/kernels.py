@@ -15,7 +15,18 @@ from . import dashboard_charts as dc
 from .base import TraceView
 
 # Most telling numbers first: at 80 columns the name, total, count and share stay on screen.
-COLUMNS = ["name", "total_ns", "count", "share", "mean_ns", "p50_ns", "p95_ns", "max_ns", "min_ns", "kernel_type"]
+COLUMNS = [
+    "name",
+    "total_ns",
+    "count",
+    "share",
+    "mean_ns",
+    "p50_ns",
+    "p95_ns",
+    "max_ns",
+    "min_ns",
+    "kernel_type",
+]
 
 
 class KernelsView(TraceView):
@@ -73,14 +84,18 @@ class KernelsView(TraceView):
         stats = self.stats
         shown = stats
         if self.filter_text and stats.height:
-            shown = stats.filter(pl.col("name").str.to_lowercase().str.contains(self.filter_text.lower(), literal=True))
+            shown = stats.filter(
+                pl.col("name").str.to_lowercase().str.contains(self.filter_text.lower(), literal=True)
+            )
         if stats.height == 0:
             why = self.session.unavailable.get("kernels", "no kernels in this trace")
             self._status(f"No kernel statistics: {why}")
         else:
             filt = f" matching “{self.filter_text}”" if self.filter_text else ""
-            self._status(f"{fmt_count(shown.height)} of {fmt_count(stats.height)} kernels{filt} · s sort · "
-                         "r reverse · / filter · Enter: timeline")
+            self._status(
+                f"{fmt_count(shown.height)} of {fmt_count(stats.height)} kernels{filt} · s sort · "
+                "r reverse · / filter · Enter: timeline"
+            )
         self.query_one(FrameTable).set_frame(shown, COLUMNS)
 
     def action_filter(self) -> None:

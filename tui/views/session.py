@@ -113,7 +113,9 @@ class TraceSession:
         ``on_stage`` receives each stage's outputs as soon as they are computed (not called for
         cached outputs, which are all returned at once).
         """
-        return self.memo(f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress))
+        return self.memo(
+            f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress)
+        )
 
     def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
         from profui.analysis.pipeline import REGISTRY, latest_outputs
@@ -135,8 +137,12 @@ class TraceSession:
         if not running:
             have = latest_outputs(self.path)
             # outputs made by other analysis code (profui upgraded since) are not reused as is
-            have = {s: f for s, f in have.items()
-                    if s not in REGISTRY.stages or (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version}
+            have = {
+                s: f
+                for s, f in have.items()
+                if s not in REGISTRY.stages
+                or (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version
+            }
             if all(s in have for s in stages):
                 say("reading cached analysis outputs")
                 # all there at once: no per-stage calls (each is a round trip to the UI thread

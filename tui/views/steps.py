@@ -14,8 +14,22 @@ from . import dashboard_charts as dc
 from .base import TraceView
 
 #: Shown first when present; every other column of the per-step frame follows.
-LEADING = ["step", "node", "rank", "outlier", "dur_ns", "vs_median", "busy_ns", "idle_ns", "computation_ns",
-           "communication_ns", "memory_ns", "cpu_dur_ns", "n_launches", "n_device_events"]
+LEADING = [
+    "step",
+    "node",
+    "rank",
+    "outlier",
+    "dur_ns",
+    "vs_median",
+    "busy_ns",
+    "idle_ns",
+    "computation_ns",
+    "communication_ns",
+    "memory_ns",
+    "cpu_dur_ns",
+    "n_launches",
+    "n_device_events",
+]
 HIDDEN = {"start", "end", "ts", "cpu_start_ns", "cpu_end_ns", "start_ns", "end_ns", "mapped"}
 KEYS = ["node", "rank", "step"]
 
@@ -101,8 +115,10 @@ class StepsView(TraceView):
             self.query_one(FrameTable).set_frame(frame)
             return
         n_out = int(frame["outlier"].sum()) if "outlier" in frame.columns else 0
-        self._status(f"{fmt_count(frame.height)} step rows · {n_out} outlier(s) ● · s sort · r reverse · "
-                     "Enter: timeline")
+        self._status(
+            f"{fmt_count(frame.height)} step rows · {n_out} outlier(s) ● · s sort · r reverse · "
+            "Enter: timeline"
+        )
         # one node (or one rank) needs no column saying so: 80 columns are precious
         same = {c for c in ("node", "rank") if c in frame.columns and frame[c].n_unique() == 1}
         columns = [c for c in LEADING if c in frame.columns and c not in same]

@@ -66,7 +66,11 @@ class Bars(Widget):
         return list(self._bars)
 
     def set_bars(
-        self, bars: Iterable[Bar], scale: float | None = None, empty: str | None = None, label_width: int | None = None
+        self,
+        bars: Iterable[Bar],
+        scale: float | None = None,
+        empty: str | None = None,
+        label_width: int | None = None,
     ) -> None:
         """Replace the bars (and the scale, label width) and redraw."""
         self._bars = list(bars)

@@ -75,8 +75,8 @@ def gpu_busy(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = 
 
     Columns: ``by``…, ``n_events``, ``sum_dur_ns`` (plain sum), ``busy_ns`` (union),
     ``sync_ns`` (union of sync events, not in busy), ``first_ns``/``last_ns``/``span_ns`` (GPU
-    span), ``idle_ns`` = span − busy, ``busy_pct`` (of span), ``window_start_ns``,
-    ``window_end_ns``, ``window_ns`` (profiled window), ``idle_window_ns``, ``busy_pct_window``.
+    span), ``idle_ns`` = span − busy, ``busy_share`` (of span, 0–1), ``window_start_ns``,
+    ``window_end_ns``, ``window_ns`` (profiled window), ``idle_window_ns``, ``busy_share_window``.
     ``by=()`` gives one row for the union over everything (what a single-GPU trace needs);
     use :func:`total_busy` to add per-GPU rows up instead.
     """
@@ -114,21 +114,21 @@ def gpu_busy(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = 
         )
         .with_columns(
             (pl.col("window_ns") - pl.col("busy_ns")).alias("idle_window_ns"),
-            _pct("busy_ns", "span_ns").alias("busy_pct"),
-            _pct("busy_ns", "window_ns").alias("busy_pct_window"),
+            _share("busy_ns", "span_ns").alias("busy_share"),
+            _share("busy_ns", "window_ns").alias("busy_share_window"),
         )
     )
     return out.sort(by) if by else out
 
 
-def _pct(num: str, den: str) -> pl.Expr:
-    return pl.when(pl.col(den) > 0).then(100.0 * pl.col(num) / pl.col(den)).otherwise(None)
+def _share(num: str, den: str) -> pl.Expr:
+    return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(None)
 
 
 def total_busy(per_gpu: Frame) -> pl.LazyFrame:
     """Across all GPUs of a :func:`gpu_busy` result: summed busy, span, window and idle ns.
 
-    ``busy_pct`` is total busy over total span (GPU-time weighted), ``n_gpus`` the row count.
+    ``busy_share`` is total busy over total span (GPU-time weighted), ``n_gpus`` the row count.
     """
     s = [
         pl.col(c).sum()
@@ -147,8 +147,8 @@ def total_busy(per_gpu: Frame) -> pl.LazyFrame:
         _lazy(per_gpu)
         .select(pl.len().alias("n_gpus"), *s)
         .with_columns(
-            _pct("busy_ns", "span_ns").alias("busy_pct"),
-            _pct("busy_ns", "window_ns").alias("busy_pct_window"),
+            _share("busy_ns", "span_ns").alias("busy_share"),
+            _share("busy_ns", "window_ns").alias("busy_share_window"),
         )
     )
 
@@ -160,7 +160,7 @@ def temporal_breakdown(
 
     ``compute_ns`` is the union of COMPUTATION work, ``non_compute_ns = span − compute − idle``
     (communication, memory and, under ``hta_compat``, sync not hidden under compute). Default
-    per GPU (node, rank, device); ``hta_compat`` per rank like HTA. Percentages are of the span.
+    per GPU (node, rank, device); ``hta_compat`` per rank like HTA. Shares (0–1) are of the span.
     """
     by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
     work = device_work(events, hta_compat)
@@ -181,18 +181,19 @@ def temporal_breakdown(
     out = out.with_columns(
         (pl.col("kernel_time_ns") - pl.col("compute_ns") - pl.col("idle_ns")).alias("non_compute_ns")
     )
-    pcts = [
-        _pct(c, "kernel_time_ns").alias(f"{c[:-3]}_pct") for c in ("idle_ns", "compute_ns", "non_compute_ns")
+    shares = [
+        _share(c, "kernel_time_ns").alias(f"{c[:-3]}_share")
+        for c in ("idle_ns", "compute_ns", "non_compute_ns")
     ]
-    out = out.with_columns(pcts).select(
+    out = out.with_columns(shares).select(
         *by,
         "kernel_time_ns",
         "idle_ns",
         "compute_ns",
         "non_compute_ns",
-        "idle_pct",
-        "compute_pct",
-        "non_compute_pct",
+        "idle_share",
+        "compute_share",
+        "non_compute_share",
     )
     return out.sort(by) if by else out
 

@@ -130,8 +130,8 @@ def comm_comp_overlap(
     """How much of the communication time ran while computation kernels were running.
 
     Per ``by`` group: ``comm_ns`` (union of comm kernels), ``compute_ns`` (union of compute
-    kernels), ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_pct`` = 100·overlap/comm
-    (null without communication) — HTA's ``comp_comm_overlap_pctg``.
+    kernels), ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_share`` = overlap/comm
+    (null without communication) — HTA's ``comp_comm_overlap_pctg`` / 100.
     """
     keys = list(by) or ["_all"]
     if not by:
@@ -143,9 +143,7 @@ def comm_comp_overlap(
         pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)
     )
     out = out.with_columns(
-        pl.when(pl.col("comm_ns") > 0)
-        .then(100 * pl.col("overlap_ns") / pl.col("comm_ns"))
-        .alias("overlap_pct")
+        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share")
     ).sort(keys)
     return out if by else out.drop("_all")
 

@@ -136,6 +136,6 @@ def kernel_type_breakdown(
         )
     out = per.group_by([*by, "kernel_type"]).agg(pl.col("time_ns").sum())
     total = pl.col("time_ns").sum()
-    return out.with_columns(
-        (100.0 * pl.col("time_ns") / (total.over(by) if by else total)).alias("pct")
-    ).sort([*by, "time_ns"], descending=[*[False] * len(by), True])
+    return out.with_columns((pl.col("time_ns") / (total.over(by) if by else total)).alias("share")).sort(
+        [*by, "time_ns"], descending=[*[False] * len(by), True]
+    )

@@ -1,9 +1,10 @@
-"""Everything at once: :func:`summarize` bundles every analysis of a trace into a :class:`Summary`.
+"""Everything at once: a :class:`Summary` holds every answer of a trace.
 
-A Summary is what ``profui summary`` prints, what ``profui summary --json`` writes, and what the
-dashboard and the runs pipeline can read. Its ``sections`` use the pipeline's layout —
-``{stage: {table: frame}}`` with the same stage and table names as the stage outputs (without
-``.parquet``) — so :func:`profui.analysis.takeaways.takeaway_for` works on either.
+A Summary is the ``summary`` stage's output: what ``profui summary`` prints, what ``profui
+summary --json`` writes and what ``t.summary()`` returns. Its ``sections`` use the pipeline's
+layout — ``{stage: {table: frame}}`` with the stage and table names of the stage outputs (without
+``.parquet``), each table of its declared schema (:mod:`profui.analysis.schemas`) — and its
+takeaways are the ``takeaways`` stage's. :func:`summarize` runs the stage graph in memory.
 
 ``hta_compat=True`` computes the numbers Holistic Trace Analysis computes the HTA way (µs
 rounding, last step dropped, HTA's GPU-event notion; see :mod:`profui.analysis.hta`); the
@@ -13,25 +14,14 @@ sections HTA has no counterpart for are computed exactly either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from . import activity as act
-from . import annotations as ann
-from . import busy as bz
-from . import comm as cm
-from . import idle as il
-from . import kernels as kn
-from . import launch as la
-from . import memory as mem
-from . import precision as prec
-from . import steps as stp
-from . import sync as sy
-from . import utilization as ut
 from .engine import ENGINE
-from .takeaways import all_takeaways
+from .schemas import frame_from_rows
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -71,6 +61,22 @@ class Summary:
     def table(self, section: str, name: str) -> pl.DataFrame:
         """One table (an empty frame when absent)."""
         return self.sections.get(section, {}).get(name, pl.DataFrame())
+
+    @classmethod
+    def from_json_dict(cls, doc: Mapping[str, Any]) -> Summary:
+        """The Summary of a ``to_json_dict`` document (a recorded ``summary.json``), tables rebuilt
+        with their declared dtypes."""
+        sections = {
+            stage: {name: frame_from_rows(stage, name, rows) for name, rows in tables.items()}
+            for stage, tables in doc.get("sections", {}).items()
+        }
+        return cls(
+            trace=dict(doc["trace"]),
+            params=dict(doc["params"]),
+            sections=sections,
+            takeaways=dict(doc.get("takeaways", {})),
+            notes=list(doc.get("notes", [])),
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: tables as lists of row dicts; NaN and infinities become null."""
@@ -127,142 +133,15 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
     }
 
 
-def _head(df: pl.DataFrame, n: int) -> pl.DataFrame:
-    return df.head(n) if n > 0 else df
+def summarize(trace: Trace, params: Mapping[str, Any] | None = None, **kwargs: Any) -> Summary:
+    """Every answer for ``trace`` (an opened :class:`profui.analysis.Trace`), as one Summary.
 
-
-def _collect_all(queries: dict[str, pl.LazyFrame]) -> dict[str, pl.DataFrame]:
-    frames = pl.collect_all(list(queries.values()), engine=ENGINE)
-    return dict(zip(queries, frames, strict=True))
-
-
-def summarize(
-    trace: Trace, top_n: int = 15, bucket_ns: int | None = None, hta_compat: bool = False
-) -> Summary:
-    """Run every analysis over ``trace`` (an opened :class:`profui.analysis.Trace`).
-
-    ``top_n`` bounds the top-kernel, launch-by-kernel and launch-outlier tables; ``bucket_ns``
-    is the utilization bucket (None: about 200 buckets over the trace); ``hta_compat`` switches
-    the HTA-comparable numbers to HTA's semantics.
+    The analysis pipeline's stage graph runs in memory (nothing is written): the same stages,
+    parameters and schemas as ``profui analyze``. ``params`` and ``kwargs`` are pipeline
+    parameters by name (``top_n=30``, ``hta_compat=True``, ``bucket_ms=5`` …; ``profui analyze
+    --plan`` lists them).
     """
-    ev = trace.cached_events()
-    hev = trace.hta_events().collect(engine=ENGINE).lazy() if hta_compat else ev
-    sections: dict[str, dict[str, pl.DataFrame]] = {}
-    notes: list[str] = []
+    from .pipeline.store import compute
 
-    steps = stp.step_windows(hev)
-    windows = steps.windows
-    if not steps.has_markers:
-        notes.append(steps.note)
-    ann_windows = stp.step_windows(ev).windows if hta_compat else windows
-
-    # Two batches of independent queries, each run by one pl.collect_all: the ~40 small
-    # queries then share the thread pool and common sub-plans (20% faster than one by one).
-    first = _collect_all(
-        {
-            "busy": bz.gpu_busy(hev, hta_compat=hta_compat),
-            "gpu_util": ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat),
-            "cpu_util": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns),
-            "cpu_active": ut.cpu_active(ev, trace.metrics()),
-            "stats": kn.kernel_stats(hev, hta_compat=hta_compat),
-            "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat),
-            "activity": act.activity_shares(hev, hta_compat=hta_compat),
-            "memory": mem.memory_ops(ev),
-            "precision": prec.precision_shares(ev),
-            "step_stats": stp.step_stats(windows.lazy()),
-            "step_outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")),
-            "launches": la.kernel_launches(hev, hta_compat=hta_compat),
-            "sync_host": sy.sync_summary(ev),
-            "sync_totals": sy.sync_totals(ev),
-            "sync_device": sy.gpu_sync_summary(ev),
-            "idle_breakdown": il.idle_breakdown(hev, hta_compat=hta_compat),
-            "queue": il.queue_length_summary(hev, hta_compat=hta_compat),
-            "per_step": cm.comm_per_step(hev, windows.lazy()),
-            "by_collective": cm.comm_by_collective(hev),
-            "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat),
-            "per_rank": cm.comm_per_rank(hev),
-            "ann_names": ann.annotation_names(ev),
-            "ann_breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat),
-            "ann_per_step": ann.annotation_per_step(ev, ann_windows.lazy()),
-        }
-    )
-    launches = first["launches"].lazy()
-    second = _collect_all(
-        {
-            "total": bz.total_busy(first["busy"]),
-            "node": ut.node_utilization(first["gpu_util"]),
-            "top_by_time": kn.top_kernels(first["stats"], top_n, by="total_ns"),
-            "top_by_count": kn.top_kernels(first["stats"], top_n, by="count"),
-            "launch_stats": la.launch_stats(launches),
-            "launch_overall": la.launch_stats(launches, by=()),
-            "launch_by_kernel": la.launch_stats_by_kernel(launches),
-            "launch_outliers": la.launch_outliers(launches),
-            "launch_histogram": la.launch_histogram(launches),
-            "idle_totals": il.totals_of_breakdown(first["idle_breakdown"]),
-            "activity_total": act.activity_total(first["activity"]),
-            "stragglers": cm.stragglers(first["per_step"].lazy()),
-        }
-    )
-
-    sections["utilization"] = {
-        "busy": first["busy"],
-        "total": second["total"],
-        "gpu": first["gpu_util"],
-        "node": second["node"],
-        "cpu": first["cpu_util"],
-        "cpu_active": first["cpu_active"],
-    }
-    sections["kernels"] = {
-        "stats": first["stats"],
-        "top_by_time": second["top_by_time"],
-        "top_by_count": second["top_by_count"],
-        "types": first["types"],
-    }
-    sections["activity"] = {"shares": first["activity"], "total": second["activity_total"]}
-    sections["memory"] = {"ops": first["memory"]}
-    sections["precision"] = {"shares": first["precision"]}
-    sections["steps"] = {
-        "windows": windows,
-        "stats": first["step_stats"],
-        "outliers": first["step_outliers"],
-        "histogram": stp.step_histogram(windows),
-    }
-    sections["launch"] = {
-        "stats": second["launch_stats"],
-        "overall": second["launch_overall"],
-        "by_kernel": _head(second["launch_by_kernel"], top_n),
-        "outliers": _head(second["launch_outliers"], top_n),
-        "histogram": second["launch_histogram"],
-    }
-    sections["sync"] = {
-        "host": first["sync_host"],
-        "totals": first["sync_totals"],
-        "device": first["sync_device"],
-    }
-    sections["idle"] = {
-        "breakdown": first["idle_breakdown"],
-        "totals": second["idle_totals"],
-        "queue": first["queue"],
-    }
-    sections["comm"] = {
-        "by_collective": first["by_collective"],
-        "overlap": first["overlap"],
-        "per_rank": first["per_rank"],
-        "per_step": first["per_step"],
-        "stragglers": second["stragglers"],
-    }
-    sections["annotations"] = {
-        "names": first["ann_names"],
-        "breakdown": first["ann_breakdown"],
-        "per_step": first["ann_per_step"],
-    }
-    if hta_compat:
-        notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")
-
-    return Summary(
-        trace=trace_overview(trace, ev),
-        params={"top_n": top_n, "bucket_ns": bucket_ns, "hta_compat": hta_compat},
-        sections=sections,
-        takeaways=all_takeaways(sections),
-        notes=notes,
-    )
+    values = {**(params or {}), **kwargs}
+    return compute(trace, ("summary",), values)["summary"]["summary.json"]

@@ -1,38 +1,41 @@
-"""One-line takeaway per dashboard chart, computed from the analysis frames.
+"""One takeaway per answer, computed from the typed result (the stages' declared tables).
 
-Each ``*_takeaway`` function reads the frame(s) its chart draws and returns one short sentence
-("GPU idle 76% — mostly waiting on the host"), or ``""`` when there is nothing to say.
-:func:`takeaway_for` picks the frames from the analysis outputs (``{stage: {file: frame}}``,
-the layout of the pipeline's stage outputs and of :class:`profui.analysis.summary.Summary`).
+Each ``*_takeaway`` function reads the tables its answer is about — by the column names their
+schemas declare (:mod:`profui.analysis.schemas`) — and returns one short sentence ("GPU idle 76%
+— mostly waiting on the host"), or ``""`` when there is nothing to say. :data:`CHARTS` says
+which tables each takeaway reads; the ``takeaways`` stage of the pipeline computes them all, once,
+and every surface (``profui summary``, the dashboard, the notebook) shows that stage's output.
 
-The thresholds that decide the wording are module constants, documented where defined. Frames
-are read by column name with a few accepted spellings, so a takeaway degrades to ``""`` rather
-than failing when a frame lacks what it needs.
+The thresholds that decide the wording are module constants, documented where defined, and each
+phrase is used only when its numbers say it.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
 
+from .formatting import fmt_count, fmt_ns, fmt_pct, plural, short_name
+
 Outputs = Mapping[str, Mapping[str, Any]]
 
-#: GPU idle share (of its active span) below which the GPU is "kept busy", and above which
-#: idle is the headline.
-IDLE_LOW_PCT = 10.0
-IDLE_HIGH_PCT = 30.0
+#: GPU idle share (of its active span) below which the GPU is "kept well fed".
+IDLE_LOW_SHARE = 0.10
+#: "The GPU waits more than it works" only when idle exceeds busy, i.e. above half the span.
+IDLE_OVER_BUSY_SHARE = 0.5
 #: An idle category (or a kernel, collective, precision ...) "dominates" from this share on.
 DOMINANT_SHARE = 0.5
 #: Utilization buckets below this busy fraction count as "low".
 LOW_UTIL = 0.2
+#: A spread (p90 − p10) or a peak needs at least this many samples to be spoken of.
+MIN_SAMPLES_FOR_SHAPE = 3
 #: Utilization is "steady" when p90 − p10 of the bucket values is below this.
 STEADY_SPREAD = 0.15
-#: CPU utilization (percent) from which a peak is called saturated.
-CPU_SATURATED_PCT = 90.0
+#: CPU utilization from which a peak is called saturated.
+CPU_SATURATED_SHARE = 0.9
 #: Kernels shorter than this are launch-overhead territory.
 SHORT_KERNEL_NS = 10_000
 #: A step this much slower than the median step is an outlier.
@@ -41,8 +44,10 @@ STEP_OUTLIER_FRACTION = 0.10
 LOW_PRECISION_HINT_SHARE = 0.10
 #: Host blocked in synchronize calls from this share of its time on is worth a warning.
 SYNC_HIGH_SHARE = 0.05
-#: Communication overlapped with compute below this percentage is "mostly exposed".
-OVERLAP_LOW_PCT = 30.0
+#: Communication overlapped with compute below this share is "mostly exposed".
+OVERLAP_LOW_SHARE = 0.3
+#: GPUs whose busy shares differ by this much are worth naming.
+GPU_SPREAD_SHARE = 0.10
 
 _IDLE_PHRASE = {
     "host_wait": "waiting on the host (launches arrive after the GPU ran dry)",
@@ -50,76 +55,8 @@ _IDLE_PHRASE = {
     "other": "waiting on other streams, events or collectives",
 }
 
-
-# -- formatting -------------------------------------------------------------------------------
-
-
-def format_ns(ns: float | int | None) -> str:
-    """A duration in ns as ``850 ns`` / ``12.3 µs`` / ``4.56 ms`` / ``1.23 s`` (``—`` for None)."""
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
-        return "—"
-    v = float(ns)
-    sign = "-" if v < 0 else ""
-    v = abs(v)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if v >= scale:
-            x = v / scale
-            return f"{sign}{x:.3g} {unit}" if x < 100 else f"{sign}{x:.0f} {unit}"
-    return f"{sign}{v:.0f} ns"
-
-
-def format_pct(pct: float | None, digits: int = 0) -> str:
-    """A percentage (0–100) as ``24%``; ``—`` for None."""
-    if pct is None or (isinstance(pct, float) and math.isnan(pct)):
-        return "—"
-    if 0 < abs(pct) < 0.1 and digits == 0:
-        return "<0.1%"
-    if 0 < abs(pct) < 1 and digits == 0:
-        return f"{pct:.1f}%"
-    if 99.5 <= pct < 100 and digits == 0:
-        return ">99%"
-    return f"{pct:.{digits}f}%"
-
-
-def format_count(n: int | float | None) -> str:
-    """``12,345``."""
-    return "—" if n is None else f"{int(n):,}"
-
-
-def plural(n: int | float, word: str) -> str:
-    """``1 kernel`` / ``2,700 kernels`` (adds ``s``, or ``es`` after ``ch``)."""
-    suffix = "" if int(n) == 1 else ("es" if word.endswith("ch") else "s")
-    return f"{format_count(n)} {word}{suffix}"
-
-
-def format_bytes(n: float | None) -> str:
-    """``1.5 GB`` style (powers of 1000)."""
-    if n is None:
-        return "—"
-    v = float(n)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.0f} B"
-
-
-def short_name(name: str, width: int = 40) -> str:
-    """A kernel name without ``void``, argument list and template arguments, cut to ``width``."""
-    s = re.sub(r"^void\s+", "", name.strip()).replace("->", "→")
-    depth, out = 0, []
-    for ch in s:  # drop (...) and <...> nests
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(ch)
-    s = re.sub(r"(::)+", "::", re.sub(r"\s+", " ", "".join(out))).strip() or name
-    s = s.split("::")[-1] if len(s) > width and "::" in s else s
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-# -- helpers ----------------------------------------------------------------------------------
+#: Name of the row the top-N kernel tables fold the remaining kernels into.
+OTHER = "(other)"
 
 
 def _df(value: Any) -> pl.DataFrame:
@@ -128,23 +65,12 @@ def _df(value: Any) -> pl.DataFrame:
     return value if isinstance(value, pl.DataFrame) else pl.DataFrame()
 
 
-def _col(df: pl.DataFrame, *names: str) -> str | None:
-    return next((n for n in names if n in df.columns), None)
-
-
-def _frac(df: pl.DataFrame, col: str) -> pl.Series:
-    """A share column as fractions 0..1 whatever its unit (percent columns end in ``pct``)."""
-    s = df[col].cast(pl.Float64)
-    return s / 100.0 if col.endswith("pct") else s
-
-
-# -- one function per chart --------------------------------------------------------------------
+# -- one function per answer ------------------------------------------------------------------
 
 
 def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
     """The dominant idle category over all streams and its share, from an idle breakdown."""
-    idle = _df(idle)
-    if idle.is_empty() or "category" not in idle.columns:
+    if idle.is_empty():
         return None
     tot = (
         idle.group_by("category")
@@ -157,163 +83,132 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
     return str(tot["category"][0]), float(tot["idle_ns"][0]) / total
 
 
-def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame | None = None) -> str:
+def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame) -> str:
     """GPU busy vs idle over the GPUs' active span (GPU-time weighted), and the main idle cause."""
-    busy = _df(busy)
-    if busy.is_empty() or not {"busy_ns", "span_ns"} <= set(busy.columns):
-        return ""
+    if busy.is_empty():
+        return "No GPU activity recorded."
     span = busy["span_ns"].sum()
     if not span:
         return "No GPU activity recorded."
-    busy_pct = 100.0 * busy["busy_ns"].sum() / span
-    idle_pct = 100.0 - busy_pct
+    busy_share = busy["busy_ns"].sum() / span
+    idle_share = 1.0 - busy_share
     n = busy.height
     where = f" across {n} GPUs" if n > 1 else ""
-    if idle_pct < IDLE_LOW_PCT:
-        return f"GPU busy {format_pct(busy_pct)}{where} — kept well fed."
-    cause = idle_cause(idle) if idle is not None else None
-    text = f"GPU idle {format_pct(idle_pct)}{where}"
+    if idle_share < IDLE_LOW_SHARE:
+        return f"GPU busy {fmt_pct(busy_share, 0)}{where} — kept well fed."
+    cause = idle_cause(idle)
+    text = f"GPU idle {fmt_pct(idle_share, 0)}{where}"
     if cause and cause[1] >= DOMINANT_SHARE:
         text += f" — mostly {_IDLE_PHRASE.get(cause[0], cause[0])}"
-    elif idle_pct >= IDLE_HIGH_PCT:
+    elif idle_share > IDLE_OVER_BUSY_SHARE:
         text += " — the GPU waits more than it works"
-    if n > 1 and "busy_pct" in busy.columns:
-        lo, hi = busy["busy_pct"].min(), busy["busy_pct"].max()
-        if hi is not None and lo is not None and hi - lo >= 10:
-            text += f"; busiest GPU {format_pct(hi)}, least {format_pct(lo)}"
+    if n > 1:
+        lo, hi = busy["busy_share"].min(), busy["busy_share"].max()
+        if hi is not None and lo is not None and hi - lo >= GPU_SPREAD_SHARE:
+            text += f"; busiest GPU {fmt_pct(hi, 0)}, least {fmt_pct(lo, 0)}"
     return text + "."
 
 
 def gpu_util_takeaway(util: pl.DataFrame) -> str:
     """Busy fraction over time: average, spread, share of low buckets."""
-    util = _df(util)
-    col = _col(
-        util, "busy_frac", "busy_share", "utilization", "util", "busy_fraction", "busy_pct", "util_pct"
-    )
-    if util.is_empty() or col is None:
-        return ""
-    v = _frac(util, col).drop_nulls()
+    v = util["util"].drop_nulls() if not util.is_empty() else pl.Series([], dtype=pl.Float64)
     if v.is_empty():
         return ""
-    mean, p10, p90 = v.mean(), v.quantile(0.1), v.quantile(0.9)
+    mean = v.mean()
+    if v.len() < MIN_SAMPLES_FOR_SHAPE:
+        return f"GPU utilization {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
+    p10, p90 = v.quantile(0.1), v.quantile(0.9)
     low = float((v < LOW_UTIL).mean())
     if p90 - p10 < STEADY_SPREAD:
-        return f"GPU utilization steady around {format_pct(100 * mean)} over time."
-    text = f"GPU utilization averages {format_pct(100 * mean)}, from {format_pct(100 * p10)} (p10) to {format_pct(100 * p90)} (p90)"
+        return f"GPU utilization steady around {fmt_pct(mean, 0)} over time."
+    text = f"GPU utilization averages {fmt_pct(mean, 0)}, from {fmt_pct(p10, 0)} (p10) to {fmt_pct(p90, 0)} (p90)"
     if low >= 0.25:
-        text += f"; below {format_pct(100 * LOW_UTIL)} in {format_pct(100 * low)} of the time"
+        text += f"; below {fmt_pct(LOW_UTIL, 0)} in {fmt_pct(low, 0)} of the time"
     return text + "."
 
 
 def cpu_takeaway(cpu: pl.DataFrame) -> str:
-    """CPU utilization over time: average and peak."""
-    cpu = _df(cpu)
-    col = _col(cpu, "util_pct", "cpu_pct", "busy_pct", "utilization", "busy_frac", "util", "value")
-    if cpu.is_empty() or col is None:
-        return ""
-    v = cpu[col].cast(pl.Float64).drop_nulls()
+    """CPU utilization over time: average and peak (the source says what was measured)."""
+    v = cpu["util"].drop_nulls() if not cpu.is_empty() else pl.Series([], dtype=pl.Float64)
     if v.is_empty():
         return ""
-    if not col.endswith("pct") and col != "value" and v.max() <= 1.0:
-        v = v * 100
+    what = "CPU" if (cpu["source"] == "metrics").all() else "Host-thread activity"
     mean, peak = v.mean(), v.max()
-    if peak >= CPU_SATURATED_PCT:
-        return f"CPU averages {format_pct(mean)} and saturates at times (peak {format_pct(peak)})."
-    return f"CPU averages {format_pct(mean)}, peak {format_pct(peak)}."
+    if v.len() < MIN_SAMPLES_FOR_SHAPE:
+        return f"{what} averages {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
+    if peak >= CPU_SATURATED_SHARE:
+        return f"{what} averages {fmt_pct(mean, 0)} and saturates at times (peak {fmt_pct(peak, 0)})."
+    return f"{what} averages {fmt_pct(mean, 0)}, peak {fmt_pct(peak, 0)}."
 
 
 def kernel_total_takeaway(stats: pl.DataFrame) -> str:
     """Kernel count, total GPU time, typical length; many tiny kernels flagged."""
-    stats = _df(stats)
-    if stats.is_empty() or not {"count", "total_ns"} <= set(stats.columns):
-        return ""
-    n = int(stats["count"].sum())
-    total = stats["total_ns"].sum()
+    n = int(stats["count"].sum()) if not stats.is_empty() else 0
     if not n:
         return "No kernels."
-    mean_col = _col(stats, "mean_ns")
-    means = stats[mean_col] if mean_col else stats["total_ns"] / stats["count"]
-    short = float(stats.filter(means < SHORT_KERNEL_NS)["count"].sum()) / n
-    text = f"{plural(n, 'kernel')}, {format_ns(total)} of GPU time, {format_ns(total / n)} on average"
+    total = stats["total_ns"].sum()
+    short = float(stats.filter(pl.col("mean_ns") < SHORT_KERNEL_NS)["count"].sum()) / n
+    text = f"{plural(n, 'kernel')}, {fmt_ns(total)} of GPU time, {fmt_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
-        text += (
-            f" — {format_pct(100 * short)} are under {format_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
-        )
+        text += f" — {fmt_pct(short, 0)} are under {fmt_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
     return text + "."
 
 
 def top_time_takeaway(top: pl.DataFrame) -> str:
     """The kernel with the most GPU time, and how concentrated the top is."""
-    top = _df(top)
-    if top.is_empty() or "name" not in top.columns:
-        return ""
-    rows = top.filter(~pl.col("name").is_in(["(other)", "others"]))
+    rows = top.filter(pl.col("name") != OTHER) if not top.is_empty() else top
     if rows.is_empty():
         return ""
     first = rows.row(0, named=True)
-    if "total_ns" not in top.columns or not top["total_ns"].sum():
-        return f"Longest total: {short_name(first['name'])}."
     all_ns = top["total_ns"].sum()  # the top rows plus the "(other)" row: every kernel
-    top5 = rows.head(5)["total_ns"].sum() / all_ns
-    text = f"{short_name(first['name'])} takes {format_pct(100 * first['total_ns'] / all_ns)} of kernel time"
+    if not all_ns:
+        return f"Longest total: {short_name(first['name'])}."
+    text = f"{short_name(first['name'])} takes {fmt_pct(first['total_ns'] / all_ns, 0)} of kernel time"
     if rows.height > 1:
-        text += f"; the top {min(5, rows.height)} take {format_pct(100 * top5)}"
+        top5 = rows.head(5)["total_ns"].sum() / all_ns
+        text += f"; the top {min(5, rows.height)} take {fmt_pct(top5, 0)}"
     return text + "."
 
 
-def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame | None = None) -> str:
+def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame) -> str:
     """The most launched kernel and its share of all launches."""
-    top = _df(top)
-    if top.is_empty() or not {"name", "count"} <= set(top.columns):
-        return ""
-    rows = top.filter(~pl.col("name").is_in(["(other)", "others"]))
+    rows = top.filter(pl.col("name") != OTHER) if not top.is_empty() else top
     if rows.is_empty():
         return ""
     first = rows.row(0, named=True)
-    all_n = (
-        _df(stats)["count"].sum()
-        if stats is not None and "count" in _df(stats).columns
-        else top["count"].sum()
-    )
+    all_n = stats["count"].sum()
     share = first["count"] / all_n if all_n else 0.0
     return (
-        f"Most launched: {short_name(first['name'])}, {format_count(first['count'])}× "
-        f"({format_pct(100 * share)} of launches), {format_ns(first.get('mean_ns'))} each."
+        f"Most launched: {short_name(first['name'])}, {fmt_count(first['count'])}× "
+        f"({fmt_pct(share, 0)} of launches), {fmt_ns(first['mean_ns'])} each."
     )
 
 
-def _step_durations(windows: pl.DataFrame) -> pl.DataFrame:
-    if {"start", "end"} <= set(windows.columns):
-        return windows.with_columns((pl.col("end") - pl.col("start")).alias("_d"))
-    col = _col(windows, "duration_ns", "dur_ns", "step_ns")
-    return windows.with_columns(pl.col(col).alias("_d")) if col else pl.DataFrame()
+def step_times(windows: pl.DataFrame) -> pl.DataFrame:
+    """One device time per step for the job: the slowest rank's (``step``, ``dur_ns``)."""
+    return windows.group_by("step").agg(pl.col("dur_ns").max()).sort("step")
 
 
 def steps_takeaway(windows: pl.DataFrame) -> str:
-    """Step count, median step time and the slowest step against the median."""
-    windows = _df(windows)
-    if windows.is_empty():
+    """Step count, median step time (slowest rank per step) and the slowest step against it."""
+    if windows.is_empty() or (windows["name"] == "(whole trace)").all():
         return "No step markers: the trace is analysed as one window."
-    w = _step_durations(windows)
-    if w.is_empty():
-        return ""
-    if "name" in w.columns and (w["name"] == "(whole trace)").all():  # steps.step_windows without markers
-        return "No step markers: the trace is analysed as one window."
-    per = w.group_by("step").agg(pl.col("_d").max()) if "step" in w.columns else w.select("_d")
-    d = per["_d"].cast(pl.Float64)
+    per = step_times(windows)
+    d = per["dur_ns"].cast(pl.Float64)
     med = d.median()
-    text = f"{per.height} step{'s' if per.height != 1 else ''}, median {format_ns(med)}"
+    ranks = windows.select("node", "rank").n_unique()
+    who = " (slowest rank)" if ranks > 1 else ""
+    text = f"{plural(per.height, 'step')}, median {fmt_ns(med)}{who}"
     if per.height > 1 and med:
-        worst = per.sort("_d", descending=True).row(0, named=True)
-        slow = worst["_d"] / med - 1
+        worst = per.sort("dur_ns", descending=True).row(0, named=True)
+        slow = worst["dur_ns"] / med - 1
         if slow >= STEP_OUTLIER_FRACTION:
-            label = f"step {worst['step']}" if "step" in worst else "the slowest step"
             if slow >= 1:  # "51238% slower" reads worse than "takes 513× the median"
-                text += f"; {label} takes {slow + 1:,.1f}× the median"
+                text += f"; step {worst['step']} takes {slow + 1:,.1f}× the median"
             else:
-                text += f"; {label} is {format_pct(100 * slow)} slower"
+                text += f"; step {worst['step']} is {fmt_pct(slow, 0)} slower"
         else:
-            text += f", within ±{format_pct(100 * max(slow, 1 - d.min() / med))} — steady"
+            text += f", within ±{fmt_pct(max(slow, 1 - d.min() / med), 0)} — steady"
     return text + "."
 
 
@@ -322,103 +217,92 @@ _LOW_PRECISION = ("FP16", "BF16", "FP8", "INT8")
 
 def precision_takeaway(shares: pl.DataFrame) -> str:
     """The dominant precision of kernel time; a hint when reduced precision is rare."""
-    shares = _df(shares)
-    key = _col(shares, "precision", "dtype", "name")
-    share = _col(shares, "share", "time_share", "pct", "share_pct")
-    if shares.is_empty() or key is None or share is None:
-        return ""
-    s = shares.with_columns(_frac(shares, share).alias("_s")).sort("_s", descending=True)
-    if not s["_s"].sum():
+    if shares.is_empty() or not shares["share"].sum():
         return "No kernel time to classify."
+    s = shares.sort("share", descending=True)
     top = s.row(0, named=True)
-    low = float(s.filter(pl.col(key).str.to_uppercase().is_in(list(_LOW_PRECISION)))["_s"].sum())
-    text = f"{top[key]} dominates kernel time ({format_pct(100 * top['_s'])})"
-    if str(top[key]).upper() in ("FP32", "TF32") and low < LOW_PRECISION_HINT_SHARE:
-        text += f"; FP16/BF16/FP8 only {format_pct(100 * low)} — mixed precision could help"
+    low = float(s.filter(pl.col("precision").str.to_uppercase().is_in(list(_LOW_PRECISION)))["share"].sum())
+    text = f"{top['precision']} dominates kernel time ({fmt_pct(top['share'], 0)})"
+    if top["share"] < DOMINANT_SHARE:
+        text = f"{top['precision']} has the most kernel time ({fmt_pct(top['share'], 0)})"
+    if str(top["precision"]).upper() in ("FP32", "TF32") and low < LOW_PRECISION_HINT_SHARE:
+        text += f"; FP16/BF16/FP8 only {fmt_pct(low, 0)} — mixed precision could help"
     return text + "."
 
 
 def activity_takeaway(shares: pl.DataFrame) -> str:
     """Kernel / memcpy / memset / sync / idle shares in one line (those of 1% or more)."""
-    shares = _df(shares)
-    key = _col(shares, "activity", "category", "kind", "name")
-    share = _col(shares, "share", "time_share", "pct", "share_pct")
-    if shares.is_empty() or key is None or share is None:
+    if shares.is_empty():
         return ""
-    # several GPUs: the mean share per activity
-    s = shares.with_columns(_frac(shares, share).alias("_s")).group_by(key).agg(pl.col("_s").mean())
-    s = s.sort("_s", descending=True)
-    parts = [f"{r[key]} {format_pct(100 * r['_s'])}" for r in s.iter_rows(named=True) if r["_s"] >= 0.01]
-    return ("GPU time: " + ", ".join(parts) + ".") if parts else ""
+    s = shares.group_by("activity").agg(pl.col("share").mean()).sort("share", descending=True)
+    parts = [
+        f"{r['activity']} {fmt_pct(r['share'], 0)}" for r in s.iter_rows(named=True) if r["share"] >= 0.01
+    ]
+    gpus = shares.select(pl.exclude("activity", "time_ns", "share", "overlap_ns", "span_ns")).n_unique()
+    many = " (mean over GPUs)" if gpus > 1 else ""
+    return (f"GPU time{many}: " + ", ".join(parts) + ".") if parts else ""
 
 
 def memory_takeaway(ops: pl.DataFrame) -> str:
     """Memory operations: count, time, the direction with most time and its bandwidth."""
-    ops = _df(ops)
-    if ops.is_empty() or not {"direction", "count", "time_ns"} <= set(ops.columns):
+    if ops.is_empty():
         return "No memcpy or memset on the GPUs."
     n, t = int(ops["count"].sum()), ops["time_ns"].sum()
     top = ops.sort("time_ns", descending=True).row(0, named=True)
     share = top["time_ns"] / t if t else 0.0
-    text = f"{plural(n, 'memory op')}, {format_ns(t)}; {top['direction']} has {format_pct(100 * share)} of it"
-    bw = top.get("achieved_gbps")
-    if bw is not None:
+    text = f"{plural(n, 'memory op')}, {fmt_ns(t)}; {top['direction']} has {fmt_pct(share, 0)} of it"
+    bw = top["achieved_gbps"]
+    if bw is not None and not math.isnan(bw):
         text += f" at {bw:.3g} GB/s"
     return text + "."
 
 
-def annotation_takeaway(per_step: pl.DataFrame, breakdown: pl.DataFrame | None = None) -> str:
+def annotation_takeaway(per_step: pl.DataFrame, breakdown: pl.DataFrame) -> str:
     """The annotation with the largest average share of a step."""
-    per_step = _df(per_step)
-    if not per_step.is_empty() and {"name", "share"} <= set(per_step.columns):
-        keys = [c for c in ("side", "name") if c in per_step.columns]
+    if not per_step.is_empty():
         avg = (
-            per_step.group_by(keys)
+            per_step.group_by("side", "name")
             .agg(pl.col("share").mean())
             .drop_nulls("share")
-            .sort("share", descending=True)
+            .sort(["share", "name"], descending=[True, False])
+            .filter(~pl.col("name").str.starts_with("ProfilerStep"))
         )
-        avg = avg.filter(~pl.col("name").str.starts_with("ProfilerStep"))
         if not avg.is_empty():
             top = avg.row(0, named=True)
-            side = " on the GPU" if top.get("side") == "gpu" else ""
-            return f"'{top['name']}'{side} takes {format_pct(100 * top['share'])} of a step on average."
-    b = _df(breakdown)
-    if not b.is_empty() and {"name", "sum_ns"} <= set(b.columns):
-        top = b.sort("sum_ns", descending=True).row(0, named=True)
-        return f"Longest annotation: '{top['name']}', {format_ns(top['sum_ns'])} in total."
+            side = " on the GPU" if top["side"] == "gpu" else ""
+            return f"'{top['name']}'{side} takes {fmt_pct(top['share'], 0)} of a step on average."
+    if not breakdown.is_empty():
+        top = breakdown.sort(["sum_ns", "name"], descending=[True, False]).row(0, named=True)
+        return f"Longest annotation: '{top['name']}', {fmt_ns(top['sum_ns'])} in total."
     return "No custom annotations in this trace."
 
 
 def launch_takeaway(stats: pl.DataFrame) -> str:
     """Launch delay and how many kernels are launch-bound (from :func:`launch.launch_stats`)."""
-    stats = _df(stats)
-    if stats.is_empty() or "launches" not in stats.columns:
-        return ""
-    n = int(stats["launches"].sum())
+    n = int(stats["launches"].sum()) if not stats.is_empty() else 0
     if not n:
         return "No launches matched to device work."
     bound = int(stats["launch_bound"].sum())
     w = stats["launches"].cast(pl.Float64)
     delay = float((stats["delay_p50"] * w).sum() / w.sum())
-    text = f"{plural(n, 'launch')}, median launch→start delay {format_ns(delay)}"
+    median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
+    text = f"{plural(n, 'launch')}, {median} launch→start delay {fmt_ns(delay)}"
     if bound / n >= DOMINANT_SHARE:
-        text += f"; {format_pct(100 * bound / n)} launch-bound (GPU work shorter than the launch call)"
+        text += f"; {fmt_pct(bound / n, 0)} launch-bound (GPU work shorter than the launch call)"
     else:
-        text += f"; {format_pct(100 * bound / n)} launch-bound"
+        text += f"; {fmt_pct(bound / n, 0)} launch-bound"
     return text + "."
 
 
 def sync_takeaway(totals: pl.DataFrame) -> str:
     """Host time blocked in synchronize calls (from :func:`sync.sync_totals`)."""
-    totals = _df(totals)
-    if totals.is_empty() or "blocked_ns" not in totals.columns:
+    if totals.is_empty():
         return "No synchronize calls."
     blocked = totals["blocked_ns"].sum()
     window = totals["window_ns"].sum()
     share = blocked / window if window else 0.0
     calls = plural(totals["calls"].sum(), "synchronize call")
-    text = f"Host blocked {format_ns(blocked)} in {calls} ({format_pct(100 * share)} of host time)"
+    text = f"Host blocked {fmt_ns(blocked)} in {calls} ({fmt_pct(share, 0)} of host time)"
     if share >= SYNC_HIGH_SHARE:
         text += " — frequent syncs stall the launch pipeline"
     return text + "."
@@ -429,40 +313,36 @@ def idle_takeaway(breakdown: pl.DataFrame) -> str:
     cause = idle_cause(breakdown)
     if cause is None:
         return ""
-    return f"Stream idle time is {format_pct(100 * cause[1])} {cause[0]}: {_IDLE_PHRASE.get(cause[0], cause[0])}."
+    lead = "mostly " if cause[1] >= DOMINANT_SHARE else "largest share "
+    return f"Stream idle time is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_IDLE_PHRASE.get(cause[0], cause[0])}."
 
 
-def comm_takeaway(
-    by_collective: pl.DataFrame, overlap: pl.DataFrame | None = None, stragglers: pl.DataFrame | None = None
-) -> str:
+def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers: pl.DataFrame) -> str:
     """NCCL time, the main collective, overlap with compute and the usual straggler."""
-    bc = _df(by_collective)
-    if bc.is_empty():
+    if by_collective.is_empty():
         return "No NCCL communication kernels."
-    total = bc["total_ns"].sum()
-    top = bc.sort("total_ns", descending=True).row(0, named=True)
-    text = f"NCCL {format_ns(total)} ({top['collective']} {format_pct(100 * top['total_ns'] / total)})"
-    ov = _df(overlap)
-    if not ov.is_empty() and {"overlap_ns", "comm_ns"} <= set(ov.columns) and ov["comm_ns"].sum():
-        pct = 100.0 * ov["overlap_ns"].sum() / ov["comm_ns"].sum()
-        text += f"; {format_pct(pct)} overlapped with compute"
-        if pct < OVERLAP_LOW_PCT:
+    total = by_collective["total_ns"].sum()
+    top = by_collective.sort("total_ns", descending=True).row(0, named=True)
+    text = f"NCCL {fmt_ns(total)} ({top['collective']} {fmt_pct(top['total_ns'] / total, 0)})"
+    if not overlap.is_empty() and overlap["comm_ns"].sum():
+        share = overlap["overlap_ns"].sum() / overlap["comm_ns"].sum()
+        text += f"; {fmt_pct(share, 0)} overlapped with compute"
+        if share < OVERLAP_LOW_SHARE:
             text += " (mostly exposed)"
-    st = _df(stragglers)
-    if not st.is_empty() and "straggler_rank" in st.columns:
+    if not stragglers.is_empty():
         r = (
-            st.group_by("straggler_rank")
+            stragglers.group_by("straggler_rank")
             .len()
             .sort(["len", "straggler_rank"], descending=[True, False])
             .row(0)
         )
-        text += f"; slowest rank {r[0]} in {r[1]} of {st.height} steps"
+        text += f"; slowest rank {r[0]} in {r[1]} of {stragglers.height} steps"
     return text + "."
 
 
 # -- dispatch ----------------------------------------------------------------------------------
 
-#: chart id -> (function, [(stage, file), ...] passed positionally; missing frames are empty).
+#: answer id -> (function, [(stage, file), ...] passed positionally, in that order).
 CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "gpu_active": (gpu_active_takeaway, (("utilization", "busy.parquet"), ("idle", "breakdown.parquet"))),
     "gpu_util": (gpu_util_takeaway, (("utilization", "gpu.parquet"),)),
@@ -487,28 +367,28 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     ),
 }
 
+#: The stages the takeaways read (the ``takeaways`` stage's inputs), in first-use order.
+NEEDS: tuple[str, ...] = tuple(dict.fromkeys(stage for _, inputs in CHARTS.values() for stage, _ in inputs))
+
 
 def takeaway_for(chart_id: str, outputs: Outputs) -> str:
-    """The takeaway of dashboard chart ``chart_id`` from ``{stage: {file: frame}}`` outputs.
+    """The takeaway ``chart_id`` from ``{stage: {file: frame}}`` outputs holding every table it reads.
 
-    ``""`` for an unknown chart or when its stage has not produced its frame yet.
+    Raises KeyError naming the table when one is missing: a takeaway is never silently computed
+    from less than its inputs.
     """
-    spec = CHARTS.get(chart_id)
-    if spec is None:
-        return ""
-    fn, inputs = spec
-
-    def get(stage: str, file: str) -> Any:  # pipeline files end in .parquet, Summary tables do not
-        tables = outputs.get(stage, {})
-        return tables.get(file, tables.get(file.removesuffix(".parquet")))
-
-    if get(*inputs[0]) is None:
-        return ""
-    return fn(*[_df(get(stage, file)) for stage, file in inputs])
+    fn, inputs = CHARTS[chart_id]
+    frames = []
+    for stage, file in inputs:
+        try:
+            frames.append(_df(outputs[stage][file]))
+        except KeyError:
+            raise KeyError(f"takeaway {chart_id} needs {stage}/{file}") from None
+    return fn(*frames)
 
 
 def all_takeaways(outputs: Outputs) -> dict[str, str]:
-    """Every chart's takeaway (charts whose frames are missing are left out)."""
+    """Every answer's takeaway (those with nothing to say are left out), in :data:`CHARTS` order."""
     out = {}
     for chart in CHARTS:
         text = takeaway_for(chart, outputs)

@@ -184,7 +184,7 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
       (``source == "cpu"``, ``metric == "util_pct"``; machine-wide, else the mean over CPUs):
       ``active_ns`` = mean utilization × the node's window (first to last event of the node).
 
-    Columns: node, rank, source, active_ns, thread_ns, window_ns, active_pct (0–100).
+    Columns: node, rank, source, active_ns, thread_ns, window_ns, active_share (0–1).
     """
     ev = _lazy(events)
     host = ev.filter(pl.col("kind").is_in(list(HOST_ACTIVE_KINDS)), pl.col("device") < 0).select(
@@ -239,9 +239,9 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
         pl.concat(out, how="vertical_relaxed")
         .with_columns(
             pl.when(pl.col("window_ns") > 0)
-            .then(100.0 * pl.col("active_ns") / pl.col("window_ns"))
+            .then(pl.col("active_ns") / pl.col("window_ns"))
             .otherwise(0.0)
-            .alias("active_pct")
+            .alias("active_share")
         )
         .sort("node", "source", "rank", nulls_last=True)
     )

@@ -43,9 +43,9 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
         .group_by("node", "rank", "kind")
         .agg(
             pl.len().cast(pl.Int64).alias("events"),
-            pl.col("ts").min().alias("first_ts"),
-            (pl.col("ts") + pl.col("dur")).max().alias("last_end"),
-            pl.col("dur").sum().alias("total_dur"),
+            pl.col("ts").min().alias("first_ns"),
+            (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
+            pl.col("dur").sum().alias("dur_ns"),
         )
         .sort("node", "rank", "kind")
         .collect()
@@ -64,8 +64,8 @@ def index(ctx: StageContext) -> dict[str, Any]:
         .group_by("node", "rank", "side", "pid", "tid", "device", "stream")
         .agg(
             pl.len().cast(pl.Int64).alias("events"),
-            pl.col("ts").min().alias("first_ts"),
-            (pl.col("ts") + pl.col("dur")).max().alias("last_end"),
+            pl.col("ts").min().alias("first_ns"),
+            (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
             pl.col("kind").unique().sort().str.join(",").alias("kinds"),
         )
         .sort("node", "rank", "side", "device", "stream", "pid", "tid")
@@ -276,19 +276,21 @@ _TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:
-    """The :class:`profui.analysis.summary.Summary` of the trace, assembled from the stages' outputs.
+    """The :class:`profui.analysis.summary.Summary` of the trace, assembled from the stages' outputs,
+    and the takeaways (also alone in ``takeaways.json``, for the dashboard).
 
-    Nothing is recomputed: every section is the corresponding stage's tables, so this stage is
-    cheap and ``summary.json`` is what ``profui summary --json`` prints for the same parameters.
+    Nothing is recomputed: every section is the corresponding stage's tables and each takeaway is
+    computed here, once, from the tables it reads, so ``summary.json`` is what ``profui summary
+    --json`` prints for the same parameters and ``takeaways.json`` what the dashboard shows.
     """
     from profui.analysis.summary import SECTIONS, Summary
-    from profui.analysis.takeaways import all_takeaways
+    from profui.analysis.takeaways import CHARTS, all_takeaways
 
     n = ctx.params["top_n"]
     hta = ctx.params["hta_compat"]
     sections: dict[str, dict[str, pl.DataFrame]] = {}
     for stage in SECTIONS:
-        if stage not in ctx.input_dirs:
+        if not ctx.has_input(stage):
             continue
         tables = {}
         for file in ctx.input_files[stage]:
@@ -298,8 +300,13 @@ def summary(ctx: StageContext) -> dict[str, Any]:
             frame = ctx.input(stage, file)
             tables[name] = frame.head(n) if (stage, name) in _TOP_N_TABLES and n > 0 else frame
         sections[stage] = tables
+    read: dict[str, dict[str, Any]] = {}
+    for _, inputs in CHARTS.values():
+        for stage, file in inputs:
+            read.setdefault(stage, {})[file] = ctx.input(stage, file)
+    takeaways = all_takeaways(read)
     notes = []
-    if "steps" in ctx.input_dirs:
+    if ctx.has_input("steps"):
         steps_info = ctx.input("steps", "steps.json")
         if not steps_info["has_markers"]:
             notes.append(steps_info["note"])
@@ -309,7 +316,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         trace=ctx.input("ingest", "trace.json")["overview"],
         params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},
         sections=sections,
-        takeaways=all_takeaways(sections),
+        takeaways=takeaways,
         notes=notes,
     )
-    return {"summary.json": doc.to_json_dict()}
+    return {"summary.json": doc, "takeaways.json": takeaways}

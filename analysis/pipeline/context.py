@@ -28,21 +28,26 @@ class RunShared:
 
 
 class StageContext:
-    """Passed to a stage body: ``ctx.trace``, ``ctx.params``, ``ctx.input(stage, file)``."""
+    """Passed to a stage body: ``ctx.trace``, ``ctx.params``, ``ctx.input(stage, file)``.
+
+    ``inputs`` maps each available input stage to its outputs: an artifact folder on disk (a
+    recorded run) or ``{file: value}`` already in memory (the in-memory store). Bodies cannot tell
+    the two apart.
+    """
 
     def __init__(
         self,
         name: str,
         shared: RunShared,
         params: Mapping[str, Any],
-        input_dirs: Mapping[str, Path],
+        inputs: Mapping[str, Path | Mapping[str, Any]],
         run_id: str,
         input_files: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.name = name
         self._shared = shared
         self.params = dict(params)
-        self.input_dirs = dict(input_dirs)
+        self._inputs = dict(inputs)
         self.run_id = run_id
         #: Declared output files of each input stage, in declaration order.
         self.input_files = dict(input_files or {})
@@ -57,12 +62,15 @@ class StageContext:
         """Folder of the trace."""
         return self._shared.trace_path
 
-    def input_path(self, stage: str, file: str) -> Path:
-        """Path of output ``file`` of input stage ``stage`` (in the artifact used by this run)."""
-        if stage not in self.input_dirs:
-            raise KeyError(f"stage {self.name} did not declare {stage!r} as an input")
-        return self.input_dirs[stage] / file
+    def has_input(self, stage: str) -> bool:
+        """Whether input stage ``stage``'s outputs are available to this stage."""
+        return stage in self._inputs
 
     def input(self, stage: str, file: str) -> Any:
-        """Load output ``file`` of input stage ``stage``: a DataFrame (Parquet) or a dict (JSON)."""
-        return load_file(self.input_path(stage, file))
+        """Output ``file`` of input stage ``stage``: a DataFrame (Parquet) or a dict (JSON)."""
+        if stage not in self._inputs:
+            raise KeyError(f"stage {self.name} did not declare {stage!r} as an input")
+        source = self._inputs[stage]
+        if isinstance(source, Path):
+            return load_file(source / file)
+        return source[file]

@@ -26,6 +26,7 @@ from .errors import PipelineError
 from .lock import TraceLock
 from .planning import Plan, plan_run, repair_stale
 from .records import RunRecord, StageRecord, now_iso
+from .store import conform_outputs
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ class _Run:
         else:
             files = {i: self.registry.stages[i].outputs for i in input_dirs}
             ctx = StageContext(name, self.shared, self.plan.params, input_dirs, self.rec.id, files)
-            outputs = stage.run(ctx)
+            outputs = conform_outputs(stage, stage.run(ctx))
             about = {
                 "run": self.rec.id,
                 "created": now_iso(),

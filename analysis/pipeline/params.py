@@ -100,3 +100,19 @@ def resolve_params(
     for name, text in overrides.items():
         values[name] = declared[name].parse(text)
     return values
+
+
+def typed_params(declared: Mapping[str, Param], values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults overridden by already-typed ``values`` (the notebook's ``summarize(t, top_n=30)``).
+
+    Unknown names are refused with the list of valid ones; each value is validated.
+    """
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        valid = ", ".join(sorted(declared))
+        raise PipelineError(f"unknown parameter {', '.join(unknown)}; valid parameters: {valid}")
+    out = {name: p.default for name, p in declared.items()}
+    for name, value in values.items():
+        out[name] = declared[name].check(value)
+    return out

@@ -232,10 +232,10 @@ STAGES: tuple[Stage, ...] = (
             "annotations",
         ),
         ("top_n", "bucket_ms", "hta_compat"),
-        ("summary.json",),
+        ("summary.json", "takeaways.json"),
         b.summary,
         "the Summary (profui summary --json) assembled from the stages' outputs",
-        modules=(A + "summary", A + "takeaways"),
+        modules=(A + "summary", A + "takeaways", A + "formatting"),
         optional=(
             "utilization",
             "kernels",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,7 @@ def test_busy_idle_hand_checked(make_events) -> None:
         60,
         40,
     )
-    assert r["busy_pct"] == 80.0 and r["busy_pct_window"] == 100 * 20 / 60
+    assert r["busy_share"] == 0.8 and r["busy_share_window"] == 20 / 60
 
 
 def test_per_gpu_and_total(make_events) -> None:
@@ -66,7 +67,7 @@ def test_temporal_breakdown_hand_checked(make_events) -> None:
     r = temporal_breakdown(ev).collect().row(0, named=True)
     # span 40, busy 30 -> idle 10; compute 10; non-compute = 40 - 10 - 10 = 20 (comm 10 + memset 10)
     assert (r["kernel_time_ns"], r["idle_ns"], r["compute_ns"], r["non_compute_ns"]) == (40, 10, 10, 20)
-    assert r["idle_pct"] + r["compute_pct"] + r["non_compute_pct"] == 100.0
+    assert r["idle_share"] + r["compute_share"] + r["non_compute_share"] == pytest.approx(1.0)
 
 
 iv = st.tuples(st.integers(0, 1000), st.integers(0, 200), st.integers(0, 1))
@@ -91,6 +92,6 @@ def test_real_multirank_per_gpu(imported_trace) -> None:
     assert per.select("rank").to_series().to_list() == [0, 1]
     for r in per.to_dicts():
         assert r["busy_ns"] + r["idle_ns"] == r["span_ns"] and r["busy_ns"] <= r["sum_dur_ns"]
-        assert r["window_ns"] >= r["span_ns"] and r["busy_pct_window"] <= r["busy_pct"]
+        assert r["window_ns"] >= r["span_ns"] and r["busy_share_window"] <= r["busy_share"]
     one = gpu_busy(t.cached_events().filter(pl.col("rank") == 1)).collect()
     assert one.drop("rank").rows() == per.filter(pl.col("rank") == 1).drop("rank").rows()

@@ -88,9 +88,9 @@ def test_overlap_per_rank():
     o = comm_comp_overlap(ev(SMALL)).collect()
     r0 = o.filter(pl.col("rank") == 0).row(0, named=True)
     assert (r0["comm_ns"], r0["compute_ns"], r0["overlap_ns"]) == (120, 150, 70)
-    assert r0["overlap_pct"] == pytest.approx(100 * 70 / 120)
+    assert r0["overlap_share"] == pytest.approx(70 / 120)
     r1 = o.filter(pl.col("rank") == 1).row(0, named=True)
-    assert (r1["comm_ns"], r1["overlap_ns"], r1["overlap_pct"]) == (50, 0, 0.0)
+    assert (r1["comm_ns"], r1["overlap_ns"], r1["overlap_share"]) == (50, 0, 0.0)
 
 
 def test_per_rank_and_stragglers():
@@ -148,7 +148,7 @@ def test_nccl_by_collective_and_exact_overlap(imported_trace):
     o = comm_comp_overlap(ev).collect().row(0, named=True)
     assert o["overlap_ns"] == round(raw["comm_comp_overlap_us"] * 1000)
     assert o["comm_ns"] == round(raw["busy_by_type_merged_us"]["COMMUNICATION"] * 1000)
-    assert round(o["overlap_pct"], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
+    assert round(100 * o["overlap_share"], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
 
 
 @pytest.mark.parametrize(
@@ -160,8 +160,8 @@ def test_hta_compat_overlap_matches_reference(imported_trace, names):
     ref = hta_reference(f"hta-{stem}")["comm_comp_overlap"]
     o = comm_comp_overlap(imported_trace(*names).hta_events(), hta_compat=True).collect()
     for r in ref:
-        got = o.filter(pl.col("rank") == r["rank"])["overlap_pct"].item()
-        assert round(got, 2) == pytest.approx(r["comp_comm_overlap_pctg"], abs=0.011)
+        got = o.filter(pl.col("rank") == r["rank"])["overlap_share"].item()
+        assert round(100 * got, 2) == pytest.approx(r["comp_comm_overlap_pctg"], abs=0.011)
 
 
 def test_two_rank_trace_per_rank_and_stragglers(imported_trace):

@@ -42,7 +42,7 @@ def test_real_trace_union(imported_trace, names) -> None:
         assert r["thread_ns"] == per_thread
         window = (mine["ts"] + mine["dur"]).max() - mine["ts"].min()
         assert r["window_ns"] == window
-        assert r["active_pct"] == pytest.approx(100 * r["active_ns"] / window)
+        assert r["active_share"] == pytest.approx(r["active_ns"] / window)
         assert 0 < r["active_ns"] <= window
 
 
@@ -63,6 +63,6 @@ def test_from_metrics(make_events) -> None:
     )
     got = cpu_active(ev, metrics).collect()
     m = got.filter(pl.col("source") == "metrics").row(0, named=True)
-    assert (m["rank"], m["active_ns"], m["window_ns"], m["active_pct"]) == (None, 1600, 4000, 40.0)
+    assert (m["rank"], m["active_ns"], m["window_ns"], m["active_share"]) == (None, 1600, 4000, 0.4)
     h = got.filter(pl.col("source") == "host_events").row(0, named=True)
     assert (h["active_ns"], h["window_ns"]) == (1000, 4000)

@@ -92,7 +92,7 @@ def test_temporal_breakdown(case) -> None:
             ("kernel_time_ns", "kernel_time(us)"),
         ):
             assert close(got[ours_col] / 1000, want[ref_col]), (ours_col, got[ours_col], want[ref_col])
-        assert abs(got["idle_pct"] - want["idle_time_pctg"]) < 0.01
+        assert abs(100 * got["idle_share"] - want["idle_time_pctg"]) < 0.01
 
 
 def test_profiler_steps(case) -> None:

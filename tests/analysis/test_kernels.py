@@ -86,7 +86,7 @@ def test_real_trace_consistency(imported_trace, name) -> None:
     # the exclusive by-type rows add up to the busy time of the device work
     bd = kernel_type_breakdown(ev).collect()
     assert bd["time_ns"].sum() == gpu_busy(ev).collect()["busy_ns"].sum()
-    assert bd["pct"].sum() == pytest.approx(100.0)
+    assert bd["share"].sum() == pytest.approx(1.0)
 
 
 def test_top_kernels_per_rank(imported_trace) -> None:

@@ -284,7 +284,7 @@ def test_summary_stage_equals_profui_summary_of_the_same_trace(trace: Path) -> N
         pytest.skip(f"stages unavailable here: {REGISTRY.unavailable()}")
     analyze(trace, overrides={"top_n": "7", "bucket_ms": "5"})
     ours = load_output(trace, "summary", "summary.json")
-    theirs = json.loads(json.dumps(summarize(open_trace(trace), top_n=7, bucket_ns=5_000_000).to_json_dict()))
+    theirs = json.loads(json.dumps(summarize(open_trace(trace), top_n=7, bucket_ms=5.0).to_json_dict()))
     _close(ours, theirs)
     assert len(ours["sections"]["kernels"]["top_by_time"]) == 8  # 7 + "(other)"
     assert ours["takeaways"] and set(ours["sections"]) == set(theirs["sections"])

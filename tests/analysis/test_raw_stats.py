@@ -94,7 +94,7 @@ def check_against(ev: pl.LazyFrame, raw: dict) -> None:
         assert b["span_ns"] == ns(raw["gpu_span_us"])
         assert b["busy_ns"] == ns(raw["gpu_busy_us_merged"])
         assert b["idle_ns"] == ns(raw["gpu_idle_us"])
-        assert round(b["busy_pct"] + 100 * b["idle_ns"] / b["span_ns"], 6) == 100
+        assert round(b["busy_share"] + b["idle_ns"] / b["span_ns"], 8) == 1
         assert abs(100 * b["idle_ns"] / b["span_ns"] - raw["gpu_idle_pct"]) < 0.006
         types = {r["kernel_type"]: r for r in kernel_type_totals(ev).collect().to_dicts()}
         assert {t: r["busy_ns"] for t, r in types.items()} == {

@@ -3,37 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from profui.analysis import takeaways as tk
 
-
-def test_format_ns_units():
-    assert [tk.format_ns(v) for v in (850, 12_300, 4_560_000, 1_230_000_000, None)] == [
-        "850 ns",
-        "12.3 µs",
-        "4.56 ms",
-        "1.23 s",
-        "—",
-    ]
-    assert tk.format_ns(-5_000) == "-5 µs"
-    assert tk.format_pct(0.01) == "<0.1%"
-    assert tk.format_pct(99.8) == ">99%"
-    assert tk.format_pct(46.2) == "46%"
-
-
-def test_short_name_strips_templates_and_arguments():
-    name = (
-        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, float)"
-    )
-    assert tk.short_name(name, width=60) == "at::native::vectorized_elementwise_kernel"
-    assert tk.short_name(name) == "vectorized_elementwise_kernel"  # too long: namespace dropped
-    assert tk.short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long)") == (
-        "ncclKernel_AllReduce_RING_LL_Sum_float"
-    )
-
-
 BUSY = pl.DataFrame(
-    {"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_pct": [54.0, 54.0]}
+    {"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_share": [0.54, 0.54]}
 )
 IDLE = pl.DataFrame(
     {"stream": [7, 7, 7], "category": ["host_wait", "kernel_wait", "other"], "idle_ns": [800, 50, 70]}
@@ -45,12 +20,32 @@ def test_gpu_active_idle_cause_and_thresholds():
         "GPU idle 46% across 2 GPUs — mostly waiting on the host (launches arrive after the GPU ran dry)."
     )
     no_cause = IDLE.with_columns(pl.Series("idle_ns", [300, 300, 320]))
+    # 46% idle is less than the 54% busy: the GPU does not wait more than it works
+    assert tk.gpu_active_takeaway(BUSY, no_cause) == "GPU idle 46% across 2 GPUs."
+    waits = BUSY.with_columns(pl.Series("busy_ns", [420, 420]), pl.Series("busy_share", [0.42, 0.42]))
     assert (
-        tk.gpu_active_takeaway(BUSY, no_cause)
-        == "GPU idle 46% across 2 GPUs — the GPU waits more than it works."
+        tk.gpu_active_takeaway(waits, no_cause)
+        == "GPU idle 58% across 2 GPUs — the GPU waits more than it works."
     )
     fed = BUSY.with_columns(pl.Series("busy_ns", [950, 960]))
     assert tk.gpu_active_takeaway(fed, IDLE) == "GPU busy 96% across 2 GPUs — kept well fed."
+
+
+def _windows(steps: list[int], durs: list[int], ranks: tuple[int, ...] = (0,)) -> pl.DataFrame:
+    rows = [
+        {"node": "n", "rank": r, "step": s, "name": f"ProfilerStep#{s}", "dur_ns": d}
+        for r in ranks
+        for s, d in zip(steps, durs, strict=True)
+    ]
+    return pl.DataFrame(
+        rows,
+        schema={"node": pl.String, "rank": pl.Int64, "step": pl.Int64, "name": pl.String, "dur_ns": pl.Int64},
+    )
+
+
+def test_steps_take_the_slowest_rank_and_say_so():
+    two = pl.concat([_windows([1, 2, 3], [100, 100, 100]), _windows([1, 2, 3], [100, 200, 100], ranks=(1,))])
+    assert tk.steps_takeaway(two) == "3 steps, median 100 ns (slowest rank); step 2 takes 2.0× the median."
 
 
 def test_kernels_steps_and_sync_wording():
@@ -69,13 +64,11 @@ def test_kernels_steps_and_sync_wording():
     assert tk.top_time_takeaway(stats.sort("total_ns", descending=True)) == (
         "b takes 95% of kernel time; the top 2 take 100%."
     )
-    windows = pl.DataFrame({"step": [1, 2, 3], "start": [0, 100, 200], "end": [100, 200, 330]})
+    windows = _windows([1, 2, 3], [100, 100, 130])
     assert tk.steps_takeaway(windows) == "3 steps, median 100 ns; step 3 is 30% slower."
-    assert tk.steps_takeaway(pl.DataFrame()) == "No step markers: the trace is analysed as one window."
+    assert tk.steps_takeaway(_windows([], [])) == "No step markers: the trace is analysed as one window."
     # a first profiled step that carries the profiler's start-up: a ratio, not "51238% slower"
-    warm = pl.DataFrame(
-        {"step": [10, 11, 12], "start": [0, 1_000_000, 1_001_000], "end": [1_000_000, 1_001_000, 1_002_000]}
-    )
+    warm = _windows([10, 11, 12], [1_000_000, 1_000, 1_000])
     assert tk.steps_takeaway(warm) == "3 steps, median 1 µs; step 10 takes 1,000.0× the median."
     totals = pl.DataFrame({"calls": [10], "blocked_ns": [60], "window_ns": [1000], "share": [0.06]})
     assert tk.sync_takeaway(totals) == (
@@ -83,13 +76,12 @@ def test_kernels_steps_and_sync_wording():
     )
 
 
-def test_takeaway_for_reads_pipeline_or_summary_layout():
-    pipeline = {"utilization": {"busy.parquet": BUSY}, "idle": {"breakdown.parquet": IDLE}}
-    summary = {"utilization": {"busy": BUSY}, "idle": {"breakdown": IDLE}}
-    assert tk.takeaway_for("gpu_active", pipeline) == tk.takeaway_for("gpu_active", summary) != ""
-    assert tk.takeaway_for("gpu_active", {}) == ""
-    assert tk.takeaway_for("no_such_chart", pipeline) == ""
-    assert set(tk.all_takeaways(pipeline)) == {"gpu_active", "idle"}
+def test_takeaway_for_needs_every_table_it_reads():
+    both = {"utilization": {"busy.parquet": BUSY}, "idle": {"breakdown.parquet": IDLE}}
+    assert tk.takeaway_for("gpu_active", both).startswith("GPU idle 46%")
+    with pytest.raises(KeyError, match="idle/breakdown.parquet"):
+        tk.takeaway_for("gpu_active", {"utilization": {"busy.parquet": BUSY}})
+    assert set(tk.NEEDS) == {stage for _, inputs in tk.CHARTS.values() for stage, _ in inputs}
 
 
 def test_real_trace_takeaways(imported_trace):
@@ -103,7 +95,7 @@ def test_real_trace_takeaways(imported_trace):
     text = tk.gpu_active_takeaway(busy, idle)
     idle_pct = 100 - 100 * busy["busy_ns"].sum() / busy["span_ns"].sum()
     assert text.startswith(f"GPU idle {idle_pct:.0f}% — mostly waiting on the host")
-    comm = tk.comm_takeaway(comm_by_collective(ev).collect(), comm_comp_overlap(ev).collect())
+    comm = tk.comm_takeaway(comm_by_collective(ev).collect(), comm_comp_overlap(ev).collect(), pl.DataFrame())
     assert comm == "NCCL 46.9 ms (AllReduce >99%); 16% overlapped with compute (mostly exposed)."
 
 

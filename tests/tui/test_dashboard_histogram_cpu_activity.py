@@ -14,6 +14,7 @@ from pilotwait import wait_dashboard
 
 from profui.analysis import open_trace
 from profui.analysis.activity import activity_total
+from profui.analysis.formatting import fmt_ns
 from profui.analysis.steps import step_histogram, step_windows
 from profui.analysis.utilization import cpu_active
 from profui.capture.kineto import import_kineto
@@ -21,7 +22,6 @@ from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import bundled_sample
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.widgets.bars import Bars
-from profui.tui.widgets.fmt import fmt_ns
 
 from realdata import shared_trace
 

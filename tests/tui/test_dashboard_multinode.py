@@ -13,13 +13,13 @@ from pilotwait import wait_for
 
 from profui.analysis import open_trace
 from profui.analysis.busy import total_busy
+from profui.analysis.formatting import fmt_ns
 from profui.analysis.utilization import gpu_utilization, node_utilization
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import bundled_sample
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.widgets.bars import Bars
 from profui.tui.widgets.charts import LinePlot
-from profui.tui.widgets.fmt import fmt_ns
 
 
 def test_all_nodes_in_one_chart_and_per_gpu_bars(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis import open_trace
+from profui.analysis.formatting import fmt_count, fmt_ns
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.views.dashboard_charts import kernel_label
 from profui.tui.widgets.bars import Bars
 from profui.tui.widgets.charts import ChartPanel
-from profui.tui.widgets.fmt import fmt_count, fmt_ns
 
 from realdata import shared_trace
 

@@ -12,13 +12,13 @@ import polars as pl
 import pytest
 
 from profui.analysis import open_trace
+from profui.analysis.formatting import fmt_ns
 from profui.analysis.lod import build_lod
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
 from profui.tui.timeline.canvas import TimelineCanvas
 from profui.tui.timeline.render import LINK_LINE, MATCH, STYLES
-from profui.tui.widgets.fmt import fmt_ns
 
 from realdata import shared_trace
 

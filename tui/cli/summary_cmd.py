@@ -18,29 +18,18 @@ from typing import Any
 import polars as pl
 import typer
 
-from ..widgets.fmt import fmt_bytes, fmt_count, fmt_ns
+from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
+
 from .errors import UserError
 
 Fmt = Callable[[Any], str]
 Col = tuple[str, str, Fmt]  # column, header, formatter
 
 
-def _pct100(v: Any) -> str:
-    return "-" if v is None else f"{float(v):.1f}%"
-
-
-def _share(v: Any) -> str:
-    return "-" if v is None else f"{100 * float(v):.1f}%"
-
-
 def _num(v: Any) -> str:
     if v is None:
         return "-"
     return f"{v:,}" if isinstance(v, int) else f"{float(v):.3g}"
-
-
-def _gbps(v: Any) -> str:
-    return "-" if v is None else f"{float(v):.3g} GB/s"
 
 
 def _text(v: Any) -> str:
@@ -155,10 +144,10 @@ def render_text(summary: Any, console: Any) -> None:
                 ("busy_ns", "busy", fmt_ns),
                 ("idle_ns", "idle", fmt_ns),
                 ("span_ns", "active span", fmt_ns),
-                ("busy_pct", "busy %", _pct100),
+                ("busy_share", "busy %", fmt_pct),
                 ("sync_ns", "sync", fmt_ns),
                 ("window_ns", "profiled window", fmt_ns),
-                ("busy_pct_window", "busy % of window", _pct100),
+                ("busy_share_window", "busy % of window", fmt_pct),
             ],
         )
     )
@@ -185,10 +174,10 @@ def render_text(summary: Any, console: Any) -> None:
                     *_where(per),
                     ("buckets", "buckets", _num),
                     ("bucket", "bucket", fmt_ns),
-                    ("mean", "mean", _share),
-                    ("p10", "p10", _share),
-                    ("p90", "p90", _share),
-                    ("max", "max", _share),
+                    ("mean", "mean", fmt_pct),
+                    ("p10", "p10", fmt_pct),
+                    ("p90", "p90", fmt_pct),
+                    ("max", "max", fmt_pct),
                 ],
             )
         )
@@ -213,8 +202,8 @@ def render_text(summary: Any, console: Any) -> None:
                 [
                     ("node", "node", _text),
                     ("buckets", "buckets", _num),
-                    ("mean", "mean", _share),
-                    ("max", "max", _share),
+                    ("mean", "mean", fmt_pct),
+                    ("max", "max", fmt_pct),
                     ("source", "from", _text),
                 ],
             )
@@ -235,7 +224,7 @@ def render_text(summary: Any, console: Any) -> None:
         ("p50_ns", "p50", fmt_ns),
         ("p95_ns", "p95", fmt_ns),
         ("max_ns", "max", fmt_ns),
-        ("share", "time share", _share),
+        ("share", "time share", fmt_pct),
     ]
     P(_table(f"Top {top or ''} kernels by time", tb("kernels", "top_by_time"), kcols))
     P(_table(f"Top {top or ''} kernels by launch count", tb("kernels", "top_by_count"), kcols))
@@ -243,7 +232,7 @@ def render_text(summary: Any, console: Any) -> None:
         _table(
             "Kernel types (exclusive time, HTA's breakdown)",
             tb("kernels", "types"),
-            [("kernel_type", "type", _text), ("time_ns", "time", fmt_ns), ("pct", "%", _pct100)],
+            [("kernel_type", "type", _text), ("time_ns", "time", fmt_ns), ("share", "%", fmt_pct)],
         )
     )
     act = tb("activity", "shares")
@@ -255,7 +244,7 @@ def render_text(summary: Any, console: Any) -> None:
                 *_where(act),
                 ("activity", "activity", _text),
                 ("time_ns", "time", fmt_ns),
-                ("share", "share", _share),
+                ("share", "share", fmt_pct),
             ],
         )
     )
@@ -268,10 +257,10 @@ def render_text(summary: Any, console: Any) -> None:
                 ("count", "count", _num),
                 ("bytes", "bytes", fmt_bytes),
                 ("time_ns", "time", fmt_ns),
-                ("achieved_gbps", "achieved", _gbps),
-                ("gbps_p50", "p50 per op", _gbps),
-                ("gbps_max", "max per op", _gbps),
-                ("time_share", "time share", _share),
+                ("achieved_gbps", "achieved", fmt_gbps),
+                ("gbps_p50", "p50 per op", fmt_gbps),
+                ("gbps_max", "max per op", fmt_gbps),
+                ("time_share", "time share", fmt_pct),
             ],
         )
     )
@@ -285,7 +274,7 @@ def render_text(summary: Any, console: Any) -> None:
                 ("precision", "precision", _text),
                 ("count", "kernels", _num),
                 ("time_ns", "time", fmt_ns),
-                ("share", "share", _share),
+                ("share", "share", fmt_pct),
             ],
         )
     )
@@ -389,7 +378,7 @@ def render_text(summary: Any, console: Any) -> None:
                 ("total_ns", "total", fmt_ns),
                 ("mean_ns", "mean", fmt_ns),
                 ("max_ns", "max", fmt_ns),
-                ("share", "of host time", _share),
+                ("share", "of host time", fmt_pct),
             ],
         )
     )
@@ -418,7 +407,7 @@ def render_text(summary: Any, console: Any) -> None:
                 *_where(idle),
                 ("category", "category", _text),
                 ("idle_ns", "idle", fmt_ns),
-                ("ratio", "share", _share),
+                ("ratio", "share", fmt_pct),
                 ("count", "gaps", _num),
                 ("mean", "mean gap", fmt_ns),
                 ("p50", "p50 gap", fmt_ns),
@@ -454,9 +443,9 @@ def render_text(summary: Any, console: Any) -> None:
                     ("total_ns", "total", fmt_ns),
                     ("mean_ns", "mean", fmt_ns),
                     ("max_ns", "max", fmt_ns),
-                    ("share", "share", _share),
+                    ("share", "share", fmt_pct),
                     ("bytes", "bytes", fmt_bytes),
-                    ("algbw_gbps", "alg. bandwidth", _gbps),
+                    ("algbw_gbps", "alg. bandwidth", fmt_gbps),
                 ],
             )
         )
@@ -470,7 +459,7 @@ def render_text(summary: Any, console: Any) -> None:
                     ("comm_ns", "comm", fmt_ns),
                     ("compute_ns", "compute", fmt_ns),
                     ("overlap_ns", "overlap", fmt_ns),
-                    ("overlap_pct", "of comm", _pct100),
+                    ("overlap_share", "of comm", fmt_pct),
                 ],
             )
         )
@@ -484,7 +473,7 @@ def render_text(summary: Any, console: Any) -> None:
                     ("count", "kernels", _num),
                     ("busy_ns", "comm time", fmt_ns),
                     ("span_ns", "GPU span", fmt_ns),
-                    ("share", "share", _share),
+                    ("share", "share", fmt_pct),
                 ],
             )
         )
@@ -543,7 +532,7 @@ def render_text(summary: Any, console: Any) -> None:
                         ("side", "side", _text),
                         ("name", "name", _name(50)),
                         ("time_ns", "time per step", fmt_ns),
-                        ("share", "share of step", _share),
+                        ("share", "share of step", fmt_pct),
                     ],
                     limit=top,
                 )
@@ -555,24 +544,44 @@ def render_text(summary: Any, console: Any) -> None:
 # -- command ----------------------------------------------------------------------------------
 
 
-def run_summary(trace: Path, as_json: bool, top: int, hta_compat: bool, bucket_ms: float | None) -> Any:
-    """Resolve, open and summarize ``trace``; returns the Summary."""
+def run_summary(
+    trace: Path,
+    top: int | None,
+    hta_compat: bool,
+    bucket_ms: float | None,
+    assignments: list[str] | None = None,
+) -> Any:
+    """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
+
+    ``assignments`` are ``--set name=value`` texts, as for ``profui analyze``; ``--top``,
+    ``--hta-compat`` and ``--bucket`` are shorthands for ``top_n``, ``hta_compat`` and
+    ``bucket_ms`` and win over them.
+    """
+    from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
+    from profui.analysis.pipeline.params import resolve_params
     from profui.analysis.sources import resolve_trace
     from profui.analysis.summary import summarize
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
 
-    if top < 1:
+    if top is not None and top < 1:
         raise UserError(f"--top: must be at least 1, got {top}")
-    bucket_ns = None
+    if bucket_ms is not None and not bucket_ms > 0:
+        raise UserError(f"--bucket: must be a positive number of milliseconds, got {bucket_ms}")
+    try:
+        params = resolve_params(REGISTRY.params, None, parse_assignments(assignments or []))
+    except PipelineError as exc:
+        raise UserError(str(exc)) from None
+    if top is not None:
+        params["top_n"] = top
+    if hta_compat:
+        params["hta_compat"] = True
     if bucket_ms is not None:
-        if not bucket_ms > 0:
-            raise UserError(f"--bucket: must be a positive number of milliseconds, got {bucket_ms}")
-        bucket_ns = max(1, int(round(bucket_ms * 1_000_000)))
+        params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_trace(trace, progress=progress)
     t = Trace(open_trace_dir(path))
-    return summarize(t, top_n=top, bucket_ns=bucket_ns, hta_compat=hta_compat)
+    return summarize(t, params)
 
 
 def register(app: typer.Typer) -> None:
@@ -584,8 +593,10 @@ def register(app: typer.Typer) -> None:
             ..., help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
-        top: int = typer.Option(
-            15, "--top", help="Rows in the top-N tables (kernels, launches, annotations)."
+        top: int | None = typer.Option(
+            None,
+            "--top",
+            help="Rows in the top-N tables (kernels, launches, annotations); top_n, 15 by default.",
         ),
         hta_compat: bool = typer.Option(
             False, "--hta-compat", help="Holistic Trace Analysis semantics (µs rounding, last step dropped)."
@@ -593,10 +604,23 @@ def register(app: typer.Typer) -> None:
         bucket: float | None = typer.Option(
             None, "--bucket", help="Utilization bucket in ms (default: ~200 buckets)."
         ),
+        assignments: list[str] | None = typer.Option(
+            None,
+            "--set",
+            metavar="NAME=VALUE",
+            help="A pipeline parameter, as for `profui analyze` (repeatable; `profui analyze TRACE --plan` lists them).",
+        ),
     ) -> None:
         """Every number of the dashboard as tables (or JSON): GPU busy/idle, utilization, kernels,
-        steps, memory, precision, launches, sync, idle causes, NCCL, annotations."""
-        s = run_summary(trace, as_json, top, hta_compat, bucket)
+        steps, memory, precision, launches, sync, idle causes, NCCL, annotations.
+
+        \b
+        Examples:
+          profui summary trace/
+          profui summary rank0.json.gz --json > summary.json
+          profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
+        """
+        s = run_summary(trace, top, hta_compat, bucket, assignments)
         if as_json:
             sys.stdout.write(json.dumps(s.to_json_dict(), allow_nan=False) + "\n")
             return

@@ -18,9 +18,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from profui.analysis.formatting import display_name, fmt_bytes, fmt_epoch, fmt_ns
 from profui.capture.format import TraceFormatError, find_trace_dirs, read_manifest
-
-from ..widgets.fmt import display_name, fmt_bytes, fmt_epoch, fmt_ns
 
 
 @dataclass(frozen=True)

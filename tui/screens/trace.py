@@ -18,11 +18,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from profui.analysis.formatting import display_name, fmt_short_count
 from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView, UnavailableView
 from ..views.session import TraceSession
-from ..widgets.fmt import display_name, fmt_short_count
 
 
 class TraceScreen(Screen):

@@ -6,7 +6,8 @@ import json
 
 from rich.text import Text
 
-from ..widgets.fmt import fmt_bytes, fmt_ns
+from profui.analysis.formatting import fmt_bytes, fmt_ns
+
 from .state import TimelineState
 
 

@@ -14,9 +14,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from profui.analysis.formatting import fmt_ns
 from profui.capture.format import EVENT_KINDS
 
-from ..widgets.fmt import fmt_ns
 from .state import TimelineState, VisibleRow
 
 KIND_COLORS = {

@@ -401,6 +401,6 @@ class TimelineState:
 
 
 def _fmt(ns: float) -> str:
-    from ..widgets.fmt import fmt_ns
+    from profui.analysis.formatting import fmt_ns
 
     return fmt_ns(ns)

@@ -15,22 +15,13 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
+from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
-from ..widgets.fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
 
 Outputs = dict[str, dict[str, Any]]
 
-#: Pipeline stages the dashboard reads.
-STAGES: tuple[str, ...] = (
-    "steps",
-    "kernels",
-    "activity",
-    "memory",
-    "precision",
-    "utilization",
-    "annotations",
-)
 
 MAX_STEP_BARS = 20
 STEP_STATS = ("min_ns", "p50_ns", "mean_ns", "p95_ns", "max_ns")
@@ -54,19 +45,6 @@ class Chart:
     lines: bool = False  # drawn as a line chart (plotext)
 
 
-def pick(df: pl.DataFrame, *names: str) -> str | None:
-    """The first of ``names`` that is a column of ``df``."""
-    return next((n for n in names if n in df.columns), None)
-
-
-def need(df: pl.DataFrame, *names: str) -> str:
-    """Like :func:`pick` but an error naming the candidates when none is there."""
-    col = pick(df, *names)
-    if col is None:
-        raise KeyError(f"none of the columns {', '.join(names)} in {df.columns}")
-    return col
-
-
 def frame(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
     """One output frame (empty when the stage wrote none)."""
     value = outputs.get(stage, {}).get(file)
@@ -74,18 +52,8 @@ def frame(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
 
 
 def takeaway(chart_id: str, outputs: Outputs) -> str:
-    """The analysis' one-line takeaway for ``chart_id`` ("" when analysis has none)."""
-    try:
-        from profui.analysis import takeaways as tk
-    except ImportError:
-        return ""
-    fn = getattr(tk, "takeaway_for", None) or getattr(tk, "takeaway", None)
-    if fn is None:
-        return ""
-    try:
-        return str(fn(chart_id, outputs) or "")
-    except Exception:
-        return ""
+    """The summary stage's takeaway for ``chart_id`` ("" when it has nothing to say)."""
+    return outputs.get("summary", {}).get("takeaways.json", {}).get(chart_id, "")
 
 
 def gpu_label(row: dict[str, Any], multi_node: bool) -> str:
@@ -104,8 +72,6 @@ def gpu_label(row: dict[str, Any], multi_node: bool) -> str:
 
 
 def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
-    from profui.analysis.busy import total_busy
-
     busy = frame(outputs, "utilization", "busy.parquet")
     if busy.height == 0:
         return ChartData(
@@ -114,15 +80,14 @@ def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
     rows = []
     if busy.height > 1:
-        total = frame(outputs, "utilization", "total.parquet")
-        overall = (total if total.height else total_busy(busy).collect()).row(0, named=True)
+        overall = frame(outputs, "utilization", "total.parquet").row(0, named=True)
         rows.append((f"all {overall['n_gpus']} GPUs", overall))
     rows += [(gpu_label(r, multi_node), r) for r in busy.iter_rows(named=True)]
     bars = []
     for label, r in rows:
-        pct = float(r["busy_pct"] or 0.0)
-        text = f"{pct:.1f}% active · {100 - pct:.1f}% idle ({fmt_ns(r['idle_ns'])})"
-        bars.append(Bar(label, pct / 100.0, text, "green"))
+        share = float(r["busy_share"] or 0.0)
+        text = f"{fmt_pct(share)} active · {fmt_pct(1 - share)} idle ({fmt_ns(r['idle_ns'])})"
+        bars.append(Bar(label, share, text, "green"))
     note = "active = a kernel, memcpy or memset runs; over each GPU's span (first to last device activity)"
     return ChartData(
         kind="bars",
@@ -135,7 +100,7 @@ def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
 
 
 def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) -> tuple[list[Series], str]:
-    ts = need(df, "bucket_start_ns", "ts")
+    ts = "bucket_start_ns"
     origin = df[ts].min() if df.height else 0
     span = (df[ts].max() - origin) if df.height else 0
     unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
@@ -151,16 +116,12 @@ def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) 
 
 
 def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
-    from profui.analysis.utilization import node_utilization
-
     gpu = frame(outputs, "utilization", "gpu.parquet")
     if gpu.height == 0:
         return ChartData(
             kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs)
         )
     per_node = frame(outputs, "utilization", "node.parquet")
-    if per_node.height == 0:
-        per_node = node_utilization(gpu).collect()
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
     note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
@@ -180,7 +141,7 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     if cpu.height == 0:
         return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
     series, unit = _time_series(cpu, "util", "node", 100.0)
-    src = str(cpu["source"][0]) if "source" in cpu.columns else ""
+    src = str(cpu["source"][0])
     how = {
         "host_events": "from traced host threads (no CPU samples in this trace)",
         "metrics": "from sampled CPU metrics",
@@ -221,25 +182,19 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
 def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
     types = frame(outputs, "kernels", "types.parquet")
     stats = frame(outputs, "kernels", "stats.parquet")
-    tcol = need(stats, "total_ns", "sum_ns", "time_ns")
-    ccol = need(stats, "count", "calls", "launches")
-    total = stats[tcol].sum() if stats.height else 0
+    total = stats["total_ns"].sum() if stats.height else 0
     text = Text()
     text.append(fmt_ns(total), style="bold")
     text.append(
-        f" in all kernels · {fmt_count(stats[ccol].sum() if stats.height else 0)} launches · "
+        f" in all kernels · {fmt_count(stats['count'].sum() if stats.height else 0)} launches · "
         f"{fmt_count(stats.height)} distinct kernels"
     )
     bars = []
     if types.height:
-        name = need(types, "type", "kernel_type", "category", "name")
-        t = need(types, "total_ns", "sum_ns", "time_ns")
-        sh = pick(types, "share", "time_share", "fraction")
-        pct = pick(types, "pct")
         for row in types.iter_rows(named=True):
-            suffix = f" ({fmt_pct(row[sh])})" if sh else (f" ({row[pct]:.1f}%)" if pct else "")
-            label = str(row[name]).replace(" overlapping ", " ∩ ")
-            bars.append(Bar(label, float(row[t] or 0), fmt_ns(row[t]) + suffix, "magenta"))
+            label = str(row["kernel_type"]).replace(" overlapping ", " ∩ ")
+            text = f"{fmt_ns(row['time_ns'])} ({fmt_pct(row['share'])})"
+            bars.append(Bar(label, float(row["time_ns"] or 0), text, "magenta"))
     return ChartData(
         kind="bars" if bars else "text",
         bars=bars,
@@ -251,18 +206,21 @@ def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
 
 def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str) -> ChartData:
     top = frame(outputs, "kernels", file)
-    tcol = need(top, "total_ns", "sum_ns", "time_ns")
-    ccol = need(top, "count", "calls", "launches")
     bars = []
     note = Text()
     for row in top.iter_rows(named=True):
-        value = f"{fmt_count(row[ccol])}×" if by_count else fmt_ns(row[tcol])
+        value = f"{fmt_count(row['count'])}×" if by_count else fmt_ns(row["total_ns"])
         if row["name"] == OTHER:  # analysis folds the rest into one row; a note, not a bar
             note.append(f"all other kernels: {value}", style="dim")
             continue
         label = kernel_label(str(row["name"]))
         bars.append(
-            Bar(label, float(row[ccol] if by_count else row[tcol]), value, "cyan" if by_count else "magenta")
+            Bar(
+                label,
+                float(row["count"] if by_count else row["total_ns"]),
+                value,
+                "cyan" if by_count else "magenta",
+            )
         )
     return ChartData(kind="bars", bars=bars, note=note, label_width=60, takeaway=takeaway(chart_id, outputs))
 
@@ -299,7 +257,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     bars = []
     label_width = 12
     hist = frame(outputs, "steps", "histogram.parquet")
-    if hist.height and "rank" in hist.columns:
+    if hist.height:
         hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
     if hist.height:  # analysis' histogram; the slowest steps are named in the note beneath
         bars, label_width = histogram_bars(hist, mine, flagged)
@@ -390,32 +348,23 @@ def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tu
     return bars, max(12, max(len(b.label) for b in bars))
 
 
-def _shares(
-    outputs: Outputs, stage: str, file: str, chart_id: str, styles: dict[str, str] | None = None
-) -> ChartData:
-    df = frame(outputs, stage, file)
-    name = need(df, "precision", "activity", "category", "kind", "name", "direction")
-    share = pick(df, "share", "time_share", "fraction")
-    tcol = pick(df, "time_ns", "total_ns", "sum_ns", "dur_ns")
-    bars = []
-    for row in df.iter_rows(named=True):
-        if "count" in row and not row["count"]:
-            continue  # a category analysis lists with nothing in it
-        value = float(row[share] if share else row[tcol] or 0)
-        text = fmt_pct(row[share]) if share else ""
-        if tcol:
-            text = (text + " · " if text else "") + fmt_ns(row[tcol])
-        label = str(row[name])
-        bars.append(Bar(label, value, text, (styles or {}).get(label, "cyan")))
-    if not bars:
-        return ChartData(kind="text", text="no kernels in this trace", takeaway=takeaway(chart_id, outputs))
-    return ChartData(
-        kind="bars", bars=bars, scale=1.0 if share else None, takeaway=takeaway(chart_id, outputs)
-    )
-
-
 def build_precision(outputs: Outputs, _view: Any) -> ChartData:
-    return _shares(outputs, "precision", "shares.parquet", "precision")
+    df = frame(outputs, "precision", "shares.parquet")
+    bars = [
+        Bar(
+            str(r["precision"]),
+            float(r["share"] or 0),
+            f"{fmt_pct(r['share'])} · {fmt_ns(r['time_ns'])}",
+            "cyan",
+        )
+        for r in df.iter_rows(named=True)
+        if r["count"]  # a precision analysis lists with no kernel in it
+    ]
+    if not bars:
+        return ChartData(
+            kind="text", text="no kernels in this trace", takeaway=takeaway("precision", outputs)
+        )
+    return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", outputs))
 
 
 ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "░", "idle": "·"}
@@ -427,25 +376,21 @@ def build_activity(outputs: Outputs, _view: Any) -> ChartData:
         return ChartData(
             kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs)
         )
-    keys = [k for k in ("node", "rank", "device") if k in df.columns]
-    multi_node = "node" in df.columns and df["node"].n_unique() > 1
+    keys = ["node", "rank", "device"]
+    multi_node = df["node"].n_unique() > 1
     parts = [
         (gpu_label(p.row(0, named=True), multi_node), p)
         for p in (df.partition_by(keys, maintain_order=True) if keys else [df])
     ]
     if len(parts) > 1:  # all GPUs together first, as analysis totals them
-        from profui.analysis.activity import activity_total
-
-        total = frame(outputs, "activity", "total.parquet")
-        total = total if total.height else activity_total(df).collect()
-        parts.insert(0, (f"all {len(parts)} GPUs", total))
+        parts.insert(0, (f"all {len(parts)} GPUs", frame(outputs, "activity", "total.parquet")))
     bars = []
     for label, part in parts:
         shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
         segments = tuple(
             (float(shares.get(a) or 0.0), ACTIVITY_GLYPH[a], ACTIVITY_STYLE[a]) for a in ACTIVITY_GLYPH
         )
-        text = " ".join(f"{a[0]}{100 * (shares.get(a) or 0):.0f}%" for a in ("kernel", "memcpy", "idle"))
+        text = " ".join(f"{a[0]}{fmt_pct(shares.get(a) or 0.0, 0)}" for a in ("kernel", "memcpy", "idle"))
         bars.append(Bar(label, 1.0, text, segments=segments))
     legend = Text()
     for a, glyph in ACTIVITY_GLYPH.items():
@@ -466,7 +411,7 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
     bars = []
     for row in ops.iter_rows(named=True):
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
-        if row.get("achieved_gbps") is not None:
+        if row["achieved_gbps"] is not None:
             gbps = row["achieved_gbps"]
             text += f" · {gbps:,.0f} GB/s" if gbps >= 100 else f" · {gbps:.3g} GB/s"
         bars.append(Bar(str(row["direction"]), float(row["time_share"] or 0), text, "cyan"))
@@ -560,3 +505,8 @@ CHARTS: list[Chart] = [
 def chart_by_id(chart_id: str) -> Chart:
     """The chart with id ``chart_id``."""
     return next(c for c in CHARTS if c.id == chart_id)
+
+
+#: Pipeline stages the dashboard asks for: those its charts draw, and the summary stage whose
+#: takeaways it shows (which brings in every stage the takeaways read).
+STAGES: tuple[str, ...] = (*dict.fromkeys(s for chart in CHARTS for s in chart.stages), "summary")

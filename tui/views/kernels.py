@@ -9,7 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from ..widgets.fmt import fmt_count
+from profui.analysis.formatting import fmt_count
+
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
 from .base import TraceView

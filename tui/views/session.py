@@ -160,7 +160,7 @@ class TraceSession:
         return self._compute_in_memory(stages, on_stage, say, got)
 
     def _analyze(self, stages, take, say, got) -> dict[str, dict[str, Any]]:
-        from profui.analysis.pipeline import analyze, load_run
+        from profui.analysis.pipeline import REGISTRY, analyze, load_run
 
         def progress(ev) -> None:
             if ev.status == "running":
@@ -169,7 +169,8 @@ class TraceSession:
                 rec = load_run(self.path, ev.run_id)
                 take(ev.stage, self.dir.private_dir / rec.stages[ev.stage].artifact)
 
-        selection = ["ingest", *[s for s in stages if s != "ingest"]]
+        needed = set(stages) | REGISTRY.ancestors(stages)
+        selection = [s for s in REGISTRY.order if s in needed]
         rec = analyze(self.path, stages=selection, wait=False, progress=progress)
         failed = [s for s in selection if rec.stages[s].status != "succeeded"]
         if failed:
@@ -179,36 +180,17 @@ class TraceSession:
         return got
 
     def _compute_in_memory(self, stages, on_stage, say, got) -> dict[str, dict[str, Any]]:
-        from profui.analysis.pipeline import REGISTRY
-        from profui.analysis.pipeline.context import RunShared, StageContext
+        """The same stage graph in memory (nothing written): a running trace, a read-only folder."""
+        from profui.analysis.pipeline.store import compute
 
-        params = {name: p.default for name, p in REGISTRY.params.items()}
-        shared = RunShared(self.path)
-        shared._trace = self.trace()
-        for i, name in enumerate(stages, 1):
-            if name == "annotations":
-                continue  # its body reads the steps stage from disk; done below from memory
-            say(f"[{i}/{len(stages)}] {name} …")
-            try:
-                out = REGISTRY.stages[name].run(StageContext(name, shared, params, {}, "tui"))
-            except Exception as exc:
-                say(f"{name}: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
-                continue
-            got[name] = out
+        def done(name: str, outputs: dict[str, Any]) -> None:
+            say(f"{name} ✓")
             if on_stage is not None:
-                on_stage(name, out)
-        if "annotations" in stages and "steps" in got:
-            from profui.analysis import annotations as a
+                on_stage(name, outputs)
 
-            ev = self.trace().cached_events()
-            windows = got["steps"]["windows.parquet"].lazy()
-            out = {
-                "names.parquet": a.annotation_names(ev).collect(),
-                "breakdown.parquet": a.annotation_breakdown(ev).collect(),
-                "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
-            }
-            got["annotations"] = out
-            if on_stage is not None:
-                on_stage("annotations", out)
+        try:
+            compute(self.trace(), stages, store=got, on_stage=done)
+        except Exception as exc:
+            say(f"analysis failed: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
         self.source = "computed in memory"
         return got

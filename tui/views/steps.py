@@ -8,7 +8,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from ..widgets.fmt import fmt_count
+from profui.analysis.formatting import fmt_count
+
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
 from .base import TraceView

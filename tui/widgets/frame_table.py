@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from .fmt import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
 
 MAX_TEXT = 70
 MIN_TEXT = 20

@@ -1,8 +1,14 @@
-"""How numbers read on screen: durations, sizes, shares, dates. Formatting only, no analysis."""
+"""How numbers read, everywhere: durations, sizes, shares, counts, dates, kernel names.
+
+The one formatting module: takeaways, ``profui summary``'s tables and the TUI all use it, so a
+number reads the same wherever it appears. Percentages exist only here: every frame holds shares
+as 0–1 fractions (see :mod:`profui.analysis.schemas`).
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 
 
@@ -40,10 +46,27 @@ def fmt_bytes(n: float | int | None) -> str:
 
 
 def fmt_pct(share: float | None, digits: int = 1) -> str:
-    """A share in [0, 1] as a percentage (``46.2%``)."""
+    """A share in [0, 1] as a percentage: ``46.2%`` (``digits=0``: ``46%``).
+
+    Shares too small to show at ``digits`` read ``<0.1%`` (or ``<1%`` …) rather than ``0%``; with
+    ``digits=0``, shares under 1% keep one digit and 99.5–100% reads ``>99%``, so a small share
+    never reads as none and a large one never as all.
+    """
     if share is None or (isinstance(share, float) and math.isnan(share)):
         return "-"
-    return f"{100.0 * share:.{digits}f}%"
+    pct = 100.0 * share
+    if digits == 0:
+        if 0 < abs(pct) < 0.1:
+            return "<0.1%"
+        if 0 < abs(pct) < 1:
+            return f"{pct:.1f}%"
+        if 99.5 <= pct < 100:
+            return ">99%"
+        return f"{pct:.0f}%"
+    floor = 10.0**-digits
+    if 0 < abs(pct) < floor:
+        return f"<{floor:g}%"
+    return f"{pct:.{digits}f}%"
 
 
 def fmt_count(n: int | float | None) -> str:
@@ -77,3 +100,30 @@ def fmt_short_count(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.3g}k" if n < 10_000 else f"{n // 1000}k"
     return f"{n / 1e6:.3g}M"
+
+
+def plural(n: int | float, word: str) -> str:
+    """``1 kernel`` / ``2,700 kernels`` (adds ``s``, or ``es`` after ``ch``)."""
+    suffix = "" if int(n) == 1 else ("es" if word.endswith("ch") else "s")
+    return f"{fmt_count(n)} {word}{suffix}"
+
+
+def fmt_gbps(v: float | None) -> str:
+    """A bandwidth in GB/s (``12.3 GB/s``)."""
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.3g} GB/s"
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A kernel name without ``void``, argument list and template arguments, cut to ``width``."""
+    s = re.sub(r"^void\s+", "", name.strip()).replace("->", "→")
+    depth, out = 0, []
+    for ch in s:  # drop (...) and <...> nests
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    s = re.sub(r"(::)+", "::", re.sub(r"\s+", " ", "".join(out))).strip() or name
+    s = s.split("::")[-1] if len(s) > width and "::" in s else s
+    return s if len(s) <= width else s[: width - 1] + "…"

@@ -1,0 +1,602 @@
+"""The typed result: the declared schema of every table a stage writes.
+
+One convention for the whole project, checked when a stage's output is written (to disk or to
+the in-memory store) by :func:`conform`:
+
+- durations and instants are integer nanoseconds; their columns end in ``_ns`` (statistics of
+  durations, such as means and percentiles, are float ns and end in ``_ns`` too). Instants are
+  ns since the Unix epoch.
+- shares are fractions 0–1 (``share``, ``*_share``, ``util``, ``ratio``); percentages exist only
+  at formatting time (:mod:`profui.analysis.formatting`).
+- bytes are integers, bandwidths float GB/s (``*_gbps``).
+
+Consumers (takeaways, the text summary, the TUI, the notebook) name columns that are declared
+here and nowhere else; ``tests/analysis/test_schemas.py`` walks their references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+#: Units a column may declare.
+UNITS = ("ns", "epoch_ns", "fraction", "count", "bytes", "GB/s", "id", "text", "flag", "ns_float")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared column: name, Polars dtype, unit (one of :data:`UNITS`) and meaning."""
+
+    name: str
+    dtype: pl.DataType
+    unit: str
+    doc: str = ""
+    #: Present only in a variant of the table (e.g. per rank under ``hta_compat``).
+    optional: bool = False
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"column {self.name}: unit {self.unit!r} is not one of {UNITS}")
+
+
+@dataclass(frozen=True)
+class Table:
+    """The declared schema of one stage output table."""
+
+    columns: tuple[Column, ...]
+    doc: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Column names in declaration order."""
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def polars_schema(self) -> dict[str, pl.DataType]:
+        """``{column: dtype}`` (for building an empty frame of this table)."""
+        return {c.name: c.dtype for c in self.columns}
+
+    def empty(self) -> pl.DataFrame:
+        """A frame with no rows and this table's columns."""
+        return pl.DataFrame(schema=self.polars_schema)
+
+
+class SchemaError(ValueError):
+    """A stage produced a table that does not match its declared schema."""
+
+
+I64, I32, U32, F64, STR, BOOL = pl.Int64(), pl.Int32(), pl.UInt32(), pl.Float64(), pl.String(), pl.Boolean()
+
+
+def _c(name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False) -> Column:
+    return Column(name, dtype, unit, doc, optional)
+
+
+NODE = _c("node", STR, "id", "host name of the trace's node")
+RANK = _c("rank", I64, "id", "distributed rank")
+DEVICE = _c("device", I32, "id", "GPU index on its node")
+STREAM = _c("stream", I32, "id", "device stream")
+#: Per GPU by default; HTA's numbers (``hta_compat``) are per rank.
+DEVICE_EXACT = Column("device", I32, "id", "GPU index (absent under hta_compat: per rank)", optional=True)
+WHERE_GPU = (NODE, RANK, DEVICE)
+WHERE_STREAM = (NODE, RANK, DEVICE, STREAM)
+
+
+def _describe(prefix: str, int_unit: str, float_unit: str) -> tuple[Column, ...]:
+    """The pandas-style ``describe()`` columns of :func:`profui.analysis.stats.describe`."""
+    return (
+        _c(f"{prefix}count", I64, "count"),
+        _c(f"{prefix}mean", F64, float_unit),
+        _c(f"{prefix}std", F64, float_unit),
+        _c(f"{prefix}min", I64, int_unit),
+        _c(f"{prefix}p25", F64, float_unit),
+        _c(f"{prefix}p50", F64, float_unit),
+        _c(f"{prefix}p75", F64, float_unit),
+        _c(f"{prefix}max", I64, int_unit),
+    )
+
+
+_KERNEL_STATS = Table(
+    (
+        _c("node", STR, "id", "under hta_compat only: HTA's per-rank table", optional=True),
+        _c("rank", I64, "id", "under hta_compat only: HTA's per-rank table", optional=True),
+        _c("name", STR, "text", "kernel name"),
+        _c("kernel_type", STR, "text", "computation / communication / memory"),
+        _c("count", U32, "count", "launches"),
+        _c("total_ns", I64, "ns"),
+        _c("mean_ns", F64, "ns_float"),
+        _c("min_ns", I64, "ns"),
+        _c("max_ns", I64, "ns"),
+        _c("std_ns", F64, "ns_float"),
+        _c("p50_ns", F64, "ns_float"),
+        _c("p95_ns", F64, "ns_float"),
+        _c("share", F64, "fraction", "of all kernel time"),
+    ),
+    "per-kernel-name statistics",
+)
+
+_STEP_WINDOW_COLUMNS = (
+    NODE,
+    RANK,
+    _c("step", I64, "count", "step number"),
+    _c("name", STR, "text", "step marker name"),
+    _c("cpu_start_ns", I64, "epoch_ns"),
+    _c("cpu_end_ns", I64, "epoch_ns"),
+    _c("cpu_dur_ns", I64, "ns", "host time of the step"),
+    _c("start_ns", I64, "epoch_ns", "first device event of the step"),
+    _c("end_ns", I64, "epoch_ns", "last device event end of the step"),
+    _c("dur_ns", I64, "ns", "device time of the step"),
+    _c("n_launches", I64, "count"),
+    _c("n_device_events", I64, "count"),
+    _c("mapped", BOOL, "flag", "the step's launches reached the device"),
+)
+
+_LAUNCH_LINKS = (
+    *WHERE_STREAM,
+    _c("correlation", I64, "id"),
+    _c("kind", STR, "text"),
+    _c("name", STR, "text", "device event name"),
+    _c("ts", I64, "epoch_ns", "device event start"),
+    _c("dur", I64, "ns", "device event duration"),
+    _c("launch_name", STR, "text"),
+    _c("launch_tid", I64, "id"),
+    _c("launch_ts", I64, "epoch_ns"),
+    _c("launch_dur", I64, "ns"),
+    _c("launch_delay", I64, "ns", "launch call start -> device start"),
+    _c("launch_latency", I64, "ns", "launch call end -> device start"),
+    _c("launch_bound", BOOL, "flag", "device work shorter than its launch call"),
+)
+
+
+def _launch_stats(*keys: Column) -> Table:
+    cols: list[Column] = [*keys, _c("launches", U32, "count")]
+    for p in ("cpu", "gpu", "delay", "latency"):
+        cols += [
+            _c(f"{p}_sum", I64, "ns"),
+            _c(f"{p}_mean", F64, "ns_float"),
+            _c(f"{p}_min", I64, "ns"),
+            _c(f"{p}_max", I64, "ns"),
+            _c(f"{p}_p50", F64, "ns_float"),
+            _c(f"{p}_p90", F64, "ns_float"),
+            _c(f"{p}_p99", F64, "ns_float"),
+        ]
+    cols += [
+        _c("launch_bound", I64, "count"),
+        _c("runtime_outliers", I64, "count"),
+        _c("delay_outliers", I64, "count"),
+    ]
+    return Table(tuple(cols), "launch call (cpu), device (gpu), delay and latency statistics, ns")
+
+
+_BUCKET = (
+    _c("bucket", I64, "count", "bucket index"),
+    _c("bucket_start_ns", I64, "epoch_ns"),
+    _c("bucket_len_ns", I64, "ns"),
+)
+
+#: ``{(stage, file): Table}`` for every Parquet output of every stage.
+TABLES: dict[tuple[str, str], Table] = {
+    ("ingest", "inventory.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("kind", STR, "text"),
+            _c("events", I64, "count"),
+            _c("first_ns", I64, "epoch_ns"),
+            _c("end_ns", I64, "epoch_ns"),
+            _c("dur_ns", I64, "ns", "sum of event durations"),
+        ),
+        "events per node, rank and kind",
+    ),
+    ("index", "lanes.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("side", STR, "text", "host or device"),
+            _c("pid", I64, "id"),
+            _c("tid", I64, "id"),
+            DEVICE,
+            STREAM,
+            _c("events", I64, "count"),
+            _c("first_ns", I64, "epoch_ns"),
+            _c("end_ns", I64, "epoch_ns"),
+            _c("kinds", STR, "text", "comma-separated event kinds"),
+        ),
+        "timeline lanes",
+    ),
+    ("correlate", "launches.parquet"): Table(_LAUNCH_LINKS, "launch call -> device event links"),
+    ("steps", "windows.parquet"): Table(_STEP_WINDOW_COLUMNS, "one row per step per rank"),
+    ("steps", "stats.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("count", U32, "count", "steps"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("std_ns", F64, "ns_float"),
+            _c("min_ns", I64, "ns"),
+            _c("p50_ns", F64, "ns_float"),
+            _c("p95_ns", F64, "ns_float"),
+            _c("max_ns", I64, "ns"),
+        ),
+        "device step-time distribution per rank",
+    ),
+    ("steps", "outliers.parquet"): Table(
+        (
+            *_STEP_WINDOW_COLUMNS,
+            _c("outlier", BOOL, "flag"),
+            _c("vs_median", F64, "fraction", "step time / the rank's median step time"),
+        ),
+        "steps beyond the IQR fences",
+    ),
+    ("steps", "histogram.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("bucket", I64, "count"),
+            _c("start_ns", I64, "ns", "bucket's lower bound (step time)"),
+            _c("end_ns", I64, "ns", "bucket's upper bound (step time)"),
+            _c("count", I64, "count", "steps"),
+        ),
+        "step-time histogram per rank",
+    ),
+    ("kernels", "stats.parquet"): _KERNEL_STATS,
+    ("kernels", "top_by_time.parquet"): _KERNEL_STATS,
+    ("kernels", "top_by_count.parquet"): _KERNEL_STATS,
+    ("kernels", "types.parquet"): Table(
+        (
+            _c("kernel_type", STR, "text"),
+            _c("time_ns", I64, "ns", "exclusive time (HTA's breakdown)"),
+            _c("share", F64, "fraction"),
+        ),
+        "kernel time by type",
+    ),
+    ("activity", "shares.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            DEVICE_EXACT,
+            _c("activity", STR, "text", "kernel / memcpy / memset / sync / idle"),
+            _c("time_ns", I64, "ns"),
+            _c("share", F64, "fraction", "of the GPU's active span"),
+            _c("overlap_ns", I64, "ns"),
+            _c("span_ns", I64, "ns"),
+        ),
+        "device time per activity per GPU",
+    ),
+    ("activity", "total.parquet"): Table(
+        (
+            _c("activity", STR, "text"),
+            _c("n_gpus", I64, "count"),
+            _c("time_ns", I64, "ns"),
+            _c("share", F64, "fraction"),
+            _c("overlap_ns", I64, "ns"),
+            _c("span_ns", I64, "ns"),
+        ),
+        "device time per activity over all GPUs",
+    ),
+    ("memory", "ops.parquet"): Table(
+        (
+            _c("direction", STR, "text", "HtoD / DtoH / DtoD / memset ..."),
+            _c("count", U32, "count"),
+            _c("bytes", I64, "bytes"),
+            _c("time_ns", I64, "ns"),
+            _c("gbps_mean", F64, "GB/s"),
+            _c("gbps_p50", F64, "GB/s"),
+            _c("gbps_p95", F64, "GB/s"),
+            _c("gbps_min", F64, "GB/s"),
+            _c("gbps_max", F64, "GB/s"),
+            _c("achieved_gbps", F64, "GB/s", "bytes / time"),
+            _c("time_share", F64, "fraction", "of all memory-operation time"),
+        ),
+        "memory operations by direction",
+    ),
+    ("precision", "shares.parquet"): Table(
+        (
+            _c("precision", STR, "text"),
+            _c("count", I64, "count", "kernels"),
+            _c("time_ns", I64, "ns"),
+            _c("time_by_dtypes_ns", I64, "ns", "classified from the launching op's dtypes"),
+            _c("time_by_name_ns", I64, "ns", "classified from the kernel name"),
+            _c("share", F64, "fraction", "of kernel time"),
+        ),
+        "kernel time by numeric precision",
+    ),
+    ("utilization", "busy.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            DEVICE_EXACT,
+            _c("n_events", U32, "count"),
+            _c("sum_dur_ns", I64, "ns"),
+            _c("first_ns", I64, "epoch_ns"),
+            _c("last_ns", I64, "epoch_ns"),
+            _c("busy_ns", I64, "ns"),
+            _c("sync_ns", I64, "ns"),
+            _c("window_start_ns", I64, "epoch_ns"),
+            _c("window_end_ns", I64, "epoch_ns"),
+            _c("span_ns", I64, "ns", "first to last device event"),
+            _c("idle_ns", I64, "ns"),
+            _c("window_ns", I64, "ns", "profiled window"),
+            _c("idle_window_ns", I64, "ns"),
+            _c("busy_share", F64, "fraction", "busy / active span"),
+            _c("busy_share_window", F64, "fraction", "busy / profiled window"),
+        ),
+        "GPU busy and idle per GPU",
+    ),
+    ("utilization", "total.parquet"): Table(
+        (
+            _c("n_gpus", U32, "count"),
+            _c("n_events", U32, "count"),
+            _c("sum_dur_ns", I64, "ns"),
+            _c("busy_ns", I64, "ns"),
+            _c("sync_ns", I64, "ns"),
+            _c("span_ns", I64, "ns"),
+            _c("idle_ns", I64, "ns"),
+            _c("window_ns", I64, "ns"),
+            _c("idle_window_ns", I64, "ns"),
+            _c("busy_share", F64, "fraction"),
+            _c("busy_share_window", F64, "fraction"),
+        ),
+        "GPU busy and idle over all GPUs",
+    ),
+    ("utilization", "gpu.parquet"): Table(
+        (*WHERE_GPU, *_BUCKET, _c("busy_ns", I64, "ns"), _c("util", F64, "fraction")),
+        "GPU busy fraction per time bucket",
+    ),
+    ("utilization", "node.parquet"): Table(
+        (NODE, *_BUCKET, _c("n_gpus", U32, "count"), _c("busy_ns", I64, "ns"), _c("util", F64, "fraction")),
+        "mean GPU busy fraction of a node per time bucket",
+    ),
+    ("utilization", "cpu.parquet"): Table(
+        (
+            NODE,
+            *_BUCKET,
+            _c("util", F64, "fraction"),
+            _c("busy_threads", F64, "count", "mean threads busy"),
+            _c("source", STR, "text", "metrics (sampled) or events (host-thread activity)"),
+        ),
+        "CPU utilization per time bucket",
+    ),
+    ("utilization", "cpu_active.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("source", STR, "text"),
+            _c("active_ns", I64, "ns"),
+            _c("thread_ns", I64, "ns"),
+            _c("window_ns", I64, "ns"),
+            _c("active_share", F64, "fraction"),
+        ),
+        "host-thread activity per rank",
+    ),
+    ("comm", "by_collective.parquet"): Table(
+        (
+            _c("collective", STR, "text"),
+            _c("count", I64, "count"),
+            _c("total_ns", I64, "ns"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("min_ns", I64, "ns"),
+            _c("max_ns", I64, "ns"),
+            _c("bytes", I64, "bytes"),
+            _c("share", F64, "fraction", "of communication time"),
+            _c("algbw_gbps", F64, "GB/s"),
+        ),
+        "communication kernels by collective",
+    ),
+    ("comm", "overlap.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("comm_ns", I64, "ns"),
+            _c("compute_ns", I64, "ns"),
+            _c("overlap_ns", I64, "ns"),
+            _c("overlap_share", F64, "fraction", "of communication time overlapped with compute"),
+        ),
+        "communication overlapped with compute per rank",
+    ),
+    ("comm", "per_rank.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("count", I64, "count"),
+            _c("total_ns", I64, "ns"),
+            _c("busy_ns", I64, "ns"),
+            _c("span_ns", I64, "ns"),
+            _c("share", F64, "fraction", "of the rank's active span"),
+        ),
+        "communication time per rank",
+    ),
+    ("comm", "per_step.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count"),
+            _c("step_ns", I64, "ns"),
+            _c("comm_ns", I64, "ns"),
+            _c("compute_ns", I64, "ns"),
+            _c("overlap_ns", I64, "ns"),
+            _c("exposed_comm_ns", I64, "ns"),
+        ),
+        "communication and compute per step per rank",
+    ),
+    ("comm", "stragglers.parquet"): Table(
+        (
+            _c("step", I64, "count"),
+            _c("ranks", I64, "count"),
+            _c("straggler_node", STR, "id"),
+            _c("straggler_rank", I64, "id"),
+            _c("straggler_compute_ns", I64, "ns"),
+            _c("median_compute_ns", F64, "ns_float"),
+            _c("comm_min_ns", I64, "ns"),
+            _c("comm_max_ns", I64, "ns"),
+            _c("step_min_ns", I64, "ns"),
+            _c("step_max_ns", I64, "ns"),
+            _c("lag_ns", F64, "ns_float"),
+        ),
+        "the slowest rank of each step",
+    ),
+    ("annotations", "names.parquet"): Table(
+        (
+            _c("side", STR, "text", "cpu or gpu"),
+            _c("name", STR, "text"),
+            _c("count", I64, "count"),
+            _c("total_ns", I64, "ns"),
+        ),
+        "every annotation name",
+    ),
+    ("annotations", "breakdown.parquet"): Table(
+        (
+            RANK,
+            _c("side", STR, "text"),
+            _c("name", STR, "text"),
+            _c("count", I64, "count"),
+            _c("sum_ns", I64, "ns"),
+            _c("max_ns", I64, "ns"),
+            _c("min_ns", I64, "ns"),
+            _c("std_ns", F64, "ns_float"),
+            _c("mean_ns", F64, "ns_float"),
+        ),
+        "annotation time per rank (HTA's breakdown)",
+    ),
+    ("annotations", "per_step.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count"),
+            _c("side", STR, "text"),
+            _c("name", STR, "text"),
+            _c("time_ns", I64, "ns"),
+            _c("count", I64, "count"),
+            _c("step_ns", I64, "ns"),
+            _c("share", F64, "fraction", "of the step"),
+        ),
+        "annotation time per step",
+    ),
+    ("launch", "stats.parquet"): _launch_stats(NODE, RANK),
+    ("launch", "overall.parquet"): _launch_stats(),
+    ("launch", "by_kernel.parquet"): Table(
+        (
+            _c("name", STR, "text"),
+            _c("launches", U32, "count"),
+            _c("cpu_mean", F64, "ns_float"),
+            _c("gpu_mean", F64, "ns_float"),
+            _c("delay_sum", I64, "ns"),
+            _c("delay_mean", F64, "ns_float"),
+            _c("delay_p50", F64, "ns_float"),
+            _c("delay_max", I64, "ns"),
+            _c("latency_mean", F64, "ns_float"),
+            _c("launch_bound", I64, "count"),
+        ),
+        "launch statistics per kernel name",
+    ),
+    ("launch", "outliers.parquet"): Table(
+        (*_LAUNCH_LINKS, _c("reason", STR, "text")), "slow launch calls and late starts"
+    ),
+    ("launch", "histogram.parquet"): Table(
+        (_c("lo_ns", I64, "ns"), _c("hi_ns", I64, "ns"), _c("count", I64, "count")),
+        "launch delay histogram",
+    ),
+    ("idle", "breakdown.parquet"): Table(
+        (
+            *WHERE_STREAM,
+            _c("category", STR, "text", "host_wait / kernel_wait / other"),
+            _c("idle_ns", I64, "ns"),
+            _c("ratio", F64, "fraction", "of the stream's idle time"),
+            *_describe("", "ns", "ns_float"),
+        ),
+        "stream idle time by cause; count..max describe the idle gaps (ns)",
+    ),
+    ("idle", "totals.parquet"): Table(
+        (
+            _c("category", STR, "text"),
+            _c("idle_ns", I64, "ns"),
+            _c("count", I64, "count"),
+            _c("ratio", F64, "fraction"),
+        ),
+        "idle time by cause over all streams",
+    ),
+    ("idle", "queue.parquet"): Table(
+        (
+            *WHERE_STREAM,
+            *_describe("", "count", "count"),
+            _c("time_mean", F64, "count", "time-weighted mean"),
+        ),
+        "launch queue length per stream (launched, not yet started)",
+    ),
+    ("sync", "host.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("name", STR, "text"),
+            _c("category", STR, "text"),
+            _c("calls", I64, "count"),
+            _c("total_ns", I64, "ns"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("max_ns", I64, "ns"),
+            _c("window_ns", I64, "ns"),
+            _c("share", F64, "fraction", "of the rank's host window"),
+        ),
+        "host time blocked per synchronize call name",
+    ),
+    ("sync", "totals.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("calls", I64, "count"),
+            _c("blocked_ns", I64, "ns"),
+            _c("window_ns", I64, "ns"),
+            _c("share", F64, "fraction"),
+        ),
+        "host time blocked in synchronize calls per rank",
+    ),
+    ("sync", "device.parquet"): Table(
+        (
+            *WHERE_GPU,
+            _c("name", STR, "text"),
+            _c("count", I64, "count"),
+            _c("total_ns", I64, "ns"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("max_ns", I64, "ns"),
+        ),
+        "device synchronization events",
+    ),
+}
+
+
+def table(stage: str, file: str) -> Table:
+    """The declared schema of ``stage``'s output ``file`` (``.parquet`` suffix optional)."""
+    key = (stage, file if file.endswith(".parquet") else f"{file}.parquet")
+    try:
+        return TABLES[key]
+    except KeyError:
+        raise KeyError(f"no schema declared for {stage}/{key[1]}") from None
+
+
+def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` checked against its declared schema: the declared columns (optional ones may be
+    absent) and nothing else, cast to the declared dtypes, in declaration order.
+
+    Raises :class:`SchemaError` naming the stage, the file and the difference.
+    """
+    decl = table(stage, file)
+    got = set(frame.columns)
+    extra = sorted(got - set(decl.names))
+    missing = sorted(c.name for c in decl.columns if not c.optional and c.name not in got)
+    if extra or missing:
+        raise SchemaError(
+            f"{stage}/{file}: columns differ from the schema (extra {extra}, missing {missing})"
+        )
+    try:
+        return frame.select(pl.col(c.name).cast(c.dtype, strict=True) for c in decl.columns if c.name in got)
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
+        raise SchemaError(f"{stage}/{file}: {str(exc).splitlines()[0]}") from None
+
+
+def frame_from_rows(stage: str, file: str, rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A table rebuilt from JSON rows (``summary --json``) with its declared dtypes."""
+    decl = table(stage, file)
+    present = set(rows[0]) if rows else {c.name for c in decl.columns if not c.optional}
+    schema = {c.name: c.dtype for c in decl.columns if c.name in present}
+    return pl.DataFrame(rows, schema=schema, orient="row")

@@ -14,7 +14,7 @@ from pilotwait import wait_dashboard
 
 from profui.analysis import open_trace
 from profui.analysis.activity import activity_total
-from profui.analysis.formatting import fmt_ns
+from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.steps import step_histogram, step_windows
 from profui.analysis.utilization import cpu_active
 from profui.capture.kineto import import_kineto
@@ -72,7 +72,7 @@ def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
             view = await wait_dashboard(pilot, app)
             check_histogram(view, nccl)
             header = str(view.panel("cpu").query_one(".chart-text").render())
-            expected = f"CPU active {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])} ({row['active_pct']:.1f}%)"
+            expected = f"CPU active {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])} ({fmt_pct(row['active_share'])})"
             assert expected in header
 
     asyncio.run(go())

@@ -13,7 +13,7 @@ from pilotwait import wait_for
 
 from profui.analysis import open_trace
 from profui.analysis.busy import total_busy
-from profui.analysis.formatting import fmt_ns
+from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.utilization import gpu_utilization, node_utilization
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import bundled_sample
@@ -45,7 +45,7 @@ def test_all_nodes_in_one_chart_and_per_gpu_bars(tmp_path: Path) -> None:
             lines = view.panel("gpu_active").query_one(Bars).render().plain.splitlines()
             assert len(lines) == busy.height + 1
             assert lines[0].startswith(f"all {busy.height} GPUs")
-            assert f"{overall['busy_pct']:.1f}% active" in lines[0]
+            assert f"{fmt_pct(overall['busy_share'])} active" in lines[0]
             for line, row in zip(lines[1:], busy.iter_rows(named=True), strict=True):
                 assert line.startswith(f"{row['node']} r{row['rank']} gpu{row['device']}")
                 assert fmt_ns(row["idle_ns"]) in line

@@ -12,7 +12,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis import open_trace
-from profui.analysis.formatting import fmt_count, fmt_ns
+from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
@@ -88,7 +88,7 @@ def test_gpu_active_per_gpu_and_overall(trace: Path) -> None:
                 expected.insert(0, overall)
             assert len(lines) == len(expected)
             for line, row in zip(lines, expected, strict=True):
-                assert f"{row['busy_pct']:.1f}% active" in line
+                assert f"{fmt_pct(row['busy_share'])} active" in line
                 assert fmt_ns(row["idle_ns"]) in line
 
     run(go())

@@ -63,7 +63,7 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
     ev = open_trace(nccl_trace).events()
     busy = gpu_busy(ev).collect().row(0, named=True)
     # GPU busy % over the active span, as the analysis computes it
-    assert f"{busy['busy_pct']:.1f}%" in out
+    assert f"{100 * busy['busy_share']:.1f}%" in out
     n_kernels = ev.filter(pl.col("kind") == "kernel").select(pl.len()).collect().item()
     assert f"{n_kernels:,} launches of" in out
     n_launches = kernel_launches(ev).select(pl.len()).collect().item()
@@ -113,8 +113,8 @@ def test_hta_compat_and_bucket_options(nccl_trace: Path) -> None:
     ref = hta_reference("hta-nccl_parser_config-nccl_data")
     launch = doc["sections"]["launch"]["overall"][0]
     assert launch["launches"] == ref["cuda_kernel_launch_stats"]["0"]["n_correlated_launches"]
-    overlap = doc["sections"]["comm"]["overlap"][0]["overlap_pct"]
-    assert round(overlap, 2) == ref["comm_comp_overlap"][0]["comp_comm_overlap_pctg"]
+    overlap = doc["sections"]["comm"]["overlap"][0]["overlap_share"]
+    assert round(100 * overlap, 2) == ref["comm_comp_overlap"][0]["comp_comm_overlap_pctg"]
 
 
 def test_two_rank_trace_reports_per_rank_and_straggler(two_ranks: Path) -> None:
@@ -181,7 +181,7 @@ def test_folder_of_kineto_files_is_one_multi_rank_trace(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["trace"]["ranks"] == [0, 1]
-    got = {r["rank"]: r["overlap_pct"] for r in doc["sections"]["comm"]["overlap"]}
+    got = {r["rank"]: 100 * r["overlap_share"] for r in doc["sections"]["comm"]["overlap"]}
     for r in (0, 1):  # exact overlap over each rank's whole trace (independent raw stats)
         raw = next(
             iter(hta_reference(f"hta-trace_filter-sampled_rank-{r}")["independent_raw_stats"].values())

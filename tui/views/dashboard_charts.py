@@ -172,7 +172,7 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     act, window = int(rows["active_ns"].sum()), int(rows["window_ns"].sum())
     text.append("CPU active ")
     text.append(fmt_ns(act), style="bold")
-    text.append(f" of {fmt_ns(window)} ({100 * act / window:.1f}%)" if window else "")
+    text.append(f" of {fmt_ns(window)} ({fmt_pct(act / window)})" if window else "")
     who = "nodes" if src == "metrics" else "ranks"
     text.append(f" · summed over {rows.height} {who}" if rows.height > 1 else "")
     text.append(" · sampled CPU" if src == "metrics" else " · traced host threads", style="dim")
@@ -193,8 +193,8 @@ def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
     if types.height:
         for row in types.iter_rows(named=True):
             label = str(row["kernel_type"]).replace(" overlapping ", " ∩ ")
-            text = f"{fmt_ns(row['time_ns'])} ({fmt_pct(row['share'])})"
-            bars.append(Bar(label, float(row["time_ns"] or 0), text, "magenta"))
+            value = f"{fmt_ns(row['time_ns'])} ({fmt_pct(row['share'])})"
+            bars.append(Bar(label, float(row["time_ns"] or 0), value, "magenta"))
     return ChartData(
         kind="bars" if bars else "text",
         bars=bars,

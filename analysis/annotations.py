@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .intervals import union_length
+from .stats import int_std
 
 #: ``side`` of an annotation by event kind.
 SIDES: dict[str, str] = {"annotation": "cpu", "gpu_annotation": "gpu", "step": "cpu"}
@@ -56,7 +57,7 @@ def annotation_breakdown(
             pl.col("dur").sum().alias("sum_ns"),
             pl.col("dur").max().alias("max_ns"),
             pl.col("dur").min().alias("min_ns"),
-            pl.col("dur").std().fill_null(0.0).alias("std_ns"),
+            int_std(pl.col("dur")).fill_null(0.0).alias("std_ns"),
             pl.col("dur").mean().alias("mean_ns"),
         )
         .sort(keys)

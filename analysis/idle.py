@@ -124,7 +124,7 @@ def idle_breakdown(
     stats = iv.group_by([*_STREAM_KEYS, "category"]).agg(
         g.sum().alias("idle_ns"),
         pl.len().cast(pl.Int64).alias("count"),
-        *describe(g),
+        *describe(g, integer=True),
     )
     full = (
         streams.join(cats, how="cross")
@@ -212,7 +212,7 @@ def queue_length_summary(events: pl.LazyFrame, hta_compat: bool = False) -> pl.L
         .group_by(_STREAM_KEYS)
         .agg(
             pl.len().cast(pl.Int64).alias("count"),
-            *describe(v),
+            *describe(v, integer=True),
             pl.when(span > 0).then((v * pl.col("_held")).sum() / span).alias("time_mean"),
         )
         .sort(_STREAM_KEYS)

@@ -19,6 +19,7 @@ import polars as pl
 from .busy import RANK_BY, WORK_KINDS, device_work
 from .hta import KERNEL_TYPES, hta_type_coverage
 from .intervals import Frame, _lazy, label_coverage, union_length
+from .stats import int_std
 
 TOP_N = 15
 
@@ -55,7 +56,7 @@ def kernel_stats(
         d.mean().alias("mean_ns"),
         d.min().alias("min_ns"),
         d.max().alias("max_ns"),
-        d.std().fill_null(0.0).alias("std_ns"),
+        int_std(d).fill_null(0.0).alias("std_ns"),
         d.quantile(0.5, "linear").alias("p50_ns"),
         d.quantile(0.95, "linear").alias("p95_ns"),
     )

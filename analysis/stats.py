@@ -5,12 +5,27 @@ from __future__ import annotations
 import polars as pl
 
 
-def describe(v: pl.Expr) -> list[pl.Expr]:
+def int_std(v: pl.Expr) -> pl.Expr:
+    """Sample standard deviation of an integer column, the same to the last bit on every run.
+
+    Polars' float ``std`` sums in parallel chunks, so its last digits vary run to run (and with
+    them a stage output's hash and everything cached downstream). Here the sums of ``x`` and
+    ``x²`` are exact Int128, so ``n·Σx² − (Σx)²`` is exact and only the final division rounds.
+    Null for fewer than two values.
+    """
+    x = v.cast(pl.Int128)
+    n = x.count().cast(pl.Int128)
+    num = n * (x * x).sum() - x.sum() * x.sum()
+    return pl.when(n > 1).then((num.cast(pl.Float64) / (n * (n - 1)).cast(pl.Float64)).sqrt())
+
+
+def describe(v: pl.Expr, integer: bool = False) -> list[pl.Expr]:
     """mean, std, min, p25, p50, p75, max of ``v`` — pandas ``describe()`` without the count,
-    which is what HTA reports (linear quantiles, sample std)."""
+    which is what HTA reports (linear quantiles, sample std). ``integer``: ``v`` holds integers,
+    whose std is computed exactly (:func:`int_std`)."""
     return [
         v.mean().alias("mean"),
-        v.std().alias("std"),
+        (int_std(v) if integer else v.std()).alias("std"),
         v.min().alias("min"),
         v.quantile(0.25, "linear").alias("p25"),
         v.quantile(0.5, "linear").alias("p50"),

@@ -23,6 +23,7 @@ import polars as pl
 from .busy import RANK_BY, WORK_KINDS, device_work
 from .engine import ENGINE
 from .intervals import Frame, _lazy, union_length
+from .stats import int_std
 
 _STEP_NUMBER_RE = r"(\d+)\s*$"
 
@@ -177,7 +178,7 @@ def step_stats(windows: Frame, column: str = "dur_ns") -> pl.LazyFrame:
         .agg(
             pl.len().alias("count"),
             c.mean().alias("mean_ns"),
-            c.std().alias("std_ns"),
+            int_std(c).alias("std_ns"),
             c.min().alias("min_ns"),
             c.quantile(0.5, "linear").alias("p50_ns"),
             c.quantile(0.95, "linear").alias("p95_ns"),

@@ -600,3 +600,36 @@ def frame_from_rows(stage: str, file: str, rows: list[dict[str, Any]]) -> pl.Dat
     present = set(rows[0]) if rows else {c.name for c in decl.columns if not c.optional}
     schema = {c.name: c.dtype for c in decl.columns if c.name in present}
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+#: The overview of a trace (``ingest/trace.json``'s ``overview``, the Summary's ``trace``).
+OVERVIEW_KEYS = (
+    "path",
+    "name",
+    "status",
+    "source",
+    "nodes",
+    "ranks",
+    "gpus",
+    "events",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+)
+
+#: ``{(stage, file): keys}`` of every JSON output (their values are small documents, not tables).
+JSON_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ingest", "trace.json"): ("overview", "fingerprint", *OVERVIEW_KEYS),
+    ("steps", "steps.json"): ("has_markers", "note", "step_annotation"),
+    ("summary", "summary.json"): (
+        "trace",
+        "params",
+        "sections",
+        "takeaways",
+        "notes",
+        "top_n",
+        "bucket_ns",
+        "hta_compat",
+    ),
+    ("summary", "takeaways.json"): (),  # {answer id: sentence}; ids are profui.analysis.takeaways.CHARTS
+}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .intervals import union_length
-from .stats import int_std
+from .stats import int_std, stable_mean
 
 #: ``side`` of an annotation by event kind.
 SIDES: dict[str, str] = {"annotation": "cpu", "gpu_annotation": "gpu", "step": "cpu"}
@@ -135,4 +135,19 @@ def annotation_per_step(
         )
         .select(*keys, "time_ns", "count", "step_ns", "share")
         .sort(["node", "rank", "step", "side", "name"])
+    )
+
+
+def annotation_step_means(per_step: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame:
+    """Per annotation (side, name): its mean time and mean share of a step, over the steps and
+    ranks it appears in (from :func:`annotation_per_step`), largest share first."""
+    return (
+        per_step.lazy()
+        .group_by("side", "name")
+        .agg(
+            pl.col("time_ns").mean(),  # integers: summed exactly
+            stable_mean(pl.col("share")),
+            pl.len().cast(pl.Int64).alias("steps"),
+        )
+        .sort(["share", "name", "side"], descending=[True, False, False], nulls_last=True)
     )

@@ -176,6 +176,15 @@ _BUCKET = (
     _c("bucket_len_ns", I64, "ns"),
 )
 
+_OVER_TIME = (
+    _c("buckets", I64, "count"),
+    _c("bucket_len_ns", I64, "ns"),
+    _c("mean", F64, "fraction"),
+    _c("p10", F64, "fraction"),
+    _c("p90", F64, "fraction"),
+    _c("max", F64, "fraction"),
+)
+
 #: ``{(stage, file): Table}`` for every Parquet output of every stage.
 TABLES: dict[tuple[str, str], Table] = {
     ("ingest", "inventory.parquet"): Table(
@@ -371,6 +380,12 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "host-thread activity per rank",
     ),
+    ("utilization", "gpu_over_time.parquet"): Table(
+        (*WHERE_GPU, *_OVER_TIME), "each GPU's utilization over the buckets: mean, p10, p90, max"
+    ),
+    ("utilization", "cpu_over_time.parquet"): Table(
+        (NODE, *_OVER_TIME, _c("source", STR, "text")), "each node's CPU utilization over the buckets"
+    ),
     ("comm", "by_collective.parquet"): Table(
         (
             _c("collective", STR, "text"),
@@ -473,6 +488,16 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("share", F64, "fraction", "of the step"),
         ),
         "annotation time per step",
+    ),
+    ("annotations", "step_means.parquet"): Table(
+        (
+            _c("side", STR, "text"),
+            _c("name", STR, "text"),
+            _c("time_ns", F64, "ns_float", "mean time per step"),
+            _c("share", F64, "fraction", "mean share of a step"),
+            _c("steps", I64, "count", "step × rank windows it appears in"),
+        ),
+        "each annotation's mean over the steps, largest share first",
     ),
     ("launch", "stats.parquet"): _launch_stats(NODE, RANK),
     ("launch", "overall.parquet"): _launch_stats(),

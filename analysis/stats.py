@@ -19,6 +19,16 @@ def int_std(v: pl.Expr) -> pl.Expr:
     return pl.when(n > 1).then((num.cast(pl.Float64) / (n * (n - 1)).cast(pl.Float64)).sqrt())
 
 
+def stable_mean(v: pl.Expr) -> pl.Expr:
+    """Mean of a float column in a group, the same to the last bit on every run.
+
+    Float sums depend on the order parallel partial sums meet; as 18-digit decimals (integers
+    underneath) the sum is exact and order-free, so only the final division rounds. For values
+    whose magnitude fits 20 integer digits (shares, utilization fractions, ns).
+    """
+    return (v.cast(pl.Decimal(38, 18)).sum().cast(pl.Float64) / v.count()).cast(pl.Float64)
+
+
 def describe(v: pl.Expr, integer: bool = False) -> list[pl.Expr]:
     """mean, std, min, p25, p50, p75, max of ``v`` — pandas ``describe()`` without the count,
     which is what HTA reports (linear quantiles, sample std). ``integer``: ``v`` holds integers,

@@ -257,16 +257,10 @@ def memory_takeaway(ops: pl.DataFrame) -> str:
     return text + "."
 
 
-def annotation_takeaway(per_step: pl.DataFrame, breakdown: pl.DataFrame) -> str:
+def annotation_takeaway(step_means: pl.DataFrame, breakdown: pl.DataFrame) -> str:
     """The annotation with the largest average share of a step."""
-    if not per_step.is_empty():
-        avg = (
-            per_step.group_by("side", "name")
-            .agg(pl.col("share").mean())
-            .drop_nulls("share")
-            .sort(["share", "name"], descending=[True, False])
-            .filter(~pl.col("name").str.starts_with("ProfilerStep"))
-        )
+    if not step_means.is_empty():
+        avg = step_means.drop_nulls("share").filter(~pl.col("name").str.starts_with("ProfilerStep"))
         if not avg.is_empty():
             top = avg.row(0, named=True)
             side = " on the GPU" if top["side"] == "gpu" else ""
@@ -356,7 +350,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
     "annotation": (
         annotation_takeaway,
-        (("annotations", "per_step.parquet"), ("annotations", "breakdown.parquet")),
+        (("annotations", "step_means.parquet"), ("annotations", "breakdown.parquet")),
     ),
     "launch": (launch_takeaway, (("launch", "stats.parquet"),)),
     "sync": (sync_takeaway, (("sync", "totals.parquet"),)),

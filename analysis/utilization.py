@@ -25,6 +25,7 @@ from .intervals import (
     nice_bucket_ns,
     union_length,
 )
+from .stats import stable_mean
 
 TARGET_BUCKETS = 200
 HOST_BUSY_KINDS = ("cpu_op", "python", "runtime", "driver")
@@ -244,4 +245,26 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
             .alias("active_share")
         )
         .sort("node", "source", "rank", nulls_last=True)
+    )
+
+
+def util_over_time(util: Frame, by: Sequence[str]) -> pl.LazyFrame:
+    """Per ``by`` group of a utilization-per-bucket frame: ``buckets``, ``bucket_len_ns`` (the
+    longest), and the busy fraction's ``mean``, ``p10``, ``p90`` and ``max`` over the buckets;
+    ``source`` too when the frame has one (CPU utilization)."""
+    lf = _lazy(util)
+    has_source = "source" in lf.collect_schema().names()
+    u = pl.col("util")
+    return (
+        lf.group_by(list(by))
+        .agg(
+            pl.len().cast(pl.Int64).alias("buckets"),
+            pl.col("bucket_len_ns").max(),
+            stable_mean(u).alias("mean"),
+            u.quantile(0.1, "linear").alias("p10"),
+            u.quantile(0.9, "linear").alias("p90"),
+            u.max().alias("max"),
+            *([pl.col("source").first()] if has_source else []),
+        )
+        .sort(list(by))
     )

@@ -51,3 +51,18 @@ def hta_reference(trace_stem: str) -> dict:
     if not p.is_file():
         _missing(f"HTA reference {p.name} not found in {p.parent}")
     return json.loads(p.read_text())
+
+
+def same_numbers(a: object, b: object, rel: float = 1e-12) -> bool:
+    """Two JSON documents equal, floats to 12 significant digits.
+
+    Polars sums floats in parallel chunks, so a float's last bit may differ between two runs of
+    the same analysis; every other value (ints, strings, order, structure) must be identical.
+    """
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_numbers(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_numbers(x, y, rel) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b

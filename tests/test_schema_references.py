@@ -11,7 +11,6 @@ same module made itself (``.alias("x")``, a ``rename``, a ``with_columns`` keywo
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 

@@ -171,14 +171,15 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
     bucket = _bucket_ns(ctx)
     busy = bz.gpu_busy(ev, hta_compat=hta).collect()
     gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta).collect()
+    cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket).collect()
     return {
         "busy.parquet": busy,
         "total.parquet": bz.total_busy(busy).collect(),
         "gpu.parquet": gpu,
         "node.parquet": ut.node_utilization(gpu).collect(),
-        "cpu.parquet": ut.cpu_utilization(
-            ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket
-        ).collect(),
+        "cpu.parquet": cpu,
+        "gpu_over_time.parquet": ut.util_over_time(gpu, ("node", "rank", "device")),
+        "cpu_over_time.parquet": ut.util_over_time(cpu, ("node",)),
         "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()).collect(),
     }
 
@@ -216,10 +217,12 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
         windows = step_windows(ev).windows.lazy()
     else:
         windows = ctx.input("steps", "windows.parquet").lazy()
+    per_step = a.annotation_per_step(ev, windows).collect()
     return {
         "names.parquet": a.annotation_names(ev).collect(),
         "breakdown.parquet": a.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
-        "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
+        "per_step.parquet": per_step,
+        "step_means.parquet": a.annotation_step_means(per_step),
     }
 
 

@@ -151,63 +151,35 @@ def render_text(summary: Any, console: Any) -> None:
             ],
         )
     )
-    gpu = tb("utilization", "gpu")
-    if not gpu.is_empty() and "util" in gpu.columns:
-        keys = [c for c in ("node", "rank", "device") if c in gpu.columns]
-        per = (
-            gpu.group_by(keys)
-            .agg(
-                pl.len().alias("buckets"),
-                pl.col("bucket_len_ns").max().alias("bucket"),
-                pl.col("util").mean().alias("mean"),
-                pl.col("util").quantile(0.1).alias("p10"),
-                pl.col("util").quantile(0.9).alias("p90"),
-                pl.col("util").max().alias("max"),
-            )
-            .sort(keys)
+    per = tb("utilization", "gpu_over_time")
+    P(
+        _table(
+            "GPU utilization over time",
+            per,
+            [
+                *_where(per),
+                ("buckets", "buckets", _num),
+                ("bucket_len_ns", "bucket", fmt_ns),
+                ("mean", "mean", fmt_pct),
+                ("p10", "p10", fmt_pct),
+                ("p90", "p90", fmt_pct),
+                ("max", "max", fmt_pct),
+            ],
         )
-        P(
-            _table(
-                "GPU utilization over time",
-                per,
-                [
-                    *_where(per),
-                    ("buckets", "buckets", _num),
-                    ("bucket", "bucket", fmt_ns),
-                    ("mean", "mean", fmt_pct),
-                    ("p10", "p10", fmt_pct),
-                    ("p90", "p90", fmt_pct),
-                    ("max", "max", fmt_pct),
-                ],
-            )
+    )
+    P(
+        _table(
+            "CPU utilization",
+            tb("utilization", "cpu_over_time"),
+            [
+                ("node", "node", _text),
+                ("buckets", "buckets", _num),
+                ("mean", "mean", fmt_pct),
+                ("max", "max", fmt_pct),
+                ("source", "from", _text),
+            ],
         )
-    cpu = tb("utilization", "cpu")
-    if not cpu.is_empty() and "util" in cpu.columns:
-        per = (
-            cpu.group_by("node")
-            .agg(
-                pl.len().alias("buckets"),
-                pl.col("util").mean().alias("mean"),
-                pl.col("util").max().alias("max"),
-                pl.col("source").first().alias("source")
-                if "source" in cpu.columns
-                else pl.lit("-").alias("source"),
-            )
-            .sort("node")
-        )
-        P(
-            _table(
-                "CPU utilization",
-                per,
-                [
-                    ("node", "node", _text),
-                    ("buckets", "buckets", _num),
-                    ("mean", "mean", fmt_pct),
-                    ("max", "max", fmt_pct),
-                    ("source", "from", _text),
-                ],
-            )
-        )
+    )
 
     stats = tb("kernels", "stats")
     if not stats.is_empty():
@@ -517,13 +489,8 @@ def render_text(summary: Any, console: Any) -> None:
                 limit=top,
             )
         )
-        ps = tb("annotations", "per_step")
-        if not ps.is_empty():
-            avg = (
-                ps.group_by("side", "name")
-                .agg(pl.col("share").mean().alias("share"), pl.col("time_ns").mean().alias("time_ns"))
-                .sort("share", descending=True, nulls_last=True)
-            )
+        avg = tb("annotations", "step_means")
+        if not avg.is_empty():
             P(
                 _table(
                     "Annotation share of a step (mean over steps)",

@@ -137,8 +137,9 @@ class DashboardView(TraceView):
             for chart in dc.CHARTS:
                 missing = [s for s in chart.stages if s not in self.outputs]
                 if missing:
-                    why = "; ".join(f"{s}: {self.session.unavailable.get(s, 'no output')}" for s in missing)
-                    self.panel(chart.id).show_error(f"not available ({why})")
+                    self.panel(chart.id).show_error(
+                        f"not available (no output of {', '.join(missing)}; see the status line)"
+                    )
                 elif chart.id not in self.drawn:  # outputs memoised earlier: no on_stage calls
                     self._draw(chart)
         seconds = time.perf_counter() - self.started

@@ -29,8 +29,6 @@ class TraceSession:
         self._dir: TraceDir | None = None
         #: Where the last stage outputs came from (``cache``, ``computed (run-0003)``, ...).
         self.source = ""
-        #: Stages the analysis cannot run in this install, with the reason.
-        self.unavailable: dict[str, str] = {}
 
     # -- metadata (cheap) ---------------------------------------------------------------
     @property
@@ -106,91 +104,17 @@ class TraceSession:
     ) -> dict[str, dict[str, Any]]:
         """``{stage: {output file: frame or dict}}`` of the analysis pipeline's ``stages``.
 
-        Warm: the pipeline's newest successful outputs, read without computing anything.
-        Cold: ``profui analyze`` of just these stages (so the next open is warm and the run is
-        listed in the Runs view). A running trace, or one whose folder the pipeline cannot use
-        (read-only, locked), is computed in memory by the same stage bodies, recording nothing.
-        ``on_stage`` receives each stage's outputs as soon as they are computed (not called for
-        cached outputs, which are all returned at once).
+        Analysis chooses where they come from (:func:`profui.analysis.pipeline.answers.answers`:
+        cached outputs, a recorded run, or the in-memory store); this session only memoises them
+        per generation. ``on_stage`` receives each stage's outputs as soon as they are computed.
         """
         return self.memo(
             f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress)
         )
 
     def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
-        from profui.analysis.pipeline import REGISTRY, latest_outputs
-        from profui.analysis.pipeline.artifacts import load_file, verify
+        from profui.analysis.pipeline.answers import answers
 
-        say = on_progress or (lambda _line: None)
-        got: dict[str, dict[str, Any]] = {}
-        unavailable = REGISTRY.unavailable()
-        self.unavailable = {s: unavailable[s] for s in stages if s in unavailable}
-        stages = tuple(s for s in stages if s not in unavailable)
-
-        def take(stage: str, folder: Path, notify: bool = True) -> None:
-            meta = verify(folder) or {}
-            got[stage] = {name: load_file(folder / name) for name in meta.get("outputs", {})}
-            if on_stage is not None and notify:
-                on_stage(stage, got[stage])
-
-        running = self.manifest.status == "running"
-        if not running:
-            have = latest_outputs(self.path)
-            # outputs made by other analysis code (profui upgraded since) are not reused as is
-            have = {
-                s: f
-                for s, f in have.items()
-                if s not in REGISTRY.stages
-                or (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version
-            }
-            if all(s in have for s in stages):
-                say("reading cached analysis outputs")
-                # all there at once: no per-stage calls (each is a round trip to the UI thread
-                # and a layout pass); the caller draws everything from the returned outputs
-                for s in stages:
-                    take(s, have[s], notify=False)
-                self.source = "cache"
-                return got
-            try:
-                return self._analyze(stages, take, say, got)
-            except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
-                first = (str(exc).strip().splitlines() or [""])[0]
-                say(f"analysis pipeline unavailable ({first}); computing in memory")
-                got.clear()
-        return self._compute_in_memory(stages, on_stage, say, got)
-
-    def _analyze(self, stages, take, say, got) -> dict[str, dict[str, Any]]:
-        from profui.analysis.pipeline import REGISTRY, analyze, load_run
-
-        def progress(ev) -> None:
-            if ev.status == "running":
-                say(f"[{ev.index}/{ev.total}] {ev.stage} …")
-            elif ev.status == "succeeded":
-                rec = load_run(self.path, ev.run_id)
-                take(ev.stage, self.dir.private_dir / rec.stages[ev.stage].artifact)
-
-        needed = set(stages) | REGISTRY.ancestors(stages)
-        selection = [s for s in REGISTRY.order if s in needed]
-        rec = analyze(self.path, stages=selection, wait=False, progress=progress)
-        failed = [s for s in selection if rec.stages[s].status != "succeeded"]
-        if failed:
-            error = (rec.stages[failed[0]].error or "").strip().splitlines()
-            say(f"stage {failed[0]} failed: {error[0] if error else 'see profui runs'}")
-        self.source = f"computed ({rec.id})"
-        return got
-
-    def _compute_in_memory(self, stages, on_stage, say, got) -> dict[str, dict[str, Any]]:
-        """The same stage graph in memory (nothing written): a running trace, a read-only folder."""
-        from profui.analysis.pipeline.store import compute
-
-        def done(name: str, outputs: dict[str, Any]) -> None:
-            say(f"{name} ✓")
-            if on_stage is not None:
-                on_stage(name, outputs)
-
-        try:
-            compute(self.trace(), stages, store=got, on_stage=done)
-        except Exception as exc:
-            say(f"analysis failed: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
-        self.source = "computed in memory"
-        return got
+        got = answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress)
+        self.source = got.source
+        return got.outputs

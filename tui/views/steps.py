@@ -111,7 +111,7 @@ class StepsView(TraceView):
 
     def _show(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
-            why = self.session.unavailable.get("steps", "no step markers in this trace")
+            why = "no step markers in this trace"
             self._status(f"No steps: {why}")
             self.query_one(FrameTable).set_frame(frame)
             return

@@ -1,0 +1,108 @@
+"""Where a surface's answers come from: one choice, made here, for the dashboard and its views.
+
+:func:`answers` returns the outputs of the stages a surface shows, taking them from the cheapest
+place that holds them for this trace: the pipeline's newest outputs when every one is there
+(warm), else a recorded ``profui analyze`` run of those stages and everything upstream (cold, so
+the next open is warm), else — for a running capture, or a folder the pipeline cannot write —
+the in-memory store (:func:`profui.analysis.pipeline.store.compute`), which records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import PRIVATE_DIR, open_trace_dir
+
+from .artifacts import load_file, verify
+from .outputs import latest_outputs
+from .registry import REGISTRY
+from .store import Store, compute
+
+OnStage = Callable[[str, dict[str, Any]], None]
+Say = Callable[[str], None]
+
+
+@dataclass
+class Answers:
+    """The outputs of the stages asked for, and where they came from (``cache``,
+    ``computed (run-0003)``, ``computed in memory``)."""
+
+    outputs: Store
+    source: str
+
+
+def _load(folder: Path) -> dict[str, Any]:
+    meta = verify(folder) or {}
+    return {name: load_file(folder / name) for name in meta.get("outputs", {})}
+
+
+def answers(
+    path: str | Path,
+    stages: Iterable[str],
+    trace: Callable[[], Any],
+    on_stage: OnStage | None = None,
+    say: Say | None = None,
+) -> Answers:
+    """The outputs of ``stages`` for the trace folder ``path`` (see the module docstring).
+
+    ``trace()`` gives the opened analysis Trace (only called when something is computed in
+    memory). ``on_stage`` receives each stage's outputs as soon as they are computed (not for
+    cached outputs, which come back all at once); ``say`` receives progress lines.
+    """
+    path = Path(path)
+    stages = tuple(stages)
+    say = say or (lambda _line: None)
+    running = open_trace_dir(path, require_data=False).manifest.status == "running"
+    if not running:
+        have = latest_outputs(path)
+        # outputs made by other analysis code (profui upgraded since) are not reused as they are
+        have = {
+            s: f
+            for s, f in have.items()
+            if s in REGISTRY.stages
+            and (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version
+        }
+        if all(s in have for s in stages):
+            say("reading cached analysis outputs")
+            return Answers({s: _load(have[s]) for s in stages}, "cache")
+        try:
+            return _recorded_run(path, stages, on_stage, say)
+        except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
+            first = (str(exc).strip().splitlines() or [""])[0]
+            say(f"analysis pipeline unavailable ({first}); computing in memory")
+    got: Store = {}
+
+    def done(name: str, outputs: dict[str, Any]) -> None:
+        say(f"{name} ✓")
+        if on_stage is not None:
+            on_stage(name, outputs)
+
+    compute(trace(), stages, store=got, on_stage=done)
+    return Answers(got, "computed in memory")
+
+
+def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None, say: Say) -> Answers:
+    from .engine import analyze
+    from .outputs import load_run
+
+    got: Store = {}
+
+    def progress(ev) -> None:
+        if ev.status == "running":
+            say(f"[{ev.index}/{ev.total}] {ev.stage} …")
+        elif ev.status == "succeeded":
+            rec = load_run(path, ev.run_id)
+            got[ev.stage] = _load(path / PRIVATE_DIR / rec.stages[ev.stage].artifact)
+            if on_stage is not None and ev.stage in stages:
+                on_stage(ev.stage, got[ev.stage])
+
+    needed = set(stages) | REGISTRY.ancestors(stages)
+    rec = analyze(path, stages=[s for s in REGISTRY.order if s in needed], wait=False, progress=progress)
+    failed = [s for s in REGISTRY.order if s in needed and rec.stages[s].status != "succeeded"]
+    if failed:
+        error = (rec.stages[failed[0]].error or "").strip().splitlines()
+        say(f"stage {failed[0]} failed: {error[0] if error else 'see profui runs'}")
+    return Answers(got, f"computed ({rec.id})")

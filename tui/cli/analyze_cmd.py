@@ -42,7 +42,7 @@ _SYMBOL = {"succeeded": "✓", "failed": "✗", "stopped": "■", "skipped": "·
 
 def _resolve(trace: Path, err: Console, quiet: bool = False) -> Path:
     """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
-    from profui.analysis.sources import resolve_trace
+    from profui.capture.kineto.cache import resolve_trace
 
     return resolve_trace(
         trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False)

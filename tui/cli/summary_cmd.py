@@ -557,10 +557,10 @@ def render_text(summary: Any, console: Any) -> None:
 
 def run_summary(trace: Path, as_json: bool, top: int, hta_compat: bool, bucket_ms: float | None) -> Any:
     """Resolve, open and summarize ``trace``; returns the Summary."""
-    from profui.analysis.sources import resolve_trace
     from profui.analysis.summary import summarize
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
+    from profui.capture.kineto.cache import resolve_trace
 
     if top < 1:
         raise UserError(f"--top: must be at least 1, got {top}")

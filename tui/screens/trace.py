@@ -18,11 +18,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from profui.analysis.catalog import display_name
 from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView
 from ..views.session import TraceSession
-from ..widgets.fmt import display_name, fmt_short_count
+from ..widgets.fmt import fmt_short_count
 
 
 class TraceScreen(Screen):

@@ -88,9 +88,7 @@ def _plan_table(
         dag.add_column(col)
     for name in REGISTRY.order:
         s = REGISTRY.stages[name]
-        if name in plan.unavailable:
-            action = f"[red]unavailable[/red] ({plan.unavailable[name]})"
-        elif name in plan.selection:
+        if name in plan.selection:
             action = "run (or cache)"
         elif name in plan.reused:
             action = f"reuse {plan.reference.id}" if plan.reference else "reuse"
@@ -113,7 +111,7 @@ def _plan_table(
             p.type,
             _fmt_value(p.default),
             _fmt_value(value) if value != p.default else "",
-            ", ".join(sorted(REGISTRY.users_of(name))) or "(all; test knob)",
+            ", ".join(sorted(REGISTRY.users_of(name))) or "-",
             p.help,
         )
     return dag, params

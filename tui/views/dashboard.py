@@ -137,7 +137,7 @@ class DashboardView(TraceView):
             for chart in dc.CHARTS:
                 missing = [s for s in chart.stages if s not in self.outputs]
                 if missing:
-                    why = "; ".join(f"{s}: {self.session.unavailable.get(s, 'no output')}" for s in missing)
+                    why = "; ".join(f"{s}: no output" for s in missing)
                     self.panel(chart.id).show_error(f"not available ({why})")
                 elif chart.id not in self.drawn:  # outputs memoised earlier: no on_stage calls
                     self._draw(chart)

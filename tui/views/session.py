@@ -29,8 +29,6 @@ class TraceSession:
         self._dir: TraceDir | None = None
         #: Where the last stage outputs came from (``cache``, ``computed (run-0003)``, ...).
         self.source = ""
-        #: Stages the analysis cannot run in this install, with the reason.
-        self.unavailable: dict[str, str] = {}
 
     # -- metadata (cheap) ---------------------------------------------------------------
     @property
@@ -123,9 +121,6 @@ class TraceSession:
 
         say = on_progress or (lambda _line: None)
         got: dict[str, dict[str, Any]] = {}
-        unavailable = REGISTRY.unavailable()
-        self.unavailable = {s: unavailable[s] for s in stages if s in unavailable}
-        stages = tuple(s for s in stages if s not in unavailable)
 
         def take(stage: str, folder: Path, notify: bool = True) -> None:
             meta = verify(folder) or {}

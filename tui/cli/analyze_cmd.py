@@ -29,6 +29,7 @@ from profui.analysis.pipeline import (
 from profui.analysis.pipeline.lock import describe_holder
 
 from .errors import UserError
+from .sources import resolve_source
 
 
 def _out() -> Console:
@@ -42,9 +43,7 @@ _SYMBOL = {"succeeded": "✓", "failed": "✗", "stopped": "■", "skipped": "·
 
 def _resolve(trace: Path, err: Console, quiet: bool = False) -> Path:
     """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
-    from profui.capture.kineto.cache import resolve_trace
-
-    return resolve_trace(
+    return resolve_source(
         trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False)
     )
 

@@ -20,6 +20,7 @@ import typer
 
 from ..widgets.fmt import fmt_bytes, fmt_count, fmt_ns
 from .errors import UserError
+from .sources import resolve_source
 
 Fmt = Callable[[Any], str]
 Col = tuple[str, str, Fmt]  # column, header, formatter
@@ -60,7 +61,7 @@ def _name(width: int = 60) -> Fmt:
 
 @contextmanager
 def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
-    """A rich progress bar on stderr fed by resolve_trace's status lines ("importing: 42%")."""
+    """A rich progress bar on stderr fed by resolve_source's status lines ("importing: 42%")."""
     if not enabled:
         yield None
         return
@@ -560,7 +561,6 @@ def run_summary(trace: Path, as_json: bool, top: int, hta_compat: bool, bucket_m
     from profui.analysis.summary import summarize
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
-    from profui.capture.kineto.cache import resolve_trace
 
     if top < 1:
         raise UserError(f"--top: must be at least 1, got {top}")
@@ -570,7 +570,7 @@ def run_summary(trace: Path, as_json: bool, top: int, hta_compat: bool, bucket_m
             raise UserError(f"--bucket: must be a positive number of milliseconds, got {bucket_ms}")
         bucket_ns = max(1, int(round(bucket_ms * 1_000_000)))
     with import_progress(sys.stderr.isatty()) as progress:
-        path = resolve_trace(trace, progress=progress)
+        path = resolve_source(trace, progress=progress)
     t = Trace(open_trace_dir(path))
     return summarize(t, top_n=top, bucket_ns=bucket_ns, hta_compat=hta_compat)
 

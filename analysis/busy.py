@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .hta import hta_union_length, kernel_type_expr
-from .intervals import Frame, _lazy, merge_intervals, union_length
+from .intervals import Frame, _lazy, union_length
 
 #: Kinds whose intervals make a GPU busy (sync is accounted separately).
 WORK_KINDS = ("kernel", "memcpy", "memset")
@@ -196,8 +196,3 @@ def temporal_breakdown(
         "non_compute_share",
     )
     return out.sort(by) if by else out
-
-
-def busy_intervals(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
-    """The merged busy intervals (``start``, ``end``) of each GPU: the input of timelines and buckets."""
-    return merge_intervals(device_work(events).select(*by, "start", "end"), by)

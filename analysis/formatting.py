@@ -83,16 +83,6 @@ def fmt_epoch(ns: int | None) -> str:
     return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M")
 
 
-def display_name(manifest) -> str:
-    """What to call a trace on screen: its name, or for a trace imported into the cache under a
-    temporary name (``.<key>.<random>``), the file(s) it was imported from."""
-    sources = [s.get("file") for s in (manifest.sources or []) if isinstance(s, dict) and s.get("file")]
-    if manifest.name.startswith(".") and sources:
-        stem = str(sources[0]).rsplit("/", 1)[-1].removesuffix(".gz").removesuffix(".json")
-        return stem + (f" +{len(sources) - 1}" if len(sources) > 1 else "")
-    return manifest.name
-
-
 def fmt_short_count(n: int) -> str:
     """A count in at most ~4 characters (``151k``, ``2.3M``)."""
     if n < 1000:

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir
+from profui.capture.format import EVENT_KINDS, TraceDir, default_cache_root, open_trace_dir
 
 #: Bump when the cached files change meaning; an older cache is rebuilt.
 LOD_VERSION = 3
@@ -130,8 +130,6 @@ def lod_dir(trace: TraceDir) -> Path:
     writable = os.access(private if private.exists() else trace.path, os.W_OK)
     if writable:
         return private / "lod"
-    from .sources import default_cache_root
-
     key = hashlib.sha256(str(trace.path.resolve()).encode()).hexdigest()[:24]
     return default_cache_root() / "lod" / key
 

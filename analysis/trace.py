@@ -20,6 +20,8 @@ from profui.capture.format import (
     Manifest,
     TraceDir,
     TraceFile,
+    TraceFormatError,
+    is_trace_dir,
     open_trace_dir,
     read_footer,
 )
@@ -192,12 +194,6 @@ class Trace:
 
         return top_kernels(kernel_stats(self.cached_events()), n=n, by=by).collect()
 
-    def kernel_types(self, hta_compat: bool = False) -> pl.DataFrame:
-        """HTA-style by-type breakdown; see :func:`profui.analysis.kernels.kernel_type_breakdown`."""
-        from .kernels import kernel_type_breakdown
-
-        return kernel_type_breakdown(self._ev(hta_compat), hta_compat=hta_compat).collect()
-
     def activity(self, hta_compat: bool = False) -> pl.DataFrame:
         """Kernel/memcpy/memset/sync/idle shares; see :func:`profui.analysis.activity.activity_shares`."""
         from .activity import activity_shares
@@ -229,12 +225,30 @@ class Trace:
         return summarize(self, **kwargs)
 
 
-def open_trace(path: str | Path, cache_root: str | Path | None = None) -> Trace:
-    """Open a trace directory, validated (``TraceFormatError`` with a one-line message otherwise).
+#: File name endings of PyTorch Profiler / Kineto Chrome-trace JSON, which must be imported first.
+_KINETO_SUFFIXES = (".json", ".json.gz")
 
-    ``path`` may also be a Kineto JSON file or a folder of them: it is imported into the cache
-    first (see :func:`profui.analysis.sources.resolve_trace`).
+
+def open_trace(path: str | Path) -> Trace:
+    """Open a profui trace directory, validated (``TraceFormatError`` with a one-line message otherwise).
+
+    Analysis never writes traces: Kineto JSON is imported into a trace folder first, with
+    ``profui import FILE -o trace/`` or :func:`profui.capture.kineto.import_kineto`.
     """
-    from .sources import resolve_trace
+    p = Path(path).expanduser()
+    if not is_trace_dir(p) and _looks_like_kineto(p):
+        raise TraceFormatError(
+            p,
+            "Kineto JSON, not a profui trace folder: import it first "
+            f"(`profui import {p} -o trace/` or profui.capture.kineto.import_kineto) "
+            "and open the folder",
+        )
+    return Trace(open_trace_dir(p))
 
-    return Trace(open_trace_dir(resolve_trace(path, cache_root=cache_root)))
+
+def _looks_like_kineto(p: Path) -> bool:
+    if p.is_file():
+        return p.name.lower().endswith(_KINETO_SUFFIXES)
+    if p.is_dir():
+        return any(f.name.lower().endswith(_KINETO_SUFFIXES) for f in p.iterdir() if f.is_file())
+    return False

@@ -1,9 +1,8 @@
 """The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
 Runs, Timeline).
 
-Views are registered in :data:`VIEWS`, one entry each, by import path, so a view module is only
-imported when the app starts and a missing or broken one shows a one-line placeholder instead
-of stopping the app. A view class is built as ``View(session, id=<name>)`` (``session`` is a
+Views are registered in :data:`VIEWS`, one entry each, imported directly (a broken view fails
+loudly at import). A view class is built as ``View(session, id=<name>)`` (``session`` is a
 :class:`~profui.tui.views.session.TraceSession`); it may define ``load()`` (called when it is
 first shown and after a live trace changes) and ``goto(**where)`` (used by
 :meth:`ProfuiApp.goto_view`, e.g. the timeline's ``goto(kernel=..., step=...)``).
@@ -11,8 +10,8 @@ first shown and after a live trace changes) and ``goto(**where)`` (used by
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,39 +21,42 @@ from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
 
+from .timeline import TimelineView
+from .views.dashboard import DashboardView
+from .views.kernels import KernelsView
+from .views.runs import RunsView
+from .views.steps import StepsView
+
 
 @dataclass(frozen=True)
 class ViewSpec:
-    """One view of an opened trace: its id, tab title, key, and ``module:Class`` to build it."""
+    """One view of an opened trace: its id, tab title, key, and the view class to build."""
 
     name: str
     title: str
     key: str
-    target: str
-
-    def load_class(self) -> type:
-        """Import the view class (raises ImportError/AttributeError when it is not there)."""
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+    cls: type
 
 
 #: The views of the trace screen, in tab order. Adding a view = adding one entry here.
 VIEWS: list[ViewSpec] = [
-    ViewSpec("dashboard", "Dashboard", "1", "profui.tui.views.dashboard:DashboardView"),
-    ViewSpec("kernels", "Kernels", "2", "profui.tui.views.kernels:KernelsView"),
-    ViewSpec("steps", "Steps", "3", "profui.tui.views.steps:StepsView"),
-    ViewSpec("runs", "Runs", "4", "profui.tui.views.runs:RunsView"),
-    ViewSpec("timeline", "Timeline", "5", "profui.tui.timeline:TimelineView"),
+    ViewSpec("dashboard", "Dashboard", "1", DashboardView),
+    ViewSpec("kernels", "Kernels", "2", KernelsView),
+    ViewSpec("steps", "Steps", "3", StepsView),
+    ViewSpec("runs", "Runs", "4", RunsView),
+    ViewSpec("timeline", "Timeline", "5", TimelineView),
 ]
 
 
 @dataclass(frozen=True)
 class OpenTarget:
     """What ``profui open`` was asked to show: a ``trace`` folder, a ``jobs`` folder, or
-    Kineto JSON to ``import`` first."""
+    Kineto JSON to ``import`` first with ``resolve`` (path, progress) -> trace folder, which the
+    command line supplies (the app never imports the importers)."""
 
     kind: str  # "trace" | "jobs" | "import"
     path: Path
+    resolve: Callable[..., Path] | None = field(default=None, compare=False, repr=False)
 
 
 class NullStyleSafe(LineFilter):
@@ -97,7 +99,9 @@ class ProfuiApp(App[str | None]):
         if self.target.kind == "jobs":
             self.push_screen(JobsScreen(self.target.path, refresh_s=self.poll_s))
         elif self.target.kind == "import":
-            self.push_screen(ImportScreen(self.target.path))
+            if self.target.resolve is None:
+                raise ValueError("OpenTarget('import', ...) needs resolve=")
+            self.push_screen(ImportScreen(self.target.path, self.target.resolve))
         else:
             self.open_trace(self.target.path)
 

@@ -1,8 +1,8 @@
 """Stage bodies: thin calls into the analysis modules, returning ``{output file: frame or dict}``.
 
-Each body gets a :class:`~profui.analysis.pipeline.context.StageContext`. Analysis modules are
-imported inside the bodies so that planning (``--plan``, ``profui runs``) stays cheap and a
-module that is not written yet only makes its own stage unavailable.
+Each body gets a :class:`~profui.analysis.pipeline.context.StageContext` and calls the analysis
+modules, imported here directly (a broken analysis fails loudly at import, not as a stage that
+quietly cannot run).
 """
 
 from __future__ import annotations
@@ -11,6 +11,19 @@ import re
 from typing import Any
 
 import polars as pl
+
+from profui.analysis import annotations as ann
+from profui.analysis import busy as bz
+from profui.analysis import comm as cm
+from profui.analysis import idle as il
+from profui.analysis import kernels as kn
+from profui.analysis import launch as la
+from profui.analysis import steps as stp
+from profui.analysis import sync as sy
+from profui.analysis import utilization as ut
+from profui.analysis.activity import activity_total
+from profui.analysis.summary import SECTIONS, Summary, trace_overview
+from profui.analysis.takeaways import CHARTS, all_takeaways
 
 from .artifacts import trace_fingerprint
 from .context import StageContext
@@ -26,7 +39,7 @@ def _bucket_ns(ctx: StageContext) -> int | None:
     return int(round(ms * 1_000_000)) if ms and ms > 0 else None
 
 
-# -- ingest / index / correlate -------------------------------------------------------------
+# -- ingest / correlate ------- -------------------------------------------------------------
 
 
 def ingest(ctx: StageContext) -> dict[str, Any]:
@@ -35,8 +48,6 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
     ``trace.json`` carries the trace files' fingerprint: the later stages read the trace itself,
     so their cache keys must change whenever its files do, and they hash this output.
     """
-    from profui.analysis.summary import trace_overview
-
     t = ctx.trace
     inventory = (
         t.cached_events()
@@ -54,32 +65,10 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
     return {"inventory.parquet": inventory, "trace.json": info}
 
 
-def index(ctx: StageContext) -> dict[str, Any]:
-    """The timeline's lane index: every host thread and device stream with its event count and extent."""
-    lanes = (
-        ctx.trace.cached_events()
-        .with_columns(
-            pl.when(pl.col("device") >= 0).then(pl.lit("device")).otherwise(pl.lit("host")).alias("side")
-        )
-        .group_by("node", "rank", "side", "pid", "tid", "device", "stream")
-        .agg(
-            pl.len().cast(pl.Int64).alias("events"),
-            pl.col("ts").min().alias("first_ns"),
-            (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
-            pl.col("kind").unique().sort().str.join(",").alias("kinds"),
-        )
-        .sort("node", "rank", "side", "device", "stream", "pid", "tid")
-        .collect()
-    )
-    return {"lanes.parquet": lanes}
-
-
 def correlate(ctx: StageContext) -> dict[str, Any]:
     """Join every launched device event to its host launch call by correlation id."""
-    from profui.analysis.launch import kernel_launches
-
     hta = ctx.params["hta_compat"]
-    launches = kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts").collect()
+    launches = la.kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts").collect()
     return {"launches.parquet": launches}
 
 
@@ -106,20 +95,18 @@ def _retag_steps(events: pl.LazyFrame, pattern: str) -> pl.LazyFrame:
 
 def steps(ctx: StageContext) -> dict[str, Any]:
     """Step windows mapped to the device, step-time distribution and the outlier steps."""
-    from profui.analysis import steps as st
-
     ev = _events(ctx, ctx.params["hta_compat"])
     pattern = ctx.params["step_annotation"]
     if pattern:
         ev = _retag_steps(ev, pattern)
-    found = st.step_windows(ev)
+    found = stp.step_windows(ev)
     windows = found.windows
-    outliers = st.step_outliers(windows.lazy(), k=ctx.params["outlier_threshold"])
+    outliers = stp.step_outliers(windows.lazy(), k=ctx.params["outlier_threshold"])
     return {
         "windows.parquet": windows,
-        "stats.parquet": st.step_stats(windows.lazy()).collect(),
+        "stats.parquet": stp.step_stats(windows.lazy()).collect(),
         "outliers.parquet": outliers.filter(pl.col("outlier")).collect(),
-        "histogram.parquet": st.step_histogram(windows),
+        "histogram.parquet": stp.step_histogram(windows),
         "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
     }
 
@@ -129,24 +116,20 @@ def steps(ctx: StageContext) -> dict[str, Any]:
 
 def kernels(ctx: StageContext) -> dict[str, Any]:
     """Per-kernel statistics, top-N by time and by count, and the by-type breakdown."""
-    from profui.analysis import kernels as k
-
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
-    stats = k.kernel_stats(ev, hta_compat=hta).collect()
+    stats = kn.kernel_stats(ev, hta_compat=hta).collect()
     return {
         "stats.parquet": stats,
-        "top_by_time.parquet": k.top_kernels(stats, n, by="total_ns").collect(),
-        "top_by_count.parquet": k.top_kernels(stats, n, by="count").collect(),
-        "types.parquet": k.kernel_type_breakdown(ev, hta_compat=hta).collect(),
+        "top_by_time.parquet": kn.top_kernels(stats, n, by="total_ns").collect(),
+        "top_by_count.parquet": kn.top_kernels(stats, n, by="count").collect(),
+        "types.parquet": kn.kernel_type_breakdown(ev, hta_compat=hta).collect(),
     }
 
 
 def activity(ctx: StageContext) -> dict[str, Any]:
     """Kernel / memcpy / memset / sync / idle shares of device time."""
-    from profui.analysis.activity import activity_total
-
     shares = ctx.trace.activity(hta_compat=ctx.params["hta_compat"])
     return {"shares.parquet": shares, "total.parquet": activity_total(shares).collect()}
 
@@ -163,9 +146,6 @@ def precision(ctx: StageContext) -> dict[str, Any]:
 
 def utilization(ctx: StageContext) -> dict[str, Any]:
     """GPU busy/idle per device and in total; GPU, node and CPU utilization per time bucket."""
-    from profui.analysis import busy as bz
-    from profui.analysis import utilization as ut
-
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
@@ -186,18 +166,16 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
 
 def comm(ctx: StageContext) -> dict[str, Any]:
     """NCCL time by collective, its overlap with compute, per rank and per step, stragglers."""
-    from profui.analysis import comm as c
-
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = c.comm_per_step(ev, windows).collect()
+    per_step = cm.comm_per_step(ev, windows).collect()
     return {
-        "by_collective.parquet": c.comm_by_collective(ev).collect(),
-        "overlap.parquet": c.comm_comp_overlap(ev, hta_compat=hta).collect(),
-        "per_rank.parquet": c.comm_per_rank(ev).collect(),
+        "by_collective.parquet": cm.comm_by_collective(ev).collect(),
+        "overlap.parquet": cm.comm_comp_overlap(ev, hta_compat=hta).collect(),
+        "per_rank.parquet": cm.comm_per_rank(ev).collect(),
         "per_step.parquet": per_step,
-        "stragglers.parquet": c.stragglers(per_step.lazy()).collect(),
+        "stragglers.parquet": cm.stragglers(per_step.lazy()).collect(),
     }
 
 
@@ -207,30 +185,24 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
     Time per step is measured on the exact events; under ``hta_compat`` the step windows are
     therefore taken from the exact events too (HTA has no per-step annotation analysis).
     """
-    from profui.analysis import annotations as a
-
     hta = ctx.params["hta_compat"]
     ev = ctx.trace.cached_events()
     if hta:
-        from profui.analysis.steps import step_windows
-
-        windows = step_windows(ev).windows.lazy()
+        windows = stp.step_windows(ev).windows.lazy()
     else:
         windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = a.annotation_per_step(ev, windows).collect()
+    per_step = ann.annotation_per_step(ev, windows).collect()
     return {
-        "names.parquet": a.annotation_names(ev).collect(),
-        "breakdown.parquet": a.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
+        "names.parquet": ann.annotation_names(ev).collect(),
+        "breakdown.parquet": ann.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
         "per_step.parquet": per_step,
-        "step_means.parquet": a.annotation_step_means(per_step),
+        "step_means.parquet": ann.annotation_step_means(per_step),
     }
 
 
 def launch(ctx: StageContext) -> dict[str, Any]:
     """Launch latency distribution (per rank and overall), per kernel, outliers and histogram,
     from correlate's launch links."""
-    from profui.analysis import launch as la
-
     launches = ctx.input("correlate", "launches.parquet").lazy()
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
     late = int(round(ctx.params["late_start_us"] * 1000))
@@ -249,26 +221,22 @@ def launch(ctx: StageContext) -> dict[str, Any]:
 
 def idle(ctx: StageContext) -> dict[str, Any]:
     """Why streams sat idle (per category, and summed), and how many launches queued on them."""
-    from profui.analysis import idle as i
-
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     return {
-        "breakdown.parquet": i.idle_breakdown(ev, hta_compat=hta).collect(),
-        "totals.parquet": i.idle_totals(ev, hta_compat=hta).collect(),
-        "queue.parquet": i.queue_length_summary(ev, hta_compat=hta).collect(),
+        "breakdown.parquet": il.idle_breakdown(ev, hta_compat=hta).collect(),
+        "totals.parquet": il.idle_totals(ev, hta_compat=hta).collect(),
+        "queue.parquet": il.queue_length_summary(ev, hta_compat=hta).collect(),
     }
 
 
 def sync(ctx: StageContext) -> dict[str, Any]:
     """Host time blocked in synchronize calls, and device sync events."""
-    from profui.analysis import sync as s
-
     ev = _events(ctx)
     return {
-        "host.parquet": s.sync_summary(ev).collect(),
-        "totals.parquet": s.sync_totals(ev).collect(),
-        "device.parquet": s.gpu_sync_summary(ev).collect(),
+        "host.parquet": sy.sync_summary(ev).collect(),
+        "totals.parquet": sy.sync_totals(ev).collect(),
+        "device.parquet": sy.gpu_sync_summary(ev).collect(),
     }
 
 
@@ -286,9 +254,6 @@ def summary(ctx: StageContext) -> dict[str, Any]:
     computed here, once, from the tables it reads, so ``summary.json`` is what ``profui summary
     --json`` prints for the same parameters and ``takeaways.json`` what the dashboard shows.
     """
-    from profui.analysis.summary import SECTIONS, Summary
-    from profui.analysis.takeaways import CHARTS, all_takeaways
-
     n = ctx.params["top_n"]
     hta = ctx.params["hta_compat"]
     sections: dict[str, dict[str, pl.DataFrame]] = {}

@@ -26,8 +26,9 @@ class Stage:
     ``inputs`` are names of other stages (whose outputs it reads) or :data:`TRACE`; ``params`` the
     names of the parameters it uses; ``outputs`` its file names (``.parquet`` for frames,
     ``.json`` for small dicts); ``run(ctx)`` returns ``{output file name: frame or dict}``.
-    ``modules`` lists the analysis modules the body calls: their source text is part of the code
-    version, so editing an analysis recomputes its stage without anyone bumping ``version``.
+    ``modules`` lists the analysis modules the body calls (which :mod:`.bodies` imports
+    directly): their source text is part of the code version, so editing an analysis recomputes
+    its stage without anyone bumping ``version``.
     """
 
     name: str
@@ -38,19 +39,6 @@ class Stage:
     help: str = ""
     version: str = "1"
     modules: tuple[str, ...] = ()
-    #: Inputs the stage can do without when they cannot run in this installation (summary).
-    optional: tuple[str, ...] = ()
-
-    def missing_modules(self) -> list[str]:
-        """Analysis modules this stage needs that are not importable (not written yet)."""
-        missing = []
-        for mod in self.modules:
-            try:
-                if importlib.util.find_spec(mod) is None:
-                    missing.append(mod)
-            except ModuleNotFoundError:
-                missing.append(mod)
-        return missing
 
     @cached_property
     def code_version(self) -> str:
@@ -188,20 +176,3 @@ class Registry:
                 + " (they lie between selected stages)"
             )
         return [s for s in self.order if s in sel]
-
-    def unavailable(self) -> dict[str, str]:
-        """Stages that cannot run in this installation, with the reason.
-
-        A stage is unavailable when an analysis module it calls is missing, or when one of its
-        inputs is unavailable.
-        """
-        out: dict[str, str] = {}
-        for s in self.stages.values():
-            missing = s.missing_modules()
-            if missing:
-                out[s.name] = f"module {', '.join(missing)} missing"
-                continue
-            bad = [i for i in s.inputs if i in out and i not in s.optional]
-            if bad:
-                out[s.name] = f"needs {', '.join(bad)}"
-        return out

@@ -52,15 +52,6 @@ def _stage_params(registry: Registry, name: str, params: Mapping[str, Any]) -> d
     return {p: params[p] for p in st.params if registry.params[p].affects_output}
 
 
-def _debug_hooks(name: str, params: Mapping[str, Any]) -> None:
-    """Test knobs (documented in the registry): sleep in / fail a named stage."""
-    sleep_stage = params.get("debug_sleep_stage") or ""
-    if params.get("debug_sleep_s", 0) and name in sleep_stage.split(","):
-        time.sleep(float(params["debug_sleep_s"]))
-    if name in (params.get("debug_fail") or "").split(","):
-        raise RuntimeError(f"stage {name} made to fail by debug_fail")
-
-
 class _Run:
     """The state of one executing run: its record, plan, and what the stages share."""
 
@@ -100,8 +91,6 @@ class _Run:
 
     def skip_reason(self, name: str) -> str:
         """Why an unselected stage does not run."""
-        if name in self.plan.unavailable:
-            return f"unavailable: {self.plan.unavailable[name]}"
         if name in self.registry.descendants(self.plan.selection):
             return "not selected (downstream of the selection)"
         if self.plan.reference is not None:
@@ -117,8 +106,6 @@ class _Run:
                 if self._trace_hash is None:
                     self._trace_hash = digest(trace_fingerprint(self.trace_dir))
                 hashes[TRACE] = self._trace_hash
-            elif i in self.plan.unavailable:
-                hashes[i] = "unavailable"
             else:
                 up = self.rec.stages[i]
                 hashes[i] = up.output_hash  # type: ignore[assignment]
@@ -128,7 +115,6 @@ class _Run:
     def produce(self, name: str) -> None:
         """Find stage ``name``'s output in the cache, or compute and store it; fill its record."""
         stage, srec = self.registry.stages[name], self.rec.stages[name]
-        _debug_hooks(name, self.plan.params)
         srec.inputs, input_dirs = self._inputs(name)
         srec.code_version = stage.code_version
         srec.key = artifact_key(name, stage.code_version, srec.params, srec.inputs)

@@ -17,9 +17,9 @@ _FALSE = {"0", "false", "no", "off"}
 class Param:
     """One named parameter of the pipeline.
 
-    ``type`` is ``int``, ``float``, ``str`` or ``bool``. ``affects_output=False`` marks test and
-    debugging knobs (sleeps, forced failures) that never change what a stage writes, so they stay
-    out of cache keys.
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``. ``affects_output=False`` marks knobs that
+    never change what a stage writes (the tests' sleeps and forced failures, declared in a test
+    registry, not in :data:`~profui.analysis.pipeline.REGISTRY`), so they stay out of cache keys.
     """
 
     name: str

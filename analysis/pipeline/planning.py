@@ -32,7 +32,6 @@ class Plan:
     reused: dict[str, StageRecord] = field(default_factory=dict)  # upstream stages from the reference
     reference: RunRecord | None = None
     resume_of: str | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)
     selective: bool = False
 
 
@@ -110,8 +109,6 @@ def plan_run(
     private = trace_dir.private_dir
     trace = trace_dir.path
     runs = records.list_runs(private)
-    unavailable = registry.unavailable()
-    available = [s for s in registry.order if s not in unavailable]
     overrides = dict(overrides or {})
 
     ref: RunRecord | None = None
@@ -124,7 +121,7 @@ def plan_run(
         ref = _find(runs, resume, trace)
         if is_live(ref, lock_held):
             raise PipelineError(f"{trace}: run {ref.id} is still executing; it cannot be resumed yet")
-        todo = [n for n in available if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
+        todo = [n for n in registry.order if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
         if not todo:
             raise PipelineError(f"{trace}: run {ref.id} has every stage succeeded; nothing to resume")
         stages = todo
@@ -138,26 +135,16 @@ def plan_run(
 
     if stages is not None:
         selection = registry.check_selection(list(stages))
-        bad = [s for s in selection if s in unavailable]
-        if bad:
-            raise PipelineError(
-                "stage(s) cannot run here: " + "; ".join(f"{s} ({unavailable[s]})" for s in bad)
-            )
     else:
-        selection = available
+        selection = registry.order
 
     selected = set(selection)
     # Unselected stages not downstream of the selection keep their outputs from the reference:
     # the ones upstream are needed, the unrelated ones make the run a complete picture.
     downstream = registry.descendants(selected) - selected
-    upstream = [s for s in registry.order if s not in selected | downstream and s not in unavailable]
+    upstream = [s for s in registry.order if s not in selected | downstream]
     needed_any = [s for s in upstream if s in registry.ancestors(selected)]
-    needed = {
-        i
-        for s in selection
-        for i in registry.stages[s].inputs
-        if i != TRACE and i not in selected and i not in unavailable
-    }
+    needed = {i for s in selection for i in registry.stages[s].inputs if i != TRACE and i not in selected}
     if needed_any and ref is None:
         candidates = [r for r in runs if not is_live(r, lock_held)]
         if not candidates:
@@ -200,6 +187,5 @@ def plan_run(
         reused=reused,
         reference=ref,
         resume_of=resume_of,
-        unavailable=unavailable,
         selective=stages is not None,
     )

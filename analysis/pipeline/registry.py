@@ -1,22 +1,17 @@
 """THE declaration of the analysis pipeline: every parameter and every stage, in one place.
 
-    TRACE ── ingest ─┬─ index
-                     ├─ correlate ── launch ───────────────────────┐
+    TRACE ── ingest ─┬─ correlate ── launch ───────────────────────┐
                      ├─ steps ─┬─ comm, annotations ───────────────┤
                      │         └───────────────────────────────────┤
                      ├─ kernels, activity, memory, precision,      ├─ summary
                      │  utilization, idle, sync ───────────────────┤
                      └─────────────────────────────────────────────┘
 
-(summary reads every stage but index and correlate; ``profui analyze TRACE --plan`` prints it.)
+(summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.)
 Inputs are real data dependencies: a stage is recomputed when its code, its parameters or one
 of its inputs' outputs change, and only then. Most stages also read the trace itself through
 the run's shared :class:`~profui.analysis.trace.Trace`; ingest's output carries the trace files'
 fingerprint, so their keys follow the trace. Stage bodies live in :mod:`.bodies`.
-
-Test knobs (``affects_output=False``, never part of a cache key): ``debug_sleep_s`` +
-``debug_sleep_stage`` make the named stage(s) sleep after they start (to interrupt a run while
-a stage is running), ``debug_fail`` makes the named stage(s) raise (to produce a failed run).
 """
 
 from __future__ import annotations
@@ -59,28 +54,6 @@ PARAMS: tuple[Param, ...] = (
         "launches starting later than this after the call are outliers (HTA: 100 µs)",
         minimum=0,
     ),
-    Param(
-        "debug_sleep_s",
-        "float",
-        0.0,
-        "test knob: seconds the debug_sleep_stage stage(s) sleep",
-        minimum=0,
-        affects_output=False,
-    ),
-    Param(
-        "debug_sleep_stage",
-        "str",
-        "",
-        "test knob: comma-separated stages that sleep debug_sleep_s",
-        affects_output=False,
-    ),
-    Param(
-        "debug_fail",
-        "str",
-        "",
-        "test knob: comma-separated stages made to raise an error",
-        affects_output=False,
-    ),
 )
 
 STAGES: tuple[Stage, ...] = (
@@ -92,14 +65,6 @@ STAGES: tuple[Stage, ...] = (
         b.ingest,
         "validate the trace; events per node, rank and kind; overview",
         modules=(A + "trace", A + "summary"),
-    ),
-    Stage(
-        "index",
-        ("ingest",),
-        (),
-        ("lanes.parquet",),
-        b.index,
-        "timeline lanes: host threads and device streams with counts and extent",
     ),
     Stage(
         "correlate",
@@ -245,19 +210,6 @@ STAGES: tuple[Stage, ...] = (
         b.summary,
         "the Summary (profui summary --json) assembled from the stages' outputs",
         modules=(A + "summary", A + "takeaways", A + "formatting"),
-        optional=(
-            "utilization",
-            "kernels",
-            "activity",
-            "memory",
-            "precision",
-            "steps",
-            "comm",
-            "annotations",
-            "launch",
-            "idle",
-            "sync",
-        ),
     ),
 )
 

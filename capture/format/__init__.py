@@ -14,6 +14,7 @@ from .footer import Footer, FooterError, read_footer
 from .layout import (
     MANIFEST_NAME,
     PRIVATE_DIR,
+    default_cache_root,
     events_path,
     manifest_path,
     metrics_path,
@@ -68,6 +69,7 @@ __all__ = [
     "TraceFormatError",
     "atomic_path",
     "check_file",
+    "default_cache_root",
     "events_path",
     "find_trace_dirs",
     "is_trace_dir",

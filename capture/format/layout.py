@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +13,16 @@ PRIVATE_DIR = ".profui"
 _EVENTS_RE = re.compile(r"^events-(\d+)\.parquet$")
 _METRICS_RE = re.compile(r"^metrics-(\d+)\.parquet$")
 _SAFE_NODE_RE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def default_cache_root() -> Path:
+    """profui's cache outside any trace: ``$PROFUI_CACHE`` or ``~/.cache/profui``.
+
+    Kineto imports go in its ``imports/`` folder, level-of-detail caches of read-only traces in
+    its ``lod/`` folder.
+    """
+    env = os.environ.get("PROFUI_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "profui"
 
 
 def safe_node_name(host: str) -> str:

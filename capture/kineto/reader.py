@@ -215,8 +215,3 @@ def _what_instead(top: dict[str, Raw]) -> str:
         return "a PyTorch execution trace (top-level 'nodes'), not a Kineto trace; import the matching Kineto file"
     shown = ", ".join(sorted(keys)[:5]) or "none"
     return f"JSON object without 'traceEvents' (keys: {shown}): not a Kineto trace"
-
-
-def read_kineto(path: Path) -> KinetoDoc:
-    """Read and decode one Kineto trace file (``.json`` or ``.json.gz``)."""
-    return decode(path, read_bytes(path))

@@ -14,7 +14,7 @@ from profui.analysis.pipeline.params import parse_assignments, resolve_params
 
 def test_registry_has_the_designed_dag() -> None:
     order = REGISTRY.order
-    assert order[:4] == ["ingest", "index", "correlate", "steps"] and order[-1] == "summary"
+    assert order[:3] == ["ingest", "correlate", "steps"] and order[-1] == "summary"
     assert REGISTRY.stages["ingest"].inputs == (TRACE,)
     # Every stage except ingest reads ingest's output (directly or through another stage).
     assert REGISTRY.descendants({"ingest"}) == set(order) - {"ingest"}
@@ -34,14 +34,27 @@ def test_defaults_and_users_of_parameters() -> None:
     assert (p["top_n"].default, p["bucket_ms"].default, p["hta_compat"].default) == (15, 0.0, False)
     assert REGISTRY.users_of("top_n") == {"kernels", "summary"}
     assert REGISTRY.users_of("step_annotation") == {"steps"}
-    assert REGISTRY.users_of("debug_fail") == set()  # engine-wide test knob
-    assert not any(p[k].affects_output for k in ("debug_fail", "debug_sleep_s", "debug_sleep_stage"))
+    assert all(REGISTRY.users_of(name) for name in p)  # every parameter is some stage's
+
+
+def test_test_knobs_are_not_users_parameters() -> None:
+    from pipeline_knobs import KNOBBED, KNOBS
+
+    knobs = {k.name for k in KNOBS}
+    assert knobs == {"debug_fail", "debug_sleep_s", "debug_sleep_stage"}
+    assert not knobs & set(REGISTRY.params)
+    with pytest.raises(PipelineError, match="unknown parameter debug_fail"):
+        resolve_params(REGISTRY.params, None, {"debug_fail": "kernels"})
+    assert not any(KNOBBED.params[k].affects_output for k in knobs)
+    assert KNOBBED.users_of("debug_fail") == set()  # engine-wide test knob
+    for name, st in REGISTRY.stages.items():  # the wrapped bodies keep their code versions
+        assert KNOBBED.stages[name].code_version == st.code_version
 
 
 @pytest.mark.parametrize(
     ("selection", "missing"),
     [
-        # summary reads every stage but index; correlate is on the path through launch.
+        # summary reads every stage but correlate, which is on the path through launch.
         (
             ["ingest", "summary"],
             "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync",
@@ -61,7 +74,7 @@ def test_selection_must_be_closed_under_paths(selection: list[str], missing: str
 
 def test_closed_selections_are_accepted_in_topological_order() -> None:
     assert REGISTRY.check_selection(["summary", "kernels"]) == ["kernels", "summary"]
-    assert REGISTRY.check_selection(["launch", "index"]) == ["index", "launch"]  # unrelated stages
+    assert REGISTRY.check_selection(["launch", "memory"]) == ["memory", "launch"]  # unrelated stages
     assert REGISTRY.check_selection([" steps", "comm ", "annotations", "summary"]) == [
         "steps",
         "comm",
@@ -85,8 +98,10 @@ def test_parameter_parsing_and_resolution() -> None:
     assert parse_assignments(["top_n=3", "step_annotation=a=b"]) == {"top_n": "3", "step_annotation": "a=b"}
     with pytest.raises(PipelineError, match="--set takes name=value"):
         parse_assignments(["=3"])
+    from pipeline_knobs import KNOBBED
+
     base = {"top_n": 30, "gone_param": 1, "debug_fail": "kernels", "bucket_ms": 2}
-    values = resolve_params(p, base, {"hta_compat": "true"})
+    values = resolve_params(KNOBBED.params, base, {"hta_compat": "true"})
     assert values["top_n"] == 30 and values["bucket_ms"] == 2.0 and values["hta_compat"] is True
     assert "gone_param" not in values and values["debug_fail"] == ""
 

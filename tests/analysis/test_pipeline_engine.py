@@ -2,8 +2,9 @@
 importer): cache hits, parameter changes, selective runs, refusals, failure and resume.
 
 Every test works on its own copy of the imported trace, since runs write into ``TRACE/.profui``.
-Failures are produced with the documented test knob ``debug_fail`` (a parameter that never enters
-a cache key), or by removing an artifact the way a user's ``rm`` would; the engine is never mocked.
+Failures are produced with the test knob ``debug_fail`` of :mod:`pipeline_knobs` (a parameter of a
+test-only registry that never enters a cache key), or by removing an artifact the way a user's
+``rm`` would; the engine is never mocked.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from polars.testing import assert_frame_equal
 from profui.analysis.pipeline import REGISTRY, PipelineError, analyze, latest_outputs, list_runs, load_output
 from profui.analysis.pipeline.artifacts import verify
 
+from pipeline_knobs import KNOBBED
+
 TRACE_NAME = "nccl_parser_config-nccl_data"
 
 
@@ -34,8 +37,7 @@ def trace(imported_trace, tmp_path: Path) -> Path:
 
 
 def available() -> list[str]:
-    unavailable = REGISTRY.unavailable()
-    return [s for s in REGISTRY.order if s not in unavailable]
+    return REGISTRY.order
 
 
 def succeeded(rec) -> dict[str, object]:
@@ -104,8 +106,6 @@ def load_file(trace: Path, rec, stage: str, file: str) -> pl.DataFrame:
 
 
 def test_top_n_change_recomputes_kernels_and_summary_only(trace: Path) -> None:
-    if "kernels" not in available():
-        pytest.skip(f"kernels stage unavailable here: {REGISTRY.unavailable()['kernels']}")
     analyze(trace)
     rec = analyze(trace, overrides={"top_n": "3"})
     users = REGISTRY.users_of("top_n")
@@ -129,9 +129,9 @@ def test_selective_run_reuses_upstream_outputs_and_records_their_run(trace: Path
     assert sel.reference == full.id
     assert by_provenance(sel, "computed") == {"launch", "summary"}
     upstream = (REGISTRY.ancestors({"launch", "summary"}) - {"launch"}) & set(available())
-    # Upstream stages and unrelated ones (index) keep the reference's outputs.
+    # Upstream stages keep the reference's outputs.
     assert by_provenance(sel, "reused") == set(available()) - {"launch", "summary"}
-    assert "ingest" in upstream and "index" not in upstream
+    assert "ingest" in upstream and "correlate" in upstream
     for name in set(available()) - {"launch", "summary"}:
         st, ref = sel.stages[name], full.stages[name]
         assert st.source_run == full.id and st.origin_run == full.id
@@ -180,7 +180,7 @@ def test_selective_run_needs_an_earlier_run(trace: Path) -> None:
 
 
 def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Path) -> None:
-    failed = analyze(trace, overrides={"debug_fail": "correlate"})
+    failed = analyze(trace, overrides={"debug_fail": "correlate"}, registry=KNOBBED)
     assert failed.status == "failed"
     with pytest.raises(
         PipelineError,
@@ -197,7 +197,7 @@ def test_reference_missing_a_needed_output_is_refused_naming_the_stage(trace: Pa
 
 
 def test_failed_stage_fails_the_run_and_a_selective_run_resumes_it(trace: Path) -> None:
-    failed = analyze(trace, overrides={"debug_fail": "correlate"})
+    failed = analyze(trace, overrides={"debug_fail": "correlate"}, registry=KNOBBED)
     assert failed.status == "failed"
     st = failed.stages["correlate"]
     assert st.status == "failed" and "made to fail by debug_fail" in st.error and st.attempt == 1
@@ -209,7 +209,7 @@ def test_failed_stage_fails_the_run_and_a_selective_run_resumes_it(trace: Path) 
     before = [n for n in available() if order.index(n) < order.index("correlate")]
     assert all(failed.stages[n].status == "succeeded" for n in before)
 
-    resumed = analyze(trace, resume=failed.id, overrides={"debug_fail": ""})
+    resumed = analyze(trace, resume=failed.id, overrides={"debug_fail": ""}, registry=KNOBBED)
     assert resumed.status == "succeeded"
     assert resumed.resume_of == failed.id and resumed.reference == failed.id
     assert resumed.selection == ["correlate", *after]
@@ -240,8 +240,8 @@ def test_resume_refuses_a_succeeded_run_and_mixed_options(trace: Path) -> None:
 
 
 def test_parameters_start_from_the_reference_run(trace: Path) -> None:
-    analyze(trace, overrides={"slow_launch_us": "7", "debug_fail": "nothing"})
-    sel = analyze(trace, stages=["launch"], overrides={"late_start_us": "3"})
+    analyze(trace, overrides={"slow_launch_us": "7", "debug_fail": "nothing"}, registry=KNOBBED)
+    sel = analyze(trace, stages=["launch"], overrides={"late_start_us": "3"}, registry=KNOBBED)
     assert sel.params["slow_launch_us"] == 7.0 and sel.params["late_start_us"] == 3.0
     assert sel.params["debug_fail"] == ""  # test knobs apply to the run that sets them only
     # A full run starts from the defaults: the stage goes back to its first (cached) output.
@@ -280,8 +280,6 @@ def test_summary_stage_equals_profui_summary_of_the_same_trace(trace: Path) -> N
     from profui.analysis import open_trace
     from profui.analysis.summary import summarize
 
-    if set(available()) != set(REGISTRY.order):
-        pytest.skip(f"stages unavailable here: {REGISTRY.unavailable()}")
     analyze(trace, overrides={"top_n": "7", "bucket_ms": "5"})
     ours = load_output(trace, "summary", "summary.json")
     theirs = json.loads(json.dumps(summarize(open_trace(trace), top_n=7, bucket_ms=5.0).to_json_dict()))

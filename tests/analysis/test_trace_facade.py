@@ -1,4 +1,5 @@
-"""The loading facade: open_trace / Trace.events / Trace.metrics / resolve_trace errors.
+"""The loading facade: open_trace / Trace.events / Trace.metrics; and the capture side's cached
+Kineto import (resolve_trace), which the command line composes with it.
 
 The tiny traces here are written with the trace-format writers (synthetic on purpose: they pin
 down partition columns and schema handling, which the corpus cannot isolate).
@@ -11,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from profui.analysis import Trace, open_trace, resolve_trace
+from profui.analysis import Trace, open_trace
 from profui.capture.format import (
     Manifest,
     TraceFormatError,
@@ -20,6 +21,7 @@ from profui.capture.format import (
     write_manifest,
     write_metrics,
 )
+from profui.capture.kineto.cache import resolve_trace
 
 
 def _events(ts: list[int], kind: str = "kernel") -> object:
@@ -110,6 +112,9 @@ def test_bad_paths_raise_one_line_errors(tmp_path: Path) -> None:
         resolve_trace(tmp_path / "empty")
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(TraceFormatError, match="Kineto") as err:
+        resolve_trace(tmp_path / "notes.txt")
+    assert "\n" not in str(err.value)
+    with pytest.raises(TraceFormatError, match="not a directory") as err:
         open_trace(tmp_path / "notes.txt")
     assert "\n" not in str(err.value)
 
@@ -132,8 +137,7 @@ def test_kineto_json_is_imported_once_into_the_cache(tmp_path: Path) -> None:
     again = resolve_trace(src, progress=lines.append, cache_root=cache)
     assert again == first and (first / "manifest.json").stat().st_mtime_ns == mtime  # reused, not redone
     assert "using cached import" in lines[-1]
-    t = open_trace(src, cache_root=cache)
-    assert t.path == first
+    t = open_trace(first)
     assert t.manifest.name == "hta-trace_compare-base-base"  # named after the file, not the cache key
     assert t.events().filter(pl.col("kind") == "kernel").select(pl.len()).collect().item() == 6
     assert list(cache.glob("imports/.*")) == []  # no temporary folders left behind
@@ -147,7 +151,21 @@ def test_folder_of_kineto_files_is_one_multirank_trace(tmp_path: Path) -> None:
     for r in (0, 1):
         name = f"hta-trace_filter-sampled_rank-{r}.json.gz"
         (run / name).write_bytes(shared_trace(name).read_bytes())
-    t = open_trace(run, cache_root=tmp_path / "cache")
+    t = open_trace(resolve_trace(run, cache_root=tmp_path / "cache"))
     assert t.manifest.name == "run"
     assert [r for _, r in t.dir.ranks] == [0, 1]
     assert sorted(t.events().select("rank").unique().collect()["rank"].to_list()) == [0, 1]
+
+
+def test_open_trace_on_kineto_json_says_how_to_import_it(tmp_path: Path) -> None:
+    from realdata import shared_trace
+
+    src = shared_trace("hta-trace_compare-base-base.json.gz")
+    with pytest.raises(TraceFormatError, match="profui import") as err:
+        open_trace(src)
+    assert "\n" not in str(err.value) and "import_kineto" in str(err.value)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "rank-0.json.gz").write_bytes(src.read_bytes())
+    with pytest.raises(TraceFormatError, match="profui import"):
+        open_trace(run)

@@ -1,8 +1,9 @@
 """``profui analyze`` / ``profui runs`` as a user runs them: real processes on a real trace.
 
 Interruption, concurrency and the executing-reference refusal need a stage that is running while
-something else happens: the documented test knobs ``--set debug_sleep_s=N --set
-debug_sleep_stage=STAGE`` make that stage sleep after it starts (they never enter a cache key).
+something else happens: the test knobs ``--set debug_sleep_s=N --set debug_sleep_stage=STAGE``
+make that stage sleep after it starts (they never enter a cache key). They are not the users'
+parameters: those runs go through ``tests/pipeline_knobs.py``, ``profui`` with a test registry.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from profui.analysis.pipeline.lock import TraceLock
 from profui.capture.kineto import import_kineto
 from profui.tui.cli import app, main
 
+from pipeline_knobs import KNOBBED, PROFUI_WITH_KNOBS
 from realdata import shared_trace
 
 TRACE_FILE = "hta-nccl_parser_config-nccl_data.json.gz"
@@ -46,10 +48,10 @@ def trace(imported: Path, tmp_path: Path) -> Path:
     return dst
 
 
-def start(args: list[str], tmp: Path, tag: str) -> tuple[subprocess.Popen, Path]:
+def start(args: list[str], tmp: Path, tag: str, knobs: bool = False) -> tuple[subprocess.Popen, Path]:
     err = tmp / f"{tag}.stderr"
     proc = subprocess.Popen(
-        [*PROFUI, *args],
+        [*(PROFUI_WITH_KNOBS if knobs else PROFUI), *args],
         stdout=subprocess.DEVNULL,
         stderr=open(err, "wb"),
         env=dict(os.environ, COLUMNS="200"),
@@ -57,8 +59,9 @@ def start(args: list[str], tmp: Path, tag: str) -> tuple[subprocess.Popen, Path]
     return proc, err
 
 
-def run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([*PROFUI, *args], capture_output=True, text=True, timeout=120)
+def run(args: list[str], knobs: bool = False) -> subprocess.CompletedProcess:
+    cmd = [*(PROFUI_WITH_KNOBS if knobs else PROFUI), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
 def wait_for(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
@@ -107,6 +110,7 @@ def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp
         ],
         tmp_path,
         "slow",
+        knobs=True,
     )
     try:
         wait_for(
@@ -192,11 +196,12 @@ def test_two_concurrent_full_analyses_do_not_corrupt(trace: Path, tmp_path: Path
 
 def test_killed_run_is_repaired_to_failed_by_the_next_analysis(trace: Path, tmp_path: Path) -> None:
     p, _ = start(
-        ["analyze", str(trace), "-q", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=index"],
+        ["analyze", str(trace), "-q", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=correlate"],
         tmp_path,
         "killed",
+        knobs=True,
     )
-    wait_for(lambda: stage_status(trace, "run-0001", "index") == "running", "run-0001 to run index")
+    wait_for(lambda: stage_status(trace, "run-0001", "correlate") == "running", "run-0001 to run correlate")
     p.kill()
     p.wait()
     assert record(trace, "run-0001")["status"] == "executing"  # nobody could record the end
@@ -204,12 +209,12 @@ def test_killed_run_is_repaired_to_failed_by_the_next_analysis(trace: Path, tmp_
     assert rec.status == "succeeded" and rec.id == "run-0002"
     dead = record(trace, "run-0001")
     assert dead["status"] == "failed" and "killed" in dead["error"]
-    assert {s["name"]: s["status"] for s in dead["stages"]}["index"] == "failed"
+    assert {s["name"]: s["status"] for s in dead["stages"]}["correlate"] == "failed"
     # ingest finished in the killed run; the new run found it in the cache.
     assert rec.stages["ingest"].provenance == "cache" and rec.stages["ingest"].origin_run == "run-0001"
     # And the killed run can be resumed from where it died.
-    resumed = analyze(trace, resume="run-0001")
-    assert resumed.selection[0] == "index" and resumed.stages["ingest"].provenance == "reused"
+    resumed = analyze(trace, resume="run-0001", registry=KNOBBED)
+    assert resumed.selection[0] == "correlate" and resumed.stages["ingest"].provenance == "reused"
     assert resumed.status == "succeeded" and resumed.params["debug_sleep_s"] == 0  # knobs are not inherited
 
 
@@ -285,6 +290,8 @@ def test_refusals_are_one_line_with_exit_2(trace: Path, monkeypatch, capsys) -> 
     ]
     for args, expect in [
         (["--set", "topn=3"], "unknown parameter topn; valid parameters: "),
+        (["--set", "debug_fail=kernels"], "unknown parameter debug_fail"),  # test knobs are not users'
+        (["--set", "debug_sleep_s=1"], "unknown parameter debug_sleep_s"),
         (["--set", "top_n"], "--set takes name=value"),
         (["--stages", "launch", "--reference", "run-0042"], "no run run-0042"),
         (["--resume", "run-0001"], "nothing to resume"),
@@ -299,10 +306,12 @@ def test_refusals_are_one_line_with_exit_2(trace: Path, monkeypatch, capsys) -> 
 
 
 def test_failed_run_exits_1_and_resume_finishes_it(trace: Path) -> None:
-    r = run(["analyze", str(trace), "-q", "--set", "debug_fail=launch"])
+    r = run(["analyze", str(trace), "-q", "--set", "debug_fail=launch"], knobs=True)
     assert r.returncode == 1
     assert "run run-0001 failed: stage launch failed: RuntimeError: stage launch made to fail" in r.stderr
-    r = run(["analyze", str(trace), "-q", "--resume", "run-0001", "--set", "debug_fail=", "--json"])
+    r = run(
+        ["analyze", str(trace), "-q", "--resume", "run-0001", "--set", "debug_fail=", "--json"], knobs=True
+    )
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     st = {s["name"]: s for s in rec["stages"]}

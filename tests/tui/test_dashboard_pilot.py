@@ -252,22 +252,28 @@ def test_kernels_filter_by_name(trace: Path) -> None:
     run(go())
 
 
-def test_a_registered_view_that_cannot_load_is_a_placeholder(trace: Path) -> None:
-    from profui.tui.app import VIEWS, ViewSpec
+def test_a_registered_view_is_built_from_its_class(trace: Path) -> None:
+    from textual.widgets import Static
 
-    views = [*VIEWS, ViewSpec("bogus", "Bogus", "6", "profui.tui.no_such_module:View")]
+    from profui.tui.app import VIEWS, ViewSpec
+    from profui.tui.views.base import TraceView
+
+    class PlainView(TraceView):
+        def compose(self):
+            yield Static("plain view", classes="plain")
+
+    views = [*VIEWS, ViewSpec("plain", "Plain", "6", PlainView)]
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), views=views, poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_dashboard(pilot, app)
-            assert " 6 Bogus " in str(app.screen.query_one("#view-tabs").render())
+            assert " 6 Plain " in str(app.screen.query_one("#view-tabs").render())
             await pilot.press("6")
             await pilot.pause()
-            assert app.screen.current == "bogus"
-            text = str(app.screen.query_one("#bogus .unavailable").render())
-            assert text.startswith("Bogus is not available: ModuleNotFoundError")
-            assert app.goto_view("bogus", anything=1) is True  # no goto(): ignored, no crash
+            assert app.screen.current == "plain"
+            assert str(app.screen.query_one("#plain .plain").render()) == "plain view"
+            assert app.goto_view("plain", anything=1) is True  # no goto(): ignored, no crash
             assert app.goto_view("nope") is False
 
     run(go())

@@ -108,10 +108,10 @@ def test_table_views(snap_compare, here: Path, size, view: str) -> None:
 def test_jobs_screen(snap_compare, here: Path, size, monkeypatch) -> None:
     # Sizes depend on bytes no layout cares about (the source path recorded in each file's
     # metadata differs between checkouts): pin them to the job's event count.
+    from profui.analysis import catalog
     from profui.capture.format import open_trace_dir
-    from profui.tui.screens import jobs
 
-    monkeypatch.setattr(jobs, "_folder_size", lambda p: 100 * open_trace_dir(p).num_events)
+    monkeypatch.setattr(catalog, "folder_size", lambda p: 100 * open_trace_dir(p).num_events)
     app = ProfuiApp(OpenTarget("jobs", Path("jobs")), poll_s=600)
 
     async def run_before(pilot) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from profui.analysis.inventory import trace_info
 from profui.capture.kineto import import_kineto
 from profui.tui.cli.info_cmd import format_info
-from profui.tui.trace_info import trace_info
 
 from realdata import shared_trace
 

@@ -29,6 +29,7 @@ from profui.analysis.pipeline import (
 from profui.analysis.pipeline.lock import describe_holder
 
 from .errors import UserError
+from .sources import resolve_source
 
 
 def _out() -> Console:
@@ -42,9 +43,7 @@ _SYMBOL = {"succeeded": "✓", "failed": "✗", "stopped": "■", "skipped": "·
 
 def _resolve(trace: Path, err: Console, quiet: bool = False) -> Path:
     """A trace folder for ``trace`` (Kineto JSON is imported into the cache first)."""
-    from profui.analysis.sources import resolve_trace
-
-    return resolve_trace(
+    return resolve_source(
         trace, progress=None if quiet else lambda line: err.print(line, style="dim", markup=False)
     )
 
@@ -88,9 +87,7 @@ def _plan_table(
         dag.add_column(col)
     for name in REGISTRY.order:
         s = REGISTRY.stages[name]
-        if name in plan.unavailable:
-            action = f"[red]unavailable[/red] ({plan.unavailable[name]})"
-        elif name in plan.selection:
+        if name in plan.selection:
             action = "run (or cache)"
         elif name in plan.reused:
             action = f"reuse {plan.reference.id}" if plan.reference else "reuse"
@@ -113,7 +110,7 @@ def _plan_table(
             p.type,
             _fmt_value(p.default),
             _fmt_value(value) if value != p.default else "",
-            ", ".join(sorted(REGISTRY.users_of(name))) or "(all; test knob)",
+            ", ".join(sorted(REGISTRY.users_of(name))) or "-",
             p.help,
         )
     return dag, params

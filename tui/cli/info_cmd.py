@@ -11,8 +11,6 @@ import typer
 
 from profui.capture.format import TraceFormatError
 
-from ..trace_info import trace_info
-
 
 def _when(ns: int | None) -> str:
     if ns is None:
@@ -33,7 +31,7 @@ def _duration(ns: int | None) -> str:
 
 
 def format_info(info: dict[str, Any]) -> str:
-    """Readable text of :func:`profui.tui.trace_info.trace_info`'s result."""
+    """Readable text of :func:`profui.analysis.inventory.trace_info`'s result."""
     m = info["manifest"]
     span = info["span"]
     lines = [
@@ -84,5 +82,7 @@ def register(app: typer.Typer) -> None:
         """Show what a trace holds: manifest, ranks, devices, time span, event counts by kind."""
         if not trace.exists():
             raise TraceFormatError(trace, "no such file or directory")
+        from profui.analysis.inventory import trace_info
+
         info = trace_info(trace)
         typer.echo(json.dumps(info, indent=2) if as_json else format_info(info))

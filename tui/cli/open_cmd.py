@@ -32,11 +32,12 @@ def bundled_sample() -> Path:
 
 
 def plan_open(path: Path | None):
-    """Decide what to show for ``path``: a trace, a jobs list, or Kineto JSON to import first.
+    """Decide what to show for ``path``: a trace, a jobs list, or Kineto JSON to import first
+    (with :func:`profui.capture.kineto.cache.resolve_trace`, composed here, not in the app).
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
-    from profui.analysis.sources import kineto_sources
+    from profui.capture.kineto.cache import kineto_sources, resolve_trace
 
     from ..app import OpenTarget
 
@@ -55,8 +56,8 @@ def plan_open(path: Path | None):
             return OpenTarget("trace", traces[0])
         if traces:
             return OpenTarget("jobs", path)
-    if kineto_sources(path):
-        return OpenTarget("import", path)
+    if kineto_sources(path):  # the import screen runs the capture side's cached import
+        return OpenTarget("import", path, resolve=resolve_trace)
     if path.is_dir():
         raise TraceFormatError(path, "no profui traces and no Kineto .json/.json.gz files in this folder")
     raise TraceFormatError(path, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")

@@ -21,6 +21,7 @@ import typer
 from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
 
 from .errors import UserError
+from .sources import resolve_source
 
 Fmt = Callable[[Any], str]
 Col = tuple[str, str, Fmt]  # column, header, formatter
@@ -49,7 +50,7 @@ def _name(width: int = 60) -> Fmt:
 
 @contextmanager
 def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
-    """A rich progress bar on stderr fed by resolve_trace's status lines ("importing: 42%")."""
+    """A rich progress bar on stderr fed by resolve_source's status lines ("importing: 42%")."""
     if not enabled:
         yield None
         return
@@ -526,7 +527,6 @@ def run_summary(
     """
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
-    from profui.analysis.sources import resolve_trace
     from profui.analysis.summary import summarize
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
@@ -546,7 +546,7 @@ def run_summary(
     if bucket_ms is not None:
         params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
-        path = resolve_trace(trace, progress=progress)
+        path = resolve_source(trace, progress=progress)
     t = Trace(open_trace_dir(path))
     return summarize(t, params)
 

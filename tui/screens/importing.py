@@ -1,8 +1,13 @@
-"""Progress screen while Kineto JSON is imported into the cache (``resolve_trace``)."""
+"""Progress screen while Kineto JSON is imported into the cache.
+
+The import itself is the ``resolve`` callable the command line hands over
+(:func:`profui.capture.kineto.cache.resolve_trace`); this screen only shows its progress.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import work
@@ -24,9 +29,10 @@ class ImportScreen(Screen):
     ImportScreen Log { height: 1fr; border: round $panel; }
     """
 
-    def __init__(self, source: Path) -> None:
+    def __init__(self, source: Path, resolve: Callable[..., Path]) -> None:
         super().__init__()
         self.source = source
+        self.resolve = resolve
         self.started = time.monotonic()
         self.lines: list[str] = []
 
@@ -41,7 +47,7 @@ class ImportScreen(Screen):
         self._import()
 
     def _progress(self, *args: object) -> None:
-        # The importer reports (bytes done, bytes total); resolve_trace reports text lines.
+        # The importer reports (bytes done, bytes total); resolve reports text lines.
         if len(args) == 2 and all(isinstance(a, int) for a in args):
             done, total = args
             self.query_one(ProgressBar).update(total=max(int(total), 1), progress=int(done))
@@ -52,13 +58,11 @@ class ImportScreen(Screen):
 
     @work(thread=True, exclusive=True, group="import")
     def _import(self) -> None:
-        from profui.analysis.sources import resolve_trace
-
         def progress(*args: object) -> None:
             self.app.call_from_thread(self._progress, *args)
 
         try:
-            trace = resolve_trace(self.source, progress=progress)
+            trace = self.resolve(self.source, progress=progress)
         except TraceFormatError as exc:
             self.app.call_from_thread(self.app.fail, str(exc))  # type: ignore[attr-defined]
             return

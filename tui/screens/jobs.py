@@ -1,14 +1,11 @@
 """The jobs screen: every trace under a folder, newest first; sortable, filterable, Enter opens.
 
-Rows come from each trace's ``manifest.json`` and its files' sizes (metadata only, read in a
-worker so a folder of many traces never freezes the screen).
+Shows the catalogue of :mod:`profui.analysis.catalog` (read in a worker so a folder of many
+traces never freezes the screen).
 """
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
@@ -18,57 +15,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from profui.analysis.formatting import display_name, fmt_bytes, fmt_epoch, fmt_ns
-from profui.capture.format import TraceFormatError, find_trace_dirs, read_manifest
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """What the jobs screen shows of one trace."""
-
-    path: Path
-    name: str
-    created_ns: int | None
-    status: str
-    duration_ns: int | None
-    nodes: int
-    gpus: int
-    size_bytes: int
-    problem: str | None = None
-
-
-def _folder_size(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.stat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def job_row(path: Path) -> JobRow:
-    """The row of one trace folder; an unreadable manifest gives a row with ``problem`` set."""
-    try:
-        m = read_manifest(path)
-    except TraceFormatError as exc:
-        return JobRow(path, path.name, None, "unreadable", None, 0, 0, _folder_size(path), str(exc))
-    node_dirs = [p for p in path.glob("node=*") if p.is_dir()]
-    nodes = len(m.hosts) or len(node_dirs)
-    end = m.end_ns if m.end_ns else (time.time_ns() if m.status == "running" and m.start_ns else None)
-    duration = end - m.start_ns if (end and m.start_ns) else None
-    return JobRow(
-        path, display_name(m), m.start_ns, m.status, duration, nodes, len(m.gpus), _folder_size(path)
-    )
-
-
-def scan_jobs(root: Path) -> list[JobRow]:
-    """Rows of every trace folder at or below ``root``, newest first."""
-    rows = [job_row(p) for p in find_trace_dirs(root)]
-    rows.sort(key=lambda r: r.created_ns or 0, reverse=True)
-    return rows
-
+from profui.analysis import catalog
+from profui.analysis.catalog import JobRow
+from profui.analysis.formatting import fmt_bytes, fmt_epoch, fmt_ns
 
 #: (column key, header, sort key)
 COLUMNS: list[tuple[str, str]] = [
@@ -150,7 +99,7 @@ class JobsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="jobs-scan")
     def _scan(self) -> None:
-        rows = scan_jobs(self.root)
+        rows = catalog.scan_jobs(self.root)
         self.app.call_from_thread(self._set_rows, rows)
 
     def _set_rows(self, rows: list[JobRow]) -> None:

@@ -18,10 +18,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
-from profui.analysis.formatting import display_name, fmt_short_count
+from profui.analysis.catalog import display_name
+from profui.analysis.formatting import fmt_short_count
 from profui.capture.format import TraceFormatError
 
-from ..views.base import TraceView, UnavailableView
+from ..views.base import TraceView
 from ..views.session import TraceSession
 
 
@@ -66,11 +67,7 @@ class TraceScreen(Screen):
         yield Footer()
 
     def _build(self, spec) -> Widget:
-        try:
-            cls = spec.load_class()
-        except (ImportError, AttributeError) as exc:
-            return UnavailableView(self.session, spec.title, f"{type(exc).__name__}: {exc}", id=spec.name)
-        return cls(self.session, id=spec.name)
+        return spec.cls(self.session, id=spec.name)
 
     def _title_text(self) -> Text:
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from .session import TraceSession
 
@@ -35,15 +34,3 @@ class TraceView(Vertical):
     def focus_main(self) -> None:
         """Give focus to the view's main widget."""
         self.focus()
-
-
-class UnavailableView(TraceView):
-    """Stands in for a registered view whose module is missing or failed to import."""
-
-    def __init__(self, session: TraceSession, title: str, reason: str, id: str | None = None) -> None:
-        super().__init__(session, id=id)
-        self.title = title
-        self.reason = reason
-
-    def compose(self):
-        yield Static(f"{self.title} is not available: {self.reason}", classes="unavailable")

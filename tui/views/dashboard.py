@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from ..widgets.charts import ChartData, ChartPanel
+from ..widgets.charts import ChartPanel
 from . import dashboard_charts as dc
 from .base import TraceView
 
@@ -137,9 +137,8 @@ class DashboardView(TraceView):
             for chart in dc.CHARTS:
                 missing = [s for s in chart.stages if s not in self.outputs]
                 if missing:
-                    self.panel(chart.id).show_error(
-                        f"not available (no output of {', '.join(missing)}; see the status line)"
-                    )
+                    why = "; ".join(f"{s}: no output" for s in missing)
+                    self.panel(chart.id).show_error(f"not available ({why})")
                 elif chart.id not in self.drawn:  # outputs memoised earlier: no on_stage calls
                     self._draw(chart)
         seconds = time.perf_counter() - self.started
@@ -206,10 +205,3 @@ class DashboardView(TraceView):
             target = dc.chart_by_id(focused.chart_id).view
             if target:
                 self.app.goto_view(target)  # type: ignore[attr-defined]
-
-
-def chart_text(data: ChartData) -> str:
-    """Plain text of a chart's data (used by tests and the benchmark)."""
-    return "\n".join(
-        [str(data.text), *[f"{b.label} {b.text}" for b in data.bars], str(data.note), data.takeaway]
-    )

@@ -89,8 +89,7 @@ class KernelsView(TraceView):
                 pl.col("name").str.to_lowercase().str.contains(self.filter_text.lower(), literal=True)
             )
         if stats.height == 0:
-            why = "no kernels in this trace"
-            self._status(f"No kernel statistics: {why}")
+            self._status("No kernel statistics: no kernels in this trace")
         else:
             filt = f" matching “{self.filter_text}”" if self.filter_text else ""
             self._status(

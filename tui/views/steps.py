@@ -111,8 +111,7 @@ class StepsView(TraceView):
 
     def _show(self, frame: pl.DataFrame) -> None:
         if frame.height == 0:
-            why = "no step markers in this trace"
-            self._status(f"No steps: {why}")
+            self._status("No steps: no step markers in this trace")
             self.query_one(FrameTable).set_frame(frame)
             return
         n_out = int(frame["outlier"].sum()) if "outlier" in frame.columns else 0

@@ -138,14 +138,3 @@ class ChartPanel(Vertical, can_focus=True):
     def show_error(self, message: str) -> None:
         """Say why this chart could not be drawn (the rest of the dashboard still works)."""
         self.show(ChartData(kind="text", text=Text(message, style="italic")))
-
-    def rendered_text(self) -> str:
-        """Plain text of the panel (title, text, bars, note, takeaway) — what a reader sees."""
-        parts = [self.title]
-        if self.data is not None:
-            d = self.data
-            parts.append(str(d.text))
-            parts += [f"{b.label} {b.text}" for b in d.bars] if d.kind == "bars" else []
-            parts += [s.label for s in d.series]
-            parts += [str(d.note), d.takeaway]
-        return "\n".join(p for p in parts if p)

@@ -1,8 +1,9 @@
-"""Where a trace comes from: a profui trace folder as is, or Kineto JSON imported into a cache.
+"""On-the-fly import: a profui trace folder as is, or Kineto JSON imported into a cache.
 
-``profui summary trace.json.gz`` and ``open_trace("run/")`` over PyTorch Profiler output work
-straight away: the JSON files are converted once into the trace format, in a cache folder keyed by
-the sources' paths, sizes and modification times, and reused while they are unchanged.
+``profui summary trace.json.gz`` and ``profui open run/`` over PyTorch Profiler output work
+straight away: the command line resolves the path with :func:`resolve_trace`, which converts the
+JSON files once into the trace format, in a cache folder keyed by the sources' paths, sizes and
+modification times, and reuses it while they are unchanged. Analysis only ever sees the folder.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from profui.capture.format import TraceFormatError, is_trace_dir
+from profui.capture.format import TraceFormatError, default_cache_root, is_trace_dir
 
 #: File name endings recognised as Kineto / PyTorch Profiler Chrome-trace JSON.
 KINETO_SUFFIXES = (".json", ".json.gz")
@@ -46,12 +47,6 @@ def kineto_sources(path: str | Path) -> list[Path]:
     return []
 
 
-def default_cache_root() -> Path:
-    """``$PROFUI_CACHE`` or ``~/.cache/profui``; imports go in its ``imports/`` folder."""
-    env = os.environ.get("PROFUI_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "profui"
-
-
 def cache_key(sources: list[Path]) -> str:
     """Key of an import: a hash of each source's absolute path, size and mtime (ns)."""
     h = hashlib.sha256()
@@ -63,7 +58,7 @@ def cache_key(sources: list[Path]) -> str:
 
 def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:
     # the importer is heavy (pyarrow, the Kineto converter): loaded only when JSON is imported
-    from profui.capture.kineto.importer import import_kineto, source_stem
+    from .importer import import_kineto, source_stem
 
     report = None
     if progress is not None:
@@ -89,7 +84,8 @@ def resolve_trace(
 
     - a profui trace folder (has ``manifest.json``) is returned unchanged;
     - a Kineto JSON file, or a folder of them (searched recursively; a multi-rank run), is
-      imported once into ``<cache_root>/imports/<key>/`` where the key hashes the sources' paths,
+      imported once into ``<cache_root>/imports/<key>/`` (``cache_root`` defaults to
+      :func:`~profui.capture.format.default_cache_root`) where the key hashes the sources' paths,
       sizes and mtimes, so an unchanged source is not imported again; the import is written
       under a temporary name and renamed, so an interrupted import never looks complete;
     - anything else raises :class:`TraceFormatError` with a one-line message naming the path.

@@ -1,4 +1,8 @@
-"""What a trace holds, for ``profui info``: manifest, ranks, devices, time span, counts by kind."""
+"""What a trace holds (``profui info``): manifest, ranks, devices, time span, counts by kind.
+
+Plain JSON-ready data, computed with pyarrow over four columns so it stays quick on big traces;
+the command line only renders it.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,13 @@ from typing import Any
 from profui.capture.format import TraceFormatError, open_trace_dir
 
 
-def trace_info(path: Path) -> dict[str, Any]:
+def trace_info(path: str | Path) -> dict[str, Any]:
     """Summary of the trace at ``path`` as plain JSON-ready data.
 
     Reads only the ``ts``, ``dur``, ``kind`` and ``device`` columns. Raises
     :class:`TraceFormatError` for anything that is not a readable trace.
     """
-    # pyarrow (and numpy under it) only for ``profui info``: every profui command imports this module
+    # pyarrow (and numpy under it) loaded only when an inventory is taken
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profui.capture.format import EVENT_KINDS, TraceDir, default_cache_root, open_trace_dir
+from profui.capture.format import EVENT_KINDS, TraceDir, default_cache_root, open_trace_dir, trace_fingerprint
 
 #: Bump when the cached files change meaning; an older cache is rebuilt.
 LOD_VERSION = 3
@@ -134,14 +134,6 @@ def lod_dir(trace: TraceDir) -> Path:
     return default_cache_root() / "lod" / key
 
 
-def _fingerprint(trace: TraceDir) -> list:
-    out = []
-    for f in trace.events:
-        st = f.path.stat()
-        out.append([str(f.path.relative_to(trace.path)), st.st_size, st.st_mtime_ns])
-    return out
-
-
 def _time_extent(trace: TraceDir) -> tuple[int, int]:
     """(first start, last end) over every events file, reading only ``ts`` and ``dur``; over the
     metrics samples when there are no events."""
@@ -164,7 +156,7 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     """
     trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
     out = lod_dir(trace)
-    fp = _fingerprint(trace)
+    fp = trace_fingerprint(trace, tables=("events",), manifest=False)
     if not force and _fresh(out, fp):
         return out
     say = progress or (lambda _f, _m: None)

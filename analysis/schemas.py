@@ -199,22 +199,6 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "events per node, rank and kind",
     ),
-    ("index", "lanes.parquet"): Table(
-        (
-            NODE,
-            RANK,
-            _c("side", STR, "text", "host or device"),
-            _c("pid", I64, "id"),
-            _c("tid", I64, "id"),
-            DEVICE,
-            STREAM,
-            _c("events", I64, "count"),
-            _c("first_ns", I64, "epoch_ns"),
-            _c("end_ns", I64, "epoch_ns"),
-            _c("kinds", STR, "text", "comma-separated event kinds"),
-        ),
-        "timeline lanes",
-    ),
     ("correlate", "launches.parquet"): Table(_LAUNCH_LINKS, "launch call -> device event links"),
     ("steps", "windows.parquet"): Table(_STEP_WINDOW_COLUMNS, "one row per step per rank"),
     ("steps", "stats.parquet"): Table(

@@ -141,7 +141,4 @@ def summarize(trace: Trace, params: Mapping[str, Any] | None = None, **kwargs: A
     parameters by name (``top_n=30``, ``hta_compat=True``, ``bucket_ms=5`` …; ``profui analyze
     --plan`` lists them).
     """
-    from .pipeline.store import compute
-
-    values = {**(params or {}), **kwargs}
-    return compute(trace, ("summary",), values)["summary"]["summary.json"]
+    return trace.result("summary", **{**(params or {}), **kwargs})["summary.json"]

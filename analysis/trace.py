@@ -94,6 +94,8 @@ class Trace:
 
     def __init__(self, trace_dir: TraceDir) -> None:
         self.dir = trace_dir
+        #: In-memory stores of the stage graph, one per parameter set (see :meth:`result`).
+        self._stores: dict[tuple, dict[str, dict[str, Any]]] = {}
 
     @property
     def path(self) -> Path:
@@ -218,11 +220,23 @@ class Trace:
 
         return step_windows(self.cached_events())
 
-    def summary(self, **kwargs: Any) -> Any:
-        """Everything at once (``profui.analysis.summary.summarize``)."""
-        from .summary import summarize
+    def result(self, stage: str, **params: Any) -> dict[str, Any]:
+        """One stage's outputs, ``{file: frame or value}``, exactly as ``profui analyze`` and the
+        dashboard compute them (``t.result("kernels")["top_by_time.parquet"]``).
 
-        return summarize(self, **kwargs)
+        ``params`` are pipeline parameters by name (``top_n=30``, ``hta_compat=True`` …). The stage
+        graph runs in memory, nothing is written; stages computed for these parameters are kept
+        and reused by later calls on this Trace.
+        """
+        from .pipeline.store import compute
+
+        key = tuple(sorted(params.items()))
+        store = self._stores.setdefault(key, {})
+        return compute(self, (stage,), params, store=store)[stage]
+
+    def summary(self, **params: Any) -> Any:
+        """Every answer at once, a :class:`profui.analysis.summary.Summary` (``profui summary``'s)."""
+        return self.result("summary", **params)["summary.json"]
 
 
 #: File name endings of PyTorch Profiler / Kineto Chrome-trace JSON, which must be imported first.

@@ -20,8 +20,6 @@ from typing import Any
 
 import polars as pl
 
-from profui.capture.format import TraceDir
-
 META = "meta.json"
 ARTIFACTS = "artifacts"
 
@@ -57,19 +55,6 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def trace_fingerprint(trace_dir: TraceDir) -> dict[str, Any]:
-    """What identifies the trace's data without reading it: every data file's relative path,
-    size, modification time and row count, plus the manifest's hash."""
-    root = trace_dir.path
-    files = []
-    for f in [*trace_dir.events, *trace_dir.metrics]:
-        st = f.path.stat()
-        files.append([str(f.path.relative_to(root)), st.st_size, st.st_mtime_ns, f.num_rows])
-    files.sort()
-    manifest = root / "manifest.json"
-    return {"files": files, "manifest_sha256": file_sha256(manifest) if manifest.is_file() else None}
 
 
 #: Bump when the artifact layout or the meaning of keys changes: every cached output is then stale.

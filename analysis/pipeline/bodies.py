@@ -24,8 +24,8 @@ from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_total
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
+from profui.capture.format import trace_fingerprint
 
-from .artifacts import trace_fingerprint
 from .context import StageContext
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import TraceDir, open_trace_dir
+from profui.capture.format import TraceDir, open_trace_dir, trace_fingerprint
 
 from . import records
-from .artifacts import artifact_dir, artifact_key, digest, trace_fingerprint, verify, write_artifact
+from .artifacts import artifact_dir, artifact_key, digest, verify, write_artifact
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
 from .errors import PipelineError

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .atomic import atomic_path, write_bytes_atomic
 from .columns import DEVICE_KINDS, EVENT_KINDS, SCHEMA_VERSION, TABLE_COLUMNS
 from .errors import TraceFormatError
+from .fingerprint import digest as fingerprint_digest
+from .fingerprint import files_fingerprint, trace_fingerprint
 from .footer import Footer, FooterError, read_footer
 from .layout import (
     MANIFEST_NAME,
@@ -71,7 +73,9 @@ __all__ = [
     "check_file",
     "default_cache_root",
     "events_path",
+    "files_fingerprint",
     "find_trace_dirs",
+    "fingerprint_digest",
     "is_trace_dir",
     "manifest_path",
     "metrics_path",
@@ -82,6 +86,7 @@ __all__ = [
     "read_manifest",
     "safe_node_name",
     "to_table",
+    "trace_fingerprint",
     "write_bytes_atomic",
     "write_events",
     "write_manifest",

@@ -8,7 +8,6 @@ modification times, and reuses it while they are unchanged. Analysis only ever s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,7 +15,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from profui.capture.format import TraceFormatError, default_cache_root, is_trace_dir
+from profui.capture.format import (
+    TraceFormatError,
+    default_cache_root,
+    files_fingerprint,
+    fingerprint_digest,
+    is_trace_dir,
+)
 
 #: File name endings recognised as Kineto / PyTorch Profiler Chrome-trace JSON.
 KINETO_SUFFIXES = (".json", ".json.gz")
@@ -48,12 +53,8 @@ def kineto_sources(path: str | Path) -> list[Path]:
 
 
 def cache_key(sources: list[Path]) -> str:
-    """Key of an import: a hash of each source's absolute path, size and mtime (ns)."""
-    h = hashlib.sha256()
-    for src in sources:
-        st = src.stat()
-        h.update(f"{src}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:24]
+    """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime)."""
+    return fingerprint_digest(files_fingerprint(sources))
 
 
 def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:

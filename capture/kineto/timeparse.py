@@ -11,6 +11,7 @@ text as a decimal and the value is rounded half-to-even to the nanosecond.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pyarrow as pa
@@ -21,31 +22,48 @@ _THOUSAND_256 = pa.scalar(1000, pa.decimal256(4, 0))
 _THOUSAND = pa.scalar(1000, pa.int64())
 
 
-def us_to_ns(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+def us_to_ns(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Integer nanoseconds (int64) of JSON numbers of microseconds given as Arrow strings.
 
-    Digits beyond the nanosecond are rounded half-to-even. Raises ``ValueError`` naming the
-    first text that is not a number or whose value does not fit int64 nanoseconds.
+    Digits beyond the nanosecond are rounded half-to-even. Raises ``ValueError`` naming a text
+    that is not a number or whose value does not fit int64 nanoseconds.
 
-    The three casts below are one rule, tried from the cheapest: all integers (epoch µs);
-    at most three fractional digits (exact in ``decimal128(22, 3)``); anything else (more
-    digits, exponents) through a wide decimal rounded to three fractional digits.
+    One rule, computed the cheapest way the column allows: integers (epoch µs) by an integer
+    cast; at most three fractional digits exactly in ``decimal128(22, 3)``; the texts with more
+    digits or an exponent through a wide decimal rounded to three fractional digits.
     """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    data = texts.buffers()[-1]  # all of the text (of a slice: more, which only costs a try)
+    if data is None or not _DOT.search(memoryview(data)):
+        try:
+            return pc.multiply_checked(pc.cast(texts, pa.int64()), _THOUSAND)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # exponents, or not numbers: the decimal casts say which
     try:
-        return pc.multiply_checked(pc.cast(texts, pa.int64()), _THOUSAND)
+        return _short_us_to_ns(texts)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    short = pc.match_substring_regex(texts, _SHORT)
+    rest = pc.invert(short)
     try:
-        micro = pc.cast(texts, pa.decimal128(22, 3))
-        return pc.cast(pc.multiply(micro, _THOUSAND_128), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    try:
-        wide = pc.cast(texts, pa.decimal256(60, 30))
+        ns = _short_us_to_ns(pc.if_else(short, texts, pa.scalar("0", texts.type)))
+        wide = pc.cast(pc.filter(texts, rest), pa.decimal256(60, 30))
         micro = pc.cast(pc.round(wide, ndigits=3, round_mode="half_to_even"), pa.decimal256(33, 3))
-        return pc.cast(pc.multiply(micro, _THOUSAND_256), pa.int64())
+        return pc.replace_with_mask(ns, rest, pc.cast(pc.multiply(micro, _THOUSAND_256), pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ValueError(f"not a time in microseconds: {exc}") from None
+
+
+_DOT = re.compile(rb"[.]")
+
+#: The texts :func:`_short_us_to_ns` takes: at most three fractional digits, no exponent.
+_SHORT = r"^-?[0-9]+(\.[0-9]{0,3})?$"
+
+
+def _short_us_to_ns(texts):
+    micro = pc.cast(texts, pa.decimal128(22, 3))
+    return pc.cast(pc.multiply(micro, _THOUSAND_128), pa.int64())
 
 
 def us_list_to_ns(texts: list[bytes]) -> list[int]:

@@ -43,6 +43,8 @@ def test_known_values() -> None:
     assert us_list_to_ns([t.encode() for t in CASES]) == list(CASES.values())
     assert float("1712195495519689.047") * 1000 != 1712195495519689047
     assert us_list_to_ns([]) == []
+    mixed = pa.chunked_array([["1", "2.5"], ["12.0025", "1e3"]], pa.large_string())
+    assert us_to_ns(mixed).to_pylist() == [1000, 2500, 12002, 1_000_000]
 
 
 @pytest.mark.parametrize("text", ["abc", "", "1e400", '"12"', "null", "9223372036854775.808", "1-2"])

@@ -15,7 +15,8 @@
  *
  * What is applied to a row (mirroring convert._build_columns), with the policy's keys:
  * - args keys that become columns are cut from the args text: external id, correlation;
- *   device/stream on device-side kinds (int32 values); bytes on memcpy/memset; a memcpy's
+ *   device/stream on device-side kinds (int32 values; else null, and convert._finish_rows
+ *   takes them from pid/tid); bytes on memcpy/memset; a memcpy's
  *   non-numeric string kind; an MTIA DMA's direction/size (the row becomes a memcpy);
  * - a category that is not the kind's canonical one is kept as args cat (added last);
  * - args are written compact (no whitespace), "{}" becomes null.
@@ -251,7 +252,7 @@ static int span_is_number(Span v) {
 /* ---- policy ------------------------------------------------------------------------------ */
 
 enum {
-    F_DEVICE = 1,  /* device-side kind: device/stream from args or pid/tid */
+    F_DEVICE = 1,  /* device-side kind: device/stream from args */
     F_MEMCPY = 2,
     F_MEMSET = 4,
     F_RUNTIME = 8,
@@ -304,7 +305,7 @@ static const Cat *find_cat(const Policy *pol, Span s) {
 
 typedef struct {
     size_t rows;
-    Buf kind, pid, tid, device, stream, ord;
+    Buf kind, pid, tid, device, device_valid, stream, stream_valid, ord;
     IntCol corr, ext, nbytes;
     StrCol ts, dur, name, mkind, args;
     Buf special;    /* int64 triples: event index, start, end (offsets in the text) */
@@ -319,7 +320,7 @@ typedef struct {
 
 static void out_free(Out *o) {
     Buf *bufs[] = {&o->ts.off, &o->ts.data, &o->ts.valid, &o->dur.off, &o->dur.data, &o->dur.valid,
-                   &o->kind, &o->pid, &o->tid, &o->device, &o->stream, &o->ord,
+                   &o->kind, &o->pid, &o->tid, &o->device, &o->device_valid, &o->stream, &o->stream_valid, &o->ord,
                    &o->corr.v, &o->corr.valid, &o->ext.v, &o->ext.valid, &o->nbytes.v, &o->nbytes.valid,
                    &o->name.off, &o->name.data, &o->name.valid, &o->mkind.off, &o->mkind.data,
                    &o->mkind.valid, &o->args.off, &o->args.data, &o->args.valid, &o->special,
@@ -455,23 +456,21 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
         if (!span_int(g->val, &corr)) return SPECIAL;
         has_corr = 1, g->cut = 1;
     }
-    int32_t device = -1, stream = -1;
+    int32_t device = 0, stream = 0;
+    int dev_set = 0, stream_set = 0;
     Span mk = {NULL, NULL};
     int has_mk = 0;
     if (flags & F_DEVICE) {
-        int dev_set = 0, stream_set = 0;
         g = find_arg(args, nargs, key[K_DEVICE], &dup);
         if (g && !is_null(g->val)) {
             if (!span_int(g->val, &v)) return SPECIAL;
             if (v >= INT32_MIN && v <= INT32_MAX) device = (int32_t)v, dev_set = 1, g->cut = 1;
         }
-        if (!dev_set) device = (pid >= 0 && pid <= INT32_MAX) ? (int32_t)pid : -1;
         g = find_arg(args, nargs, key[K_STREAM], &dup);
         if (g && !is_null(g->val)) {
             if (!span_int(g->val, &v)) return SPECIAL;
             if (v >= INT32_MIN && v <= INT32_MAX) stream = (int32_t)v, stream_set = 1, g->cut = 1;
         }
-        if (!stream_set) stream = (tid >= INT32_MIN && tid <= INT32_MAX) ? (int32_t)tid : -1;
         Arg *dir = (flags & F_DMA) ? find_arg(args, nargs, key[K_DIRECTION], &dup) : NULL;
         if (dir) {
             /* an MTIA DMA transfer: a copy, its kind from the direction, bytes from size */
@@ -560,7 +559,8 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
         str_put(&o->dur, r, ev->dur.s, ev->has_dur ? (size_t)(ev->dur.e - ev->dur.s) : 0, ev->has_dur) ||
         put_u8(&o->kind, (uint8_t)kind) ||
         put_i64(&o->pid, pid) || put_i64(&o->tid, tid) || put_i32(&o->device, device) ||
-        put_i32(&o->stream, stream) || put_i64(&o->ord, index) || int_put(&o->corr, r, corr, has_corr) ||
+        put_bit(&o->device_valid, r, dev_set) || put_i32(&o->stream, stream) ||
+        put_bit(&o->stream_valid, r, stream_set) || put_i64(&o->ord, index) || int_put(&o->corr, r, corr, has_corr) ||
         int_put(&o->ext, r, ext, has_ext) || int_put(&o->nbytes, r, nbytes, has_bytes) ||
         str_put(&o->name, r, name, name_len, 1) ||
         str_put(&o->mkind, r, mk.s, has_mk ? (size_t)(mk.e - mk.s) : 0, has_mk) ||
@@ -798,12 +798,13 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         PyList_SET_ITEM(flows, i, c);
     }
     result = Py_BuildValue(
-        "{s:n,s:n,s:(NNN),s:(NNN),s:N,s:N,s:N,s:N,s:N,s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:N}",
+        "{s:n,s:n,s:(NNN),s:(NNN),s:N,s:N,s:N,s:(NN),s:(NN),s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:N}",
         "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
         "ts", bytes_of(&o.ts.valid), bytes_of(&o.ts.off), bytes_of(&o.ts.data),
         "dur", bytes_of(&o.dur.valid), bytes_of(&o.dur.off), bytes_of(&o.dur.data),
         "kind", bytes_of(&o.kind), "pid", bytes_of(&o.pid),
-        "tid", bytes_of(&o.tid), "device", bytes_of(&o.device), "stream", bytes_of(&o.stream),
+        "tid", bytes_of(&o.tid), "device", bytes_of(&o.device_valid), bytes_of(&o.device),
+        "stream", bytes_of(&o.stream_valid), bytes_of(&o.stream),
         "ord", bytes_of(&o.ord),
         "correlation", bytes_of(&o.corr.valid), bytes_of(&o.corr.v),
         "external_id", bytes_of(&o.ext.valid), bytes_of(&o.ext.v),

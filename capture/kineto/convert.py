@@ -242,9 +242,9 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> li
     pids = list(map(_get_pid, keep))
     tids = list(map(_get_tid, keep))
     n = len(keep)
-    # Host rows (most) keep these defaults; only device rows overwrite them.
-    devices: list[int] = [-1] * n
-    streams: list[int] = [-1] * n
+    # Only device rows with a device/stream arg set these; _finish_rows fills the rest.
+    devices: list[int | None] = [None] * n
+    streams: list[int | None] = [None] * n
     nbytes_col: list[int | None] = [None] * n
     mkinds: list[str | None] = [None] * n
     corrs: list[int | None] = []
@@ -305,22 +305,14 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> li
                     args["tid"] = tid_name
 
         if kind in device_side:
-            pid = pids[i]
-            tid = tids[i]
             device = _device_int(as_int(args.get(DEVICE)))
             if device is not None:
                 del args[DEVICE]
-            else:
-                device = _device_int(pid) if pid >= 0 else None
-                device = -1 if device is None else device
-            devices[i] = device
+                devices[i] = device
             stream = _device_int(as_int(args.get(STREAM)))
             if stream is not None:
                 del args[STREAM]
-            else:
-                stream = _device_int(tid)
-                stream = -1 if stream is None else stream
-            streams[i] = stream
+                streams[i] = stream
             if kind == "kernel" and cat == DMA_CATEGORY and DIRECTION in args:
                 # MTIA DMA transfers (dma_request) carry direction and size: they are copies.
                 kind = kinds[i] = "memcpy"
@@ -487,7 +479,9 @@ def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> lis
 
 def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     """The rules over whole columns, for the rows of both paths at once: times in ns (an
-    instant lasts 0, whatever its ``dur`` says, and so does an event without one), and a copy without a ``kind`` arg takes its
+    instant lasts 0, whatever its ``dur`` says, and so does an event without one); a device
+    row without a device/stream arg has its pid/tid as device/stream where they fit (a
+    device >= 0), -1 otherwise, and a host row -1; and a copy without a ``kind`` arg takes its
     kind from its name (``Memcpy HtoD (Pageable -> Device)``)."""
     columns = {name: merged.column(name) for name in merged.column_names}
     kind = columns["kind"]
@@ -495,6 +489,12 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     dur = columns["dur"]
     no_dur = pc.or_(pc.equal(kind, "instant"), pc.is_null(dur))  # the native scan: null if absent
     columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
+    on_device = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
+    for name, source, low in (("device", "pid", 0), ("stream", "tid", _INT32[0])):
+        ids = columns[source]
+        fits = pc.and_(on_device, pc.and_(pc.greater_equal(ids, low), pc.less_equal(ids, _INT32[1])))
+        fallback = pc.cast(pc.if_else(fits, ids, pa.scalar(-1, pa.int64())), pa.int32())
+        columns[name] = pc.coalesce(columns[name], fallback)
     mkind = columns["memcpy_kind"]
     from_name = pc.and_(pc.equal(kind, "memcpy"), pc.is_null(mkind))
     if pc.any(from_name).as_py():

@@ -96,9 +96,10 @@ def _policy() -> tuple:
 class NativeScan:
     """What the extension made of an events array.
 
-    ``table``: the rows it converted (the converter's chunk columns plus ``ord``, the event's
-    index in the array); ``specials``: ``(index, text)`` of every event left to the Python
-    converter, in order; ``flows``: counts of the ac2g/async_gpu flow events it consumed, by
+    ``table``: the rows it converted (the converter's chunk columns, ``ts``/``dur`` still JSON
+    text and ``dur`` null where absent, plus ``ord``, the event's index in the array);
+    ``specials``: ``(index, text)`` of every event left to the Python converter, in order;
+    ``flows``: counts of the CORRELATION_FLOWS flow events it consumed, by
     ``"cat:ph"``; ``runtime_size``: copy sizes of runtime calls by correlation (AMD);
     ``events``: the number of events in the array.
     """
@@ -141,9 +142,9 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
     def plain(typ: pa.DataType, data: bytes) -> pa.Array:
         return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
 
-    def nullable(parts: tuple[bytes, bytes]) -> pa.Array:
+    def nullable(parts: tuple[bytes, bytes], typ: pa.DataType = pa.int64()) -> pa.Array:
         valid, data = parts
-        return pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(valid), pa.py_buffer(data)])
+        return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid), pa.py_buffer(data)])
 
     def number_column(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
         valid, offsets, data = parts  # JSON numbers, checked by the extension: ASCII
@@ -165,8 +166,8 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
         "name": text_column(res["name"]),
         "pid": plain(pa.int64(), res["pid"]),
         "tid": plain(pa.int64(), res["tid"]),
-        "device": plain(pa.int32(), res["device"]),
-        "stream": plain(pa.int32(), res["stream"]),
+        "device": nullable(res["device"], pa.int32()),
+        "stream": nullable(res["stream"], pa.int32()),
         "correlation": nullable(res["correlation"]),
         "external_id": nullable(res["external_id"]),
         "bytes": nullable(res["bytes"]),

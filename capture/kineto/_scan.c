@@ -8,8 +8,8 @@
  * convert.py documents them, tests compare the two paths on every shared trace and on
  * generated events.
  *
- * No Kineto name is spelled here: the categories, args keys, step prefix, instant category and
- * flow categories all come from mapping.py through native.py (the ``Policy``). Times are not
+ * No Kineto name is spelled here: the categories, args keys, instant category and flow
+ * categories all come from mapping.py through native.py (the ``Policy``). Times are not
  * converted here either: ``ts``/``dur`` are checked to be JSON numbers and handed back as text
  * for timeparse.us_to_ns, the one conversion of every time.
  *
@@ -258,7 +258,6 @@ enum {
     F_RUNTIME = 8,
     F_DMA = 16,    /* MTIA ccp events: a direction in args makes the row a memcpy */
     F_CANON = 32,  /* the category is the kind's canonical one: no args cat */
-    F_ANNOT = 64,  /* annotation: names with the step prefix are steps */
 };
 
 /* The args keys the rules read, in the order native.py passes them. */
@@ -288,10 +287,10 @@ typedef struct {
     Dir *dirs;
     Py_ssize_t ndirs;
     Name keys[NKEYS];
-    Name instant_cat, step_prefix;
+    Name instant_cat;
     Name flow_cats[MAX_FLOW_CATS];
     Py_ssize_t nflow_cats;
-    int instant_kind, step_kind, memcpy_kind;
+    int instant_kind, memcpy_kind;
 } Policy;
 
 static const Cat *find_cat(const Policy *pol, Span s) {
@@ -525,10 +524,6 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
         }
     }
     if (dup) return SPECIAL;
-    Py_ssize_t np = pol->step_prefix.len;
-    if ((flags & F_ANNOT) && ev->has_name && ev->name.e - ev->name.s >= np &&
-        !memcmp(ev->name.s, pol->step_prefix.s, (size_t)np))
-        kind = pol->step_kind;
 
     /* the args text: compact, cut keys left out, a non-canonical category added last */
     Buf *t = &o->tmp;
@@ -740,12 +735,12 @@ static PyObject *scan(PyObject *self, PyObject *a) {
     PyObject *cats, *dirs, *keys, *flow_cats;
     Policy pol;
     memset(&pol, 0, sizeof pol);
-    char *instant_cat, *step_prefix;
-    if (!PyArg_ParseTuple(a, "y*O!O!O!O!iy#iy#i", &view, &PyList_Type, &cats, &PyList_Type, &dirs, &PyList_Type,
-                          &keys, &PyList_Type, &flow_cats, &pol.instant_kind, &instant_cat, &pol.instant_cat.len,
-                          &pol.step_kind, &step_prefix, &pol.step_prefix.len, &pol.memcpy_kind))
+    char *instant_cat;
+    if (!PyArg_ParseTuple(a, "y*O!O!O!O!iy#i", &view, &PyList_Type, &cats, &PyList_Type, &dirs, &PyList_Type, &keys,
+                          &PyList_Type, &flow_cats, &pol.instant_kind, &instant_cat, &pol.instant_cat.len,
+                          &pol.memcpy_kind))
         return NULL;
-    pol.instant_cat.s = instant_cat, pol.step_prefix.s = step_prefix;
+    pol.instant_cat.s = instant_cat;
     PyObject *result = NULL;
     Out o;
     memset(&o, 0, sizeof o);
@@ -823,8 +818,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, directions, keys, flow_cats, instant_kind, instant_cat, step_kind, step_prefix,\n"
-     "     memcpy_kind) -> dict of column buffers.\n\n"
+     "scan(text, cats, directions, keys, flow_cats, instant_kind, instant_cat, memcpy_kind)\n"
+     "  -> dict of column buffers.\n\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };

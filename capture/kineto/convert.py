@@ -118,6 +118,11 @@ _ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 )
 _CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
 
+#: The kind of a row of an unknown category until _finish_rows: an annotation that the step
+#: rule (for user annotations) does not apply to.
+_UNKNOWN_ANNOTATION = "annotation (unknown category)"
+_CANONICAL_CAT = {**CANONICAL_CAT, _UNKNOWN_ANNOTATION: CANONICAL_CAT["annotation"]}
+
 
 def _texts(values: list[msgspec.Raw]) -> pa.Array:
     """JSON texts (``Raw``) as an Arrow string array; split inside Arrow from one joined text,
@@ -190,9 +195,9 @@ def _select_rows(
                     src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
                     continue
                 kind = unknown_cat_kind(cat)
+                if kind == "annotation":  # not a step whatever its name: see _finish_rows
+                    kind = _UNKNOWN_ANNOTATION
                 src.unknown_cats[str(cat)] += 1
-            elif kind == "annotation" and ev.name.startswith(STEP_PREFIX):
-                kind = "step"
         elif ph == "M":
             # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
             text = bytes(part[j])
@@ -253,7 +258,7 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> li
     add_corr = corrs.append
     add_ext = exts.append
     add_args = args_col.append
-    canonical = CANONICAL_CAT
+    canonical = _CANONICAL_CAT
     device_side = DEVICE_SIDE
     ids = src.ids
     runtime_size = src.runtime_size
@@ -481,10 +486,16 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     """The rules over whole columns, for the rows of both paths at once: times in ns (an
     instant lasts 0, whatever its ``dur`` says, and so does an event without one); a device
     row without a device/stream arg has its pid/tid as device/stream where they fit (a
-    device >= 0), -1 otherwise, and a host row -1; and a copy without a ``kind`` arg takes its
-    kind from its name (``Memcpy HtoD (Pageable -> Device)``)."""
+    device >= 0), -1 otherwise, and a host row -1; a copy without a ``kind`` arg takes its
+    kind from its name (``Memcpy HtoD (Pageable -> Device)``); and a user annotation named
+    ``ProfilerStep#N`` is a step."""
     columns = {name: merged.column(name) for name in merged.column_names}
     kind = columns["kind"]
+    step = pc.and_(pc.equal(kind, "annotation"), pc.starts_with(columns["name"], STEP_PREFIX))
+    unknown = pc.equal(kind, _UNKNOWN_ANNOTATION)
+    if pc.any(step).as_py() or pc.any(unknown).as_py():
+        kind = pc.if_else(step, "step", pc.if_else(unknown, "annotation", kind))
+        columns["kind"] = kind
     columns["ts"] = us_to_ns(columns["ts"])
     dur = columns["dur"]
     no_dur = pc.or_(pc.equal(kind, "instant"), pc.is_null(dur))  # the native scan: null if absent

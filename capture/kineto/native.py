@@ -3,7 +3,7 @@
 The extension turns the common events into row columns in one pass over the JSON text and
 hands back the rest (metadata, profiler spans, markers, unusual events) as *specials* for the
 pure-Python converter, which remains the reference for every rule. It spells no Kineto name
-itself: :func:`_policy` hands it mapping.py's categories, args keys and prefixes, and it leaves
+itself: :func:`_policy` hands it mapping.py's categories and args keys, and it leaves
 ``ts``/``dur`` as text for :func:`.timeparse.us_to_ns`. When the extension is not
 built (no C compiler at install time) or ``PROFUI_PURE_PYTHON=1`` is set, :func:`scan_events`
 returns None and the import runs entirely in Python, with identical results.
@@ -34,7 +34,6 @@ from .mapping import (
     KIND,
     KIND_BY_CAT,
     SIZE,
-    STEP_PREFIX,
     STREAM,
 )
 
@@ -53,7 +52,7 @@ _ARG_KEYS = (EXTERNAL_ID, EXTERNAL_ID_ALT, CORRELATION, DEVICE, STREAM, BYTES, K
 _FLOW_KEYS = tuple(f"{cat}:{ph}" for cat in CORRELATION_FLOWS for ph in "sft")
 
 # Flags of a category, as _scan.c reads them.
-_F_DEVICE, _F_MEMCPY, _F_MEMSET, _F_RUNTIME, _F_DMA, _F_CANON, _F_ANNOT = 1, 2, 4, 8, 16, 32, 64
+_F_DEVICE, _F_MEMCPY, _F_MEMSET, _F_RUNTIME, _F_DMA, _F_CANON = 1, 2, 4, 8, 16, 32
 
 
 def available() -> bool:
@@ -71,7 +70,6 @@ def _policy() -> tuple:
             "memcpy": _F_MEMCPY,
             "memset": _F_MEMSET,
             "runtime": _F_RUNTIME,
-            "annotation": _F_ANNOT,
         }.get(kind, 0)
         if cat == DMA_CATEGORY and kind == "kernel":
             flags |= _F_DMA
@@ -86,8 +84,6 @@ def _policy() -> tuple:
         [c.encode() for c in CORRELATION_FLOWS],
         KIND_NAMES.index("instant"),
         CANONICAL_CAT["instant"].encode(),
-        KIND_NAMES.index("step"),
-        STEP_PREFIX.encode(),
         KIND_NAMES.index("memcpy"),
     )
 

@@ -1,10 +1,11 @@
 """Converting one decoded Kineto trace into the columns of the profui ``events`` table.
 
 The Python code here defines every conversion rule. The optional C scan (:mod:`.native`)
-applies the per-event rules it is handed (categories, args keys) to the common events in bulk
-and leaves every other event to this code; the rules over whole columns (times, instants'
-durations, a copy's kind from its name) are applied here to the rows of both paths at once.
-Tests hold the two paths to identical output.
+applies the per-event args rules of :func:`_build_columns` to the common events in bulk, with
+the categories and args keys it is handed from mapping.py, and leaves every other event to
+this code. The rules over whole columns (:func:`_finish_rows`: times, instants' durations,
+device/stream from pid/tid, a copy's kind from its name, steps) are applied once to the rows
+of both paths. Tests hold the two paths to identical output.
 """
 
 from __future__ import annotations

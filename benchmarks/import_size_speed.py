@@ -11,7 +11,7 @@ For the largest shared Kineto traces it prints, in one run:
   stdlib ``json`` and ``orjson`` when installed.
 
 The last line prints the ratios (worst case over the files). Targets: Parquet <= 1/20 of the JSON
-and <= 0.7x the .json.gz; import >= 4x faster than HTA's parse; lower peak memory.
+and <= 0.7x the .json.gz; import >= 5x faster than HTA's parse; lower peak memory.
 
 HTA is not a profui dependency. Set up the benchmark environment once (``.venv-bench`` is
 git-ignored)::

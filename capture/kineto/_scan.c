@@ -1,19 +1,24 @@
 /* Native scan of a Kineto ``traceEvents`` array into profui event columns.
  *
  * The common events (complete "X" events of a known category, instants with a category,
- * ac2g/async_gpu flow events) are turned into columns here, in one pass over the JSON text
+ * correlation flow events) are turned into columns here, in one pass over the JSON text
  * with the GIL released. Everything else, and every event with anything unusual about it
- * (escaped names, named pid/tid, non-integer ids, more than 3 fractional digits of a us time,
- * ...), is returned as a "special" (event index, start, end) for the pure-Python converter,
- * which stays the reference for every rule: convert.py documents them, tests compare the two
- * paths on every shared trace and on generated events.
+ * (escaped names, named pid/tid, non-integer ids, ...), is returned as a "special" (event
+ * index, start, end) for the pure-Python converter, which stays the reference for every rule:
+ * convert.py documents them, tests compare the two paths on every shared trace and on
+ * generated events.
  *
- * Rules applied to a row (mirroring convert._build_columns):
- * - times are exact: integer us * 1000 + up to 3 fractional digits (more: round half-even);
- * - args keys that become columns are cut from the args text: "External id", "correlation";
- *   "device"/"stream" on device-side kinds (int32 values); "bytes" on memcpy/memset; a memcpy's
- *   non-numeric string "kind"; an MTIA DMA's "direction"/"size" (the row becomes a memcpy);
- * - a category that is not the kind's canonical one is kept as args "cat" (added last);
+ * No Kineto name is spelled here: the categories, args keys, instant category and flow
+ * categories all come from mapping.py through native.py (the ``Policy``). Times are not
+ * converted here either: ``ts``/``dur`` are checked to be JSON numbers and handed back as text
+ * for timeparse.us_to_ns, the one conversion of every time.
+ *
+ * What is applied to a row (mirroring convert._build_columns), with the policy's keys:
+ * - args keys that become columns are cut from the args text: external id, correlation;
+ *   device/stream on device-side kinds (int32 values; else null, and convert._finish_rows
+ *   takes them from pid/tid); bytes on memcpy/memset; a memcpy's
+ *   non-numeric string kind; an MTIA DMA's direction/size (the row becomes a memcpy);
+ * - a category that is not the kind's canonical one is kept as args cat (added last);
  * - args are written compact (no whitespace), "{}" becomes null.
  */
 #define PY_SSIZE_T_CLEAN
@@ -217,68 +222,48 @@ static int span_int(Span v, int64_t *out) {
     return 1;
 }
 
-/* Microseconds as JSON number text -> exact nanoseconds (half-even beyond the ns digit). */
-static int span_us_to_ns(Span v, int64_t *out) {
+/* True when v is exactly one JSON number (RFC 8259 grammar): what msgspec accepts as one. */
+static int span_is_number(Span v) {
     const char *p = v.s, *e = v.e;
-    int neg = 0;
-    if (p < e && *p == '-') {
-        neg = 1;
+    if (p < e && *p == '-') p++;
+    if (p >= e) return 0;
+    if (*p == '0') {
         p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    } else {
+        return 0;
     }
-    const char *ds = p;
-    int64_t ip = 0;
-    while (p < e && *p >= '0' && *p <= '9') {
-        if (ip > INT64_MAX / 10 - 10) return 0;
-        ip = ip * 10 + (*p - '0');
-        p++;
-    }
-    if (p == ds) return 0;
-    int64_t frac = 0;
-    int nf = 0, round_up = 0;
     if (p < e && *p == '.') {
-        p++;
-        const char *fs = p;
-        int first_extra = -1, rest_nonzero = 0;
-        while (p < e && *p >= '0' && *p <= '9') {
-            if (nf < 3) {
-                frac = frac * 10 + (*p - '0');
-                nf++;
-            } else if (first_extra < 0) {
-                first_extra = *p - '0';
-            } else if (*p != '0') {
-                rest_nonzero = 1;
-            }
-            p++;
-        }
+        const char *fs = ++p;
+        while (p < e && *p >= '0' && *p <= '9') p++;
         if (p == fs) return 0;
-        if (first_extra > 5 || (first_extra == 5 && rest_nonzero)) round_up = 1;
-        if (first_extra == 5 && !rest_nonzero) round_up = -1; /* a tie: decided below */
     }
-    if (p != e) return 0; /* an exponent: the Python path */
-    while (nf < 3) {
-        frac *= 10;
-        nf++;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        const char *xs = p;
+        while (p < e && *p >= '0' && *p <= '9') p++;
+        if (p == xs) return 0;
     }
-    int64_t ns;
-    if (__builtin_mul_overflow(ip, (int64_t)1000, &ns)) return 0;
-    if (__builtin_add_overflow(ns, frac, &ns)) return 0;
-    if (round_up == -1) round_up = (int)(ns & 1); /* half to even */
-    if (round_up && __builtin_add_overflow(ns, (int64_t)1, &ns)) return 0;
-    *out = neg ? -ns : ns;
-    return 1;
+    return p == e;
 }
 
 /* ---- policy ------------------------------------------------------------------------------ */
 
 enum {
-    F_DEVICE = 1,  /* device-side kind: device/stream from args or pid/tid */
+    F_DEVICE = 1,  /* device-side kind: device/stream from args */
     F_MEMCPY = 2,
     F_MEMSET = 4,
     F_RUNTIME = 8,
-    F_DMA = 16,    /* MTIA ccp events: a "direction" in args makes the row a memcpy */
-    F_CANON = 32,  /* the category is the kind's canonical one: no args "cat" */
-    F_ANNOT = 64,  /* annotation: ProfilerStep#N names are steps */
+    F_DMA = 16,    /* MTIA ccp events: a direction in args makes the row a memcpy */
+    F_CANON = 32,  /* the category is the kind's canonical one: no args cat */
 };
+
+/* The args keys the rules read, in the order native.py passes them. */
+enum { K_EXT, K_EXT_ALT, K_CORR, K_DEVICE, K_STREAM, K_BYTES, K_KIND, K_DIRECTION, K_SIZE, K_CAT, NKEYS };
+
+#define MAX_FLOW_CATS 8
 
 typedef struct {
     const char *cat;
@@ -292,11 +277,20 @@ typedef struct {
 } Dir;
 
 typedef struct {
+    const char *s;
+    Py_ssize_t len;
+} Name;
+
+typedef struct {
     Cat *cats;
     Py_ssize_t ncats;
     Dir *dirs;
     Py_ssize_t ndirs;
-    int instant_kind, step_kind, memcpy_kind;
+    Name keys[NKEYS];
+    Name instant_cat;
+    Name flow_cats[MAX_FLOW_CATS];
+    Py_ssize_t nflow_cats;
+    int instant_kind, memcpy_kind;
 } Policy;
 
 static const Cat *find_cat(const Policy *pol, Span s) {
@@ -310,12 +304,12 @@ static const Cat *find_cat(const Policy *pol, Span s) {
 
 typedef struct {
     size_t rows;
-    Buf ts, dur, kind, pid, tid, device, stream, ord;
+    Buf kind, pid, tid, device, device_valid, stream, stream_valid, ord;
     IntCol corr, ext, nbytes;
-    StrCol name, mkind, args;
+    StrCol ts, dur, name, mkind, args;
     Buf special;    /* int64 triples: event index, start, end (offsets in the text) */
     Buf sizes;      /* int64 pairs: correlation, size of runtime rows */
-    int64_t flows[6]; /* ac2g s f t, async_gpu s f t */
+    int64_t flows[MAX_FLOW_CATS * 3]; /* per flow category: s f t */
     /* metadata dedupe: open addressing over (hash, start, len) */
     uint64_t *mh;
     int64_t *ms, *ml;
@@ -324,7 +318,8 @@ typedef struct {
 } Out;
 
 static void out_free(Out *o) {
-    Buf *bufs[] = {&o->ts, &o->dur, &o->kind, &o->pid, &o->tid, &o->device, &o->stream, &o->ord,
+    Buf *bufs[] = {&o->ts.off, &o->ts.data, &o->ts.valid, &o->dur.off, &o->dur.data, &o->dur.valid,
+                   &o->kind, &o->pid, &o->tid, &o->device, &o->device_valid, &o->stream, &o->stream_valid, &o->ord,
                    &o->corr.v, &o->corr.valid, &o->ext.v, &o->ext.valid, &o->nbytes.v, &o->nbytes.valid,
                    &o->name.off, &o->name.data, &o->name.valid, &o->mkind.off, &o->mkind.data,
                    &o->mkind.valid, &o->args.off, &o->args.data, &o->args.valid, &o->special,
@@ -424,11 +419,10 @@ static int parse_args(Span a, Arg *args, int *n) {
     }
 }
 
-static Arg *find_arg(Arg *args, int n, const char *key, int *dup) {
-    size_t len = strlen(key);
+static Arg *find_arg(Arg *args, int n, Name key, int *dup) {
     Arg *found = NULL;
     for (int i = 0; i < n; i++) {
-        if (span_is(args[i].key, key, len)) {
+        if (span_is(args[i].key, key.s, (size_t)key.len)) {
             if (found) *dup = 1;
             found = &args[i];
         }
@@ -436,47 +430,47 @@ static Arg *find_arg(Arg *args, int n, const char *key, int *dup) {
     return found;
 }
 
-static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int instant, int64_t index) {
+static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int64_t index) {
     Arg args[MAX_ARGS];
     int nargs = 0, dup = 0;
+    const Name *key = pol->keys;
     if (ev->has_args && !parse_args(ev->args, args, &nargs)) return SPECIAL;
-    int64_t ts, dur = 0, pid = 0, tid = 0;
-    if (!span_us_to_ns(ev->ts, &ts)) return SPECIAL;
-    if (!instant && ev->has_dur && !span_us_to_ns(ev->dur, &dur)) return SPECIAL; /* instants: 0 */
+    int64_t pid = 0, tid = 0;
+    /* times: JSON numbers, converted in Python (a missing dur is null there) */
+    if (!span_is_number(ev->ts)) return SPECIAL;
+    if (ev->has_dur && !span_is_number(ev->dur)) return SPECIAL;
     if (ev->has_pid && !span_int(ev->pid, &pid)) return SPECIAL;
     if (ev->has_tid && !span_int(ev->tid, &tid)) return SPECIAL;
 
-    if (find_arg(args, nargs, "external id", &dup) || find_arg(args, nargs, "cat", &dup)) return SPECIAL;
+    if (find_arg(args, nargs, key[K_EXT_ALT], &dup) || find_arg(args, nargs, key[K_CAT], &dup)) return SPECIAL;
     int64_t ext = 0, corr = 0, nbytes = 0, v;
     int has_ext = 0, has_corr = 0, has_bytes = 0;
-    Arg *g = find_arg(args, nargs, "External id", &dup);
+    Arg *g = find_arg(args, nargs, key[K_EXT], &dup);
     if (g) {
         if (!span_int(g->val, &ext)) return SPECIAL;
         has_ext = 1, g->cut = 1;
     }
-    g = find_arg(args, nargs, "correlation", &dup);
+    g = find_arg(args, nargs, key[K_CORR], &dup);
     if (g && !is_null(g->val)) {
         if (!span_int(g->val, &corr)) return SPECIAL;
         has_corr = 1, g->cut = 1;
     }
-    int32_t device = -1, stream = -1;
+    int32_t device = 0, stream = 0;
+    int dev_set = 0, stream_set = 0;
     Span mk = {NULL, NULL};
     int has_mk = 0;
     if (flags & F_DEVICE) {
-        int dev_set = 0, stream_set = 0;
-        g = find_arg(args, nargs, "device", &dup);
+        g = find_arg(args, nargs, key[K_DEVICE], &dup);
         if (g && !is_null(g->val)) {
             if (!span_int(g->val, &v)) return SPECIAL;
             if (v >= INT32_MIN && v <= INT32_MAX) device = (int32_t)v, dev_set = 1, g->cut = 1;
         }
-        if (!dev_set) device = (pid >= 0 && pid <= INT32_MAX) ? (int32_t)pid : -1;
-        g = find_arg(args, nargs, "stream", &dup);
+        g = find_arg(args, nargs, key[K_STREAM], &dup);
         if (g && !is_null(g->val)) {
             if (!span_int(g->val, &v)) return SPECIAL;
             if (v >= INT32_MIN && v <= INT32_MAX) stream = (int32_t)v, stream_set = 1, g->cut = 1;
         }
-        if (!stream_set) stream = (tid >= INT32_MIN && tid <= INT32_MAX) ? (int32_t)tid : -1;
-        Arg *dir = (flags & F_DMA) ? find_arg(args, nargs, "direction", &dup) : NULL;
+        Arg *dir = (flags & F_DMA) ? find_arg(args, nargs, key[K_DIRECTION], &dup) : NULL;
         if (dir) {
             /* an MTIA DMA transfer: a copy, its kind from the direction, bytes from size */
             if (dir->val.s >= dir->val.e || *dir->val.s != '"') return SPECIAL;
@@ -491,7 +485,7 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
                 }
             }
             dir->cut = 1;
-            g = find_arg(args, nargs, "size", &dup);
+            g = find_arg(args, nargs, key[K_SIZE], &dup);
             if (g) {
                 if (!is_null(g->val)) {
                     if (!span_int(g->val, &nbytes)) return SPECIAL;
@@ -501,14 +495,13 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
             }
             kind = pol->memcpy_kind;
         } else if (flags & (F_MEMCPY | F_MEMSET)) {
-            g = find_arg(args, nargs, "bytes", &dup);
+            g = find_arg(args, nargs, key[K_BYTES], &dup);
             if (g && !is_null(g->val)) {
                 if (!span_int(g->val, &nbytes)) return SPECIAL;
                 has_bytes = 1, g->cut = 1;
             }
             if (flags & F_MEMCPY) {
-                g = find_arg(args, nargs, "kind", &dup);
-                int from_args = 0;
+                g = find_arg(args, nargs, key[K_KIND], &dup);
                 if (g && g->val.s < g->val.e && *g->val.s == '"') {
                     int esc = 0;
                     if (!scan_string(g->val.s, g->val.e, &esc) || esc) return SPECIAL;
@@ -518,29 +511,19 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
                         if ((unsigned char)*c >= 0x80) return SPECIAL; /* str.isdigit is Unicode-aware */
                         if (*c < '0' || *c > '9') digits = 0;
                     }
-                    if (k.e > k.s && !digits) mk = k, has_mk = 1, from_args = 1, g->cut = 1;
+                    if (k.e > k.s && !digits) mk = k, has_mk = 1, g->cut = 1;
                 }
-                if (!from_args) {
-                    /* the kind in the name: "Memcpy HtoD (Pageable -> Device)" */
-                    Span nm = ev->name;
-                    if (ev->has_name && nm.e - nm.s > 7 && !memcmp(nm.s, "Memcpy ", 7)) {
-                        const char *c = nm.s + 7;
-                        while (c < nm.e && ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z'))) c++;
-                        if (c > nm.s + 7) mk.s = nm.s + 7, mk.e = c, has_mk = 1;
-                    }
-                }
+                /* without one, the kind from the name: convert._finish_rows */
             }
         }
     } else if ((flags & F_RUNTIME) && has_corr) {
-        g = find_arg(args, nargs, "size", &dup);
+        g = find_arg(args, nargs, key[K_SIZE], &dup);
         if (g && !is_null(g->val)) {
             if (!span_int(g->val, &v)) return SPECIAL;
             if (put_i64(&o->sizes, corr) || put_i64(&o->sizes, v)) return NOMEM;
         }
     }
     if (dup) return SPECIAL;
-    if ((flags & F_ANNOT) && ev->has_name && ev->name.e - ev->name.s >= 13 && !memcmp(ev->name.s, "ProfilerStep#", 13))
-        kind = pol->step_kind;
 
     /* the args text: compact, cut keys left out, a non-canonical category added last */
     Buf *t = &o->tmp;
@@ -557,7 +540,9 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
     if (!(flags & F_CANON)) {
         if (!first && put(t, ",", 1)) return NOMEM;
         first = 0;
-        if (put(t, "\"cat\":", 6) || put(t, ev->cat.s - 1, (size_t)(ev->cat.e - ev->cat.s) + 2)) return NOMEM;
+        if (put(t, "\"", 1) || put(t, key[K_CAT].s, (size_t)key[K_CAT].len) || put(t, "\":", 2) ||
+            put(t, ev->cat.s - 1, (size_t)(ev->cat.e - ev->cat.s) + 2))
+            return NOMEM;
     }
     if (put(t, "}", 1)) return NOMEM;
     int has_args_text = !first;
@@ -565,9 +550,12 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int
     size_t r = o->rows;
     const char *name = ev->has_name ? ev->name.s : "";
     size_t name_len = ev->has_name ? (size_t)(ev->name.e - ev->name.s) : 0;
-    if (put_i64(&o->ts, ts) || put_i64(&o->dur, dur) || put_u8(&o->kind, (uint8_t)kind) ||
+    if (str_put(&o->ts, r, ev->ts.s, (size_t)(ev->ts.e - ev->ts.s), 1) ||
+        str_put(&o->dur, r, ev->dur.s, ev->has_dur ? (size_t)(ev->dur.e - ev->dur.s) : 0, ev->has_dur) ||
+        put_u8(&o->kind, (uint8_t)kind) ||
         put_i64(&o->pid, pid) || put_i64(&o->tid, tid) || put_i32(&o->device, device) ||
-        put_i32(&o->stream, stream) || put_i64(&o->ord, index) || int_put(&o->corr, r, corr, has_corr) ||
+        put_bit(&o->device_valid, r, dev_set) || put_i32(&o->stream, stream) ||
+        put_bit(&o->stream_valid, r, stream_set) || put_i64(&o->ord, index) || int_put(&o->corr, r, corr, has_corr) ||
         int_put(&o->ext, r, ext, has_ext) || int_put(&o->nbytes, r, nbytes, has_bytes) ||
         str_put(&o->name, r, name, name_len, 1) ||
         str_put(&o->mkind, r, mk.s, has_mk ? (size_t)(mk.e - mk.s) : 0, has_mk) ||
@@ -666,15 +654,17 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
         int has_cat = ev.has_cat && !ev.cat_null;
         if (ph == 'X' && has_cat && ev.has_ts) {
             const Cat *c = find_cat(pol, ev.cat);
-            if (c) special = row(o, pol, &ev, c->kind, c->flags, 0, index);
+            if (c) special = row(o, pol, &ev, c->kind, c->flags, index);
         } else if ((ph == 'i' || ph == 'I') && has_cat && ev.has_ts) {
-            int flags = span_is(ev.cat, "cpu_instant_event", 17) ? F_CANON : 0;
-            special = row(o, pol, &ev, pol->instant_kind, flags, 1, index);
+            int flags = span_is(ev.cat, pol->instant_cat.s, (size_t)pol->instant_cat.len) ? F_CANON : 0;
+            special = row(o, pol, &ev, pol->instant_kind, flags, index);
         } else if ((ph == 's' || ph == 'f' || ph == 't') && has_cat) {
-            int which = span_is(ev.cat, "ac2g", 4) ? 0 : span_is(ev.cat, "async_gpu", 9) ? 3 : -1;
-            if (which >= 0) {
-                o->flows[which + (ph == 's' ? 0 : ph == 'f' ? 1 : 2)]++;
-                special = 0;
+            for (Py_ssize_t i = 0; i < pol->nflow_cats; i++) {
+                if (span_is(ev.cat, pol->flow_cats[i].s, (size_t)pol->flow_cats[i].len)) {
+                    o->flows[i * 3 + (ph == 's' ? 0 : ph == 'f' ? 1 : 2)]++;
+                    special = 0;
+                    break;
+                }
             }
         } else if (ph == 'M') {
             int first = meta_first(o, base, sp.s, (size_t)(sp.e - sp.s));
@@ -694,7 +684,26 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
 
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n); }
 
-static int read_policy(PyObject *cats, PyObject *dirs, Policy *pol) {
+static int read_names(PyObject *list, Name *names, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *s;
+        if (!PyArg_Parse(PyList_GetItem(list, i), "y#", &s, &names[i].len)) return -1;
+        names[i].s = s;
+    }
+    return 0;
+}
+
+static int read_policy(PyObject *cats, PyObject *dirs, PyObject *keys, PyObject *flow_cats, Policy *pol) {
+    if (PyList_Size(keys) != NKEYS) {
+        PyErr_SetString(PyExc_TypeError, "keys: wrong number of args keys");
+        return -1;
+    }
+    pol->nflow_cats = PyList_Size(flow_cats);
+    if (pol->nflow_cats < 0 || pol->nflow_cats > MAX_FLOW_CATS) {
+        PyErr_SetString(PyExc_TypeError, "flow_cats: too many flow categories");
+        return -1;
+    }
+    if (read_names(keys, pol->keys, NKEYS) || read_names(flow_cats, pol->flow_cats, pol->nflow_cats)) return -1;
     pol->ncats = PyList_Size(cats);
     pol->ndirs = PyList_Size(dirs);
     if (pol->ncats < 0 || pol->ndirs < 0) return -1;
@@ -723,17 +732,20 @@ static int read_policy(PyObject *cats, PyObject *dirs, Policy *pol) {
 static PyObject *scan(PyObject *self, PyObject *a) {
     (void)self;
     Py_buffer view;
-    PyObject *cats, *dirs;
+    PyObject *cats, *dirs, *keys, *flow_cats;
     Policy pol;
     memset(&pol, 0, sizeof pol);
-    if (!PyArg_ParseTuple(a, "y*O!O!iii", &view, &PyList_Type, &cats, &PyList_Type, &dirs, &pol.instant_kind,
-                          &pol.step_kind, &pol.memcpy_kind))
+    char *instant_cat;
+    if (!PyArg_ParseTuple(a, "y*O!O!O!O!iy#i", &view, &PyList_Type, &cats, &PyList_Type, &dirs, &PyList_Type, &keys,
+                          &PyList_Type, &flow_cats, &pol.instant_kind, &instant_cat, &pol.instant_cat.len,
+                          &pol.memcpy_kind))
         return NULL;
+    pol.instant_cat.s = instant_cat;
     PyObject *result = NULL;
     Out o;
     memset(&o, 0, sizeof o);
-    if (read_policy(cats, dirs, &pol) < 0) goto done;
-    if (str_init(&o.name) || str_init(&o.mkind) || str_init(&o.args)) {
+    if (read_policy(cats, dirs, keys, flow_cats, &pol) < 0) goto done;
+    if (str_init(&o.ts) || str_init(&o.dur) || str_init(&o.name) || str_init(&o.mkind) || str_init(&o.args)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -770,11 +782,24 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         PyErr_SetString(PyExc_ValueError, "not a JSON array of event objects");
         goto done;
     }
+    PyObject *flows = PyList_New(pol.nflow_cats * 3);
+    if (!flows) goto done;
+    for (Py_ssize_t i = 0; i < pol.nflow_cats * 3; i++) {
+        PyObject *c = PyLong_FromLongLong((long long)o.flows[i]);
+        if (!c) {
+            Py_DECREF(flows);
+            goto done;
+        }
+        PyList_SET_ITEM(flows, i, c);
+    }
     result = Py_BuildValue(
-        "{s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:(LLLLLL)}",
+        "{s:n,s:n,s:(NNN),s:(NNN),s:N,s:N,s:N,s:(NN),s:(NN),s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:N}",
         "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
-        "ts", bytes_of(&o.ts), "dur", bytes_of(&o.dur), "kind", bytes_of(&o.kind), "pid", bytes_of(&o.pid),
-        "tid", bytes_of(&o.tid), "device", bytes_of(&o.device), "stream", bytes_of(&o.stream),
+        "ts", bytes_of(&o.ts.valid), bytes_of(&o.ts.off), bytes_of(&o.ts.data),
+        "dur", bytes_of(&o.dur.valid), bytes_of(&o.dur.off), bytes_of(&o.dur.data),
+        "kind", bytes_of(&o.kind), "pid", bytes_of(&o.pid),
+        "tid", bytes_of(&o.tid), "device", bytes_of(&o.device_valid), bytes_of(&o.device),
+        "stream", bytes_of(&o.stream_valid), bytes_of(&o.stream),
         "ord", bytes_of(&o.ord),
         "correlation", bytes_of(&o.corr.valid), bytes_of(&o.corr.v),
         "external_id", bytes_of(&o.ext.valid), bytes_of(&o.ext.v),
@@ -782,9 +807,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         "name", bytes_of(&o.name.valid), bytes_of(&o.name.off), bytes_of(&o.name.data),
         "memcpy_kind", bytes_of(&o.mkind.valid), bytes_of(&o.mkind.off), bytes_of(&o.mkind.data),
         "args", bytes_of(&o.args.valid), bytes_of(&o.args.off), bytes_of(&o.args.data),
-        "special", bytes_of(&o.special), "sizes", bytes_of(&o.sizes),
-        "flows", (long long)o.flows[0], (long long)o.flows[1], (long long)o.flows[2], (long long)o.flows[3],
-        (long long)o.flows[4], (long long)o.flows[5]);
+        "special", bytes_of(&o.special), "sizes", bytes_of(&o.sizes), "flows", flows);
 done:
     out_free(&o);
     free(pol.cats);
@@ -795,7 +818,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, directions, instant_kind, step_kind, memcpy_kind) -> dict of column buffers.\n\n"
+     "scan(text, cats, directions, keys, flow_cats, instant_kind, instant_cat, memcpy_kind)\n"
+     "  -> dict of column buffers.\n\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };

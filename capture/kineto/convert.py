@@ -1,8 +1,11 @@
 """Converting one decoded Kineto trace into the columns of the profui ``events`` table.
 
 The Python code here defines every conversion rule. The optional C scan (:mod:`.native`)
-applies the same rules to the common events in bulk and leaves every other event to this
-code; tests hold the two paths to identical output.
+applies the per-event args rules of :func:`_build_columns` to the common events in bulk, with
+the categories and args keys it is handed from mapping.py, and leaves every other event to
+this code. The rules over whole columns (:func:`_finish_rows`: times, instants' durations,
+device/stream from pid/tid, a copy's kind from its name, steps) are applied once to the rows
+of both paths. Tests hold the two paths to identical output.
 """
 
 from __future__ import annotations
@@ -21,26 +24,35 @@ from profui.capture.format import to_table
 
 from .errors import KinetoFormatError
 from .mapping import (
+    BYTES,
     CANONICAL_CAT,
+    CAT,
+    CORRELATION,
     CORRELATION_FLOWS,
+    DEVICE,
     DEVICE_SIDE,
+    DIRECTION,
     DMA_CATEGORY,
+    EXTERNAL_ID,
+    EXTERNAL_ID_ALT,
+    KIND,
     KIND_BY_CAT,
+    MEMCPY_NAME_PATTERN,
+    SIZE,
     STEP_PREFIX,
+    STREAM,
     as_int,
     memcpy_kind_from_direction,
-    memcpy_kind_from_name,
     unknown_cat_kind,
 )
 from .native import scan_events
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
-from .timeparse import us_joined_to_ns, us_text_to_ns, us_texts_to_ns
+from .timeparse import us_list_to_ns, us_to_ns
 
 _INT32 = (-(2**31), 2**31 - 1)
 #: Below this many ns since the epoch (~1973) timestamps are relative to baseTimeNanoseconds.
 _RELATIVE_LIMIT_NS = 10**17
 _PROGRESS_EVERY = 20_000
-_ZERO = b"0"
 
 _encode = msgspec.json.encode
 _decode_args = msgspec.json.Decoder(dict[str, Any]).decode
@@ -88,10 +100,11 @@ def _device_int(value: int | None) -> int | None:
 _CHUNK_ROWS = 1_024
 
 #: Field order of the row tuples built in the loop, and their Arrow types (strings are
-#: dictionary-encoded once, at the end).
+#: dictionary-encoded once, at the end). ``ts``/``dur`` stay JSON text until every row is in:
+#: :func:`_finish_rows` converts them (``timeparse.us_to_ns``) for both paths at once.
 _ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    ("ts", pa.int64()),
-    ("dur", pa.int64()),
+    ("ts", pa.large_string()),
+    ("dur", pa.large_string()),
     ("kind", pa.string()),
     ("name", pa.string()),
     ("pid", pa.int64()),
@@ -106,14 +119,28 @@ _ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 )
 _CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
 
+#: The kind of a row of an unknown category until _finish_rows: an annotation that the step
+#: rule (for user annotations) does not apply to.
+_UNKNOWN_ANNOTATION = "annotation (unknown category)"
+_CANONICAL_CAT = {**CANONICAL_CAT, _UNKNOWN_ANNOTATION: CANONICAL_CAT["annotation"]}
+
+
+def _texts(values: list[msgspec.Raw]) -> pa.Array:
+    """JSON texts (``Raw``) as an Arrow string array; split inside Arrow from one joined text,
+    which avoids one Python bytes object per value."""
+    joined = pa.array([b"\n".join(values)], pa.large_binary()).cast(pa.large_string())
+    parts = pc.split_pattern(joined, "\n").flatten()
+    if len(parts) != len(values):  # a value spelled over several lines: not a number anyway
+        return pa.array(list(map(bytes, values)), pa.large_binary()).cast(pa.large_string())
+    return parts
+
 
 def _columns_to_chunk(columns: list[list]) -> pa.Table:
-    """Python column lists (times still JSON text, ``Raw``) -> an Arrow table (times relative)."""
+    """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
     arrays = []
     for (name, typ), values in zip(_ROW_FIELDS, columns, strict=True):
         if name in ("ts", "dur"):
-            ns = us_joined_to_ns(b"\n".join(values), len(values))
-            arrays.append(ns if ns is not None else us_texts_to_ns(list(map(bytes, values))))
+            arrays.append(_texts(values))
         elif name == "args":
             arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
         else:
@@ -150,13 +177,12 @@ _get_args = attrgetter("args")
 
 def _select_rows(
     decoded: list[BatchEvent], part: list[msgspec.Raw], src: _Source
-) -> tuple[list[BatchEvent], list[str], list[int], list[int]]:
-    """The events of one slice that become rows, their kinds, the positions of instants among
-    them and their positions in ``part``; every other event is recorded in ``src``."""
+) -> tuple[list[BatchEvent], list[str], list[int]]:
+    """The events of one slice that become rows, their kinds and their positions in ``part``;
+    every other event is recorded in ``src``."""
     kept: list[int] = []
     keep: list[BatchEvent] = []
     kinds: list[str] = []
-    instants: list[int] = []
     keep_event = keep.append
     add_kind = kinds.append
     kind_by_cat = KIND_BY_CAT
@@ -170,9 +196,9 @@ def _select_rows(
                     src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
                     continue
                 kind = unknown_cat_kind(cat)
+                if kind == "annotation":  # not a step whatever its name: see _finish_rows
+                    kind = _UNKNOWN_ANNOTATION
                 src.unknown_cats[str(cat)] += 1
-            elif kind == "annotation" and ev.name.startswith(STEP_PREFIX):
-                kind = "step"
         elif ph == "M":
             # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
             text = bytes(part[j])
@@ -189,16 +215,14 @@ def _select_rows(
             src.flows[f"{cat}:{ph}"] += 1
             if cat not in CORRELATION_FLOWS and ev.ts:
                 # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
-                # kept as [cat, id, ph, ts_ns, pid, tid] links.
-                src.flow_links.append([cat, ev.id, ph, us_text_to_ns(bytes(ev.ts)), ev.pid, ev.tid])
+                # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
+                src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
             continue
         elif ph == "i" or ph == "I":
             if ev.cat is None:
                 src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
                 continue
             kind = "instant"
-            if ev.ts:
-                instants.append(len(keep))
         else:
             src.skipped[ph or "?"] += 1
             continue
@@ -208,10 +232,10 @@ def _select_rows(
         keep_event(ev)
         add_kind(kind)
         kept.append(j)
-    return keep, kinds, instants, kept
+    return keep, kinds, kept
 
 
-def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int], src: _Source) -> list[list]:
+def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> list[list]:
     """The row columns (in ``_ROW_FIELDS`` order) of the selected events.
 
     Plain fields are pulled out with C-level ``map``; only the args need a Python loop: known
@@ -219,16 +243,14 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
     """
     ts = list(map(_get_ts, keep))
     dur = list(map(_get_dur, keep))
-    for pos in instants:
-        dur[pos] = _ZERO
     names = list(map(_get_name, keep))
     cats = list(map(_get_cat, keep))
     pids = list(map(_get_pid, keep))
     tids = list(map(_get_tid, keep))
     n = len(keep)
-    # Host rows (most) keep these defaults; only device rows overwrite them.
-    devices: list[int] = [-1] * n
-    streams: list[int] = [-1] * n
+    # Only device rows with a device/stream arg set these; _finish_rows fills the rest.
+    devices: list[int | None] = [None] * n
+    streams: list[int | None] = [None] * n
     nbytes_col: list[int | None] = [None] * n
     mkinds: list[str | None] = [None] * n
     corrs: list[int | None] = []
@@ -237,7 +259,7 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
     add_corr = corrs.append
     add_ext = exts.append
     add_args = args_col.append
-    canonical = CANONICAL_CAT
+    canonical = _CANONICAL_CAT
     device_side = DEVICE_SIDE
     ids = src.ids
     runtime_size = src.runtime_size
@@ -253,9 +275,9 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
             args = decode_args(raw_args)
         except msgspec.ValidationError:
             args = {"args": msgspec.json.decode(raw_args)}
-        ext = args.pop("External id", None)
+        ext = args.pop(EXTERNAL_ID, None)
         if ext is None:
-            ext = args.pop("external id", None)
+            ext = args.pop(EXTERNAL_ID_ALT, None)
         if ext is None:
             add_ext(None)
         elif type(ext) is int:
@@ -263,15 +285,15 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
         else:
             ext_i = as_int(ext)
             if ext_i is None:
-                args["External id"] = ext
+                args[EXTERNAL_ID] = ext
             add_ext(ext_i)
-        corr = args.get("correlation")
+        corr = args.get(CORRELATION)
         if corr is None:
             corr_i = None
         else:
             corr_i = corr if type(corr) is int else as_int(corr)
             if corr_i is not None:
-                del args["correlation"]
+                del args[CORRELATION]
         add_corr(corr_i)
 
         if named_ids:
@@ -289,46 +311,36 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], instants: list[int]
                     args["tid"] = tid_name
 
         if kind in device_side:
-            pid = pids[i]
-            tid = tids[i]
-            device = _device_int(as_int(args.get("device")))
+            device = _device_int(as_int(args.get(DEVICE)))
             if device is not None:
-                del args["device"]
-            else:
-                device = _device_int(pid) if pid >= 0 else None
-                device = -1 if device is None else device
-            devices[i] = device
-            stream = _device_int(as_int(args.get("stream")))
+                del args[DEVICE]
+                devices[i] = device
+            stream = _device_int(as_int(args.get(STREAM)))
             if stream is not None:
-                del args["stream"]
-            else:
-                stream = _device_int(tid)
-                stream = -1 if stream is None else stream
-            streams[i] = stream
-            if kind == "kernel" and cat == DMA_CATEGORY and "direction" in args:
+                del args[STREAM]
+                streams[i] = stream
+            if kind == "kernel" and cat == DMA_CATEGORY and DIRECTION in args:
                 # MTIA DMA transfers (dma_request) carry direction and size: they are copies.
                 kind = kinds[i] = "memcpy"
-                mkinds[i] = memcpy_kind_from_direction(args.pop("direction"))
-                nbytes_col[i] = as_int(args.pop("size", None))
+                mkinds[i] = memcpy_kind_from_direction(args.pop(DIRECTION))
+                nbytes_col[i] = as_int(args.pop(SIZE, None))
             elif kind == "memcpy" or kind == "memset":
-                nbytes = as_int(args.get("bytes"))
+                nbytes = as_int(args.get(BYTES))
                 if nbytes is not None:
-                    del args["bytes"]
+                    del args[BYTES]
                     nbytes_col[i] = nbytes
-                if kind == "memcpy":
-                    k = args.get("kind")
+                if kind == "memcpy":  # else from the name, in _finish_rows
+                    k = args.get(KIND)
                     if isinstance(k, str) and k and not k.isdigit():
                         mkinds[i] = k
-                        del args["kind"]
-                    else:
-                        mkinds[i] = memcpy_kind_from_name(names[i])
-        elif kind == "runtime" and corr_i is not None and "size" in args:
-            size = as_int(args["size"])
+                        del args[KIND]
+        elif kind == "runtime" and corr_i is not None and SIZE in args:
+            size = as_int(args[SIZE])
             if size is not None:
                 runtime_size[corr_i] = size
 
         if cat != canonical[kind]:
-            args["cat"] = cat
+            args[CAT] = cat
         add_args(encode(args) if args else None)
     return [ts, dur, kinds, names, pids, tids, devices, streams, corrs, exts, nbytes_col, mkinds, args_col]
 
@@ -377,11 +389,11 @@ def convert_events(
             src.repeats = 0
         decoded = _decode_part(part, part_idx, doc)
         try:
-            keep, kinds, instants, kept = _select_rows(decoded, part, src)
-        except ValueError as exc:  # a span's, marker's or flow's time that is not a number
+            keep, kinds, kept = _select_rows(decoded, part, src)
+        except ValueError as exc:  # a span's or marker's time that is not a number
             raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
         if keep:
-            chunk = _chunk(_build_columns(keep, kinds, instants, src), doc)
+            chunk = _chunk(_build_columns(keep, kinds, src), doc)
             if scan is not None:
                 chunk = chunk.append_column("ord", pa.array([part_idx[j] for j in kept], pa.int64()))
             chunks.append(chunk)
@@ -402,7 +414,12 @@ def convert_events(
         if python_rows and scan.table.num_rows:  # rows from both paths: back into event order
             merged = merged.take(pc.sort_indices(merged["ord"]))
         merged = merged.drop_columns(["ord"])
-    columns = {name: merged.column(name) for name in merged.column_names}
+    try:
+        columns = _finish_rows(merged)
+        for link, ts_ns in zip(flow_links, us_list_to_ns([link[3] for link in flow_links]), strict=True):
+            link[3] = ts_ns
+    except ValueError as exc:
+        raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
     del merged
     if runtime_size:
         columns["bytes"] = _fill_memcpy_bytes(columns, runtime_size)
@@ -466,6 +483,38 @@ def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> lis
     raise AssertionError("a batch of events failed to decode, but each one decodes")
 
 
+def _finish_rows(merged: pa.Table) -> dict[str, Any]:
+    """The rules over whole columns, for the rows of both paths at once: times in ns (an
+    instant lasts 0, whatever its ``dur`` says, and so does an event without one); a device
+    row without a device/stream arg has its pid/tid as device/stream where they fit (a
+    device >= 0), -1 otherwise, and a host row -1; a copy without a ``kind`` arg takes its
+    kind from its name (``Memcpy HtoD (Pageable -> Device)``); and a user annotation named
+    ``ProfilerStep#N`` is a step."""
+    columns = {name: merged.column(name) for name in merged.column_names}
+    kind = columns["kind"]
+    step = pc.and_(pc.equal(kind, "annotation"), pc.starts_with(columns["name"], STEP_PREFIX))
+    unknown = pc.equal(kind, _UNKNOWN_ANNOTATION)
+    if pc.any(step).as_py() or pc.any(unknown).as_py():
+        kind = pc.if_else(step, "step", pc.if_else(unknown, "annotation", kind))
+        columns["kind"] = kind
+    columns["ts"] = us_to_ns(columns["ts"])
+    dur = columns["dur"]
+    no_dur = pc.or_(pc.equal(kind, "instant"), pc.is_null(dur))  # the native scan: null if absent
+    columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
+    on_device = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
+    for name, source, low in (("device", "pid", 0), ("stream", "tid", _INT32[0])):
+        ids = columns[source]
+        fits = pc.and_(on_device, pc.and_(pc.greater_equal(ids, low), pc.less_equal(ids, _INT32[1])))
+        fallback = pc.cast(pc.if_else(fits, ids, pa.scalar(-1, pa.int64())), pa.int32())
+        columns[name] = pc.coalesce(columns[name], fallback)
+    mkind = columns["memcpy_kind"]
+    from_name = pc.and_(pc.equal(kind, "memcpy"), pc.is_null(mkind))
+    if pc.any(from_name).as_py():
+        named = pc.struct_field(pc.extract_regex(columns["name"], MEMCPY_NAME_PATTERN), [0])
+        columns["memcpy_kind"] = pc.if_else(from_name, named, mkind)
+    return columns
+
+
 def _chunk(columns: list[list], doc: KinetoDoc) -> pa.Table:
     try:
         return _columns_to_chunk(columns)
@@ -486,9 +535,13 @@ def _fill_memcpy_bytes(columns: dict[str, Any], runtime_size: dict[int, int]) ->
 
 def _side_record(ev: Event, with_dur: bool) -> dict[str, Any]:
     """A profiler span (cat ``Trace``) or a global marker instant, kept as source metadata."""
-    rec: dict[str, Any] = {"name": ev.name, "ts_ns": us_text_to_ns(bytes(ev.ts)) if ev.ts else 0}
+    times = [bytes(ev.ts) if ev.ts else b"0"]
     if with_dur:
-        rec["dur_ns"] = us_text_to_ns(bytes(ev.dur)) if ev.dur else 0
+        times.append(bytes(ev.dur) if ev.dur else b"0")
+    ns = us_list_to_ns(times)
+    rec: dict[str, Any] = {"name": ev.name, "ts_ns": ns[0]}
+    if with_dur:
+        rec["dur_ns"] = ns[1]
     rec["pid"] = ev.pid
     rec["tid"] = ev.tid
     if ev.args:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 #: Kineto ``cat`` of a complete (``X``) event -> profui ``kind``. Old Kineto spelled some
 #: categories differently (``Kernel``, ``Runtime``, ``Memcpy``, ``Operator``).
 KIND_BY_CAT: dict[str, str] = {
@@ -56,7 +54,23 @@ DEVICE_SIDE = frozenset({"kernel", "memcpy", "memset", "sync", "gpu_annotation"}
 
 STEP_PREFIX = "ProfilerStep#"
 
-_MEMCPY_NAME = re.compile(r"^Memcpy ([A-Za-z]+)")
+#: A copy's kind in its name, where its args have none: ``HtoD`` in ``Memcpy HtoD (Pageable
+#: -> Device)`` (an Arrow/RE2 pattern with one named group, applied to the whole name column).
+MEMCPY_NAME_PATTERN = r"^Memcpy (?P<kind>[A-Za-z]+)"
+
+#: The args keys the rules read. Kineto spells the external id ``External id``; some writers
+#: ``external id``. ``CAT`` is where a row keeps a non-canonical source category.
+EXTERNAL_ID, EXTERNAL_ID_ALT = "External id", "external id"
+CORRELATION, DEVICE, STREAM, BYTES, KIND, DIRECTION, SIZE, CAT = (
+    "correlation",
+    "device",
+    "stream",
+    "bytes",
+    "kind",
+    "direction",
+    "size",
+    "cat",
+)
 
 #: Flow categories that only restate ``args.correlation`` (launch -> kernel): counted, not kept.
 CORRELATION_FLOWS = ("ac2g", "async_gpu")
@@ -83,12 +97,6 @@ def unknown_cat_kind(cat: str | None) -> str:
         if low.endswith("_driver"):
             return "driver"
     return "annotation"
-
-
-def memcpy_kind_from_name(name: str) -> str | None:
-    """``HtoD`` from ``Memcpy HtoD (Pageable -> Device)``; None when the name does not say."""
-    m = _MEMCPY_NAME.match(name)
-    return m.group(1) if m else None
 
 
 def memcpy_kind_from_direction(direction: object) -> str | None:

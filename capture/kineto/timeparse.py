@@ -3,39 +3,78 @@
 Kineto writes ``ts``/``dur`` in microseconds, either as integers or as decimals with up to three
 (sometimes more) fractional digits. A float64 cannot hold ``1712195495519689.047`` exactly, so the
 number is converted from its JSON text, never through a float.
+
+:func:`us_to_ns` is the only place where that happens, for every time of every event (rows from
+the native scan and from Python alike, profiler spans, markers, flow links): Arrow parses the
+text as a decimal and the value is rounded half-to-even to the nanosecond.
 """
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+import re
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_THOUSAND_128 = pa.scalar(1000, pa.decimal128(4, 0))
+_THOUSAND_256 = pa.scalar(1000, pa.decimal256(4, 0))
+_THOUSAND = pa.scalar(1000, pa.int64())
 
 
-def us_text_to_ns(text: bytes) -> int:
-    """Integer nanoseconds of a JSON number of microseconds given as its text.
+def us_to_ns(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Integer nanoseconds (int64) of JSON numbers of microseconds given as Arrow strings.
 
-    Digits beyond the nanosecond are rounded half-to-even. Raises ``ValueError`` on text that
-    is not a JSON number.
+    Digits beyond the nanosecond are rounded half-to-even. Raises ``ValueError`` naming a text
+    that is not a number or whose value does not fit int64 nanoseconds.
+
+    One rule, computed the cheapest way the column allows: integers (epoch µs) by an integer
+    cast; at most three fractional digits exactly in ``decimal128(22, 3)``; the texts with more
+    digits or an exponent through a wide decimal rounded to three fractional digits.
     """
-    int_part, dot, frac = text.partition(b".")
-    if not dot:
-        if b"e" in text or b"E" in text:
-            return _slow(text)
-        return int(text) * 1000
-    if len(frac) <= 3 and frac.isdigit():
-        ns = int(int_part) * 1000
-        frac_ns = int(frac.ljust(3, b"0")) if frac else 0
-        return ns - frac_ns if int_part.startswith(b"-") else ns + frac_ns
-    return _slow(text)
-
-
-def _slow(text: bytes) -> int:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    data = texts.buffers()[-1]  # all of the text (of a slice: more, which only costs a try)
+    if data is None or not _DOT.search(memoryview(data)):
+        try:
+            return pc.multiply_checked(pc.cast(texts, pa.int64()), _THOUSAND)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # exponents, or not numbers: the decimal casts say which
     try:
-        value = Decimal(text.decode("ascii")) * 1000
-    except (InvalidOperation, UnicodeDecodeError):
-        raise ValueError(f"not a number: {text[:40]!r}") from None
-    if not value.is_finite():
-        raise ValueError(f"not a finite number: {text[:40]!r}")
-    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+        return _short_us_to_ns(texts)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    short = pc.match_substring_regex(texts, _SHORT)
+    rest = pc.invert(short)
+    try:
+        ns = _short_us_to_ns(pc.if_else(short, texts, pa.scalar("0", texts.type)))
+        wide = pc.cast(pc.filter(texts, rest), pa.decimal256(60, 30))
+        micro = pc.cast(pc.round(wide, ndigits=3, round_mode="half_to_even"), pa.decimal256(33, 3))
+        return pc.replace_with_mask(ns, rest, pc.cast(pc.multiply(micro, _THOUSAND_256), pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(f"not a time in microseconds: {exc}") from None
+
+
+_DOT = re.compile(rb"[.]")
+
+#: The texts :func:`_short_us_to_ns` takes: at most three fractional digits, no exponent.
+_SHORT = r"^-?[0-9]+(\.[0-9]{0,3})?$"
+
+
+def _short_us_to_ns(texts):
+    micro = pc.cast(texts, pa.decimal128(22, 3))
+    return pc.cast(pc.multiply(micro, _THOUSAND_128), pa.int64())
+
+
+def us_list_to_ns(texts: list[bytes]) -> list[int]:
+    """:func:`us_to_ns` of a few texts given as bytes (profiler spans, markers, flow links)."""
+    if not texts:
+        return []
+    try:
+        strings = pa.array(texts, pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"not a time in microseconds: {exc}") from None
+    return us_to_ns(strings).to_pylist()
 
 
 def int_text(text: bytes) -> int:
@@ -46,51 +85,3 @@ def int_text(text: bytes) -> int:
         return int(text)
     except ValueError:
         return int(Decimal(text.decode("ascii")))
-
-
-def us_texts_to_ns(texts: list[bytes]):
-    """Vectorised :func:`us_text_to_ns` over many numbers: an Arrow int64 array.
-
-    Arrow parses the decimal text exactly (``decimal128`` with 3 fractional digits); numbers
-    with more fractional digits, or anything Arrow refuses, go through the exact Python path.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not texts:
-        return pa.array([], pa.int64())
-    strings = pa.array(texts, pa.binary()).cast(pa.string())
-    try:
-        micro = pc.cast(strings, pa.decimal128(22, 3))
-        return pc.cast(pc.multiply(micro, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([us_text_to_ns(t) for t in texts], pa.int64())
-
-
-def us_joined_to_ns(joined: bytes, count: int):
-    """:func:`us_texts_to_ns` of ``count`` numbers given as one newline-joined text, or None
-    when the text does not split into ``count`` numbers (the caller then goes number by number).
-
-    Splitting inside Arrow avoids one Python bytes object per number; integer texts (epoch µs)
-    take Arrow's plain integer cast, which is several times cheaper than the decimal one.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        strings = pa.array([joined], pa.large_binary()).cast(pa.large_string())
-    except pa.ArrowInvalid:
-        return None
-    parts = pc.split_pattern(strings, "\n").flatten()
-    if len(parts) != count:
-        return None
-    if b"." not in joined:
-        try:
-            return pc.multiply_checked(pc.cast(parts, pa.int64()), pa.scalar(1000, pa.int64()))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-    try:
-        micro = pc.cast(parts, pa.decimal128(22, 3))
-        return pc.cast(pc.multiply(micro, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None

@@ -105,6 +105,25 @@ def test_text_that_is_not_utf8_gets_the_same_one_line_error_both_ways() -> None:
     assert fast.startswith("bad.json: trace event 0 is malformed") and "utf-8" in fast.lower(), fast
 
 
+def test_the_extension_spells_no_kineto_name() -> None:
+    """Every name the scan matches on comes from mapping.py (through native._policy): no string
+    literal of the C source is a category, prefix, direction or flow category, and every args
+    key it looks up is one handed in (the event fields ph/cat/name/... are the JSON format's,
+    and the result's keys are profui's column names)."""
+    import re
+
+    from profui.capture.kineto import mapping
+
+    source = (Path(native.__file__).parent / "_scan.c").read_text()
+    literals = set(re.findall(r'"((?:[^"\\\n]|\\.)*)"', source))
+    names = {*mapping.KIND_BY_CAT, *mapping.CANONICAL_CAT.values(), *mapping.CORRELATION_FLOWS}
+    names |= {*mapping.DIRECTIONS, *mapping.DIRECTIONS.values(), mapping.STEP_PREFIX, mapping.DMA_CATEGORY}
+    names |= {mapping.EXTERNAL_ID, mapping.EXTERNAL_ID_ALT, "Memcpy", "Memcpy ", "ProfilerStep", "Trace"}
+    assert not literals & names, sorted(literals & names)
+    lookups = re.findall(r"find_arg\(args, nargs, ([^,]+),", source)
+    assert lookups and all(re.fullmatch(r"key\[K_[A-Z_]+\]", k) for k in lookups), lookups
+
+
 def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROFUI_PURE_PYTHON", "1")
     assert not native.available()
@@ -316,9 +335,8 @@ def test_native_scan_survives_any_bytes(data) -> None:
             del text[j:]
         if not text:
             break
-    cats, dirs = native._policy()
     try:
-        out = _scan.scan(bytes(text), cats, dirs, 0, 1, 2)
+        out = _scan.scan(bytes(text), *native._policy())
     except ValueError:
         return
     assert out["rows"] + len(out["special"]) // 24 <= out["events"]

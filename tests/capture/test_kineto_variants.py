@@ -95,3 +95,16 @@ def test_unknown_category_kept(tmp_path: Path) -> None:
     assert len(rows) == 1 and rows[0]["kind"] == "annotation" and rows[0]["name"] == op["name"]
     entry = open_trace_dir(tmp_path / "out").manifest.sources[0]
     assert entry["unknown_categories"] == {"xla_op": 1}
+
+
+def test_only_user_annotations_named_profiler_step_are_steps(tmp_path: Path) -> None:
+    # edited: three copies of a real event, renamed ProfilerStep#7 under a user annotation, an
+    # unknown category and the GPU annotation category
+    doc = real_doc()
+    ev = doc["traceEvents"][0]
+    for cat in ("user_annotation", "my_own_annotation", "gpu_user_annotation"):
+        doc["traceEvents"].append({**ev, "cat": cat, "name": "ProfilerStep#7", "args": {}})
+    out = tmp_path / "out"
+    import_kineto([write(tmp_path, doc)], out)
+    rows = [r for r in rows_of(out) if r["name"] == "ProfilerStep#7"]
+    assert sorted(r["kind"] for r in rows) == ["annotation", "gpu_annotation", "step"]

@@ -124,7 +124,7 @@ def idle_breakdown(
     stats = iv.group_by([*_STREAM_KEYS, "category"]).agg(
         g.sum().alias("idle_ns"),
         pl.len().cast(pl.Int64).alias("count"),
-        *describe(g, integer=True),
+        *describe(g, integer=True, suffix="_ns"),
     )
     full = (
         streams.join(cats, how="cross")
@@ -140,13 +140,13 @@ def idle_breakdown(
             "idle_ns",
             "ratio",
             "count",
-            "mean",
-            "std",
-            "min",
-            "p25",
-            "p50",
-            "p75",
-            "max",
+            "mean_ns",
+            "std_ns",
+            "min_ns",
+            "p25_ns",
+            "p50_ns",
+            "p75_ns",
+            "max_ns",
         )
         .sort([*_STREAM_KEYS, "category"])
     )

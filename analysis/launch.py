@@ -120,13 +120,13 @@ def kernel_launches(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFr
 def _dist(col: str, out: str) -> list[pl.Expr]:
     c = pl.col(col)
     return [
-        c.sum().alias(f"{out}_sum"),
-        c.mean().alias(f"{out}_mean"),
-        c.min().alias(f"{out}_min"),
-        c.max().alias(f"{out}_max"),
-        c.quantile(0.5, interpolation="linear").alias(f"{out}_p50"),
-        c.quantile(0.9, interpolation="linear").alias(f"{out}_p90"),
-        c.quantile(0.99, interpolation="linear").alias(f"{out}_p99"),
+        c.sum().alias(f"{out}_sum_ns"),
+        c.mean().alias(f"{out}_mean_ns"),
+        c.min().alias(f"{out}_min_ns"),
+        c.max().alias(f"{out}_max_ns"),
+        c.quantile(0.5, interpolation="linear").alias(f"{out}_p50_ns"),
+        c.quantile(0.9, interpolation="linear").alias(f"{out}_p90_ns"),
+        c.quantile(0.99, interpolation="linear").alias(f"{out}_p99_ns"),
     ]
 
 
@@ -139,8 +139,8 @@ def launch_stats(
     """Distribution of launch numbers per ``by`` group (all launches together when ``by=()``).
 
     Columns: ``launches``; for ``cpu`` (= ``launch_dur``), ``gpu`` (= ``dur``), ``delay``
-    (= ``launch_delay``) and ``latency`` (= ``launch_latency``): ``_sum, _mean, _min, _max,
-    _p50, _p90, _p99`` (ns; linear-interpolated percentiles, like pandas); ``launch_bound``
+    (= ``launch_delay``) and ``latency`` (= ``launch_latency``): ``_sum_ns, _mean_ns, _min_ns,
+    _max_ns, _p50_ns, _p90_ns, _p99_ns`` (ns; linear-interpolated percentiles, like pandas); ``launch_bound``
     (device time shorter than the launch call, HTA's ``n_gpu_shorter_than_cpu``);
     ``runtime_outliers`` (launch call longer than ``runtime_outlier_ns``) and
     ``delay_outliers`` (launch delay longer than ``launch_delay_outlier_ns``).
@@ -170,16 +170,16 @@ def launch_stats_by_kernel(launches: pl.LazyFrame, by: Sequence[str] = ()) -> pl
         launches.group_by(keys)
         .agg(
             pl.len().alias("launches"),
-            pl.col("launch_dur").mean().alias("cpu_mean"),
-            pl.col("dur").mean().alias("gpu_mean"),
-            pl.col("launch_delay").sum().alias("delay_sum"),
-            pl.col("launch_delay").mean().alias("delay_mean"),
-            pl.col("launch_delay").median().alias("delay_p50"),
-            pl.col("launch_delay").max().alias("delay_max"),
-            pl.col("launch_latency").mean().alias("latency_mean"),
+            pl.col("launch_dur").mean().alias("cpu_mean_ns"),
+            pl.col("dur").mean().alias("gpu_mean_ns"),
+            pl.col("launch_delay").sum().alias("delay_sum_ns"),
+            pl.col("launch_delay").mean().alias("delay_mean_ns"),
+            pl.col("launch_delay").median().alias("delay_p50_ns"),
+            pl.col("launch_delay").max().alias("delay_max_ns"),
+            pl.col("launch_latency").mean().alias("latency_mean_ns"),
             pl.col("launch_bound").sum().cast(pl.Int64).alias("launch_bound"),
         )
-        .sort(["delay_sum", "name"], descending=[True, False])
+        .sort(["delay_sum_ns", "name"], descending=[True, False])
     )
 
 

@@ -20,9 +20,7 @@ Pure Polars/NumPy/PyArrow: no rendering here.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 from collections.abc import Callable, Iterable
@@ -37,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profui.capture.format import EVENT_KINDS, TraceDir, default_cache_root, open_trace_dir, trace_fingerprint
+from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir, trace_fingerprint
 
 #: Bump when the cached files change meaning; an older cache is rebuilt.
 LOD_VERSION = 3
@@ -124,14 +122,9 @@ class _Meta:
 
 
 def lod_dir(trace: TraceDir) -> Path:
-    """Folder of a trace's LOD cache: ``trace/.profui/lod/``, or, when the trace folder cannot be
-    written (a shared, read-only trace), ``<profui cache>/lod/<hash of the trace path>/``."""
-    private = trace.private_dir
-    writable = os.access(private if private.exists() else trace.path, os.W_OK)
-    if writable:
-        return private / "lod"
-    key = hashlib.sha256(str(trace.path.resolve()).encode()).hexdigest()[:24]
-    return default_cache_root() / "lod" / key
+    """Folder of a trace's LOD cache: ``lod/`` in the trace's private folder (``trace/.profui/``,
+    or the user's cache for a read-only trace)."""
+    return trace.private_dir / "lod"
 
 
 def _time_extent(trace: TraceDir) -> tuple[int, int]:

@@ -84,17 +84,17 @@ WHERE_GPU = (NODE, RANK, DEVICE)
 WHERE_STREAM = (NODE, RANK, DEVICE, STREAM)
 
 
-def _describe(prefix: str, int_unit: str, float_unit: str) -> tuple[Column, ...]:
-    """The pandas-style ``describe()`` columns of :func:`profui.analysis.stats.describe`."""
+def _describe(suffix: str, int_unit: str, float_unit: str) -> tuple[Column, ...]:
+    """The pandas-style columns of :func:`profui.analysis.stats.describe` (after a ``count``)."""
     return (
-        _c(f"{prefix}count", I64, "count"),
-        _c(f"{prefix}mean", F64, float_unit),
-        _c(f"{prefix}std", F64, float_unit),
-        _c(f"{prefix}min", I64, int_unit),
-        _c(f"{prefix}p25", F64, float_unit),
-        _c(f"{prefix}p50", F64, float_unit),
-        _c(f"{prefix}p75", F64, float_unit),
-        _c(f"{prefix}max", I64, int_unit),
+        _c("count", I64, "count"),
+        _c(f"mean{suffix}", F64, float_unit),
+        _c(f"std{suffix}", F64, float_unit),
+        _c(f"min{suffix}", I64, int_unit),
+        _c(f"p25{suffix}", F64, float_unit),
+        _c(f"p50{suffix}", F64, float_unit),
+        _c(f"p75{suffix}", F64, float_unit),
+        _c(f"max{suffix}", I64, int_unit),
     )
 
 
@@ -154,13 +154,13 @@ def _launch_stats(*keys: Column) -> Table:
     cols: list[Column] = [*keys, _c("launches", U32, "count")]
     for p in ("cpu", "gpu", "delay", "latency"):
         cols += [
-            _c(f"{p}_sum", I64, "ns"),
-            _c(f"{p}_mean", F64, "ns_float"),
-            _c(f"{p}_min", I64, "ns"),
-            _c(f"{p}_max", I64, "ns"),
-            _c(f"{p}_p50", F64, "ns_float"),
-            _c(f"{p}_p90", F64, "ns_float"),
-            _c(f"{p}_p99", F64, "ns_float"),
+            _c(f"{p}_sum_ns", I64, "ns"),
+            _c(f"{p}_mean_ns", F64, "ns_float"),
+            _c(f"{p}_min_ns", I64, "ns"),
+            _c(f"{p}_max_ns", I64, "ns"),
+            _c(f"{p}_p50_ns", F64, "ns_float"),
+            _c(f"{p}_p90_ns", F64, "ns_float"),
+            _c(f"{p}_p99_ns", F64, "ns_float"),
         ]
     cols += [
         _c("launch_bound", I64, "count"),
@@ -489,13 +489,13 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             _c("name", STR, "text"),
             _c("launches", U32, "count"),
-            _c("cpu_mean", F64, "ns_float"),
-            _c("gpu_mean", F64, "ns_float"),
-            _c("delay_sum", I64, "ns"),
-            _c("delay_mean", F64, "ns_float"),
-            _c("delay_p50", F64, "ns_float"),
-            _c("delay_max", I64, "ns"),
-            _c("latency_mean", F64, "ns_float"),
+            _c("cpu_mean_ns", F64, "ns_float"),
+            _c("gpu_mean_ns", F64, "ns_float"),
+            _c("delay_sum_ns", I64, "ns"),
+            _c("delay_mean_ns", F64, "ns_float"),
+            _c("delay_p50_ns", F64, "ns_float"),
+            _c("delay_max_ns", I64, "ns"),
+            _c("latency_mean_ns", F64, "ns_float"),
             _c("launch_bound", I64, "count"),
         ),
         "launch statistics per kernel name",
@@ -513,7 +513,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("category", STR, "text", "host_wait / kernel_wait / other"),
             _c("idle_ns", I64, "ns"),
             _c("ratio", F64, "fraction", "of the stream's idle time"),
-            *_describe("", "ns", "ns_float"),
+            *_describe("_ns", "ns", "ns_float"),
         ),
         "stream idle time by cause; count..max describe the idle gaps (ns)",
     ),

@@ -29,16 +29,17 @@ def stable_mean(v: pl.Expr) -> pl.Expr:
     return (v.cast(pl.Decimal(38, 18)).sum().cast(pl.Float64) / v.count()).cast(pl.Float64)
 
 
-def describe(v: pl.Expr, integer: bool = False) -> list[pl.Expr]:
+def describe(v: pl.Expr, integer: bool = False, suffix: str = "") -> list[pl.Expr]:
     """mean, std, min, p25, p50, p75, max of ``v`` — pandas ``describe()`` without the count,
     which is what HTA reports (linear quantiles, sample std). ``integer``: ``v`` holds integers,
-    whose std is computed exactly (:func:`int_std`)."""
+    whose std is computed exactly (:func:`int_std`). ``suffix`` ends every name (``_ns`` for
+    durations)."""
     return [
-        v.mean().alias("mean"),
-        (int_std(v) if integer else v.std()).alias("std"),
-        v.min().alias("min"),
-        v.quantile(0.25, "linear").alias("p25"),
-        v.quantile(0.5, "linear").alias("p50"),
-        v.quantile(0.75, "linear").alias("p75"),
-        v.max().alias("max"),
+        v.mean().alias(f"mean{suffix}"),
+        (int_std(v) if integer else v.std()).alias(f"std{suffix}"),
+        v.min().alias(f"min{suffix}"),
+        v.quantile(0.25, "linear").alias(f"p25{suffix}"),
+        v.quantile(0.5, "linear").alias(f"p50{suffix}"),
+        v.quantile(0.75, "linear").alias(f"p75{suffix}"),
+        v.max().alias(f"max{suffix}"),
     ]

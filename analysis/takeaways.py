@@ -278,7 +278,7 @@ def launch_takeaway(stats: pl.DataFrame) -> str:
         return "No launches matched to device work."
     bound = int(stats["launch_bound"].sum())
     w = stats["launches"].cast(pl.Float64)
-    delay = float((stats["delay_p50"] * w).sum() / w.sum())
+    delay = float((stats["delay_p50_ns"] * w).sum() / w.sum())
     median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
     text = f"{plural(n, 'launch')}, {median} launch→start delay {fmt_ns(delay)}"
     if bound / n >= DOMINANT_SHARE:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import PRIVATE_DIR, open_trace_dir
+from profui.capture.format import open_trace_dir, private_dir_for
 
 from .artifacts import load_file, verify
 from .outputs import latest_outputs
@@ -95,7 +95,7 @@ def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None,
             say(f"[{ev.index}/{ev.total}] {ev.stage} …")
         elif ev.status == "succeeded":
             rec = load_run(path, ev.run_id)
-            got[ev.stage] = _load(path / PRIVATE_DIR / rec.stages[ev.stage].artifact)
+            got[ev.stage] = _load(private_dir_for(path) / rec.stages[ev.stage].artifact)
             if on_stage is not None and ev.stage in stages:
                 on_stage(ev.stage, got[ev.stage])
 

@@ -259,7 +259,7 @@ def analyze(
     trace_dir = open_trace_dir(path)
     private = trace_dir.private_dir
     try:
-        private.mkdir(exist_ok=True)
+        private.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PipelineError(f"{private}: cannot write analysis outputs ({exc.strerror})") from None
     lock = TraceLock(private)

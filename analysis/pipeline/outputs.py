@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import PRIVATE_DIR
+from profui.capture.format import private_dir_for
 
 from . import records
 from .artifacts import load_file, verify
@@ -13,7 +13,7 @@ from .records import RunRecord
 
 
 def _private(trace_path: str | Path) -> Path:
-    return Path(trace_path) / PRIVATE_DIR
+    return private_dir_for(Path(trace_path))
 
 
 def list_runs(trace_path: str | Path) -> list[RunRecord]:

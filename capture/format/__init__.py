@@ -21,6 +21,7 @@ from .layout import (
     manifest_path,
     metrics_path,
     node_dir,
+    private_dir_for,
     rank_dir,
     safe_node_name,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "MANIFEST_NAME",
     "METRICS_SCHEMA",
     "PRIVATE_DIR",
+    "private_dir_for",
     "SCHEMA_VERSION",
     "STATUSES",
     "TABLE_COLUMNS",

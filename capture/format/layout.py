@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -18,11 +19,25 @@ _SAFE_NODE_RE = re.compile(r"[^A-Za-z0-9._-]")
 def default_cache_root() -> Path:
     """profui's cache outside any trace: ``$PROFUI_CACHE`` or ``~/.cache/profui``.
 
-    Kineto imports go in its ``imports/`` folder, level-of-detail caches of read-only traces in
-    its ``lod/`` folder.
+    Kineto imports go in its ``imports/`` folder, the private folders of read-only traces in its
+    ``traces/`` folder (see :func:`private_dir_for`).
     """
     env = os.environ.get("PROFUI_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "profui"
+
+
+def private_dir_for(trace_path: Path) -> Path:
+    """Where everything profui derives from a trace is kept: the one cache store.
+
+    ``trace/.profui/`` (stage outputs, run records, the timeline index) when the trace folder
+    can be written, else — a shared, read-only trace — ``<cache root>/traces/<hash of its
+    path>/``, so a read-only trace is analysed and indexed once, like any other.
+    """
+    private = trace_path / PRIVATE_DIR
+    if os.access(private if private.exists() else trace_path, os.W_OK):
+        return private
+    key = hashlib.sha256(str(trace_path.resolve()).encode()).hexdigest()[:24]
+    return default_cache_root() / "traces" / key
 
 
 def safe_node_name(host: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .columns import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_COLUMNS
 from .errors import TraceFormatError
 from .footer import FooterError, read_footer
-from .layout import MANIFEST_NAME, PRIVATE_DIR, is_events_file, is_metrics_file, parse_partition
+from .layout import MANIFEST_NAME, is_events_file, is_metrics_file, parse_partition, private_dir_for
 from .manifest import Manifest, read_manifest
 
 
@@ -48,8 +48,8 @@ class TraceDir:
 
     @property
     def private_dir(self) -> Path:
-        """``trace/.profui/``, the analysis cache folder (may not exist yet)."""
-        return self.path / PRIVATE_DIR
+        """The trace's private folder (:func:`.layout.private_dir_for`; may not exist yet)."""
+        return private_dir_for(self.path)
 
     @property
     def num_events(self) -> int:

@@ -165,7 +165,7 @@ def test_idle_breakdown_matches_hta(imported_trace, names):
             ("p75", "75%"),
             ("max", "max"),
         ]:
-            assert close(ours[col], r[hta_col], ab=0.01), (r, col)
+            assert close(ours[f"{col}_ns"], r[hta_col], ab=0.01), (r, col)
     # every stream HTA reports, and no other -- except on MTIA, where DMA events without an
     # ``args.stream`` get their stream from the lane (801) on import, and HTA sees stream -1
     ours = set(b.select("rank", "stream").unique().rows())

@@ -83,10 +83,10 @@ def test_launch_stats_numbers():
     st = launch_stats(kernel_launches(ev(SMALL)), by=("rank",)).collect()
     r0 = st.filter(pl.col("rank") == 0).row(0, named=True)
     assert r0["launches"] == 3
-    assert r0["cpu_sum"] == 68_000
-    assert r0["gpu_max"] == 10_000
-    assert r0["delay_p50"] == 10_000
-    assert r0["delay_mean"] == pytest.approx((500 + 187_000 + 10_000) / 3)
+    assert r0["cpu_sum_ns"] == 68_000
+    assert r0["gpu_max_ns"] == 10_000
+    assert r0["delay_p50_ns"] == 10_000
+    assert r0["delay_mean_ns"] == pytest.approx((500 + 187_000 + 10_000) / 3)
     assert r0["launch_bound"] == 2
     assert r0["runtime_outliers"] == 1
     assert r0["delay_outliers"] == 1
@@ -143,7 +143,7 @@ def test_hta_compat_matches_cuda_kernel_launch_stats(imported_trace, names):
         ours = row.row(0, named=True)
         for col, hta_col in HTA_STAT_COLUMNS.items():
             for s in ("sum", "mean", "min", "max", "p50", "p90", "p99"):
-                assert close(ours[f"{col}_{s}"], theirs[hta_col][s]), (rank, col, s)
+                assert close(ours[f"{col}_{s}_ns"], theirs[hta_col][s]), (rank, col, s)
         assert ours["launch_bound"] == theirs["n_gpu_shorter_than_cpu"]
         assert ours["runtime_outliers"] == theirs["n_runtime_outliers_gt_50us"]
         assert ours["delay_outliers"] == theirs["n_launch_delay_outliers_gt_100us"]

@@ -300,14 +300,14 @@ def test_synthetic_multi_node_lanes_metrics_and_nccl(tmp_path):
 
 def test_read_only_trace_indexes_into_the_user_cache(tmp_path, monkeypatch):
     """A trace folder we may not write (tests run as root, so the permission check is what is faked)."""
-    import profui.analysis.lod as lod
+    import profui.capture.format.layout as layout
 
     out = tmp_path / "t"
     import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(lod.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(layout.os, "access", lambda path, mode: False)
     ix = open_lod(out)
-    assert ix.folder.parent == tmp_path / "cache" / "lod"
+    assert ix.folder.parent.parent == tmp_path / "cache" / "traces"
     assert not (out / ".profui").exists()
     assert ix.n_events > 0 and ix.event(0)["name"]
 

@@ -21,12 +21,15 @@ from profui.analysis import launch as la
 from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
-from profui.analysis.activity import activity_total
+from profui.analysis.activity import activity_shares, activity_total
+from profui.analysis.memory import memory_ops
+from profui.analysis.precision import precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
 from profui.capture.format import trace_fingerprint
 
 from .context import StageContext
+from .store import Derived
 
 
 def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
@@ -59,7 +62,6 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
             pl.col("dur").sum().alias("dur_ns"),
         )
         .sort("node", "rank", "kind")
-        .collect()
     )
     info = {"overview": trace_overview(t, t.cached_events()), "fingerprint": trace_fingerprint(t.dir)}
     return {"inventory.parquet": inventory, "trace.json": info}
@@ -68,7 +70,7 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
 def correlate(ctx: StageContext) -> dict[str, Any]:
     """Join every launched device event to its host launch call by correlation id."""
     hta = ctx.params["hta_compat"]
-    launches = la.kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts").collect()
+    launches = la.kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts")
     return {"launches.parquet": launches}
 
 
@@ -104,8 +106,8 @@ def steps(ctx: StageContext) -> dict[str, Any]:
     outliers = stp.step_outliers(windows.lazy(), k=ctx.params["outlier_threshold"])
     return {
         "windows.parquet": windows,
-        "stats.parquet": stp.step_stats(windows.lazy()).collect(),
-        "outliers.parquet": outliers.filter(pl.col("outlier")).collect(),
+        "stats.parquet": stp.step_stats(windows.lazy()),
+        "outliers.parquet": outliers.filter(pl.col("outlier")),
         "histogram.parquet": stp.step_histogram(windows),
         "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
     }
@@ -119,29 +121,33 @@ def kernels(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
-    stats = kn.kernel_stats(ev, hta_compat=hta).collect()
+    stats = kn.kernel_stats(ev, hta_compat=hta)
     return {
         "stats.parquet": stats,
-        "top_by_time.parquet": kn.top_kernels(stats, n, by="total_ns").collect(),
-        "top_by_count.parquet": kn.top_kernels(stats, n, by="count").collect(),
-        "types.parquet": kn.kernel_type_breakdown(ev, hta_compat=hta).collect(),
+        "top_by_time.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="total_ns")),
+        "top_by_count.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="count")),
+        "types.parquet": kn.kernel_type_breakdown(ev, hta_compat=hta),
     }
 
 
 def activity(ctx: StageContext) -> dict[str, Any]:
     """Kernel / memcpy / memset / sync / idle shares of device time."""
-    shares = ctx.trace.activity(hta_compat=ctx.params["hta_compat"])
-    return {"shares.parquet": shares, "total.parquet": activity_total(shares).collect()}
+    hta = ctx.params["hta_compat"]
+    shares = activity_shares(_events(ctx, hta), hta_compat=hta)
+    return {
+        "shares.parquet": shares,
+        "total.parquet": Derived(lambda out: activity_total(out["shares.parquet"])),
+    }
 
 
 def memory(ctx: StageContext) -> dict[str, Any]:
     """Memory operations by direction: count, bytes, time, bandwidth."""
-    return {"ops.parquet": ctx.trace.memory_ops()}
+    return {"ops.parquet": memory_ops(_events(ctx))}
 
 
 def precision(ctx: StageContext) -> dict[str, Any]:
     """Kernel time by numeric precision."""
-    return {"shares.parquet": ctx.trace.precision()}
+    return {"shares.parquet": precision_shares(_events(ctx))}
 
 
 def utilization(ctx: StageContext) -> dict[str, Any]:
@@ -149,18 +155,20 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
-    busy = bz.gpu_busy(ev, hta_compat=hta).collect()
-    gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta).collect()
-    cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket).collect()
+    busy = bz.gpu_busy(ev, hta_compat=hta)
+    gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta)
+    cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket)
     return {
         "busy.parquet": busy,
-        "total.parquet": bz.total_busy(busy).collect(),
+        "total.parquet": Derived(lambda out: bz.total_busy(out["busy.parquet"])),
         "gpu.parquet": gpu,
-        "node.parquet": ut.node_utilization(gpu).collect(),
+        "node.parquet": Derived(lambda out: ut.node_utilization(out["gpu.parquet"])),
         "cpu.parquet": cpu,
-        "gpu_over_time.parquet": ut.util_over_time(gpu, ("node", "rank", "device")),
-        "cpu_over_time.parquet": ut.util_over_time(cpu, ("node",)),
-        "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()).collect(),
+        "gpu_over_time.parquet": Derived(
+            lambda out: ut.util_over_time(out["gpu.parquet"], ("node", "rank", "device"))
+        ),
+        "cpu_over_time.parquet": Derived(lambda out: ut.util_over_time(out["cpu.parquet"], ("node",))),
+        "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()),
     }
 
 
@@ -169,13 +177,13 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = cm.comm_per_step(ev, windows).collect()
+    per_step = cm.comm_per_step(ev, windows)
     return {
-        "by_collective.parquet": cm.comm_by_collective(ev).collect(),
-        "overlap.parquet": cm.comm_comp_overlap(ev, hta_compat=hta).collect(),
-        "per_rank.parquet": cm.comm_per_rank(ev).collect(),
+        "by_collective.parquet": cm.comm_by_collective(ev),
+        "overlap.parquet": cm.comm_comp_overlap(ev, hta_compat=hta),
+        "per_rank.parquet": cm.comm_per_rank(ev),
         "per_step.parquet": per_step,
-        "stragglers.parquet": cm.stragglers(per_step.lazy()).collect(),
+        "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),
     }
 
 
@@ -191,12 +199,12 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
         windows = stp.step_windows(ev).windows.lazy()
     else:
         windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = ann.annotation_per_step(ev, windows).collect()
+    per_step = ann.annotation_per_step(ev, windows)
     return {
-        "names.parquet": ann.annotation_names(ev).collect(),
-        "breakdown.parquet": ann.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
+        "names.parquet": ann.annotation_names(ev),
+        "breakdown.parquet": ann.annotation_breakdown(_events(ctx, hta), hta_compat=hta),
         "per_step.parquet": per_step,
-        "step_means.parquet": ann.annotation_step_means(per_step),
+        "step_means.parquet": Derived(lambda out: ann.annotation_step_means(out["per_step.parquet"])),
     }
 
 
@@ -207,15 +215,13 @@ def launch(ctx: StageContext) -> dict[str, Any]:
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
     late = int(round(ctx.params["late_start_us"] * 1000))
     return {
-        "stats.parquet": la.launch_stats(
-            launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late
-        ).collect(),
+        "stats.parquet": la.launch_stats(launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late),
         "overall.parquet": la.launch_stats(
             launches, by=(), runtime_outlier_ns=slow, launch_delay_outlier_ns=late
-        ).collect(),
-        "by_kernel.parquet": la.launch_stats_by_kernel(launches).collect(),
-        "outliers.parquet": la.launch_outliers(launches, slow, late).collect(),
-        "histogram.parquet": la.launch_histogram(launches).collect(),
+        ),
+        "by_kernel.parquet": la.launch_stats_by_kernel(launches),
+        "outliers.parquet": la.launch_outliers(launches, slow, late),
+        "histogram.parquet": la.launch_histogram(launches),
     }
 
 
@@ -224,9 +230,9 @@ def idle(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     return {
-        "breakdown.parquet": il.idle_breakdown(ev, hta_compat=hta).collect(),
-        "totals.parquet": il.idle_totals(ev, hta_compat=hta).collect(),
-        "queue.parquet": il.queue_length_summary(ev, hta_compat=hta).collect(),
+        "breakdown.parquet": il.idle_breakdown(ev, hta_compat=hta),
+        "totals.parquet": Derived(lambda out: il.totals_of_breakdown(out["breakdown.parquet"])),
+        "queue.parquet": il.queue_length_summary(ev, hta_compat=hta),
     }
 
 
@@ -234,9 +240,9 @@ def sync(ctx: StageContext) -> dict[str, Any]:
     """Host time blocked in synchronize calls, and device sync events."""
     ev = _events(ctx)
     return {
-        "host.parquet": sy.sync_summary(ev).collect(),
-        "totals.parquet": sy.sync_totals(ev).collect(),
-        "device.parquet": sy.gpu_sync_summary(ev).collect(),
+        "host.parquet": sy.sync_summary(ev),
+        "totals.parquet": sy.sync_totals(ev),
+        "device.parquet": sy.gpu_sync_summary(ev),
     }
 
 

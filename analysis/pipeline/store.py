@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from profui.analysis.engine import ENGINE
 from profui.analysis.schemas import conform
 
 from .context import RunShared, StageContext
@@ -22,22 +23,50 @@ from .params import typed_params
 Store = dict[str, dict[str, Any]]
 
 
+class Derived:
+    """A stage output computed from the stage's other outputs once they are collected
+    (``Derived(lambda out: top_kernels(out["stats.parquet"], 15))``), so a table that summarises
+    another never recomputes it."""
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any]) -> None:
+        self.fn = fn
+
+
+def _collect(outputs: list[dict[str, Any]]) -> None:
+    """Replace every LazyFrame value of ``outputs`` by its frame, all in one ``pl.collect_all``."""
+    lazy = [(o, f) for o in outputs for f, v in o.items() if isinstance(v, pl.LazyFrame)]
+    if lazy:
+        frames = pl.collect_all([o[f] for o, f in lazy], engine=ENGINE)
+        for (o, f), frame in zip(lazy, frames, strict=True):
+            o[f] = frame
+
+
+def finish_outputs(outputs: list[dict[str, Any]]) -> None:
+    """Collect the outputs of one or more stage bodies together: their lazy frames first (one
+    ``pl.collect_all``, sharing common sub-plans), then their :class:`Derived` outputs from
+    those frames (a second ``collect_all``). Changes the dicts in place."""
+    _collect(outputs)
+    derived = [(o, f) for o in outputs for f, v in o.items() if isinstance(v, Derived)]
+    for o, f in derived:
+        o[f] = o[f].fn(o)
+    _collect([o for o, _ in derived])
+
+
 def conform_outputs(stage: Stage, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """A stage body's outputs checked against the stage's declaration and its tables' schemas.
 
-    Lazy frames are collected together (one ``pl.collect_all``, sharing common sub-plans); every
-    Parquet output is cast to its declared schema (:func:`profui.analysis.schemas.conform`).
+    Lazy and :class:`Derived` outputs are computed first (:func:`finish_outputs`); every Parquet
+    output is cast to its declared schema (:func:`profui.analysis.schemas.conform`).
     """
     got, want = set(outputs), set(stage.outputs)
     if got != want:
         raise ValueError(f"stage {stage.name} returned outputs {sorted(got)}, declared {sorted(want)}")
-    lazy = {f: v for f, v in outputs.items() if isinstance(v, pl.LazyFrame)}
-    collected = dict(zip(lazy, pl.collect_all(list(lazy.values())), strict=True)) if lazy else {}
-    out: dict[str, Any] = {}
-    for file in stage.outputs:
-        value = collected.get(file, outputs[file])
-        out[file] = conform(stage.name, file, value) if file.endswith(".parquet") else value
-    return out
+    out = dict(outputs)
+    finish_outputs([out])
+    return {
+        file: conform(stage.name, file, out[file]) if file.endswith(".parquet") else out[file]
+        for file in stage.outputs
+    }
 
 
 def compute(
@@ -63,14 +92,22 @@ def compute(
     needed = set(targets) | registry.ancestors(targets)
     shared = RunShared(trace.path, trace)
     store = {} if store is None else store
-    for name in registry.order:
-        if name not in needed or name in store:
-            continue
-        stage = registry.stages[name]
-        inputs = {i: store[i] for i in stage.inputs if i != TRACE}
-        files = {i: registry.stages[i].outputs for i in inputs}
-        ctx = StageContext(name, shared, values, inputs, "memory", files)
-        store[name] = conform_outputs(stage, stage.run(ctx))
-        if on_stage is not None:
-            on_stage(name, store[name])
+    todo = [name for name in registry.order if name in needed and name not in store]
+    while todo:
+        # every stage whose inputs are there builds its queries, and one pl.collect_all runs
+        # them all: the stages' common sub-plans (device work, kernel intervals ...) are
+        # computed once and share the cores
+        ready = [n for n in todo if all(i == TRACE or i in store for i in registry.stages[n].inputs)]
+        raw: dict[str, dict[str, Any]] = {}
+        for name in ready:
+            stage = registry.stages[name]
+            inputs = {i: store[i] for i in stage.inputs if i != TRACE}
+            files = {i: registry.stages[i].outputs for i in inputs}
+            raw[name] = dict(stage.run(StageContext(name, shared, values, inputs, "memory", files)))
+        finish_outputs(list(raw.values()))
+        for name in ready:
+            store[name] = conform_outputs(registry.stages[name], raw[name])
+            todo.remove(name)
+            if on_stage is not None:
+                on_stage(name, store[name])
     return store

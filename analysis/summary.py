@@ -22,6 +22,7 @@ from . import activity as act
 from . import annotations as ann
 from . import busy as bz
 from . import comm as cm
+from . import hta_variants as hv
 from . import idle as il
 from . import kernels as kn
 from . import launch as la
@@ -147,6 +148,7 @@ def summarize(
     """
     ev = trace.cached_events()
     hev = trace.hta_events().collect(engine=ENGINE).lazy() if hta_compat else ev
+    h = hta_compat  # HTA's variants over HTA's view of the events, else the exact analyses
     sections: dict[str, dict[str, pl.DataFrame]] = {}
     notes: list[str] = []
 
@@ -160,33 +162,36 @@ def summarize(
     # queries then share the thread pool and common sub-plans (20% faster than one by one).
     first = _collect_all(
         {
-            "busy": bz.gpu_busy(hev, hta_compat=hta_compat),
-            "gpu_util": ut.gpu_utilization(hev, bucket_ns=bucket_ns, hta_compat=hta_compat),
+            "busy": (hv.hta_gpu_busy if h else bz.gpu_busy)(hev),
+            "gpu_util": (hv.hta_gpu_utilization if h else ut.gpu_utilization)(hev, bucket_ns=bucket_ns),
             "cpu_util": ut.cpu_utilization(ev, trace.metrics(), bucket_ns=bucket_ns),
             "cpu_active": ut.cpu_active(ev, trace.metrics()),
-            "stats": kn.kernel_stats(hev, hta_compat=hta_compat),
-            "types": kn.kernel_type_breakdown(hev, hta_compat=hta_compat),
-            "activity": act.activity_shares(hev, hta_compat=hta_compat),
+            "stats": (hv.hta_kernel_stats if h else kn.kernel_stats)(hev),
+            "types": (hv.hta_kernel_type_breakdown if h else kn.kernel_type_breakdown)(hev),
+            "activity": (hv.hta_activity_shares if h else act.activity_shares)(hev),
             "memory": mem.memory_ops(ev),
+            "bandwidth": (hv.hta_memory_bw_summary if h else mem.bandwidth_summary)(hev),
             "precision": prec.precision_shares(ev),
             "step_stats": stp.step_stats(windows.lazy()),
             "step_outliers": stp.step_outliers(windows.lazy()).filter(pl.col("outlier")),
-            "launches": la.kernel_launches(hev, hta_compat=hta_compat),
+            "launches": (hv.hta_kernel_launches if h else la.kernel_launches)(hev),
             "sync_host": sy.sync_summary(ev),
             "sync_totals": sy.sync_totals(ev),
             "sync_device": sy.gpu_sync_summary(ev),
-            "idle_breakdown": il.idle_breakdown(hev, hta_compat=hta_compat),
-            "queue": il.queue_length_summary(hev, hta_compat=hta_compat),
+            "idle_breakdown": (hv.hta_idle_breakdown if h else il.idle_breakdown)(hev),
+            "queue_series": (hv.hta_queue_length if h else il.queue_length)(hev),
             "per_step": cm.comm_per_step(hev, windows.lazy()),
             "by_collective": cm.comm_by_collective(hev),
-            "overlap": cm.comm_comp_overlap(hev, hta_compat=hta_compat),
+            "overlap": (hv.hta_comm_comp_overlap if h else cm.comm_comp_overlap)(hev),
             "per_rank": cm.comm_per_rank(hev),
             "ann_names": ann.annotation_names(ev),
-            "ann_breakdown": ann.annotation_breakdown(hev, hta_compat=hta_compat),
+            "ann_breakdown": (hv.hta_annotation_breakdown if h else ann.annotation_breakdown)(hev),
             "ann_per_step": ann.annotation_per_step(ev, ann_windows.lazy()),
         }
     )
     launches = first["launches"].lazy()
+    queue = first["queue_series"].lazy()
+    blocked = hv.hta_blocked_on_full_queue if h else il.blocked_on_full_queue
     second = _collect_all(
         {
             "total": bz.total_busy(first["busy"]),
@@ -199,6 +204,8 @@ def summarize(
             "launch_outliers": la.launch_outliers(launches),
             "launch_histogram": la.launch_histogram(launches),
             "idle_totals": il.totals_of_breakdown(first["idle_breakdown"]),
+            "queue": il.queue_stats(queue),
+            "blocked": blocked(hev, il.MAX_QUEUE_LENGTH, queue=queue),
             "activity_total": act.activity_total(first["activity"]),
             "stragglers": cm.stragglers(first["per_step"].lazy()),
         }
@@ -219,7 +226,7 @@ def summarize(
         "types": first["types"],
     }
     sections["activity"] = {"shares": first["activity"], "total": second["activity_total"]}
-    sections["memory"] = {"ops": first["memory"]}
+    sections["memory"] = {"ops": first["memory"], "bandwidth": first["bandwidth"]}
     sections["precision"] = {"shares": first["precision"]}
     sections["steps"] = {
         "windows": windows,
@@ -233,6 +240,7 @@ def summarize(
         "by_kernel": _head(second["launch_by_kernel"], top_n),
         "outliers": _head(second["launch_outliers"], top_n),
         "histogram": second["launch_histogram"],
+        "aten_op_kernels": (hv.hta_aten_op_kernels if h else la.aten_op_kernels)(hev).collect(engine=ENGINE),
     }
     sections["sync"] = {
         "host": first["sync_host"],
@@ -242,7 +250,8 @@ def summarize(
     sections["idle"] = {
         "breakdown": first["idle_breakdown"],
         "totals": second["idle_totals"],
-        "queue": first["queue"],
+        "queue": second["queue"],
+        "blocked_on_full_queue": second["blocked"],
     }
     sections["comm"] = {
         "by_collective": first["by_collective"],

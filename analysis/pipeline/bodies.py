@@ -17,8 +17,11 @@ from .context import StageContext
 
 
 def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
-    """The run's events (read once, shared by the stages), HTA-preprocessed when asked."""
-    return ctx.trace.hta_events() if hta_compat else ctx.trace.cached_events()
+    """The run's events (read once, shared by the stages); HTA's view of them when asked
+    (with the last ProfilerStep when ``include_last_step``)."""
+    if hta_compat:
+        return ctx.trace.hta_events(include_last_step=ctx.params["include_last_step"])
+    return ctx.trace.cached_events()
 
 
 def _bucket_ns(ctx: StageContext) -> int | None:
@@ -76,10 +79,15 @@ def index(ctx: StageContext) -> dict[str, Any]:
 
 def correlate(ctx: StageContext) -> dict[str, Any]:
     """Join every launched device event to its host launch call by correlation id."""
+    from profui.analysis.hta_variants import hta_kernel_launches
     from profui.analysis.launch import kernel_launches
 
     hta = ctx.params["hta_compat"]
-    launches = kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts").collect()
+    launches = (
+        (hta_kernel_launches if hta else kernel_launches)(_events(ctx, hta))
+        .sort("node", "rank", "ts")
+        .collect()
+    )
     return {"launches.parquet": launches}
 
 
@@ -129,31 +137,40 @@ def steps(ctx: StageContext) -> dict[str, Any]:
 
 def kernels(ctx: StageContext) -> dict[str, Any]:
     """Per-kernel statistics, top-N by time and by count, and the by-type breakdown."""
+    from profui.analysis import hta_variants as hv
     from profui.analysis import kernels as k
 
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
-    stats = k.kernel_stats(ev, hta_compat=hta).collect()
+    stats = (hv.hta_kernel_stats if hta else k.kernel_stats)(ev).collect()
     return {
         "stats.parquet": stats,
         "top_by_time.parquet": k.top_kernels(stats, n, by="total_ns").collect(),
         "top_by_count.parquet": k.top_kernels(stats, n, by="count").collect(),
-        "types.parquet": k.kernel_type_breakdown(ev, hta_compat=hta).collect(),
+        "types.parquet": (hv.hta_kernel_type_breakdown if hta else k.kernel_type_breakdown)(ev).collect(),
     }
 
 
 def activity(ctx: StageContext) -> dict[str, Any]:
     """Kernel / memcpy / memset / sync / idle shares of device time."""
-    from profui.analysis.activity import activity_total
+    from profui.analysis.activity import activity_shares, activity_total
+    from profui.analysis.hta_variants import hta_activity_shares
 
-    shares = ctx.trace.activity(hta_compat=ctx.params["hta_compat"])
+    hta = ctx.params["hta_compat"]
+    shares = (hta_activity_shares if hta else activity_shares)(_events(ctx, hta)).collect()
     return {"shares.parquet": shares, "total.parquet": activity_total(shares).collect()}
 
 
 def memory(ctx: StageContext) -> dict[str, Any]:
-    """Memory operations by direction: count, bytes, time, bandwidth."""
-    return {"ops.parquet": ctx.trace.memory_ops()}
+    """Memory operations by direction: count, bytes, time, bandwidth; concurrent bandwidth over time
+    (HTA's memory_bw_summary under ``hta_compat``)."""
+    from profui.analysis.hta_variants import hta_memory_bw_summary
+    from profui.analysis.memory import bandwidth_summary
+
+    hta = ctx.params["hta_compat"]
+    bandwidth = (hta_memory_bw_summary if hta else bandwidth_summary)(_events(ctx, hta)).collect()
+    return {"ops.parquet": ctx.trace.memory_ops(), "bandwidth.parquet": bandwidth}
 
 
 def precision(ctx: StageContext) -> dict[str, Any]:
@@ -164,13 +181,14 @@ def precision(ctx: StageContext) -> dict[str, Any]:
 def utilization(ctx: StageContext) -> dict[str, Any]:
     """GPU busy/idle per device and in total; GPU, node and CPU utilization per time bucket."""
     from profui.analysis import busy as bz
+    from profui.analysis import hta_variants as hv
     from profui.analysis import utilization as ut
 
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
-    busy = bz.gpu_busy(ev, hta_compat=hta).collect()
-    gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta).collect()
+    busy = (hv.hta_gpu_busy if hta else bz.gpu_busy)(ev).collect()
+    gpu = (hv.hta_gpu_utilization if hta else ut.gpu_utilization)(ev, bucket_ns=bucket).collect()
     return {
         "busy.parquet": busy,
         "total.parquet": bz.total_busy(busy).collect(),
@@ -186,6 +204,7 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
 def comm(ctx: StageContext) -> dict[str, Any]:
     """NCCL time by collective, its overlap with compute, per rank and per step, stragglers."""
     from profui.analysis import comm as c
+    from profui.analysis.hta_variants import hta_comm_comp_overlap
 
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
@@ -193,7 +212,7 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     per_step = c.comm_per_step(ev, windows).collect()
     return {
         "by_collective.parquet": c.comm_by_collective(ev).collect(),
-        "overlap.parquet": c.comm_comp_overlap(ev, hta_compat=hta).collect(),
+        "overlap.parquet": (hta_comm_comp_overlap if hta else c.comm_comp_overlap)(ev).collect(),
         "per_rank.parquet": c.comm_per_rank(ev).collect(),
         "per_step.parquet": per_step,
         "stragglers.parquet": c.stragglers(per_step.lazy()).collect(),
@@ -207,6 +226,7 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
     therefore taken from the exact events too (HTA has no per-step annotation analysis).
     """
     from profui.analysis import annotations as a
+    from profui.analysis.hta_variants import hta_annotation_breakdown
 
     hta = ctx.params["hta_compat"]
     ev = ctx.trace.cached_events()
@@ -218,15 +238,21 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
         windows = ctx.input("steps", "windows.parquet").lazy()
     return {
         "names.parquet": a.annotation_names(ev).collect(),
-        "breakdown.parquet": a.annotation_breakdown(_events(ctx, hta), hta_compat=hta).collect(),
+        "breakdown.parquet": (hta_annotation_breakdown if hta else a.annotation_breakdown)(
+            _events(ctx, hta)
+        ).collect(),
         "per_step.parquet": a.annotation_per_step(ev, windows).collect(),
     }
 
 
 def launch(ctx: StageContext) -> dict[str, Any]:
     """Launch latency distribution (per rank and overall), per kernel, outliers and histogram,
-    from correlate's launch links."""
+    from correlate's launch links; the kernels each ATen op launches and their delays."""
     from profui.analysis import launch as la
+    from profui.analysis.hta_variants import hta_aten_op_kernels
+
+    hta = ctx.params["hta_compat"]
+    aten = (hta_aten_op_kernels if hta else la.aten_op_kernels)(_events(ctx, hta)).collect()
 
     launches = ctx.input("correlate", "launches.parquet").lazy()
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
@@ -241,19 +267,26 @@ def launch(ctx: StageContext) -> dict[str, Any]:
         "by_kernel.parquet": la.launch_stats_by_kernel(launches).collect(),
         "outliers.parquet": la.launch_outliers(launches, slow, late).collect(),
         "histogram.parquet": la.launch_histogram(launches).collect(),
+        "aten_op_kernels.parquet": aten,
     }
 
 
 def idle(ctx: StageContext) -> dict[str, Any]:
     """Why streams sat idle (per category, and summed), and how many launches queued on them."""
+    from profui.analysis import hta_variants as hv
     from profui.analysis import idle as i
 
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
+    limit = ctx.params["max_queue_length"]
+    breakdown = (hv.hta_idle_breakdown if hta else i.idle_breakdown)(ev).collect()
+    queue = (hv.hta_queue_length if hta else i.queue_length)(ev).collect().lazy()
+    blocked = (hv.hta_blocked_on_full_queue if hta else i.blocked_on_full_queue)(ev, limit, queue=queue)
     return {
-        "breakdown.parquet": i.idle_breakdown(ev, hta_compat=hta).collect(),
-        "totals.parquet": i.idle_totals(ev, hta_compat=hta).collect(),
-        "queue.parquet": i.queue_length_summary(ev, hta_compat=hta).collect(),
+        "breakdown.parquet": breakdown,
+        "totals.parquet": i.totals_of_breakdown(breakdown).collect(),
+        "queue.parquet": i.queue_stats(queue).collect(),
+        "blocked_on_full_queue.parquet": blocked.collect(),
     }
 
 
@@ -304,7 +337,8 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         if not steps_info["has_markers"]:
             notes.append(steps_info["note"])
     if hta:
-        notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")
+        last = "kept" if ctx.params["include_last_step"] else "dropped"
+        notes.append(f"hta_compat: HTA's semantics (µs rounding, last ProfilerStep {last}, HTA's GPU events)")
     doc = Summary(
         trace=ctx.input("ingest", "trace.json")["overview"],
         params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},

@@ -1,4 +1,4 @@
-"""``hta_compat=True`` reproduces Holistic Trace Analysis' numbers on real traces.
+"""HTA's view of the events and the HTA variants (``hta_compat``) reproduce Holistic Trace Analysis' numbers on real traces.
 
 Reference numbers: HTA 0.5 run over each shared trace (``reference/*.json``). HTA works in
 whole µs, so our ns results are divided by 1000 and compared within 0.1 % or 1 µs, whichever
@@ -11,8 +11,13 @@ import polars as pl
 import pytest
 
 from profui.analysis.busy import gpu_busy, temporal_breakdown
-from profui.analysis.kernels import kernel_stats, kernel_type_breakdown
-from profui.analysis.memory import hta_memory_bw_summary
+from profui.analysis.hta_variants import (
+    hta_kernel_stats,
+    hta_kernel_type_breakdown,
+    hta_memory_bw_summary,
+    hta_temporal_breakdown,
+)
+from profui.analysis.kernels import kernel_stats
 from profui.analysis.steps import hta_profiler_steps, step_windows
 
 from realdata import hta_reference
@@ -56,8 +61,7 @@ def case(request, imported_trace):
 def test_kernel_type_breakdown(case) -> None:
     _, hev, ref = case
     ours = {
-        r["kernel_type"]: r["time_ns"] / 1000
-        for r in kernel_type_breakdown(hev, hta_compat=True).collect().to_dicts()
+        r["kernel_type"]: r["time_ns"] / 1000 for r in hta_kernel_type_breakdown(hev).collect().to_dicts()
     }
     theirs = {r["kernel_type"]: r["sum"] for r in ref["gpu_kernel_breakdown"]["kernel_type"]}
     assert {k for k, v in ours.items() if v} == {k for k, v in theirs.items() if v}
@@ -67,7 +71,7 @@ def test_kernel_type_breakdown(case) -> None:
 
 def test_all_kernels_per_name(case) -> None:
     _, hev, ref = case
-    ours = {(r["rank"], r["name"]): r for r in kernel_stats(hev, hta_compat=True).collect().to_dicts()}
+    ours = {(r["rank"], r["name"]): r for r in hta_kernel_stats(hev).collect().to_dicts()}
     theirs = ref["gpu_kernel_breakdown_all_kernels"]["kernels"]
     assert len(ours) == len(theirs)
     for k in theirs:
@@ -81,7 +85,7 @@ def test_all_kernels_per_name(case) -> None:
 
 def test_temporal_breakdown(case) -> None:
     _, hev, ref = case
-    ours = {r["rank"]: r for r in temporal_breakdown(hev, hta_compat=True).collect().to_dicts()}
+    ours = {r["rank"]: r for r in hta_temporal_breakdown(hev).collect().to_dicts()}
     assert len(ours) == len(ref["temporal_breakdown"])
     for want in ref["temporal_breakdown"]:
         got = ours[want["rank"]]
@@ -100,20 +104,35 @@ def test_profiler_steps(case) -> None:
     assert hta_profiler_steps(hev) == [int(s) for s in ref["profiler_steps"]]
 
 
+BW_STATS = {
+    "mean_gbps": "memory_bw_gbps.mean",
+    "std_gbps": "memory_bw_gbps.std",
+    "min_gbps": "memory_bw_gbps.min",
+    "p25_gbps": "memory_bw_gbps.25%",
+    "p50_gbps": "memory_bw_gbps.50%",
+    "p75_gbps": "memory_bw_gbps.75%",
+    "max_gbps": "memory_bw_gbps.max",
+}
+
+
 def test_memory_bw_summary(case) -> None:
-    """HTA samples a running sum of Kineto's per-copy bandwidth; its unstable sort of equal
-    timestamps leaves float residue points (1e-16 GB/s) that come and go, so counts and means
-    are compared within 0.5 % and extremes within 0.1 %."""
+    """HTA's running total of Kineto's per-copy bandwidth: every number of every row within
+    0.1 % (counts exactly or within 0.1 %). HTA orders equal times with numpy's quicksort,
+    whose SIMD kernel depends on the CPU; we sort the same way, so a residue point may still
+    differ from the reference's machine (ns_resolution: HTA itself, here, has mean 33.0826
+    where the reference has 33.0919)."""
     _, hev, ref = case
     ours = {(r["rank"], r["name"]): r for r in hta_memory_bw_summary(hev).collect().to_dicts()}
     theirs = ref["memory_bw_summary"] or []
     assert len(ours) == len(theirs)
     for w in theirs:
         r = ours[(w["rank"], w["name"])]
-        assert abs(r["count"] - w["memory_bw_gbps.count"]) <= max(1, 0.005 * w["memory_bw_gbps.count"])
-        assert r["mean"] == pytest.approx(w["memory_bw_gbps.mean"], rel=5e-3)
-        assert r["max"] == pytest.approx(w["memory_bw_gbps.max"], rel=1e-3)
-        assert r["p50"] == pytest.approx(w["memory_bw_gbps.50%"], rel=1e-3, abs=1e-9)
+        assert abs(r["count"] - w["memory_bw_gbps.count"]) <= 1e-3 * w["memory_bw_gbps.count"], (w, r)
+        for col, hta_col in BW_STATS.items():
+            if w[hta_col] is None:  # pandas' std of one point
+                assert r[col] is None, (col, r)
+                continue
+            assert r[col] == pytest.approx(w[hta_col], rel=1e-3, abs=1e-9), (w["name"], col, r[col], w[hta_col])
 
 
 # --- where the default semantics differ from HTA on purpose ------------------------------------
@@ -123,13 +142,13 @@ def test_triton_cpu_op_is_not_a_gpu_kernel(imported_trace) -> None:
     """HTA counts the Triton CPU op (it carries args.stream) as a 94 µs GPU kernel; we report the
     one real kernel, 1.76 µs, exactly."""
     t = imported_trace("triton_example-triton_example")
-    hta = kernel_stats(t.hta_events(), hta_compat=True).collect()
+    hta = hta_kernel_stats(t.hta_events()).collect()
     assert hta["count"].to_list() == [2] and hta["max_ns"].to_list() == [94_000]
     ours = kernel_stats(t.cached_events()).collect()
     assert ours.select("name", "count", "total_ns").rows() == [("triton_poi_fused_add_cos_sin_0", 1, 1760)]
     busy = gpu_busy(t.cached_events()).collect().row(0, named=True)
     assert busy["busy_ns"] == 1760 and busy["span_ns"] == 1760
-    assert temporal_breakdown(t.hta_events(), hta_compat=True).collect()["kernel_time_ns"].item() == 94_000
+    assert hta_temporal_breakdown(t.hta_events()).collect()["kernel_time_ns"].item() == 94_000
 
 
 def test_default_keeps_last_step_and_nanoseconds(imported_trace) -> None:
@@ -151,7 +170,7 @@ def test_default_does_not_count_sync_as_busy(imported_trace) -> None:
     kernel; our GPU span ends with the last kernel/memcpy/memset and reports sync apart."""
     t = imported_trace("critical_path-simple_add-benchmark_result_493459_1694039959_trace")
     ours = gpu_busy(t.cached_events()).collect().row(0, named=True)
-    hta = temporal_breakdown(t.hta_events(), hta_compat=True).collect().row(0, named=True)
+    hta = hta_temporal_breakdown(t.hta_events()).collect().row(0, named=True)
     assert ours["span_ns"] < hta["kernel_time_ns"]
     assert ours["sync_ns"] > 0
     ev = t.cached_events().filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))

@@ -8,6 +8,7 @@ from eventrows import events_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profui.analysis.hta_variants import hta_idle_breakdown, hta_queue_length_summary
 from profui.analysis.idle import (
     idle_breakdown,
     idle_intervals,
@@ -140,7 +141,7 @@ def close(ours, theirs, ab: float = 1.0) -> bool:
 @pytest.mark.parametrize("names", IDLE_TRACES)
 def test_idle_breakdown_matches_hta(imported_trace, names):
     ref = hta_reference(_stem(names))["idle_time_breakdown"]
-    b = idle_breakdown(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    b = hta_idle_breakdown(imported_trace(*names).hta_events()).collect()
     key = ["rank", "stream", "category"]
     for r in ref["idle_time"]:
         row = b.filter(
@@ -177,7 +178,7 @@ def test_idle_breakdown_matches_hta(imported_trace, names):
 @pytest.mark.parametrize("names", IDLE_TRACES)
 def test_queue_length_summary_matches_hta(imported_trace, names):
     ref = hta_reference(_stem(names))["queue_length_summary"]
-    s = queue_length_summary(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    s = hta_queue_length_summary(imported_trace(*names).hta_events()).collect()
     assert s.height == len(ref)
     for r in ref:
         ours = s.filter((pl.col("rank") == r["rank"]) & (pl.col("stream") == r["stream"])).row(0, named=True)
@@ -195,7 +196,7 @@ def test_default_idle_is_exact_and_never_negative(imported_trace):
     by default a gap starts where all earlier work ended, so idle is never negative and the
     idle of a stream plus its busy union equals its span."""
     t = imported_trace("mtia_trace_single_rank-mtia_rank_0")
-    hta = idle_breakdown(t.hta_events(), hta_compat=True).collect()
+    hta = hta_idle_breakdown(t.hta_events()).collect()
     assert hta.filter(pl.col("idle_ns") < 0).height > 0
     ev = t.events()
     iv = idle_intervals(ev).collect()

@@ -7,6 +7,7 @@ import pytest
 from eventrows import events_frame
 
 from profui.analysis.hta import hta_events
+from profui.analysis.hta_variants import hta_kernel_launches
 from profui.analysis.launch import (
     HTA_LAUNCH_NAMES,
     kernel_launches,
@@ -68,7 +69,7 @@ def test_launch_join_is_per_rank_and_by_correlation():
 
 
 def test_hta_compat_matches_only_hta_launch_names():
-    df = kernel_launches(hta_events(ev(SMALL)), hta_compat=True).collect()
+    df = hta_kernel_launches(hta_events(ev(SMALL))).collect()
     assert "cuLaunchKernel" not in HTA_LAUNCH_NAMES
     assert sorted(df["correlation"].to_list()) == [1, 1, 3]
     # HTA rounds to µs (ts up, end down): 6.5 µs -> 7 µs after a call ending at 6 µs
@@ -76,7 +77,7 @@ def test_hta_compat_matches_only_hta_launch_names():
     # a device start before the launch call returned: negative by default, 0 in HTA's numbers
     early = [call(300_000, 10_000, 7), gpu(305_000, 1_000, 7)]
     assert kernel_launches(ev(early)).collect()["launch_delay"].to_list() == [-5_000]
-    assert kernel_launches(hta_events(ev(early)), hta_compat=True).collect()["launch_delay"].to_list() == [0]
+    assert hta_kernel_launches(hta_events(ev(early))).collect()["launch_delay"].to_list() == [0]
 
 
 def test_launch_stats_numbers():
@@ -133,7 +134,7 @@ def test_hta_compat_matches_cuda_kernel_launch_stats(imported_trace, names):
     stem = "trace_filter-sampled_rank-0+1_multirank" if len(names) == 2 else names[0]
     ref = hta_reference(f"hta-{stem}")["cuda_kernel_launch_stats"]
     t = imported_trace(*names)
-    st = launch_stats(kernel_launches(t.hta_events(), hta_compat=True), by=("rank",)).collect()
+    st = launch_stats(hta_kernel_launches(t.hta_events()), by=("rank",)).collect()
     for rank, theirs in ref.items():
         row = st.filter(pl.col("rank") == int(rank))
         n = row["launches"].item() if row.height else 0
@@ -171,4 +172,4 @@ def test_triton_driver_launch_is_counted_by_default(imported_trace):
     row = la.row(0, named=True)
     assert (row["launch_name"], row["dur"], row["launch_dur"]) == ("cuLaunchKernel", 1_760, 47_768)
     assert row["launch_bound"] is True
-    assert kernel_launches(t.hta_events(), hta_compat=True).collect().height == 0
+    assert hta_kernel_launches(t.hta_events()).collect().height == 0

@@ -132,7 +132,12 @@ def test_memory_bw_summary(case) -> None:
             if w[hta_col] is None:  # pandas' std of one point
                 assert r[col] is None, (col, r)
                 continue
-            assert r[col] == pytest.approx(w[hta_col], rel=1e-3, abs=1e-9), (w["name"], col, r[col], w[hta_col])
+            assert r[col] == pytest.approx(w[hta_col], rel=1e-3, abs=1e-9), (
+                w["name"],
+                col,
+                r[col],
+                w[hta_col],
+            )
 
 
 # --- where the default semantics differ from HTA on purpose ------------------------------------

@@ -88,7 +88,9 @@ def test_hta_bandwidth_uses_kinetos_value_and_counts_every_point(make_events) ->
         {**m(0, 10_000, "memcpy", 1, "HtoD"), "args": bw % 4.0, "stream": 7, "correlation": 1},
         {**m(10_000, 0, "memcpy", 1, "HtoD"), "args": bw % 2.0, "stream": 7, "correlation": 2},
     ]
-    rows += [{"ts": 0, "dur": 500, "kind": "runtime", "name": "cudaMemcpyAsync", "correlation": c} for c in (1, 2)]
+    rows += [
+        {"ts": 0, "dur": 500, "kind": "runtime", "name": "cudaMemcpyAsync", "correlation": c} for c in (1, 2)
+    ]
     r = hta_memory_bw_summary(hta_events(make_events(rows))).collect().row(0, named=True)
     # HTA's array [starts; ends] = [0, 10, 10, 11] µs; numpy's quicksort of 4 items is an
     # insertion sort, so B's start stays before A's end: totals 4, 6, 2, then 0 (dropped)

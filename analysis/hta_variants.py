@@ -269,14 +269,15 @@ def hta_aten_op_kernels(hta_events: Frame) -> pl.LazyFrame:
     memcpy/memset calls) goes to the latest-starting ``aten::`` op of its rank that wraps it
     *on any thread* (HTA does not compare threads; of ops starting in the same µs the first);
     its kernel is the event with an HTA stream correlated to it. Per op instance the kernels
-    form the sequence, and the first launch gives the delays; rows are per ``(aten_op,
+    form the sequence in trace order (HTA iterates the launch calls in file order, not time
+    order), and the first of them gives the delays; rows are per ``(aten_op,
     kernel_sequence)``. HTA never resets its list between ranks, so the rows of rank *r* count
     the instances of every rank up to *r* too; we reproduce that.
     """
     ev = _lazy(hta_events)
     calls = la.launch_device_pairs(ev, ev.filter(pl.col("hta_gpu")), HTA_KERNEL_LAUNCH_RE)
     ops = ev.filter(pl.col("name").str.starts_with("aten::"), ~pl.col("hta_gpu"))
-    inst = la.op_instances(la.deepest_ops(calls, ops, same_thread=False))
+    inst = la.op_instances(la.deepest_ops(calls, ops, same_thread=False), launch_order=("call_ord",))
     ranks = inst.select("node", "rank").unique().sort("node", "rank").collect(engine=ENGINE)
     parts = []
     for node, rank in ranks.iter_rows():

@@ -280,7 +280,10 @@ def launch_device_pairs(
 ) -> pl.LazyFrame:
     """Launch calls (``names_re``: only names matching it) joined on ``node, rank,
     correlation`` to the ``device`` events they launched: ``node, rank, tid, call_ts,
-    call_end, kernel_name, kernel_ts``."""
+    call_end, kernel_name, kernel_ts`` and ``call_ord``, the call's place in trace order
+    (HTA's ``hta_order`` where there is one, else the row order of ``events``)."""
+    if "hta_order" not in events.collect_schema().names():
+        events = events.with_row_index("hta_order")
     calls = launch_calls(events)
     if names_re is not None:
         calls = calls.filter(pl.col("name").str.contains(names_re))
@@ -289,6 +292,7 @@ def launch_device_pairs(
         "rank",
         "tid",
         "correlation",
+        pl.col("hta_order").cast(pl.Int64).alias("call_ord"),
         pl.col("ts").alias("call_ts"),
         (pl.col("ts") + pl.col("dur")).alias("call_end"),
     )
@@ -380,17 +384,20 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     return pl.concat(matched).select(cols).sort("_call").drop("_call").lazy()
 
 
-def op_instances(matched: pl.LazyFrame) -> pl.LazyFrame:
+def op_instances(
+    matched: pl.LazyFrame, launch_order: Sequence[str] = ("call_ts", "call_ord")
+) -> pl.LazyFrame:
     """Per op instance (``node, rank, op_tid, aten_op, op_ts``) of :func:`deepest_ops`' rows: its
-    ``kernel_sequence`` in launch order and its first launch's ``aten_op_delay`` / ``runtime_delay``."""
-    first = pl.col("call_ts").arg_min()
+    ``kernel_sequence`` in ``launch_order`` (time; HTA: trace order) and the first launch's
+    ``aten_op_delay`` / ``runtime_delay``."""
+    first = pl.int_range(pl.len()) == 0
     return (
-        matched.sort("call_ts", maintain_order=True)
+        matched.sort(list(launch_order))
         .group_by("node", "rank", "op_tid", "aten_op", "op_ts")
         .agg(
             pl.col("kernel_name").str.join(" -> ").alias("kernel_sequence"),
-            (pl.col("call_ts") - pl.col("op_ts")).get(first).alias("aten_op_delay"),
-            (pl.col("kernel_ts") - pl.col("call_ts")).get(first).alias("runtime_delay"),
+            (pl.col("call_ts") - pl.col("op_ts")).filter(first).first().alias("aten_op_delay"),
+            (pl.col("kernel_ts") - pl.col("call_ts")).filter(first).first().alias("runtime_delay"),
         )
     )
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from profui.analysis.hta_variants import hta_idle_breakdown, hta_queue_length_summary
 from profui.analysis.idle import (
+    blocked_on_full_queue,
     idle_breakdown,
     idle_intervals,
     idle_totals,
@@ -264,3 +265,14 @@ def test_queue_length_never_negative_and_drains(spec):
     assert (last["queue_length"] == 0).all()
     # one +1 and one -1 per launched kernel
     assert q.height == 2 * len(spec)
+
+
+def test_blocked_on_full_queue_hand_checked():
+    """Stream 7's queue (above) is at 3 or more over [6, 20) µs (3, 4, 4 → 3), [20, 30) and
+    [100, 111): 1 + 13 + 10 + 11 = 35 µs of the rank's 300 µs window (1 µs .. 301 µs). Stream 9
+    has no recorded launch, so no queue and no row; with the limit above the peak, no row at all."""
+    b = blocked_on_full_queue(ev(SMALL), 3).collect()
+    assert b.select("stream", "blocked_ns").rows() == [(7, 35_000)]
+    assert b["share"].item() == 35_000 / 300_000
+    assert blocked_on_full_queue(ev(SMALL), 4).collect()["blocked_ns"].to_list() == [13_000]
+    assert blocked_on_full_queue(ev(SMALL)).collect().height == 0  # CUDA's 1024

@@ -262,7 +262,17 @@ def _hta_bw_series(ops: pl.DataFrame) -> pl.DataFrame:
 # -- ATen ops and their kernels -------------------------------------------------------------
 
 
-def hta_aten_op_kernels(hta_events: Frame) -> pl.LazyFrame:
+def hta_aten_inputs(hta_events: Frame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`hta_aten_op_kernels`' inputs: HTA's kernel-launch/GPU-event pairs and ``aten::`` ops."""
+    ev = _lazy(hta_events)
+    pairs = la.launch_device_pairs(ev, ev.filter(pl.col("hta_gpu")), HTA_KERNEL_LAUNCH_RE)
+    ops = ev.filter(pl.col("name").str.starts_with("aten::"), ~pl.col("hta_gpu"))
+    return pairs, ops.sort("hta_order").select("node", "rank", "tid", "name", "ts", "dur")
+
+
+def hta_aten_op_kernels(
+    hta_events: Frame, inputs: tuple[pl.LazyFrame, pl.LazyFrame] | None = None
+) -> pl.LazyFrame:
     """HTA's ``get_aten_op_kernels_and_delay`` (:func:`profui.analysis.launch.aten_op_kernels`' columns).
 
     Each kernel launch call (``cuda*LaunchKernel*``, ``cuLaunchKernel``, ``runFunction``; no
@@ -272,11 +282,10 @@ def hta_aten_op_kernels(hta_events: Frame) -> pl.LazyFrame:
     form the sequence in trace order (HTA iterates the launch calls in file order, not time
     order), and the first of them gives the delays; rows are per ``(aten_op,
     kernel_sequence)``. HTA never resets its list between ranks, so the rows of rank *r* count
-    the instances of every rank up to *r* too; we reproduce that.
+    the instances of every rank up to *r* too; we reproduce that. ``inputs``: collected
+    :func:`hta_aten_inputs`.
     """
-    ev = _lazy(hta_events)
-    calls = la.launch_device_pairs(ev, ev.filter(pl.col("hta_gpu")), HTA_KERNEL_LAUNCH_RE)
-    ops = ev.filter(pl.col("name").str.starts_with("aten::"), ~pl.col("hta_gpu"))
+    calls, ops = inputs if inputs is not None else hta_aten_inputs(hta_events)
     inst = la.op_instances(la.deepest_ops(calls, ops, same_thread=False), launch_order=("call_ord",))
     ranks = inst.select("node", "rank").unique().sort("node", "rank").collect(engine=ENGINE)
     parts = []

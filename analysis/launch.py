@@ -258,7 +258,9 @@ ATEN_OP_COLUMNS: tuple[str, ...] = (
 )
 
 
-def aten_op_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
+def aten_op_kernels(
+    events: pl.LazyFrame, inputs: tuple[pl.LazyFrame, pl.LazyFrame] | None = None
+) -> pl.LazyFrame:
     """Which device work each ATen op launches, how often, and the delays of its first launch.
 
     Every launch call (runtime/driver, joined to its kernel, memcpy or memset by correlation)
@@ -269,10 +271,17 @@ def aten_op_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     kernel_sequence``: ``count`` (op instances) and ``mean_aten_op_delay_ns`` /
     ``mean_runtime_delay_ns`` (means rounded to whole ns). Most frequent first. (HTA's
     ``aten_op_kernels_and_delay``: :func:`profui.analysis.hta_variants.hta_aten_op_kernels`.)
+    ``inputs``: :func:`aten_inputs` of ``events``, already collected (to batch them with other queries).
     """
+    pairs, ops = inputs if inputs is not None else aten_inputs(events)
+    return op_rows(op_instances(deepest_ops(pairs, ops, same_thread=True)))
+
+
+def aten_inputs(events: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`aten_op_kernels`' inputs: the launch-call/device pairs and the ``aten::`` CPU ops."""
     pairs = launch_device_pairs(events, events.filter(pl.col("kind").is_in(LAUNCHED_KINDS)))
     ops = events.filter(pl.col("kind") == "cpu_op", pl.col("name").str.starts_with("aten::"))
-    return op_rows(op_instances(deepest_ops(pairs, ops, same_thread=True)))
+    return pairs, ops.select("node", "rank", "tid", "name", "ts", "dur")
 
 
 def launch_device_pairs(
@@ -390,15 +399,20 @@ def op_instances(
     """Per op instance (``node, rank, op_tid, aten_op, op_ts``) of :func:`deepest_ops`' rows: its
     ``kernel_sequence`` in ``launch_order`` (time; HTA: trace order) and the first launch's
     ``aten_op_delay`` / ``runtime_delay``."""
-    first = pl.int_range(pl.len()) == 0
+    keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
     return (
         matched.sort(list(launch_order))
-        .group_by("node", "rank", "op_tid", "aten_op", "op_ts")
+        .group_by(keys)
         .agg(
             pl.col("kernel_name").str.join(" -> ").alias("kernel_sequence"),
-            (pl.col("call_ts") - pl.col("op_ts")).filter(first).first().alias("aten_op_delay"),
-            (pl.col("kernel_ts") - pl.col("call_ts")).filter(first).first().alias("runtime_delay"),
+            pl.col("call_ts").first().alias("_call_ts"),
+            pl.col("kernel_ts").first().alias("_kernel_ts"),
         )
+        .with_columns(
+            (pl.col("_call_ts") - pl.col("op_ts")).alias("aten_op_delay"),
+            (pl.col("_kernel_ts") - pl.col("_call_ts")).alias("runtime_delay"),
+        )
+        .drop("_call_ts", "_kernel_ts")
     )
 
 

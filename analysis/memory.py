@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
+from .engine import ENGINE
 from .intervals import Frame, _lazy
 from .stats import describe
 
@@ -134,19 +136,23 @@ def concurrent_bandwidth(ops: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> p
     (float residues below :data:`BW_RESIDUE_GBPS` are 0), rows of a group in time order.
     """
     keys = list(keys)
-    points = pl.concat(
-        [
-            ops.select(*keys, pl.col("start").alias("ts"), pl.col("gbps")),
-            ops.select(*keys, pl.col("end").alias("ts"), (-pl.col("gbps")).alias("gbps")),
-        ]
-    )
-    total = pl.col("gbps").cum_sum().over(keys)
-    return (
-        points.group_by([*keys, "ts"])
-        .agg(pl.col("gbps").sum())
-        .sort([*keys, "ts"])
-        .with_columns(pl.when(total.abs() < BW_RESIDUE_GBPS).then(0.0).otherwise(total).alias("gbps"))
-    )
+    frame = ops.select(*keys, "start", "end", "gbps").collect(engine=ENGINE)
+    parts = []
+    # a few groups of many points: numpy's sort and cumsum beat a multi-key Polars sort here
+    for key, g in frame.partition_by(keys, as_dict=True, maintain_order=True).items():
+        ts = np.concatenate([g["start"].to_numpy(), g["end"].to_numpy()])
+        bw = np.concatenate([g["gbps"].to_numpy(), -g["gbps"].to_numpy()])
+        order = np.argsort(ts, kind="stable")
+        ts, total = ts[order], np.cumsum(bw[order])
+        last = np.append(ts[1:] != ts[:-1], True)  # the total after every change at that time
+        total = np.where(np.abs(total) < BW_RESIDUE_GBPS, 0.0, total)[last]
+        cols = {
+            k: pl.repeat(v, int(last.sum()), eager=True, dtype=frame.schema[k])
+            for k, v in zip(keys, key, strict=True)
+        }
+        parts.append(pl.DataFrame({**cols, "ts": ts[last], "gbps": total}))
+    schema = {**{k: frame.schema[k] for k in keys}, "ts": pl.Int64, "gbps": pl.Float64}
+    return (pl.concat(parts) if parts else pl.DataFrame(schema=schema)).lazy()
 
 
 #: A running total of per-op bandwidths below this (1 byte/s) is float residue of ops ending.

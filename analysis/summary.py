@@ -158,6 +158,8 @@ def summarize(
         notes.append(steps.note)
     ann_windows = stp.step_windows(ev).windows if hta_compat else windows
 
+    aten_pairs, aten_ops = (hv.hta_aten_inputs if h else la.aten_inputs)(hev)
+
     # Two batches of independent queries, each run by one pl.collect_all: the ~40 small
     # queries then share the thread pool and common sub-plans (20% faster than one by one).
     first = _collect_all(
@@ -187,6 +189,8 @@ def summarize(
             "ann_names": ann.annotation_names(ev),
             "ann_breakdown": (hv.hta_annotation_breakdown if h else ann.annotation_breakdown)(hev),
             "ann_per_step": ann.annotation_per_step(ev, ann_windows.lazy()),
+            "aten_pairs": aten_pairs,
+            "aten_ops": aten_ops,
         }
     )
     launches = first["launches"].lazy()
@@ -240,7 +244,9 @@ def summarize(
         "by_kernel": _head(second["launch_by_kernel"], top_n),
         "outliers": _head(second["launch_outliers"], top_n),
         "histogram": second["launch_histogram"],
-        "aten_op_kernels": (hv.hta_aten_op_kernels if h else la.aten_op_kernels)(hev).collect(engine=ENGINE),
+        "aten_op_kernels": (hv.hta_aten_op_kernels if h else la.aten_op_kernels)(
+            hev, inputs=(first["aten_pairs"].lazy(), first["aten_ops"].lazy())
+        ).collect(engine=ENGINE),
     }
     sections["sync"] = {
         "host": first["sync_host"],

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from . import activity as act
@@ -240,6 +239,8 @@ def hta_memory_bw_summary(hta_events: Frame) -> pl.LazyFrame:
 
 def _hta_bw_series(ops: pl.DataFrame) -> pl.DataFrame:
     """One rank's running totals in HTA's point order (see :func:`hta_memory_bw_summary`)."""
+    import numpy as np  # here, not at import: it costs start-up time
+
     ts = np.concatenate([ops["start"].to_numpy(), ops["end"].to_numpy()])
     bw = np.concatenate([ops["gbps"].to_numpy(), -ops["gbps"].to_numpy()])
     names = pl.concat([ops["name"], ops["name"]])

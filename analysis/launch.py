@@ -19,11 +19,14 @@ with an HTA stream, negative delays shown as 0) is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from .engine import ENGINE
+
+if TYPE_CHECKING:  # numpy is imported where it is used: it costs start-up time
+    import numpy as np
 
 #: Event kinds of host calls that can launch device work.
 LAUNCH_KINDS: tuple[str, ...] = ("runtime", "driver")
@@ -313,6 +316,8 @@ def launch_device_pairs(
 
 def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
     """Sparse table: level ``k`` holds the max of ``values[i : i + 2**k]`` at ``i``."""
+    import numpy as np
+
     table = [values]
     k = 1
     while (1 << k) <= len(values):
@@ -325,6 +330,8 @@ def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
 def _last_wrapping(op_ts: np.ndarray, op_end: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
     (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
+    import numpy as np
+
     table = _sparse_max(op_end)
     cur = np.searchsorted(op_ts, t, side="right")
     for k in range(len(table) - 1, -1, -1):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from .engine import ENGINE
@@ -135,6 +134,8 @@ def concurrent_bandwidth(ops: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> p
     Columns ``keys..., ts, gbps``: one row per distinct change time, the total from ``ts`` on
     (float residues below :data:`BW_RESIDUE_GBPS` are 0), rows of a group in time order.
     """
+    import numpy as np  # here, not at import: it costs start-up time
+
     keys = list(keys)
     frame = ops.select(*keys, "start", "end", "gbps").collect(engine=ENGINE)
     parts = []

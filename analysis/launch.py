@@ -19,14 +19,10 @@ with an HTA stream, negative delays shown as 0) is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import polars as pl
 
 from .engine import ENGINE
-
-if TYPE_CHECKING:  # numpy is imported where it is used: it costs start-up time
-    import numpy as np
 
 #: Event kinds of host calls that can launch device work.
 LAUNCH_KINDS: tuple[str, ...] = ("runtime", "driver")
@@ -314,33 +310,28 @@ def launch_device_pairs(
     return calls.join(dev, on=["node", "rank", "correlation"], how="inner").drop("correlation")
 
 
-def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
+def _sparse_max(values: pl.Series) -> list[pl.Series]:
     """Sparse table: level ``k`` holds the max of ``values[i : i + 2**k]`` at ``i``."""
-    import numpy as np
-
     table = [values]
     k = 1
     while (1 << k) <= len(values):
         prev, half = table[-1], 1 << (k - 1)
-        table.append(np.maximum(prev[:-half], prev[half:]))
+        a, b = prev.head(len(prev) - half), prev.slice(half)
+        table.append(a.zip_with(a >= b, b))
         k += 1
     return table
 
 
-def _last_wrapping(op_ts: np.ndarray, op_end: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _last_wrapping(op_ts: pl.Series, op_end: pl.Series, t: pl.Series, e: pl.Series) -> pl.Series:
     """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
     (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
-    import numpy as np
-
     table = _sparse_max(op_end)
-    cur = np.searchsorted(op_ts, t, side="right")
+    cur = op_ts.search_sorted(t, side="right").cast(pl.Int64)
     for k in range(len(table) - 1, -1, -1):
         size = 1 << k
         idx = cur - size
-        ok = idx >= 0
-        m = np.full(len(cur), np.iinfo(np.int64).max, dtype=np.int64)
-        m[ok] = table[k][idx[ok]]
-        cur = np.where(ok & (m < e), cur - size, cur)
+        skip = (idx >= 0) & (table[k].gather(idx.clip(lower_bound=0)) < e)
+        cur = cur.zip_with(~skip, idx)
     return cur - 1
 
 
@@ -380,15 +371,10 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
         og = op_groups.get(key)
         if og is None or og.height == 0:
             continue
-        i = _last_wrapping(
-            og["op_ts"].to_numpy(),
-            og["op_end"].to_numpy(),
-            cg["call_ts"].to_numpy(),
-            cg["call_end"].to_numpy(),
-        )
+        i = _last_wrapping(og["op_ts"], og["op_end"], cg["call_ts"], cg["call_end"])
         found = i >= 0
-        picked = og.select("op_tid", "aten_op", "op_ts")[i[found].tolist()]
-        matched.append(pl.concat([cg.filter(pl.Series(found)), picked], how="horizontal"))
+        picked = og.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
+        matched.append(pl.concat([cg.filter(found), picked], how="horizontal"))
     cols = [*c.columns, "op_tid", "aten_op", "op_ts"]
     if not matched:
         empty = c.head(0).with_columns(

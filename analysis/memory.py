@@ -134,24 +134,24 @@ def concurrent_bandwidth(ops: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> p
     Columns ``keys..., ts, gbps``: one row per distinct change time, the total from ``ts`` on
     (float residues below :data:`BW_RESIDUE_GBPS` are 0), rows of a group in time order.
     """
-    import numpy as np  # here, not at import: it costs start-up time
-
     keys = list(keys)
     frame = ops.select(*keys, "start", "end", "gbps").collect(engine=ENGINE)
     parts = []
-    # a few groups of many points: numpy's sort and cumsum beat a multi-key Polars sort here
+    # a few groups of many points: eager Series sorts and sums beat a multi-key lazy sort here
     for key, g in frame.partition_by(keys, as_dict=True, maintain_order=True).items():
-        ts = np.concatenate([g["start"].to_numpy(), g["end"].to_numpy()])
-        bw = np.concatenate([g["gbps"].to_numpy(), -g["gbps"].to_numpy()])
-        order = np.argsort(ts, kind="stable")
-        ts, total = ts[order], np.cumsum(bw[order])
-        last = np.append(ts[1:] != ts[:-1], True)  # the total after every change at that time
-        total = np.where(np.abs(total) < BW_RESIDUE_GBPS, 0.0, total)[last]
+        pts = pl.DataFrame(
+            {"ts": pl.concat([g["start"], g["end"]]), "bw": pl.concat([g["gbps"], -g["gbps"]])}
+        )
+        pts = pts.sort("ts", maintain_order=True)
+        ts, total = pts["ts"], pts["bw"].cum_sum()
+        last = (ts != ts.shift(-1)).fill_null(True)  # the total after every change at that time
+        total = total.zip_with(total.abs() >= BW_RESIDUE_GBPS, pl.Series([0.0] * len(total)))
+        ts, total = ts.filter(last), total.filter(last)
         cols = {
-            k: pl.repeat(v, int(last.sum()), eager=True, dtype=frame.schema[k])
+            k: pl.repeat(v, len(ts), eager=True, dtype=frame.schema[k])
             for k, v in zip(keys, key, strict=True)
         }
-        parts.append(pl.DataFrame({**cols, "ts": ts[last], "gbps": total}))
+        parts.append(pl.DataFrame({**cols, "ts": ts, "gbps": total}))
     schema = {**{k: frame.schema[k] for k in keys}, "ts": pl.Int64, "gbps": pl.Float64}
     return (pl.concat(parts) if parts else pl.DataFrame(schema=schema)).lazy()
 

@@ -13,30 +13,26 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .busy import GPU_BY, RANK_BY
+from .busy import GPU_BY
 from .engine import ENGINE
 from .intervals import Frame, _lazy, label_coverage
 
 ACTIVITIES = ("kernel", "memcpy", "memset", "sync")
 
 
-def activity_shares(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False) -> pl.LazyFrame:
+def activity_shares(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
     """Per GPU (``by``) and activity (kernel, memcpy, memset, sync, idle): ``time_ns``, ``share``, ``overlap_ns``.
 
-    ``hta_compat``: HTA's GPU events (anything with an HTA stream; a CPU op with a stream
-    counts as kernel), per rank.
+    Over HTA's GPU events (a CPU op with a stream counts as kernel, per rank):
+    :func:`profui.analysis.hta_variants.hta_activity_shares`.
     """
-    by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
-    lf = _lazy(events)
-    if hta_compat:
-        lf = lf.filter(pl.col("hta_gpu")).with_columns(
-            pl.when(pl.col("kind").is_in(list(ACTIVITIES)))
-            .then(pl.col("kind"))
-            .otherwise(pl.lit("kernel"))
-            .alias("kind")
-        )
-    else:
-        lf = lf.filter(pl.col("kind").is_in(list(ACTIVITIES)), pl.col("device") >= 0)
+    lf = _lazy(events).filter(pl.col("kind").is_in(list(ACTIVITIES)), pl.col("device") >= 0)
+    return shares_of(lf, by)
+
+
+def shares_of(lf: pl.LazyFrame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
+    """:func:`activity_shares` of already selected device events ``lf`` (``kind`` in ACTIVITIES)."""
+    by = list(by)
     iv = lf.select(*by, "kind", pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
     # The coverage (a few rows per GPU) feeds five sub-queries: computed once, not once each.
     cov = label_coverage(iv, "kind", list(ACTIVITIES), by).collect(engine=ENGINE).lazy()

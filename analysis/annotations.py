@@ -40,17 +40,17 @@ def annotation_names(events: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def annotation_breakdown(
-    events: pl.LazyFrame, hta_compat: bool = False, by: Sequence[str] = ("rank",)
+    events: pl.LazyFrame, by: Sequence[str] = ("rank",), include_steps: bool = False
 ) -> pl.LazyFrame:
     """Per ``by`` group, side and name: ``count, sum_ns, max_ns, min_ns, std_ns, mean_ns``.
 
-    With ``hta_compat`` (events from :func:`profui.analysis.hta.hta_events`) the CPU side also
-    holds the ``ProfilerStep#N`` ranges, as in HTA's ``cpu_user_annotation_breakdown``; ``std``
-    is the sample standard deviation (0 for a single range, like HTA's filled NaN).
+    ``include_steps``: the CPU side also holds the ``ProfilerStep#N`` ranges, as in HTA's
+    ``cpu_user_annotation_breakdown`` (:func:`profui.analysis.hta_variants.hta_annotation_breakdown`);
+    ``std`` is the sample standard deviation (0 for a single range, like HTA's filled NaN).
     """
     keys = [*by, "side", "name"]
     return (
-        annotation_events(events, include_steps=hta_compat)
+        annotation_events(events, include_steps=include_steps)
         .group_by(keys)
         .agg(
             pl.len().cast(pl.Int64).alias("count"),

@@ -8,19 +8,22 @@ over two windows:
 - the **GPU span**: first to last device activity of the group (HTA's window);
 - the **profiled window**: first to last event of any kind of the rank(s) in the group.
 
-``hta_compat=True`` expects events from :func:`profui.analysis.hta.hta_events` and reproduces
-HTA's ``temporal_breakdown``: GPU events are those with an HTA stream (sync and Triton CPU ops
-included), merged with HTA's arithmetic, per rank.
+HTA's own numbers (``temporal_breakdown``, GPU events = anything with an HTA stream, merged
+with HTA's arithmetic, per rank) are :func:`profui.analysis.hta_variants.hta_gpu_busy` and
+:func:`~profui.analysis.hta_variants.hta_temporal_breakdown`, over the same cores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .hta import hta_union_length, kernel_type_expr
+from .hta import kernel_type_expr
 from .intervals import Frame, _lazy, union_length
+
+#: ``length(intervals, by, name)``: the busy time of intervals (``union_length`` or HTA's sum).
+Length = Callable[..., pl.LazyFrame]
 
 #: Kinds whose intervals make a GPU busy (sync is accounted separately).
 WORK_KINDS = ("kernel", "memcpy", "memset")
@@ -28,24 +31,25 @@ GPU_BY = ("node", "rank", "device")
 RANK_BY = ("node", "rank")
 
 
-def device_work(events: Frame, hta_compat: bool = False, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+def device_work(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
     """Device-work events with ``start``, ``end`` and HTA's ``kernel_type`` of the name.
 
-    Default: ``kind`` in ``kinds`` on a device (``device >= 0``); memcpy/memset are MEMORY
-    whatever their name. ``hta_compat``: HTA's GPU events (``hta_gpu``), typed by name only.
+    ``kind`` in ``kinds`` on a device (``device >= 0``); memcpy/memset are MEMORY whatever
+    their name. (HTA's GPU events: :func:`profui.analysis.hta_variants.hta_device_work`.)
     """
-    lf = _lazy(events)
-    if hta_compat:
-        lf = lf.filter(pl.col("hta_gpu"))
-        ktype = pl.col("_ntype")
-    else:
-        lf = lf.filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
-        # a real kernel never gets OTHER: names like "...Sync..." are still computation
-        ktype = (
-            pl.when(pl.col("kind").is_in(["memcpy", "memset"]))
-            .then(pl.lit("MEMORY"))
-            .otherwise(pl.col("_ntype").replace("OTHER", "COMPUTATION"))
-        )
+    lf = _lazy(events).filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
+    # a real kernel never gets OTHER: names like "...Sync..." are still computation
+    ktype = (
+        pl.when(pl.col("kind").is_in(["memcpy", "memset"]))
+        .then(pl.lit("MEMORY"))
+        .otherwise(pl.col("_ntype").replace("OTHER", "COMPUTATION"))
+    )
+    return typed_work(lf, ktype)
+
+
+def typed_work(lf: pl.LazyFrame, ktype: pl.Expr) -> pl.LazyFrame:
+    """``lf`` with ``start``, ``end`` and ``kernel_type`` = ``ktype``, where ``_ntype`` is the
+    name's HTA type (:func:`profui.analysis.hta.kernel_type_expr`)."""
     # the name regexes once per distinct name: kernel names are long and repeat a lot
     types = lf.select("name").unique().with_columns(kernel_type_expr().alias("_ntype"))
     return (
@@ -70,7 +74,7 @@ def _window(events: Frame, by: Sequence[str]) -> pl.LazyFrame:
     return lf.group_by(keys).agg(agg) if keys else lf.select(agg)
 
 
-def gpu_busy(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False) -> pl.LazyFrame:
+def gpu_busy(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
     """Busy/idle per group (default per GPU: node, rank, device).
 
     Columns: ``by``…, ``n_events``, ``sum_dur_ns`` (plain sum), ``busy_ns`` (union),
@@ -80,13 +84,14 @@ def gpu_busy(events: Frame, by: Sequence[str] | None = None, hta_compat: bool = 
     ``by=()`` gives one row for the union over everything (what a single-GPU trace needs);
     use :func:`total_busy` to add per-GPU rows up instead.
     """
-    by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
+    return busy_table(events, device_work(events), by, union_length)
+
+
+def busy_table(events: Frame, work: pl.LazyFrame, by: Sequence[str], length: Length) -> pl.LazyFrame:
+    """:func:`gpu_busy`'s table from device ``work`` (:func:`device_work` or HTA's) and ``length``."""
+    by = list(by)
     ev = _lazy(events)
-    work = device_work(ev, hta_compat)
-    if hta_compat:
-        busy = hta_union_length(work, by)
-    else:
-        busy = union_length(work, by)
+    busy = length(work, by, "busy_ns")
     agg = [
         pl.len().alias("n_events"),
         pl.col("dur").sum().alias("sum_dur_ns"),
@@ -153,18 +158,20 @@ def total_busy(per_gpu: Frame) -> pl.LazyFrame:
     )
 
 
-def temporal_breakdown(
-    events: Frame, by: Sequence[str] | None = None, hta_compat: bool = False
-) -> pl.LazyFrame:
+def temporal_breakdown(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
     """HTA's temporal breakdown: ``kernel_time_ns`` (GPU span), ``idle_ns``, ``compute_ns``, ``non_compute_ns``.
 
     ``compute_ns`` is the union of COMPUTATION work, ``non_compute_ns = span − compute − idle``
-    (communication, memory and, under ``hta_compat``, sync not hidden under compute). Default
-    per GPU (node, rank, device); ``hta_compat`` per rank like HTA. Shares (0–1) are of the span.
+    (communication and memory not hidden under compute), per GPU (node, rank, device) by
+    default. Shares (0–1) are of the span. HTA's own numbers (sync counted, per rank):
+    :func:`profui.analysis.hta_variants.hta_temporal_breakdown`.
     """
-    by = list(by if by is not None else (RANK_BY if hta_compat else GPU_BY))
-    work = device_work(events, hta_compat)
-    length = hta_union_length if hta_compat else union_length
+    return temporal_table(device_work(events), by, union_length)
+
+
+def temporal_table(work: pl.LazyFrame, by: Sequence[str], length: Length) -> pl.LazyFrame:
+    """:func:`temporal_breakdown` from device ``work`` and ``length`` (exact or HTA's)."""
+    by = list(by)
     busy = length(work, by, "busy_ns")
     comp = length(work.filter(pl.col("kernel_type") == "COMPUTATION"), by, "compute_ns")
     agg = [pl.col("start").min().alias("_first"), pl.col("end").max().alias("_last")]

@@ -4,13 +4,14 @@ A communication kernel is a device kernel whose name matches HTA's ``^nccl.*Kern
 RCCL kernels, e.g. ``ncclKernel_AllReduce_RING_LL_Sum_float`` or ``ncclDevKernel_SendRecv``).
 Its collective comes from the kernel name (``AllReduce``, ``Broadcast``, ``SendRecv`` ...), else
 from the ``Collective name`` argument Kineto records for NCCL kernels, else ``other``.
-Computation kernels are the other kernels; in ``hta_compat`` mode HTA's name rule decides
-(not communication, not ``Memcpy``/``Memset``, not ``...Sync``) over HTA's GPU events.
+Computation kernels are the other kernels. (HTA's rule — not communication, not
+``Memcpy``/``Memset``, not ``...Sync``, over HTA's GPU events — is in
+:func:`profui.analysis.hta_variants.hta_comm_comp_overlap`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -38,16 +39,18 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-def _device_kernels(events: pl.LazyFrame, hta_compat: bool) -> pl.LazyFrame:
-    if hta_compat:  # HTA's GPU events: anything with a stream, memcpy/memset/sync included
-        return events.filter(pl.col("hta_gpu"))
+def _device_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     return events.filter(pl.col("kind") == "kernel")
 
 
-def comm_kernels(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
+def comm_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     """Communication kernels with ``collective``, ``dtype``, ``nelems``, ``msg_bytes``,
     ``group_size`` (nulls where the trace did not record them) besides the event columns."""
-    k = _device_kernels(events, hta_compat).filter(pl.col("name").str.contains(COMM_PATTERN))
+    return with_collective(_device_kernels(events).filter(pl.col("name").str.contains(COMM_PATTERN)))
+
+
+def with_collective(k: pl.LazyFrame) -> pl.LazyFrame:
+    """Communication kernels ``k`` with :func:`comm_kernels`' extra columns."""
     from_name = pl.col("name").str.extract(_COLLECTIVE_FROM_NAME, 1)
     args = pl.col("args")
     from_args = args.str.json_path_match("$['Collective name']")
@@ -65,14 +68,9 @@ def comm_kernels(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame
     )
 
 
-def compute_kernels(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
-    """Computation kernels: every kernel that is not communication (``hta_compat``: HTA's rule)."""
-    k = _device_kernels(events, hta_compat)
-    if hta_compat:
-        from .hta import kernel_type_expr
-
-        return k.filter(kernel_type_expr() == "COMPUTATION")
-    return k.filter(~pl.col("name").str.contains(COMM_PATTERN))
+def compute_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
+    """Computation kernels: every kernel that is not communication."""
+    return _device_kernels(events).filter(~pl.col("name").str.contains(COMM_PATTERN))
 
 
 def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
@@ -124,21 +122,29 @@ def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str])
     )
 
 
-def comm_comp_overlap(
-    events: pl.LazyFrame, hta_compat: bool = False, by: Sequence[str] = ("node", "rank")
-) -> pl.LazyFrame:
+def comm_comp_overlap(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> pl.LazyFrame:
     """How much of the communication time ran while computation kernels were running.
 
     Per ``by`` group: ``comm_ns`` (union of comm kernels), ``compute_ns`` (union of compute
     kernels), ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_share`` = overlap/comm
     (null without communication) — HTA's ``comp_comm_overlap_pctg`` / 100.
     """
+    return overlap_of(_device_kernels(events), comm_kernels, compute_kernels, by)
+
+
+def overlap_of(
+    device: pl.LazyFrame,
+    comm_of: Callable[[pl.LazyFrame], pl.LazyFrame],
+    compute_of: Callable[[pl.LazyFrame], pl.LazyFrame],
+    by: Sequence[str] = ("node", "rank"),
+) -> pl.LazyFrame:
+    """:func:`comm_comp_overlap` over ``device`` events split by ``comm_of`` / ``compute_of``."""
     keys = list(by) or ["_all"]
     if not by:
-        events = events.with_columns(pl.lit(0).alias("_all"))
-    comm = _iv(comm_kernels(events, hta_compat), keys)
-    comp = _iv(compute_kernels(events, hta_compat), keys)
-    groups = _iv(_device_kernels(events, hta_compat), keys).select(keys).unique()
+        device = device.with_columns(pl.lit(0).alias("_all"))
+    comm = _iv(comm_of(device), keys)
+    comp = _iv(compute_of(device), keys)
+    groups = _iv(device, keys).select(keys).unique()
     out = groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left").with_columns(
         pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)
     )

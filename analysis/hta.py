@@ -1,4 +1,5 @@
-"""``hta_compat``: reproduce Holistic Trace Analysis' (HTA 0.5) view of a trace, exactly.
+"""``hta_compat``: Holistic Trace Analysis' (HTA 0.5) view of a trace, exactly; with
+:mod:`profui.analysis.hta_variants` the one place HTA semantics live.
 
 HTA differs from profui's default semantics in four ways, all reproduced here:
 
@@ -88,12 +89,13 @@ def hta_events(
 ) -> pl.LazyFrame:
     """Events as HTA sees them (see the module docstring), with extra columns.
 
-    ``hta_stream`` / ``hta_correlation`` (HTA's stream and correlation, −1 when absent) and
-    ``hta_gpu`` (``hta_stream != -1``, HTA's notion in its breakdowns). ``time_offsets`` maps
+    ``hta_stream`` / ``hta_correlation`` (HTA's stream and correlation, −1 when absent),
+    ``hta_gpu`` (``hta_stream != -1``, HTA's notion in its breakdowns) and ``hta_order`` (the
+    events' order in ``events`` — trace order, the row order HTA's unstable sorts start from). ``time_offsets`` maps
     ``(node, rank)`` to the ns that HTA's float µs were relative to (the source's
     ``baseTimeNanoseconds``; see :meth:`profui.analysis.Trace.hta_time_offsets`); absent means 0.
     """
-    lf = _lazy(events).filter(pl.col("kind") != "instant")
+    lf = _lazy(events).with_row_index("hta_order").filter(pl.col("kind") != "instant")
     if time_offsets:
         offs = pl.LazyFrame(
             {

@@ -11,14 +11,18 @@ events on a stream, each put in one category — HTA's definition:
 
 Default semantics are exact: ns, a gap starts where *all* earlier work on the stream has ended
 (running maximum of end times), overlapping events make no negative "idle", and only real
-device work (kernel, memcpy, memset) counts. ``hta_compat=True`` reproduces HTA: the gap
-starts at the end of the *previous* event only (so overlaps give negative idle), HTA's notion
-of a GPU event (sync events included), on events from :func:`profui.analysis.hta.hta_events`.
+device work (kernel, memcpy, memset) counts. HTA's rule (the gap starts at the end of the
+*previous* event only, so overlaps give negative idle, on HTA's streams) is
+:func:`profui.analysis.hta_variants.hta_idle_breakdown`, over the same cores.
 
 **Queue length** (per stream): the number of launches that were issued but not yet done.
 Default: +1 at the launch call's start, −1 when the device work *ends* ("launched but not
-finished"). ``hta_compat=True``: −1 when it *starts* (HTA's ``queue_length_summary``), only
-for launches through :data:`HTA_QUEUE_LAUNCH_NAMES`.
+finished"). HTA's ``queue_length_summary`` (−1 when it *starts*, only launches through
+:data:`HTA_QUEUE_LAUNCH_NAMES`): :func:`profui.analysis.hta_variants.hta_queue_length`.
+
+**Blocked on a full queue** (per stream): the time the queue length was at or above the
+launch queue's capacity (:data:`MAX_QUEUE_LENGTH`, CUDA's 1024 per stream), when the host
+blocks in the launch call — HTA's ``time_blocked_on_full_queue``.
 """
 
 from __future__ import annotations
@@ -50,19 +54,20 @@ HTA_QUEUE_LAUNCH_NAMES: tuple[str, ...] = (
     "hipMemcpyWithStream",
 )
 
+#: CUDA's launch queue capacity per stream (HTA's ``CUDA_MAX_LAUNCH_QUEUE_PER_STREAM``).
+MAX_QUEUE_LENGTH = 1024
+
 _STREAM_KEYS = ["node", "rank", "device", "stream"]
 _WORK_KINDS = ("kernel", "memcpy", "memset")
 _HOST_CALL_KINDS = ("runtime", "driver")
 
 
-def _device_events(events: pl.LazyFrame, hta_compat: bool) -> pl.LazyFrame:
-    work = events.filter(pl.col("kind").is_in(_WORK_KINDS))
-    if hta_compat:  # HTA 0.5 counts kernels, memcpy and memset here (not sync), on HTA's stream
-        return work.filter(pl.col("hta_gpu")).with_columns(pl.col("hta_stream").alias("stream"))
-    return work
+def device_events(events: pl.LazyFrame) -> pl.LazyFrame:
+    """The device work (kernel, memcpy, memset) whose gaps and queue are analysed."""
+    return events.filter(pl.col("kind").is_in(_WORK_KINDS))
 
 
-def _host_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+def host_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     calls = events.filter(pl.col("kind").is_in(_HOST_CALL_KINDS) & pl.col("correlation").is_not_null())
     if names is not None:
         calls = calls.filter(pl.col("name").is_in(list(names)))
@@ -73,26 +78,38 @@ def _host_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.
     )
 
 
-def idle_intervals(
-    events: pl.LazyFrame, hta_compat: bool = False, kernel_wait_ns: int = KERNEL_WAIT_NS
-) -> pl.LazyFrame:
+def idle_intervals(events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pl.LazyFrame:
     """Every gap before a device event on its stream, with its category.
 
     Columns: ``node, rank, device, stream, start, end, idle_ns, category, name`` (``name`` of the
-    event after the gap; ``start`` is where the earlier work ended). Default mode leaves out
-    gaps of 0 or less; ``hta_compat`` keeps them (HTA sums negative gaps too).
+    event after the gap; ``start`` is where all earlier work on the stream ended). Gaps of 0 or
+    less are left out.
     """
-    dev = _device_events(events, hta_compat).select(*_STREAM_KEYS, "ts", "dur", "name", "correlation")
-    dev = dev.join(_host_calls(events), on=["node", "rank", "correlation"], how="left")
+    return gaps_of(device_events(events), host_calls(events), kernel_wait_ns, after_all_earlier=True)
+
+
+def gaps_of(
+    dev: pl.LazyFrame,
+    calls: pl.LazyFrame,
+    kernel_wait_ns: int = KERNEL_WAIT_NS,
+    after_all_earlier: bool = True,
+) -> pl.LazyFrame:
+    """:func:`idle_intervals` of device events ``dev`` with their launch ``calls``.
+
+    ``after_all_earlier``: a gap starts where all earlier work ended and only positive gaps
+    count; otherwise (HTA) it starts at the previous event's end, and every gap counts.
+    """
+    dev = dev.select(*_STREAM_KEYS, "ts", "dur", "name", "correlation")
+    dev = dev.join(calls, on=["node", "rank", "correlation"], how="left")
     end = pl.col("ts") + pl.col("dur")
-    prev_end = end.shift(1) if hta_compat else end.cum_max().shift(1)
+    prev_end = end.cum_max().shift(1) if after_all_earlier else end.shift(1)
     out = (
         dev.sort([*_STREAM_KEYS, "ts"])
         .with_columns(prev_end.over(_STREAM_KEYS, order_by="ts").alias("start"))
         .filter(pl.col("start").is_not_null())
         .with_columns((pl.col("ts") - pl.col("start")).alias("idle_ns"))
     )
-    if not hta_compat:
+    if after_all_earlier:
         out = out.filter(pl.col("idle_ns") > 0)
     host_wait = pl.col("launch_ts").is_not_null() & (pl.col("launch_ts") > pl.col("start"))
     category = (
@@ -107,9 +124,7 @@ def idle_intervals(
     )
 
 
-def idle_breakdown(
-    events: pl.LazyFrame, hta_compat: bool = False, kernel_wait_ns: int = KERNEL_WAIT_NS
-) -> pl.LazyFrame:
+def idle_breakdown(events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pl.LazyFrame:
     """Idle time per stream and category (every category present, 0 when none).
 
     Columns: ``node, rank, device, stream, category, idle_ns, ratio`` (share of the stream's
@@ -117,8 +132,12 @@ def idle_breakdown(
     ``mean, std, min, p25, p50, p75, max`` (ns; null without gaps) — HTA's
     ``idle_time_breakdown`` with ``show_idle_interval_stats``.
     """
-    iv = idle_intervals(events, hta_compat, kernel_wait_ns)
-    streams = _device_events(events, hta_compat).select(_STREAM_KEYS).unique()
+    return breakdown_of(idle_intervals(events, kernel_wait_ns), device_events(events))
+
+
+def breakdown_of(iv: pl.LazyFrame, dev: pl.LazyFrame) -> pl.LazyFrame:
+    """:func:`idle_breakdown` from gaps ``iv`` over the streams of device events ``dev``."""
+    streams = dev.select(_STREAM_KEYS).unique()
     cats = pl.LazyFrame({"category": list(IDLE_CATEGORIES)})
     g = pl.col("idle_ns")
     stats = iv.group_by([*_STREAM_KEYS, "category"]).agg(
@@ -152,9 +171,9 @@ def idle_breakdown(
     )
 
 
-def idle_totals(events: pl.LazyFrame, by: Sequence[str] = (), hta_compat: bool = False) -> pl.LazyFrame:
+def idle_totals(events: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """Idle time per category summed over streams (per ``by`` group), with its share."""
-    return totals_of_breakdown(idle_breakdown(events, hta_compat), by)
+    return totals_of_breakdown(idle_breakdown(events), by)
 
 
 def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
@@ -171,7 +190,7 @@ def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str
     )
 
 
-def queue_length(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
+def queue_length(events: pl.LazyFrame) -> pl.LazyFrame:
     """Queue length per stream as a step function: one row per change.
 
     Columns ``node, rank, device, stream, ts, queue_length`` (the value from ``ts`` until the
@@ -181,12 +200,17 @@ def queue_length(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame
     (HTA also drops the launch whose device event is the first row of the source file — an
     ``index_correlation > 0`` test; file order is not kept in the trace format, so we do not.)
     """
-    dev = _device_events(events, hta_compat).filter(pl.col("correlation").is_not_null())
-    calls = _host_calls(events, HTA_QUEUE_LAUNCH_NAMES if hta_compat else None)
+    return queue_of(device_events(events), host_calls(events), done_at_end=True)
+
+
+def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -> pl.LazyFrame:
+    """:func:`queue_length` of device events ``dev`` launched by ``calls``; a launch leaves the
+    queue when its work ends (``done_at_end``) or, HTA's way, when it starts."""
+    dev = dev.filter(pl.col("correlation").is_not_null())
     pairs = dev.select(*_STREAM_KEYS, "correlation", "ts", "dur").join(
         calls, on=["node", "rank", "correlation"], how="inner"
     )
-    done_at = pl.col("ts") if hta_compat else pl.col("ts") + pl.col("dur")
+    done_at = pl.col("ts") + pl.col("dur") if done_at_end else pl.col("ts")
     plus = pairs.select(
         *_STREAM_KEYS, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta")
     )
@@ -199,11 +223,15 @@ def queue_length(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame
     )
 
 
-def queue_length_summary(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
+def queue_length_summary(events: pl.LazyFrame) -> pl.LazyFrame:
     """Per stream: statistics of the queue length over its change points (HTA's
     ``queue_length_summary``: ``count, mean, std, min, p25, p50, p75, max``) plus
     ``time_mean``, the time-weighted mean between the first and the last change."""
-    q = queue_length(events, hta_compat)
+    return queue_stats(queue_length(events))
+
+
+def queue_stats(q: pl.LazyFrame) -> pl.LazyFrame:
+    """:func:`queue_length_summary` of a queue-length series (:func:`queue_length`'s frame)."""
     v = pl.col("queue_length")
     span = pl.col("ts").max() - pl.col("ts").min()
     held = (pl.col("ts").shift(-1) - pl.col("ts")).fill_null(0)
@@ -215,5 +243,42 @@ def queue_length_summary(events: pl.LazyFrame, hta_compat: bool = False) -> pl.L
             *describe(v, integer=True),
             pl.when(span > 0).then((v * pl.col("_held")).sum() / span).alias("time_mean"),
         )
+        .sort(_STREAM_KEYS)
+    )
+
+
+def blocked_on_full_queue(
+    events: pl.LazyFrame, max_queue_length: int = MAX_QUEUE_LENGTH, queue: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
+    """Per stream whose launch queue reached ``max_queue_length``: ``blocked_ns``, the time it
+    stayed at or above it (until the queue's next change), and ``share``, that over the rank's
+    profiled window (first event start to last event end; a 0–1 fraction).
+
+    Columns ``node, rank, device, stream, blocked_ns, share``; streams that never reached the
+    limit have no row (HTA's ``time_blocked_on_full_queue``; HTA's own numbers:
+    :func:`profui.analysis.hta_variants.hta_blocked_on_full_queue`). ``queue``: an already
+    computed :func:`queue_length` series.
+    """
+    ev = events.filter(pl.col("kind") != "instant")
+    span = ev.group_by("node", "rank").agg(
+        ((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("_span")
+    )
+    return blocked_of(queue if queue is not None else queue_length(events), span, max_queue_length)
+
+
+def blocked_of(q: pl.LazyFrame, span: pl.LazyFrame, max_queue_length: int) -> pl.LazyFrame:
+    """:func:`blocked_on_full_queue` of a queue-length series ``q``; ``span`` has ``node, rank, _span``."""
+    held = (pl.col("ts").shift(-1) - pl.col("ts")).over(_STREAM_KEYS).fill_null(0)
+    full = pl.col("queue_length") >= max_queue_length
+    return (
+        q.with_columns(held.alias("_held"))
+        .filter(full)
+        .group_by(_STREAM_KEYS)
+        .agg(pl.col("_held").sum().cast(pl.Int64).alias("blocked_ns"))
+        .join(span, on=["node", "rank"], how="left")
+        .with_columns(
+            pl.when(pl.col("_span") > 0).then(pl.col("blocked_ns") / pl.col("_span")).alias("share")
+        )
+        .select(*_STREAM_KEYS, "blocked_ns", "share")
         .sort(_STREAM_KEYS)
     )

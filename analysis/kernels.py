@@ -5,9 +5,9 @@ trace. ``kinds`` widens this (e.g. add memcpy/memset to rank all device work by 
 types use HTA's name rules: COMMUNICATION ``^nccl.*Kernel``; MEMORY memcpy/memset (and names
 ``^Memcpy|^Memset|^dma``); everything else COMPUTATION.
 
-``hta_compat=True`` expects :func:`profui.analysis.hta.hta_events` output and reproduces HTA's
-``get_gpu_kernel_breakdown`` (``include_memory_kernels=True``): every event with an HTA stream
-whose type is COMPUTATION, COMMUNICATION or MEMORY, HTA-rounded, per rank.
+HTA's ``get_gpu_kernel_breakdown`` (``include_memory_kernels=True``: every event with an HTA
+stream whose type is COMPUTATION, COMMUNICATION or MEMORY, HTA-rounded, per rank) is
+:func:`profui.analysis.hta_variants.hta_kernel_stats` / ``hta_kernel_type_breakdown``.
 """
 
 from __future__ import annotations
@@ -16,38 +16,32 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .busy import RANK_BY, WORK_KINDS, device_work
-from .hta import KERNEL_TYPES, hta_type_coverage
+from .busy import WORK_KINDS, device_work
+from .hta import KERNEL_TYPES
 from .intervals import Frame, _lazy, label_coverage, union_length
 from .stats import int_std
 
 TOP_N = 15
 
 
-def kernel_events(
-    events: Frame, hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)
-) -> pl.LazyFrame:
+def kernel_events(events: Frame, kinds: Sequence[str] = ("kernel",)) -> pl.LazyFrame:
     """Kernel events with ``start``, ``end``, ``kernel_type`` (see the module docstring)."""
-    work = device_work(events, hta_compat, kinds=kinds)
-    if hta_compat:
-        work = work.filter(pl.col("kernel_type").is_in(list(KERNEL_TYPES)))
-    return work
+    return device_work(events, kinds=kinds)
 
 
-def kernel_stats(
-    events: Frame, by: Sequence[str] = (), hta_compat: bool = False, kinds: Sequence[str] = ("kernel",)
-) -> pl.LazyFrame:
+def kernel_stats(events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = ("kernel",)) -> pl.LazyFrame:
     """Per kernel name (and ``by`` group): count, total, mean, min, max, std, p50, p95, share.
 
     ``share`` is the name's total over the group's total kernel time (sum of durations, not
-    merged); ``kernel_type`` as in the module docstring. Sorted by total descending. Under
-    ``hta_compat`` the grouping always includes ``rank`` (HTA's all-kernels table) and ``std``
-    is the sample standard deviation HTA prints (0 for a single kernel).
+    merged); ``kernel_type`` as in the module docstring. Sorted by total descending. ``std`` is
+    the sample standard deviation HTA prints (0 for a single kernel).
     """
+    return stats_of(kernel_events(events, kinds), by)
+
+
+def stats_of(k: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """:func:`kernel_stats` of already selected kernel events ``k`` (exact or HTA's)."""
     by = list(by)
-    if hta_compat:
-        by = list(dict.fromkeys([*by, *RANK_BY]))
-    k = kernel_events(events, hta_compat, kinds)
     d = pl.col("dur")
     stats = k.group_by([*by, "name"]).agg(
         pl.first("kernel_type"),
@@ -114,7 +108,7 @@ def kernel_type_totals(
 
 
 def kernel_type_breakdown(
-    events: Frame, by: Sequence[str] = (), hta_compat: bool = False, kinds: Sequence[str] = WORK_KINDS
+    events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = WORK_KINDS
 ) -> pl.LazyFrame:
     """HTA's by-type breakdown: EXCLUSIVE wall time per combination of types running at once.
 
@@ -122,19 +116,20 @@ def kernel_type_breakdown(
     each instant where some device work runs is counted once, under the set of types running
     then. ``time_ns`` sums to the busy time; ``pct`` is of the sum of rows. Default: exact over
     kernels, memcpy and memset of each (node, rank, device), summed over GPUs unless ``by``
-    keeps them apart. ``hta_compat``: HTA's numbers (per rank, then summed over ranks).
+    keeps them apart. HTA's numbers (per rank, then summed over ranks):
+    :func:`profui.analysis.hta_variants.hta_kernel_type_breakdown`.
     """
+    w = device_work(events, kinds=kinds)
+    cov = label_coverage(
+        w, "kernel_type", list(KERNEL_TYPES), list(dict.fromkeys(["node", "rank", "device", *by]))
+    )
+    per = cov.with_columns(pl.col("labels").list.join(" overlapping ").alias("kernel_type"))
+    return type_rows(per, by)
+
+
+def type_rows(per: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Per-group ``kernel_type, time_ns`` coverage rows summed over ``by`` with their ``pct``."""
     by = list(by)
-    if hta_compat:
-        per = hta_type_coverage(kernel_events(events, True), list(dict.fromkeys([*RANK_BY, *by])))
-    else:
-        w = device_work(events, kinds=kinds)
-        cov = label_coverage(
-            w, "kernel_type", list(KERNEL_TYPES), list(dict.fromkeys(["node", "rank", "device", *by]))
-        )
-        per = cov.with_columns(pl.col("labels").list.join(" overlapping ").alias("kernel_type")).rename(
-            {"time_ns": "time_ns"}
-        )
     out = per.group_by([*by, "kernel_type"]).agg(pl.col("time_ns").sum())
     total = pl.col("time_ns").sum()
     return out.with_columns((pl.col("time_ns") / (total.over(by) if by else total)).alias("share")).sort(

@@ -11,9 +11,9 @@ often missing or broken in real traces. Per launch we get:
 - ``launch_latency``: launch call start → device start (what the timeline's link shows);
 - ``launch_bound``: the device ran it for less time than the host needed to launch it.
 
-``hta_compat=True`` expects events already passed through :func:`profui.analysis.hta.hta_events`
-(µs rounding, last step dropped) and, like HTA's ``cuda_kernel_launch_stats``, only counts
-launches made through :data:`HTA_LAUNCH_NAMES`.
+HTA's ``cuda_kernel_launch_stats`` (only launches through :data:`HTA_LAUNCH_NAMES`, any event
+with an HTA stream, negative delays shown as 0) is
+:func:`profui.analysis.hta_variants.hta_kernel_launches` over the same core.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+
+from .engine import ENGINE
 
 #: Event kinds of host calls that can launch device work.
 LAUNCH_KINDS: tuple[str, ...] = ("runtime", "driver")
@@ -72,18 +74,23 @@ def launch_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl
     return calls
 
 
-def kernel_launches(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFrame:
+def kernel_launches(events: pl.LazyFrame) -> pl.LazyFrame:
     """One row per launched device event joined to its launch call (columns :data:`LAUNCH_COLUMNS`).
 
     The join is on ``(node, rank, correlation)``; device events without a matching host call
     (e.g. the host side was not recorded) are left out. When a correlation id appears on more
     than one host call of a rank (not seen in practice) the earliest call is used, so a device
-    event is never counted twice. Times are ns; ``hta_compat`` restricts the launch calls to
-    :data:`HTA_LAUNCH_NAMES`.
+    event is never counted twice. Times are ns.
     """
+    device = events.filter(pl.col("kind").is_in(LAUNCHED_KINDS))
+    return join_launches(launch_calls(events), device)
+
+
+def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool = False) -> pl.LazyFrame:
+    """:func:`kernel_launches` from chosen launch ``calls`` and ``device`` events;
+    ``clamp_delay`` shows negative launch delays as 0 (HTA's way)."""
     calls = (
-        launch_calls(events, HTA_LAUNCH_NAMES if hta_compat else None)
-        .select(
+        calls.select(
             "node",
             "rank",
             "correlation",
@@ -95,15 +102,11 @@ def kernel_launches(events: pl.LazyFrame, hta_compat: bool = False) -> pl.LazyFr
         .sort("launch_ts")
         .unique(subset=["node", "rank", "correlation"], keep="first", maintain_order=True)
     )
-    if hta_compat:  # HTA's GPU side: any event with a stream (sync events included)
-        device = events.filter(pl.col("hta_gpu")).with_columns(pl.col("hta_stream").alias("stream"))
-    else:
-        device = events.filter(pl.col("kind").is_in(LAUNCHED_KINDS))
     device = device.filter(pl.col("correlation").is_not_null()).select(
         "node", "rank", "device", "stream", "correlation", "kind", "name", "ts", "dur"
     )
     delay = pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")
-    if hta_compat:  # HTA reports a device start before the call returned as 0 delay
+    if clamp_delay:
         delay = pl.max_horizontal(delay, pl.lit(0, dtype=pl.Int64))
     return (
         device.join(calls, on=["node", "rank", "correlation"], how="inner")
@@ -237,4 +240,187 @@ def launch_histogram(
         .with_columns(pl.col("count").fill_null(0))
         .sort("bucket")
         .drop("bucket")
+    )
+
+
+# -- ATen ops and the kernels they launch ---------------------------------------------------
+
+#: Columns of :func:`aten_op_kernels`.
+ATEN_OP_COLUMNS: tuple[str, ...] = (
+    "node",
+    "rank",
+    "aten_op",
+    "kernel_sequence",
+    "count",
+    "mean_aten_op_delay_ns",
+    "mean_runtime_delay_ns",
+)
+
+
+def aten_op_kernels(
+    events: pl.LazyFrame, inputs: tuple[pl.LazyFrame, pl.LazyFrame] | None = None
+) -> pl.LazyFrame:
+    """Which device work each ATen op launches, how often, and the delays of its first launch.
+
+    Every launch call (runtime/driver, joined to its kernel, memcpy or memset by correlation)
+    goes to the innermost ``aten::`` CPU op of its thread that wraps the call. Per op instance
+    its launched work, in launch order, forms the ``kernel_sequence`` (names joined by
+    ``" -> "``); its first launch gives the ``aten_op_delay`` (op start → launch call start)
+    and the ``runtime_delay`` (launch call start → device start). Per ``node, rank, aten_op,
+    kernel_sequence``: ``count`` (op instances) and ``mean_aten_op_delay_ns`` /
+    ``mean_runtime_delay_ns`` (means rounded to whole ns). Most frequent first. (HTA's
+    ``aten_op_kernels_and_delay``: :func:`profui.analysis.hta_variants.hta_aten_op_kernels`.)
+    ``inputs``: :func:`aten_inputs` of ``events``, already collected (to batch them with other queries).
+    """
+    pairs, ops = inputs if inputs is not None else aten_inputs(events)
+    return op_rows(op_instances(deepest_ops(pairs, ops, same_thread=True)))
+
+
+def aten_inputs(events: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`aten_op_kernels`' inputs: the launch-call/device pairs and the ``aten::`` CPU ops."""
+    pairs = launch_device_pairs(events, events.filter(pl.col("kind").is_in(LAUNCHED_KINDS)))
+    ops = events.filter(pl.col("kind") == "cpu_op", pl.col("name").str.starts_with("aten::"))
+    return pairs, ops.select("node", "rank", "tid", "name", "ts", "dur")
+
+
+def launch_device_pairs(
+    events: pl.LazyFrame, device: pl.LazyFrame, names_re: str | None = None
+) -> pl.LazyFrame:
+    """Launch calls (``names_re``: only names matching it) joined on ``node, rank,
+    correlation`` to the ``device`` events they launched: ``node, rank, tid, call_ts,
+    call_end, kernel_name, kernel_ts`` and ``call_ord``, the call's place in trace order
+    (HTA's ``hta_order`` where there is one, else the row order of ``events``)."""
+    if "hta_order" not in events.collect_schema().names():
+        events = events.with_row_index("hta_order")
+    calls = launch_calls(events)
+    if names_re is not None:
+        calls = calls.filter(pl.col("name").str.contains(names_re))
+    calls = calls.select(
+        "node",
+        "rank",
+        "tid",
+        "correlation",
+        pl.col("hta_order").cast(pl.Int64).alias("call_ord"),
+        pl.col("ts").alias("call_ts"),
+        (pl.col("ts") + pl.col("dur")).alias("call_end"),
+    )
+    dev = device.filter(pl.col("correlation").is_not_null()).select(
+        "node", "rank", "correlation", pl.col("name").alias("kernel_name"), pl.col("ts").alias("kernel_ts")
+    )
+    return calls.join(dev, on=["node", "rank", "correlation"], how="inner").drop("correlation")
+
+
+def _sparse_max(values: pl.Series) -> list[pl.Series]:
+    """Sparse table: level ``k`` holds the max of ``values[i : i + 2**k]`` at ``i``."""
+    table = [values]
+    k = 1
+    while (1 << k) <= len(values):
+        prev, half = table[-1], 1 << (k - 1)
+        a, b = prev.head(len(prev) - half), prev.slice(half)
+        table.append(a.zip_with(a >= b, b))
+        k += 1
+    return table
+
+
+def _last_wrapping(op_ts: pl.Series, op_end: pl.Series, t: pl.Series, e: pl.Series) -> pl.Series:
+    """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
+    (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
+    table = _sparse_max(op_end)
+    cur = op_ts.search_sorted(t, side="right").cast(pl.Int64)
+    for k in range(len(table) - 1, -1, -1):
+        size = 1 << k
+        idx = cur - size
+        skip = (idx >= 0) & (table[k].gather(idx.clip(lower_bound=0)) < e)
+        cur = cur.zip_with(~skip, idx)
+    return cur - 1
+
+
+def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True) -> pl.LazyFrame:
+    """Each of :func:`launch_device_pairs`' ``calls`` with the latest-starting op of ``ops`` that
+    wraps it (``op_ts <= call_ts`` and ``op_end >= call_end``): ``op_tid, aten_op, op_ts``
+    added; calls no op wraps are left out.
+
+    ``same_thread``: only ops of the call's thread, and of ops starting at the same ns the
+    shortest (innermost). Otherwise (HTA) any thread of the rank, and of ops starting at the
+    same time the first in event order.
+    """
+    c = calls.collect(engine=ENGINE)
+    o = (
+        ops.with_row_index("_ord")
+        .select(
+            "node",
+            "rank",
+            "_ord",
+            pl.col("tid").alias("op_tid"),
+            pl.col("name").alias("aten_op"),
+            pl.col("ts").alias("op_ts"),
+            (pl.col("ts") + pl.col("dur")).alias("op_end"),
+        )
+        .collect(engine=ENGINE)
+    )
+    keys = ["node", "rank"]
+    if same_thread:
+        o = o.with_columns(pl.col("op_tid").alias("tid"))
+        keys.append("tid")
+    tie = ("op_end", True) if same_thread else ("_ord", True)
+    o = o.sort([*keys, "op_ts", tie[0]], descending=[False] * len(keys) + [False, tie[1]])
+    c = c.with_row_index("_call")
+    op_groups = o.partition_by(keys, as_dict=True, maintain_order=True)
+    matched = []
+    for key, cg in c.partition_by(keys, as_dict=True, maintain_order=True).items():
+        og = op_groups.get(key)
+        if og is None or og.height == 0:
+            continue
+        i = _last_wrapping(og["op_ts"], og["op_end"], cg["call_ts"], cg["call_end"])
+        found = i >= 0
+        picked = og.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
+        matched.append(pl.concat([cg.filter(found), picked], how="horizontal"))
+    cols = [*c.columns, "op_tid", "aten_op", "op_ts"]
+    if not matched:
+        empty = c.head(0).with_columns(
+            pl.lit(None, pl.Int64).alias("op_tid"),
+            pl.lit(None, pl.String).alias("aten_op"),
+            pl.lit(None, pl.Int64).alias("op_ts"),
+        )
+        return empty.select(cols).drop("_call").lazy()
+    return pl.concat(matched).select(cols).sort("_call").drop("_call").lazy()
+
+
+def op_instances(
+    matched: pl.LazyFrame, launch_order: Sequence[str] = ("call_ts", "call_ord")
+) -> pl.LazyFrame:
+    """Per op instance (``node, rank, op_tid, aten_op, op_ts``) of :func:`deepest_ops`' rows: its
+    ``kernel_sequence`` in ``launch_order`` (time; HTA: trace order) and the first launch's
+    ``aten_op_delay`` / ``runtime_delay``."""
+    keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
+    return (
+        matched.sort(list(launch_order))
+        .group_by(keys)
+        .agg(
+            pl.col("kernel_name").str.join(" -> ").alias("kernel_sequence"),
+            pl.col("call_ts").first().alias("_call_ts"),
+            pl.col("kernel_ts").first().alias("_kernel_ts"),
+        )
+        .with_columns(
+            (pl.col("_call_ts") - pl.col("op_ts")).alias("aten_op_delay"),
+            (pl.col("_kernel_ts") - pl.col("_call_ts")).alias("runtime_delay"),
+        )
+        .drop("_call_ts", "_kernel_ts")
+    )
+
+
+def op_rows(instances: pl.LazyFrame) -> pl.LazyFrame:
+    """:func:`aten_op_kernels`' rows from :func:`op_instances`."""
+    return (
+        instances.group_by("node", "rank", "aten_op", "kernel_sequence")
+        .agg(
+            pl.len().cast(pl.Int64).alias("count"),
+            pl.col("aten_op_delay").mean().round(0).cast(pl.Int64).alias("mean_aten_op_delay_ns"),
+            pl.col("runtime_delay").mean().round(0).cast(pl.Int64).alias("mean_runtime_delay_ns"),
+        )
+        .sort(
+            ["node", "rank", "count", "aten_op", "kernel_sequence"],
+            descending=[False, False, True, False, False],
+        )
+        .select(ATEN_OP_COLUMNS)
     )

@@ -6,9 +6,10 @@ memsets are their own direction ``Memset``. Bandwidth of one operation is ``byte
 (bytes per ns = GB/s, decimal GB); operations without a byte count or with zero duration have
 no bandwidth.
 
-``hta_memory_bw_summary`` reproduces HTA's ``get_memory_bw_summary``, a different quantity: the
-sum of Kineto's per-copy ``memory bandwidth (GB/s)`` over copies running at the same time,
-sampled at each copy start and end.
+:func:`bandwidth_summary` is HTA's ``get_memory_bw_summary`` quantity, a different one: the
+sum of the per-op bandwidths of the ops running at the same time, sampled at each op start and
+end (HTA's own numbers, from Kineto's per-copy ``memory bandwidth (GB/s)``:
+:func:`profui.analysis.hta_variants.hta_memory_bw_summary`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from .engine import ENGINE
 from .intervals import Frame, _lazy
 from .stats import describe
 
@@ -95,53 +97,89 @@ def bandwidth_histogram(events: Frame, bins_per_decade: int = 4, by: Sequence[st
     )
 
 
-def hta_memory_bw_summary(hta_events: Frame) -> pl.LazyFrame:
-    """HTA's ``get_memory_bw_summary`` over :func:`profui.analysis.hta.hta_events` output.
+def bandwidth_label(direction: pl.Expr) -> pl.Expr:
+    """HTA's memory-op label of a direction: ``Memset`` or ``Memcpy <direction>`` (``Memcpy DtoH``)."""
+    return pl.when(direction == "Memset").then(pl.lit("Memset")).otherwise(pl.lit("Memcpy ") + direction)
 
-    Per rank and HTA memory name (``Memcpy DtoD`` — the first 11 characters — or ``Memset``):
-    start (+bw) and end (−bw) points of every MEMORY event (0 µs durations count as 1 µs),
-    sorted by time, running sum per name, zero points dropped, then count / mean / std / min /
-    quartiles / max of the running sum (GB/s).
+
+def bandwidth_summary(events: Frame) -> pl.LazyFrame:
+    """Concurrent memory bandwidth per rank and memory-op label, over time: HTA's
+    ``memory_bw_summary`` quantity in exact ns (HTA's own numbers:
+    :func:`profui.analysis.hta_variants.hta_memory_bw_summary`).
+
+    Per ``node, rank, name`` (``Memcpy HtoD``, ``Memcpy DtoH``, ``Memcpy DtoD``, ``Memset`` ...):
+    the running total of the per-op bandwidth (``bytes / dur``) of the ops running at once,
+    sampled at every op start and end. Ops without a byte count or of zero duration have no
+    bandwidth and are left out. Columns: see :func:`bandwidth_stats`.
     """
-    from .hta import kernel_type_expr
+    m = memory_events(events).filter(pl.col("gbps").is_not_null())
+    ops = m.select(
+        "node",
+        "rank",
+        bandwidth_label(pl.col("direction")).alias("name"),
+        pl.col("ts").alias("start"),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
+        "gbps",
+    )
+    return bandwidth_stats(concurrent_bandwidth(ops))
 
-    name = pl.col("name")
-    mem_name = (
-        pl.when(name.str.starts_with("Memset"))
-        .then(pl.lit("Memset"))
-        .when(~name.str.starts_with("Memcpy"))
-        .then(pl.lit("Memcpy Unknown"))
-        .otherwise(name.str.slice(0, 11))
-    )
-    bw = pl.col("args").str.json_path_match("$['memory bandwidth (GB/s)']").cast(pl.Float64, strict=False)
-    m = (
-        _lazy(hta_events)
-        .filter(pl.col("hta_gpu"))
-        .filter(kernel_type_expr() == "MEMORY")
-        .with_columns(
-            mem_name.alias("mem_name"),
-            bw.fill_null(0.0).alias("bw"),
-            pl.when(pl.col("dur") == 0).then(pl.lit(1000, pl.Int64)).otherwise(pl.col("dur")).alias("_dur"),
+
+_BW_KEYS = ["node", "rank", "name"]
+
+
+def concurrent_bandwidth(ops: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> pl.LazyFrame:
+    """Running total of ``gbps`` per ``keys`` group over time: ``+gbps`` at each op's ``start``,
+    ``−gbps`` at its ``end`` (half-open: an op ending when another starts does not overlap it).
+
+    Columns ``keys..., ts, gbps``: one row per distinct change time, the total from ``ts`` on
+    (float residues below :data:`BW_RESIDUE_GBPS` are 0), rows of a group in time order.
+    """
+    keys = list(keys)
+    frame = ops.select(*keys, "start", "end", "gbps").collect(engine=ENGINE)
+    parts = []
+    # a few groups of many points: eager Series sorts and sums beat a multi-key lazy sort here
+    for key, g in frame.partition_by(keys, as_dict=True, maintain_order=True).items():
+        pts = pl.DataFrame(
+            {"ts": pl.concat([g["start"], g["end"]]), "bw": pl.concat([g["gbps"], -g["gbps"]])}
         )
-    )
-    keys = ["node", "rank", "mem_name"]
-    points = pl.concat(
-        [
-            m.select(*keys, pl.col("ts").alias("t"), pl.col("bw")),
-            m.select(*keys, (pl.col("ts") + pl.col("_dur")).alias("t"), (-pl.col("bw")).alias("bw")),
-        ]
-    )
-    series = points.sort([*keys, "t"], maintain_order=True).with_columns(
-        pl.col("bw").cum_sum().over(keys).alias("memory_bw_gbps")
-    )
-    v = pl.col("memory_bw_gbps")
+        pts = pts.sort("ts", maintain_order=True)
+        ts, total = pts["ts"], pts["bw"].cum_sum()
+        last = (ts != ts.shift(-1)).fill_null(True)  # the total after every change at that time
+        total = total.zip_with(total.abs() >= BW_RESIDUE_GBPS, pl.Series([0.0] * len(total)))
+        ts, total = ts.filter(last), total.filter(last)
+        cols = {
+            k: pl.repeat(v, len(ts), eager=True, dtype=frame.schema[k])
+            for k, v in zip(keys, key, strict=True)
+        }
+        parts.append(pl.DataFrame({**cols, "ts": ts, "gbps": total}))
+    schema = {**{k: frame.schema[k] for k in keys}, "ts": pl.Int64, "gbps": pl.Float64}
+    return (pl.concat(parts) if parts else pl.DataFrame(schema=schema)).lazy()
+
+
+#: A running total of per-op bandwidths below this (1 byte/s) is float residue of ops ending.
+BW_RESIDUE_GBPS = 1e-9
+
+
+def bandwidth_stats(series: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> pl.LazyFrame:
+    """Per ``keys`` group of a :func:`concurrent_bandwidth` series, over its points above 0 (as
+    HTA): ``count, mean_gbps, std_gbps, min_gbps, p25_gbps, p50_gbps, p75_gbps, max_gbps``
+    (pandas ``describe``, GB/s), plus ``time_mean_gbps`` (the total weighted by how long it
+    held, over ``active_ns``) and ``active_ns`` (time with some op of the group running)."""
+    keys = list(keys)
+    v = pl.col("gbps")
+    held = (pl.col("ts").shift(-1) - pl.col("ts")).over(keys).fill_null(0)
+    stats = [e.name.suffix("_gbps") for e in describe(v)]
     return (
-        series.filter(v > 0)
+        series.with_columns(held.alias("_held"))
+        .filter(v > 0)
         .group_by(keys)
         .agg(
-            pl.len().alias("count"),
-            *describe(v),
+            pl.len().cast(pl.Int64).alias("count"),
+            *stats,
+            pl.when(pl.col("_held").sum() > 0)
+            .then((v * pl.col("_held")).sum() / pl.col("_held").sum())
+            .alias("time_mean_gbps"),
+            pl.col("_held").sum().cast(pl.Int64).alias("active_ns"),
         )
-        .rename({"mem_name": "name"})
-        .sort("node", "rank", "name")
+        .sort(keys)
     )

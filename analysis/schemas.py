@@ -285,6 +285,24 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "memory operations by direction",
     ),
+    ("memory", "bandwidth.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("name", STR, "text", "Memcpy HtoD / DtoH / DtoD … or Memset"),
+            _c("count", I64, "count", "points of the concurrent-bandwidth series"),
+            _c("mean_gbps", F64, "GB/s"),
+            _c("std_gbps", F64, "GB/s"),
+            _c("min_gbps", F64, "GB/s"),
+            _c("p25_gbps", F64, "GB/s"),
+            _c("p50_gbps", F64, "GB/s"),
+            _c("p75_gbps", F64, "GB/s"),
+            _c("max_gbps", F64, "GB/s"),
+            _c("time_mean_gbps", F64, "GB/s", "time-weighted mean"),
+            _c("active_ns", I64, "ns", "time with at least one operation running"),
+        ),
+        "bandwidth of concurrent memory operations over time (HTA's memory_bw_summary under hta_compat)",
+    ),
     ("precision", "shares.parquet"): Table(
         (
             _c("precision", STR, "text"),
@@ -500,6 +518,18 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "launch statistics per kernel name",
     ),
+    ("launch", "aten_op_kernels.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("aten_op", STR, "text"),
+            _c("kernel_sequence", STR, "text", "the kernels the op launches, in order"),
+            _c("count", I64, "count", "calls of the op with that sequence"),
+            _c("mean_aten_op_delay_ns", I64, "ns", "op start -> its first kernel's start"),
+            _c("mean_runtime_delay_ns", I64, "ns", "launch call -> kernel start, averaged"),
+        ),
+        "the kernels each ATen op launches and their delays (HTA's aten_op_kernels_and_delay)",
+    ),
     ("launch", "outliers.parquet"): Table(
         (*_LAUNCH_LINKS, _c("reason", STR, "text")), "slow launch calls and late starts"
     ),
@@ -516,6 +546,14 @@ TABLES: dict[tuple[str, str], Table] = {
             *_describe("_ns", "ns", "ns_float"),
         ),
         "stream idle time by cause; count..max describe the idle gaps (ns)",
+    ),
+    ("idle", "blocked_on_full_queue.parquet"): Table(
+        (
+            *WHERE_STREAM,
+            _c("blocked_ns", I64, "ns", "host time with the stream's launch queue full"),
+            _c("share", F64, "fraction", "of the rank's window"),
+        ),
+        "time the host was blocked on a full launch queue (HTA's time_blocked_on_full_queue)",
     ),
     ("idle", "totals.parquet"): Table(
         (

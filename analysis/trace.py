@@ -88,8 +88,9 @@ class Trace:
     """An opened trace directory: lazy tables plus the analyses as methods.
 
     ``hta_compat=True`` on the analysis methods reproduces Holistic Trace Analysis' numbers
-    (µs rounding, last ProfilerStep dropped, sync counted as GPU time); the default is exact
-    ns over the whole trace with only real device work counted.
+    (µs rounding, last ProfilerStep dropped, sync counted as GPU time) through
+    :mod:`profui.analysis.hta_variants`; the default is exact ns over the whole trace with only
+    real device work counted.
     """
 
     def __init__(self, trace_dir: TraceDir) -> None:
@@ -156,27 +157,33 @@ class Trace:
 
         return hta_events(self.cached_events(), self.hta_time_offsets(), include_last_step=include_last_step)
 
-    def _ev(self, hta_compat: bool) -> pl.LazyFrame:
-        return self.hta_events() if hta_compat else self.cached_events()
+    def _run(self, exact: Any, hta_variant: str, hta_compat: bool, **kwargs: Any) -> pl.DataFrame:
+        """``exact(events)``, or HTA's variant (named in :mod:`.hta_variants`) over HTA's view."""
+        if hta_compat:
+            from . import hta_variants
+
+            return getattr(hta_variants, hta_variant)(self.hta_events(), **kwargs).collect()
+        return exact(self.cached_events(), **kwargs).collect()
 
     # -- analyses (thin calls into the owning modules) ------------------------------------
     def gpu_busy(self, by: tuple[str, ...] | None = None, hta_compat: bool = False) -> pl.DataFrame:
-        """GPU busy/idle per GPU (or ``by``); see :func:`profui.analysis.busy.gpu_busy`."""
+        """GPU busy/idle per GPU (HTA: per rank) or ``by``; see :func:`profui.analysis.busy.gpu_busy`."""
         from .busy import gpu_busy
 
-        return gpu_busy(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+        kwargs = {} if by is None else {"by": by}
+        return self._run(gpu_busy, "hta_gpu_busy", hta_compat, **kwargs)
 
     def temporal_breakdown(self, hta_compat: bool = False) -> pl.DataFrame:
         """Idle / compute / non-compute time; see :func:`profui.analysis.busy.temporal_breakdown`."""
         from .busy import temporal_breakdown
 
-        return temporal_breakdown(self._ev(hta_compat), hta_compat=hta_compat).collect()
+        return self._run(temporal_breakdown, "hta_temporal_breakdown", hta_compat)
 
     def utilization(self, bucket_ns: int | None = None, hta_compat: bool = False) -> pl.DataFrame:
         """GPU busy fraction per time bucket; see :func:`profui.analysis.utilization.gpu_utilization`."""
         from .utilization import gpu_utilization
 
-        return gpu_utilization(self._ev(hta_compat), bucket_ns=bucket_ns, hta_compat=hta_compat).collect()
+        return self._run(gpu_utilization, "hta_gpu_utilization", hta_compat, bucket_ns=bucket_ns)
 
     def cpu_utilization(self, bucket_ns: int | None = None) -> pl.DataFrame:
         """CPU utilization over time; see :func:`profui.analysis.utilization.cpu_utilization`."""
@@ -188,7 +195,7 @@ class Trace:
         """Per-kernel-name statistics; see :func:`profui.analysis.kernels.kernel_stats`."""
         from .kernels import kernel_stats
 
-        return kernel_stats(self._ev(hta_compat), by=by, hta_compat=hta_compat).collect()
+        return self._run(kernel_stats, "hta_kernel_stats", hta_compat, by=by)
 
     def top_kernels(self, n: int = 15, by: str = "total_ns") -> pl.DataFrame:
         """Top-N kernels by ``total_ns`` or ``count``; see :func:`profui.analysis.kernels.top_kernels`."""
@@ -200,13 +207,33 @@ class Trace:
         """Kernel/memcpy/memset/sync/idle shares; see :func:`profui.analysis.activity.activity_shares`."""
         from .activity import activity_shares
 
-        return activity_shares(self._ev(hta_compat), hta_compat=hta_compat).collect()
+        return self._run(activity_shares, "hta_activity_shares", hta_compat)
 
     def memory_ops(self) -> pl.DataFrame:
         """Memory operations by direction; see :func:`profui.analysis.memory.memory_ops`."""
         from .memory import memory_ops
 
         return memory_ops(self.cached_events()).collect()
+
+    def memory_bandwidth(self, hta_compat: bool = False) -> pl.DataFrame:
+        """Concurrent memory bandwidth over time; see :func:`profui.analysis.memory.bandwidth_summary`."""
+        from .memory import bandwidth_summary
+
+        return self._run(bandwidth_summary, "hta_memory_bw_summary", hta_compat)
+
+    def blocked_on_full_queue(self, max_queue_length: int = 1024, hta_compat: bool = False) -> pl.DataFrame:
+        """Time launch queues were full; see :func:`profui.analysis.idle.blocked_on_full_queue`."""
+        from .idle import blocked_on_full_queue
+
+        return self._run(
+            blocked_on_full_queue, "hta_blocked_on_full_queue", hta_compat, max_queue_length=max_queue_length
+        )
+
+    def aten_op_kernels(self, hta_compat: bool = False) -> pl.DataFrame:
+        """Kernels launched per ATen op, with delays; see :func:`profui.analysis.launch.aten_op_kernels`."""
+        from .launch import aten_op_kernels
+
+        return self._run(aten_op_kernels, "hta_aten_op_kernels", hta_compat)
 
     def precision(self) -> pl.DataFrame:
         """Kernel-time shares per precision; see :func:`profui.analysis.precision.precision_shares`."""

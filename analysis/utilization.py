@@ -9,13 +9,12 @@ bucket may be shorter).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
 from .busy import GPU_BY, device_work
 from .engine import ENGINE
-from .hta import hta_merged
 from .intervals import (
     Frame,
     _lazy,
@@ -56,21 +55,30 @@ def gpu_utilization(
     events: Frame,
     bucket_ns: int | None = None,
     by: Sequence[str] = GPU_BY,
-    hta_compat: bool = False,
     window: tuple[int, int] | None = None,
 ) -> pl.LazyFrame:
     """Per GPU (``by``) and bucket: ``bucket``, ``bucket_start_ns``, ``bucket_len_ns``, ``busy_ns``, ``util``.
 
     Every bucket of the window appears for every GPU (zeros included), so per-GPU rows sum
-    to that GPU's busy time. ``hta_compat`` uses HTA's GPU events (see
-    :mod:`profui.analysis.hta`). ``window`` overrides ``(origin, end)``.
+    to that GPU's busy time. ``window`` overrides ``(origin, end)``. Over HTA's GPU events:
+    :func:`profui.analysis.hta_variants.hta_gpu_utilization`.
     """
+    return utilization_table(events, device_work(events), merge_intervals, bucket_ns, by, window)
+
+
+def utilization_table(
+    events: Frame,
+    work: pl.LazyFrame,
+    merge: Callable[..., pl.LazyFrame],
+    bucket_ns: int | None = None,
+    by: Sequence[str] = GPU_BY,
+    window: tuple[int, int] | None = None,
+) -> pl.LazyFrame:
+    """:func:`gpu_utilization` from device ``work`` merged by ``merge`` (exact or HTA's)."""
     by = list(by)
     grid, origin, size = _grid(events, bucket_ns, window)
-    work = device_work(events, hta_compat).select(*by, "start", "end")
-    merged = (hta_merged(work, by) if hta_compat else merge_intervals(work, by)).filter(
-        pl.col("end") > pl.col("start")
-    )
+    work = work.select(*by, "start", "end")
+    merged = merge(work, by).filter(pl.col("end") > pl.col("start"))
     cov = bucket_coverage(merged, size, origin, by, merged=True)
     groups = work.select(by).unique()
     return (

@@ -15,14 +15,16 @@ import polars as pl
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
+from profui.analysis import hta_variants as hv
 from profui.analysis import idle as il
 from profui.analysis import kernels as kn
 from profui.analysis import launch as la
+from profui.analysis import memory as mem
 from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
-from profui.analysis.memory import memory_ops
+from profui.analysis.engine import ENGINE
 from profui.analysis.precision import precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
@@ -33,8 +35,11 @@ from .store import Derived
 
 
 def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
-    """The run's events (read once, shared by the stages), HTA-preprocessed when asked."""
-    return ctx.trace.hta_events() if hta_compat else ctx.trace.cached_events()
+    """The run's events (read once, shared by the stages); HTA's view of them when asked
+    (with the last ProfilerStep when ``include_last_step``)."""
+    if hta_compat:
+        return ctx.trace.hta_events(include_last_step=ctx.params["include_last_step"])
+    return ctx.trace.cached_events()
 
 
 def _bucket_ns(ctx: StageContext) -> int | None:
@@ -70,7 +75,9 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
 def correlate(ctx: StageContext) -> dict[str, Any]:
     """Join every launched device event to its host launch call by correlation id."""
     hta = ctx.params["hta_compat"]
-    launches = la.kernel_launches(_events(ctx, hta), hta_compat=hta).sort("node", "rank", "ts")
+    launches = (hv.hta_kernel_launches if hta else la.kernel_launches)(_events(ctx, hta)).sort(
+        "node", "rank", "ts"
+    )
     return {"launches.parquet": launches}
 
 
@@ -121,19 +128,19 @@ def kernels(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
-    stats = kn.kernel_stats(ev, hta_compat=hta)
+    stats = (hv.hta_kernel_stats if hta else kn.kernel_stats)(ev)
     return {
         "stats.parquet": stats,
         "top_by_time.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="total_ns")),
         "top_by_count.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="count")),
-        "types.parquet": kn.kernel_type_breakdown(ev, hta_compat=hta),
+        "types.parquet": (hv.hta_kernel_type_breakdown if hta else kn.kernel_type_breakdown)(ev),
     }
 
 
 def activity(ctx: StageContext) -> dict[str, Any]:
     """Kernel / memcpy / memset / sync / idle shares of device time."""
     hta = ctx.params["hta_compat"]
-    shares = activity_shares(_events(ctx, hta), hta_compat=hta)
+    shares = (hv.hta_activity_shares if hta else activity_shares)(_events(ctx, hta))
     return {
         "shares.parquet": shares,
         "total.parquet": Derived(lambda out: activity_total(out["shares.parquet"])),
@@ -141,8 +148,11 @@ def activity(ctx: StageContext) -> dict[str, Any]:
 
 
 def memory(ctx: StageContext) -> dict[str, Any]:
-    """Memory operations by direction: count, bytes, time, bandwidth."""
-    return {"ops.parquet": memory_ops(_events(ctx))}
+    """Memory operations by direction: count, bytes, time, bandwidth; concurrent bandwidth over time
+    (HTA's memory_bw_summary under ``hta_compat``)."""
+    hta = ctx.params["hta_compat"]
+    bandwidth = (hv.hta_memory_bw_summary if hta else mem.bandwidth_summary)(_events(ctx, hta))
+    return {"ops.parquet": mem.memory_ops(_events(ctx)), "bandwidth.parquet": bandwidth}
 
 
 def precision(ctx: StageContext) -> dict[str, Any]:
@@ -155,8 +165,8 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
-    busy = bz.gpu_busy(ev, hta_compat=hta)
-    gpu = ut.gpu_utilization(ev, bucket_ns=bucket, hta_compat=hta)
+    busy = (hv.hta_gpu_busy if hta else bz.gpu_busy)(ev)
+    gpu = (hv.hta_gpu_utilization if hta else ut.gpu_utilization)(ev, bucket_ns=bucket)
     cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket)
     return {
         "busy.parquet": busy,
@@ -180,7 +190,7 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     per_step = cm.comm_per_step(ev, windows)
     return {
         "by_collective.parquet": cm.comm_by_collective(ev),
-        "overlap.parquet": cm.comm_comp_overlap(ev, hta_compat=hta),
+        "overlap.parquet": (hv.hta_comm_comp_overlap if hta else cm.comm_comp_overlap)(ev),
         "per_rank.parquet": cm.comm_per_rank(ev),
         "per_step.parquet": per_step,
         "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),
@@ -202,7 +212,9 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
     per_step = ann.annotation_per_step(ev, windows)
     return {
         "names.parquet": ann.annotation_names(ev),
-        "breakdown.parquet": ann.annotation_breakdown(_events(ctx, hta), hta_compat=hta),
+        "breakdown.parquet": (hv.hta_annotation_breakdown if hta else ann.annotation_breakdown)(
+            _events(ctx, hta)
+        ),
         "per_step.parquet": per_step,
         "step_means.parquet": Derived(lambda out: ann.annotation_step_means(out["per_step.parquet"])),
     }
@@ -210,7 +222,9 @@ def annotations(ctx: StageContext) -> dict[str, Any]:
 
 def launch(ctx: StageContext) -> dict[str, Any]:
     """Launch latency distribution (per rank and overall), per kernel, outliers and histogram,
-    from correlate's launch links."""
+    from correlate's launch links; the kernels each ATen op launches and their delays."""
+    hta = ctx.params["hta_compat"]
+    aten = (hv.hta_aten_op_kernels if hta else la.aten_op_kernels)(_events(ctx, hta))
     launches = ctx.input("correlate", "launches.parquet").lazy()
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
     late = int(round(ctx.params["late_start_us"] * 1000))
@@ -222,17 +236,23 @@ def launch(ctx: StageContext) -> dict[str, Any]:
         "by_kernel.parquet": la.launch_stats_by_kernel(launches),
         "outliers.parquet": la.launch_outliers(launches, slow, late),
         "histogram.parquet": la.launch_histogram(launches),
+        "aten_op_kernels.parquet": aten,
     }
 
 
 def idle(ctx: StageContext) -> dict[str, Any]:
-    """Why streams sat idle (per category, and summed), and how many launches queued on them."""
+    """Why streams sat idle (per category, and summed), how many launches queued on them, and how
+    long the host was blocked on a full launch queue."""
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
+    limit = ctx.params["max_queue_length"]
+    queue = (hv.hta_queue_length if hta else il.queue_length)(ev).collect(engine=ENGINE).lazy()
+    blocked = (hv.hta_blocked_on_full_queue if hta else il.blocked_on_full_queue)(ev, limit, queue=queue)
     return {
-        "breakdown.parquet": il.idle_breakdown(ev, hta_compat=hta),
+        "breakdown.parquet": (hv.hta_idle_breakdown if hta else il.idle_breakdown)(ev),
         "totals.parquet": Derived(lambda out: il.totals_of_breakdown(out["breakdown.parquet"])),
-        "queue.parquet": il.queue_length_summary(ev, hta_compat=hta),
+        "queue.parquet": il.queue_stats(queue),
+        "blocked_on_full_queue.parquet": blocked,
     }
 
 
@@ -285,7 +305,8 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         if not steps_info["has_markers"]:
             notes.append(steps_info["note"])
     if hta:
-        notes.append("hta_compat: HTA's semantics (µs rounding, last ProfilerStep dropped, HTA's GPU events)")
+        last = "kept" if ctx.params["include_last_step"] else "dropped"
+        notes.append(f"hta_compat: HTA's semantics (µs rounding, last ProfilerStep {last}, HTA's GPU events)")
     doc = Summary(
         trace=ctx.input("ingest", "trace.json")["overview"],
         params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},

@@ -7,6 +7,7 @@ import pytest
 from eventrows import events_frame
 
 from profui.analysis.annotations import annotation_breakdown, annotation_names, annotation_per_step
+from profui.analysis.hta_variants import hta_annotation_breakdown
 
 from realdata import hta_reference
 
@@ -45,7 +46,7 @@ def test_names_and_breakdown():
     assert (fwd["count"], fwd["sum_ns"], fwd["max_ns"], fwd["min_ns"]) == (3, 600, 300, 100)
     assert fwd["std_ns"] == pytest.approx(100.0)
     assert b.filter(pl.col("name") == "bwd")["std_ns"].item() == 0.0
-    hb = annotation_breakdown(ev(SMALL), hta_compat=True).collect()
+    hb = annotation_breakdown(ev(SMALL), include_steps=True).collect()
     assert hb.filter(pl.col("name").str.starts_with("ProfilerStep")).height == 2
 
 
@@ -77,7 +78,7 @@ def test_time_per_step_is_a_full_grid():
 )
 def test_breakdown_matches_hta_user_annotation_breakdowns(imported_trace, name):
     ref = hta_reference(f"hta-{name}")
-    b = annotation_breakdown(imported_trace(name).hta_events(), hta_compat=True).collect()
+    b = hta_annotation_breakdown(imported_trace(name).hta_events()).collect()
     for side, key in (("cpu", "cpu_user_annotation_breakdown"), ("gpu", "gpu_user_annotation_breakdown")):
         rows = ref.get(key) or []
         assert b.filter(pl.col("side") == side).height == len(rows)

@@ -16,6 +16,7 @@ from profui.analysis.comm import (
     comm_per_step,
     stragglers,
 )
+from profui.analysis.hta_variants import hta_comm_comp_overlap
 
 from realdata import hta_reference
 
@@ -158,7 +159,7 @@ def test_nccl_by_collective_and_exact_overlap(imported_trace):
 def test_hta_compat_overlap_matches_reference(imported_trace, names):
     stem = "trace_filter-sampled_rank-0+1_multirank" if names == MULTI else names[0]
     ref = hta_reference(f"hta-{stem}")["comm_comp_overlap"]
-    o = comm_comp_overlap(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    o = hta_comm_comp_overlap(imported_trace(*names).hta_events()).collect()
     for r in ref:
         got = o.filter(pl.col("rank") == r["rank"])["overlap_share"].item()
         assert round(100 * got, 2) == pytest.approx(r["comp_comm_overlap_pctg"], abs=0.011)

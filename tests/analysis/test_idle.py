@@ -8,7 +8,9 @@ from eventrows import events_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profui.analysis.hta_variants import hta_idle_breakdown, hta_queue_length_summary
 from profui.analysis.idle import (
+    blocked_on_full_queue,
     idle_breakdown,
     idle_intervals,
     idle_totals,
@@ -140,7 +142,7 @@ def close(ours, theirs, ab: float = 1.0) -> bool:
 @pytest.mark.parametrize("names", IDLE_TRACES)
 def test_idle_breakdown_matches_hta(imported_trace, names):
     ref = hta_reference(_stem(names))["idle_time_breakdown"]
-    b = idle_breakdown(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    b = hta_idle_breakdown(imported_trace(*names).hta_events()).collect()
     key = ["rank", "stream", "category"]
     for r in ref["idle_time"]:
         row = b.filter(
@@ -177,7 +179,7 @@ def test_idle_breakdown_matches_hta(imported_trace, names):
 @pytest.mark.parametrize("names", IDLE_TRACES)
 def test_queue_length_summary_matches_hta(imported_trace, names):
     ref = hta_reference(_stem(names))["queue_length_summary"]
-    s = queue_length_summary(imported_trace(*names).hta_events(), hta_compat=True).collect()
+    s = hta_queue_length_summary(imported_trace(*names).hta_events()).collect()
     assert s.height == len(ref)
     for r in ref:
         ours = s.filter((pl.col("rank") == r["rank"]) & (pl.col("stream") == r["stream"])).row(0, named=True)
@@ -195,7 +197,7 @@ def test_default_idle_is_exact_and_never_negative(imported_trace):
     by default a gap starts where all earlier work ended, so idle is never negative and the
     idle of a stream plus its busy union equals its span."""
     t = imported_trace("mtia_trace_single_rank-mtia_rank_0")
-    hta = idle_breakdown(t.hta_events(), hta_compat=True).collect()
+    hta = hta_idle_breakdown(t.hta_events()).collect()
     assert hta.filter(pl.col("idle_ns") < 0).height > 0
     ev = t.events()
     iv = idle_intervals(ev).collect()
@@ -263,3 +265,14 @@ def test_queue_length_never_negative_and_drains(spec):
     assert (last["queue_length"] == 0).all()
     # one +1 and one -1 per launched kernel
     assert q.height == 2 * len(spec)
+
+
+def test_blocked_on_full_queue_hand_checked():
+    """Stream 7's queue (above) is at 3 or more over [6, 20) µs (3, 4, 4 → 3), [20, 30) and
+    [100, 111): 1 + 13 + 10 + 11 = 35 µs of the rank's 300 µs window (1 µs .. 301 µs). Stream 9
+    has no recorded launch, so no queue and no row; with the limit above the peak, no row at all."""
+    b = blocked_on_full_queue(ev(SMALL), 3).collect()
+    assert b.select("stream", "blocked_ns").rows() == [(7, 35_000)]
+    assert b["share"].item() == 35_000 / 300_000
+    assert blocked_on_full_queue(ev(SMALL), 4).collect()["blocked_ns"].to_list() == [13_000]
+    assert blocked_on_full_queue(ev(SMALL)).collect().height == 0  # CUDA's 1024

@@ -7,8 +7,10 @@ import pytest
 from eventrows import events_frame
 
 from profui.analysis.hta import hta_events
+from profui.analysis.hta_variants import hta_aten_op_kernels, hta_kernel_launches
 from profui.analysis.launch import (
     HTA_LAUNCH_NAMES,
+    aten_op_kernels,
     kernel_launches,
     launch_histogram,
     launch_outliers,
@@ -68,7 +70,7 @@ def test_launch_join_is_per_rank_and_by_correlation():
 
 
 def test_hta_compat_matches_only_hta_launch_names():
-    df = kernel_launches(hta_events(ev(SMALL)), hta_compat=True).collect()
+    df = hta_kernel_launches(hta_events(ev(SMALL))).collect()
     assert "cuLaunchKernel" not in HTA_LAUNCH_NAMES
     assert sorted(df["correlation"].to_list()) == [1, 1, 3]
     # HTA rounds to µs (ts up, end down): 6.5 µs -> 7 µs after a call ending at 6 µs
@@ -76,7 +78,7 @@ def test_hta_compat_matches_only_hta_launch_names():
     # a device start before the launch call returned: negative by default, 0 in HTA's numbers
     early = [call(300_000, 10_000, 7), gpu(305_000, 1_000, 7)]
     assert kernel_launches(ev(early)).collect()["launch_delay"].to_list() == [-5_000]
-    assert kernel_launches(hta_events(ev(early)), hta_compat=True).collect()["launch_delay"].to_list() == [0]
+    assert hta_kernel_launches(hta_events(ev(early))).collect()["launch_delay"].to_list() == [0]
 
 
 def test_launch_stats_numbers():
@@ -133,7 +135,7 @@ def test_hta_compat_matches_cuda_kernel_launch_stats(imported_trace, names):
     stem = "trace_filter-sampled_rank-0+1_multirank" if len(names) == 2 else names[0]
     ref = hta_reference(f"hta-{stem}")["cuda_kernel_launch_stats"]
     t = imported_trace(*names)
-    st = launch_stats(kernel_launches(t.hta_events(), hta_compat=True), by=("rank",)).collect()
+    st = launch_stats(hta_kernel_launches(t.hta_events()), by=("rank",)).collect()
     for rank, theirs in ref.items():
         row = st.filter(pl.col("rank") == int(rank))
         n = row["launches"].item() if row.height else 0
@@ -171,4 +173,39 @@ def test_triton_driver_launch_is_counted_by_default(imported_trace):
     row = la.row(0, named=True)
     assert (row["launch_name"], row["dur"], row["launch_dur"]) == ("cuLaunchKernel", 1_760, 47_768)
     assert row["launch_bound"] is True
-    assert kernel_launches(t.hta_events(), hta_compat=True).collect().height == 0
+    assert hta_kernel_launches(t.hta_events()).collect().height == 0
+
+
+def test_aten_op_kernels_hand_checked():
+    """Thread 1: aten::linear [0, 100) µs wraps aten::addmm [10, 90), which wraps a launch
+    [20, 30) of kernel K1 (starts 50); a second launch [95, 98) of K2 (starts 120) is in linear
+    only. Thread 2's aten::foo [0, 200) wraps both in time but is another thread: the exact rule
+    ignores it; HTA's rule takes the latest-starting op of any thread, of equal starts the first."""
+    rows = [
+        {"ts": 0, "dur": 100_000, "kind": "cpu_op", "name": "aten::linear", "tid": 1},
+        {"ts": 10_000, "dur": 80_000, "kind": "cpu_op", "name": "aten::addmm", "tid": 1},
+        {**call(20_000, 10_000, 1), "tid": 1},
+        gpu(50_000, 5_000, 1, "K1"),
+        {**call(95_000, 3_000, 2), "tid": 1},
+        gpu(120_000, 5_000, 2, "K2"),
+        {"ts": 0, "dur": 200_000, "kind": "cpu_op", "name": "aten::foo", "tid": 2},
+    ]
+    got = aten_op_kernels(ev(rows)).collect()
+    assert got.select(
+        "aten_op", "kernel_sequence", "count", "mean_aten_op_delay_ns", "mean_runtime_delay_ns"
+    ).rows() == [
+        ("aten::addmm", "K1", 1, 10_000, 30_000),
+        ("aten::linear", "K2", 1, 95_000, 25_000),
+    ]
+    hta = hta_aten_op_kernels(hta_events(ev(rows))).collect()
+    # K2's launch: linear and foo both start at 0 and wrap it; HTA keeps the first in trace order
+    assert set(hta.select("aten_op", "kernel_sequence").rows()) == {
+        ("aten::addmm", "K1"),
+        ("aten::linear", "K2"),
+    }
+    # a call shared by two kernels' sequence: one op instance launching K1 then K2
+    two = [r for r in rows if r.get("name") != "aten::addmm"]
+    seq = aten_op_kernels(ev(two)).collect()
+    assert seq.select("aten_op", "kernel_sequence", "count", "mean_aten_op_delay_ns").rows() == [
+        ("aten::linear", "K1 -> K2", 1, 20_000)
+    ]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from profui.analysis.memory import bandwidth_histogram, memory_ops
+from profui.analysis.hta import hta_events
+from profui.analysis.hta_variants import hta_memory_bw_summary
+from profui.analysis.memory import bandwidth_histogram, bandwidth_summary, memory_ops
 
 
 def m(ts, dur, kind, nbytes, direction=None) -> dict:
@@ -56,3 +58,41 @@ def test_real_trace(imported_trace) -> None:
     assert sum(x["time_ns"] for x in r.values()) == raw["dur"].sum()
     hist = bandwidth_histogram(t.cached_events()).collect()
     assert hist["count"].sum() == raw.filter(pl.col("bytes") > 0, pl.col("dur") > 0).height
+
+
+def test_concurrent_bandwidth_hand_checked(make_events) -> None:
+    """A [0,10) 10 GB/s and B [5,15) 5 GB/s overlap; C [15,20) 2 GB/s starts as B ends (half-open:
+    no overlap). Totals per change: 10, 15, 5, 2, then 0 (dropped). A 0-duration op has none."""
+    ev = make_events(
+        [
+            m(0, 10, "memcpy", 100, "HtoD"),
+            m(5, 10, "memcpy", 50, "HtoD"),
+            m(15, 5, "memcpy", 10, "HtoD"),
+            m(30, 0, "memcpy", 8, "HtoD"),
+            m(40, 10, "memset", 30),
+        ]
+    )
+    r = {x["name"]: x for x in bandwidth_summary(ev).collect().to_dicts()}
+    h = r["Memcpy HtoD"]
+    assert h["count"] == 4 and h["mean_gbps"] == 8.0 and (h["min_gbps"], h["max_gbps"]) == (2.0, 15.0)
+    assert h["p50_gbps"] == 7.5 and h["active_ns"] == 20
+    assert h["time_mean_gbps"] == (10 * 5 + 15 * 5 + 5 * 5 + 2 * 5) / 20
+    assert (r["Memset"]["count"], r["Memset"]["max_gbps"], r["Memset"]["std_gbps"]) == (1, 3.0, None)
+
+
+def test_hta_bandwidth_uses_kinetos_value_and_counts_every_point(make_events) -> None:
+    """HTA takes args' "memory bandwidth (GB/s)", makes a 0 µs op 1 µs, and samples a point at
+    every start and end (two at a time where one ends as another starts)."""
+    bw = '{"memory bandwidth (GB/s)": %s}'
+    rows = [
+        {**m(0, 10_000, "memcpy", 1, "HtoD"), "args": bw % 4.0, "stream": 7, "correlation": 1},
+        {**m(10_000, 0, "memcpy", 1, "HtoD"), "args": bw % 2.0, "stream": 7, "correlation": 2},
+    ]
+    rows += [
+        {"ts": 0, "dur": 500, "kind": "runtime", "name": "cudaMemcpyAsync", "correlation": c} for c in (1, 2)
+    ]
+    r = hta_memory_bw_summary(hta_events(make_events(rows))).collect().row(0, named=True)
+    # HTA's array [starts; ends] = [0, 10, 10, 11] µs; numpy's quicksort of 4 items is an
+    # insertion sort, so B's start stays before A's end: totals 4, 6, 2, then 0 (dropped)
+    assert r["name"] == "Memcpy HtoD"
+    assert (r["count"], r["max_gbps"], r["min_gbps"], r["mean_gbps"]) == (3, 6.0, 2.0, 4.0)

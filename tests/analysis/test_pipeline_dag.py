@@ -120,3 +120,15 @@ def test_broken_declarations_are_rejected() -> None:
         Registry([_stage("a", (TRACE,)), _stage("a", ("a",))], params)
     with pytest.raises(ValueError, match="declared twice"):
         Registry([], [*params, *params])
+
+
+def test_include_last_step_only_with_hta_compat() -> None:
+    p = REGISTRY.params["include_last_step"]
+    assert p.default is False and p.parse("true") is True and "hta_compat" in p.help
+    hta_users = REGISTRY.users_of("hta_compat")
+    assert REGISTRY.users_of("include_last_step") == hta_users
+    assert {"memory", "launch", "idle"} <= hta_users
+    assert REGISTRY.users_of("max_queue_length") == {"idle"}
+    assert "bandwidth.parquet" in REGISTRY.stages["memory"].outputs
+    assert "blocked_on_full_queue.parquet" in REGISTRY.stages["idle"].outputs
+    assert "aten_op_kernels.parquet" in REGISTRY.stages["launch"].outputs

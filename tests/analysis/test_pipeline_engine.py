@@ -400,3 +400,47 @@ def test_prune_keeps_the_newest_runs_and_every_output_they_use(trace: Path) -> N
     assert rec.stages["launch"].provenance == "cache"
     assert prune(trace, keep=0) == {"runs": 2, "artifacts": len(after)}
     assert latest_outputs(trace) == {}
+
+
+def test_hta_compat_and_include_last_step_reach_the_new_outputs(trace: Path) -> None:
+    """``--set hta_compat=true --set include_last_step=true`` gives HTA's variants over HTA's
+    view with the last step kept, in the memory, idle and launch stages; the default gives the
+    exact analyses of the same names."""
+    from profui.analysis import hta_variants as hv
+    from profui.analysis import idle, launch, memory, open_trace
+
+    stages = ["ingest", "correlate", "memory", "idle", "launch"]
+    analyze(trace, stages=stages)
+    t = open_trace(trace)
+    ev = t.cached_events()
+    assert_frame_equal(
+        load_output(trace, "memory", "bandwidth.parquet"), memory.bandwidth_summary(ev).collect()
+    )
+    assert_frame_equal(
+        load_output(trace, "launch", "aten_op_kernels.parquet"), launch.aten_op_kernels(ev).collect()
+    )
+    assert_frame_equal(
+        load_output(trace, "idle", "blocked_on_full_queue.parquet"), idle.blocked_on_full_queue(ev).collect()
+    )
+    analyze(
+        trace,
+        stages=stages,
+        overrides={"hta_compat": "true", "include_last_step": "true", "max_queue_length": "8"},
+    )
+    hev = t.hta_events(include_last_step=True)
+    assert_frame_equal(
+        load_output(trace, "memory", "bandwidth.parquet"), hv.hta_memory_bw_summary(hev).collect()
+    )
+    assert_frame_equal(
+        load_output(trace, "launch", "aten_op_kernels.parquet"), hv.hta_aten_op_kernels(hev).collect()
+    )
+    blocked = load_output(trace, "idle", "blocked_on_full_queue.parquet")
+    assert blocked.height == 1 and blocked["blocked_ns"].item() > 0
+    assert_frame_equal(blocked, hv.hta_blocked_on_full_queue(hev, 8).collect())
+    # the last step kept: more launches than with it dropped
+    kept = load_output(trace, "correlate", "launches.parquet").height
+    assert (
+        kept
+        == hv.hta_kernel_launches(hev).collect().height
+        > hv.hta_kernel_launches(t.hta_events()).collect().height
+    )

@@ -186,7 +186,8 @@ def hta_blocked_on_full_queue(
     span = ev.group_by("node", "rank").agg((pl.col("ts").max() - pl.col("ts").min()).alias("_span"))
     q = _lazy(queue) if queue is not None else hta_queue_length(ev)
     rows = il.blocked_of(q, span, max_queue_length)
-    return rows.sort("node", "rank", "stream").group_by("node", "rank", maintain_order=True).last()
+    last = rows.sort("node", "rank", "stream").group_by("node", "rank", maintain_order=True).last()
+    return last.with_columns(pl.col("stream").cast(pl.Int32))
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -293,7 +294,13 @@ def hta_aten_op_kernels(
     for node, rank in ranks.iter_rows():
         # HTA's ranks are one sequence; earlier ranks' instances stay in its list
         upto = inst.filter((pl.col("node") < node) | ((pl.col("node") == node) & (pl.col("rank") <= rank)))
-        parts.append(la.op_rows(upto.with_columns(pl.lit(node).alias("node"), pl.lit(rank).alias("rank"))))
+        parts.append(
+            la.op_rows(
+                upto.with_columns(
+                    pl.lit(node, dtype=pl.String).alias("node"), pl.lit(rank, dtype=pl.Int64).alias("rank")
+                )
+            )
+        )
     if not parts:
         return la.op_rows(inst)
     return pl.concat(parts)

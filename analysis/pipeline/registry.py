@@ -16,6 +16,8 @@ fingerprint, so their keys follow the trace. Stage bodies live in :mod:`.bodies`
 
 from __future__ import annotations
 
+from profui.analysis.summary import SECTIONS
+
 from . import bodies as b
 from .dag import TRACE, Registry, Stage
 from .params import Param
@@ -212,20 +214,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "summary",
-        (
-            "ingest",
-            "utilization",
-            "kernels",
-            "activity",
-            "memory",
-            "precision",
-            "steps",
-            "launch",
-            "sync",
-            "idle",
-            "comm",
-            "annotations",
-        ),
+        ("ingest", *SECTIONS),
         ("top_n", "bucket_ms", "hta_compat", "include_last_step"),
         ("summary.json", "takeaways.json"),
         b.summary,

@@ -136,3 +136,13 @@ def test_every_chart_has_a_takeaway_consistent_with_its_frame(imported_trace):
     top = s.table("annotations", "per_step").group_by("side", "name").agg(pl.col("share").mean())
     best = top.sort("share", descending=True).row(0, named=True)
     assert t["annotation"] == f"'{best['name']}' takes {100 * best['share']:.0f}% of a step on average."
+
+
+def test_the_summary_stage_reads_every_stage_a_takeaway_needs():
+    """The need is derived from what the takeaways read, never remembered: the summary stage,
+    which computes them, has every such stage upstream (so the dashboard, asking for it, gets
+    the idle causes its headline quotes)."""
+    from profui.analysis.pipeline import REGISTRY
+
+    assert set(tk.NEEDS) <= REGISTRY.ancestors(["summary"])
+    assert "idle" in tk.NEEDS

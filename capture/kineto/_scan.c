@@ -7,8 +7,9 @@
  *   ``tid`` as int64, the category's kind code (a lookup in the policy's table), the event index;
  * - the args as ``body``: an opening brace, then every entry written compact and followed by a
  *   comma (``{"a":1,"b":[1,2],``);
- * - for each args key of the policy (the keys convert.py's rules read; mapping.RULE_KEYS):
- *   the raw JSON text of its value (null when absent) and the byte span of its entry in body.
+ * - for each args key of the policy (the keys convert.py's rules read; mapping.RULE_KEYS), for
+ *   the rows that have it: the row, the raw JSON text of its value and the byte span of its
+ *   entry in body.
  * No value here is converted, compared or cut: convert._args_rules applies every args rule, once,
  * to these columns, and the pure-Python path produces the same columns from msgspec.
  * Everything else, and every event the tokenizer cannot split faithfully (escaped names or keys,
@@ -275,9 +276,11 @@ static const Cat *find_cat(const Policy *pol, Span s) {
 
 /* ---- output ------------------------------------------------------------------------------ */
 
+/* One policy key, for the rows that have it (sparse: most rows have few of the keys). */
 typedef struct {
-    StrCol value; /* raw JSON text of the key's value; null when absent */
-    Buf start, end; /* int32 byte span of the entry ("key":value,) in the row's body; -1 if absent */
+    Buf row;        /* int64: the row */
+    Buf start, end; /* int32: the byte span of the entry ("key":value,) in the row's body */
+    StrCol value;   /* the raw JSON text of the value (offsets and data; no validity) */
 } KeyCol;
 
 typedef struct {
@@ -306,6 +309,7 @@ static void out_free(Out *o) {
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) str_free(strs[i]);
     for (int k = 0; k < MAX_KEYS; k++) {
         str_free(&o->keys[k].value);
+        free(o->keys[k].row.p);
         free(o->keys[k].start.p);
         free(o->keys[k].end.p);
     }
@@ -455,11 +459,10 @@ static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int64_t index,
         str_put(&o->body, r, body->p ? body->p : "", body->n, 1))
         return NOMEM;
     for (Py_ssize_t k = 0; k < pol->nkeys; k++) {
+        if (start[k] < 0) continue;
         KeyCol *c = &o->keys[k];
-        int has = start[k] >= 0;
-        const char *v = has ? body->p + vs[k] : "";
-        size_t vn = has ? ve[k] - vs[k] : 0;
-        if (str_put(&c->value, r, v, vn, has) || put_i32(&c->start, start[k]) || put_i32(&c->end, end[k]))
+        if (put_i64(&c->row, (int64_t)r) || put_i32(&c->start, start[k]) || put_i32(&c->end, end[k]) ||
+            put(&c->value.data, body->p + vs[k], ve[k] - vs[k]) || put_i64(&c->value.off, (int64_t)c->value.data.n))
             return NOMEM;
     }
     o->rows++;
@@ -703,7 +706,8 @@ static PyObject *scan(PyObject *self, PyObject *a) {
     }
     for (Py_ssize_t k = 0; k < pol.nkeys; k++) {
         KeyCol *c = &o.keys[k];
-        PyObject *t = Py_BuildValue("(NNN)", str_of(&c->value), bytes_of(&c->start), bytes_of(&c->end));
+        PyObject *t = Py_BuildValue("(NNNNN)", bytes_of(&c->row), bytes_of(&c->start), bytes_of(&c->end),
+                                    bytes_of(&c->value.off), bytes_of(&c->value.data));
         if (!t) {
             Py_DECREF(flows);
             Py_DECREF(keycols);

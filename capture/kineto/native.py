@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -114,10 +115,21 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
         "tid": plain(pa.int64(), res["tid"]),
         "body": text(res["body"]),
     }
-    for k, (value, start, end) in enumerate(res["keys"]):
-        columns[f"v{k}"] = text(value)
-        columns[f"s{k}"] = plain(pa.int32(), start)
-        columns[f"e{k}"] = plain(pa.int32(), end)
+    for k, (rows, start, end, offsets, data) in enumerate(res["keys"]):
+        # the extension lists each key for the rows that have it: spread out, -1 / null elsewhere
+        at = np.frombuffer(rows, np.int64)
+        for name, span in ((f"s{k}", start), (f"e{k}", end)):
+            dense = np.full(n, -1, np.int32)
+            dense[at] = np.frombuffer(span, np.int32)
+            columns[name] = pa.array(dense)
+        values = pa.Array.from_buffers(
+            pa.large_binary(), len(at), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        has = np.zeros(n, bool)
+        has[at] = True
+        columns[f"v{k}"] = pc.replace_with_mask(
+            pa.nulls(n, pa.large_string()), pa.array(has), values.cast(pa.large_string())
+        )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(
         [*arrays, plain(pa.int64(), res["ord"])], schema=schema.append(pa.field("ord", pa.int64()))

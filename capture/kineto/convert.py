@@ -53,7 +53,7 @@ from .mapping import (
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import scan_events
+from .native import scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -147,11 +147,32 @@ def _texts(values: list[msgspec.Raw]) -> pa.Array:
     return parts
 
 
-def _columns_to_chunk(columns: dict[str, list]) -> pa.Table:
+#: The intermediate's columns of an args key that no row of a chunk has (sliced to its length).
+_ABSENT = (pa.nulls(_CHUNK_ROWS, pa.large_string()), pa.array(np.full(_CHUNK_ROWS, -1, np.int32)))
+
+
+def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
+    n = len(columns["kind"])
+    for k, listed in enumerate(columns["keys"]):
+        if not listed:  # the common case: a key no event of the chunk has
+            text, span = (a.slice(0, n) for a in _ABSENT)
+            columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = text, span, span
+            continue
+        rows, values, starts, ends = zip(*listed, strict=True) if listed else ((), (), (), ())
+        columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
+            n,
+            np.array(rows, np.int64),
+            np.array(starts, np.int32),
+            np.array(ends, np.int32),
+            pa.array(values, pa.large_binary()),
+        )
     arrays = []
     for name, typ in _ROW_FIELDS:
         values = columns[name]
+        if not isinstance(values, list):
+            arrays.append(values)
+            continue
         if name in ("ts", "dur"):
             arrays.append(_texts(values))
         elif typ == pa.large_string():
@@ -247,7 +268,7 @@ def _select_rows(
     return keep, kinds, kept
 
 
-def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> dict[str, list]:
+def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> dict[str, Any]:
     """The intermediate columns (``_ROW_FIELDS``) of the selected events: what the native
     tokenizer makes of an event, built here from msgspec. No args rule is applied here
     (:func:`_args_rules` applies them to the rows of both paths)."""
@@ -273,11 +294,11 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
                     col[i], names[i] = ids.get(value)
     bodies: list[bytes] = []
     add_body = bodies.append
-    values = [[None] * n for _ in RULE_KEYS]
-    starts = [[-1] * n for _ in RULE_KEYS]
-    ends = [[-1] * n for _ in RULE_KEYS]
+    # per key, (row, value text, start, end) of the rows that have it (as the extension lists them)
+    listed: list[list[tuple[int, bytes, int, int]]] = [[] for _ in RULE_KEYS]
     key_index = _KEY_INDEX
     keyset = key_index.keys()
+    heads = {key: _encode(key) + b":" for key in RULE_KEYS}
     encode = _encode
     decode_args = _decode_args
     for i, raw_args in enumerate(map(_get_args, keep)):
@@ -288,8 +309,24 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
         if not args:
             add_body(b"{")
             continue
-        if not (keyset & args.keys()):
-            add_body(encode(args)[:-1] + b",")
+        text = encode(args)
+        present = keyset & args.keys()
+        if not present:
+            add_body(text[:-1] + b",")
+            continue
+        # Where each key's entry is: found in the text when it occurs there once (else the entries
+        # are encoded one by one, below). A value's text is as msgspec writes it, in either case.
+        found = []
+        for key in present:
+            head = heads[key]
+            at = text.find(head)
+            if text.find(head, at + 1) >= 0:
+                break
+            found.append((key_index[key], at, head, encode(args[key])))
+        else:
+            for k, at, head, value_text in found:
+                listed[k].append((i, value_text, at, at + len(head) + len(value_text) + 1))
+            add_body(text[:-1] + b",")
             continue
         pieces: list[bytes] = [b"{"]
         at = 1
@@ -307,16 +344,13 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
             text = encode(value)
             piece = encode(key) + b":" + text + b","
             pieces.append(piece)
-            values[k][i] = text
-            starts[k][i] = at
+            listed[k].append((i, text, at, at + len(piece)))
             at += len(piece)
-            ends[k][i] = at
         if rest:
             pieces.append(encode(rest)[1:-1] + b",")
         add_body(b"".join(pieces))
     cols["body"] = bodies
-    for k in range(len(RULE_KEYS)):
-        cols[f"v{k}"], cols[f"s{k}"], cols[f"e{k}"] = values[k], starts[k], ends[k]
+    cols["keys"] = listed
     return cols
 
 
@@ -751,7 +785,7 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     return columns
 
 
-def _chunk(columns: list[list], doc: KinetoDoc) -> pa.Table:
+def _chunk(columns: dict[str, Any], doc: KinetoDoc) -> pa.Table:
     try:
         return _columns_to_chunk(columns)
     except ValueError as exc:

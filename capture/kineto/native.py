@@ -90,6 +90,23 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     return NativeScan(table, specials, flows, res["events"])
 
 
+def spread(
+    n: int, at: np.ndarray, start: np.ndarray, end: np.ndarray, values: pa.Array
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """One args key, listed for the rows ``at`` that have it (both paths list them so), as the
+    intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere, checked to be
+    UTF-8) and its entry's span (-1 elsewhere)."""
+    spans = []
+    for part in (start, end):
+        dense = np.full(n, -1, np.int32)
+        dense[at] = part
+        spans.append(pa.array(dense))
+    has = np.zeros(n, bool)
+    has[at] = True
+    text = pc.replace_with_mask(pa.nulls(n, pa.large_string()), pa.array(has), values.cast(pa.large_string()))
+    return text, spans[0], spans[1]
+
+
 def _table(res: dict, schema: pa.Schema) -> pa.Table:
     """The extension's column buffers as an Arrow table (``schema`` plus ``ord``), zero-copy
     except for the UTF-8 check of the text columns."""
@@ -116,19 +133,12 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
         "body": text(res["body"]),
     }
     for k, (rows, start, end, offsets, data) in enumerate(res["keys"]):
-        # the extension lists each key for the rows that have it: spread out, -1 / null elsewhere
         at = np.frombuffer(rows, np.int64)
-        for name, span in ((f"s{k}", start), (f"e{k}", end)):
-            dense = np.full(n, -1, np.int32)
-            dense[at] = np.frombuffer(span, np.int32)
-            columns[name] = pa.array(dense)
         values = pa.Array.from_buffers(
             pa.large_binary(), len(at), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
-        has = np.zeros(n, bool)
-        has[at] = True
-        columns[f"v{k}"] = pc.replace_with_mask(
-            pa.nulls(n, pa.large_string()), pa.array(has), values.cast(pa.large_string())
+        columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
+            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), values
         )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(

@@ -438,18 +438,20 @@ def _cut(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> pa.
     )
 
 
-def _close(texts: pa.Array) -> pa.Array:
+def _close(texts: pa.Array, own: bool) -> pa.Array:
     """Args texts ``{`` + entries each followed by a comma -> JSON objects (the last comma
-    becomes ``}``); null where there is no entry."""
+    becomes ``}``); null where there is no entry. ``own``: the texts' buffer is this function's
+    to change (made for it: no other array reads it), else it is copied."""
     n = len(texts)
     offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + n + 1]
     lo = int(offsets[0])
-    data = texts.buffers()[2]
-    data = (
-        np.frombuffer(data, np.uint8)[lo : int(offsets[-1])].copy()
-        if data is not None
-        else np.zeros(0, np.uint8)
-    )
+    buf = texts.buffers()[2]
+    if buf is None:
+        data = np.zeros(0, np.uint8)
+    elif own and buf.is_mutable:
+        data = np.frombuffer(buf, np.uint8)[lo : int(offsets[-1])]
+    else:
+        data = np.frombuffer(buf, np.uint8)[lo : int(offsets[-1])].copy()
     offsets = offsets - lo
     valid = np.diff(offsets) > 1
     data[offsets[1:][valid] - 1] = ord("}")
@@ -459,6 +461,11 @@ def _close(texts: pa.Array) -> pa.Array:
         n,
         [pa.py_buffer(bitmap), pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(data)],
     )
+
+
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    """One array of a column (combine_chunks copies even a single chunk)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
@@ -550,7 +557,10 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     other_cat = pc.fill_null(pc.not_equal(cat, canon), True)
 
     # The args text: the body less the cut entries, then what is added (in this order), closed.
-    body = _cut(col.pop("body"), cuts)
+    cut_from = col.pop("body")
+    body = _cut(cut_from, cuts)
+    fresh = body is not cut_from  # a new buffer, which _close may change
+    del cut_from
     empty = pa.scalar("", pa.large_string())
 
     def text(value: str) -> pa.Scalar:
@@ -578,7 +588,10 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
             text(_encode(key).decode() + ":"), _json_texts(value), text(","), empty
         )
         pieces.append(pc.if_else(pc.and_(when, pc.invert(has)), piece, empty))
-    args = _close(pc.binary_join_element_wise(*pieces, empty) if len(pieces) > 1 else body)
+    if len(pieces) > 1:
+        args = _close(pc.binary_join_element_wise(*pieces, empty), own=True)
+    else:
+        args = _close(body, own=fresh)
     if in_place is not None and pc.any(in_place).as_py():
         fixed = []
         for i in np.flatnonzero(in_place.to_numpy(zero_copy_only=False)).tolist():
@@ -680,7 +693,7 @@ def convert_events(
         merged = merged.drop_columns(["ord"])
     if scan is not None:
         scan.table = None  # its buffers go with the columns below
-    rows = {name: merged.column(name).combine_chunks() for name in merged.column_names}
+    rows = {name: _array(merged.column(name)) for name in merged.column_names}
     del merged
     merged, runtime_size = _args_rules(rows)
     del rows

@@ -2,14 +2,14 @@
 
 Every conversion rule is defined here, once, and applied to columns. Events become rows of an
 intermediate table: their fields (``ts``/``dur`` as JSON text), their args as ``body`` (``{``,
-then every entry compact and followed by a comma) and, for each args key of mapping.RULE_KEYS, the raw JSON
-text of its value and its entry's byte span in ``body``. The optional native tokenizer
-(:mod:`.native`) builds those columns for the common events; :func:`_build_columns` builds them
-(from msgspec) for every other event, or for all of them. Then :func:`_args_rules` (external id,
-correlation, device/stream args, DMA direction/size, bytes, a copy's kind arg, runtime sizes, the
-source category, compact args) and :func:`_finish_rows` (times, instants' durations,
-device/stream from pid/tid, a copy's kind from its name, steps) apply the rules to the rows of
-both paths at once. Tests hold the two paths to identical output.
+then every entry compact and followed by a comma) and, for each args key of
+mapping.RULE_KEYS, the raw JSON text of its value and its entry's byte span in ``body``. The
+optional native tokenizer (:mod:`.native`) builds those columns for the common events;
+:func:`_build_columns` builds them (from msgspec) for every other event, or for all of them.
+Then :func:`_args_rules` (external id, correlation, device/stream args, DMA direction/size,
+bytes, a copy's kind arg, runtime sizes, named pid/tid, the source category, compact args) and
+:func:`_finish_rows` (times, instants' durations, device/stream from pid/tid, a copy's kind from
+its name, steps) apply the rules to the rows of both paths at once. both paths at once. Tests hold the two paths to identical output.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
     n = len(columns["kind"])
     for k, listed in enumerate(columns["keys"]):
-        if not listed:  # the common case: a key no event of the chunk has
+        if not listed and n <= _CHUNK_ROWS:  # the common case: a key no event of the chunk has
             text, span = (a.slice(0, n) for a in _ABSENT)
             columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = text, span, span
             continue

@@ -1,25 +1,23 @@
-/* Native scan of a Kineto ``traceEvents`` array into profui event columns.
+/* Native tokenizer of a Kineto ``traceEvents`` array: rule-free, it only splits events.
  *
- * The common events (complete "X" events of a known category, instants with a category,
- * correlation flow events) are turned into columns here, in one pass over the JSON text
- * with the GIL released. Everything else, and every event with anything unusual about it
- * (escaped names, named pid/tid, non-integer ids, ...), is returned as a "special" (event
- * index, start, end) for the pure-Python converter, which stays the reference for every rule:
- * convert.py documents them, tests compare the two paths on every shared trace and on
- * generated events.
+ * The common events (complete "X" events of a category the policy lists, instants with a
+ * category, flow events of the policy's flow categories) are split here, in one pass over the
+ * JSON text with the GIL released, into their top-level fields and their ``args`` object:
+ * - ``ts``/``dur`` (checked to be JSON numbers) as text, ``name``/``cat`` as text, ``pid``/
+ *   ``tid`` as int64, the category's kind code (a lookup in the policy's table), the event index;
+ * - the args as ``body``: an opening brace, then every entry written compact and followed by a
+ *   comma (``{"a":1,"b":[1,2],``);
+ * - for each args key of the policy (the keys convert.py's rules read; mapping.RULE_KEYS), for
+ *   the rows that have it: the row, the raw JSON text of its value and the byte span of its
+ *   entry in body.
+ * No value here is converted, compared or cut: convert._args_rules applies every args rule, once,
+ * to these columns, and the pure-Python path produces the same columns from msgspec.
+ * Everything else, and every event the tokenizer cannot split faithfully (escaped names or keys,
+ * a policy key twice, named pid/tid, a number that is not one, ...), is returned as a "special"
+ * (event index, start, end) for the Python path, which builds the same columns for it.
  *
- * No Kineto name is spelled here: the categories, args keys, instant category and flow
- * categories all come from mapping.py through native.py (the ``Policy``). Times are not
- * converted here either: ``ts``/``dur`` are checked to be JSON numbers and handed back as text
- * for timeparse.us_to_ns, the one conversion of every time.
- *
- * What is applied to a row (mirroring convert._build_columns), with the policy's keys:
- * - args keys that become columns are cut from the args text: external id, correlation;
- *   device/stream on device-side kinds (int32 values; else null, and convert._finish_rows
- *   takes them from pid/tid); bytes on memcpy/memset; a memcpy's
- *   non-numeric string kind; an MTIA DMA's direction/size (the row becomes a memcpy);
- * - a category that is not the kind's canonical one is kept as args cat (added last);
- * - args are written compact (no whitespace), "{}" becomes null.
+ * No Kineto name is spelled here: categories, args keys and flow categories come from
+ * mapping.py through native.py (the ``Policy``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -79,16 +77,6 @@ static int str_init(StrCol *c) { return put_i64(&c->off, 0); }
 static int str_put(StrCol *c, size_t row, const char *s, size_t len, int valid) {
     if (valid && put(&c->data, s, len)) return -1;
     if (put_i64(&c->off, (int64_t)c->data.n)) return -1;
-    return put_bit(&c->valid, row, valid);
-}
-
-/* An int64 column with validity. */
-typedef struct {
-    Buf v, valid;
-} IntCol;
-
-static int int_put(IntCol *c, size_t row, int64_t v, int valid) {
-    if (put_i64(&c->v, valid ? v : 0)) return -1;
     return put_bit(&c->valid, row, valid);
 }
 
@@ -251,30 +239,17 @@ static int span_is_number(Span v) {
 
 /* ---- policy ------------------------------------------------------------------------------ */
 
-enum {
-    F_DEVICE = 1,  /* device-side kind: device/stream from args */
-    F_MEMCPY = 2,
-    F_MEMSET = 4,
-    F_RUNTIME = 8,
-    F_DMA = 16,    /* MTIA ccp events: a direction in args makes the row a memcpy */
-    F_CANON = 32,  /* the category is the kind's canonical one: no args cat */
-};
 
-/* The args keys the rules read, in the order native.py passes them. */
-enum { K_EXT, K_EXT_ALT, K_CORR, K_DEVICE, K_STREAM, K_BYTES, K_KIND, K_DIRECTION, K_SIZE, K_CAT, NKEYS };
+/* ---- policy ------------------------------------------------------------------------------ */
 
 #define MAX_FLOW_CATS 8
+#define MAX_KEYS 16
 
 typedef struct {
     const char *cat;
     Py_ssize_t len;
-    int kind, flags;
+    int kind;
 } Cat;
-
-typedef struct {
-    const char *from, *to;
-    Py_ssize_t from_len, to_len;
-} Dir;
 
 typedef struct {
     const char *s;
@@ -284,13 +259,12 @@ typedef struct {
 typedef struct {
     Cat *cats;
     Py_ssize_t ncats;
-    Dir *dirs;
-    Py_ssize_t ndirs;
-    Name keys[NKEYS];
-    Name instant_cat;
+    Name keys[MAX_KEYS];
+    Py_ssize_t nkeys;
+    uint64_t key_lens; /* bit n: some key is n bytes long */
     Name flow_cats[MAX_FLOW_CATS];
     Py_ssize_t nflow_cats;
-    int instant_kind, memcpy_kind;
+    int instant_kind;
 } Policy;
 
 static const Cat *find_cat(const Policy *pol, Span s) {
@@ -302,29 +276,43 @@ static const Cat *find_cat(const Policy *pol, Span s) {
 
 /* ---- output ------------------------------------------------------------------------------ */
 
+/* One policy key, for the rows that have it (sparse: most rows have few of the keys). */
+typedef struct {
+    Buf row;        /* int64: the row */
+    Buf start, end; /* int32: the byte span of the entry ("key":value,) in the row's body */
+    StrCol value;   /* the raw JSON text of the value (offsets and data; no validity) */
+} KeyCol;
+
 typedef struct {
     size_t rows;
-    Buf kind, pid, tid, device, device_valid, stream, stream_valid, ord;
-    IntCol corr, ext, nbytes;
-    StrCol ts, dur, name, mkind, args;
+    Buf kind, pid, tid, ord;
+    StrCol ts, dur, name, cat, body;
+    KeyCol keys[MAX_KEYS];
     Buf special;    /* int64 triples: event index, start, end (offsets in the text) */
-    Buf sizes;      /* int64 pairs: correlation, size of runtime rows */
     int64_t flows[MAX_FLOW_CATS * 3]; /* per flow category: s f t */
     /* metadata dedupe: open addressing over (hash, start, len) */
     uint64_t *mh;
     int64_t *ms, *ml;
     size_t mcap, mcount;
-    Buf tmp;        /* args being written */
 } Out;
 
+static void str_free(StrCol *c) {
+    free(c->off.p);
+    free(c->data.p);
+    free(c->valid.p);
+}
+
 static void out_free(Out *o) {
-    Buf *bufs[] = {&o->ts.off, &o->ts.data, &o->ts.valid, &o->dur.off, &o->dur.data, &o->dur.valid,
-                   &o->kind, &o->pid, &o->tid, &o->device, &o->device_valid, &o->stream, &o->stream_valid, &o->ord,
-                   &o->corr.v, &o->corr.valid, &o->ext.v, &o->ext.valid, &o->nbytes.v, &o->nbytes.valid,
-                   &o->name.off, &o->name.data, &o->name.valid, &o->mkind.off, &o->mkind.data,
-                   &o->mkind.valid, &o->args.off, &o->args.data, &o->args.valid, &o->special,
-                   &o->sizes, &o->tmp};
+    Buf *bufs[] = {&o->kind, &o->pid, &o->tid, &o->ord, &o->special};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->p);
+    StrCol *strs[] = {&o->ts, &o->dur, &o->name, &o->cat, &o->body};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) str_free(strs[i]);
+    for (int k = 0; k < MAX_KEYS; k++) {
+        str_free(&o->keys[k].value);
+        free(o->keys[k].row.p);
+        free(o->keys[k].start.p);
+        free(o->keys[k].end.p);
+    }
     free(o->mh);
     free(o->ms);
     free(o->ml);
@@ -382,7 +370,6 @@ static int meta_first(Out *o, const char *base, const char *s, size_t n) {
 
 typedef struct {
     Span key, val; /* key without its quotes */
-    int cut;
 } Arg;
 
 typedef struct {
@@ -406,7 +393,6 @@ static int parse_args(Span a, Arg *args, int *n) {
         Arg *g = &args[(*n)++];
         g->key.s = p + 1;
         g->key.e = q - 1;
-        g->cut = 0;
         p = ws(q, e);
         if (p >= e || *p != ':') return 0;
         p = ws(p + 1, e);
@@ -419,155 +405,73 @@ static int parse_args(Span a, Arg *args, int *n) {
     }
 }
 
-static Arg *find_arg(Arg *args, int n, Name key, int *dup) {
-    Arg *found = NULL;
-    for (int i = 0; i < n; i++) {
-        if (span_is(args[i].key, key.s, (size_t)key.len)) {
-            if (found) *dup = 1;
-            found = &args[i];
-        }
-    }
-    return found;
+/* Which policy key an args key is (-1: none). */
+static int key_index(const Policy *pol, Span key) {
+    size_t n = (size_t)(key.e - key.s);
+    if (n < 64 && !(pol->key_lens >> n & 1)) return -1;
+    for (Py_ssize_t k = 0; k < pol->nkeys; k++)
+        if (span_is(key, pol->keys[k].s, (size_t)pol->keys[k].len)) return (int)k;
+    return -1;
 }
 
-static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int flags, int64_t index) {
+static int row(Out *o, const Policy *pol, const Ev *ev, int kind, int64_t index, Buf *body) {
     Arg args[MAX_ARGS];
-    int nargs = 0, dup = 0;
-    const Name *key = pol->keys;
+    int nargs = 0;
     if (ev->has_args && !parse_args(ev->args, args, &nargs)) return SPECIAL;
     int64_t pid = 0, tid = 0;
-    /* times: JSON numbers, converted in Python (a missing dur is null there) */
     if (!span_is_number(ev->ts)) return SPECIAL;
     if (ev->has_dur && !span_is_number(ev->dur)) return SPECIAL;
     if (ev->has_pid && !span_int(ev->pid, &pid)) return SPECIAL;
     if (ev->has_tid && !span_int(ev->tid, &tid)) return SPECIAL;
 
-    if (find_arg(args, nargs, key[K_EXT_ALT], &dup) || find_arg(args, nargs, key[K_CAT], &dup)) return SPECIAL;
-    int64_t ext = 0, corr = 0, nbytes = 0, v;
-    int has_ext = 0, has_corr = 0, has_bytes = 0;
-    Arg *g = find_arg(args, nargs, key[K_EXT], &dup);
-    if (g) {
-        if (!span_int(g->val, &ext)) return SPECIAL;
-        has_ext = 1, g->cut = 1;
-    }
-    g = find_arg(args, nargs, key[K_CORR], &dup);
-    if (g && !is_null(g->val)) {
-        if (!span_int(g->val, &corr)) return SPECIAL;
-        has_corr = 1, g->cut = 1;
-    }
-    int32_t device = 0, stream = 0;
-    int dev_set = 0, stream_set = 0;
-    Span mk = {NULL, NULL};
-    int has_mk = 0;
-    if (flags & F_DEVICE) {
-        g = find_arg(args, nargs, key[K_DEVICE], &dup);
-        if (g && !is_null(g->val)) {
-            if (!span_int(g->val, &v)) return SPECIAL;
-            if (v >= INT32_MIN && v <= INT32_MAX) device = (int32_t)v, dev_set = 1, g->cut = 1;
-        }
-        g = find_arg(args, nargs, key[K_STREAM], &dup);
-        if (g && !is_null(g->val)) {
-            if (!span_int(g->val, &v)) return SPECIAL;
-            if (v >= INT32_MIN && v <= INT32_MAX) stream = (int32_t)v, stream_set = 1, g->cut = 1;
-        }
-        Arg *dir = (flags & F_DMA) ? find_arg(args, nargs, key[K_DIRECTION], &dup) : NULL;
-        if (dir) {
-            /* an MTIA DMA transfer: a copy, its kind from the direction, bytes from size */
-            if (dir->val.s >= dir->val.e || *dir->val.s != '"') return SPECIAL;
-            int esc = 0;
-            if (!scan_string(dir->val.s, dir->val.e, &esc) || esc) return SPECIAL;
-            Span d = {dir->val.s + 1, dir->val.e - 1};
-            mk = d, has_mk = 1;
-            for (Py_ssize_t i = 0; i < pol->ndirs; i++) {
-                if (span_is(d, pol->dirs[i].from, (size_t)pol->dirs[i].from_len)) {
-                    mk.s = pol->dirs[i].to, mk.e = pol->dirs[i].to + pol->dirs[i].to_len;
-                    break;
-                }
-            }
-            dir->cut = 1;
-            g = find_arg(args, nargs, key[K_SIZE], &dup);
-            if (g) {
-                if (!is_null(g->val)) {
-                    if (!span_int(g->val, &nbytes)) return SPECIAL;
-                    has_bytes = 1;
-                }
-                g->cut = 1;
-            }
-            kind = pol->memcpy_kind;
-        } else if (flags & (F_MEMCPY | F_MEMSET)) {
-            g = find_arg(args, nargs, key[K_BYTES], &dup);
-            if (g && !is_null(g->val)) {
-                if (!span_int(g->val, &nbytes)) return SPECIAL;
-                has_bytes = 1, g->cut = 1;
-            }
-            if (flags & F_MEMCPY) {
-                g = find_arg(args, nargs, key[K_KIND], &dup);
-                if (g && g->val.s < g->val.e && *g->val.s == '"') {
-                    int esc = 0;
-                    if (!scan_string(g->val.s, g->val.e, &esc) || esc) return SPECIAL;
-                    Span k = {g->val.s + 1, g->val.e - 1};
-                    int digits = 1;
-                    for (const char *c = k.s; c < k.e; c++) {
-                        if ((unsigned char)*c >= 0x80) return SPECIAL; /* str.isdigit is Unicode-aware */
-                        if (*c < '0' || *c > '9') digits = 0;
-                    }
-                    if (k.e > k.s && !digits) mk = k, has_mk = 1, g->cut = 1;
-                }
-                /* without one, the kind from the name: convert._finish_rows */
-            }
-        }
-    } else if ((flags & F_RUNTIME) && has_corr) {
-        g = find_arg(args, nargs, key[K_SIZE], &dup);
-        if (g && !is_null(g->val)) {
-            if (!span_int(g->val, &v)) return SPECIAL;
-            if (put_i64(&o->sizes, corr) || put_i64(&o->sizes, v)) return NOMEM;
-        }
-    }
-    if (dup) return SPECIAL;
-
-    /* the args text: compact, cut keys left out, a non-canonical category added last */
-    Buf *t = &o->tmp;
-    t->n = 0;
-    if (put(t, "{", 1)) return NOMEM;
-    int first = 1;
+    /* the body: every entry compact, followed by a comma; the spans of the policy's keys */
+    size_t vs[MAX_KEYS], ve[MAX_KEYS];
+    int32_t start[MAX_KEYS], end[MAX_KEYS];
+    for (Py_ssize_t k = 0; k < pol->nkeys; k++) start[k] = end[k] = -1;
+    body->n = 0;
+    if (put(body, "{", 1)) return NOMEM;
     for (int i = 0; i < nargs; i++) {
-        if (args[i].cut) continue;
-        if (!first && put(t, ",", 1)) return NOMEM;
-        first = 0;
-        if (put(t, args[i].key.s - 1, (size_t)(args[i].key.e - args[i].key.s) + 2) || put(t, ":", 1)) return NOMEM;
-        if (!value(args[i].val.s, args[i].val.e, t, 0)) return SPECIAL;
-    }
-    if (!(flags & F_CANON)) {
-        if (!first && put(t, ",", 1)) return NOMEM;
-        first = 0;
-        if (put(t, "\"", 1) || put(t, key[K_CAT].s, (size_t)key[K_CAT].len) || put(t, "\":", 2) ||
-            put(t, ev->cat.s - 1, (size_t)(ev->cat.e - ev->cat.s) + 2))
+        int k = key_index(pol, args[i].key);
+        if (k >= 0) {
+            if (start[k] >= 0) return SPECIAL; /* twice: the Python path keeps the last value */
+            char c = *args[i].val.s;
+            if ((c == '-' || (c >= '0' && c <= '9')) && !span_is_number(args[i].val)) return SPECIAL;
+            start[k] = (int32_t)body->n;
+        }
+        if (put(body, args[i].key.s - 1, (size_t)(args[i].key.e - args[i].key.s) + 2) || put(body, ":", 1))
             return NOMEM;
+        size_t at = body->n;
+        if (!value(args[i].val.s, args[i].val.e, body, 0)) return SPECIAL;
+        if (k >= 0) vs[k] = at, ve[k] = body->n;
+        if (put(body, ",", 1)) return NOMEM;
+        if (body->n > INT32_MAX) return SPECIAL;
+        if (k >= 0) end[k] = (int32_t)body->n;
     }
-    if (put(t, "}", 1)) return NOMEM;
-    int has_args_text = !first;
 
     size_t r = o->rows;
     const char *name = ev->has_name ? ev->name.s : "";
     size_t name_len = ev->has_name ? (size_t)(ev->name.e - ev->name.s) : 0;
     if (str_put(&o->ts, r, ev->ts.s, (size_t)(ev->ts.e - ev->ts.s), 1) ||
         str_put(&o->dur, r, ev->dur.s, ev->has_dur ? (size_t)(ev->dur.e - ev->dur.s) : 0, ev->has_dur) ||
-        put_u8(&o->kind, (uint8_t)kind) ||
-        put_i64(&o->pid, pid) || put_i64(&o->tid, tid) || put_i32(&o->device, device) ||
-        put_bit(&o->device_valid, r, dev_set) || put_i32(&o->stream, stream) ||
-        put_bit(&o->stream_valid, r, stream_set) || put_i64(&o->ord, index) || int_put(&o->corr, r, corr, has_corr) ||
-        int_put(&o->ext, r, ext, has_ext) || int_put(&o->nbytes, r, nbytes, has_bytes) ||
-        str_put(&o->name, r, name, name_len, 1) ||
-        str_put(&o->mkind, r, mk.s, has_mk ? (size_t)(mk.e - mk.s) : 0, has_mk) ||
-        str_put(&o->args, r, t->p, t->n, has_args_text))
+        put_u8(&o->kind, (uint8_t)kind) || put_i64(&o->pid, pid) || put_i64(&o->tid, tid) ||
+        put_i64(&o->ord, index) || str_put(&o->name, r, name, name_len, 1) ||
+        str_put(&o->cat, r, ev->cat.s, (size_t)(ev->cat.e - ev->cat.s), 1) ||
+        str_put(&o->body, r, body->p ? body->p : "", body->n, 1))
         return NOMEM;
+    for (Py_ssize_t k = 0; k < pol->nkeys; k++) {
+        if (start[k] < 0) continue;
+        KeyCol *c = &o->keys[k];
+        if (put_i64(&c->row, (int64_t)r) || put_i32(&c->start, start[k]) || put_i32(&c->end, end[k]) ||
+            put(&c->value.data, body->p + vs[k], ve[k] - vs[k]) || put_i64(&c->value.off, (int64_t)c->value.data.n))
+            return NOMEM;
+    }
     o->rows++;
     return ROW_DONE;
 }
 
 /* Parse the event object at p (its end in *end); dispatch it. */
 static int event(Out *o, const Policy *pol, const char *base, const char *p, const char *e, const char **end,
-                 int64_t index) {
+                 int64_t index, Buf *body) {
     const char *start = p;
     Ev ev;
     memset(&ev, 0, sizeof ev);
@@ -654,10 +558,9 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
         int has_cat = ev.has_cat && !ev.cat_null;
         if (ph == 'X' && has_cat && ev.has_ts) {
             const Cat *c = find_cat(pol, ev.cat);
-            if (c) special = row(o, pol, &ev, c->kind, c->flags, index);
+            if (c) special = row(o, pol, &ev, c->kind, index, body);
         } else if ((ph == 'i' || ph == 'I') && has_cat && ev.has_ts) {
-            int flags = span_is(ev.cat, pol->instant_cat.s, (size_t)pol->instant_cat.len) ? F_CANON : 0;
-            special = row(o, pol, &ev, pol->instant_kind, flags, index);
+            special = row(o, pol, &ev, pol->instant_kind, index, body);
         } else if ((ph == 's' || ph == 'f' || ph == 't') && has_cat) {
             for (Py_ssize_t i = 0; i < pol->nflow_cats; i++) {
                 if (span_is(ev.cat, pol->flow_cats[i].s, (size_t)pol->flow_cats[i].len)) {
@@ -682,7 +585,17 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
 
 /* ---- Python entry point ------------------------------------------------------------------ */
 
-static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n); }
+/* The buffer as bytes; the buffer is freed at once, so that the copies do not all coexist with
+ * the buffers they copy. */
+static PyObject *bytes_of(Buf *b) {
+    PyObject *r = PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n);
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    return r;
+}
+
+static PyObject *str_of(StrCol *c) { return Py_BuildValue("(NNN)", bytes_of(&c->valid), bytes_of(&c->off), bytes_of(&c->data)); }
 
 static int read_names(PyObject *list, Name *names, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -693,9 +606,10 @@ static int read_names(PyObject *list, Name *names, Py_ssize_t n) {
     return 0;
 }
 
-static int read_policy(PyObject *cats, PyObject *dirs, PyObject *keys, PyObject *flow_cats, Policy *pol) {
-    if (PyList_Size(keys) != NKEYS) {
-        PyErr_SetString(PyExc_TypeError, "keys: wrong number of args keys");
+static int read_policy(PyObject *cats, PyObject *keys, PyObject *flow_cats, Policy *pol) {
+    pol->nkeys = PyList_Size(keys);
+    if (pol->nkeys < 0 || pol->nkeys > MAX_KEYS) {
+        PyErr_SetString(PyExc_TypeError, "keys: too many args keys");
         return -1;
     }
     pol->nflow_cats = PyList_Size(flow_cats);
@@ -703,28 +617,21 @@ static int read_policy(PyObject *cats, PyObject *dirs, PyObject *keys, PyObject 
         PyErr_SetString(PyExc_TypeError, "flow_cats: too many flow categories");
         return -1;
     }
-    if (read_names(keys, pol->keys, NKEYS) || read_names(flow_cats, pol->flow_cats, pol->nflow_cats)) return -1;
+    if (read_names(keys, pol->keys, pol->nkeys) || read_names(flow_cats, pol->flow_cats, pol->nflow_cats)) return -1;
+    for (Py_ssize_t k = 0; k < pol->nkeys; k++)
+        if (pol->keys[k].len < 64) pol->key_lens |= (uint64_t)1 << pol->keys[k].len;
     pol->ncats = PyList_Size(cats);
-    pol->ndirs = PyList_Size(dirs);
-    if (pol->ncats < 0 || pol->ndirs < 0) return -1;
+    if (pol->ncats < 0) return -1;
     pol->cats = calloc((size_t)pol->ncats + 1, sizeof(Cat));
-    pol->dirs = calloc((size_t)pol->ndirs + 1, sizeof(Dir));
-    if (!pol->cats || !pol->dirs) {
+    if (!pol->cats) {
         PyErr_NoMemory();
         return -1;
     }
     for (Py_ssize_t i = 0; i < pol->ncats; i++) {
         PyObject *item = PyList_GetItem(cats, i);
         char *s;
-        if (!PyArg_ParseTuple(item, "y#ii", &s, &pol->cats[i].len, &pol->cats[i].kind, &pol->cats[i].flags))
-            return -1;
+        if (!PyArg_ParseTuple(item, "y#i", &s, &pol->cats[i].len, &pol->cats[i].kind)) return -1;
         pol->cats[i].cat = s;
-    }
-    for (Py_ssize_t i = 0; i < pol->ndirs; i++) {
-        PyObject *item = PyList_GetItem(dirs, i);
-        char *a, *b;
-        if (!PyArg_ParseTuple(item, "y#y#", &a, &pol->dirs[i].from_len, &b, &pol->dirs[i].to_len)) return -1;
-        pol->dirs[i].from = a, pol->dirs[i].to = b;
     }
     return 0;
 }
@@ -732,20 +639,20 @@ static int read_policy(PyObject *cats, PyObject *dirs, PyObject *keys, PyObject 
 static PyObject *scan(PyObject *self, PyObject *a) {
     (void)self;
     Py_buffer view;
-    PyObject *cats, *dirs, *keys, *flow_cats;
+    PyObject *cats, *keys, *flow_cats;
     Policy pol;
     memset(&pol, 0, sizeof pol);
-    char *instant_cat;
-    if (!PyArg_ParseTuple(a, "y*O!O!O!O!iy#i", &view, &PyList_Type, &cats, &PyList_Type, &dirs, &PyList_Type, &keys,
-                          &PyList_Type, &flow_cats, &pol.instant_kind, &instant_cat, &pol.instant_cat.len,
-                          &pol.memcpy_kind))
+    if (!PyArg_ParseTuple(a, "y*O!O!O!i", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
+                          &pol.instant_kind))
         return NULL;
-    pol.instant_cat.s = instant_cat;
     PyObject *result = NULL;
     Out o;
     memset(&o, 0, sizeof o);
-    if (read_policy(cats, dirs, keys, flow_cats, &pol) < 0) goto done;
-    if (str_init(&o.ts) || str_init(&o.dur) || str_init(&o.name) || str_init(&o.mkind) || str_init(&o.args)) {
+    Buf body = {NULL, 0, 0};
+    if (read_policy(cats, keys, flow_cats, &pol) < 0) goto done;
+    int bad = str_init(&o.ts) || str_init(&o.dur) || str_init(&o.name) || str_init(&o.cat) || str_init(&o.body);
+    for (Py_ssize_t k = 0; k < pol.nkeys; k++) bad = bad || str_init(&o.keys[k].value);
+    if (bad) {
         PyErr_NoMemory();
         goto done;
     }
@@ -763,7 +670,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         } else {
             for (;;) {
                 const char *end = NULL;
-                status = event(&o, &pol, base, p, e, &end, index++);
+                status = event(&o, &pol, base, p, e, &end, index++, &body);
                 if (status) break;
                 p = end;
                 int more = next_item(&p, e, ']');
@@ -792,40 +699,45 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         }
         PyList_SET_ITEM(flows, i, c);
     }
-    result = Py_BuildValue(
-        "{s:n,s:n,s:(NNN),s:(NNN),s:N,s:N,s:N,s:(NN),s:(NN),s:N,s:(NN),s:(NN),s:(NN),s:(NNN),s:(NNN),s:(NNN),s:N,s:N,s:N}",
-        "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
-        "ts", bytes_of(&o.ts.valid), bytes_of(&o.ts.off), bytes_of(&o.ts.data),
-        "dur", bytes_of(&o.dur.valid), bytes_of(&o.dur.off), bytes_of(&o.dur.data),
-        "kind", bytes_of(&o.kind), "pid", bytes_of(&o.pid),
-        "tid", bytes_of(&o.tid), "device", bytes_of(&o.device_valid), bytes_of(&o.device),
-        "stream", bytes_of(&o.stream_valid), bytes_of(&o.stream),
-        "ord", bytes_of(&o.ord),
-        "correlation", bytes_of(&o.corr.valid), bytes_of(&o.corr.v),
-        "external_id", bytes_of(&o.ext.valid), bytes_of(&o.ext.v),
-        "bytes", bytes_of(&o.nbytes.valid), bytes_of(&o.nbytes.v),
-        "name", bytes_of(&o.name.valid), bytes_of(&o.name.off), bytes_of(&o.name.data),
-        "memcpy_kind", bytes_of(&o.mkind.valid), bytes_of(&o.mkind.off), bytes_of(&o.mkind.data),
-        "args", bytes_of(&o.args.valid), bytes_of(&o.args.off), bytes_of(&o.args.data),
-        "special", bytes_of(&o.special), "sizes", bytes_of(&o.sizes), "flows", flows);
+    PyObject *keycols = PyList_New(pol.nkeys);
+    if (!keycols) {
+        Py_DECREF(flows);
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < pol.nkeys; k++) {
+        KeyCol *c = &o.keys[k];
+        PyObject *t = Py_BuildValue("(NNNNN)", bytes_of(&c->row), bytes_of(&c->start), bytes_of(&c->end),
+                                    bytes_of(&c->value.off), bytes_of(&c->value.data));
+        if (!t) {
+            Py_DECREF(flows);
+            Py_DECREF(keycols);
+            goto done;
+        }
+        PyList_SET_ITEM(keycols, k, t);
+    }
+    result = Py_BuildValue("{s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+                           "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
+                           "ts", str_of(&o.ts), "dur", str_of(&o.dur), "kind", bytes_of(&o.kind),
+                           "pid", bytes_of(&o.pid), "tid", bytes_of(&o.tid), "ord", bytes_of(&o.ord),
+                           "name", str_of(&o.name), "cat", str_of(&o.cat), "body", str_of(&o.body),
+                           "keys", keycols, "special", bytes_of(&o.special), "flows", flows);
 done:
     out_free(&o);
+    free(body.p);
     free(pol.cats);
-    free(pol.dirs);
     PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, directions, keys, flow_cats, instant_kind, instant_cat, memcpy_kind)\n"
-     "  -> dict of column buffers.\n\n"
+     "scan(text, cats, keys, flow_cats, instant_kind) -> dict of column buffers.\n\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_scan", "Native scan of Kineto trace events.", -1, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_scan", "Native tokenizer of Kineto trace events.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,11 +1,15 @@
 """Converting one decoded Kineto trace into the columns of the profui ``events`` table.
 
-The Python code here defines every conversion rule. The optional C scan (:mod:`.native`)
-applies the per-event args rules of :func:`_build_columns` to the common events in bulk, with
-the categories and args keys it is handed from mapping.py, and leaves every other event to
-this code. The rules over whole columns (:func:`_finish_rows`: times, instants' durations,
-device/stream from pid/tid, a copy's kind from its name, steps) are applied once to the rows
-of both paths. Tests hold the two paths to identical output.
+Every conversion rule is defined here, once, and applied to columns. Events become rows of an
+intermediate table: their fields (``ts``/``dur`` as JSON text), their args as ``body`` (``{``,
+then every entry compact and followed by a comma) and, for each args key of
+mapping.RULE_KEYS, the raw JSON text of its value and its entry's byte span in ``body``. The
+optional native tokenizer (:mod:`.native`) builds those columns for the common events;
+:func:`_build_columns` builds them (from msgspec) for every other event, or for all of them.
+Then :func:`_args_rules` (external id, correlation, device/stream args, DMA direction/size,
+bytes, a copy's kind arg, runtime sizes, named pid/tid, the source category, compact args) and
+:func:`_finish_rows` (times, instants' durations, device/stream from pid/tid, a copy's kind from
+its name, steps) apply the rules to the rows of both paths at once. both paths at once. Tests hold the two paths to identical output.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from operator import attrgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,14 +43,17 @@ from .mapping import (
     KIND,
     KIND_BY_CAT,
     MEMCPY_NAME_PATTERN,
+    PID,
+    RULE_KEYS,
     SIZE,
     STEP_PREFIX,
     STREAM,
+    TID,
     as_int,
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import scan_events
+from .native import scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -99,25 +107,29 @@ def _device_int(value: int | None) -> int | None:
 #: are used (1024 rather than 16384 events: the whole conversion ~20% faster).
 _CHUNK_ROWS = 1_024
 
-#: Field order of the row tuples built in the loop, and their Arrow types (strings are
-#: dictionary-encoded once, at the end). ``ts``/``dur`` stay JSON text until every row is in:
-#: :func:`_finish_rows` converts them (``timeparse.us_to_ns``) for both paths at once.
+#: The intermediate row columns (both paths), and their Arrow types. ``ts``/``dur`` stay JSON text
+#: until every row is in: :func:`_finish_rows` converts them (``timeparse.us_to_ns``). ``body``:
+#: ``{`` and the args entries, each followed by a comma; ``v{k}``/``s{k}``/``e{k}``: the raw value text and the entry's byte span in
+#: ``body`` of ``RULE_KEYS[k]`` (null / -1 when absent). ``pid_name``/``tid_name``: a named id.
 _ROW_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("ts", pa.large_string()),
     ("dur", pa.large_string()),
     ("kind", pa.string()),
     ("name", pa.string()),
+    ("cat", pa.string()),
     ("pid", pa.int64()),
     ("tid", pa.int64()),
-    ("device", pa.int32()),
-    ("stream", pa.int32()),
-    ("correlation", pa.int64()),
-    ("external_id", pa.int64()),
-    ("bytes", pa.int64()),
-    ("memcpy_kind", pa.string()),
-    ("args", pa.string()),
+    ("pid_name", pa.string()),
+    ("tid_name", pa.string()),
+    ("body", pa.large_string()),
+    *(
+        field
+        for k in range(len(RULE_KEYS))
+        for field in ((f"v{k}", pa.large_string()), (f"s{k}", pa.int32()), (f"e{k}", pa.int32()))
+    ),
 )
 _CHUNK_SCHEMA = pa.schema([pa.field(n, t) for n, t in _ROW_FIELDS])
+_KEY_INDEX = {key: k for k, key in enumerate(RULE_KEYS)}
 
 #: The kind of a row of an unknown category until _finish_rows: an annotation that the step
 #: rule (for user annotations) does not apply to.
@@ -135,14 +147,36 @@ def _texts(values: list[msgspec.Raw]) -> pa.Array:
     return parts
 
 
-def _columns_to_chunk(columns: list[list]) -> pa.Table:
+#: The intermediate's columns of an args key that no row of a chunk has (sliced to its length).
+_ABSENT = (pa.nulls(_CHUNK_ROWS, pa.large_string()), pa.array(np.full(_CHUNK_ROWS, -1, np.int32)))
+
+
+def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
+    n = len(columns["kind"])
+    for k, listed in enumerate(columns["keys"]):
+        if not listed and n <= _CHUNK_ROWS:  # the common case: a key no event of the chunk has
+            text, span = (a.slice(0, n) for a in _ABSENT)
+            columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = text, span, span
+            continue
+        rows, values, starts, ends = zip(*listed, strict=True) if listed else ((), (), (), ())
+        columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
+            n,
+            np.array(rows, np.int64),
+            np.array(starts, np.int32),
+            np.array(ends, np.int32),
+            pa.array(values, pa.large_binary()),
+        )
     arrays = []
-    for (name, typ), values in zip(_ROW_FIELDS, columns, strict=True):
+    for name, typ in _ROW_FIELDS:
+        values = columns[name]
+        if not isinstance(values, list):
+            arrays.append(values)
+            continue
         if name in ("ts", "dur"):
             arrays.append(_texts(values))
-        elif name == "args":
-            arrays.append(pa.array(values, pa.binary()).cast(pa.string()))
+        elif typ == pa.large_string():
+            arrays.append(pa.array(values, pa.large_binary()).cast(typ))
         else:
             arrays.append(pa.array(values, typ))
     return pa.Table.from_arrays(arrays, schema=_CHUNK_SCHEMA)
@@ -161,7 +195,6 @@ class _Source:
         self.flow_links: list[list[Any]] = []
         self.skipped: Counter[str] = Counter()
         self.unknown_cats: Counter[str] = Counter()
-        self.runtime_size: dict[int, int] = {}
         self.ids = _Ids()
         self.repeats = 0  # metadata events skipped as verbatim repeats
 
@@ -235,114 +268,359 @@ def _select_rows(
     return keep, kinds, kept
 
 
-def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> list[list]:
-    """The row columns (in ``_ROW_FIELDS`` order) of the selected events.
-
-    Plain fields are pulled out with C-level ``map``; only the args need a Python loop: known
-    keys become columns and the rest is re-encoded as JSON text.
-    """
-    ts = list(map(_get_ts, keep))
-    dur = list(map(_get_dur, keep))
-    names = list(map(_get_name, keep))
-    cats = list(map(_get_cat, keep))
+def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> dict[str, Any]:
+    """The intermediate columns (``_ROW_FIELDS``) of the selected events: what the native
+    tokenizer makes of an event, built here from msgspec. No args rule is applied here
+    (:func:`_args_rules` applies them to the rows of both paths)."""
+    n = len(keep)
     pids = list(map(_get_pid, keep))
     tids = list(map(_get_tid, keep))
-    n = len(keep)
-    # Only device rows with a device/stream arg set these; _finish_rows fills the rest.
-    devices: list[int | None] = [None] * n
-    streams: list[int | None] = [None] * n
-    nbytes_col: list[int | None] = [None] * n
-    mkinds: list[str | None] = [None] * n
-    corrs: list[int | None] = []
-    exts: list[int | None] = []
-    args_col: list[bytes | None] = []
-    add_corr = corrs.append
-    add_ext = exts.append
-    add_args = args_col.append
-    canonical = _CANONICAL_CAT
-    device_side = DEVICE_SIDE
-    ids = src.ids
-    runtime_size = src.runtime_size
+    cols: dict[str, list] = {
+        "ts": list(map(_get_ts, keep)),
+        "dur": list(map(_get_dur, keep)),
+        "kind": kinds,
+        "name": list(map(_get_name, keep)),
+        "cat": list(map(_get_cat, keep)),
+        "pid": pids,
+        "tid": tids,
+        "pid_name": [None] * n,
+        "tid_name": [None] * n,
+    }
+    if {int} != set(map(type, pids)) | set(map(type, tids)):
+        ids = src.ids
+        for col, names in ((pids, cols["pid_name"]), (tids, cols["tid_name"])):
+            for i, value in enumerate(col):
+                if type(value) is not int:
+                    col[i], names[i] = ids.get(value)
+    bodies: list[bytes] = []
+    add_body = bodies.append
+    # per key, (row, value text, start, end) of the rows that have it (as the extension lists them)
+    listed: list[list[tuple[int, bytes, int, int]]] = [[] for _ in RULE_KEYS]
+    key_index = _KEY_INDEX
+    keyset = key_index.keys()
+    heads = {key: _encode(key) + b":" for key in RULE_KEYS}
     encode = _encode
-    named_ids = {int} != set(map(type, pids)) | set(map(type, tids))
-    i = -1
     decode_args = _decode_args
-    # Each args object is decoded just before use (not all at once): heavy args (MTIA's input
-    # shapes) then stay in the CPU cache between decoding, editing and re-encoding.
-    for kind, raw_args, cat in zip(kinds, map(_get_args, keep), cats, strict=True):
-        i += 1
+    for i, raw_args in enumerate(map(_get_args, keep)):
         try:
             args = decode_args(raw_args)
         except msgspec.ValidationError:
             args = {"args": msgspec.json.decode(raw_args)}
-        ext = args.pop(EXTERNAL_ID, None)
-        if ext is None:
-            ext = args.pop(EXTERNAL_ID_ALT, None)
-        if ext is None:
-            add_ext(None)
-        elif type(ext) is int:
-            add_ext(ext)
+        if not args:
+            add_body(b"{")
+            continue
+        text = encode(args)
+        present = keyset & args.keys()
+        if not present:
+            add_body(text[:-1] + b",")
+            continue
+        # Where each key's entry is: found in the text when it occurs there once (else the entries
+        # are encoded one by one, below). A value's text is as msgspec writes it, in either case.
+        found = []
+        for key in present:
+            head = heads[key]
+            at = text.find(head)
+            if text.find(head, at + 1) >= 0:
+                break
+            found.append((key_index[key], at, head, encode(args[key])))
         else:
-            ext_i = as_int(ext)
-            if ext_i is None:
-                args[EXTERNAL_ID] = ext
-            add_ext(ext_i)
-        corr = args.get(CORRELATION)
-        if corr is None:
-            corr_i = None
-        else:
-            corr_i = corr if type(corr) is int else as_int(corr)
-            if corr_i is not None:
-                del args[CORRELATION]
-        add_corr(corr_i)
+            for k, at, head, value_text in found:
+                listed[k].append((i, value_text, at, at + len(head) + len(value_text) + 1))
+            add_body(text[:-1] + b",")
+            continue
+        pieces: list[bytes] = [b"{"]
+        at = 1
+        rest: dict[str, Any] = {}
+        for key, value in args.items():
+            k = key_index.get(key)
+            if k is None:
+                rest[key] = value
+                continue
+            if rest:
+                piece = encode(rest)[1:-1] + b","
+                pieces.append(piece)
+                at += len(piece)
+                rest = {}
+            text = encode(value)
+            piece = encode(key) + b":" + text + b","
+            pieces.append(piece)
+            listed[k].append((i, text, at, at + len(piece)))
+            at += len(piece)
+        if rest:
+            pieces.append(encode(rest)[1:-1] + b",")
+        add_body(b"".join(pieces))
+    cols["body"] = bodies
+    cols["keys"] = listed
+    return cols
 
-        if named_ids:
-            pid = pids[i]
-            if type(pid) is not int:
-                pid, pid_name = ids.get(pid)
-                pids[i] = pid
-                if pid_name is not None:
-                    args["pid"] = pid_name
-            tid = tids[i]
-            if type(tid) is not int:
-                tid, tid_name = ids.get(tid)
-                tids[i] = tid
-                if tid_name is not None:
-                    args["tid"] = tid_name
 
-        if kind in device_side:
-            device = _device_int(as_int(args.get(DEVICE)))
-            if device is not None:
-                del args[DEVICE]
-                devices[i] = device
-            stream = _device_int(as_int(args.get(STREAM)))
-            if stream is not None:
-                del args[STREAM]
-                streams[i] = stream
-            if kind == "kernel" and cat == DMA_CATEGORY and DIRECTION in args:
-                # MTIA DMA transfers (dma_request) carry direction and size: they are copies.
-                kind = kinds[i] = "memcpy"
-                mkinds[i] = memcpy_kind_from_direction(args.pop(DIRECTION))
-                nbytes_col[i] = as_int(args.pop(SIZE, None))
-            elif kind == "memcpy" or kind == "memset":
-                nbytes = as_int(args.get(BYTES))
-                if nbytes is not None:
-                    del args[BYTES]
-                    nbytes_col[i] = nbytes
-                if kind == "memcpy":  # else from the name, in _finish_rows
-                    k = args.get(KIND)
-                    if isinstance(k, str) and k and not k.isdigit():
-                        mkinds[i] = k
-                        del args[KIND]
-        elif kind == "runtime" and corr_i is not None and SIZE in args:
-            size = as_int(args[SIZE])
-            if size is not None:
-                runtime_size[corr_i] = size
+def _ints(raw: pa.Array) -> pa.Array:
+    """``mapping.as_int`` of each raw JSON value text (null where absent or not an integer):
+    plain JSON integers in Arrow, any other value (``"0x1f"``, ``true``, ``1.5``) decoded and
+    passed to ``as_int`` itself."""
+    try:  # the common case: every value a plain JSON integer
+        return pc.cast(raw, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    plain = pc.fill_null(pc.match_substring_regex(raw, r"^-?[0-9]{1,18}$"), False)
+    out = pc.cast(pc.if_else(plain, raw, pa.scalar(None, raw.type)), pa.int64())
+    other = pc.and_(pc.invert(plain), pc.is_valid(raw))
+    if pc.any(other).as_py():
+        texts = pc.filter(raw, other).to_pylist()
+        out = pc.replace_with_mask(out, other, pa.array([as_int(_decode_json(t)) for t in texts], pa.int64()))
+    return out
 
-        if cat != canonical[kind]:
-            args[CAT] = cat
-        add_args(encode(args) if args else None)
-    return [ts, dur, kinds, names, pids, tids, devices, streams, corrs, exts, nbytes_col, mkinds, args_col]
+
+def _int32(values: pa.Array) -> pa.Array:
+    """Values that fit int32 (device and stream ids); null otherwise."""
+    fits = pc.and_(pc.greater_equal(values, _INT32[0]), pc.less_equal(values, _INT32[1]))
+    return pc.cast(pc.if_else(fits, values, pa.scalar(None, pa.int64())), pa.int32())
+
+
+def _per_value(raw: pa.Array, rule: Callable[[Any], Any], typ: pa.DataType) -> pa.Array:
+    """``rule`` of each decoded raw JSON value (None where absent), applied once per distinct
+    text: for columns of few distinct values (copy kinds, DMA directions)."""
+    if not pc.any(pc.is_valid(raw)).as_py():
+        return pa.nulls(len(raw), typ)
+    codes = pc.dictionary_encode(raw)
+    table = [rule(_decode_json(t)) for t in codes.dictionary.to_pylist()]
+    return pc.take(pa.array(table, typ), codes.indices)
+
+
+def _json_texts(values: pa.Array) -> pa.Array:
+    """Each value (strings or null) as JSON text, once per distinct value."""
+    codes = pc.dictionary_encode(values, null_encoding="encode")
+    table = [_encode(v).decode() for v in codes.dictionary.to_pylist()]
+    return pc.take(pa.array(table, pa.large_string()), codes.indices)
+
+
+def _decode_json(text: str | None) -> Any:
+    return None if text is None else msgspec.json.decode(text)
+
+
+def _memcpy_kind_arg(value: Any) -> str | None:
+    """A copy's ``kind`` arg, where it is a name (``HtoD``), not a number."""
+    if isinstance(value, str) and value and not value.isdigit():
+        return value
+    return None
+
+
+def _cut(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> pa.Array:
+    """``body`` (large_string, no nulls) with the byte spans ``[start, end)`` of each row removed
+    where its mask is true (spans relative to the row; those of one row do not overlap)."""
+    n = len(body)
+    offsets = np.frombuffer(body.buffers()[1], np.int64)[body.offset : body.offset + n + 1]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    starts, ends = [], []
+    removed = np.zeros(n, np.int64)
+    for start, end, mask in cuts:
+        rows = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+        if not len(rows):
+            continue
+        s = start.to_numpy()[rows].astype(np.int64)
+        e = end.to_numpy()[rows].astype(np.int64)
+        starts.append(offsets[rows] + s)
+        ends.append(offsets[rows] + e)
+        removed[rows] += e - s
+    if not starts:
+        return body
+    # The bytes between cut boundaries are kept or not as a whole: one mask, segment by segment.
+    cut_at, kept_at = np.concatenate(starts), np.concatenate(ends)
+    bounds = np.concatenate(([lo], cut_at, kept_at, [hi]))
+    order = np.argsort(bounds, kind="stable")
+    step = np.concatenate(([0], np.ones(len(cut_at), np.int8), -np.ones(len(kept_at), np.int8), [0]))
+    inside = np.cumsum(step[order])[:-1] > 0  # segment j: between bounds[order][j] and the next
+    keep = np.repeat(~inside, np.diff(bounds[order]))
+    data = np.frombuffer(body.buffers()[2], np.uint8)[lo:hi]
+    new_offsets = (offsets - lo) - np.concatenate(([0], np.cumsum(removed)))
+    return pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(data[keep])]
+    )
+
+
+def _close(texts: pa.Array, own: bool) -> pa.Array:
+    """Args texts ``{`` + entries each followed by a comma -> JSON objects (the last comma
+    becomes ``}``); null where there is no entry. ``own``: the texts' buffer is this function's
+    to change (made for it: no other array reads it), else it is copied."""
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + n + 1]
+    lo = int(offsets[0])
+    buf = texts.buffers()[2]
+    if buf is None:
+        data = np.zeros(0, np.uint8)
+    elif own and buf.is_mutable:
+        data = np.frombuffer(buf, np.uint8)[lo : int(offsets[-1])]
+    else:
+        data = np.frombuffer(buf, np.uint8)[lo : int(offsets[-1])].copy()
+    offsets = offsets - lo
+    valid = np.diff(offsets) > 1
+    data[offsets[1:][valid] - 1] = ord("}")
+    bitmap = np.packbits(valid, bitorder="little")
+    return pa.Array.from_buffers(
+        pa.large_string(),
+        n,
+        [pa.py_buffer(bitmap), pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(data)],
+    )
+
+
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    """One array of a column (combine_chunks copies even a single chunk)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
+    """The per-event args rules, once, over the intermediate rows of both paths (``col``, by
+    column name; ``body`` is taken out of it, to free it as soon as it is cut); returns the
+    rows (``kind`` to ``args`` as the events table has them) and the copy sizes of runtime calls
+    by correlation (AMD: :func:`_fill_memcpy_bytes`).
+
+    - ``External id`` (else ``external id``) becomes ``external_id``; one that is not an integer
+      is kept as args ``External id`` (last);
+    - an integer ``correlation`` becomes ``correlation``;
+    - on device-side kinds, ``device``/``stream`` args that fit int32 become columns (else
+      :func:`_finish_rows` takes them from pid/tid);
+    - an MTIA DMA transfer (``mtia_ccp_events`` with a ``direction``) is a copy: its kind from the
+      direction, its bytes from ``size``;
+    - a copy's or memset's integer ``bytes`` becomes ``bytes``; a copy's ``kind`` arg that is a
+      name becomes ``memcpy_kind`` (else the name gives it, in :func:`_finish_rows`);
+    - a runtime call's ``size`` (with a correlation) is recorded for its copy;
+    - a named pid/tid is kept as args ``pid``/``tid``, a category that is not the kind's canonical
+      one as args ``cat``;
+    - args are written compact; none left is null.
+    """
+
+    def raw(key: str) -> pa.Array:
+        return col[f"v{_KEY_INDEX[key]}"]
+
+    def span(key: str) -> tuple[pa.Array, pa.Array]:
+        k = _KEY_INDEX[key]
+        return col[f"s{k}"], col[f"e{k}"]
+
+    def null_text(values: pa.Array) -> pa.Array:
+        return pc.fill_null(pc.equal(values, "null"), True)
+
+    kind, cat = col["kind"], col["cat"]
+    none_i64 = pa.scalar(None, pa.int64())
+    cuts: list[tuple[pa.Array, pa.Array, pa.Array]] = []
+
+    main, alt = raw(EXTERNAL_ID), raw(EXTERNAL_ID_ALT)
+    main_none = null_text(main)
+    ext_raw = pc.if_else(main_none, alt, main)
+    ext_raw = pc.if_else(null_text(ext_raw), pa.scalar(None, ext_raw.type), ext_raw)
+    external_id = _ints(ext_raw)
+    ext_back = pc.and_(pc.is_valid(ext_raw), pc.is_null(external_id))
+    cuts.append((*span(EXTERNAL_ID), pc.is_valid(main)))
+    cuts.append((*span(EXTERNAL_ID_ALT), pc.and_(main_none, pc.is_valid(alt))))
+
+    correlation = _ints(raw(CORRELATION))
+    cuts.append((*span(CORRELATION), pc.is_valid(correlation)))
+
+    device_side = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
+    device = pc.if_else(device_side, _int32(_ints(raw(DEVICE))), pa.scalar(None, pa.int32()))
+    stream = pc.if_else(device_side, _int32(_ints(raw(STREAM))), pa.scalar(None, pa.int32()))
+    cuts.append((*span(DEVICE), pc.is_valid(device)))
+    cuts.append((*span(STREAM), pc.is_valid(stream)))
+
+    dma = pc.and_(
+        pc.and_(pc.equal(kind, "kernel"), pc.fill_null(pc.equal(cat, DMA_CATEGORY), False)),
+        pc.is_valid(raw(DIRECTION)),
+    )
+    size = _ints(raw(SIZE))
+    copy = pc.is_in(kind, pa.array(["memcpy", "memset"]))
+    bytes_arg = _ints(raw(BYTES))
+    copy_bytes = pc.and_(copy, pc.is_valid(bytes_arg))
+    nbytes = pc.if_else(dma, size, pc.if_else(copy_bytes, bytes_arg, none_i64))
+    kind_arg = _per_value(raw(KIND), _memcpy_kind_arg, pa.string())
+    copy_kind = pc.and_(pc.equal(kind, "memcpy"), pc.is_valid(kind_arg))
+    from_direction = _per_value(raw(DIRECTION), memcpy_kind_from_direction, pa.string())
+    memcpy_kind = pc.if_else(
+        dma, from_direction, pc.if_else(copy_kind, kind_arg, pa.scalar(None, pa.string()))
+    )
+    cuts.append((*span(DIRECTION), dma))
+    cuts.append((*span(SIZE), pc.and_(dma, pc.is_valid(raw(SIZE)))))
+    cuts.append((*span(BYTES), copy_bytes))
+    cuts.append((*span(KIND), copy_kind))
+
+    runtime = pc.and_(pc.and_(pc.equal(kind, "runtime"), pc.is_valid(correlation)), pc.is_valid(size))
+    runtime_size: dict[int, int] = {}
+    if pc.any(runtime).as_py():
+        runtime_size = dict(
+            zip(
+                pc.filter(correlation, runtime).to_pylist(), pc.filter(size, runtime).to_pylist(), strict=True
+            )
+        )
+
+    kind = pc.if_else(dma, pa.scalar("memcpy"), kind)
+    canon = pc.take(
+        pa.array(list(_CANONICAL_CAT.values())), pc.index_in(kind, pa.array(list(_CANONICAL_CAT)))
+    )
+    other_cat = pc.fill_null(pc.not_equal(cat, canon), True)
+
+    # The args text: the body less the cut entries, then what is added (in this order), closed.
+    cut_from = col.pop("body")
+    body = _cut(cut_from, cuts)
+    fresh = body is not cut_from  # a new buffer, which _close may change
+    del cut_from
+    empty = pa.scalar("", pa.large_string())
+
+    def text(value: str) -> pa.Scalar:
+        return pa.scalar(value, pa.large_string())
+
+    pieces = [body]
+    if pc.any(ext_back).as_py():
+        ext_piece = pc.binary_join_element_wise(
+            text(_encode(EXTERNAL_ID).decode() + ":"), ext_raw, text(","), empty
+        )
+        pieces.append(pc.if_else(ext_back, ext_piece, empty))
+    # A key the args already have is set in place (below, rarely); the others are added.
+    in_place = None
+    for key, value, when in (
+        (PID, col["pid_name"], pc.is_valid(col["pid_name"])),
+        (TID, col["tid_name"], pc.is_valid(col["tid_name"])),
+        (CAT, cat, other_cat),
+    ):
+        if not pc.any(when).as_py():
+            continue
+        has = pc.is_valid(raw(key))
+        here = pc.and_(when, has)
+        in_place = here if in_place is None else pc.or_(in_place, here)
+        piece = pc.binary_join_element_wise(
+            text(_encode(key).decode() + ":"), _json_texts(value), text(","), empty
+        )
+        pieces.append(pc.if_else(pc.and_(when, pc.invert(has)), piece, empty))
+    if len(pieces) > 1:
+        args = _close(pc.binary_join_element_wise(*pieces, empty), own=True)
+    else:
+        args = _close(body, own=fresh)
+    if in_place is not None and pc.any(in_place).as_py():
+        fixed = []
+        for i in np.flatnonzero(in_place.to_numpy(zero_copy_only=False)).tolist():
+            value = args[i].as_py()
+            d = _decode_args(value) if value is not None else {}
+            if col["pid_name"][i].is_valid:
+                d[PID] = col["pid_name"][i].as_py()
+            if col["tid_name"][i].is_valid:
+                d[TID] = col["tid_name"][i].as_py()
+            if other_cat[i].as_py():
+                d[CAT] = cat[i].as_py()
+            fixed.append(_encode(d).decode())
+        args = pc.replace_with_mask(args, in_place, pa.array(fixed, pa.large_string()))
+    out = {
+        "ts": col["ts"],
+        "dur": col["dur"],
+        "kind": kind,
+        "name": col["name"],
+        "pid": col["pid"],
+        "tid": col["tid"],
+        "device": device,
+        "stream": stream,
+        "correlation": correlation,
+        "external_id": external_id,
+        "bytes": nbytes,
+        "memcpy_kind": memcpy_kind,
+        "args": args.cast(pa.string()),
+    }
+    return pa.table(out), runtime_size
 
 
 def convert_events(
@@ -360,7 +638,6 @@ def convert_events(
     if scan is not None:
         chunks.append(scan.table)
         src.flows.update(scan.flows)
-        src.runtime_size.update(scan.runtime_size)
         events: list = [text for _, text in scan.specials]
         indices: list[int] | range = [i for i, _ in scan.specials]
         scan.specials.clear()
@@ -401,7 +678,7 @@ def convert_events(
         del keep, part
     processes, threads, spans, markers = src.processes, src.threads, src.spans, src.markers
     flows, flow_links, skipped, unknown_cats = src.flows, src.flow_links, src.skipped, src.unknown_cats
-    runtime_size, ids = src.runtime_size, src.ids
+    ids = src.ids
 
     # The JSON text is no longer needed: free it before the last columns are built and written.
     events.clear()
@@ -414,6 +691,12 @@ def convert_events(
         if python_rows and scan.table.num_rows:  # rows from both paths: back into event order
             merged = merged.take(pc.sort_indices(merged["ord"]))
         merged = merged.drop_columns(["ord"])
+    if scan is not None:
+        scan.table = None  # its buffers go with the columns below
+    rows = {name: _array(merged.column(name)) for name in merged.column_names}
+    del merged
+    merged, runtime_size = _args_rules(rows)
+    del rows
     try:
         columns = _finish_rows(merged)
         for link, ts_ns in zip(flow_links, us_list_to_ns([link[3] for link in flow_links]), strict=True):
@@ -515,7 +798,7 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     return columns
 
 
-def _chunk(columns: list[list], doc: KinetoDoc) -> pa.Table:
+def _chunk(columns: dict[str, Any], doc: KinetoDoc) -> pa.Table:
     try:
         return _columns_to_chunk(columns)
     except ValueError as exc:

@@ -72,6 +72,25 @@ CORRELATION, DEVICE, STREAM, BYTES, KIND, DIRECTION, SIZE, CAT = (
     "cat",
 )
 
+#: Every args key convert._args_rules reads, in the order of the intermediate's key columns (the
+#: native tokenizer hands back the raw value text and entry span of each; so does the pure path).
+#: ``pid``/``tid``: a named pid/tid is kept in args under these keys.
+PID, TID = "pid", "tid"
+RULE_KEYS: tuple[str, ...] = (
+    EXTERNAL_ID,
+    EXTERNAL_ID_ALT,
+    CORRELATION,
+    DEVICE,
+    STREAM,
+    BYTES,
+    KIND,
+    DIRECTION,
+    SIZE,
+    CAT,
+    PID,
+    TID,
+)
+
 #: Flow categories that only restate ``args.correlation`` (launch -> kernel): counted, not kept.
 CORRELATION_FLOWS = ("ac2g", "async_gpu")
 

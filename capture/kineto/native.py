@@ -1,10 +1,12 @@
-"""The native scan of a Kineto ``traceEvents`` array (the ``_scan`` C extension) as Arrow columns.
+"""The native tokenizer of a Kineto ``traceEvents`` array (the ``_scan`` C extension) as Arrow.
 
-The extension turns the common events into row columns in one pass over the JSON text and
-hands back the rest (metadata, profiler spans, markers, unusual events) as *specials* for the
-pure-Python converter, which remains the reference for every rule. It spells no Kineto name
-itself: :func:`_policy` hands it mapping.py's categories and args keys, and it leaves
-``ts``/``dur`` as text for :func:`.timeparse.us_to_ns`. When the extension is not
+The extension splits the common events into their fields and their args (the compact args text
+plus the raw value text and entry span of every key of mapping.RULE_KEYS) in one pass over the
+JSON text, and hands back the rest (metadata, profiler spans, markers, unusual events) as
+*specials* for the pure-Python path. It applies no conversion rule: its columns are the same
+intermediate the pure path builds (convert._build_columns), and convert._args_rules and
+convert._finish_rows apply every rule to both. It spells no Kineto name itself: :func:`_policy`
+hands it mapping.py's categories, args keys and flow categories. When the extension is not
 built (no C compiler at install time) or ``PROFUI_PURE_PYTHON=1`` is set, :func:`scan_events`
 returns None and the import runs entirely in Python, with identical results.
 """
@@ -15,27 +17,11 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .mapping import (
-    BYTES,
-    CANONICAL_CAT,
-    CAT,
-    CORRELATION,
-    CORRELATION_FLOWS,
-    DEVICE,
-    DEVICE_SIDE,
-    DIRECTION,
-    DIRECTIONS,
-    DMA_CATEGORY,
-    EXTERNAL_ID,
-    EXTERNAL_ID_ALT,
-    KIND,
-    KIND_BY_CAT,
-    SIZE,
-    STREAM,
-)
+from .mapping import CORRELATION_FLOWS, KIND_BY_CAT, RULE_KEYS
 
 try:
     from . import _scan
@@ -45,14 +31,8 @@ except ImportError:  # built without a C compiler: the pure-Python path does eve
 #: Kind names by the code the extension writes for each row.
 KIND_NAMES: tuple[str, ...] = tuple(sorted({*KIND_BY_CAT.values(), "instant", "step", "memcpy"}))
 
-#: The args keys the extension reads, in the order of its ``K_*`` enum.
-_ARG_KEYS = (EXTERNAL_ID, EXTERNAL_ID_ALT, CORRELATION, DEVICE, STREAM, BYTES, KIND, DIRECTION, SIZE, CAT)
-
 #: The flow counts the extension returns, in its order (per category of CORRELATION_FLOWS).
 _FLOW_KEYS = tuple(f"{cat}:{ph}" for cat in CORRELATION_FLOWS for ph in "sft")
-
-# Flags of a category, as _scan.c reads them.
-_F_DEVICE, _F_MEMCPY, _F_MEMSET, _F_RUNTIME, _F_DMA, _F_CANON = 1, 2, 4, 8, 16, 32
 
 
 def available() -> bool:
@@ -63,28 +43,12 @@ def available() -> bool:
 @cache
 def _policy() -> tuple:
     """The arguments of ``_scan.scan`` after the text: every name and code it matches on."""
-    cats = []
-    for cat, kind in KIND_BY_CAT.items():
-        flags = _F_DEVICE if kind in DEVICE_SIDE else 0
-        flags |= {
-            "memcpy": _F_MEMCPY,
-            "memset": _F_MEMSET,
-            "runtime": _F_RUNTIME,
-        }.get(kind, 0)
-        if cat == DMA_CATEGORY and kind == "kernel":
-            flags |= _F_DMA
-        if CANONICAL_CAT[kind] == cat:
-            flags |= _F_CANON
-        cats.append((cat.encode(), KIND_NAMES.index(kind), flags))
-    dirs = [(k.encode(), v.encode()) for k, v in DIRECTIONS.items()]
+    cats = [(cat.encode(), KIND_NAMES.index(kind)) for cat, kind in KIND_BY_CAT.items()]
     return (
         cats,
-        dirs,
-        [k.encode() for k in _ARG_KEYS],
+        [k.encode() for k in RULE_KEYS],
         [c.encode() for c in CORRELATION_FLOWS],
         KIND_NAMES.index("instant"),
-        CANONICAL_CAT["instant"].encode(),
-        KIND_NAMES.index("memcpy"),
     )
 
 
@@ -92,18 +56,16 @@ def _policy() -> tuple:
 class NativeScan:
     """What the extension made of an events array.
 
-    ``table``: the rows it converted (the converter's chunk columns, ``ts``/``dur`` still JSON
-    text and ``dur`` null where absent, plus ``ord``, the event's index in the array);
+    ``table``: the rows it split (the converter's intermediate chunk columns, ``dur`` null where
+    absent, plus ``ord``, the event's index in the array);
     ``specials``: ``(index, text)`` of every event left to the Python converter, in order;
     ``flows``: counts of the CORRELATION_FLOWS flow events it consumed, by
-    ``"cat:ph"``; ``runtime_size``: copy sizes of runtime calls by correlation (AMD);
-    ``events``: the number of events in the array.
+    ``"cat:ph"``; ``events``: the number of events in the array.
     """
 
-    table: pa.Table
+    table: pa.Table | None
     specials: list[tuple[int, memoryview]]
     flows: dict[str, int]
-    runtime_size: dict[int, int]
     events: int
 
 
@@ -125,9 +87,24 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     view = memoryview(text)
     specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
     flows = {key: c for key, c in zip(_FLOW_KEYS, res["flows"], strict=True) if c}
-    pairs = memoryview(res["sizes"]).cast("q")
-    runtime_size = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
-    return NativeScan(table, specials, flows, runtime_size, res["events"])
+    return NativeScan(table, specials, flows, res["events"])
+
+
+def spread(
+    n: int, at: np.ndarray, start: np.ndarray, end: np.ndarray, values: pa.Array
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """One args key, listed for the rows ``at`` that have it (both paths list them so), as the
+    intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere, checked to be
+    UTF-8) and its entry's span (-1 elsewhere)."""
+    spans = []
+    for part in (start, end):
+        dense = np.full(n, -1, np.int32)
+        dense[at] = part
+        spans.append(pa.array(dense))
+    has = np.zeros(n, bool)
+    has[at] = True
+    text = pc.replace_with_mask(pa.nulls(n, pa.large_string()), pa.array(has), values.cast(pa.large_string()))
+    return text, spans[0], spans[1]
 
 
 def _table(res: dict, schema: pa.Schema) -> pa.Table:
@@ -138,38 +115,31 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
     def plain(typ: pa.DataType, data: bytes) -> pa.Array:
         return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
 
-    def nullable(parts: tuple[bytes, bytes], typ: pa.DataType = pa.int64()) -> pa.Array:
-        valid, data = parts
-        return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid), pa.py_buffer(data)])
-
-    def number_column(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
-        valid, offsets, data = parts  # JSON numbers, checked by the extension: ASCII
-        return pa.Array.from_buffers(
-            pa.large_string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
-        )
-
-    def text_column(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
+    def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
         valid, offsets, data = parts
         raw = pa.Array.from_buffers(
             pa.large_binary(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
         )
-        return raw.cast(pa.large_string()).cast(pa.string())  # the first cast checks UTF-8
+        return raw.cast(pa.large_string())  # checks UTF-8
 
     columns = {
-        "ts": number_column(res["ts"]),
-        "dur": number_column(res["dur"]),
+        "ts": text(res["ts"]),
+        "dur": text(res["dur"]),
         "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
-        "name": text_column(res["name"]),
+        "name": text(res["name"]).cast(pa.string()),
+        "cat": text(res["cat"]).cast(pa.string()),
         "pid": plain(pa.int64(), res["pid"]),
         "tid": plain(pa.int64(), res["tid"]),
-        "device": nullable(res["device"], pa.int32()),
-        "stream": nullable(res["stream"], pa.int32()),
-        "correlation": nullable(res["correlation"]),
-        "external_id": nullable(res["external_id"]),
-        "bytes": nullable(res["bytes"]),
-        "memcpy_kind": text_column(res["memcpy_kind"]),
-        "args": text_column(res["args"]),
+        "body": text(res["body"]),
     }
+    for k, (rows, start, end, offsets, data) in enumerate(res["keys"]):
+        at = np.frombuffer(rows, np.int64)
+        values = pa.Array.from_buffers(
+            pa.large_binary(), len(at), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
+            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), values
+        )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(
         [*arrays, plain(pa.int64(), res["ord"])], schema=schema.append(pa.field("ord", pa.int64()))

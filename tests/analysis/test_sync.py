@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from eventrows import events_frame
 
 from profui.analysis.sync import gpu_sync_summary, sync_calls, sync_summary, sync_totals
-from profui.analysis.trace import EVENTS_POLARS_SCHEMA
 
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
-    base = {
-        "ts": 0,
-        "dur": 0,
-        "kind": "cpu_op",
-        "name": "x",
-        "pid": 1,
-        "tid": 1,
-        "device": -1,
-        "stream": -1,
-        "correlation": None,
-        "external_id": None,
-        "bytes": None,
-        "memcpy_kind": None,
-        "args": None,
-        "node": "n",
-        "rank": 0,
-    }
-    return pl.DataFrame([{**base, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+    return events_frame([{"ts": 0, "dur": 0, "kind": "cpu_op", **r} for r in rows], node="n")
 
 
 SMALL = [

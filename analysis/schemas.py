@@ -17,7 +17,6 @@ here and nowhere else; ``tests/analysis/test_schemas.py`` walks their references
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -52,15 +51,6 @@ class Table:
     def names(self) -> tuple[str, ...]:
         """Column names in declaration order."""
         return tuple(c.name for c in self.columns)
-
-    @property
-    def polars_schema(self) -> dict[str, pl.DataType]:
-        """``{column: dtype}`` (for building an empty frame of this table)."""
-        return {c.name: c.dtype for c in self.columns}
-
-    def empty(self) -> pl.DataFrame:
-        """A frame with no rows and this table's columns."""
-        return pl.DataFrame(schema=self.polars_schema)
 
 
 class SchemaError(ValueError):
@@ -639,14 +629,6 @@ def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
         return frame.select(pl.col(c.name).cast(c.dtype, strict=True) for c in decl.columns if c.name in got)
     except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
         raise SchemaError(f"{stage}/{file}: {str(exc).splitlines()[0]}") from None
-
-
-def frame_from_rows(stage: str, file: str, rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """A table rebuilt from JSON rows (``summary --json``) with its declared dtypes."""
-    decl = table(stage, file)
-    present = set(rows[0]) if rows else {c.name for c in decl.columns if not c.optional}
-    schema = {c.name: c.dtype for c in decl.columns if c.name in present}
-    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 #: The overview of a trace (``ingest/trace.json``'s ``overview``, the Summary's ``trace``).

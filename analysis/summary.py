@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from .engine import ENGINE
-from .schemas import frame_from_rows
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -61,22 +60,6 @@ class Summary:
     def table(self, section: str, name: str) -> pl.DataFrame:
         """One table (an empty frame when absent)."""
         return self.sections.get(section, {}).get(name, pl.DataFrame())
-
-    @classmethod
-    def from_json_dict(cls, doc: Mapping[str, Any]) -> Summary:
-        """The Summary of a ``to_json_dict`` document (a recorded ``summary.json``), tables rebuilt
-        with their declared dtypes."""
-        sections = {
-            stage: {name: frame_from_rows(stage, name, rows) for name, rows in tables.items()}
-            for stage, tables in doc.get("sections", {}).items()
-        }
-        return cls(
-            trace=dict(doc["trace"]),
-            params=dict(doc["params"]),
-            sections=sections,
-            takeaways=dict(doc.get("takeaways", {})),
-            notes=list(doc.get("notes", [])),
-        )
 
     def to_json_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: tables as lists of row dicts; NaN and infinities become null."""

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from .engine import ENGINE
+from .intervals import Frame, _lazy
 
 #: Event kinds of host calls that can launch device work.
 LAUNCH_KINDS: tuple[str, ...] = ("runtime", "driver")
@@ -257,30 +259,33 @@ ATEN_OP_COLUMNS: tuple[str, ...] = (
 )
 
 
-def aten_op_kernels(
-    events: pl.LazyFrame, inputs: tuple[pl.LazyFrame, pl.LazyFrame] | None = None
-) -> pl.LazyFrame:
+def aten_op_kernels(events: pl.LazyFrame, launches: Frame | None = None) -> pl.LazyFrame:
     """Which device work each ATen op launches, how often, and the delays of its first launch.
 
-    Every launch call (runtime/driver, joined to its kernel, memcpy or memset by correlation)
-    goes to the innermost ``aten::`` CPU op of its thread that wraps the call. Per op instance
-    its launched work, in launch order, forms the ``kernel_sequence`` (names joined by
-    ``" -> "``); its first launch gives the ``aten_op_delay`` (op start → launch call start)
-    and the ``runtime_delay`` (launch call start → device start). Per ``node, rank, aten_op,
-    kernel_sequence``: ``count`` (op instances) and ``mean_aten_op_delay_ns`` /
-    ``mean_runtime_delay_ns`` (means rounded to whole ns). Most frequent first. (HTA's
-    ``aten_op_kernels_and_delay``: :func:`profui.analysis.hta_variants.hta_aten_op_kernels`.)
-    ``inputs``: :func:`aten_inputs` of ``events``, already collected (to batch them with other queries).
+    Every launch (a runtime/driver call joined to its kernel, memcpy or memset by correlation:
+    :func:`kernel_launches`, or correlate's ``launches`` table when given) goes to the innermost
+    ``aten::`` CPU op of its thread that wraps the call. Per op instance its launched work, in
+    launch order, forms the ``kernel_sequence`` (names joined by ``" -> "``); its first launch
+    gives the ``aten_op_delay`` (op start → launch call start) and the ``runtime_delay`` (launch
+    call start → device start). Per ``node, rank, aten_op, kernel_sequence``: ``count`` (op
+    instances) and ``mean_aten_op_delay_ns`` / ``mean_runtime_delay_ns`` (means rounded to whole
+    ns). Most frequent first. (HTA's ``aten_op_kernels_and_delay``:
+    :func:`profui.analysis.hta_variants.hta_aten_op_kernels`.)
     """
-    pairs, ops = inputs if inputs is not None else aten_inputs(events)
-    return op_rows(op_instances(deepest_ops(pairs, ops, same_thread=True)))
-
-
-def aten_inputs(events: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """:func:`aten_op_kernels`' inputs: the launch-call/device pairs and the ``aten::`` CPU ops."""
-    pairs = launch_device_pairs(events, events.filter(pl.col("kind").is_in(LAUNCHED_KINDS)))
+    links = kernel_launches(events) if launches is None else _lazy(launches)
+    calls = links.sort("node", "rank", "launch_ts", maintain_order=True).select(
+        "node",
+        "rank",
+        pl.col("launch_tid").alias("tid"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("call_ord"),
+        pl.col("launch_ts").alias("call_ts"),
+        (pl.col("launch_ts") + pl.col("launch_dur")).alias("call_end"),
+        pl.col("name").alias("kernel_name"),
+        pl.col("ts").alias("kernel_ts"),
+    )
     ops = events.filter(pl.col("kind") == "cpu_op", pl.col("name").str.starts_with("aten::"))
-    return pairs, ops.select("node", "rank", "tid", "name", "ts", "dur")
+    ops = ops.select("node", "rank", "tid", "name", "ts", "dur")
+    return op_rows(op_instances(deepest_ops(calls, ops, same_thread=True)))
 
 
 def launch_device_pairs(
@@ -310,14 +315,13 @@ def launch_device_pairs(
     return calls.join(dev, on=["node", "rank", "correlation"], how="inner").drop("correlation")
 
 
-def _sparse_max(values: pl.Series) -> list[pl.Series]:
+def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
     """Sparse table: level ``k`` holds the max of ``values[i : i + 2**k]`` at ``i``."""
     table = [values]
     k = 1
     while (1 << k) <= len(values):
         prev, half = table[-1], 1 << (k - 1)
-        a, b = prev.head(len(prev) - half), prev.slice(half)
-        table.append(a.zip_with(a >= b, b))
+        table.append(np.maximum(prev[: len(prev) - half], prev[half:]))
         k += 1
     return table
 
@@ -325,14 +329,18 @@ def _sparse_max(values: pl.Series) -> list[pl.Series]:
 def _last_wrapping(op_ts: pl.Series, op_end: pl.Series, t: pl.Series, e: pl.Series) -> pl.Series:
     """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
     (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
-    table = _sparse_max(op_end)
-    cur = op_ts.search_sorted(t, side="right").cast(pl.Int64)
+    # numpy, not Series: ~16 levels x a handful of vector ops each, where every Series op
+    # would pay Polars' per-call overhead
+    ends, tq, eq = op_end.to_numpy(), t.to_numpy(), e.to_numpy()
+    table = _sparse_max(ends)
+    cur = np.searchsorted(op_ts.to_numpy(), tq, side="right").astype(np.int64)
     for k in range(len(table) - 1, -1, -1):
-        size = 1 << k
-        idx = cur - size
-        skip = (idx >= 0) & (table[k].gather(idx.clip(lower_bound=0)) < e)
-        cur = cur.zip_with(~skip, idx)
-    return cur - 1
+        idx = cur - (1 << k)
+        level = table[k]
+        ok = (idx >= 0) & (idx < len(level))
+        skip = ok & (level[np.clip(idx, 0, len(level) - 1)] < eq)
+        cur = np.where(skip, idx, cur)
+    return pl.Series(cur - 1)
 
 
 def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True) -> pl.LazyFrame:
@@ -390,14 +398,16 @@ def op_instances(
     matched: pl.LazyFrame, launch_order: Sequence[str] = ("call_ts", "call_ord")
 ) -> pl.LazyFrame:
     """Per op instance (``node, rank, op_tid, aten_op, op_ts``) of :func:`deepest_ops`' rows: its
-    ``kernel_sequence`` in ``launch_order`` (time; HTA: trace order) and the first launch's
-    ``aten_op_delay`` / ``runtime_delay``."""
+    ``kernel_sequence`` (the launched names in ``launch_order`` — time; HTA: trace order — as a
+    list; :func:`op_rows` joins them) and the first launch's ``aten_op_delay`` / ``runtime_delay``."""
     keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
     return (
         matched.sort(list(launch_order))
         .group_by(keys)
         .agg(
-            pl.col("kernel_name").str.join(" -> ").alias("kernel_sequence"),
+            # a list, not a joined string: grouping op_rows by lists of names is 3x cheaper
+            # than building one long string per op instance
+            pl.col("kernel_name").alias("kernel_sequence"),
             pl.col("call_ts").first().alias("_call_ts"),
             pl.col("kernel_ts").first().alias("_kernel_ts"),
         )
@@ -418,6 +428,7 @@ def op_rows(instances: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("aten_op_delay").mean().round(0).cast(pl.Int64).alias("mean_aten_op_delay_ns"),
             pl.col("runtime_delay").mean().round(0).cast(pl.Int64).alias("mean_runtime_delay_ns"),
         )
+        .with_columns(pl.col("kernel_sequence").list.join(" -> "))
         .sort(
             ["node", "rank", "count", "aten_op", "kernel_sequence"],
             descending=[False, False, True, False, False],

@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from precompile import compile_sources
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = (
     "hta-df_index_resolver-df_index_resolver.json.gz",  # largest CUDA trace (54 MB JSON, 216k events)
@@ -155,6 +157,7 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable, help="interpreter with profui installed")
     ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
     opts = ap.parse_args()
+    compile_sources()
     if not Path(opts.hta_python).exists():
         sys.exit(f"no HTA interpreter at {opts.hta_python}: create .venv-bench (see the docstring)")
 

@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from precompile import compile_sources
+
 TRAIN = r"""
 import json, os, sys, time
 import torch
@@ -143,6 +145,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--window", default="80-89")
     args = ap.parse_args()
+    compile_sources()
     first, last = (int(x) for x in args.window.split("-"))
     warm = 20  # first iterations: allocator and caches warming up
     kinds = ["alone", "no-trace", "profcap", "torch.profiler"]

@@ -38,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from precompile import compile_sources
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
 LARGEST = [
@@ -215,6 +217,7 @@ def main() -> None:
     ap.add_argument("--hta-python", default=None, help="interpreter with HolisticTraceAnalysis")
     ap.add_argument("--no-decoders", action="store_true", help="skip the JSON decoder comparison")
     args = ap.parse_args()
+    compile_sources()
 
     files = [args.traces / n for n in LARGEST[: args.files] if (args.traces / n).is_file()]
     if not files:

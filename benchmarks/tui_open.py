@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from precompile import compile_sources
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = "hta-df_index_resolver-df_index_resolver.json.gz"
 
@@ -84,6 +86,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--child-open", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    compile_sources()
     if args.child_open:
         child_open(args.child_open)
         return

@@ -24,7 +24,6 @@ from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
-from profui.analysis.engine import ENGINE
 from profui.analysis.precision import precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
@@ -224,8 +223,8 @@ def launch(ctx: StageContext) -> dict[str, Any]:
     """Launch latency distribution (per rank and overall), per kernel, outliers and histogram,
     from correlate's launch links; the kernels each ATen op launches and their delays."""
     hta = ctx.params["hta_compat"]
-    aten = (hv.hta_aten_op_kernels if hta else la.aten_op_kernels)(_events(ctx, hta))
     launches = ctx.input("correlate", "launches.parquet").lazy()
+    aten = hv.hta_aten_op_kernels(_events(ctx, hta)) if hta else la.aten_op_kernels(_events(ctx), launches)
     slow = int(round(ctx.params["slow_launch_us"] * 1000))
     late = int(round(ctx.params["late_start_us"] * 1000))
     return {
@@ -246,7 +245,7 @@ def idle(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     limit = ctx.params["max_queue_length"]
-    queue = (hv.hta_queue_length if hta else il.queue_length)(ev).collect(engine=ENGINE).lazy()
+    queue = (hv.hta_queue_length if hta else il.queue_length)(ev)
     blocked = (hv.hta_blocked_on_full_queue if hta else il.blocked_on_full_queue)(ev, limit, queue=queue)
     return {
         "breakdown.parquet": (hv.hta_idle_breakdown if hta else il.idle_breakdown)(ev),

@@ -95,6 +95,17 @@ def _find(runs: list[RunRecord], spec: str, trace: Path) -> RunRecord:
     raise PipelineError(f"{trace}: no run {rid} (latest runs: {known})")
 
 
+def _holds(run: RunRecord, stage: str, private: Path) -> bool:
+    """Whether ``run`` holds ``stage``'s succeeded output, with its files intact."""
+    rs = run.stages.get(stage)
+    return (
+        rs is not None
+        and rs.status == "succeeded"
+        and rs.artifact is not None
+        and verify(private / rs.artifact) is not None
+    )
+
+
 def plan_run(
     trace_dir: TraceDir,
     registry: Registry,
@@ -152,18 +163,15 @@ def plan_run(
                 f"{trace}: the selection needs the outputs of {', '.join(s for s in upstream if s in needed)}"
                 " but there is no earlier run to reuse them from; run `profui analyze` without --stages first"
             )
-        ref = candidates[-1]
+        # the latest run that holds every output the selection reads: a later partial run
+        # (e.g. `--stages steps`, which leaves its downstream stages out) must not shadow it
+        holding = (r for r in reversed(candidates) if all(_holds(r, name, private) for name in needed))
+        ref = next(holding, candidates[-1])
 
     reused: dict[str, StageRecord] = {}
     for name in upstream:
         rs = ref.stages.get(name) if ref else None
-        ok = (
-            rs is not None
-            and rs.status == "succeeded"
-            and rs.artifact is not None
-            and verify(private / rs.artifact) is not None
-        )
-        if ok:
+        if ref is not None and _holds(ref, name, private):
             reused[name] = rs  # type: ignore[assignment]
         elif name in needed:
             why = (

@@ -333,3 +333,29 @@ def test_a_kineto_file_is_imported_once_and_analysed_in_the_cache(tmp_path: Path
     assert [r["id"] for r in listing] == ["run-0001", "run-0002"]
     (imported,) = (tmp_path / "cache" / "imports").iterdir()
     assert len(list_runs(imported)) == 2
+
+
+def test_readme_example_passes_after_open_and_a_partial_run(trace: Path) -> None:
+    """The README's ``--stages kernels,summary --set top_n=30`` after the dashboard analysed the
+    trace and a later ``--stages steps`` run left the stages below steps out: the default
+    reference is the latest run that holds every output the selection reads, not the latest run."""
+    from profui.tui.views import dashboard_charts as dc
+    from profui.tui.views.session import TraceSession
+
+    TraceSession(trace).stage_outputs(dc.STAGES)  # what `profui open` computes
+    assert run(["analyze", str(trace), "-q", "--stages", "steps"]).returncode == 0
+    r = run(["analyze", str(trace), "-q", "--stages", "kernels,summary", "--set", "top_n=30", "--json"])
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["reference"] == "run-0001"  # the dashboard's run holds comm, launch, ...; run-0002 does not
+    st = {s["name"]: s for s in rec["stages"]}
+    assert st["kernels"]["provenance"] == "computed" and st["comm"]["provenance"] == "reused"
+    assert rec["params"]["top_n"] == 30
+    # the oracle: the trace's distinct kernel names, counted from the raw Kineto JSON
+    import gzip
+
+    raw = json.loads(gzip.decompress(shared_trace(TRACE_FILE).read_bytes()))
+    kernels = {e["name"] for e in raw["traceEvents"] if e.get("cat") == "kernel"}
+    summary = json.loads(run(["summary", str(trace), "--json", "--set", "top_n=30"]).stdout)
+    top = summary["sections"]["kernels"]["top_by_time"]
+    assert len(top) == min(30, len(kernels)) + (1 if len(kernels) > 30 else 0)

@@ -8,6 +8,7 @@ as 0–1 fractions (see :mod:`profui.analysis.schemas`).
 from __future__ import annotations
 
 import math
+import os
 import re
 from datetime import datetime
 
@@ -98,9 +99,78 @@ def plural(n: int | float, word: str) -> str:
     return f"{fmt_count(n)} {word}{suffix}"
 
 
+def fmt_gpus(active: int, listed: int) -> str:
+    """How many GPUs the trace used: ``1 of 8 GPUs active`` when the trace lists GPUs it never
+    used (Kineto lists every GPU of the machine), else ``4 GPUs`` / ``no GPU``."""
+    if active < listed:
+        return f"{active} of {plural(listed, 'GPU')} active"
+    return plural(active, "GPU") if active else "no GPU"
+
+
 def fmt_gbps(v: float | None) -> str:
     """A bandwidth in GB/s (``12.3 GB/s``)."""
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.3g} GB/s"
+
+
+def _bare(name: str) -> str:
+    """A kernel name without ``void``, namespace qualifiers and a call's argument list (types
+    that repeat the template arguments); ``Memcpy HtoD (Pageable -> Device)`` stays whole."""
+    s = re.sub(r"^void\s+", "", name.strip())
+    s = re.sub(r"\(anonymous namespace\)::|\b(?:[A-Za-z_]\w*::)+", "", s)
+    if s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, 0, -1):
+            depth += {")": 1, "(": -1}.get(s[i], 0)
+            if depth == 0:
+                if re.match(r"[\w>]", s[i - 1]):
+                    s = s[:i]
+                break
+    return s
+
+
+def _cut(s: str, width: int, head: int) -> str:
+    return s if len(s) <= width else s[:head] + "…" + s[len(s) - (width - head - 1) :]
+
+
+def elide(name: str, width: int) -> str:
+    """A long (kernel) name in ``width`` characters that keeps what tells it apart from its
+    neighbours: bare (:func:`_bare`) when too long, then its head and its tail around ``…``,
+    since related kernels share a prefix and differ in tile sizes and suffixes."""
+    if len(name) <= width:
+        return name
+    return _cut(_bare(name), width, width // 2) if width >= 2 else name[:width]
+
+
+def _around(s: str, width: int, at: int) -> str:
+    """``s`` in ``width`` characters: a short head, then the text from just before ``at``."""
+    head = min(width // 4, at)
+    room = width - head - 1
+    start = max(head, at - room // 3)
+    seg = s[start : start + room]
+    if start + room < len(s):
+        seg = seg[:-1] + "…"
+    return s[:head] + "…" + seg if start > head else s[: head + len(seg)]
+
+
+def elide_all(names: list[str], width: int) -> list[str]:
+    """:func:`elide` of each name; names that would then read the same show, instead, the part
+    where they first differ, so distinct kernels stay distinct in one table."""
+    out = [elide(n, width) for n in names]
+    if width < 12:
+        return out
+    for _ in range(4):  # a group split at its first difference may still collide further on
+        groups: dict[str, list[int]] = {}
+        for i, text in enumerate(out):
+            groups.setdefault(text, []).append(i)
+        clashes = [idx for idx in groups.values() if len({names[i] for i in idx}) > 1]
+        if not clashes:
+            break
+        for idx in clashes:
+            bare = [_bare(names[i]) for i in idx]
+            at = len(os.path.commonprefix(bare))
+            for i, b in zip(idx, bare, strict=True):
+                out[i] = _around(b, width, at)
+    return out
 
 
 def short_name(name: str, width: int = 40) -> str:

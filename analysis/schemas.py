@@ -640,6 +640,7 @@ OVERVIEW_KEYS = (
     "nodes",
     "ranks",
     "gpus",
+    "gpus_listed",
     "events",
     "start_ns",
     "end_ns",

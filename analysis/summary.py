@@ -109,6 +109,7 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
         "nodes": sorted(trace.dir.nodes),
         "ranks": sorted({r for _, r in trace.dir.ranks}),
         "gpus": int(o["gpus"]),
+        "gpus_listed": len(m.gpus),
         "events": int(o["events"]),
         "start_ns": start,
         "end_ns": end,

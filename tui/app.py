@@ -1,5 +1,5 @@
 """The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
-Runs, Timeline).
+Analyses, Timeline).
 
 Views are registered in :data:`VIEWS`, one entry each, imported directly (a broken view fails
 loudly at import). A view class is built as ``View(session, id=<name>)`` (``session`` is a
@@ -20,6 +20,7 @@ from rich.style import Style
 from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
+from textual.screen import Screen
 
 from .timeline import TimelineView
 from .views.dashboard import DashboardView
@@ -43,7 +44,7 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("dashboard", "Dashboard", "1", DashboardView),
     ViewSpec("kernels", "Kernels", "2", KernelsView),
     ViewSpec("steps", "Steps", "3", StepsView),
-    ViewSpec("runs", "Runs", "4", RunsView),
+    ViewSpec("runs", "Analyses", "4", RunsView),
     ViewSpec("timeline", "Timeline", "5", TimelineView),
 ]
 
@@ -159,14 +160,19 @@ class ProfuiApp(App[str | None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        keys = []
-        seen = set()
+        # this app's keys only: Textual's own defaults (ctrl+q, the copy keys) are not ours to
+        # list, and one action bound to several keys is one line
+        defaults = {(b.key, b.action) for cls in (App, Screen) for b in Binding.make_bindings(cls.BINDINGS)}
+        by_action: dict[tuple[str, str], list[str]] = {}
         for key, active in self.active_bindings.items():
             b = active.binding
-            if not b.description or (b.description, key) in seen:
+            if not b.description or (key, b.action) in defaults:
                 continue
-            seen.add((b.description, key))
-            keys.append((b.key_display or self.get_key_display(b), b.description))
+            shown = b.key_display or self.get_key_display(b)
+            names = by_action.setdefault((b.action, b.description), [])
+            if shown not in names:
+                names.append(shown)
+        keys = [(", ".join(names), desc) for (_, desc), names in by_action.items()]
         # the view's own keys first, plain scrolling last
         keys.sort(key=lambda kd: kd[1].startswith(("Scroll", "Page")))
         self.push_screen(HelpScreen(keys))

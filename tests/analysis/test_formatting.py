@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from profui.analysis.formatting import fmt_bytes, fmt_gbps, fmt_ns, fmt_pct, plural, short_name
+from profui.analysis.formatting import (
+    elide,
+    elide_all,
+    fmt_bytes,
+    fmt_gbps,
+    fmt_gpus,
+    fmt_ns,
+    fmt_pct,
+    plural,
+    short_name,
+)
 
 
 def test_durations_in_readable_units():
@@ -41,3 +51,30 @@ def test_sizes_counts_and_names():
     assert short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long)") == (
         "ncclKernel_AllReduce_RING_LL_Sum_float"
     )
+
+
+def test_gpu_counts_say_how_many_of_the_listed_gpus_ran():
+    assert fmt_gpus(1, 8) == "1 of 8 GPUs active"
+    assert fmt_gpus(4, 4) == "4 GPUs" and fmt_gpus(1, 1) == "1 GPU"
+    assert fmt_gpus(2, 0) == "2 GPUs"  # nothing listed (no deviceProperties)
+    assert fmt_gpus(0, 0) == "no GPU" and fmt_gpus(0, 8) == "0 of 8 GPUs active"
+
+
+def test_elision_keeps_the_part_that_tells_kernels_apart():
+    a = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4::Params)"
+    b = a.replace("64x64_32x6_tn", "256x64_16x4_nn")
+    assert elide(a, 40) == "Kernel<cutlass_80_te…x64_32x6_tn_align4>"
+    assert elide(b, 40) == "Kernel<cutlass_80_te…x64_16x4_nn_align4>"
+    assert elide("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 40) == (
+        "ncclKernel_AllReduce_RING_LL_Sum_float"
+    )
+    assert elide("Memcpy HtoD (Pageable -> Device)", 40) == "Memcpy HtoD (Pageable -> Device)"  # fits
+    assert elide("ampere_sgemm_128x64_tn", 10) == "amper…4_tn"  # 5 head, …, 4 tail
+    # two real cuDNN names differing only in the middle: the plain cut reads the same for both
+    x = "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_execute_kernel_cudnn_infer"
+    y = "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x128x32_stage5_warpsize2x2x1_g1_tensor16x8x8_execute_kernel_cudnn_infer"
+    assert elide(x, 53) == elide(y, 53)
+    cx, cy = elide_all([x, y], 53)
+    assert cx != cy and len(cx) <= 53 and len(cy) <= 53
+    assert "tilesize128x128x16" in cx and "tilesize64x128x32" in cy
+    assert elide_all(["same", "same"], 53) == ["same", "same"]

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 import typer
 
-from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
+from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_gpus, fmt_ns, fmt_pct
 
 from .errors import UserError
 from .sources import resolve_source
@@ -115,7 +115,7 @@ def render_text(summary: Any, console: Any) -> None:
     head = (
         f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
         f"status {tr['status']} · nodes {len(tr['nodes'])} · ranks {','.join(map(str, tr['ranks'])) or '-'}"
-        f" · GPUs {tr['gpus']} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
+        f" · {fmt_gpus(tr['gpus'], tr['gpus_listed'])} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
     )
     if s.params.get("hta_compat"):
         head += " · [yellow]hta_compat[/yellow]"

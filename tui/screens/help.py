@@ -34,7 +34,7 @@ class HelpScreen(ModalScreen[None]):
         lines += [f"[b]{k.ljust(width).replace('[', chr(92) + '[')}[/b]{d}" for k, d in self.keys]
         lines += [
             "",
-            "1-5 / Tab switch views · ↑↓ PgUp PgDn move · Enter opens",
+            "Tab / the number keys switch views · ↑↓ PgUp PgDn move · Enter opens",
         ]
         with VerticalScroll():
             yield Static("\n".join(lines), id="help-text")

@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from profui.analysis.catalog import display_name
-from profui.analysis.formatting import fmt_short_count
+from profui.analysis.formatting import fmt_gpus, fmt_short_count, plural
 from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView
@@ -82,12 +82,18 @@ class TraceScreen(Screen):
         t.append(("● live" if m.status == "running" else m.status), style=status_style)
         if m.synthetic:
             t.append(" · synthetic", style="italic")
-        ranks = len(d.ranks)
+        overview = self.session.overview
+        # which GPUs ran anything is an answer of the analysis; until it is in, say what is listed
+        gpus = fmt_gpus(overview["gpus"], len(m.gpus)) if overview else f"{plural(len(m.gpus), 'GPU')} listed"
         t.append(
-            f" · {len(d.nodes)} node{'s' if len(d.nodes) != 1 else ''} · {ranks} rank{'s' if ranks != 1 else ''}"
-            f" · {len(m.gpus)} GPU{'s' if len(m.gpus) != 1 else ''} · {fmt_short_count(d.num_events)} events"
+            f" · {plural(len(d.nodes), 'node')} · {plural(len(d.ranks), 'rank')}"
+            f" · {gpus} · {fmt_short_count(d.num_events)} events"
         )
         return t
+
+    def refresh_title(self) -> None:
+        """Redraw the title line (the views call it once the trace's overview is known)."""
+        self.query_one("#trace-title", Static).update(self._title_text())
 
     def _tabs_text(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")

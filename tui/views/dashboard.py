@@ -145,6 +145,9 @@ class DashboardView(TraceView):
         self.seconds = seconds
         source = self.session.source or "analysis"
         self._status(f"{len(dc.CHARTS)} charts · {source} · ] [ move · a annotation · Enter opens · ? keys")
+        refresh_title = getattr(self.screen, "refresh_title", None)
+        if callable(refresh_title):
+            refresh_title()
         self.complete = True
         self.ready = True
         self.post_message(self.Ready(seconds))

@@ -4,10 +4,11 @@ by name; Enter shows the kernel in the timeline."""
 from __future__ import annotations
 
 import polars as pl
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from profui.analysis.formatting import fmt_count
 
@@ -42,6 +43,7 @@ class KernelsView(TraceView):
     DEFAULT_CSS = """
     KernelsView .view-status { height: 1; padding: 0 1; color: $text-muted; }
     KernelsView FrameTable { height: 1fr; }
+    KernelsView #kernels-detail { height: auto; max-height: 3; padding: 0 1; background: $panel; }
     KernelsView #kernels-filter { dock: bottom; display: none; }
     KernelsView #kernels-filter.visible { display: block; }
     """
@@ -54,6 +56,8 @@ class KernelsView(TraceView):
     def compose(self) -> ComposeResult:
         yield Static("loading kernels…", id="kernels-status", classes="view-status")
         yield FrameTable(id="kernels-table", sort_by="total_ns")
+        # the table elides long names; the highlighted kernel's full name is read here
+        yield Static("", id="kernels-detail")
         yield Input(placeholder="kernel name contains… (Enter keeps, Esc clears)", id="kernels-filter")
 
     def focus_main(self) -> None:
@@ -97,6 +101,7 @@ class KernelsView(TraceView):
                 "r reverse · / filter · Enter: timeline"
             )
         self.query_one(FrameTable).set_frame(shown, COLUMNS)
+        self._show_detail()
 
     def action_filter(self) -> None:
         """Filter the kernels by name."""
@@ -124,6 +129,15 @@ class KernelsView(TraceView):
         if not event.value:
             self.query_one("#kernels-filter", Input).remove_class("visible")
         self.focus_main()
+
+    @on(DataTable.RowHighlighted, "#kernels-table")
+    def _highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        row = self.query_one(FrameTable).row_at_cursor()
+        detail = self.query_one("#kernels-detail", Static)
+        detail.update(Text(row["name"]) if row is not None else "")
 
     @on(FrameTable.Chosen, "#kernels-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:

@@ -1,4 +1,5 @@
-"""Runs view: the analysis runs recorded under ``trace/.profui/runs`` and the stages of one."""
+"""Analyses view: the analysis runs (``profui analyze``, not training runs) recorded under
+``trace/.profui/runs``, and the stages of one."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import polars as pl
 from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
+
+from profui.analysis.formatting import plural
 
 from ..widgets.frame_table import FrameTable
 from .base import TraceView
@@ -84,9 +87,15 @@ class RunsView(TraceView):
         self.records = {r.id: r for r in records}
         status = self.query_one("#runs-status", Static)
         if not records:
-            status.update(f"No analysis runs yet. Run: profui analyze {self.session.path}")
+            status.update(
+                f"No analysis runs of this trace yet (profui analyze; not training runs). Run: "
+                f"profui analyze {self.session.path}"
+            )
         else:
-            status.update(f"{len(records)} analysis run(s) · ↑↓ pick a run · its stages below")
+            status.update(
+                f"{plural(len(records), 'analysis run')} of this trace (profui analyze; not training runs)"
+                " · ↑↓ pick one · its stages below"
+            )
         table = self.query_one("#runs-table", FrameTable)
         table.set_frame(runs_frame(records), RUN_COLUMNS)
         self._show_stages()

@@ -29,6 +29,8 @@ class TraceSession:
         self._dir: TraceDir | None = None
         #: Where the last stage outputs came from (``cache``, ``computed (run-0003)``, ...).
         self.source = ""
+        #: The ingest stage's overview of the trace, once any stage outputs were read.
+        self.overview: dict[str, Any] | None = None
 
     # -- metadata (cheap) ---------------------------------------------------------------
     @property
@@ -60,6 +62,7 @@ class TraceSession:
             self._cache = {}
             self._trace = None
             self._dir = None
+            self.overview = None
 
     # -- analysis -----------------------------------------------------------------------
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -117,4 +120,5 @@ class TraceSession:
 
         got = answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress)
         self.source = got.source
+        self.overview = got.outputs.get("ingest", {}).get("trace.json", {}).get("overview")
         return got.outputs

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from profui.analysis.formatting import elide, elide_all, fmt_bytes, fmt_count, fmt_ns, fmt_pct
 
 MAX_TEXT = 70
 MIN_TEXT = 20
@@ -62,7 +62,7 @@ def format_cell(col: str, value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         value = ", ".join(map(str, value)) if not isinstance(value, dict) else str(value)
     s = str(value)
-    return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
+    return s if len(s) <= MAX_TEXT else elide(s, MAX_TEXT)
 
 
 class FrameTable(DataTable):
@@ -136,9 +136,9 @@ class FrameTable(DataTable):
             budget = self._text_budget(widths)
             if widths[0] > budget:
                 widths[0] = budget
-                for r in rows:
-                    if len(r[0]) > budget:
-                        r[0] = r[0][: budget - 1] + "…"
+                names = [str(v) for v in self._shown.get_column(self.columns_shown[0])]
+                for r, cut in zip(rows, elide_all(names, budget), strict=True):
+                    r[0] = cut
         self._fill_width = self.size.width
         for col, header, width in zip(self.columns_shown, headers, widths, strict=True):
             self.add_column(header, key=col, width=width)

@@ -70,12 +70,15 @@ class Lane:
 
 @dataclass(frozen=True)
 class Step:
-    """A training step: its number (from ``ProfilerStep#N``), name and window (relative ns)."""
+    """A training step: its number (from ``ProfilerStep#N``), name and window (relative ns);
+    ``node``/``rank`` for one rank's step, None for the job's (all ranks merged)."""
 
     number: int | None
     name: str
     t0: int
     t1: int
+    node: str | None = None
+    rank: int | None = None
 
 
 @dataclass(frozen=True)
@@ -673,7 +676,7 @@ class LodIndex:
         self.series: list[Series] = []
         self._lanes = self._make_lanes(m["lanes"])
         self._lane_by_id = {ln.id: ln for ln in self._lanes}
-        self._steps = self._make_steps(m["steps"])
+        self._steps, self._rank_steps = self._make_steps(m["steps"])
         self._files: list[list] = m.get("files", [])
         self._file_offsets = np.concatenate([[0], np.cumsum([r for _, r in self._files], dtype=np.int64)])
         self._pfiles: dict[int, pq.ParquetFile] = {}
@@ -778,9 +781,11 @@ class LodIndex:
             out.append(Series(node, source, int(device), metric, g["t"].to_numpy(), g["value"].to_numpy()))
         return out
 
-    def _make_steps(self, raw: list[dict]) -> list[Step]:
+    def _make_steps(self, raw: list[dict]) -> tuple[list[Step], list[Step]]:
+        """The job's steps (each over all ranks: earliest start to latest end) and every rank's
+        own, both in time order."""
         if not raw:
-            return []
+            return [], []
         df = pl.DataFrame(
             raw,
             schema={
@@ -797,7 +802,12 @@ class LodIndex:
             .agg(pl.col("number").first(), pl.col("t0").min(), pl.col("t1").max())
             .sort("t0")
         )
-        return [Step(r["number"], r["name"], r["t0"], r["t1"]) for r in agg.iter_rows(named=True)]
+        job = [Step(r["number"], r["name"], r["t0"], r["t1"]) for r in agg.iter_rows(named=True)]
+        own = [
+            Step(r["number"], r["name"], r["t0"], r["t1"], r["node"], r["rank"])
+            for r in df.sort("t0", "node", "rank").iter_rows(named=True)
+        ]
+        return job, own
 
     # -- structure -------------------------------------------------------------------------
     def lanes(self) -> list[Lane]:
@@ -808,9 +818,12 @@ class LodIndex:
         """One lane by id."""
         return self._lane_by_id[lane_id]
 
-    def steps(self) -> list[Step]:
-        """Training steps (merged over ranks: earliest start to latest end), in time order."""
-        return list(self._steps)
+    def steps(self, rank: int | None = None, node: str | None = None) -> list[Step]:
+        """Training steps in time order: the job's (merged over ranks: earliest start to latest
+        end), or with ``rank`` (and ``node`` where ranks repeat across nodes) that rank's own."""
+        if rank is None:
+            return list(self._steps)
+        return [s for s in self._rank_steps if s.rank == rank and (node is None or s.node == node)]
 
     @property
     def n_events(self) -> int:

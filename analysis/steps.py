@@ -169,29 +169,47 @@ def step_windows(events: Frame) -> Steps:
     return Steps(windows=windows, has_markers=has_markers, note=note)
 
 
-def step_stats(windows: Frame, column: str = "dur_ns") -> pl.LazyFrame:
-    """Step-time distribution per (node, rank): count, mean, std, min, p50, p95, max of ``column``."""
+def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RANK_BY) -> pl.LazyFrame:
+    """Step-time distribution per ``by`` (node, rank; ``()`` for one row): count, mean, std,
+    min, p50, p95, max of ``column``."""
     c = pl.col(column)
+    lf = _lazy(windows)
+    grouped = lf.group_by(list(by)) if by else lf.group_by(pl.lit(0).alias("_all"))
+    out = grouped.agg(
+        pl.len().alias("count"),
+        c.mean().alias("mean_ns"),
+        int_std(c).alias("std_ns"),
+        c.min().alias("min_ns"),
+        c.quantile(0.5, "linear").alias("p50_ns"),
+        c.quantile(0.95, "linear").alias("p95_ns"),
+        c.max().alias("max_ns"),
+    )
+    return out.sort(list(by)) if by else out.drop("_all")
+
+
+def job_steps(windows: Frame) -> pl.LazyFrame:
+    """The job's time of each step: its slowest rank's device time (``dur_ns``), which rank
+    that was, the fastest rank's time and how many ranks ran the step. With one rank it is
+    that rank's step time. Columns: step, dur_ns, node, rank, fastest_ns, ranks."""
+    lf = _lazy(windows)
     return (
-        _lazy(windows)
-        .group_by(RANK_BY)
+        lf.sort("dur_ns", *RANK_BY, descending=[True, False, False])
+        .group_by("step")
         .agg(
-            pl.len().alias("count"),
-            c.mean().alias("mean_ns"),
-            int_std(c).alias("std_ns"),
-            c.min().alias("min_ns"),
-            c.quantile(0.5, "linear").alias("p50_ns"),
-            c.quantile(0.95, "linear").alias("p95_ns"),
-            c.max().alias("max_ns"),
+            pl.col("dur_ns").first(),
+            pl.col("node").first(),
+            pl.col("rank").first(),
+            pl.col("dur_ns").min().alias("fastest_ns"),
+            pl.len().cast(pl.Int64).alias("ranks"),
         )
-        .sort(RANK_BY)
+        .sort("step")
     )
 
 
 def step_outliers(
     windows: Frame, k: float = 1.5, min_rel: float = 0.1, column: str = "dur_ns"
 ) -> pl.LazyFrame:
-    """``windows`` with ``outlier`` and ``vs_median`` (duration over the rank's median step).
+    """``windows`` with ``outlier`` and ``vs_rank_median`` (duration over the rank's median step).
 
     An outlier lies outside Tukey's fences ``[q1 − k·IQR, q3 + k·IQR]`` of its rank's steps
     AND differs from the median by more than ``min_rel`` (so near-identical steps are not
@@ -208,17 +226,17 @@ def step_outliers(
             & ((c > q3 + k * iqr) | (c < q1 - k * iqr))
             & ((c / c.median().over(RANK_BY) - 1).abs() > min_rel)
         ).alias("outlier"),
-        (c / c.median().over(RANK_BY)).alias("vs_median"),
+        (c / c.median().over(RANK_BY)).alias("vs_rank_median"),
     )
 
 
-def step_breakdown(events: Frame, steps: Steps) -> pl.LazyFrame:
+def step_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
     """Per step: device busy time, its split by kernel type, and idle within the device window.
 
     Columns: node, rank, step, dur_ns, busy_ns, computation_ns, communication_ns, memory_ns
     (union per type of the step's own device work; types may overlap), idle_ns = dur − busy.
     """
-    m = steps.windows.lazy()
+    m = _lazy(windows)
     work = step_device_events(events, m)
     keys = [*RANK_BY, "step"]
     busy = union_length(work.select(*keys, "start", "end"), keys, "busy_ns")
@@ -255,7 +273,7 @@ def histogram_buckets(values: list[int], max_buckets: int = MAX_HISTOGRAM_BUCKET
     """How many equal-width buckets a histogram of ``values`` gets.
 
     Freedman–Diaconis: bucket width ``2·IQR·n^(-1/3)``, so ``ceil(range / width)`` buckets, at
-    most ``max_buckets``. When the IQR is 0 (most steps equal) it falls back to Sturges'
+    most ``max_buckets`` and at most ``ceil(sqrt(n)) + 1`` (5 steps get 4 buckets, not 17). When the IQR is 0 (most steps equal) it falls back to Sturges'
     ``ceil(log2 n) + 1``; when every value is equal, one bucket.
     """
     n = len(values)
@@ -270,7 +288,8 @@ def histogram_buckets(values: list[int], max_buckets: int = MAX_HISTOGRAM_BUCKET
         k = math.ceil((hi - lo) / (2 * iqr * n ** (-1 / 3)))
     else:
         k = math.ceil(math.log2(n)) + 1
-    return max(1, min(max_buckets, k))
+    # a histogram of a handful of steps with more buckets than about sqrt(n) shows gaps, not a shape
+    return max(1, min(max_buckets, k, math.ceil(math.sqrt(n)) + 1))
 
 
 def step_histogram(

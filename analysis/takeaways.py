@@ -184,31 +184,27 @@ def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame) -> str:
     )
 
 
-def step_times(windows: pl.DataFrame) -> pl.DataFrame:
-    """One device time per step for the job: the slowest rank's (``step``, ``dur_ns``)."""
-    return windows.group_by("step").agg(pl.col("dur_ns").max()).sort("step")
-
-
-def steps_takeaway(windows: pl.DataFrame) -> str:
-    """Step count, median step time (slowest rank per step) and the slowest step against it."""
+def steps_takeaway(windows: pl.DataFrame, job: pl.DataFrame, job_stats: pl.DataFrame) -> str:
+    """Step count, the job's median step time (its ``job_stats`` p50: the slowest rank per step
+    when there are several) and the slowest step against it."""
     if windows.is_empty() or (windows["name"] == "(whole trace)").all():
         return "No step markers: the trace is analysed as one window."
-    per = step_times(windows)
-    d = per["dur_ns"].cast(pl.Float64)
-    med = d.median()
+    med = float(job_stats["p50_ns"][0]) if job_stats.height else None
     ranks = windows.select("node", "rank").n_unique()
-    who = " (slowest rank)" if ranks > 1 else ""
-    text = f"{plural(per.height, 'step')}, median {fmt_ns(med)}{who}"
-    if per.height > 1 and med:
-        worst = per.sort("dur_ns", descending=True).row(0, named=True)
+    who = " (slowest rank per step)" if ranks > 1 else ""
+    text = f"{plural(job.height, 'step')}, median {fmt_ns(med)}{who}"
+    if job.height > 1 and med:
+        worst = job.sort(["dur_ns", "step"], descending=[True, False]).row(0, named=True)
         slow = worst["dur_ns"] / med - 1
+        where = f" (rank {worst['rank']})" if ranks > 1 else ""
         if slow >= STEP_OUTLIER_FRACTION:
             if slow >= 1:  # "51238% slower" reads worse than "takes 513× the median"
-                text += f"; step {worst['step']} takes {slow + 1:,.1f}× the median"
+                text += f"; step {worst['step']}{where} takes {slow + 1:,.1f}× the median"
             else:
-                text += f"; step {worst['step']} is {fmt_pct(slow, 0)} slower"
+                text += f"; step {worst['step']}{where} is {fmt_pct(slow, 0)} slower"
         else:
-            text += f", within ±{fmt_pct(max(slow, 1 - d.min() / med), 0)} — steady"
+            low = 1 - float(job_stats["min_ns"][0]) / med
+            text += f", within ±{fmt_pct(max(slow, low), 0)} — steady"
     return text + "."
 
 
@@ -344,7 +340,10 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "kernel_total": (kernel_total_takeaway, (("kernels", "stats.parquet"),)),
     "top_time": (top_time_takeaway, (("kernels", "top_by_time.parquet"),)),
     "top_count": (top_count_takeaway, (("kernels", "top_by_count.parquet"), ("kernels", "stats.parquet"))),
-    "steps": (steps_takeaway, (("steps", "windows.parquet"),)),
+    "steps": (
+        steps_takeaway,
+        (("steps", "windows.parquet"), ("steps", "job.parquet"), ("steps", "job_stats.parquet")),
+    ),
     "precision": (precision_takeaway, (("precision", "shares.parquet"),)),
     "activity": (activity_takeaway, (("activity", "shares.parquet"),)),
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),

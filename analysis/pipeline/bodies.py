@@ -102,7 +102,8 @@ def _retag_steps(events: pl.LazyFrame, pattern: str) -> pl.LazyFrame:
 
 
 def steps(ctx: StageContext) -> dict[str, Any]:
-    """Step windows mapped to the device, step-time distribution and the outlier steps."""
+    """Step windows mapped to the device per rank, their distribution, outliers, histogram and
+    device-work breakdown; the job's step time (the slowest rank's) and its distribution."""
     ev = _events(ctx, ctx.params["hta_compat"])
     pattern = ctx.params["step_annotation"]
     if pattern:
@@ -115,6 +116,10 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "stats.parquet": stp.step_stats(windows.lazy()),
         "outliers.parquet": outliers.filter(pl.col("outlier")),
         "histogram.parquet": stp.step_histogram(windows),
+        # HTA has no per-step breakdown: measured on the exact events under hta_compat too
+        "breakdown.parquet": stp.step_breakdown(ctx.trace.cached_events(), windows),
+        "job.parquet": Derived(lambda out: stp.job_steps(out["windows.parquet"])),
+        "job_stats.parquet": Derived(lambda out: stp.step_stats(out["job.parquet"], by=())),
         "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
     }
 

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from profui.analysis import takeaways as tk
+from profui.analysis.steps import job_steps, step_stats
 
 BUSY = pl.DataFrame(
     {"device": [0, 1], "busy_ns": [540, 540], "span_ns": [1000, 1000], "busy_share": [0.54, 0.54]}
@@ -43,9 +44,27 @@ def _windows(steps: list[int], durs: list[int], ranks: tuple[int, ...] = (0,)) -
     )
 
 
+def _steps(windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The steps stage's windows, job and job_stats tables of ``windows``."""
+    job = job_steps(windows).collect()
+    return windows, job, step_stats(job, by=()).collect()
+
+
 def test_steps_take_the_slowest_rank_and_say_so():
     two = pl.concat([_windows([1, 2, 3], [100, 100, 100]), _windows([1, 2, 3], [100, 200, 100], ranks=(1,))])
-    assert tk.steps_takeaway(two) == "3 steps, median 100 ns (slowest rank); step 2 takes 2.0× the median."
+    assert tk.steps_takeaway(*_steps(two)) == (
+        "3 steps, median 100 ns (slowest rank per step); step 2 (rank 1) takes 2.0× the median."
+    )
+
+
+def test_the_jobs_step_is_its_slowest_ranks():
+    a = _windows([1, 2, 3], [100, 250, 90])
+    b = _windows([1, 2, 3], [120, 200, 90], ranks=(1,))
+    job = job_steps(pl.concat([a, b])).collect()
+    # hand-checked: step 1 rank 1 (120 > 100), step 2 rank 0 (250 > 200), step 3 a tie → rank 0
+    assert job.rows() == [(1, 120, "n", 1, 100, 2), (2, 250, "n", 0, 200, 2), (3, 90, "n", 0, 90, 2)]
+    st = step_stats(job, by=()).collect().row(0, named=True)
+    assert (st["count"], st["min_ns"], st["p50_ns"], st["max_ns"]) == (3, 90, 120.0, 250)
 
 
 def test_kernels_steps_and_sync_wording():
@@ -65,11 +84,13 @@ def test_kernels_steps_and_sync_wording():
         "b takes 95% of kernel time; the top 2 take 100%."
     )
     windows = _windows([1, 2, 3], [100, 100, 130])
-    assert tk.steps_takeaway(windows) == "3 steps, median 100 ns; step 3 is 30% slower."
-    assert tk.steps_takeaway(_windows([], [])) == "No step markers: the trace is analysed as one window."
+    assert tk.steps_takeaway(*_steps(windows)) == "3 steps, median 100 ns; step 3 is 30% slower."
+    assert tk.steps_takeaway(*_steps(_windows([], []))) == (
+        "No step markers: the trace is analysed as one window."
+    )
     # a first profiled step that carries the profiler's start-up: a ratio, not "51238% slower"
     warm = _windows([10, 11, 12], [1_000_000, 1_000, 1_000])
-    assert tk.steps_takeaway(warm) == "3 steps, median 1 µs; step 10 takes 1,000.0× the median."
+    assert tk.steps_takeaway(*_steps(warm)) == "3 steps, median 1 µs; step 10 takes 1,000.0× the median."
     totals = pl.DataFrame({"calls": [10], "blocked_ns": [60], "window_ns": [1000], "share": [0.06]})
     assert tk.sync_takeaway(totals) == (
         "Host blocked 60 ns in 10 synchronize calls (6% of host time) — frequent syncs stall the launch pipeline."

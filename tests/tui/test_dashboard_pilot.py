@@ -225,7 +225,7 @@ def test_enter_jumps_from_chart_to_table_and_from_table_to_timeline(trace: Path)
             await wait_for(pilot, lambda: screen.query_one("#steps").ready, 500)
             first = steps.row_at_cursor()
             await pilot.press("enter")
-            assert calls[-1] == {"step": first["step"], "rank": first["rank"]}
+            assert calls[-1] == {"step": first["step"], "rank": first["rank"], "node": first["node"]}
 
     run(go())
 

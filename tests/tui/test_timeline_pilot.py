@@ -122,7 +122,9 @@ def test_step_jump_next_prev(imported: Path, raw: pl.DataFrame) -> None:
             await pilot.press("N", "N")
             assert (st.t0, st.t1) == pytest.approx(step_window(raw, 4))
             await pilot.press("g", "9", "enter")
-            assert "no step 9" in status(view)
+            numbers = sorted(int(n.split("#")[1]) for n in raw.filter(pl.col("kind") == "step")["name"])
+            assert numbers == [4, 5, 6]
+            assert "no step 9 (steps 4–6)" in status(view)  # says which steps exist
 
     run(go())
 

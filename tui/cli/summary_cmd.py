@@ -269,19 +269,21 @@ def render_text(summary: Any, console: Any) -> None:
         )
     )
     st = tb("steps", "stats")
+    stat_cols = [
+        ("count", "steps", _num),
+        ("mean_ns", "mean", fmt_ns),
+        ("min_ns", "min", fmt_ns),
+        ("p50_ns", "p50", fmt_ns),
+        ("p95_ns", "p95", fmt_ns),
+        ("max_ns", "max", fmt_ns),
+    ]
+    if st.height > 1:  # several ranks: the job's step is its slowest rank's
+        P(_table("Step time of the job (slowest rank per step)", tb("steps", "job_stats"), stat_cols))
     P(
         _table(
-            "Step-time distribution",
+            "Step-time distribution per rank" if st.height > 1 else "Step-time distribution",
             st,
-            [
-                *_where(st),
-                ("count", "steps", _num),
-                ("mean_ns", "mean", fmt_ns),
-                ("min_ns", "min", fmt_ns),
-                ("p50_ns", "p50", fmt_ns),
-                ("p95_ns", "p95", fmt_ns),
-                ("max_ns", "max", fmt_ns),
-            ],
+            [*_where(st), *stat_cols],
         )
     )
     out = tb("steps", "outliers")
@@ -294,7 +296,7 @@ def render_text(summary: Any, console: Any) -> None:
                     *_where(out),
                     ("step", "step", _text),
                     ("dur_ns", "device time", fmt_ns),
-                    ("vs_median", "× median", _num),
+                    ("vs_rank_median", "× rank median", _num),
                 ],
             )
         )

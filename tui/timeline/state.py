@@ -227,9 +227,11 @@ class TimelineState:
                 best = i
         return best
 
-    def goto_step(self, number: int | str, rank: int | None = None) -> bool:
-        """Fill the screen with step ``number`` (a ``ProfilerStep#N`` number or name)."""
-        for s in self.ix.steps():
+    def goto_step(self, number: int | str, rank: int | None = None, node: str | None = None) -> bool:
+        """Fill the screen with step ``number`` (a ``ProfilerStep#N`` number or name): the job's
+        window, or with ``rank`` that rank's own window with its lanes under the cursor."""
+        steps = self.ix.steps(rank=rank, node=node) if rank is not None else self.ix.steps()
+        for s in steps:
             if (
                 (isinstance(number, str) and s.name == number)
                 or s.number == number
@@ -237,11 +239,25 @@ class TimelineState:
             ):
                 pad = (s.t1 - s.t0) * 0.01
                 self.set_window(s.t0 - pad, s.t1 + pad)
-                self.message = f"{s.name}: {_fmt(s.t1 - s.t0)}"
+                who = f" (rank {rank})" if rank is not None else ""
+                self.message = f"{s.name}{who}: {_fmt(s.t1 - s.t0)}"
+                if rank is not None:
+                    self._show_rank(rank, node)
                 return True
-        self.message = f"no step {number}"
+        self.message = (
+            f"no step {number}{' on rank ' + str(rank) if rank is not None else ''}" + _valid_steps(steps)
+        )
         self.version += 1
         return False
+
+    def _show_rank(self, rank: int, node: str | None) -> None:
+        """Unfold ``rank``'s lanes and put the cursor on its header, at the top of the screen."""
+        for lane in self.ix.lanes():
+            if lane.kind == "rank" and lane.rank == rank and (node is None or lane.node == node):
+                self._reveal(lane)
+                if self._cursor_to(lambda r, lid=lane.id: r.lane.id == lid):
+                    self.top = self.cursor
+                return
 
     def next_step(self, direction: int) -> bool:
         """Show the next (``direction`` 1) or previous (-1) step after/before the one in view."""
@@ -398,6 +414,17 @@ class TimelineState:
         elif self.cursor >= self.top + height:
             self.top = self.cursor - height + 1
         self.top = max(0, min(self.top, max(len(self.visible_rows()) - height, 0)))
+
+
+def _valid_steps(steps: list) -> str:
+    """``" (steps 3–42)"``: the step numbers there are, for a message about a missing one."""
+    numbers = sorted({s.number for s in steps if s.number is not None})
+    if not numbers:
+        return " (no step markers in this trace)" if not steps else ""
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f" (steps {numbers[0]}–{numbers[-1]})" if len(numbers) > 1 else f" (only step {numbers[0]})"
+    shown = ", ".join(map(str, numbers[:8])) + (", …" if len(numbers) > 8 else "")
+    return f" (steps {shown})"
 
 
 def _fmt(ns: float) -> str:

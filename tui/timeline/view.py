@@ -92,11 +92,13 @@ class TimelineView(TraceView):
         rank: int | None = None,
         ts_ns: int | None = None,
         pos: int | None = None,
+        node: str | None = None,
         **_: Any,
     ) -> None:
-        """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``) or a step."""
+        """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``) or a
+        step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view)."""
         if self.state is None:
-            self._pending = dict(kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos)
+            self._pending = dict(kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos, node=node)
             return
         st = self.state
         st.message = ""
@@ -111,7 +113,7 @@ class TimelineView(TraceView):
                 st.select(p, fill=True)
                 st.message = f"kernel {kernel[:50]}"
         elif step is not None:
-            st.goto_step(step, rank=rank)
+            st.goto_step(step, rank=rank, node=node)
         self.query_one(TimelineCanvas).refresh()
         self._update()
 

@@ -259,13 +259,15 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     hist = frame(outputs, "steps", "histogram.parquet")
     if hist.height:
         hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
-    if hist.height:  # analysis' histogram; the slowest steps are named in the note beneath
+    # up to MAX_STEP_BARS steps each get a bar; more get analysis' histogram (the slowest
+    # steps are named in the note beneath)
+    if hist.height and mine.height > MAX_STEP_BARS:
         bars, label_width = histogram_bars(hist, mine, flagged)
         shown = shown.head(0)
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
         text = fmt_ns(r["dur_ns"]) + (
-            f" ×{r['vs_median']:.2f} median" if r.get("vs_median") is not None else ""
+            f" ×{r['vs_rank_median']:.2f} rank median" if r.get("vs_rank_median") is not None else ""
         )
         bars.append(
             Bar(
@@ -277,15 +279,24 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
     if 0 < shown.height < mine.height:
         text.append(f" · the {shown.height} slowest shown")
-    elif hist.height:
+    elif hist.height and not shown.height:
         text.append(f" · {hist.height} bucket{'s' if hist.height != 1 else ''}")
     note = Text()
     st = stats.filter((pl.col("node") == node) & (pl.col("rank") == rank)) if stats.height else stats
     if st.height:
         r = st.row(0, named=True)
+        label = {"p50_ns": "median"}
         note.append(
-            " · ".join(f"{k.removesuffix('_ns')} {fmt_ns(r[k])}" for k in STEP_STATS if r.get(k) is not None)
+            f"rank {rank}: "
+            + " · ".join(
+                f"{label.get(k, k.removesuffix('_ns'))} {fmt_ns(r[k])}"
+                for k in STEP_STATS
+                if r.get(k) is not None
+            )
         )
+    job = frame(outputs, "steps", "job_stats.parquet")
+    if len(ranks) > 1 and job.height:
+        note.append(f"\njob median {fmt_ns(job['p50_ns'][0])} (slowest rank per step)")
     slowest = mine.sort("dur_ns", descending=True).head(3)
     line = "slowest: " + ", ".join(
         f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows()

@@ -87,17 +87,6 @@ class TraceSession:
                 self._trace = open_trace(self.path)
             return self._trace
 
-    def step_breakdown(self, windows: Any) -> Any:
-        """Per step: busy, idle and busy by kernel type (``profui.analysis.steps.step_breakdown``)."""
-
-        def compute() -> Any:
-            from profui.analysis.steps import Steps, step_breakdown
-
-            ev = self.trace().cached_events()
-            return step_breakdown(ev, Steps(windows=windows, has_markers=True, note="")).collect()
-
-        return self.memo("step_breakdown", compute)
-
     # -- the dashboard's stage outputs --------------------------------------------------
     def stage_outputs(
         self,

@@ -8,7 +8,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from profui.analysis.formatting import fmt_count
+from profui.analysis.formatting import fmt_ns, plural
 
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
@@ -21,7 +21,7 @@ LEADING = [
     "rank",
     "outlier",
     "dur_ns",
-    "vs_median",
+    "vs_rank_median",
     "busy_ns",
     "idle_ns",
     "computation_ns",
@@ -37,7 +37,7 @@ KEYS = ["node", "rank", "step"]
 
 def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
     """``windows`` with ``outlier`` (the step is among analysis' outlier steps) and, for those,
-    analysis' ``vs_median``."""
+    analysis' ``vs_rank_median``."""
     if windows.height == 0 or "outlier" in windows.columns:
         return windows
     keys = [k for k in KEYS if k in windows.columns and k in outliers.columns]
@@ -45,19 +45,20 @@ def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame
         return windows.with_columns(pl.lit(False).alias("outlier"))
     if "outlier" in outliers.columns:
         outliers = outliers.filter(pl.col("outlier"))
-    extra = [c for c in ("vs_median",) if c in outliers.columns and c not in windows.columns]
+    extra = [c for c in ("vs_rank_median",) if c in outliers.columns and c not in windows.columns]
     flagged = outliers.select(*keys, *extra).unique(keys).with_columns(pl.lit(True).alias("outlier"))
     return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
 
 
-def per_step_frame(outputs: dict, breakdown: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per step and rank: the steps stage's windows with the outliers marked, plus
-    analysis' per-step breakdown when given."""
+def per_step_frame(outputs: dict) -> pl.DataFrame:
+    """One row per step and rank: the steps stage's windows with the outliers marked and its
+    per-step breakdown (busy, idle, by kernel type) joined."""
     windows = dc.frame(outputs, "steps", "windows.parquet")
     if windows.height == 0:
         return windows
     frame = mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet"))
-    if breakdown is not None and breakdown.height:
+    breakdown = dc.frame(outputs, "steps", "breakdown.parquet")
+    if breakdown.height:
         extra = [c for c in breakdown.columns if c not in frame.columns or c in KEYS]
         frame = frame.join(breakdown.select(extra), on=KEYS, how="left")
     return frame
@@ -95,29 +96,27 @@ class StepsView(TraceView):
         except Exception as exc:
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        call(self._show, per_step_frame(outputs))
-        windows = dc.frame(outputs, "steps", "windows.parquet")
-        if windows.height:
-            call(self._status, "computing the per-step breakdown (busy, idle, compute, comm, memory)…")
-            try:
-                breakdown = self.session.step_breakdown(windows)
-            except Exception as exc:
-                call(self._status, f"per-step breakdown failed: {type(exc).__name__}: {exc}")
-                return
-            call(self._show, per_step_frame(outputs, breakdown))
+        call(self._show, per_step_frame(outputs), dc.frame(outputs, "steps", "job_stats.parquet"))
 
     def _status(self, line: str) -> None:
         self.query_one("#steps-status", Static).update(line)
 
-    def _show(self, frame: pl.DataFrame) -> None:
+    def _show(self, frame: pl.DataFrame, job_stats: pl.DataFrame) -> None:
         if frame.height == 0:
             self._status("No steps: no step markers in this trace")
             self.query_one(FrameTable).set_frame(frame)
             return
         n_out = int(frame["outlier"].sum()) if "outlier" in frame.columns else 0
+        ranks = frame.select("node", "rank").n_unique()
+        median = f"median {fmt_ns(job_stats['p50_ns'][0])}" if job_stats.height else ""
+        if ranks > 1:
+            head = f"{plural(frame['step'].n_unique(), 'step')} × {ranks} ranks · job {median} (slowest rank per step)"
+        else:
+            head = f"{plural(frame.height, 'step')} · {median}"
+        ratio = " · vs rank median = step ÷ its rank's median" if "vs_rank_median" in frame.columns else ""
         self._status(
-            f"{fmt_count(frame.height)} step rows · {n_out} outlier(s) ● · s sort · r reverse · "
-            "Enter: timeline"
+            f"{head}{ratio} · {plural(n_out, 'outlier')} ● · "
+            "s sort · r reverse · Enter: that rank's step in the timeline"
         )
         # one node (or one rank) needs no column saying so: 80 columns are precious
         same = {c for c in ("node", "rank") if c in frame.columns and frame[c].n_unique() == 1}
@@ -128,7 +127,8 @@ class StepsView(TraceView):
     @on(FrameTable.Chosen, "#steps-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:
         where = {"step": event.row["step"]}
-        if "rank" in event.row:
-            where["rank"] = event.row["rank"]
+        for key in ("rank", "node"):  # that rank's own step, its lanes in view
+            if event.row.get(key) is not None:
+                where[key] = event.row[key]
         if not self.app.goto_timeline(**where):  # type: ignore[attr-defined]
             self.app.notify("the timeline view is not available", severity="warning")

@@ -2,6 +2,14 @@
 
 Which rule decides, per kernel (column ``rule``):
 
+0. ``kernel_name`` — first, kernels that move bytes rather than compute are set apart by name
+   (:data:`_BYTE_MOVERS`): NCCL/RCCL collectives (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+   ``ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t``, ``ncclDevKernel_SendRecv``) are
+   ``communication``; memcpy/memset kernels and PyTorch's type-erased copies
+   (``CatArrayBatchedCopy_aligned16_contig<OpaqueType<4u>, …>``) are ``memory``. Their time
+   takes no part in the precision shares (:data:`EXCLUDED`): an ``_int8_t`` NCCL kernel moves
+   raw bytes, and a ``float`` AllReduce or a recorded op dtype says nothing about the arithmetic
+   of the model, so neither the launching op's dtypes nor the name's type decide for them.
 1. ``input_dtypes`` — the launching CPU op's input dtypes, when the trace recorded them
    (``record_shapes=True`` puts ``Input type`` in the op's args). The op is found by the
    kernel's ``external_id`` (Kineto copies the op's External id onto its kernels), else through
@@ -10,12 +18,29 @@ Which rule decides, per kernel (column ``rule``):
    launching thread and still encloses it. Among the
    op's tensor inputs the narrowest floating type wins (FP8 > BF16 > FP16 > FP32), then FP64
    (reported as ``other``), then INT8, INT32; other integer/bool inputs give ``other``. An
-   FP32 op whose kernel name says ``tf32`` is TF32 (the dtype cannot show tensor-core TF32).
-2. ``kernel_name`` — otherwise, patterns in the kernel name: fp8/e4m3/e5m2 → FP8;
-   bf16/bfloat16 → BF16; tf32 → TF32; fp16/half/hgemm/h884/h1688/h16816/s16816/f16 → FP16;
-   int8/imma/igemm/i8816/i16832 → INT8; int32 → INT32; sgemm/fp32/f32/float → FP32;
-   double/dgemm/fp64 → other.
-3. ``none`` — neither says anything: ``unknown``.
+   FP32 op whose kernel the name rules call TF32 is TF32 (the dtype cannot show tensor-core
+   TF32: ``aten::mm`` on float tensors runs ``cutlass_80_tensorop_s1688gemm`` on an A100).
+2. ``kernel_name`` — otherwise, the first of :data:`_NAME_RULES` that matches the lower-cased
+   name. Families that spell the type in a fixed place go first (cuBLASLt ``nvjet_<A><compute>
+   <D>_``: ``nvjet_tst`` BF16, ``nvjet_hsh`` FP16, ``nvjet_sss`` FP32, ``nvjet_sss_tf32`` TF32;
+   AMD Tensile ``Cijk_Ailk_Bljk_<type>``: ``SB`` FP32, ``H…`` FP16, ``B…`` BF16); then type names
+   anywhere in the name — template arguments and the cuBLAS/cutlass/xmma/cuDNN type fields
+   (``<c10::BFloat16>``, ``cutlass::bfloat16_t``, ``sm80_xmma_gemm_f16f16_…``,
+   ``cutlass_70_wmma_tensorop_f16_s161616gemm_f16``, ``tf32f32``, ``tfloat32_t``); then
+   tensor-core instruction shapes that carry no type name: ``s1688``/``s1684`` (FP32
+   accumulate, 16x8x8 / 16x8x4 MMA) are TF32 — the half variants always add ``f16``/``bf16``
+   (``cutlass_75_tensorop_bf16_s1688gemm_bf16``), decided above — while ``s16816``, ``h1688``,
+   ``h884`` … exist only for half inputs and, without ``bf16`` in the name, are FP16; then
+   single-precision families (``ampere_sgemm``, ``cudnn_infer_volta_scudnn``, ``ampere_gcgemm``
+   complex single, ``sm80_xmma_gemm_f32f32_…_ffma``, ``<float>``), before FP64 (``double``,
+   reported as ``other``) so that, as with dtypes, the narrowest floating type named wins
+   (``uniform_and_transform<float, …>(…, double, double, …)`` is FP32); last, the first integer
+   template or lambda argument (``FillFunctor<int>`` INT32, ``CUDAFunctorOnSelf_add<long>``,
+   ``direct_copy_kernel_cuda … [lambda(long)]`` other), which count only when no floating type
+   is named. A typed copy (``direct_copy_kernel_cuda`` with a
+   ``float`` lambda, ``CatArrayBatchedCopy<float, …>``) counts under its type: it may convert,
+   and its element width is the model's precision choice.
+3. ``none`` — neither says anything: ``unknown`` (Triton kernels, ``cask_cudnn`` offset helpers).
 
 Only real kernels (``kind == "kernel"`` on a device) are classified; exact ns.
 """
@@ -58,25 +83,64 @@ for _names, _rank in (
         _DTYPE_RANK[_n] = _rank
 _RANK_PRECISION = ["FP8", "BF16", "FP16", "FP32", "other", "INT8", "INT32", "other"]
 
-_NAME_RULES: tuple[tuple[str, str], ...] = (
-    ("other", r"^nccl.*u?int8_t"),  # NCCL moving raw bytes, not int8 arithmetic
-    ("FP8", r"fp8|e4m3|e5m2"),
-    ("BF16", r"bf16|bfloat16"),
-    ("TF32", r"tf32"),
-    ("FP16", r"fp16|half|hgemm|h884|h1688|h16816|s16816|f16"),
-    ("INT8", r"int8|imma|igemm|i8816|i16832"),
-    ("INT32", r"int32"),
-    ("other", r"double|dgemm|fp64"),
-    ("FP32", r"sgemm|fp32|f32|float"),
+#: Kernels that move bytes, not numbers, and take no part in the precision shares; see rule 0.
+EXCLUDED = ("communication", "memory")
+
+#: (class, pattern on the lower-cased kernel name) for rule 0.
+_BYTE_MOVERS: tuple[tuple[str, str], ...] = (
+    ("communication", r"^(?:void )?(?:nccl|rccl)"),
+    ("memory", r"memcpy|memset|opaquetype<"),
 )
+
+_NVJET = r"^nvjet_(?:sm\d+_)?"  # cuBLASLt nvjet_[smNN_]<A type><compute type><D type>_...
+_TENSILE = r"^cijk_a[a-z]+_b[a-z]+_"  # AMD Tensile Cijk_A<idx>_B<idx>_<type code>_...
+
+#: (precision, pattern on the lower-cased kernel name) for rule 2, first match wins.
+_NAME_RULES: tuple[tuple[str, str], ...] = (
+    ("TF32", _NVJET + r"s\w*tf32"),
+    ("FP16", _NVJET + "h"),
+    ("BF16", _NVJET + "t"),
+    ("FP32", _NVJET + "s"),
+    ("FP32", _TENSILE + "s"),
+    ("FP16", _TENSILE + "h"),
+    ("BF16", _TENSILE + "b"),
+    ("INT8", _TENSILE + "i8"),
+    ("other", _TENSILE + "[dz]"),
+    ("FP8", r"fp8|float8|e4m3|e5m2"),
+    ("BF16", r"bf16|bfloat16"),
+    ("FP16", r"fp16|f16|half"),
+    ("TF32", r"tf32|tfloat32"),
+    ("TF32", r"s1688|s1684"),
+    ("FP16", r"hgemm|h884|h1688|h16816|s884|s16816|s161616"),
+    ("INT8", r"int8|imma|igemm|i8i8|i8816|i16832|i16864"),
+    ("INT32", r"int32"),
+    ("FP32", r"sgemm|scudnn|cgemm|ffma|fp32|f32|float"),
+    ("other", r"double|dgemm|zgemm|fp64|f64"),
+)
+
+#: The first integer template or lambda argument named, for names no rule above decides.
+_INTEGER_ARG = r"(?:<|lambda\()(int|long int|long|bool)[,>)]"
+_INTEGER_PRECISION = {"int": "INT32", "long int": "other", "long": "other", "bool": "other"}
+
+
+def _first_match(name: pl.Expr, rules: tuple[tuple[str, str], ...]) -> pl.Expr:
+    """The label of the first ``(label, pattern)`` of ``rules`` whose pattern the lower-cased
+    ``name`` contains; null when none does."""
+    low = name.str.to_lowercase()
+    expr: pl.Expr = pl.lit(None, pl.String)
+    for label, pattern in reversed(rules):
+        expr = pl.when(low.str.contains(pattern)).then(pl.lit(label)).otherwise(expr)
+    return expr
 
 
 def _name_precision(name: pl.Expr) -> pl.Expr:
-    low = name.str.to_lowercase()
-    expr: pl.Expr = pl.lit(None, pl.String)
-    for prec, pattern in reversed(_NAME_RULES):
-        expr = pl.when(low.str.contains(pattern)).then(pl.lit(prec)).otherwise(expr)
-    return expr
+    """Rule 2: the precision a kernel name says (null when it says none)."""
+    integer = (
+        name.str.to_lowercase()
+        .str.extract(_INTEGER_ARG, 1)
+        .replace_strict(_INTEGER_PRECISION, default=None, return_dtype=pl.String)
+    )
+    return pl.coalesce(_first_match(name, _NAME_RULES), integer)
 
 
 def _dtype_precision(types_json: pl.Expr) -> pl.Expr:
@@ -113,24 +177,34 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         )
     else:
         k = _link_typed_ops(ev, kernels, typed, keys)
+    # name rules once per distinct name (kernel names are long and repeat a lot)
+    names = (
+        kernels.select("name")
+        .unique()
+        .with_columns(
+            _first_match(pl.col("name"), _BYTE_MOVERS).alias("_m"),
+            _name_precision(pl.col("name")).alias("_n"),
+        )
+    )
     by_dtype = _dtype_precision(pl.col("input_types"))
-    tf32_name = pl.col("name").str.to_lowercase().str.contains("tf32")
-    by_dtype = pl.when((by_dtype == "FP32") & tf32_name).then(pl.lit("TF32")).otherwise(by_dtype)
-    # name patterns once per distinct name (kernel names are long and repeat a lot)
-    names = kernels.select("name").unique().with_columns(_name_precision(pl.col("name")).alias("_n"))
+    by_dtype = (
+        pl.when((by_dtype == "FP32") & (pl.col("_n") == "TF32")).then(pl.lit("TF32")).otherwise(by_dtype)
+    )
     return (
         k.join(names, on="name", how="left")
-        .with_columns(by_dtype.alias("_d"))
+        .with_columns(pl.when(pl.col("_m").is_null()).then(by_dtype).alias("_d"))
         .with_columns(
-            pl.coalesce("_d", "_n", pl.lit("unknown")).alias("precision"),
-            pl.when(pl.col("_d").is_not_null())
+            pl.coalesce("_m", "_d", "_n", pl.lit("unknown")).alias("precision"),
+            pl.when(pl.col("_m").is_not_null())
+            .then(pl.lit("kernel_name"))
+            .when(pl.col("_d").is_not_null())
             .then(pl.lit("input_dtypes"))
             .when(pl.col("_n").is_not_null())
             .then(pl.lit("kernel_name"))
             .otherwise(pl.lit("none"))
             .alias("rule"),
         )
-        .drop("_d", "_n")
+        .drop("_m", "_d", "_n")
         .sort([*keys, "ts", "device", "stream"], maintain_order=True)  # joins leave rows unordered
     )
 
@@ -225,8 +299,10 @@ def _link_typed_ops(
 def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """Kernel time per precision (and ``by``): count, time_ns, share, and time decided by each rule.
 
-    Every precision of :data:`PRECISIONS` appears in each group (zero when absent); ``share``
-    is of the group's kernel time.
+    Rows are every precision of :data:`PRECISIONS`, then the byte-mover classes of
+    :data:`EXCLUDED` (``in_shares`` false), in each group, zero when absent. ``share`` is of the
+    group's time in :data:`PRECISIONS` only — communication and memory kernels are in neither
+    numerator nor denominator — and null on the excluded rows.
     """
     by = list(by)
     k = kernel_precision(events)
@@ -236,24 +312,32 @@ def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
         pl.col("dur").filter(pl.col("rule") == "input_dtypes").sum().alias("time_by_dtypes_ns"),
         pl.col("dur").filter(pl.col("rule") == "kernel_name").sum().alias("time_by_name_ns"),
     )
-    grid = pl.LazyFrame({"precision": list(PRECISIONS)})
+    rows = [*PRECISIONS, *EXCLUDED]
+    grid = pl.LazyFrame({"precision": rows})
     if by:
         grid = k.select(by).unique().join(grid, how="cross")
-    order = pl.col("precision").replace_strict(
-        list(PRECISIONS), list(range(len(PRECISIONS))), return_dtype=pl.Int64
-    )
-    total = pl.col("time_ns").sum()
+    order = pl.col("precision").replace_strict(rows, list(range(len(rows))), return_dtype=pl.Int64)
+    inside = pl.col("in_shares")
+    total = pl.col("time_ns").filter(inside).sum()
+    if by:
+        total = total.over(by)
     return (
         grid.join(agg, on=[*by, "precision"], how="left")
         .with_columns(
             pl.col("count").fill_null(0).cast(pl.Int64),
             *[pl.col(c).fill_null(0) for c in ("time_ns", "time_by_dtypes_ns", "time_by_name_ns")],
+            pl.col("precision").is_in(list(PRECISIONS)).alias("in_shares"),
         )
         .with_columns(
-            pl.when(total.over(by) > 0 if by else total > 0)
-            .then(pl.col("time_ns") / (total.over(by) if by else total))
+            pl.when(~inside)
+            .then(pl.lit(None, pl.Float64))
+            .when(total > 0)
+            .then(pl.col("time_ns") / total)
             .otherwise(0.0)
             .alias("share")
         )
         .sort([*by, order])
+        .select(
+            *by, "precision", "count", "time_ns", "time_by_dtypes_ns", "time_by_name_ns", "share", "in_shares"
+        )
     )

@@ -332,14 +332,15 @@ TABLES: dict[tuple[str, str], Table] = {
     ),
     ("precision", "shares.parquet"): Table(
         (
-            _c("precision", STR, "text"),
+            _c("precision", STR, "text", "FP32 … unknown, then the byte movers: communication, memory"),
             _c("count", I64, "count", "kernels"),
             _c("time_ns", I64, "ns"),
             _c("time_by_dtypes_ns", I64, "ns", "classified from the launching op's dtypes"),
             _c("time_by_name_ns", I64, "ns", "classified from the kernel name"),
-            _c("share", F64, "fraction", "of kernel time"),
+            _c("share", F64, "fraction", "of the kernel time in shares; null where in_shares is false"),
+            _c("in_shares", BOOL, "flag", "false for communication and memory kernels: in no share"),
         ),
-        "kernel time by numeric precision",
+        "kernel time by numeric precision (communication and memory kernels listed, not shared)",
     ),
     ("utilization", "busy.parquet"): Table(
         (

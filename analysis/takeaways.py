@@ -212,17 +212,24 @@ _LOW_PRECISION = ("FP16", "BF16", "FP8", "INT8")
 
 
 def precision_takeaway(shares: pl.DataFrame) -> str:
-    """The dominant precision of kernel time; a hint when reduced precision is rare."""
-    if shares.is_empty() or not shares["share"].sum():
-        return "No kernel time to classify."
-    s = shares.sort("share", descending=True)
+    """The dominant precision of kernel time; a hint when reduced precision is rare.
+
+    Shares are of compute-kernel time: the communication and memory kernels the precision
+    stage lists with ``in_shares`` false are named with their time, never shared.
+    """
+    inside = pl.col("in_shares") if "in_shares" in shares.columns else pl.lit(True)
+    left_out = shares.filter(~inside, pl.col("time_ns") > 0)
+    note = " and ".join(f"{fmt_ns(r['time_ns'])} {r['precision']}" for r in left_out.iter_rows(named=True))
+    note = f", excluding {note} kernels" if note else ""
+    s = shares.filter(inside).sort("share", descending=True)
+    if s.is_empty() or not s["share"].sum():
+        return f"No compute-kernel time to classify{note}."
     top = s.row(0, named=True)
     low = float(s.filter(pl.col("precision").str.to_uppercase().is_in(list(_LOW_PRECISION)))["share"].sum())
-    text = f"{top['precision']} dominates kernel time ({fmt_pct(top['share'], 0)})"
-    if top["share"] < DOMINANT_SHARE:
-        text = f"{top['precision']} has the most kernel time ({fmt_pct(top['share'], 0)})"
+    verb = "dominates" if top["share"] >= DOMINANT_SHARE else "has the most"
+    text = f"{top['precision']} {verb} kernel time ({fmt_pct(top['share'], 0)}){note}"
     if str(top["precision"]).upper() in ("FP32", "TF32") and low < LOW_PRECISION_HINT_SHARE:
-        text += f"; FP16/BF16/FP8 only {fmt_pct(low, 0)} — mixed precision could help"
+        text += f"; {'/'.join(_LOW_PRECISION)} only {fmt_pct(low, 0)} — mixed precision could help"
     return text + "."
 
 

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from profui.analysis.precision import PRECISIONS, kernel_precision, precision_shares
+from profui.analysis.precision import EXCLUDED, PRECISIONS, kernel_precision, precision_shares
 
 
 def op(ts, dur, ext, types, tid=1) -> dict:
@@ -51,7 +51,7 @@ def test_rules_hand_checked(make_events) -> None:
             kern(160, "sm90_xmma_gemm_e4m3e4m3_fp32"),  # name: FP8
             kern(170, "imma_gemm_i8"),
             kern(180, "mystery_kernel"),  # INT8; unknown
-            kern(190, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),  # bytes: other
+            kern(190, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),  # bytes: communication
             op(50, 10, 9, ["c10::Half"]),
             {"ts": 55, "dur": 2, "kind": "runtime", "external_id": 9, "correlation": 77},
             kern(200, "some_kernel", ext=None, corr=77),  # via correlation
@@ -68,12 +68,17 @@ def test_rules_hand_checked(make_events) -> None:
         "sm90_xmma_gemm_e4m3e4m3_fp32": ("FP8", "kernel_name"),
         "imma_gemm_i8": ("INT8", "kernel_name"),
         "mystery_kernel": ("unknown", "none"),
-        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t": ("other", "kernel_name"),
+        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t": ("communication", "kernel_name"),
         "some_kernel": ("FP16", "input_dtypes"),
     }
     shares = precision_shares(ev).collect()
-    assert shares["precision"].to_list() == list(PRECISIONS)
+    assert shares["precision"].to_list() == [*PRECISIONS, *EXCLUDED]
+    assert shares["in_shares"].to_list() == [True] * len(PRECISIONS) + [False] * len(EXCLUDED)
     assert shares["share"].sum() == pytest.approx(1.0) and shares["count"].sum() == 11
+    comm = shares.filter(pl.col("precision") == "communication").row(0, named=True)
+    assert (comm["count"], comm["time_ns"], comm["share"]) == (1, 10, None)
+    # the NCCL kernel's 10 ns are in no denominator: 10 of the other 100 ns are BF16
+    assert shares.filter(pl.col("precision") == "BF16")["share"].item() == pytest.approx(20 / 100)
     assert shares.filter(pl.col("precision") == "FP16")["time_by_dtypes_ns"].item() == 10
 
 
@@ -125,7 +130,12 @@ def test_real_traces(imported_trace, name) -> None:
     shares = t.precision()
     assert shares["time_ns"].sum() == kp["dur"].sum()
     assert shares["share"].sum() == pytest.approx(1.0)
-    with_types = kp.filter(pl.col("input_types").is_not_null(), pl.col("input_types").str.contains("float"))
+    # byte movers go by name ahead of any dtypes (rule 0)
+    with_types = kp.filter(
+        pl.col("input_types").is_not_null(),
+        pl.col("input_types").str.contains("float"),
+        ~pl.col("precision").is_in(EXCLUDED),
+    )
     if name != "nccl_parser_config-nccl_data":  # that trace recorded no shapes: names decide
         assert (with_types["rule"] == "input_dtypes").all() and with_types.height > 0
     else:

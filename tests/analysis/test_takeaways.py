@@ -148,9 +148,12 @@ def test_every_chart_has_a_takeaway_consistent_with_its_frame(imported_trace):
     assert t["steps"].startswith(f"{s.table('steps', 'windows').height} steps, median ")
     mem = s.table("memory", "ops")
     assert t["memory"].startswith(f"{mem['count'].sum():,} memory ops")
-    prec = s.table("precision", "shares").sort("share", descending=True).row(0, named=True)
+    shares = s.table("precision", "shares")
+    prec = shares.filter(pl.col("in_shares")).sort("share", descending=True).row(0, named=True)
+    comm = shares.filter(pl.col("precision") == "communication")["time_ns"].item()
     assert t["precision"].startswith(
-        f"{prec['precision']} dominates kernel time ({100 * prec['share']:.0f}%)"
+        f"{prec['precision']} dominates kernel time ({100 * prec['share']:.0f}%), "
+        f"excluding {comm / 1e6:.1f} ms communication"
     )
     n = s.table("launch", "overall")["launches"].item()
     assert t["launch"].startswith(f"{n:,} launches")

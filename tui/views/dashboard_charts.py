@@ -369,12 +369,13 @@ def build_precision(outputs: Outputs, _view: Any) -> ChartData:
             "cyan",
         )
         for r in df.iter_rows(named=True)
-        if r["count"]  # a precision analysis lists with no kernel in it
+        # not a precision that no kernel has, nor the byte movers, which have no share
+        if r["count"] and r.get("in_shares", True)
     ]
     if not bars:
-        return ChartData(
-            kind="text", text="no kernels in this trace", takeaway=takeaway("precision", outputs)
-        )
+        some = "count" in df.columns and df["count"].sum() > 0  # only communication/memory kernels
+        text = "no compute kernels in this trace" if some else "no kernels in this trace"
+        return ChartData(kind="text", text=text, takeaway=takeaway("precision", outputs))
     return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", outputs))
 
 

@@ -29,13 +29,28 @@ def annotation_events(events: pl.LazyFrame, include_steps: bool = False) -> pl.L
     )
 
 
+#: Ranges PyTorch itself records, not the user's own ``record_function``: the optimizer's and
+#: DataLoader's wrappers, DDP's forward, the profiler's steps, and c10d's collectives
+#: (``nccl:all_reduce``, ``gloo:barrier``, ``c10d::allreduce_`` ...).
+FRAMEWORK_RE = (
+    r"^(?:ProfilerStep#\d+|Optimizer\.(?:step|zero_grad)#|enumerate\(DataLoader\)#"
+    r"|DistributedDataParallel\.|(?:nccl|gloo|hccl|mpi|ucc|xccl):|c10d::|record_param_comms$)"
+)
+
+
 def annotation_names(events: pl.LazyFrame) -> pl.LazyFrame:
-    """Every annotation name with its ``side``, ``count`` and ``total_ns``, longest total first."""
+    """Every annotation name with its ``side``, ``count``, ``total_ns`` and ``origin``
+    (``user``: the program's own ranges; ``framework``: PyTorch's, :data:`FRAMEWORK_RE`): the
+    user's first, each longest total first — the order a user picks an annotation to chart in."""
+    origin = (
+        pl.when(pl.col("name").str.contains(FRAMEWORK_RE)).then(pl.lit("framework")).otherwise(pl.lit("user"))
+    )
     return (
         annotation_events(events)
         .group_by("side", "name")
         .agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
-        .sort(["total_ns", "side", "name"], descending=[True, False, False])
+        .with_columns(origin.alias("origin"))
+        .sort(["origin", "total_ns", "side", "name"], descending=[True, True, False, False])
     )
 
 

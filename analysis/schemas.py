@@ -488,8 +488,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("name", STR, "text"),
             _c("count", I64, "count"),
             _c("total_ns", I64, "ns"),
+            _c("origin", STR, "text", "user (the program's own ranges) or framework (PyTorch's)"),
         ),
-        "every annotation name",
+        "every annotation name, the user's first",
     ),
     ("annotations", "breakdown.parquet"): Table(
         (

@@ -260,18 +260,30 @@ def memory_takeaway(ops: pl.DataFrame) -> str:
     return text + "."
 
 
-def annotation_takeaway(step_means: pl.DataFrame, breakdown: pl.DataFrame) -> str:
-    """The annotation with the largest average share of a step."""
-    if not step_means.is_empty():
-        avg = step_means.drop_nulls("share").filter(~pl.col("name").str.starts_with("ProfilerStep"))
-        if not avg.is_empty():
-            top = avg.row(0, named=True)
-            side = " on the GPU" if top["side"] == "gpu" else ""
-            return f"'{top['name']}'{side} takes {fmt_pct(top['share'], 0)} of a step on average."
-    if not breakdown.is_empty():
-        top = breakdown.sort(["sum_ns", "name"], descending=[True, False]).row(0, named=True)
-        return f"Longest annotation: '{top['name']}', {fmt_ns(top['sum_ns'])} in total."
-    return "No custom annotations in this trace."
+def annotation_sentence(side: str, name: str, names: pl.DataFrame, step_means: pl.DataFrame) -> str:
+    """What one annotation costs: its mean share of a step where it runs inside steps (from
+    ``step_means``), else its ranges and total time (from ``names``)."""
+    where = " on the GPU" if side == "gpu" else ""
+    m = step_means.filter((pl.col("side") == side) & (pl.col("name") == name)).drop_nulls("share")
+    if m.height:
+        r = m.row(0, named=True)
+        return (
+            f"'{name}'{where} takes {fmt_pct(r['share'], 0)} of a step on average ({fmt_ns(r['time_ns'])})."
+        )
+    n = names.filter((pl.col("side") == side) & (pl.col("name") == name))
+    if n.height:
+        r = n.row(0, named=True)
+        return f"'{name}'{where}: {plural(r['count'], 'range')}, {fmt_ns(r['total_ns'])} in total, outside any step."
+    return f"'{name}'{where}: not in this trace."
+
+
+def annotation_takeaway(names: pl.DataFrame, step_means: pl.DataFrame) -> str:
+    """:func:`annotation_sentence` of the annotation the custom chart shows first: the first of
+    ``names`` (the user's own ranges before PyTorch's, longest first)."""
+    if names.is_empty():
+        return "No custom annotations in this trace."
+    first = names.row(0, named=True)
+    return annotation_sentence(first["side"], first["name"], names, step_means)
 
 
 def launch_takeaway(stats: pl.DataFrame) -> str:
@@ -356,7 +368,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
     "annotation": (
         annotation_takeaway,
-        (("annotations", "step_means.parquet"), ("annotations", "breakdown.parquet")),
+        (("annotations", "names.parquet"), ("annotations", "step_means.parquet")),
     ),
     "launch": (launch_takeaway, (("launch", "stats.parquet"),)),
     "sync": (sync_takeaway, (("sync", "totals.parquet"),)),

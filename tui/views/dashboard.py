@@ -118,7 +118,9 @@ class DashboardView(TraceView):
         self.outputs[stage] = out
         with self.app.batch_update():
             for chart in dc.CHARTS:
-                if stage in chart.stages and all(s in self.outputs for s in chart.stages):
+                # the summary stage brings every chart's takeaway: redraw the charts drawn so far
+                touched = stage in chart.stages or (stage == "summary" and chart.id in self.drawn)
+                if touched and all(s in self.outputs for s in chart.stages):
                     self._draw(chart)
 
     def _draw(self, chart: dc.Chart) -> None:

@@ -16,6 +16,7 @@ import polars as pl
 from rich.text import Text
 
 from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from profui.analysis.takeaways import annotation_sentence
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
@@ -438,12 +439,14 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
 
 
 def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
-    """``(side:name, label)`` of every annotation, in analysis' order (longest total time first)."""
-    names = frame(outputs, "annotations", "names.parquet")  # analysis' order: longest total first
+    """``(side:name, label)`` of every annotation, in analysis' order (the user's own ranges
+    before PyTorch's, each longest total time first)."""
+    names = frame(outputs, "annotations", "names.parquet")
     return [
         (
             f"{r['side']}:{r['name']}",
-            f"{r['name']} ({r['side']}, {fmt_count(r['count'])}×, {fmt_ns(r['total_ns'])})",
+            f"{r['name']} ({r['side']}{', PyTorch' if r['origin'] == 'framework' else ''}, "
+            f"{fmt_count(r['count'])}×, {fmt_ns(r['total_ns'])})",
         )
         for r in names.iter_rows(named=True)
     ]
@@ -460,10 +463,18 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
         )
     chosen = getattr(view, "annotation", None) or choices[0][0]
     side, _, name = chosen.partition(":")
+    # the takeaway of the annotation shown: the summary's for the default one, the same
+    # sentence from the same tables for one the user picked
+    names = frame(outputs, "annotations", "names.parquet")
+    words = (
+        takeaway("annotation", outputs)
+        if chosen == choices[0][0]
+        else annotation_sentence(side, name, names, frame(outputs, "annotations", "step_means.parquet"))
+    )
     rows = per_step.filter((pl.col("side") == side) & (pl.col("name") == name))
     ranks = rows.select("node", "rank").unique(maintain_order=True).sort("node", "rank").rows()
     if not ranks:
-        return ChartData(kind="text", text=f"{name}: not inside any step")
+        return ChartData(kind="text", text=f"{name}: not inside any step", takeaway=words)
     node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
     mine = rows.filter((pl.col("node") == node) & (pl.col("rank") == rank)).sort("step")
     bars = [
@@ -481,7 +492,7 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
         f" ({side}) · time per step on {node} rank {rank}"
         + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else "")
     )
-    return ChartData(kind="bars", bars=bars, text=text, takeaway=takeaway("annotation", outputs))
+    return ChartData(kind="bars", bars=bars, text=text, takeaway=words)
 
 
 CHARTS: list[Chart] = [

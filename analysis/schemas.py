@@ -398,6 +398,17 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "CPU utilization per time bucket",
     ),
+    ("utilization", "traced.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("first_step", I64, "count", "first step of the window (profcap windows; null: imported)"),
+            _c("last_step", I64, "count", "last step of the window"),
+            _c("start_ns", I64, "epoch_ns", "window start"),
+            _c("end_ns", I64, "epoch_ns", "window end"),
+        ),
+        "the windows the trace holds events for (profcap: its profiler windows)",
+    ),
     ("utilization", "cpu_active.parquet"): Table(
         (
             NODE,

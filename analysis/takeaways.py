@@ -132,13 +132,17 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
     v = cpu["util"].drop_nulls() if not cpu.is_empty() else pl.Series([], dtype=pl.Float64)
     if v.is_empty():
         return ""
-    what = "CPU" if (cpu["source"] == "metrics").all() else "Host-thread activity"
+    sampled = bool((cpu["source"] == "metrics").all())
+    # sampled: the machine's cores over the whole job; else only the traced threads, in the
+    # traced window, which is not the machine's CPU utilization
+    what = "Machine CPU (all cores)" if sampled else "Host-thread activity"
     mean, peak = v.mean(), v.max()
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
         return f"{what} averages {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
+    over = f" over the job ({plural(v.len(), 'sample')})" if sampled else ""
     if peak >= CPU_SATURATED_SHARE:
-        return f"{what} averages {fmt_pct(mean, 0)} and saturates at times (peak {fmt_pct(peak, 0)})."
-    return f"{what} averages {fmt_pct(mean, 0)}, peak {fmt_pct(peak, 0)}."
+        return f"{what} averages {fmt_pct(mean, 0)}{over} and saturates at times (peak {fmt_pct(peak, 0)})."
+    return f"{what} averages {fmt_pct(mean, 0)}{over}, peak {fmt_pct(peak, 0)}."
 
 
 def kernel_total_takeaway(stats: pl.DataFrame) -> str:

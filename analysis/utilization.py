@@ -113,17 +113,25 @@ def cpu_utilization(
 
     - ``metrics``: where capture sampled ``source == "cpu"``, ``metric == "util_pct"``: the
       machine-wide value (``device == -1``) or else the mean over CPUs, averaged per bucket
-      (``util`` as a fraction, ``busy_threads`` null).
+      (``util`` as a fraction, ``busy_threads`` null), over the whole sampled job (the
+      buckets span the samples, not only the traced windows; buckets without a sample are
+      left out).
     - ``host_events``: otherwise, from the trace's host events (cpu_op, python, runtime,
       driver): per thread the union of its events, summed per node → ``busy_threads`` (mean
       number of threads busy in the bucket), ``util`` = busy_threads / threads seen on the node.
 
     Columns: node, bucket, bucket_start_ns, bucket_len_ns, util, busy_threads, source.
     """
-    grid, origin, size = _grid(events, bucket_ns, window)
     if metrics is not None:
         m = _lazy(metrics).filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
-        if m.select(pl.len()).collect(engine=ENGINE).item() > 0:
+        span = (
+            m.select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b"), pl.len())
+            .collect(engine=ENGINE)
+            .row(0)
+        )
+        if span[2] > 0:
+            # the samples cover the whole job, not only the traced windows: bucket the job
+            grid, origin, size = _grid(events, bucket_ns, window or (span[0], span[1] + 1))
             whole = m.filter(pl.col("device") == -1)
             has_whole = whole.select(pl.len()).collect(engine=ENGINE).item() > 0
             per_ts = whole if has_whole else m.group_by("node", "ts").agg(pl.col("value").mean())
@@ -147,6 +155,7 @@ def cpu_utilization(
                 )
                 .sort("node", "bucket")
             )
+    grid, origin, size = _grid(events, bucket_ns, window)
     host = _lazy(events).filter(pl.col("kind").is_in(list(HOST_BUSY_KINDS)), pl.col("device") < 0)
     keys = ["node", "pid", "tid"]
     iv = host.select(*keys, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
@@ -191,7 +200,7 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
       span, first to last event of any kind.
     - ``metrics`` (one row per node, ``rank`` null), where capture sampled CPU utilization
       (``source == "cpu"``, ``metric == "util_pct"``; machine-wide, else the mean over CPUs):
-      ``active_ns`` = mean utilization × the node's window (first to last event of the node).
+      ``active_ns`` = mean utilization × the node's sampled span (first to last sample: the job).
 
     Columns: node, rank, source, active_ns, thread_ns, window_ns, active_share (0–1).
     """
@@ -227,8 +236,9 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
         per_cpu = m.filter(pl.col("device") >= 0).group_by("node", "ts").agg(pl.col("value").mean())
         per_cpu = per_cpu.join(whole.select("node").unique(), on="node", how="anti")
         samples = pl.concat([whole, per_cpu.select("node", "ts", "value")])
-        node_span = ev.group_by("node").agg(
-            (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
+        # the sampled job's span per node (the samples cover the job, not only what was traced)
+        node_span = samples.group_by("node").agg(
+            pl.col("ts").max().alias("_b"), pl.col("ts").min().alias("_a")
         )
         out.append(
             samples.group_by("node")
@@ -275,4 +285,49 @@ def util_over_time(util: Frame, by: Sequence[str]) -> pl.LazyFrame:
             *([pl.col("source").first()] if has_source else []),
         )
         .sort(list(by))
+    )
+
+
+def traced_windows(events: Frame, windows: list[dict] | None = None) -> pl.LazyFrame:
+    """The spans the trace holds events for, per node and rank: ``first_step``, ``last_step``
+    (null without steps), ``start_ns``, ``end_ns``.
+
+    ``windows``: the capture's own record of its profiler windows (profcap's manifest
+    ``capture.windows``: ``rank``, ``first``, ``last`` step) — each becomes the span of its
+    steps' markers on that rank. Without it (an imported trace) each rank's events are one
+    window, first to last event.
+    """
+    ev = _lazy(events)
+    if windows:
+        w = pl.LazyFrame(
+            [(int(x["rank"]), int(x["first"]), int(x["last"])) for x in windows],
+            schema={"rank": pl.Int64, "first_step": pl.Int64, "last_step": pl.Int64},
+            orient="row",
+        )
+        steps = ev.filter(pl.col("kind") == "step").select(
+            "node",
+            "rank",
+            pl.col("name").str.extract(r"(\d+)\s*$").cast(pl.Int64).alias("_step"),
+            "ts",
+            (pl.col("ts") + pl.col("dur")).alias("_end"),
+        )
+        return (
+            w.join(steps, on="rank", how="inner")
+            .filter(pl.col("_step").is_between(pl.col("first_step"), pl.col("last_step")))
+            .group_by("node", "rank", "first_step", "last_step")
+            .agg(pl.col("ts").min().alias("start_ns"), pl.col("_end").max().alias("end_ns"))
+            .sort("node", "rank", "start_ns")
+        )
+    return (
+        ev.group_by("node", "rank")
+        .agg(pl.col("ts").min().alias("start_ns"), (pl.col("ts") + pl.col("dur")).max().alias("end_ns"))
+        .select(
+            "node",
+            "rank",
+            pl.lit(None, pl.Int64).alias("first_step"),
+            pl.lit(None, pl.Int64).alias("last_step"),
+            "start_ns",
+            "end_ns",
+        )
+        .sort("node", "rank", "start_ns")
     )

@@ -165,7 +165,8 @@ def precision(ctx: StageContext) -> dict[str, Any]:
 
 
 def utilization(ctx: StageContext) -> dict[str, Any]:
-    """GPU busy/idle per device and in total; GPU, node and CPU utilization per time bucket."""
+    """GPU busy/idle per device and in total; GPU, node and CPU utilization per time bucket (CPU
+    over the whole sampled job where capture sampled it); the traced windows."""
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
@@ -183,6 +184,9 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
         ),
         "cpu_over_time.parquet": Derived(lambda out: ut.util_over_time(out["cpu.parquet"], ("node",))),
         "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()),
+        "traced.parquet": ut.traced_windows(
+            ctx.trace.cached_events(), (ctx.trace.manifest.capture or {}).get("windows")
+        ),
     }
 
 

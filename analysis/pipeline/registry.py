@@ -158,6 +158,7 @@ STAGES: tuple[Stage, ...] = (
             "cpu_active.parquet",
             "gpu_over_time.parquet",
             "cpu_over_time.parquet",
+            "traced.parquet",
         ),
         b.utilization,
         "GPU busy/idle; GPU and CPU utilization over time",

@@ -50,11 +50,15 @@ def check_histogram(view: DashboardView, trace: Path) -> None:
     panel = view.panel("steps")
     data = panel.data
     assert data is not None and data.kind == "bars"
-    assert [int(b.value) for b in data.bars] == hist["count"].to_list()
     lines = panel.query_one(Bars).render().plain.splitlines()
-    assert len(lines) == hist.height
-    for line, n in zip(lines, hist["count"].to_list(), strict=True):
-        assert f"{n} step{'s' if n != 1 else ''}" in line
+    if mine.height <= 20:  # a bar per step: a histogram of a few steps shows gaps, not a shape
+        assert [int(b.value) for b in data.bars] == mine.sort("step")["dur_ns"].to_list()
+        assert len(lines) == mine.height
+    else:
+        assert [int(b.value) for b in data.bars] == hist["count"].to_list()
+        assert len(lines) == hist.height
+        for line, n in zip(lines, hist["count"].to_list(), strict=True):
+            assert f"{n} step{'s' if n != 1 else ''}" in line
     note = str(panel.query_one(".chart-note").render())
     slowest = mine.sort("dur_ns", descending=True).row(0, named=True)
     assert f"slowest: step {slowest['step']} ({fmt_ns(slowest['dur_ns'])})" in note.replace("\n", " ")
@@ -72,7 +76,11 @@ def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
             view = await wait_dashboard(pilot, app)
             check_histogram(view, nccl)
             header = str(view.panel("cpu").query_one(".chart-text").render())
-            expected = f"CPU active {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])} ({fmt_pct(row['active_share'])})"
+            # host events only: not the machine's CPU, and the header says what it is
+            expected = (
+                f"Some traced host thread busy {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])}"
+                f" ({fmt_pct(row['active_share'])})"
+            )
             assert expected in header
 
     asyncio.run(go())

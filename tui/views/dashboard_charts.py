@@ -126,6 +126,7 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
     note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
+    note += " · from traced device events (the traced window)"
     return ChartData(
         kind="lines",
         series=series,
@@ -137,46 +138,69 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
     )
 
 
+def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float], str]:
+    """Where the traced windows start and end on a time axis starting at ``origin`` (ns, in
+    units of ``div``), and a line saying what was traced."""
+    traced = frame(outputs, "utilization", "traced.parquet")
+    if traced.height == 0:
+        return [], ""
+    spans = traced.group_by("start_ns", "end_ns").agg(pl.col("first_step").min(), pl.col("last_step").max())
+    marks = sorted({(t - origin) / div for t in (*spans["start_ns"], *spans["end_ns"])})
+    parts = []
+    for r in spans.sort("start_ns").head(3).iter_rows(named=True):
+        steps = f" (steps {r['first_step']}–{r['last_step']})" if r["first_step"] is not None else ""
+        parts.append(f"{fmt_ns(r['end_ns'] - r['start_ns'])} at {fmt_ns(r['start_ns'] - origin)}{steps}")
+    more = f" and {spans.height - 3} more" if spans.height > 3 else ""
+    return marks, f"traced (│): {', '.join(parts)}{more}"
+
+
 def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     cpu = frame(outputs, "utilization", "cpu.parquet")
     if cpu.height == 0:
         return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
     series, unit = _time_series(cpu, "util", "node", 100.0)
-    src = str(cpu["source"][0])
-    how = {
-        "host_events": "from traced host threads (no CPU samples in this trace)",
-        "metrics": "from sampled CPU metrics",
-    }.get(src, src)
+    sampled = bool((cpu["source"] == "metrics").all())
+    how = (
+        "the machine's cores, sampled over the whole job"
+        if sampled
+        else "host-thread activity in the traced window (no CPU samples: not the machine's CPU)"
+    )
+    marks: list[float] = []
+    if sampled:
+        div = 1e6 if unit == "ms" else 1e9
+        marks, traced = traced_marks(outputs, int(cpu["bucket_start_ns"].min()), div)
+        how += f" · {traced}" if traced else ""
     return ChartData(
         kind="lines",
         series=series,
         x_label=f"time ({unit})",
-        y_label="% CPU",
+        y_label="% CPU (all cores)" if sampled else "% of traced threads busy",
         y_max=100.0,
         text=cpu_active_line(frame(outputs, "utilization", "cpu_active.parquet")),
         note=Text(how, style="dim"),
         takeaway=takeaway("cpu", outputs),
+        marks=marks,
     )
 
 
 def cpu_active_line(active: pl.DataFrame) -> Text:
-    """The CPU chart's header: CPU active time from analysis, summed over ranks (or nodes).
+    """The CPU chart's header: CPU active time from analysis, summed over nodes (or ranks).
 
-    Sampled CPU metrics win where capture recorded them; else the union of traced host-thread
-    activity. Shown as ``CPU active 1.23 s of 2.00 s (61.5%)``, with the rank count when several.
+    Sampled CPU metrics win where capture recorded them (the machine's cores over the job);
+    else the union of traced host-thread activity, said as such — it is not CPU utilization.
     """
     text = Text()
     if active.height == 0:
         return text
-    src = "metrics" if (active["source"] == "metrics").any() else "host_events"
-    rows = active.filter(pl.col("source") == src)
+    sampled = bool((active["source"] == "metrics").any())
+    rows = active.filter(pl.col("source") == ("metrics" if sampled else "host_events"))
     act, window = int(rows["active_ns"].sum()), int(rows["window_ns"].sum())
-    text.append("CPU active ")
+    text.append("CPU active " if sampled else "Some traced host thread busy ")
     text.append(fmt_ns(act), style="bold")
     text.append(f" of {fmt_ns(window)} ({fmt_pct(act / window)})" if window else "")
-    who = "nodes" if src == "metrics" else "ranks"
+    who = "nodes" if sampled else "ranks"
     text.append(f" · summed over {rows.height} {who}" if rows.height > 1 else "")
-    text.append(" · sampled CPU" if src == "metrics" else " · traced host threads", style="dim")
+    text.append(" · all cores, whole job" if sampled else " · traced window", style="dim")
     return text
 
 

@@ -42,6 +42,7 @@ class ChartData:
     text: str | Text = ""
     note: str | Text = ""  # a line between body and takeaway (e.g. the slowest steps)
     takeaway: str = ""
+    marks: list[float] = field(default_factory=list)  # x positions of vertical lines (line charts)
     label_width: int = 18
 
 
@@ -62,6 +63,8 @@ class LinePlot(PlotextPlot):
             kwargs = {"label": s.label} if len(data.series) > 1 else {}
             marker = MARKERS[i % len(MARKERS)] if (mono or i) else "braille"
             plt.plot(s.xs, s.ys, marker=marker, color=COLORS[i % len(COLORS)], **kwargs)
+        for x in data.marks:  # e.g. where the traced windows start and end
+            plt.vertical_line(x) if mono else plt.vertical_line(x, color="orange")
         if data.y_max is not None:
             plt.ylim(0, data.y_max)
         plt.xlabel(data.x_label)

@@ -1,0 +1,106 @@
+"""CPU utilization over the whole job, not only the traced window: a real profcap run of a
+torch CPU training loop that idles before and after training (so the job is seconds long and
+the traced steps 10-12 a few ms of it). Oracle: the sampled metrics and step markers read
+straight from the trace's Parquet files with pyarrow, and plain Python arithmetic."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from profui.analysis import open_trace
+from profui.analysis.intervals import nice_bucket_ns
+
+JOB = r"""
+import time
+import torch
+time.sleep(1.0)
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for i in range(40):
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+time.sleep(1.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wholejob")
+    (tmp / "job.py").write_text(JOB)
+    trace = tmp / "trace"
+    proc = subprocess.run(
+        [sys.executable, "-m", "profui.capture.profcap", "-o", str(trace), "--steps", "10-12", "--no-perf"]
+        + ["--", sys.executable, str(tmp / "job.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return trace
+
+
+def _rows(files: list[Path]) -> list[dict]:
+    return [r for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def test_cpu_utilization_spans_the_sampled_job_and_the_traced_window_is_marked(run: Path) -> None:
+    samples = [r for r in _rows(sorted(run.glob("node=*/metrics-*.parquet"))) if r["source"] == "cpu"]
+    samples = [r for r in samples if r["metric"] == "util_pct"]
+    whole = [r for r in samples if r["device"] == -1] or samples
+    events = _rows(sorted(run.glob("node=*/rank=*/events-*.parquet")))
+    steps = [e for e in events if e["kind"] == "step"]
+    assert sorted(int(e["name"].rsplit("#", 1)[1]) for e in steps) == [10, 11, 12]
+    first, last = min(r["ts"] for r in whole), max(r["ts"] for r in whole)
+    traced = (min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps))
+    assert last - first > 1.5e9 > 100 * (traced[1] - traced[0])  # seconds of job, ms traced
+
+    # bucket the samples by hand: ~200 round buckets over the samples' span, mean per bucket
+    size = nice_bucket_ns(last + 1 - first, 200)
+    by_bucket: dict[int, list[float]] = {}
+    for r in whole:
+        by_bucket.setdefault((r["ts"] - first) // size, []).append(r["value"] / 100)
+    want = {b: statistics.fmean(v) for b, v in by_bucket.items()}
+
+    t = open_trace(run)
+    u = t.result("utilization")
+    cpu = u["cpu.parquet"]
+    assert set(cpu["source"]) == {"metrics"}
+    got = dict(zip(cpu["bucket"].to_list(), cpu["util"].to_list(), strict=True))
+    assert got.keys() == want.keys() and all(got[b] == pytest.approx(want[b], abs=1e-12) for b in want)
+    assert cpu["bucket_start_ns"].min() == first and cpu["bucket_start_ns"].max() >= traced[1]
+
+    tw = u["traced.parquet"].row(0, named=True)
+    assert (tw["first_step"], tw["last_step"], tw["start_ns"], tw["end_ns"]) == (10, 12, *traced)
+
+    mean = statistics.fmean(want.values())
+    takeaway = t.result("summary")["takeaways.json"]["cpu"]
+    assert takeaway.startswith(
+        f"Machine CPU (all cores) averages {100 * mean:.0f}% over the job ({len(want)} samples)"
+    )
+    active = u["cpu_active.parquet"].filter(source="metrics").row(0, named=True)
+    assert active["window_ns"] == last - first  # the sampled job, not the 10 ms traced
+
+
+def test_an_imported_trace_says_host_thread_activity_not_cpu(tmp_path: Path) -> None:
+    from realdata import SAMPLES
+
+    t = open_trace(SAMPLES / "mlp_cpu")
+    cpu = t.result("utilization")["cpu.parquet"]
+    assert set(cpu["source"]) == {"host_events"}
+    words = t.result("summary")["takeaways.json"]["cpu"]
+    assert words.startswith("Host-thread activity averages ") and "CPU" not in words
+    manifest = json.loads((SAMPLES / "mlp_cpu" / "manifest.json").read_text())
+    tw = t.result("utilization")["traced.parquet"].row(0, named=True)
+    assert (tw["start_ns"], tw["end_ns"]) == (manifest["start_ns"], manifest["end_ns"])

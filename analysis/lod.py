@@ -38,7 +38,10 @@ import pyarrow.parquet as pq
 from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir, trace_fingerprint
 
 #: Bump when the cached files change meaning; an older cache is rebuilt.
-LOD_VERSION = 3
+LOD_VERSION = 4
+#: Row keys: per lane three groups (host steps, activity, GPU annotations) of up to 2048 depths.
+ROWS_PER_SUB = 2048
+ROWS_PER_LANE = 3 * ROWS_PER_SUB
 #: Level-0 tile buckets over the whole trace span (at most).
 TILE_BUCKETS = 1 << 16
 KIND_ID: dict[str, int] = {k: i for i, k in enumerate(EVENT_KINDS)}
@@ -440,14 +443,19 @@ def _index_rank(
     et = t[src]
     edur = dur[src]
     # On a device stream, GPU user annotations nest among themselves on rows below the
-    # activity (kernels, copies) so that a stream's work stays on its first row.
-    sub = ((kind[src] == KIND_ID["gpu_annotation"]) & ~host[src]).astype(np.int64)
-    dl = lane * 2 + sub
+    # activity (kernels, copies) so that a stream's work stays on its first row. On a host
+    # thread the step markers take the first row of their own: a step need not nest (profcap
+    # ends a step when optimizer.step() is called, inside the optimizer's range), and nesting
+    # it under that range would hide every step after the first.
+    gpu_ann = (kind[src] == KIND_ID["gpu_annotation"]) & ~host[src]
+    host_step = (kind[src] == KIND_ID["step"]) & host[src]
+    sub = np.where(host_step, 0, np.where(gpu_ann, 2, 1)).astype(np.int64)
+    dl = lane * 3 + sub
     order = _sort_by_key_then_longest(dl * (int(et.max()) + 1) + et, edur)
     src, is_copy, lane, et, edur, dl, sub = (a[order] for a in (src, is_copy, lane, et, edur, dl, sub))
     eend = et + edur
     depth = _depths(dl, et, eend, int(eend.max()) + 2)
-    row_key = lane * 4096 + sub * 2048 + depth
+    row_key = lane * ROWS_PER_LANE + sub * ROWS_PER_SUB + depth
     uniq_rows, row_local = np.unique(row_key, return_inverse=True)
     row = row_local.astype(np.int64) + len(rows)
     # Already ordered by (lane, t, -dur) and rows refine lanes: a stable sort by row is enough.
@@ -484,7 +492,7 @@ def _index_rank(
         )
     )
     lane_first = np.searchsorted(lane, np.arange(int(lane.max()) + 1), side="left")
-    row_lane_local, row_depth = uniq_rows // 4096, uniq_rows % 2048
+    row_lane_local, row_depth = uniq_rows // ROWS_PER_LANE, uniq_rows % ROWS_PER_SUB
     row_counter = len(rows)
     gpu_lane: dict[int, int] = {}
     lane_counts = np.bincount(lane)

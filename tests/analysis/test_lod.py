@@ -214,9 +214,18 @@ def test_links_launch_to_kernel_and_back(nccl):
 
 
 def test_host_rows_are_nesting_depths(nccl):
+    """A thread's step markers take its first row (a step need not nest: profcap's end at the
+    optimizer call); below them, each row holds the events nested one level deeper."""
     ix, ev = nccl
+    steps_by_tid = ev.filter(pl.col("kind") == "step").group_by("tid").agg(pl.col("name")).rows()
+    for tid, names in steps_by_tid:
+        ln = _lane(ix, "thread", tid=tid)
+        a, b = ix.row_start[ln.rows[0]], ix.row_start[ln.rows[0] + 1]
+        assert sorted(ix.name_of(p) for p in range(a, b)) == sorted(names)  # every step, nothing else
+    with_steps = {tid for tid, _ in steps_by_tid}
     for ln in (x for x in ix.lanes() if x.kind == "thread"):
-        for parent_row, child_row in zip(ln.rows, ln.rows[1:], strict=False):
+        activity = ln.rows[1:] if ln.tid in with_steps else ln.rows
+        for parent_row, child_row in zip(activity, activity[1:], strict=False):
             pa_, pb = ix.row_start[parent_row], ix.row_start[parent_row + 1]
             ca, cb = ix.row_start[child_row], ix.row_start[child_row + 1]
             ps, pe = ix.t[pa_:pb], ix.end_max[pa_:pb]

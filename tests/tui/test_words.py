@@ -48,7 +48,8 @@ def test_title_says_how_many_of_the_listed_gpus_ran_anything(trace: Path, raw: d
             title = app.screen.query_one("#trace-title", Static).render().plain
             assert " · 1 of 8 GPUs active · " in title, title
 
-    asyncio.run(go())
+    asyncio.run(go())  # cold: analysed in the app
+    asyncio.run(go())  # warm: the answers read back from the stage cache
 
 
 def test_help_lists_this_apps_keys_once_each(trace: Path) -> None:

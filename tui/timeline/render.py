@@ -134,6 +134,7 @@ class Renderer:
         )
         self.is_comm = comm
         self._labels_cache: dict[tuple, Segment] = {}
+        self._subtree_rows: dict[int, tuple[int, ...]] = {}
         # Each nested row is labelled with what it mostly holds (its first events' commonest kind).
         self.row_word: dict[int, str] = {}
         for ln in state.lanes:
@@ -214,11 +215,13 @@ class Renderer:
             color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
             styles[ok] = BAR0 + color
             return chars, styles
-        if vr.row is None:
+        if vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
             chars[bounds] = BOUNDARY
             styles[bounds] = DIM
             return chars, styles
-        if len(vr.merged) > 1:
+        if vr.row is None:  # a folded node / rank / GPU: the activity of everything inside it
+            cells = self._merged(self._subtree(vr.lane.id), t0, t1, cw, skip_outer=False)
+        elif len(vr.merged) > 1:
             cells = self._merged(vr.merged, t0, t1, cw)
         else:
             cells = ix.raster(vr.row, t0, t1, cw)
@@ -239,8 +242,9 @@ class Renderer:
             b = bounds[empty[bounds]]
             chars[b] = BOUNDARY
             styles[b] = DIM
+        labelled = np.zeros(cw, dtype=bool)
         if cells.exact and has_ev.any():
-            self._labels(chars, ev, solid)
+            labelled = self._labels(chars, ev, solid)
             if st.matches.size:
                 m = has_ev.copy()
                 i = np.searchsorted(st.matches_sorted, ev[has_ev])
@@ -256,6 +260,11 @@ class Renderer:
                     c = np.floor((ix.t[st.matches_sorted[a:b]] - t0) / ((t1 - t0) / cw)).astype(np.int64)
                     c = c[(c >= 0) & (c < cw)]
                     styles[c] = MATCH
+        # a solid cell without a label is a full block in the bar's colour, not a coloured
+        # space: without colour (NO_COLOR) a space would leave a busy row blank
+        bare = solid & ~labelled & (styles != MATCH)
+        chars[bare] = EIGHTHS[8]
+        styles[bare] = BAR0 + color[bare]
         own = set(vr.merged) if vr.merged else {vr.row}
         for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
             if pos >= 0 and ix.row_of(pos) in own:
@@ -269,12 +278,29 @@ class Renderer:
                         chars[a] = "◆"
         return chars, styles
 
-    def _merged(self, rows: tuple[int, ...], t0: float, t1: float, cw: int):
-        """A folded lane as one row: how busy its nested rows are (below the outermost, which is
-        usually the step), in the colour of the innermost event at each cell."""
+    def _subtree(self, lane_id: int) -> tuple[int, ...]:
+        """Every event row of the lanes under group lane ``lane_id`` (cached)."""
+        rows = self._subtree_rows.get(lane_id)
+        if rows is None:
+            kids = [ln for ln in self.state.lanes if ln.parent == lane_id]
+            found: list[int] = []
+            for ln in kids:
+                found.extend(ln.rows)
+                found.extend(self._subtree(ln.id))
+            rows = self._subtree_rows[lane_id] = tuple(found)
+        return rows
+
+    def _merged(self, rows: tuple[int, ...], t0: float, t1: float, cw: int, skip_outer: bool = True):
+        """A folded lane as one row: how busy its nested rows are (a thread's below the
+        outermost, which is usually the step, unless nothing nested is in view), in the colour
+        of the innermost event at each cell."""
         ix = self.state.ix
-        cells = ix.raster(rows[1], t0, t1, cw)
-        for r in rows[2:]:
+        if skip_outer and len(rows) > 1:
+            inner = self._merged(rows[1:], t0, t1, cw, skip_outer=False)
+            # zoomed into one long outer event, the nested rows may be empty: never a blank row
+            return inner if (inner.busy > 0).any() else ix.raster(rows[0], t0, t1, cw)
+        cells = ix.raster(rows[0], t0, t1, cw)
+        for r in rows[1:]:
             inner = ix.raster(r, t0, t1, cw)
             take = inner.busy > 0
             cells.busy = np.maximum(cells.busy, inner.busy)
@@ -289,8 +315,10 @@ class Renderer:
         b = int(math.ceil((float(ix.end[pos]) - t0) / w)) - 1
         return a, max(a, b)
 
-    def _labels(self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray) -> None:
-        """Names inside solid runs of one event, after a separator where two events touch."""
+    def _labels(self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray) -> np.ndarray:
+        """Names inside solid runs of one event, after a separator where two events touch;
+        returns the mask of the cells written."""
+        written = np.zeros(chars.size, dtype=bool)
         ix = self.state.ix
         key = np.where(solid, ev, -2)
         change = np.flatnonzero(np.diff(key)) + 1
@@ -303,11 +331,14 @@ class Renderer:
             first = a
             if a > 0 and key[a - 1] >= 0:
                 chars[a] = SEPARATOR
+                written[a] = True
                 first = a + 1
             room = b - first
             if room >= 3:
                 text = short_name(ix.names[int(ix.name[e])])[:room]
                 chars[first : first + len(text)] = list(text)
+                written[first : first + len(text)] = True
+        return written
 
     def _draw_link(self, rows, lines_chars, lines_styles, t0: float, w: float, cw: int) -> None:
         """A vertical line between the selected event and its linked one (launch ↔ kernel)."""
@@ -367,6 +398,8 @@ class Renderer:
             style = LABEL_HEADER if ln.kind in ("node", "rank", "gpu", "metrics") else LABEL
         if cursor:
             style = LABEL_CURSOR
+        # the cursor's lane is marked by a glyph too: bold or reverse alone vanish without colour
+        text = ("▶" if cursor else " ") + text
         text = text[: lw - 1].ljust(lw - 1) + "│"
         return Segment(text, STYLES[style])
 

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profui.analysis.lod import Lane, LodIndex
+from profui.analysis.lod import EVENT_KINDS, Lane, LodIndex
 
 #: Lane kinds that are headers (no events of their own).
 GROUP_KINDS = ("node", "rank", "gpu", "metrics")
 #: Host threads with more nesting rows than this start folded.
 FOLD_DEEPER_THAN = 4
+#: With this many ranks or fewer, each rank's busiest host thread starts unfolded.
+UNFOLD_BUSIEST_UP_TO_RANKS = 4
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,19 @@ class TimelineState:
         for ln in self.lanes:
             self.children.setdefault(ln.parent, []).append(ln)
         self.collapsed: set[int] = set()
-        # Metric groups and deep host threads start folded so the GPU lanes fit on screen
-        # (a folded thread is one row showing its innermost activity).
+        # Metric groups and deep host threads start folded so the GPU lanes fit on screen (a
+        # folded thread is one row showing its activity) — except each rank's busiest thread,
+        # the one a user looks at first, while there are few ranks.
+        busiest: dict[int | None, Lane] = {}
         for ln in self.lanes:
-            if ln.kind == "metrics" or (ln.kind == "thread" and len(ln.rows) > FOLD_DEEPER_THAN):
+            if ln.kind == "thread" and (
+                ln.parent not in busiest or self._weight(ln) > self._weight(busiest[ln.parent])
+            ):
+                busiest[ln.parent] = ln
+        keep = {ln.id for ln in busiest.values()} if len(busiest) <= UNFOLD_BUSIEST_UP_TO_RANKS else set()
+        for ln in self.lanes:
+            deep = ln.kind == "thread" and len(ln.rows) > FOLD_DEEPER_THAN and ln.id not in keep
+            if ln.kind == "metrics" or deep:
                 self.collapsed.add(ln.id)
         self.hide_empty = False
         self.t0 = 0.0
@@ -66,6 +77,13 @@ class TimelineState:
         self.version = 0  # bumped on every change; the renderer caches on it
         self._rows: list[VisibleRow] = []
         self._rebuild()
+
+    def _weight(self, lane: Lane) -> tuple[bool, int]:
+        """How much a thread matters at first sight: the training loop's (it holds the step
+        markers) first, then the one with the most events."""
+        first = int(self.ix.row_start[lane.rows[0]]) if lane.rows else -1
+        has_steps = first >= 0 and EVENT_KINDS[int(self.ix.kind[first])] == "step"
+        return has_steps, lane.n_events
 
     # -- tree ------------------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -239,6 +257,7 @@ class TimelineState:
             ):
                 pad = (s.t1 - s.t0) * 0.01
                 self.set_window(s.t0 - pad, s.t1 + pad)
+                self._drop_offscreen_selection()
                 who = f" (rank {rank})" if rank is not None else ""
                 self.message = f"{s.name}{who}: {_fmt(s.t1 - s.t0)}"
                 if rank is not None:
@@ -329,6 +348,15 @@ class TimelineState:
         self._select(p, keep_row=True)
         self.show_event(p)
         return True
+
+    def _drop_offscreen_selection(self) -> None:
+        """After a jump, a selected event out of view is let go (the details panel would
+        otherwise describe something the screen no longer shows)."""
+        if self.selected >= 0:
+            a, b = float(self.ix.t[self.selected]), float(self.ix.end[self.selected])
+            if b < self.t0 or a > self.t1:
+                self.selected = self.linked = -1
+                self.version += 1
 
     def clear_selection(self) -> None:
         """Forget the selection, the link and the search."""

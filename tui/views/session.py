@@ -109,5 +109,9 @@ class TraceSession:
 
         got = answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress)
         self.source = got.source
-        self.overview = got.outputs.get("ingest", {}).get("trace.json", {}).get("overview")
+        out = got.outputs
+        # the summary carries the overview too (a cached read may not include ingest's outputs)
+        self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview") or (
+            out.get("summary", {}).get("summary.json", {}).get("trace")
+        )
         return got.outputs

@@ -380,6 +380,7 @@ TABLES: dict[tuple[str, str], Table] = {
     ),
     ("comm", "by_collective.parquet"): Table(
         (
+            _c("source", STR, "text", "device kernel / host op (analysis.comm)"),
             _c("collective", STR, "text"),
             _c("count", I64, "count"),
             _c("total_ns", I64, "ns"),
@@ -390,7 +391,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("share", F64, "fraction", "of communication time"),
             _c("algbw_gbps", F64, "GB/s"),
         ),
-        "communication kernels by collective",
+        "communication by source and collective",
     ),
     ("comm", "overlap.parquet"): Table(
         (
@@ -400,6 +401,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("compute_ns", I64, "ns"),
             _c("overlap_ns", I64, "ns"),
             _c("overlap_share", F64, "fraction", "of communication time overlapped with compute"),
+            _c("source", STR, "text", "device kernel / host op (absent under hta_compat)", optional=True),
         ),
         "communication overlapped with compute per rank",
     ),
@@ -407,11 +409,12 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             NODE,
             RANK,
+            _c("source", STR, "text", "device kernel / host op (analysis.comm)"),
             _c("count", I64, "count"),
             _c("total_ns", I64, "ns"),
             _c("busy_ns", I64, "ns"),
             _c("span_ns", I64, "ns"),
-            _c("share", F64, "fraction", "of the rank's active span"),
+            _c("share", F64, "fraction", "of the rank's device span, or host span for a host-op rank"),
         ),
         "communication time per rank",
     ),

@@ -408,11 +408,12 @@ def render_text(summary: Any, console: Any) -> None:
     if not bc.is_empty():
         P(
             _table(
-                "NCCL by collective",
+                "Communication by collective",
                 bc,
                 [
+                    ("source", "source", _text),
                     ("collective", "collective", _text),
-                    ("count", "kernels", _num),
+                    ("count", "calls", _num),
                     ("total_ns", "total", fmt_ns),
                     ("mean_ns", "mean", fmt_ns),
                     ("max_ns", "max", fmt_ns),
@@ -443,9 +444,10 @@ def render_text(summary: Any, console: Any) -> None:
                 pr,
                 [
                     *_where(pr),
-                    ("count", "kernels", _num),
+                    ("source", "source", _text),
+                    ("count", "calls", _num),
                     ("busy_ns", "comm time", fmt_ns),
-                    ("span_ns", "GPU span", fmt_ns),
+                    ("span_ns", "span", fmt_ns),
                     ("share", "share", fmt_pct),
                 ],
             )

@@ -259,6 +259,14 @@ def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str])
     )
 
 
+def _shares(overlap: pl.LazyFrame) -> pl.LazyFrame:
+    """``overlap_share`` (overlap / comm, null without comm) and ``exposed_comm_ns`` (comm − overlap)."""
+    return overlap.with_columns(
+        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share"),
+        (pl.col("comm_ns") - pl.col("overlap_ns")).alias("exposed_comm_ns"),
+    )
+
+
 def comm_comp_overlap(
     events: pl.LazyFrame, by: Sequence[str] = ("node", "rank"), host: bool = True
 ) -> pl.LazyFrame:
@@ -266,8 +274,9 @@ def comm_comp_overlap(
 
     Per ``by`` group: ``comm_ns`` (union of :func:`comm_ops`), ``compute_ns`` (union of the
     computation in the rank's source's terms: compute kernels, or the CPU ops of a host-op rank),
-    ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_share`` = overlap/comm (null without
-    communication) — HTA's ``comp_comm_overlap_pctg`` / 100 on device kernels. Groups are the
+    ``overlap_ns`` (``|comm ∩ compute|``), ``overlap_share`` = overlap/comm (null without
+    communication; HTA's ``comp_comm_overlap_pctg`` / 100 on device kernels) and
+    ``exposed_comm_ns`` (communication not hidden under computation). Groups are the
     ranks with device kernels or host collectives; per rank, ``source`` says which was read.
     """
     comm = comm_ops(events, host)
@@ -280,9 +289,7 @@ def comm_comp_overlap(
         comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
     groups = ranks.select(keys).unique()
     out = groups.join(_unions_and_overlap(_iv(comm, keys), _iv(compute, keys), keys), on=keys, how="left")
-    out = out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)).with_columns(
-        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share")
-    )
+    out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
     if set(_RANK) <= set(keys):
         out = out.join(sources, on=_RANK, how="left", nulls_equal=True).with_columns(
             pl.col("source").fill_null(DEVICE_KERNEL)
@@ -307,9 +314,7 @@ def overlap_of(
     out = groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left").with_columns(
         pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)
     )
-    out = out.with_columns(
-        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share")
-    ).sort(keys)
+    out = _shares(out).sort(keys)
     return out if by else out.drop("_all")
 
 
@@ -408,8 +413,9 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
     to arrive, so the straggler is the rank with the most *computation* in the step — the
     others show that difference as extra communication (waiting) time. Columns: ``step,
     ranks, straggler_node, straggler_rank, straggler_compute_ns, median_compute_ns``,
-    ``lag_ns`` (straggler compute − median), ``comm_min_ns``, ``comm_max_ns``,
-    ``step_min_ns``, ``step_max_ns``. Steps seen on a single rank are left out.
+    ``lag_ns`` (straggler compute − median), ``straggler_comm_ns``, ``comm_min_ns``,
+    ``comm_max_ns``, ``wait_ns`` (the most communication time another rank spent beyond the
+    straggler's: its wait for the straggler), ``step_min_ns``, ``step_max_ns``. Steps seen on a single rank are left out.
     """
     ranked = per_step.sort(["step", "compute_ns", "node", "rank"], descending=[False, True, False, False])
     return (
@@ -419,6 +425,7 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("node").first().alias("straggler_node"),
             pl.col("rank").first().alias("straggler_rank"),
             pl.col("compute_ns").first().alias("straggler_compute_ns"),
+            pl.col("comm_ns").first().alias("straggler_comm_ns"),
             pl.col("compute_ns").median().alias("median_compute_ns"),
             pl.col("comm_ns").min().alias("comm_min_ns"),
             pl.col("comm_ns").max().alias("comm_max_ns"),
@@ -426,6 +433,9 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("step_ns").max().alias("step_max_ns"),
         )
         .filter(pl.col("ranks") >= 2)
-        .with_columns((pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"))
+        .with_columns(
+            (pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"),
+            (pl.col("comm_max_ns") - pl.col("straggler_comm_ns")).alias("wait_ns"),
+        )
         .sort("step")
     )

@@ -82,6 +82,7 @@ def test_per_step_comm_and_stragglers_match_a_plain_recomputation(gloo_run):
     trace, rows, summary = gloo_run
     per_step = {(r["rank"], r["step"]): r for r in summary.table("comm", "per_step").iter_rows(named=True)}
     compute_of: dict[int, dict[int, int]] = {}
+    comm_of: dict[int, dict[int, int]] = {}
     for rank, rs in rows.items():
         gloo = [r for r in rs if r["name"] == GLOO]
         ops = [r for r in rs if r["kind"] == "cpu_op" and not COMM_NAME.search(r["name"])]
@@ -93,6 +94,7 @@ def test_per_step_comm_and_stragglers_match_a_plain_recomputation(gloo_run):
             both = union(clipped(gloo, lo, hi) + clipped(ops, lo, hi))
             assert got["exposed_comm_ns"] == both - compute  # comm not under compute
             compute_of.setdefault(n, {})[rank] = compute
+            comm_of.setdefault(n, {})[rank] = comm
     # the gradient all-reduce takes a large part of each step on this tiny model
     assert max(r["comm_ns"] / r["step_ns"] for r in per_step.values()) > 0.3
     stragglers = summary.table("comm", "stragglers")
@@ -103,3 +105,6 @@ def test_per_step_comm_and_stragglers_match_a_plain_recomputation(gloo_run):
         assert (s["straggler_rank"], s["straggler_compute_ns"]) == (slowest, by_rank[slowest])
         median = sum(by_rank.values()) / 2  # of two ranks
         assert s["lag_ns"] == by_rank[slowest] - median
+        # the other rank waits for the straggler inside the all-reduce
+        other = 1 - slowest
+        assert s["wait_ns"] == max(comm_of[s["step"]][other] - comm_of[s["step"]][slowest], 0)

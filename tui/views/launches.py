@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .table_sections import Outputs, Section, SectionsView, output
+from .table_sections import Outputs, Section, SectionsView, output, top_n
 
 STAGE = "launch"
 
@@ -27,8 +27,11 @@ _STATS = [
 
 def launch_sections(outputs: Outputs) -> list[Section]:
     """The Launches view's tables, from the ``launch`` stage's outputs."""
-    by_kernel = output(outputs, STAGE, "by_kernel.parquet")
+    # the summary's top-N rows of the per-kernel and outlier tables, as `profui summary` prints them
+    n = top_n(outputs)
+    by_kernel = output(outputs, STAGE, "by_kernel.parquet").head(n)
     bound = by_kernel.filter(pl.col("launch_bound") > 0) if by_kernel.height else by_kernel
+    top = f"top {n} by total delay"
     kernel_cols = [
         "name",
         "launches",
@@ -70,23 +73,26 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             kernel_cols,
             sort_by="delay_mean_ns",
             kernel="name",
+            note=top,
         ),
         Section(
-            "Launch-bound kernels (device work shorter than the launch call)",
+            "Launch-bound kernels",
             STAGE,
             "by_kernel.parquet",
             bound,
             kernel_cols,
             sort_by="launch_bound",
             kernel="name",
+            note=f"GPU work shorter than the launch · of the {top}",
         ),
         Section(
             "Outliers: slow launch calls and late starts",
             STAGE,
             "outliers.parquet",
-            output(outputs, STAGE, "outliers.parquet"),
+            output(outputs, STAGE, "outliers.parquet").head(n),
             ["name", "reason", "launch_delay", "launch_dur", "dur", "launch_name", "rank", "stream"],
             kernel="name",
+            note=f"first {n}",
         ),
         Section(
             "ATen op → kernels",

@@ -43,7 +43,7 @@ def sync_empty(outputs: Outputs) -> str:
         output(outputs, STAGE, "host.parquet").is_empty()
         and output(outputs, STAGE, "device.parquet").is_empty()
     ):
-        return "No synchronization in this trace: no synchronize calls on the host, no device sync events."
+        return "No synchronization in this trace: no host synchronize calls, no device syncs."
     return ""
 
 

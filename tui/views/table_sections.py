@@ -60,6 +60,13 @@ def output(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
     return dc.frame(outputs, stage, file)
 
 
+def top_n(outputs: Outputs) -> int:
+    """The rows the summary keeps of its top-N tables (its ``top_n`` parameter)."""
+    doc = outputs.get("summary", {}).get("summary.json")
+    params = doc.get("params", {}) if isinstance(doc, dict) else getattr(doc, "params", {})
+    return int(params.get("top_n") or 15)
+
+
 class SectionsView(TraceView):
     """A view of one stage's tables: ``]``/``[`` switch tables, ``s``/``r`` sort, Enter on a
     kernel opens the timeline. Subclasses set :attr:`TITLE`, :attr:`TAKEAWAY`, and implement
@@ -141,6 +148,8 @@ class SectionsView(TraceView):
         sec = self.section
         if empty or sec is None:
             status.update(empty or f"No {self.TITLE.lower()} data in this trace.")
+            # the empty line says it; the takeaway would repeat it
+            self.query_one(".view-takeaway", Static).update("")
             title.update("")
             table.set_frame(pl.DataFrame())
             return

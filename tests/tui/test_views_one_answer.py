@@ -62,9 +62,9 @@ def test_analysis_views_show_the_summary_numbers(name: str, imported) -> None:  
         async with app.run_test(size=(160, 48)) as pilot:
             for key, view_id in VIEWS.items():
                 await pilot.press(key)
-                assert await wait_for(pilot, lambda: bool(app.screen.query(f"#{view_id}")))
+                assert await wait_for(pilot, lambda v=view_id: bool(app.screen.query(f"#{v}")))
                 view = app.screen.query_one(f"#{view_id}", SectionsView)
-                assert await wait_for(pilot, lambda: view.ready), view_id
+                assert await wait_for(pilot, lambda v=view: v.ready), view_id
                 takeaway = _text(view.query_one(".view-takeaway").render())
                 if view.empty(view.outputs):
                     checked["empty"].append(view_id)

@@ -9,7 +9,8 @@ STAGE = "comm"
 
 
 def comm_sections(outputs: Outputs) -> list[Section]:
-    """The Communication view's tables, from the ``comm`` stage's outputs."""
+    """The Communication view's tables, from the ``comm`` stage's outputs (node names run long:
+    they come last, so the numbers stay on screen at 80 columns)."""
     return [
         Section(
             "Collectives by kind",
@@ -51,7 +52,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             STAGE,
             "per_rank.parquet",
             output(outputs, STAGE, "per_rank.parquet"),
-            ["node", "rank", "busy_ns", "share", "total_ns", "count", "span_ns", "source"],
+            ["rank", "busy_ns", "share", "total_ns", "count", "span_ns", "source", "node"],
         ),
         Section(
             "Slowest rank per step, the others' wait",
@@ -77,7 +78,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             STAGE,
             "per_step.parquet",
             output(outputs, STAGE, "per_step.parquet"),
-            ["step", "node", "rank", "step_ns", "comm_ns", "exposed_comm_ns", "overlap_ns", "compute_ns"],
+            ["step", "rank", "step_ns", "comm_ns", "exposed_comm_ns", "overlap_ns", "compute_ns", "node"],
         ),
     ]
 

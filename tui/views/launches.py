@@ -63,7 +63,7 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             STAGE,
             "stats.parquet",
             output(outputs, STAGE, "stats.parquet"),
-            ["node", "rank", *_STATS],
+            ["rank", *_STATS, "node"],
         ),
         Section(
             "Per kernel",

@@ -24,7 +24,7 @@ def sync_sections(outputs: Outputs) -> list[Section]:
             STAGE,
             "totals.parquet",
             output(outputs, STAGE, "totals.parquet"),
-            ["node", "rank", "blocked_ns", "share", "calls", "window_ns"],
+            ["rank", "blocked_ns", "share", "calls", "window_ns", "node"],
         ),
         Section(
             "Device sync events",

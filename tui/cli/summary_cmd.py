@@ -434,6 +434,7 @@ def render_text(summary: Any, console: Any) -> None:
                     ("compute_ns", "compute", fmt_ns),
                     ("overlap_ns", "overlap", fmt_ns),
                     ("overlap_share", "of comm", fmt_pct),
+                    ("exposed_comm_ns", "exposed", fmt_ns),
                 ],
             )
         )
@@ -466,6 +467,7 @@ def render_text(summary: Any, console: Any) -> None:
                         ("lag_ns", "vs median", fmt_ns),
                         ("comm_min_ns", "comm min", fmt_ns),
                         ("comm_max_ns", "comm max", fmt_ns),
+                        ("wait_ns", "others' wait", fmt_ns),
                     ],
                     limit=top,
                 )

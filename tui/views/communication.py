@@ -37,7 +37,6 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             "overlap.parquet",
             output(outputs, STAGE, "overlap.parquet"),
             [
-                "node",
                 "rank",
                 "comm_ns",
                 "exposed_comm_ns",
@@ -45,6 +44,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
                 "overlap_share",
                 "compute_ns",
                 "source",
+                "node",
             ],
         ),
         Section(

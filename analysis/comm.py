@@ -1,12 +1,24 @@
-"""Communication (NCCL/RCCL) kernels: time by collective, overlap with compute, ranks, stragglers.
+"""Communication: collectives by kind, overlap with compute, ranks, stragglers.
 
-A communication kernel is a device kernel whose name matches HTA's ``^nccl.*Kernel`` (NCCL and
-RCCL kernels, e.g. ``ncclKernel_AllReduce_RING_LL_Sum_float`` or ``ncclDevKernel_SendRecv``).
-Its collective comes from the kernel name (``AllReduce``, ``Broadcast``, ``SendRecv`` ...), else
-from the ``Collective name`` argument Kineto records for NCCL kernels, else ``other``.
-Computation kernels are the other kernels. (HTA's rule — not communication, not
-``Memcpy``/``Memset``, not ``...Sync``, over HTA's GPU events — is in
-:func:`profui.analysis.hta_variants.hta_comm_comp_overlap`.)
+Two sources describe a collective, and each rank's communication is read from one of them:
+
+- ``device kernel``: NCCL/RCCL kernels, device kernels whose name matches HTA's ``^nccl.*Kernel``
+  (e.g. ``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``). The collective
+  comes from the kernel name (``AllReduce``, ``Broadcast``, ``SendRecv`` ...), else from the
+  ``Collective name`` argument Kineto records, else ``other``. Computation is every other kernel.
+- ``host op``: the CPU-side ranges of the process group, where a rank has no communication
+  kernels (gloo, or CPU-only traces of any backend). A backend range (``gloo:all_reduce``,
+  ``nccl:broadcast``, ``mpi:…``, ``ucc:…``) is where the collective runs — for gloo on a worker
+  thread; where a rank records none, its ``c10d::allreduce_``-style dispatcher ops stand in.
+  The collective is the op name in NCCL's spelling (``all_reduce``/``allreduce_`` → ``AllReduce``);
+  bytes are the first input's elements × element size where the profiler recorded shapes.
+  Computation is the rank's other CPU ops (the only computation a host trace records).
+
+A rank with communication kernels is read from them alone: its ``nccl:*`` and ``c10d::*`` host
+ranges describe the same collectives (their enqueue) and would count them twice. Every table
+says which source each row was read from (``source``). Under ``hta_compat`` only device kernels
+count, as in HTA. (HTA's rule — not communication, not ``Memcpy``/``Memset``, not ``...Sync``,
+over HTA's GPU events — is in :func:`profui.analysis.hta_variants.hta_comm_comp_overlap`.)
 """
 
 from __future__ import annotations
@@ -39,6 +51,59 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
+#: The ``source`` of a row read from communication kernels.
+DEVICE_KERNEL = "device kernel"
+#: The ``source`` of a row read from the process group's host ranges.
+HOST_OP = "host op"
+
+#: Event kinds host collectives are recorded as (``cpu_op``, ``record_function`` ranges).
+HOST_KINDS = ("cpu_op", "annotation")
+#: A process-group backend's range around a collective (``gloo:all_reduce``, ``nccl:broadcast``).
+BACKEND_RANGE = r"^(?:gloo|nccl|mpi|ucc):[A-Za-z_]+$"
+#: A c10d dispatcher op (``c10d::allreduce_``), counted only where a rank has no backend range.
+C10D_OP = r"^c10d::[A-Za-z_]+$"
+
+#: Host op names (lower case, underscores dropped) in NCCL's spelling of the collective.
+HOST_COLLECTIVES: dict[str, str] = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "allgatherbase": "AllGather",
+    "allgatherintotensorcoalesced": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "reducescatterbase": "ReduceScatter",
+    "reducescattertensorcoalesced": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+    "alltoall": "AllToAll",
+    "alltoallbase": "AllToAll",
+    "send": "Send",
+    "recv": "Recv",
+    "barrier": "Barrier",
+    "gather": "Gather",
+    "scatter": "Scatter",
+}
+
+#: Bytes per element of the ``Input type`` torch records for a host op's inputs.
+TORCH_TYPE_BYTES: dict[str, int] = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "int": 4,
+    "long int": 8,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+}
+
+_RANK = ["node", "rank"]
+#: The columns every communication row has, whichever its source.
+_COMM_COLUMNS = ["node", "rank", "ts", "dur", "name", "collective", "msg_bytes", "source"]
+
+
 def _device_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     return events.filter(pl.col("kind") == "kernel")
 
@@ -68,21 +133,91 @@ def with_collective(k: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def host_comm_ops(events: pl.LazyFrame) -> pl.LazyFrame:
+    """The process group's host-side collectives of every rank, whatever else the rank has:
+    its backend ranges (``gloo:*``, ``nccl:*`` ...), or its ``c10d::*`` ops where it has none.
+
+    Adds ``collective`` (NCCL's spelling, else the op name) and ``msg_bytes`` (first input's
+    elements × element size, null where shapes or the type were not recorded).
+    """
+    host = events.filter(pl.col("kind").is_in(HOST_KINDS)).with_columns(
+        pl.when(pl.col("name").str.contains(BACKEND_RANGE))
+        .then(1)
+        .when(pl.col("name").str.contains(C10D_OP))
+        .then(2)
+        .alias("_tier")
+    )
+    host = host.filter(pl.col("_tier").is_not_null())
+    host = host.filter(pl.col("_tier") == pl.col("_tier").min().over(_RANK)).drop("_tier")
+    op = pl.col("name").str.extract(r"[:]+([A-Za-z_]+)$", 1)
+    key = op.str.to_lowercase().str.replace_all("_", "")
+    args = pl.col("args")
+    dims = args.str.json_path_match("$['Input Dims'][0]").str.extract_all(r"\d+")
+    has_dims = dims.list.len() > 0
+    elems = dims.list.eval(pl.element().cast(pl.Int64).product()).list.first()
+    width = args.str.json_path_match("$['Input type'][0]").replace_strict(
+        TORCH_TYPE_BYTES, default=None, return_dtype=pl.Int64
+    )
+    return host.with_columns(
+        key.replace_strict(HOST_COLLECTIVES, default=op, return_dtype=pl.String).alias("collective"),
+        pl.when(has_dims).then(elems * width).alias("msg_bytes"),
+    )
+
+
+def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+    """Every communication row, one source per rank (the module docstring's model): a rank's
+    communication kernels where it has any, else (with ``host``) its host collectives.
+
+    Columns: ``node, rank, ts, dur, name, collective, msg_bytes, source``.
+    """
+    kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(_COMM_COLUMNS)
+    if not host:
+        return kernels
+    ranks = kernels.select(_RANK).unique()
+    ops = host_comm_ops(events).join(ranks, on=_RANK, how="anti", nulls_equal=True)
+    ops = ops.with_columns(pl.lit(HOST_OP).alias("source")).select(_COMM_COLUMNS)
+    return pl.concat([kernels, ops.cast(kernels.collect_schema())])
+
+
+def _rank_sources(comm: pl.LazyFrame) -> pl.LazyFrame:
+    return comm.select(*_RANK, "source").unique()
+
+
 def compute_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     """Computation kernels: every kernel that is not communication."""
     return _device_kernels(events).filter(~pl.col("name").str.contains(COMM_PATTERN))
 
 
-def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
-    """NCCL kernel time per collective (and ``by`` group).
+def _host_compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
+    """The CPU ops of host-op ranks that are not communication (their computation)."""
+    host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
+    name = pl.col("name")
+    return (
+        events.filter(pl.col("kind") == "cpu_op")
+        .filter(~name.str.contains(BACKEND_RANGE) & ~name.str.contains(C10D_OP))
+        .join(host_ranks, on=_RANK, how="semi", nulls_equal=True)
+    )
 
-    Columns: ``by..., collective, count, total_ns, mean_ns, min_ns, max_ns, share`` (of all comm
-    kernel time in the group), ``bytes`` (sum of message sizes where recorded, else null) and
-    ``algbw_gbps`` (bytes / kernel time). Sorted by ``total_ns`` descending.
+
+def _compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
+    """Computation of each rank in its source's terms: kernels, or CPU ops of host-op ranks."""
+    host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
+    kernels = compute_kernels(events).join(host_ranks, on=_RANK, how="anti", nulls_equal=True)
+    host = _host_compute(events, sources)
+    return pl.concat([kernels.select(*_RANK, "ts", "dur"), host.select(*_RANK, "ts", "dur")])
+
+
+def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = (), host: bool = True) -> pl.LazyFrame:
+    """Communication time per source and collective (and ``by`` group), from :func:`comm_ops`.
+
+    Columns: ``by..., source, collective, count, total_ns`` (sum of durations), ``mean_ns,
+    min_ns, max_ns, share`` (of all communication time in the group), ``bytes`` (sum of message
+    sizes where recorded, else null) and ``algbw_gbps`` (bytes / time). Sorted by ``total_ns``
+    descending.
     """
     keys = list(by)
-    c = comm_kernels(events)
-    agg = c.group_by([*keys, "collective"]).agg(
+    c = comm_ops(events, host)
+    agg = c.group_by([*keys, "source", "collective"]).agg(
         pl.len().cast(pl.Int64).alias("count"),
         pl.col("dur").sum().alias("total_ns"),
         pl.col("dur").mean().alias("mean_ns"),
@@ -98,7 +233,9 @@ def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyF
             pl.when(pl.col("_timed") > 0).then(pl.col("bytes") / pl.col("_timed")).alias("algbw_gbps"),
         )
         .drop("_timed")
-        .sort([*keys, "total_ns", "collective"], descending=[False] * len(keys) + [True, False])
+        .sort(
+            [*keys, "total_ns", "source", "collective"], descending=[False] * len(keys) + [True, False, False]
+        )
     )
 
 
@@ -122,14 +259,43 @@ def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str])
     )
 
 
-def comm_comp_overlap(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> pl.LazyFrame:
-    """How much of the communication time ran while computation kernels were running.
+def _shares(overlap: pl.LazyFrame) -> pl.LazyFrame:
+    """``overlap_share`` (overlap / comm, null without comm) and ``exposed_comm_ns`` (comm − overlap)."""
+    return overlap.with_columns(
+        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share"),
+        (pl.col("comm_ns") - pl.col("overlap_ns")).alias("exposed_comm_ns"),
+    )
 
-    Per ``by`` group: ``comm_ns`` (union of comm kernels), ``compute_ns`` (union of compute
-    kernels), ``overlap_ns`` (``|comm ∩ compute|``) and ``overlap_share`` = overlap/comm
-    (null without communication) — HTA's ``comp_comm_overlap_pctg`` / 100.
+
+def comm_comp_overlap(
+    events: pl.LazyFrame, by: Sequence[str] = ("node", "rank"), host: bool = True
+) -> pl.LazyFrame:
+    """How much of the communication time ran while computation was running.
+
+    Per ``by`` group: ``comm_ns`` (union of :func:`comm_ops`), ``compute_ns`` (union of the
+    computation in the rank's source's terms: compute kernels, or the CPU ops of a host-op rank),
+    ``overlap_ns`` (``|comm ∩ compute|``), ``overlap_share`` = overlap/comm (null without
+    communication; HTA's ``comp_comm_overlap_pctg`` / 100 on device kernels) and
+    ``exposed_comm_ns`` (communication not hidden under computation). Groups are the
+    ranks with device kernels or host collectives; per rank, ``source`` says which was read.
     """
-    return overlap_of(_device_kernels(events), comm_kernels, compute_kernels, by)
+    comm = comm_ops(events, host)
+    sources = _rank_sources(comm)
+    keys = list(by) or ["_all"]
+    compute = _compute(events, sources)
+    kernel_ranks = _device_kernels(events).select(_RANK).unique()
+    ranks = pl.concat([kernel_ranks, sources.select(_RANK)]).unique()
+    if not by:
+        comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
+    groups = ranks.select(keys).unique()
+    out = groups.join(_unions_and_overlap(_iv(comm, keys), _iv(compute, keys), keys), on=keys, how="left")
+    out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
+    if set(_RANK) <= set(keys):
+        out = out.join(sources, on=_RANK, how="left", nulls_equal=True).with_columns(
+            pl.col("source").fill_null(DEVICE_KERNEL)
+        )
+    out = out.sort(keys)
+    return out if by else out.drop("_all")
 
 
 def overlap_of(
@@ -148,33 +314,46 @@ def overlap_of(
     out = groups.join(_unions_and_overlap(comm, comp, keys), on=keys, how="left").with_columns(
         pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)
     )
-    out = out.with_columns(
-        pl.when(pl.col("comm_ns") > 0).then(pl.col("overlap_ns") / pl.col("comm_ns")).alias("overlap_share")
-    ).sort(keys)
+    out = _shares(out).sort(keys)
     return out if by else out.drop("_all")
 
 
-def comm_per_rank(events: pl.LazyFrame) -> pl.LazyFrame:
-    """Per ``node, rank``: communication kernel ``count``, ``total_ns`` (sum), ``busy_ns``
-    (union), and the share of the rank's device span (first to last kernel) spent communicating."""
-    keys = ["node", "rank"]
-    c = comm_kernels(events)
-    per = c.group_by(keys).agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
-    busy = union_length(_iv(c, keys), keys, "busy_ns")
-    span = (
+def comm_per_rank(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+    """Per ``node, rank``: the ``source`` its communication is read from, ``count``,
+    ``total_ns`` (sum), ``busy_ns`` (union), and the share of the rank's span spent
+    communicating — its device span (first to last device event), or for a host-op rank its
+    host span (first to last CPU op, range or step)."""
+    c = comm_ops(events, host)
+    sources = _rank_sources(c)
+    per = c.group_by(_RANK).agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
+    busy = union_length(_iv(c, _RANK), _RANK, "busy_ns")
+    host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
+    end = pl.col("ts") + pl.col("dur")
+    device_span = (
         events.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
-        .group_by(keys)
-        .agg(((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("span_ns"))
+        .join(host_ranks, on=_RANK, how="anti", nulls_equal=True)
+        .group_by(_RANK)
+        .agg((end.max() - pl.col("ts").min()).alias("span_ns"))
+    )
+    host_span = (
+        events.filter(pl.col("kind").is_in([*HOST_KINDS, "step"]))
+        .join(host_ranks, on=_RANK, how="semi", nulls_equal=True)
+        .group_by(_RANK)
+        .agg((end.max() - pl.col("ts").min()).alias("span_ns"))
     )
     return (
-        span.join(per, on=keys, how="left")
-        .join(busy, on=keys, how="left")
-        .with_columns(pl.col("count", "total_ns", "busy_ns").fill_null(0))
+        pl.concat([device_span, host_span])
+        .join(per, on=_RANK, how="left", nulls_equal=True)
+        .join(busy, on=_RANK, how="left", nulls_equal=True)
+        .join(sources, on=_RANK, how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("count", "total_ns", "busy_ns").fill_null(0), pl.col("source").fill_null(DEVICE_KERNEL)
+        )
         .with_columns(
             pl.when(pl.col("span_ns") > 0).then(pl.col("busy_ns") / pl.col("span_ns")).alias("share")
         )
-        .select(*keys, "count", "total_ns", "busy_ns", "span_ns", "share")
-        .sort(keys)
+        .select(*_RANK, "source", "count", "total_ns", "busy_ns", "span_ns", "share")
+        .sort(_RANK)
     )
 
 
@@ -191,19 +370,32 @@ def _clip_to_windows(iv: pl.LazyFrame, windows: pl.LazyFrame, keys: list[str]) -
     )
 
 
-def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per step and rank: communication and computation kernel time inside the step window.
+def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+    """Per step and rank: communication and computation time inside the step window.
 
-    ``windows`` is :func:`profui.analysis.steps.step_windows`' frame (its device windows
-    ``start_ns, end_ns`` are used) or any frame with ``node, rank, step, start, end`` (ns).
-    Columns: ``node, rank, step, step_ns, comm_ns, compute_ns, overlap_ns, exposed_comm_ns``
-    (comm time not hidden under compute); unions, clipped to the window.
+    ``windows`` is :func:`profui.analysis.steps.step_windows`' frame or any frame with ``node,
+    rank, step, start, end`` (ns). A rank's device window (``start_ns, end_ns``) is used, or for a
+    host-op rank its host window (``cpu_start_ns, cpu_end_ns``); communication and computation
+    are :func:`comm_comp_overlap`'s. Columns: ``node, rank, step, step_ns, comm_ns,
+    compute_ns, overlap_ns, exposed_comm_ns`` (comm time not hidden under compute); unions,
+    clipped to the window.
     """
-    keys = ["node", "rank"]
-    lo, hi = ("start_ns", "end_ns") if "start_ns" in windows.collect_schema().names() else ("start", "end")
-    w = windows.select(*keys, "step", pl.col(lo).alias("w_start"), pl.col(hi).alias("w_end"))
-    comm = _clip_to_windows(_iv(comm_kernels(events), keys), w, keys)
-    comp = _clip_to_windows(_iv(compute_kernels(events), keys), w, keys)
+    keys = _RANK
+    comm_all = comm_ops(events, host)
+    sources = _rank_sources(comm_all)
+    names = windows.collect_schema().names()
+    if "start_ns" in names:
+        is_host = pl.col("source").fill_null("") == HOST_OP
+        w = windows.join(sources, on=keys, how="left", nulls_equal=True).select(
+            *keys,
+            "step",
+            pl.when(is_host).then(pl.col("cpu_start_ns")).otherwise(pl.col("start_ns")).alias("w_start"),
+            pl.when(is_host).then(pl.col("cpu_end_ns")).otherwise(pl.col("end_ns")).alias("w_end"),
+        )
+    else:
+        w = windows.select(*keys, "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
+    comm = _clip_to_windows(_iv(comm_all, keys), w, keys)
+    comp = _clip_to_windows(_iv(_compute(events, sources), keys), w, keys)
     k2 = [*keys, "step"]
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))
@@ -221,8 +413,9 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
     to arrive, so the straggler is the rank with the most *computation* in the step — the
     others show that difference as extra communication (waiting) time. Columns: ``step,
     ranks, straggler_node, straggler_rank, straggler_compute_ns, median_compute_ns``,
-    ``lag_ns`` (straggler compute − median), ``comm_min_ns``, ``comm_max_ns``,
-    ``step_min_ns``, ``step_max_ns``. Steps seen on a single rank are left out.
+    ``lag_ns`` (straggler compute − median), ``straggler_comm_ns``, ``comm_min_ns``,
+    ``comm_max_ns``, ``wait_ns`` (the most communication time another rank spent beyond the
+    straggler's: its wait for the straggler), ``step_min_ns``, ``step_max_ns``. Steps seen on a single rank are left out.
     """
     ranked = per_step.sort(["step", "compute_ns", "node", "rank"], descending=[False, True, False, False])
     return (
@@ -232,6 +425,7 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("node").first().alias("straggler_node"),
             pl.col("rank").first().alias("straggler_rank"),
             pl.col("compute_ns").first().alias("straggler_compute_ns"),
+            pl.col("comm_ns").first().alias("straggler_comm_ns"),
             pl.col("compute_ns").median().alias("median_compute_ns"),
             pl.col("comm_ns").min().alias("comm_min_ns"),
             pl.col("comm_ns").max().alias("comm_max_ns"),
@@ -239,6 +433,9 @@ def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("step_ns").max().alias("step_max_ns"),
         )
         .filter(pl.col("ranks") >= 2)
-        .with_columns((pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"))
+        .with_columns(
+            (pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"),
+            (pl.col("comm_max_ns") - pl.col("straggler_comm_ns")).alias("wait_ns"),
+        )
         .sort("step")
     )

@@ -429,6 +429,7 @@ TABLES: dict[tuple[str, str], Table] = {
     ),
     ("comm", "by_collective.parquet"): Table(
         (
+            _c("source", STR, "text", "device kernel / host op (analysis.comm)"),
             _c("collective", STR, "text"),
             _c("count", I64, "count"),
             _c("total_ns", I64, "ns"),
@@ -439,7 +440,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("share", F64, "fraction", "of communication time"),
             _c("algbw_gbps", F64, "GB/s"),
         ),
-        "communication kernels by collective",
+        "communication by source and collective",
     ),
     ("comm", "overlap.parquet"): Table(
         (
@@ -449,6 +450,8 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("compute_ns", I64, "ns"),
             _c("overlap_ns", I64, "ns"),
             _c("overlap_share", F64, "fraction", "of communication time overlapped with compute"),
+            _c("exposed_comm_ns", I64, "ns", "communication not hidden under computation"),
+            _c("source", STR, "text", "device kernel / host op (absent under hta_compat)", optional=True),
         ),
         "communication overlapped with compute per rank",
     ),
@@ -456,11 +459,12 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             NODE,
             RANK,
+            _c("source", STR, "text", "device kernel / host op (analysis.comm)"),
             _c("count", I64, "count"),
             _c("total_ns", I64, "ns"),
             _c("busy_ns", I64, "ns"),
             _c("span_ns", I64, "ns"),
-            _c("share", F64, "fraction", "of the rank's active span"),
+            _c("share", F64, "fraction", "of the rank's device span, or host span for a host-op rank"),
         ),
         "communication time per rank",
     ),
@@ -485,8 +489,10 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("straggler_rank", I64, "id"),
             _c("straggler_compute_ns", I64, "ns"),
             _c("median_compute_ns", F64, "ns_float"),
+            _c("straggler_comm_ns", I64, "ns"),
             _c("comm_min_ns", I64, "ns"),
             _c("comm_max_ns", I64, "ns"),
+            _c("wait_ns", I64, "ns", "another rank's most communication beyond the straggler's"),
             _c("step_min_ns", I64, "ns"),
             _c("step_max_ns", I64, "ns"),
             _c("lag_ns", F64, "ns_float"),

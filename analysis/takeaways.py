@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from .comm import DEVICE_KERNEL, HOST_OP
 from .formatting import fmt_count, fmt_ns, fmt_pct, plural, short_name
 
 Outputs = Mapping[str, Mapping[str, Any]]
@@ -331,12 +332,18 @@ def idle_takeaway(breakdown: pl.DataFrame) -> str:
 
 
 def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers: pl.DataFrame) -> str:
-    """NCCL time, the main collective, overlap with compute and the usual straggler."""
+    """Communication time (named by its source: NCCL kernels, host collectives, or both), the
+    main collective, overlap with compute and the usual straggler."""
     if by_collective.is_empty():
-        return "No NCCL communication kernels."
+        return "No communication: no NCCL kernels and no host collectives (gloo:*, nccl:*, c10d::*)."
     total = by_collective["total_ns"].sum()
-    top = by_collective.sort("total_ns", descending=True).row(0, named=True)
-    text = f"NCCL {fmt_ns(total)} ({top['collective']} {fmt_pct(top['total_ns'] / total, 0)})"
+    by_name = by_collective.group_by("collective").agg(pl.col("total_ns").sum())
+    top = by_name.sort(["total_ns", "collective"], descending=[True, False]).row(0, named=True)
+    sources = set(by_collective["source"].to_list()) if "source" in by_collective.columns else {DEVICE_KERNEL}
+    label = {frozenset({DEVICE_KERNEL}): "NCCL", frozenset({HOST_OP}): "Host collectives"}.get(
+        frozenset(sources), "Communication"
+    )
+    text = f"{label} {fmt_ns(total)} ({top['collective']} {fmt_pct(top['total_ns'] / total, 0)})"
     if not overlap.is_empty() and overlap["comm_ns"].sum():
         share = overlap["overlap_ns"].sum() / overlap["comm_ns"].sum()
         text += f"; {fmt_pct(share, 0)} overlapped with compute"

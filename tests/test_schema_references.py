@@ -26,6 +26,11 @@ CONSUMERS = (
     "tui/views/dashboard.py",
     "tui/views/kernels.py",
     "tui/views/steps.py",
+    "tui/views/table_sections.py",
+    "tui/views/communication.py",
+    "tui/views/launches.py",
+    "tui/views/idle.py",
+    "tui/views/sync.py",
 )
 
 _FRAME_METHODS = {
@@ -107,3 +112,20 @@ def test_every_table_output_has_a_schema_and_every_schema_an_output() -> None:
 def test_the_walk_catches_an_undeclared_column() -> None:
     read, made = _references(ast.parse('df.filter(pl.col("busy_pct") > 0)\nrow["gpu_util"]\nx.alias("mine")'))
     assert {"busy_pct", "gpu_util"} <= read - _declared() and "mine" in made
+
+
+def test_analysis_view_sections_show_only_their_tables_declared_columns() -> None:
+    """Each table of the Communication/Launches/Idle/Sync views names columns of the stage
+    output it shows (and sorts by, and opens kernels from, one of them)."""
+    from profui.tui.views.communication import comm_sections
+    from profui.tui.views.idle import idle_sections
+    from profui.tui.views.launches import launch_sections
+    from profui.tui.views.sync import sync_sections
+
+    for build in (comm_sections, launch_sections, idle_sections, sync_sections):
+        for sec in build({}):
+            declared = TABLES[(sec.stage, sec.file)].names
+            unknown = [c for c in sec.columns if c not in declared]
+            assert not unknown, f"{sec.title}: {sec.stage}/{sec.file} declares no {unknown}"
+            for col in (sec.sort_by, sec.kernel):
+                assert col is None or col in sec.columns, (sec.title, col)

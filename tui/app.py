@@ -1,5 +1,5 @@
 """The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
-Analyses, Timeline).
+Analyses, Timeline, Communication, Launches, Idle, Sync).
 
 Views are registered in :data:`VIEWS`, one entry each, imported directly (a broken view fails
 loudly at import). A view class is built as ``View(session, id=<name>)`` (``session`` is a
@@ -23,10 +23,14 @@ from textual.filter import LineFilter
 from textual.screen import Screen
 
 from .timeline import TimelineView
+from .views.communication import CommunicationView
 from .views.dashboard import DashboardView
+from .views.idle import IdleView
 from .views.kernels import KernelsView
+from .views.launches import LaunchesView
 from .views.runs import RunsView
 from .views.steps import StepsView
+from .views.sync import SyncView
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("steps", "Steps", "3", StepsView),
     ViewSpec("runs", "Analyses", "4", RunsView),
     ViewSpec("timeline", "Timeline", "5", TimelineView),
+    ViewSpec("comm", "Comm", "6", CommunicationView),
+    ViewSpec("launches", "Launch", "7", LaunchesView),
+    ViewSpec("idle", "Idle", "8", IdleView),
+    ViewSpec("sync", "Sync", "9", SyncView),
 ]
 
 

@@ -191,15 +191,18 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
 
 
 def comm(ctx: StageContext) -> dict[str, Any]:
-    """NCCL time by collective, its overlap with compute, per rank and per step, stragglers."""
+    """Communication by collective, its overlap with compute, per rank and per step, stragglers:
+    device kernels, or a rank's host collectives where it has none (HTA's kernels only under
+    ``hta_compat``)."""
     hta = ctx.params["hta_compat"]
+    host = not hta
     ev = _events(ctx, hta)
     windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = cm.comm_per_step(ev, windows)
+    per_step = cm.comm_per_step(ev, windows, host=host)
     return {
-        "by_collective.parquet": cm.comm_by_collective(ev),
-        "overlap.parquet": (hv.hta_comm_comp_overlap if hta else cm.comm_comp_overlap)(ev),
-        "per_rank.parquet": cm.comm_per_rank(ev),
+        "by_collective.parquet": cm.comm_by_collective(ev, host=host),
+        "overlap.parquet": hv.hta_comm_comp_overlap(ev) if hta else cm.comm_comp_overlap(ev),
+        "per_rank.parquet": cm.comm_per_rank(ev, host=host),
         "per_step.parquet": per_step,
         "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),
     }

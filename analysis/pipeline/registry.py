@@ -176,7 +176,7 @@ STAGES: tuple[Stage, ...] = (
             "stragglers.parquet",
         ),
         b.comm,
-        "NCCL time by collective, overlap with compute, per rank and step, stragglers",
+        "communication (NCCL kernels, else host collectives) by collective, overlap with compute, per rank and step, stragglers",
         modules=(A + "comm", A + "hta_variants"),
     ),
     Stage(

@@ -118,6 +118,84 @@ def test_per_rank_and_stragglers():
     assert st["lag_ns"].to_list()[0] == pytest.approx(150 - 145)
 
 
+def h(ts, dur, name, rank=0, tid=1, kind="cpu_op", args=None):
+    """A host event (an op or a record_function range)."""
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": kind,
+        "name": name,
+        "rank": rank,
+        "tid": tid,
+        "args": json.dumps(args) if args else None,
+    }
+
+
+GLOO_ARGS = {"Input type": ["float"], "Input Dims": [[10, 25]]}
+
+HOST = [
+    # rank 0 has an NCCL kernel: its host ranges describe the same collective and do not count
+    k(0, 100, "gemm"),
+    k(50, 120, AR, stream=20),
+    h(40, 5, "c10d::allreduce_"),
+    h(41, 3, "nccl:all_reduce", kind="annotation"),
+    # rank 1 (no kernels): gloo ranges on a worker thread count; its c10d enqueue op does not
+    h(0, 30, "aten::mm", rank=1),
+    h(25, 2, "c10d::allreduce_", rank=1),
+    h(20, 40, "gloo:all_reduce", rank=1, tid=2, kind="annotation", args=GLOO_ARGS),
+    h(100, 10, "gloo:broadcast", rank=1, tid=2, kind="annotation"),
+    # rank 2 records only dispatcher ops: they stand in
+    h(0, 7, "c10d::allgather_", rank=2),
+    h(10, 4, "aten::add", rank=2),
+]
+
+
+def test_host_collectives_one_source_per_rank():
+    by = comm_by_collective(ev(HOST)).collect()
+    got = {
+        (r["source"], r["collective"]): (r["count"], r["total_ns"], r["bytes"])
+        for r in by.iter_rows(named=True)
+    }
+    assert got == {
+        ("device kernel", "AllReduce"): (1, 120, None),
+        ("host op", "AllReduce"): (1, 40, 10 * 25 * 4),  # gloo:all_reduce over a 10x25 float
+        ("host op", "Broadcast"): (1, 10, None),
+        ("host op", "AllGather"): (1, 7, None),
+    }
+    pr = {r["rank"]: r for r in comm_per_rank(ev(HOST)).collect().iter_rows(named=True)}
+    assert [pr[r]["source"] for r in (0, 1, 2)] == ["device kernel", "host op", "host op"]
+    assert (pr[1]["busy_ns"], pr[1]["span_ns"]) == (50, 110)  # host span: first op to last range
+    assert (pr[2]["busy_ns"], pr[2]["span_ns"]) == (7, 14)
+    # host-op ranks: computation is their other CPU ops; rank 1's gloo [20, 60) meets mm [0, 30)
+    o = {r["rank"]: r for r in comm_comp_overlap(ev(HOST)).collect().iter_rows(named=True)}
+    assert (o[1]["comm_ns"], o[1]["compute_ns"], o[1]["overlap_ns"], o[1]["exposed_comm_ns"]) == (
+        50,
+        30,
+        10,
+        40,
+    )
+    assert (o[0]["comm_ns"], o[0]["compute_ns"], o[0]["overlap_ns"]) == (120, 100, 50)
+    # kernels only on request (hta_compat)
+    assert comm_by_collective(ev(HOST), host=False).collect()["source"].to_list() == ["device kernel"]
+
+
+def test_host_op_ranks_use_their_host_step_window():
+    windows = pl.LazyFrame(
+        {
+            "node": ["n", "n"],
+            "rank": [0, 1],
+            "step": [1, 1],
+            "cpu_start_ns": [0, 0],
+            "cpu_end_ns": [200, 50],
+            "start_ns": [0, None],
+            "end_ns": [200, None],
+        }
+    )
+    ps = {r["rank"]: r for r in comm_per_step(ev(HOST), windows).collect().iter_rows(named=True)}
+    assert (ps[1]["step_ns"], ps[1]["comm_ns"], ps[1]["compute_ns"]) == (50, 30, 30)  # gloo cut at 50
+    assert (ps[0]["step_ns"], ps[0]["comm_ns"]) == (200, 120)
+
+
 # -- real traces ------------------------------------------------------------------------------
 
 MULTI = ("trace_filter-sampled_rank-0", "trace_filter-sampled_rank-1")

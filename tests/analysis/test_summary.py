@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import polars as pl
@@ -10,7 +11,7 @@ from polars.testing import assert_frame_equal
 from profui.analysis import comm, idle, launch
 from profui.analysis.summary import SECTIONS, Summary, summarize
 
-from realdata import hta_reference, same_numbers
+from realdata import hta_reference, require_shared_traces, same_numbers
 
 
 def test_sections_equal_the_module_functions(imported_trace):
@@ -58,11 +59,24 @@ def test_triton_default_vs_hta_compat(imported_trace):
     assert any("hta_compat" in n for n in hta.notes)
 
 
+def _raw_events(stem: str, name: str) -> list[dict]:
+    """The trace's Kineto events called ``name``, read with the standard library."""
+    path = next(require_shared_traces().glob(f"hta-{stem}*.json*"))
+    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("name") == name and e.get("ph") == "X"]
+
+
 def test_traces_without_gpu_or_steps_still_summarize(imported_trace):
     cpu_only = summarize(imported_trace("cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace"))
     assert cpu_only.trace["gpus"] == 0
     assert cpu_only.table("launch", "overall")["launches"].item() == 0
-    assert cpu_only.table("comm", "by_collective").is_empty()
+    # its gloo all-reduces are host collectives: 10 ranges over 1-D float buckets (raw trace events)
+    raw = _raw_events("cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace", "gloo:all_reduce")
+    row = cpu_only.table("comm", "by_collective").row(0, named=True)
+    assert cpu_only.table("comm", "by_collective").height == 1
+    assert (row["source"], row["collective"], row["count"]) == ("host op", "AllReduce", len(raw))
+    assert row["total_ns"] == sum(round(e["dur"] * 1000) for e in raw)
+    assert row["bytes"] == sum(4 * e["args"]["Input Dims"][0][0] for e in raw)  # floats, 1-D
     json.dumps(cpu_only.to_json_dict(), allow_nan=False)
     no_steps = summarize(imported_trace("critical_path-simple_add-benchmark_result_493459_1694039959_trace"))
     assert any("no step markers" in n for n in no_steps.notes)

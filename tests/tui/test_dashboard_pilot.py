@@ -262,14 +262,14 @@ def test_a_registered_view_is_built_from_its_class(trace: Path) -> None:
         def compose(self):
             yield Static("plain view", classes="plain")
 
-    views = [*VIEWS, ViewSpec("plain", "Plain", "6", PlainView)]
+    views = [*VIEWS, ViewSpec("plain", "Plain", "0", PlainView)]  # 1-9 are taken
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), views=views, poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_dashboard(pilot, app)
-            assert " 6 Plain " in str(app.screen.query_one("#view-tabs").render())
-            await pilot.press("6")
+            assert "0 Plain" in str(app.screen.query_one("#view-tabs").render())
+            await pilot.press("0")
             await pilot.pause()
             assert app.screen.current == "plain"
             assert str(app.screen.query_one("#plain .plain").render()) == "plain view"

@@ -1,5 +1,6 @@
 """SVG snapshots of each screen at 80×24 and 160×48 on a real trace (HTA's NCCL trace imported
-with the project's importer): jobs list, dashboard (top and scrolled), Kernels, Steps, Runs.
+with the project's importer): jobs list, dashboard (top and scrolled), Kernels, Steps, Runs, and
+at 80×24 the Communication, Launches, Idle and Sync views.
 
 Everything that varies between runs is pinned: the trace is analysed once and its run record's
 times are fixed, paths are relative, dates are shown in UTC. Update after an intended change
@@ -74,7 +75,8 @@ def wait_view(name: str, keys: tuple[str, ...] = ()):
                     break
             await asyncio.sleep(0.02)
         if name != "dashboard":
-            await pilot.press({"kernels": "2", "steps": "3", "runs": "4"}[name])
+            keys_of = {"kernels": "2", "steps": "3", "runs": "4", "comm": "6", "launches": "7", "idle": "8"}
+            await pilot.press({**keys_of, "sync": "9"}[name])
             view = app.screen.query_one(f"#{name}")
             await wait_for(pilot, lambda: view.ready, 1500)
         for k in keys:
@@ -102,6 +104,23 @@ def test_dashboard_kernels_and_steps_charts(snap_compare, here: Path, size) -> N
 def test_table_views(snap_compare, here: Path, size, view: str) -> None:
     app = ProfuiApp(OpenTarget("trace", Path("nccl")), poll_s=600)
     assert snap_compare(app, terminal_size=size, run_before=wait_view(view))
+
+
+@pytest.mark.parametrize(
+    ("view", "keys"),
+    [
+        ("comm", ()),
+        ("comm", ("right_square_bracket",)),  # exposed vs overlapped
+        ("launches", ()),
+        ("launches", ("right_square_bracket",) * 3),  # per kernel
+        ("idle", ()),
+        ("sync", ()),
+    ],
+    ids=["comm", "comm-overlap", "launches", "launches-per-kernel", "idle", "sync"],
+)
+def test_analysis_views(snap_compare, here: Path, view: str, keys: tuple[str, ...]) -> None:
+    app = ProfuiApp(OpenTarget("trace", Path("nccl")), poll_s=600)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=wait_view(view, keys))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -78,7 +78,7 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
         "Launches",
         "Idle time per stream",
         "Queue length",
-        "NCCL by collective",
+        "Communication by collective",
         "Communication / computation overlap",
         "Annotations",
     ):

@@ -410,11 +410,12 @@ def render_text(summary: Any, console: Any) -> None:
     if not bc.is_empty():
         P(
             _table(
-                "NCCL by collective",
+                "Communication by collective",
                 bc,
                 [
+                    ("source", "source", _text),
                     ("collective", "collective", _text),
-                    ("count", "kernels", _num),
+                    ("count", "calls", _num),
                     ("total_ns", "total", fmt_ns),
                     ("mean_ns", "mean", fmt_ns),
                     ("max_ns", "max", fmt_ns),
@@ -435,6 +436,7 @@ def render_text(summary: Any, console: Any) -> None:
                     ("compute_ns", "compute", fmt_ns),
                     ("overlap_ns", "overlap", fmt_ns),
                     ("overlap_share", "of comm", fmt_pct),
+                    ("exposed_comm_ns", "exposed", fmt_ns),
                 ],
             )
         )
@@ -445,9 +447,10 @@ def render_text(summary: Any, console: Any) -> None:
                 pr,
                 [
                     *_where(pr),
-                    ("count", "kernels", _num),
+                    ("source", "source", _text),
+                    ("count", "calls", _num),
                     ("busy_ns", "comm time", fmt_ns),
-                    ("span_ns", "GPU span", fmt_ns),
+                    ("span_ns", "span", fmt_ns),
                     ("share", "share", fmt_pct),
                 ],
             )
@@ -466,6 +469,7 @@ def render_text(summary: Any, console: Any) -> None:
                         ("lag_ns", "vs median", fmt_ns),
                         ("comm_min_ns", "comm min", fmt_ns),
                         ("comm_max_ns", "comm max", fmt_ns),
+                        ("wait_ns", "others' wait", fmt_ns),
                     ],
                     limit=top,
                 )

@@ -97,11 +97,17 @@ class TraceScreen(Screen):
 
     def _tabs_text(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
+        padded = sum(len(s.key) + len(s.title) + 5 for s in self.specs)
+        # every view's key stays on screen: tabs lose their padding where they would not fit
+        pad = " " if padded <= (self.app.size.width or 80) else ""
         for spec in self.specs:
-            label = f" {spec.key} {spec.title} "
+            label = f"{pad}{spec.key} {spec.title}{pad}"
             t.append(label, style="reverse bold" if spec.name == self.current else "")
             t.append(" ")
         return t
+
+    def on_resize(self) -> None:
+        self.query_one("#view-tabs", Static).update(self._tabs_text())
 
     def on_mount(self) -> None:
         self.show_view(self.current)

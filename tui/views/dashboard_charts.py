@@ -554,6 +554,13 @@ def chart_by_id(chart_id: str) -> Chart:
     return next(c for c in CHARTS if c.id == chart_id)
 
 
-#: Pipeline stages the dashboard asks for: those its charts draw, and the summary stage whose
-#: takeaways it shows (which brings in every stage the takeaways read).
-STAGES: tuple[str, ...] = (*dict.fromkeys(s for chart in CHARTS for s in chart.stages), "summary")
+#: Stages whose tables the analysis views show (Communication, Launches, Idle, Sync).
+VIEW_STAGES: tuple[str, ...] = ("comm", "launch", "idle", "sync")
+
+#: Pipeline stages the trace screen asks for, once for all its views: those the charts draw,
+#: those the analysis views show, and the summary stage whose takeaways they show (which
+#: brings in every stage the takeaways read).
+STAGES: tuple[str, ...] = (
+    *dict.fromkeys([*(s for chart in CHARTS for s in chart.stages), *VIEW_STAGES]),
+    "summary",
+)

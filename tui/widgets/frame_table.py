@@ -1,7 +1,8 @@
 """A sortable DataTable over a Polars frame, formatting each column by what its name says.
 
 ``*_ns`` columns read as durations, ``*share*``/``*frac*`` as percentages of 1, ``*pct*`` as
-percentages, ``*bytes*`` as sizes. Sorting re-orders the frame the table shows (``s`` picks the
+percentages, ``*bytes*`` as sizes — unless the caller gives the columns' declared units
+(:mod:`profui.analysis.schemas`), which win (``launch_delay`` is ns though its name does not say). Sorting re-orders the frame the table shows (``s`` picks the
 next column, ``r`` reverses, or click a header); Enter posts :class:`FrameTable.Chosen` with the
 row as a dict.
 """
@@ -17,7 +18,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from profui.analysis.formatting import elide, elide_all, fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from profui.analysis.formatting import elide, elide_all, fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
 
 MAX_TEXT = 70
 MIN_TEXT = 20
@@ -36,8 +37,20 @@ def header_of(col: str) -> str:
     return name.replace("_", " ")
 
 
-def format_cell(col: str, value: Any) -> Any:
-    """One cell as shown, by the column's name and the value's type."""
+#: Declared units (:data:`profui.analysis.schemas.UNITS`) and how a number in that unit reads.
+UNIT_FORMAT = {
+    "ns": fmt_ns,
+    "ns_float": fmt_ns,
+    "fraction": fmt_pct,
+    "bytes": fmt_bytes,
+    "GB/s": fmt_gbps,
+    "count": fmt_count,
+}
+
+
+def format_cell(col: str, value: Any, unit: str | None = None) -> Any:
+    """One cell as shown, by the column's declared ``unit`` when given, else by its name and the
+    value's type."""
     if value is None:
         return Text("-", style="dim")
     if isinstance(value, bool):
@@ -46,7 +59,9 @@ def format_cell(col: str, value: Any) -> Any:
     if isinstance(value, (int, float)):
         if isinstance(value, float) and math.isnan(value):
             return Text("-", style="dim")
-        if name.endswith("_ns") or name in ("dur", "duration"):
+        if unit in UNIT_FORMAT and not (unit == "count" and isinstance(value, float)):
+            text = UNIT_FORMAT[unit](value)
+        elif name.endswith("_ns") or name in ("dur", "duration"):
             text = fmt_ns(value)
         elif "share" in name or "frac" in name or name.endswith("ratio"):
             text = fmt_pct(value)
@@ -92,11 +107,16 @@ class FrameTable(DataTable):
         self.columns_shown: list[str] = []
         self.sort_by = sort_by
         self.descending = descending
+        self.units: dict[str, str] = {}
 
-    def set_frame(self, frame: pl.DataFrame, columns: list[str] | None = None) -> None:
-        """Show ``frame`` (only ``columns`` when given, in that order)."""
+    def set_frame(
+        self, frame: pl.DataFrame, columns: list[str] | None = None, units: dict[str, str] | None = None
+    ) -> None:
+        """Show ``frame`` (only ``columns`` when given, in that order; ``units``: declared units
+        by column, which decide how a number reads)."""
         self.columns_shown = [c for c in (columns or frame.columns) if c in frame.columns]
         self.frame = frame
+        self.units = dict(units or {})
         if self.sort_by not in self.columns_shown:
             self.sort_by = None
         self._fill()
@@ -120,7 +140,7 @@ class FrameTable(DataTable):
         self.clear(columns=True)
         self._shown = self.shown_frame()
         rows = [
-            [format_cell(c, v) for c, v in zip(self.columns_shown, row, strict=True)]
+            [format_cell(c, v, self.units.get(c)) for c, v in zip(self.columns_shown, row, strict=True)]
             for row in self._shown.select(self.columns_shown).iter_rows()
         ]
         headers = []

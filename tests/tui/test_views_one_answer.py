@@ -1,0 +1,94 @@
+"""One answer, one place, for the analysis views: on every trace ``tests/test_one_answer.py``
+reads, the Communication, Launches, Idle and Sync views — driven by keys — show in every cell
+a number of ``profui summary --json``, formatted by its declared unit.
+
+Each row a view shows is looked up in the summary's table of the same stage output (by all the
+row's shown values) and each cell must read as that table's value does through the project's
+formatting (``analysis/formatting.py`` via the declared units).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from pilotwait import wait_for
+from test_one_answer import _trace_files, imported  # noqa: F401  (imported is a fixture)
+from typer.testing import CliRunner
+
+from profui.tui.app import OpenTarget, ProfuiApp
+from profui.tui.cli import app as cli_app
+from profui.tui.views.table_sections import SectionsView
+from profui.tui.widgets.frame_table import FrameTable, format_cell
+
+from realdata import same_numbers
+
+#: The analysis views by key.
+VIEWS = {"6": "comm", "7": "launches", "8": "idle", "9": "sync"}
+
+
+def _text(cell: object) -> str:
+    return getattr(cell, "plain", None) or str(cell)
+
+
+def _find(row: dict, rows: list[dict]) -> dict | None:
+    """The summary row that has ``row``'s values (JSON-normalised) in all its keys."""
+    want = json.loads(json.dumps(row, default=str))
+    for r in rows:
+        if all(k in r and same_numbers(want[k], r[k]) for k in want):
+            return r
+    return None
+
+
+def _shown_rows(table: FrameTable) -> list[dict]:
+    frame = table.shown_frame().select(table.columns_shown)
+    return [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+        for r in frame.iter_rows(named=True)
+    ]
+
+
+@pytest.mark.parametrize("name", _trace_files())
+def test_analysis_views_show_the_summary_numbers(name: str, imported) -> None:  # noqa: F811
+    trace = imported(name)
+    res = CliRunner().invoke(cli_app, ["summary", str(trace), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    checked = {"cells": 0, "empty": []}
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(160, 48)) as pilot:
+            for key, view_id in VIEWS.items():
+                await pilot.press(key)
+                assert await wait_for(pilot, lambda v=view_id: bool(app.screen.query(f"#{v}")))
+                view = app.screen.query_one(f"#{view_id}", SectionsView)
+                assert await wait_for(pilot, lambda v=view: v.ready), view_id
+                takeaway = _text(view.query_one(".view-takeaway").render())
+                if view.empty(view.outputs):
+                    checked["empty"].append(view_id)
+                    assert not view.query_one(FrameTable).row_count
+                    continue
+                assert takeaway.split() == doc["takeaways"].get(view.TAKEAWAY, "").split()
+                for _ in view.all_sections:
+                    sec = view.section
+                    table = view.query_one(FrameTable)
+                    summary_rows = doc["sections"][sec.stage][sec.file.removesuffix(".parquet")]
+                    for i, row in enumerate(_shown_rows(table)):
+                        found = _find(row, summary_rows)
+                        assert found is not None, (view_id, sec.title, row)
+                        cells = table.get_row_at(i)
+                        for col, cell in zip(table.columns_shown, cells, strict=True):
+                            want = _text(format_cell(col, found[col], sec.units.get(col)))
+                            got = _text(cell)
+                            if got.endswith("…"):  # a long name cut to the column's width
+                                assert want.startswith(got[:-1]), (view_id, sec.title, col)
+                            else:
+                                assert got == want, (view_id, sec.title, col)
+                            checked["cells"] += 1
+                    await pilot.press("right_square_bracket")
+                    await pilot.pause()
+
+    asyncio.run(go())
+    assert checked["cells"] or len(checked["empty"]) == len(VIEWS)

@@ -1,0 +1,106 @@
+"""Communication view: collectives by kind, exposed vs overlapped time, per-rank time, and per
+step the slowest rank and the others' wait — the ``comm`` stage's tables."""
+
+from __future__ import annotations
+
+from .table_sections import Outputs, Section, SectionsView, output
+
+STAGE = "comm"
+
+
+def comm_sections(outputs: Outputs) -> list[Section]:
+    """The Communication view's tables, from the ``comm`` stage's outputs (node names run long:
+    they come last, so the numbers stay on screen at 80 columns)."""
+    return [
+        Section(
+            "Collectives by kind",
+            STAGE,
+            "by_collective.parquet",
+            output(outputs, STAGE, "by_collective.parquet"),
+            [
+                "collective",
+                "total_ns",
+                "count",
+                "share",
+                "bytes",
+                "mean_ns",
+                "max_ns",
+                "algbw_gbps",
+                "source",
+            ],
+            sort_by="total_ns",
+            note="kernels, else host ops",
+        ),
+        Section(
+            "Exposed vs overlapped, per rank",
+            STAGE,
+            "overlap.parquet",
+            output(outputs, STAGE, "overlap.parquet"),
+            [
+                "rank",
+                "comm_ns",
+                "exposed_comm_ns",
+                "overlap_ns",
+                "overlap_share",
+                "compute_ns",
+                "source",
+                "node",
+            ],
+        ),
+        Section(
+            "Communication time per rank",
+            STAGE,
+            "per_rank.parquet",
+            output(outputs, STAGE, "per_rank.parquet"),
+            ["rank", "busy_ns", "share", "total_ns", "count", "span_ns", "source", "node"],
+        ),
+        Section(
+            "Slowest rank per step, the others' wait",
+            STAGE,
+            "stragglers.parquet",
+            output(outputs, STAGE, "stragglers.parquet"),
+            [
+                "step",
+                "straggler_rank",
+                "wait_ns",
+                "lag_ns",
+                "straggler_compute_ns",
+                "median_compute_ns",
+                "straggler_comm_ns",
+                "comm_max_ns",
+                "ranks",
+                "straggler_node",
+            ],
+            note="steps on 2+ ranks",
+        ),
+        Section(
+            "Per step and rank",
+            STAGE,
+            "per_step.parquet",
+            output(outputs, STAGE, "per_step.parquet"),
+            ["step", "rank", "step_ns", "comm_ns", "exposed_comm_ns", "overlap_ns", "compute_ns", "node"],
+        ),
+    ]
+
+
+def comm_empty(outputs: Outputs) -> str:
+    """The empty state: why there is nothing to show."""
+    if output(outputs, STAGE, "by_collective.parquet").is_empty():
+        return (
+            "No communication in this trace: no NCCL kernels and no host collectives "
+            "(gloo:*, nccl:*, c10d::* ranges)."
+        )
+    return ""
+
+
+class CommunicationView(SectionsView):
+    """Collectives, overlap, per-rank time and stragglers (the ``comm`` stage)."""
+
+    TITLE = "Communication"
+    TAKEAWAY = "comm"
+
+    def sections(self, outputs: Outputs) -> list[Section]:
+        return comm_sections(outputs)
+
+    def empty(self, outputs: Outputs) -> str:
+        return comm_empty(outputs)

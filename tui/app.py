@@ -41,11 +41,12 @@ class ViewSpec:
     title: str
     key: str
     cls: type
+    short: str = ""  # the tab's title where the full titles would not fit (default: title)
 
 
 #: The views of the trace screen, in tab order. Adding a view = adding one entry here.
 VIEWS: list[ViewSpec] = [
-    ViewSpec("dashboard", "Dashboard", "1", DashboardView),
+    ViewSpec("dashboard", "Dashboard", "1", DashboardView, short="Dash"),
     ViewSpec("kernels", "Kernels", "2", KernelsView),
     ViewSpec("steps", "Steps", "3", StepsView),
     ViewSpec("runs", "Analyses", "4", RunsView),

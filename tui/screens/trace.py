@@ -97,11 +97,16 @@ class TraceScreen(Screen):
 
     def _tabs_text(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
-        padded = sum(len(s.key) + len(s.title) + 5 for s in self.specs)
-        # every view's key stays on screen: tabs lose their padding where they would not fit
-        pad = " " if padded <= (self.app.size.width or 80) else ""
+        width = (self.app.size.width or 80) - 2
+        padded = sum(len(s.key) + len(s.title) + 4 for s in self.specs)
+        bare = sum(len(s.key) + len(s.title) + 2 for s in self.specs)
+        # every view's key stays on screen: tabs lose their padding, then take their short
+        # titles, where they would not fit
+        pad = " " if padded <= width else ""
+        shorten = bare > width
         for spec in self.specs:
-            label = f"{pad}{spec.key} {spec.title}{pad}"
+            title = (getattr(spec, "short", "") or spec.title) if shorten else spec.title
+            label = f"{pad}{spec.key} {title}{pad}"
             t.append(label, style="reverse bold" if spec.name == self.current else "")
             t.append(" ")
         return t

@@ -242,6 +242,16 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "the job's step-time distribution (slowest rank per step)",
     ),
+    ("steps", "rank_ratios.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count", "step number"),
+            _c("dur_ns", I64, "ns", "the rank's device time of the step"),
+            _c("vs_step_median", F64, "fraction", "dur_ns / the step's median over the ranks"),
+        ),
+        "each rank's step time against the step's median over ranks (the heatmap's cells)",
+    ),
     ("steps", "outliers.parquet"): Table(
         (
             *_STEP_WINDOW_COLUMNS,

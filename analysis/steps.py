@@ -187,6 +187,24 @@ def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RAN
     return out.sort(list(by)) if by else out.drop("_all")
 
 
+def rank_step_ratios(windows: Frame) -> pl.LazyFrame:
+    """Every rank's step time against that step's median over the ranks (``vs_step_median``;
+    1.0 with one rank): the cells of a steps × ranks heatmap, where a straggler is the rank
+    whose cells run above 1. Columns: node, rank, step, dur_ns, vs_step_median."""
+    c = pl.col("dur_ns")
+    med = c.median().over("step")
+    return (
+        _lazy(windows)
+        .select(
+            *RANK_BY,
+            "step",
+            "dur_ns",
+            pl.when(med > 0).then(c / med).otherwise(None).alias("vs_step_median"),
+        )
+        .sort(*RANK_BY, "step")
+    )
+
+
 def job_steps(windows: Frame) -> pl.LazyFrame:
     """The job's time of each step: its slowest rank's device time (``dur_ns``), which rank
     that was, the fastest rank's time and how many ranks ran the step. With one rank it is

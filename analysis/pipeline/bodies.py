@@ -120,6 +120,7 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "breakdown.parquet": stp.step_breakdown(ctx.trace.cached_events(), windows),
         "job.parquet": Derived(lambda out: stp.job_steps(out["windows.parquet"])),
         "job_stats.parquet": Derived(lambda out: stp.step_stats(out["job.parquet"], by=())),
+        "rank_ratios.parquet": Derived(lambda out: stp.rank_step_ratios(out["windows.parquet"])),
         "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
     }
 

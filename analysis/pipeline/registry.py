@@ -103,6 +103,7 @@ STAGES: tuple[Stage, ...] = (
             "breakdown.parquet",
             "job.parquet",
             "job_stats.parquet",
+            "rank_ratios.parquet",
             "steps.json",
         ),
         b.steps,

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from profui.analysis.formatting import fmt_ns, plural
 
 from ..widgets.frame_table import FrameTable
+from ..widgets.heatmap import rank_heatmap
 from . import dashboard_charts as dc
 from .base import TraceView
 
@@ -31,6 +32,8 @@ LEADING = [
     "n_launches",
     "n_device_events",
 ]
+#: Rank rows of the heatmap before ranks are banded (at 80×24 the table keeps ~8 rows).
+HEATMAP_ROWS = 8
 HIDDEN = {"start", "end", "ts", "cpu_start_ns", "cpu_end_ns", "start_ns", "end_ns", "mapped"}
 KEYS = ["node", "rank", "step"]
 
@@ -70,10 +73,14 @@ class StepsView(TraceView):
     DEFAULT_CSS = """
     StepsView .view-status { height: auto; padding: 0 1; color: $text-muted; }
     StepsView FrameTable { height: 1fr; }
+    StepsView #steps-heatmap { height: auto; max-height: 12; padding: 0 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("loading steps…", id="steps-status", classes="view-status")
+        heat = Static("", id="steps-heatmap")
+        heat.display = False
+        yield heat
         yield FrameTable(id="steps-table", sort_by=None)
 
     def focus_main(self) -> None:
@@ -97,6 +104,11 @@ class StepsView(TraceView):
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
         call(self._show, per_step_frame(outputs), dc.frame(outputs, "steps", "job_stats.parquet"))
+        call(
+            self._heatmap,
+            dc.frame(outputs, "steps", "rank_ratios.parquet"),
+            dc.frame(outputs, "steps", "job.parquet"),
+        )
 
     def _status(self, line: str) -> None:
         self.query_one("#steps-status", Static).update(line)
@@ -123,6 +135,19 @@ class StepsView(TraceView):
         columns = [c for c in LEADING if c in frame.columns and c not in same]
         columns += [c for c in frame.columns if c not in columns and c not in HIDDEN and c not in same]
         self.query_one(FrameTable).set_frame(frame, columns)
+
+    def _heatmap(self, ratios: pl.DataFrame, job: pl.DataFrame) -> None:
+        """Steps × ranks at a glance (several ranks only): who is slow, in which steps."""
+        heat = self.query_one("#steps-heatmap", Static)
+        ranks = ratios.select("node", "rank").n_unique() if ratios.height else 0
+        heat.display = ranks > 1
+        if ranks <= 1:
+            return
+        text = rank_heatmap(ratios, max(self.size.width - 2, 40), HEATMAP_ROWS)
+        if job.height:
+            who = job.group_by("node", "rank").len().sort(["len", "rank"], descending=[True, False]).row(0)
+            text.append(f"\nslowest rank {who[1]} in {who[2]} of {plural(job.height, 'step')}", style="bold")
+        heat.update(text)
 
     @on(FrameTable.Chosen, "#steps-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:

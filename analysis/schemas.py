@@ -408,6 +408,17 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "CPU utilization per time bucket",
     ),
+    ("utilization", "gpu_sampled.parquet"): Table(
+        (
+            NODE,
+            _c("bucket", I64, "count"),
+            _c("bucket_start_ns", I64, "epoch_ns"),
+            _c("bucket_len_ns", I64, "ns"),
+            _c("n_gpus", U32, "count", "GPUs sampled in the bucket"),
+            _c("util", F64, "fraction", "mean NVML utilization (share of time a kernel ran)"),
+        ),
+        "GPU utilization over the whole job from NVML samples, per node (empty without samples)",
+    ),
     ("utilization", "traced.parquet"): Table(
         (
             NODE,

@@ -110,19 +110,22 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame) -> str:
     return text + "."
 
 
-def gpu_util_takeaway(util: pl.DataFrame) -> str:
-    """Busy fraction over time: average, spread, share of low buckets."""
-    v = util["util"].drop_nulls() if not util.is_empty() else pl.Series([], dtype=pl.Float64)
+def gpu_util_takeaway(util: pl.DataFrame, sampled: pl.DataFrame) -> str:
+    """Busy fraction over time — over the whole job from NVML samples where capture took them,
+    else over the traced window from device events: average, spread, share of low buckets."""
+    src = sampled if not sampled.is_empty() else util
+    v = src["util"].drop_nulls() if not src.is_empty() else pl.Series([], dtype=pl.Float64)
     if v.is_empty():
         return ""
+    what = "GPU utilization (NVML, whole job)" if src is sampled else "GPU utilization"
     mean = v.mean()
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
-        return f"GPU utilization {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
+        return f"{what} {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
     p10, p90 = v.quantile(0.1), v.quantile(0.9)
     low = float((v < LOW_UTIL).mean())
     if p90 - p10 < STEADY_SPREAD:
-        return f"GPU utilization steady around {fmt_pct(mean, 0)} over time."
-    text = f"GPU utilization averages {fmt_pct(mean, 0)}, from {fmt_pct(p10, 0)} (p10) to {fmt_pct(p90, 0)} (p90)"
+        return f"{what} steady around {fmt_pct(mean, 0)} over time."
+    text = f"{what} averages {fmt_pct(mean, 0)}, from {fmt_pct(p10, 0)} (p10) to {fmt_pct(p90, 0)} (p90)"
     if low >= 0.25:
         text += f"; below {fmt_pct(LOW_UTIL, 0)} in {fmt_pct(low, 0)} of the time"
     return text + "."
@@ -365,7 +368,7 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
 #: answer id -> (function, [(stage, file), ...] passed positionally, in that order).
 CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "gpu_active": (gpu_active_takeaway, (("utilization", "busy.parquet"), ("idle", "breakdown.parquet"))),
-    "gpu_util": (gpu_util_takeaway, (("utilization", "gpu.parquet"),)),
+    "gpu_util": (gpu_util_takeaway, (("utilization", "gpu.parquet"), ("utilization", "gpu_sampled.parquet"))),
     "cpu": (cpu_takeaway, (("utilization", "cpu.parquet"),)),
     "kernel_total": (kernel_total_takeaway, (("kernels", "stats.parquet"),)),
     "top_time": (top_time_takeaway, (("kernels", "top_by_time.parquet"),)),

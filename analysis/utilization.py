@@ -331,3 +331,55 @@ def traced_windows(events: Frame, windows: list[dict] | None = None) -> pl.LazyF
         )
         .sort("node", "rank", "start_ns")
     )
+
+
+def sampled_gpu_utilization(
+    events: Frame, metrics: Frame | None, bucket_ns: int | None = None
+) -> pl.LazyFrame:
+    """GPU utilization over the whole job from capture's NVML samples (``source == "gpu"``,
+    ``metric == "util_pct"``: the share of the sample period a kernel ran), per node and bucket:
+    ``n_gpus`` sampled and their mean ``util`` (0–1). The buckets span the samples — the whole
+    job, not only the traced windows; buckets without a sample are left out. Empty without
+    samples (imported traces): then only traced device events tell GPU utilization.
+    Columns: node, bucket, bucket_start_ns, bucket_len_ns, n_gpus, util.
+    """
+    schema = {
+        "node": pl.String,
+        "bucket": pl.Int64,
+        "bucket_start_ns": pl.Int64,
+        "bucket_len_ns": pl.Int64,
+        "n_gpus": pl.UInt32,
+        "util": pl.Float64,
+    }
+    if metrics is None:
+        return pl.LazyFrame(schema=schema)
+    m = _lazy(metrics).filter(
+        pl.col("source") == "gpu", pl.col("metric") == "util_pct", pl.col("device") >= 0
+    )
+    span = (
+        m.select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b"), pl.len())
+        .collect(engine=ENGINE)
+        .row(0)
+    )
+    if span[2] == 0:
+        return pl.LazyFrame(schema=schema)
+    grid, origin, size = _grid(events, bucket_ns, (span[0], span[1] + 1))
+    per_gpu = (
+        m.with_columns(((pl.col("ts") - origin) // size).alias("bucket"))
+        .group_by("node", "device", "bucket")
+        .agg((pl.col("value").mean() / 100.0).alias("util"))
+    )
+    return (
+        per_gpu.group_by("node", "bucket")
+        .agg(pl.len().alias("n_gpus"), pl.col("util").mean())
+        .join(grid, on="bucket", how="inner")
+        .select(
+            "node",
+            "bucket",
+            pl.col("bucket_start").alias("bucket_start_ns"),
+            pl.col("bucket_len").alias("bucket_len_ns"),
+            "n_gpus",
+            "util",
+        )
+        .sort("node", "bucket")
+    )

@@ -185,6 +185,9 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
         ),
         "cpu_over_time.parquet": Derived(lambda out: ut.util_over_time(out["cpu.parquet"], ("node",))),
         "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()),
+        "gpu_sampled.parquet": ut.sampled_gpu_utilization(
+            ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket
+        ),
         "traced.parquet": ut.traced_windows(
             ctx.trace.cached_events(), (ctx.trace.manifest.capture or {}).get("windows")
         ),

@@ -160,6 +160,7 @@ STAGES: tuple[Stage, ...] = (
             "gpu_over_time.parquet",
             "cpu_over_time.parquet",
             "traced.parquet",
+            "gpu_sampled.parquet",
         ),
         b.utilization,
         "GPU busy/idle; GPU and CPU utilization over time",

@@ -104,3 +104,65 @@ def test_an_imported_trace_says_host_thread_activity_not_cpu(tmp_path: Path) -> 
     manifest = json.loads((SAMPLES / "mlp_cpu" / "manifest.json").read_text())
     tw = t.result("utilization")["traced.parquet"].row(0, named=True)
     assert (tw["start_ns"], tw["end_ns"]) == (manifest["start_ns"], manifest["end_ns"])
+
+
+FAKE_PYNVML = r"""
+from types import SimpleNamespace
+class NVMLError(Exception):
+    def __init__(self, value):
+        self.value = value
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
+NVML_PCIE_UTIL_TX_BYTES = 0
+NVML_PCIE_UTIL_RX_BYTES = 1
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return 2
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetName(h): return "Fake H100 80GB"
+def nvmlDeviceGetUUID(h): return f"GPU-fake-{h}"
+def nvmlSystemGetDriverVersion(): return "550.54.15"
+def nvmlDeviceGetMemoryInfo(h): return SimpleNamespace(total=80 << 30, used=1 << 30, free=79 << 30)
+def nvmlDeviceGetUtilizationRates(h): return SimpleNamespace(gpu=40 + 20 * h, memory=10)
+def nvmlDeviceGetTemperature(h, sensor): return 60
+def nvmlDeviceGetClockInfo(h, clock): return 1980
+def nvmlDeviceGetPowerUsage(h): return 300_000
+def nvmlDeviceGetPcieThroughput(h, counter): raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+def nvmlDeviceGetComputeRunningProcesses(h): return []
+"""
+
+
+def test_sampled_gpus_give_utilization_over_the_whole_job(tmp_path: Path) -> None:
+    """No NVIDIA driver here: pynvml is faked at the lowest layer (the module profcap imports),
+    reporting 40% and 60% busy; the job is real (the CPU training loop above)."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_PYNVML)
+    (tmp_path / "job.py").write_text(JOB)
+    trace = tmp_path / "trace"
+    proc = subprocess.run(
+        [sys.executable, "-m", "profui.capture.profcap", "-o", str(trace), "--steps", "10-12", "--no-perf"]
+        + ["--", sys.executable, str(tmp_path / "job.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**__import__("os").environ, "PYTHONPATH": str(fake)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    gpu = [r for r in _rows(sorted(trace.glob("node=*/metrics-*.parquet"))) if r["source"] == "gpu"]
+    util = [r for r in gpu if r["metric"] == "util_pct"]
+    first, last = min(r["ts"] for r in util), max(r["ts"] for r in util)
+    assert last - first > 1.5e9
+    size = nice_bucket_ns(last + 1 - first, 200)
+    cells: dict[int, dict[int, list[float]]] = {}
+    for r in util:
+        cells.setdefault((r["ts"] - first) // size, {}).setdefault(r["device"], []).append(r["value"] / 100)
+    want = {b: statistics.fmean(statistics.fmean(v) for v in g.values()) for b, g in cells.items()}
+    t = open_trace(trace)
+    sampled = t.result("utilization")["gpu_sampled.parquet"]
+    got = dict(zip(sampled["bucket"].to_list(), sampled["util"].to_list(), strict=True))
+    assert got.keys() == want.keys() and all(got[b] == pytest.approx(want[b], abs=1e-12) for b in want)
+    assert set(sampled["n_gpus"]) == {2} and statistics.fmean(want.values()) == pytest.approx(0.5)
+    words = t.result("summary")["takeaways.json"]["gpu_util"]
+    assert words == "GPU utilization (NVML, whole job) steady around 50% over time."

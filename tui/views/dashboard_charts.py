@@ -117,6 +117,25 @@ def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) 
 
 
 def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
+    sampled = frame(outputs, "utilization", "gpu_sampled.parquet")
+    if sampled.height:  # capture sampled the GPUs: the whole job, the traced windows marked
+        series, unit = _time_series(sampled, "util", "node", 100.0)
+        marks, traced = traced_marks(
+            outputs, int(sampled["bucket_start_ns"].min()), 1e6 if unit == "ms" else 1e9
+        )
+        n_gpus = sampled.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
+        note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
+        note += " · NVML samples over the whole job" + (f" · {traced}" if traced else "")
+        return ChartData(
+            kind="lines",
+            series=series,
+            x_label=f"time ({unit})",
+            y_label="% busy (NVML)",
+            y_max=100.0,
+            note=Text(note, style="dim"),
+            takeaway=takeaway("gpu_util", outputs),
+            marks=marks,
+        )
     gpu = frame(outputs, "utilization", "gpu.parquet")
     if gpu.height == 0:
         return ChartData(

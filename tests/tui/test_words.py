@@ -13,6 +13,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 from textual.widgets import Static
 
+from profui.analysis.formatting import fmt_ns
 from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.help import HelpScreen
@@ -94,6 +95,13 @@ def test_kernel_names_stay_distinct_at_80_columns_and_the_detail_line_has_the_fu
                 table.move_cursor(row=row)
                 await pilot.pause()
                 detail = view.query_one("#kernels-detail", Static).render().plain
-                assert detail == table.row_at_cursor()["name"] and detail in names
+                row = table.row_at_cursor()
+                stats, full = detail.split("\n", 1)
+                assert full == row["name"] and full in names
+                # the distribution the 80-column table cannot show beside the name
+                assert stats == (
+                    f"mean {fmt_ns(row['mean_ns'])} · p50 {fmt_ns(row['p50_ns'])} · "
+                    f"p95 {fmt_ns(row['p95_ns'])} · max {fmt_ns(row['max_ns'])}"
+                )
 
     asyncio.run(go())

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
-from profui.analysis.formatting import fmt_count
+from profui.analysis.formatting import fmt_count, fmt_ns
 
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
@@ -43,7 +43,7 @@ class KernelsView(TraceView):
     DEFAULT_CSS = """
     KernelsView .view-status { height: 1; padding: 0 1; color: $text-muted; }
     KernelsView FrameTable { height: 1fr; }
-    KernelsView #kernels-detail { height: auto; max-height: 3; padding: 0 1; background: $panel; }
+    KernelsView #kernels-detail { height: auto; max-height: 4; padding: 0 1; background: $panel; }
     KernelsView #kernels-filter { dock: bottom; display: none; }
     KernelsView #kernels-filter.visible { display: block; }
     """
@@ -137,7 +137,18 @@ class KernelsView(TraceView):
     def _show_detail(self) -> None:
         row = self.query_one(FrameTable).row_at_cursor()
         detail = self.query_one("#kernels-detail", Static)
-        detail.update(Text(row["name"]) if row is not None else "")
+        if row is None:
+            detail.update("")
+            return
+        # the distribution columns sit right of the table at 80 columns: repeated here
+        stats = " · ".join(
+            f"{label} {fmt_ns(row[col])}"
+            for col, label in (("mean_ns", "mean"), ("p50_ns", "p50"), ("p95_ns", "p95"), ("max_ns", "max"))
+            if row.get(col) is not None
+        )
+        text = Text(stats + "\n", style="bold") if stats else Text()
+        text.append(row["name"])
+        detail.update(text)
 
     @on(FrameTable.Chosen, "#kernels-table")
     def _chosen(self, event: FrameTable.Chosen) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from .engine import ENGINE
@@ -315,13 +314,14 @@ def launch_device_pairs(
     return calls.join(dev, on=["node", "rank", "correlation"], how="inner").drop("correlation")
 
 
-def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
+def _sparse_max(values: pl.Series) -> list[pl.Series]:
     """Sparse table: level ``k`` holds the max of ``values[i : i + 2**k]`` at ``i``."""
     table = [values]
     k = 1
     while (1 << k) <= len(values):
         prev, half = table[-1], 1 << (k - 1)
-        table.append(np.maximum(prev[: len(prev) - half], prev[half:]))
+        a, b = prev.head(len(prev) - half), prev.slice(half)
+        table.append(a.zip_with(a >= b, b))
         k += 1
     return table
 
@@ -329,18 +329,14 @@ def _sparse_max(values: np.ndarray) -> list[np.ndarray]:
 def _last_wrapping(op_ts: pl.Series, op_end: pl.Series, t: pl.Series, e: pl.Series) -> pl.Series:
     """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
     (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
-    # numpy, not Series: ~16 levels x a handful of vector ops each, where every Series op
-    # would pay Polars' per-call overhead
-    ends, tq, eq = op_end.to_numpy(), t.to_numpy(), e.to_numpy()
-    table = _sparse_max(ends)
-    cur = np.searchsorted(op_ts.to_numpy(), tq, side="right").astype(np.int64)
+    table = _sparse_max(op_end)
+    cur = op_ts.search_sorted(t, side="right").cast(pl.Int64)
     for k in range(len(table) - 1, -1, -1):
-        idx = cur - (1 << k)
-        level = table[k]
-        ok = (idx >= 0) & (idx < len(level))
-        skip = ok & (level[np.clip(idx, 0, len(level) - 1)] < eq)
-        cur = np.where(skip, idx, cur)
-    return pl.Series(cur - 1)
+        size = 1 << k
+        idx = cur - size
+        skip = (idx >= 0) & (table[k].gather(idx.clip(lower_bound=0)) < e)
+        cur = cur.zip_with(~skip, idx)
+    return cur - 1
 
 
 def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True) -> pl.LazyFrame:

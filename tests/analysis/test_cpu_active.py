@@ -63,6 +63,7 @@ def test_from_metrics(make_events) -> None:
     )
     got = cpu_active(ev, metrics).collect()
     m = got.filter(pl.col("source") == "metrics").row(0, named=True)
-    assert (m["rank"], m["active_ns"], m["window_ns"], m["active_share"]) == (None, 1600, 4000, 0.4)
+    # over the sampled job (first to last sample: 2000 ns), not the traced events' 4000 ns
+    assert (m["rank"], m["active_ns"], m["window_ns"], m["active_share"]) == (None, 800, 2000, 0.4)
     h = got.filter(pl.col("source") == "host_events").row(0, named=True)
     assert (h["active_ns"], h["window_ns"]) == (1000, 4000)

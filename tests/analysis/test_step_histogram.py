@@ -13,12 +13,13 @@ def windows(durs: list[int], node: str = "n0", rank: int = 0) -> pl.DataFrame:
 
 def test_hand_checked_freedman_diaconis() -> None:
     durs = [10, 11, 12, 13, 30, 100]
-    # q1 = 11.25, q3 = 25.75 (linear), IQR 14.5; width 2·14.5·6^(-1/3) = 15.96; range 90 -> 6 buckets of 15
-    assert histogram_buckets(durs) == 6
+    # q1 = 11.25, q3 = 25.75 (linear), IQR 14.5; width 2·14.5·6^(-1/3) = 15.96; range 90 -> FD 6
+    # buckets, but 6 steps get at most ceil(sqrt 6) + 1 = 4: edges 10 + floor(i·90/4)
+    assert histogram_buckets(durs) == 4
     h = step_histogram(windows(durs))
-    assert h["start_ns"].to_list() == [10, 25, 40, 55, 70, 85]
-    assert h["end_ns"].to_list() == [25, 40, 55, 70, 85, 100]
-    assert h["count"].to_list() == [4, 1, 0, 0, 0, 1]  # 100 (the max) falls in the last bucket
+    assert h["start_ns"].to_list() == [10, 32, 55, 77]
+    assert h["end_ns"].to_list() == [32, 55, 77, 100]
+    assert h["count"].to_list() == [5, 0, 0, 1]  # 100 (the max) falls in the last bucket
 
 
 def test_equal_and_flat_and_capped() -> None:
@@ -27,10 +28,13 @@ def test_equal_and_flat_and_capped() -> None:
     h = step_histogram(windows([100] * 7 + [200]))
     assert h["count"].to_list() == [7, 0, 0, 1]
     assert h["start_ns"].to_list() == [100, 125, 150, 175]
-    # one step far out (1..100 and 10^6: IQR 49.5, FD wants ~46,000 buckets): capped at 20 of 49,999.95
+    # one step far out (1..100 and 10^6: IQR 49.5, FD wants ~46,000 buckets): 101 steps get at
+    # most ceil(sqrt 101) + 1 = 12 (under the cap of 20)
     many = step_histogram(windows([*range(1, 101), 1_000_000]))
-    assert many.height == 20 and many["count"].to_list() == [100] + [0] * 18 + [1]
-    assert many["end_ns"][0] == 1 + 999_999 // 20
+    assert many.height == 12 and many["count"].to_list() == [100] + [0] * 10 + [1]
+    assert many["end_ns"][0] == 1 + 999_999 // 12
+    # and 500 steps reach the cap of 20
+    assert histogram_buckets([*range(1, 500), 10**9]) == 20
 
 
 def test_per_rank_and_real_trace(imported_trace) -> None:

@@ -27,6 +27,19 @@ def test_all_nodes_in_one_chart_and_per_gpu_bars(tmp_path: Path) -> None:
     shutil.copytree(bundled_sample(), trace, ignore=shutil.ignore_patterns(".profui"))
     t = open_trace(trace)
     per_node = node_utilization(gpu_utilization(t.events()).collect()).collect()
+    # the sample carries (synthetic) NVML samples: the chart then shows those, over the whole job
+    m = t.metrics().filter(pl.col("source") == "gpu", pl.col("metric") == "util_pct").collect()
+    if m.height:
+        per_node = t.result("utilization")["gpu_sampled.parquet"]
+        # by hand for one bucket: the mean over the node's GPUs of each GPU's mean sample
+        first = per_node.row(0, named=True)
+        cell = m.filter(
+            pl.col("node") == first["node"],
+            pl.col("ts") >= first["bucket_start_ns"],
+            pl.col("ts") < first["bucket_start_ns"] + first["bucket_len_ns"],
+        )
+        by_gpu = cell.group_by("device").agg(pl.col("value").mean())["value"].to_list()
+        assert abs(first["util"] - sum(by_gpu) / len(by_gpu) / 100) < 1e-12
     busy = t.gpu_busy()
     overall = total_busy(busy).collect().row(0, named=True)
 

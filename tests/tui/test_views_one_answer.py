@@ -92,3 +92,69 @@ def test_analysis_views_show_the_summary_numbers(name: str, imported) -> None:  
 
     asyncio.run(go())
     assert checked["cells"] or len(checked["empty"]) == len(VIEWS)
+
+
+#: The Steps view's columns by the steps stage table that holds them (joined on node, rank, step).
+STEP_TABLES = ("windows", "breakdown", "outliers")
+
+
+@pytest.mark.parametrize("name", _trace_files())
+def test_kernels_and_steps_views_show_the_summary_numbers(name: str, imported) -> None:  # noqa: F811
+    """The Kernels and Steps tables, cell by cell, against ``profui summary --json``: a kernel
+    row is the summary's kernels/stats row of that kernel; a step row's every column is the
+    value the steps stage's windows / breakdown / outliers table has for that rank and step."""
+    trace = imported(name)
+    res = CliRunner().invoke(cli_app, ["summary", str(trace), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    steps = doc["sections"]["steps"]
+    by_key = {t: {(r["node"], r["rank"], r["step"]): r for r in steps.get(t, [])} for t in STEP_TABLES}
+    checked = {"kernels": 0, "steps": 0}
+
+    def compare(table: FrameTable, i: int, found: dict, skip_first: bool) -> int:
+        n = 0
+        for j, (col, cell) in enumerate(zip(table.columns_shown, table.get_row_at(i), strict=True)):
+            if j == 0 and skip_first:
+                continue  # a long kernel name is elided: the row itself was matched by it
+            assert _text(cell) == _text(format_cell(col, found[col])), (col, found.get(col))
+            n += 1
+        return n
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.press("2")
+            view = app.screen.query_one("#kernels")
+            assert await wait_for(pilot, lambda: view.ready)
+            table = view.query_one(FrameTable)
+            stats = doc["sections"]["kernels"]["stats"]
+            for i, row in enumerate(_shown_rows(table)):
+                found = _find(row, stats)
+                assert found is not None, row
+                checked["kernels"] += compare(table, i, found, skip_first=True)
+            await pilot.press("3")
+            view = app.screen.query_one("#steps")
+            assert await wait_for(pilot, lambda: view.ready)
+            table = view.query_one(FrameTable)
+            frame = table.shown_frame()
+            for i, row in enumerate(frame.iter_rows(named=True)):
+                key = (row["node"], row["rank"], row["step"])
+                for col, cell in zip(table.columns_shown, table.get_row_at(i), strict=True):
+                    if col == "outlier":
+                        assert _text(cell) in ("●", "") and (key in by_key["outliers"]) == (
+                            _text(cell) == "●"
+                        )
+                        continue
+                    src = next(
+                        (by_key[t][key] for t in STEP_TABLES if key in by_key[t] and col in by_key[t][key]),
+                        None,
+                    )
+                    if src is None:  # vs_rank_median of a step that is no outlier
+                        assert col == "vs_rank_median" and _text(cell) == "-", (col, key)
+                        continue
+                    assert _text(cell) == _text(format_cell(col, src[col])), (col, key)
+                    checked["steps"] += 1
+
+    asyncio.run(go())
+    assert checked["kernels"] or not doc["sections"]["kernels"]["stats"]
+    assert checked["steps"] or not steps["windows"]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .intervals import union_length
+from .intervals import Frame, union_length
 
 #: HTA's rule for communication kernels (by name).
 COMM_PATTERN = r"^nccl.*Kernel"
@@ -62,6 +62,8 @@ HOST_KINDS = ("cpu_op", "annotation")
 BACKEND_RANGE = r"^(?:gloo|nccl|mpi|ucc):[A-Za-z_]+$"
 #: A c10d dispatcher op (``c10d::allreduce_``), counted only where a rank has no backend range.
 C10D_OP = r"^c10d::[A-Za-z_]+$"
+#: The prefixes :data:`BACKEND_RANGE` and :data:`C10D_OP` start with.
+_HOST_PREFIXES = ("gloo:", "nccl:", "mpi:", "ucc:", "c10d::")
 
 #: Host op names (lower case, underscores dropped) in NCCL's spelling of the collective.
 HOST_COLLECTIVES: dict[str, str] = {
@@ -140,7 +142,10 @@ def host_comm_ops(events: pl.LazyFrame) -> pl.LazyFrame:
     Adds ``collective`` (NCCL's spelling, else the op name) and ``msg_bytes`` (first input's
     elements × element size, null where shapes or the type were not recorded).
     """
-    host = events.filter(pl.col("kind").is_in(HOST_KINDS)).with_columns(
+    name = pl.col("name")
+    # a cheap prefix test first: the regexes then run on the few candidate rows, not every op
+    maybe = pl.any_horizontal(name.str.starts_with(p) for p in _HOST_PREFIXES)
+    host = events.filter(pl.col("kind").is_in(HOST_KINDS), maybe).with_columns(
         pl.when(pl.col("name").str.contains(BACKEND_RANGE))
         .then(1)
         .when(pl.col("name").str.contains(C10D_OP))
@@ -168,7 +173,8 @@ def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
     """Every communication row, one source per rank (the module docstring's model): a rank's
     communication kernels where it has any, else (with ``host``) its host collectives.
 
-    Columns: ``node, rank, ts, dur, name, collective, msg_bytes, source``.
+    Columns: ``node, rank, ts, dur, name, collective, msg_bytes, source``. The other functions
+    here take it collected (``comm=``) so that one stage finds the communication rows once.
     """
     kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(_COMM_COLUMNS)
     if not host:
@@ -177,6 +183,10 @@ def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
     ops = host_comm_ops(events).join(ranks, on=_RANK, how="anti", nulls_equal=True)
     ops = ops.with_columns(pl.lit(HOST_OP).alias("source")).select(_COMM_COLUMNS)
     return pl.concat([kernels, ops.cast(kernels.collect_schema())])
+
+
+def _given(comm: Frame) -> pl.LazyFrame:
+    return comm.lazy() if isinstance(comm, pl.DataFrame) else comm
 
 
 def _rank_sources(comm: pl.LazyFrame) -> pl.LazyFrame:
@@ -192,10 +202,11 @@ def _host_compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
     """The CPU ops of host-op ranks that are not communication (their computation)."""
     host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
     name = pl.col("name")
+    # the ranks first (on a GPU trace there are none), the name patterns on what is left
     return (
         events.filter(pl.col("kind") == "cpu_op")
-        .filter(~name.str.contains(BACKEND_RANGE) & ~name.str.contains(C10D_OP))
         .join(host_ranks, on=_RANK, how="semi", nulls_equal=True)
+        .filter(~name.str.contains(BACKEND_RANGE) & ~name.str.contains(C10D_OP))
     )
 
 
@@ -207,7 +218,9 @@ def _compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
     return pl.concat([kernels.select(*_RANK, "ts", "dur"), host.select(*_RANK, "ts", "dur")])
 
 
-def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = (), host: bool = True) -> pl.LazyFrame:
+def comm_by_collective(
+    events: pl.LazyFrame, by: Sequence[str] = (), host: bool = True, comm: Frame | None = None
+) -> pl.LazyFrame:
     """Communication time per source and collective (and ``by`` group), from :func:`comm_ops`.
 
     Columns: ``by..., source, collective, count, total_ns`` (sum of durations), ``mean_ns,
@@ -216,7 +229,7 @@ def comm_by_collective(events: pl.LazyFrame, by: Sequence[str] = (), host: bool 
     descending.
     """
     keys = list(by)
-    c = comm_ops(events, host)
+    c = _given(comm) if comm is not None else comm_ops(events, host)
     agg = c.group_by([*keys, "source", "collective"]).agg(
         pl.len().cast(pl.Int64).alias("count"),
         pl.col("dur").sum().alias("total_ns"),
@@ -268,7 +281,7 @@ def _shares(overlap: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def comm_comp_overlap(
-    events: pl.LazyFrame, by: Sequence[str] = ("node", "rank"), host: bool = True
+    events: pl.LazyFrame, by: Sequence[str] = ("node", "rank"), host: bool = True, comm: Frame | None = None
 ) -> pl.LazyFrame:
     """How much of the communication time ran while computation was running.
 
@@ -279,7 +292,7 @@ def comm_comp_overlap(
     ``exposed_comm_ns`` (communication not hidden under computation). Groups are the
     ranks with device kernels or host collectives; per rank, ``source`` says which was read.
     """
-    comm = comm_ops(events, host)
+    comm = _given(comm) if comm is not None else comm_ops(events, host)
     sources = _rank_sources(comm)
     keys = list(by) or ["_all"]
     compute = _compute(events, sources)
@@ -318,12 +331,12 @@ def overlap_of(
     return out if by else out.drop("_all")
 
 
-def comm_per_rank(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+def comm_per_rank(events: pl.LazyFrame, host: bool = True, comm: Frame | None = None) -> pl.LazyFrame:
     """Per ``node, rank``: the ``source`` its communication is read from, ``count``,
     ``total_ns`` (sum), ``busy_ns`` (union), and the share of the rank's span spent
     communicating — its device span (first to last device event), or for a host-op rank its
     host span (first to last CPU op, range or step)."""
-    c = comm_ops(events, host)
+    c = _given(comm) if comm is not None else comm_ops(events, host)
     sources = _rank_sources(c)
     per = c.group_by(_RANK).agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
     busy = union_length(_iv(c, _RANK), _RANK, "busy_ns")
@@ -370,7 +383,9 @@ def _clip_to_windows(iv: pl.LazyFrame, windows: pl.LazyFrame, keys: list[str]) -
     )
 
 
-def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+def comm_per_step(
+    events: pl.LazyFrame, windows: pl.LazyFrame, host: bool = True, comm: Frame | None = None
+) -> pl.LazyFrame:
     """Per step and rank: communication and computation time inside the step window.
 
     ``windows`` is :func:`profui.analysis.steps.step_windows`' frame or any frame with ``node,
@@ -381,7 +396,7 @@ def comm_per_step(events: pl.LazyFrame, windows: pl.LazyFrame, host: bool = True
     clipped to the window.
     """
     keys = _RANK
-    comm_all = comm_ops(events, host)
+    comm_all = _given(comm) if comm is not None else comm_ops(events, host)
     sources = _rank_sources(comm_all)
     names = windows.collect_schema().names()
     if "start_ns" in names:

@@ -41,6 +41,9 @@ class Steps:
     windows: pl.DataFrame
     has_markers: bool
     note: str
+    #: The device work (and sync events) each step launched, as :func:`step_device_events`
+    #: finds it while mapping the windows (kept so the per-step breakdown need not redo it).
+    work: pl.DataFrame | None = None
 
     def to_json_dict(self) -> dict:
         """Plain JSON-ready dict."""
@@ -120,8 +123,9 @@ def step_windows(events: Frame) -> Steps:
     per_launch = launches.group_by(*RANK_BY, "step").agg(
         pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
     )
+    work = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync")).collect(engine=ENGINE)
     dev = (
-        step_device_events(ev, m, kinds=(*WORK_KINDS, "sync"))
+        work.lazy()
         .group_by(*RANK_BY, "step")
         .agg(pl.len().alias("n_device_events"), pl.col("end").max().alias("_last_end"))
     )
@@ -166,7 +170,7 @@ def step_windows(events: Frame) -> Steps:
         note = f"{windows.height} step window(s) from step markers"
     else:
         note = "no step markers in the trace: one window over the whole trace per rank"
-    return Steps(windows=windows, has_markers=has_markers, note=note)
+    return Steps(windows=windows, has_markers=has_markers, note=note, work=work)
 
 
 def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RANK_BY) -> pl.LazyFrame:
@@ -255,7 +259,14 @@ def step_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
     (union per type of the step's own device work; types may overlap), idle_ns = dur − busy.
     """
     m = _lazy(windows)
-    work = step_device_events(events, m)
+    return breakdown_of(step_device_events(events, m), m)
+
+
+def breakdown_of(work: Frame, windows: Frame) -> pl.LazyFrame:
+    """:func:`step_breakdown` from the steps' device work already found (``work``: rows of
+    :func:`step_device_events`; sync events in it are left out)."""
+    m = _lazy(windows)
+    work = _lazy(work).filter(pl.col("kind") != "sync")
     keys = [*RANK_BY, "step"]
     busy = union_length(work.select(*keys, "start", "end"), keys, "busy_ns")
     out = m.select(*keys, "dur_ns").join(busy, on=keys, how="left")

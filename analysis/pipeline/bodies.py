@@ -24,6 +24,7 @@ from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
+from profui.analysis.engine import ENGINE
 from profui.analysis.precision import precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
@@ -117,7 +118,11 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "outliers.parquet": outliers.filter(pl.col("outlier")),
         "histogram.parquet": stp.step_histogram(windows),
         # HTA has no per-step breakdown: measured on the exact events under hta_compat too
-        "breakdown.parquet": stp.step_breakdown(ctx.trace.cached_events(), windows),
+        "breakdown.parquet": (
+            stp.step_breakdown(ctx.trace.cached_events(), windows)
+            if found.work is None or ctx.params["hta_compat"]
+            else stp.breakdown_of(found.work, windows)
+        ),
         "job.parquet": Derived(lambda out: stp.job_steps(out["windows.parquet"])),
         "job_stats.parquet": Derived(lambda out: stp.step_stats(out["job.parquet"], by=())),
         "rank_ratios.parquet": Derived(lambda out: stp.rank_step_ratios(out["windows.parquet"])),
@@ -202,11 +207,13 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     host = not hta
     ev = _events(ctx, hta)
     windows = ctx.input("steps", "windows.parquet").lazy()
-    per_step = cm.comm_per_step(ev, windows, host=host)
+    # the communication rows (few) found once, not once per table: finding them scans every op
+    comm = cm.comm_ops(ev, host).collect(engine=ENGINE)
+    per_step = cm.comm_per_step(ev, windows, host=host, comm=comm)
     return {
-        "by_collective.parquet": cm.comm_by_collective(ev, host=host),
-        "overlap.parquet": hv.hta_comm_comp_overlap(ev) if hta else cm.comm_comp_overlap(ev),
-        "per_rank.parquet": cm.comm_per_rank(ev, host=host),
+        "by_collective.parquet": cm.comm_by_collective(ev, host=host, comm=comm),
+        "overlap.parquet": hv.hta_comm_comp_overlap(ev) if hta else cm.comm_comp_overlap(ev, comm=comm),
+        "per_rank.parquet": cm.comm_per_rank(ev, host=host, comm=comm),
         "per_step.parquet": per_step,
         "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),
     }

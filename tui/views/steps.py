@@ -130,10 +130,13 @@ class StepsView(TraceView):
             f"{head}{ratio} · {plural(n_out, 'outlier')} ● · "
             "s sort · r reverse · Enter: that rank's step in the timeline"
         )
-        # one node (or one rank) needs no column saying so: 80 columns are precious
+        # one node (or one rank) needs no column saying so: 80 columns are precious; host names
+        # are long, so several nodes' names go last and the numbers stay on screen
         same = {c for c in ("node", "rank") if c in frame.columns and frame[c].n_unique() == 1}
-        columns = [c for c in LEADING if c in frame.columns and c not in same]
+        columns = [c for c in LEADING if c in frame.columns and c not in same and c != "node"]
         columns += [c for c in frame.columns if c not in columns and c not in HIDDEN and c not in same]
+        if "node" in columns:
+            columns = [c for c in columns if c != "node"] + ["node"]
         self.query_one(FrameTable).set_frame(frame, columns)
 
     def _heatmap(self, ratios: pl.DataFrame, job: pl.DataFrame) -> None:

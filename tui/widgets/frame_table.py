@@ -32,9 +32,13 @@ def cell_len(cell: Any) -> int:
 
 
 def header_of(col: str) -> str:
-    """A column header from a column name (``total_ns`` → ``total``, ``launch_count`` → ``launch count``)."""
-    name = col[:-3] if col.endswith("_ns") else col
-    return name.replace("_", " ")
+    """A column header from a column name (``total_ns`` → ``total``, ``algbw_gbps`` → ``algbw``,
+    ``launch_count`` → ``launch count``): the unit suffix goes, the cells carry the unit."""
+    for suffix in ("_ns", "_gbps"):
+        if col.endswith(suffix):
+            col = col[: -len(suffix)]
+            break
+    return col.replace("_", " ")
 
 
 #: Declared units (:data:`profui.analysis.schemas.UNITS`) and how a number in that unit reads.

@@ -42,6 +42,21 @@ def test_cells_are_each_ranks_time_over_the_steps_median_rank() -> None:
     # four rows of room for 3 ranks: unbanded; two rows: ranks 0-1 and 2, each its slowest shade
     banded = rank_heatmap(r, 40, 2).plain.splitlines()
     assert banded[1:3] == ["r0–1     ··", "rank 2   ·▓"]
+    # global ranks on two nodes need no node name; rank numbers that repeat do
+    two = pl.concat(
+        [w.filter(pl.col("rank") < 2), w.filter(pl.col("rank") == 2).with_columns(node=pl.lit("m"))]
+    )
+    assert [
+        ln.split("  ")[0]
+        for ln in rank_heatmap(rank_step_ratios(two).collect(), 40, 8).plain.splitlines()[1:4]
+    ] == [
+        "rank 0",
+        "rank 1",
+        "rank 2",
+    ]
+    again = two.with_columns(pl.when(pl.col("node") == "m").then(0).otherwise(pl.col("rank")).alias("rank"))
+    lines = rank_heatmap(rank_step_ratios(again).collect(), 40, 8).plain.splitlines()
+    assert [ln[:10].rstrip() for ln in lines[1:4]] == ["m r0", "n r0", "n r1"]
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,10 @@ def rank_heatmap(ratios: pl.DataFrame, width: int, max_rows: int) -> Text:
         return text
     ranks = ratios.select("node", "rank").unique().sort("node", "rank").rows()
     steps = sorted(ratios["step"].unique().to_list())
-    multi_node = len({n for n, _ in ranks}) > 1
+    # node names only where rank numbers repeat across nodes (global ranks say enough)
+    multi_node = len({r for _, r in ranks}) < len(ranks)
+    if not multi_node:
+        ranks.sort(key=lambda nr: nr[1])
     label_w = 10 if multi_node else 8
     cols = _bands(len(steps), width - label_w - 1)
     rows = _bands(len(ranks), max_rows)

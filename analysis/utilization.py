@@ -51,6 +51,21 @@ def _grid(
     return bucket_grid(origin, max(end, origin + 1), size), origin, size
 
 
+def _sampled_grid(
+    events: Frame, samples: pl.LazyFrame, bucket_ns: int | None, window: tuple[int, int] | None = None
+) -> tuple[pl.LazyFrame, int, int] | None:
+    """The bucket grid over the samples' own span (the whole job, not only the traced windows;
+    ``window`` overrides it), or None without samples."""
+    first, last, n = (
+        samples.select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b"), pl.len())
+        .collect(engine=ENGINE)
+        .row(0)
+    )
+    if n == 0:
+        return None
+    return _grid(events, bucket_ns, window or (first, last + 1))
+
+
 def gpu_utilization(
     events: Frame,
     bucket_ns: int | None = None,
@@ -124,14 +139,9 @@ def cpu_utilization(
     """
     if metrics is not None:
         m = _lazy(metrics).filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
-        span = (
-            m.select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b"), pl.len())
-            .collect(engine=ENGINE)
-            .row(0)
-        )
-        if span[2] > 0:
-            # the samples cover the whole job, not only the traced windows: bucket the job
-            grid, origin, size = _grid(events, bucket_ns, window or (span[0], span[1] + 1))
+        job = _sampled_grid(events, m, bucket_ns, window)
+        if job is not None:
+            grid, origin, size = job
             whole = m.filter(pl.col("device") == -1)
             has_whole = whole.select(pl.len()).collect(engine=ENGINE).item() > 0
             per_ts = whole if has_whole else m.group_by("node", "ts").agg(pl.col("value").mean())
@@ -356,14 +366,10 @@ def sampled_gpu_utilization(
     m = _lazy(metrics).filter(
         pl.col("source") == "gpu", pl.col("metric") == "util_pct", pl.col("device") >= 0
     )
-    span = (
-        m.select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b"), pl.len())
-        .collect(engine=ENGINE)
-        .row(0)
-    )
-    if span[2] == 0:
+    job = _sampled_grid(events, m, bucket_ns)
+    if job is None:
         return pl.LazyFrame(schema=schema)
-    grid, origin, size = _grid(events, bucket_ns, (span[0], span[1] + 1))
+    grid, origin, size = job
     per_gpu = (
         m.with_columns(((pl.col("ts") - origin) // size).alias("bucket"))
         .group_by("node", "device", "bucket")

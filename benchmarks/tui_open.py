@@ -4,12 +4,14 @@ On the largest shared Kineto trace (``hta-df_index_resolver``, 216k events) it m
 a fresh subprocess (interpreter start and imports included on both sides, as a user sees it):
 
 * ``profui summary TRACE --json`` with an empty import cache (import + every analysis);
-* **cold open**: ``profui open TRACE`` with an empty cache, until every dashboard chart is drawn
-  (import with its progress screen, the dashboard's analysis stages, rendering);
+* **cold open**: ``profui open TRACE`` with an empty cache, from the spawn until the app reports
+  every dashboard chart drawn (import with its progress screen, the dashboard's analysis stages,
+  rendering);
 * **warm open**: the same again with the cache filled by the cold open (the import and the
   pipeline's stage outputs are reused; nothing is recomputed).
 
-The app runs headless at 80×24 and exits as soon as the dashboard reports every chart drawn.
+The app runs headless at 80×24 and exits as soon as the dashboard reports every chart drawn; the
+time to that exit is printed for the warm open too.
 Medians of ``--repeats`` runs. Targets: warm open < 1 s; cold open within 1.5× of summary.
 The last line prints the two ratios.
 
@@ -53,10 +55,12 @@ def child_open(path: str) -> None:
             await asyncio.sleep(0.005)
             views = app.screen.query(DashboardView)
             if views and views.first().complete:
+                await pilot.pause()  # until the drawn dashboard has been painted
                 charts = [p.data is not None for p in views.first().panels()]
                 v = views.first()
                 print(
-                    f"CHARTS {sum(charts)}/{len(charts)} SOURCE {v.session.source} IN_APP {v.seconds:.2f}",
+                    f"CHARTS {sum(charts)}/{len(charts)} SOURCE {v.session.source} IN_APP {v.seconds:.2f} "
+                    f"DRAWN_AT {time.time():.4f}",
                     flush=True,
                 )
                 app.exit()
@@ -65,19 +69,27 @@ def child_open(path: str) -> None:
     app.run(headless=True, size=(80, 24), auto_pilot=pilot_fn)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """``(seconds to exit, stdout, seconds to the full dashboard)`` of one fresh process; the
+    last is from the spawn to the moment the child reported every chart drawn (what the user
+    waits for; the first adds the app's and the interpreter's shutdown)."""
+    t0, w0 = time.perf_counter(), time.time()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()[-500:]}")
-    return elapsed, res.stdout
+    drawn = _word_after(res.stdout, "DRAWN_AT")
+    return elapsed, res.stdout, drawn - w0 if drawn == drawn else elapsed
+
+
+def _word_after(out: str, key: str) -> float:
+    words = out.split()
+    return float(words[words.index(key) + 1]) if key in words else float("nan")
 
 
 def in_app(out: str) -> float:
     """The child's ``IN_APP`` seconds (dashboard load() to the last chart drawn)."""
-    words = out.split()
-    return float(words[words.index("IN_APP") + 1]) if "IN_APP" in words else float("nan")
+    return _word_after(out, "IN_APP")
 
 
 def main() -> None:
@@ -86,28 +98,29 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--child-open", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    compile_sources()
-    if args.child_open:
+    if args.child_open:  # the parent compiled the sources before it started this child
         child_open(args.child_open)
         return
+    compile_sources()
     src = Path(args.trace)
     if not src.is_file():
         raise SystemExit(f"trace not found: {src} (set PROFUI_TRACES or --trace)")
     py = sys.executable
     summary_cmd = [py, "-c", "from profui.tui.cli import main; main()", "summary", str(src), "--json"]
     open_cmd = [py, str(Path(__file__).resolve()), "--child-open", str(src)]
-    summary, cold, warm, cold_in, warm_in = [], [], [], [], []
+    summary, cold, warm, cold_in, warm_in, warm_exit = [], [], [], [], [], []
     notes = set()
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp:
             env = dict(os.environ, PROFUI_CACHE=str(Path(tmp) / "summary"))
             summary.append(timed(summary_cmd, env)[0])
             env = dict(os.environ, PROFUI_CACHE=str(Path(tmp) / "open"))
-            t, out = timed(open_cmd, env)
+            _, out, t = timed(open_cmd, env)
             cold.append(t)
             cold_in.append(in_app(out))
-            t, out = timed(open_cmd, env)
+            t_exit, out, t = timed(open_cmd, env)
             warm.append(t)
+            warm_exit.append(t_exit)
             warm_in.append(in_app(out))
             notes.add(" ".join(out.strip().split()[:4]) if out.strip() else "")
             shutil.rmtree(tmp, ignore_errors=True)
@@ -122,6 +135,7 @@ def main() -> None:
         f"  of which in the app, dashboard load to last chart: cold {statistics.median(cold_in):.2f} s, "
         f"warm {statistics.median(warm_in):.2f} s (the rest: interpreter start, imports, import of the JSON)"
     )
+    print(f"  warm, to the process's exit (adds the app's and the interpreter's shutdown): {statistics.median(warm_exit):.2f} s")
     print(
         f"targets: warm < 1 s ({'met' if w < 1 else 'NOT met'}); cold <= 1.5x summary "
         f"({'met' if c <= 1.5 * s else 'NOT met'})"

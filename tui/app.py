@@ -1,8 +1,11 @@
 """The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
 Analyses, Timeline, Communication, Launches, Idle, Sync).
 
-Views are registered in :data:`VIEWS`, one entry each, imported directly (a broken view fails
-loudly at import). A view class is built as ``View(session, id=<name>)`` (``session`` is a
+Views are registered in :data:`VIEWS`, one entry each. The dashboard is imported with the app;
+every other view's module is imported when the view is first shown (the timeline alone brings
+numpy and the level-of-detail index, which a dashboard-only open should not pay for). Nothing
+catches those imports: a broken view fails loudly the moment it is opened, and
+``tests/tui/test_views_registered.py`` imports every one. A view class is built as ``View(session, id=<name>)`` (``session`` is a
 :class:`~profui.tui.views.session.TraceSession`); it may define ``load()`` (called when it is
 first shown and after a live trace changes) and ``goto(**where)`` (used by
 :meth:`ProfuiApp.goto_view`, e.g. the timeline's ``goto(kernel=..., step=...)``).
@@ -10,6 +13,7 @@ first shown and after a live trace changes) and ``goto(**where)`` (used by
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +26,7 @@ from textual.binding import Binding
 from textual.filter import LineFilter
 from textual.screen import Screen
 
-from .timeline import TimelineView
-from .views.communication import CommunicationView
 from .views.dashboard import DashboardView
-from .views.idle import IdleView
-from .views.kernels import KernelsView
-from .views.launches import LaunchesView
-from .views.runs import RunsView
-from .views.steps import StepsView
-from .views.sync import SyncView
 
 
 @dataclass(frozen=True)
@@ -40,21 +36,29 @@ class ViewSpec:
     name: str
     title: str
     key: str
-    cls: type
+    #: The view class, or where it lives (``"views.kernels:KernelsView"``, under ``profui.tui``).
+    cls: type | str
     short: str = ""  # the tab's title where the full titles would not fit (default: title)
+
+    def view_class(self) -> type:
+        """The view class (its module imported now, once, where ``cls`` says where it lives)."""
+        if isinstance(self.cls, type):
+            return self.cls
+        module, _, name = self.cls.partition(":")
+        return getattr(importlib.import_module(f"profui.tui.{module}"), name)
 
 
 #: The views of the trace screen, in tab order. Adding a view = adding one entry here.
 VIEWS: list[ViewSpec] = [
     ViewSpec("dashboard", "Dashboard", "1", DashboardView, short="Dash"),
-    ViewSpec("kernels", "Kernels", "2", KernelsView),
-    ViewSpec("steps", "Steps", "3", StepsView),
-    ViewSpec("runs", "Analyses", "4", RunsView),
-    ViewSpec("timeline", "Timeline", "5", TimelineView),
-    ViewSpec("comm", "Comm", "6", CommunicationView),
-    ViewSpec("launches", "Launch", "7", LaunchesView),
-    ViewSpec("idle", "Idle", "8", IdleView),
-    ViewSpec("sync", "Sync", "9", SyncView),
+    ViewSpec("kernels", "Kernels", "2", "views.kernels:KernelsView"),
+    ViewSpec("steps", "Steps", "3", "views.steps:StepsView"),
+    ViewSpec("runs", "Analyses", "4", "views.runs:RunsView"),
+    ViewSpec("timeline", "Timeline", "5", "timeline:TimelineView"),
+    ViewSpec("comm", "Comm", "6", "views.communication:CommunicationView"),
+    ViewSpec("launches", "Launch", "7", "views.launches:LaunchesView"),
+    ViewSpec("idle", "Idle", "8", "views.idle:IdleView"),
+    ViewSpec("sync", "Sync", "9", "views.sync:SyncView"),
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from profui.capture.format import open_trace_dir, private_dir_for
 
-from .artifacts import load_file, verify
+from .artifacts import load_files, verify
 from .outputs import latest_outputs
 from .registry import REGISTRY
 from .store import Store, compute
@@ -35,8 +35,36 @@ class Answers:
 
 
 def _load(folder: Path) -> dict[str, Any]:
-    meta = verify(folder) or {}
-    return {name: load_file(folder / name) for name in meta.get("outputs", {})}
+    return _load_all({"": folder})[""]
+
+
+def _load_all(folders: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    """``{stage: {output file: value}}`` of the artifact folders, read in one go."""
+    names = {s: list((verify(f) or {}).get("outputs", {})) for s, f in folders.items()}
+    got = load_files([folders[s] / n for s in folders for n in names[s]])
+    return {s: {n: got[folders[s] / n] for n in names[s]} for s in folders}
+
+
+def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None) -> Answers | None:
+    """The pipeline's newest outputs of ``stages`` when every one is there and was made by this
+    code (a running capture has none: its outputs would be stale), else None. With
+    ``max_bytes``, also None when their files are larger than that in all (a caller that reads
+    them where it must not wait long, like the UI thread, says how much it can afford)."""
+    path = Path(path)
+    stages = tuple(stages)
+    if open_trace_dir(path, require_data=False).manifest.status == "running":
+        return None
+    have = latest_outputs(path)
+    metas: dict[str, dict[str, Any]] = {}
+    for s in stages:
+        # outputs made by other analysis code (profui upgraded since) are not reused as they are
+        meta = verify(have[s]) if s in have and s in REGISTRY.stages else None
+        if meta is None or meta.get("code_version") != REGISTRY.stages[s].code_version:
+            return None
+        metas[s] = meta
+    if max_bytes is not None and sum(sum((m.get("sizes") or {}).values()) for m in metas.values()) > max_bytes:
+        return None
+    return Answers(_load_all({s: have[s] for s in stages}), "cache")
 
 
 def answers(
@@ -55,33 +83,25 @@ def answers(
     path = Path(path)
     stages = tuple(stages)
     say = say or (lambda _line: None)
-    running = open_trace_dir(path, require_data=False).manifest.status == "running"
-    if not running:
-        have = latest_outputs(path)
-        # outputs made by other analysis code (profui upgraded since) are not reused as they are
-        have = {
-            s: f
-            for s, f in have.items()
-            if s in REGISTRY.stages
-            and (verify(f) or {}).get("code_version") == REGISTRY.stages[s].code_version
-        }
-        if all(s in have for s in stages):
-            say("reading cached analysis outputs")
-            return Answers({s: _load(have[s]) for s in stages}, "cache")
+    got = cached(path, stages)
+    if got is not None:
+        say("reading cached analysis outputs")
+        return got
+    if open_trace_dir(path, require_data=False).manifest.status != "running":
         try:
             return _recorded_run(path, stages, on_stage, say)
         except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
             first = (str(exc).strip().splitlines() or [""])[0]
             say(f"analysis pipeline unavailable ({first}); computing in memory")
-    got: Store = {}
+    store: Store = {}
 
     def done(name: str, outputs: dict[str, Any]) -> None:
         say(f"{name} ✓")
         if on_stage is not None:
             on_stage(name, outputs)
 
-    compute(trace(), stages, store=got, on_stage=done)
-    return Answers(got, "computed in memory")
+    compute(trace(), stages, store=store, on_stage=done)
+    return Answers(store, "computed in memory")
 
 
 def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None, say: Say) -> Answers:

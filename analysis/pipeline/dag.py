@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,31 @@ class Stage:
     version: str = "1"
     modules: tuple[str, ...] = ()
 
-    @cached_property
+    @functools.cached_property
     def code_version(self) -> str:
         """``<version>+<hash of the body's and the analysis modules' source>``."""
         h = hashlib.sha256()
-        try:
-            h.update(inspect.getsource(self.run).encode())
-        except (OSError, TypeError):
+        code = getattr(inspect.unwrap(self.run), "__code__", None)
+        if code is not None:
+            _hash_code(h, code)
+        else:
             h.update(self.run.__qualname__.encode())
         for mod, source in sorted(_sources_with_local_imports(self.modules).items()):
             h.update(mod.encode() + b"\0" + source)
         return f"{self.version}+{h.hexdigest()[:12]}"
+
+
+def _hash_code(h: Any, code: Any) -> None:
+    """Feed what ``code`` does into ``h``: its bytecode, names and constants, nested code
+    included. Reading the body's source instead (``inspect.getsource``) tokenizes the whole
+    module once per stage, which a warm dashboard open pays before it draws anything."""
+    h.update(code.co_code)
+    h.update("\0".join(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _hash_code(h, const)
+        else:
+            h.update(repr(const).encode())
 
 
 _LOCAL_IMPORT = re.compile(
@@ -73,27 +87,39 @@ def _sources_with_local_imports(modules: Iterable[str]) -> dict[str, bytes]:
         mod = todo.pop()
         if mod in out:
             continue
-        try:
-            spec = importlib.util.find_spec(mod)
-        except ModuleNotFoundError:
-            spec = None
-        origin = spec.origin if spec else None
-        if not origin or not Path(origin).is_file():
+        found = _module_source(mod)
+        if found is None:
             continue
-        source = Path(origin).read_bytes()
-        out[mod] = source
-        if mod == _FACADE:
-            continue  # the facade imports every analysis lazily; its own code is what counts
-        package = mod.rsplit(".", 1)[0]
-        for dots, name, names in _LOCAL_IMPORT.findall(source):
-            base = "profui.analysis" if dots == b"profui.analysis." else package
-            if name:
-                todo.append(f"{base}.{name.decode()}")
-            else:  # ``from . import a, b``
-                for item in names.decode().strip("()").split(","):
-                    if item.split():
-                        todo.append(f"{base}.{item.split()[0]}")  # ``x as y`` -> x
+        out[mod], imported = found
+        todo.extend(imported)
     return out
+
+
+@functools.cache
+def _module_source(mod: str) -> tuple[bytes, tuple[str, ...]] | None:
+    """``(source bytes, sibling analysis modules it imports)`` of ``mod``; None when it has no
+    source file. Read once per process: every stage's code version shares the helper modules."""
+    try:
+        spec = importlib.util.find_spec(mod)
+    except ModuleNotFoundError:
+        spec = None
+    origin = spec.origin if spec else None
+    if not origin or not Path(origin).is_file():
+        return None
+    source = Path(origin).read_bytes()
+    if mod == _FACADE:
+        return source, ()  # the facade imports every analysis lazily; its own code is what counts
+    package = mod.rsplit(".", 1)[0]
+    imported: list[str] = []
+    for dots, name, names in _LOCAL_IMPORT.findall(source):
+        base = "profui.analysis" if dots == b"profui.analysis." else package
+        if name:
+            imported.append(f"{base}.{name.decode()}")
+        else:  # ``from . import a, b``
+            for item in names.decode().strip("()").split(","):
+                if item.split():
+                    imported.append(f"{base}.{item.split()[0]}")  # ``x as y`` -> x
+    return source, tuple(imported)
 
 
 class Registry:

@@ -76,6 +76,18 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
     import_kineto(sources, out_dir, force=True, progress=report, name=name)
 
 
+def _imports_root(cache_root: str | Path | None) -> Path:
+    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
+    return root / "imports"
+
+
+def cached_import(sources: list[Path], cache_root: str | Path | None = None) -> Path | None:
+    """The finished import of the Kineto files ``sources`` in the cache, or None when they were
+    never imported as they are now (see :func:`resolve_trace`). Reads nothing but the cache."""
+    out = _imports_root(cache_root) / cache_key(sources)
+    return out if is_trace_dir(out) and (out / _DONE_MARK).is_file() else None
+
+
 def resolve_trace(
     path: str | Path,
     progress: Callable[[str], None] | None = None,
@@ -105,13 +117,13 @@ def resolve_trace(
                 p, "not a profui trace (no manifest.json) and no Kineto .json/.json.gz files in it"
             )
         raise TraceFormatError(p, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
-    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
-    imports = root / "imports"
-    out = imports / cache_key(sources)
-    if is_trace_dir(out) and (out / _DONE_MARK).is_file():
+    done = cached_import(sources, cache_root)
+    if done is not None:
         if progress is not None:
-            progress(f"using cached import {out}")
-        return out
+            progress(f"using cached import {done}")
+        return done
+    imports = _imports_root(cache_root)
+    out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
     if progress is not None:
         progress(f"importing {len(sources)} Kineto file(s) into {out}")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import polars as pl
 from pilotwait import wait_dashboard, wait_for
-from textual.widgets import Static
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
@@ -39,7 +38,7 @@ def test_users_annotations_first_and_the_takeaway_follows_the_pick(tmp_path: Pat
         async with app.run_test(size=(80, 24)) as pilot:
             view = await wait_dashboard(pilot, app)
             panel = view.panel("annotation")
-            said = lambda: panel.query_one(".takeaway", Static).render().plain  # noqa: E731
+            said = lambda: "→ " + panel.takeaway_shown()  # noqa: E731
             assert said().startswith("→ 'forward_backward' takes ")
             await pilot.press("a")
             assert await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
@@ -72,7 +71,6 @@ def test_a_cold_open_shows_every_charts_takeaway(tmp_path: Path) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             view = await wait_dashboard(pilot, app)
             for chart in dc.CHARTS:
-                shown = view.panel(chart.id).query_one(".takeaway", Static).render().plain
-                assert shown == ("→ " + want[chart.id] if want.get(chart.id) else ""), chart.id
+                assert view.panel(chart.id).takeaway_shown() == want.get(chart.id, ""), chart.id
 
     asyncio.run(go())

@@ -59,7 +59,7 @@ def check_histogram(view: DashboardView, trace: Path) -> None:
         assert len(lines) == hist.height
         for line, n in zip(lines, hist["count"].to_list(), strict=True):
             assert f"{n} step{'s' if n != 1 else ''}" in line
-    note = str(panel.query_one(".chart-note").render())
+    note = str(panel.query_one(".chart-foot").render())
     slowest = mine.sort("dur_ns", descending=True).row(0, named=True)
     assert f"slowest: step {slowest['step']} ({fmt_ns(slowest['dur_ns'])})" in note.replace("\n", " ")
 

@@ -13,6 +13,7 @@ from pilotwait import wait_for
 
 from profui.capture.format import open_trace_dir
 from profui.capture.kineto import import_kineto
+from profui.capture.kineto.cache import resolve_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import SAMPLE_NAME, bundled_sample, plan_open, samples_dir
 from profui.tui.screens.trace import TraceScreen
@@ -66,9 +67,15 @@ async def _run_until_exit(app: ProfuiApp):
     return app.return_value
 
 
-def test_plan_open_kinds(tmp_path: Path) -> None:
+def test_plan_open_kinds(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     src = shared_trace(SMALL)
-    assert plan_open(src) == OpenTarget("import", src)
+    assert plan_open(src) == OpenTarget("import", src)  # never imported: the import screen
+    imported = resolve_trace(src)
+    assert plan_open(src) == OpenTarget("trace", imported)  # imported and unchanged: straight in
+    src_copy = tmp_path / src.name
+    src_copy.write_bytes(src.read_bytes())
+    assert plan_open(src_copy) == OpenTarget("import", src_copy)  # another file: imported anew
     one = tmp_path / "one"
     import_kineto([src], one / "a")
     assert plan_open(one) == OpenTarget("trace", one / "a")  # a folder with one trace opens it

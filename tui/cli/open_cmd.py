@@ -37,7 +37,7 @@ def plan_open(path: Path | None):
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
-    from profui.capture.kineto.cache import kineto_sources, resolve_trace
+    from profui.capture.kineto.cache import cached_import, kineto_sources, resolve_trace
 
     from ..app import OpenTarget
 
@@ -56,7 +56,13 @@ def plan_open(path: Path | None):
             return OpenTarget("trace", traces[0])
         if traces:
             return OpenTarget("jobs", path)
-    if kineto_sources(path):  # the import screen runs the capture side's cached import
+    sources = kineto_sources(path)
+    if sources:
+        done = cached_import(sources)
+        if done is not None:  # imported before, unchanged since: no import screen to show
+            open_trace_dir(done, require_data=False)
+            return OpenTarget("trace", done)
+        # the import screen runs the capture side's cached import
         return OpenTarget("import", path, resolve=resolve_trace)
     if path.is_dir():
         raise TraceFormatError(path, "no profui traces and no Kineto .json/.json.gz files in this folder")

@@ -14,9 +14,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Log, ProgressBar, Static
+from textual.widgets import Log, ProgressBar, Static
 
 from profui.capture.format import TraceFormatError
+
+from ..widgets.keyline import KeyLine
 
 
 class ImportScreen(Screen):
@@ -41,7 +43,7 @@ class ImportScreen(Screen):
             yield Static(f"Importing {self.source} …", id="import-title")
             yield ProgressBar(total=None, show_eta=False, id="import-bar")
             yield Log(id="import-log", highlight=False)
-        yield Footer()
+        yield KeyLine()
 
     def on_mount(self) -> None:
         self._import()

@@ -13,11 +13,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from profui.analysis import catalog
 from profui.analysis.catalog import JobRow
 from profui.analysis.formatting import fmt_bytes, fmt_epoch, fmt_ns
+
+from ..widgets.keyline import KeyLine
 
 #: (column key, header, sort key)
 COLUMNS: list[tuple[str, str]] = [
@@ -87,7 +89,7 @@ class JobsScreen(Screen):
         yield table
         yield Static("scanning…", id="jobs-status")
         yield Input(placeholder="filter by name (Enter to keep, Esc to clear)", id="jobs-filter")
-        yield Footer()
+        yield KeyLine()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

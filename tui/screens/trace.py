@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from profui.analysis.catalog import display_name
 from profui.analysis.formatting import fmt_gpus, fmt_short_count, plural
@@ -24,6 +24,7 @@ from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView
 from ..views.session import TraceSession
+from ..widgets.keyline import KeyLine
 
 
 class TraceScreen(Screen):
@@ -64,10 +65,10 @@ class TraceScreen(Screen):
         with ContentSwitcher(initial=self.current or None):
             for spec in self.specs[:1]:
                 yield self._build(spec)
-        yield Footer()
+        yield KeyLine()
 
     def _build(self, spec) -> Widget:
-        return spec.cls(self.session, id=spec.name)
+        return spec.view_class()(self.session, id=spec.name)
 
     def _title_text(self) -> Text:
         try:

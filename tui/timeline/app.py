@@ -7,9 +7,9 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer
 
 from ..views.session import TraceSession
+from ..widgets.keyline import KeyLine
 from .view import TimelineView
 
 
@@ -25,7 +25,7 @@ class TimelineApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield TimelineView(self.session, id="timeline")
-        yield Footer()
+        yield KeyLine()
 
     def on_mount(self) -> None:
         view = self.query_one(TimelineView)

@@ -104,14 +104,48 @@ class TraceSession:
             f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress)
         )
 
+    def cached_stage_outputs(
+        self, stages: tuple[str, ...], max_bytes: int
+    ) -> dict[str, dict[str, Any]] | None:
+        """The outputs :meth:`stage_outputs` would give, when they are memoised already or the
+        pipeline's cache holds them all in no more than ``max_bytes``; else None.
+
+        For the UI thread: it never waits (None while another computation holds the session), so
+        a warm open draws its first frame with the answers in it, not a frame of placeholders.
+        """
+        from profui.analysis.pipeline.answers import cached
+
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            key = f"stages:{','.join(stages)}"
+            with self._state_lock:
+                cache, generation = self._cache, self.generation
+            if key in cache:
+                return cache[key]
+            got = cached(self.path, stages, max_bytes=max_bytes)
+            if got is None:
+                return None
+            out = self._keep(got)
+            with self._state_lock:
+                if generation == self.generation:
+                    cache[key] = out
+            return out
+        finally:
+            self._lock.release()
+
     def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
         from profui.analysis.pipeline.answers import answers
 
-        got = answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress)
+        return self._keep(answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress))
+
+    def _keep(self, got: Any) -> dict[str, dict[str, Any]]:
+        """Note where ``got`` (an :class:`~profui.analysis.pipeline.answers.Answers`) came from and
+        the trace's overview it holds; its outputs."""
         self.source = got.source
         out = got.outputs
         # the summary carries the overview too (a cached read may not include ingest's outputs)
         self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview") or (
             out.get("summary", {}).get("summary.json", {}).get("trace")
         )
-        return got.outputs
+        return out

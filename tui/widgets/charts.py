@@ -73,15 +73,18 @@ class LinePlot(PlotextPlot):
 
 
 class ChartPanel(Vertical, can_focus=True):
-    """One titled chart with its takeaway. Focusable so ``[``/``]`` can move between charts."""
+    """One titled chart with its takeaway. Focusable so ``[``/``]`` can move between charts.
+
+    Three widgets whatever the chart: a head (title and text), the body (bars, or a line chart
+    where the chart draws lines) and a foot (note and takeaway). Every widget on the dashboard
+    is styled, laid out and drawn at each open; one per line of text made a warm open slow.
+    """
 
     DEFAULT_CSS = """
     ChartPanel { height: auto; border: round $panel; padding: 0 1; margin: 0 0 0 0; }
     ChartPanel:focus { border: round $accent; }
-    ChartPanel > .chart-title { height: 1; text-style: bold; }
     ChartPanel > .chart-text { height: auto; }
-    ChartPanel > .chart-note { height: auto; }
-    ChartPanel > .takeaway { height: auto; }
+    ChartPanel > .chart-foot { height: auto; }
     """
 
     def __init__(self, chart_id: str, title: str, hint: str = "", lines: bool = False) -> None:
@@ -95,49 +98,58 @@ class ChartPanel(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         # Widgets are shown and hidden through ``display`` (not CSS classes): a class change
         # restyles the whole subtree, which made a warm dashboard several times slower.
-        yield Static(self.title, classes="chart-title")
-        yield Static(Text("computing…", style="italic"), classes="chart-text")
-        bars = Bars()
-        bars.display = False
-        yield bars
+        yield Static(self._head(Text("computing…", style="italic")), classes="chart-text")
         if self.lines:
             plot = LinePlot()
             plot.display = False
             yield plot
-        note = Static("", classes="chart-note")
-        note.display = False
-        yield note
-        takeaway = Static("", classes="takeaway")
-        takeaway.display = False
-        yield takeaway
+        else:
+            bars = Bars()
+            bars.display = False
+            yield bars
+        foot = Static("", classes="chart-foot")
+        foot.display = False
+        yield foot
 
     def on_mount(self) -> None:
         self.border_title = None
 
+    def _head(self, text: str | Text, hint: str = "") -> Text:
+        head = Text(
+            self.title + (f"  ({hint})" if hint else ""), style="bold", no_wrap=True, overflow="ellipsis"
+        )
+        if text:
+            head.append("\n")
+            head.append_text(text if isinstance(text, Text) else Text(text))
+        return head
+
     def show(self, data: ChartData) -> None:
         """Draw ``data`` in the panel."""
         self.data = data
-        bars = self.query_one(Bars)
-        bars.display = data.kind == "bars"
-        plots = self.query(LinePlot)
-        if plots:
-            plots.first().display = data.kind == "lines"
-        title = self.title + (f"  ({self.hint})" if self.hint else "")
-        self.query_one(".chart-title", Static).update(title)
-        text = self.query_one(".chart-text", Static)
-        text.update(data.text)
-        text.display = bool(data.text) or data.kind == "text"
-        if data.kind == "bars":
-            bars.set_bars(data.bars, data.scale, label_width=data.label_width)
-        elif data.kind == "lines" and plots:
-            plots.first().show(data)
-        note = self.query_one(".chart-note", Static)
-        note.update(data.note)
-        note.display = bool(data.note)
-        takeaway = self.query_one(".takeaway", Static)
-        takeaway.update(Text("→ " + data.takeaway) if data.takeaway else "")
-        takeaway.display = bool(data.takeaway)
+        self.query_one(".chart-text", Static).update(self._head(data.text, self.hint))
+        for bars in self.query(Bars):
+            bars.display = data.kind == "bars"
+            if data.kind == "bars":
+                bars.set_bars(data.bars, data.scale, label_width=data.label_width)
+        for plot in self.query(LinePlot):
+            plot.display = data.kind == "lines"
+            if data.kind == "lines":
+                plot.show(data)
+        foot = Text()
+        if data.note:
+            foot.append_text(data.note if isinstance(data.note, Text) else Text(data.note))
+        if data.takeaway:
+            if foot:
+                foot.append("\n")
+            foot.append("→ " + data.takeaway)
+        self.query_one(".chart-foot", Static).update(foot)
+        self.query_one(".chart-foot", Static).display = bool(foot)
 
     def show_error(self, message: str) -> None:
         """Say why this chart could not be drawn (the rest of the dashboard still works)."""
         self.show(ChartData(kind="text", text=Text(message, style="italic")))
+
+    def takeaway_shown(self) -> str:
+        """The takeaway line as drawn (without its arrow); empty when there is none."""
+        lines = self.query_one(".chart-foot", Static).render().plain.splitlines()
+        return lines[-1].removeprefix("→ ") if lines and lines[-1].startswith("→ ") else ""

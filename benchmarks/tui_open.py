@@ -135,7 +135,9 @@ def main() -> None:
         f"  of which in the app, dashboard load to last chart: cold {statistics.median(cold_in):.2f} s, "
         f"warm {statistics.median(warm_in):.2f} s (the rest: interpreter start, imports, import of the JSON)"
     )
-    print(f"  warm, to the process's exit (adds the app's and the interpreter's shutdown): {statistics.median(warm_exit):.2f} s")
+    print(
+        f"  warm, to the process's exit (adds the app's and the interpreter's shutdown): {statistics.median(warm_exit):.2f} s"
+    )
     print(
         f"targets: warm < 1 s ({'met' if w < 1 else 'NOT met'}); cold <= 1.5x summary "
         f"({'met' if c <= 1.5 * s else 'NOT met'})"

@@ -62,7 +62,10 @@ def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None
         if meta is None or meta.get("code_version") != REGISTRY.stages[s].code_version:
             return None
         metas[s] = meta
-    if max_bytes is not None and sum(sum((m.get("sizes") or {}).values()) for m in metas.values()) > max_bytes:
+    if (
+        max_bytes is not None
+        and sum(sum((m.get("sizes") or {}).values()) for m in metas.values()) > max_bytes
+    ):
         return None
     return Answers(_load_all({s: have[s] for s in stages}), "cache")
 

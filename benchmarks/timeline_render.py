@@ -62,6 +62,7 @@ def phase_render(trace: str, frames: int) -> dict:
     import numpy as np
 
     from profui.analysis.lod import open_lod
+    from profui.tui.timeline.heap import freeze_loaded
     from profui.tui.timeline.render import Renderer
     from profui.tui.timeline.state import TimelineState
 
@@ -71,6 +72,7 @@ def phase_render(trace: str, frames: int) -> dict:
     st = TimelineState(ix)
     st.set_all(False)  # every lane unfolded, metrics included: the most rows there can be
     r = Renderer(st)
+    freeze_loaded()  # as the timeline view does once its index is open
     out = {"open": open_s, "n_index": ix.n_events, "rows": len(st.visible_rows())}
 
     def measure(name: str, setup) -> None:

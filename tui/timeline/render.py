@@ -209,7 +209,7 @@ class Renderer:
         if vr.series is not None:
             v = ix.metric_cells(vr.series, t0, t1, cw)
             ok = ~np.isnan(v)
-            frac = np.clip(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0, 1.0)
+            frac = np.minimum(np.maximum(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0), 1.0)
             chars[ok] = EIGHTHS[np.maximum(np.ceil(frac * 8).astype(np.int64), 1)]
             metric = ix.series[vr.series].metric
             color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
@@ -234,7 +234,7 @@ class Renderer:
         filled = busy > 0
         solid = busy >= SOLID_AT
         part = filled & ~solid
-        chars[part] = EIGHTHS[np.clip(np.ceil(busy[part] * 8).astype(np.int64), 1, 8)]
+        chars[part] = EIGHTHS[np.minimum(np.maximum(np.ceil(busy[part] * 8).astype(np.int64), 1), 8)]
         styles[part] = BAR0 + color[part]
         styles[solid] = SOLID0 + color[solid]
         empty = ~filled
@@ -321,7 +321,7 @@ class Renderer:
         written = np.zeros(chars.size, dtype=bool)
         ix = self.state.ix
         key = np.where(solid, ev, -2)
-        change = np.flatnonzero(np.diff(key)) + 1
+        change = np.flatnonzero(key[1:] != key[:-1]) + 1
         starts = np.concatenate([[0], change])
         ends = np.concatenate([change, [key.size]])
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
@@ -447,7 +447,7 @@ def _strip(label: Segment, chars: np.ndarray, styles: np.ndarray, width: int) ->
     text = str(np.ascontiguousarray(chars).view(f"<U{chars.size}")[0]) if chars.size else ""
     if len(text) < chars.size:  # a view drops trailing NULs only; never expected, but keep widths exact
         text = text.ljust(chars.size)
-    change = np.flatnonzero(np.diff(styles)) + 1
+    change = np.flatnonzero(styles[1:] != styles[:-1]) + 1
     starts = [0, *change.tolist()]
     ends = [*change.tolist(), len(text)]
     segs = [label]

@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 from ..views.base import TraceView
 from .canvas import TimelineCanvas
 from .details import details_text, status_text
+from .heap import freeze_loaded
 from .state import TimelineState
 
 
@@ -77,6 +78,7 @@ class TimelineView(TraceView):
     def _ready(self, index) -> None:
         self.index = index
         self.state = TimelineState(index)
+        freeze_loaded()
         self.query_one(TimelineCanvas).set_state(self.state)
         self.ready = True
         if self._pending:

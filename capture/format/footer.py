@@ -12,6 +12,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from .regular import not_regular
+
 MAGIC = b"PAR1"
 
 # Thrift compact protocol type ids
@@ -59,14 +61,25 @@ class _Reader:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
 
+    def advance(self, n: int) -> None:
+        """Move past ``n`` bytes that must all be there."""
+        if n < 0 or self.pos + n > len(self.buf):
+            raise FooterError("truncated footer")
+        self.pos += n
+
+    def count(self, n: int, min_bytes: int = 1) -> int:
+        """A list, set or map length read from the file, checked against the bytes left: each
+        element takes at least ``min_bytes``, so a length the footer cannot hold is refused
+        here (a crafted 2**60 would otherwise be looped over, element by element)."""
+        if n < 0 or n * min_bytes > len(self.buf) - self.pos:
+            raise FooterError(f"footer says {n} elements, more than its {len(self.buf)} bytes hold")
+        return n
+
     def binary(self) -> bytes:
         n = self.varint()
-        end = self.pos + n
-        if end > len(self.buf):
-            raise FooterError("truncated footer")
-        out = self.buf[self.pos : end]
-        self.pos = end
-        return out
+        start = self.pos
+        self.advance(n)
+        return self.buf[start : self.pos]
 
     def field(self, last_id: int) -> tuple[int, int]:
         """(field id, type); type ``_STOP`` at the end of a struct."""
@@ -82,29 +95,28 @@ class _Reader:
         size = head >> 4
         if size == 15:
             size = self.varint()
-        return size, head & 0x0F
+        return self.count(size), head & 0x0F
 
     def skip(self, ftype: int) -> None:
         if ftype in (_TRUE, _FALSE):
             return
         if ftype == _BYTE:
-            self.pos += 1
+            self.advance(1)
         elif ftype in (_I16, _I32, _I64):
             self.varint()
         elif ftype == _DOUBLE:
-            self.pos += 8
+            self.advance(8)
         elif ftype == _BINARY:
-            n = self.varint()  # not `self.pos += self.varint()`: that reads pos before the varint
-            self.pos += n
+            self.advance(self.varint())
         elif ftype in (_LIST, _SET):
             size, etype = self.list_header()
             for _ in range(size):
                 if etype in (_TRUE, _FALSE):
-                    self.pos += 1  # booleans in a list take one byte each
+                    self.advance(1)  # booleans in a list take one byte each
                 else:
                     self.skip(etype)
         elif ftype == _MAP:
-            size = self.varint()
+            size = self.count(self.varint(), min_bytes=2)
             if size:
                 kv = self.byte()
                 for _ in range(size):
@@ -119,8 +131,6 @@ class _Reader:
                 self.skip(t)
         else:
             raise FooterError(f"bad Thrift type {ftype}")
-        if self.pos > len(self.buf):
-            raise FooterError("truncated footer")
 
 
 def _schema_element(r: _Reader) -> tuple[str, int]:
@@ -198,6 +208,9 @@ def _skip_subtree(elements: list[tuple[str, int]], i: int) -> int:
 def read_footer(path: str | Path) -> Footer:
     """Read a Parquet file's footer: ``FooterError`` when it is not a complete Parquet file,
     ``OSError`` (``PermissionError`` ...) when it cannot be read."""
+    problem = not_regular(path)
+    if problem:
+        raise FooterError(problem)
     with open(path, "rb") as fh:
         fh.seek(0, 2)
         size = fh.tell()

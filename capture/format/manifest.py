@@ -14,6 +14,7 @@ from .atomic import write_bytes_atomic
 from .columns import SCHEMA_VERSION
 from .errors import TraceFormatError
 from .layout import manifest_path
+from .regular import not_regular
 
 STATUSES = ("running", "completed", "failed", "stopped", "imported")
 
@@ -70,6 +71,9 @@ def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
 def read_manifest(trace_dir: str | Path) -> Manifest:
     """Read and validate ``manifest.json``; raise :class:`TraceFormatError` naming the problem."""
     path = manifest_path(trace_dir)
+    problem = not_regular(path)
+    if problem:
+        raise TraceFormatError(path, problem)
     if not path.is_file():
         raise TraceFormatError(trace_dir, "not a profui trace (no manifest.json)")
     try:

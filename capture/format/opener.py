@@ -58,9 +58,10 @@ class TraceDir:
 
 
 def is_trace_dir(path: str | Path) -> bool:
-    """True when ``path`` is a folder holding a ``manifest.json``."""
+    """True when ``path`` is a folder holding a ``manifest.json`` (of any file type: one that
+    cannot be read, a FIFO say, is then refused by name when the trace is opened)."""
     p = Path(path)
-    return p.is_dir() and (p / MANIFEST_NAME).is_file()
+    return p.is_dir() and (p / MANIFEST_NAME).exists() and not (p / MANIFEST_NAME).is_dir()
 
 
 def find_trace_dirs(root: str | Path, max_depth: int = 3) -> list[Path]:
@@ -137,7 +138,9 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
         if node is None or not node_path.is_dir():
             continue
         for child in sorted(node_path.iterdir()):
-            if child.is_file() and is_metrics_file(child.name):
+            # not is_file(): a FIFO or a dangling link named like a data file is refused by
+            # check_file, never skipped (the trace would silently lose that file's events)
+            if is_metrics_file(child.name) and not child.is_dir():
                 rows = check_file(child, "metrics")
                 trace.metrics.append(TraceFile("metrics", child, node, None, rows))
                 continue
@@ -149,7 +152,7 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
             except ValueError:
                 raise TraceFormatError(child, "rank folder name is not an integer") from None
             for f in sorted(child.iterdir()):
-                if f.is_file() and is_events_file(f.name):
+                if is_events_file(f.name) and not f.is_dir():
                     rows = check_file(f, "events")
                     trace.events.append(TraceFile("events", f, node, rank, rows))
     if require_data and not trace.events and not trace.metrics and manifest.status != "running":

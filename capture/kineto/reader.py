@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 from msgspec import Raw, Struct
 
+from profui.capture.format.regular import not_regular
+
 from .errors import KinetoFormatError
 from .timeparse import int_text
 
@@ -100,6 +102,9 @@ class KinetoDoc:
 
 def read_bytes(path: Path) -> bytes | bytearray:
     """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail."""
+    problem = not_regular(path)
+    if problem:
+        raise KinetoFormatError(path, problem)
     try:
         with open(path, "rb") as fh:
             data = fh.read()

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -136,9 +137,25 @@ def _versions() -> dict[str, str]:
     return out
 
 
+_stderr_gone = False
+
+
 def _say(msg: str) -> None:
-    sys.stderr.write(f"profcap: {msg}\n")
-    sys.stderr.flush()
+    """One line on stderr, if anyone still reads it. A reader that has gone (``2>&1 | head``, a
+    dead log shipper) must not stop the capture, let alone the job: after the first failed
+    write profcap stays quiet (the manifest's notes keep what it would have said)."""
+    global _stderr_gone
+    if _stderr_gone:
+        return
+    try:
+        sys.stderr.write(f"profcap: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        _stderr_gone = True
+        try:  # the interpreter's own last flush at exit would raise again
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        except OSError:
+            pass
 
 
 class Capture:
@@ -316,14 +333,21 @@ class Capture:
         if self.trace_dir.exists() and (not self.trace_dir.is_dir() or any(self.trace_dir.iterdir())):
             _say(f"{self.trace_dir}: already exists and is not an empty folder; choose another -o")
             return 2
+        # from here on nothing stops the job: a trace that cannot be written costs the trace only
+        short = _short_of_space(self.trace_dir)
+        if short:
+            return self.run_uncaptured(f"{self.trace_dir}: {short}")
+        created = _missing_folders(self.trace_dir)
         try:
             self.spool.mkdir(parents=True, exist_ok=True)
             self.write_manifest()
             # room kept for the final manifest, should the disk fill up during the run
             self.reserve.write_bytes(bytes(RESERVE_BYTES))
         except OSError as exc:
-            _say(f"{self.trace_dir}: cannot write the trace here ({exc})")
-            return 2
+            _remove_created(self.trace_dir, created)
+            return self.run_uncaptured(
+                f"{self.trace_dir}: cannot write the trace here ({exc.strerror or exc})"
+            )
         if self.plan is None:
             self._note("tracing off (--no-trace): metrics only")
         self.start_daemon()
@@ -355,6 +379,19 @@ class Capture:
                 self._note(f"the job was killed by {signal.Signals(-rc).name}")
         self.finish(code, status)
         return code
+
+    def run_uncaptured(self, why: str) -> int:
+        """Run the job as if profcap were not there (signals still reach it); its exit code."""
+        _say(f"{why}; running the job without capture")
+        for sig in FORWARDED:
+            signal.signal(sig, self._forward)
+        try:
+            self.job = subprocess.Popen(self.cmd, process_group=None if self.interactive else 0)
+        except OSError as exc:
+            _say(f"{self.cmd[0]}: {exc.strerror or exc}")
+            return 127 if isinstance(exc, FileNotFoundError) else 126
+        rc = self.job.wait()
+        return 128 - rc if rc < 0 else rc
 
     def finish(self, code: int, status: str) -> None:
         """Stop the daemon (it drains the spool), then close the manifest."""
@@ -448,6 +485,51 @@ def _foreground_tty() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def _short_of_space(trace_dir: Path) -> str | None:
+    """Why the disk under ``trace_dir`` cannot take a trace (less free than the room kept for the
+    final manifest, twice over), or None. Asked before anything is created."""
+    probe = trace_dir.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return None  # the writes that follow say what is wrong
+    if free < 2 * RESERVE_BYTES:
+        return f"only {free // 1024} KiB free on its disk (a trace needs at least {2 * RESERVE_BYTES // 1024} KiB)"
+    return None
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """``path`` and the ancestors of it that do not exist yet, outermost first."""
+    out: list[Path] = []
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out[::-1]
+
+
+def _remove_created(trace_dir: Path, created: list[Path]) -> None:
+    """Undo a start that failed half way: what profcap made under ``trace_dir``, and the folders
+    it created for it (an existing empty folder given as ``-o`` is left, emptied: it was empty
+    when profcap started, or profcap would have refused it)."""
+    try:
+        children = list(trace_dir.iterdir())
+    except OSError:
+        children = []
+    for child in children:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            _release(child)
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _release(path: Path) -> None:

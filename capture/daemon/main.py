@@ -194,7 +194,10 @@ def main() -> None:
         try:
             finalise_orphaned(daemon.trace_dir, result)
         except Exception as exc:
-            sys.stderr.write(f"profcap daemon: could not finalise the manifest: {exc}\n")
+            try:  # profcap's stderr may have no reader left
+                sys.stderr.write(f"profcap daemon: could not finalise the manifest: {exc}\n")
+            except (OSError, ValueError):
+                pass
         return
     try:
         print(json.dumps({"result": result}), flush=True)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from profui.capture.format import to_table
 
-from .errors import KinetoFormatError
+from .errors import BadValue, KinetoFormatError, checked_int64
 from .mapping import (
     BYTES,
     CANONICAL_CAT,
@@ -367,7 +367,11 @@ def _ints(raw: pa.Array) -> pa.Array:
     other = pc.and_(pc.invert(plain), pc.is_valid(raw))
     if pc.any(other).as_py():
         texts = pc.filter(raw, other).to_pylist()
-        out = pc.replace_with_mask(out, other, pa.array([as_int(_decode_json(t)) for t in texts], pa.int64()))
+        values = [as_int(_decode_json(t)) for t in texts]
+        for v in values:
+            if v is not None:
+                checked_int64(v, "an id or size")
+        out = pc.replace_with_mask(out, other, pa.array(values, pa.int64()))
     return out
 
 
@@ -801,8 +805,12 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
 def _chunk(columns: dict[str, Any], doc: KinetoDoc) -> pa.Table:
     try:
         return _columns_to_chunk(columns)
+    except BadValue:
+        raise
     except ValueError as exc:
         raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
+    except OverflowError:  # a pid, tid or id that Arrow cannot hold as int64
+        raise KinetoFormatError(doc.path, "an event's pid, tid or id does not fit a 64-bit integer") from None
 
 
 def _fill_memcpy_bytes(columns: dict[str, Any], runtime_size: dict[int, int]) -> pa.Array:

@@ -25,7 +25,7 @@ from profui.capture.format import (
 )
 
 from .convert import convert_events
-from .errors import KinetoFormatError
+from .errors import BadValue, KinetoFormatError
 from .reader import decode, read_bytes
 
 Progress = Callable[[int, int], None]
@@ -83,15 +83,23 @@ def source_stem(path: Path) -> str:
     return path.stem
 
 
+#: Ranks are folder names and int32 in the trace format; no job has more.
+MAX_RANK = (1 << 31) - 1
+
+
 def detect_rank(metadata: dict[str, Any], path: Path, fallback: int | None) -> tuple[int, str]:
     """Rank of a trace: ``distributedInfo.rank``, else the file name, else ``fallback``, else 0."""
     info = metadata.get("distributedInfo")
     if isinstance(info, dict):
         rank = info.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            return rank, "distributedInfo"
         if isinstance(rank, str) and rank.isdigit():
-            return int(rank), "distributedInfo"
+            rank = int(rank)
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            if rank > MAX_RANK:
+                raise BadValue(
+                    f"distributedInfo.rank {str(rank)[:24]} is beyond the {MAX_RANK:,} ranks a job can have"
+                )
+            return rank, "distributedInfo"
     matches = _RANK_IN_NAME.findall(path.name)
     if matches:
         return int(matches[-1]), "file name"
@@ -134,6 +142,13 @@ def convert_kineto_file(
         if progress is not None:
             progress(int(size * fraction), size)
 
+    try:
+        return _convert(src, trace_dir, node, rank, seq, report, progress is not None)
+    except BadValue as exc:  # a value rule refused a value: name the file
+        raise KinetoFormatError(src, str(exc)) from None
+
+
+def _convert(src, trace_dir, node, rank, seq, report, reporting: bool) -> ConvertResult:
     data = read_bytes(src)
     report(0.15)
     doc = decode(src, data)
@@ -145,7 +160,7 @@ def convert_kineto_file(
     gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
     try:
         conv = convert_events(
-            doc, None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
+            doc, None if not reporting else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
         )
     finally:
         if gc_enabled:

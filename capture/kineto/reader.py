@@ -178,6 +178,8 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
         top = _TOP_DECODER.decode(data)
     except msgspec.DecodeError as exc:
         raise _json_error(path, exc) from None
+    except RecursionError:
+        raise KinetoFormatError(path, "JSON nested too deeply to be a Kineto trace") from None
     raw_events = top.pop("traceEvents", None)
     if raw_events is None:
         raise KinetoFormatError(path, _what_instead(top))
@@ -186,8 +188,8 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     if "baseTimeNanoseconds" in top:
         try:
             base_ns = int_text(bytes(top["baseTimeNanoseconds"]))
-        except ValueError:
-            raise KinetoFormatError(path, "'baseTimeNanoseconds' is not an integer") from None
+        except ValueError as exc:
+            raise KinetoFormatError(path, f"'baseTimeNanoseconds': {exc}") from None
     return KinetoDoc(
         path=path, events_text=raw_events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data)
     )

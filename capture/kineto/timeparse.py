@@ -17,6 +17,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import BadValue, checked_int64
+
 _THOUSAND_128 = pa.scalar(1000, pa.decimal128(4, 0))
 _THOUSAND_256 = pa.scalar(1000, pa.decimal256(4, 0))
 _THOUSAND = pa.scalar(1000, pa.int64())
@@ -34,6 +36,7 @@ def us_to_ns(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
+    _refuse_huge(texts)
     data = texts.buffers()[-1]  # all of the text (of a slice: more, which only costs a try)
     if data is None or not _DOT.search(memoryview(data)):
         try:
@@ -57,6 +60,19 @@ def us_to_ns(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 _DOT = re.compile(rb"[.]")
 
+#: More than 16 integer digits of microseconds is beyond int64 nanoseconds (9.2e15 µs), and
+#: Arrow's text-to-decimal cast wraps such values instead of refusing them.
+_HUGE = r"^-?0*[1-9][0-9]{16,}"
+
+
+def _refuse_huge(texts: pa.Array) -> None:
+    huge = pc.fill_null(pc.match_substring_regex(texts, _HUGE), False)
+    if pc.any(huge).as_py():
+        text = str(pc.filter(texts, huge)[0].as_py())
+        shown = text if len(text) <= 24 else f"{text[:10]}…({len(text)} characters)"
+        raise BadValue(f"event time {shown} µs is beyond the int64 nanosecond range")
+
+
 #: The texts :func:`_short_us_to_ns` takes: at most three fractional digits, no exponent.
 _SHORT = r"^-?[0-9]+(\.[0-9]{0,3})?$"
 
@@ -78,10 +94,18 @@ def us_list_to_ns(texts: list[bytes]) -> list[int]:
 
 
 def int_text(text: bytes) -> int:
-    """An integer given as JSON text (``baseTimeNanoseconds``), exactly."""
+    """An integer given as JSON text (``baseTimeNanoseconds``), exactly; :class:`BadValue` when
+    it is not an integer or does not fit int64."""
     if text.startswith(b'"'):
         text = text.strip(b'"')
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        return int(Decimal(text.decode("ascii")))
+        try:
+            exact = Decimal(text.decode("ascii", "replace"))
+            value = int(exact) if exact.is_finite() and exact == exact.to_integral_value() else None
+        except (ArithmeticError, ValueError):  # decimal.InvalidOperation is an ArithmeticError
+            value = None
+        if value is None:
+            raise BadValue(f"{text[:24].decode('ascii', 'replace')!r} is not an integer") from None
+    return checked_int64(value, "the integer")

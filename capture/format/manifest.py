@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from .atomic import write_bytes_atomic
 from .columns import SCHEMA_VERSION
 from .errors import TraceFormatError
@@ -55,9 +57,15 @@ class Manifest:
         """Build from a parsed ``manifest.json``; unknown keys are kept in ``extra``."""
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
-        extra = dict(kwargs.pop("extra", {}) or {})
-        extra.update({k: v for k, v in data.items() if k not in known})
-        return cls(**kwargs, extra=extra)
+        extra = kwargs.pop("extra", {}) or {}
+        if not isinstance(extra, dict):
+            raise msgspec.ValidationError(f"Expected `object`, got `{type(extra).__name__}` - at `$.extra`")
+        extra = {**extra, **{k: v for k, v in data.items() if k not in known}}
+        # every field's declared type is checked (msgspec: `name` a list, `capture` a list ...
+        # made the TUI and the summary crash far from the file); ValueError names the field
+        typed = msgspec.convert({**kwargs, "extra": {}}, cls)
+        typed.extra = extra
+        return typed
 
 
 def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
@@ -82,6 +90,8 @@ def read_manifest(trace_dir: str | Path) -> Manifest:
         raise TraceFormatError(path, "permission denied") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceFormatError(path, f"manifest is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise TraceFormatError(path, "manifest nested too deeply to be a profui manifest") from None
     if not isinstance(data, dict) or "name" not in data:
         raise TraceFormatError(path, "manifest has no 'name': not a profui manifest")
     version = data.get("format_version", SCHEMA_VERSION)
@@ -91,4 +101,7 @@ def read_manifest(trace_dir: str | Path) -> Manifest:
             f"written by a newer profui (format version {version}, this one reads up to "
             f"{SCHEMA_VERSION}); upgrade profui",
         )
-    return Manifest.from_dict(data)
+    try:
+        return Manifest.from_dict(data)
+    except msgspec.ValidationError as exc:
+        raise TraceFormatError(path, f"manifest field of the wrong type ({exc})") from None

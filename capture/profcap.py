@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import session as _session
+from .format.liveness import this_host
 from .windows import DEFAULT_STEPS, Window, WindowPlan, parse_schedule, parse_steps
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -201,6 +202,8 @@ class Capture:
             versions=_versions(),
             capture={
                 "tool": "profcap",
+                "pid": os.getpid(),  # a reader can tell a capture killed outright from a live one
+                "host": this_host(),
                 "hz": args.hz,
                 "trace": plan is not None,
                 "windows": [],

@@ -16,6 +16,7 @@ from .atomic import write_bytes_atomic
 from .columns import SCHEMA_VERSION
 from .errors import TraceFormatError
 from .layout import manifest_path
+from .liveness import capture_gone
 from .regular import not_regular
 
 STATUSES = ("running", "completed", "failed", "stopped", "imported")
@@ -26,7 +27,8 @@ class Manifest:
     """Contents of ``manifest.json``.
 
     ``status`` is ``running`` while a capture writes, then ``completed``, ``failed`` or
-    ``stopped``; traces made by ``profui import`` are ``imported``. Times are epoch ns.
+    ``stopped`` (read as ``interrupted`` when it says ``running`` but its profcap process is
+    gone from this machine); traces made by ``profui import`` are ``imported``. Times are epoch ns.
     ``notes`` records what capture skipped or lost (no NVML, disk full, ...), one line each.
     """
 
@@ -102,6 +104,14 @@ def read_manifest(trace_dir: str | Path) -> Manifest:
             f"{SCHEMA_VERSION}); upgrade profui",
         )
     try:
-        return Manifest.from_dict(data)
+        manifest = Manifest.from_dict(data)
     except msgspec.ValidationError as exc:
         raise TraceFormatError(path, f"manifest field of the wrong type ({exc})") from None
+    if manifest.status == "running" and capture_gone(manifest.capture):
+        # the capture was killed with all its processes: not live, and never will be
+        manifest.status = "interrupted"
+        manifest.notes.append(
+            f"interrupted: the capture's process (pid {manifest.capture['pid']}) is gone and never "
+            "closed the trace; what it wrote before is here, the rest was lost"
+        )
+    return manifest

@@ -155,6 +155,8 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
                 if is_events_file(f.name) and not f.is_dir():
                     rows = check_file(f, "events")
                     trace.events.append(TraceFile("events", f, node, rank, rows))
-    if require_data and not trace.events and not trace.metrics and manifest.status != "running":
+    # a capture still at work, or killed before it wrote anything, is a trace without data yet
+    unfinished = manifest.status in ("running", "interrupted")
+    if require_data and not trace.events and not trace.metrics and not unfinished:
         raise TraceFormatError(root, "empty trace: no events or metrics files")
     return trace

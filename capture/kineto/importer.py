@@ -23,6 +23,7 @@ from profui.capture.format import (
     write_events,
     write_manifest,
 )
+from profui.capture.format.liveness import pid_alive
 
 from .convert import convert_events
 from .errors import BadValue, KinetoFormatError
@@ -279,6 +280,7 @@ def import_kineto(
     files = expand_sources([Path(s) for s in sources])
     check_output(out_dir, force)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    _clear_stale_imports(out_dir)
     tmp = out_dir.parent / f".{out_dir.name}.importing-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -292,6 +294,20 @@ def import_kineto(
     finally:
         _release_arrow_memory()
     return manifest
+
+
+def _clear_stale_imports(out_dir: Path) -> None:
+    """Remove the temporary folders of earlier imports into ``out_dir`` whose process is gone
+    (one killed outright never removed its own)."""
+    prefix = f".{out_dir.name}.importing-"
+    try:
+        leftovers = [p for p in out_dir.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for folder in leftovers:
+        pid = folder.name[len(prefix) :]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _release_arrow_memory() -> None:

@@ -20,6 +20,7 @@ from profui.analysis.catalog import JobRow
 from profui.analysis.formatting import fmt_bytes, fmt_epoch, fmt_ns
 
 from ..widgets.keyline import KeyLine
+from .status import STATUS_STYLE
 
 #: (column key, header, sort key)
 COLUMNS: list[tuple[str, str]] = [
@@ -40,15 +41,6 @@ _SORT_KEYS = {
     "nodes": lambda r: r.nodes,
     "gpus": lambda r: r.gpus,
     "size": lambda r: r.size_bytes,
-}
-
-_STATUS_STYLE = {
-    "running": "bold green",
-    "completed": "",
-    "imported": "",
-    "failed": "bold red",
-    "stopped": "yellow",
-    "unreadable": "red",
 }
 
 
@@ -124,7 +116,7 @@ class JobsScreen(Screen):
             keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         table.clear()
         for r in self.visible_rows():
-            status = (r.status, _STATUS_STYLE.get(r.status, ""))
+            status = (r.status, STATUS_STYLE.get(r.status, ""))
             table.add_row(
                 r.name,
                 fmt_epoch(r.created_ns),

@@ -25,6 +25,7 @@ from profui.capture.format import TraceFormatError
 from ..views.base import TraceView
 from ..views.session import TraceSession
 from ..widgets.keyline import KeyLine
+from .status import STATUS_STYLE
 
 
 class TraceScreen(Screen):
@@ -78,7 +79,7 @@ class TraceScreen(Screen):
         m = d.manifest
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(display_name(m), style="bold")
-        status_style = {"running": "bold green", "failed": "bold red", "stopped": "yellow"}.get(m.status, "")
+        status_style = STATUS_STYLE.get(m.status, "")
         t.append(" · ")
         t.append(("● live" if m.status == "running" else m.status), style=status_style)
         if m.synthetic:

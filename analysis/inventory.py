@@ -20,8 +20,11 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     :class:`TraceFormatError` for anything that is not a readable trace.
     """
     # pyarrow (and numpy under it) loaded only when an inventory is taken
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    from profui.capture.format.readcheck import unreadable, unreadable_schema
 
     trace = open_trace_dir(path)
     counts: Counter[str] = Counter()
@@ -29,10 +32,14 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     per_device: dict[tuple[str, int], Counter[str]] = {}
     start = end = None
     for f in trace.events:
+        # a column of the wrong type fails in pq.read_table's casts or in the compute below
+        wrong_type = unreadable_schema(f)
+        if wrong_type is not None:
+            raise wrong_type
         try:
             table = pq.read_table(f.path, columns=["ts", "dur", "kind", "device"])
-        except OSError as exc:
-            raise TraceFormatError(f.path, f"cannot read events ({str(exc).splitlines()[0]})") from None
+        except (OSError, pa.ArrowException) as exc:
+            raise unreadable([f]) or TraceFormatError(f.path, f"cannot read events ({exc})") from None
         entry = per_rank.setdefault(
             (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
         )

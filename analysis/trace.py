@@ -74,6 +74,20 @@ def _scan(files: list[TraceFile], schema: dict[str, pl.DataType], with_rank: boo
     return lf.cast(schema)  # type: ignore[arg-type]
 
 
+def _read(lf: pl.LazyFrame, files: list[TraceFile]) -> pl.DataFrame:
+    """``lf`` collected; when that fails on the files' contents, the one-line error naming the
+    file (corrupt pages under an intact footer, a column of the wrong type)."""
+    try:
+        return lf.collect()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        from profui.capture.format.readcheck import unreadable
+
+        found = unreadable(files)
+        if found is None:
+            raise
+        raise found from exc
+
+
 def scan_events(trace_dir: TraceDir) -> pl.LazyFrame:
     """Lazy scan of every events file of an opened trace, with ``node`` and ``rank`` columns."""
     return _scan(trace_dir.events, EVENTS_POLARS_SCHEMA, with_rank=True)
@@ -118,11 +132,15 @@ class Trace:
 
     def metrics(self) -> pl.LazyFrame:
         """All sampled metrics (``ts, source, device, metric, value``) plus ``node``."""
-        return scan_metrics(self.dir)
+        return self._collected_metrics.lazy()
+
+    @cached_property
+    def _collected_metrics(self) -> pl.DataFrame:
+        return _read(scan_metrics(self.dir), self.dir.metrics)
 
     @cached_property
     def _collected_events(self) -> pl.DataFrame:
-        return self.events().collect()
+        return _read(self.events(), self.dir.events)
 
     def cached_events(self) -> pl.LazyFrame:
         """Events read once into memory and reused by later calls (for repeated analyses)."""

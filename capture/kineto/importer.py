@@ -279,12 +279,20 @@ def import_kineto(
     out_dir = Path(out_dir)
     files = expand_sources([Path(s) for s in sources])
     check_output(out_dir, force)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # -o under a file, in a read-only folder, a name too long ...
+        raise TraceFormatError(out_dir, f"cannot create the output folder ({exc.strerror or exc})") from None
     _clear_stale_imports(out_dir)
     tmp = out_dir.parent / f".{out_dir.name}.importing-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir()
+    try:
+        tmp.mkdir()
+    except OSError as exc:
+        raise TraceFormatError(
+            out_dir, f"cannot write beside the output folder ({exc.strerror or exc})"
+        ) from None
     try:
         manifest = _build(files, tmp, name or out_dir.name, rank=rank, node=node, progress=progress)
         _swap_into_place(tmp, out_dir)

@@ -88,3 +88,50 @@ def test_a_fifo_manifest_is_refused_not_waited_on(tmp_path: Path) -> None:
     os.mkfifo(manifest)
     for command in ("info", "summary", "open"):
         assert_refused(profui(command, trace), "manifest.json", "fifo")
+
+
+def test_corrupt_pages_under_an_intact_footer_are_named(tmp_path: Path) -> None:
+    trace, victim = _sample_copy(tmp_path)
+    data = bytearray(victim.read_bytes())
+    footer_at = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for i in range(8, min(footer_at, 4000)):  # the first pages, not the footer
+        data[i] ^= 0x5A
+    victim.write_bytes(bytes(data))
+    read_footer(victim)  # the footer still reads: opening the trace succeeds
+    for command in ("info", "summary"):
+        assert "cannot read events" in assert_refused(profui(command, trace), victim.name)
+
+
+def test_a_column_of_the_wrong_type_is_named(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace, victim = _sample_copy(tmp_path)
+    table = pq.read_table(victim)
+    ts = pa.array([str(v) for v in table.column("ts").to_pylist()])
+    table = table.set_column(table.schema.get_field_index("ts"), "ts", ts).replace_schema_metadata(
+        table.schema.metadata
+    )
+    pq.write_table(table, victim)
+    for command in ("info", "summary"):
+        line = assert_refused(profui(command, trace), victim.name)
+        assert "column ts holds string, the format says int64" in line
+
+
+def test_paths_the_os_refuses_are_one_line(tmp_path: Path) -> None:
+    from test_bad_input_import import SMALL
+
+    from realdata import shared_trace
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("keep")
+    src = shared_trace(SMALL)
+    assert "cannot create the output folder" in assert_refused(
+        profui("import", src, "-o", a_file / "out"), a_file
+    )
+    assert a_file.read_text() == "keep"
+    too_long = tmp_path / ("x" * 300)
+    for args in (("import", src, "-o", too_long / "out"), ("info", too_long), ("summary", too_long)):
+        proc = profui(*args)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "file name too long" in proc.stderr and "Traceback" not in proc.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from profui.capture.format import TraceFormatError
@@ -35,3 +37,26 @@ def main() -> None:
         report(str(exc))
     except KeyboardInterrupt:
         report("interrupted", code=130)
+    except OSError as exc:
+        # the operating system refused a path the user gave (too long, under a file, read-only,
+        # not UTF-8 ...): their input, so one line; an OSError without a path is not: a bug
+        if exc.filename is None:
+            _bug()
+        report(f"{_shown(exc.filename)}: {(exc.strerror or str(exc)).lower()}")
+    except Exception:
+        _bug()
+
+
+def _bug() -> None:
+    """Show the traceback of a failure that is profui's, not the input's, and ask for a report."""
+    import traceback
+
+    traceback.print_exc()
+    report(
+        "internal error (traceback above): a bug in profui, please report it with the command you ran", code=1
+    )
+
+
+def _shown(path: object) -> str:
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    return text if len(text) <= 120 else f"{text[:60]}…{text[-40:]}"

@@ -634,8 +634,16 @@ def convert_events(
 
     The native scan (:mod:`.native`, when built) converts the common events; the rest, or all
     of them with ``native=False`` or without the extension, go through the Python path below,
-    which defines every rule. Rows keep the order of their events either way.
+    which defines every rule. Rows keep the order of their events either way. A value no trace
+    can hold raises :class:`KinetoFormatError` naming the file.
     """
+    try:
+        return _convert_events(doc, progress, native)
+    except BadValue as exc:
+        raise KinetoFormatError(doc.path, str(exc)) from None
+
+
+def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None, native: bool) -> Converted:
     src = _Source()
     chunks: list[pa.Table] = []
     scan = scan_events(doc.events_text, _CHUNK_SCHEMA) if native and doc.events_text is not None else None

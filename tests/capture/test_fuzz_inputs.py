@@ -1,0 +1,168 @@
+"""Fuzzing the importer and the trace opener from real inputs (hypothesis, seeded, bounded).
+
+Oracle: whatever a mutated file holds, the importer gives a table or one :class:`KinetoFormatError`
+line, the same from the C scan and from pure Python; the trace opener gives a trace or one
+:class:`TraceFormatError` line. Never another exception, never a hang (each example is bounded by
+the test's timeout). The mutations start from a real trace (HTA's small simple_add trace, the
+bundled synthetic sample) and put in what hostile files hold: huge and odd numbers, wrong types,
+deep nesting, invalid UTF-8, truncation, flipped bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_bad_input_import import SMALL
+
+from profui.capture.format import TraceFormatError, open_trace_dir
+from profui.capture.kineto import native
+from profui.capture.kineto.convert import convert_events
+from profui.capture.kineto.errors import KinetoFormatError
+from profui.capture.kineto.reader import decode
+
+from realdata import SAMPLES, shared_trace
+
+HOSTILE = [
+    2**63,
+    -(2**63) - 1,
+    2**64,
+    10**40,
+    -1,
+    0,
+    1.5,
+    -0.0,
+    1e308,
+    1e-300,
+    "x",
+    "",
+    "0x1f",
+    "\u00e9\u4e2d",
+    None,
+    True,
+    [],
+    {},
+    [[[[]]]],
+    {"a": {"b": [1, 2]}},
+]
+FIELDS = ["ts", "dur", "pid", "tid", "id", "name", "ph", "cat", "args"]
+ARG_KEYS = ["correlation", "External id", "device", "stream", "bytes", "Bytes", "kind", "rank"]
+
+
+@pytest.fixture(scope="module")
+def events_doc() -> dict:
+    return json.loads(gzip.decompress(shared_trace(SMALL).read_bytes()))
+
+
+def _outcome(data: bytes, use_native: bool):
+    try:
+        conv = convert_events(decode(Path("fuzz.json"), bytearray(data)), native=use_native)
+    except KinetoFormatError as exc:
+        line = str(exc)
+        assert "\n" not in line and line.startswith("fuzz.json: ")
+        return ("error", line)
+    table = {c: conv.table[c].to_pylist() for c in conv.table.column_names if c != "args"}
+    args = [None if a is None else json.loads(a) for a in conv.table["args"].to_pylist()]
+    return ("table", table, args, conv.source, conv.counts)
+
+
+mutation = st.one_of(
+    st.tuples(st.just("field"), st.integers(0, 10_000), st.sampled_from(FIELDS), st.sampled_from(HOSTILE)),
+    st.tuples(st.just("arg"), st.integers(0, 10_000), st.sampled_from(ARG_KEYS), st.sampled_from(HOSTILE)),
+    st.tuples(
+        st.just("top"),
+        st.sampled_from(["baseTimeNanoseconds", "distributedInfo", "deviceProperties", "traceEvents"]),
+        st.sampled_from(HOSTILE),
+    ),
+)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations=st.lists(mutation, min_size=1, max_size=4))
+def test_mutated_traces_convert_the_same_or_fail_the_same_both_ways(events_doc: dict, mutations) -> None:
+    doc = json.loads(json.dumps(events_doc))
+    evs = doc["traceEvents"]
+    for m in mutations:
+        if m[0] == "field":
+            evs[m[1] % len(evs)][m[2]] = m[3]
+        elif m[0] == "arg":
+            ev = evs[m[1] % len(evs)]
+            if not isinstance(ev.get("args"), dict):
+                ev["args"] = {}
+            ev["args"][m[2]] = m[3]
+        else:
+            doc[m[1]] = m[2]
+    data = json.dumps(doc).encode()
+    slow = _outcome(data, use_native=False)
+    if native.available():
+        assert _outcome(data, use_native=True) == slow
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cut=st.floats(0.0, 1.0),
+    flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 255)), max_size=6),
+    bad_utf8=st.booleans(),
+)
+def test_damaged_bytes_give_a_table_or_one_line(events_doc: dict, cut: float, flips, bad_utf8: bool) -> None:
+    data = bytearray(json.dumps(events_doc).encode())
+    for where, xor in flips:
+        data[int(where * (len(data) - 1))] ^= xor
+    if bad_utf8:
+        at = data.find(b'"name": "') + 9
+        data[at : at + 2] = b"\xff\xfe"
+    data = data[: max(1, int(cut * len(data)))] if cut < 0.98 else data
+    slow = _outcome(bytes(data), use_native=False)
+    if native.available():
+        assert _outcome(bytes(data), use_native=True) == slow
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    field=st.sampled_from(
+        [
+            "name",
+            "status",
+            "source",
+            "synthetic",
+            "command",
+            "exit_code",
+            "start_ns",
+            "end_ns",
+            "hosts",
+            "gpus",
+            "ranks",
+            "versions",
+            "capture",
+            "sources",
+            "notes",
+            "format_version",
+            "extra",
+        ]
+    ),
+    value=st.sampled_from(HOSTILE),
+    footer_flips=st.lists(st.tuples(st.integers(1, 400), st.integers(1, 255)), max_size=3),
+)
+def test_mutated_trace_folders_open_or_fail_in_one_line(field: str, value, footer_flips) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace"
+        shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+        manifest = trace / "manifest.json"
+        data = json.loads(manifest.read_text())
+        data[field] = value
+        manifest.write_text(json.dumps(data))
+        victim = sorted(trace.rglob("events-*.parquet"))[0]
+        raw = bytearray(victim.read_bytes())
+        for back, xor in footer_flips:  # inside the footer, which opening reads
+            raw[len(raw) - 8 - back] ^= xor
+        victim.write_bytes(bytes(raw))
+        try:
+            open_trace_dir(trace)
+        except TraceFormatError as exc:
+            assert "\n" not in str(exc)

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import session as _session
 from .format.liveness import this_host
+from .format.regular import not_utf8
 from .windows import DEFAULT_STEPS, Window, WindowPlan, parse_schedule, parse_steps
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -337,7 +338,7 @@ class Capture:
             _say(f"{self.trace_dir}: already exists and is not an empty folder; choose another -o")
             return 2
         # from here on nothing stops the job: a trace that cannot be written costs the trace only
-        short = _short_of_space(self.trace_dir)
+        short = not_utf8(self.trace_dir.absolute()) or _short_of_space(self.trace_dir)
         if short:
             return self.run_uncaptured(f"{self.trace_dir}: {short}")
         created = _missing_folders(self.trace_dir)

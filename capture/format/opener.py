@@ -14,6 +14,7 @@ from .errors import TraceFormatError
 from .footer import FooterError, read_footer
 from .layout import MANIFEST_NAME, is_events_file, is_metrics_file, parse_partition, private_dir_for
 from .manifest import Manifest, read_manifest
+from .regular import not_utf8
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
     root = Path(path)
     if not root.exists():
         raise TraceFormatError(root, "no such file or directory")
+    bad_name = not_utf8(root.absolute())
+    if bad_name:
+        raise TraceFormatError(root, bad_name)
     if not root.is_dir():
         raise TraceFormatError(root, "not a directory (expected a profui trace folder)")
     manifest = read_manifest(root)

@@ -27,3 +27,16 @@ def not_regular(path: str | Path) -> str | None:
     else:
         kind = "not a file"
     return f"is {kind}, not a regular file"
+
+
+def not_utf8(path: str | Path) -> str | None:
+    """Why ``path`` cannot hold a trace (its name is not valid UTF-8: Polars and Arrow cannot
+    open files under it), or None."""
+    try:
+        os.fsencode(os.fspath(path)).decode("utf-8")
+    except UnicodeDecodeError:
+        return (
+            "path is not valid UTF-8, which the Parquet readers cannot open; "
+            "rename it, or use it through a symlink with a UTF-8 name"
+        )
+    return None

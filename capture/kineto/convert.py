@@ -796,6 +796,10 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     dur = columns["dur"]
     no_dur = pc.or_(pc.equal(kind, "instant"), pc.is_null(dur))  # the native scan: null if absent
     columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
+    try:  # every end (ts + dur) is a time too: it must fit int64 ns as well
+        pc.add_checked(columns["ts"], columns["dur"])
+    except pa.ArrowInvalid:
+        raise BadValue("an event ends beyond the int64 nanosecond range (ts + dur overflows)") from None
     on_device = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
     for name, source, low in (("device", "pid", 0), ("stream", "tid", _INT32[0])):
         ids = columns[source]

@@ -24,6 +24,7 @@ from profui.capture.format import (
     write_manifest,
 )
 from profui.capture.format.liveness import pid_alive
+from profui.capture.format.regular import not_utf8
 
 from .convert import convert_events
 from .errors import BadValue, KinetoFormatError
@@ -278,6 +279,9 @@ def import_kineto(
     """
     out_dir = Path(out_dir)
     files = expand_sources([Path(s) for s in sources])
+    bad_name = not_utf8(out_dir.absolute())
+    if bad_name:
+        raise TraceFormatError(out_dir, bad_name)
     check_output(out_dir, force)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)

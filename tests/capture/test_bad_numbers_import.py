@@ -39,6 +39,11 @@ def _set_ts_16_digits(d: dict) -> None:  # fits a decimal, not int64 nanoseconds
     _first_complete(d)["ts"] = 9_999_999_999_999_999
 
 
+def _set_end_beyond(d: dict) -> None:  # ts and dur each fit; their sum does not
+    e = _first_complete(d)
+    e["ts"], e["dur"] = 9_000_000_000_000_000, 900_000_000_000_000
+
+
 def _set_correlation(d: dict) -> None:
     _first_complete(d).setdefault("args", {})["correlation"] = 2**64
 
@@ -63,6 +68,7 @@ CASES = {
     "ts of 130 digits": (_set_ts, ("beyond the int64 nanosecond range",)),
     "negative dur of 40 digits": (_set_dur, ("beyond the int64 nanosecond range",)),
     "ts of 16 digits": (_set_ts_16_digits, ("bad event time",)),
+    "end beyond int64": (_set_end_beyond, ("ts + dur overflows",)),
     "correlation 2**64": (_set_correlation, ("18446744073709551616", "64-bit")),
     "External id 2**63": (_set_external_id, ("9223372036854775808", "64-bit")),
     "pid 2**64": (_set_pid, ("pid", "64-bit")),

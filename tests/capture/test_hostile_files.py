@@ -135,3 +135,28 @@ def test_paths_the_os_refuses_are_one_line(tmp_path: Path) -> None:
         proc = profui(*args)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
         assert "file name too long" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_trace_under_a_name_that_is_not_utf8_is_one_line_and_a_symlink_opens_it(tmp_path: Path) -> None:
+    src, _ = _sample_copy(tmp_path)
+    odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/tr\xffce"))
+    src.rename(odd)
+    for command in ("info", "summary", "open"):
+        proc = profui(command, odd)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "path is not valid UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+    link = tmp_path / "trace-link"
+    link.symlink_to(odd)
+    proc = profui("info", link)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_an_import_into_a_name_that_is_not_utf8_writes_nothing(tmp_path: Path) -> None:
+    from test_bad_input_import import SMALL
+
+    from realdata import shared_trace
+
+    out = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/out\xff"))
+    proc = profui("import", shared_trace(SMALL), "-o", out)
+    assert proc.returncode == 2 and "path is not valid UTF-8" in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -149,3 +149,14 @@ def tiny_disk(tmp_path: Path):
 def test_a_disk_too_small_is_said_before_anything_is_created(tmp_path: Path, tiny_disk: Path) -> None:
     _refused_capture_runs_the_job(tmp_path, tiny_disk / "deep" / "trace", "KiB free on its disk")
     assert list(tiny_disk.iterdir()) == []
+
+
+def test_an_output_name_that_is_not_utf8_runs_the_job_uncaptured(tmp_path: Path) -> None:
+    out = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/trace\xff"))
+    cmd, env, marker = _job(tmp_path, EXIT="5")
+    proc = subprocess.run(
+        [*PROFCAP, "-o", out, "--", *cmd], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 5 and marker.read_text() == "finished"
+    assert b"path is not valid UTF-8" in proc.stderr and b"running the job without capture" in proc.stderr
+    assert not out.exists()

@@ -477,6 +477,8 @@ class Capture:
                 result["notes"].append(note)
         result["notes"].extend(_spool.take_notes(self.spool))
         result["notes"].extend(_spool.lost_windows(self.spool))
+        # the windows the dead daemon converted before are in the trace too
+        result["windows"] = _spool.done_windows(self.spool)
         return result
 
 

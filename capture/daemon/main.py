@@ -166,7 +166,7 @@ def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
     from ..format import read_manifest, write_manifest
     from ..manifest_end import finish_manifest
 
-    manifest = read_manifest(trace_dir)
+    manifest = read_manifest(trace_dir, as_stored=True)
     if manifest.status != "running":
         return
     manifest.notes.append(

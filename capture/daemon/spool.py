@@ -19,6 +19,8 @@ from typing import Any
 from .. import session as _session
 
 FAILED_DIR = "failed"
+#: Windows converted so far, one JSON object a line (see :func:`done_windows`).
+DONE_WINDOWS = "windows-done.jsonl"
 
 
 def pending(spool: Path) -> list[Path]:
@@ -196,7 +198,33 @@ def finish_file(
         info["counts"] = result.get("counts", {})
         if result.get("gpus"):
             info["gpus"] = result["gpus"]
+    _record_done(path.parent, info)
     return info, None
+
+
+def _record_done(spool: Path, info: dict[str, Any]) -> None:
+    """Keep the window's info in the spool as well as in the converter's memory: a daemon
+    killed after converting it would otherwise take the window out of the manifest with it."""
+    try:
+        with open(spool / DONE_WINDOWS, "a") as fh:
+            fh.write(json.dumps(info, separators=(",", ":")) + "\n")
+    except OSError:
+        pass
+
+
+def done_windows(spool: Path) -> list[dict[str, Any]]:
+    """Every window converted into the trace so far, by the daemon or by profcap, in order."""
+    try:
+        lines = (spool / DONE_WINDOWS).read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:  # a line cut short by a kill
+            continue
+    return out
 
 
 def why_no_windows(
@@ -242,7 +270,7 @@ def cleanup(spool: Path) -> None:
     """Remove rank claims, markers and the spool folder itself when nothing is left in it."""
     try:
         for n in os.listdir(spool):
-            if n.startswith(("owner-r", "armed-p", "steps-r")) or n.endswith(".tmp"):
+            if n.startswith(("owner-r", "armed-p", "steps-r")) or n.endswith(".tmp") or n == DONE_WINDOWS:
                 try:
                     (spool / n).unlink()
                 except OSError:

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-import msgspec
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from .atomic import write_bytes_atomic
 from .columns import SCHEMA_VERSION
@@ -59,15 +58,84 @@ class Manifest:
         """Build from a parsed ``manifest.json``; unknown keys are kept in ``extra``."""
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
-        extra = kwargs.pop("extra", {}) or {}
-        if not isinstance(extra, dict):
-            raise msgspec.ValidationError(f"Expected `object`, got `{type(extra).__name__}` - at `$.extra`")
-        extra = {**extra, **{k: v for k, v in data.items() if k not in known}}
-        # every field's declared type is checked (msgspec: `name` a list, `capture` a list ...
-        # made the TUI and the summary crash far from the file); ValueError names the field
-        typed = msgspec.convert({**kwargs, "extra": {}}, cls)
-        typed.extra = extra
-        return typed
+        # every field's declared type is checked here (`name` a list, `capture` a list ... made
+        # the TUI and the summary crash far from the file); ManifestTypeError names the field
+        hints = get_type_hints(cls)
+        for name, value in kwargs.items():
+            _check(value, hints[name], name)
+        extra = dict(kwargs.pop("extra", {}) or {})
+        extra.update({k: v for k, v in data.items() if k not in known})
+        return cls(**kwargs, extra=extra)
+
+
+class ManifestTypeError(ValueError):
+    """A manifest field whose value is not of its declared type; ``str()`` names the field."""
+
+
+_JSON_NAMES = {
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def _json_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    for t in (bool, int, float, str, list, dict):
+        if isinstance(value, t):
+            return _JSON_NAMES[t]
+    return type(value).__name__
+
+
+def _check(value: Any, hint: Any, where: str) -> None:
+    """Raise :class:`ManifestTypeError` unless ``value`` is of the type ``hint`` (the types a
+    manifest's fields use: str, bool, int, float, Any, ``X | None``, ``list[X]``, ``dict[str, X]``)."""
+    if hint is Any:
+        return
+    args = get_args(hint)
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        if value is None and type(None) in args:
+            return
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _check(value, inner[0], where)
+        if any(_fits(value, a) for a in inner):
+            return
+    elif origin in (list, dict) or hint in (list, dict):
+        container = origin or hint
+        if isinstance(value, container):
+            if container is list:
+                for i, item in enumerate(value):
+                    _check(item, args[0] if args else Any, f"{where}[{i}]")
+            else:
+                for key, item in value.items():
+                    _check(item, args[1] if len(args) == 2 else Any, f"{where}.{key}")
+            return
+    elif _fits(value, hint):
+        return
+    raise ManifestTypeError(f"'{where}' must be {_describe(hint)}, not {_json_name(value)}")
+
+
+def _describe(hint: Any) -> str:
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return " or ".join(_describe(a) for a in get_args(hint) if a is not type(None))
+    return _JSON_NAMES.get(origin or hint, "any value")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
@@ -78,8 +146,11 @@ def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
     return path
 
 
-def read_manifest(trace_dir: str | Path) -> Manifest:
-    """Read and validate ``manifest.json``; raise :class:`TraceFormatError` naming the problem."""
+def read_manifest(trace_dir: str | Path, *, as_stored: bool = False) -> Manifest:
+    """Read and validate ``manifest.json``; raise :class:`TraceFormatError` naming the problem.
+
+    A ``running`` manifest whose capture process is gone reads as ``interrupted`` (with a note
+    saying so), unless ``as_stored``: for a writer that goes on to close it."""
     path = manifest_path(trace_dir)
     problem = not_regular(path)
     if problem:
@@ -105,9 +176,9 @@ def read_manifest(trace_dir: str | Path) -> Manifest:
         )
     try:
         manifest = Manifest.from_dict(data)
-    except msgspec.ValidationError as exc:
-        raise TraceFormatError(path, f"manifest field of the wrong type ({exc})") from None
-    if manifest.status == "running" and capture_gone(manifest.capture):
+    except ManifestTypeError as exc:
+        raise TraceFormatError(path, f"manifest field of the wrong type: {exc}") from None
+    if not as_stored and manifest.status == "running" and capture_gone(manifest.capture):
         # the capture was killed with all its processes: not live, and never will be
         manifest.status = "interrupted"
         manifest.notes.append(

@@ -15,12 +15,12 @@ from test_bad_input_import import assert_refused, profui
 from realdata import SAMPLES
 
 CASES = {
-    "name": (["a"], "Expected `str`, got `array` - at `$.name`"),
-    "status": (3, "Expected `str`, got `int` - at `$.status`"),
-    "hosts": (5, "Expected `array`, got `int` - at `$.hosts`"),
-    "capture": ([1], "Expected `object`, got `array` - at `$.capture`"),
-    "start_ns": ("abc", "Expected `int | null`, got `str` - at `$.start_ns`"),
-    "notes": ({"a": 1}, "Expected `array`, got `object` - at `$.notes`"),
+    "name": (["a"], "'name' must be a string, not a list"),
+    "status": (3, "'status' must be a string, not an integer"),
+    "hosts": (5, "'hosts' must be a list, not an integer"),
+    "capture": ([1], "'capture' must be an object, not a list"),
+    "start_ns": ("abc", "'start_ns' must be an integer, not a string"),
+    "notes": ({"a": 1}, "'notes' must be a list, not an object"),
 }
 
 

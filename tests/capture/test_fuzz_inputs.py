@@ -83,7 +83,13 @@ mutation = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(mutations=st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_traces_convert_the_same_or_fail_the_same_both_ways(events_doc: dict, mutations) -> None:
     doc = json.loads(json.dumps(events_doc))
@@ -104,7 +110,13 @@ def test_mutated_traces_convert_the_same_or_fail_the_same_both_ways(events_doc: 
         assert _outcome(data, use_native=True) == slow
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     cut=st.floats(0.0, 1.0),
     flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 255)), max_size=6),
@@ -123,7 +135,13 @@ def test_damaged_bytes_give_a_table_or_one_line(events_doc: dict, cut: float, fl
         assert _outcome(bytes(data), use_native=True) == slow
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     field=st.sampled_from(
         [

@@ -431,6 +431,8 @@ class Capture:
         )
 
     def _await_result(self) -> dict[str, Any] | None:
+        from .daemon import spool as _spool
+
         interrupted = []
 
         def on_signal(signum: int, _frame: Any) -> None:
@@ -440,13 +442,16 @@ class Capture:
             signal.signal(sig, on_signal)
         while True:
             if interrupted and self.daemon is not None:
-                self._note(
-                    "profcap was interrupted while converting: unconverted windows stay in "
-                    f"{self.spool} (import them with `profui import`)"
-                )
                 self.daemon.kill()
                 self.daemon.wait()
-                return None
+                left = sum(1 for p in _spool.pending(self.spool) if p.name.endswith(_session.KINETO_SUFFIX))
+                self._note(
+                    f"profcap was interrupted while converting: {left} unconverted window(s) stay in "
+                    f"{self.spool} (import them with `profui import`)"
+                )
+                # what the daemon converted before is in the trace; the rest is left as the
+                # note says (a result, so finish does not convert it after all)
+                return {"notes": [], "windows": _spool.done_windows(self.spool)}
             try:
                 line = self.daemon_lines.get(timeout=0.5)
             except queue.Empty:

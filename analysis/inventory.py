@@ -63,7 +63,10 @@ def trace_info(path: str | Path) -> dict[str, Any]:
                 dev_kind = row["kind"] if isinstance(row["kind"], str) else str(row["kind"])
                 per_device.setdefault((f.node, row["device"]), Counter())[dev_kind] += row["count_all"]
         lo = pc.min(table["ts"]).as_py()
-        hi = pc.max(pc.add(table["ts"], table["dur"])).as_py()
+        try:  # checked: a wrapped sum made `info` print a negative duration
+            hi = pc.max(pc.add_checked(table["ts"], table["dur"])).as_py()
+        except pa.ArrowInvalid:
+            raise TraceFormatError(f.path, "an event ends beyond the int64 nanosecond range") from None
         start = lo if start is None else min(start, lo)
         end = hi if end is None else max(end, hi)
     m = trace.manifest

@@ -160,3 +160,17 @@ def test_an_import_into_a_name_that_is_not_utf8_writes_nothing(tmp_path: Path) -
     proc = profui("import", shared_trace(SMALL), "-o", out)
     assert proc.returncode == 2 and "path is not valid UTF-8" in proc.stderr, proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_event_ending_beyond_int64_is_named_by_info_not_shown_negative(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace, victim = _sample_copy(tmp_path)
+    table = pq.read_table(victim)
+    ts = table.column("ts").to_pylist()
+    ts[0] = (1 << 63) - 10  # fits int64; with its dur the end does not
+    table = table.set_column(table.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
+    pq.write_table(table.replace_schema_metadata(table.schema.metadata), victim)
+    line = assert_refused(profui("info", trace), victim.name)
+    assert "ends beyond the int64 nanosecond range" in line

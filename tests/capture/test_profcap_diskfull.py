@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from test_profcap_support import PROFCAP, TRAIN, events_files, manifest
+from test_profcap_support import PROFCAP, TRAIN, events_files, manifest, mount_tmpfs
 
 FILL = r"""
     if i == 2:  # the job fills the disk in the middle of the traced window (steps 2-3)
@@ -24,17 +24,7 @@ FILL = r"""
 
 @pytest.fixture
 def small_disk(tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True, text=True
-    )
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    yield from mount_tmpfs(tmp_path / "small", "4m")
 
 
 def test_full_disk_loses_trace_data_not_the_training(tmp_path, small_disk):

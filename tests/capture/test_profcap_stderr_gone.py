@@ -9,11 +9,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_profcap_support import PROFCAP
+from test_profcap_support import PROFCAP, mount_tmpfs, start_profcap, wait_for_file
 
 #: A job that says when it runs, works a little and exits with $EXIT.
 JOB = r"""
@@ -44,13 +43,7 @@ def _final(trace: Path) -> dict:
 def test_stderr_without_a_reader_from_the_start(tmp_path: Path) -> None:
     cmd, env, marker = _job(tmp_path, EXIT="3")
     trace = tmp_path / "trace"
-    proc = subprocess.Popen(
-        [*PROFCAP, "-o", str(trace), "--", *cmd],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_profcap(["-o", trace, "--", *cmd], env, stderr=subprocess.PIPE)
     proc.stderr.close()  # `profcap ... 2>&1 | head -0`: every write of profcap's meets EPIPE
     assert proc.wait(timeout=180) == 3  # the job's status, not profcap's failure
     assert marker.read_text() == "finished"
@@ -61,17 +54,8 @@ def test_stderr_without_a_reader_from_the_start(tmp_path: Path) -> None:
 def test_stderr_reader_gone_in_the_middle_of_the_run(tmp_path: Path) -> None:
     cmd, env, marker = _job(tmp_path, STEPS="30", SLEEP="0.05")
     trace = tmp_path / "trace"
-    proc = subprocess.Popen(
-        [*PROFCAP, "-o", str(trace), "--", *cmd],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert marker.exists()
+    proc = start_profcap(["-o", trace, "--", *cmd], env, stderr=subprocess.PIPE)
+    wait_for_file(marker)
     proc.stderr.close()  # the log shipper dies while the job runs
     assert proc.wait(timeout=180) == 0
     assert marker.read_text() == "finished"
@@ -95,10 +79,7 @@ def test_ctrl_c_through_tee_exits_130_and_stops_the_trace(tmp_path: Path) -> Non
         process_group=tee.pid,
     )
     tee.stdin.close()
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert marker.exists()
+    wait_for_file(marker)
     os.killpg(tee.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole pipeline
     assert proc.wait(timeout=120) == 128 + signal.SIGINT
     tee.wait(timeout=10)
@@ -133,17 +114,7 @@ def test_output_under_a_file_runs_the_job_uncaptured(tmp_path: Path) -> None:
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path):
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True, text=True
-    )
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    yield from mount_tmpfs(tmp_path / "tiny", "256k")
 
 
 def test_a_disk_too_small_is_said_before_anything_is_created(tmp_path: Path, tiny_disk: Path) -> None:

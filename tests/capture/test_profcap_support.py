@@ -131,3 +131,38 @@ def sample_rate(rows: list[dict], source: str = "cpu") -> float:
     if len(ts) < 2:
         return 0.0
     return (len(ts) - 1) / ((ts[-1] - ts[0]) / 1e9)
+
+
+def mount_tmpfs(folder: Path, size: str):
+    """Mount a real tmpfs of ``size`` at ``folder`` (a generator for a fixture: unmounts after);
+    skips where mounting is not allowed (not root, no tmpfs)."""
+    import pytest
+
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
+    )
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def start_profcap(args: list, env: dict[str, str], **popen) -> subprocess.Popen:
+    """``profcap ARGS`` started with no terminal (stdin closed), its output discarded unless
+    ``popen`` says otherwise."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen([*PROFCAP, *map(str, args)], env=env, stdin=subprocess.DEVNULL, **popen)
+
+
+def wait_for_file(path: Path, timeout: float = 60.0) -> None:
+    """Until ``path`` exists (the job wrote it); AssertionError after ``timeout`` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists(), f"{path} never appeared"

@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 from test_bad_input_import import SMALL, profui
-from test_profcap_support import PROFCAP
+from test_profcap_support import start_profcap, wait_for_file
 
 from profui.capture.format import open_trace_dir
 
@@ -30,21 +29,18 @@ for i in range(10_000):
 """
 
 
-def test_a_capture_killed_with_all_its_processes_reads_as_interrupted(tmp_path: Path) -> None:
+def _start(tmp_path: Path):
+    """profcap (metrics only) on a job that runs until killed; (process, trace, marker)."""
     job = tmp_path / "job.py"
     job.write_text(JOB)
     marker, trace = tmp_path / "marker", tmp_path / "trace"
-    proc = subprocess.Popen(
-        [*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
-        env=dict(os.environ, MARKER=str(marker)),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists()
+    env = dict(os.environ, MARKER=str(marker))
+    return start_profcap(["-o", trace, "--no-trace", "--", sys.executable, job], env), trace, marker
+
+
+def test_a_capture_killed_with_all_its_processes_reads_as_interrupted(tmp_path: Path) -> None:
+    proc, trace, marker = _start(tmp_path)
+    wait_for_file(marker)
     family = psutil.Process(proc.pid).children(recursive=True)
     proc.kill()  # profcap, then every process it started (the daemon, the job): nothing closes it
     for p in family:
@@ -62,20 +58,9 @@ def test_a_capture_killed_with_all_its_processes_reads_as_interrupted(tmp_path: 
 
 
 def test_a_live_capture_is_still_running(tmp_path: Path) -> None:
-    job = tmp_path / "job.py"
-    job.write_text(JOB)
-    marker, trace = tmp_path / "marker", tmp_path / "trace"
-    proc = subprocess.Popen(
-        [*PROFCAP, "-o", str(trace), "--no-trace", "--", sys.executable, str(job)],
-        env=dict(os.environ, MARKER=str(marker)),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, trace, marker = _start(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_file(marker)
         assert open_trace_dir(trace, require_data=False).manifest.status == "running"
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -21,10 +21,8 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     """
     # pyarrow (and numpy under it) loaded only when an inventory is taken
     import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    from profui.capture.format.readcheck import unreadable, unreadable_schema
+    from profui.capture.format.readcheck import unreadable
 
     trace = open_trace_dir(path)
     counts: Counter[str] = Counter()
@@ -32,43 +30,13 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     per_device: dict[tuple[str, int], Counter[str]] = {}
     start = end = None
     for f in trace.events:
-        # a column of the wrong type fails in pq.read_table's casts or in the compute below
-        wrong_type = unreadable_schema(f)
-        if wrong_type is not None:
-            raise wrong_type
-        try:
-            table = pq.read_table(f.path, columns=["ts", "dur", "kind", "device"])
+        try:  # corrupt pages fail the read, a column of the wrong type the compute: name the file
+            span = _count_file(f, per_rank, per_device, counts)
         except (OSError, pa.ArrowException) as exc:
             raise unreadable([f]) or TraceFormatError(f.path, f"cannot read events ({exc})") from None
-        entry = per_rank.setdefault(
-            (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
-        )
-        entry["files"] += 1
-        entry["events"] += table.num_rows
-        if table.num_rows == 0:
-            continue
-        kinds = table["kind"].combine_chunks().dictionary_decode()
-        by_kind = _value_counts(kinds)
-        entry["counts"].update(by_kind)
-        counts.update(by_kind)
-        on_device = pc.greater_equal(table["device"], 0)
-        dev_table = table.filter(on_device)
-        if dev_table.num_rows:
-            grouped = (
-                dev_table.select(["device", "kind"])
-                .group_by(["device", "kind"])
-                .aggregate([([], "count_all")])
-            )
-            for row in grouped.to_pylist():
-                dev_kind = row["kind"] if isinstance(row["kind"], str) else str(row["kind"])
-                per_device.setdefault((f.node, row["device"]), Counter())[dev_kind] += row["count_all"]
-        lo = pc.min(table["ts"]).as_py()
-        try:  # checked: a wrapped sum made `info` print a negative duration
-            hi = pc.max(pc.add_checked(table["ts"], table["dur"])).as_py()
-        except pa.ArrowInvalid:
-            raise TraceFormatError(f.path, "an event ends beyond the int64 nanosecond range") from None
-        start = lo if start is None else min(start, lo)
-        end = hi if end is None else max(end, hi)
+        if span is not None:
+            start = span[0] if start is None else min(start, span[0])
+            end = span[1] if end is None else max(end, span[1])
     m = trace.manifest
     return {
         "path": str(trace.path),
@@ -103,6 +71,41 @@ def trace_info(path: str | Path) -> dict[str, Any]:
             for (node, dev), c in sorted(per_device.items())
         ],
     }
+
+
+def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[int, int] | None:
+    """Add one events file's counts to the tallies; its first start and last end (None if empty)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(f.path, columns=["ts", "dur", "kind", "device"])
+    entry = per_rank.setdefault(
+        (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
+    )
+    entry["files"] += 1
+    entry["events"] += table.num_rows
+    if table.num_rows == 0:
+        return None
+    kinds = table["kind"].combine_chunks().dictionary_decode()
+    by_kind = _value_counts(kinds)
+    entry["counts"].update(by_kind)
+    counts.update(by_kind)
+    on_device = pc.greater_equal(table["device"], 0)
+    dev_table = table.filter(on_device)
+    if dev_table.num_rows:
+        grouped = (
+            dev_table.select(["device", "kind"]).group_by(["device", "kind"]).aggregate([([], "count_all")])
+        )
+        for row in grouped.to_pylist():
+            dev_kind = row["kind"] if isinstance(row["kind"], str) else str(row["kind"])
+            per_device.setdefault((f.node, row["device"]), Counter())[dev_kind] += row["count_all"]
+    lo = pc.min(table["ts"]).as_py()
+    try:  # checked: a wrapped sum made `info` print a negative duration
+        hi = pc.max(pc.add_checked(table["ts"], table["dur"])).as_py()
+    except pa.ArrowInvalid:
+        raise TraceFormatError(f.path, "an event ends beyond the int64 nanosecond range") from None
+    return lo, hi
 
 
 def _value_counts(arr) -> dict[str, int]:

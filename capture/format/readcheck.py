@@ -25,25 +25,6 @@ def _same(got, want) -> bool:
     return base(got).equals(base(want))
 
 
-def unreadable_schema(f: TraceFile) -> TraceFormatError | None:
-    """The error naming ``f`` when a stored column's type is not the format's (or its schema
-    cannot be read); None otherwise. Reads the footer only."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .schema import TABLE_SCHEMAS
-
-    try:
-        schema = pq.read_schema(f.path)
-    except (OSError, pa.ArrowException) as exc:
-        return TraceFormatError(f.path, f"cannot read {f.table} ({str(exc).splitlines()[0]})")
-    for field in TABLE_SCHEMAS[f.table]:
-        if field.name in schema.names and not _same(schema.field(field.name).type, field.type):
-            got = schema.field(field.name).type
-            return TraceFormatError(f.path, f"column {field.name} holds {got}, the format says {field.type}")
-    return None
-
-
 def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
     """The error naming the first of ``files`` that cannot be read as its table (a stored column
     of another type than the format declares, or pages that do not decode); None when every
@@ -54,13 +35,15 @@ def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
     from .schema import TABLE_SCHEMAS
 
     for f in files:
-        found = unreadable_schema(f)
-        if found is not None:
-            return found
-        want = TABLE_SCHEMAS[f.table]
-        schema = pq.read_schema(f.path)
         try:
-            pq.read_table(f.path, columns=[n for n in want.names if n in schema.names])
+            stored = pq.read_schema(f.path)
+            for field in TABLE_SCHEMAS[f.table]:
+                if field.name in stored.names and not _same(stored.field(field.name).type, field.type):
+                    got = stored.field(field.name).type
+                    return TraceFormatError(
+                        f.path, f"column {field.name} holds {got}, the format says {field.type}"
+                    )
+            pq.read_table(f.path)  # every page decoded
         except (OSError, pa.ArrowException) as exc:
             return TraceFormatError(f.path, f"cannot read {f.table} ({str(exc).splitlines()[0]})")
     return None

@@ -35,14 +35,18 @@ class Answers:
 
 
 def _load(folder: Path) -> dict[str, Any]:
-    return _load_all({"": folder})[""]
+    return _load_all({"": (folder, verify(folder) or {})})[""]
 
 
-def _load_all(folders: dict[str, Path]) -> dict[str, dict[str, Any]]:
-    """``{stage: {output file: value}}`` of the artifact folders, read in one go."""
-    names = {s: list((verify(f) or {}).get("outputs", {})) for s, f in folders.items()}
-    got = load_files([folders[s] / n for s in folders for n in names[s]])
-    return {s: {n: got[folders[s] / n] for n in names[s]} for s in folders}
+def _load_all(found: dict[str, tuple[Path, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one go."""
+    paths = {s: [folder / n for n in meta.get("outputs", {})] for s, (folder, meta) in found.items()}
+    got = load_files([p for ps in paths.values() for p in ps])
+    return {s: {p.name: got[p] for p in ps} for s, ps in paths.items()}
+
+
+def _running(path: Path) -> bool:
+    return open_trace_dir(path, require_data=False).manifest.status == "running"
 
 
 def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None) -> Answers | None:
@@ -51,23 +55,22 @@ def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None
     ``max_bytes``, also None when their files are larger than that in all (a caller that reads
     them where it must not wait long, like the UI thread, says how much it can afford)."""
     path = Path(path)
-    stages = tuple(stages)
-    if open_trace_dir(path, require_data=False).manifest.status == "running":
-        return None
+    return None if _running(path) else _from_cache(path, tuple(stages), max_bytes)
+
+
+def _from_cache(path: Path, stages: tuple[str, ...], max_bytes: int | None) -> Answers | None:
     have = latest_outputs(path)
-    metas: dict[str, dict[str, Any]] = {}
+    found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for s in stages:
         # outputs made by other analysis code (profui upgraded since) are not reused as they are
         meta = verify(have[s]) if s in have and s in REGISTRY.stages else None
         if meta is None or meta.get("code_version") != REGISTRY.stages[s].code_version:
             return None
-        metas[s] = meta
-    if (
-        max_bytes is not None
-        and sum(sum((m.get("sizes") or {}).values()) for m in metas.values()) > max_bytes
-    ):
+        found[s] = (have[s], meta)
+    size = sum(sum((meta.get("sizes") or {}).values()) for _, meta in found.values())
+    if max_bytes is not None and size > max_bytes:
         return None
-    return Answers(_load_all({s: have[s] for s in stages}), "cache")
+    return Answers(_load_all(found), "cache")
 
 
 def answers(
@@ -86,11 +89,12 @@ def answers(
     path = Path(path)
     stages = tuple(stages)
     say = say or (lambda _line: None)
-    got = cached(path, stages)
+    running = _running(path)
+    got = None if running else _from_cache(path, stages, None)
     if got is not None:
         say("reading cached analysis outputs")
         return got
-    if open_trace_dir(path, require_data=False).manifest.status != "running":
+    if not running:
         try:
             return _recorded_run(path, stages, on_stage, say)
         except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here

@@ -65,18 +65,24 @@ class TraceSession:
             self.overview = None
 
     # -- analysis -----------------------------------------------------------------------
-    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per generation; computations run one at a time."""
-        with self._lock:
+    def memo(self, key: str, compute: Callable[[], Any], wait: bool = True) -> Any:
+        """``compute()`` once per generation; computations run one at a time. With
+        ``wait=False`` (the UI thread): None at once while another computation runs, and a
+        ``compute()`` that gives None (nothing cheap to give) is not kept."""
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
             with self._state_lock:
                 cache, generation = self._cache, self.generation
             if key not in cache:
                 value = compute()
                 with self._state_lock:
-                    if generation == self.generation:
+                    if generation == self.generation and value is not None:
                         cache[key] = value
                 return value
             return cache[key]
+        finally:
+            self._lock.release()
 
     def trace(self) -> Any:
         """The analysis facade (``profui.analysis.open_trace``) of this trace."""
@@ -115,24 +121,11 @@ class TraceSession:
         """
         from profui.analysis.pipeline.answers import cached
 
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            key = f"stages:{','.join(stages)}"
-            with self._state_lock:
-                cache, generation = self._cache, self.generation
-            if key in cache:
-                return cache[key]
+        def from_cache() -> dict[str, dict[str, Any]] | None:
             got = cached(self.path, stages, max_bytes=max_bytes)
-            if got is None:
-                return None
-            out = self._keep(got)
-            with self._state_lock:
-                if generation == self.generation:
-                    cache[key] = out
-            return out
-        finally:
-            self._lock.release()
+            return None if got is None else self._keep(got)
+
+        return self.memo(f"stages:{','.join(stages)}", from_cache, wait=False)
 
     def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
         from profui.analysis.pipeline.answers import answers

@@ -139,22 +139,16 @@ def _versions() -> dict[str, str]:
     return out
 
 
-_stderr_gone = False
-
-
 def _say(msg: str) -> None:
     """One line on stderr, if anyone still reads it. A reader that has gone (``2>&1 | head``, a
     dead log shipper) must not stop the capture, let alone the job: after the first failed
-    write profcap stays quiet (the manifest's notes keep what it would have said)."""
-    global _stderr_gone
-    if _stderr_gone:
-        return
+    write profcap's stderr is /dev/null (the manifest's notes keep what it would have said; the
+    interpreter's own last flush at exit would raise again otherwise)."""
     try:
         sys.stderr.write(f"profcap: {msg}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
-        _stderr_gone = True
-        try:  # the interpreter's own last flush at exit would raise again
+        try:
             sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
         except OSError:
             pass
@@ -338,10 +332,11 @@ class Capture:
             _say(f"{self.trace_dir}: already exists and is not an empty folder; choose another -o")
             return 2
         # from here on nothing stops the job: a trace that cannot be written costs the trace only
-        short = not_utf8(self.trace_dir.absolute()) or _short_of_space(self.trace_dir)
+        created = _missing_folders(self.trace_dir)
+        existing = created[0].parent if created else self.trace_dir.absolute()
+        short = not_utf8(self.trace_dir.absolute()) or _short_of_space(existing)
         if short:
             return self.run_uncaptured(f"{self.trace_dir}: {short}")
-        created = _missing_folders(self.trace_dir)
         try:
             self.spool.mkdir(parents=True, exist_ok=True)
             self.write_manifest()
@@ -356,23 +351,17 @@ class Capture:
             self._note("tracing off (--no-trace): metrics only")
         self.start_daemon()
         self._write_manifest_quietly()
-        for sig in FORWARDED:
-            signal.signal(sig, self._forward)
-        try:
-            self.job = subprocess.Popen(
-                self.cmd, env=self.job_env(), process_group=None if self.interactive else 0
-            )
-        except OSError as exc:
-            _say(f"{self.cmd[0]}: {exc.strerror or exc}")
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            self._note(f"the command could not be started: {exc.strerror or exc}")
+        failed = self._start_job(self.job_env())
+        if failed is not None:
+            code, why = failed
+            self._note(f"the command could not be started: {why}")
             self.finish(code, "failed")
             return code
         self._tell_daemon(f"job {self.job.pid}")
         if self.daemon is not None:
             threading.Thread(target=self._watch_daemon, name="daemon-watch", daemon=True).start()
         rc = self.job.wait()  # blocks in waitpid; forwarded signals still run their handler
-        code = 128 - rc if rc < 0 else rc
+        code = _exit_code(rc)
         if self.stop_signal is not None or (rc < 0 and -rc in STOP_SIGNALS):
             status = "stopped"
         elif rc == 0:
@@ -387,15 +376,21 @@ class Capture:
     def run_uncaptured(self, why: str) -> int:
         """Run the job as if profcap were not there (signals still reach it); its exit code."""
         _say(f"{why}; running the job without capture")
+        failed = self._start_job(None)
+        return failed[0] if failed is not None else _exit_code(self.job.wait())
+
+    def _start_job(self, env: dict[str, str] | None) -> tuple[int, str] | None:
+        """Start the job with stop signals forwarded to it; None, or (exit code, why) when the
+        command cannot be started (127: not found, 126: not runnable)."""
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         try:
-            self.job = subprocess.Popen(self.cmd, process_group=None if self.interactive else 0)
+            self.job = subprocess.Popen(self.cmd, env=env, process_group=None if self.interactive else 0)
         except OSError as exc:
-            _say(f"{self.cmd[0]}: {exc.strerror or exc}")
-            return 127 if isinstance(exc, FileNotFoundError) else 126
-        rc = self.job.wait()
-        return 128 - rc if rc < 0 else rc
+            why = exc.strerror or str(exc)
+            _say(f"{self.cmd[0]}: {why}")
+            return (127 if isinstance(exc, FileNotFoundError) else 126), why
+        return None
 
     def finish(self, code: int, status: str) -> None:
         """Stop the daemon (it drains the spool), then close the manifest."""
@@ -498,14 +493,16 @@ def _foreground_tty() -> int | None:
     return None
 
 
-def _short_of_space(trace_dir: Path) -> str | None:
-    """Why the disk under ``trace_dir`` cannot take a trace (less free than the room kept for the
-    final manifest, twice over), or None. Asked before anything is created."""
-    probe = trace_dir.absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+def _exit_code(rc: int) -> int:
+    """A job's return code as a shell reports it (killed by signal N: 128 + N)."""
+    return 128 - rc if rc < 0 else rc
+
+
+def _short_of_space(folder: Path) -> str | None:
+    """Why the disk of the existing ``folder`` the trace will be made in cannot take a trace
+    (less free than the room kept for the final manifest, twice over), or None."""
     try:
-        free = shutil.disk_usage(probe).free
+        free = shutil.disk_usage(folder).free
     except OSError:
         return None  # the writes that follow say what is wrong
     if free < 2 * RESERVE_BYTES:

@@ -19,7 +19,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 class BadValue(ValueError):
     """A value in a source file that no trace can hold as it is (an integer beyond 64 bits, a
     time beyond the int64 nanosecond range, a number that is not one). Raised by the value
-    rules, which do not know the file; :func:`~profui.capture.kineto.importer.convert_kineto_file`
+    rules, which do not know the file; :func:`~profui.capture.kineto.convert.convert_events`
     turns it into a :class:`KinetoFormatError` naming the file."""
 
 

@@ -27,7 +27,7 @@ from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
 
 from .convert import convert_events
-from .errors import BadValue, KinetoFormatError
+from .errors import KinetoFormatError
 from .reader import decode, read_bytes
 
 Progress = Callable[[int, int], None]
@@ -98,8 +98,9 @@ def detect_rank(metadata: dict[str, Any], path: Path, fallback: int | None) -> t
             rank = int(rank)
         if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
             if rank > MAX_RANK:
-                raise BadValue(
-                    f"distributedInfo.rank {str(rank)[:24]} is beyond the {MAX_RANK:,} ranks a job can have"
+                raise KinetoFormatError(
+                    path,
+                    f"distributedInfo.rank {str(rank)[:24]} is beyond the {MAX_RANK:,} ranks a job can have",
                 )
             return rank, "distributedInfo"
     matches = _RANK_IN_NAME.findall(path.name)
@@ -144,13 +145,6 @@ def convert_kineto_file(
         if progress is not None:
             progress(int(size * fraction), size)
 
-    try:
-        return _convert(src, trace_dir, node, rank, seq, report, progress is not None)
-    except BadValue as exc:  # a value rule refused a value: name the file
-        raise KinetoFormatError(src, str(exc)) from None
-
-
-def _convert(src, trace_dir, node, rank, seq, report, reporting: bool) -> ConvertResult:
     data = read_bytes(src)
     report(0.15)
     doc = decode(src, data)
@@ -162,7 +156,7 @@ def _convert(src, trace_dir, node, rank, seq, report, reporting: bool) -> Conver
     gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
     try:
         conv = convert_events(
-            doc, None if not reporting else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
+            doc, None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
         )
     finally:
         if gc_enabled:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, get_type_hints
 
 from .atomic import write_bytes_atomic
 from .columns import SCHEMA_VERSION
 from .errors import TraceFormatError
+from .jsontypes import JsonTypeError, check_type
 from .layout import manifest_path
 from .liveness import capture_gone
 from .regular import not_regular
@@ -59,83 +59,13 @@ class Manifest:
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
         # every field's declared type is checked here (`name` a list, `capture` a list ... made
-        # the TUI and the summary crash far from the file); ManifestTypeError names the field
+        # the TUI and the summary crash far from the file); JsonTypeError names the field
         hints = get_type_hints(cls)
         for name, value in kwargs.items():
-            _check(value, hints[name], name)
+            check_type(value, hints[name], name)
         extra = dict(kwargs.pop("extra", {}) or {})
         extra.update({k: v for k, v in data.items() if k not in known})
         return cls(**kwargs, extra=extra)
-
-
-class ManifestTypeError(ValueError):
-    """A manifest field whose value is not of its declared type; ``str()`` names the field."""
-
-
-_JSON_NAMES = {
-    str: "a string",
-    bool: "true or false",
-    int: "an integer",
-    float: "a number",
-    list: "a list",
-    dict: "an object",
-}
-
-
-def _json_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    for t in (bool, int, float, str, list, dict):
-        if isinstance(value, t):
-            return _JSON_NAMES[t]
-    return type(value).__name__
-
-
-def _check(value: Any, hint: Any, where: str) -> None:
-    """Raise :class:`ManifestTypeError` unless ``value`` is of the type ``hint`` (the types a
-    manifest's fields use: str, bool, int, float, Any, ``X | None``, ``list[X]``, ``dict[str, X]``)."""
-    if hint is Any:
-        return
-    args = get_args(hint)
-    origin = get_origin(hint)
-    if origin in (Union, UnionType):
-        if value is None and type(None) in args:
-            return
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            return _check(value, inner[0], where)
-        if any(_fits(value, a) for a in inner):
-            return
-    elif origin in (list, dict) or hint in (list, dict):
-        container = origin or hint
-        if isinstance(value, container):
-            if container is list:
-                for i, item in enumerate(value):
-                    _check(item, args[0] if args else Any, f"{where}[{i}]")
-            else:
-                for key, item in value.items():
-                    _check(item, args[1] if len(args) == 2 else Any, f"{where}.{key}")
-            return
-    elif _fits(value, hint):
-        return
-    raise ManifestTypeError(f"'{where}' must be {_describe(hint)}, not {_json_name(value)}")
-
-
-def _describe(hint: Any) -> str:
-    origin = get_origin(hint)
-    if origin in (Union, UnionType):
-        return " or ".join(_describe(a) for a in get_args(hint) if a is not type(None))
-    return _JSON_NAMES.get(origin or hint, "any value")
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def write_manifest(trace_dir: str | Path, manifest: Manifest) -> Path:
@@ -176,7 +106,7 @@ def read_manifest(trace_dir: str | Path, *, as_stored: bool = False) -> Manifest
         )
     try:
         manifest = Manifest.from_dict(data)
-    except ManifestTypeError as exc:
+    except JsonTypeError as exc:
         raise TraceFormatError(path, f"manifest field of the wrong type: {exc}") from None
     if not as_stored and manifest.status == "running" and capture_gone(manifest.capture):
         # the capture was killed with all its processes: not live, and never will be

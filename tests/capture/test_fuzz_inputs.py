@@ -55,6 +55,17 @@ FIELDS = ["ts", "dur", "pid", "tid", "id", "name", "ph", "cat", "args"]
 ARG_KEYS = ["correlation", "External id", "device", "stream", "bytes", "Bytes", "kind", "rank"]
 
 
+def FUZZ(examples: int):  # noqa: N802 - reads as the decorator it makes
+    """Seeded, no example database (every run tries the same cases), bounded by ``examples``."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+
 @pytest.fixture(scope="module")
 def events_doc() -> dict:
     return json.loads(gzip.decompress(shared_trace(SMALL).read_bytes()))
@@ -83,13 +94,7 @@ mutation = st.one_of(
 )
 
 
-@settings(
-    max_examples=120,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@FUZZ(120)
 @given(mutations=st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_traces_convert_the_same_or_fail_the_same_both_ways(events_doc: dict, mutations) -> None:
     doc = json.loads(json.dumps(events_doc))
@@ -110,13 +115,7 @@ def test_mutated_traces_convert_the_same_or_fail_the_same_both_ways(events_doc: 
         assert _outcome(data, use_native=True) == slow
 
 
-@settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@FUZZ(80)
 @given(
     cut=st.floats(0.0, 1.0),
     flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 255)), max_size=6),
@@ -135,13 +134,7 @@ def test_damaged_bytes_give_a_table_or_one_line(events_doc: dict, cut: float, fl
         assert _outcome(bytes(data), use_native=True) == slow
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@FUZZ(60)
 @given(
     field=st.sampled_from(
         [

@@ -30,11 +30,13 @@ def annotation_events(events: pl.LazyFrame, include_steps: bool = False) -> pl.L
 
 
 #: Ranges PyTorch itself records, not the user's own ``record_function``: the optimizer's and
-#: DataLoader's wrappers, DDP's forward, the profiler's steps, and c10d's collectives
-#: (``nccl:all_reduce``, ``gloo:barrier``, ``c10d::allreduce_`` ...).
+#: DataLoader's wrappers, DDP's forward, the profiler's steps, c10d's collectives
+#: (``nccl:all_reduce``, ``gloo:barrier``, ``c10d::allreduce_`` ...), and NCCL's own NVTX ranges
+#: of its API calls (``ncclSend``, ``ncclGroupEnd`` in Nsight traces).
 FRAMEWORK_RE = (
     r"^(?:ProfilerStep#\d+|Optimizer\.(?:step|zero_grad)#|enumerate\(DataLoader\)#"
-    r"|DistributedDataParallel\.|(?:nccl|gloo|hccl|mpi|ucc|xccl):|c10d::|record_param_comms$)"
+    r"|DistributedDataParallel\.|(?:nccl|gloo|hccl|mpi|ucc|xccl):|c10d::|record_param_comms$"
+    r"|nccl[A-Z]\w*$)"
 )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from profui.capture.format import (
+    IMPORTABLE_SUFFIXES,
     TABLE_COLUMNS,
     FooterError,
     Manifest,
@@ -284,10 +285,6 @@ class Trace:
         return self.result("summary", **params)["summary.json"]
 
 
-#: File name endings of PyTorch Profiler / Kineto Chrome-trace JSON, which must be imported first.
-_KINETO_SUFFIXES = (".json", ".json.gz")
-
-
 def open_trace(path: str | Path) -> Trace:
     """Open a profui trace directory, validated (``TraceFormatError`` with a one-line message otherwise).
 
@@ -295,19 +292,19 @@ def open_trace(path: str | Path) -> Trace:
     ``profui import FILE -o trace/`` or :func:`profui.capture.kineto.import_kineto`.
     """
     p = Path(path).expanduser()
-    if not is_trace_dir(p) and _looks_like_kineto(p):
+    if not is_trace_dir(p) and _looks_importable(p):
         raise TraceFormatError(
             p,
-            "Kineto JSON, not a profui trace folder: import it first "
+            "a trace to import (Kineto JSON or an Nsight Systems export), not a profui trace folder: import it first "
             f"(`profui import {p} -o trace/` or profui.capture.kineto.import_kineto) "
             "and open the folder",
         )
     return Trace(open_trace_dir(p))
 
 
-def _looks_like_kineto(p: Path) -> bool:
+def _looks_importable(p: Path) -> bool:
     if p.is_file():
-        return p.name.lower().endswith(_KINETO_SUFFIXES)
+        return p.name.lower().endswith(IMPORTABLE_SUFFIXES)
     if p.is_dir():
-        return any(f.name.lower().endswith(_KINETO_SUFFIXES) for f in p.iterdir() if f.is_file())
+        return any(f.name.lower().endswith(IMPORTABLE_SUFFIXES) for f in p.iterdir() if f.is_file())
     return False

@@ -49,14 +49,19 @@ def _contracts() -> list[dict]:
         return tomllib.load(f)["tool"]["importlinter"]["contracts"]
 
 
+#: The capture packages that import foreign traces, composed with analysis by tui.cli alone.
+IMPORTERS = ["profui.capture.kineto", "profui.capture.nsys"]
+
+
 def test_capture_runtime_lists_name_every_capture_module() -> None:
     # "capture (everything else)" is spelled out in the contracts: every capture module but the
-    # format and the Kineto importer must be in each list, or a new module escapes the arrows.
+    # format and the importers (Kineto, Nsight) must be in each list, or a new module escapes the
+    # arrows.
     runtime = {
         f"profui.capture.{p.stem if p.is_file() else p.name}"
         for p in (REPO / "capture").iterdir()
         if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
-    } - {"profui.capture.format", "profui.capture.kineto"}
+    } - {"profui.capture.format", *IMPORTERS}
     by_name = {c["name"]: c for c in _contracts()}
     for name in (
         "capture.format is the contract: pyarrow and stdlib only",
@@ -67,5 +72,10 @@ def test_capture_runtime_lists_name_every_capture_module() -> None:
     protected = by_name[
         "only tui.cli composes the importers: capture.kineto imported by tui.cli and capture alone"
     ]
-    assert protected["protected_modules"] == ["profui.capture.kineto"]
+    assert protected["protected_modules"] == IMPORTERS
+    for name in (
+        "capture.format is the contract: pyarrow and stdlib only",
+        "analysis reads traces only through capture.format: no importer, no capture runtime",
+    ):
+        assert set(IMPORTERS) <= set(by_name[name]["forbidden_modules"]), name
     assert protected["allowed_importers"] == ["profui.tui.cli", "profui.capture"]

@@ -8,7 +8,15 @@ Imports only pyarrow and the standard library, and pyarrow only when a name that
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_path, write_bytes_atomic
-from .columns import DEVICE_KINDS, EVENT_KINDS, SCHEMA_VERSION, TABLE_COLUMNS
+from .columns import (
+    DEVICE_KINDS,
+    EVENT_KINDS,
+    IMPORTABLE_SUFFIXES,
+    KINETO_SUFFIXES,
+    NSYS_SUFFIXES,
+    SCHEMA_VERSION,
+    TABLE_COLUMNS,
+)
 from .errors import TraceFormatError
 from .fingerprint import digest as fingerprint_digest
 from .fingerprint import files_fingerprint, trace_fingerprint
@@ -55,6 +63,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "IMPORTABLE_SUFFIXES",
+    "KINETO_SUFFIXES",
+    "NSYS_SUFFIXES",
     "DEVICE_KINDS",
     "EVENTS_SCHEMA",
     "EVENT_KINDS",

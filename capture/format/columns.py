@@ -52,3 +52,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 #: Parquet key-value metadata keys written into every file.
 META_SCHEMA_VERSION = b"profui.schema_version"
 META_TABLE = b"profui.table"
+
+#: File name endings of the foreign traces profui imports: PyTorch Profiler / Kineto JSON, and
+#: Nsight Systems' SQLite export and the report it comes from.
+KINETO_SUFFIXES = (".json", ".json.gz")
+NSYS_SUFFIXES = (".sqlite", ".nsys-rep")
+IMPORTABLE_SUFFIXES = (*KINETO_SUFFIXES, *NSYS_SUFFIXES)

@@ -33,7 +33,7 @@ class Manifest:
 
     name: str
     status: str = "running"
-    source: str = "profcap"  # profcap | kineto-import | synthetic
+    source: str = "profcap"  # profcap | kineto-import | nsys-import | import (mixed) | synthetic
     synthetic: bool = False
     command: list[str] = field(default_factory=list)
     exit_code: int | None = None

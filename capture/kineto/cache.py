@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from profui.capture.format import (
+    IMPORTABLE_SUFFIXES,
     TraceFormatError,
     default_cache_root,
     files_fingerprint,
@@ -23,31 +24,29 @@ from profui.capture.format import (
     is_trace_dir,
 )
 
-#: File name endings recognised as Kineto / PyTorch Profiler Chrome-trace JSON.
-KINETO_SUFFIXES = (".json", ".json.gz")
-
 _DONE_MARK = ".profui-import.json"
 
 
-def is_kineto_file(path: Path) -> bool:
-    """True for a file whose name ends like a Kineto trace (``.json`` or ``.json.gz``)."""
+def is_source_file(path: Path) -> bool:
+    """True for a file whose name ends like a trace profui imports (Kineto ``.json``/``.json.gz``,
+    Nsight Systems ``.sqlite``/``.nsys-rep``)."""
     name = path.name.lower()
-    return path.is_file() and name.endswith(KINETO_SUFFIXES)
+    return path.is_file() and name.endswith(IMPORTABLE_SUFFIXES)
 
 
-def kineto_sources(path: str | Path) -> list[Path]:
-    """The Kineto JSON files ``path`` stands for (itself, or those in the folder and below), sorted.
+def trace_sources(path: str | Path) -> list[Path]:
+    """The foreign trace files ``path`` stands for (itself, or those in the folder and below), sorted.
 
     Returns ``[]`` when ``path`` is neither such a file nor a folder holding any.
     """
     p = Path(path)
     if p.is_file():
-        return [p.resolve()] if is_kineto_file(p) else []
+        return [p.resolve()] if is_source_file(p) else []
     if p.is_dir():
         return sorted(
             f.resolve()
             for f in p.rglob("*")
-            if is_kineto_file(f) and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            if is_source_file(f) and not any(part.startswith(".") for part in f.relative_to(p).parts)
         )
     return []
 
@@ -110,13 +109,17 @@ def resolve_trace(
         raise TraceFormatError(p, "no such file or directory")
     if is_trace_dir(p):
         return p
-    sources = kineto_sources(p)
+    sources = trace_sources(p)
     if not sources:
         if p.is_dir():
             raise TraceFormatError(
-                p, "not a profui trace (no manifest.json) and no Kineto .json/.json.gz files in it"
+                p,
+                "not a profui trace (no manifest.json) and no trace files in it (Kineto .json/.json.gz, Nsight .sqlite/.nsys-rep)",
             )
-        raise TraceFormatError(p, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
+        raise TraceFormatError(
+            p,
+            "not a trace profui reads: expected a profui trace folder, Kineto .json/.json.gz or Nsight .sqlite/.nsys-rep",
+        )
     done = cached_import(sources, cache_root)
     if done is not None:
         if progress is not None:
@@ -126,7 +129,7 @@ def resolve_trace(
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
     if progress is not None:
-        progress(f"importing {len(sources)} Kineto file(s) into {out}")
+        progress(f"importing {len(sources)} trace file(s) into {out}")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
     try:
         _import(sources, tmp, progress)

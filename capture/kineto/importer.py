@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from profui.capture.format import (
+    IMPORTABLE_SUFFIXES,
     Manifest,
     TraceFormatError,
     is_trace_dir,
@@ -25,6 +26,7 @@ from profui.capture.format import (
 )
 from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
+from profui.capture.nsys.tables import is_nsys_file
 
 from .convert import convert_events
 from .errors import KinetoFormatError
@@ -33,7 +35,7 @@ from .reader import decode, read_bytes
 Progress = Callable[[int, int], None]
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_SUFFIXES = (".json.gz", ".json")
+
 #: Top-level keys too bulky or too private for the manifest; they stay in the Parquet metadata.
 _NOT_IN_MANIFEST = ("INFO", "ERROR", "WARNING", "deviceProperties")
 
@@ -58,7 +60,7 @@ class ConvertResult:
         meta = self.source.get("metadata", {})
         entry = {
             "file": self.source.get("file"),
-            "format": "kineto",
+            "format": self.source.get("format", "kineto"),
             "node": self.node,
             "rank": self.rank,
             "rank_from": self.source.get("rank_from"),
@@ -77,9 +79,9 @@ class ConvertResult:
 
 
 def source_stem(path: Path) -> str:
-    """File name without ``.json``/``.json.gz``."""
+    """File name without ``.json``/``.json.gz`` (or ``.sqlite``/``.nsys-rep``)."""
     name = path.name
-    for suffix in _SUFFIXES:
+    for suffix in IMPORTABLE_SUFFIXES:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
@@ -215,16 +217,19 @@ def _gpus(metadata: dict[str, Any], node: str, devices: list[int]) -> list[dict[
 
 
 def expand_sources(sources: list[Path]) -> list[Path]:
-    """Files to import: each path itself, or the ``.json``/``.json.gz`` files of a folder."""
+    """Files to import: each path itself, or the trace files of a folder (``.json``,
+    ``.json.gz``, Nsight's ``.sqlite``/``.nsys-rep``)."""
     files: list[Path] = []
     if not sources:
         raise TraceFormatError(Path("."), "no trace files given")
     for src in sources:
         src = Path(src)
         if src.is_dir():
-            found = sorted(p for p in src.iterdir() if p.name.endswith(_SUFFIXES) and not p.is_dir())
+            found = _trace_files(src)
             if not found:
-                raise KinetoFormatError(src, "folder holds no .json or .json.gz trace files")
+                raise KinetoFormatError(
+                    src, "folder holds no trace files (.json, .json.gz, .sqlite, .nsys-rep)"
+                )
             files.extend(found)
         elif not src.exists() and not src.is_symlink():
             raise KinetoFormatError(src, "no such file or directory")
@@ -234,6 +239,19 @@ def expand_sources(sources: list[Path]) -> list[Path]:
     for f in files:  # the same file named twice (a path and its folder) is imported once
         unique.setdefault(f.resolve() if f.exists() else f, f)
     return list(unique.values())
+
+
+def _trace_files(folder: Path) -> list[Path]:
+    """The trace files of ``folder``; of a report and its export, the export only."""
+    found = sorted(
+        p for p in folder.iterdir() if p.name.lower().endswith(IMPORTABLE_SUFFIXES) and not p.is_dir()
+    )
+    exported = {p.name[: -len(".sqlite")] for p in found if p.name.lower().endswith(".sqlite")}
+    return [
+        p
+        for p in found
+        if not (p.name.lower().endswith(".nsys-rep") and p.name[: -len(".nsys-rep")] in exported)
+    ]
 
 
 def check_output(out_dir: Path, force: bool) -> None:
@@ -263,8 +281,10 @@ def import_kineto(
     force: bool = False,
     progress: Progress | None = None,
     name: str | None = None,
+    step_pattern: str | None = None,
 ) -> Manifest:
-    """Import Kineto JSON files (or folders of them) as the new trace ``out_dir``.
+    """Import Kineto JSON files and Nsight Systems exports (or folders of them) as the new trace
+    ``out_dir``. ``step_pattern`` (regex) names the NVTX ranges of Nsight files that are steps.
 
     Everything is built in a temporary folder beside ``out_dir`` and renamed into place at the
     end, so a failure leaves no half trace and ``force`` never half-overwrites an old one.
@@ -292,7 +312,15 @@ def import_kineto(
             out_dir, f"cannot write beside the output folder ({exc.strerror or exc})"
         ) from None
     try:
-        manifest = _build(files, tmp, name or out_dir.name, rank=rank, node=node, progress=progress)
+        manifest = _build(
+            files,
+            tmp,
+            name or out_dir.name,
+            rank=rank,
+            node=node,
+            progress=progress,
+            step_pattern=step_pattern,
+        )
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -328,8 +356,43 @@ def _release_arrow_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+def _convert(
+    src: Path, tmp: Path, *, node: str | None, rank: int | None, step_pattern: str | None, progress: Progress
+) -> list[ConvertResult]:
+    """One source file into ``tmp``: a Kineto trace is one rank, an Nsight export a rank per process."""
+    if not is_nsys_file(src):
+        return [convert_kineto_file(src, tmp, node=node, rank=rank, progress=progress)]
+    from profui.capture.nsys.convert import convert_nsys_file
+    from profui.capture.nsys.tables import exported_sqlite
+
+    work = None
+    try:
+        if src.name.lower().endswith(".nsys-rep"):
+            work = tmp.parent / f".{tmp.name}.nsys"
+            work.mkdir(exist_ok=True)
+            sqlite = exported_sqlite(src, work)
+        else:
+            sqlite = src
+        results = convert_nsys_file(
+            sqlite, tmp, node=node, rank=rank, step_pattern=step_pattern, progress=progress
+        )
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+    for r in results:
+        r.source["file"] = str(src)
+    return results
+
+
 def _build(
-    files: list[Path], tmp: Path, name: str, *, rank: int | None, node: str | None, progress: Progress | None
+    files: list[Path],
+    tmp: Path,
+    name: str,
+    *,
+    rank: int | None,
+    node: str | None,
+    progress: Progress | None,
+    step_pattern: str | None = None,
 ) -> Manifest:
     sizes = [_size(f) for f in files]
     total = sum(sizes)
@@ -342,7 +405,8 @@ def _build(
             if progress is not None:
                 progress(offset + d, total)
 
-        results.append(convert_kineto_file(f, tmp, node=node, rank=rank, progress=sub))
+        found = _convert(f, tmp, node=node, rank=rank, step_pattern=step_pattern, progress=sub)
+        results.extend(found)
         done += size
     firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]
     lasts = [r.last_end_ns for r in results if r.last_end_ns is not None]
@@ -367,7 +431,7 @@ def _build(
     manifest = Manifest(
         name=name,
         status="imported",
-        source="kineto-import",
+        source=_import_source({r.source.get("format") for r in results}),
         start_ns=min(firsts) if firsts else None,
         end_ns=max(lasts) if lasts else None,
         hosts=sorted({r.node for r in results}),
@@ -380,6 +444,11 @@ def _build(
     if progress is not None:
         progress(total, total)
     return manifest
+
+
+def _import_source(formats: set[object]) -> str:
+    """The manifest's ``source``: ``kineto-import``, ``nsys-import``, or ``import`` for a mix."""
+    return f"{formats.pop()}-import" if len(formats) == 1 else "import"
 
 
 def _swap_into_place(tmp: Path, out_dir: Path) -> None:

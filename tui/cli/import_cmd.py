@@ -1,4 +1,5 @@
-"""``profui import TRACE... -o OUT``: convert PyTorch Profiler (Kineto) JSON into a profui trace."""
+"""``profui import TRACE... -o OUT``: convert PyTorch Profiler (Kineto) JSON and Nsight Systems
+exports into a profui trace."""
 
 from __future__ import annotations
 
@@ -35,12 +36,21 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def run_import(sources: list[Path], out: Path, rank: int | None, node: str | None, force: bool) -> str:
+def run_import(
+    sources: list[Path],
+    out: Path,
+    rank: int | None,
+    node: str | None,
+    force: bool,
+    nvtx_step: str | None = None,
+) -> str:
     """Import and return the summary line to print."""
     from profui.capture.kineto import import_kineto  # loaded by this command only (numpy, pyarrow)
 
     with progress_bar(sys.stderr.isatty()) as progress:
-        manifest = import_kineto(sources, out, rank=rank, node=node, force=force, progress=progress)
+        manifest = import_kineto(
+            sources, out, rank=rank, node=node, force=force, progress=progress, step_pattern=nvtx_step
+        )
     events = sum(s["num_events"] for s in manifest.sources)
     ranks = ",".join(str(r) for r in manifest.ranks)
     return (
@@ -55,7 +65,9 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_command(
         traces: list[Path] = typer.Argument(
-            ..., help="Kineto trace files (.json, .json.gz; one per rank) or folders of them."
+            ...,
+            help="Kineto trace files (.json, .json.gz; one per rank), Nsight Systems exports (.sqlite; "
+            ".nsys-rep with nsys on PATH; a rank per process), or folders of them.",
         ),
         out: Path = typer.Option(..., "-o", "--out", help="Output trace folder (created)."),
         rank: int | None = typer.Option(
@@ -63,6 +75,20 @@ def register(app: typer.Typer) -> None:
         ),
         node: str | None = typer.Option(None, "--node", help="Node (host) name; default: the trace's host."),
         force: bool = typer.Option(False, "--force", help="Replace an existing trace in the output folder."),
+        nvtx_step: str | None = typer.Option(
+            None,
+            "--nvtx-step",
+            metavar="REGEX",
+            help="Nsight files: NVTX ranges whose text matches REGEX are training steps "
+            "(default: PyTorch's ProfilerStep#N).",
+        ),
     ) -> None:
-        """Convert PyTorch Profiler / Kineto Chrome-trace JSON into a profui trace folder."""
-        typer.echo(run_import(traces, out, rank, node, force))
+        """Convert PyTorch Profiler / Kineto JSON and Nsight Systems exports into a profui trace folder.
+
+        Examples:
+
+          profui import rank0.json.gz rank1.json.gz -o trace/
+
+          profui import run.sqlite -o trace/ --nvtx-step '^train_step'
+        """
+        typer.echo(run_import(traces, out, rank, node, force, nvtx_step))

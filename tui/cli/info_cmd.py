@@ -76,7 +76,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("info")
     def info_command(
-        trace: Path = typer.Argument(..., help="A profui trace folder."),
+        trace: Path = typer.Argument(
+            ..., help="A profui trace folder, or a trace to import (Kineto JSON, Nsight .sqlite/.nsys-rep)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     ) -> None:
         """Show what a trace holds: manifest, ranks, devices, time span, event counts by kind."""
@@ -84,5 +86,7 @@ def register(app: typer.Typer) -> None:
             raise TraceFormatError(trace, "no such file or directory")
         from profui.analysis.inventory import trace_info
 
-        info = trace_info(trace)
+        from .sources import resolve_source
+
+        info = trace_info(resolve_source(trace))
         typer.echo(json.dumps(info, indent=2) if as_json else format_info(info))

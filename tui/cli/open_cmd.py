@@ -37,7 +37,7 @@ def plan_open(path: Path | None):
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
-    from profui.capture.kineto.cache import cached_import, kineto_sources, resolve_trace
+    from profui.capture.kineto.cache import cached_import, resolve_trace, trace_sources
 
     from ..app import OpenTarget
 
@@ -56,7 +56,7 @@ def plan_open(path: Path | None):
             return OpenTarget("trace", traces[0])
         if traces:
             return OpenTarget("jobs", path)
-    sources = kineto_sources(path)
+    sources = trace_sources(path)
     if sources:
         done = cached_import(sources)
         if done is not None:  # imported before, unchanged since: no import screen to show

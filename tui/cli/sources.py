@@ -1,4 +1,5 @@
-"""What the commands accept: a profui trace folder, or Kineto JSON imported on the fly.
+"""What the commands accept: a profui trace folder, or a foreign trace (Kineto JSON, an Nsight
+Systems export) imported on the fly.
 
 The command line is where importing is composed with analysis (analysis never writes traces):
 a trace folder is used as is; anything else goes to the capture side's cached import,
@@ -15,7 +16,7 @@ from profui.capture.format import is_trace_dir
 
 
 def resolve_source(path: str | Path, progress: Callable[[str], None] | None = None) -> Path:
-    """A trace folder for ``path``: itself, or its Kineto JSON imported into the cache.
+    """A trace folder for ``path``: itself, or its foreign trace files imported into the cache.
 
     Raises :class:`~profui.capture.format.TraceFormatError` (one line) for anything else.
     """

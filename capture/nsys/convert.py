@@ -1,0 +1,449 @@
+"""``convert_nsys_file``: one Nsight Systems SQLite export into the trace format, a rank per process.
+
+What each table becomes (names as :mod:`.names` spells them):
+
+- ``CUPTI_ACTIVITY_KIND_KERNEL`` -> ``kernel`` (demangled name, device, stream, correlation;
+  grid, block, registers and shared memory in args);
+- ``..._MEMCPY`` -> ``memcpy`` (``copyKind`` -> ``memcpy_kind``, bytes), ``..._MEMSET`` ->
+  ``memset``, ``..._SYNCHRONIZATION`` -> ``sync`` on the device of its CUDA context (CUPTI's
+  sync records carry no device: Nsight writes ``deviceId`` 0 for every one, on every GPU);
+- ``..._RUNTIME`` -> ``runtime`` (``cuda*``) or ``driver`` (``cu*``) on its host thread; its
+  ``correlationId`` links it to the device work it launched;
+- ``NVTX_EVENTS`` push/pop and start/end ranges -> ``step`` (the step pattern), ``cpu_op``
+  (PyTorch's ``--pytorch=autograd-nvtx`` op ranges) or ``annotation`` (the user's, with their
+  domain); marks -> ``instant``.
+
+A CUDA call gets as ``external_id`` the op id of the innermost op range around it on its thread,
+and the device work it launched the same, as Kineto links ops to kernels. ``globalPid`` /
+``globalTid`` pack ``pid = (g >> 24) & 0xFFFFFF`` and ``tid = g & 0xFFFFFF``. Each process with
+events is one rank: those that used a GPU first, by their lowest device, then the others by pid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from profui.capture.format import write_events
+from profui.capture.format.writer import to_table
+from profui.capture.kineto.importer import ConvertResult, detect_node
+
+from . import names
+from .tables import Export, NsysFormatError, open_export
+
+Progress = Callable[[int, int], None]
+
+_DEVICE_TABLES = (
+    ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"),
+    ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
+    ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
+    ("sync", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
+)
+_DEVICE_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid")
+_KERNEL_COLUMNS = (
+    "demangledName",
+    "shortName",
+    "gridX",
+    "gridY",
+    "gridZ",
+    "blockX",
+    "blockY",
+    "blockZ",
+    "registersPerThread",
+    "staticSharedMemory",
+    "dynamicSharedMemory",
+)
+_NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
+_NVTX_MARK = 34
+_NVTX_DOMAIN_CREATE = 75
+_FIELDS = ("ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation", "external_id")
+_FIELDS += ("bytes", "memcpy_kind", "args")
+
+
+def _pid(g: object) -> int:
+    return (g >> 24) & 0xFFFFFF if isinstance(g, int) else 0
+
+
+def _tid(g: object) -> int:
+    return g & 0xFFFFFF if isinstance(g, int) else 0
+
+
+def _args(values: dict[str, Any]) -> str | None:
+    kept = {k: v for k, v in values.items() if v is not None}
+    return json.dumps(kept, separators=(",", ":")) if kept else None
+
+
+class _Rows:
+    """The events of one process, column by column."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {f: [] for f in _FIELDS}
+
+    def add(self, **row: Any) -> None:
+        for f in _FIELDS:
+            self.cols[f].append(row.get(f))
+
+    def __len__(self) -> int:
+        return len(self.cols["ts"])
+
+
+class _Reader:
+    """One pass over the export's tables into per-process rows."""
+
+    def __init__(self, export: Export, step: re.Pattern[str]) -> None:
+        self.x = export
+        self.step = step
+        self.strings = export.strings()
+        self.offset = export.epoch_offset_ns()
+        self.by_pid: dict[int, _Rows] = defaultdict(_Rows)
+        self.skipped: Counter[str] = Counter()
+        self.devices: dict[int, set[int]] = defaultdict(set)
+        #: per pid: correlation -> external id of the CUDA call with it
+        self.call_ext: dict[int, dict[int, int]] = defaultdict(dict)
+
+    def _times(self, row: dict[str, Any], what: str) -> tuple[int, int] | None:
+        start, end = row["start"], row["end"]
+        if not isinstance(start, int) or not isinstance(end, int):
+            self.skipped[f"{what} without an end"] += 1
+            return None
+        if end < start:
+            self.skipped[f"{what} ending before it starts"] += 1
+            return None
+        return start + self.offset, end - start
+
+    def _text(self, text: object, text_id: object) -> str | None:
+        if isinstance(text, str):
+            return text
+        return self.strings.get(text_id) if isinstance(text_id, int) else None
+
+    def device_rows(self) -> None:
+        copy_kinds = self.x.enum("ENUM_CUDA_MEMCPY_OPER")
+        mem_kinds = self.x.enum("ENUM_CUDA_MEM_KIND")
+        sync_kinds = self.x.enum("ENUM_CUPTI_SYNC_TYPE")
+        extra = {
+            "kernel": _KERNEL_COLUMNS,
+            "memcpy": ("bytes", "copyKind", "srcKind", "dstKind"),
+            "memset": ("bytes", "memKind", "value"),
+            "sync": ("syncType",),
+        }
+        context_device: dict[tuple[int, object], int] = {}
+        for kind, table in _DEVICE_TABLES:  # sync last: it takes its device from the others
+            for r in self.x.select(table, _DEVICE_COLUMNS + extra[kind]):
+                times = self._times(r, kind)
+                pid = _pid(r["globalPid"])
+                device = r["deviceId"]
+                if kind == "sync":
+                    device = context_device.get((pid, r["contextId"]), device)
+                elif isinstance(device, int):
+                    context_device[(pid, r["contextId"])] = device
+                if times is None or not isinstance(device, int) or not 0 <= device < 1 << 31:
+                    if times is not None:
+                        self.skipped[f"{kind} without a device"] += 1
+                    continue
+                stream = r["streamId"]
+                if not isinstance(stream, int) or not 0 <= stream < 1 << 31:
+                    stream = -1  # a context-wide sync has no stream (CUPTI writes 0xFFFFFFFF)
+                row: dict[str, Any] = {"kind": kind, "device": device, "stream": stream, "tid": stream}
+                if kind == "kernel":
+                    name = self._text(None, r["demangledName"]) or self._text(None, r["shortName"])
+                    row["name"] = name or "unknown kernel"
+                    row["args"] = _args(
+                        {
+                            "grid": _dims(r, "grid"),
+                            "block": _dims(r, "block"),
+                            "registers per thread": r["registersPerThread"],
+                            "shared memory": _sum(r["staticSharedMemory"], r["dynamicSharedMemory"]),
+                        }
+                    )
+                elif kind == "memcpy":
+                    mkind = names.copy_kind(copy_kinds, r["copyKind"])
+                    src, dst = (
+                        names.mem_kind(mem_kinds, r["srcKind"]),
+                        names.mem_kind(mem_kinds, r["dstKind"]),
+                    )
+                    row.update(name=names.copy_name(mkind, src, dst), memcpy_kind=mkind, bytes=r["bytes"])
+                elif kind == "memset":
+                    row.update(name=f"Memset ({names.mem_kind(mem_kinds, r['memKind'])})", bytes=r["bytes"])
+                else:
+                    row["name"] = names.sync_name(sync_kinds, r["syncType"])
+                self.devices[pid].add(device)
+                self.by_pid[pid].add(
+                    ts=times[0], dur=times[1], pid=pid, correlation=r["correlationId"], **row
+                )
+
+    def cuda_calls(self) -> dict[int, dict[int, list[tuple[int, int]]]]:
+        """Runtime and driver calls; returns, per pid and tid, (ts, row index) of each call."""
+        calls: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        cols = ("start", "end", "globalTid", "correlationId", "nameId", "returnValue")
+        for r in self.x.select("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
+            times = self._times(r, "CUDA call")
+            if times is None:
+                continue
+            raw = self._text(None, r["nameId"]) or "unknown CUDA call"
+            name, kind = names.runtime_name(raw)
+            pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
+            rows = self.by_pid[pid]
+            ret = r["returnValue"]
+            args = _args({"nsys name": raw if raw != name else None, "return": ret if ret else None})
+            calls[pid][tid].append((times[0], len(rows)))
+            rows.add(
+                ts=times[0],
+                dur=times[1],
+                kind=kind,
+                name=name,
+                pid=pid,
+                tid=tid,
+                device=-1,
+                stream=-1,
+                correlation=r["correlationId"],
+                args=args,
+            )
+        return calls
+
+    def nvtx(self) -> dict[int, dict[int, list[tuple[int, int, int]]]]:
+        """NVTX ranges and marks; returns, per pid and tid, (ts, end, op id) of each op range."""
+        ops: dict[int, dict[int, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
+        cols = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
+        domains: dict[int, str] = {}
+        for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType = {_NVTX_DOMAIN_CREATE}"):
+            text = self._text(r["text"], r["textId"])
+            if isinstance(r["domainId"], int) and text:
+                domains[r["domainId"]] = text
+        kinds = ", ".join(str(k) for k in (*_NVTX_RANGES, _NVTX_MARK))
+        for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType IN ({kinds})"):
+            text = self._text(r["text"], r["textId"])
+            if text is None:
+                self.skipped["NVTX range without text"] += 1
+                continue
+            pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
+            domain = domains.get(r["domainId"]) if isinstance(r["domainId"], int) else None
+            if r["eventType"] == _NVTX_MARK:
+                if not isinstance(r["start"], int):
+                    continue
+                kind, name, args, dur = "instant", text, {}, 0
+                ts = r["start"] + self.offset
+            else:
+                times = self._times(r, "NVTX range")
+                if times is None:
+                    continue
+                ts, dur = times
+                kind, name, args = names.nvtx_range(text, self.step)
+            if domain:
+                args["domain"] = domain
+            ext = args.get("op_id") if kind == "cpu_op" else None
+            if isinstance(ext, int):
+                ops[pid][tid].append((ts, ts + dur, ext))
+            self.by_pid[pid].add(
+                ts=ts, dur=dur, kind=kind, name=name, pid=pid, tid=tid, device=-1, stream=-1,
+                external_id=ext, args=_args(args),
+            )  # fmt: skip
+        return ops
+
+    def link(self, calls: dict, ops: dict) -> None:
+        """Give each CUDA call the op id of its innermost enclosing op range, and the device work
+        it launched (same correlation) the same."""
+        for pid, threads in calls.items():
+            rows = self.by_pid[pid].cols
+            by_corr = self.call_ext[pid]
+            for tid, tcalls in threads.items():
+                for (_ts, index), ext in zip(
+                    tcalls, _enclosing(ops.get(pid, {}).get(tid, []), tcalls), strict=True
+                ):
+                    if ext is None:
+                        continue
+                    rows["external_id"][index] = ext
+                    corr = rows["correlation"][index]
+                    if isinstance(corr, int):
+                        by_corr[corr] = ext
+        for pid, rows in self.by_pid.items():
+            by_corr = self.call_ext.get(pid, {})
+            cols = rows.cols
+            for i in range(len(rows)):
+                if cols["device"][i] >= 0 and cols["external_id"][i] is None:
+                    cols["external_id"][i] = by_corr.get(cols["correlation"][i])
+
+
+def _dims(r: dict[str, Any], prefix: str) -> list[int] | None:
+    dims = [r[f"{prefix}{a}"] for a in "XYZ"]
+    return dims if all(isinstance(d, int) for d in dims) else None
+
+
+def _sum(*values: object) -> int | None:
+    ints = [v for v in values if isinstance(v, int)]
+    return sum(ints) if ints else None
+
+
+def _enclosing(ops: list[tuple[int, int, int]], calls: list[tuple[int, int]]) -> list[int | None]:
+    """For each call (by start, in ``calls`` order), the id of the innermost op range around it.
+
+    NVTX push/pop ranges on one thread nest, so a stack swept along time finds it.
+    """
+    order = sorted(range(len(calls)), key=lambda i: calls[i][0])
+    spans = sorted(ops, key=lambda o: (o[0], -o[1]))
+    out: list[int | None] = [None] * len(calls)
+    stack: list[tuple[int, int, int]] = []
+    j = 0
+    for i in order:
+        ts = calls[i][0]
+        while j < len(spans) and spans[j][0] <= ts:
+            while stack and stack[-1][1] <= spans[j][0]:
+                stack.pop()
+            stack.append(spans[j])
+            j += 1
+        while stack and stack[-1][1] <= ts:
+            stack.pop()
+        out[i] = stack[-1][2] if stack else None
+    return out
+
+
+def _gpus(export: Export, node: str, devices: set[int]) -> list[dict[str, Any]]:
+    """The GPUs as Kineto's ``deviceProperties`` name them, where the export has
+    ``TARGET_INFO_GPU`` (joined to CUDA device ids by ``TARGET_INFO_CUDA_DEVICE``)."""
+    found: dict[int, dict[str, Any]] = {}
+    gpu_cols = ("id", "name", "totalMemory", "smCount", "computeMajor", "computeMinor", "busLocation")
+    by_gpu = {r["id"]: r for r in export.select("TARGET_INFO_GPU", gpu_cols)}
+    for r in export.select("TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId")):
+        g = by_gpu.get(r["gpuId"])
+        if g is not None and isinstance(r["cudaId"], int) and r["cudaId"] in devices:
+            props = {
+                "id": r["cudaId"],
+                "name": g["name"],
+                "totalGlobalMem": g["totalMemory"],
+                "numSms": g["smCount"],
+                "computeMajor": g["computeMajor"],
+                "computeMinor": g["computeMinor"],
+                "busLocation": g["busLocation"],
+            }
+            found[r["cudaId"]] = {"node": node, **{k: v for k, v in props.items() if v is not None}}
+    return [found.get(d, {"node": node, "id": d}) for d in sorted(devices)]
+
+
+def _rank_order(reader: _Reader) -> list[int]:
+    pids = [p for p, rows in reader.by_pid.items() if len(rows)]
+    return sorted(pids, key=lambda p: (0, min(reader.devices[p]), p) if reader.devices[p] else (1, 0, p))
+
+
+def convert_nsys_file(
+    src: Path,
+    trace_dir: Path,
+    *,
+    node: str | None = None,
+    rank: int | None = None,
+    step_pattern: str | None = None,
+    progress: Progress | None = None,
+) -> list[ConvertResult]:
+    """Convert the Nsight Systems SQLite export ``src`` into ``trace_dir``: one events file per
+    process, ``node=<node>/rank=<r>/events-<seq>.parquet``, ranks numbered from ``rank`` (0).
+
+    ``step_pattern`` (a regex, default ``ProfilerStep#N``) names the NVTX ranges that are
+    training steps. ``progress(done, total)`` gets the fraction done in bytes of ``src``. Raises
+    :class:`~profui.capture.nsys.tables.NsysFormatError` naming the file when it is not an export
+    or holds nothing to import. Writes only the events files: the caller owns the manifest.
+    """
+    src = Path(src)
+    size = max(src.stat().st_size, 1) if src.exists() else 1
+    try:
+        step = re.compile(step_pattern or names.DEFAULT_STEP_PATTERN)
+    except re.error as exc:
+        raise NsysFormatError(src, f"bad step pattern {step_pattern!r} ({exc})") from None
+
+    def report(fraction: float) -> None:
+        if progress is not None:
+            progress(int(size * fraction), size)
+
+    try:
+        with open_export(src) as export:
+            return _convert(export, src, trace_dir, step, node, rank, report)
+    except sqlite3.DatabaseError as exc:  # a page the header promised is missing or malformed
+        raise NsysFormatError(src, f"corrupt or truncated SQLite export ({exc})") from None
+
+
+def _convert(
+    export: Export,
+    src: Path,
+    trace_dir: Path,
+    step: re.Pattern[str],
+    node: str | None,
+    rank: int | None,
+    report: Callable[[float], None],
+) -> list[ConvertResult]:
+    reader = _Reader(export, step)
+    reader.device_rows()
+    report(0.3)
+    calls = reader.cuda_calls()
+    report(0.45)
+    ops = reader.nvtx()
+    report(0.65)
+    reader.link(calls, ops)
+    meta = export.key_values("META_DATA_EXPORT")
+    env = export.key_values("TARGET_INFO_SYSTEM_ENV", "name", "value")
+    processes = {_pid(r["globalPid"]): r["name"] for r in export.select("PROCESSES", ("globalPid", "name"))}
+    threads = {
+        r["globalTid"]: reader.strings.get(r["nameId"])
+        for r in export.select("ThreadNames", ("globalTid", "nameId"))
+    }
+    order = _rank_order(reader)
+    if not order:
+        raise NsysFormatError(
+            src, "Nsight Systems export with no kernel, copy, CUDA call or NVTX range in it"
+        )
+    host = env.get("Hostname") or meta.get("EXPORT_HOST")
+    node_value = detect_node({"hostname": host} if host else {}, src, node)
+    results = []
+    for i, pid in enumerate(order):
+        rows = reader.by_pid[pid]
+        try:
+            table = to_table("events", rows.cols)
+        except (OverflowError, pa.ArrowInvalid) as exc:
+            raise NsysFormatError(src, f"a value no trace can hold ({exc})") from None
+        rows.cols.clear()
+        rank_value = (rank or 0) + i
+        kinds = {
+            v["values"]: v["counts"]
+            for v in pc.value_counts(table["kind"].combine_chunks().dictionary_decode()).to_pylist()
+        }
+        tids = {g & 0xFFFFFF: n for g, n in threads.items() if _pid(g) == pid and n}
+        source = {
+            "file": str(src),
+            "format": "nsys",
+            "rank_from": "process order (GPU processes by lowest device, then by pid)",
+            "metadata": {
+                "pid": pid,
+                "process_name": processes.get(pid),
+                "hostname": host,
+                "nsys_version": meta.get("EXPORT_PRODUCT_VERSION"),
+                "export_schema": meta.get("EXPORT_SCHEMA_VERSION"),
+                "time_offset_ns": reader.offset,
+            },
+            "processes": {str(pid): processes.get(pid)},
+            "threads": {str(t): n for t, n in sorted(tids.items())},
+        }
+        if reader.skipped:
+            source["skipped"] = dict(sorted(reader.skipped.items()))
+        extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
+        path = write_events(trace_dir, node_value, rank_value, table, extra_metadata=extra)
+        devices = sorted(reader.devices[pid])
+        results.append(
+            ConvertResult(
+                rank=rank_value,
+                node=node_value,
+                num_events=table.num_rows,
+                counts=dict(sorted(kinds.items())),
+                first_ts_ns=pc.min(table["ts"]).as_py(),
+                last_end_ns=pc.max(pc.add(table["ts"], table["dur"])).as_py(),
+                devices=devices,
+                path=path,
+                source=source,
+                gpus=_gpus(export, node_value, set(devices)),
+            )
+        )
+        report(0.65 + 0.35 * (i + 1) / len(order))
+    return results

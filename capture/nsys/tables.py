@@ -1,0 +1,171 @@
+"""Reading an Nsight Systems SQLite export: opened read-only, its tables and strings, its metadata.
+
+The export's schema grows between Nsight versions (columns are added, rarely removed), so every
+query names only the columns the file has (:meth:`Export.select`). Strings are ids into
+``StringIds``; enums are ids into ``ENUM_*`` tables, read by name so that renumbering between
+versions cannot mislabel a row.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+from profui.capture.format import NSYS_SUFFIXES, TraceFormatError
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Tables with the events profui maps; an export holding none of them has nothing to import.
+ACTIVITY_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+)
+
+
+class NsysFormatError(TraceFormatError):
+    """A file is missing, unreadable or not an Nsight Systems export; ``str(err)`` is one line."""
+
+
+def is_nsys_file(path: Path) -> bool:
+    """True for a file whose name ends like an Nsight Systems export or report."""
+    return path.name.lower().endswith(NSYS_SUFFIXES)
+
+
+class Export:
+    """An open Nsight Systems SQLite export (read-only; close it, or use it as a context)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.conn = conn
+        self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self._columns: dict[str, set[str]] = {}
+        self._strings: dict[int, str] | None = None
+
+    def __enter__(self) -> Export:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+    def columns(self, table: str) -> set[str]:
+        """The columns ``table`` has (empty when the export lacks the table)."""
+        if table not in self._columns:
+            rows = (
+                self.conn.execute(f'PRAGMA table_info("{table}")').fetchall() if table in self.tables else []
+            )
+            self._columns[table] = {r[1] for r in rows}
+        return self._columns[table]
+
+    def select(self, table: str, wanted: tuple[str, ...], where: str = "") -> Iterator[dict[str, object]]:
+        """Rows of ``table`` as dicts of the ``wanted`` columns; a column the export lacks is None."""
+        have = self.columns(table)
+        if not have:
+            return iter(())
+        names = [c for c in wanted if c in have]
+        quoted = ", ".join(f'"{c}"' for c in names)
+        sql = f'SELECT {quoted} FROM "{table}"' + (f" WHERE {where}" if where else "")
+        missing = {c: None for c in wanted if c not in have}
+
+        def rows() -> Iterator[dict[str, object]]:
+            for r in self.conn.execute(sql):
+                yield {**missing, **dict(zip(names, r, strict=True))}
+
+        return rows()
+
+    def strings(self) -> dict[int, str]:
+        """``StringIds``: id -> text."""
+        if self._strings is None:
+            self._strings = {i: v for i, v in self.conn.execute("SELECT id, value FROM StringIds")}
+        return self._strings
+
+    def enum(self, table: str) -> dict[int, str]:
+        """An ``ENUM_*`` table: id -> its ``name`` (empty when the export lacks it)."""
+        if "name" not in self.columns(table):
+            return {}
+        return {i: n for i, n in self.conn.execute(f'SELECT id, name FROM "{table}"')}
+
+    def key_values(self, table: str, key: str = "name", value: str = "value") -> dict[str, str]:
+        """A two-column metadata table (``META_DATA_EXPORT``, ``TARGET_INFO_SYSTEM_ENV``) as a dict."""
+        if not {key, value} <= self.columns(table):
+            return {}
+        return {str(k): str(v) for k, v in self.conn.execute(f'SELECT "{key}", "{value}" FROM "{table}"')}
+
+    def epoch_offset_ns(self) -> int:
+        """What to add to the export's times to make them ns since the Unix epoch.
+
+        Nsight stores raw target-clock times (``EXPORT_PARAM_TIME_NORMALIZE`` false); the
+        session's start is recorded on both clocks in ``TARGET_INFO_SESSION_START_TIME``.
+        0 when the export does not say.
+        """
+        cols = self.columns("TARGET_INFO_SESSION_START_TIME")
+        if {"utcEpochNs", "systemClockNs"} <= cols:
+            row = self.conn.execute(
+                "SELECT utcEpochNs, systemClockNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1"
+            ).fetchone()
+            if row and isinstance(row[0], int) and isinstance(row[1], int):
+                return row[0] - row[1]
+        return 0
+
+
+def open_export(path: str | Path) -> Export:
+    """Open ``path`` (an ``nsys export --type sqlite`` file) read-only, checked to be one.
+
+    Raises :class:`NsysFormatError` naming the file for anything else: not SQLite, a corrupt
+    database, SQLite that is not an Nsight Systems export, an export with no CUDA or NVTX rows.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise NsysFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if head != _SQLITE_MAGIC:
+        raise NsysFormatError(path, "not an SQLite file (expected an `nsys export --type sqlite` export)")
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro&immutable=1", uri=True)
+        export = Export(path, conn)
+    except sqlite3.DatabaseError as exc:
+        raise NsysFormatError(path, f"corrupt SQLite database ({exc})") from None
+    if "StringIds" not in export.tables:
+        conn.close()
+        raise NsysFormatError(path, "SQLite, but not an Nsight Systems export (no StringIds table)")
+    if not any(t in export.tables for t in ACTIVITY_TABLES):
+        conn.close()
+        raise NsysFormatError(
+            path,
+            "Nsight Systems export with no CUDA or NVTX events (record with `nsys profile -t cuda,nvtx`)",
+        )
+    return export
+
+
+def exported_sqlite(report: Path, workdir: Path) -> Path:
+    """The SQLite export of the report ``report`` (``.nsys-rep``), made with the ``nsys`` on PATH
+    into ``workdir``. Raises :class:`NsysFormatError` when there is no ``nsys`` or it fails."""
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise NsysFormatError(
+            report,
+            f"an Nsight Systems report and no nsys on PATH: run `nsys export --type sqlite {report.name}`",
+        )
+    out = Path(tempfile.mkdtemp(prefix="nsys-export-", dir=workdir)) / (report.stem + ".sqlite")
+    done = subprocess.run(
+        [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(out), str(report)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+    )
+    if done.returncode != 0 or not out.is_file():
+        last = (done.stderr or done.stdout).strip().splitlines()
+        raise NsysFormatError(
+            report, f"nsys export failed: {last[-1] if last else f'exit {done.returncode}'}"
+        )
+    return out

@@ -1,0 +1,74 @@
+"""Bad Nsight input to ``profui import`` / ``summary``: one stderr line naming the file, exit 2, no
+traceback, nothing written. Each broken file is made here from a real export (or is SQLite that
+is not one)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from test_bad_input_import import PROFUI, assert_refused, profui, refused_and_nothing_written
+from test_nsys_import import _export
+
+
+def test_text_named_sqlite(tmp_path: Path) -> None:
+    bad = tmp_path / "run.sqlite"
+    bad.write_text("not a database\n")
+    refused_and_nothing_written(tmp_path, bad, "not an sqlite file")
+
+
+def test_sqlite_that_is_not_an_nsight_export(tmp_path: Path) -> None:
+    bad = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(bad)
+    conn.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    conn.commit()
+    conn.close()
+    refused_and_nothing_written(tmp_path, bad, "not an nsight systems export")
+
+
+def test_export_without_cuda_or_nvtx_tables(tmp_path: Path) -> None:
+    bad = tmp_path / "osrt.sqlite"
+    shutil.copy(_export("h100_2gpu_1s"), bad)
+    os.chmod(bad, 0o644)
+    conn = sqlite3.connect(bad)
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        conn.execute(f"DROP TABLE {table}")
+    for table in ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+    refused_and_nothing_written(tmp_path, bad, "no cuda or nvtx events")
+
+
+def test_truncated_export(tmp_path: Path) -> None:
+    data = _export("mfu_2gpu_before").read_bytes()
+    bad = tmp_path / "cut.sqlite"
+    bad.write_bytes(data[: len(data) // 3])
+    refused_and_nothing_written(tmp_path, bad, "sqlite")
+
+
+def test_report_without_nsys_on_path(tmp_path: Path) -> None:
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"\x00" * 64)
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": str(Path(PROFUI).parent)}
+    proc = subprocess.run(
+        [PROFUI, "import", str(report), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    line = assert_refused(proc, report, "no nsys on path")
+    assert "nsys export --type sqlite" in line
+    assert not out.exists()
+
+
+def test_summary_of_a_broken_export_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "run.sqlite"
+    bad.write_text("not a database\n")
+    assert_refused(profui("summary", bad), bad, "not an sqlite file")

@@ -50,12 +50,12 @@ def _contracts() -> list[dict]:
 
 
 #: The capture packages that import foreign traces, composed with analysis by tui.cli alone.
-IMPORTERS = ["profui.capture.kineto", "profui.capture.nsys"]
+IMPORTERS = ["profui.capture.kineto", "profui.capture.nsys", "profui.capture.jax"]
 
 
 def test_capture_runtime_lists_name_every_capture_module() -> None:
     # "capture (everything else)" is spelled out in the contracts: every capture module but the
-    # format and the importers (Kineto, Nsight) must be in each list, or a new module escapes the
+    # format and the importers (Kineto, Nsight, JAX) must be in each list, or a new module escapes the
     # arrows.
     runtime = {
         f"profui.capture.{p.stem if p.is_file() else p.name}"

@@ -322,6 +322,10 @@ def summary(ctx: StageContext) -> dict[str, Any]:
             read.setdefault(stage, {})[file] = ctx.input(stage, file)
     takeaways = all_takeaways(read)
     notes = []
+    for source in ctx.trace.manifest.sources:  # what an importer says the reader should know
+        for note in source.get("notes", []) if isinstance(source, dict) else []:
+            if isinstance(note, str) and note not in notes:
+                notes.append(note)
     if ctx.has_input("steps"):
         steps_info = ctx.input("steps", "steps.json")
         if not steps_info["has_markers"]:

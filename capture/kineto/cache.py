@@ -34,6 +34,48 @@ def is_source_file(path: Path) -> bool:
     return path.is_file() and name.endswith(IMPORTABLE_SUFFIXES)
 
 
+def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
+    """The trace files of ``folder`` (and below when ``recursive``; hidden folders skipped), sorted,
+    each event source once:
+
+    - of an Nsight report and its export (``run.nsys-rep``, ``run.sqlite``), the export;
+    - of a JAX profile run (``plugins/profile/<run>/``), the ``<host>.trace.json.gz`` files, not
+      ``perfetto_trace.json.gz`` (the same events again), and of a JAX log folder holding several
+      runs, the newest run only (each run is a separate profile, never ranks of one job).
+
+    A JAX log folder (``plugins/profile/`` inside) is searched down to its runs even when not
+    ``recursive``.
+    """
+    if not recursive and (folder / "plugins" / "profile").is_dir():
+        recursive = True
+    found = folder.rglob("*") if recursive else folder.iterdir()
+    files = sorted(
+        f
+        for f in found
+        if is_source_file(f) and not any(part.startswith(".") for part in f.relative_to(folder).parts)
+    )
+    by_dir: dict[Path, list[str]] = {}
+    for f in files:
+        by_dir.setdefault(f.parent, []).append(f.name.lower())
+    newest: dict[Path, str] = {}  # JAX log folder -> its newest run
+    for d in by_dir:
+        if d.parent.name == "profile" and d.parent.parent.name == "plugins":
+            newest[d.parent] = max(newest.get(d.parent, ""), d.name)
+    kept = []
+    for f in files:
+        low, siblings = f.name.lower(), by_dir[f.parent]
+        if low.endswith(".nsys-rep") and low.removesuffix(".nsys-rep") + ".sqlite" in siblings:
+            continue
+        if low.startswith("perfetto_trace.json") and any(
+            s.endswith((".trace.json.gz", ".trace.json")) for s in siblings
+        ):
+            continue
+        if f.parent.parent in newest and f.parent.name != newest[f.parent.parent]:
+            continue
+        kept.append(f)
+    return kept
+
+
 def trace_sources(path: str | Path) -> list[Path]:
     """The foreign trace files ``path`` stands for (itself, or those in the folder and below), sorted.
 
@@ -43,11 +85,7 @@ def trace_sources(path: str | Path) -> list[Path]:
     if p.is_file():
         return [p.resolve()] if is_source_file(p) else []
     if p.is_dir():
-        return sorted(
-            f.resolve()
-            for f in p.rglob("*")
-            if is_source_file(f) and not any(part.startswith(".") for part in f.relative_to(p).parts)
-        )
+        return [f.resolve() for f in folder_sources(p, recursive=True)]
     return []
 
 

@@ -26,8 +26,10 @@ from profui.capture.format import (
 )
 from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
+from profui.capture.jax.detect import is_jax_trace
 from profui.capture.nsys.tables import is_nsys_file
 
+from .cache import folder_sources
 from .convert import convert_events
 from .errors import KinetoFormatError
 from .reader import decode, read_bytes
@@ -72,7 +74,7 @@ class ConvertResult:
             "last_end_ns": self.last_end_ns,
             "metadata": {k: v for k, v in meta.items() if k not in _NOT_IN_MANIFEST},
         }
-        for key in ("flows", "skipped", "unknown_categories"):
+        for key in ("flows", "skipped", "unknown_categories", "notes"):
             if self.source.get(key):
                 entry[key] = self.source[key]
         return entry
@@ -225,7 +227,7 @@ def expand_sources(sources: list[Path]) -> list[Path]:
     for src in sources:
         src = Path(src)
         if src.is_dir():
-            found = _trace_files(src)
+            found = folder_sources(src, recursive=False)
             if not found:
                 raise KinetoFormatError(
                     src, "folder holds no trace files (.json, .json.gz, .sqlite, .nsys-rep)"
@@ -239,19 +241,6 @@ def expand_sources(sources: list[Path]) -> list[Path]:
     for f in files:  # the same file named twice (a path and its folder) is imported once
         unique.setdefault(f.resolve() if f.exists() else f, f)
     return list(unique.values())
-
-
-def _trace_files(folder: Path) -> list[Path]:
-    """The trace files of ``folder``; of a report and its export, the export only."""
-    found = sorted(
-        p for p in folder.iterdir() if p.name.lower().endswith(IMPORTABLE_SUFFIXES) and not p.is_dir()
-    )
-    exported = {p.name[: -len(".sqlite")] for p in found if p.name.lower().endswith(".sqlite")}
-    return [
-        p
-        for p in found
-        if not (p.name.lower().endswith(".nsys-rep") and p.name[: -len(".nsys-rep")] in exported)
-    ]
 
 
 def check_output(out_dir: Path, force: bool) -> None:
@@ -359,8 +348,13 @@ def _release_arrow_memory() -> None:
 def _convert(
     src: Path, tmp: Path, *, node: str | None, rank: int | None, step_pattern: str | None, progress: Progress
 ) -> list[ConvertResult]:
-    """One source file into ``tmp``: a Kineto trace is one rank, an Nsight export a rank per process."""
+    """One source file into ``tmp``: a Kineto or JAX trace is one rank, an Nsight export a rank per
+    process."""
     if not is_nsys_file(src):
+        if is_jax_trace(src):
+            from profui.capture.jax.convert import convert_jax_file
+
+            return convert_jax_file(src, tmp, node=node, rank=rank, progress=progress)
         return [convert_kineto_file(src, tmp, node=node, rank=rank, progress=progress)]
     from profui.capture.nsys.convert import convert_nsys_file
     from profui.capture.nsys.tables import exported_sqlite

@@ -1,0 +1,234 @@
+"""``convert_jax_file``: one JAX profiler trace (``<host>.trace.json.gz``) into one events file.
+
+``jax.profiler.trace`` writes Chrome-trace JSON: float µs relative to the profile's start,
+``displayTimeUnit`` "ns", only ``X`` and ``M`` events (and a trailing ``{}``); ``pid`` is
+XLA's process id (``/host:CPU``, ``/device:GPU:0``), not an OS pid. What each event becomes:
+
+- an event with ``args.hlo_op`` is an XLA op executed: a ``kernel``. On a device process its
+  device is the process's; on a CPU-only run the host threads that execute ops are the device
+  lanes (device ``args.device_ordinal``, one stream per thread), and the trace's notes say so;
+- on a device process, the ``XLA Modules``/``XLA Ops``/``Steps`` lanes are ``gpu_annotation``;
+  ``Memcpy*`` on a stream is a ``memcpy``; any other stream event a ``kernel``;
+- an event with ``args.step_num`` (``jax.profiler.StepTraceAnnotation``) is a ``step``, named
+  ``<name>#<step_num>``;
+- ``$file:line fn`` events (the Python tracer) are ``python`` frames, named without the ``$``;
+- XLA's and PjRt's own host scopes are ``cpu_op``: a jitted call (``PjitFunction(f)``), a C++
+  scope (``A::B``), an event that names its C++ source (``args._src``), PjRt's waits
+  (:data:`_RUNTIME_SCOPES`), and anything inside one;
+- every other host event is the user's ``jax.profiler.TraceAnnotation``: an ``annotation``.
+
+Times: ``ts`` ns = round(µs × 1000) plus the profile's start (the run folder's name,
+``YYYY_MM_DD_HH_MM_SS`` in local time, as JAX names it; else the file's modification time less
+the trace's span).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from profui.capture.format import write_events
+from profui.capture.format.writer import to_table
+from profui.capture.kineto.errors import KinetoFormatError
+from profui.capture.kineto.importer import ConvertResult, detect_node
+from profui.capture.kineto.reader import read_bytes
+
+Progress = Callable[[int, int], None]
+
+_RUN_FOLDER = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
+_DEVICE_PROCESS = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
+_DEVICE_ANNOTATION_LANES = ("XLA Modules", "XLA Ops", "Steps", "XLA TraceMe")
+_COPY_KINDS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD"}
+NOTE_CPU_LANES = "JAX on CPU: the host threads that execute XLA ops are shown as the device's lanes (one stream per thread)"
+_FIELDS = ("ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation", "external_id")
+_FIELDS += ("bytes", "memcpy_kind", "args")
+
+
+def _ns(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return round(value * 1000)
+
+
+#: PjRt scopes that are neither C++-qualified nor inside a jitted call: ``block_until_ready``'s
+#: waits (seen in jax 0.10's CPU traces).
+_RUNTIME_SCOPES = frozenset({"Wait for usage holds", "Wait for donation holds"})
+
+
+def _is_runtime_scope(name: str, args: dict[str, Any]) -> bool:
+    return name.startswith("PjitFunction(") or "::" in name or "_src" in args or name in _RUNTIME_SCOPES
+
+
+def profile_start_ns(src: Path, span_ns: int) -> int:
+    """Epoch ns of the profile's start: the run folder's name (JAX names it by local time at the
+    start), else the file's modification time less the trace's span."""
+    folder = src.parent.name
+    if _RUN_FOLDER.match(folder):
+        return int(time.mktime(time.strptime(folder, "%Y_%m_%d_%H_%M_%S"))) * 1_000_000_000
+    try:
+        return max(src.stat().st_mtime_ns - span_ns, 0)
+    except OSError:
+        return 0
+
+
+def convert_jax_file(
+    src: Path,
+    trace_dir: Path,
+    *,
+    node: str | None = None,
+    rank: int | None = None,
+    progress: Progress | None = None,
+) -> list[ConvertResult]:
+    """Convert the JAX trace ``src`` into ``trace_dir`` as one rank (``rank``, default 0) of node
+    ``node`` (default: the file's host, ``<host>.trace.json.gz``). Raises
+    :class:`~profui.capture.kineto.errors.KinetoFormatError` naming the file when it cannot."""
+    src = Path(src)
+    data = read_bytes(src)
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise KinetoFormatError(src, f"not valid JSON ({exc})") from None
+    del data
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise KinetoFormatError(src, "no 'traceEvents' list: not a JAX profiler trace")
+    if progress is not None:
+        progress(1, 2)
+    table, notes, skipped = _rows(src, events)
+    host = src.name.split(".trace.json")[0] if ".trace.json" in src.name else None
+    node_value = detect_node({"hostname": host} if host and host != "perfetto_trace" else {}, src, node)
+    rank_value = rank or 0
+    kinds = {
+        v["values"]: v["counts"]
+        for v in pc.value_counts(table["kind"].combine_chunks().dictionary_decode()).to_pylist()
+    }
+    on_device = pc.greater_equal(table["device"], 0)
+    devices = sorted(pc.unique(pc.filter(table["device"], on_device)).to_pylist())
+    source: dict[str, Any] = {
+        "file": str(src),
+        "format": "jax",
+        "rank_from": "--rank" if rank is not None else "default",
+        "metadata": {k: v for k, v in doc.items() if k != "traceEvents"} if isinstance(doc, dict) else {},
+    }
+    if notes:
+        source["notes"] = notes
+    if skipped:
+        source["skipped"] = dict(sorted(skipped.items()))
+    extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
+    path = write_events(trace_dir, node_value, rank_value, table, extra_metadata=extra)
+    if progress is not None:
+        progress(2, 2)
+    return [
+        ConvertResult(
+            rank=rank_value,
+            node=node_value,
+            num_events=table.num_rows,
+            counts=dict(sorted(kinds.items())),
+            first_ts_ns=pc.min(table["ts"]).as_py(),
+            last_end_ns=pc.max(pc.add(table["ts"], table["dur"])).as_py(),
+            devices=devices,
+            path=path,
+            source=source,
+            gpus=[{"node": node_value, "id": d} for d in devices],
+        )
+    ]
+
+
+def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[str]]:
+    processes: dict[Any, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    spans: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    for e in events:
+        if not isinstance(e, dict) or not e:
+            continue
+        ph = e.get("ph")
+        if ph == "M":
+            name, args = e.get("name"), e.get("args") if isinstance(e.get("args"), dict) else {}
+            if name == "process_name":
+                processes[e.get("pid")] = str(args.get("name", ""))
+            elif name == "thread_name":
+                threads[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
+        elif ph == "X":
+            spans.append(e)
+        else:
+            skipped[f"ph {ph!r} events"] += 1
+    if not spans:
+        raise KinetoFormatError(src, "no complete ('X') events: nothing to import")
+    rows: dict[str, list[Any]] = {f: [] for f in _FIELDS}
+    lanes: dict[tuple[Any, Any], int] = {}
+    cpu_lanes = False
+    times = []
+    for e in spans:
+        ts, dur = _ns(e.get("ts")), _ns(e.get("dur", 0))
+        pid, tid = e.get("pid"), e.get("tid")
+        if ts is None or dur is None or dur < 0 or not isinstance(pid, int) or not isinstance(tid, int):
+            skipped["X events without a time, a duration or integer ids"] += 1
+            continue
+        times.append((ts, dur, e))
+    times.sort(key=lambda t: (t[2]["pid"], t[2]["tid"], t[0], -t[1]))
+    start_ns = profile_start_ns(src, max(t + d for t, d, _ in times) - min(t for t, _, _ in times))
+    stack: list[tuple[int, bool]] = []  # (end, is a runtime scope or inside one) per open event
+    thread = None
+    for ts, dur, e in times:
+        pid, tid, name = e["pid"], e["tid"], str(e.get("name", ""))
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        if (pid, tid) != thread:
+            thread, stack = (pid, tid), []
+        while stack and stack[-1][0] <= ts:
+            stack.pop()
+        device_process = _DEVICE_PROCESS.match(processes.get(pid, ""))
+        device, stream, mkind = -1, -1, None
+        if device_process:
+            device = int(device_process[1])
+            stream = lanes.setdefault((pid, tid), len([k for k in lanes if k[0] == pid]))
+            lane_name = threads.get((pid, tid), "")
+            if lane_name in _DEVICE_ANNOTATION_LANES:
+                kind = "gpu_annotation"
+            elif name.lower().startswith("memcpy"):
+                kind = "memcpy"
+                mkind = next((v for k, v in _COPY_KINDS.items() if k in name.lower()), None)
+            else:
+                kind = "kernel"
+        elif "hlo_op" in args:
+            kind, cpu_lanes = "kernel", True
+            ordinal = args.get("device_ordinal", 0)
+            device = int(ordinal) if str(ordinal).isdigit() else 0
+            stream = lanes.setdefault((pid, tid), len(lanes))
+        elif "step_num" in args:
+            kind, name = "step", f"{name}#{args['step_num']}"
+        elif name.startswith("$"):
+            kind, name = "python", name[1:]
+        elif (stack and stack[-1][1]) or _is_runtime_scope(name, args):
+            kind = "cpu_op"
+        else:
+            kind = "annotation"
+        if device < 0:
+            stack.append((ts + dur, kind == "cpu_op"))
+        rows["ts"].append(ts + start_ns)
+        rows["dur"].append(dur)
+        rows["kind"].append(kind)
+        rows["name"].append(name)
+        rows["pid"].append(pid)
+        rows["tid"].append(tid)
+        rows["device"].append(device)
+        rows["stream"].append(stream)
+        rows["memcpy_kind"].append(mkind)
+        rows["args"].append(json.dumps(args, separators=(",", ":")) if args else None)
+        for f in ("correlation", "external_id", "bytes"):
+            rows[f].append(None)
+    notes = [NOTE_CPU_LANES] if cpu_lanes else []
+    try:
+        table = to_table("events", rows)
+    except (OverflowError, pa.ArrowInvalid) as exc:
+        raise KinetoFormatError(src, f"a value no trace can hold ({exc})") from None
+    return table, notes, skipped

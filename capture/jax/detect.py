@@ -1,0 +1,25 @@
+"""Telling a JAX profiler trace from a Kineto trace by its first bytes, before either is parsed."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from pathlib import Path
+
+#: XLA's profiler names its processes ``/host:CPU``, ``/device:GPU:0`` ...; Kineto never does.
+_XLA_PROCESS = re.compile(rb'"name"\s*:\s*"/(?:host|device):')
+_HEAD = 256 << 10
+
+
+def is_jax_trace(path: Path) -> bool:
+    """True when the file (plain or gzip JSON) names XLA profiler processes in its first 256 KiB."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            head = fh.read(_HEAD)
+    except (OSError, EOFError, zlib.error):
+        return False  # the Kineto reader names what is wrong with the file
+    return bool(_XLA_PROCESS.search(head))

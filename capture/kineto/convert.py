@@ -46,6 +46,7 @@ from .mapping import (
     PID,
     RULE_KEYS,
     SIZE,
+    STEP_MARK,
     STEP_PREFIX,
     STREAM,
     TID,
@@ -784,10 +785,11 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     row without a device/stream arg has its pid/tid as device/stream where they fit (a
     device >= 0), -1 otherwise, and a host row -1; a copy without a ``kind`` arg takes its
     kind from its name (``Memcpy HtoD (Pageable -> Device)``); and a user annotation named
-    ``ProfilerStep#N`` is a step."""
+    ``ProfilerStep#N`` (or marked ``profui_step`` by ``profui export``) is a step."""
     columns = {name: merged.column(name) for name in merged.column_names}
     kind = columns["kind"]
-    step = pc.and_(pc.equal(kind, "annotation"), pc.starts_with(columns["name"], STEP_PREFIX))
+    marked = pc.fill_null(pc.match_substring(columns["args"], f'"{STEP_MARK}":true'), False)
+    step = pc.and_(pc.equal(kind, "annotation"), pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), marked))
     unknown = pc.equal(kind, _UNKNOWN_ANNOTATION)
     if pc.any(step).as_py() or pc.any(unknown).as_py():
         kind = pc.if_else(step, "step", pc.if_else(unknown, "annotation", kind))

@@ -177,6 +177,9 @@ def convert_kineto_file(
         "base_time_ns": doc.base_time_ns,
         **conv.source,
     }
+    exported = doc.metadata.get("profui")  # a file profui export wrote: what its source's importer said
+    if isinstance(exported, dict) and isinstance(exported.get("notes"), list) and exported["notes"]:
+        source["notes"] = [n for n in exported["notes"] if isinstance(n, str)]
     extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
     path = write_events(trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra)
     report(1.0)

@@ -53,6 +53,9 @@ CANONICAL_CAT: dict[str, str] = {
 DEVICE_SIDE = frozenset({"kernel", "memcpy", "memset", "sync", "gpu_annotation"})
 
 STEP_PREFIX = "ProfilerStep#"
+#: The args key ``profui export`` marks a step with whose name is not ``ProfilerStep#N`` (a JAX
+#: ``StepTraceAnnotation``, an NVTX step range), so that importing the export finds the step.
+STEP_MARK = "profui_step"
 
 #: A copy's kind in its name, where its args have none: ``HtoD`` in ``Memcpy HtoD (Pageable
 #: -> Device)`` (an Arrow/RE2 pattern with one named group, applied to the whole name column).

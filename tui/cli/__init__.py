@@ -8,7 +8,7 @@ import typer
 
 from profui.capture.format import TraceFormatError
 
-from . import analyze_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
+from . import analyze_cmd, export_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
 from .errors import UserError, report
 
 app = typer.Typer(
@@ -17,7 +17,8 @@ app = typer.Typer(
         "Terminal-native profiler for deep-learning training.\n\n"
         "Record a run with `profcap -- python train.py`, then `profui open trace/` to explore it, "
         "or `profui summary trace/` for the numbers. Existing PyTorch Profiler (Kineto) JSON "
-        "traces work too: `profui import rank0.json.gz -o trace/`."
+        "traces, Nsight Systems exports (.sqlite) and JAX profiler traces work too: "
+        "`profui import rank0.json.gz -o trace/`; `profui export` writes Perfetto's format."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -25,7 +26,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd):
+for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, export_cmd):
     _module.register(app)
 
 

@@ -1,0 +1,158 @@
+"""``profui export --format chrome``: the round trip (export each rank, import the exports, the
+same summary numbers) on every shared trace profui imports and on the samples, and a structural
+check of the file (valid JSON, every flow start has its end, times monotone per thread)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis import open_trace
+from profui.capture.kineto import import_kineto
+
+from realdata import SAMPLES, same_numbers, traces_dir
+
+PROFUI = str(Path(sys.executable).with_name("profui"))
+#: Shared files that are not traces to import (refused by design, tested in test_bad_input_import).
+NOT_TRACES = {"hta-execution_trace-benchmark_simple_add_et.json.gz"}
+
+
+def _shared() -> list[str]:
+    d = traces_dir()
+    files = sorted(p.name for p in d.glob("hta-*.json*") if p.name not in NOT_TRACES)
+    return files + sorted(f"nsys/{p.name}" for p in (d / "nsys").glob("*.sqlite"))
+
+
+def _export(trace: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PROFUI, "export", str(trace), "-o", str(out), *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def _round_trip(a: Path, work: Path) -> Path:
+    files = []
+    for r in open_trace(a).manifest.ranks:
+        f = work / f"rank{r}.json.gz"
+        proc = _export(a, f, "--ranks", str(r))
+        assert proc.returncode == 0, proc.stderr
+        files.append(f)
+    b = work / "back"
+    import_kineto(files, b)
+    return b
+
+
+def _same_summary(a: Path, b: Path) -> None:
+    sa, sb = open_trace(a).summary().to_json_dict(), open_trace(b).summary().to_json_dict()
+    for key in ("sections", "takeaways", "notes", "params"):
+        assert same_numbers(sa[key], sb[key]), key
+    keep = ("ranks", "nodes", "gpus", "num_events", "span_ns")
+    assert {k: sa["trace"].get(k) for k in keep} == {k: sb["trace"].get(k) for k in keep}
+
+
+@pytest.mark.parametrize("name", _shared() or ["(no shared traces)"])
+def test_round_trip_of_every_shared_trace(name: str, tmp_path: Path) -> None:
+    src = traces_dir() / name
+    if not src.is_file():
+        from realdata import require_shared_traces
+
+        require_shared_traces()
+        pytest.fail(f"{src} not found")
+    a = tmp_path / "a"
+    import_kineto([src], a)
+    _same_summary(a, _round_trip(a, tmp_path))
+
+
+@pytest.mark.parametrize("sample", ["mlp_cpu", "jax_cpu"])
+def test_round_trip_of_the_samples(sample: str, tmp_path: Path) -> None:
+    a = SAMPLES / sample
+    if not (a / "manifest.json").is_file():
+        a = tmp_path / "a"
+        import_kineto([SAMPLES / sample], a)
+    _same_summary(a, _round_trip(a, tmp_path))
+
+
+def _doc(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def test_structure_of_a_multi_rank_export(tmp_path: Path) -> None:
+    out = tmp_path / "all.json.gz"
+    proc = _export(SAMPLES / "synthetic_gpu", out)
+    assert proc.returncode == 0, proc.stderr
+    doc = _doc(out)
+    events = doc["traceEvents"]
+    starts = {e["id"] for e in events if e["ph"] == "s"}
+    ends = {e["id"] for e in events if e["ph"] == "f"}
+    assert starts and starts == ends
+    last: dict[tuple, float] = defaultdict(lambda: float("-inf"))
+    for e in events:
+        if e["ph"] == "X":
+            key = (e["pid"], e["tid"])
+            assert e["ts"] >= last[key], key
+            last[key] = e["ts"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    ev = open_trace(SAMPLES / "synthetic_gpu").events().collect()
+    gpus = ev.filter(pl.col("device") >= 0).select("node", "rank", "device").unique().rows()
+    assert {f"{n} rank {r} · GPU {g}" for n, r, g in gpus} <= names
+    counters = [e for e in events if e["ph"] == "C"]
+    metrics = open_trace(SAMPLES / "synthetic_gpu").metrics().collect()
+    assert len(counters) == metrics.height
+    assert sum(e["ph"] in ("X", "i") for e in events) == ev.height
+
+
+def test_times_are_exact_to_the_ns(tmp_path: Path) -> None:
+    a = SAMPLES / "synthetic_gpu"
+    out = tmp_path / "r1.json"
+    assert _export(a, out, "--ranks", "1").returncode == 0
+    doc = json.loads(out.read_text(), parse_float=Decimal)  # exact decimal µs, no float rounding
+    base = doc["baseTimeNanoseconds"]
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    got = sorted((base + int(e["ts"] * 1000), int(e["dur"] * 1000)) for e in xs)
+    ev = open_trace(a).events().filter(pl.col("rank") == 1, pl.col("kind") != "instant").collect()
+    assert got == sorted(ev.select("ts", "dur").rows())
+
+
+def test_steps_and_ranks_select(tmp_path: Path) -> None:
+    t = open_trace(SAMPLES / "mlp_cpu")
+    windows = t.steps().windows
+    step = int(windows["step"][1])
+    out = tmp_path / "one.json.gz"
+    assert _export(SAMPLES / "mlp_cpu", out, "--steps", str(step)).returncode == 0
+    steps = [e["name"] for e in _doc(out)["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+    assert f"ProfilerStep#{step}" in steps and len(steps) <= 3  # the step, and neighbours that touch it
+    out = tmp_path / "ranks.json.gz"
+    assert _export(SAMPLES / "synthetic_gpu", out, "--ranks", "1,3").returncode == 0
+    ranks = _doc(out)["profui"]["ranks"]
+    assert [r["rank"] for r in ranks] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--ranks", "9"), "no rank 9"),
+        (("--steps", "999"), "no step 999"),
+        (("--steps", "x"), "bad step selection"),
+        (("--format", "pprof"), "unknown export format"),
+    ],
+)
+def test_bad_selection_is_one_line(tmp_path: Path, args: tuple[str, ...], words: str) -> None:
+    out = tmp_path / "x.json.gz"
+    proc = _export(SAMPLES / "mlp_cpu", out, *args)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr
+    assert not out.exists()
+
+
+def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "x.json"
+    out.write_text("mine\n")
+    proc = _export(SAMPLES / "mlp_cpu", out)
+    assert proc.returncode == 2 and "--force" in proc.stderr and out.read_text() == "mine\n"
+    assert _export(SAMPLES / "mlp_cpu", out, "--force").returncode == 0 and out.read_text() != "mine\n"

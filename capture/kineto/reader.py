@@ -173,7 +173,11 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     if first == b"[":
         return _decode_array(path, data)
     if first != b"{":
-        raise KinetoFormatError(path, "not JSON (expected a Kineto trace: a JSON object with 'traceEvents')")
+        raise KinetoFormatError(
+            path,
+            "not JSON: profui reads Kineto JSON (.json, .json.gz), JAX profiler traces (.trace.json.gz) "
+            "and Nsight Systems exports (.sqlite, .nsys-rep)",
+        )
     try:
         top = _TOP_DECODER.decode(data)
     except msgspec.DecodeError as exc:

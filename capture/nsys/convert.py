@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -76,9 +77,12 @@ def _tid(g: object) -> int:
     return g & 0xFFFFFF if isinstance(g, int) else 0
 
 
+_encode = msgspec.json.Encoder().encode
+
+
 def _args(values: dict[str, Any]) -> str | None:
     kept = {k: v for k, v in values.items() if v is not None}
-    return json.dumps(kept, separators=(",", ":")) if kept else None
+    return _encode(kept).decode() if kept else None
 
 
 class _Rows:

@@ -66,3 +66,11 @@ def same_numbers(a: object, b: object, rel: float = 1e-12) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_numbers(x, y, rel) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
+
+
+def nsys_export(name: str) -> Path:
+    """Path of a shared Nsight Systems export (``nsys/<name>.sqlite``); skip/fail when absent."""
+    p = traces_dir() / "nsys" / f"{name}.sqlite"
+    if not p.is_file():
+        _missing(f"Nsight export {p.name} not found in {p.parent}")
+    return p

@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 from test_bad_input_import import PROFUI, assert_refused, profui, refused_and_nothing_written
-from test_nsys_import import _export
+
+from realdata import nsys_export
 
 
 def test_text_named_sqlite(tmp_path: Path) -> None:
@@ -20,7 +21,7 @@ def test_text_named_sqlite(tmp_path: Path) -> None:
     refused_and_nothing_written(tmp_path, bad, "not an sqlite file")
 
 
-def test_sqlite_that_is_not_an_nsight_export(tmp_path: Path) -> None:
+def test_sqlite_that_is_not_an_nsightnsys_export(tmp_path: Path) -> None:
     bad = tmp_path / "app.sqlite"
     conn = sqlite3.connect(bad)
     conn.execute("CREATE TABLE users (id INTEGER, name TEXT)")
@@ -31,7 +32,7 @@ def test_sqlite_that_is_not_an_nsight_export(tmp_path: Path) -> None:
 
 def test_export_without_cuda_or_nvtx_tables(tmp_path: Path) -> None:
     bad = tmp_path / "osrt.sqlite"
-    shutil.copy(_export("h100_2gpu_1s"), bad)
+    shutil.copy(nsys_export("h100_2gpu_1s"), bad)
     os.chmod(bad, 0o644)
     conn = sqlite3.connect(bad)
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
@@ -43,8 +44,8 @@ def test_export_without_cuda_or_nvtx_tables(tmp_path: Path) -> None:
     refused_and_nothing_written(tmp_path, bad, "no cuda or nvtx events")
 
 
-def test_truncated_export(tmp_path: Path) -> None:
-    data = _export("mfu_2gpu_before").read_bytes()
+def test_truncatednsys_export(tmp_path: Path) -> None:
+    data = nsys_export("mfu_2gpu_before").read_bytes()
     bad = tmp_path / "cut.sqlite"
     bad.write_bytes(data[: len(data) // 3])
     refused_and_nothing_written(tmp_path, bad, "sqlite")

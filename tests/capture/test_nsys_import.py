@@ -24,21 +24,10 @@ from profui.analysis import open_trace
 from profui.capture.format import read_manifest
 from profui.capture.kineto import import_kineto
 
-from realdata import traces_dir
+from realdata import nsys_export, traces_dir
 
 EXPORTS = ("h100_2gpu_1s", "mfu_2gpu_before", "mfu_2gpu_after")
 PROFUI = str(Path(sys.executable).with_name("profui"))
-
-
-def _export(name: str) -> Path:
-    path = traces_dir() / "nsys" / f"{name}.sqlite"
-    if not path.is_file():
-        import os
-
-        if os.environ.get("PROFUI_REQUIRE_TRACES") == "1":
-            pytest.fail(f"Nsight export {path} not found (PROFUI_REQUIRE_TRACES=1 makes this a failure)")
-        pytest.skip(f"Nsight export {path} not found; set PROFUI_TRACES")
-    return path
 
 
 def _reference(name: str) -> dict:
@@ -47,7 +36,7 @@ def _reference(name: str) -> dict:
 
 @pytest.fixture(scope="module", params=EXPORTS)
 def imported(request, tmp_path_factory) -> tuple[str, Path, Path]:
-    src = _export(request.param)
+    src = nsys_export(request.param)
     out = tmp_path_factory.mktemp("nsys") / request.param
     import_kineto([src], out)
     return request.param, src, out
@@ -151,7 +140,7 @@ def test_a_call_carries_the_op_id_of_the_innermost_op_around_it(imported) -> Non
         assert ext == innermost
 
 
-def test_copy_kinds_match_the_export(imported) -> None:
+def test_copy_kinds_match_thensys_export(imported) -> None:
     _name, src, out = imported
     kinds = dict(_sql(src, "SELECT id, name FROM ENUM_CUDA_MEMCPY_OPER"))
     raw = Counter()
@@ -168,7 +157,7 @@ def test_copy_kinds_match_the_export(imported) -> None:
 
 
 def test_nccl_api_ranges_are_not_the_users_annotations(tmp_path) -> None:
-    src = _export("mfu_2gpu_before")
+    src = nsys_export("mfu_2gpu_before")
     out = tmp_path / "t"
     import_kineto([src], out)
     names = open_trace(out).result("annotations")["names.parquet"]
@@ -177,7 +166,7 @@ def test_nccl_api_ranges_are_not_the_users_annotations(tmp_path) -> None:
 
 
 def test_nvtx_step_pattern_makes_steps(tmp_path) -> None:
-    src = _export("mfu_2gpu_before")
+    src = nsys_export("mfu_2gpu_before")
     out = tmp_path / "t"
     proc = subprocess.run(
         [PROFUI, "import", str(src), "-o", str(out), "--nvtx-step", "^FlashAttnFunc, "],
@@ -204,7 +193,7 @@ def test_nvtx_step_pattern_makes_steps(tmp_path) -> None:
 
 
 def test_summary_and_info_take_the_export_directly() -> None:
-    src = _export("h100_2gpu_1s")
+    src = nsys_export("h100_2gpu_1s")
     proc = subprocess.run(
         [PROFUI, "summary", str(src), "--json"], capture_output=True, text=True, timeout=300
     )

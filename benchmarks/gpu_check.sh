@@ -9,7 +9,9 @@
 # 3. checks the trace (status completed, GPUs in the manifest, kernels and memcpy in the events,
 #    GPU metrics sampled, every rank present), runs `profui summary` (text and --json) on it,
 # 4. copies the small trace to samples/gpu_capture/ (node folder renamed to gpu-host) as the
-#    project's real GPU capture.
+#    project's real GPU capture;
+# 5. where jax with a GPU backend is importable, records samples/train_jax.py on the GPU under
+#    jax.profiler, imports it and checks XLA ops landed on a device (samples/jax_gpu/).
 # Exits non-zero with a one-line reason when anything is missing.
 set -euo pipefail
 
@@ -144,3 +146,21 @@ cp -r "$TRACE" samples/gpu_capture
 cp "$WORK/train_cuda.py" samples/gpu_capture/train_cuda.py.txt
 du -sh samples/gpu_capture
 echo "gpu_check: ok: samples/gpu_capture ($NGPU GPU(s), ranks $RANKS)"
+
+if "$PY" -c "import jax, sys; sys.exit(0 if jax.default_backend() == 'gpu' else 1)" 2>/dev/null; then
+    "$PY" samples/train_jax.py "$WORK/jaxlogs" --steps 5 || fail "the JAX training loop failed on the GPU"
+    profui import "$WORK/jaxlogs" -o "$WORK/jax_trace" || fail "profui import of the JAX GPU trace failed"
+    profui summary "$WORK/jax_trace" | head -20
+    "$PY" - "$WORK/jax_trace" <<'PYEOF' || fail "the JAX GPU trace has no XLA ops on a device"
+import sys
+import pyarrow.parquet as pq
+from profui.capture.format import open_trace_dir
+rows = [r for f in open_trace_dir(sys.argv[1]).events for r in pq.read_table(f.path, columns=["kind", "device"]).to_pylist()]
+sys.exit(0 if any(r["kind"] == "kernel" and r["device"] >= 0 for r in rows) else 1)
+PYEOF
+    rm -rf samples/jax_gpu && mkdir -p samples/jax_gpu && cp -r "$WORK/jaxlogs/plugins" samples/jax_gpu/
+    find samples/jax_gpu -name '*.xplane.pb' -delete
+    echo "gpu_check: ok: samples/jax_gpu (JAX on the GPU)"
+else
+    echo "gpu_check: jax with a GPU backend is not installed here: no JAX GPU trace recorded"
+fi

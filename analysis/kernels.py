@@ -39,6 +39,20 @@ def kernel_stats(events: Frame, by: Sequence[str] = (), kinds: Sequence[str] = (
     return stats_of(kernel_events(events, kinds), by)
 
 
+def cpu_op_stats(events: Frame) -> pl.LazyFrame:
+    """Host op statistics per name (``cpu_op`` events: PyTorch's aten ops, Nsight's NVTX op
+    ranges, XLA's host scopes): ``name, count, total_ns, mean_ns``. Times are inclusive (an op's
+    time includes the ops it calls). Sorted by total descending, then name."""
+    d = pl.col("dur")
+    return (
+        _lazy(events)
+        .filter(pl.col("kind") == "cpu_op")
+        .group_by("name")
+        .agg(pl.len().cast(pl.Int64).alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"))
+        .sort(["total_ns", "name"], descending=[True, False])
+    )
+
+
 def stats_of(k: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """:func:`kernel_stats` of already selected kernel events ``k`` (exact or HTA's)."""
     by = list(by)

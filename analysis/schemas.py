@@ -282,6 +282,15 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "kernel time by type",
     ),
+    ("kernels", "ops.parquet"): Table(
+        (
+            _c("name", STR, "text", "host op name"),
+            _c("count", I64, "count", "calls"),
+            _c("total_ns", I64, "ns", "inclusive: with the ops it calls"),
+            _c("mean_ns", F64, "ns_float"),
+        ),
+        "host (cpu_op) statistics per name",
+    ),
     ("activity", "shares.parquet"): Table(
         (
             NODE,

@@ -134,7 +134,7 @@ def steps(ctx: StageContext) -> dict[str, Any]:
 
 
 def kernels(ctx: StageContext) -> dict[str, Any]:
-    """Per-kernel statistics, top-N by time and by count, and the by-type breakdown."""
+    """Per-kernel statistics, top-N by time and by count, the by-type breakdown, and the host ops."""
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
@@ -144,6 +144,7 @@ def kernels(ctx: StageContext) -> dict[str, Any]:
         "top_by_time.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="total_ns")),
         "top_by_count.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="count")),
         "types.parquet": (hv.hta_kernel_type_breakdown if hta else kn.kernel_type_breakdown)(ev),
+        "ops.parquet": kn.cpu_op_stats(ev),
     }
 
 
@@ -291,7 +292,7 @@ def sync(ctx: StageContext) -> dict[str, Any]:
 # -- summary --------------------------------------------------------------------------------
 
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
-_TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers")}
+_TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:

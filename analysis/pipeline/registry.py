@@ -114,9 +114,9 @@ STAGES: tuple[Stage, ...] = (
         "kernels",
         ("ingest",),
         ("top_n", "hta_compat", "include_last_step"),
-        ("stats.parquet", "top_by_time.parquet", "top_by_count.parquet", "types.parquet"),
+        ("stats.parquet", "top_by_time.parquet", "top_by_count.parquet", "types.parquet", "ops.parquet"),
         b.kernels,
-        "per-kernel statistics, top-N by time and count, by-type breakdown",
+        "per-kernel statistics, top-N by time and count, by-type breakdown, host op statistics",
         modules=(A + "kernels", A + "hta_variants"),
     ),
     Stage(

@@ -8,7 +8,7 @@ import typer
 
 from profui.capture.format import TraceFormatError
 
-from . import analyze_cmd, export_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
+from . import analyze_cmd, diff_cmd, export_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
 from .errors import UserError, report
 
 app = typer.Typer(
@@ -26,7 +26,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, export_cmd):
+for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, diff_cmd, export_cmd):
     _module.register(app)
 
 

@@ -1,0 +1,319 @@
+"""What changed between two runs: a profile of each from its stage outputs, and their difference.
+
+:func:`profile` reduces one trace's stage outputs (the same ones ``profui summary`` and the
+dashboard read, from the stage cache when warm) to a small JSON-ready dict: the job's step
+durations, the headline numbers, and the kernel and annotation tables by normalised name.
+:func:`diff` compares two profiles:
+
+- **step time** as a distribution: median, p90 and mean of the job's steps (the slowest rank per
+  step), and a 95% bootstrap interval of the difference of medians (seeded, 2,000 resamples);
+  the change is *significant* when the interval excludes 0. One step on a side: no interval;
+- **headline numbers** (GPU busy and idle, activity shares, kernel time and launches, exposed
+  communication, launch latency, precision shares, copy time): a change counts when it is at
+  least :data:`MATERIAL_REL` of the base (times, counts) or :data:`MATERIAL_PT` (shares);
+- **kernels**, **host ops** and **annotations** matched by :func:`normalise_name` (ids, sequence numbers and
+  addresses stripped), so a kernel that only moved stream, or a range whose name embeds an op id,
+  still matches; new and vanished names come first, then changed counts, then time alone;
+- **per step**, aligned by step number where both traces have step markers.
+
+Regressions come first (worse in the metric's direction), the largest change first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+#: A change in a time or count smaller than this fraction of the base is not reported as one.
+MATERIAL_REL = 0.02
+#: A change in a share smaller than this (1 percentage point) is not reported as one.
+MATERIAL_PT = 0.01
+BOOTSTRAP = 2000
+#: The stages (and their files) a profile reads.
+STAGES = (
+    "steps",
+    "utilization",
+    "activity",
+    "kernels",
+    "comm",
+    "launch",
+    "precision",
+    "annotations",
+    "memory",
+)
+VERSION = 1
+
+_NOISE = (
+    (re.compile(r", (?:seq|op_id|sequence|id) = \d+"), ""),  # NVTX: "aten::mm, seq = 12, op_id = 345"
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),  # addresses
+    (re.compile(r"#\d+$"), "#N"),  # "ProfilerStep#41"
+    (re.compile(r"\s+"), " "),
+)
+
+
+def normalise_name(name: str) -> str:
+    """``name`` with what differs between runs of the same code stripped: NVTX sequence and op
+    ids, hex addresses, a trailing ``#N``, repeated whitespace."""
+    for pattern, repl in _NOISE:
+        name = pattern.sub(repl, name)
+    return name.strip()
+
+
+def _rows(outputs: dict[str, dict[str, Any]], stage: str, file: str) -> list[dict[str, Any]]:
+    frame = outputs.get(stage, {}).get(file)
+    return frame.to_dicts() if frame is not None and hasattr(frame, "to_dicts") else []
+
+
+def _sum(rows: list[dict[str, Any]], key: str) -> float | None:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return float(sum(vals)) if vals else None
+
+
+def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[str, Any]:
+    """The profile of one trace from its stage outputs (:data:`STAGES`); ``trace`` names it
+    (``path``, ``name``, ``ranks``, ``gpus``...)."""
+    job = _rows(outputs, "steps", "job.parquet")
+    steps_info = outputs.get("steps", {}).get("steps.json") or {}
+    total = (_rows(outputs, "utilization", "total.parquet") or [{}])[0]
+    numbers: dict[str, float | None] = {}
+    busy = total.get("busy_share")
+    if total.get("n_gpus"):
+        numbers["gpu_busy"] = busy
+        numbers["idle_pct"] = None if busy is None else 1 - busy
+    shares: dict[str, list[float]] = {}
+    for r in _rows(outputs, "activity", "shares.parquet"):
+        if r.get("share") is not None:
+            shares.setdefault(r["activity"], []).append(r["share"])
+    for activity, vals in shares.items():
+        numbers[f"share_{activity}"] = sum(vals) / len(vals)
+    kernels = _rows(outputs, "kernels", "stats.parquet")
+    if kernels:
+        numbers["kernel_time"] = _sum(kernels, "total_ns")
+        numbers["kernel_count"] = _sum(kernels, "count")
+    overlap = _rows(outputs, "comm", "overlap.parquet")
+    if overlap:
+        numbers["comm_exposed"] = _sum(overlap, "exposed_comm_ns")
+    launch = (_rows(outputs, "launch", "overall.parquet") or [{}])[0]
+    if launch.get("launches"):
+        numbers["launch_p50"] = launch.get("latency_p50_ns")
+    for r in _rows(outputs, "precision", "shares.parquet"):
+        if r.get("in_shares") and r.get("count"):
+            numbers[f"precision_{r['precision']}"] = r.get("share")
+    for r in _rows(outputs, "memory", "ops.parquet"):
+        numbers[f"copy_{r['direction']}"] = r.get("time_ns")
+    return {
+        "version": VERSION,
+        "trace": trace,
+        "has_steps": bool(steps_info.get("has_markers")),
+        "steps": [{"step": r["step"], "dur_ns": r["dur_ns"]} for r in job],
+        "numbers": numbers,
+        "kernels": _by_name(kernels, "name"),
+        "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
+        "annotations": _by_name(_rows(outputs, "annotations", "names.parquet"), "name"),
+    }
+
+
+def _by_name(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        name = normalise_name(str(r[key]))
+        acc = out.setdefault(name, {"count": 0, "total_ns": 0})
+        acc["count"] += r.get("count") or 0
+        acc["total_ns"] += r.get("total_ns") or 0
+    return out
+
+
+# -- the difference ------------------------------------------------------------------------
+
+#: Per headline number: its label, unit and which way is better (None: neither).
+_META: dict[str, tuple[str, str, str | None]] = {
+    "step_p50": ("step time (median)", "ns", "lower"),
+    "step_p90": ("step time (p90)", "ns", "lower"),
+    "step_mean": ("step time (mean)", "ns", "lower"),
+    "gpu_busy": ("GPU busy", "share", "higher"),
+    "idle_pct": ("GPU idle", "share", "lower"),
+    "kernel_time": ("kernel time", "ns", None),
+    "kernel_count": ("kernel launches", "count", None),
+    "comm_exposed": ("exposed communication", "ns", "lower"),
+    "launch_p50": ("launch latency (median)", "ns", "lower"),
+}
+
+
+def metric_meta(name: str) -> tuple[str, str, str | None]:
+    """``(label, unit, better)`` of a headline number (``better``: lower, higher or None)."""
+    if name in _META:
+        return _META[name]
+    if name.startswith("share_"):
+        activity = name.removeprefix("share_")
+        return f"GPU time in {activity}", "share", "lower" if activity in ("idle", "sync") else None
+    if name.startswith("precision_"):
+        return f"{name.removeprefix('precision_')} share of kernel time", "share", None
+    if name.startswith("copy_"):
+        return f"{name.removeprefix('copy_')} copy time", "ns", "lower"
+    return name, "count", None
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return float(np.quantile(np.asarray(values, dtype=float), q))
+
+
+def step_interval(base: list[float], new: list[float], seed: int = 0) -> tuple[float, float] | None:
+    """95% bootstrap interval of median(new) - median(base); None with fewer than 2 steps a side."""
+    if len(base) < 2 or len(new) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    da = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
+    db = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
+    lo, hi = np.quantile(db - da, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _metric(name: str, base: float | None, new: float | None) -> dict[str, Any]:
+    label, unit, better = metric_meta(name)
+    delta = None if base is None or new is None else new - base
+    rel = None if delta is None or not base else delta / base
+    if delta is None:
+        changed = base != new
+    elif unit == "share":
+        changed = abs(delta) >= MATERIAL_PT
+    else:
+        changed = rel is None or abs(rel) >= MATERIAL_REL
+    return {
+        "label": label,
+        "unit": unit,
+        "better": better,
+        "base": base,
+        "new": new,
+        "delta": delta,
+        "rel": rel,
+        "changed": bool(changed),
+        "significant": None,
+        "ci95": None,
+    }
+
+
+def _direction(m: dict[str, Any]) -> str:
+    if not m["changed"] or m["delta"] is None or m["better"] is None or m["significant"] is False:
+        return "changed" if m["changed"] and m["significant"] is not False else "same"
+    worse = m["delta"] > 0 if m["better"] == "lower" else m["delta"] < 0
+    return "regression" if worse else "improvement"
+
+
+def _size(m: dict[str, Any]) -> float:
+    if m["delta"] is None:
+        return math.inf
+    return abs(m["delta"]) if m["unit"] == "share" else abs(m["rel"]) if m["rel"] is not None else math.inf
+
+
+def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, Any]:
+    """The difference of two :func:`profile` results (a JSON-ready dict; see the module docstring
+    and ``docs`` in :data:`JSON_DOC` for its keys)."""
+    metrics: dict[str, dict[str, Any]] = {}
+    bs, ns = [s["dur_ns"] for s in base["steps"]], [s["dur_ns"] for s in new["steps"]]
+    if bs and ns:
+        for name, q in (("step_p50", 0.5), ("step_p90", 0.9)):
+            metrics[name] = _metric(name, _quantile(bs, q), _quantile(ns, q))
+        metrics["step_mean"] = _metric("step_mean", float(np.mean(bs)), float(np.mean(ns)))
+        ci = step_interval(bs, ns)
+        for name in ("step_p50", "step_p90", "step_mean"):
+            metrics[name]["ci95"] = None if name != "step_p50" or ci is None else list(ci)
+            metrics[name]["significant"] = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
+    for name in sorted(set(base["numbers"]) | set(new["numbers"])):
+        metrics[name] = _metric(name, base["numbers"].get(name), new["numbers"].get(name))
+    for m in metrics.values():
+        m["verdict"] = _direction(m)
+    order = sorted(
+        (n for n, m in metrics.items() if m["verdict"] != "same"),
+        key=lambda n: (
+            {"regression": 0, "improvement": 1, "changed": 2}[metrics[n]["verdict"]],
+            n != "step_p50",  # the median leads the step numbers: it is the one tested against noise
+            -_size(metrics[n]),
+        ),
+    )
+    significant_steps = any(metrics[n]["significant"] for n in ("step_p50",) if n in metrics)
+    step_noise = "step_p50" in metrics and metrics["step_p50"]["significant"] is False
+    if step_noise:  # steps within run-to-run noise: the run is not faster or slower
+        order = [n for n in order if not n.startswith("step_")]
+    verdict = "no significant change" if not order else ("regression" if any(
+        metrics[n]["verdict"] == "regression" for n in order) else "changed")  # fmt: skip
+    return {
+        "version": VERSION,
+        "base": base["trace"],
+        "new": new["trace"],
+        "verdict": verdict,
+        "step_time_significant": significant_steps,
+        "headline": order,
+        "metrics": metrics,
+        "kernels": _table_diff(base["kernels"], new["kernels"], top),
+        "ops": _table_diff(base["ops"], new["ops"], top),
+        "annotations": _table_diff(base["annotations"], new["annotations"], top),
+        "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] else [],
+    }
+
+
+def _table_diff(
+    a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], top: int
+) -> list[dict[str, Any]]:
+    rows = []
+    for name in set(a) | set(b):
+        x, y = a.get(name), b.get(name)
+        status = "new" if x is None else "gone" if y is None else "both"
+        bt, nt = (x or {}).get("total_ns", 0), (y or {}).get("total_ns", 0)
+        bc, nc = (x or {}).get("count", 0), (y or {}).get("count", 0)
+        rows.append(
+            {
+                "name": name,
+                "status": status,
+                "base_total_ns": bt,
+                "new_total_ns": nt,
+                "delta_ns": nt - bt,
+                "base_count": bc,
+                "new_count": nc,
+                "base_mean_ns": bt / bc if bc else None,
+                "new_mean_ns": nt / nc if nc else None,
+            }
+        )
+    # what the code changed first (new and vanished names, then changed counts), then what only
+    # took more or less time, which run-to-run noise also does
+    rank = {"new": 0, "gone": 0}
+    rows.sort(
+        key=lambda r: (
+            rank.get(r["status"], 1 if r["base_count"] != r["new_count"] else 2),
+            -abs(r["delta_ns"]),
+            r["name"],
+        )
+    )
+    return rows[:top] if top > 0 else rows
+
+
+def _per_step(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    b = {s["step"]: s["dur_ns"] for s in base["steps"]}
+    n = {s["step"]: s["dur_ns"] for s in new["steps"]}
+    return [
+        {"step": s, "base_ns": b[s], "new_ns": n[s], "delta_ns": n[s] - b[s]} for s in sorted(set(b) & set(n))
+    ]
+
+
+#: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
+JSON_DOC = {
+    "version": "format version (1)",
+    "base": "the base trace: path, name, ranks, gpus",
+    "new": "the new trace, as base",
+    "verdict": "'no significant change', 'changed' or 'regression'",
+    "step_time_significant": "true when the median step time moved beyond run-to-run noise",
+    "headline": "the metric names that changed, regressions first, largest first",
+    "metrics": "per metric: label, unit (ns|share|count), better (lower|higher|null), base, new, "
+    "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
+    "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
+    "(regression|improvement|changed|same)",
+    "kernels": "per normalised kernel name: status (new|gone|both), base/new total_ns, count, "
+    "mean_ns, delta_ns; new and gone names first, then changed counts, then the rest, each "
+    "largest |delta_ns| first",
+    "ops": "the same for host ops (cpu_op: aten ops, NVTX op ranges), inclusive times",
+    "annotations": "the same for annotation names",
+    "steps": "per step number both traces have: base_ns, new_ns, delta_ns",
+}

@@ -1,0 +1,96 @@
+"""The regression gate: ``--fail-if "step_p50>+5%"`` conditions over a :func:`~.diff.diff` result.
+
+A condition is ``METRIC OP VALUE[UNIT]``: ``METRIC`` a key of the diff's ``metrics``
+(``step_p50``, ``idle_pct``, ``share_kernel``, ``kernel_time`` ...), ``OP`` one of ``> >= < <=``,
+and ``VALUE`` the change that breaks it:
+
+- ``%``: the change relative to the base (``step_p50>+5%``: the median step is more than 5% slower);
+- ``pt``: the change of a share in percentage points (``idle_pct>+3pt``);
+- ``ns``/``us``/``ms``/``s``: the change of a time (``launch_p50>+20us``);
+- no unit: the change of a count (``kernel_count>+100``).
+
+A condition is broken when the change satisfies it. A metric missing from either trace, a unit
+that does not fit the metric, or a malformed condition is a :class:`GateError` (bad input).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .formatting import fmt_ns
+
+_EXPR = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(>=|<=|>|<)\s*([+-]?\d+(?:\.\d+)?)\s*(%|pt|ns|us|µs|ms|s)?\s*$")
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+class GateError(ValueError):
+    """A condition that cannot be evaluated; ``str()`` is one line naming it."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One parsed ``--fail-if`` condition."""
+
+    text: str
+    metric: str
+    op: str
+    value: float
+    unit: str
+
+
+def parse_condition(text: str) -> Condition:
+    """Parse ``METRIC OP VALUE[UNIT]``; :class:`GateError` when it is not one."""
+    m = _EXPR.match(text)
+    if not m:
+        raise GateError(
+            f"bad --fail-if {text!r}: write METRIC OP VALUE[UNIT], e.g. 'step_p50>+5%' or 'idle_pct>+3pt'"
+        )
+    return Condition(text.strip(), m[1], m[2], float(m[3]), m[4] or "")
+
+
+def _change(cond: Condition, m: dict[str, Any]) -> tuple[float, str]:
+    """The metric's change in the condition's unit, and how it reads."""
+    if cond.unit == "%":
+        if m["rel"] is None:
+            raise GateError(
+                f"--fail-if {cond.text!r}: {cond.metric} is 0 in the base, a relative change has no value"
+            )
+        return m["rel"] * 100, f"{m['rel'] * 100:+.1f}%"
+    if cond.unit == "pt":
+        if m["unit"] != "share":
+            raise GateError(f"--fail-if {cond.text!r}: 'pt' is for shares; {cond.metric} is a {m['unit']}")
+        return m["delta"] * 100, f"{m['delta'] * 100:+.1f}pt"
+    if cond.unit in _TIME_UNITS:
+        if m["unit"] != "ns":
+            raise GateError(
+                f"--fail-if {cond.text!r}: {cond.unit} is for times; {cond.metric} is a {m['unit']}"
+            )
+        return m["delta"] / _TIME_UNITS[cond.unit], ("+" if m["delta"] >= 0 else "-") + fmt_ns(
+            abs(m["delta"])
+        )
+    if m["unit"] != "count":
+        unit = "%, pt" if m["unit"] == "share" else "%, ns, us, ms or s"
+        raise GateError(f"--fail-if {cond.text!r}: give {cond.metric}'s change a unit ({unit})")
+    return m["delta"], f"{m['delta']:+,.0f}"
+
+
+def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Evaluate each condition on a diff result: ``condition, metric, change, broken, line``."""
+    out = []
+    for cond in conditions:
+        m = result["metrics"].get(cond.metric)
+        if m is None or m["base"] is None or m["new"] is None:
+            known = ", ".join(sorted(n for n, v in result["metrics"].items() if v["delta"] is not None))
+            raise GateError(f"--fail-if {cond.text!r}: {cond.metric} is not in both traces (there: {known})")
+        change, shown = _change(cond, m)
+        broken = _OPS[cond.op](change, cond.value)
+        noise = " (within run-to-run noise)" if m.get("significant") is False else ""
+        line = f"{cond.metric} changed {shown}: {'breaks' if broken else 'holds'} {cond.text}{noise}"
+        out.append(
+            {"condition": cond.text, "metric": cond.metric, "change": change, "broken": broken, "line": line}
+        )
+    return out

@@ -1,0 +1,230 @@
+"""``profui diff BASE NEW``: what changed between two runs, and a regression gate for CI.
+
+Each side is any trace profui reads (a trace folder, Kineto JSON, an Nsight export, a JAX
+trace) or a named baseline (``baseline:NAME``, or ``NAME`` where no such path exists) saved with
+``profui diff --save-baseline NAME TRACE``. Both sides come from their stage outputs (the stage
+cache when warm), never from raw events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .errors import EXIT_BAD_INPUT, UserError
+
+_BASELINE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+EXIT_GATE = 1
+
+
+def _baselines() -> Path:
+    from profui.capture.format import default_cache_root
+
+    return default_cache_root() / "baselines"
+
+
+def _trace_profile(source: str) -> dict[str, Any]:
+    from profui.analysis import open_trace
+    from profui.analysis.diff import STAGES, profile
+    from profui.analysis.pipeline.answers import answers
+
+    from .sources import resolve_source
+
+    path = resolve_source(source)
+    trace = open_trace(path)
+    m = trace.manifest
+    got = answers(path, STAGES, trace=lambda: trace)
+    info = {
+        "path": str(source),
+        "name": m.name,
+        "source": m.source,
+        "ranks": list(m.ranks),
+        "gpus": len(m.gpus),
+    }
+    return profile(got.outputs, info)
+
+
+def load_profile(spec: str) -> dict[str, Any]:
+    """The profile of ``spec``: a saved baseline (``baseline:NAME``, or a bare NAME that is not a
+    path), else a trace."""
+    name = spec.removeprefix("baseline:")
+    saved = _baselines() / f"{name}.json"
+    if spec.startswith("baseline:") or (not Path(spec).expanduser().exists() and _BASELINE_NAME.match(name)):
+        if not saved.is_file():
+            known = sorted(p.stem for p in _baselines().glob("*.json")) if _baselines().is_dir() else []
+            raise UserError(
+                f"{spec}: no such trace or baseline (baselines: {', '.join(known) or 'none'}; "
+                "save one with `profui diff --save-baseline NAME TRACE`)"
+            )
+        try:
+            doc = json.loads(saved.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{saved}: unreadable baseline ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("version") != 1:
+            raise UserError(f"{saved}: not a profui baseline of this version; save it again")
+        return doc
+    return _trace_profile(spec)
+
+
+def save_baseline(name: str, source: str) -> str:
+    """Save ``source``'s profile as baseline ``name``; returns the line to print."""
+    if not _BASELINE_NAME.match(name):
+        raise UserError(f"bad baseline name {name!r}: letters, digits, '.', '_' and '-' only")
+    prof = _trace_profile(source)
+    folder = _baselines()
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{name}.json"
+    tmp = folder / f".{name}.json.tmp"
+    tmp.write_text(json.dumps(prof, separators=(",", ":")) + "\n")
+    tmp.replace(out)
+    return f"saved baseline {name} from {source} ({len(prof['steps'])} steps) in {out}"
+
+
+def _num(value: float | None, unit: str) -> str:
+    from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
+
+    if value is None:
+        return "-"
+    return fmt_ns(value) if unit == "ns" else fmt_pct(value) if unit == "share" else fmt_count(value)
+
+
+def _change(m: dict[str, Any]) -> str:
+    if m["delta"] is None:
+        return "only in one"
+    if m["unit"] == "share":
+        return f"{m['delta'] * 100:+.1f}pt"
+    return f"{m['rel'] * 100:+.1f}%" if m["rel"] is not None else "from 0"
+
+
+def format_diff(result: dict[str, Any]) -> str:
+    """The text report of a diff result."""
+    from profui.analysis.formatting import elide, fmt_ns
+
+    lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
+    metrics = result["metrics"]
+    if "step_p50" in metrics:
+        m = metrics["step_p50"]
+        if m["ci95"] is not None:
+            lo, hi = m["ci95"]
+            sig = "beyond run-to-run noise" if m["significant"] else "within run-to-run noise"
+            lines.append(
+                f"step time: 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)} ({sig})"
+            )
+        else:
+            lines.append("step time: fewer than 2 steps on a side, no noise estimate")
+    shown = result["headline"] or []
+    if shown:
+        lines.append("")
+        width = max(len(metrics[n]["label"]) for n in shown)
+        for n in shown:
+            m = metrics[n]
+            lines.append(
+                f"  {m['label']:<{width}}  {_num(m['base'], m['unit']):>9} → {_num(m['new'], m['unit']):<9}"
+                f" {_change(m):>9}  {m['verdict']}  [{n}]"
+            )
+    for title, key in (("Kernels", "kernels"), ("Host ops", "ops"), ("Annotations", "annotations")):
+        rows = [r for r in result[key] if r["delta_ns"]]
+        if not rows:
+            continue
+        lines += ["", f"{title} by change of total time"]
+        for r in rows:
+            tag = {"new": " [new]", "gone": " [gone]"}.get(r["status"], "")
+            lines.append(
+                f"  {('+' if r['delta_ns'] >= 0 else '-') + fmt_ns(abs(r['delta_ns'])):>10}  "
+                f"{fmt_ns(r['base_total_ns']):>9} → {fmt_ns(r['new_total_ns']):<9} "
+                f"×{r['base_count']:,}→{r['new_count']:,}  {elide(r['name'], 70)}{tag}"
+            )
+    steps = result["steps"]
+    if steps:
+        worst = sorted(steps, key=lambda s: -abs(s["delta_ns"]))[:5]
+        lines += ["", "Steps by change (aligned by step number)"]
+        for s in worst:
+            sign = "+" if s["delta_ns"] >= 0 else "-"
+            lines.append(
+                f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({sign}{fmt_ns(abs(s['delta_ns']))})"
+            )
+    return "\n".join(lines)
+
+
+def run_diff(specs: list[str], as_json: bool, top: int, fail_if: list[str], save: str | None) -> int:
+    """Run ``profui diff``; returns the exit status (0, or 1 when a --fail-if condition broke)."""
+    from profui.analysis.diff import diff
+    from profui.analysis.gate import GateError, check, parse_condition
+
+    if save is not None:
+        if len(specs) != 1:
+            raise UserError("--save-baseline NAME takes one trace: profui diff --save-baseline NAME TRACE")
+        typer.echo(save_baseline(save, specs[0]))
+        return 0
+    if len(specs) != 2:
+        raise UserError("profui diff takes two traces (BASE NEW), or --save-baseline NAME TRACE")
+    try:
+        conditions = [parse_condition(c) for c in fail_if]
+    except GateError as exc:
+        raise UserError(str(exc)) from None
+    base, new = (load_profile(s) for s in specs)
+    result = diff(base, new, top=top)
+    try:
+        gate = check(conditions, result)
+    except GateError as exc:
+        raise UserError(str(exc)) from None
+    result["gate"] = gate
+    typer.echo(json.dumps(result, indent=2, default=str) if as_json else format_diff(result))
+    broken = [g for g in gate if g["broken"]]
+    for g in broken:
+        typer.echo(f"profui: gate: {g['line']}", err=True)
+    return EXIT_GATE if broken else 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``profui diff``."""
+
+    @app.command("diff")
+    def diff_command(
+        traces: list[str] = typer.Argument(
+            ...,
+            metavar="BASE NEW",
+            help="Two traces (folders, Kineto JSON, Nsight .sqlite, JAX) or baselines.",
+        ),
+        as_json: bool = typer.Option(
+            False, "--json", help="Print the diff as JSON (stable keys, version 1)."
+        ),
+        top: int = typer.Option(15, "--top", help="Kernels and annotations listed (0: all)."),
+        fail_if: list[str] = typer.Option(
+            [],
+            "--fail-if",
+            metavar="COND",
+            help="Exit 1 when COND holds, e.g. 'step_p50>+5%' or 'idle_pct>+3pt'.",
+        ),
+        save_baseline_name: str | None = typer.Option(
+            None, "--save-baseline", metavar="NAME", help="Save TRACE's numbers as baseline NAME instead."
+        ),
+    ) -> None:
+        """What changed between two runs: step time against run-to-run noise, GPU busy and idle,
+        activity shares, kernels (new, gone, moved), communication, launch latency, precision,
+        annotations and copies, regressions first.
+
+        Exit status: 0, or 1 when a --fail-if condition breaks (one line each on stderr), or 2 on
+        bad input. Conditions: METRIC OP VALUE with % (relative), pt (share points), ns/us/ms/s
+        or a plain count; METRIC is any key of the --json "metrics".
+
+        Examples:
+
+          profui diff before/ after/
+
+          profui diff before.sqlite after.sqlite --json
+
+          profui diff --save-baseline main trace/
+
+          profui diff main trace/ --fail-if 'step_p50>+5%' --fail-if 'idle_pct>+3pt'
+        """
+        code = run_diff(traces, as_json, top, fail_if, save_baseline_name)
+        if code:
+            raise typer.Exit(code)
+
+
+__all__ = ["EXIT_BAD_INPUT", "format_diff", "load_profile", "register", "run_diff", "save_baseline"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -116,11 +117,31 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
     }
 
 
-def _by_name(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
+def profile_of(path: str | Path, label: str | None = None) -> dict[str, Any]:
+    """:func:`profile` of the trace folder ``path`` from its stage outputs, taken where the
+    dashboard takes them (:func:`profui.analysis.pipeline.answers.answers`: cached when warm)."""
+    from .pipeline.answers import answers
+    from .trace import open_trace
+
+    trace = open_trace(path)
+    m = trace.manifest
+    got = answers(Path(path), STAGES, trace=lambda: trace)
+    info = {
+        "path": label or str(path),
+        "folder": str(Path(path).resolve()),
+        "name": m.name,
+        "source": m.source,
+        "ranks": list(m.ranks),
+        "gpus": len(m.gpus),
+    }
+    return profile(got.outputs, info)
+
+
+def _by_name(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for r in rows:
         name = normalise_name(str(r[key]))
-        acc = out.setdefault(name, {"count": 0, "total_ns": 0})
+        acc = out.setdefault(name, {"count": 0, "total_ns": 0, "example": str(r[key])})
         acc["count"] += r.get("count") or 0
         acc["total_ns"] += r.get("total_ns") or 0
     return out
@@ -267,6 +288,8 @@ def _table_diff(
         rows.append(
             {
                 "name": name,
+                "base_example": (x or {}).get("example"),
+                "new_example": (y or {}).get("example"),
                 "status": status,
                 "base_total_ns": bt,
                 "new_total_ns": nt,
@@ -298,6 +321,40 @@ def _per_step(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]
     ]
 
 
+def value_text(value: float | None, unit: str) -> str:
+    """A metric's value as the diff shows it."""
+    from .formatting import fmt_count, fmt_ns, fmt_pct
+
+    if value is None:
+        return "-"
+    return fmt_ns(value) if unit == "ns" else fmt_pct(value) if unit == "share" else fmt_count(value)
+
+
+def change_text(m: dict[str, Any]) -> str:
+    """A metric's change as the diff shows it: ``+12.3%``, ``+7.9pt`` for shares."""
+    if m["delta"] is None:
+        return "only in one"
+    if m["unit"] == "share":
+        return f"{m['delta'] * 100:+.1f}pt"
+    return f"{m['rel'] * 100:+.1f}%" if m["rel"] is not None else "from 0"
+
+
+def sentence(m: dict[str, Any]) -> str:
+    """The takeaway of one changed metric, true of its numbers: ``GPU idle rose from 9.6% to
+    17.4% (+7.9pt): a regression.``"""
+    if m["delta"] is None:
+        return f"{m['label']} is in only one of the two traces."
+    verb = "rose" if m["delta"] > 0 else "fell" if m["delta"] < 0 else "stayed"
+    words = {"regression": ": a regression", "improvement": ": an improvement"}.get(m["verdict"], "")
+    noise = ""
+    if m.get("significant") is True:
+        noise = ", beyond run-to-run noise"
+    elif m.get("significant") is False:
+        noise = ", within run-to-run noise"
+    base, new = value_text(m["base"], m["unit"]), value_text(m["new"], m["unit"])
+    return f"{m['label'][:1].upper()}{m['label'][1:]} {verb} from {base} to {new} ({change_text(m)}{noise}){words}."
+
+
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (1)",
@@ -310,7 +367,8 @@ JSON_DOC = {
     "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
     "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
     "(regression|improvement|changed|same)",
-    "kernels": "per normalised kernel name: status (new|gone|both), base/new total_ns, count, "
+    "kernels": "per normalised kernel name: status (new|gone|both), base/new_example (a name as "
+    "each trace spells it), base/new total_ns, count, "
     "mean_ns, delta_ns; new and gone names first, then changed counts, then the rest, each "
     "largest |delta_ns| first",
     "ops": "the same for host ops (cpu_op: aten ops, NVTX op ranges), inclusive times",

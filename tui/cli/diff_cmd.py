@@ -28,24 +28,11 @@ def _baselines() -> Path:
 
 
 def _trace_profile(source: str) -> dict[str, Any]:
-    from profui.analysis import open_trace
-    from profui.analysis.diff import STAGES, profile
-    from profui.analysis.pipeline.answers import answers
+    from profui.analysis.diff import profile_of
 
     from .sources import resolve_source
 
-    path = resolve_source(source)
-    trace = open_trace(path)
-    m = trace.manifest
-    got = answers(path, STAGES, trace=lambda: trace)
-    info = {
-        "path": str(source),
-        "name": m.name,
-        "source": m.source,
-        "ranks": list(m.ranks),
-        "gpus": len(m.gpus),
-    }
-    return profile(got.outputs, info)
+    return profile_of(resolve_source(source), label=str(source))
 
 
 def load_profile(spec: str) -> dict[str, Any]:
@@ -84,24 +71,9 @@ def save_baseline(name: str, source: str) -> str:
     return f"saved baseline {name} from {source} ({len(prof['steps'])} steps) in {out}"
 
 
-def _num(value: float | None, unit: str) -> str:
-    from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
-
-    if value is None:
-        return "-"
-    return fmt_ns(value) if unit == "ns" else fmt_pct(value) if unit == "share" else fmt_count(value)
-
-
-def _change(m: dict[str, Any]) -> str:
-    if m["delta"] is None:
-        return "only in one"
-    if m["unit"] == "share":
-        return f"{m['delta'] * 100:+.1f}pt"
-    return f"{m['rel'] * 100:+.1f}%" if m["rel"] is not None else "from 0"
-
-
 def format_diff(result: dict[str, Any]) -> str:
     """The text report of a diff result."""
+    from profui.analysis.diff import change_text, value_text
     from profui.analysis.formatting import elide, fmt_ns
 
     lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
@@ -123,8 +95,8 @@ def format_diff(result: dict[str, Any]) -> str:
         for n in shown:
             m = metrics[n]
             lines.append(
-                f"  {m['label']:<{width}}  {_num(m['base'], m['unit']):>9} → {_num(m['new'], m['unit']):<9}"
-                f" {_change(m):>9}  {m['verdict']}  [{n}]"
+                f"  {m['label']:<{width}}  {value_text(m['base'], m['unit']):>9} → {value_text(m['new'], m['unit']):<9}"
+                f" {change_text(m):>9}  {m['verdict']}  [{n}]"
             )
     for title, key in (("Kernels", "kernels"), ("Host ops", "ops"), ("Annotations", "annotations")):
         rows = [r for r in result[key] if r["delta_ns"]]

@@ -69,6 +69,23 @@ def plan_open(path: Path | None):
     raise TraceFormatError(path, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
 
 
+def open_diff(base: str, new: Path | None) -> None:
+    """Run the diff app of ``base`` against ``new`` (both resolved and analysed first)."""
+    if new is None:
+        raise UserError("--diff BASE needs the new trace too: profui open --diff BASE NEW")
+    from profui.analysis.diff import diff, profile_of
+
+    from ..screens.diff import DiffApp
+    from .diff_cmd import load_profile
+    from .sources import resolve_source
+
+    new_dir = resolve_source(new)
+    base_profile = load_profile(base)
+    base_dir = Path(base_profile["trace"].get("folder") or base_profile["trace"]["path"])
+    result = diff(base_profile, profile_of(new_dir, label=str(new)))
+    DiffApp(base_dir if is_trace_dir(base_dir) else resolve_source(base), new_dir, result).run()
+
+
 def register(app: typer.Typer) -> None:
     """Add ``open`` to ``app``."""
 
@@ -83,11 +100,21 @@ def register(app: typer.Typer) -> None:
         poll: float = typer.Option(
             2.0, "--poll", help="Seconds between checks of a running trace for new files."
         ),
+        diff: str | None = typer.Option(
+            None,
+            "--diff",
+            metavar="BASE",
+            help="Open the diff of BASE (a trace or a saved baseline) against PATH instead: "
+            "profui open --diff before/ after/",
+        ),
     ) -> None:
         """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first.
 
         Keys: 1-5 or Tab switch views (Dashboard, Kernels, Steps, Runs, Timeline), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land.
         """
+        if diff is not None:
+            open_diff(diff, path)
+            return
         target = plan_open(path)
         from ..app import ProfuiApp
 

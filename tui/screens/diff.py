@@ -1,0 +1,178 @@
+"""``profui open --diff BASE NEW``: the diff of two runs, and both timelines at a kernel.
+
+The app shows :func:`profui.analysis.diff.diff`'s result (the one ``profui diff --json``
+prints): the changed headline numbers with their takeaways, regressions first, then kernels and
+host ops by change. Enter on a kernel opens both traces' timelines at that kernel, one above the
+other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from profui.analysis.diff import change_text, sentence, value_text
+from profui.analysis.formatting import elide, fmt_ns
+
+from ..widgets.keyline import KeyLine
+
+
+def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """``(metric, base, new, change, takeaway)`` of each changed headline number, in order."""
+    out = []
+    for name in result["headline"]:
+        m = result["metrics"][name]
+        out.append(
+            (
+                m["label"],
+                value_text(m["base"], m["unit"]),
+                value_text(m["new"], m["unit"]),
+                change_text(m),
+                sentence(m),
+            )
+        )
+    return out
+
+
+class TimelinesScreen(Screen[None]):
+    """Both traces' timelines at one kernel, the base above the new."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("tab", "focus_next", "Other timeline")]
+    DEFAULT_CSS = """
+    TimelinesScreen .diff-tl-title { height: 1; padding: 0 1; background: $panel; }
+    TimelinesScreen TimelineView { height: 1fr; }
+    """
+
+    def __init__(self, sides: list[tuple[str, Path, str | None]]) -> None:
+        super().__init__()
+        self.sides = sides  # (label, trace folder, kernel name as that trace spells it)
+
+    def compose(self) -> ComposeResult:
+        from ..timeline.view import TimelineView
+        from ..views.session import TraceSession
+
+        for i, (label, path, kernel) in enumerate(self.sides):
+            yield Static(
+                f"{label}: {elide(kernel, 60) if kernel else 'kernel not in this trace'}",
+                classes="diff-tl-title",
+            )
+            yield TimelineView(TraceSession(path), id=f"diff-tl-{i}")
+        yield KeyLine()
+
+    def on_mount(self) -> None:
+        from ..timeline.view import TimelineView
+
+        for i, (_label, _path, kernel) in enumerate(self.sides):
+            view = self.query_one(f"#diff-tl-{i}", TimelineView)
+            view.load()
+            if kernel:
+                view.goto(kernel=kernel)
+        self.query_one("#diff-tl-0", TimelineView).focus_main()
+
+
+class DiffApp(App[None]):
+    """The diff of two traces (folders), keyboard first."""
+
+    ENABLE_COMMAND_PALETTE = False
+    TITLE = "profui diff"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("tab", "focus_next", "Next table"),
+        Binding("enter", "noop", "Both timelines (kernel rows)", show=True, priority=False),
+    ]
+
+    def action_noop(self) -> None:
+        """Enter is the tables' own key (a selected row); listed so the key line names it."""
+
+    CSS = """
+    #diff-head { height: auto; padding: 0 1; }
+    .diff-title { height: 1; padding: 0 1; background: $panel; }
+    #diff-headline { height: auto; max-height: 40%; }
+    #diff-takeaway { height: auto; padding: 0 1; }
+    #diff-kernels { height: 1fr; }
+    """
+
+    def __init__(self, base: Path, new: Path, result: dict[str, Any]) -> None:
+        super().__init__()
+        self.base, self.new, self.result = base, new, result
+        self._kernel_rows: list[dict[str, Any]] = []
+        self._takeaways: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        r = self.result
+        head = [f"{r['base']['path']} → {r['new']['path']}: {r['verdict']}"]
+        step = r["metrics"].get("step_p50")
+        if step is not None and step["ci95"] is not None:
+            lo, hi = step["ci95"]
+            noise = "beyond" if step["significant"] else "within"
+            head.append(
+                f"median step change, 95% interval {fmt_ns(lo)} … {fmt_ns(hi)}: {noise} run-to-run noise"
+            )
+        with Vertical():
+            yield Static("\n".join(head), id="diff-head")
+            yield Static("What changed (regressions first)", classes="diff-title")
+            yield DataTable(id="diff-headline", cursor_type="row", zebra_stripes=False)
+            yield Static("", id="diff-takeaway")
+            yield Static(
+                "Kernels and host ops by change · Enter: both timelines at the kernel", classes="diff-title"
+            )
+            yield DataTable(id="diff-kernels", cursor_type="row")
+        yield KeyLine()
+
+    def on_mount(self) -> None:
+        headline = self.query_one("#diff-headline", DataTable)
+        headline.add_columns("metric", "base", "new", "change")
+        rows = headline_rows(self.result)
+        for row in rows or [("no significant change", "", "", "", "")]:
+            headline.add_row(*row[:4])
+        self._takeaways = [row[4] for row in rows]
+        self._show_takeaway(0)
+        kernels = self.query_one("#diff-kernels", DataTable)
+        kernels.add_columns("change", "base", "new", "count", "name")
+        self._kernel_rows = [dict(r, kind="kernel") for r in self.result["kernels"]]
+        self._kernel_rows += [dict(r, kind="op") for r in self.result.get("ops", [])]
+        for r in self._kernel_rows:
+            tag = {"new": " [new]", "gone": " [gone]"}.get(r["status"], "")
+            sign = "+" if r["delta_ns"] >= 0 else "-"
+            kernels.add_row(
+                f"{sign}{fmt_ns(abs(r['delta_ns']))}",
+                fmt_ns(r["base_total_ns"]),
+                fmt_ns(r["new_total_ns"]),
+                f"{r['base_count']:,}→{r['new_count']:,}",
+                ("op " if r["kind"] == "op" else "") + elide(r["name"], 60) + tag,
+            )
+        (kernels if not rows else headline).focus()
+
+    def _show_takeaway(self, i: int) -> None:
+        text = self._takeaways[i] if 0 <= i < len(self._takeaways) else ""
+        self.query_one("#diff-takeaway", Static).update(f"→ {text}" if text else "")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "diff-headline":
+            self._show_takeaway(event.cursor_row)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "diff-kernels" or not self._kernel_rows:
+            return
+        row = self._kernel_rows[event.cursor_row]
+        if row["kind"] != "kernel":
+            self.notify("host ops have no kernel to show: pick a kernel row", severity="warning")
+            return
+        self.open_timelines(row)
+
+    def open_timelines(self, row: dict[str, Any]) -> None:
+        """Push both timelines at ``row``'s kernel (a row of the result's ``kernels``)."""
+        self.push_screen(
+            TimelinesScreen(
+                [
+                    (f"base {self.result['base']['path']}", self.base, row.get("base_example")),
+                    (f"new {self.result['new']['path']}", self.new, row.get("new_example")),
+                ]
+            )
+        )

@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
         traces: list[Path] = typer.Argument(
             ...,
             help="Kineto trace files (.json, .json.gz; one per rank), Nsight Systems exports (.sqlite; "
-            ".nsys-rep with nsys on PATH; a rank per process), or folders of them.",
+            ".nsys-rep with nsys on PATH; a rank per process), JAX traces (a jax.profiler log folder), "
+            "or folders of them.",
         ),
         out: Path = typer.Option(..., "-o", "--out", help="Output trace folder (created)."),
         rank: int | None = typer.Option(
@@ -83,12 +84,14 @@ def register(app: typer.Typer) -> None:
             "(default: PyTorch's ProfilerStep#N).",
         ),
     ) -> None:
-        """Convert PyTorch Profiler / Kineto JSON and Nsight Systems exports into a profui trace folder.
+        """Convert PyTorch Profiler / Kineto JSON, Nsight Systems exports and JAX traces into a trace folder.
 
         Examples:
 
           profui import rank0.json.gz rank1.json.gz -o trace/
 
           profui import run.sqlite -o trace/ --nvtx-step '^train_step'
+
+          profui import jax_logs/ -o trace/
         """
         typer.echo(run_import(traces, out, rank, node, force, nvtx_step))

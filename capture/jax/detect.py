@@ -7,13 +7,20 @@ import re
 import zlib
 from pathlib import Path
 
+from profui.capture.format.regular import not_regular
+
 #: XLA's profiler names its processes ``/host:CPU``, ``/device:GPU:0`` ...; Kineto never does.
 _XLA_PROCESS = re.compile(rb'"name"\s*:\s*"/(?:host|device):')
 _HEAD = 256 << 10
 
 
 def is_jax_trace(path: Path) -> bool:
-    """True when the file (plain or gzip JSON) names XLA profiler processes in its first 256 KiB."""
+    """True when the file (plain or gzip JSON) names XLA profiler processes in its first 256 KiB.
+
+    Only a regular file is opened (a FIFO would block): anything else is left to the Kineto
+    reader, which names the problem."""
+    if not_regular(path):
+        return False
     try:
         with open(path, "rb") as fh:
             magic = fh.read(2)

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from profui.capture.format import NSYS_SUFFIXES, TraceFormatError
+from profui.capture.format.regular import not_regular
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Tables with the events profui maps; an export holding none of them has nothing to import.
@@ -122,6 +123,9 @@ def open_export(path: str | Path) -> Export:
     database, SQLite that is not an Nsight Systems export, an export with no CUDA or NVTX rows.
     """
     path = Path(path)
+    problem = not_regular(path)  # a FIFO, device or socket would block or mislead the read
+    if problem:
+        raise NsysFormatError(path, problem)
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_SQLITE_MAGIC))

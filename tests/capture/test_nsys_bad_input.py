@@ -73,3 +73,15 @@ def test_summary_of_a_broken_export_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "run.sqlite"
     bad.write_text("not a database\n")
     assert_refused(profui("summary", bad), bad, "not an sqlite file")
+
+
+def test_a_fifo_named_sqlite_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "run.sqlite"
+    os.mkfifo(fifo)
+    refused_and_nothing_written(tmp_path, fifo, "fifo")
+
+
+def test_a_fifo_named_like_a_jax_trace_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "host.trace.json.gz"
+    os.mkfifo(fifo)
+    refused_and_nothing_written(tmp_path, fifo, "fifo")

@@ -89,7 +89,8 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         if r.get("share") is not None:
             shares.setdefault(r["activity"], []).append(r["share"])
     for activity, vals in shares.items():
-        numbers[f"share_{activity}"] = sum(vals) / len(vals)
+        if activity != "idle":  # idle_pct says it (over all GPUs' spans)
+            numbers[f"share_{activity}"] = sum(vals) / len(vals)
     kernels = _rows(outputs, "kernels", "stats.parquet")
     if kernels:
         numbers["kernel_time"] = _sum(kernels, "total_ns")
@@ -109,7 +110,10 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         "version": VERSION,
         "trace": trace,
         "has_steps": bool(steps_info.get("has_markers")),
-        "steps": [{"step": r["step"], "dur_ns": r["dur_ns"]} for r in job],
+        # without step markers the one "step" is the whole traced span: no step time to compare
+        "steps": [{"step": r["step"], "dur_ns": r["dur_ns"]} for r in job]
+        if steps_info.get("has_markers")
+        else [],
         "numbers": numbers,
         "kernels": _by_name(kernels, "name"),
         "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
@@ -169,11 +173,12 @@ def metric_meta(name: str) -> tuple[str, str, str | None]:
         return _META[name]
     if name.startswith("share_"):
         activity = name.removeprefix("share_")
-        return f"GPU time in {activity}", "share", "lower" if activity in ("idle", "sync") else None
+        return f"GPU time in {activity}", "share", "lower" if activity == "sync" else None
     if name.startswith("precision_"):
         return f"{name.removeprefix('precision_')} share of kernel time", "share", None
     if name.startswith("copy_"):
-        return f"{name.removeprefix('copy_')} copy time", "ns", "lower"
+        what = name.removeprefix("copy_")
+        return ("memset time" if what == "Memset" else f"{what} copy time"), "ns", "lower"
     return name, "count", None
 
 
@@ -196,13 +201,15 @@ def step_interval(base: list[float], new: list[float], seed: int = 0) -> tuple[f
 def _metric(name: str, base: float | None, new: float | None) -> dict[str, Any]:
     label, unit, better = metric_meta(name)
     delta = None if base is None or new is None else new - base
-    rel = None if delta is None or not base else delta / base
+    rel = None if delta is None or not base else delta / abs(base)
     if delta is None:
         changed = base != new
+    elif delta == 0:
+        changed = False
     elif unit == "share":
         changed = abs(delta) >= MATERIAL_PT
     else:
-        changed = rel is None or abs(rel) >= MATERIAL_REL
+        changed = rel is None or abs(rel) >= MATERIAL_REL  # from 0 to anything: a change
     return {
         "label": label,
         "unit": unit,
@@ -243,6 +250,11 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         for name in ("step_p50", "step_p90", "step_mean"):
             metrics[name]["ci95"] = None if name != "step_p50" or ci is None else list(ci)
             metrics[name]["significant"] = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
+    notes = [
+        f"no step markers in the {side} trace: step time is not compared"
+        for side, prof in (("base", base), ("new", new))
+        if not prof["steps"]
+    ]
     for name in sorted(set(base["numbers"]) | set(new["numbers"])):
         metrics[name] = _metric(name, base["numbers"].get(name), new["numbers"].get(name))
     for m in metrics.values():
@@ -266,6 +278,7 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "base": base["trace"],
         "new": new["trace"],
         "verdict": verdict,
+        "notes": notes,
         "step_time_significant": significant_steps,
         "headline": order,
         "metrics": metrics,
@@ -339,6 +352,30 @@ def change_text(m: dict[str, Any]) -> str:
     return f"{m['rel'] * 100:+.1f}%" if m["rel"] is not None else "from 0"
 
 
+def status_tag(row: dict[str, Any]) -> str:
+    """`` [new]`` / `` [gone]`` after a kernel, op or annotation name that is in one trace only."""
+    return {"new": " [new]", "gone": " [gone]"}.get(row["status"], "")
+
+
+def head_lines(result: dict[str, Any]) -> list[str]:
+    """The first lines of a diff: the two traces and the verdict, how the median step moved
+    against run-to-run noise, and the notes."""
+    from .formatting import fmt_ns
+
+    lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
+    m = result["metrics"].get("step_p50")
+    if m is not None and m["ci95"] is not None:
+        lo, hi = m["ci95"]
+        noise = "beyond" if m["significant"] else "within"
+        lines.append(
+            f"step time: 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)} ({noise} run-to-run noise)"
+        )
+    elif m is not None:
+        lines.append("step time: fewer than 2 steps on a side, no noise estimate")
+    lines += [f"note: {n}" for n in result.get("notes", [])]
+    return lines
+
+
 def sentence(m: dict[str, Any]) -> str:
     """The takeaway of one changed metric, true of its numbers: ``GPU idle rose from 9.6% to
     17.4% (+7.9pt): a regression.``"""
@@ -355,12 +392,36 @@ def sentence(m: dict[str, Any]) -> str:
     return f"{m['label'][:1].upper()}{m['label'][1:]} {verb} from {base} to {new} ({change_text(m)}{noise}){words}."
 
 
+#: The keys a :func:`profile` (a saved baseline) holds, and their types.
+PROFILE_KEYS = {
+    "version": int,
+    "trace": dict,
+    "has_steps": bool,
+    "steps": list,
+    "numbers": dict,
+    "kernels": dict,
+    "ops": dict,
+    "annotations": dict,
+}
+
+
+def profile_problem(doc: object) -> str | None:
+    """Why ``doc`` is not a :func:`profile` of this version (None when it is one)."""
+    if not isinstance(doc, dict) or doc.get("version") != VERSION:
+        return f"not a profui baseline of version {VERSION}"
+    for key, kind in PROFILE_KEYS.items():
+        if not isinstance(doc.get(key), kind):
+            return f"its {key!r} is missing or not a {kind.__name__}"
+    return None
+
+
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (1)",
     "base": "the base trace: path, name, ranks, gpus",
     "new": "the new trace, as base",
     "verdict": "'no significant change', 'changed' or 'regression'",
+    "notes": "what the reader should know (a side without step markers: step time not compared)",
     "step_time_significant": "true when the median step time moved beyond run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",
     "metrics": "per metric: label, unit (ns|share|count), better (lower|higher|null), base, new, "

@@ -34,6 +34,11 @@ def fmt_ns(ns: float | int | None) -> str:
     return f"{hours:.0f}h{minutes:02.0f}m"
 
 
+def fmt_signed_ns(ns: float | int) -> str:
+    """A change of a duration with its sign: ``+8.34 ms``, ``-31.6 ms``."""
+    return ("+" if ns >= 0 else "-") + fmt_ns(abs(ns))
+
+
 def fmt_bytes(n: float | int | None) -> str:
     """A size in bytes (``1.2 MB``); decimal units like ``du --si``."""
     if n is None:

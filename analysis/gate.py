@@ -9,7 +9,9 @@ and ``VALUE`` the change that breaks it:
 - ``ns``/``us``/``ms``/``s``: the change of a time (``launch_p50>+20us``);
 - no unit: the change of a count (``kernel_count>+100``).
 
-A condition is broken when the change satisfies it. A metric missing from either trace, a unit
+A condition is broken when the change satisfies it, unless it is a step-time change within
+run-to-run noise (its 95% bootstrap interval holds 0): a gate must not fail a build on noise.
+A metric missing from either trace, a unit
 that does not fit the metric, or a malformed condition is a :class:`GateError` (bad input).
 """
 
@@ -20,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .formatting import fmt_ns
+from .formatting import fmt_signed_ns
 
 _EXPR = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(>=|<=|>|<)\s*([+-]?\d+(?:\.\d+)?)\s*(%|pt|ns|us|µs|ms|s)?\s*$")
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
@@ -69,9 +71,7 @@ def _change(cond: Condition, m: dict[str, Any]) -> tuple[float, str]:
             raise GateError(
                 f"--fail-if {cond.text!r}: {cond.unit} is for times; {cond.metric} is a {m['unit']}"
             )
-        return m["delta"] / _TIME_UNITS[cond.unit], ("+" if m["delta"] >= 0 else "-") + fmt_ns(
-            abs(m["delta"])
-        )
+        return m["delta"] / _TIME_UNITS[cond.unit], fmt_signed_ns(m["delta"])
     if m["unit"] != "count":
         unit = "%, pt" if m["unit"] == "share" else "%, ns, us, ms or s"
         raise GateError(f"--fail-if {cond.text!r}: give {cond.metric}'s change a unit ({unit})")
@@ -87,8 +87,9 @@ def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str,
             known = ", ".join(sorted(n for n, v in result["metrics"].items() if v["delta"] is not None))
             raise GateError(f"--fail-if {cond.text!r}: {cond.metric} is not in both traces (there: {known})")
         change, shown = _change(cond, m)
-        broken = _OPS[cond.op](change, cond.value)
         noise = " (within run-to-run noise)" if m.get("significant") is False else ""
+        # a step-time change the bootstrap interval cannot tell from noise never fails a build
+        broken = _OPS[cond.op](change, cond.value) and m.get("significant") is not False
         line = f"{cond.metric} changed {shown}: {'breaks' if broken else 'holds'} {cond.text}{noise}"
         out.append(
             {"condition": cond.text, "metric": cond.metric, "change": change, "broken": broken, "line": line}

@@ -21,9 +21,13 @@ class SelectionError(ValueError):
     """What the user asked for does not exist in the trace; ``str()`` is one line."""
 
 
-def parse_steps(spec: str) -> list[int]:
-    """``"41"`` -> [41]; ``"40-42"`` -> [40, 41, 42]; ``"3,7-8"`` -> [3, 7, 8]."""
-    out: list[int] = []
+Ranges = list[tuple[int, int]]
+
+
+def parse_steps(spec: str) -> Ranges:
+    """``"41"`` -> [(41, 41)]; ``"40-42"`` -> [(40, 42)]; ``"3,7-8"`` -> [(3, 3), (7, 8)]
+    (inclusive ranges, never expanded: ``0-999999999`` costs nothing)."""
+    out: Ranges = []
     for part in spec.split(","):
         m = _STEP_SPEC.match(part)
         if not m:
@@ -31,12 +35,27 @@ def parse_steps(spec: str) -> list[int]:
         lo, hi = int(m[1]), int(m[2] or m[1])
         if hi < lo:
             raise SelectionError(f"bad step range {part.strip()!r}: the end comes before the start")
-        out.extend(range(lo, hi + 1))
-    return sorted(set(out))
+        out.append((lo, hi))
+    return out
 
 
-def parse_ranks(spec: str) -> list[int]:
-    """``"0,3"`` -> [0, 3] (ranges as in :func:`parse_steps`)."""
+def _within(col: str, ranges: Ranges) -> pl.Expr:
+    expr = pl.lit(False)
+    for lo, hi in ranges:
+        expr = expr | pl.col(col).is_between(lo, hi)
+    return expr
+
+
+def _missing(have: set[int], ranges: Ranges) -> str | None:
+    """The first range holding none of ``have``, as the user wrote it."""
+    for lo, hi in ranges:
+        if not any(lo <= v <= hi for v in have):
+            return str(lo) if lo == hi else f"{lo}-{hi}"
+    return None
+
+
+def parse_ranks(spec: str) -> Ranges:
+    """``"0,3"`` -> [(0, 0), (3, 3)] (ranges as in :func:`parse_steps`)."""
     try:
         return parse_steps(spec)
     except SelectionError:
@@ -52,7 +71,7 @@ class Selection:
     ranks: list[tuple[str, int]]
 
 
-def select(trace: object, ranks: list[int] | None = None, steps: list[int] | None = None) -> Selection:
+def select(trace: object, ranks: Ranges | None = None, steps: Ranges | None = None) -> Selection:
     """The events of ``trace`` (a :class:`profui.analysis.trace.Trace`) of ``ranks`` (default all)
     within ``steps`` (default the whole trace), sorted by rank and time; metrics over the same span.
 
@@ -61,22 +80,22 @@ def select(trace: object, ranks: list[int] | None = None, steps: list[int] | Non
     events = trace.cached_events()  # type: ignore[attr-defined]
     have = events.select(RANK_BY).unique().sort(RANK_BY).collect()
     if ranks is not None:
-        missing = sorted(set(ranks) - set(have["rank"].to_list()))
+        missing = _missing(set(have["rank"].to_list()), ranks)
         if missing:
             raise SelectionError(
-                f"no rank {missing[0]} in the trace (ranks: {', '.join(map(str, sorted(set(have['rank']))))})"
+                f"no rank {missing} in the trace (ranks: {', '.join(map(str, sorted(set(have['rank']))))})"
             )
-        events = events.filter(pl.col("rank").is_in(ranks))
+        events = events.filter(_within("rank", ranks))
     if steps is not None:
         windows = trace.steps().windows  # type: ignore[attr-defined]
         if ranks is not None:
-            windows = windows.filter(pl.col("rank").is_in(ranks))
-        chosen = windows.filter(pl.col("step").is_in(steps))
-        missing = sorted(set(steps) - set(chosen["step"].to_list()))
+            windows = windows.filter(_within("rank", ranks))
+        known = sorted(set(windows["step"].to_list()))
+        missing = _missing(set(known), steps)
         if missing:
-            known = sorted(set(windows["step"].to_list()))
             shown = f"{known[0]}-{known[-1]}" if known else "none"
-            raise SelectionError(f"no step {missing[0]} in the trace (steps: {shown})")
+            raise SelectionError(f"no step {missing} in the trace (steps: {shown})")
+        chosen = windows.filter(_within("step", steps))
         span = chosen.group_by(RANK_BY).agg(
             pl.min_horizontal("cpu_start_ns", "start_ns").min().alias("_lo"),
             pl.max_horizontal("cpu_end_ns", "end_ns").max().alias("_hi"),

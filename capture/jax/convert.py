@@ -34,10 +34,8 @@ from typing import Any
 
 import msgspec
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from profui.capture.format import write_events
-from profui.capture.format.writer import to_table
+from profui.capture.kineto.converted import empty_columns, events_table, write_rank
 from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.importer import ConvertResult, detect_node
 from profui.capture.kineto.reader import read_bytes
@@ -49,8 +47,6 @@ _DEVICE_PROCESS = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
 _DEVICE_ANNOTATION_LANES = ("XLA Modules", "XLA Ops", "Steps", "XLA TraceMe")
 _COPY_KINDS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD"}
 NOTE_CPU_LANES = "JAX on CPU: the host threads that execute XLA ops are shown as the device's lanes (one stream per thread)"
-_FIELDS = ("ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation", "external_id")
-_FIELDS += ("bytes", "memcpy_kind", "args")
 
 
 def _ns(value: object) -> int | None:
@@ -107,12 +103,6 @@ def convert_jax_file(
     host = src.name.split(".trace.json")[0] if ".trace.json" in src.name else None
     node_value = detect_node({"hostname": host} if host and host != "perfetto_trace" else {}, src, node)
     rank_value = rank or 0
-    kinds = {
-        v["values"]: v["counts"]
-        for v in pc.value_counts(table["kind"].combine_chunks().dictionary_decode()).to_pylist()
-    }
-    on_device = pc.greater_equal(table["device"], 0)
-    devices = sorted(pc.unique(pc.filter(table["device"], on_device)).to_pylist())
     source: dict[str, Any] = {
         "file": str(src),
         "format": "jax",
@@ -123,24 +113,10 @@ def convert_jax_file(
         source["notes"] = notes
     if skipped:
         source["skipped"] = dict(sorted(skipped.items()))
-    extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
-    path = write_events(trace_dir, node_value, rank_value, table, extra_metadata=extra)
+    result = write_rank(trace_dir, node_value, rank_value, table, source)
     if progress is not None:
         progress(2, 2)
-    return [
-        ConvertResult(
-            rank=rank_value,
-            node=node_value,
-            num_events=table.num_rows,
-            counts=dict(sorted(kinds.items())),
-            first_ts_ns=pc.min(table["ts"]).as_py(),
-            last_end_ns=pc.max(pc.add(table["ts"], table["dur"])).as_py(),
-            devices=devices,
-            path=path,
-            source=source,
-            gpus=[{"node": node_value, "id": d} for d in devices],
-        )
-    ]
+    return [result]
 
 
 def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[str]]:
@@ -164,7 +140,7 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
             skipped[f"ph {ph!r} events"] += 1
     if not spans:
         raise KinetoFormatError(src, "no complete ('X') events: nothing to import")
-    rows: dict[str, list[Any]] = {f: [] for f in _FIELDS}
+    rows = empty_columns()
     lanes: dict[tuple[Any, Any], int] = {}
     cpu_lanes = False
     times = []
@@ -175,6 +151,8 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
             skipped["X events without a time, a duration or integer ids"] += 1
             continue
         times.append((ts, dur, e))
+    if not times:
+        raise KinetoFormatError(src, "no complete ('X') event with a time, a duration and integer ids")
     times.sort(key=lambda t: (t[2]["pid"], t[2]["tid"], t[0], -t[1]))
     start_ns = profile_start_ns(src, max(t + d for t, d, _ in times) - min(t for t, _, _ in times))
     stack: list[tuple[int, bool]] = []  # (end, is a runtime scope or inside one) per open event
@@ -227,8 +205,5 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
         for f in ("correlation", "external_id", "bytes"):
             rows[f].append(None)
     notes = [NOTE_CPU_LANES] if cpu_lanes else []
-    try:
-        table = to_table("events", rows)
-    except (OverflowError, pa.ArrowInvalid) as exc:
-        raise KinetoFormatError(src, f"a value no trace can hold ({exc})") from None
+    table = events_table(src, rows, KinetoFormatError)
     return table, notes, skipped

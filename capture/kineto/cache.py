@@ -34,14 +34,18 @@ def is_source_file(path: Path) -> bool:
     return path.is_file() and name.endswith(IMPORTABLE_SUFFIXES)
 
 
+_JAX_TRACES = (".trace.json.gz", ".trace.json")
+
+
 def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
     """The trace files of ``folder`` (and below when ``recursive``; hidden folders skipped), sorted,
     each event source once:
 
     - of an Nsight report and its export (``run.nsys-rep``, ``run.sqlite``), the export;
-    - of a JAX profile run (``plugins/profile/<run>/``), the ``<host>.trace.json.gz`` files, not
-      ``perfetto_trace.json.gz`` (the same events again), and of a JAX log folder holding several
-      runs, the newest run only (each run is a separate profile, never ranks of one job).
+    - of a JAX profile run (``plugins/profile/<run>/``), the ``<host>.trace.json.gz`` files (not
+      ``perfetto_trace.json.gz``, the same events again, unless it is the only one; never the
+      memory profiles), and of a JAX log folder holding several runs, the newest run only (each
+      run is a separate profile, never ranks of one job).
 
     A JAX log folder (``plugins/profile/`` inside) is searched down to its runs even when not
     ``recursive``.
@@ -66,11 +70,17 @@ def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
         low, siblings = f.name.lower(), by_dir[f.parent]
         if low.endswith(".nsys-rep") and low.removesuffix(".nsys-rep") + ".sqlite" in siblings:
             continue
-        if low.startswith("perfetto_trace.json") and any(
-            s.endswith((".trace.json.gz", ".trace.json")) for s in siblings
-        ):
+        in_run = f.parent.parent in newest
+        if in_run and f.parent.name != newest[f.parent.parent]:
             continue
-        if f.parent.parent in newest and f.parent.name != newest[f.parent.parent]:
+        # a run folder also holds <host>.memory_profile.json.gz, and the same events again as
+        # perfetto_trace.json.gz: its events are the <host>.trace.json(.gz) files
+        only_perfetto = low.startswith("perfetto_trace.json") and not any(
+            s.endswith(_JAX_TRACES) for s in siblings
+        )
+        if in_run and not (low.endswith(_JAX_TRACES) or only_perfetto):
+            continue
+        if not in_run and low.startswith("perfetto_trace.json") and not only_perfetto:
             continue
         kept.append(f)
     return kept
@@ -156,7 +166,8 @@ def resolve_trace(
             )
         raise TraceFormatError(
             p,
-            "not a trace profui reads: expected a profui trace folder, Kineto .json/.json.gz or Nsight .sqlite/.nsys-rep",
+            "not a trace profui reads: expected a profui trace folder, Kineto .json/.json.gz, "
+            "a JAX log folder or Nsight .sqlite/.nsys-rep",
         )
     done = cached_import(sources, cache_root)
     if done is not None:

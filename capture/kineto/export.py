@@ -7,9 +7,10 @@ args, launch -> device-work flows (``ac2g``), process and thread names, and the 
 as counters. Exact ns are kept: times are written relative to ``baseTimeNanoseconds`` as µs with
 three decimals, text that the Kineto importer reads back to the ns.
 
-One rank keeps its host pids, its device events use Kineto's ``pid = device``; several ranks
-in one file get a pid space of their own (host pids kept unless two ranks share one), named
-``<node> rank <r> ...`` so Perfetto shows one group per rank.
+Host events keep their pids (unless two ranks share one); each GPU gets a pid of its own
+(``1e9 + rank * 1000 + device``: a host pid may be any small number), every process named
+``<node> rank <r> ...`` so Perfetto shows one group per rank. A file of several ranks is for
+viewing: the importer refuses it (export one rank per file to import again).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class _Pids:
         return self.host[key]
 
     def device_pid(self, node: str, rank: int, device: int) -> int:
-        out = device if self.single else _DEVICE_PID_BASE + rank * 1000 + device
+        # a pid of its own, never the device number: host pids 0-7 exist (pid 1 in containers)
+        out = _DEVICE_PID_BASE + rank * 1000 + device
         if out not in self.names:
             self.names[out] = f"{node} rank {rank} · GPU {device}"
             self.sort[out] = rank * 2 + 1

@@ -156,6 +156,13 @@ def convert_kineto_file(
     report(0.35)
     if doc.is_empty():
         raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
+    exported = doc.metadata.get("profui")
+    if isinstance(exported, dict) and isinstance(exported.get("ranks"), list) and len(exported["ranks"]) > 1:
+        raise KinetoFormatError(
+            src,
+            f"a profui export of {len(exported['ranks'])} ranks in one file (for viewing): to import "
+            "it again, export one rank per file (profui export --ranks R)",
+        )
     gc_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
     try:
@@ -402,7 +409,12 @@ def _build(
             if progress is not None:
                 progress(offset + d, total)
 
-        found = _convert(f, tmp, node=node, rank=rank, step_pattern=step_pattern, progress=sub)
+        first_rank = rank
+        if rank is None and is_nsys_file(f) and results:
+            # each export numbers its processes from 0: several exports (one per rank or node)
+            # go on where the files before them stopped, never into the same ranks
+            first_rank = max(r.rank for r in results) + 1
+        found = _convert(f, tmp, node=node, rank=first_rank, step_pattern=step_pattern, progress=sub)
         results.extend(found)
         done += size
     firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]

@@ -21,7 +21,6 @@ events is one rank: those that used a GPU first, by their lowest device, then th
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections import Counter, defaultdict
@@ -30,11 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from profui.capture.format import write_events
-from profui.capture.format.writer import to_table
+from profui.capture.kineto.converted import EVENT_FIELDS, empty_columns, events_table, write_rank
 from profui.capture.kineto.importer import ConvertResult, detect_node
 
 from . import names
@@ -65,8 +61,6 @@ _KERNEL_COLUMNS = (
 _NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 _NVTX_MARK = 34
 _NVTX_DOMAIN_CREATE = 75
-_FIELDS = ("ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation", "external_id")
-_FIELDS += ("bytes", "memcpy_kind", "args")
 
 
 def _pid(g: object) -> int:
@@ -89,10 +83,10 @@ class _Rows:
     """The events of one process, column by column."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {f: [] for f in _FIELDS}
+        self.cols: dict[str, list[Any]] = empty_columns()
 
     def add(self, **row: Any) -> None:
-        for f in _FIELDS:
+        for f in EVENT_FIELDS:
             self.cols[f].append(row.get(f))
 
     def __len__(self) -> int:
@@ -404,16 +398,9 @@ def _convert(
     results = []
     for i, pid in enumerate(order):
         rows = reader.by_pid[pid]
-        try:
-            table = to_table("events", rows.cols)
-        except (OverflowError, pa.ArrowInvalid) as exc:
-            raise NsysFormatError(src, f"a value no trace can hold ({exc})") from None
+        table = events_table(src, rows.cols, NsysFormatError)
         rows.cols.clear()
         rank_value = (rank or 0) + i
-        kinds = {
-            v["values"]: v["counts"]
-            for v in pc.value_counts(table["kind"].combine_chunks().dictionary_decode()).to_pylist()
-        }
         tids = {g & 0xFFFFFF: n for g, n in threads.items() if _pid(g) == pid and n}
         source = {
             "file": str(src),
@@ -432,22 +419,9 @@ def _convert(
         }
         if reader.skipped:
             source["skipped"] = dict(sorted(reader.skipped.items()))
-        extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
-        path = write_events(trace_dir, node_value, rank_value, table, extra_metadata=extra)
-        devices = sorted(reader.devices[pid])
+        devices = set(reader.devices[pid])
         results.append(
-            ConvertResult(
-                rank=rank_value,
-                node=node_value,
-                num_events=table.num_rows,
-                counts=dict(sorted(kinds.items())),
-                first_ts_ns=pc.min(table["ts"]).as_py(),
-                last_end_ns=pc.max(pc.add(table["ts"], table["dur"])).as_py(),
-                devices=devices,
-                path=path,
-                source=source,
-                gpus=_gpus(export, node_value, set(devices)),
-            )
+            write_rank(trace_dir, node_value, rank_value, table, source, _gpus(export, node_value, devices))
         )
         report(0.65 + 0.35 * (i + 1) / len(order))
     return results

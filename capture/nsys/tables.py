@@ -20,6 +20,7 @@ from profui.capture.format import NSYS_SUFFIXES, TraceFormatError
 from profui.capture.format.regular import not_regular
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_EXPORT_TIMEOUT_S = 3600
 #: Tables with the events profui maps; an export holding none of them has nothing to import.
 ACTIVITY_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -133,10 +134,13 @@ def open_export(path: str | Path) -> Export:
         raise NsysFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
     if head != _SQLITE_MAGIC:
         raise NsysFormatError(path, "not an SQLite file (expected an `nsys export --type sqlite` export)")
+    conn = None
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro&immutable=1", uri=True)
         export = Export(path, conn)
     except sqlite3.DatabaseError as exc:
+        if conn is not None:
+            conn.close()
         raise NsysFormatError(path, f"corrupt SQLite database ({exc})") from None
     if "StringIds" not in export.tables:
         conn.close()
@@ -160,13 +164,20 @@ def exported_sqlite(report: Path, workdir: Path) -> Path:
             f"an Nsight Systems report and no nsys on PATH: run `nsys export --type sqlite {report.name}`",
         )
     out = Path(tempfile.mkdtemp(prefix="nsys-export-", dir=workdir)) / (report.stem + ".sqlite")
-    done = subprocess.run(
-        [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(out), str(report)],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(out), str(report)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            timeout=_EXPORT_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise NsysFormatError(
+            report,
+            f"nsys export took over {_EXPORT_TIMEOUT_S // 60} min; export it yourself with nsys export --type sqlite",
+        ) from None
     if done.returncode != 0 or not out.is_file():
         last = (done.stderr or done.stdout).strip().splitlines()
         raise NsysFormatError(

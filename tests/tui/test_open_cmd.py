@@ -37,8 +37,8 @@ def run_profui(*args: str, env: dict | None = None) -> subprocess.CompletedProce
     "make, problem",
     [
         (lambda d: d / "missing", "no such file or directory"),
-        (lambda d: (d / "notes.txt").write_text("hello") and d / "notes.txt", "not a profui trace"),
-        (lambda d: (d / "empty").mkdir() or d / "empty", "no profui traces and no Kineto"),
+        (lambda d: (d / "notes.txt").write_text("hello") and d / "notes.txt", "not a trace profui reads"),
+        (lambda d: (d / "empty").mkdir() or d / "empty", "no profui traces and no trace files"),
     ],
     ids=["missing", "not-a-trace-file", "empty-folder"],
 )

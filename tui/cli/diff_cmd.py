@@ -51,8 +51,11 @@ def load_profile(spec: str) -> dict[str, Any]:
             doc = json.loads(saved.read_text())
         except (OSError, ValueError) as exc:
             raise UserError(f"{saved}: unreadable baseline ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("version") != 1:
-            raise UserError(f"{saved}: not a profui baseline of this version; save it again")
+        from profui.analysis.diff import profile_problem
+
+        problem = profile_problem(doc)
+        if problem:
+            raise UserError(f"{saved}: {problem}; save it again with --save-baseline")
         return doc
     return _trace_profile(spec)
 
@@ -73,21 +76,11 @@ def save_baseline(name: str, source: str) -> str:
 
 def format_diff(result: dict[str, Any]) -> str:
     """The text report of a diff result."""
-    from profui.analysis.diff import change_text, value_text
-    from profui.analysis.formatting import elide, fmt_ns
+    from profui.analysis.diff import change_text, head_lines, status_tag, value_text
+    from profui.analysis.formatting import elide, fmt_ns, fmt_signed_ns
 
-    lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
+    lines = head_lines(result)
     metrics = result["metrics"]
-    if "step_p50" in metrics:
-        m = metrics["step_p50"]
-        if m["ci95"] is not None:
-            lo, hi = m["ci95"]
-            sig = "beyond run-to-run noise" if m["significant"] else "within run-to-run noise"
-            lines.append(
-                f"step time: 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)} ({sig})"
-            )
-        else:
-            lines.append("step time: fewer than 2 steps on a side, no noise estimate")
     shown = result["headline"] or []
     if shown:
         lines.append("")
@@ -104,20 +97,18 @@ def format_diff(result: dict[str, Any]) -> str:
             continue
         lines += ["", f"{title} by change of total time"]
         for r in rows:
-            tag = {"new": " [new]", "gone": " [gone]"}.get(r["status"], "")
             lines.append(
-                f"  {('+' if r['delta_ns'] >= 0 else '-') + fmt_ns(abs(r['delta_ns'])):>10}  "
+                f"  {fmt_signed_ns(r['delta_ns']):>10}  "
                 f"{fmt_ns(r['base_total_ns']):>9} → {fmt_ns(r['new_total_ns']):<9} "
-                f"×{r['base_count']:,}→{r['new_count']:,}  {elide(r['name'], 70)}{tag}"
+                f"×{r['base_count']:,}→{r['new_count']:,}  {elide(r['name'], 70)}{status_tag(r)}"
             )
-    steps = result["steps"]
+    steps = [s for s in result["steps"] if s["delta_ns"]]
     if steps:
         worst = sorted(steps, key=lambda s: -abs(s["delta_ns"]))[:5]
         lines += ["", "Steps by change (aligned by step number)"]
         for s in worst:
-            sign = "+" if s["delta_ns"] >= 0 else "-"
             lines.append(
-                f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({sign}{fmt_ns(abs(s['delta_ns']))})"
+                f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({fmt_signed_ns(s['delta_ns'])})"
             )
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ from profui.capture.format import TraceFormatError, find_trace_dirs, is_trace_di
 from .errors import UserError
 
 SAMPLE_NAME = "synthetic_gpu"
+_KINDS = "Kineto .json/.json.gz, a JAX log folder, Nsight .sqlite/.nsys-rep"
 
 
 def samples_dir() -> Path:
@@ -65,8 +66,8 @@ def plan_open(path: Path | None):
         # the import screen runs the capture side's cached import
         return OpenTarget("import", path, resolve=resolve_trace)
     if path.is_dir():
-        raise TraceFormatError(path, "no profui traces and no Kineto .json/.json.gz files in this folder")
-    raise TraceFormatError(path, "not a profui trace folder nor a Kineto trace (.json or .json.gz)")
+        raise TraceFormatError(path, f"no profui traces and no trace files in this folder ({_KINDS})")
+    raise TraceFormatError(path, f"not a trace profui reads: expected a profui trace folder or {_KINDS}")
 
 
 def open_diff(base: str, new: Path | None) -> None:
@@ -81,9 +82,11 @@ def open_diff(base: str, new: Path | None) -> None:
 
     new_dir = resolve_source(new)
     base_profile = load_profile(base)
-    base_dir = Path(base_profile["trace"].get("folder") or base_profile["trace"]["path"])
+    folder = base_profile["trace"].get("folder")
+    # a saved baseline whose trace folder is gone still diffs; its timeline cannot be shown
+    base_dir = Path(folder) if folder and is_trace_dir(Path(folder)) else None
     result = diff(base_profile, profile_of(new_dir, label=str(new)))
-    DiffApp(base_dir if is_trace_dir(base_dir) else resolve_source(base), new_dir, result).run()
+    DiffApp(base_dir, new_dir, result).run()
 
 
 def register(app: typer.Typer) -> None:

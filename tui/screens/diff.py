@@ -17,8 +17,8 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from profui.analysis.diff import change_text, sentence, value_text
-from profui.analysis.formatting import elide, fmt_ns
+from profui.analysis.diff import change_text, head_lines, sentence, status_tag, value_text
+from profui.analysis.formatting import elide, fmt_ns, fmt_signed_ns
 
 from ..widgets.keyline import KeyLine
 
@@ -49,15 +49,21 @@ class TimelinesScreen(Screen[None]):
     TimelinesScreen TimelineView { height: 1fr; }
     """
 
-    def __init__(self, sides: list[tuple[str, Path, str | None]]) -> None:
+    def __init__(self, sides: list[tuple[str, Path | None, str | None]]) -> None:
         super().__init__()
-        self.sides = sides  # (label, trace folder, kernel name as that trace spells it)
+        self.sides = sides  # (label, trace folder or None when gone, kernel name as that trace spells it)
 
     def compose(self) -> ComposeResult:
         from ..timeline.view import TimelineView
         from ..views.session import TraceSession
 
         for i, (label, path, kernel) in enumerate(self.sides):
+            if path is None:
+                yield Static(
+                    f"{label}: its trace folder is gone (a saved baseline): no timeline",
+                    classes="diff-tl-title",
+                )
+                continue
             yield Static(
                 f"{label}: {elide(kernel, 60) if kernel else 'kernel not in this trace'}",
                 classes="diff-tl-title",
@@ -68,12 +74,14 @@ class TimelinesScreen(Screen[None]):
     def on_mount(self) -> None:
         from ..timeline.view import TimelineView
 
-        for i, (_label, _path, kernel) in enumerate(self.sides):
-            view = self.query_one(f"#diff-tl-{i}", TimelineView)
+        shown = [side for side in self.sides if side[1] is not None]
+        views = list(self.query(TimelineView))
+        for view, (_label, _path, kernel) in zip(views, shown, strict=True):
             view.load()
             if kernel:
                 view.goto(kernel=kernel)
-        self.query_one("#diff-tl-0", TimelineView).focus_main()
+        if views:
+            views[0].focus_main()
 
 
 class DiffApp(App[None]):
@@ -105,15 +113,7 @@ class DiffApp(App[None]):
         self._takeaways: list[str] = []
 
     def compose(self) -> ComposeResult:
-        r = self.result
-        head = [f"{r['base']['path']} → {r['new']['path']}: {r['verdict']}"]
-        step = r["metrics"].get("step_p50")
-        if step is not None and step["ci95"] is not None:
-            lo, hi = step["ci95"]
-            noise = "beyond" if step["significant"] else "within"
-            head.append(
-                f"median step change, 95% interval {fmt_ns(lo)} … {fmt_ns(hi)}: {noise} run-to-run noise"
-            )
+        head = head_lines(self.result)
         with Vertical():
             yield Static("\n".join(head), id="diff-head")
             yield Static("What changed (regressions first)", classes="diff-title")
@@ -138,14 +138,12 @@ class DiffApp(App[None]):
         self._kernel_rows = [dict(r, kind="kernel") for r in self.result["kernels"]]
         self._kernel_rows += [dict(r, kind="op") for r in self.result.get("ops", [])]
         for r in self._kernel_rows:
-            tag = {"new": " [new]", "gone": " [gone]"}.get(r["status"], "")
-            sign = "+" if r["delta_ns"] >= 0 else "-"
             kernels.add_row(
-                f"{sign}{fmt_ns(abs(r['delta_ns']))}",
+                fmt_signed_ns(r["delta_ns"]),
                 fmt_ns(r["base_total_ns"]),
                 fmt_ns(r["new_total_ns"]),
                 f"{r['base_count']:,}→{r['new_count']:,}",
-                ("op " if r["kind"] == "op" else "") + elide(r["name"], 60) + tag,
+                ("op " if r["kind"] == "op" else "") + elide(r["name"], 60) + status_tag(r),
             )
         (kernels if not rows else headline).focus()
 

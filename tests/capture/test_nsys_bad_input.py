@@ -85,3 +85,52 @@ def test_a_fifo_named_like_a_jax_trace_is_refused_without_blocking(tmp_path: Pat
     fifo = tmp_path / "host.trace.json.gz"
     os.mkfifo(fifo)
     refused_and_nothing_written(tmp_path, fifo, "fifo")
+
+
+def test_a_multi_rank_export_is_refused_on_import(tmp_path: Path) -> None:
+    from realdata import SAMPLES
+
+    export = tmp_path / "all.json.gz"
+    proc = subprocess.run(
+        [PROFUI, "export", str(SAMPLES / "synthetic_gpu"), "-o", str(export)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    refused_and_nothing_written(tmp_path, export, "export one rank per file")
+
+
+def test_two_nsight_exports_get_their_own_ranks(tmp_path: Path) -> None:
+    from profui.capture.format import read_manifest
+    from profui.capture.kineto import import_kineto
+
+    out = tmp_path / "two"
+    import_kineto([nsys_export("mfu_2gpu_before"), nsys_export("mfu_2gpu_after")], out)
+    m = read_manifest(out)
+    assert m.ranks == [0, 1, 2, 3] and [s["rank"] for s in m.sources] == [0, 1, 2, 3]
+
+
+def test_a_jax_trace_without_a_usable_event_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "host.trace.json"
+    bad.write_text('{"traceEvents":[{"ph":"M","pid":1,"name":"process_name","args":{"name":"/host:CPU"}},'
+                   '{"ph":"X","pid":1,"tid":"a","ts":1.0,"dur":2.0,"name":"x"}]}')  # fmt: skip
+    refused_and_nothing_written(tmp_path, bad, "no complete")
+
+
+def test_a_jax_run_folder_gives_only_its_trace_files(tmp_path: Path) -> None:
+    import shutil
+
+    from profui.capture.format import read_manifest
+    from profui.capture.kineto import import_kineto
+
+    from realdata import SAMPLES
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "jax_cpu", logs)
+    (run,) = (logs / "plugins" / "profile").iterdir()
+    (run / "sample-host.memory_profile.json.gz").write_bytes(b"not even gzip")
+    shutil.copy(next(run.glob("*.trace.json.gz")), run / "perfetto_trace.json.gz")
+    out = tmp_path / "t"
+    import_kineto([logs], out)
+    assert [Path(s["file"]).name for s in read_manifest(out).sources] == ["sample-host.trace.json.gz"]

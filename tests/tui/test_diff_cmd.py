@@ -104,9 +104,12 @@ def test_nsys_before_after(cache) -> None:
     m = res["metrics"]["idle_pct"]
     assert m["base"] == pytest.approx(idle[0], rel=1e-12) and m["new"] == pytest.approx(idle[1], rel=1e-12)
     assert m["verdict"] == "regression" and res["verdict"] == "regression"
-    assert res["headline"].index("idle_pct") < len(res["headline"])
-    first = res["metrics"][res["headline"][0]]
-    assert first["verdict"] == "regression"
+    regressions = [n for n in res["headline"] if res["metrics"][n]["verdict"] == "regression"]
+    assert (
+        "idle_pct" in regressions and res["headline"][: len(regressions)] == regressions
+    )  # regressions first
+    # neither export has step markers: no step time is compared, and the diff says so
+    assert "step_p50" not in res["metrics"] and len(res["notes"]) == 2
     # kernels matched by name across the pair: their counts are the exports' own
     counts = []
     for src in (before, after):
@@ -215,3 +218,35 @@ def test_json_keys_are_the_documented_ones(cache) -> None:
     _proc, res = _diff(SAMPLES / "mlp_cpu", SAMPLES / "mlp_cpu", env=cache)
     assert set(res) == set(JSON_DOC) | {"gate"}
     assert res["version"] == 1
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "nsys/h100_2gpu_1s.sqlite",
+        "hta-triton_example-triton_example.json.gz",
+        "hta-nccl_parser_config-nccl_data.json.gz",
+    ],
+)
+def test_a_gpu_trace_against_itself_is_no_significant_change(trace: str, cache) -> None:
+    src = traces_dir() / trace
+    if not src.is_file():
+        pytest.fail(f"{src} not found")
+    proc, res = _diff(src, src, env=cache)
+    assert proc.returncode == 0, proc.stderr
+    assert res["verdict"] == "no significant change" and res["headline"] == []
+    assert all(m["verdict"] == "same" for m in res["metrics"].values())
+
+
+def test_step_time_is_not_gated_without_step_markers(cache) -> None:
+    a, b = nsys_export("mfu_2gpu_before"), nsys_export("h100_2gpu_1s")
+    proc = _profui("diff", a, b, "--fail-if", "step_p50>+5%", env=cache)
+    assert proc.returncode == 2 and "step_p50 is not in both traces" in proc.stderr
+
+
+def test_a_broken_baseline_is_bad_input(cache, tmp_path) -> None:
+    folder = Path(cache["PROFUI_CACHE"]) / "baselines"
+    folder.mkdir(parents=True)
+    (folder / "half.json").write_text('{"version": 1}')
+    proc = _profui("diff", "half", SAMPLES / "mlp_cpu", env=cache)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "half.json" in proc.stderr

@@ -250,11 +250,9 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         for name in ("step_p50", "step_p90", "step_mean"):
             metrics[name]["ci95"] = None if name != "step_p50" or ci is None else list(ci)
             metrics[name]["significant"] = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
-    notes = [
-        f"no step markers in the {side} trace: step time is not compared"
-        for side, prof in (("base", base), ("new", new))
-        if not prof["steps"]
-    ]
+    stepless = [side for side, prof in (("base", base), ("new", new)) if not prof["steps"]]
+    which = "either trace" if len(stepless) == 2 else f"the {stepless[0]} trace" if stepless else ""
+    notes = [f"no step markers in {which}: step time is not compared"] if stepless else []
     for name in sorted(set(base["numbers"]) | set(new["numbers"])):
         metrics[name] = _metric(name, base["numbers"].get(name), new["numbers"].get(name))
     for m in metrics.values():

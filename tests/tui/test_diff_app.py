@@ -84,3 +84,19 @@ def test_open_diff_without_the_new_trace_is_one_line() -> None:
     assert (
         proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "needs the new trace" in proc.stderr
     )
+
+
+def test_escape_goes_back_from_the_timelines(pair) -> None:
+    base, new = pair
+    result = diff(profile_of(base), profile_of(new))
+
+    async def go() -> None:
+        app = DiffApp(base, new, result)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("tab", "enter")
+            await _until(pilot, lambda: isinstance(app.screen, TimelinesScreen), "the timelines screen")
+            await pilot.press("escape")
+            await _until(pilot, lambda: not isinstance(app.screen, TimelinesScreen), "back on the diff")
+
+    asyncio.run(go())

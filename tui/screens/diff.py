@@ -43,7 +43,11 @@ def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]
 class TimelinesScreen(Screen[None]):
     """Both traces' timelines at one kernel, the base above the new."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("tab", "focus_next", "Other timeline")]
+    # priority: the timeline's own Escape clears its selection, and would keep the user here
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back to the diff", priority=True),
+        Binding("tab", "focus_next", "Other timeline"),
+    ]
     DEFAULT_CSS = """
     TimelinesScreen .diff-tl-title { height: 1; padding: 0 1; background: $panel; }
     TimelinesScreen TimelineView { height: 1fr; }
@@ -101,8 +105,8 @@ class DiffApp(App[None]):
     CSS = """
     #diff-head { height: auto; padding: 0 1; }
     .diff-title { height: 1; padding: 0 1; background: $panel; }
-    #diff-headline { height: auto; max-height: 40%; }
-    #diff-takeaway { height: auto; padding: 0 1; }
+    #diff-headline { height: auto; max-height: 35%; }
+    #diff-takeaway { height: 2; padding: 0 1; }
     #diff-kernels { height: 1fr; }
     """
 
@@ -169,8 +173,8 @@ class DiffApp(App[None]):
         self.push_screen(
             TimelinesScreen(
                 [
-                    (f"base {self.result['base']['path']}", self.base, row.get("base_example")),
-                    (f"new {self.result['new']['path']}", self.new, row.get("new_example")),
+                    (f"base {Path(self.result['base']['path']).name}", self.base, row.get("base_example")),
+                    (f"new {Path(self.result['new']['path']).name}", self.new, row.get("new_example")),
                 ]
             )
         )

@@ -292,7 +292,8 @@ def sync(ctx: StageContext) -> dict[str, Any]:
 # -- summary --------------------------------------------------------------------------------
 
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
-_TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops")}
+#: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
+TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:
@@ -315,7 +316,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
                 continue
             name = file.removesuffix(".parquet")
             frame = ctx.input(stage, file)
-            tables[name] = frame.head(n) if (stage, name) in _TOP_N_TABLES and n > 0 else frame
+            tables[name] = frame.head(n) if (stage, name) in TOP_N_TABLES and n > 0 else frame
         sections[stage] = tables
     read: dict[str, dict[str, Any]] = {}
     for _, inputs in CHARTS.values():

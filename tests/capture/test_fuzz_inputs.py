@@ -177,3 +177,14 @@ def test_mutated_trace_folders_open_or_fail_in_one_line(field: str, value, foote
             open_trace_dir(trace)
         except TraceFormatError as exc:
             assert "\n" not in str(exc)
+
+
+def test_a_bool_event_id_converts_the_same_both_ways(events_doc: dict) -> None:
+    # found by the fuzz test above: the pure path refused {"id": true}, the C scan took it
+    doc = json.loads(json.dumps(events_doc))
+    doc["traceEvents"][0]["id"] = True
+    data = json.dumps(doc).encode()
+    slow = _outcome(data, use_native=False)
+    assert slow[0] == "table"
+    if native.available():
+        assert _outcome(data, use_native=True) == slow

@@ -89,6 +89,16 @@ def cache(tmp_path) -> dict[str, str]:
     return {**os.environ, "PROFUI_CACHE": str(tmp_path / "cache")}
 
 
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory) -> Path:
+    """The CPU sample, copied: a diff records its analysis inside the trace folder."""
+    import shutil
+
+    out = tmp_path_factory.mktemp("mlp") / "mlp_cpu"
+    shutil.copytree(SAMPLES / "mlp_cpu", out, ignore=shutil.ignore_patterns(".profui"))
+    return out
+
+
 def _diff(*args: str | Path, env=None) -> tuple[subprocess.CompletedProcess, dict | None]:
     proc = _profui("diff", *args, "--json", env=env)
     return proc, (json.loads(proc.stdout) if proc.returncode in (0, 1) else None)
@@ -135,12 +145,12 @@ def test_nvtx_op_ids_do_not_make_every_range_new() -> None:
     assert normalise_name("void k<(int)4>(T*) at 0x7f3a2c00") == "void k<(int)4>(T*) at 0x…"
 
 
-def test_identical_pair_is_no_significant_change(cache) -> None:
-    proc, res = _diff(SAMPLES / "mlp_cpu", SAMPLES / "mlp_cpu", env=cache)
+def test_identical_pair_is_no_significant_change(cache, mlp) -> None:
+    proc, res = _diff(mlp, mlp, env=cache)
     assert proc.returncode == 0
     assert res["verdict"] == "no significant change" and res["headline"] == []
     assert res["metrics"]["step_p50"]["significant"] is False
-    text = _profui("diff", SAMPLES / "mlp_cpu", SAMPLES / "mlp_cpu", env=cache).stdout
+    text = _profui("diff", mlp, mlp, env=cache).stdout
     assert "no significant change" in text.splitlines()[0]
 
 
@@ -200,8 +210,8 @@ def test_gate_exit_codes_and_lines(runs, cache) -> None:
         ("step_p50>+3", "give step_p50's change a unit"),
     ],
 )
-def test_gate_bad_conditions_are_bad_input(cond: str, words: str, cache) -> None:
-    proc = _profui("diff", SAMPLES / "mlp_cpu", SAMPLES / "mlp_cpu", "--fail-if", cond, env=cache)
+def test_gate_bad_conditions_are_bad_input(cond: str, words: str, cache, mlp) -> None:
+    proc = _profui("diff", mlp, mlp, "--fail-if", cond, env=cache)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr
 
 
@@ -216,8 +226,8 @@ def test_named_baseline(runs, cache) -> None:
     assert proc.returncode == 2 and "no such trace or baseline" in proc.stderr
 
 
-def test_json_keys_are_the_documented_ones(cache) -> None:
-    _proc, res = _diff(SAMPLES / "mlp_cpu", SAMPLES / "mlp_cpu", env=cache)
+def test_json_keys_are_the_documented_ones(cache, mlp) -> None:
+    _proc, res = _diff(mlp, mlp, env=cache)
     assert set(res) == set(JSON_DOC) | {"gate"}
     assert res["version"] == 1
 
@@ -246,9 +256,9 @@ def test_step_time_is_not_gated_without_step_markers(cache) -> None:
     assert proc.returncode == 2 and "step_p50 is not in both traces" in proc.stderr
 
 
-def test_a_broken_baseline_is_bad_input(cache, tmp_path) -> None:
+def test_a_broken_baseline_is_bad_input(cache, mlp) -> None:
     folder = Path(cache["PROFUI_CACHE"]) / "baselines"
     folder.mkdir(parents=True)
     (folder / "half.json").write_text('{"version": 1}')
-    proc = _profui("diff", "half", SAMPLES / "mlp_cpu", env=cache)
+    proc = _profui("diff", "half", mlp, env=cache)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "half.json" in proc.stderr

@@ -32,7 +32,7 @@ class Event(Struct, gc=False):
     ts: Raw = Raw()
     dur: Raw = Raw()
     args: Raw = Raw()
-    id: int | str | float | bool | None = None  # a float or bool id is odd, not fatal: only flows read it
+    id: Any = None  # any JSON value: only flows read it, and an odd one (float, bool, list) is not fatal
 
 
 _TOP_DECODER = msgspec.json.Decoder(dict[str, Raw])
@@ -56,7 +56,7 @@ class BatchEvent(Struct, gc=False):
     ts: Raw = Raw()
     dur: Raw = Raw(b"0")
     args: Raw = Raw(b"{}")
-    id: int | str | float | bool | None = None  # a float or bool id is odd, not fatal: only flows read it
+    id: Any = None  # any JSON value: only flows read it, and an odd one (float, bool, list) is not fatal
 
 
 batch_decoder = msgspec.json.Decoder(list[BatchEvent])

@@ -190,3 +190,19 @@ def test_an_odd_event_id_converts_the_same_both_ways(events_doc: dict, odd) -> N
     assert slow[0] == "table"
     if native.available():
         assert _outcome(data, use_native=True) == slow
+
+
+@pytest.mark.parametrize("odd", [1.5, True, [], None])
+def test_a_launch_flow_with_an_odd_pid_converts_the_same_both_ways(events_doc: dict, odd) -> None:
+    # found by the fuzz test with more examples: the pure path refused an ac2g flow whose pid
+    # was 1.5; the C scan only counts such flows, and so does the pure path now
+    doc = json.loads(json.dumps(events_doc))
+    flow = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("ph") == "f" and e.get("cat") == "ac2g")
+    doc["traceEvents"][flow]["pid"] = odd
+    data = json.dumps(doc).encode()
+    slow = _outcome(data, use_native=False)
+    assert slow[0] == "table" and slow[3]["flows"]["ac2g:f"] == sum(
+        e.get("ph") == "f" and e.get("cat") == "ac2g" for e in doc["traceEvents"]
+    )
+    if native.available():
+        assert _outcome(data, use_native=True) == slow

@@ -125,17 +125,77 @@ static inline int is_num_char(char c) {
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
 
-/* Skip one JSON value at p, copying it compact into out when out is not NULL. */
+/* True when the string at [p, q) (quotes included) holds only the escapes msgspec writes back
+ * as they are (\" \\ \b \f \n \r \t): a \u or \/ escape is spelled otherwise on the Python path. */
+static int string_as_written(const char *p, const char *q) {
+    for (const char *b = p; (b = memchr(b, '\\', (size_t)(q - b))) != NULL; b += 2)
+        if (b + 1 >= q || !memchr("\"\\bfnrt", b[1], 7)) return 0;
+    return 1;
+}
+
+/* How many bytes of the number at [p, q) to copy so that it reads as msgspec writes the value
+ * it decodes, or 0 when that spelling is not a prefix of it (the event is then a special).
+ * Integers (no leading zero, not -0) are written as they are; a plain decimal in fixed notation
+ * loses its trailing zeros but the one of "x.0" (Kineto writes "5.300000"), and must then be the
+ * shortest decimal that reads back as the same double, as msgspec writes floats: any decimal of
+ * at most 15 significant digits is; one of 16 or 17 is checked with strtod/snprintf (both
+ * correctly rounded in glibc). Exponents, 16+ integer digits and values below 1e-4 are left to
+ * the Python path, whose notation for them differs. */
+static size_t number_as_written(const char *p, const char *q) {
+    int neg = p < q && *p == '-';
+    const char *ip = p + neg, *t = ip;
+    while (t < q && *t >= '0' && *t <= '9') t++;
+    size_t int_len = (size_t)(t - ip);
+    if (!int_len || (int_len > 1 && *ip == '0')) return 0;
+    if (t == q) return neg && int_len == 1 && *ip == '0' ? 0 : (size_t)(q - p);
+    if (*t != '.' || int_len > 15) return 0;
+    const char *frac = t + 1, *f = frac;
+    while (f < q && *f >= '0' && *f <= '9') f++;
+    if (f != q || f == frac) return 0;
+    while (f > frac + 1 && f[-1] == '0') f--; /* trailing zeros go, "x.0" stays */
+    size_t frac_len = (size_t)(f - frac), sig = int_len + frac_len;
+    if (frac_len == 1 && *frac == '0') return (size_t)(f - p);
+    if (*ip == '0') {
+        size_t lead = 0;
+        while (lead < frac_len && frac[lead] == '0') lead++;
+        if (lead > 3) return 0;
+        sig = frac_len - lead;
+    }
+    if (sig <= 15) return (size_t)(f - p);
+    if (sig > 17) return 0;
+    char text[48], digits[20], shorter[48];
+    size_t n = (size_t)(f - p), k = 0;
+    memcpy(text, p, n);
+    text[n] = 0;
+    double x = strtod(text, NULL);
+    for (const char *c = text; *c; c++)
+        if (*c >= '0' && *c <= '9' && (k || *c != '0')) digits[k++] = *c;
+    /* the closest decimal of sig digits must be this one, and none of sig - 1 digits reads back */
+    snprintf(shorter, sizeof shorter, "%.*e", (int)sig - 1, x);
+    for (size_t i = 0, j = 0; shorter[i] && shorter[i] != 'e'; i++)
+        if (shorter[i] >= '0' && shorter[i] <= '9' && (j < k ? shorter[i] != digits[j++] : 1)) return 0;
+    snprintf(shorter, sizeof shorter, "%.*e", (int)sig - 2, x);
+    return strtod(shorter, NULL) == x ? 0 : n;
+}
+
+#define MAX_KEYS_SEEN 32
+
+/* Skip one JSON value at p, copying it compact into out when out is not NULL. When copying, a
+ * value the Python path would spell differently (see string_as_written, number_as_written, or
+ * an object with a key twice, of which msgspec keeps the last) gives NULL: the event is then a
+ * special, so both paths write the same args text. */
 static const char *value(const char *p, const char *e, Buf *out, int depth) {
     if (p >= e) return NULL;
     char c = *p;
     if (c == '"') {
         int esc = 0;
         const char *q = scan_string(p, e, &esc);
-        if (!q || (out && put(out, p, (size_t)(q - p)))) return NULL;
+        if (!q || (out && esc && !string_as_written(p, q)) || (out && put(out, p, (size_t)(q - p)))) return NULL;
         return q;
     }
     if (c == '{' || c == '[') {
+        Span seen[MAX_KEYS_SEEN];
+        int nseen = 0;
         if (depth > 500) return NULL;
         char close = c == '{' ? '}' : ']';
         if (out && put(out, &c, 1)) return NULL;
@@ -149,7 +209,14 @@ static const char *value(const char *p, const char *e, Buf *out, int depth) {
                 if (p >= e || *p != '"') return NULL;
                 int esc = 0;
                 const char *q = scan_string(p, e, &esc);
-                if (!q || (out && put(out, p, (size_t)(q - p)))) return NULL;
+                if (!q) return NULL;
+                if (out) {
+                    if (esc || nseen == MAX_KEYS_SEEN) return NULL;
+                    for (int i = 0; i < nseen; i++)
+                        if (seen[i].e - seen[i].s == q - p && !memcmp(seen[i].s, p, (size_t)(q - p))) return NULL;
+                    seen[nseen].s = p, seen[nseen].e = q, nseen++;
+                    if (put(out, p, (size_t)(q - p))) return NULL;
+                }
                 p = ws(q, e);
                 if (p >= e || *p != ':') return NULL;
                 if (out && put(out, ":", 1)) return NULL;
@@ -165,7 +232,10 @@ static const char *value(const char *p, const char *e, Buf *out, int depth) {
     if (c == '-' || (c >= '0' && c <= '9')) {
         const char *q = p;
         while (q < e && is_num_char(*q)) q++;
-        if (out && put(out, p, (size_t)(q - p))) return NULL;
+        if (out) {
+            size_t n = number_as_written(p, q);
+            if (!n || put(out, p, n)) return NULL;
+        }
         return q;
     }
     if (e - p >= 4 && (!memcmp(p, "true", 4) || !memcmp(p, "null", 4))) {
@@ -380,7 +450,7 @@ typedef struct {
 
 enum { ROW_DONE = 0, SPECIAL = 1, NOMEM = -1 };
 
-/* Parse the args object's top-level entries; 0 when unusual (escaped keys, too many). */
+/* Parse the args object's top-level entries; 0 when unusual (escaped keys, a key twice, too many). */
 static int parse_args(Span a, Arg *args, int *n) {
     const char *p = ws(a.s + 1, a.e), *e = a.e;
     *n = 0;
@@ -393,6 +463,9 @@ static int parse_args(Span a, Arg *args, int *n) {
         Arg *g = &args[(*n)++];
         g->key.s = p + 1;
         g->key.e = q - 1;
+        for (Arg *o = args; o < g; o++) /* a key twice: msgspec keeps the last */
+            if (o->key.e - o->key.s == g->key.e - g->key.s && !memcmp(o->key.s, g->key.s, (size_t)(q - p - 2)))
+                return 0;
         p = ws(q, e);
         if (p >= e || *p != ':') return 0;
         p = ws(p + 1, e);

@@ -209,6 +209,24 @@ _get_tid = attrgetter("tid")
 _get_args = attrgetter("args")
 
 
+class _BadArgs(ValueError):
+    """The args of an event cannot be read (``reason``): the ``row``-th of the slice, or of the
+    rows selected from it (:func:`_build_columns`); the caller, which knows the event's index in
+    the trace, names it."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(reason)
+        self.row, self.reason = row, reason
+
+    @classmethod
+    def of(cls, row: int, exc: msgspec.MsgspecError) -> _BadArgs:
+        """From msgspec's error: text that is not UTF-8 (DecodeError), or a number beyond a
+        double (ValidationError, the only one an untyped decode raises)."""
+        if isinstance(exc, msgspec.ValidationError):
+            return cls(row, "a number beyond the range of a double")
+        return cls(row, str(exc).replace("Invalid UTF-8 encoded string", "text that is not UTF-8"))
+
+
 def _select_rows(
     decoded: list[BatchEvent], part: list[msgspec.Raw], src: _Source
 ) -> tuple[list[BatchEvent], list[str], list[int]]:
@@ -220,52 +238,56 @@ def _select_rows(
     keep_event = keep.append
     add_kind = kinds.append
     kind_by_cat = KIND_BY_CAT
-    for j, ev in enumerate(decoded):
-        ph = ev.ph
-        if ph == "X":
-            cat = ev.cat
-            kind = kind_by_cat.get(cat)
-            if kind is None:
-                if cat == "Trace":
-                    src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
+    j = 0
+    try:
+        for j, ev in enumerate(decoded):
+            ph = ev.ph
+            if ph == "X":
+                cat = ev.cat
+                kind = kind_by_cat.get(cat)
+                if kind is None:
+                    if cat == "Trace":
+                        src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
+                        continue
+                    kind = unknown_cat_kind(cat)
+                    if kind == "annotation":  # not a step whatever its name: see _finish_rows
+                        kind = _UNKNOWN_ANNOTATION
+                    src.unknown_cats[str(cat)] += 1
+            elif ph == "M":
+                # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
+                text = bytes(part[j])
+                if text in src.seen_meta:
+                    src.repeats += 1
                     continue
-                kind = unknown_cat_kind(cat)
-                if kind == "annotation":  # not a step whatever its name: see _finish_rows
-                    kind = _UNKNOWN_ANNOTATION
-                src.unknown_cats[str(cat)] += 1
-        elif ph == "M":
-            # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
-            text = bytes(part[j])
-            if text in src.seen_meta:
-                src.repeats += 1
+                src.seen_meta.add(text)
+                meta = event_decoder.decode(text)
+                if meta.args:
+                    _metadata_event(meta, src.processes, src.threads)
                 continue
-            src.seen_meta.add(text)
-            meta = event_decoder.decode(text)
-            if meta.args:
-                _metadata_event(meta, src.processes, src.threads)
-            continue
-        elif ph == "s" or ph == "f" or ph == "t":
-            cat = ev.cat
-            src.flows[f"{cat}:{ph}"] += 1
-            if cat not in CORRELATION_FLOWS and ev.ts:
-                # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
-                # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
-                src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
-            continue
-        elif ph == "i" or ph == "I":
-            if ev.cat is None:
-                src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
+            elif ph == "s" or ph == "f" or ph == "t":
+                cat = ev.cat
+                src.flows[f"{cat}:{ph}"] += 1
+                if cat not in CORRELATION_FLOWS and ev.ts:
+                    # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
+                    # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
+                    src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
                 continue
-            kind = "instant"
-        else:
-            src.skipped[ph or "?"] += 1
-            continue
-        if not ev.ts:
-            src.skipped[f"{ph}:no-ts"] += 1
-            continue
-        keep_event(ev)
-        add_kind(kind)
-        kept.append(j)
+            elif ph == "i" or ph == "I":
+                if ev.cat is None:
+                    src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
+                    continue
+                kind = "instant"
+            else:
+                src.skipped[ph or "?"] += 1
+                continue
+            if not ev.ts:
+                src.skipped[f"{ph}:no-ts"] += 1
+                continue
+            keep_event(ev)
+            add_kind(kind)
+            kept.append(j)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:  # args of a span, marker or metadata
+        raise _BadArgs.of(j, exc) from None
     return keep, kinds, kept
 
 
@@ -306,7 +328,12 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
         try:
             args = decode_args(raw_args)
         except msgspec.ValidationError:
-            args = {"args": msgspec.json.decode(raw_args)}
+            try:
+                args = {"args": msgspec.json.decode(raw_args)}
+            except msgspec.ValidationError as exc:
+                raise _BadArgs.of(i, exc) from None
+        except msgspec.DecodeError as exc:
+            raise _BadArgs.of(i, exc) from None
         if not args:
             add_body(b"{")
             continue
@@ -680,10 +707,20 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
         decoded = _decode_part(part, part_idx, doc)
         try:
             keep, kinds, kept = _select_rows(decoded, part, src)
+        except _BadArgs as exc:
+            raise KinetoFormatError(
+                doc.path, f"trace event {part_idx[exc.row]} has malformed args ({exc.reason})"
+            ) from None
         except ValueError as exc:  # a span's or marker's time that is not a number
             raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
         if keep:
-            chunk = _chunk(_build_columns(keep, kinds, src), doc)
+            try:
+                chunk = _chunk(_build_columns(keep, kinds, src), doc)
+            except _BadArgs as exc:
+                event = part_idx[kept[exc.row]]
+                raise KinetoFormatError(
+                    doc.path, f"trace event {event} has malformed args ({exc.reason})"
+                ) from None
             if scan is not None:
                 chunk = chunk.append_column("ord", pa.array([part_idx[j] for j in kept], pa.int64()))
             chunks.append(chunk)

@@ -187,7 +187,14 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     raw_events = top.pop("traceEvents", None)
     if raw_events is None:
         raise KinetoFormatError(path, _what_instead(top))
-    metadata = {k: msgspec.json.decode(v) for k, v in top.items()}
+    metadata = {}
+    for key, raw in top.items():
+        try:
+            metadata[key] = msgspec.json.decode(raw)
+        except msgspec.ValidationError:  # the only one an untyped decode raises
+            raise KinetoFormatError(path, f"{key!r} holds a number beyond the range of a double") from None
+        except msgspec.DecodeError:
+            raise KinetoFormatError(path, f"{key!r} holds text that is not UTF-8") from None
     base_ns = None
     if "baseTimeNanoseconds" in top:
         try:

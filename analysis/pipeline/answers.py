@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import open_trace_dir, private_dir_for
+from profui.capture.format import TraceFormatError, open_trace_dir, private_dir_for
 
 from .artifacts import load_files, verify
 from .outputs import latest_outputs
@@ -97,6 +97,8 @@ def answers(
     if not running:
         try:
             return _recorded_run(path, stages, on_stage, say)
+        except TraceFormatError:
+            raise
         except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
             first = (str(exc).strip().splitlines() or [""])[0]
             say(f"analysis pipeline unavailable ({first}); computing in memory")
@@ -128,6 +130,9 @@ def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None,
 
     needed = set(stages) | REGISTRY.ancestors(stages)
     rec = analyze(path, stages=[s for s in REGISTRY.order if s in needed], wait=False, progress=progress)
+    bad = rec.bad_input()
+    if bad is not None:  # a file no stage can read: the surface says so, as for all bad input
+        raise bad
     failed = [s for s in REGISTRY.order if s in needed and rec.stages[s].status != "succeeded"]
     if failed:
         error = (rec.stages[failed[0]].error or "").strip().splitlines()

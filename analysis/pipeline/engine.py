@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import TraceDir, open_trace_dir, trace_fingerprint
+from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir, trace_fingerprint
 
 from . import records
 from .artifacts import artifact_dir, artifact_key, digest, verify, write_artifact
@@ -194,6 +194,8 @@ def execute(
                 srec.status = "failed"
                 srec.error = f"{type(exc).__name__}: {exc}"
                 srec.traceback = traceback.format_exc(limit=8)
+                if isinstance(exc, TraceFormatError):
+                    srec.bad_input = {"path": str(exc.path), "problem": exc.problem}
                 failed_stage = name
                 rec.error = f"stage {name} failed: {srec.error}"
             srec.end = now_iso()

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from profui.capture.format import write_bytes_atomic
+from profui.capture.format import TraceFormatError, write_bytes_atomic
 
 from .errors import PipelineError
 
@@ -62,6 +62,9 @@ class StageRecord:
     output_hash: str | None = None
     error: str | None = None
     traceback: str | None = None
+    #: When the stage failed on input it cannot read (a TraceFormatError, not a bug): the file
+    #: and the problem (``{"path", "problem"}``), to be said as every command says bad input.
+    bad_input: dict[str, str] | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -94,6 +97,15 @@ class RunRecord:
     def seconds(self) -> float | None:
         """Wall time of the run (None while executing)."""
         return seconds_between(self.created, self.ended)
+
+    def bad_input(self) -> TraceFormatError | None:
+        """The error of the stage that failed on input it cannot read, when that is why the run
+        failed (to be raised, so that it is said as all bad input is); else None."""
+        for s in self.stages.values():
+            bad = s.bad_input if s.status == "failed" and isinstance(s.bad_input, dict) else {}
+            if bad.get("path") and bad.get("problem"):
+                return TraceFormatError(bad["path"], bad["problem"])
+        return None
 
     def counts(self) -> dict[str, int]:
         """Stages by provenance (computed/cache/reused) and failed/stopped/skipped counts."""

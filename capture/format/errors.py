@@ -13,5 +13,15 @@ class TraceFormatError(Exception):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = Path(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
+        self.problem = printable(problem)
+        super().__init__(f"{self.path}: {self.problem}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (control bytes a reader's message
+    quotes from a damaged file, a newline) written as its escape, so that it stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode() for c in text
+    )

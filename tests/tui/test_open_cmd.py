@@ -111,3 +111,35 @@ def test_import_screen_imports_then_opens_the_trace(tmp_path: Path, monkeypatch)
     assert opened.parent == tmp_path / "cache" / "imports"
     m = open_trace_dir(opened).manifest
     assert m.status == "imported" and m.source == "kineto-import"
+
+
+def _corrupt_pages(tmp_path: Path) -> tuple[Path, Path]:
+    """The bundled sample, copied, with the first data pages of one events file damaged under an
+    intact footer: the trace opens, its events cannot be read."""
+    import shutil
+
+    trace = tmp_path / "trace"
+    shutil.copytree(REPO / "samples" / SAMPLE_NAME, trace, ignore=shutil.ignore_patterns(".profui"))
+    victim = sorted(trace.rglob("events-*.parquet"))[0]
+    data = bytearray(victim.read_bytes())
+    footer_at = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for i in range(8, min(footer_at, 4000)):
+        data[i] ^= 0x5A
+    victim.write_bytes(bytes(data))
+    open_trace_dir(trace)
+    return trace, victim
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["analysed-here", "from-a-recorded-run"])
+def test_a_trace_whose_events_cannot_be_read_ends_the_app_in_one_line(tmp_path: Path, cached: bool) -> None:
+    # before, the dashboard said "not available (utilization: no output)" under "computed
+    # (run-0001)" and the app went on, exit 0; now the app ends as every command does on bad input
+    trace, victim = _corrupt_pages(tmp_path)
+    if cached:  # a failed run is on record already: the dashboard reads it, then says the same
+        assert run_profui("analyze", str(trace), "-q").returncode == 2
+    app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+    result = asyncio.run(_run_until_exit(app))
+    assert app.return_code == 2
+    assert result and result.startswith(str(victim)) and "cannot read events" in result and "\n" not in result
+    res = run_profui("open", str(trace))  # through the CLI: the line last on stderr, exit 2
+    assert res.returncode == 2 and res.stderr.endswith(f"profui: {result}\n")

@@ -231,6 +231,9 @@ def register(app: typer.Typer) -> None:
                 f"{record.id} {record.status} in {_fmt_s(record.seconds)}: "
                 f"{c['computed']} computed, {c['cache']} from cache, {c['reused']} reused"
             )
+        bad = record.bad_input()
+        if bad is not None:  # a file the stages cannot read: bad input, said as everywhere else
+            raise bad
         if record.status != "succeeded":
             sys.stderr.write(f"profui: {trace_dir}: run {record.id} {record.status}: {record.error}\n")
             raise typer.Exit(1)

@@ -86,7 +86,9 @@ def open_diff(base: str, new: Path | None) -> None:
     # a saved baseline whose trace folder is gone still diffs; its timeline cannot be shown
     base_dir = Path(folder) if folder and is_trace_dir(Path(folder)) else None
     result = diff(base_profile, profile_of(new_dir, label=str(new)))
-    DiffApp(base_dir, new_dir, result).run()
+    failed = DiffApp(base_dir, new_dir, result).run()
+    if failed:  # a view ended the app on a file it cannot read
+        raise UserError(failed)
 
 
 def register(app: typer.Typer) -> None:
@@ -111,9 +113,11 @@ def register(app: typer.Typer) -> None:
             "profui open --diff before/ after/",
         ),
     ) -> None:
-        """Open a trace: jobs list, dashboard, kernels, steps, runs and timeline, keyboard first.
+        """Open a trace: jobs list, dashboard, kernels, steps, analyses, timeline, communication, launches, idle and sync, keyboard first.
 
-        Keys: 1-5 or Tab switch views (Dashboard, Kernels, Steps, Runs, Timeline), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land.
+        Keys: 1-9 or Tab switch views (Dash, Kernels, Steps, Analyses, Timeline, Comm, Launch, Idle, Sync), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land. A trace file that cannot be read ends the app with one line naming it (exit 2).
+
+        Examples: profui open trace/ · profui open run.pt.trace.json.gz · profui open --diff before/ after/
         """
         if diff is not None:
             open_diff(diff, path)

@@ -88,7 +88,7 @@ class TimelinesScreen(Screen[None]):
             views[0].focus_main()
 
 
-class DiffApp(App[None]):
+class DiffApp(App[str | None]):
     """The diff of two traces (folders), keyboard first."""
 
     ENABLE_COMMAND_PALETTE = False

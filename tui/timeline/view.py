@@ -68,6 +68,8 @@ class TimelineView(TraceView):
         try:
             index = self.session.memo("timeline-lod", lambda: open_lod(self.session.path, progress=progress))
         except Exception as exc:  # shown, not raised: the other views keep working
+            if self.ended_on_bad_input(exc):
+                return
             self.app.call_from_thread(self._status_line, f"timeline unavailable: {type(exc).__name__}: {exc}")
             return
         self.app.call_from_thread(self._ready, index)

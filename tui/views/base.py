@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.containers import Vertical
 
+from profui.capture.format import TraceFormatError
+
 from .session import TraceSession
 
 
@@ -34,3 +36,12 @@ class TraceView(Vertical):
     def focus_main(self) -> None:
         """Give focus to the view's main widget."""
         self.focus()
+
+    def ended_on_bad_input(self, exc: BaseException) -> bool:
+        """From a worker thread: when ``exc`` is bad input (a trace file the analysis cannot
+        read), end the app with its one line and exit status 2, as every command says bad input,
+        and return True; any other failure stays the view's to show (False)."""
+        if not isinstance(exc, TraceFormatError):
+            return False
+        self.app.call_from_thread(self.app.exit, str(exc), 2)
+        return True

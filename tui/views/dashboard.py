@@ -115,6 +115,8 @@ class DashboardView(TraceView):
                 on_progress=lambda line: call(self._status, line),
             )
         except Exception as exc:  # one line in the UI, never a crash
+            if self.ended_on_bad_input(exc):
+                return
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             outputs = {}
         call(self._all_ready, outputs)

@@ -71,6 +71,8 @@ class KernelsView(TraceView):
         try:
             outputs = self.session.stage_outputs(dc.STAGES)
         except Exception as exc:
+            if self.ended_on_bad_input(exc):
+                return
             self.app.call_from_thread(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
         self.app.call_from_thread(self._show, dc.frame(outputs, "kernels", "stats.parquet"))

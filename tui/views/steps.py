@@ -101,6 +101,8 @@ class StepsView(TraceView):
         try:
             outputs = self.session.stage_outputs(dc.STAGES)
         except Exception as exc:
+            if self.ended_on_bad_input(exc):
+                return
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
         call(self._show, per_step_frame(outputs), dc.frame(outputs, "steps", "job_stats.parquet"))

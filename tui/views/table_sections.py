@@ -119,6 +119,8 @@ class SectionsView(TraceView):
         try:
             outputs = self.session.stage_outputs(dc.STAGES)
         except Exception as exc:
+            if self.ended_on_bad_input(exc):
+                return
             self.app.call_from_thread(self._failed, f"analysis failed: {type(exc).__name__}: {exc}")
             return
         self.app.call_from_thread(self._show, outputs)

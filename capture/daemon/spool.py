@@ -58,8 +58,10 @@ def take_notes(spool: Path) -> list[str]:
 
 def lost_windows(spool: Path) -> list[str]:
     """Notes for windows that never reached the trace: their process ended while recording them
-    (``.open`` markers left), or they could not be written (``.failed`` markers, e.g. disk full)."""
+    (``.open`` markers left), or they could not be written (``.failed`` markers, e.g. disk full;
+    or an ``.open`` marker left in a spool that cannot be written any more, e.g. read-only)."""
     notes = []
+    unwritable: list[str | None] = []  # why the spool takes no file now, once asked
     try:
         names = sorted(
             n for n in os.listdir(spool) if n.endswith((_session.OPEN_SUFFIX, _session.FAILED_SUFFIX))
@@ -83,15 +85,31 @@ def lost_windows(spool: Path) -> list[str]:
                 "spool (disk full?); it is lost"
             )
         else:
-            notes.append(
-                f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) was being recorded when the "
-                "process ended; it is lost"
+            if not unwritable:
+                unwritable.append(_unwritable(spool))
+            why = (
+                f"could not be written: the spool {spool} takes no file ({unwritable[0]})"
+                if unwritable[0]
+                else "was being recorded when the process ended"
             )
+            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) {why}; it is lost")
         try:
             (spool / n).unlink()
         except OSError:
             pass
     return notes
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why no file can be made in ``folder`` now (e.g. "Read-only file system"), or None. Tried,
+    not asked of os.access: root passes every permission check a read-only mount fails."""
+    probe = folder / f".probe-p{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from realdata import shared_trace
+from realdata import SAMPLES, shared_trace
 
 SMALL = "hta-critical_path-simple_add-benchmark_result_493459_1694039959_trace.json.gz"
 OTHER = "hta-trace_compare-base-base.json.gz"
@@ -113,15 +114,51 @@ def test_unreadable_file_symlink_loop(work: Path) -> None:
     refused_and_nothing_written(work, bad, "cannot read")
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads chmod-000 files")
-def test_unreadable_file_permissions(work: Path) -> None:
+def _as_unprivileged(*args: str | Path) -> subprocess.CompletedProcess:
+    """``profui ARGS`` where file permissions hold: as root, with the capabilities that bypass
+    them (DAC override and read search) dropped, as a normal user's process runs."""
+    cmd = [PROFUI, *map(str, args)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to drop root's file capabilities"
+        drop = "-dac_override,-dac_read_search"
+        cmd = [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}", "--", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["import", "{bad}", "-o", "{out}"],
+        ["info", "{bad}"],
+        ["summary", "{bad}"],
+        ["export", "{bad}", "-o", "{out}.json"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_unreadable_file_permissions(work: Path, command: list[str]) -> None:
+    # before: typer's own readable check printed a five-line usage box for every command
     bad = work / "secret.json.gz"
     bad.write_bytes(shared_trace(SMALL).read_bytes())
     bad.chmod(0)
+    out = work / "out"
     try:
-        refused_and_nothing_written(work, bad, "permission denied")
+        proc = _as_unprivileged(*(a.format(bad=bad, out=out) for a in command))
+        assert_refused(proc, bad, "permission denied")
+        assert not [p for p in work.iterdir() if p.name != bad.name]  # nothing written
     finally:
         bad.chmod(0o644)
+
+
+def test_unreadable_manifest_permissions(work: Path) -> None:
+    trace = work / "trace"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    (trace / "manifest.json").chmod(0)
+    try:
+        for command in ("info", "summary", "open"):
+            assert_refused(_as_unprivileged(command, trace), trace / "manifest.json", "permission denied")
+    finally:
+        (trace / "manifest.json").chmod(0o644)
 
 
 def test_one_bad_file_in_folder_imports_nothing(work: Path) -> None:

@@ -178,7 +178,9 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_command(
         trace: Path = typer.Argument(
-            ..., help="Trace folder, or Kineto JSON file(s) folder to import first."
+            ...,
+            help="Trace folder, or Kineto JSON file(s) folder to import first.",
+            readable=False,
         ),
         plan: bool = typer.Option(
             False, "--plan", help="Print the stage DAG and what this run would do; run nothing."
@@ -240,7 +242,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("runs")
     def runs_command(
-        trace: Path = typer.Argument(..., help="Trace folder (or Kineto JSON analysed before)."),
+        trace: Path = typer.Argument(
+            ..., help="Trace folder (or Kineto JSON analysed before).", readable=False
+        ),
         run: str | None = typer.Argument(None, help="A run id (run-0003, 3 or latest): show its stages."),
         as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
         prune_keep: int | None = typer.Option(

@@ -55,9 +55,13 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_command(
         trace: Path = typer.Argument(
-            ..., help="A profui trace folder, or a trace to import (Kineto JSON, Nsight .sqlite, JAX trace)."
+            ...,
+            help="A profui trace folder, or a trace to import (Kineto JSON, Nsight .sqlite, JAX trace).",
+            readable=False,
         ),
-        out: Path = typer.Option(..., "-o", "--out", help="Output file (.json, or .json.gz to compress)."),
+        out: Path = typer.Option(
+            ..., "-o", "--out", help="Output file (.json, or .json.gz to compress).", readable=False
+        ),
         fmt: str = typer.Option("chrome", "--format", help="Output format: chrome (Chrome-trace JSON)."),
         steps: str | None = typer.Option(
             None, "--steps", metavar="STEPS", help="Only these steps, e.g. 41, 40-42 or 3,7-8 (default: all)."

@@ -69,8 +69,9 @@ def register(app: typer.Typer) -> None:
             help="Kineto trace files (.json, .json.gz; one per rank), Nsight Systems exports (.sqlite; "
             ".nsys-rep with nsys on PATH; a rank per process), JAX traces (a jax.profiler log folder), "
             "or folders of them.",
+            readable=False,
         ),
-        out: Path = typer.Option(..., "-o", "--out", help="Output trace folder (created)."),
+        out: Path = typer.Option(..., "-o", "--out", help="Output trace folder (created).", readable=False),
         rank: int | None = typer.Option(
             None, "--rank", help="Rank when neither distributedInfo nor the file name gives one."
         ),

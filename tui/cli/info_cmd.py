@@ -77,7 +77,9 @@ def register(app: typer.Typer) -> None:
     @app.command("info")
     def info_command(
         trace: Path = typer.Argument(
-            ..., help="A profui trace folder, or a trace to import (Kineto JSON, Nsight .sqlite/.nsys-rep)."
+            ...,
+            help="A profui trace folder, or a trace to import (Kineto JSON, Nsight .sqlite/.nsys-rep).",
+            readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     ) -> None:

@@ -101,6 +101,7 @@ def register(app: typer.Typer) -> None:
             help="A trace folder, a folder of traces (a jobs list comes first), or Kineto JSON "
             "(.json/.json.gz, or a folder of them; imported into a cache). Default: the bundled sample.",
             show_default=False,
+            readable=False,
         ),
         poll: float = typer.Option(
             2.0, "--poll", help="Seconds between checks of a running trace for new files."

@@ -563,7 +563,9 @@ def register(app: typer.Typer) -> None:
     @app.command("summary")
     def summary_command(
         trace: Path = typer.Argument(
-            ..., help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them."
+            ...,
+            help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them.",
+            readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
         top: int | None = typer.Option(

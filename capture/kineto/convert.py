@@ -689,11 +689,11 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
         indices = range(len(events))
         total = len(events)
     python_rows = 0
-    for begin in range(0, len(events), _CHUNK_ROWS):
+    for begin, end in _parts(indices):
         if progress is not None and begin and begin % _PROGRESS_EVERY < _CHUNK_ROWS:
             progress(total - len(events) + begin, total)
-        part = events[begin : begin + _CHUNK_ROWS]
-        part_idx = indices[begin : begin + _CHUNK_ROWS]
+        part = events[begin:end]
+        part_idx = indices[begin:end]
         if src.repeats > len(part) // 4:
             # A trace that repeats its metadata events (MTIA: 300k of them) is likely to go on
             # doing so: drop the known repeats before decoding instead of after.
@@ -799,6 +799,20 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
     if progress is not None:
         progress(total, total)
     return Converted(table, counts, devices, first, last, source)
+
+
+def _parts(indices: list[int] | range) -> list[tuple[int, int]]:
+    """Slices of the events left to this path (trace indices ``indices``, ascending) that hold
+    the events of one block of ``_CHUNK_ROWS`` trace events each: the pure path's chunks, and
+    the same blocks for the natively scanned trace's specials. Within a part, a malformed event
+    is found (at decoding) before a bad value (at building the rows), so both paths name the
+    same bad event of a trace that holds several."""
+    if isinstance(indices, range):
+        return [(b, min(b + _CHUNK_ROWS, len(indices))) for b in range(0, len(indices), _CHUNK_ROWS)]
+    blocks = np.asarray(indices, dtype=np.int64) // _CHUNK_ROWS
+    cuts = np.flatnonzero(np.diff(blocks)) + 1
+    bounds = [0, *cuts.tolist(), len(indices)]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
 def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> list[BatchEvent]:

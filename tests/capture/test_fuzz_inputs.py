@@ -242,3 +242,17 @@ def test_a_launch_flow_with_an_odd_pid_converts_the_same_both_ways(events_doc: d
     )
     if native.available():
         assert _outcome(data, use_native=True) == slow
+
+
+def test_two_bad_events_name_the_same_one_both_ways(events_doc: dict) -> None:
+    # found by the 10-minute fuzz campaign: event 0's pid beyond int64 and event 1024's ph an
+    # integer. The pure path named event 0 (its block of 1,024 events came first), the C scan's
+    # specials were decoded together and named event 1024. Both now go block by block.
+    doc = json.loads(json.dumps(events_doc))
+    doc["traceEvents"][0]["pid"] = 2**63
+    doc["traceEvents"][1024]["ph"] = 2**63
+    data = json.dumps(doc).encode()
+    slow = _outcome(data, use_native=False)
+    assert slow[0] == "error" and "64-bit integer" in slow[1]
+    if native.available():
+        assert _outcome(data, use_native=True) == slow

@@ -7,26 +7,17 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from profui.analysis.pipeline import (
-    REGISTRY,
-    TRACE,
-    PipelineError,
-    RunRecord,
-    StageEvent,
-    analyze,
-    list_runs,
-    load_run,
-    parse_assignments,
-    plan_run,
-    prune,
-)
-from profui.analysis.pipeline.lock import describe_holder
+if TYPE_CHECKING:
+    from profui.analysis.pipeline import RunRecord, StageEvent
+
+# The pipeline (and Polars with it) is imported by the commands that run, not with the CLI:
+# `profui open` of a warm trace never needs it.
 
 from .errors import UserError
 from .sources import resolve_source
@@ -71,6 +62,7 @@ def _fmt_value(v: Any) -> str:
 def _plan_table(
     trace_dir: Path, stages: str | None, reference: str | None, resume: str | None, sets: list[str]
 ) -> tuple[Table, Table]:
+    from profui.analysis.pipeline import REGISTRY, TRACE, parse_assignments, plan_run
     from profui.capture.format import open_trace_dir
 
     td = open_trace_dir(trace_dir)
@@ -211,6 +203,8 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     ) -> None:
         """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
+        from profui.analysis.pipeline import PipelineError
+
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err, quiet)
@@ -255,6 +249,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
+        from profui.analysis.pipeline import PipelineError, list_runs, load_run, prune
+
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err, quiet=True)
@@ -311,6 +307,9 @@ def _run(
     err: Console,
     quiet: bool,
 ) -> RunRecord:
+    from profui.analysis.pipeline import analyze, list_runs, parse_assignments
+    from profui.analysis.pipeline.lock import describe_holder
+
     status = None
     if not quiet and err.is_terminal:
         status = err.status("starting analysis ...")

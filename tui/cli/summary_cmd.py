@@ -13,15 +13,17 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import typer
 
 from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_gpus, fmt_ns, fmt_pct
 
 from .errors import UserError
 from .sources import resolve_source
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Fmt = Callable[[Any], str]
 Col = tuple[str, str, Fmt]  # column, header, formatter
@@ -109,6 +111,8 @@ def _where(df: pl.DataFrame) -> list[Col]:
 
 
 def render_text(summary: Any, console: Any) -> None:
+    import polars as pl
+
     """Print a Summary as readable tables on ``console`` (a rich Console)."""
     s = summary
     tr = s.trace

@@ -8,6 +8,7 @@ annotation of the custom chart, ``n`` cycles its rank, Enter on a chart opens it
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import work
@@ -60,6 +61,8 @@ class DashboardView(TraceView):
         self.started = 0.0
         #: Seconds from load() to the last chart drawn (the benchmark reads it).
         self.seconds = 0.0
+        #: What to do once the stage outputs of a dashboard drawn from what was kept are in.
+        self._then: Callable[[], None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="dash-status")
@@ -91,12 +94,36 @@ class DashboardView(TraceView):
         self.complete = False
         self.drawn: set[str] = set()
         self.started = time.perf_counter()
+        if self._draw_kept():
+            # the stage outputs (for picking an annotation, the next rank...) are loaded when an
+            # action first needs them: a warm open shows the dashboard without importing Polars
+            return
         outputs = self.session.cached_stage_outputs(dc.STAGES, max_bytes=READ_IN_PLACE_BYTES)
         if outputs is not None:
             self._all_ready(outputs)
             return
         self._status("loading…")
         self._load()
+
+    def _draw_kept(self) -> bool:
+        """Draw what the last complete dashboard of this trace as it is now drew
+        (:mod:`.dashboard_cache`); False when nothing is kept for it."""
+        from . import dashboard_cache
+
+        try:
+            kept = dashboard_cache.load(self.session.dir)
+        except Exception:  # a trace that cannot be opened now: the normal path says why
+            return False
+        if kept is None or set(kept[0]) != {c.id for c in dc.CHARTS}:
+            return False
+        charts, overview, source = kept
+        self.session.overview, self.session.source = overview, "cache"
+        with self.app.batch_update():
+            for chart in dc.CHARTS:
+                self.drawn.add(chart.id)
+                self.panel(chart.id).show(charts[chart.id])
+        self._finished()
+        return True
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
@@ -153,10 +180,34 @@ class DashboardView(TraceView):
                     self.panel(chart.id).show_error(f"not available ({why})")
                 elif chart.id not in self.drawn:  # outputs memoised earlier: no on_stage calls
                     self._draw(chart)
+        if self.complete:  # the outputs behind a dashboard drawn from what was kept
+            then, self._then = self._then, None
+            self._status(self._ready_line())
+            if then is not None and self.outputs:
+                then()
+            return
+        if all(s in self.outputs for c in dc.CHARTS for s in c.stages):
+            self._keep()
+        self._finished()
+
+    def _keep(self) -> None:
+        from . import dashboard_cache
+
+        try:
+            charts = {c.id: self.panel(c.id).data for c in dc.CHARTS}
+            if all(d is not None for d in charts.values()):
+                dashboard_cache.save(self.session.dir, charts, self.session.overview, self.session.source)
+        except Exception:  # keeping is an optimisation: never a failure of the dashboard
+            pass
+
+    def _ready_line(self) -> str:
+        source = self.session.source or "analysis"
+        return f"{len(dc.CHARTS)} charts · {source} · ] [ move · a annotation · Enter opens · ? keys"
+
+    def _finished(self) -> None:
         seconds = time.perf_counter() - self.started
         self.seconds = seconds
-        source = self.session.source or "analysis"
-        self._status(f"{len(dc.CHARTS)} charts · {source} · ] [ move · a annotation · Enter opens · ? keys")
+        self._status(self._ready_line())
         refresh_title = getattr(self.screen, "refresh_title", None)
         if callable(refresh_title):
             refresh_title()
@@ -185,6 +236,8 @@ class DashboardView(TraceView):
         """Choose the annotation the custom chart shows."""
         from ..screens.pick import PickScreen
 
+        if self._still_loading(self.action_pick_annotation):
+            return
         names = dc.annotation_choices(self.outputs)
         if not names:
             self.app.notify("no annotations in this trace", severity="warning")
@@ -199,11 +252,23 @@ class DashboardView(TraceView):
 
     def action_next_rank(self) -> None:
         """Show the step-time and custom charts for the next rank."""
+        if self._still_loading(self.action_next_rank):
+            return
         self.rank_index += 1
         for chart_id in ("steps", "annotation"):
             chart = dc.chart_by_id(chart_id)
             if all(s in self.outputs for s in chart.stages):
                 self._draw(chart)
+
+    def _still_loading(self, then: Callable[[], None]) -> bool:
+        """True while a dashboard drawn from what was kept has no stage outputs yet: they load
+        (in a worker) and ``then`` runs once they are in."""
+        if self.outputs or not self.complete:
+            return False
+        self._then = then
+        self._status("loading the analysis outputs…")
+        self._load()
+        return True
 
     def _redraw_annotation(self) -> None:
         chart = dc.chart_by_id("annotation")

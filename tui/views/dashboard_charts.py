@@ -10,16 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 from rich.text import Text
 
 from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
-from profui.analysis.takeaways import annotation_sentence
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Outputs = dict[str, dict[str, Any]]
 
@@ -48,6 +49,8 @@ class Chart:
 
 def frame(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
     """One output frame (empty when the stage wrote none)."""
+    import polars as pl
+
     value = outputs.get(stage, {}).get(file)
     return value if isinstance(value, pl.DataFrame) else pl.DataFrame()
 
@@ -117,6 +120,8 @@ def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) 
 
 
 def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
+    import polars as pl
+
     sampled = frame(outputs, "utilization", "gpu_sampled.parquet")
     if sampled.height:  # capture sampled the GPUs: the whole job, the traced windows marked
         series, unit = _time_series(sampled, "util", "node", 100.0)
@@ -160,6 +165,8 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
 def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float], str]:
     """Where the traced windows start and end on a time axis starting at ``origin`` (ns, in
     units of ``div``), and a line saying what was traced."""
+    import polars as pl
+
     traced = frame(outputs, "utilization", "traced.parquet")
     if traced.height == 0:
         return [], ""
@@ -208,6 +215,8 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     Sampled CPU metrics win where capture recorded them (the machine's cores over the job);
     else the union of traced host-thread activity, said as such — it is not CPU utilization.
     """
+    import polars as pl
+
     text = Text()
     if active.height == 0:
         return text
@@ -283,6 +292,8 @@ def build_top_count(outputs: Outputs, view: Any) -> ChartData:
 
 
 def build_steps(outputs: Outputs, view: Any) -> ChartData:
+    import polars as pl
+
     from .steps import mark_outliers
 
     steps = mark_outliers(
@@ -382,6 +393,8 @@ def fmt_range(lo: int, hi: int) -> str:
 def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tuple[list[Bar], int]:
     """One bar per histogram bucket (analysis' counts); a bucket holding an outlier step is red and
     a bucket of one or two steps names them."""
+    import polars as pl
+
     last = hist["bucket"].max()
     bars = []
     for r in hist.sort("bucket").iter_rows(named=True):
@@ -496,6 +509,10 @@ def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
 
 
 def build_annotation(outputs: Outputs, view: Any) -> ChartData:
+    import polars as pl
+
+    from profui.analysis import takeaways as tk
+
     per_step = frame(outputs, "annotations", "per_step.parquet")
     choices = annotation_choices(outputs)
     if per_step.height == 0 or not choices:
@@ -512,7 +529,7 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
     words = (
         takeaway("annotation", outputs)
         if chosen == choices[0][0]
-        else annotation_sentence(side, name, names, frame(outputs, "annotations", "step_means.parquet"))
+        else tk.annotation_sentence(side, name, names, frame(outputs, "annotations", "step_means.parquet"))
     )
     rows = per_step.filter((pl.col("side") == side) & (pl.col("name") == name))
     ranks = rows.select("node", "rank").unique(maintain_order=True).sort("node", "rank").rows()

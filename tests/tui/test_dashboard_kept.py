@@ -169,3 +169,28 @@ def test_a_live_capture_is_never_kept(tmp_path: Path) -> None:
     data["status"] = "running"
     manifest.write_text(json.dumps(data))
     assert dashboard_cache.key(open_trace_dir(trace)) is None
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda c: c["top_time"]["bars"][0].update(value="x"),
+        lambda c: c["top_time"]["bars"][0].update(label=None),
+        lambda c: c["gpu_util"].update(kind="pie"),
+        lambda c: c["gpu_util"]["series"][0].update(xs=[1, "2"]),
+        lambda c: c["gpu_active"].update(y_max=True),
+        lambda c: c["gpu_active"].update(text={"plain": "x", "style": "not a style !!", "spans": []}),
+    ],
+    ids=["value-a-string", "label-null", "unknown-kind", "xs-a-string", "y_max-a-bool", "bad-style"],
+)
+def test_a_kept_file_of_the_right_key_but_wrong_types_is_a_miss(tmp_path: Path, mutate) -> None:
+    # the key can be right (a file written by another profui of the same sources, edited): a
+    # value of the wrong type must never reach the widgets, where it would fail inside the app
+    trace = tmp_path / "trace"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    _drawn(trace)
+    kept_file = private_dir_for(trace) / "tui" / "dashboard.json"
+    doc = json.loads(kept_file.read_bytes())
+    mutate(doc["charts"])
+    kept_file.write_text(json.dumps(doc))
+    assert dashboard_cache.load(open_trace_dir(trace)) is None

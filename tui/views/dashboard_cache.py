@@ -106,7 +106,7 @@ def load(trace_dir: Any) -> tuple[dict[str, ChartData], Any, str] | None:
             return None
         charts = {str(cid): _chart_from_json(d) for cid, d in doc["charts"].items()}
         return charts, doc.get("overview"), str(doc.get("source") or "")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except Exception:  # a damaged or foreign file (bad JSON, wrong types, a bad style): a miss
         return None
 
 
@@ -124,8 +124,16 @@ def _text_to_json(t: str | Text) -> Any:
 def _text_from_json(d: Any) -> str | Text:
     if isinstance(d, str):
         return d
-    spans = [Span(int(a), int(b), Style.parse(st) if st else "") for a, b, st in d["spans"]]
-    return Text(str(d["plain"]), style=Style.parse(d["style"]) if d["style"] else "", spans=spans)
+    spans = [
+        Span(
+            _checked(a, int, "span"),
+            _checked(b, int, "span"),
+            Style.parse(st) if _checked(st, str, "style") else "",
+        )
+        for a, b, st in _checked(d["spans"], list, "spans")
+    ]
+    style = _checked(d["style"], str, "style")
+    return Text(_checked(d["plain"], str, "plain"), style=Style.parse(style) if style else "", spans=spans)
 
 
 def _chart_to_json(c: ChartData) -> dict[str, Any]:
@@ -136,13 +144,58 @@ def _chart_to_json(c: ChartData) -> dict[str, Any]:
     return out
 
 
+_NUM = (int, float)
+
+
+def _checked(value: Any, kind: Any, what: str) -> Any:
+    """``value`` when it is of ``kind`` (bools are not numbers), else ValueError: a chart drawn
+    from a file must not fail inside the app."""
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise ValueError(f"{what}: {type(value).__name__}")
+    return value
+
+
+def _numbers(values: Any, what: str) -> list[float]:
+    return [_checked(v, _NUM, what) for v in _checked(values, list, what)]
+
+
 def _chart_from_json(d: dict[str, Any]) -> ChartData:
-    names = {f.name for f in fields(ChartData)}
-    kw = {k: v for k, v in d.items() if k in names}
-    kw["bars"] = [
-        Bar(**{**b, "segments": tuple(tuple(seg) for seg in b.get("segments", ()))})
-        for b in d.get("bars", [])
+    bars = []
+    for b in _checked(d.get("bars", []), list, "bars"):
+        segments = tuple(
+            (_checked(f, _NUM, "segment"), _checked(g, str, "segment"), _checked(st, str, "segment"))
+            for f, g, st in _checked(b.get("segments", []), list, "segments")
+        )
+        bars.append(
+            Bar(
+                _checked(b["label"], str, "label"),
+                _checked(b["value"], _NUM, "value"),
+                _checked(b["text"], str, "text"),
+                _checked(b.get("style", "cyan"), str, "style"),
+                segments,
+            )
+        )
+    series = [
+        Series(_checked(s["label"], str, "label"), _numbers(s["xs"], "xs"), _numbers(s["ys"], "ys"))
+        for s in _checked(d.get("series", []), list, "series")
     ]
-    kw["series"] = [Series(**s) for s in d.get("series", [])]
-    kw["text"], kw["note"] = _text_from_json(d.get("text", "")), _text_from_json(d.get("note", ""))
-    return ChartData(**kw)
+    optional = {k: d.get(k) for k in ("scale", "y_max")}
+    for k, v in optional.items():
+        if v is not None:
+            _checked(v, _NUM, k)
+    kind = d.get("kind", "text")
+    if kind not in ("bars", "lines", "text"):
+        raise ValueError(f"kind {kind!r}")
+    return ChartData(
+        kind=kind,
+        bars=bars,
+        series=series,
+        x_label=_checked(d.get("x_label", ""), str, "x_label"),
+        y_label=_checked(d.get("y_label", ""), str, "y_label"),
+        text=_text_from_json(d.get("text", "")),
+        note=_text_from_json(d.get("note", "")),
+        takeaway=_checked(d.get("takeaway", ""), str, "takeaway"),
+        marks=_numbers(d.get("marks", []), "marks"),
+        label_width=_checked(d.get("label_width", 18), int, "label_width"),
+        **optional,
+    )

@@ -133,6 +133,7 @@ def _as_unprivileged(*args: str | Path) -> subprocess.CompletedProcess:
         ["info", "{bad}"],
         ["summary", "{bad}"],
         ["export", "{bad}", "-o", "{out}.json"],
+        ["open", "{bad}"],  # refused before the app starts, not on its import screen
     ],
     ids=lambda c: c[0],
 )

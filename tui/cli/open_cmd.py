@@ -58,6 +58,9 @@ def plan_open(path: Path | None):
         if traces:
             return OpenTarget("jobs", path)
     sources = trace_sources(path)
+    for src in sources:  # unreadable: one line now (the CLI names the file), not in the app
+        with open(src, "rb"):
+            pass
     if sources:
         done = cached_import(sources)
         if done is not None:  # imported before, unchanged since: no import screen to show

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from profui.capture.format import to_table
 
-from .errors import BadValue, KinetoFormatError, checked_int64
+from .errors import BadValue, KinetoFormatError, checked_int64, undecodable
 from .mapping import (
     BYTES,
     CANONICAL_CAT,
@@ -209,24 +209,6 @@ _get_tid = attrgetter("tid")
 _get_args = attrgetter("args")
 
 
-class _BadArgs(ValueError):
-    """The args of an event cannot be read (``reason``): the ``row``-th of the slice, or of the
-    rows selected from it (:func:`_build_columns`); the caller, which knows the event's index in
-    the trace, names it."""
-
-    def __init__(self, row: int, reason: str) -> None:
-        super().__init__(reason)
-        self.row, self.reason = row, reason
-
-    @classmethod
-    def of(cls, row: int, exc: msgspec.MsgspecError) -> _BadArgs:
-        """From msgspec's error: text that is not UTF-8 (DecodeError), or a number beyond a
-        double (ValidationError, the only one an untyped decode raises)."""
-        if isinstance(exc, msgspec.ValidationError):
-            return cls(row, "a number beyond the range of a double")
-        return cls(row, str(exc).replace("Invalid UTF-8 encoded string", "text that is not UTF-8"))
-
-
 def _select_rows(
     decoded: list[BatchEvent], part: list[msgspec.Raw], src: _Source
 ) -> tuple[list[BatchEvent], list[str], list[int]]:
@@ -238,56 +220,52 @@ def _select_rows(
     keep_event = keep.append
     add_kind = kinds.append
     kind_by_cat = KIND_BY_CAT
-    j = 0
-    try:
-        for j, ev in enumerate(decoded):
-            ph = ev.ph
-            if ph == "X":
-                cat = ev.cat
-                kind = kind_by_cat.get(cat)
-                if kind is None:
-                    if cat == "Trace":
-                        src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
-                        continue
-                    kind = unknown_cat_kind(cat)
-                    if kind == "annotation":  # not a step whatever its name: see _finish_rows
-                        kind = _UNKNOWN_ANNOTATION
-                    src.unknown_cats[str(cat)] += 1
-            elif ph == "M":
-                # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
-                text = bytes(part[j])
-                if text in src.seen_meta:
-                    src.repeats += 1
+    for j, ev in enumerate(decoded):
+        ph = ev.ph
+        if ph == "X":
+            cat = ev.cat
+            kind = kind_by_cat.get(cat)
+            if kind is None:
+                if cat == "Trace":
+                    src.spans.append(_side_record(event_decoder.decode(part[j]), with_dur=True))
                     continue
-                src.seen_meta.add(text)
-                meta = event_decoder.decode(text)
-                if meta.args:
-                    _metadata_event(meta, src.processes, src.threads)
+                kind = unknown_cat_kind(cat)
+                if kind == "annotation":  # not a step whatever its name: see _finish_rows
+                    kind = _UNKNOWN_ANNOTATION
+                src.unknown_cats[str(cat)] += 1
+        elif ph == "M":
+            # Metadata events repeat verbatim up to 100k times (MTIA): read each text once.
+            text = bytes(part[j])
+            if text in src.seen_meta:
+                src.repeats += 1
                 continue
-            elif ph == "s" or ph == "f" or ph == "t":
-                cat = ev.cat
-                src.flows[f"{cat}:{ph}"] += 1
-                if cat not in CORRELATION_FLOWS and ev.ts:
-                    # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
-                    # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
-                    src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
+            src.seen_meta.add(text)
+            meta = event_decoder.decode(text)
+            if meta.args:
+                _metadata_event(meta, src.processes, src.threads)
+            continue
+        elif ph == "s" or ph == "f" or ph == "t":
+            cat = ev.cat
+            src.flows[f"{cat}:{ph}"] += 1
+            if cat not in CORRELATION_FLOWS and ev.ts:
+                # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
+                # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
+                src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
+            continue
+        elif ph == "i" or ph == "I":
+            if ev.cat is None:
+                src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
                 continue
-            elif ph == "i" or ph == "I":
-                if ev.cat is None:
-                    src.markers.append(_side_record(event_decoder.decode(part[j]), with_dur=False))
-                    continue
-                kind = "instant"
-            else:
-                src.skipped[ph or "?"] += 1
-                continue
-            if not ev.ts:
-                src.skipped[f"{ph}:no-ts"] += 1
-                continue
-            keep_event(ev)
-            add_kind(kind)
-            kept.append(j)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:  # args of a span, marker or metadata
-        raise _BadArgs.of(j, exc) from None
+            kind = "instant"
+        else:
+            src.skipped[ph or "?"] += 1
+            continue
+        if not ev.ts:
+            src.skipped[f"{ph}:no-ts"] += 1
+            continue
+        keep_event(ev)
+        add_kind(kind)
+        kept.append(j)
     return keep, kinds, kept
 
 
@@ -328,12 +306,7 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
         try:
             args = decode_args(raw_args)
         except msgspec.ValidationError:
-            try:
-                args = {"args": msgspec.json.decode(raw_args)}
-            except msgspec.ValidationError as exc:
-                raise _BadArgs.of(i, exc) from None
-        except msgspec.DecodeError as exc:
-            raise _BadArgs.of(i, exc) from None
+            args = {"args": msgspec.json.decode(raw_args)}
         if not args:
             add_body(b"{")
             continue
@@ -707,20 +680,16 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
         decoded = _decode_part(part, part_idx, doc)
         try:
             keep, kinds, kept = _select_rows(decoded, part, src)
-        except _BadArgs as exc:
-            raise KinetoFormatError(
-                doc.path, f"trace event {part_idx[exc.row]} has malformed args ({exc.reason})"
-            ) from None
+        except msgspec.DecodeError as exc:  # args not UTF-8, or a number beyond a double
+            raise _bad_args(doc, part, part_idx, exc) from None
         except ValueError as exc:  # a span's or marker's time that is not a number
             raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
         if keep:
             try:
-                chunk = _chunk(_build_columns(keep, kinds, src), doc)
-            except _BadArgs as exc:
-                event = part_idx[kept[exc.row]]
-                raise KinetoFormatError(
-                    doc.path, f"trace event {event} has malformed args ({exc.reason})"
-                ) from None
+                columns = _build_columns(keep, kinds, src)
+            except msgspec.DecodeError as exc:
+                raise _bad_args(doc, part, part_idx, exc) from None
+            chunk = _chunk(columns, doc)
             if scan is not None:
                 chunk = chunk.append_column("ord", pa.array([part_idx[j] for j in kept], pa.int64()))
             chunks.append(chunk)
@@ -807,12 +776,23 @@ def _parts(indices: list[int] | range) -> list[tuple[int, int]]:
     the same blocks for the natively scanned trace's specials. Within a part, a malformed event
     is found (at decoding) before a bad value (at building the rows), so both paths name the
     same bad event of a trace that holds several."""
-    if isinstance(indices, range):
-        return [(b, min(b + _CHUNK_ROWS, len(indices))) for b in range(0, len(indices), _CHUNK_ROWS)]
     blocks = np.asarray(indices, dtype=np.int64) // _CHUNK_ROWS
     cuts = np.flatnonzero(np.diff(blocks)) + 1
     bounds = [0, *cuts.tolist(), len(indices)]
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+def _bad_args(doc: KinetoDoc, part: list, part_idx: list[int] | range, exc: Exception) -> KinetoFormatError:
+    """The error naming the first event of ``part`` whose args cannot be read, found by reading
+    them one by one (as :func:`_decode_part` names a malformed event)."""
+    for index, raw in zip(part_idx, part, strict=True):
+        args = event_decoder.decode(raw).args
+        try:
+            if args:
+                msgspec.json.decode(args)
+        except msgspec.DecodeError as bad:
+            return KinetoFormatError(doc.path, f"trace event {index} has malformed args ({undecodable(bad)})")
+    return KinetoFormatError(doc.path, f"malformed args ({undecodable(exc)})")
 
 
 def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> list[BatchEvent]:

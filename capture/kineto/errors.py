@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from profui.capture.format import TraceFormatError
 
 
@@ -30,3 +32,12 @@ def checked_int64(value: int, what: str) -> int:
         shown = text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
         raise BadValue(f"{what} {shown} does not fit a 64-bit integer")
     return value
+
+
+def undecodable(exc: Exception) -> str:
+    """What msgspec could not decode in JSON it had already checked the shape of: a number
+    beyond a double (ValidationError, the only one an untyped decode raises), or else text
+    that is not UTF-8."""
+    if isinstance(exc, msgspec.ValidationError):
+        return "a number beyond the range of a double"
+    return str(exc).replace("Invalid UTF-8 encoded string", "text that is not UTF-8")

@@ -16,7 +16,7 @@ from msgspec import Raw, Struct
 
 from profui.capture.format.regular import not_regular
 
-from .errors import KinetoFormatError
+from .errors import KinetoFormatError, undecodable
 from .timeparse import int_text
 
 
@@ -191,10 +191,8 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     for key, raw in top.items():
         try:
             metadata[key] = msgspec.json.decode(raw)
-        except msgspec.ValidationError:  # the only one an untyped decode raises
-            raise KinetoFormatError(path, f"{key!r} holds a number beyond the range of a double") from None
-        except msgspec.DecodeError:
-            raise KinetoFormatError(path, f"{key!r} holds text that is not UTF-8") from None
+        except msgspec.DecodeError as exc:
+            raise KinetoFormatError(path, f"{key!r} holds {undecodable(exc)}") from None
     base_ns = None
     if "baseTimeNanoseconds" in top:
         try:

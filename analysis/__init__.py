@@ -15,8 +15,8 @@ __all__ = ["Trace", "open_trace"]
 
 
 def __getattr__(name: str) -> Any:
-    # Trace (and Polars with it) is imported on first use, so that the light modules of this
-    # package (formatting, catalog) cost a surface that only lays out answers no Polars import
+    # Trace (and Polars with it) is imported on first use: a surface that only lays out answers
+    # and imports this package's light modules (formatting, catalog) pays no Polars import
     if name in __all__:
         from . import trace
 

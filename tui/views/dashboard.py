@@ -116,7 +116,7 @@ class DashboardView(TraceView):
             return False
         if kept is None or set(kept[0]) != {c.id for c in dc.CHARTS}:
             return False
-        charts, overview, source = kept
+        charts, overview = kept
         self.session.overview, self.session.source = overview, "cache"
         with self.app.batch_update():
             for chart in dc.CHARTS:
@@ -196,7 +196,7 @@ class DashboardView(TraceView):
         try:
             charts = {c.id: self.panel(c.id).data for c in dc.CHARTS}
             if all(d is not None for d in charts.values()):
-                dashboard_cache.save(self.session.dir, charts, self.session.overview, self.session.source)
+                dashboard_cache.save(self.session.dir, charts, self.session.overview)
         except Exception:  # keeping is an optimisation: never a failure of the dashboard
             pass
 

@@ -2,8 +2,8 @@
 
 A warm open used to import Polars and the analysis pipeline (about a third of a second) only to
 read the cached stage outputs and build the same charts again. The charts are what analysis
-answered, laid out: :func:`save` keeps each chart's :class:`ChartData`, the trace's overview and
-where the answers came from, in JSON under the trace's one cache store
+answered, laid out: :func:`save` keeps each chart's :class:`ChartData` and the trace's overview,
+in JSON under the trace's one cache store
 (``private_dir_for(trace)/tui/dashboard.json``); :func:`load` gives them back only when nothing
 they were drawn from can have changed:
 
@@ -64,7 +64,7 @@ def key(trace_dir: Any) -> str | None:
         return None
     runs = private_dir_for(trace_dir.path) / RUNS
     try:
-        listing = sorted([e.name, e.stat().st_size, e.stat().st_mtime_ns] for e in os.scandir(runs))
+        listing = sorted([e.name, st.st_size, st.st_mtime_ns] for e in os.scandir(runs) for st in [e.stat()])
     except OSError:
         listing = []
     return digest(
@@ -76,7 +76,7 @@ def _file(trace_dir: Any) -> Path:
     return private_dir_for(trace_dir.path) / "tui" / "dashboard.json"
 
 
-def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any, source: str) -> None:
+def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any) -> None:
     """Keep what the dashboard drew (silently nothing where the cache store cannot be written)."""
     k = key(trace_dir)
     if k is None:
@@ -85,7 +85,6 @@ def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any, source: st
         "key": k,
         "charts": {cid: _chart_to_json(data) for cid, data in charts.items()},
         "overview": overview,
-        "source": source,
     }
     try:
         path = _file(trace_dir)
@@ -95,8 +94,8 @@ def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any, source: st
         pass
 
 
-def load(trace_dir: Any) -> tuple[dict[str, ChartData], Any, str] | None:
-    """``(charts, overview, source)`` kept by :func:`save` for the trace as it is now, or None."""
+def load(trace_dir: Any) -> tuple[dict[str, ChartData], Any] | None:
+    """``(charts, overview)`` kept by :func:`save` for the trace as it is now, or None."""
     try:
         k = key(trace_dir)
         if k is None:
@@ -105,7 +104,7 @@ def load(trace_dir: Any) -> tuple[dict[str, ChartData], Any, str] | None:
         if not isinstance(doc, dict) or doc.get("key") != k:
             return None
         charts = {str(cid): _chart_from_json(d) for cid, d in doc["charts"].items()}
-        return charts, doc.get("overview"), str(doc.get("source") or "")
+        return charts, doc.get("overview")
     except Exception:  # a damaged or foreign file (bad JSON, wrong types, a bad style): a miss
         return None
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_bad_input_import import PROFUI, SMALL, assert_refused
+from test_bad_input_import import SMALL, refused_both_ways
 
 from profui.capture.kineto import native
 from profui.capture.kineto.convert import convert_events
@@ -72,19 +70,7 @@ def test_args_that_cannot_be_read_are_one_line_naming_the_event(
 ):
     where, raw, words = BAD[case]
     data, index = _with_raw_arg(doc, where, raw)
-    bad = tmp_path / "bad.json"
-    bad.write_bytes(data)
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [PROFUI, "import", str(bad), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ, PROFUI_PURE_PYTHON=pure),
-    )
-    assert_refused(proc, bad, f"trace event {index} has malformed args", words)
-    assert not out.exists()
+    refused_both_ways(tmp_path, data, pure, f"trace event {index} has malformed args", words)
 
 
 #: A value's text in the source -> its text in the events table, as msgspec writes the value
@@ -143,16 +129,5 @@ def test_top_level_fields_that_cannot_be_read_are_one_line(tmp_path: Path, doc: 
     key, raw, words = TOP[case]
     d = copy.deepcopy(doc)
     d[key] = "__RAW__"
-    bad = tmp_path / "bad.json"
-    bad.write_bytes(json.dumps(d).encode().replace(MARK.encode(), raw))
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [PROFUI, "import", str(bad), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ, PROFUI_PURE_PYTHON=pure),
-    )
-    assert_refused(proc, bad, f"'{key.lower()}' holds", words)
-    assert not out.exists()
+    data = json.dumps(d).encode().replace(MARK.encode(), raw)
+    refused_both_ways(tmp_path, data, pure, f"'{key.lower()}' holds", words)

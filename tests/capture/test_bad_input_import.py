@@ -39,6 +39,24 @@ def assert_refused(proc: subprocess.CompletedProcess, names: str | Path, *words:
     return line
 
 
+def refused_both_ways(tmp_path: Path, data: bytes, pure: str, *words: str) -> None:
+    """``data`` written to a file and imported (``PROFUI_PURE_PYTHON=pure``: the C scan or the
+    pure path) is refused in one line containing ``words``, and nothing is written."""
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(data)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [PROFUI, "import", str(bad), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ, PROFUI_PURE_PYTHON=pure),
+    )
+    assert_refused(proc, bad, *words)
+    assert not out.exists()
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from test_bad_input_import import PROFUI, SMALL, assert_refused
+from test_bad_input_import import PROFUI, SMALL, assert_refused, refused_both_ways
 
 from realdata import shared_trace
 
@@ -83,19 +82,7 @@ def test_a_number_no_trace_can_hold_is_refused(tmp_path: Path, doc: dict, case: 
     mutate, words = CASES[case]
     bad_doc = copy.deepcopy(doc)
     mutate(bad_doc)
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(bad_doc))
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [PROFUI, "import", str(bad), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ, PROFUI_PURE_PYTHON=pure),
-    )
-    assert_refused(proc, bad, *words)
-    assert not out.exists()
+    refused_both_ways(tmp_path, json.dumps(bad_doc).encode(), pure, *words)
 
 
 def test_json_nested_a_thousand_deep_is_one_line(tmp_path: Path, doc: dict) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .intervals import Frame, union_length
+from .intervals import Frame, _lazy, merge_intervals, union_length
 
 #: HTA's rule for communication kernels (by name).
 COMM_PATTERN = r"^nccl.*Kernel"
@@ -110,10 +110,17 @@ def _device_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     return events.filter(pl.col("kind") == "kernel")
 
 
+def _named(rows: pl.LazyFrame, matches: pl.Expr, keep: bool = True) -> pl.LazyFrame:
+    """``rows`` whose name ``matches`` (or, ``keep=False``, does not): the test runs once per
+    distinct name — kernel names are long and repeat thousands of times."""
+    names = rows.select("name").unique().filter(matches)
+    return rows.join(names, on="name", how="semi" if keep else "anti")
+
+
 def comm_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     """Communication kernels with ``collective``, ``dtype``, ``nelems``, ``msg_bytes``,
     ``group_size`` (nulls where the trace did not record them) besides the event columns."""
-    return with_collective(_device_kernels(events).filter(pl.col("name").str.contains(COMM_PATTERN)))
+    return with_collective(_named(_device_kernels(events), pl.col("name").str.contains(COMM_PATTERN)))
 
 
 def with_collective(k: pl.LazyFrame) -> pl.LazyFrame:
@@ -189,33 +196,36 @@ def _given(comm: Frame) -> pl.LazyFrame:
     return comm.lazy() if isinstance(comm, pl.DataFrame) else comm
 
 
-def _rank_sources(comm: pl.LazyFrame) -> pl.LazyFrame:
+def _rank_sources(comm: Frame) -> Frame:
+    """``node, rank, source`` of every rank with communication (eager when ``comm`` is)."""
     return comm.select(*_RANK, "source").unique()
 
 
 def compute_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
     """Computation kernels: every kernel that is not communication."""
-    return _device_kernels(events).filter(~pl.col("name").str.contains(COMM_PATTERN))
+    return _named(_device_kernels(events), pl.col("name").str.contains(COMM_PATTERN), keep=False)
 
 
-def _host_compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
-    """The CPU ops of host-op ranks that are not communication (their computation)."""
-    host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
+def _host_compute(events: pl.LazyFrame, host_ranks: Frame) -> pl.LazyFrame:
+    """The CPU ops of the ``host_ranks`` (host-op ranks) that are not communication."""
     name = pl.col("name")
-    # the ranks first (on a GPU trace there are none), the name patterns on what is left
-    return (
-        events.filter(pl.col("kind") == "cpu_op")
-        .join(host_ranks, on=_RANK, how="semi", nulls_equal=True)
-        .filter(~name.str.contains(BACKEND_RANGE) & ~name.str.contains(C10D_OP))
+    ops = events.filter(pl.col("kind") == "cpu_op").join(
+        _lazy(host_ranks), on=_RANK, how="semi", nulls_equal=True
     )
+    return _named(ops, name.str.contains(BACKEND_RANGE) | name.str.contains(C10D_OP), keep=False)
 
 
-def _compute(events: pl.LazyFrame, sources: pl.LazyFrame) -> pl.LazyFrame:
-    """Computation of each rank in its source's terms: kernels, or CPU ops of host-op ranks."""
+def _compute(events: pl.LazyFrame, sources: Frame) -> pl.LazyFrame:
+    """Computation of each rank in its source's terms: kernels, or CPU ops of host-op ranks.
+
+    With ``sources`` collected (as the stage has it), a trace without host-op ranks — every
+    GPU trace — reads no CPU op at all."""
     host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
-    kernels = compute_kernels(events).join(host_ranks, on=_RANK, how="anti", nulls_equal=True)
-    host = _host_compute(events, sources)
-    return pl.concat([kernels.select(*_RANK, "ts", "dur"), host.select(*_RANK, "ts", "dur")])
+    kernels = compute_kernels(events).select(*_RANK, "ts", "dur")
+    if isinstance(host_ranks, pl.DataFrame) and host_ranks.is_empty():
+        return kernels
+    kernels = kernels.join(_lazy(host_ranks), on=_RANK, how="anti", nulls_equal=True)
+    return pl.concat([kernels, _host_compute(events, host_ranks).select(*_RANK, "ts", "dur")])
 
 
 def comm_by_collective(
@@ -259,13 +269,19 @@ def _iv(frame: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
 def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     """Per group of either side: ``comm_ns``, ``compute_ns`` (unions, 0 when absent) and
     ``overlap_ns = |comm ∩ compute| = comm + compute − |comm ∪ compute|`` — what
-    :func:`~profui.analysis.intervals.overlap_length` computes, with each union built once."""
-    comm = comm.select(*keys, "start", "end")
-    comp = comp.select(*keys, "start", "end")
+    :func:`~profui.analysis.intervals.overlap_length` computes, with each union built once and
+    the union of both from the two (far fewer) merged sides."""
+    comm = merge_intervals(comm.select(*keys, "start", "end"), keys)
+    comp = merge_intervals(comp.select(*keys, "start", "end"), keys)
+    length = pl.col("end") - pl.col("start")
     both = union_length(pl.concat([comm, comp]), keys, "_ab")
     return (
-        both.join(union_length(comm, keys, "comm_ns"), on=keys, how="left", nulls_equal=True)
-        .join(union_length(comp, keys, "compute_ns"), on=keys, how="left", nulls_equal=True)
+        both.join(
+            comm.group_by(keys).agg(length.sum().alias("comm_ns")), on=keys, how="left", nulls_equal=True
+        )
+        .join(
+            comp.group_by(keys).agg(length.sum().alias("compute_ns")), on=keys, how="left", nulls_equal=True
+        )
         .with_columns(pl.col("comm_ns", "compute_ns").fill_null(0))
         .with_columns((pl.col("comm_ns") + pl.col("compute_ns") - pl.col("_ab")).alias("overlap_ns"))
         .drop("_ab")
@@ -292,19 +308,20 @@ def comm_comp_overlap(
     ``exposed_comm_ns`` (communication not hidden under computation). Groups are the
     ranks with device kernels or host collectives; per rank, ``source`` says which was read.
     """
-    comm = _given(comm) if comm is not None else comm_ops(events, host)
+    comm = comm if comm is not None else comm_ops(events, host)
     sources = _rank_sources(comm)
+    comm = _given(comm)
     keys = list(by) or ["_all"]
     compute = _compute(events, sources)
     kernel_ranks = _device_kernels(events).select(_RANK).unique()
-    ranks = pl.concat([kernel_ranks, sources.select(_RANK)]).unique()
+    ranks = pl.concat([kernel_ranks, _lazy(sources).select(_RANK)]).unique()
     if not by:
         comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
     groups = ranks.select(keys).unique()
     out = groups.join(_unions_and_overlap(_iv(comm, keys), _iv(compute, keys), keys), on=keys, how="left")
     out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
     if set(_RANK) <= set(keys):
-        out = out.join(sources, on=_RANK, how="left", nulls_equal=True).with_columns(
+        out = out.join(_lazy(sources), on=_RANK, how="left", nulls_equal=True).with_columns(
             pl.col("source").fill_null(DEVICE_KERNEL)
         )
     out = out.sort(keys)
@@ -336,11 +353,12 @@ def comm_per_rank(events: pl.LazyFrame, host: bool = True, comm: Frame | None = 
     ``total_ns`` (sum), ``busy_ns`` (union), and the share of the rank's span spent
     communicating — its device span (first to last device event), or for a host-op rank its
     host span (first to last CPU op, range or step)."""
-    c = _given(comm) if comm is not None else comm_ops(events, host)
+    c = comm if comm is not None else comm_ops(events, host)
     sources = _rank_sources(c)
+    c = _given(c)
     per = c.group_by(_RANK).agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur").sum().alias("total_ns"))
     busy = union_length(_iv(c, _RANK), _RANK, "busy_ns")
-    host_ranks = sources.filter(pl.col("source") == HOST_OP).select(_RANK)
+    host_ranks = _lazy(sources).filter(pl.col("source") == HOST_OP).select(_RANK)
     end = pl.col("ts") + pl.col("dur")
     device_span = (
         events.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
@@ -358,7 +376,7 @@ def comm_per_rank(events: pl.LazyFrame, host: bool = True, comm: Frame | None = 
         pl.concat([device_span, host_span])
         .join(per, on=_RANK, how="left", nulls_equal=True)
         .join(busy, on=_RANK, how="left", nulls_equal=True)
-        .join(sources, on=_RANK, how="left", nulls_equal=True)
+        .join(_lazy(sources), on=_RANK, how="left", nulls_equal=True)
         .with_columns(
             pl.col("count", "total_ns", "busy_ns").fill_null(0), pl.col("source").fill_null(DEVICE_KERNEL)
         )
@@ -396,12 +414,13 @@ def comm_per_step(
     clipped to the window.
     """
     keys = _RANK
-    comm_all = _given(comm) if comm is not None else comm_ops(events, host)
+    comm_all = comm if comm is not None else comm_ops(events, host)
     sources = _rank_sources(comm_all)
+    comm_all = _given(comm_all)
     names = windows.collect_schema().names()
     if "start_ns" in names:
         is_host = pl.col("source").fill_null("") == HOST_OP
-        w = windows.join(sources, on=keys, how="left", nulls_equal=True).select(
+        w = windows.join(_lazy(sources), on=keys, how="left", nulls_equal=True).select(
             *keys,
             "step",
             pl.when(is_host).then(pl.col("cpu_start_ns")).otherwise(pl.col("start_ns")).alias("w_start"),
@@ -409,8 +428,10 @@ def comm_per_step(
         )
     else:
         w = windows.select(*keys, "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
-    comm = _clip_to_windows(_iv(comm_all, keys), w, keys)
-    comp = _clip_to_windows(_iv(_compute(events, sources), keys), w, keys)
+    # each rank's union first, then cut to the windows: far fewer rows meet the windows, and
+    # clipping a union gives the union of the clipped intervals
+    comm = _clip_to_windows(merge_intervals(_iv(comm_all, keys), keys), w, keys)
+    comp = _clip_to_windows(merge_intervals(_iv(_compute(events, sources), keys), keys), w, keys)
     k2 = [*keys, "step"]
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))

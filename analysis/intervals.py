@@ -34,29 +34,37 @@ def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """
     by = list(by)
     lf = _lazy(intervals).select(*by, "start", "end").filter(pl.col("end") > pl.col("start"))
+    # A merged interval starts where ``start`` passes every earlier end of its group (``_new``);
+    # it ends at the running maximum of the ends on its last row (``_last``), and its start is
+    # carried down from its first row — a filter on sorted rows, no group-by and no second sort.
+    carried = {
+        "_gs": pl.when("_new").then("start").forward_fill(),
+        "_last": pl.col("_new").shift(-1).fill_null(True),
+    }
+    done = [pl.col("_gs").alias("start"), pl.col("_cm").alias("end")]
     if not by:
-        prev_end = pl.col("end").cum_max().shift(1)
+        new = pl.col("_cm").shift(1).is_null() | (pl.col("start") > pl.col("_cm").shift(1))
         return (
             lf.sort("start")
-            .with_columns(_grp=(prev_end.is_null() | (pl.col("start") > prev_end)).cum_sum())
-            .group_by("_grp", maintain_order=True)
-            .agg(pl.col("start").min(), pl.col("end").max())
-            .drop("_grp")
+            .with_columns(_cm=pl.col("end").cum_max())
+            .with_columns(_new=new)
+            .with_columns(**carried)
+            .filter("_last")
+            .select(done)
         )
     # Sorting by one struct key and numbering the groups' runs (``_seg``) is 3x faster than a
-    # multi-column sort plus windows over the (often string) group columns. A new merged
-    # interval starts where ``start`` passes every earlier end of its group; the first row of
-    # each group always starts one, so one global running count numbers them all.
+    # multi-column sort plus windows over the (often string) group columns; the struct's order
+    # is the columns' order, so the result comes out sorted by ``by``, ``start``.
     key = pl.struct(by)
-    prev_end = pl.col("end").cum_max().shift(1).over("_seg")
+    first_of_group = (pl.col("_seg") != pl.col("_seg").shift(1)).fill_null(True)
     return (
         lf.sort(key, "start")
         .with_columns(_seg=key.rle_id())
-        .with_columns(_grp=(prev_end.is_null() | (pl.col("start") > prev_end)).cum_sum())
-        .group_by("_grp", maintain_order=True)
-        .agg(*[pl.col(c).first() for c in by], pl.col("start").min(), pl.col("end").max())
-        .drop("_grp")
-        .sort([*by, "start"])
+        .with_columns(_cm=pl.col("end").cum_max().over("_seg"))
+        .with_columns(_new=first_of_group | (pl.col("start") > pl.col("_cm").shift(1)))
+        .with_columns(**carried)
+        .filter("_last")
+        .select(*by, *done)
     )
 
 

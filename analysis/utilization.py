@@ -221,15 +221,28 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
     span = ev.group_by("node", "rank").agg(
         (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
     )
-    union = union_length(host.select("node", "rank", "start", "end"), ("node", "rank"), "active_ns")
-    threads = (
-        union_length(host, ("node", "rank", "pid", "tid"), "thread_ns")
-        .group_by("node", "rank")
-        .agg(pl.col("thread_ns").sum())
+    # each thread's union first: host events nest, so the rank's union is then taken over far
+    # fewer (disjoint per thread) intervals
+    # (a rank whose host events all last 0 ns still gets its row, with 0)
+    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid"))
+    union = (
+        host.select("node", "rank")
+        .unique()
+        .join(
+            union_length(per_thread.select("node", "rank", "start", "end"), ("node", "rank"), "active_ns"),
+            on=["node", "rank"],
+            how="left",
+            nulls_equal=True,
+        )
+        .with_columns(pl.col("active_ns").fill_null(0))
+    )
+    threads = per_thread.group_by("node", "rank").agg(
+        (pl.col("end") - pl.col("start")).sum().alias("thread_ns")
     )
     out = [
-        union.join(threads, on=["node", "rank"], how="left")
-        .join(span, on=["node", "rank"], how="left")
+        union.join(threads, on=["node", "rank"], how="left", nulls_equal=True)
+        .with_columns(pl.col("thread_ns").fill_null(0))
+        .join(span, on=["node", "rank"], how="left", nulls_equal=True)
         .select(
             "node",
             pl.col("rank").cast(pl.Int64),

@@ -8,7 +8,9 @@ parameters and schema checks as ``profui analyze``, keeping the outputs in a dic
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from typing import Any
 
 import polars as pl
@@ -93,21 +95,50 @@ def compute(
     shared = RunShared(trace.path, trace)
     store = {} if store is None else store
     todo = [name for name in registry.order if name in needed and name not in store]
-    while todo:
-        # every stage whose inputs are there builds its queries, and one pl.collect_all runs
-        # them all: the stages' common sub-plans (device work, kernel intervals ...) are
-        # computed once and share the cores
-        ready = [n for n in todo if all(i == TRACE or i in store for i in registry.stages[n].inputs)]
-        raw: dict[str, dict[str, Any]] = {}
-        for name in ready:
-            stage = registry.stages[name]
-            inputs = {i: store[i] for i in stage.inputs if i != TRACE}
-            files = {i: registry.stages[i].outputs for i in inputs}
-            raw[name] = dict(stage.run(StageContext(name, shared, values, inputs, "memory", files)))
-        finish_outputs(list(raw.values()))
-        for name in ready:
-            store[name] = conform_outputs(registry.stages[name], raw[name])
-            todo.remove(name)
-            if on_stage is not None:
-                on_stage(name, store[name])
+    if not todo:
+        return store
+
+    def run(name: str) -> dict[str, Any]:
+        stage = registry.stages[name]
+        for i in stage.inputs:
+            if i in futures:
+                futures[i].result()
+        inputs = {i: store[i] for i in stage.inputs if i != TRACE}
+        files = {i: registry.stages[i].outputs for i in inputs}
+        outputs = conform_outputs(
+            stage, stage.run(StageContext(name, shared, values, inputs, "memory", files))
+        )
+        store[name] = outputs
+        return outputs
+
+    # Each stage runs in its own thread as soon as its inputs are there: Polars releases the GIL
+    # while it computes, so one stage's queries (and the eager reads inside a body) overlap
+    # another's instead of waiting for a whole wave. Stages are submitted in the registry's
+    # order and the queue is FIFO, so a stage waiting on an input waits on one already running.
+    futures: dict[str, Future[dict[str, Any]]] = {}
+    with ThreadPoolExecutor(max_workers=_workers(len(todo)), thread_name_prefix="profui-stage") as pool:
+        for name in todo:
+            futures[name] = pool.submit(run, name)
+        try:
+            for fut in as_completed(futures.values()):
+                fut.result()
+                if on_stage is not None:
+                    name = next(n for n, f in futures.items() if f is fut)
+                    on_stage(name, store[name])
+        except BaseException:
+            for fut in futures.values():
+                fut.cancel()
+            wait(list(futures.values()))
+            # the first stage (in the graph's order) that failed is the error, as when run in turn
+            for name in todo:
+                fut = futures[name]
+                if not fut.cancelled() and fut.exception() is not None:
+                    raise fut.exception() from None
+            raise
     return store
+
+
+def _workers(stages: int) -> int:
+    """Threads for ``stages`` stages: one more than the cores (a thread waiting on its inputs or
+    building a plan leaves its core to another), never more than the stages."""
+    return max(1, min(stages, (os.cpu_count() or 1) + 1, 8))

@@ -31,11 +31,18 @@ GPU_BY = ("node", "rank", "device")
 RANK_BY = ("node", "rank")
 
 
-def device_work(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
-    """Device-work events with ``start``, ``end`` and HTA's ``kernel_type`` of the name.
+def device_intervals(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+    """Device-work events (``kind`` in ``kinds`` on a device, ``device >= 0``) with ``start``
+    and ``end``: what busy time and utilization need, without :func:`device_work`'s types."""
+    lf = _lazy(events).filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
+    return lf.with_columns(pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
 
-    ``kind`` in ``kinds`` on a device (``device >= 0``); memcpy/memset are MEMORY whatever
-    their name. (HTA's GPU events: :func:`profui.analysis.hta_variants.hta_device_work`.)
+
+def device_work(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
+    """:func:`device_intervals` with HTA's ``kernel_type`` of the name.
+
+    Memcpy/memset are MEMORY whatever their name. (HTA's GPU events:
+    :func:`profui.analysis.hta_variants.hta_device_work`.)
     """
     lf = _lazy(events).filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
     # a real kernel never gets OTHER: names like "...Sync..." are still computation
@@ -84,7 +91,7 @@ def gpu_busy(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:
     ``by=()`` gives one row for the union over everything (what a single-GPU trace needs);
     use :func:`total_busy` to add per-GPU rows up instead.
     """
-    return busy_table(events, device_work(events), by, union_length)
+    return busy_table(events, device_intervals(events), by, union_length)
 
 
 def busy_table(events: Frame, work: pl.LazyFrame, by: Sequence[str], length: Length) -> pl.LazyFrame:

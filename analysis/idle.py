@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from .intervals import sorted_runs
 from .stats import describe
 
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
@@ -104,8 +105,9 @@ def gaps_of(
     end = pl.col("ts") + pl.col("dur")
     prev_end = end.cum_max().shift(1) if after_all_earlier else end.shift(1)
     out = (
-        dev.sort([*_STREAM_KEYS, "ts"])
-        .with_columns(prev_end.over(_STREAM_KEYS, order_by="ts").alias("start"))
+        sorted_runs(dev, _STREAM_KEYS, ["ts"])
+        .with_columns(prev_end.over("_seg").alias("start"))
+        .drop("_seg")
         .filter(pl.col("start").is_not_null())
         .with_columns((pl.col("ts") - pl.col("start")).alias("idle_ns"))
     )
@@ -216,9 +218,8 @@ def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -
     )
     minus = pairs.select(*_STREAM_KEYS, done_at.alias("ts"), pl.lit(-1, dtype=pl.Int64).alias("delta"))
     return (
-        pl.concat([plus, minus])
-        .sort([*_STREAM_KEYS, "ts", "delta"], descending=[False, False, False, False, False, True])
-        .with_columns(pl.col("delta").cum_sum().over(_STREAM_KEYS).alias("queue_length"))
+        sorted_runs(pl.concat([plus, minus]), _STREAM_KEYS, ["ts", "delta"], descending=[False, True])
+        .with_columns(pl.col("delta").cum_sum().over("_seg").alias("queue_length"))
         .select(*_STREAM_KEYS, "ts", "queue_length")
     )
 

@@ -27,6 +27,20 @@ def as_intervals(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     return _lazy(events).select(*by, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
 
 
+def sorted_runs(
+    lf: pl.LazyFrame, by: Sequence[str], order: Sequence[str], descending: Sequence[bool] | None = None
+) -> pl.LazyFrame:
+    """``lf`` sorted by its ``by`` group, then ``order`` (``descending`` per ``order`` column),
+    with ``_seg`` numbering each group's run of rows.
+
+    Window expressions over the sorted rows then go ``.over("_seg")``: one integer key instead
+    of the (often string) group columns, and no ``order_by`` sort inside the window.
+    """
+    key = pl.struct(list(by))
+    desc = [False, *(descending or [False] * len(order))]
+    return lf.sort(key, *order, descending=desc).with_columns(_seg=key.rle_id())
+
+
 def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """Union of the intervals of each group as disjoint, sorted ``[start, end)`` intervals.
 
@@ -52,14 +66,10 @@ def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
             .filter("_last")
             .select(done)
         )
-    # Sorting by one struct key and numbering the groups' runs (``_seg``) is 3x faster than a
-    # multi-column sort plus windows over the (often string) group columns; the struct's order
-    # is the columns' order, so the result comes out sorted by ``by``, ``start``.
-    key = pl.struct(by)
+    # (the struct's order is the columns' order: the result comes out sorted by ``by``, ``start``)
     first_of_group = (pl.col("_seg") != pl.col("_seg").shift(1)).fill_null(True)
     return (
-        lf.sort(key, "start")
-        .with_columns(_seg=key.rle_id())
+        sorted_runs(lf, by, ["start"])
         .with_columns(_cm=pl.col("end").cum_max().over("_seg"))
         .with_columns(_new=first_of_group | (pl.col("start") > pl.col("_cm").shift(1)))
         .with_columns(**carried)

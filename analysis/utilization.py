@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .busy import GPU_BY, device_work
+from .busy import GPU_BY, device_intervals
 from .engine import ENGINE
 from .intervals import (
     Frame,
@@ -78,7 +78,7 @@ def gpu_utilization(
     to that GPU's busy time. ``window`` overrides ``(origin, end)``. Over HTA's GPU events:
     :func:`profui.analysis.hta_variants.hta_gpu_utilization`.
     """
-    return utilization_table(events, device_work(events), merge_intervals, bucket_ns, by, window)
+    return utilization_table(events, device_intervals(events), merge_intervals, bucket_ns, by, window)
 
 
 def utilization_table(

@@ -270,7 +270,8 @@ def idle(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     limit = ctx.params["max_queue_length"]
-    queue = (hv.hta_queue_length if hta else il.queue_length)(ev)
+    # the queue series feeds two tables: computed once, here
+    queue = (hv.hta_queue_length if hta else il.queue_length)(ev).collect(engine=ENGINE).lazy()
     blocked = (hv.hta_blocked_on_full_queue if hta else il.blocked_on_full_queue)(ev, limit, queue=queue)
     return {
         "breakdown.parquet": (hv.hta_idle_breakdown if hta else il.idle_breakdown)(ev),

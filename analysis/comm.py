@@ -228,6 +228,19 @@ def _compute(events: pl.LazyFrame, sources: Frame) -> pl.LazyFrame:
     return pl.concat([kernels, _host_compute(events, host_ranks).select(*_RANK, "ts", "dur")])
 
 
+def rank_computation(events: pl.LazyFrame, comm: Frame) -> pl.LazyFrame:
+    """Each rank's computation in its source's terms (compute kernels, or a host-op rank's CPU
+    ops; ``comm`` is :func:`comm_ops`' frame) as its union: disjoint ``node, rank, start, end``.
+
+    :func:`comm_comp_overlap` and :func:`comm_per_step` take it (``computation=``) so that a
+    stage builds the union once."""
+    return _rank_computation(events, _rank_sources(comm))
+
+
+def _rank_computation(events: pl.LazyFrame, sources: Frame) -> pl.LazyFrame:
+    return merge_intervals(_iv(_compute(events, sources), _RANK), _RANK)
+
+
 def comm_by_collective(
     events: pl.LazyFrame, by: Sequence[str] = (), host: bool = True, comm: Frame | None = None
 ) -> pl.LazyFrame:
@@ -297,7 +310,11 @@ def _shares(overlap: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def comm_comp_overlap(
-    events: pl.LazyFrame, by: Sequence[str] = ("node", "rank"), host: bool = True, comm: Frame | None = None
+    events: pl.LazyFrame,
+    by: Sequence[str] = ("node", "rank"),
+    host: bool = True,
+    comm: Frame | None = None,
+    computation: Frame | None = None,
 ) -> pl.LazyFrame:
     """How much of the communication time ran while computation was running.
 
@@ -307,18 +324,20 @@ def comm_comp_overlap(
     communication; HTA's ``comp_comm_overlap_pctg`` / 100 on device kernels) and
     ``exposed_comm_ns`` (communication not hidden under computation). Groups are the
     ranks with device kernels or host collectives; per rank, ``source`` says which was read.
+    ``by`` groups ranks (``node``, ``rank`` or none); ``computation`` is
+    :func:`rank_computation`'s frame where the caller has it.
     """
     comm = comm if comm is not None else comm_ops(events, host)
     sources = _rank_sources(comm)
-    comm = _given(comm)
+    comm = _iv(_given(comm), _RANK)
     keys = list(by) or ["_all"]
-    compute = _compute(events, sources)
+    compute = _lazy(computation) if computation is not None else _rank_computation(events, sources)
     kernel_ranks = _device_kernels(events).select(_RANK).unique()
     ranks = pl.concat([kernel_ranks, _lazy(sources).select(_RANK)]).unique()
     if not by:
         comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
     groups = ranks.select(keys).unique()
-    out = groups.join(_unions_and_overlap(_iv(comm, keys), _iv(compute, keys), keys), on=keys, how="left")
+    out = groups.join(_unions_and_overlap(comm, compute, keys), on=keys, how="left")
     out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
     if set(_RANK) <= set(keys):
         out = out.join(_lazy(sources), on=_RANK, how="left", nulls_equal=True).with_columns(
@@ -402,7 +421,11 @@ def _clip_to_windows(iv: pl.LazyFrame, windows: pl.LazyFrame, keys: list[str]) -
 
 
 def comm_per_step(
-    events: pl.LazyFrame, windows: pl.LazyFrame, host: bool = True, comm: Frame | None = None
+    events: pl.LazyFrame,
+    windows: pl.LazyFrame,
+    host: bool = True,
+    comm: Frame | None = None,
+    computation: Frame | None = None,
 ) -> pl.LazyFrame:
     """Per step and rank: communication and computation time inside the step window.
 
@@ -411,7 +434,8 @@ def comm_per_step(
     host-op rank its host window (``cpu_start_ns, cpu_end_ns``); communication and computation
     are :func:`comm_comp_overlap`'s. Columns: ``node, rank, step, step_ns, comm_ns,
     compute_ns, overlap_ns, exposed_comm_ns`` (comm time not hidden under compute); unions,
-    clipped to the window.
+    clipped to the window. ``computation``: :func:`rank_computation`'s frame where the caller
+    has it.
     """
     keys = _RANK
     comm_all = comm if comm is not None else comm_ops(events, host)
@@ -431,7 +455,8 @@ def comm_per_step(
     # each rank's union first, then cut to the windows: far fewer rows meet the windows, and
     # clipping a union gives the union of the clipped intervals
     comm = _clip_to_windows(merge_intervals(_iv(comm_all, keys), keys), w, keys)
-    comp = _clip_to_windows(merge_intervals(_iv(_compute(events, sources), keys), keys), w, keys)
+    computation = _lazy(computation) if computation is not None else _rank_computation(events, sources)
+    comp = _clip_to_windows(computation, w, keys)
     k2 = [*keys, "step"]
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))

@@ -211,10 +211,16 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     windows = ctx.input("steps", "windows.parquet").lazy()
     # the communication rows (few) found once, not once per table: finding them scans every op
     comm = cm.comm_ops(ev, host).collect(engine=ENGINE)
-    per_step = cm.comm_per_step(ev, windows, host=host, comm=comm)
+    # and each rank's computation union once, for the overlap and the per-step tables
+    computation = cm.rank_computation(ev, comm).collect(engine=ENGINE)
+    per_step = cm.comm_per_step(ev, windows, host=host, comm=comm, computation=computation)
     return {
         "by_collective.parquet": cm.comm_by_collective(ev, host=host, comm=comm),
-        "overlap.parquet": hv.hta_comm_comp_overlap(ev) if hta else cm.comm_comp_overlap(ev, comm=comm),
+        "overlap.parquet": (
+            hv.hta_comm_comp_overlap(ev)
+            if hta
+            else cm.comm_comp_overlap(ev, comm=comm, computation=computation)
+        ),
         "per_rank.parquet": cm.comm_per_rank(ev, host=host, comm=comm),
         "per_step.parquet": per_step,
         "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),

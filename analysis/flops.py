@@ -22,7 +22,7 @@ profiler writes with ``record_shapes=True``:
 **Each FLOP counts once**: only the outermost counted op on its thread counts (``aten::linear``
 holds ``aten::addmm``; the backward's ``AddmmBackward0`` holds the ``aten::mm`` that count). An
 op whose shapes cannot be read (not recorded, malformed, a vector operand) has no FLOPs and is
-counted as such, never guessed; an op nested in one that counts is not.
+counted as such, never guessed; an op nested in one that counts, or holding one, is not.
 
 **Joined to kernels**: a kernel belongs to the counted op whose time encloses the runtime or
 driver call that launched it (same thread, matched by ``correlation``). The op's FLOPs are
@@ -265,6 +265,16 @@ def op_flops(events: Frame) -> pl.LazyFrame:
             reach, left_on="ts", right_on="_vts", by=_THREAD, strategy="backward", check_sortedness=False
         )
         .filter(pl.col("_reach").is_null() | (pl.col("_reach") < pl.col("_end")))
+        # nor when it holds one: its FLOPs are counted there
+        .join_asof(
+            valid.select(*_THREAD, pl.col("ts").alias("_inner")).sort("_inner"),
+            left_on="ts",
+            right_on="_inner",
+            by=_THREAD,
+            strategy="forward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("_inner").is_null() | (pl.col("_inner") >= pl.col("_end")))
     )
     cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes"]
     return pl.concat([counted.select(cols), missing.select(cols)]).sort([*_THREAD, "ts"])

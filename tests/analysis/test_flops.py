@@ -160,57 +160,30 @@ def _x(name, cat, ts, dur, tid=1, pid=100, **args):
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 
 
-def _gpu_events(dims: list, types: list[str], gemm: str = GEMM) -> list[dict]:
+def _gpu_events(dims: list, types: list[str], gemm: str = GEMM, gemm_us: int = 100) -> list[dict]:
     """One step: aten::linear (holding aten::addmm, which launches a GEMM and a bias kernel)
     and an elementwise op whose kernel has no FLOPs. Times in µs."""
+    gpu = {"tid": 7, "pid": 0, "device": 0, "stream": 7}
+    end = 1100 + gemm_us
     return [
         _x("ProfilerStep#1", "user_annotation", 1000, 1000),
         _x(
             "aten::linear", "cpu_op", 1010, 100, **{"Input Dims": dims, "Input type": types, "External id": 1}
         ),
-        _x(
-            "aten::addmm",
-            "cpu_op",
-            1020,
-            80,
-            **{"Input Dims": [dims[2], dims[0], [4096, 4096], [], []], "External id": 2},
-        ),  # fmt: skip
-        _x("cudaLaunchKernel", "cuda_runtime", 1030, 10, correlation=7, **{"External id": 2}),
-        _x("cudaLaunchKernel", "cuda_runtime", 1050, 10, correlation=8, **{"External id": 2}),
-        _x(
-            "aten::add_",
-            "cpu_op",
-            1200,
-            50,
-            **{"Input Dims": [[1024, 4096], [1024, 4096], []], "External id": 3},
-        ),
-        _x("cudaLaunchKernel", "cuda_runtime", 1210, 10, correlation=9, **{"External id": 3}),
-        _x(
-            gemm, "kernel", 1100, 100, tid=7, pid=0, device=0, stream=7, correlation=7, **{"External id": 2}
-        ),  # fmt: skip
-        _x(
-            "void at::native::bias_kernel<c10::BFloat16>",
-            "kernel",
-            1200,
-            5,
-            tid=7,
-            pid=0,
-            device=0,
-            stream=7,
-            correlation=8,
-            **{"External id": 2},
-        ),  # fmt: skip
+        _x("aten::addmm", "cpu_op", 1020, 80, **{"Input Dims": [dims[2], dims[0], [4096, 4096], [], []]}),
+        _x("cudaLaunchKernel", "cuda_runtime", 1030, 10, correlation=7),
+        _x("cudaLaunchKernel", "cuda_runtime", 1050, 10, correlation=8),
+        _x("aten::add_", "cpu_op", 1200, 50, **{"Input Dims": [[1024, 4096], [1024, 4096], []]}),
+        _x("cudaLaunchKernel", "cuda_runtime", 1210, 10, correlation=9),
+        _x(gemm, "kernel", 1100, gemm_us, correlation=7, **gpu),
+        _x("void at::native::bias_kernel<c10::BFloat16>", "kernel", end, 5, correlation=8, **gpu),
         _x(
             "void at::native::vectorized_elementwise_kernel<c10::BFloat16>",
             "kernel",
-            1300,
+            end + 100,
             20,
-            tid=7,
-            pid=0,
-            device=0,
-            stream=7,
             correlation=9,
-            **{"External id": 3},
+            **gpu,
         ),  # fmt: skip
     ]
 
@@ -396,3 +369,29 @@ def test_peak_table(name: str, precision: str, tflops: float) -> None:
 )
 def test_no_peak_is_invented(props: dict, precision: str) -> None:
     assert peak_for(props, precision) is None
+
+
+# -- the diff: achieved throughput and MFU per step, and their deltas ---------------------------
+
+
+def test_diff_names_the_mfu_regression(tmp_path) -> None:
+    from profui.analysis.diff import diff, profile_of, sentence
+
+    base = _kineto(tmp_path, "base", _gpu_events(LINEAR, BF16, gemm_us=100), H100)
+    new = _kineto(tmp_path, "new", _gpu_events(LINEAR, BF16, gemm_us=300), H100)  # the GEMM 3x slower
+    res = diff(profile_of(base), profile_of(new))
+    flops = 2.0 * 1024 * 4096 * 4096
+    # step: first launch at 1030 µs to the end of the elementwise kernel at 1220 + gemm µs
+    b_ns, n_ns = (1320 - 1030) * 1000, (1520 - 1030) * 1000
+    m = res["metrics"]
+    assert m["achieved_tflops"]["base"] == pytest.approx(flops / b_ns / 1e3)
+    assert m["achieved_tflops"]["new"] == pytest.approx(flops / n_ns / 1e3)
+    assert m["mfu"]["base"] == pytest.approx(flops / b_ns / 1e3 / 989.5)
+    assert m["mfu"]["new"] == pytest.approx(flops / n_ns / 1e3 / 989.5)
+    assert m["mfu"]["verdict"] == "regression" and m["achieved_tflops"]["verdict"] == "regression"
+    assert m["flops_per_step"]["verdict"] == "same"  # same model, same FLOPs
+    assert sentence(m["mfu"]).startswith("MFU fell from ") and sentence(m["mfu"]).endswith(": a regression.")
+    assert (
+        res["base"]["mfu_basis"] == res["new"]["mfu_basis"] == "counted FLOPs, peak H100 SXM BF16 990 TFLOP/s"
+    )
+    assert not any("MFU" in n for n in res["notes"])

@@ -26,6 +26,7 @@ from profui.analysis.formatting import (
     fmt_ns,
     fmt_pct,
     fmt_tflops,
+    plural,
 )
 
 from .errors import UserError
@@ -539,7 +540,7 @@ def _render_flops(tb: Callable[[str, str], pl.DataFrame], P: Callable[[Any], Non
         P(f"[bold]FLOPs[/bold]: none counted{' — ' + t['note'] if t['note'] else ''}")
         return
     line = (
-        f"[bold]FLOPs[/bold]: {fmt_flops(t['flops'])} counted in {fmt_count(t['counted_ops'])} ops"
+        f"[bold]FLOPs[/bold]: {fmt_flops(t['flops'])} counted in {plural(t['counted_ops'], 'op')}"
         f" · {fmt_flops(t['step_flops'])} in {fmt_count(t['steps'])} step window(s)"
         f" · achieved {fmt_tflops(t['tflops'])}"
     )

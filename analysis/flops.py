@@ -214,7 +214,8 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     not nested in one that counts, with its FLOPs (null: none could be read).
 
     Columns: node, rank, pid, tid, ts, dur, name, op_type, precision (of its input dtypes),
-    flops (float64), bytes (``kernel_num_gb``, else null). Only these few ops' args are parsed.
+    flops (float64), bytes (``kernel_num_gb``, else null), has_shapes (``Input Dims`` or
+    ``kernel_flop`` recorded, readable or not). Only these few ops' args are parsed.
     """
     ev = _lazy(events)
     args = pl.col("args")
@@ -229,6 +230,7 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     types = args.str.json_path_match("$['Input type']")
     ops = cand.with_columns(
         pl.when(dims.str.contains(_DIMS_RE)).then(dims).alias("_dims"),
+        (dims.is_not_null() | kflop.is_not_null()).alias("has_shapes"),
         pl.when(conc.str.contains(_STRINGS_RE)).then(conc).alias("_conc"),
         pl.when(types.str.contains(_STRINGS_RE)).then(types).alias("_types"),
         pl.when(kflop >= 0).then(kflop).alias("_kflop"),
@@ -276,7 +278,7 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         )
         .filter(pl.col("_inner").is_null() | (pl.col("_inner") >= pl.col("_end")))
     )
-    cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes"]
+    cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes", "has_shapes"]
     return pl.concat([counted.select(cols), missing.select(cols)]).sort([*_THREAD, "ts"])
 
 
@@ -514,8 +516,9 @@ def _peak(
         return peaks.pop(), ""
     if len(peaks) > 1 and None not in peaks:
         return None, f"no peak known: the GPUs differ ({', '.join(names)}; give --peak-tflops)"
-    what = ", ".join(names) if names else "GPU not named in deviceProperties"
-    return None, f"no {precision} peak known for {what} (give --peak-tflops)"
+    if not names:
+        return None, f"no {precision} peak known: deviceProperties names no device (give --peak-tflops)"
+    return None, f"no {precision} peak known for {', '.join(names)} (give --peak-tflops)"
 
 
 def _steps(ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_flops: float) -> pl.DataFrame:
@@ -574,10 +577,11 @@ def _totals(
         rate = float(model_flops) * steps.height / step_ns / 1e3 if model_flops > 0 else tflops
         mfu = rate / peak.tflops if rate is not None else None
     notes = []
-    if counted.height == 0:
-        notes.append("no FLOPs counted (record the trace with record_shapes=True)")
-    if ops.height > counted.height:
-        notes.append(f"{ops.height - counted.height} op(s) without readable shapes have no FLOPs")
+    unrecorded = int((~ops["has_shapes"]).sum()) if ops.height else 0
+    if unrecorded:
+        notes.append(f"{unrecorded} op(s) recorded no shapes (record the trace with record_shapes=True)")
+    if ops.height - counted.height > unrecorded:
+        notes.append(f"{ops.height - counted.height - unrecorded} op(s) with unreadable shapes have no FLOPs")
     if why:
         notes.append(why)
     return pl.DataFrame(
@@ -585,6 +589,7 @@ def _totals(
             "flops": [float(counted["flops"].sum() or 0.0)],
             "counted_ops": [counted.height],
             "ops_without_flops": [ops.height - counted.height],
+            "ops_without_shapes": [unrecorded],
             "kernels": [kernels.height],
             "kernels_with_flops": [carrying.height],
             "kernel_ns": [int(kernels["dur"].sum() or 0)],

@@ -417,6 +417,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("flops", F64, "FLOP", "all counted FLOPs"),
             _c("counted_ops", I64, "count"),
             _c("ops_without_flops", I64, "count", "FLOP-bearing ops whose shapes could not be read"),
+            _c("ops_without_shapes", I64, "count", "of those, the ops that recorded no shapes at all"),
             _c("kernels", I64, "count"),
             _c("kernels_with_flops", I64, "count"),
             _c("kernel_ns", I64, "ns"),

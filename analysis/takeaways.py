@@ -248,9 +248,9 @@ def flops_takeaway(totals: pl.DataFrame) -> str:
         return ""
     t = totals.row(0, named=True)
     if not t["counted_ops"]:
-        bad = t["ops_without_flops"]
+        bad = t["ops_without_flops"] - t["ops_without_shapes"]
         if bad:
-            return f"No FLOPs counted: {plural(bad, 'op')} without readable shapes."
+            return f"No FLOPs counted: {plural(bad, 'op')} with unreadable shapes."
         return "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
     if not t["step_flops"] or not t["steps"]:
         return f"{fmt_flops(t['flops'])} counted, none inside a step."

@@ -269,6 +269,7 @@ def test_malformed_shapes_count_as_no_flops(tmp_path, dims) -> None:
     out = open_trace(_kineto(tmp_path, "bad", events, None)).result("flops")
     t = out["totals.parquet"].row(0, named=True)
     assert (t["counted_ops"], t["ops_without_flops"], t["flops"]) == (1, 1, 2.0 * 8 * 16 * 4)
+    assert t["ops_without_shapes"] == 0 and "1 op(s) with unreadable shapes have no FLOPs" in t["note"]
     ops = {r["name"]: r for r in out["ops.parquet"].iter_rows(named=True)}
     assert ops["aten::linear"]["flops"] is None and ops["aten::linear"]["without_flops"] == 1
 
@@ -292,7 +293,10 @@ def test_no_shapes_recorded(tmp_path) -> None:
     events = [_x("aten::mm", "cpu_op", 1000, 100)]
     t = open_trace(_kineto(tmp_path, "noshapes", events, None)).result("flops")["totals.parquet"]
     row = t.row(0, named=True)
-    assert (row["counted_ops"], row["ops_without_flops"]) == (0, 1)
+    assert (row["counted_ops"], row["ops_without_flops"], row["ops_without_shapes"]) == (0, 1, 1)
+    from profui.analysis.takeaways import flops_takeaway
+
+    assert flops_takeaway(t) == "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
 
 
 # -- a shared real GPU trace: FLOPs from its raw JSON shapes, the peak from its deviceProperties ---

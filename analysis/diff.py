@@ -9,7 +9,8 @@ durations, the headline numbers, and the kernel and annotation tables by normali
   step), and a 95% bootstrap interval of the difference of medians (seeded, 2,000 resamples);
   the change is *significant* when the interval excludes 0. One step on a side: no interval;
 - **headline numbers** (GPU busy and idle, activity shares, kernel time and launches, exposed
-  communication, launch latency, precision shares, copy time): a change counts when it is at
+  communication, launch latency, precision shares, copy time, achieved TFLOP/s and MFU): a
+  change counts when it is at
   least :data:`MATERIAL_REL` of the base (times, counts) or :data:`MATERIAL_PT` (shares);
 - **kernels**, **host ops** and **annotations** matched by :func:`normalise_name` (ids, sequence numbers and
   addresses stripped), so a kernel that only moved stream, or a range whose name embeds an op id,
@@ -44,6 +45,7 @@ STAGES = (
     "precision",
     "annotations",
     "memory",
+    "flops",
 )
 VERSION = 1
 
@@ -106,6 +108,13 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
             numbers[f"precision_{r['precision']}"] = r.get("share")
     for r in _rows(outputs, "memory", "ops.parquet"):
         numbers[f"copy_{r['direction']}"] = r.get("time_ns")
+    flops = (_rows(outputs, "flops", "totals.parquet") or [{}])[0]
+    if flops.get("step_flops"):
+        numbers["flops_per_step"] = flops["step_flops"] / flops["steps"]
+        numbers["achieved_tflops"] = flops.get("tflops")
+    if flops.get("mfu") is not None:
+        numbers["mfu"] = flops["mfu"]
+        trace = {**trace, "mfu_basis": _mfu_basis(flops)}
     return {
         "version": VERSION,
         "trace": trace,
@@ -119,6 +128,17 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
         "annotations": _by_name(_rows(outputs, "annotations", "names.parquet"), "name"),
     }
+
+
+def _mfu_basis(totals: dict[str, Any]) -> str:
+    """What an MFU rests on, in words: its definition and its peak (``counted FLOPs, H100 SXM
+    BF16 989.5 TFLOP/s``)."""
+    from .formatting import fmt_tflops
+
+    what = "model FLOPs (--model-flops)" if totals.get("definition") == "model" else "counted FLOPs"
+    peak = " ".join(str(x) for x in (totals.get("peak_gpu"), totals.get("precision")) if x)
+    given = " (--peak-tflops)" if totals.get("peak_source") == "--peak-tflops" else ""
+    return f"{what}, peak {(peak + ' ') if peak else ''}{fmt_tflops(totals.get('peak_tflops'))}{given}"
 
 
 def profile_of(path: str | Path, label: str | None = None) -> dict[str, Any]:
@@ -164,6 +184,9 @@ _META: dict[str, tuple[str, str, str | None]] = {
     "kernel_count": ("kernel launches", "count", None),
     "comm_exposed": ("exposed communication", "ns", "lower"),
     "launch_p50": ("launch latency (median)", "ns", "lower"),
+    "flops_per_step": ("FLOPs per step", "FLOP", None),
+    "achieved_tflops": ("achieved throughput per step", "TFLOP/s", "higher"),
+    "mfu": ("MFU", "share", "higher"),
 }
 
 
@@ -253,6 +276,9 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
     stepless = [side for side, prof in (("base", base), ("new", new)) if not prof["steps"]]
     which = "either trace" if len(stepless) == 2 else f"the {stepless[0]} trace" if stepless else ""
     notes = [f"no step markers in {which}: step time is not compared"] if stepless else []
+    bases = [prof["trace"].get("mfu_basis") for prof in (base, new)]
+    if all(bases) and bases[0] != bases[1]:
+        notes.append(f"MFU rests on different grounds: {bases[0]} (base) vs {bases[1]} (new)")
     for name in sorted(set(base["numbers"]) | set(new["numbers"])):
         metrics[name] = _metric(name, base["numbers"].get(name), new["numbers"].get(name))
     for m in metrics.values():
@@ -334,10 +360,14 @@ def _per_step(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]
 
 def value_text(value: float | None, unit: str) -> str:
     """A metric's value as the diff shows it."""
-    from .formatting import fmt_count, fmt_ns, fmt_pct
+    from .formatting import fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops
 
     if value is None:
         return "-"
+    if unit == "FLOP":
+        return fmt_flops(value)
+    if unit == "TFLOP/s":
+        return fmt_tflops(value)
     return fmt_ns(value) if unit == "ns" else fmt_pct(value) if unit == "share" else fmt_count(value)
 
 
@@ -416,13 +446,14 @@ def profile_problem(doc: object) -> str | None:
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (1)",
-    "base": "the base trace: path, name, ranks, gpus",
+    "base": "the base trace: path, name, ranks, gpus; mfu_basis (what its MFU rests on) where it has one",
     "new": "the new trace, as base",
     "verdict": "'no significant change', 'changed' or 'regression'",
-    "notes": "what the reader should know (a side without step markers: step time not compared)",
+    "notes": "what the reader should know (a side without step markers: step time not compared; MFU "
+    "against different definitions or peaks)",
     "step_time_significant": "true when the median step time moved beyond run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",
-    "metrics": "per metric: label, unit (ns|share|count), better (lower|higher|null), base, new, "
+    "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s), better (lower|higher|null), base, new, "
     "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
     "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
     "(regression|improvement|changed|same)",

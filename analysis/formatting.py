@@ -117,6 +117,30 @@ def fmt_gbps(v: float | None) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.3g} GB/s"
 
 
+_SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _si(v: float) -> str:
+    for scale, prefix in _SI:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}"
+    return f"{v:.3g} "
+
+
+def fmt_flops(v: float | None) -> str:
+    """A FLOP count with an SI prefix (``171 kFLOP``, ``1.66 TFLOP``)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return _si(float(v)) + "FLOP"
+
+
+def fmt_tflops(v: float | None) -> str:
+    """A rate given in TFLOP/s, with the prefix that reads best (``312 TFLOP/s``, ``1.79 MFLOP/s``)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return _si(float(v) * 1e12) + "FLOP/s"
+
+
 def _bare(name: str) -> str:
     """A kernel name without ``void``, namespace qualifiers and a call's argument list (types
     that repeat the template arguments); ``Memcpy HtoD (Pageable -> Device)`` stays whole."""

@@ -143,6 +143,12 @@ def _name_precision(name: pl.Expr) -> pl.Expr:
     return pl.coalesce(_first_match(name, _NAME_RULES), integer)
 
 
+def dtype_precision(types_json: pl.Expr) -> pl.Expr:
+    """Rule 1: the precision an op's ``Input type`` JSON says (the narrowest floating type among
+    its inputs; null when none is known)."""
+    return _dtype_precision(types_json)
+
+
 def _dtype_precision(types_json: pl.Expr) -> pl.Expr:
     ranks = types_json.str.json_decode(pl.List(pl.String)).list.eval(
         pl.element().replace_strict(_DTYPE_RANK, default=None, return_dtype=pl.Int64)

@@ -9,6 +9,8 @@ the in-memory store) by :func:`conform`:
 - shares are fractions 0–1 (``share``, ``*_share``, ``util``, ``ratio``); percentages exist only
   at formatting time (:mod:`profui.analysis.formatting`).
 - bytes are integers, bandwidths float GB/s (``*_gbps``).
+- FLOPs are float64 counts (``flops``; exact to 2**53 per op), rates float TFLOP/s (``tflops``,
+  ``*_tflops``), MFU a 0–1 fraction (``mfu``).
 
 Consumers (takeaways, the text summary, the TUI, the notebook) name columns that are declared
 here and nowhere else; ``tests/analysis/test_schemas.py`` walks their references.
@@ -21,7 +23,21 @@ from dataclasses import dataclass
 import polars as pl
 
 #: Units a column may declare.
-UNITS = ("ns", "epoch_ns", "fraction", "count", "bytes", "GB/s", "id", "text", "flag", "ns_float")
+UNITS = (
+    "ns",
+    "epoch_ns",
+    "fraction",
+    "count",
+    "bytes",
+    "GB/s",
+    "id",
+    "text",
+    "flag",
+    "ns_float",
+    "FLOP",
+    "TFLOP/s",
+    "FLOP/byte",
+)
 
 
 @dataclass(frozen=True)
@@ -348,6 +364,78 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("active_ns", I64, "ns", "time with at least one operation running"),
         ),
         "bandwidth of concurrent memory operations over time (HTA's memory_bw_summary under hta_compat)",
+    ),
+    ("flops", "ops.parquet"): Table(
+        (
+            _c("name", STR, "text", "op name (the outermost op that counts)"),
+            _c(
+                "op_type",
+                STR,
+                "text",
+                "matmul / conv / conv_backward / attention / attention_backward / kernel_flop",
+            ),
+            _c("precision", STR, "text", "of its FLOPs: the carrying kernel's, else its input dtypes'"),
+            _c("count", I64, "count", "ops"),
+            _c("flops", F64, "FLOP", "null when none of them had readable shapes"),
+            _c("without_flops", I64, "count", "ops whose shapes could not be read: no FLOPs"),
+            _c("time_ns", I64, "ns", "compute time of the ops with FLOPs: their kernels', else their own"),
+            _c("tflops", F64, "TFLOP/s", "achieved: flops / time_ns"),
+            _c("share", F64, "fraction", "of all counted FLOPs"),
+        ),
+        "FLOPs per op from recorded shapes (record_shapes=True) or kernel_flop, most first",
+    ),
+    ("flops", "kernels.parquet"): Table(
+        (
+            _c("name", STR, "text", "kernel name"),
+            _c("count", I64, "count", "launches"),
+            _c("flops_count", I64, "count", "launches carrying an op's FLOPs"),
+            _c("flops", F64, "FLOP", "null: no FLOPs known for this kernel"),
+            _c("time_ns", I64, "ns", "all its launches"),
+            _c("flops_time_ns", I64, "ns", "the launches carrying FLOPs"),
+            _c("bytes", I64, "bytes", "kernel_num_gb where every carrying launch has it"),
+            _c("tflops", F64, "TFLOP/s", "achieved: flops / flops_time_ns"),
+            _c("intensity", F64, "FLOP/byte", "arithmetic intensity, where FLOPs and bytes are known"),
+            _c("share", F64, "fraction", "of all kernel time"),
+        ),
+        "per kernel name, most time first: FLOPs, achieved TFLOP/s, arithmetic intensity",
+    ),
+    ("flops", "steps.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count", "step number"),
+            _c("ops", I64, "count", "counted ops starting in the step's host window"),
+            _c("flops", F64, "FLOP"),
+            _c("step_ns", I64, "ns", "the step's time (device window where mapped)"),
+            _c("tflops", F64, "TFLOP/s", "achieved: flops / step_ns"),
+            _c("mfu", F64, "fraction", "of the peak, by totals' definition; null without a peak"),
+        ),
+        "FLOPs, achieved TFLOP/s and MFU per step and rank",
+    ),
+    ("flops", "totals.parquet"): Table(
+        (
+            _c("flops", F64, "FLOP", "all counted FLOPs"),
+            _c("counted_ops", I64, "count"),
+            _c("ops_without_flops", I64, "count", "FLOP-bearing ops whose shapes could not be read"),
+            _c("ops_without_shapes", I64, "count", "of those, the ops that recorded no shapes at all"),
+            _c("kernels", I64, "count"),
+            _c("kernels_with_flops", I64, "count"),
+            _c("kernel_ns", I64, "ns"),
+            _c("kernel_ns_without_flops", I64, "ns", "kernel time no FLOPs are known for"),
+            _c("steps", I64, "count", "step × rank windows"),
+            _c("step_flops", F64, "FLOP", "FLOPs inside the steps"),
+            _c("step_ns", I64, "ns", "summed step time"),
+            _c("tflops", F64, "TFLOP/s", "achieved per step: step_flops / step_ns"),
+            _c("precision", STR, "text", "dominant precision of the FLOPs (selects the peak)"),
+            _c("definition", STR, "text", "MFU from counted FLOPs, or from the user's model FLOPs"),
+            _c("model_flops", F64, "FLOP", "--model-flops: the user's FLOPs per step on each rank"),
+            _c("peak_tflops", F64, "TFLOP/s", "the peak MFU divides by; null: none known"),
+            _c("peak_gpu", STR, "text", "the GPU row of the peak table"),
+            _c("peak_source", STR, "text", "the datasheet, or --peak-tflops"),
+            _c("mfu", F64, "fraction", "achieved (or model) TFLOP/s / peak; null without a peak"),
+            _c("note", STR, "text", "what is missing: no shapes, ops without FLOPs, no peak"),
+        ),
+        "FLOPs, achieved throughput and MFU of the trace, and what they rest on",
     ),
     ("precision", "shares.parquet"): Table(
         (

@@ -32,6 +32,7 @@ SECTIONS: tuple[str, ...] = (
     "activity",
     "memory",
     "precision",
+    "flops",
     "steps",
     "launch",
     "sync",

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from .comm import DEVICE_KERNEL, HOST_OP
-from .formatting import fmt_count, fmt_ns, fmt_pct, plural, short_name
+from .formatting import fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops, plural, short_name
 
 Outputs = Mapping[str, Mapping[str, Any]]
 
@@ -241,6 +241,31 @@ def precision_takeaway(shares: pl.DataFrame) -> str:
     return text + "."
 
 
+def flops_takeaway(totals: pl.DataFrame) -> str:
+    """FLOPs counted per step, the achieved throughput, the MFU against which peak (or why
+    there is none), and the share of kernel time no FLOPs are known for."""
+    if totals.is_empty():
+        return ""
+    t = totals.row(0, named=True)
+    if not t["counted_ops"]:
+        bad = t["ops_without_flops"] - t["ops_without_shapes"]
+        if bad:
+            return f"No FLOPs counted: {plural(bad, 'op')} with unreadable shapes."
+        return "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
+    if not t["step_flops"] or not t["steps"]:
+        return f"{fmt_flops(t['flops'])} counted, none inside a step."
+    text = f"{fmt_flops(t['step_flops'] / t['steps'])} per step, {fmt_tflops(t['tflops'])} achieved"
+    if t["mfu"] is not None:
+        of = "the given" if t["peak_source"] == "--peak-tflops" else f"{t['peak_gpu']} {t['precision']} dense"
+        basis = " from --model-flops" if t["definition"] == "model" else ""
+        text += f"; MFU {fmt_pct(t['mfu'])}{basis} of {of} peak {fmt_tflops(t['peak_tflops'])}"
+    else:
+        text += "; no peak known, no MFU"
+    if t["kernel_ns"]:
+        text += f"; {fmt_pct(t['kernel_ns_without_flops'] / t['kernel_ns'], 0)} of kernel time has no FLOPs"
+    return text + "."
+
+
 def activity_takeaway(shares: pl.DataFrame) -> str:
     """Kernel / memcpy / memset / sync / idle shares in one line (those of 1% or more)."""
     if shares.is_empty():
@@ -378,6 +403,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
         (("steps", "windows.parquet"), ("steps", "job.parquet"), ("steps", "job_stats.parquet")),
     ),
     "precision": (precision_takeaway, (("precision", "shares.parquet"),)),
+    "flops": (flops_takeaway, (("flops", "totals.parquet"),)),
     "activity": (activity_takeaway, (("activity", "shares.parquet"),)),
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
     "annotation": (

@@ -15,6 +15,7 @@ import polars as pl
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
+from profui.analysis import flops as fl
 from profui.analysis import hta_variants as hv
 from profui.analysis import idle as il
 from profui.analysis import kernels as kn
@@ -297,11 +298,29 @@ def sync(ctx: StageContext) -> dict[str, Any]:
     }
 
 
+def flops(ctx: StageContext) -> dict[str, Any]:
+    """FLOPs per op from recorded shapes, joined to the kernels they launched; achieved TFLOP/s
+    and MFU per step (the peak from ``peak_tflops`` or the datasheet table)."""
+    r = fl.analyse(
+        ctx.trace.cached_events(),
+        ctx.input("steps", "windows.parquet"),
+        ctx.trace.manifest.gpus,
+        peak_tflops=ctx.params["peak_tflops"],
+        model_flops=ctx.params["model_flops"],
+    )
+    return {
+        "ops.parquet": r.ops,
+        "kernels.parquet": r.kernels,
+        "steps.parquet": r.steps,
+        "totals.parquet": r.totals,
+    }
+
+
 # -- summary --------------------------------------------------------------------------------
 
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
 #: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
-TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops")}
+TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops"), ("flops", "kernels")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:

@@ -4,7 +4,7 @@
                      ├─ steps ─┬─ comm, annotations ───────────────┤
                      │         └───────────────────────────────────┤
                      ├─ kernels, activity, memory, precision,      ├─ summary
-                     │  utilization, idle, sync ───────────────────┤
+                     │  utilization, idle, sync, flops (+ steps) ──┤
                      └─────────────────────────────────────────────┘
 
 (summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.)
@@ -68,6 +68,20 @@ PARAMS: tuple[Param, ...] = (
         "float",
         100.0,
         "launches starting later than this after the call are outliers (HTA: 100 µs)",
+        minimum=0,
+    ),
+    Param(
+        "peak_tflops",
+        "float",
+        0.0,
+        "peak TFLOP/s of one device for MFU (0: the datasheet table by GPU name and precision)",
+        minimum=0,
+    ),
+    Param(
+        "model_flops",
+        "float",
+        0.0,
+        "the model's FLOPs per step on each rank: MFU from these instead of the counted FLOPs (0: not given)",
         minimum=0,
     ),
 )
@@ -223,6 +237,15 @@ STAGES: tuple[Stage, ...] = (
         b.sync,
         "host time blocked in synchronize calls; device sync events",
         modules=(A + "sync",),
+    ),
+    Stage(
+        "flops",
+        ("ingest", "steps"),
+        ("peak_tflops", "model_flops"),
+        ("ops.parquet", "kernels.parquet", "steps.parquet", "totals.parquet"),
+        b.flops,
+        "FLOPs per op from shapes, joined to kernels; achieved TFLOP/s and MFU per step",
+        modules=(A + "flops", A + "peaks", A + "precision"),
     ),
     Stage(
         "summary",

@@ -201,9 +201,19 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the run record as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+        peak_tflops: float | None = typer.Option(
+            None, "--peak-tflops", help="Peak TFLOP/s of one device for MFU (--set peak_tflops=...)."
+        ),
+        model_flops: float | None = typer.Option(
+            None, "--model-flops", help="Model FLOPs per step on each rank for MFU (--set model_flops=...)."
+        ),
     ) -> None:
         """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
         from profui.analysis.pipeline import PipelineError
+
+        from .summary_cmd import flops_assignments
+
+        sets = [*sets, *flops_assignments(peak_tflops, model_flops)]
 
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_gpus, fmt_ns, fmt_pct
+from profui.analysis.formatting import (
+    fmt_bytes,
+    fmt_count,
+    fmt_flops,
+    fmt_gbps,
+    fmt_gpus,
+    fmt_ns,
+    fmt_pct,
+    fmt_tflops,
+    plural,
+)
 
 from .errors import UserError
 from .sources import resolve_source
@@ -255,6 +265,7 @@ def render_text(summary: Any, console: Any) -> None:
             ],
         )
     )
+    _render_flops(tb, P, top)
 
     win = tb("steps", "windows")
     P(
@@ -519,6 +530,78 @@ def render_text(summary: Any, console: Any) -> None:
         P("[bold]Annotations[/bold]: none")
 
 
+def _render_flops(tb: Callable[[str, str], pl.DataFrame], P: Callable[[Any], None], top: int | None) -> None:
+    """FLOPs and MFU: one line saying the definition and the peak, then the op and kernel tables."""
+    tot = tb("flops", "totals")
+    if tot.is_empty():
+        return
+    t = tot.row(0, named=True)
+    if not t["counted_ops"]:
+        P(f"[bold]FLOPs[/bold]: none counted{' — ' + t['note'] if t['note'] else ''}")
+        return
+    line = (
+        f"[bold]FLOPs[/bold]: {fmt_flops(t['flops'])} counted in {plural(t['counted_ops'], 'op')}"
+        f" · {fmt_flops(t['step_flops'])} in {fmt_count(t['steps'])} step window(s)"
+        f" · achieved {fmt_tflops(t['tflops'])}"
+    )
+    if t["mfu"] is not None:
+        basis = "the model FLOPs given (--model-flops)" if t["definition"] == "model" else "the counted FLOPs"
+        line += (
+            f"\nMFU {fmt_pct(t['mfu'])} from {basis}, peak {fmt_tflops(t['peak_tflops'])}"
+            f" ({', '.join(x for x in (t['peak_gpu'], t['precision'], t['peak_source']) if x)})"
+        )
+    if t["note"]:
+        line += f"\n[dim]note: {t['note']}[/dim]"
+    P(line)
+    P(
+        _table(
+            "FLOPs per op",
+            tb("flops", "ops"),
+            [
+                ("name", "op", _name(40)),
+                ("op_type", "type", _text),
+                ("precision", "precision", _text),
+                ("count", "count", _num),
+                ("flops", "FLOPs", fmt_flops),
+                ("without_flops", "no FLOPs", _num),
+                ("time_ns", "time", fmt_ns),
+                ("tflops", "achieved", fmt_tflops),
+                ("share", "share", fmt_pct),
+            ],
+            limit=top,
+        )
+    )
+    k = tb("flops", "kernels")
+    if not k.is_empty() and k["flops_count"].sum():
+        P(
+            _table(
+                "Top kernels: FLOPs, achieved throughput, arithmetic intensity",
+                k,
+                [
+                    ("name", "kernel", _name(50)),
+                    ("count", "count", _num),
+                    ("time_ns", "time", fmt_ns),
+                    ("flops", "FLOPs", fmt_flops),
+                    ("tflops", "achieved", fmt_tflops),
+                    ("intensity", "FLOP/byte", _num),
+                    ("share", "of kernel time", fmt_pct),
+                ],
+                limit=top,
+            )
+        )
+
+
+def flops_assignments(peak_tflops: float | None, model_flops: float | None) -> list[str]:
+    """``--peak-tflops`` / ``--model-flops`` as the ``--set`` assignments they stand for (the
+    pipeline's parameters ``peak_tflops`` and ``model_flops`` check them)."""
+    out = []
+    if peak_tflops is not None:
+        out.append(f"peak_tflops={peak_tflops!r}")
+    if model_flops is not None:
+        out.append(f"model_flops={model_flops!r}")
+    return out
+
+
 # -- command ----------------------------------------------------------------------------------
 
 
@@ -589,6 +672,16 @@ def register(app: typer.Typer) -> None:
             metavar="NAME=VALUE",
             help="A pipeline parameter, as for `profui analyze` (repeatable; `profui analyze TRACE --plan` lists them).",
         ),
+        peak_tflops: float | None = typer.Option(
+            None,
+            "--peak-tflops",
+            help="Peak TFLOP/s of one device for MFU (default: the datasheet table by GPU name and precision).",
+        ),
+        model_flops: float | None = typer.Option(
+            None,
+            "--model-flops",
+            help="Your model's FLOPs per step on each rank: MFU from these instead of the counted FLOPs.",
+        ),
     ) -> None:
         """Every number of the dashboard as tables (or JSON): GPU busy/idle, utilization, kernels,
         steps, memory, precision, launches, sync, idle causes, NCCL, annotations.
@@ -599,7 +692,13 @@ def register(app: typer.Typer) -> None:
           profui summary rank0.json.gz --json > summary.json
           profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
         """
-        s = run_summary(trace, top, hta_compat, bucket, assignments)
+        s = run_summary(
+            trace,
+            top,
+            hta_compat,
+            bucket,
+            [*(assignments or []), *flops_assignments(peak_tflops, model_flops)],
+        )
         if as_json:
             sys.stdout.write(json.dumps(s.to_json_dict(), allow_nan=False) + "\n")
             return

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
@@ -436,6 +436,41 @@ def build_precision(outputs: Outputs, _view: Any) -> ChartData:
     return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", outputs))
 
 
+def build_flops(outputs: Outputs, _view: Any) -> ChartData:
+    """FLOPs by op type (share of the counted FLOPs, achieved TFLOP/s); the MFU is the takeaway."""
+    ops = frame(outputs, "flops", "ops.parquet")
+    words = takeaway("flops", outputs)
+    counted = ops.filter(ops["flops"].is_not_null()) if ops.height else ops
+    if counted.height == 0:
+        return ChartData(kind="text", text="no FLOPs counted (record_shapes=True)", takeaway=words)
+    import polars as pl
+
+    by_type = (
+        counted.group_by("op_type")
+        .agg(pl.col("flops").sum(), pl.col("time_ns").sum())
+        .with_columns((pl.col("flops") / pl.col("flops").sum()).alias("share"))
+        .sort(["flops", "op_type"], descending=[True, False])
+    )
+    bars = [
+        Bar(
+            str(r["op_type"]),
+            float(r["share"]),
+            f"{fmt_pct(r['share'])} · {fmt_flops(r['flops'])} · "
+            + (fmt_tflops(r["flops"] / r["time_ns"] / 1e3) if r["time_ns"] else "-"),
+            "magenta",
+        )
+        for r in by_type.iter_rows(named=True)
+    ]
+    return ChartData(
+        kind="bars",
+        bars=bars,
+        scale=1.0,
+        label_width=18,
+        note=Text("share of counted FLOPs · FLOPs · achieved (their compute time)", style="dim"),
+        takeaway=words,
+    )
+
+
 ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "░", "idle": "·"}
 
 
@@ -573,6 +608,7 @@ CHARTS: list[Chart] = [
     ),
     Chart("steps", "Step time distribution", ("steps",), build_steps, "Enter: Steps view", "steps"),
     Chart("precision", "Kernel precision", ("precision",), build_precision),
+    Chart("flops", "FLOPs by op type, achieved throughput, MFU", ("flops",), build_flops),
     Chart("activity", "GPU activity distribution", ("activity",), build_activity),
     Chart("memory", "Memory operations", ("memory",), build_memory),
     Chart(

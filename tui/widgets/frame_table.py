@@ -18,7 +18,17 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from profui.analysis.formatting import elide, elide_all, fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
+from profui.analysis.formatting import (
+    elide,
+    elide_all,
+    fmt_bytes,
+    fmt_count,
+    fmt_flops,
+    fmt_gbps,
+    fmt_ns,
+    fmt_pct,
+    fmt_tflops,
+)
 
 MAX_TEXT = 70
 MIN_TEXT = 20
@@ -49,6 +59,9 @@ UNIT_FORMAT = {
     "bytes": fmt_bytes,
     "GB/s": fmt_gbps,
     "count": fmt_count,
+    "FLOP": fmt_flops,
+    "TFLOP/s": fmt_tflops,
+    "FLOP/byte": lambda v: f"{v:.3g}",
 }
 
 

@@ -189,7 +189,11 @@ def _attention(q: pl.Expr, k: pl.Expr, v: pl.Expr, backward: bool) -> pl.Expr:
     return pl.when(ok).then(2 * _dim(q, 0) * _dim(q, 1) * _dim(q, 2) * _dim(k, 2) * inner)
 
 
-def _shape_flops(name: pl.Expr, dims: pl.Expr, concrete: pl.Expr) -> pl.Expr:
+def _shape_flops(
+    name: pl.Expr, dims: pl.Expr, concrete: pl.Expr, present: Sequence[str] | None = None
+) -> pl.Expr:
+    """FLOPs from the shapes of the op ``name``; ``present``: the op names there are (only their
+    formulas go in the plan — the whole set makes Polars' planning the cost)."""
     d = [dims.list.get(i, null_on_oob=True) for i in range(4)]
     e: pl.Expr = pl.lit(None, pl.Int64)
     cases = (
@@ -205,7 +209,8 @@ def _shape_flops(name: pl.Expr, dims: pl.Expr, concrete: pl.Expr) -> pl.Expr:
         (_ATTN_BWD, _attention(d[1], d[2], d[3], backward=True)),
     )
     for names, f in reversed(cases):
-        e = pl.when(name.is_in(list(names))).then(f).otherwise(e)
+        if present is None or set(names) & set(present):
+            e = pl.when(name.is_in(list(names))).then(f).otherwise(e)
     return e
 
 
@@ -223,6 +228,9 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         pl.col("kind") == "cpu_op",
         pl.col("name").is_in(list(FLOP_OPS)) | args.str.contains('"kernel_flop"', literal=True),
     ).select(*_THREAD, "ts", "dur", "name", "args")
+    cand = cand.collect(engine=ENGINE)
+    present = cand["name"].unique().to_list()
+    cand = cand.lazy()
     dims = args.str.json_path_match("$['Input Dims']")
     conc = args.str.json_path_match("$['Concrete Inputs']")
     kflop = args.str.json_path_match("$.kernel_flop").cast(pl.Float64, strict=False)
@@ -245,11 +253,15 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         .otherwise(pl.col("name").replace_strict(FLOP_OPS, default=None, return_dtype=pl.String))
         .alias("op_type"),
         pl.coalesce(
-            pl.col("_kflop"), _shape_flops(pl.col("name"), pl.col("_dims"), pl.col("_conc")).cast(pl.Float64)
+            pl.col("_kflop"),
+            _shape_flops(pl.col("name"), pl.col("_dims"), pl.col("_conc"), present).cast(pl.Float64),
         ).alias("flops"),
         dtype_precision(pl.col("_types")).alias("precision"),
         (pl.col("ts") + pl.col("dur")).alias("_end"),
     ).drop("args", "_dims", "_conc", "_types", "_kflop")
+    # collected here: the formulas make a large plan, which the three uses below would each
+    # make Polars optimise again (that, not the few rows, was most of this function's time)
+    ops = ops.collect(engine=ENGINE).lazy()
     # outermost among the ops with FLOPs: no earlier-starting one on the thread ends at or after it
     valid = (
         ops.filter(pl.col("flops").is_not_null())

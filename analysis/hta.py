@@ -196,9 +196,12 @@ def hta_type_coverage(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
         v = 1 << i
         parts.append(m.select(*by, pl.col("start").alias("t"), pl.lit(v, pl.Int64).alias("_d")))
         parts.append(m.select(*by, pl.col("end").alias("t"), pl.lit(-v, pl.Int64).alias("_d")))
+    # at one instant, starts before ends (HTA's order on its µs ties: a segment of 0 ns is kept
+    # under the combination both were in, as in HTA's numbers); without it the rows would
+    # depend on an unstable sort
     sweep = (
         pl.concat(parts)
-        .sort([*by, "t"])
+        .sort([*by, "t", "_d"], descending=[False] * len(by) + [False, True])
         .with_columns(_run=_over(pl.col("_d").cum_sum(), by))
         .with_columns(_len=_over(pl.col("t").shift(-1), by) - pl.col("t"))
         .filter(pl.col("_run") > 0, pl.col("_len").is_not_null())

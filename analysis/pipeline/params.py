@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,8 @@ class Param:
             value = float(value)
         if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
             raise PipelineError(f"parameter {self.name} takes a {self.type}, not {value!r}")
+        if self.type == "float" and not math.isfinite(value):
+            raise PipelineError(f"parameter {self.name} takes a finite number, not {value!r}")
         if self.minimum is not None and value < self.minimum:
             raise PipelineError(f"parameter {self.name} must be >= {self.minimum:g}, not {value!r}")
         return value

@@ -97,6 +97,9 @@ def test_parameter_parsing_and_resolution() -> None:
         p["top_n"].parse("0")
     with pytest.raises(PipelineError, match="hta_compat takes a bool"):
         p["hta_compat"].parse("maybe")
+    for raw in ("nan", "inf", "-inf", "1e999"):  # float() reads them all; no peak or bucket is one
+        with pytest.raises(PipelineError, match="peak_tflops takes a finite number"):
+            p["peak_tflops"].parse(raw)
     assert parse_assignments(["top_n=3", "step_annotation=a=b"]) == {"top_n": "3", "step_annotation": "a=b"}
     with pytest.raises(PipelineError, match="--set takes name=value"):
         parse_assignments(["=3"])

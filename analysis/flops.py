@@ -294,15 +294,17 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     return pl.concat([counted.select(cols), missing.select(cols)]).sort([*_THREAD, "ts"])
 
 
-def kernel_flops(events: Frame, ops: pl.DataFrame) -> pl.LazyFrame:
+def kernel_flops(events: Frame, ops: pl.DataFrame, kernels: Frame | None = None) -> pl.LazyFrame:
     """Every kernel with the counted op that launched it (``op`` = its row in ``ops``, null when
     none) and the FLOPs it carries (see the module docstring; null when none).
 
     Columns: node, rank, device, stream, name, ts, dur, op, flops, bytes, precision (the
-    kernel's, by :func:`profui.analysis.precision.kernel_precision`).
+    kernel's, by :func:`profui.analysis.precision.kernel_precision`; ``kernels`` is its frame,
+    as the precision stage writes it, where the caller has it).
     """
     ev = _lazy(events)
-    kernels = kernel_precision(ev).select(
+    kernels = _lazy(kernels) if kernels is not None else kernel_precision(ev)
+    kernels = kernels.select(
         "node", "rank", "device", "stream", "name", "ts", "dur", "correlation", "precision"
     )
     launches = (
@@ -387,8 +389,12 @@ def analyse(
     gpus: Sequence[dict[str, Any]],
     peak_tflops: float = 0.0,
     model_flops: float = 0.0,
+    kernels: Frame | None = None,
 ) -> Flops:
     """The FLOPs tables of a trace (see the module docstring).
+
+    ``kernels``: every kernel's precision as the precision stage writes it (computed here when
+    not given).
 
     ``windows`` are the steps stage's step windows, ``gpus`` the manifest's GPUs (Kineto's
     ``deviceProperties`` with ``node``), ``peak_tflops`` the user's peak (0: from the table),
@@ -413,7 +419,7 @@ def analyse(
         .item()
     )
     if has_kernels:
-        k = kernel_flops(ev, ops).collect(engine=ENGINE)
+        k = kernel_flops(ev, ops, kernels).collect(engine=ENGINE)
     else:
         k = pl.DataFrame(
             schema={

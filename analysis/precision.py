@@ -302,16 +302,17 @@ def _link_typed_ops(
     return k
 
 
-def precision_shares(events: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+def precision_shares(events: Frame, by: Sequence[str] = (), kernels: Frame | None = None) -> pl.LazyFrame:
     """Kernel time per precision (and ``by``): count, time_ns, share, and time decided by each rule.
 
     Rows are every precision of :data:`PRECISIONS`, then the byte-mover classes of
     :data:`EXCLUDED` (``in_shares`` false), in each group, zero when absent. ``share`` is of the
     group's time in :data:`PRECISIONS` only — communication and memory kernels are in neither
-    numerator nor denominator — and null on the excluded rows.
+    numerator nor denominator — and null on the excluded rows. ``kernels``:
+    :func:`kernel_precision`'s frame where the caller has it.
     """
     by = list(by)
-    k = kernel_precision(events)
+    k = _lazy(kernels) if kernels is not None else kernel_precision(events)
     agg = k.group_by([*by, "precision"]).agg(
         pl.len().alias("count"),
         pl.col("dur").sum().alias("time_ns"),

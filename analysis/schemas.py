@@ -449,6 +449,17 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "kernel time by numeric precision (communication and memory kernels listed, not shared)",
     ),
+    ("precision", "kernels.parquet"): Table(
+        (
+            *WHERE_STREAM,
+            _c("name", STR, "text", "kernel name"),
+            _c("ts", I64, "ns", "start, ns since the epoch"),
+            _c("dur", I64, "ns"),
+            _c("correlation", I64, "id", "launch correlation id"),
+            _c("precision", STR, "text", "as in shares.parquet"),
+        ),
+        "every kernel with its precision (what the shares and the flops stage read)",
+    ),
     ("utilization", "busy.parquet"): Table(
         (
             NODE,

@@ -26,7 +26,7 @@ from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
 from profui.analysis.engine import ENGINE
-from profui.analysis.precision import precision_shares
+from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
 from profui.capture.format import trace_fingerprint
@@ -169,8 +169,15 @@ def memory(ctx: StageContext) -> dict[str, Any]:
 
 
 def precision(ctx: StageContext) -> dict[str, Any]:
-    """Kernel time by numeric precision."""
-    return {"shares.parquet": precision_shares(_events(ctx))}
+    """Kernel time by numeric precision, and every kernel's precision (for the flops stage)."""
+    ev = _events(ctx)
+    kernels = kernel_precision(ev).collect(engine=ENGINE)
+    return {
+        "shares.parquet": precision_shares(ev, kernels=kernels),
+        "kernels.parquet": kernels.select(
+            "node", "rank", "device", "stream", "name", "ts", "dur", "correlation", "precision"
+        ),
+    }
 
 
 def utilization(ctx: StageContext) -> dict[str, Any]:
@@ -305,6 +312,7 @@ def flops(ctx: StageContext) -> dict[str, Any]:
         ctx.trace.cached_events(),
         ctx.input("steps", "windows.parquet"),
         ctx.trace.manifest.gpus,
+        kernels=ctx.input("precision", "kernels.parquet"),
         peak_tflops=ctx.params["peak_tflops"],
         model_flops=ctx.params["model_flops"],
     )
@@ -321,6 +329,8 @@ def flops(ctx: StageContext) -> dict[str, Any]:
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
 #: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
 TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops"), ("flops", "kernels")}
+#: Tables with a row per event that a later stage reads: in the stage's outputs, not the summary.
+EVENT_TABLES = {("precision", "kernels")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:
@@ -342,6 +352,8 @@ def summary(ctx: StageContext) -> dict[str, Any]:
             if not file.endswith(".parquet"):
                 continue
             name = file.removesuffix(".parquet")
+            if (stage, name) in EVENT_TABLES:
+                continue
             frame = ctx.input(stage, file)
             tables[name] = frame.head(n) if (stage, name) in TOP_N_TABLES and n > 0 else frame
         sections[stage] = tables

@@ -155,7 +155,7 @@ STAGES: tuple[Stage, ...] = (
         "precision",
         ("ingest",),
         (),
-        ("shares.parquet",),
+        ("shares.parquet", "kernels.parquet"),
         b.precision,
         "kernel time by numeric precision",
         modules=(A + "precision",),
@@ -240,7 +240,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "flops",
-        ("ingest", "steps"),
+        ("ingest", "steps", "precision"),
         ("peak_tflops", "model_flops"),
         ("ops.parquet", "kernels.parquet", "steps.parquet", "totals.parquet"),
         b.flops,

@@ -112,8 +112,8 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         numbers[f"copy_{r['direction']}"] = r.get("time_ns")
     mem = _rows(outputs, "allocations", "devices.parquet")
     many = len({(r["node"], r["rank"]) for r in mem}) > 1
-    for r in mem:  # "cuda1", "r1 cuda1" when several ranks
-        where = (f"r{r['rank']} " if many else "") + fmt_memory_device(r["device_type"], r["device"])
+    for r in mem:  # "cuda1", "r1_cuda1" when several ranks (a name --fail-if can spell)
+        where = (f"r{r['rank']}_" if many else "") + fmt_memory_device(r["device_type"], r["device"])
         numbers[f"peak_mem_{where}"] = r.get("peak_allocated_bytes")
         numbers[f"peak_reserved_{where}"] = r.get("peak_reserved_bytes")
     return {

@@ -163,6 +163,7 @@ def main() -> None:
     job_cpu: dict[str, list[float]] = {"no-trace": [], "profcap": []}
     footer_bytes: list[int] = []
     memory_stalls_ms: list[float] = []
+    cpu_inside: dict[str, list[float]] = {"profcap": [], "memory": []}
     memory_bytes: list[int] = []
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp:
         work = Path(tmp)
@@ -191,6 +192,8 @@ def main() -> None:
                     for f in r["trace"].glob("node=*/rank=*/events-*.parquet"):
                         profui_bytes.append(f.stat().st_size)
                         footer_bytes.append(_footer_size(f))
+                if kind in cpu_inside:
+                    cpu_inside[kind] += r["cpu"][first + 1 : last]
                 if kind == "memory":
                     manifest = json.loads((r["trace"] / "manifest.json").read_text())
                     memory_stalls_ms += [w["stall_ms"] for w in manifest["capture"]["windows"]]
@@ -261,6 +264,11 @@ def main() -> None:
         f"{statistics.median(memory_stalls_ms):.1f} ms vs {stall:.1f} ms; bytes per traced step "
         f"{statistics.median(memory_bytes) / k:,.0f} vs {per_step_profui:,.0f}; outside its window / alone "
         f"{med['memory']['outside'] / alone:.3f}x"
+    )
+    print(
+        f"  training-thread CPU per step inside the window, profcap --memory / profcap: "
+        f"{median_ms(cpu_inside['memory']) / median_ms(cpu_inside['profcap']):.3f}x "
+        f"({median_ms(cpu_inside['memory']):.3f} ms vs {median_ms(cpu_inside['profcap']):.3f} ms)"
     )
     # Wall time on a shared, overloaded box swings by tens of percent between runs; the training
     # thread's CPU time per step shows what profcap adds to the training process itself.

@@ -161,3 +161,33 @@ def test_no_memory_events_said_in_the_timeline(tmp_path: Path) -> None:
             assert "no memory events in this trace" in str(view.query_one("#tl-status").render())
 
     run(go())
+
+
+def test_an_added_oom_event_is_marked_on_its_lane(tmp_path: Path, oracle: dict) -> None:
+    """No real trace holds an [OutOfMemory]: this test adds ONE to df_index, a copy of the CUDA
+    peak's [memory] event renamed, 1 µs after it."""
+    with gzip.open(shared_trace(DF_INDEX), "rt") as f:
+        doc = json.load(f)
+    peak, t = oracle["cuda1"]
+    src = next(e for e in doc["traceEvents"] if e.get("name") == "[memory]" and e["ts"] * 1000 == t
+               and e["args"]["Total Allocated"] == peak)  # fmt: skip
+    oom = {**src, "name": "[OutOfMemory]", "ts": src["ts"] + 1}
+    doc["traceEvents"].append(oom)
+    path = tmp_path / "oom.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "oom"
+    import_kineto([path], out)
+
+    async def go() -> None:
+        app = TimelineApp(out)
+        async with app.run_test(size=SIZE) as pilot:
+            view = await ready(pilot, app)
+            for key in ("M", "f"):  # at the peak (▲ and ✗ in one cell: ✗ wins), then the whole trace
+                await pilot.press(key)
+                await pilot.pause()
+                row = next(line for line in _screen(view) if line.lstrip(" ▶").startswith("mem cuda1"))
+                assert row.count("✗") == 1, row
+            cpu = next(line for line in _screen(view) if line.lstrip(" ▶").startswith("mem cpu"))
+            assert "✗" not in cpu
+
+    run(go())

@@ -528,11 +528,12 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
     text = Text()
     text.append(f"peak {fmt_bytes(top['peak_allocated_bytes'])}", style="bold")
     text.append(f" on {fmt_memory_device(top['device_type'], top['device'])}")
-    text.append(f" at {fmt_ns(top['peak_ns'] - origin)}")
     if top["peak_op"]:
         text.append(f" in {top['peak_op']}")
+    if top["peak_step"] is not None:
+        text.append(f" (step {top['peak_step']})")
     text.append(f" · reserved peak {fmt_bytes(top['peak_reserved_bytes'])}")
-    note = "highest allocated level per time bucket"
+    note = "highest allocated level per time bucket, from the first memory event"
     note += f" · OOM (│): {oom.height}" if oom.height else " · no out-of-memory events"
     return ChartData(
         kind="lines",

@@ -44,7 +44,7 @@ class TimelineCanvas(Widget, can_focus=True):
         Binding("C", "unfold_all", "Unfold all", show=False),
         Binding("e", "hide_empty", "Hide empty", show=False),
         Binding("z", "zoom_selected", "Zoom to event", show=False),
-        Binding("M", "memory_peak", "Memory peak"),
+        Binding("M", "memory_peak", "Memory peak", show=False),
         Binding("escape", "clear", "Clear", show=False),
     ]
 

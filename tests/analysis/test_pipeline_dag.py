@@ -57,10 +57,11 @@ def test_test_knobs_are_not_users_parameters() -> None:
         # summary reads every stage but correlate, which is on the path through launch.
         (
             ["ingest", "summary"],
-            "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync",
+            "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, "
+            "sync, allocations",
         ),
         (["correlate", "summary"], "launch"),
-        (["steps", "summary"], "comm, annotations"),
+        (["steps", "summary"], "comm, annotations, allocations"),
     ],
 )
 def test_selection_must_be_closed_under_paths(selection: list[str], missing: str) -> None:
@@ -75,10 +76,11 @@ def test_selection_must_be_closed_under_paths(selection: list[str], missing: str
 def test_closed_selections_are_accepted_in_topological_order() -> None:
     assert REGISTRY.check_selection(["summary", "kernels"]) == ["kernels", "summary"]
     assert REGISTRY.check_selection(["launch", "memory"]) == ["memory", "launch"]  # unrelated stages
-    assert REGISTRY.check_selection([" steps", "comm ", "annotations", "summary"]) == [
+    assert REGISTRY.check_selection([" steps", "comm ", "annotations", "allocations", "summary"]) == [
         "steps",
         "comm",
         "annotations",
+        "allocations",
         "summary",
     ]
     with pytest.raises(PipelineError, match="--stages is empty"):

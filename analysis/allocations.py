@@ -127,6 +127,12 @@ def memory_events(events: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _applied() -> pl.Expr:
+    """The bytes an event added to the total: its ``Bytes``, none for an out-of-memory (its
+    request failed)."""
+    return pl.when(pl.col("event") == "oom").then(0).otherwise(pl.col("bytes").fill_null(0))
+
+
 def memory_counts(events: pl.LazyFrame) -> dict[str, Any]:
     """``{"events": n, "unreadable": n, "devices": n, "note": ...}``: how many ``[memory]`` /
     ``[OutOfMemory]`` events the trace holds, how many could not be read, and a plain note when
@@ -204,7 +210,7 @@ def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame)
     after the last, the peak (``peak_allocated_bytes`` at ``peak_ns``, its first event) with the
     allocating thread's innermost op and annotation and the step it falls in, the reserved peak,
     and the out-of-memory count."""
-    before_first = pl.col("allocated_bytes").first() - pl.col("bytes").first().fill_null(0)
+    before_first = pl.col("allocated_bytes").first() - _applied().first()
     at_peak = pl.col("allocated_bytes").arg_max()
     per = (
         mem.sort(*DEVICE_KEYS, "seq")
@@ -251,7 +257,7 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     first = (
         mem.sort("seq")
         .group_by(DEVICE_KEYS)
-        .agg((pl.col("allocated_bytes").first() - pl.col("bytes").first().fill_null(0)).alias("_before"))
+        .agg((pl.col("allocated_bytes").first() - _applied().first()).alias("_before"))
     )
     entering = (
         grid.sort("start_ns")

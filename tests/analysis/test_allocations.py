@@ -290,3 +290,23 @@ def test_unreadable_values_are_counted_not_read(cpu_runs, tmp_path) -> None:
     assert info["events"] == len(mem) and info["unreadable"] == 2 and "could not be read" in info["note"]
     assert out["series.parquet"].height == len(mem) - 2
     assert open_trace(t).summary().takeaways["allocations"].startswith("Peak allocated")
+
+
+def test_a_leading_oom_adds_nothing_to_the_total(cpu_runs, tmp_path) -> None:
+    """An [OutOfMemory] (added by this test: a copy of the first [memory] event, renamed, 1 µs
+    earlier, asking for 1 TiB, its totals the level then: the first event's less its Bytes) is
+    the device's first event: the level before it is that level — the failed request allocated
+    nothing."""
+    doc = _plain(cpu_runs["plain"])
+    first = min((e for e in doc["traceEvents"] if e.get("name") == "[memory]"), key=lambda e: e["ts"])
+    oom = json.loads(json.dumps(first))
+    oom["name"], oom["ts"] = "[OutOfMemory]", first["ts"] - 1
+    oom["args"]["Bytes"] = 1 << 40
+    oom["args"]["Total Allocated"] = first["args"]["Total Allocated"] - first["args"]["Bytes"]
+    doc["traceEvents"].append(oom)
+    src = tmp_path / "lead.json"
+    src.write_text(json.dumps(doc))
+    out = open_trace(_imported(src, tmp_path / "t")).result("allocations")
+    dev = out["devices.parquet"].row(0, named=True)
+    assert dev["start_allocated_bytes"] == first["args"]["Total Allocated"] - first["args"]["Bytes"]
+    assert dev["oom_events"] == 1 and out["series.parquet"]["event"][0] == "oom"

@@ -9,9 +9,9 @@ durations, the headline numbers, and the kernel and annotation tables by normali
   step), and a 95% bootstrap interval of the difference of medians (seeded, 2,000 resamples);
   the change is *significant* when the interval excludes 0. One step on a side: no interval;
 - **headline numbers** (GPU busy and idle, activity shares, kernel time and launches, exposed
-  communication, launch latency, precision shares, copy time, achieved TFLOP/s and MFU): a
-  change counts when it is at
-  least :data:`MATERIAL_REL` of the base (times, counts) or :data:`MATERIAL_PT` (shares);
+  communication, launch latency, precision shares, copy time, achieved TFLOP/s and MFU, each
+  device's peak allocated and reserved memory): a change counts when it is at least
+  :data:`MATERIAL_REL` of the base (times, counts, bytes) or :data:`MATERIAL_PT` (shares);
 - **kernels**, **host ops** and **annotations** matched by :func:`normalise_name` (ids, sequence numbers and
   addresses stripped), so a kernel that only moved stream, or a range whose name embeds an op id,
   still matches; new and vanished names come first, then changed counts, then time alone;
@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .formatting import fmt_memory_device
 
 #: A change in a time or count smaller than this fraction of the base is not reported as one.
 MATERIAL_REL = 0.02
@@ -46,6 +48,7 @@ STAGES = (
     "annotations",
     "memory",
     "flops",
+    "allocations",
 )
 VERSION = 1
 
@@ -115,6 +118,12 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
     if flops.get("mfu") is not None:
         numbers["mfu"] = flops["mfu"]
         trace = {**trace, "mfu_basis": _mfu_basis(flops)}
+    mem = _rows(outputs, "allocations", "devices.parquet")
+    many = len({(r["node"], r["rank"]) for r in mem}) > 1
+    for r in mem:  # "cuda1", "r1_cuda1" when several ranks (a name --fail-if can spell)
+        where = (f"r{r['rank']}_" if many else "") + fmt_memory_device(r["device_type"], r["device"])
+        numbers[f"peak_mem_{where}"] = r.get("peak_allocated_bytes")
+        numbers[f"peak_reserved_{where}"] = r.get("peak_reserved_bytes")
     return {
         "version": VERSION,
         "trace": trace,
@@ -199,6 +208,10 @@ def metric_meta(name: str) -> tuple[str, str, str | None]:
         return f"GPU time in {activity}", "share", "lower" if activity == "sync" else None
     if name.startswith("precision_"):
         return f"{name.removeprefix('precision_')} share of kernel time", "share", None
+    if name.startswith("peak_mem_"):
+        return f"peak allocated memory ({name.removeprefix('peak_mem_')})", "bytes", "lower"
+    if name.startswith("peak_reserved_"):
+        return f"peak reserved memory ({name.removeprefix('peak_reserved_')})", "bytes", "lower"
     if name.startswith("copy_"):
         what = name.removeprefix("copy_")
         return ("memset time" if what == "Memset" else f"{what} copy time"), "ns", "lower"
@@ -360,7 +373,7 @@ def _per_step(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]
 
 def value_text(value: float | None, unit: str) -> str:
     """A metric's value as the diff shows it."""
-    from .formatting import fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops
+    from .formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops
 
     if value is None:
         return "-"
@@ -368,6 +381,8 @@ def value_text(value: float | None, unit: str) -> str:
         return fmt_flops(value)
     if unit == "TFLOP/s":
         return fmt_tflops(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
     return fmt_ns(value) if unit == "ns" else fmt_pct(value) if unit == "share" else fmt_count(value)
 
 
@@ -453,7 +468,7 @@ JSON_DOC = {
     "against different definitions or peaks)",
     "step_time_significant": "true when the median step time moved beyond run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",
-    "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s), better (lower|higher|null), base, new, "
+    "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s|bytes), better (lower|higher|null), base, new, "
     "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
     "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
     "(regression|improvement|changed|same)",

@@ -51,6 +51,12 @@ def fmt_bytes(n: float | int | None) -> str:
     return f"{v:.3g} TB"  # pragma: no cover
 
 
+def fmt_memory_device(device_type: str, device: int | None) -> str:
+    """A memory device as every surface names it: ``cuda1``, ``cpu`` (Device Id -1)."""
+    name = str(device_type).lower().replace(" ", "")
+    return name if device is None or device < 0 else f"{name}{device}"
+
+
 def fmt_pct(share: float | None, digits: int = 1) -> str:
     """A share in [0, 1] as a percentage: ``46.2%`` (``digits=0``: ``46%``).
 

@@ -73,7 +73,7 @@ def _change(cond: Condition, m: dict[str, Any]) -> tuple[float, str]:
             )
         return m["delta"] / _TIME_UNITS[cond.unit], fmt_signed_ns(m["delta"])
     if m["unit"] != "count":
-        unit = "%, pt" if m["unit"] == "share" else "%, ns, us, ms or s"
+        unit = {"share": "%, pt", "bytes": "%"}.get(m["unit"], "%, ns, us, ms or s")
         raise GateError(f"--fail-if {cond.text!r}: give {cond.metric}'s change a unit ({unit})")
     return m["delta"], f"{m['delta']:+,.0f}"
 

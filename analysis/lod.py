@@ -4,6 +4,9 @@ Built once per trace and cached under ``trace/.profui/lod/`` (``meta.json`` with
 steps and names; ``tiles.parquet``; the hot event columns as raw little arrays ``*.bin`` that are
 memory-mapped when opened, so a 10M-event trace opens in a fraction of a second):
 
+* **memory** — per device of each rank, the allocator's allocated level over time (the
+  ``[memory]`` events, :func:`profui.analysis.allocations.memory_events`; ``memory.parquet``),
+  drawn as a metric lane first under its rank, with its peak and out-of-memory instants.
 * **lanes** — a tree: node ▸ rank ▸ host threads (one *row* per nesting depth: step ▸
   annotation ▸ op ▸ launch ...), and per GPU its host *launch* lane (the runtime calls that
   started work on that GPU) and one lane per device stream; per node the sampled metric series.
@@ -37,8 +40,11 @@ import pyarrow.parquet as pq
 
 from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir, trace_fingerprint
 
+from .allocations import memory_events
+from .formatting import fmt_memory_device
+
 #: Bump when the cached files change meaning; an older cache is rebuilt.
-LOD_VERSION = 4
+LOD_VERSION = 5
 #: Row keys: per lane three groups (host steps, activity, GPU annotations) of up to 2048 depths.
 ROWS_PER_SUB = 2048
 ROWS_PER_LANE = 3 * ROWS_PER_SUB
@@ -204,6 +210,7 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
         raise
     pos_base = sum(row_counts)
     say(0.95, "writing the index")
+    _memory_table(trace, base).write_parquet(tmp / "memory.parquet")
     if pos_base == 0:
         _append_arrays(
             tmp,
@@ -288,6 +295,39 @@ def _index_all(
         tiles.append(tile)
         _append_arrays(tmp, arrays, row_counts)
         pos_base += arrays["t"].size
+
+
+def _memory_table(trace: TraceDir, base: int) -> pl.DataFrame:
+    """Every rank's readable memory events: device, ``t`` (relative ns), the allocated and
+    reserved levels, the event (alloc / free / oom), in order per device."""
+    cols = ["kind", "name", "ts", "pid", "tid", "args"]
+    parts = [
+        pl.scan_parquet(f.path)
+        .select(cols)
+        .filter(pl.col("kind") == "instant")
+        .with_columns(pl.lit(f.node).alias("node"), pl.lit(f.rank, dtype=pl.Int64).alias("rank"))
+        for f in trace.events
+        if f.num_rows
+    ]
+    if not parts:
+        return pl.DataFrame(
+            schema={"node": pl.String, "rank": pl.Int64, "device_type": pl.String, "device": pl.Int32,
+                    "t": pl.Int64, "event": pl.String, "allocated_bytes": pl.Int64, "reserved_bytes": pl.Int64}
+        )  # fmt: skip
+    return (
+        memory_events(pl.concat(parts, how="vertical_relaxed"))
+        .select(
+            "node",
+            "rank",
+            "device_type",
+            "device",
+            (pl.col("ts") - base).alias("t"),
+            "event",
+            "allocated_bytes",
+            "reserved_bytes",
+        )  # fmt: skip
+        .collect()
+    )
 
 
 #: The hot columns, stored as raw arrays (memory-mapped when opened) beside the Parquet.
@@ -749,13 +789,18 @@ class LodIndex:
                 next_id += 1
             out_of_order[node] = items
         self.series = metrics
-        # Tree order: depth-first.
+        self.memory_peak: dict[int, tuple[int, int]] = {}
+        self.memory_oom: dict[int, np.ndarray] = {}
+        memory = self._memory_lanes(lanes, next_id)
+        # Tree order: depth-first; a rank's memory lanes first under it.
         children: dict[int | None, list[Lane]] = {}
         for ln in lanes:
             children.setdefault(ln.parent, []).append(ln)
         for items in out_of_order.values():
             for ln in items:
                 children.setdefault(ln.parent, []).append(ln)
+        for ln in reversed(memory):
+            children.setdefault(ln.parent, []).insert(0, ln)
         ordered: list[Lane] = []
 
         def walk(parent: int | None) -> None:
@@ -765,6 +810,49 @@ class LodIndex:
 
         walk(None)
         return ordered
+
+    def _memory_lanes(self, lanes: list[Lane], next_id: int) -> list[Lane]:
+        """One metric lane per device of each rank: its allocated level (``memory.parquet``),
+        the series appended to :attr:`series`; their peaks and OOM instants noted."""
+        path = self.folder / "memory.parquet"
+        df = pl.read_parquet(path) if path.is_file() else pl.DataFrame()
+        if df.is_empty():
+            return []
+        out = []
+        for (node, rank, dtype, device), g in df.group_by(
+            ["node", "rank", "device_type", "device"], maintain_order=True
+        ):
+            rank_lane = next(
+                (ln for ln in lanes if ln.kind == "rank" and ln.node == node and ln.rank == rank), None
+            )
+            if rank_lane is None:
+                continue
+            label = fmt_memory_device(dtype, device)
+            ts, value = g["t"].to_numpy(), g["allocated_bytes"].to_numpy().astype(np.float64)
+            i = len(self.series)
+            self.series.append(Series(node, "memory", int(device), f"mem allocated {label}", ts, value))
+            k = int(np.argmax(value))
+            self.memory_peak[i] = (int(ts[k]), int(value[k]))
+            self.memory_oom[i] = g.filter(pl.col("event") == "oom")["t"].to_numpy()
+            out.append(
+                Lane(
+                    id=next_id,
+                    parent=rank_lane.id,
+                    kind="metric",
+                    label=f"mem {label}",
+                    node=node,
+                    rank=int(rank),
+                    device=int(device),
+                    series=i,
+                    n_events=int(ts.size),
+                )
+            )
+            next_id += 1
+        return out
+
+    def memory_series(self) -> list[int]:
+        """The :attr:`series` indices of the memory lanes, highest peak first."""
+        return sorted(self.memory_peak, key=lambda i: (-self.memory_peak[i][1], self.memory_peak[i][0]))
 
     def _load_metrics(self) -> list[Series]:
         if not self.trace.metrics:

@@ -191,6 +191,14 @@ _OVER_TIME = (
     _c("max", F64, "fraction"),
 )
 
+#: The device of a memory row: Kineto's Device Type (CPU, CUDA ...) and Device Id (-1: the CPU).
+_MEM_DEVICE = (
+    NODE,
+    RANK,
+    _c("device_type", STR, "text", "CPU / CUDA / ... (Kineto's Device Type)"),
+    _c("device", I32, "id", "Device Id (-1 for the CPU)"),
+)
+
 #: ``{(stage, file): Table}`` for every Parquet output of every stage.
 TABLES: dict[tuple[str, str], Table] = {
     ("ingest", "inventory.parquet"): Table(
@@ -784,6 +792,96 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "device synchronization events",
     ),
+    ("allocations", "series.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            _c("seq", I64, "count", "event order on the device (time, then Kineto's Ev Idx)"),
+            _c("ts", I64, "epoch_ns", "the event's instant"),
+            _c("pid", I64, "id"),
+            _c("tid", I64, "id", "the allocating thread"),
+            _c("event", STR, "text", "alloc / free / oom"),
+            _c("bytes", I64, "bytes", "Bytes: negative on a free"),
+            _c("allocated_bytes", I64, "bytes", "Total Allocated after the event"),
+            _c("reserved_bytes", I64, "bytes", "Total Reserved after the event"),
+            _c("addr", I64, "id", "Addr"),
+        ),
+        "every readable [memory] / [OutOfMemory] event (per-event detail: not in the summary)",
+    ),
+    ("allocations", "devices.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            _c("events", I64, "count"),
+            _c("allocs", I64, "count"),
+            _c("frees", I64, "count"),
+            _c("oom_events", I64, "count", "[OutOfMemory] events"),
+            _c("first_ns", I64, "epoch_ns", "first memory event"),
+            _c("last_ns", I64, "epoch_ns", "last memory event"),
+            _c("start_allocated_bytes", I64, "bytes", "allocated before the first event"),
+            _c("end_allocated_bytes", I64, "bytes", "allocated after the last event"),
+            _c("min_allocated_bytes", I64, "bytes"),
+            _c("peak_allocated_bytes", I64, "bytes", "the highest Total Allocated"),
+            _c("peak_ns", I64, "epoch_ns", "the first event at the peak"),
+            _c("peak_seq", I64, "count", "its seq"),
+            _c("peak_tid", I64, "id", "the thread allocating at the peak"),
+            _c("peak_reserved_bytes", I64, "bytes", "the highest Total Reserved"),
+            _c("peak_reserved_ns", I64, "epoch_ns"),
+            _c("peak_op", STR, "text", "innermost cpu_op holding the peak on its thread (null: none)"),
+            _c("peak_annotation", STR, "text", "innermost user annotation holding it (null: none)"),
+            _c("peak_step", I64, "count", "the step whose host window holds the peak (null: none)"),
+        ),
+        "per device: the allocated peak and where it happened, the reserved peak, OOM count",
+    ),
+    ("allocations", "per_step.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            _c("step", I64, "count"),
+            _c("start_ns", I64, "epoch_ns", "the step's host window"),
+            _c("end_ns", I64, "epoch_ns"),
+            _c("events", I64, "count", "memory events inside the step"),
+            _c("start_allocated_bytes", I64, "bytes", "allocated entering the step"),
+            _c("min_allocated_bytes", I64, "bytes", "the step's floor"),
+            _c("peak_allocated_bytes", I64, "bytes"),
+            _c("end_allocated_bytes", I64, "bytes", "allocated at the step's end"),
+            _c("growth_bytes", I64, "bytes", "end - entering"),
+        ),
+        "allocated memory per device and step: entering, floor, peak, end, growth",
+    ),
+    ("allocations", "live_at_peak.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            _c("order", I64, "count", "1 = largest"),
+            _c("addr", I64, "id"),
+            _c("bytes", I64, "bytes"),
+            _c("alloc_ns", I64, "epoch_ns", "when it was allocated"),
+            _c("tid", I64, "id"),
+            _c("op", STR, "text", "innermost cpu_op allocating it (null: none)"),
+            _c("peak_share", F64, "fraction", "of the peak allocated level"),
+        ),
+        "the largest allocations made in the trace and still live at the device's peak",
+    ),
+    ("allocations", "over_time.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            *_BUCKET,
+            _c("max_allocated_bytes", I64, "bytes"),
+            _c("max_reserved_bytes", I64, "bytes"),
+            _c("end_allocated_bytes", I64, "bytes", "allocated after the bucket's last event"),
+        ),
+        "allocated and reserved memory per device over time (non-empty buckets only)",
+    ),
+    ("allocations", "oom.parquet"): Table(
+        (
+            *_MEM_DEVICE,
+            _c("ts_ns", I64, "epoch_ns"),
+            _c("tid", I64, "id"),
+            _c("bytes", I64, "bytes", "Bytes of the failed request"),
+            _c("allocated_bytes", I64, "bytes"),
+            _c("reserved_bytes", I64, "bytes"),
+            _c("op", STR, "text"),
+            _c("annotation", STR, "text"),
+        ),
+        "every [OutOfMemory] event",
+    ),
 }
 
 
@@ -836,6 +934,7 @@ OVERVIEW_KEYS = (
 JSON_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ingest", "trace.json"): ("overview", "fingerprint", *OVERVIEW_KEYS),
     ("steps", "steps.json"): ("has_markers", "note", "step_annotation"),
+    ("allocations", "allocations.json"): ("events", "unreadable", "devices", "note"),
     ("summary", "summary.json"): (
         "trace",
         "params",

@@ -31,6 +31,7 @@ SECTIONS: tuple[str, ...] = (
     "kernels",
     "activity",
     "memory",
+    "allocations",
     "precision",
     "flops",
     "steps",

@@ -19,7 +19,17 @@ from typing import Any
 import polars as pl
 
 from .comm import DEVICE_KERNEL, HOST_OP
-from .formatting import fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops, plural, short_name
+from .formatting import (
+    fmt_bytes,
+    fmt_count,
+    fmt_flops,
+    fmt_memory_device,
+    fmt_ns,
+    fmt_pct,
+    fmt_tflops,
+    plural,
+    short_name,
+)
 
 Outputs = Mapping[str, Mapping[str, Any]]
 
@@ -49,6 +59,12 @@ SYNC_HIGH_SHARE = 0.05
 OVERLAP_LOW_SHARE = 0.3
 #: GPUs whose busy shares differ by this much are worth naming.
 GPU_SPREAD_SHARE = 0.10
+#: A per-step memory trend is spoken of from this many steps on.
+MEMORY_TREND_MIN_STEPS = 3
+#: "The floor rises every step" only when each step's floor is above the one before and the rise
+#: from the first to the last is at least this share of the device's peak; "steady" when the
+#: floors stay within this share of the peak.
+MEMORY_TREND_SHARE = 0.01
 
 _IDLE_PHRASE = {
     "host_wait": "waiting on the host (launches arrive after the GPU ran dry)",
@@ -293,6 +309,60 @@ def memory_takeaway(ops: pl.DataFrame) -> str:
     return text + "."
 
 
+def memory_trend(per_step: pl.DataFrame, peak: int) -> str:
+    """What the per-step floor of one device does, in words true of its numbers: "rises every
+    step" (each floor above the last, by :data:`MEMORY_TREND_SHARE` of the peak in all), "steady"
+    (all floors within that share of the peak), else ""."""
+    floors = per_step.sort("step")["min_allocated_bytes"].drop_nulls() if per_step.height else per_step
+    if len(floors) < MEMORY_TREND_MIN_STEPS or not peak:
+        return ""
+    f = floors.to_list()
+    rise = f[-1] - f[0]
+    if all(b > a for a, b in zip(f[:-1], f[1:], strict=True)) and rise >= MEMORY_TREND_SHARE * peak:
+        per = rise / (len(f) - 1)
+        return f"the per-step floor rises every step, {fmt_bytes(f[0])} to {fmt_bytes(f[-1])} (+{fmt_bytes(per)} a step: a leak?)"
+    if max(f) - min(f) <= MEMORY_TREND_SHARE * peak:
+        return f"the per-step floor is steady over {len(f)} steps ({fmt_bytes(min(f))})"
+    return ""
+
+
+def allocations_takeaway(devices: pl.DataFrame, per_step: pl.DataFrame) -> str:
+    """Memory over time: the highest allocated peak, on which device, in which op, annotation
+    and step; the reserved peak; out-of-memory events; the per-step floor's trend."""
+    if devices.is_empty():
+        return "No memory events in this trace: recorded without profile_memory=True (profcap --memory records them)."
+    top = devices.sort(["peak_allocated_bytes", "first_ns"], descending=[True, False]).row(0, named=True)
+    where = fmt_memory_device(top["device_type"], top["device"])
+    if devices.select("node", "rank").n_unique() > 1:
+        where += f" (rank {top['rank']})"
+    text = f"Peak allocated {fmt_bytes(top['peak_allocated_bytes'])} on {where}"
+    if top["peak_op"]:
+        text += f" in {short_name(top['peak_op'])}"
+    if top["peak_annotation"]:
+        text += f" under '{top['peak_annotation']}'"
+    if top["peak_step"] is not None:
+        text += f", step {top['peak_step']}"
+    if top["peak_reserved_bytes"]:
+        text += f"; reserved peak {fmt_bytes(top['peak_reserved_bytes'])}"
+    if devices.height > 1:
+        text += f" (highest of {devices.height} devices)"
+    oom = int(devices["oom_events"].sum())
+    if oom:
+        text += f"; {plural(oom, 'out-of-memory event')}"
+    mine = (
+        per_step.filter(
+            (pl.col("node") == top["node"])
+            & (pl.col("rank") == top["rank"])
+            & (pl.col("device_type") == top["device_type"])
+            & (pl.col("device") == top["device"])
+        )
+        if per_step.height
+        else per_step
+    )
+    trend = memory_trend(mine, top["peak_allocated_bytes"])
+    return text + (f"; {trend}" if trend else "") + "."
+
+
 def annotation_sentence(side: str, name: str, names: pl.DataFrame, step_means: pl.DataFrame) -> str:
     """What one annotation costs: its mean share of a step where it runs inside steps (from
     ``step_means``), else its ranges and total time (from ``names``)."""
@@ -406,6 +476,10 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "flops": (flops_takeaway, (("flops", "totals.parquet"),)),
     "activity": (activity_takeaway, (("activity", "shares.parquet"),)),
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
+    "allocations": (
+        allocations_takeaway,
+        (("allocations", "devices.parquet"), ("allocations", "per_step.parquet")),
+    ),
     "annotation": (
         annotation_takeaway,
         (("annotations", "names.parquet"), ("annotations", "step_means.parquet")),

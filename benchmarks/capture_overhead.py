@@ -6,6 +6,7 @@ In one run, interleaving repetitions of each configuration (so machine load hits
   profcap        profcap --steps A-B -- python train.py              (outside and inside the window)
   torch.profiler python train.py with torch.profiler on steps A-B, same settings (CPU activity,
                  record_shapes), exported by export_chrome_trace
+  memory         profcap --memory --steps A-B -- python train.py     (profile_memory in the window)
 and prints median step times (wall, and the training thread's CPU time) and their ratios, the CPU
 the capture itself uses (profcap + daemon + conversion) as a share of the job's, bytes per traced
 step (profui events file vs torch.profiler's JSON of the same steps), and the training stall at
@@ -95,6 +96,8 @@ def run(kind: str, work: Path, rep: int, steps: int, window: str) -> dict:
         cmd = job
     elif kind == "no-trace":
         cmd = [*PROFCAP, "-o", str(trace), "--no-trace", "--", *job]
+    elif kind == "memory":
+        cmd = [*PROFCAP, "-o", str(trace), "--memory", "--steps", window, "--", *job]
     else:
         cmd = [*PROFCAP, "-o", str(trace), "--steps", window, "--", *job]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -148,7 +151,7 @@ def main() -> None:
     compile_sources()
     first, last = (int(x) for x in args.window.split("-"))
     warm = 20  # first iterations: allocator and caches warming up
-    kinds = ["alone", "no-trace", "profcap", "torch.profiler"]
+    kinds = ["alone", "no-trace", "profcap", "torch.profiler", "memory"]
     times: dict[str, dict[str, list[float]]] = {k: {"outside": [], "inside": [], "stop": []} for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
     stalls_ms: list[float] = []
@@ -159,6 +162,9 @@ def main() -> None:
     capture_cpu: dict[str, list[float]] = {"no-trace": [], "profcap": []}
     job_cpu: dict[str, list[float]] = {"no-trace": [], "profcap": []}
     footer_bytes: list[int] = []
+    memory_stalls_ms: list[float] = []
+    cpu_inside: dict[str, list[float]] = {"profcap": [], "memory": []}
+    memory_bytes: list[int] = []
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp:
         work = Path(tmp)
         (work / "train.py").write_text(TRAIN)
@@ -186,6 +192,14 @@ def main() -> None:
                     for f in r["trace"].glob("node=*/rank=*/events-*.parquet"):
                         profui_bytes.append(f.stat().st_size)
                         footer_bytes.append(_footer_size(f))
+                if kind in cpu_inside:
+                    cpu_inside[kind] += r["cpu"][first + 1 : last]
+                if kind == "memory":
+                    manifest = json.loads((r["trace"] / "manifest.json").read_text())
+                    memory_stalls_ms += [w["stall_ms"] for w in manifest["capture"]["windows"]]
+                    memory_bytes += [
+                        f.stat().st_size for f in r["trace"].glob("node=*/rank=*/events-*.parquet")
+                    ]
                 if kind == "torch.profiler":
                     json_bytes.append((work / f"torchprof-{rep}.json").stat().st_size)
                     torch_export_ms.append(r["export_s"] * 1e3)
@@ -243,6 +257,18 @@ def main() -> None:
         f"stall at window end: profcap {stall:.1f} ms for {n_events:,.0f} events "
         f"= {stall / n_events * 1e4:.1f} ms per 10k events (step grew by {stop_extra:.1f} ms); "
         f"torch.profiler step grew by {torch_stop_extra:.1f} ms (export {statistics.median(torch_export_ms):.1f} ms)"
+    )
+    print(
+        f"profcap --memory (profile_memory) inside the window / profcap: "
+        f"{med['memory']['inside'] / med['profcap']['inside']:.3f}x step time; stall at window end "
+        f"{statistics.median(memory_stalls_ms):.1f} ms vs {stall:.1f} ms; bytes per traced step "
+        f"{statistics.median(memory_bytes) / k:,.0f} vs {per_step_profui:,.0f}; outside its window / alone "
+        f"{med['memory']['outside'] / alone:.3f}x"
+    )
+    print(
+        f"  training-thread CPU per step inside the window, profcap --memory / profcap: "
+        f"{median_ms(cpu_inside['memory']) / median_ms(cpu_inside['profcap']):.3f}x "
+        f"({median_ms(cpu_inside['memory']):.3f} ms vs {median_ms(cpu_inside['profcap']):.3f} ms)"
     )
     # Wall time on a shared, overloaded box swings by tens of percent between runs; the training
     # thread's CPU time per step shows what profcap adds to the training process itself.

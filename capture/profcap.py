@@ -108,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
         help="extra perf events per CPU, besides cycles and instructions",
     )
     p.add_argument("--no-perf", action="store_true", help="do not run perf stat")
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="record the allocator's memory events in the traced windows (torch.profiler profile_memory)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 
@@ -204,6 +209,7 @@ class Capture:
                 "windows": [],
                 "plan": plan.to_config() if plan is not None else None,
                 "record_shapes": True,
+                "profile_memory": bool(args.memory),
                 "perf_events": [] if args.no_perf else self.perf_events,
             },
         )
@@ -305,7 +311,9 @@ class Capture:
 
         boot = str(Path(bootstrap.__file__).resolve().parent)
         env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env[_session.ENV_VAR] = _session.encode(self.spool.resolve(), self.node, self.plan.to_config())
+        env[_session.ENV_VAR] = _session.encode(
+            self.spool.resolve(), self.node, self.plan.to_config(), memory=bool(self.args.memory)
+        )
         return env
 
     def _forward(self, signum: int, _frame: Any) -> None:

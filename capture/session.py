@@ -33,6 +33,8 @@ class Session:
     node: str
     plan: dict
     trace: bool = True
+    #: torch.profiler's ``profile_memory``: the allocator's [memory] events (profcap --memory).
+    memory: bool = False
 
     def spool_name(self, rank: int, pid: int, seq: int, suffix: str) -> Path:
         """A unique spool path for one hand-over from process ``pid`` of ``rank``."""
@@ -58,15 +60,19 @@ def current() -> Session | None:
     try:
         cfg = json.loads(raw)
         return Session(
-            Path(cfg["spool"]), str(cfg["node"]), dict(cfg.get("plan") or {}), bool(cfg.get("trace", True))
+            Path(cfg["spool"]),
+            str(cfg["node"]),
+            dict(cfg.get("plan") or {}),
+            bool(cfg.get("trace", True)),
+            cfg.get("memory") is True,
         )
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def encode(spool: Path, node: str, plan: dict, trace: bool = True) -> str:
+def encode(spool: Path, node: str, plan: dict, trace: bool = True, memory: bool = False) -> str:
     """The ``PROFUI_CAPTURE`` value profcap puts in the job's environment."""
-    return json.dumps({"spool": str(spool), "node": node, "plan": plan, "trace": trace})
+    return json.dumps({"spool": str(spool), "node": node, "plan": plan, "trace": trace, "memory": memory})
 
 
 def rank() -> int:

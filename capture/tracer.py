@@ -129,7 +129,11 @@ class Tracer:
             return ProfilerAction.WARMUP if step < first else ProfilerAction.RECORD
 
         prof = profile(
-            activities=activities, record_shapes=True, schedule=schedule, on_trace_ready=self._export
+            activities=activities,
+            record_shapes=True,
+            profile_memory=self.session.memory,
+            schedule=schedule,
+            on_trace_ready=self._export,
         )
         # Label steps with their global numbers (ProfilerStep#<n>).
         prof.step_num = cur

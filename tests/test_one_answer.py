@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
-from profui.analysis.pipeline.bodies import EVENT_TABLES, TOP_N_TABLES
+from profui.analysis.pipeline.bodies import DETAIL_TABLES, TOP_N_TABLES
 from profui.analysis.summary import SECTIONS, Summary
 from profui.capture.kineto import import_kineto
 from profui.tui.cli import app
@@ -84,7 +84,7 @@ def test_summary_json_facade_and_dashboard_agree(name: str, imported) -> None:
                 if not file.endswith(".parquet"):
                     continue
                 table = file.removesuffix(".parquet")
-                if (stage, table) in EVENT_TABLES:  # a row per event, for a later stage: not shown
+                if (stage, table) in DETAIL_TABLES:  # a row per event: declared out of the summary
                     assert table not in cli["sections"][stage]
                     continue
                 if (stage, table) in TOP_N_TABLES:  # the summary holds their top_n rows

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from profui.analysis import allocations as al
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
@@ -324,13 +325,35 @@ def flops(ctx: StageContext) -> dict[str, Any]:
     }
 
 
+def allocations(ctx: StageContext) -> dict[str, Any]:
+    """Memory over time from the allocator's ``[memory]`` events: the whole series per device,
+    its peak and where it happened, per step, the allocations live at the peak, the series in
+    time buckets, the out-of-memory events; ``allocations.json`` says how many events were read
+    (and plainly when there are none)."""
+    ev = ctx.trace.cached_events()
+    windows = ctx.input("steps", "windows.parquet")
+    windows = windows.filter(pl.col("name") != "(whole trace)") if windows.height else windows
+    mem = al.memory_events(ev).collect(engine=ENGINE)
+    peaks = al.device_peaks(mem, ev, windows)
+    return {
+        "series.parquet": mem,
+        "devices.parquet": peaks,
+        "per_step.parquet": al.memory_per_step(mem, windows),
+        "live_at_peak.parquet": al.live_at_peak(mem, peaks, ev),
+        "over_time.parquet": al.memory_over_time(mem),
+        "oom.parquet": al.oom_events(mem, ev),
+        "allocations.json": al.memory_counts(ev),
+    }
+
+
 # -- summary --------------------------------------------------------------------------------
 
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
 #: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
 TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops"), ("flops", "kernels")}
-#: Tables with a row per event that a later stage reads: in the stage's outputs, not the summary.
-EVENT_TABLES = {("precision", "kernels")}
+#: Tables with a row per event (a later stage's input, or detail ``Trace.result(stage)`` has):
+#: in the stage's outputs, not in the summary.
+DETAIL_TABLES = {("precision", "kernels"), ("allocations", "series")}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:
@@ -352,7 +375,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
             if not file.endswith(".parquet"):
                 continue
             name = file.removesuffix(".parquet")
-            if (stage, name) in EVENT_TABLES:
+            if (stage, name) in DETAIL_TABLES:
                 continue
             frame = ctx.input(stage, file)
             tables[name] = frame.head(n) if (stage, name) in TOP_N_TABLES and n > 0 else frame
@@ -367,6 +390,10 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         for note in source.get("notes", []) if isinstance(source, dict) else []:
             if isinstance(note, str) and note not in notes:
                 notes.append(note)
+    if ctx.has_input("allocations"):
+        mem_note = ctx.input("allocations", "allocations.json")["note"]
+        if mem_note:
+            notes.append(mem_note)
     if ctx.has_input("steps"):
         steps_info = ctx.input("steps", "steps.json")
         if not steps_info["has_markers"]:

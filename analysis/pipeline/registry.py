@@ -1,7 +1,7 @@
 """THE declaration of the analysis pipeline: every parameter and every stage, in one place.
 
     TRACE ── ingest ─┬─ correlate ── launch ───────────────────────┐
-                     ├─ steps ─┬─ comm, annotations ───────────────┤
+                     ├─ steps ─┬─ comm, annotations, allocations ──┤
                      │         └───────────────────────────────────┤
                      ├─ kernels, activity, memory, precision,      ├─ summary
                      │  utilization, idle, sync, flops (+ steps) ──┤
@@ -246,6 +246,23 @@ STAGES: tuple[Stage, ...] = (
         b.flops,
         "FLOPs per op from shapes, joined to kernels; achieved TFLOP/s and MFU per step",
         modules=(A + "flops", A + "peaks", A + "precision"),
+    ),
+    Stage(
+        "allocations",
+        ("ingest", "steps"),
+        (),
+        (
+            "series.parquet",
+            "devices.parquet",
+            "per_step.parquet",
+            "live_at_peak.parquet",
+            "over_time.parquet",
+            "oom.parquet",
+            "allocations.json",
+        ),
+        b.allocations,
+        "allocated / reserved memory over time per device ([memory] events): peak and where, per step, live at the peak, OOM",
+        modules=(A + "allocations",),
     ),
     Stage(
         "summary",

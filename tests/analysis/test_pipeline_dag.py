@@ -58,10 +58,10 @@ def test_test_knobs_are_not_users_parameters() -> None:
         (
             ["ingest", "summary"],
             "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync, "
-            "flops",
+            "flops, allocations",
         ),
         (["correlate", "summary"], "launch"),
-        (["steps", "summary"], "comm, annotations, flops"),
+        (["steps", "summary"], "comm, annotations, flops, allocations"),
     ],
 )
 def test_selection_must_be_closed_under_paths(selection: list[str], missing: str) -> None:
@@ -76,11 +76,14 @@ def test_selection_must_be_closed_under_paths(selection: list[str], missing: str
 def test_closed_selections_are_accepted_in_topological_order() -> None:
     assert REGISTRY.check_selection(["summary", "kernels"]) == ["kernels", "summary"]
     assert REGISTRY.check_selection(["launch", "memory"]) == ["memory", "launch"]  # unrelated stages
-    assert REGISTRY.check_selection([" steps", "comm ", "flops", "annotations", "summary"]) == [
+    assert REGISTRY.check_selection(
+        [" steps", "comm ", "flops", "annotations", "allocations", "summary"]
+    ) == [
         "steps",
         "comm",
         "annotations",
         "flops",
+        "allocations",
         "summary",
     ]
     with pytest.raises(PipelineError, match="--stages is empty"):

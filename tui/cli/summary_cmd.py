@@ -251,6 +251,80 @@ def render_text(summary: Any, console: Any) -> None:
             ],
         )
     )
+    mem = tb("allocations", "devices")
+    mem_where: list[Col] = [
+        *([("node", "node", _text)] if "node" in mem.columns and mem["node"].n_unique() > 1 else []),
+        ("rank", "rank", _text),
+        ("device_type", "device", _text),
+        ("device", "id", _text),
+    ]
+    if mem.is_empty():
+        P(
+            "[bold]Memory over time[/bold]: no memory events (\\[memory]) — recorded without "
+            "profile_memory=True (profcap --memory records them)"
+        )
+    else:
+        P(
+            _table(
+                "Memory over time (allocator's \\[memory] events)",
+                mem,
+                [
+                    *mem_where,
+                    ("events", "events", _num),
+                    ("peak_allocated_bytes", "peak allocated", fmt_bytes),
+                    ("peak_op", "at op", _name(40)),
+                    ("peak_annotation", "annotation", _text),
+                    ("peak_step", "step", _text),
+                    ("peak_reserved_bytes", "peak reserved", fmt_bytes),
+                    ("end_allocated_bytes", "at end", fmt_bytes),
+                    ("oom_events", "OOM", _num),
+                ],
+            )
+        )
+        P(
+            _table(
+                "Memory per step",
+                tb("allocations", "per_step"),
+                [
+                    *mem_where,
+                    ("step", "step", _text),
+                    ("start_allocated_bytes", "entering", fmt_bytes),
+                    ("min_allocated_bytes", "floor", fmt_bytes),
+                    ("peak_allocated_bytes", "peak", fmt_bytes),
+                    ("growth_bytes", "growth", fmt_bytes),
+                ],
+                limit=top,
+            )
+        )
+        P(
+            _table(
+                "Largest allocations live at the peak",
+                tb("allocations", "live_at_peak"),
+                [
+                    *mem_where,
+                    ("order", "#", _text),
+                    ("bytes", "bytes", fmt_bytes),
+                    ("peak_share", "of peak", fmt_pct),
+                    ("op", "allocated in", _name(40)),
+                ],
+            )
+        )
+        oom = tb("allocations", "oom")
+        if not oom.is_empty():
+            P(
+                _table(
+                    "Out-of-memory events",
+                    oom,
+                    [
+                        *mem_where,
+                        ("bytes", "requested", fmt_bytes),
+                        ("allocated_bytes", "allocated", fmt_bytes),
+                        ("reserved_bytes", "reserved", fmt_bytes),
+                        ("op", "op", _name(40)),
+                        ("annotation", "annotation", _text),
+                    ],
+                )
+            )
     P(
         _table(
             "Kernel precision",

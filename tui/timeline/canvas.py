@@ -44,6 +44,7 @@ class TimelineCanvas(Widget, can_focus=True):
         Binding("C", "unfold_all", "Unfold all", show=False),
         Binding("e", "hide_empty", "Hide empty", show=False),
         Binding("z", "zoom_selected", "Zoom to event", show=False),
+        Binding("M", "memory_peak", "Memory peak", show=False),
         Binding("escape", "clear", "Clear", show=False),
     ]
 
@@ -130,6 +131,8 @@ class TimelineCanvas(Widget, can_focus=True):
         vr = st.current()
         if vr is not None and vr.is_header:
             self._go(st.toggle)
+        elif vr is not None and vr.series is not None and vr.series in st.ix.memory_peak:
+            self._go(lambda: st.goto_memory_peak(vr.series))  # Enter on a memory lane: its peak
         else:
             self._go(st.follow)
 
@@ -144,6 +147,10 @@ class TimelineCanvas(Widget, can_focus=True):
 
     def action_hide_empty(self) -> None:
         self._go(lambda: self.state.toggle_hide_empty())
+
+    def action_memory_peak(self) -> None:
+        """Go to the highest allocated-memory peak of the trace."""
+        self._go(lambda: self.state.goto_memory_peak())
 
     def action_zoom_selected(self) -> None:
         st = self.state

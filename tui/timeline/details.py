@@ -18,6 +18,11 @@ def _cut(text: str, width: int) -> str:
 def details_text(state: TimelineState, width: int = 200) -> Text:
     """What the panel shows about the selected event (or how to select one), one field group a line,
     each cut to ``width``."""
+    vr = state.current()
+    if vr is not None and vr.series is not None and vr.series in state.ix.memory_peak:
+        t, peak = state.ix.memory_peak[vr.series]
+        line = f"{vr.lane.label}: allocated bytes over time · peak {fmt_bytes(peak)} at {fmt_ns(t)}"
+        return Text(_cut(line, width) + "\n" + _cut("Enter: go to its peak · M: the highest peak", width))
     if state.selected < 0:
         return Text(
             "←/→ select an event · ↑/↓ lanes · Enter follows a launch to its kernel · / search · g step",

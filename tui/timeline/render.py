@@ -214,6 +214,17 @@ class Renderer:
             metric = ix.series[vr.series].metric
             color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
             styles[ok] = BAR0 + color
+            w = (t1 - t0) / cw
+            mark = st.peak_mark
+            if mark is not None and mark[0] == vr.series:  # the peak jumped to: ▲
+                c = int(np.floor((mark[1] - t0) / w))
+                if 0 <= c < cw:
+                    chars[c], styles[c] = "▲", MATCH
+            oom = ix.memory_oom.get(vr.series)
+            if oom is not None and oom.size:  # out-of-memory instants: ✗ (over the peak's ▲)
+                c = np.floor((oom - t0) / w).astype(np.int64)
+                c = c[(c >= 0) & (c < cw)]
+                chars[c], styles[c] = "✗", LINKED
             return chars, styles
         if vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
             chars[bounds] = BOUNDARY

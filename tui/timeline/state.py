@@ -75,6 +75,7 @@ class TimelineState:
         self.pattern = ""
         self.message = ""
         self.version = 0  # bumped on every change; the renderer caches on it
+        self.peak_mark: tuple[int, int] | None = None  # (memory series, t) shown after a jump
         self._rows: list[VisibleRow] = []
         self._rebuild()
 
@@ -391,6 +392,30 @@ class TimelineState:
         from .render import short_name
 
         self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link))[:50]}"
+        return True
+
+    # -- memory --------------------------------------------------------------------------
+    def goto_memory_peak(self, series: int | None = None) -> bool:
+        """Show the allocated peak of memory lane ``series`` (else the highest of all): the
+        window centred on it (at most 1/20 of the trace wide), the cursor on its lane, the peak
+        cell marked ▲."""
+        from profui.analysis.formatting import fmt_bytes
+
+        order = self.ix.memory_series()
+        if not order:
+            self.message = "no memory events in this trace (recorded without profile_memory=True)"
+            self.version += 1
+            return False
+        i = series if series in self.ix.memory_peak else order[0]
+        t, value = self.ix.memory_peak[i]
+        lane = next(ln for ln in self.lanes if ln.kind == "metric" and ln.series == i)
+        self._reveal(lane)
+        self._cursor_to(lambda r: r.series == i)
+        span = min(self.span, max(self.ix.span_ns / 20, self.MIN_SPAN))
+        self.set_window(t - span / 2, t + span / 2)
+        self.peak_mark = (i, t)
+        self.message = f"memory peak {fmt_bytes(value)} on {lane.label.removeprefix('mem ')} at {_fmt(t)}"
+        self.version += 1
         return True
 
     # -- search ----------------------------------------------------------------------------

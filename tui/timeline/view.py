@@ -97,16 +97,22 @@ class TimelineView(TraceView):
         ts_ns: int | None = None,
         pos: int | None = None,
         node: str | None = None,
+        memory_peak: bool = False,
         **_: Any,
     ) -> None:
-        """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``) or a
-        step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view)."""
+        """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``), a
+        step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view) or, with
+        ``memory_peak``, the highest allocated-memory peak."""
         if self.state is None:
-            self._pending = dict(kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos, node=node)
+            self._pending = dict(
+                kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos, node=node, memory_peak=memory_peak
+            )
             return
         st = self.state
         st.message = ""
-        if pos is not None:
+        if memory_peak:
+            st.goto_memory_peak()
+        elif pos is not None:
             st.select(int(pos), fill=True)
         elif kernel is not None:
             p = self.index.find_kernel(name=kernel, ts_ns=ts_ns, rank=rank)

@@ -283,5 +283,7 @@ class DashboardView(TraceView):
         focused = self.app.focused
         if isinstance(focused, ChartPanel):
             target = dc.chart_by_id(focused.chart_id).view
-            if target:
+            if focused.chart_id == "allocations":  # the timeline finds the peak in its own index
+                self.app.goto_view(target, memory_peak=True)  # type: ignore[attr-defined]
+            elif target:
                 self.app.goto_view(target)  # type: ignore[attr-defined]

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_pct, fmt_tflops
+from profui.analysis.formatting import (
+    fmt_bytes,
+    fmt_count,
+    fmt_flops,
+    fmt_memory_device,
+    fmt_ns,
+    fmt_pct,
+    fmt_tflops,
+)
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
@@ -529,6 +537,59 @@ def build_memory(outputs: Outputs, _view: Any) -> ChartData:
     )
 
 
+def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
+    """Allocated memory over time, one line per device (analysis' time buckets: each bucket's
+    highest level); out-of-memory events are vertical marks; Enter opens the timeline at the peak."""
+    devices = frame(outputs, "allocations", "devices.parquet")
+    if devices.height == 0:
+        return ChartData(
+            kind="text",
+            text="no memory events in this trace: recorded without profile_memory=True "
+            "(profcap --memory records them)",
+            takeaway=takeaway("allocations", outputs),
+        )
+    over = frame(outputs, "allocations", "over_time.parquet")
+    origin = int(over["bucket_start_ns"].min())
+    span = int(over["bucket_start_ns"].max()) - origin
+    unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
+    peak_all = int(devices["peak_allocated_bytes"].max() or 0)
+    scale, y_unit = next(
+        ((d, u) for d, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")) if peak_all >= d), (1, "B")
+    )
+    multi_rank = devices.select("node", "rank").n_unique() > 1
+    series = []
+    for part in over.partition_by(["node", "rank", "device_type", "device"], maintain_order=True):
+        r = part.row(0, named=True)
+        label = fmt_memory_device(r["device_type"], r["device"]) + (f" r{r['rank']}" if multi_rank else "")
+        part = part.sort("bucket")
+        xs = [(t - origin) / div for t in part["bucket_start_ns"].to_list()]
+        ys = [v / scale for v in part["max_allocated_bytes"].to_list()]
+        series.append(Series(label, xs, ys))
+    oom = frame(outputs, "allocations", "oom.parquet")
+    marks = sorted({(t - origin) / div for t in oom["ts_ns"].to_list()}) if oom.height else []
+    top = devices.sort(["peak_allocated_bytes", "first_ns"], descending=[True, False]).row(0, named=True)
+    text = Text()
+    text.append(f"peak {fmt_bytes(top['peak_allocated_bytes'])}", style="bold")
+    text.append(f" on {fmt_memory_device(top['device_type'], top['device'])}")
+    if top["peak_op"]:
+        text.append(f" in {top['peak_op']}")
+    if top["peak_step"] is not None:
+        text.append(f" (step {top['peak_step']})")
+    text.append(f" · reserved peak {fmt_bytes(top['peak_reserved_bytes'])}")
+    note = "highest allocated level per time bucket, from the first memory event"
+    note += f" · OOM (│): {oom.height}" if oom.height else " · no out-of-memory events"
+    return ChartData(
+        kind="lines",
+        series=series,
+        x_label=f"time ({unit})",
+        y_label=f"allocated ({y_unit})",
+        text=text,
+        note=Text(note, style="dim"),
+        takeaway=takeaway("allocations", outputs),
+        marks=marks,
+    )
+
+
 def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
     """``(side:name, label)`` of every annotation, in analysis' order (the user's own ranges
     before PyTorch's, each longest total time first)."""
@@ -611,6 +672,15 @@ CHARTS: list[Chart] = [
     Chart("flops", "FLOPs by op type, achieved throughput, MFU", ("flops",), build_flops),
     Chart("activity", "GPU activity distribution", ("activity",), build_activity),
     Chart("memory", "Memory operations", ("memory",), build_memory),
+    Chart(
+        "allocations",
+        "Memory over time (allocated, per device)",
+        ("allocations",),
+        build_allocations,
+        "Enter: timeline at the peak",
+        "timeline",
+        lines=True,
+    ),
     Chart(
         "annotation",
         "Custom: annotation time per step",

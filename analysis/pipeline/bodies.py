@@ -333,7 +333,8 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
     ev = ctx.trace.cached_events()
     windows = ctx.input("steps", "windows.parquet")
     windows = windows.filter(pl.col("name") != "(whole trace)") if windows.height else windows
-    mem = al.memory_events(ev).collect(engine=ENGINE)
+    rows = al.memory_rows(ev).collect(engine=ENGINE).lazy()
+    mem = al.memory_events(ev, rows).collect(engine=ENGINE)
     peaks = al.device_peaks(mem, ev, windows)
     return {
         "series.parquet": mem,
@@ -342,7 +343,7 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
         "live_at_peak.parquet": al.live_at_peak(mem, peaks, ev),
         "over_time.parquet": al.memory_over_time(mem),
         "oom.parquet": al.oom_events(mem, ev),
-        "allocations.json": al.memory_counts(ev),
+        "allocations.json": al.memory_counts(ev, rows),
     }
 
 

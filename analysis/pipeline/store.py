@@ -120,11 +120,11 @@ def compute(
         for name in todo:
             futures[name] = pool.submit(run, name)
         try:
-            for fut in as_completed(futures.values()):
+            names = {fut: name for name, fut in futures.items()}
+            for fut in as_completed(names):
                 fut.result()
                 if on_stage is not None:
-                    name = next(n for n, f in futures.items() if f is fut)
-                    on_stage(name, store[name])
+                    on_stage(names[fut], store[names[fut]])
         except BaseException:
             for fut in futures.values():
                 fut.cancel()

@@ -25,3 +25,14 @@ async def wait_dashboard(pilot, app) -> object:
         raise AssertionError("dashboard never completed")
     await pilot.pause()
     return view
+
+
+async def wait_timeline(pilot, app) -> object:
+    """The open trace's TimelineView once its index is loaded and its first frame drawn."""
+    from profui.tui.timeline import TimelineView
+
+    view = app.screen.query_one(TimelineView)
+    if not await wait_for(pilot, lambda: view.ready):
+        raise AssertionError("timeline never became ready")
+    await pilot.pause()
+    return view

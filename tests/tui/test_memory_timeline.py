@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilotwait import wait_timeline
 
 from profui.analysis.lod import build_lod
 from profui.capture.kineto import import_kineto
@@ -54,17 +55,6 @@ def run(coro) -> None:
     asyncio.run(coro)
 
 
-async def ready(pilot, app) -> TimelineView:
-    view = app.screen.query_one(TimelineView)
-    for _ in range(1500):
-        await pilot.pause()
-        if view.ready:
-            await pilot.pause()
-            return view
-        await asyncio.sleep(0.02)
-    raise AssertionError("timeline never became ready")
-
-
 def _screen(view: TimelineView) -> list[str]:
     return [s.text for s in view.query_one(TimelineCanvas).frame()]
 
@@ -73,7 +63,7 @@ def test_memory_lanes_and_M_goes_to_the_highest_peak(imported: Path, oracle: dic
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             labels = [vr.lane.label for vr in st.visible_rows()[:4]]
             assert labels[:4] == ["hta-df_index_resolver-df_index_resolver", "rank 1", "mem cpu", "mem cuda1"]
@@ -97,7 +87,7 @@ def test_enter_on_a_memory_lane_goes_to_its_own_peak(imported: Path, oracle: dic
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             i = next(k for k, vr in enumerate(st.visible_rows()) if vr.lane.label == "mem cpu")
             await pilot.press(*(["down"] * (i - st.cursor)))
@@ -135,7 +125,7 @@ def test_dashboard_memory_chart_enter_opens_the_timeline_at_the_peak(
             assert str(panel.data.takeaway).startswith("Peak allocated 6.63 GB on cuda1")
             panel.focus()
             await pilot.press("enter")
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             for _ in range(50):
                 await pilot.pause()
             st = view.state
@@ -154,7 +144,7 @@ def test_no_memory_events_said_in_the_timeline(tmp_path: Path) -> None:
     async def go() -> None:
         app = TimelineApp(out)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             assert not any(vr.lane.label.startswith("mem ") for vr in view.state.visible_rows())
             await pilot.press("M")
             await pilot.pause()
@@ -181,7 +171,7 @@ def test_an_added_oom_event_is_marked_on_its_lane(tmp_path: Path, oracle: dict) 
     async def go() -> None:
         app = TimelineApp(out)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             for key in ("M", "f"):  # at the peak (▲ and ✗ in one cell: ✗ wins), then the whole trace
                 await pilot.press(key)
                 await pilot.pause()

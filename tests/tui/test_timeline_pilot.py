@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from pilotwait import wait_timeline
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
@@ -47,17 +48,6 @@ def run(coro) -> None:
     asyncio.run(coro)
 
 
-async def ready(pilot, app) -> TimelineView:
-    view = app.screen.query_one(TimelineView)
-    for _ in range(1000):
-        await pilot.pause()
-        if view.ready:
-            await pilot.pause()
-            return view
-        await asyncio.sleep(0.02)
-    raise AssertionError("timeline never became ready")
-
-
 def details(view: TimelineView) -> str:
     return str(view.query_one("#tl-details").render())
 
@@ -78,7 +68,7 @@ def test_fit_zoom_pan(imported: Path, raw: pl.DataFrame) -> None:
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             assert (st.t0, st.t1) == (0, span)
             assert status(view).startswith(f"Δ {fmt_ns(span)}")
@@ -108,7 +98,7 @@ def test_step_jump_next_prev(imported: Path, raw: pl.DataFrame) -> None:
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("g", "5", "enter")
             assert (st.t0, st.t1) == pytest.approx(step_window(raw, 5))
@@ -139,7 +129,7 @@ def test_select_events_on_a_stream_and_details(imported: Path, raw: pl.DataFrame
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("g", "5", "enter")
             target = next(
@@ -184,7 +174,7 @@ def test_follow_launch_to_kernel_and_back(imported: Path, raw: pl.DataFrame) -> 
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("slash", *"cudaLaunchKernel", "enter")
             host = st.selected
@@ -221,7 +211,7 @@ def test_follow_nccl_kernel_from_the_kernels_hook(imported: Path, raw: pl.DataFr
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             app.goto_timeline(kernel=first["name"])
             await pilot.pause()
@@ -248,7 +238,7 @@ def test_search_regex_next_prev(imported: Path, raw: pl.DataFrame) -> None:
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("slash", *"/^nccl:(all_reduce|broadcast)$/", "enter")
             assert st.matches.size == hits.height == 42
@@ -273,7 +263,7 @@ def test_fold_and_hide_empty_lanes(imported: Path, raw: pl.DataFrame) -> None:
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             n = len(st.visible_rows())
             await pilot.press("down")  # the rank header
@@ -301,7 +291,7 @@ def test_registered_in_the_profui_app(imported: Path, raw: pl.DataFrame, tmp_pat
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("5")
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             assert app.goto_timeline(step=6)
             assert (view.state.t0, view.state.t1) == pytest.approx(step_window(raw, 6))
             assert app.goto_timeline(kernel=raw.filter(pl.col("kind") == "memcpy").sort("ts")["name"][0])
@@ -324,7 +314,7 @@ def test_keys_typed_at_once_after_g_reach_the_prompt(
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("5")
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             for key, char in (("g", "g"), ("5", "5"), ("enter", None)):
                 app.post_message(events.Key(key, char))
             for _ in range(20):
@@ -339,7 +329,7 @@ def test_mouse_click_selects_the_event_under_it(imported: Path, raw: pl.DataFram
     async def go() -> None:
         app = TimelineApp(imported)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("g", "5", "enter", "C")  # unfold everything: deep threads start folded
             y = (
@@ -369,7 +359,7 @@ def test_monochrome_no_color(imported: Path, raw: pl.DataFrame, monkeypatch) -> 
         app = TimelineApp(imported)
         assert app.no_color
         async with app.run_test(size=(80, 24)) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             await pilot.press("g", "5", "enter", "C", "slash", *"ncclKernel_AllReduce", "enter", "enter")
             await pilot.pause()
             svg = app.export_screenshot()
@@ -403,7 +393,7 @@ def test_cold_open_builds_the_index_in_a_worker(imported: Path, tmp_path: Path) 
     async def go() -> None:
         app = _RecordingApp(trace)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             assert (trace / ".profui" / "lod" / "meta.json").is_file()
             assert status(view).startswith("Δ ")
 

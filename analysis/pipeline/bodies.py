@@ -332,7 +332,8 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
     (and plainly when there are none)."""
     ev = ctx.trace.cached_events()
     windows = ctx.input("steps", "windows.parquet")
-    windows = windows.filter(pl.col("name") != "(whole trace)") if windows.height else windows
+    if not ctx.input("steps", "steps.json")["has_markers"]:  # one window per rank, not steps
+        windows = windows.head(0)
     rows = al.memory_rows(ev).collect(engine=ENGINE).lazy()
     mem = al.memory_events(ev, rows).collect(engine=ENGINE)
     peaks = al.device_peaks(mem, ev, windows)

@@ -8,7 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_timeline_pilot import SIZE, details, ready, run
+from pilotwait import wait_timeline
+from test_timeline_pilot import SIZE, details, run
 
 from profui.analysis.lod import build_lod
 from profui.capture.kineto import import_kineto
@@ -47,7 +48,7 @@ def test_gpus_streams_and_nvtx_ops_are_lanes(imported) -> None:
     async def go() -> None:
         app = TimelineApp(out)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             lanes = view.state.ix.lanes()
             assert {(lane.rank, lane.device) for lane in lanes if lane.kind == "gpu"} == {(0, 0), (1, 1)}
             assert {lane.stream for lane in lanes if lane.kind == "stream" and lane.device == 0} >= {7}
@@ -65,7 +66,7 @@ def test_enter_follows_a_launch_to_its_kernel(imported) -> None:
     async def go() -> None:
         app = TimelineApp(out)
         async with app.run_test(size=SIZE) as pilot:
-            view = await ready(pilot, app)
+            view = await wait_timeline(pilot, app)
             st = view.state
             await pilot.press("slash", *"cudaLaunchKernel", "enter")
             launch = st.ix.event(st.selected)

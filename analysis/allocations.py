@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from .engine import ENGINE
+from .steps import in_step
 
 MEMORY_EVENT = "[memory]"
 OOM_EVENT = "[OutOfMemory]"
@@ -189,10 +190,24 @@ def enclosing(rows: pl.DataFrame, events: pl.LazyFrame, kind: str, out: str) -> 
         (pl.col("ts") + pl.col("dur")).alias("_t1"),
         pl.col("name").alias(out),
     )
+    # the few spans that hold some row's instant on its thread, found by one filter per 32 rows:
+    # a join on the thread would pair each row with every span of its thread
+    holding = []
+    wanted = tagged.drop_nulls([*keys, "ts"]).select(*keys, "ts").unique().rows()
+    for i in range(0, len(wanted), 32):
+        cond = pl.lit(False)
+        for node, rank, pid, tid, ts in wanted[i : i + 32]:
+            cond = cond | (
+                (pl.col("node") == node) & (pl.col("rank") == rank) & (pl.col("pid") == pid)
+                & (pl.col("tid") == tid) & (pl.col("_t0") <= ts) & (pl.col("_t1") >= ts)
+            )  # fmt: skip
+        holding.append(spans.filter(cond).collect(engine=ENGINE))
+    if not holding:
+        return rows.with_columns(pl.lit(None, dtype=pl.String).alias(out))
     inside = (
         tagged.lazy()
         .select("_row", *keys, "ts")
-        .join(spans, on=keys, how="inner")
+        .join(pl.concat(holding).lazy(), on=keys, how="inner")
         .filter((pl.col("_t0") <= pl.col("ts")) & (pl.col("ts") <= pl.col("_t1")))
         .sort("_row", "_t0", "_t1", descending=[False, True, False])
         .group_by("_row", maintain_order=True)
@@ -206,18 +221,8 @@ def _step_of(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` with ``step``: the step whose host window holds ``ts`` (null outside steps)."""
     if windows.is_empty() or rows.is_empty():
         return rows.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"))
-    w = windows.select(
-        "node", "rank", "step", pl.col("cpu_start_ns").alias("_s"), pl.col("cpu_end_ns").alias("_e")
-    )
     tagged = rows.with_row_index("_row")
-    hit = (
-        tagged.select("_row", "node", "rank", "ts")
-        .join(w, on=["node", "rank"], how="inner")
-        .filter((pl.col("_s") <= pl.col("ts")) & (pl.col("ts") < pl.col("_e")))
-        .group_by("_row")
-        .agg(pl.col("step").min())
-    )
-    return tagged.join(hit, on="_row", how="left").drop("_row")
+    return in_step(tagged, windows, keep_outside=True).sort("_row").drop("_row").collect(engine=ENGINE)
 
 
 def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -290,8 +295,7 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         .select(*DEVICE_KEYS, "step", "start_ns", "end_ns", "start_allocated_bytes")
     )
     inside = (
-        mem.join(w, on=["node", "rank"], how="inner")
-        .filter((pl.col("ts") >= pl.col("start_ns")) & (pl.col("ts") < pl.col("end_ns")))
+        in_step(mem.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes"), windows)
         .sort("seq")
         .group_by(*DEVICE_KEYS, "step")
         .agg(
@@ -300,6 +304,7 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
             pl.col("allocated_bytes").max().alias("_max"),
             pl.col("allocated_bytes").last().alias("_last"),
         )
+        .collect(engine=ENGINE)
     )
     s = pl.col("start_allocated_bytes")
     return (

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import union_length
+from .intervals import clip_to_windows, union_length
 from .stats import int_std, stable_mean
 
 #: ``side`` of an annotation by event kind.
@@ -128,16 +128,15 @@ def annotation_per_step(
         ann = ann.filter(pl.col("side") == side)
     w = _side_windows(windows)
     keys = ["node", "rank", "step", "side", "name"]
-    clipped = (
-        ann.select("node", "rank", "side", "name", "ts", "dur")
-        .join(w, on=["node", "rank", "side"], how="inner")
-        .filter((pl.col("ts") < pl.col("w_end")) & (pl.col("ts") + pl.col("dur") > pl.col("w_start")))
-        .select(
-            *keys,
-            pl.max_horizontal("ts", "w_start").alias("start"),
-            pl.min_horizontal(pl.col("ts") + pl.col("dur"), "w_end").alias("end"),
-        )
+    ranges = ann.select(
+        "node",
+        "rank",
+        "side",
+        "name",
+        pl.col("ts").alias("start"),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
     )
+    clipped = clip_to_windows(ranges, w, ["node", "rank", "side"]).select(*keys, "start", "end")
     times = union_length(clipped, keys, "time_ns")
     counts = clipped.group_by(keys).agg(pl.len().cast(pl.Int64).alias("count"))
     grid = w.select(

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .intervals import Frame, _lazy, merge_intervals, union_length
+from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 
 #: HTA's rule for communication kernels (by name).
 COMM_PATTERN = r"^nccl.*Kernel"
@@ -407,19 +407,6 @@ def comm_per_rank(events: pl.LazyFrame, host: bool = True, comm: Frame | None = 
     )
 
 
-def _clip_to_windows(iv: pl.LazyFrame, windows: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
-    """Intervals cut to each step window they meet (``step`` column added)."""
-    j = iv.join(windows, on=keys, how="inner").filter(
-        (pl.col("start") < pl.col("w_end")) & (pl.col("end") > pl.col("w_start"))
-    )
-    return j.select(
-        *keys,
-        "step",
-        pl.max_horizontal("start", "w_start").alias("start"),
-        pl.min_horizontal("end", "w_end").alias("end"),
-    )
-
-
 def comm_per_step(
     events: pl.LazyFrame,
     windows: pl.LazyFrame,
@@ -454,9 +441,11 @@ def comm_per_step(
         w = windows.select(*keys, "step", pl.col("start").alias("w_start"), pl.col("end").alias("w_end"))
     # each rank's union first, then cut to the windows: far fewer rows meet the windows, and
     # clipping a union gives the union of the clipped intervals
-    comm = _clip_to_windows(merge_intervals(_iv(comm_all, keys), keys), w, keys)
+    comm = clip_to_windows(merge_intervals(_iv(comm_all, keys), keys), w, keys).select(
+        *keys, "step", "start", "end"
+    )
     computation = _lazy(computation) if computation is not None else _rank_computation(events, sources)
-    comp = _clip_to_windows(computation, w, keys)
+    comp = clip_to_windows(computation, w, keys).select(*keys, "step", "start", "end")
     k2 = [*keys, "step"]
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))

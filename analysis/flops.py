@@ -53,6 +53,7 @@ from .engine import ENGINE
 from .intervals import Frame, _lazy
 from .peaks import Peak, peak_for
 from .precision import dtype_precision, kernel_precision
+from .steps import in_step
 
 _MM = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 _CONV = ("aten::convolution", "aten::_convolution")
@@ -544,19 +545,10 @@ def _steps(ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_fl
         "node", "rank", "step", "cpu_start_ns", "cpu_end_ns", pl.col("dur_ns").alias("step_ns")
     )
     inside = (
-        ops.filter(pl.col("flops").is_not_null())
-        .sort("ts")
-        .join_asof(
-            w.sort("cpu_start_ns").select("node", "rank", "step", "cpu_start_ns", "cpu_end_ns"),
-            left_on="ts",
-            right_on="cpu_start_ns",
-            by=["node", "rank"],
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(pl.col("ts") < pl.col("cpu_end_ns"))
+        in_step(ops.filter(pl.col("flops").is_not_null()), w)
         .group_by("node", "rank", "step")
         .agg(pl.len().cast(pl.Int64).alias("ops"), pl.col("flops").sum().alias("flops"))
+        .collect(engine=ENGINE)
     )
     s = (
         w.join(inside, on=["node", "rank", "step"], how="left")

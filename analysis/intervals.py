@@ -78,6 +78,57 @@ def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
     )
 
 
+def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.LazyFrame:
+    """``intervals`` (``by`` keys, ``start``, ``end`` and any other columns) cut to each window of
+    ``windows`` (``by``, ``step``, ``w_start``, ``w_end``) they meet, with that window's ``step``:
+    one row per interval and window with ``start < w_end`` and ``end > w_start``.
+
+    Never a row per interval and window of its key: two as-of joins find, per interval, the
+    range of windows (in start order) that can meet it — from the first whose running maximum
+    end passes its start to the last starting before its end — so only that range is tried,
+    and a window nested in a longer one is still found.
+    """
+    by = list(by)
+    w = (
+        _lazy(windows)
+        .select(*by, "step", "w_start", "w_end")
+        .sort(*by, "w_start", "w_end", "step")
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).over(by).alias("_w"),
+            pl.col("w_end").cum_max().over(by).alias("_reach"),
+        )
+    )
+    iv = _lazy(intervals).with_row_index("_iv")
+    first = iv.select("_iv", *by, "start").sort("start").join_asof(
+        w.select(*by, "_reach", pl.col("_w").alias("_first")).sort("_reach"),
+        left_on="start", right_on="_reach", by=by, strategy="forward",
+        allow_exact_matches=False, check_sortedness=False,
+    )  # fmt: skip
+    last = iv.select("_iv", *by, "end").sort("end").join_asof(
+        w.select(*by, "w_start", pl.col("_w").alias("_last")).sort("w_start"),
+        left_on="end", right_on="w_start", by=by, strategy="backward",
+        allow_exact_matches=False, check_sortedness=False,
+    )  # fmt: skip
+    ranges = (
+        first.select("_iv", "_first")
+        .join(last.select("_iv", "_last"), on="_iv", how="inner")
+        .filter(pl.col("_first") <= pl.col("_last"))
+        .select("_iv", pl.int_ranges("_first", pl.col("_last") + 1).alias("_w"))
+        .explode("_w")
+    )
+    return (
+        iv.join(ranges, on="_iv", how="inner")
+        .join(w.select(*by, "_w", "step", "w_start", "w_end"), on=[*by, "_w"], how="inner")
+        .filter((pl.col("start") < pl.col("w_end")) & (pl.col("end") > pl.col("w_start")))
+        .sort("_iv", "_w")
+        .with_columns(
+            pl.max_horizontal("start", "w_start").alias("start"),
+            pl.min_horizontal("end", "w_end").alias("end"),
+        )
+        .drop("_iv", "_w", "w_start", "w_end")
+    )
+
+
 def union_length(intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns") -> pl.LazyFrame:
     """Total length covered by the union of each group's intervals (one row per group)."""
     by = list(by)

@@ -933,7 +933,7 @@ OVERVIEW_KEYS = (
 #: ``{(stage, file): keys}`` of every JSON output (their values are small documents, not tables).
 JSON_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ingest", "trace.json"): ("overview", "fingerprint", *OVERVIEW_KEYS),
-    ("steps", "steps.json"): ("has_markers", "note", "step_annotation"),
+    ("steps", "steps.json"): ("has_markers", "renumbered", "note", "step_annotation"),
     ("allocations", "allocations.json"): ("events", "unreadable", "devices", "note"),
     ("summary", "summary.json"): (
         "trace",

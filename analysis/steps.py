@@ -35,19 +35,26 @@ class Steps:
     ``windows`` columns: node, rank, step, name, cpu_start_ns, cpu_end_ns, cpu_dur_ns,
     start_ns, end_ns, dur_ns (device window), n_launches, n_device_events, mapped.
     ``has_markers`` is False when the trace had no step events (then one window per rank);
-    ``note`` says so in words.
+    ``renumbered`` is True when step numbers repeated on a rank and the steps were numbered in
+    time order instead (:func:`number_in_order_if_repeated`); ``note`` says either in words.
     """
 
     windows: pl.DataFrame
     has_markers: bool
     note: str
+    renumbered: bool = False
     #: The device work (and sync events) each step launched, as :func:`step_device_events`
     #: finds it while mapping the windows (kept so the per-step breakdown need not redo it).
     work: pl.DataFrame | None = None
 
     def to_json_dict(self) -> dict:
         """Plain JSON-ready dict."""
-        return {"has_markers": self.has_markers, "note": self.note, "windows": self.windows.to_dicts()}
+        return {
+            "has_markers": self.has_markers,
+            "renumbered": self.renumbered,
+            "note": self.note,
+            "windows": self.windows.to_dicts(),
+        }
 
 
 def step_markers(events: Frame) -> pl.LazyFrame:
@@ -71,6 +78,23 @@ def step_markers(events: Frame) -> pl.LazyFrame:
     )
 
 
+def number_in_order_if_repeated(markers: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """Markers whose step numbers repeat on a rank (a profiler restarted in one process writes
+    ``ProfilerStep#0`` again) renumbered on every rank in time order, from each rank's first
+    number, so that a step names one window per rank; and which ranks repeated (``""`` when none
+    did and the markers are returned as they are). ``markers`` is sorted by node, rank, ts."""
+    repeats = markers.group_by(RANK_BY).agg((pl.len() - pl.col("step").n_unique()).alias("_dup"))
+    repeated = repeats.filter(pl.col("_dup") > 0).sort(RANK_BY)
+    if repeated.height == 0:
+        return markers, ""
+    shown = ", ".join(f"rank {r}" for r in repeated["rank"].head(3).to_list())
+    if repeated.height > 3:
+        shown += f" and {repeated.height - 3} more"
+    first = pl.col("step").first().over(RANK_BY)
+    renumbered = markers.with_columns((first + pl.int_range(pl.len()).over(RANK_BY)).alias("step"))
+    return renumbered, shown
+
+
 def _whole_rank_windows(ev: pl.LazyFrame) -> pl.LazyFrame:
     host = ev.filter(pl.col("kind") != "instant")
     return host.group_by(RANK_BY).agg(
@@ -81,22 +105,37 @@ def _whole_rank_windows(ev: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def in_step(rows: Frame, markers: Frame, ts: str = "ts", keep_outside: bool = False) -> pl.LazyFrame:
+    """``rows`` (with ``node, rank`` and ``ts``) with ``step``: the step whose CPU window
+    (``cpu_start_ns`` ≤ ts < ``cpu_end_ns``) holds ``ts`` — of steps overlapping on a rank, the
+    one started last. Rows outside every step are dropped, or kept with a null step when
+    ``keep_outside``. One as-of join: never a row per event and window."""
+    m = (
+        _lazy(markers)
+        .select(*RANK_BY, "step", pl.col("cpu_start_ns").alias("_ws"), pl.col("cpu_end_ns").alias("_we"))
+        .sort("_ws")
+    )
+    found = (
+        _lazy(rows)
+        .sort(ts)
+        .join_asof(m, left_on=ts, right_on="_ws", by=RANK_BY, strategy="backward", check_sortedness=False)
+    )
+    inside = pl.col(ts) < pl.col("_we")
+    if keep_outside:
+        found = found.with_columns(pl.when(inside).then(pl.col("step")).alias("step"))
+    else:
+        found = found.filter(inside)
+    return found.drop("_ws", "_we")
+
+
 def assign_launches(events: Frame, markers: pl.LazyFrame) -> pl.LazyFrame:
     """Runtime/driver launches with the ``step`` whose CPU window contains their start."""
     launches = (
         _lazy(events)
         .filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
         .select(*RANK_BY, "ts", "correlation")
-        .sort("ts")
     )
-    m = markers.select(*RANK_BY, "step", "cpu_start_ns", "cpu_end_ns").sort("cpu_start_ns")
-    return (
-        launches.join_asof(
-            m, left_on="ts", right_on="cpu_start_ns", by=RANK_BY, strategy="backward", check_sortedness=False
-        )
-        .filter(pl.col("ts") < pl.col("cpu_end_ns"))
-        .select(*RANK_BY, "step", pl.col("ts").alias("launch_ts"), "correlation")
-    )
+    return in_step(launches, markers).select(*RANK_BY, "step", pl.col("ts").alias("launch_ts"), "correlation")
 
 
 def step_device_events(
@@ -114,7 +153,7 @@ def step_device_events(
 def step_windows(events: Frame) -> Steps:
     """Step windows mapped to the device (see the module docstring)."""
     ev = _lazy(events)
-    markers = step_markers(ev).collect(engine=ENGINE)
+    markers, renumbered = number_in_order_if_repeated(step_markers(ev).collect(engine=ENGINE))
     has_markers = markers.height > 0
     if not has_markers:
         markers = _whole_rank_windows(ev).collect(engine=ENGINE)
@@ -166,11 +205,16 @@ def step_windows(events: Frame) -> Steps:
         .sort(*RANK_BY, "cpu_start_ns")
         .collect(engine=ENGINE)
     )
-    if has_markers:
+    if renumbered:
+        note = (
+            f"{windows.height} step window(s) from step markers; their numbers repeat on "
+            f"{renumbered} (a profiler restarted in one process?), so steps are numbered in time order"
+        )
+    elif has_markers:
         note = f"{windows.height} step window(s) from step markers"
     else:
         note = "no step markers in the trace: one window over the whole trace per rank"
-    return Steps(windows=windows, has_markers=has_markers, note=note, work=work)
+    return Steps(windows=windows, has_markers=has_markers, note=note, renumbered=bool(renumbered), work=work)
 
 
 def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RANK_BY) -> pl.LazyFrame:

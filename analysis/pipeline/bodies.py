@@ -129,7 +129,12 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "job.parquet": Derived(lambda out: stp.job_steps(out["windows.parquet"])),
         "job_stats.parquet": Derived(lambda out: stp.step_stats(out["job.parquet"], by=())),
         "rank_ratios.parquet": Derived(lambda out: stp.rank_step_ratios(out["windows.parquet"])),
-        "steps.json": {"has_markers": found.has_markers, "note": found.note, "step_annotation": pattern},
+        "steps.json": {
+            "has_markers": found.has_markers,
+            "renumbered": found.renumbered,
+            "note": found.note,
+            "step_annotation": pattern,
+        },
     }
 
 
@@ -398,7 +403,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
             notes.append(mem_note)
     if ctx.has_input("steps"):
         steps_info = ctx.input("steps", "steps.json")
-        if not steps_info["has_markers"]:
+        if not steps_info["has_markers"] or steps_info["renumbered"]:
             notes.append(steps_info["note"])
     if hta:
         last = "kept" if ctx.params["include_last_step"] else "dropped"

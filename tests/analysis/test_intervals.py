@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from profui.analysis.intervals import (
     bucket_coverage,
     bucket_grid,
+    clip_to_windows,
     gaps,
     label_coverage,
     merge_intervals,
@@ -165,3 +166,36 @@ def test_grouped_merge_matches_brute_force_with_null_keys(data: list) -> None:
         part = out.filter(pl.col("lab").eq_missing(lab), pl.col("g") == g)
         want = brute_merge(covered(data, lambda r, lab=lab, g=g: r[1] == lab and r[2] == g))
         assert part.select("start", "end").rows() == want
+
+
+_span = st.tuples(st.integers(0, 60), st.integers(0, 25)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(_span, st.integers(0, 1)), max_size=25),
+    st.lists(st.tuples(_span, st.integers(0, 1)), max_size=8),
+)
+def test_clip_to_windows_matches_brute_force(ivs: list, wins: list) -> None:
+    """Every (interval, window) pair of one key that overlaps, cut to the window — windows that
+    nest, overlap, repeat or are empty included — as a loop over all pairs finds them."""
+    df = iv([r[0] for r in ivs], g=[r[1] for r in ivs], tag=list(range(len(ivs)))).cast(
+        {"g": pl.Int64, "tag": pl.Int64}
+    )
+    w = pl.DataFrame(
+        {
+            "g": [r[1] for r in wins],
+            "step": list(range(len(wins))),
+            "w_start": [r[0][0] for r in wins],
+            "w_end": [r[0][1] for r in wins],
+        },
+        schema={"g": pl.Int64, "step": pl.Int64, "w_start": pl.Int64, "w_end": pl.Int64},
+    )
+    got = sorted(clip_to_windows(df, w, ["g"]).select("tag", "g", "step", "start", "end").collect().rows())
+    want = sorted(
+        (tag, g, step, max(s, ws), min(e, we))
+        for tag, ((s, e), g) in enumerate(ivs)
+        for step, ((ws, we), wg) in enumerate(wins)
+        if wg == g and s < we and e > ws
+    )
+    assert got == want

@@ -114,7 +114,9 @@ def main() -> None:
     ap.add_argument("--trace", default=str(traces_dir() / DEFAULT))
     ap.add_argument("--copies", default="1,5,20", help="sizes to build, comma-separated")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--hta-python", help="a Python with HolisticTraceAnalysis installed")
+    ap.add_argument(
+        "--hta-python", help="a Python with HolisticTraceAnalysis (default: this one, if it has it)"
+    )
     ap.add_argument("--hta-repeat", type=int, default=1)
     ap.add_argument("--work", help="folder for the built traces (default: a temporary folder)")
     args = ap.parse_args()
@@ -122,6 +124,11 @@ def main() -> None:
     src = Path(args.trace)
     if not src.is_file():
         raise SystemExit(f"trace not found: {src} (set PROFUI_TRACES or --trace)")
+    if not args.hta_python:
+        has_hta = subprocess.run([sys.executable, "-c", "import hta.trace_analysis"], capture_output=True)
+        args.hta_python = sys.executable if has_hta.returncode == 0 else None
+    if not args.hta_python:
+        print("HTA not found (--hta-python, or run this with .venv-bench's Python): HTA left out")
     sizes = [int(x) for x in args.copies.split(",")]
     profui = [sys.executable, "-c", "from profui.tui.cli import main; main()"]
     rows: dict[tuple[int, str], dict[str, float]] = {}

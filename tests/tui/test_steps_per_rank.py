@@ -99,3 +99,37 @@ def test_the_steps_view_names_each_median(trace: Path) -> None:
             assert "0 outliers" in line and "vs rank median" not in line  # 2 steps: too few to flag
 
     asyncio.run(go())
+
+
+def test_the_steps_view_says_repeated_numbers_were_renumbered(tmp_path: Path) -> None:
+    """Synthetic scale from real data (the corpus has no restarted profiler): rank 0's trace twice
+    along time with the same ProfilerStep#551/#552 in both copies. The view lists four steps,
+    numbered 551-554 in time order, and says why the numbers differ from the markers'."""
+    import importlib.util
+    import sys
+
+    from realdata import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "replicate_trace", REPO / "benchmarks" / "replicate_trace.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("replicate_trace", mod)
+    spec.loader.exec_module(mod)
+    js = tmp_path / "twice.json"
+    sys.modules["replicate_trace"].replicate(shared_trace(RANKS[0]), 2, "repeated", js)
+    out = tmp_path / "job"
+    import_kineto([js], out)
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", out), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            view = app.screen.query_one(StepsView)
+            assert await wait_for(pilot, lambda: view.ready)
+            line = view.query_one("#steps-status", Static).render().plain
+            assert line.startswith("4 steps · median") and "numbered in time order" in line
+            table = view.query_one(FrameTable)
+            assert sorted(table.frame["step"].to_list()) == [551, 552, 553, 554]
+
+    asyncio.run(go())

@@ -105,7 +105,13 @@ class StepsView(TraceView):
                 return
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        call(self._show, per_step_frame(outputs), dc.frame(outputs, "steps", "job_stats.parquet"))
+        info = outputs.get("steps", {}).get("steps.json") or {}
+        call(
+            self._show,
+            per_step_frame(outputs),
+            dc.frame(outputs, "steps", "job_stats.parquet"),
+            bool(info.get("renumbered")),
+        )
         call(
             self._heatmap,
             dc.frame(outputs, "steps", "rank_ratios.parquet"),
@@ -115,7 +121,7 @@ class StepsView(TraceView):
     def _status(self, line: str) -> None:
         self.query_one("#steps-status", Static).update(line)
 
-    def _show(self, frame: pl.DataFrame, job_stats: pl.DataFrame) -> None:
+    def _show(self, frame: pl.DataFrame, job_stats: pl.DataFrame, renumbered: bool = False) -> None:
         if frame.height == 0:
             self._status("No steps: no step markers in this trace")
             self.query_one(FrameTable).set_frame(frame)
@@ -127,6 +133,8 @@ class StepsView(TraceView):
             head = f"{plural(frame['step'].n_unique(), 'step')} × {ranks} ranks · job {median} (slowest rank per step)"
         else:
             head = f"{plural(frame.height, 'step')} · {median}"
+        if renumbered:  # the markers' numbers repeat (a restarted profiler): the analysis' note
+            head += " · numbered in time order (the markers' numbers repeat)"
         ratio = " · vs rank median = step ÷ its rank's median" if "vs_rank_median" in frame.columns else ""
         self._status(
             f"{head}{ratio} · {plural(n_out, 'outlier')} ● · "

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
+from .engine import SCAN_ENGINE
 from .hta import kernel_type_expr
 from .intervals import Frame, _lazy, union_length
 
@@ -78,7 +79,7 @@ def _window(events: Frame, by: Sequence[str]) -> pl.LazyFrame:
         pl.col("ts").min().alias("window_start_ns"),
         (pl.col("ts") + pl.col("dur")).max().alias("window_end_ns"),
     ]
-    return lf.group_by(keys).agg(agg) if keys else lf.select(agg)
+    return (lf.group_by(keys).agg(agg) if keys else lf.select(agg)).collect(engine=SCAN_ENGINE).lazy()
 
 
 def gpu_busy(events: Frame, by: Sequence[str] = GPU_BY) -> pl.LazyFrame:

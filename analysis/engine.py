@@ -10,3 +10,9 @@ from __future__ import annotations
 
 #: The engine analysis passes to ``LazyFrame.collect``.
 ENGINE = "in-memory"
+
+#: The engine of an aggregation over every event of a trace (the inventory, the overview, each
+#: rank's window): there the streaming engine wins, and by far as the trace grows — on 3M events
+#: (df_index ×20) the inventory's group-by takes 0.1 s and 4 MB more, against 0.3 s and 360 MB
+#: on the in-memory engine, which builds its hash tables over the whole frame at once.
+SCAN_ENGINE = "streaming"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from .busy import RANK_BY, WORK_KINDS, device_work
-from .engine import ENGINE
+from .engine import ENGINE, SCAN_ENGINE
 from .intervals import Frame, _lazy, union_length
 from .stats import int_std
 
@@ -156,7 +156,7 @@ def step_windows(events: Frame) -> Steps:
     markers, renumbered = number_in_order_if_repeated(step_markers(ev).collect(engine=ENGINE))
     has_markers = markers.height > 0
     if not has_markers:
-        markers = _whole_rank_windows(ev).collect(engine=ENGINE)
+        markers = _whole_rank_windows(ev).collect(engine=SCAN_ENGINE)
     m = markers.lazy()
     launches = assign_launches(ev, m)
     per_launch = launches.group_by(*RANK_BY, "step").agg(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .engine import ENGINE
+from .engine import SCAN_ENGINE
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -99,7 +99,7 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
             (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
             pl.struct("node", "rank", "device").filter(pl.col("device") >= 0).n_unique().alias("gpus"),
         )
-        .collect(engine=ENGINE)
+        .collect(engine=SCAN_ENGINE)
         .row(0, named=True)
     )
     start, end = o["start_ns"], o["end_ns"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from .busy import GPU_BY, device_intervals
-from .engine import ENGINE
+from .engine import ENGINE, SCAN_ENGINE
 from .intervals import (
     Frame,
     _lazy,
@@ -344,6 +344,8 @@ def traced_windows(events: Frame, windows: list[dict] | None = None) -> pl.LazyF
     return (
         ev.group_by("node", "rank")
         .agg(pl.col("ts").min().alias("start_ns"), (pl.col("ts") + pl.col("dur")).max().alias("end_ns"))
+        .collect(engine=SCAN_ENGINE)
+        .lazy()
         .select(
             "node",
             "rank",

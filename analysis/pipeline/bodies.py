@@ -26,7 +26,7 @@ from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
-from profui.analysis.engine import ENGINE
+from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.summary import SECTIONS, Summary, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
@@ -69,6 +69,7 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
             pl.col("dur").sum().alias("dur_ns"),
         )
         .sort("node", "rank", "kind")
+        .collect(engine=SCAN_ENGINE)
     )
     info = {"overview": trace_overview(t, t.cached_events()), "fingerprint": trace_fingerprint(t.dir)}
     return {"inventory.parquet": inventory, "trace.json": info}

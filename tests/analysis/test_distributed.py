@@ -260,3 +260,38 @@ def test_small_trace_summary_never_imports_dask(two_ranks: Path) -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+def test_analyze_by_ranks_fails_naming_the_rank_and_resume_finishes_it(
+    two_ranks: Path, tmp_path: Path, cluster
+) -> None:
+    """``profui analyze`` by ranks: a corrupt rank ends the run ``failed``, its record naming the
+    rank, with only whole artifacts left; once the file is whole again ``--resume`` computes
+    that rank alone and the job's summary equals the whole-trace ``profui summary --json``."""
+    job8 = job_of(two_ranks, tmp_path / "job8", 8)
+    f = next((job8 / "node=host00" / "rank=5").glob("events-*.parquet"))
+    good = f.read_bytes()
+    f.write_bytes(good[: len(good) // 2])
+    res = profui("analyze", job8, "--scheduler", cluster[0])
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines()[-1].startswith("profui: ") and "rank=5" in res.stderr.splitlines()[-1]
+    runs = job8 / ".profui" / "ranks-runs"
+    failed = json.loads((runs / "ranks-0001.json").read_text())
+    assert failed["status"] == "failed" and "rank=5" in failed["message"]
+    assert failed["ranks"]["node=host00/rank=5"]["status"] == "failed"
+    assert sum(r["status"] == "computed" for r in failed["ranks"].values()) == 7
+    by_rank = job8 / ".profui" / "artifacts" / "by-rank"
+    folders = sorted(by_rank.iterdir())
+    assert len(folders) == 7 and not [p for p in folders if p.name.startswith(".tmp")]
+    assert all(json.loads((p / "meta.json").read_text())["sizes"] for p in folders)
+    assert not list(runs.glob("*.summary.json"))  # no job summary from a failed run
+
+    f.write_bytes(good)
+    res = profui("analyze", job8, "--scheduler", cluster[0], "--resume", "ranks-0001", "--json")
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)
+    assert rec["status"] == "succeeded" and rec["resume_of"] == "ranks-0001"
+    assert [label for label, r in rec["ranks"].items() if r["status"] == "computed"] == ["node=host00/rank=5"]
+    got = json.loads((job8 / ".profui" / rec["summary"]).read_text())
+    want = json.loads(profui("summary", job8, "--json").stdout)
+    assert_same_tables(got, want)

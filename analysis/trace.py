@@ -280,8 +280,27 @@ class Trace:
         store = self._stores.setdefault(key, {})
         return compute(self, (stage,), params, store=store)[stage]
 
-    def summary(self, **params: Any) -> Any:
-        """Every answer at once, a :class:`profui.analysis.summary.Summary` (``profui summary``'s)."""
+    def summary(
+        self,
+        *,
+        scheduler: str | None = None,
+        workers: int | None = None,
+        skip_bad_ranks: bool = False,
+        **params: Any,
+    ) -> Any:
+        """Every answer at once, a :class:`profui.analysis.summary.Summary` (``profui summary``'s).
+
+        With ``scheduler="tcp://HOST:PORT"``, ``workers=N`` (a local Dask cluster) or
+        ``skip_bad_ranks=True`` the job is summarised by ranks on Dask instead
+        (:func:`profui.analysis.distributed.summarize_ranks`: per-rank and job tables, never
+        every event in this process): ``t.summary(scheduler="tcp://10.0.0.5:8786")``.
+        """
+        if scheduler or workers or skip_bad_ranks:
+            from .distributed import summarize_ranks
+
+            return summarize_ranks(
+                self.path, params, scheduler=scheduler, workers=workers, skip_bad_ranks=skip_bad_ranks
+            )
         return self.result("summary", **params)["summary.json"]
 
 

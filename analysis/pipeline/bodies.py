@@ -28,7 +28,7 @@ from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
 from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.precision import kernel_precision, precision_shares
-from profui.analysis.summary import SECTIONS, Summary, trace_overview
+from profui.analysis.summary import SECTIONS, Summary, source_notes, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
 from profui.capture.format import trace_fingerprint
 
@@ -393,11 +393,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         for stage, file in inputs:
             read.setdefault(stage, {})[file] = ctx.input(stage, file)
     takeaways = all_takeaways(read)
-    notes = []
-    for source in ctx.trace.manifest.sources:  # what an importer says the reader should know
-        for note in source.get("notes", []) if isinstance(source, dict) else []:
-            if isinstance(note, str) and note not in notes:
-                notes.append(note)
+    notes = source_notes(ctx.trace.manifest)
     if ctx.has_input("allocations"):
         mem_note = ctx.input("allocations", "allocations.json")["note"]
         if mem_note:

@@ -34,7 +34,16 @@ from .layout import (
     safe_node_name,
 )
 from .manifest import STATUSES, Manifest, read_manifest, write_manifest
-from .opener import TraceDir, TraceFile, check_file, find_trace_dirs, is_trace_dir, open_trace_dir
+from .opener import (
+    TraceDir,
+    TraceFile,
+    check_file,
+    find_trace_dirs,
+    is_trace_dir,
+    list_trace_files,
+    open_trace_dir,
+    open_trace_layout,
+)
 
 if TYPE_CHECKING:
     from .schema import EVENTS_SCHEMA, METRICS_SCHEMA
@@ -94,6 +103,8 @@ __all__ = [
     "metrics_path",
     "node_dir",
     "open_trace_dir",
+    "open_trace_layout",
+    "list_trace_files",
     "rank_dir",
     "read_footer",
     "read_manifest",

@@ -6,7 +6,7 @@ and the same one-line errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .columns import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_COLUMNS
@@ -120,23 +120,14 @@ def check_file(path: Path, table: str) -> int:
     return footer.num_rows
 
 
-def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
-    """Open and validate a trace directory.
+def list_trace_files(root: Path) -> list[TraceFile]:
+    """The data files of the trace folder ``root`` with their partition values, in path order,
+    their footers not read yet (``num_rows`` is -1; :func:`check_file` reads it).
 
-    Checks the folder, the manifest and every Parquet footer (cheap: no data is read).
-    Temporary files of a writer still at work are ignored, so a trace that is still
-    ``running`` opens with what has landed so far. Raises :class:`TraceFormatError`.
+    The one walk of the Hive layout: :func:`open_trace_dir` checks every file it lists; a reader
+    of one rank (``profui.analysis.ranks``) checks only that rank's files.
     """
-    root = Path(path)
-    if not root.exists():
-        raise TraceFormatError(root, "no such file or directory")
-    bad_name = not_utf8(root.absolute())
-    if bad_name:
-        raise TraceFormatError(root, bad_name)
-    if not root.is_dir():
-        raise TraceFormatError(root, "not a directory (expected a profui trace folder)")
-    manifest = read_manifest(root)
-    trace = TraceDir(path=root, manifest=manifest)
+    found: list[TraceFile] = []
     for node_path in sorted(root.iterdir()):
         node = parse_partition(node_path.name, "node")
         if node is None or not node_path.is_dir():
@@ -145,8 +136,7 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
             # not is_file(): a FIFO or a dangling link named like a data file is refused by
             # check_file, never skipped (the trace would silently lose that file's events)
             if is_metrics_file(child.name) and not child.is_dir():
-                rows = check_file(child, "metrics")
-                trace.metrics.append(TraceFile("metrics", child, node, None, rows))
+                found.append(TraceFile("metrics", child, node, None, -1))
                 continue
             rank_raw = parse_partition(child.name, "rank")
             if rank_raw is None or not child.is_dir():
@@ -157,10 +147,46 @@ def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
                 raise TraceFormatError(child, "rank folder name is not an integer") from None
             for f in sorted(child.iterdir()):
                 if is_events_file(f.name) and not f.is_dir():
-                    rows = check_file(f, "events")
-                    trace.events.append(TraceFile("events", f, node, rank, rows))
+                    found.append(TraceFile("events", f, node, rank, -1))
+    return found
+
+
+def open_trace_layout(path: str | Path) -> TraceDir:
+    """A trace directory's manifest and data files, their footers not read yet (every
+    ``num_rows`` is -1): the folder and the manifest are checked as :func:`open_trace_dir` checks
+    them. For a reader that checks each rank's files where it reads them (a cluster's workers),
+    so one corrupt rank can be named and skipped; the check is :func:`check_file`.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise TraceFormatError(root, "no such file or directory")
+    bad_name = not_utf8(root.absolute())
+    if bad_name:
+        raise TraceFormatError(root, bad_name)
+    if not root.is_dir():
+        raise TraceFormatError(root, "not a directory (expected a profui trace folder)")
+    trace = TraceDir(path=root, manifest=read_manifest(root))
+    for f in list_trace_files(root):
+        (trace.metrics if f.table == "metrics" else trace.events).append(f)
+    return trace
+
+
+def open_trace_dir(path: str | Path, require_data: bool = True) -> TraceDir:
+    """Open and validate a trace directory.
+
+    Checks the folder, the manifest and every Parquet footer (cheap: no data is read).
+    Temporary files of a writer still at work are ignored, so a trace that is still
+    ``running`` opens with what has landed so far. Raises :class:`TraceFormatError`.
+    """
+    layout = open_trace_layout(path)
+    trace = TraceDir(
+        path=layout.path,
+        manifest=layout.manifest,
+        events=[replace(f, num_rows=check_file(f.path, f.table)) for f in layout.events],
+        metrics=[replace(f, num_rows=check_file(f.path, f.table)) for f in layout.metrics],
+    )
     # a capture still at work, or killed before it wrote anything, is a trace without data yet
-    unfinished = manifest.status in ("running", "interrupted")
+    unfinished = trace.manifest.status in ("running", "interrupted")
     if require_data and not trace.events and not trace.metrics and not unfinished:
-        raise TraceFormatError(root, "empty trace: no events or metrics files")
+        raise TraceFormatError(trace.path, "empty trace: no events or metrics files")
     return trace

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 # `profui open` of a warm trace never needs it.
 
 from .errors import UserError
+from .ranks_opts import by_ranks, rank_progress, scheduler_option, skip_option, workers_option
 from .sources import resolve_source
 
 
@@ -164,6 +165,51 @@ def _sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _run_by_ranks(
+    trace_dir: Path,
+    sets: list[str],
+    scheduler: str | None,
+    workers: int | None,
+    skip: bool,
+    resume: str | None,
+    as_json: bool,
+    quiet: bool,
+    out: Any,
+) -> None:
+    """``profui analyze`` by ranks (:mod:`profui.analysis.pipeline.ranks_run`); its record printed."""
+    from dataclasses import asdict
+
+    from profui.analysis.distributed import ClusterError, RankFailed
+    from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
+    from profui.analysis.pipeline.params import resolve_params
+    from profui.analysis.pipeline.ranks_run import analyze_ranks
+
+    try:
+        params = None if resume else resolve_params(REGISTRY.params, None, parse_assignments(sets))
+        rec, _ = analyze_ranks(
+            trace_dir,
+            params,
+            scheduler=scheduler,
+            workers=workers,
+            skip_bad_ranks=skip,
+            resume=resume,
+            on_rank=None if quiet else rank_progress,
+        )
+    except (PipelineError, ClusterError, RankFailed) as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(asdict(rec), indent=1) + "\n")
+        return
+    c = rec.counts()
+    out.print(
+        f"{rec.id} {rec.status}: {c.get('computed', 0)} rank(s) computed, {c.get('cache', 0)} from cache, "
+        f"{c.get('skipped', 0)} skipped; summary in .profui/{rec.summary}"
+    )
+    for label, r in rec.ranks.items():
+        if r["status"] == "skipped":
+            out.print(f"skipped {label}: {r['error']}")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profui analyze`` and ``profui runs``."""
 
@@ -207,8 +253,23 @@ def register(app: typer.Typer) -> None:
         model_flops: float | None = typer.Option(
             None, "--model-flops", help="Model FLOPs per step on each rank for MFU (--set model_flops=...)."
         ),
+        scheduler: str | None = scheduler_option(),
+        workers: int | None = workers_option(),
+        skip_bad_ranks: bool = skip_option(),
     ) -> None:
-        """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`)."""
+        """Run the analysis pipeline (a DAG of cached stages); every run is recorded (see `profui runs`).
+
+        \b
+        Examples:
+          profui analyze trace/ --stages kernels,summary --set top_n=30
+          profui analyze job/ --workers 8 --skip-bad-ranks
+          profui analyze job/ --scheduler tcp://10.0.0.5:8786
+          profui analyze job/ --resume ranks-0001
+
+        A job of many ranks (or with --workers/--scheduler) runs rank by rank on Dask: each rank's
+        tables are cached, the run is recorded under .profui/ranks-runs/, and --resume of a failed
+        run computes only the ranks it did not finish.
+        """
         from profui.analysis.pipeline import PipelineError
 
         from .summary_cmd import flops_assignments
@@ -218,6 +279,19 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err, quiet)
+        from profui.analysis.pipeline.ranks_run import is_ranks_run
+
+        if (
+            not plan
+            and not stages
+            and not reference
+            and (
+                is_ranks_run(resume)
+                or (resume is None and by_ranks(trace_dir, scheduler, workers, skip_bad_ranks))
+            )
+        ):
+            _run_by_ranks(trace_dir, sets, scheduler, workers, skip_bad_ranks, resume, as_json, quiet, out)
+            return
         try:
             if plan:
                 dag, params = _plan_table(trace_dir, stages, reference, resume, sets)

@@ -30,6 +30,7 @@ from profui.analysis.formatting import (
 )
 
 from .errors import UserError
+from .ranks_opts import by_ranks, scheduler_option, skip_option, summarize_by_ranks, workers_option
 from .sources import resolve_source
 
 if TYPE_CHECKING:
@@ -685,8 +686,14 @@ def run_summary(
     hta_compat: bool,
     bucket_ms: float | None,
     assignments: list[str] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    skip_bad_ranks: bool = False,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
+
+    A large trace, or one asked to with ``scheduler``/``workers``/``skip_bad_ranks``, is
+    summarised by ranks on Dask (:mod:`profui.analysis.distributed`).
 
     ``assignments`` are ``--set name=value`` texts, as for ``profui analyze``; ``--top``,
     ``--hta-compat`` and ``--bucket`` are shorthands for ``top_n``, ``hta_compat`` and
@@ -714,6 +721,8 @@ def run_summary(
         params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_source(trace, progress=progress)
+    if by_ranks(path, scheduler, workers, skip_bad_ranks):
+        return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks)
     t = Trace(open_trace_dir(path))
     return summarize(t, params)
 
@@ -756,6 +765,9 @@ def register(app: typer.Typer) -> None:
             "--model-flops",
             help="Your model's FLOPs per step on each rank: MFU from these instead of the counted FLOPs.",
         ),
+        scheduler: str | None = scheduler_option(),
+        workers: int | None = workers_option(),
+        skip_bad_ranks: bool = skip_option(),
     ) -> None:
         """Every number of the dashboard as tables (or JSON): GPU busy/idle, utilization, kernels,
         steps, memory, precision, launches, sync, idle causes, NCCL, annotations.
@@ -765,6 +777,11 @@ def register(app: typer.Typer) -> None:
           profui summary trace/
           profui summary rank0.json.gz --json > summary.json
           profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
+          profui summary job/ --workers 8 --skip-bad-ranks
+          profui summary job/ --scheduler tcp://10.0.0.5:8786 --json > job.json
+
+        A job of many ranks is summarised rank by rank on Dask (a local cluster, or --scheduler):
+        per-rank tables and the job's steps, stragglers and GPU time, never every event at once.
         """
         s = run_summary(
             trace,
@@ -772,6 +789,9 @@ def register(app: typer.Typer) -> None:
             hta_compat,
             bucket,
             [*(assignments or []), *flops_assignments(peak_tflops, model_flops)],
+            scheduler,
+            workers,
+            skip_bad_ranks,
         )
         if as_json:
             sys.stdout.write(json.dumps(s.to_json_dict(), allow_nan=False) + "\n")

@@ -1,0 +1,205 @@
+"""The job's summary from its ranks, each analysed as a task on Dask distributed.
+
+A job of many ranks is never loaded into one process: every rank is one task
+(:func:`profui.analysis.ranks.rank_result`) that reads that rank's events on a worker and sends
+back its per-rank tables; the client concatenates them and reduces the job's tables
+(:mod:`profui.analysis.jobreduce`). Where the tasks run:
+
+- ``scheduler="tcp://HOST:PORT"`` (or ``PROFUI_DASK_SCHEDULER``): an existing Dask cluster,
+  started the Dask way (``dask scheduler``, ``dask worker``, dask-jobqueue);
+- else an embedded :class:`distributed.LocalCluster` of ``workers`` processes (default: one per
+  core, at most one per rank), started for the run and closed after it.
+
+Dask does the fault handling: a task whose worker dies is run again on another worker (up to
+the scheduler's ``allowed-failures``); a rank that keeps killing workers ends the run with
+:class:`RankFailed` naming it. A rank whose files cannot be read fails the run with the one-line
+:class:`TraceFormatError` naming the rank and the file, unless ``skip_bad_ranks``: then it is
+left out and named in the summary's notes.
+
+Dask is imported here, inside the functions, only when a run over ranks is asked for: a user who
+analyses one machine's trace never loads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import TraceFormatError
+
+from .jobreduce import WHOLE_TRACE_ONLY, concat_ranks, job_overview, job_tables
+from .ranks import RankPart, RankResult, rank_parts, rank_result
+
+#: The environment variable naming a Dask scheduler (``tcp://HOST:PORT``), as ``--scheduler`` does.
+SCHEDULER_ENV = "PROFUI_DASK_SCHEDULER"
+#: Up to this many bytes of events files a trace is summarised whole, in this process; beyond,
+#: by ranks on a local cluster (one process holding every event would need several times this).
+IN_PROCESS_BYTES = 512 * 1024 * 1024
+
+
+class ClusterError(RuntimeError):
+    """The Dask scheduler asked for cannot be reached; the message names it."""
+
+
+class RankFailed(RuntimeError):
+    """A rank's task could not finish (its workers kept dying); the message names the rank."""
+
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """The scheduler asked for: ``scheduler``, else ``$PROFUI_DASK_SCHEDULER``, else None."""
+    return scheduler or os.environ.get(SCHEDULER_ENV) or None
+
+
+def wants_ranks(path: str | Path, scheduler: str | None = None, workers: int | None = None) -> bool:
+    """Whether ``profui summary`` should run by ranks: a scheduler or a worker count was given,
+    or the trace's events files exceed :data:`IN_PROCESS_BYTES`."""
+    if scheduler_address(scheduler) or workers:
+        return True
+    from profui.capture.format import open_trace_layout
+
+    layout = open_trace_layout(path)
+    return sum(f.path.stat().st_size for f in layout.events) > IN_PROCESS_BYTES
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None, ranks: int = 1) -> Iterator[Any]:
+    """A ``distributed.Client`` on ``scheduler`` (or ``$PROFUI_DASK_SCHEDULER``), else on a local
+    cluster of ``workers`` single-threaded worker processes, closed on exit."""
+    from distributed import Client, LocalCluster
+
+    address = scheduler_address(scheduler)
+    if address:
+        try:
+            client = Client(address, timeout="30s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterError(
+                f"Dask scheduler {address}: cannot connect ({str(exc).splitlines()[0]})"
+            ) from None
+        with client:
+            yield client
+        return
+    n = workers or max(1, min(os.cpu_count() or 1, ranks))
+    with (
+        LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def rank_results(
+    client: Any,
+    parts: list[RankPart],
+    params: Mapping[str, Any],
+    on_rank: Callable[[int, int, RankResult], None] | None = None,
+) -> list[RankResult]:
+    """Every rank of ``parts`` run as one task on ``client``'s cluster; the results in ``parts``'
+    order. ``on_rank(done, total, result)`` as each finishes."""
+    from distributed import as_completed
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    keys = [f"profui-rank-{p.node}-{p.rank}-{os.getpid()}" for p in parts]
+    futures = client.map(rank_result, parts, params=dict(params), key=keys, pure=False)
+    by_key = {f.key: (i, p) for i, (f, p) in enumerate(zip(futures, parts, strict=True))}
+    results: list[RankResult | None] = [None] * len(parts)
+    try:
+        for done, fut in enumerate(as_completed(futures), 1):
+            i, part = by_key[fut.key]
+            try:
+                results[i] = fut.result()
+            except (KilledWorker, FutureCancelledError) as exc:
+                raise RankFailed(f"{part.path}: rank {part.label} did not finish: {exc}") from None
+            if on_rank is not None:
+                on_rank(done, len(parts), results[i])
+    finally:
+        client.cancel(futures)
+    return [r for r in results if r is not None]
+
+
+def summarize_ranks(
+    path: str | Path,
+    params: Mapping[str, Any] | None = None,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    skip_bad_ranks: bool = False,
+    on_rank: Callable[[int, int, RankResult], None] | None = None,
+) -> Any:
+    """The job's :class:`~profui.analysis.summary.Summary` from its ranks, each a Dask task.
+
+    Its sections hold the per-rank and job tables of :mod:`profui.analysis.jobreduce` (equal to
+    the whole-trace summary's tables of the same names); its notes say what a run by ranks
+    leaves out and which ranks were skipped. Raises :class:`TraceFormatError` (one line, naming
+    the rank) for a rank that cannot be read unless ``skip_bad_ranks``, :class:`RankFailed` for a
+    rank whose workers kept dying.
+    """
+    from .pipeline.params import typed_params
+    from .pipeline.registry import REGISTRY
+
+    values = typed_params(REGISTRY.params, params)
+    layout, parts = rank_parts(path)
+    with dask_client(scheduler, workers, len(parts)) as client:
+        results = rank_results(client, parts, values, on_rank)
+    return summary_of(layout, results, values, skip_bad_ranks)
+
+
+def summary_of(
+    layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
+) -> Any:
+    """The job's Summary from its ranks' results (in (node, rank) order)."""
+    from .pipeline.registry import REGISTRY
+    from .summary import SECTIONS, Summary, source_notes
+    from .takeaways import CHARTS, takeaway_for
+
+    bad = [r for r in results if r.error is not None]
+    if bad and not skip_bad_ranks:
+        r = bad[0]
+        more = f" ({len(bad) - 1} more bad rank(s))" if len(bad) > 1 else ""
+        raise TraceFormatError(
+            r.error_path or layout.path,
+            f"rank node={r.node}/rank={r.rank}: {r.error}{more}; --skip-bad-ranks analyses the others",
+        )
+    good = [r for r in results if r.error is None]
+    if not good:
+        raise TraceFormatError(layout.path, "no rank could be read")
+    tables = job_tables(concat_ranks(r.tables for r in good))
+    sections: dict[str, dict[str, Any]] = {}
+    for stage in SECTIONS:  # the stages' order, each stage's tables in its declared order
+        for file in REGISTRY.stages[stage].outputs:
+            key = (stage, file.removesuffix(".parquet"))
+            if key in tables:
+                sections.setdefault(stage, {})[key[1]] = tables[key]
+    read = {s: {f"{t}.parquet": v for t, v in tabs.items()} for s, tabs in sections.items()}
+    takeaways = {}
+    for chart, (_, inputs) in CHARTS.items():
+        if all(f in read.get(s, {}) for s, f in inputs):
+            text = takeaway_for(chart, read)
+            if text:
+                takeaways[chart] = text
+    notes = [*source_notes(layout.manifest), WHOLE_TRACE_ONLY]
+    notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
+    ms = params["bucket_ms"]
+    ranks = [(r.node, r.rank) for r in good]
+    return Summary(
+        trace=job_overview(
+            str(layout.path), layout.manifest, layout.nodes, ranks, [r.overview for r in good]
+        ),
+        params={
+            "top_n": params["top_n"],
+            "bucket_ns": int(round(ms * 1_000_000)) if ms and ms > 0 else None,
+            "hta_compat": params["hta_compat"],
+        },
+        sections=sections,
+        takeaways=takeaways,
+        notes=notes,
+    )

@@ -1,0 +1,188 @@
+"""``profui analyze`` by ranks: a recorded, resumable run of a job's ranks on Dask.
+
+Each rank's tables (:func:`profui.analysis.ranks.rank_result`) are an artifact of their own,
+``TRACE/.profui/artifacts/by-rank/<key>/`` (written whole under a temporary name and renamed, as
+every stage output is: :func:`.artifacts.write_artifact`), keyed by the rank's files (path, size,
+mtime), the parameters and the code of the stages it runs; the job's summary is one JSON file
+written atomically. The run's record, ``TRACE/.profui/ranks-runs/ranks-<n>.json``, is rewritten
+atomically as ranks finish: ``executing``, then ``succeeded``, ``failed`` (naming the rank and
+why) or ``stopped``. A rank already computed is never computed again, so ``--resume ranks-<n>``
+of a failed or stopped run computes only the ranks that run did not finish.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import TraceFormatError, files_fingerprint, write_bytes_atomic
+
+from .artifacts import artifact_dir, artifact_key, digest, load_files, verify, write_artifact
+from .errors import PipelineError
+from .records import now_iso
+
+RANKS_RUNS = "ranks-runs"
+STAGE = "by-rank"
+_ID_RE = re.compile(r"^ranks-(\d+)$")
+
+
+@dataclass
+class RanksRecord:
+    """One run by ranks: its status, parameters and what became of each rank.
+
+    ``ranks``: ``{"node=<host>/rank=<r>": {"status": computed | cache | failed | skipped,
+    "error": one line or None}}``; ``message``: why the run failed; ``summary``: the job's
+    summary file (relative to ``TRACE/.profui``) once it succeeded.
+    """
+
+    id: str
+    created: str
+    status: str = "executing"
+    params: dict[str, Any] = field(default_factory=dict)
+    resume_of: str | None = None
+    ranks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    message: str | None = None
+    summary: str | None = None
+    end: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Ranks per status."""
+        out: dict[str, int] = {}
+        for r in self.ranks.values():
+            out[r["status"]] = out.get(r["status"], 0) + 1
+        return out
+
+
+def runs_dir(private: Path) -> Path:
+    """``TRACE/.profui/ranks-runs``."""
+    return private / RANKS_RUNS
+
+
+def save(private: Path, rec: RanksRecord) -> None:
+    """Write ``rec`` atomically."""
+    runs_dir(private).mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(
+        runs_dir(private) / f"{rec.id}.json", json.dumps(asdict(rec), indent=1).encode() + b"\n"
+    )
+
+
+def load(private: Path, run_id: str) -> RanksRecord:
+    """The record of run ``run_id``; :class:`PipelineError` when there is none."""
+    p = runs_dir(private) / f"{run_id}.json"
+    try:
+        return RanksRecord(**json.loads(p.read_text()))
+    except (OSError, ValueError, TypeError):
+        raise PipelineError(f"{p}: no run by ranks {run_id!r} here") from None
+
+
+def is_ranks_run(run_id: str | None) -> bool:
+    """Whether ``run_id`` names a run by ranks (``ranks-<n>``)."""
+    return bool(run_id and _ID_RE.match(run_id))
+
+
+def _next_id(private: Path) -> str:
+    d = runs_dir(private)
+    nums = (
+        [int(m.group(1)) for p in d.glob("ranks-*.json") if (m := _ID_RE.match(p.stem))] if d.is_dir() else []
+    )
+    return f"ranks-{max(nums, default=0) + 1:04d}"
+
+
+def rank_key(part: Any, params: Mapping[str, Any], code: str) -> str:
+    """The cache key of one rank's tables: its files, the parameters, the stages' code."""
+    files = files_fingerprint([f.path for f in (*part.events, *part.metrics)], part.path)
+    return artifact_key(STAGE, code, params, {"files": digest(files)})
+
+
+def _file(key: tuple[str, str]) -> str:
+    return f"{key[0]}.{key[1]}.parquet"
+
+
+def analyze_ranks(
+    path: str | Path,
+    params: Mapping[str, Any] | None = None,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    skip_bad_ranks: bool = False,
+    resume: str | None = None,
+    on_rank: Callable[[int, int, Any], None] | None = None,
+) -> tuple[RanksRecord, Any]:
+    """Run the job's ranks on Dask, recording the run; returns the record and the job's Summary.
+
+    ``resume``: a failed or stopped run by ranks to finish (its parameters are taken). A rank
+    that cannot be read fails the run, its record naming the rank, unless ``skip_bad_ranks``;
+    a rank whose workers kept dying fails it too (:class:`profui.analysis.distributed.RankFailed`).
+    """
+    from profui.analysis import jobreduce
+    from profui.analysis.distributed import RankFailed, dask_client, rank_results, summary_of
+    from profui.analysis.ranks import RankResult, rank_parts
+
+    from .params import typed_params
+    from .registry import REGISTRY
+
+    layout, parts = rank_parts(path)
+    private = layout.private_dir
+    resume_of = None
+    if resume is not None:
+        old = load(private, resume)
+        if old.status not in ("failed", "stopped"):
+            raise PipelineError(
+                f"{layout.path}: run {resume} is {old.status}; only a failed or stopped run resumes"
+            )
+        params, resume_of = old.params, old.id
+    values = typed_params(REGISTRY.params, params)
+    code = digest([REGISTRY.stages[s].code_version for s in REGISTRY.order])
+    rec = RanksRecord(_next_id(private), now_iso(), params=dict(values), resume_of=resume_of)
+    files = [_file(k) for k in jobreduce.PER_RANK_TABLES] + ["overview.json"]
+    keys = {p.label: rank_key(p, values, code) for p in parts}
+    results: dict[str, RankResult] = {}
+    for p in parts:  # ranks an earlier run finished: from their artifacts
+        folder = artifact_dir(private, STAGE, keys[p.label])
+        if verify(folder) is not None:
+            got = load_files([folder / f for f in files])
+            tables = {k: got[folder / _file(k)] for k in jobreduce.PER_RANK_TABLES}
+            results[p.label] = RankResult(p.node, p.rank, tables, got[folder / "overview.json"])
+            rec.ranks[p.label] = {"status": "cache", "error": None}
+    save(private, rec)
+    todo = [p for p in parts if p.label not in results]
+
+    def finished(done: int, total: int, r: RankResult) -> None:
+        label = f"node={r.node}/rank={r.rank}"
+        if r.error is None:
+            outputs = {_file(k): v for k, v in r.tables.items()} | {"overview.json": r.overview}
+            write_artifact(private, STAGE, keys[label], outputs, tuple(files), {"rank": label})
+            rec.ranks[label] = {"status": "computed", "error": None}
+        else:
+            status = "skipped" if skip_bad_ranks else "failed"
+            rec.ranks[label] = {"status": status, "error": f"{r.error_path}: {r.error}"}
+        save(private, rec)
+        if on_rank is not None:
+            on_rank(done + len(parts) - total, len(parts), r)
+
+    try:
+        if todo:
+            with dask_client(scheduler, workers, len(todo)) as client:
+                for r in rank_results(client, todo, values, finished):
+                    results[f"node={r.node}/rank={r.rank}"] = r
+        summary = summary_of(layout, [results[p.label] for p in parts], values, skip_bad_ranks)
+    except KeyboardInterrupt:
+        rec.status, rec.end = "stopped", now_iso()
+        save(private, rec)
+        raise
+    except (TraceFormatError, RankFailed) as exc:
+        rec.status, rec.message, rec.end = "failed", str(exc), now_iso()
+        save(private, rec)
+        then = f"; run {rec.id} failed (--resume {rec.id} finishes it)"
+        if isinstance(exc, TraceFormatError):
+            raise TraceFormatError(exc.path, exc.problem + then) from None
+        raise RankFailed(str(exc) + then) from None
+    rel = f"{RANKS_RUNS}/{rec.id}.summary.json"
+    write_bytes_atomic(private / rel, json.dumps(summary.to_json_dict(), allow_nan=False).encode() + b"\n")
+    rec.status, rec.summary, rec.end = "succeeded", rel, now_iso()
+    save(private, rec)
+    return rec, summary

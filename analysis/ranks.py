@@ -1,0 +1,108 @@
+"""One rank of a trace on its own: the view a cluster's worker analyses.
+
+A :class:`RankPart` names one ``node=<host>/rank=<r>/`` partition of a trace folder (its events
+files, and its node's metrics files); :func:`rank_trace` opens it as a :class:`Trace` holding that
+rank alone, its files' footers checked there, so a corrupt file fails the rank that holds it and
+names it. :func:`rank_result` runs the stage graph (:func:`profui.analysis.pipeline.store.compute`,
+the same bodies as a whole-trace run) on the view and keeps what the job needs: the per-rank
+tables of :mod:`profui.analysis.jobreduce` and the rank's overview. It never raises on bad input:
+the rank's result carries the one-line error instead, so the client decides (fail naming the
+rank, or skip it with ``--skip-bad-ranks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from profui.capture.format import (
+    Manifest,
+    TraceDir,
+    TraceFile,
+    TraceFormatError,
+    check_file,
+    open_trace_layout,
+)
+
+
+@dataclass(frozen=True)
+class RankPart:
+    """One rank's partition of a trace folder: where it is and which files hold it."""
+
+    path: Path
+    manifest: Manifest
+    node: str
+    rank: int
+    events: tuple[TraceFile, ...]
+    metrics: tuple[TraceFile, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``node=<host>/rank=<r>``, as the folder is named."""
+        return f"node={self.node}/rank={self.rank}"
+
+
+@dataclass
+class RankResult:
+    """What one rank sends back: its per-rank tables and overview, or the error that stopped it."""
+
+    node: str
+    rank: int
+    tables: dict[tuple[str, str], Any] = field(default_factory=dict)
+    overview: dict[str, Any] = field(default_factory=dict)
+    #: The problem that stopped the rank (one line) and the file it is about.
+    error: str | None = None
+    error_path: str | None = None
+
+
+def rank_parts(path: str | Path) -> tuple[TraceDir, list[RankPart]]:
+    """The trace folder's layout (footers not read) and one :class:`RankPart` per (node, rank),
+    in (node, rank) order. Raises :class:`TraceFormatError` for a folder that is not a trace."""
+    layout = open_trace_layout(path)
+    keys = sorted({(f.node, f.rank) for f in layout.events if f.rank is not None})
+    parts = [
+        RankPart(
+            layout.path,
+            layout.manifest,
+            node,
+            rank,
+            tuple(f for f in layout.events if (f.node, f.rank) == (node, rank)),
+            tuple(f for f in layout.metrics if f.node == node),
+        )
+        for node, rank in keys
+    ]
+    if not parts:
+        raise TraceFormatError(
+            layout.path, "no rank=<r> folders with events files: nothing to analyse per rank"
+        )
+    return layout, parts
+
+
+def rank_trace(part: RankPart) -> Any:
+    """The :class:`~profui.analysis.trace.Trace` of ``part`` alone, its files' footers checked."""
+    from profui.analysis.trace import Trace
+
+    events = [replace(f, num_rows=check_file(f.path, f.table)) for f in part.events]
+    metrics = [replace(f, num_rows=check_file(f.path, f.table)) for f in part.metrics]
+    return Trace(TraceDir(part.path, part.manifest, events, metrics))
+
+
+def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
+    """The stage graph run on ``part`` alone; its per-rank tables and overview, or its error.
+
+    The task a cluster's worker runs per rank: its inputs and result are small (file names in,
+    summary tables out), the rank's events are read on the worker and dropped there.
+    """
+    from profui.analysis import jobreduce
+    from profui.analysis.pipeline.store import compute
+    from profui.analysis.summary import trace_overview
+
+    try:
+        trace = rank_trace(part)
+        store = compute(trace, jobreduce.stages_needed(), params)
+        overview = trace_overview(trace, trace.cached_events())
+    except TraceFormatError as exc:
+        return RankResult(part.node, part.rank, error=exc.problem, error_path=str(exc.path))
+    return RankResult(part.node, part.rank, jobreduce.rank_outputs(store), overview)

@@ -80,18 +80,22 @@ def step_markers(events: Frame) -> pl.LazyFrame:
 
 def number_in_order_if_repeated(markers: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     """Markers whose step numbers repeat on a rank (a profiler restarted in one process writes
-    ``ProfilerStep#0`` again) renumbered on every rank in time order, from each rank's first
-    number, so that a step names one window per rank; and which ranks repeated (``""`` when none
-    did and the markers are returned as they are). ``markers`` is sorted by node, rank, ts."""
-    repeats = markers.group_by(RANK_BY).agg((pl.len() - pl.col("step").n_unique()).alias("_dup"))
-    repeated = repeats.filter(pl.col("_dup") > 0).sort(RANK_BY)
+    ``ProfilerStep#0`` again) renumbered on that rank in time order, from its first number, so
+    that a step names one window per rank; and which ranks repeated (``""`` when none did and
+    the markers are returned as they are). Each rank by itself: a rank's steps are the same
+    analysed alone (a run by ranks) or with the job. ``markers`` is sorted by node, rank, ts."""
+    dup = (pl.len() > pl.col("step").n_unique()).over(RANK_BY)
+    flagged = markers.with_columns(dup.alias("_dup"))
+    repeated = flagged.filter(pl.col("_dup")).select(RANK_BY).unique(maintain_order=True)
     if repeated.height == 0:
         return markers, ""
     shown = ", ".join(f"rank {r}" for r in repeated["rank"].head(3).to_list())
     if repeated.height > 3:
         shown += f" and {repeated.height - 3} more"
-    first = pl.col("step").first().over(RANK_BY)
-    renumbered = markers.with_columns((first + pl.int_range(pl.len()).over(RANK_BY)).alias("step"))
+    in_order = pl.col("step").first().over(RANK_BY) + pl.int_range(pl.len()).over(RANK_BY)
+    renumbered = flagged.with_columns(
+        pl.when(pl.col("_dup")).then(in_order).otherwise(pl.col("step")).alias("step")
+    ).drop("_dup")
     return renumbered, shown
 
 

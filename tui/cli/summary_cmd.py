@@ -30,7 +30,7 @@ from profui.analysis.formatting import (
 )
 
 from .errors import UserError
-from .sources import resolve_source
+from .sources import resolve_sources
 
 if TYPE_CHECKING:
     import polars as pl
@@ -680,13 +680,14 @@ def flops_assignments(peak_tflops: float | None, model_flops: float | None) -> l
 
 
 def run_summary(
-    trace: Path,
+    trace: Path | list[Path],
     top: int | None,
     hta_compat: bool,
     bucket_ms: float | None,
     assignments: list[str] | None = None,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
+    Several paths are the trace folders of one job (:func:`.sources.resolve_sources`).
 
     ``assignments`` are ``--set name=value`` texts, as for ``profui analyze``; ``--top``,
     ``--hta-compat`` and ``--bucket`` are shorthands for ``top_n``, ``hta_compat`` and
@@ -713,7 +714,7 @@ def run_summary(
     if bucket_ms is not None:
         params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
-        path = resolve_source(trace, progress=progress)
+        path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
     t = Trace(open_trace_dir(path))
     return summarize(t, params)
 
@@ -723,9 +724,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("summary")
     def summary_command(
-        trace: Path = typer.Argument(
+        trace: list[Path] = typer.Argument(
             ...,
-            help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them.",
+            help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them; or several "
+            "trace folders of one job (one per node): profui summary run-node1/ run-node2/",
             readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
@@ -765,6 +767,7 @@ def register(app: typer.Typer) -> None:
           profui summary trace/
           profui summary rank0.json.gz --json > summary.json
           profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
+          profui summary run-node1/ run-node2/
         """
         s = run_summary(
             trace,

@@ -266,6 +266,11 @@ class Capture:
             return f"{d}: already exists and is not a folder; choose another -o"
         if self.manifest_dir.exists():
             return f"{d}: already holds node {self.node}; choose another -o (or --node)"
+        if d.is_dir():
+            # the nodes of one job start at once: another may be making its files (its node, its
+            # hidden spool and reserve, the manifest being written under a hidden temporary name)
+            if any(not (c.name.startswith((".", "node=")) or c.name == "manifest.json") for c in d.iterdir()):
+                return f"{d}: already exists and is not an empty folder; choose another -o"
         top = d / "manifest.json"
         if top.is_file():
             try:
@@ -275,11 +280,6 @@ class Capture:
                 theirs = None
             if theirs != self.job_id:
                 return f"{d}: holds another capture (job id {theirs}, this one's is {self.job_id}); choose another -o"
-        elif d.is_dir():
-            # the nodes of one job start at once: another may have made its own files, not yet the manifest
-            mine = (".spool-", RESERVE_NAME, "node=")
-            if any(not c.name.startswith(mine) for c in d.iterdir()):
-                return f"{d}: already exists and is not an empty folder; choose another -o"
         return None
 
     def _undo_start(self, created: list[Path]) -> None:

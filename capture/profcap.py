@@ -41,6 +41,7 @@ EPILOG = """\
 what you get:
   a trace folder (default ./trace/<name>-<YYYYmmdd-HHMMSS>/) with
     manifest.json                     command, status, exit code, hosts, GPUs, settings, notes
+                                      (several nodes sharing -o: node=<host>/manifest.json each)
     node=<host>/metrics-*.parquet     CPU, memory, disk, network, job process tree, GPUs (NVML),
                                       CPU counters (perf), sampled --hz times a second
     node=<host>/rank=<r>/events-*.parquet
@@ -61,8 +62,21 @@ examples:
   profcap --no-trace --hz 2 -- ./run.sh           metrics only, 2 samples a second
   profcap -o runs/bert --name bert -- torchrun --nproc-per-node 8 train.py
   profcap --perf-events cache-misses,context-switches -- python train.py
+  srun --ntasks-per-node 1 profcap -o /shared/trace/bert -- torchrun ... train.py
+                                                  several nodes, one folder: Slurm's job and step
+                                                  ids make the nodes' profcaps one job
+  PROFUI_JOB_ID=bert-7 profcap -o /shared/trace/bert -- torchrun --nnodes 2 ... train.py
+                                                  the same anywhere: run it on each node, with
+                                                  one id; then `profui open /shared/trace/bert`
   srun bash -c 'profcap -o trace/bert-$(hostname) -- python train.py'
-                                                  several nodes: one profcap and one trace per node
+                                                  one folder per node: `profui open trace/bert-*`
+                                                  opens them as one job
+
+several nodes:
+  With PROFUI_JOB_ID (else Slurm's SLURM_JOB_ID and SLURM_STEP_ID) set, profcap records the id in
+  the manifest and keeps its manifest in node=<host>/ (merged on read), its spool and reserve to
+  itself, so the profcaps of one job's nodes may share -o; a folder of another id, or one that
+  already holds this node, is refused. --node names the node (default: this host's name).
 
 in your script (optional; works without profcap too):
   from profui.capture import annotate, step

@@ -1,6 +1,12 @@
 """``manifest.json``: what the trace is, how it was made and how it ended.
 
-Written atomically (temp file + rename). It never records environment-variable values.
+Written atomically (temp file + rename). It never records environment-variable values, but
+for the job id a user sets to make several profcap runs one job (``capture.job_id``).
+
+The nodes of a multi-node capture sharing one folder each keep their own manifest in
+``node=<host>/manifest.json``; the folder's own says so (``capture.per_node``) and
+:func:`read_manifest` returns them merged (:func:`merge_manifests`), so no node ever writes
+another's.
 """
 
 from __future__ import annotations

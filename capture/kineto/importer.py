@@ -391,10 +391,12 @@ def _import(
             by_start = sorted(groups, key=lambda g: min(parts[i].start_ns or 0 for i in g))
             for group in by_start:
                 job_files = [files[i] for i in group]
-                folder = _job_folder_name(job_files, parts[group[0]].start_ns, tmp)
+                label = _job_label(job_files)
+                folder = _job_folder_name(label, parts[group[0]].start_ns, tmp)
                 (tmp / folder).mkdir()
                 found = [r for _, rs in _convert_all(job_files, tmp / folder, **options) for r in rs]
-                manifest = _write_job_manifest(found, tmp / folder, folder)
+                # the jobs list shows the name beside the start: the folder's name without it
+                manifest = _write_job_manifest(found, tmp / folder, label)
                 done.jobs.append((out_dir / folder, manifest))
         _swap_into_place(tmp, out_dir)
     except BaseException:
@@ -433,11 +435,16 @@ def _part(src: Path, results: list[ConvertResult]) -> Part:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
-def _job_folder_name(files: list[Path], start_ns: int | None, parent: Path) -> str:
-    """``<start, UTC>-<first file's name>[+N]``: sorts by time, tells the jobs apart; unique."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(start_ns / 1e9)) if start_ns else "undated"
+def _job_label(files: list[Path]) -> str:
+    """A job's name: its first file's name, ``+N`` more."""
     stem = _UNSAFE.sub("_", source_stem(files[0]))[:80]
-    base = f"{stamp}-{stem}" + (f"+{len(files) - 1}" if len(files) > 1 else "")
+    return stem + (f"+{len(files) - 1}" if len(files) > 1 else "")
+
+
+def _job_folder_name(label: str, start_ns: int | None, parent: Path) -> str:
+    """``<start, UTC>-<label>``: sorts by time, tells the jobs apart; unique in ``parent``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(start_ns / 1e9)) if start_ns else "undated"
+    base = f"{stamp}-{label}"
     name, n = base, 1
     while (parent / name).exists():
         n += 1

@@ -135,3 +135,21 @@ def test_summary_of_a_folder_of_unrelated_traces_is_refused(tmp_path: Path) -> N
     [line] = proc.stderr.splitlines()
     assert line.startswith(f"profui: {AMD}: not one job with {DF_INDEX} (no overlap in time: ")
     assert line.endswith("open them with profui open to pick one, or profui import --separate-jobs")
+
+
+def test_the_reason_names_different_hosts_and_a_rank_twice(tmp_path: Path) -> None:
+    # both files record their host (raw JSON: host_name), and they differ
+    ns = "hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    hosts = {n: json.loads(gzip.decompress(shared_trace(n).read_bytes()))["host_name"] for n in (ns, MTIA)}
+    assert len(set(hosts.values())) == 2
+    with pytest.raises(NotOneJob) as err:
+        import_kineto([shared_trace(ns), shared_trace(MTIA)], tmp_path / "hosts")
+    assert str(err.value).startswith(
+        f"{MTIA}: not one job with {ns} (different hosts, no overlap in time: {first_day(MTIA)} vs {first_day(ns)})"
+    )
+    # the same capture of rank 0 under two names: at the same time, rank 0 twice is two jobs
+    copy = tmp_path / "copy-of-rank0.json.gz"
+    copy.write_bytes(shared_trace(RANKS[0]).read_bytes())
+    with pytest.raises(NotOneJob) as err:
+        import_kineto([shared_trace(RANKS[0]), copy], tmp_path / "twice")
+    assert f"not one job with {RANKS[0]} (both rank 0)" in str(err.value)

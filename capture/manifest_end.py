@@ -11,9 +11,11 @@ from .format.layout import parse_partition
 
 
 def ranks_on_disk(trace_dir: Path) -> list[int]:
-    """Ranks that have a ``node=*/rank=*`` folder with at least one events file."""
+    """Ranks that have a ``node=*/rank=*`` folder with at least one events file (``trace_dir``
+    a node's own folder, ``node=<host>/``: that node's ranks only)."""
     ranks: set[int] = set()
-    for node in trace_dir.glob("node=*"):
+    nodes = [trace_dir] if trace_dir.name.startswith("node=") else trace_dir.glob("node=*")
+    for node in nodes:
         for rank in node.glob("rank=*"):
             value = parse_partition(rank.name, "rank")
             if value is not None and value.lstrip("-").isdigit() and any(rank.glob("events-*.parquet")):

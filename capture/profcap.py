@@ -34,11 +34,14 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 READY_TIMEOUT_S = 30.0
 RESERVE_NAME = ".profcap-reserve"
 RESERVE_BYTES = 256 * 1024
+#: The job id that makes the profcap runs of one job's nodes one trace (see :func:`job_id`).
+JOB_ID_VAR = "PROFUI_JOB_ID"
 
 EPILOG = """\
 what you get:
   a trace folder (default ./trace/<name>-<YYYYmmdd-HHMMSS>/) with
     manifest.json                     command, status, exit code, hosts, GPUs, settings, notes
+                                      (several nodes sharing -o: node=<host>/manifest.json each)
     node=<host>/metrics-*.parquet     CPU, memory, disk, network, job process tree, GPUs (NVML),
                                       CPU counters (perf), sampled --hz times a second
     node=<host>/rank=<r>/events-*.parquet
@@ -59,8 +62,21 @@ examples:
   profcap --no-trace --hz 2 -- ./run.sh           metrics only, 2 samples a second
   profcap -o runs/bert --name bert -- torchrun --nproc-per-node 8 train.py
   profcap --perf-events cache-misses,context-switches -- python train.py
+  srun --ntasks-per-node 1 profcap -o /shared/trace/bert -- torchrun ... train.py
+                                                  several nodes, one folder: Slurm's job and step
+                                                  ids make the nodes' profcaps one job
+  PROFUI_JOB_ID=bert-7 profcap -o /shared/trace/bert -- torchrun --nnodes 2 ... train.py
+                                                  the same anywhere: run it on each node, with
+                                                  one id; then `profui open /shared/trace/bert`
   srun bash -c 'profcap -o trace/bert-$(hostname) -- python train.py'
-                                                  several nodes: one profcap and one trace per node
+                                                  one folder per node: `profui open trace/bert-*`
+                                                  opens them as one job
+
+several nodes:
+  With PROFUI_JOB_ID (else Slurm's SLURM_JOB_ID and SLURM_STEP_ID) set, profcap records the id in
+  the manifest and keeps its manifest in node=<host>/ (merged on read), its spool and reserve to
+  itself, so the profcaps of one job's nodes may share -o; a folder of another id, or one that
+  already holds this node, is refused. --node names the node (default: this host's name).
 
 in your script (optional; works without profcap too):
   from profui.capture import annotate, step
@@ -180,8 +196,17 @@ class Capture:
             while self.trace_dir.exists():
                 n += 1
                 self.trace_dir = base.with_name(f"{base.name}-{n}")
-        self.spool = self.trace_dir / ".spool"
-        self.reserve = self.trace_dir / RESERVE_NAME
+        self.job_id = job_id()
+        if self.job_id is None:
+            self.manifest_dir = self.trace_dir
+            self.spool = self.trace_dir / ".spool"
+            self.reserve = self.trace_dir / RESERVE_NAME
+        else:  # one node of a job whose nodes share the folder: nothing of this node's is shared
+            from .format import node_dir
+
+            self.manifest_dir = node_dir(self.trace_dir, self.node)
+            self.spool = self.trace_dir / f".spool-{self.node}"
+            self.reserve = self.trace_dir / f"{RESERVE_NAME}-{self.node}"
         self.stop_signal: int | None = None
         self.signals_seen = 0
         # At a terminal the job shares profcap's process group, so it can read the terminal (pdb,
@@ -213,19 +238,76 @@ class Capture:
                 "perf_events": [] if args.no_perf else self.perf_events,
             },
         )
+        if self.job_id is not None:
+            self.manifest.capture["job_id"] = self.job_id
 
     # -- manifest -------------------------------------------------------------------
     def write_manifest(self) -> None:
         """Write the manifest (best effort once running: a full disk must not stop the job)."""
         from .format import write_manifest
 
-        write_manifest(self.trace_dir, self.manifest)
+        write_manifest(self.manifest_dir, self.manifest)
+
+    def write_job_manifest(self) -> None:
+        """A node of a shared job: the folder's own manifest, which says that each node keeps
+        its manifest in ``node=<host>/`` (merged on read). Every node writes the same, whole."""
+        from .format import Manifest, write_manifest
+
+        shared = Manifest(
+            name=self.name,
+            command=list(self.cmd),
+            start_ns=self.manifest.start_ns,
+            capture={"tool": "profcap", "job_id": self.job_id, "per_node": True},
+        )
+        write_manifest(self.trace_dir, shared)
 
     def _write_manifest_quietly(self) -> None:
         try:
             self.write_manifest()
         except OSError as exc:
-            _say(f"could not update {self.trace_dir / 'manifest.json'}: {exc}")
+            _say(f"could not update {self.manifest_dir / 'manifest.json'}: {exc}")
+
+    def output_refused(self) -> str | None:
+        """Why ``-o`` cannot take this capture, or None. Alone, the folder must be new or empty;
+        a node of a shared job (:func:`job_id`) may join a folder of the same job id that does not
+        hold its node yet."""
+        d = self.trace_dir
+        if self.job_id is None:
+            if d.exists() and (not d.is_dir() or any(d.iterdir())):
+                return f"{d}: already exists and is not an empty folder; choose another -o"
+            return None
+        if d.exists() and not d.is_dir():
+            return f"{d}: already exists and is not a folder; choose another -o"
+        if self.manifest_dir.exists():
+            return f"{d}: already holds node {self.node}; choose another -o (or --node)"
+        if d.is_dir():
+            # the nodes of one job start at once: another may be making its files (its node, its
+            # hidden spool and reserve, the manifest being written under a hidden temporary name)
+            if any(not (c.name.startswith((".", "node=")) or c.name == "manifest.json") for c in d.iterdir()):
+                return f"{d}: already exists and is not an empty folder; choose another -o"
+        top = d / "manifest.json"
+        if top.is_file():
+            try:
+                data = json.loads(top.read_bytes())
+                theirs = data["capture"]["job_id"]
+            except (OSError, ValueError, KeyError, TypeError):
+                theirs = None
+            if theirs != self.job_id:
+                return f"{d}: holds another capture (job id {theirs}, this one's is {self.job_id}); choose another -o"
+        return None
+
+    def _undo_start(self, created: list[Path]) -> None:
+        if self.job_id is None:
+            _remove_created(self.trace_dir, created)
+            return
+        for own in (self.spool, self.manifest_dir):  # never another node's files
+            shutil.rmtree(own, ignore_errors=True)
+        _release(self.reserve)
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
     # -- daemon ---------------------------------------------------------------------
     def start_daemon(self) -> None:
@@ -237,6 +319,8 @@ class Capture:
             "hz": self.args.hz,
             "perf": not self.args.no_perf,
             "perf_events": self.perf_events,
+            "manifest_dir": str(self.manifest_dir),
+            "reserve": str(self.reserve),
         }
         try:
             self.daemon = subprocess.Popen(
@@ -336,8 +420,9 @@ class Capture:
 
     def run(self) -> int:
         """Run the whole capture; return profcap's exit code."""
-        if self.trace_dir.exists() and (not self.trace_dir.is_dir() or any(self.trace_dir.iterdir())):
-            _say(f"{self.trace_dir}: already exists and is not an empty folder; choose another -o")
+        refused = self.output_refused()
+        if refused:
+            _say(refused)
             return 2
         # from here on nothing stops the job: a trace that cannot be written costs the trace only
         created = _missing_folders(self.trace_dir)
@@ -347,11 +432,14 @@ class Capture:
             return self.run_uncaptured(f"{self.trace_dir}: {short}")
         try:
             self.spool.mkdir(parents=True, exist_ok=True)
+            if self.job_id is not None:
+                self.manifest_dir.mkdir(parents=True)
+                self.write_job_manifest()
             self.write_manifest()
             # room kept for the final manifest, should the disk fill up during the run
             self.reserve.write_bytes(bytes(RESERVE_BYTES))
         except OSError as exc:
-            _remove_created(self.trace_dir, created)
+            self._undo_start(created)
             return self.run_uncaptured(
                 f"{self.trace_dir}: cannot write the trace here ({exc.strerror or exc})"
             )
@@ -423,7 +511,7 @@ class Capture:
             )
             if why:
                 self._note(why)
-        finish_manifest(self.manifest, self.trace_dir, result, status=status, exit_code=code)
+        finish_manifest(self.manifest, self.manifest_dir, result, status=status, exit_code=code)
         _spool.cleanup(self.spool)
         _release(self.reserve)
         self._write_manifest_quietly()
@@ -563,6 +651,18 @@ def _json(line: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def job_id() -> str | None:
+    """The id that makes several profcap runs one job: ``$PROFUI_JOB_ID``, else Slurm's job and
+    step (``srun profcap -o shared/ ...`` on every node); None alone. With one, each node keeps
+    its manifest, spool and reserve to itself (``node=<host>/manifest.json``) and the nodes of one
+    job may share ``-o``."""
+    explicit = os.environ.get(JOB_ID_VAR, "").strip()
+    if explicit:
+        return explicit
+    slurm, step = os.environ.get("SLURM_JOB_ID", "").strip(), os.environ.get("SLURM_STEP_ID", "").strip()
+    return f"slurm-{slurm}.{step}" if slurm and step else None
 
 
 def _session_node(name: str | None = None) -> str:

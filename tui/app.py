@@ -71,6 +71,8 @@ class OpenTarget:
     kind: str  # "trace" | "jobs" | "import"
     path: Path
     resolve: Callable[..., Path] | None = field(default=None, compare=False, repr=False)
+    #: What the jobs list is of, when ``path`` is where they were imported to (the cache).
+    label: str | None = field(default=None, compare=False)
 
 
 class NullStyleSafe(LineFilter):
@@ -111,7 +113,7 @@ class ProfuiApp(App[str | None]):
         from .screens.jobs import JobsScreen
 
         if self.target.kind == "jobs":
-            self.push_screen(JobsScreen(self.target.path, refresh_s=self.poll_s))
+            self.push_screen(JobsScreen(self.target.path, refresh_s=self.poll_s, label=self.target.label))
         elif self.target.kind == "import":
             if self.target.resolve is None:
                 raise ValueError("OpenTarget('import', ...) needs resolve=")
@@ -138,6 +140,13 @@ class ProfuiApp(App[str | None]):
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
+
+    def open_jobs(self, path: Path, label: str | None = None) -> None:
+        """Replace the current screen with the jobs list of ``path`` (files of several jobs,
+        imported one trace folder per job)."""
+        from .screens.jobs import JobsScreen
+
+        self.switch_screen(JobsScreen(path, refresh_s=self.poll_s, label=label))
 
     def fail(self, message: str) -> None:
         """Leave the app; the CLI prints ``profui: <message>`` and exits with status 2."""

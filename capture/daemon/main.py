@@ -31,6 +31,9 @@ class Daemon:
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.trace_dir = Path(cfg["trace_dir"])
         self.spool = Path(cfg["spool"])
+        # a node of a shared job keeps its manifest in node=<host>/ and its reserve to itself
+        self.manifest_dir = Path(cfg.get("manifest_dir") or self.trace_dir)
+        self.reserve = Path(cfg.get("reserve") or self.trace_dir / ".profcap-reserve")
         self.node = str(cfg["node"])
         self.hz = float(cfg.get("hz", 10.0))
         self.notes: list[str] = []
@@ -161,11 +164,12 @@ class Daemon:
         }
 
 
-def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
+def finalise_orphaned(daemon: Daemon, result: dict[str, Any]) -> None:
     """profcap died before the job: close the manifest ourselves (exit code unknown)."""
     from ..format import read_manifest, write_manifest
     from ..manifest_end import finish_manifest
 
+    trace_dir = daemon.manifest_dir
     manifest = read_manifest(trace_dir, as_stored=True)
     if manifest.status != "running":
         return
@@ -174,9 +178,9 @@ def finalise_orphaned(trace_dir: Path, result: dict[str, Any]) -> None:
         "(the job's exit code is unknown)"
     )
     finish_manifest(manifest, trace_dir, result, status="failed", exit_code=None)
-    _spool.cleanup(trace_dir / ".spool")
+    _spool.cleanup(daemon.spool)
     try:
-        (trace_dir / ".profcap-reserve").unlink()  # profcap's room for the final manifest
+        daemon.reserve.unlink()  # profcap's room for the final manifest
     except OSError:
         pass
     write_manifest(trace_dir, manifest)
@@ -192,7 +196,7 @@ def main() -> None:
     result = daemon.run()
     if daemon.orphaned and not daemon.stop_requested:
         try:
-            finalise_orphaned(daemon.trace_dir, result)
+            finalise_orphaned(daemon, result)
         except Exception as exc:
             try:  # profcap's stderr may have no reader left
                 sys.stderr.write(f"profcap daemon: could not finalise the manifest: {exc}\n")
@@ -202,4 +206,4 @@ def main() -> None:
     try:
         print(json.dumps({"result": result}), flush=True)
     except (BrokenPipeError, OSError):
-        finalise_orphaned(daemon.trace_dir, result)
+        finalise_orphaned(daemon, result)

@@ -36,7 +36,12 @@ def trace_fingerprint(
     out: dict[str, Any] = {"files": entries}
     if manifest:
         m = trace_dir.path / "manifest.json"
-        out["manifest_sha256"] = hashlib.sha256(m.read_bytes()).hexdigest() if m.is_file() else None
+        h = hashlib.sha256(m.read_bytes()) if m.is_file() else None
+        # a multi-node capture's nodes each keep their own manifest (merged on read)
+        for node_manifest in sorted(trace_dir.path.glob("node=*/manifest.json")):
+            if h is not None and node_manifest.is_file():
+                h.update(node_manifest.read_bytes())
+        out["manifest_sha256"] = h.hexdigest() if h is not None else None
     return out
 
 

@@ -1,6 +1,12 @@
 """``manifest.json``: what the trace is, how it was made and how it ended.
 
-Written atomically (temp file + rename). It never records environment-variable values.
+Written atomically (temp file + rename). It never records environment-variable values, but
+for the job id a user sets to make several profcap runs one job (``capture.job_id``).
+
+The nodes of a multi-node capture sharing one folder each keep their own manifest in
+``node=<host>/manifest.json``; the folder's own says so (``capture.per_node``) and
+:func:`read_manifest` returns them merged (:func:`merge_manifests`), so no node ever writes
+another's.
 """
 
 from __future__ import annotations
@@ -108,6 +114,11 @@ def read_manifest(trace_dir: str | Path, *, as_stored: bool = False) -> Manifest
         manifest = Manifest.from_dict(data)
     except JsonTypeError as exc:
         raise TraceFormatError(path, f"manifest field of the wrong type: {exc}") from None
+    if manifest.capture.get("per_node") is True:
+        nodes = sorted(p.parent for p in Path(trace_dir).glob("node=*/" + path.name) if p.is_file())
+        if nodes:
+            return merge_manifests([read_manifest(n, as_stored=as_stored) for n in nodes], manifest)
+        return manifest
     if not as_stored and manifest.status == "running" and capture_gone(manifest.capture):
         # the capture was killed with all its processes: not live, and never will be
         manifest.status = "interrupted"
@@ -116,3 +127,58 @@ def read_manifest(trace_dir: str | Path, *, as_stored: bool = False) -> Manifest
             "closed the trace; what it wrote before is here, the rest was lost"
         )
     return manifest
+
+
+#: How the statuses of a job's parts add up: the first one any part has is the job's.
+_STATUS_ORDER = ("running", "interrupted", "failed", "stopped", "completed", "imported")
+
+
+def merge_manifests(parts: list[Manifest], base: Manifest | None = None) -> Manifest:
+    """One job's manifest from its parts' (one per node, or one per trace folder).
+
+    The job runs while any part runs (else the first of interrupted, failed, stopped, completed
+    a part ended with); it starts with the first part and ends with the last; hosts, ranks, GPUs,
+    sources, notes and the traced windows are the parts' together. ``capture`` is the first
+    part's settings without its process (``pid``, ``host``: each part's are in
+    ``capture["nodes"]``, their liveness already read into their status). Name and job id come
+    from ``base`` (a multi-node capture's shared top-level manifest) when given.
+    """
+    first = parts[0]
+    statuses = [p.status for p in parts]
+    status = next((s for s in _STATUS_ORDER if s in statuses), first.status)
+    starts = [p.start_ns for p in parts if p.start_ns is not None]
+    ends = [p.end_ns for p in parts if p.end_ns is not None]
+    capture = {k: v for k, v in first.capture.items() if k not in ("pid", "host", "windows")}
+    capture["windows"] = [w for p in parts for w in p.capture.get("windows", []) or []]
+    capture["nodes"] = [
+        {"hosts": p.hosts, "status": p.status, **{k: p.capture[k] for k in ("pid", "host") if k in p.capture}}
+        for p in parts
+    ]
+    if base is not None:
+        capture.update({k: v for k, v in base.capture.items() if k in ("job_id", "per_node")})
+    codes = [p.exit_code for p in parts if p.exit_code is not None]
+    notes: list[str] = []
+    for p in parts:
+        notes.extend(n for n in p.notes if n not in notes)
+    gpus: list[dict[str, Any]] = []
+    for p in parts:
+        gpus.extend(g for g in p.gpus if g not in gpus)
+    return Manifest(
+        name=base.name if base is not None else first.name,
+        status=status,
+        source=first.source,
+        synthetic=any(p.synthetic for p in parts),
+        command=first.command,
+        exit_code=next((c for c in codes if c != 0), codes[0] if codes else None),
+        start_ns=min(starts) if starts else None,
+        end_ns=max(ends) if ends and status != "running" else None,
+        hosts=sorted({h for p in parts for h in p.hosts}),
+        gpus=gpus,
+        ranks=sorted({r for p in parts for r in p.ranks}),
+        versions=first.versions,
+        capture=capture,
+        sources=[s for p in parts for s in p.sources],
+        notes=notes,
+        format_version=max(p.format_version for p in parts),
+        extra=first.extra,
+    )

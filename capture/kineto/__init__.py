@@ -12,7 +12,15 @@ from typing import Any
 
 from .errors import KinetoFormatError
 
-_IMPORTER = ("ConvertResult", "convert_kineto_file", "detect_node", "detect_rank", "import_kineto")
+_IMPORTER = (
+    "ConvertResult",
+    "Imported",
+    "convert_kineto_file",
+    "detect_node",
+    "detect_rank",
+    "import_jobs",
+    "import_kineto",
+)
 
 __all__ = ["KinetoFormatError", *_IMPORTER]
 

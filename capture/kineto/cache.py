@@ -104,9 +104,15 @@ def cache_key(sources: list[Path]) -> str:
     return fingerprint_digest(files_fingerprint(sources))
 
 
-def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> None:
+#: What a command that reads one trace says to do with sources of several jobs.
+SEVERAL_JOBS_HINT = "open them with profui open to pick one, or profui import --separate-jobs"
+
+
+def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> str | None:
+    """Import ``sources`` into ``out_dir``: one trace, or one trace folder per job when they are
+    several jobs; returns the line that refuses them as one job then, else None."""
     # the importer is heavy (pyarrow, the Kineto converter): loaded only when JSON is imported
-    from .importer import import_kineto, source_stem
+    from .importer import import_jobs, source_stem
 
     report = None
     if progress is not None:
@@ -120,7 +126,8 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
 
     # named after the file (or the folder of a multi-rank run), not after the cache key
     name = source_stem(sources[0]) if len(sources) == 1 else Path(os.path.commonpath(sources)).name
-    import_kineto(sources, out_dir, force=True, progress=report, name=name)
+    done = import_jobs(sources, out_dir, force=True, progress=report, name=name, hint=SEVERAL_JOBS_HINT)
+    return done.apart
 
 
 def _imports_root(cache_root: str | Path | None) -> Path:
@@ -130,9 +137,22 @@ def _imports_root(cache_root: str | Path | None) -> Path:
 
 def cached_import(sources: list[Path], cache_root: str | Path | None = None) -> Path | None:
     """The finished import of the Kineto files ``sources`` in the cache, or None when they were
-    never imported as they are now (see :func:`resolve_trace`). Reads nothing but the cache."""
+    never imported as they are now (see :func:`resolve_jobs`): a trace folder, or for sources of
+    several jobs a folder of one trace folder per job. Reads nothing but the cache."""
     out = _imports_root(cache_root) / cache_key(sources)
-    return out if is_trace_dir(out) and (out / _DONE_MARK).is_file() else None
+    return out if out.is_dir() and (out / _DONE_MARK).is_file() else None
+
+
+def several_jobs(imported: Path) -> str | None:
+    """For a cached import of several jobs, the line that refuses them as one; else None."""
+    if is_trace_dir(imported):
+        return None
+    try:
+        mark = json.loads((imported / _DONE_MARK).read_text())
+    except (OSError, ValueError):
+        mark = {}
+    apart = mark.get("apart") if isinstance(mark, dict) else None
+    return apart if isinstance(apart, str) else f"{imported}: holds several jobs"
 
 
 def resolve_trace(
@@ -140,7 +160,34 @@ def resolve_trace(
     progress: Callable[[str], None] | None = None,
     cache_root: str | Path | None = None,
 ) -> Path:
-    """Return a trace folder for ``path``, importing Kineto JSON into the cache when needed.
+    """Return the trace folder of ``path``, importing foreign trace files into the cache when
+    needed (see :func:`resolve_jobs`); files of several jobs raise
+    :class:`~profui.capture.format.jobs.NotOneJob`'s line as a :class:`TraceFormatError`."""
+    done = resolve_jobs(path, progress, cache_root)
+    apart = several_jobs(done)
+    if apart is not None:
+        raise WholeLine(apart)
+    return done
+
+
+class WholeLine(TraceFormatError):
+    """A refusal whose line is already whole: it names its files itself."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(Path("."), line)
+        self.args = (line,)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def resolve_jobs(
+    path: str | Path,
+    progress: Callable[[str], None] | None = None,
+    cache_root: str | Path | None = None,
+) -> Path:
+    """Return a trace folder for ``path``, importing Kineto JSON into the cache when needed; for
+    files of several jobs, a folder holding one trace folder per job.
 
     - a profui trace folder (has ``manifest.json``) is returned unchanged;
     - a Kineto JSON file, or a folder of them (searched recursively; a multi-rank run), is
@@ -181,14 +228,15 @@ def resolve_trace(
         progress(f"importing {len(sources)} trace file(s) into {out}")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
     try:
-        _import(sources, tmp, progress)
-        (tmp / _DONE_MARK).write_text(json.dumps({"sources": [str(s) for s in sources]}) + "\n")
+        apart = _import(sources, tmp, progress)
+        mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
+        (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
         if out.exists():  # a stale or half-made import of the same key
             shutil.rmtree(out, ignore_errors=True)
         try:
             os.replace(tmp, out)
         except OSError:
-            if not (is_trace_dir(out) and (out / _DONE_MARK).is_file()):  # lost a race
+            if not (out / _DONE_MARK).is_file():  # lost a race
                 raise
     finally:
         if tmp.exists():

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
@@ -24,6 +25,7 @@ from profui.capture.format import (
     write_events,
     write_manifest,
 )
+from profui.capture.format.jobs import Part, group_jobs, not_one_job, part_from_distributed_info
 from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
 from profui.capture.jax.detect import is_jax_trace
@@ -259,7 +261,7 @@ def check_output(out_dir: Path, force: bool) -> None:
         raise TraceFormatError(out_dir, "output exists and is not a folder")
     if not out_dir.exists():
         return
-    if is_trace_dir(out_dir):
+    if is_trace_dir(out_dir) or _holds_only_traces(out_dir):
         if not force:
             raise TraceFormatError(
                 out_dir, "output folder already holds a profui trace; use --force to replace it"
@@ -269,6 +271,26 @@ def check_output(out_dir: Path, force: bool) -> None:
         raise TraceFormatError(
             out_dir, "output folder is not empty and is not a profui trace; choose another"
         )
+
+
+#: What ``profui import`` says to do with sources that are several jobs.
+SEPARATE_HINT = "import them with --separate-jobs"
+
+
+@dataclass
+class Imported:
+    """What :func:`import_jobs` wrote: one trace at ``out_dir``, or, for sources of several jobs,
+    one trace folder per job under it (``jobs``: each folder and its manifest, by start)."""
+
+    jobs: list[tuple[Path, Manifest]]
+    #: For several jobs: the one line a one-job import refuses them with.
+    apart: str | None = None
+
+
+def _holds_only_traces(folder: Path) -> bool:
+    """True for a folder of trace folders and nothing else (what ``--separate-jobs`` writes)."""
+    children = [c for c in folder.iterdir() if not c.name.startswith(".")]
+    return bool(children) and all(is_trace_dir(c) for c in children)
 
 
 def import_kineto(
@@ -285,11 +307,49 @@ def import_kineto(
     """Import Kineto JSON files and Nsight Systems exports (or folders of them) as the new trace
     ``out_dir``. ``step_pattern`` (regex) names the NVTX ranges of Nsight files that are steps.
 
+    The sources must be one job (:mod:`profui.capture.format.jobs`): files of several jobs are
+    refused with :class:`~profui.capture.format.jobs.NotOneJob` (one line naming the files that do
+    not belong and why); :func:`import_jobs` imports them as separate jobs instead.
     Everything is built in a temporary folder beside ``out_dir`` and renamed into place at the
     end, so a failure leaves no half trace and ``force`` never half-overwrites an old one.
     ``name`` is the trace's name in its manifest (default: the folder's name).
     Returns the written manifest (status ``imported``, source ``kineto-import``).
     """
+    done = _import(sources, out_dir, rank, node, force, progress, name, step_pattern, None)
+    return done.jobs[0][1]
+
+
+def import_jobs(
+    sources: list[Path],
+    out_dir: Path,
+    *,
+    rank: int | None = None,
+    node: str | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+    name: str | None = None,
+    step_pattern: str | None = None,
+    hint: str = SEPARATE_HINT,
+) -> Imported:
+    """As :func:`import_kineto`, but sources of several jobs are imported as one trace folder
+    per job under ``out_dir`` (named ``<start, UTC>-<first file's name>[+N]``), and the line a
+    one-job import would have refused them with (ending in ``hint``) is returned with them.
+    Sources that are one job are imported as one trace at ``out_dir``, as by
+    :func:`import_kineto`. Several jobs are converted twice (once to tell them apart)."""
+    return _import(sources, out_dir, rank, node, force, progress, name, step_pattern, hint)
+
+
+def _import(
+    sources: list[Path],
+    out_dir: Path,
+    rank: int | None,
+    node: str | None,
+    force: bool,
+    progress: Progress | None,
+    name: str | None,
+    step_pattern: str | None,
+    separate_hint: str | None,
+) -> Imported:
     out_dir = Path(out_dir)
     files = expand_sources([Path(s) for s in sources])
     bad_name = not_utf8(out_dir.absolute())
@@ -310,23 +370,86 @@ def import_kineto(
         raise TraceFormatError(
             out_dir, f"cannot write beside the output folder ({exc.strerror or exc})"
         ) from None
+    options = {"rank": rank, "node": node, "progress": progress, "step_pattern": step_pattern}
     try:
-        manifest = _build(
-            files,
-            tmp,
-            name or out_dir.name,
-            rank=rank,
-            node=node,
-            progress=progress,
-            step_pattern=step_pattern,
-        )
+        per_file = _convert_all(files, tmp, **options)
+        parts = [_part(f, found) for f, found in per_file]
+        groups = group_jobs(parts)
+        if len(groups) == 1:
+            manifest = _write_job_manifest(
+                [r for _, found in per_file for r in found], tmp, name or out_dir.name
+            )
+            done = Imported([(out_dir, manifest)])
+        else:
+            first_apart = groups[1][0]
+            refusal = not_one_job(parts, groups, separate_hint or SEPARATE_HINT, files[first_apart])
+            if separate_hint is None:
+                raise refusal
+            shutil.rmtree(tmp)
+            tmp.mkdir()
+            done = Imported([], apart=str(refusal))
+            by_start = sorted(groups, key=lambda g: min(parts[i].start_ns or 0 for i in g))
+            for group in by_start:
+                job_files = [files[i] for i in group]
+                label = _job_label(job_files)
+                folder = _job_folder_name(label, parts[group[0]].start_ns, tmp)
+                (tmp / folder).mkdir()
+                found = [r for _, rs in _convert_all(job_files, tmp / folder, **options) for r in rs]
+                # the jobs list shows the name beside the start: the folder's name without it
+                manifest = _write_job_manifest(found, tmp / folder, label)
+                done.jobs.append((out_dir / folder, manifest))
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         _release_arrow_memory()
-    return manifest
+    return done
+
+
+def _part(src: Path, results: list[ConvertResult]) -> Part:
+    """What one converted file says about its job (the identity rule reads this)."""
+    meta = results[0].source.get("metadata") or {} if results else {}
+    host = next(
+        (
+            v.strip()
+            for k in ("host_name", "hostname", "hostName")
+            if isinstance(v := meta.get(k), str) and v.strip()
+        ),
+        None,
+    )
+    stated = part_from_distributed_info(meta.get("distributedInfo"))
+    if not all(r.source.get("rank_from") == "distributedInfo" for r in results):
+        stated.pop("ranks", None)  # a rank from the file name or a default is no identity
+    firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]
+    lasts = [r.last_end_ns for r in results if r.last_end_ns is not None]
+    return Part(
+        label=src.name,
+        start_ns=min(firsts) if firsts else None,
+        end_ns=max(lasts) if lasts else None,
+        host=host,
+        **stated,
+    )
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def _job_label(files: list[Path]) -> str:
+    """A job's name: its first file's name, ``+N`` more."""
+    stem = _UNSAFE.sub("_", source_stem(files[0]))[:80]
+    return stem + (f"+{len(files) - 1}" if len(files) > 1 else "")
+
+
+def _job_folder_name(label: str, start_ns: int | None, parent: Path) -> str:
+    """``<start, UTC>-<label>``: sorts by time, tells the jobs apart; unique in ``parent``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(start_ns / 1e9)) if start_ns else "undated"
+    base = f"{stamp}-{label}"
+    name, n = base, 1
+    while (parent / name).exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
 
 
 def _clear_stale_imports(out_dir: Path) -> None:
@@ -388,20 +511,22 @@ def _convert(
     return results
 
 
-def _build(
+def _convert_all(
     files: list[Path],
     tmp: Path,
-    name: str,
     *,
     rank: int | None,
     node: str | None,
     progress: Progress | None,
     step_pattern: str | None = None,
-) -> Manifest:
+) -> list[tuple[Path, list[ConvertResult]]]:
+    """Convert every file into ``tmp``; each file with what it gave (an Nsight export a rank per
+    process)."""
     sizes = [_size(f) for f in files]
     total = sum(sizes)
     done = 0
     results: list[ConvertResult] = []
+    per_file: list[tuple[Path, list[ConvertResult]]] = []
     for f, size in zip(files, sizes, strict=True):
         offset = done
 
@@ -416,7 +541,15 @@ def _build(
             first_rank = max(r.rank for r in results) + 1
         found = _convert(f, tmp, node=node, rank=first_rank, step_pattern=step_pattern, progress=sub)
         results.extend(found)
+        per_file.append((f, found))
         done += size
+    if progress is not None:
+        progress(total, total)
+    return per_file
+
+
+def _write_job_manifest(results: list[ConvertResult], tmp: Path, name: str) -> Manifest:
+    """The manifest of one imported job, written into ``tmp``."""
     firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]
     lasts = [r.last_end_ns for r in results if r.last_end_ns is not None]
     gpus: list[dict[str, Any]] = []
@@ -450,8 +583,6 @@ def _build(
         sources=[r.manifest_entry(tmp) for r in results],
     )
     write_manifest(tmp, manifest)
-    if progress is not None:
-        progress(total, total)
     return manifest
 
 

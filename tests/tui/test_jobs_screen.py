@@ -187,3 +187,51 @@ async def _refreshes(root: Path) -> None:
         assert rows["triton"][3] == "5 ms"
         table = screen.query_one("#jobs-table")
         assert table_rows(screen)[table.cursor_row][0] == chosen
+
+
+def test_folder_of_unrelated_trace_files_opens_as_a_jobs_list(tmp_path: Path, monkeypatch) -> None:
+    """``profui open`` on a folder of three unrelated Kineto files (other GPUs and years): the
+    import screen, then one row per job (each file alone, by the identity rule), Enter opens one;
+    the second open goes straight to the list. Oracle: each row's trace holds exactly the events of
+    importing its file on its own."""
+    from profui.tui.cli.open_cmd import plan_open
+
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "old_runs"
+    folder.mkdir()
+    for file in SOURCES.values():
+        (folder / file).symlink_to(shared_trace(file))
+    target = plan_open(folder)
+    assert target.kind == "import"
+    asyncio.run(_open_unrelated(target, tmp_path))
+    again = plan_open(folder)
+    assert again.kind == "jobs" and again.label == str(folder)
+    folders = sorted(p for p in again.path.iterdir() if p.is_dir())
+    assert len(folders) == 3
+    for f in folders:
+        [src] = read_manifest(f).sources
+        alone = import_kineto([Path(src["file"])], tmp_path / f"alone-{f.name}")
+        assert read_manifest(f).sources[0]["num_events"] == alone.sources[0]["num_events"]
+
+
+async def _open_unrelated(target: OpenTarget, tmp_path: Path) -> None:
+    app = ProfuiApp(target, poll_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(3000):
+            await pilot.pause()
+            if isinstance(app.screen, JobsScreen) and app.screen.query_one("#jobs-table").row_count == 3:
+                break
+            await asyncio.sleep(0.02)
+        screen = app.screen
+        assert isinstance(screen, JobsScreen), type(screen)
+        assert "jobs in" in str(screen.query_one("#jobs-title").render())
+        rows = table_rows(screen)
+        stems = {f.removesuffix(".json.gz") for f in SOURCES.values()}
+        # each row names its job by its file (its start is the Created column)
+        assert sorted(r[0] for r in rows) == sorted(stems)
+        first = rows[0][0]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, TraceScreen)
+        assert app.screen.path.name.endswith(f"-{first}")
+        assert str(app.screen.query_one("#trace-title").render()).startswith(first)

@@ -43,20 +43,28 @@ def run_import(
     node: str | None,
     force: bool,
     nvtx_step: str | None = None,
+    separate_jobs: bool = False,
 ) -> str:
-    """Import and return the summary line to print."""
-    from profui.capture.kineto import import_kineto  # loaded by this command only (numpy, pyarrow)
+    """Import and return the summary lines to print."""
+    # loaded by this command only (numpy, pyarrow)
+    from profui.capture.kineto import import_jobs, import_kineto
 
+    options = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
     with progress_bar(sys.stderr.isatty()) as progress:
-        manifest = import_kineto(
-            sources, out, rank=rank, node=node, force=force, progress=progress, step_pattern=nvtx_step
+        if separate_jobs:
+            jobs = import_jobs(sources, out, progress=progress, **options).jobs
+        else:
+            jobs = [(out, import_kineto(sources, out, progress=progress, **options))]
+    lines = [] if len(jobs) == 1 else [f"{len(jobs)} jobs, one trace folder each under {out}:"]
+    for folder, manifest in jobs:
+        events = sum(s["num_events"] for s in manifest.sources)
+        ranks = ",".join(str(r) for r in manifest.ranks)
+        files = len({s.get("file") for s in manifest.sources})
+        lines.append(
+            f"imported {events:,} events from {files} file(s) into {folder} "
+            f"(node(s) {', '.join(manifest.hosts)}; rank(s) {ranks})"
         )
-    events = sum(s["num_events"] for s in manifest.sources)
-    ranks = ",".join(str(r) for r in manifest.ranks)
-    return (
-        f"imported {events:,} events from {len(manifest.sources)} file(s) into {out} "
-        f"(node(s) {', '.join(manifest.hosts)}; rank(s) {ranks})"
-    )
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
@@ -84,8 +92,17 @@ def register(app: typer.Typer) -> None:
             help="Nsight files: NVTX ranges whose text matches REGEX are training steps "
             "(default: PyTorch's ProfilerStep#N).",
         ),
+        separate_jobs: bool = typer.Option(
+            False,
+            "--separate-jobs",
+            help="Files of several jobs (other times, world sizes, job ids) become one trace folder per "
+            "job under -o instead of being refused, e.g. profui import *.json.gz -o jobs/ --separate-jobs",
+        ),
     ) -> None:
         """Convert PyTorch Profiler / Kineto JSON, Nsight Systems exports and JAX traces into a trace folder.
+
+        The files must be one job (ranks that ran together); files of several jobs are refused,
+        naming the files that do not belong and why, unless --separate-jobs.
 
         Examples:
 
@@ -94,5 +111,7 @@ def register(app: typer.Typer) -> None:
           profui import run.sqlite -o trace/ --nvtx-step '^train_step'
 
           profui import jax_logs/ -o trace/
+
+          profui import old_runs/*.json.gz -o jobs/ --separate-jobs
         """
-        typer.echo(run_import(traces, out, rank, node, force, nvtx_step))
+        typer.echo(run_import(traces, out, rank, node, force, nvtx_step, separate_jobs))

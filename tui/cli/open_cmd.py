@@ -38,7 +38,7 @@ def plan_open(path: Path | None):
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
-    from profui.capture.kineto.cache import cached_import, resolve_trace, trace_sources
+    from profui.capture.kineto.cache import cached_import, resolve_jobs, trace_sources
 
     from ..app import OpenTarget
 
@@ -63,14 +63,24 @@ def plan_open(path: Path | None):
             pass
     if sources:
         done = cached_import(sources)
+        if done is not None and not is_trace_dir(done):  # files of several jobs: one row each
+            return OpenTarget("jobs", done, label=str(path))
         if done is not None:  # imported before, unchanged since: no import screen to show
             open_trace_dir(done, require_data=False)
             return OpenTarget("trace", done)
-        # the import screen runs the capture side's cached import
-        return OpenTarget("import", path, resolve=resolve_trace)
+        # the import screen runs the capture side's cached import (then a jobs list, for several)
+        return OpenTarget("import", path, resolve=resolve_jobs)
     if path.is_dir():
         raise TraceFormatError(path, f"no profui traces and no trace files in this folder ({_KINDS})")
     raise TraceFormatError(path, f"not a trace profui reads: expected a profui trace folder or {_KINDS}")
+
+
+def plan_open_many(paths: list[Path]):
+    """What to show for several paths: the trace folders of one job, as one trace (else one line)."""
+    from ..app import OpenTarget
+    from .sources import resolve_sources
+
+    return OpenTarget("trace", resolve_sources(paths))
 
 
 def open_diff(base: str, new: Path | None) -> None:
@@ -99,10 +109,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("open")
     def open_(
-        path: Path | None = typer.Argument(
+        paths: list[Path] | None = typer.Argument(
             None,
             help="A trace folder, a folder of traces (a jobs list comes first), or Kineto JSON "
-            "(.json/.json.gz, or a folder of them; imported into a cache). Default: the bundled sample.",
+            "(.json/.json.gz, or a folder of them; imported into a cache; files of several jobs give a "
+            "jobs list); or several trace folders of one job (one per node): profui open node1/ node2/. "
+            "Default: the bundled sample.",
             show_default=False,
             readable=False,
         ),
@@ -121,12 +133,15 @@ def register(app: typer.Typer) -> None:
 
         Keys: 1-9 or Tab switch views (Dash, Kernels, Steps, Analyses, Timeline, Comm, Launch, Idle, Sync), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land. A trace file that cannot be read ends the app with one line naming it (exit 2).
 
-        Examples: profui open trace/ · profui open run.pt.trace.json.gz · profui open --diff before/ after/
+        Examples: profui open trace/ · profui open run.pt.trace.json.gz · profui open node1/ node2/ · profui open --diff before/ after/
         """
+        paths = list(paths or [])
         if diff is not None:
-            open_diff(diff, path)
+            if len(paths) > 1:
+                raise UserError("--diff BASE takes one new trace: profui open --diff BASE NEW")
+            open_diff(diff, paths[0] if paths else None)
             return
-        target = plan_open(path)
+        target = plan_open_many(paths) if len(paths) > 1 else plan_open(paths[0] if paths else None)
         from ..app import ProfuiApp
 
         result = ProfuiApp(target, poll_s=poll).run()

@@ -26,3 +26,27 @@ def resolve_source(path: str | Path, progress: Callable[[str], None] | None = No
     from profui.capture.kineto.cache import resolve_trace
 
     return resolve_trace(p, progress=progress)
+
+
+def resolve_sources(paths: list[Path], progress: Callable[[str], None] | None = None) -> Path:
+    """One trace for ``paths``: :func:`resolve_source` of one path; several trace folders of one
+    job (a multi-node job written one folder per node) combined into one trace in the cache.
+
+    Folders of several jobs, or several paths that are not all trace folders, raise one line.
+    """
+    if len(paths) == 1:
+        return resolve_source(paths[0], progress)
+    from profui.capture.format import TraceFormatError
+    from profui.capture.kineto.combine import combined_trace
+
+    folders = [Path(p).expanduser() for p in paths]
+    for f in folders:
+        if not f.exists():
+            raise TraceFormatError(f, "no such file or directory")
+        if not is_trace_dir(f):
+            raise TraceFormatError(
+                f,
+                "not a profui trace folder: several paths are the folders of one job; "
+                "import trace files first (profui import FILES -o trace/)",
+            )
+    return combined_trace(folders)

@@ -31,7 +31,7 @@ from profui.analysis.formatting import (
 
 from .errors import UserError
 from .ranks_opts import by_ranks, scheduler_option, skip_option, summarize_by_ranks, workers_option
-from .sources import resolve_source
+from .sources import resolve_sources
 
 if TYPE_CHECKING:
     import polars as pl
@@ -681,7 +681,7 @@ def flops_assignments(peak_tflops: float | None, model_flops: float | None) -> l
 
 
 def run_summary(
-    trace: Path,
+    trace: Path | list[Path],
     top: int | None,
     hta_compat: bool,
     bucket_ms: float | None,
@@ -691,6 +691,7 @@ def run_summary(
     skip_bad_ranks: bool = False,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
+    Several paths are the trace folders of one job (:func:`.sources.resolve_sources`).
 
     A large trace, or one asked to with ``scheduler``/``workers``/``skip_bad_ranks``, is
     summarised by ranks on Dask (:mod:`profui.analysis.distributed`).
@@ -720,7 +721,7 @@ def run_summary(
     if bucket_ms is not None:
         params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
-        path = resolve_source(trace, progress=progress)
+        path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
     if by_ranks(path, scheduler, workers, skip_bad_ranks):
         return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks)
     t = Trace(open_trace_dir(path))
@@ -732,9 +733,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("summary")
     def summary_command(
-        trace: Path = typer.Argument(
+        trace: list[Path] = typer.Argument(
             ...,
-            help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them.",
+            help="A profui trace folder, or Kineto .json/.json.gz file(s) or a folder of them; or several "
+            "trace folders of one job (one per node): profui summary run-node1/ run-node2/",
             readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
@@ -777,6 +779,7 @@ def register(app: typer.Typer) -> None:
           profui summary trace/
           profui summary rank0.json.gz --json > summary.json
           profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
+          profui summary run-node1/ run-node2/
           profui summary job/ --workers 8 --skip-bad-ranks
           profui summary job/ --scheduler tcp://10.0.0.5:8786 --json > job.json
 

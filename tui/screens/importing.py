@@ -16,13 +16,13 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Log, ProgressBar, Static
 
-from profui.capture.format import TraceFormatError
+from profui.capture.format import TraceFormatError, is_trace_dir
 
 from ..widgets.keyline import KeyLine
 
 
 class ImportScreen(Screen):
-    """Imports ``source`` in a worker thread, showing each progress line; then opens the trace."""
+    """Imports ``source`` in a worker thread, showing each progress line; then opens the trace (or, for files of several jobs, their jobs list)."""
 
     DEFAULT_CSS = """
     ImportScreen Vertical { padding: 1 2; }
@@ -72,4 +72,7 @@ class ImportScreen(Screen):
             msg = f"{self.source}: import failed ({type(exc).__name__}: {exc})"
             self.app.call_from_thread(self.app.fail, msg)  # type: ignore[attr-defined]
             return
-        self.app.call_from_thread(self.app.open_trace, trace, True)  # type: ignore[attr-defined]
+        if is_trace_dir(trace):
+            self.app.call_from_thread(self.app.open_trace, trace, True)  # type: ignore[attr-defined]
+        else:  # files of several jobs: one trace folder each, listed
+            self.app.call_from_thread(self.app.open_jobs, trace, str(self.source))  # type: ignore[attr-defined]

@@ -64,9 +64,10 @@ class JobsScreen(Screen):
     JobsScreen #jobs-status { height: 1; padding: 0 1; }
     """
 
-    def __init__(self, root: Path, refresh_s: float = 5.0) -> None:
+    def __init__(self, root: Path, refresh_s: float = 5.0, label: str | None = None) -> None:
         super().__init__()
         self.root = root
+        self.label = label  # what the traces are of, when root is the import cache
         self.refresh_s = refresh_s
         self.rows: list[JobRow] = []
         self.filter_text = ""
@@ -74,7 +75,8 @@ class JobsScreen(Screen):
         self.sort_reverse = True
 
     def compose(self) -> ComposeResult:
-        yield Static(f"profui · traces in {self.root}", id="jobs-title")
+        title = f"jobs in {self.label}" if self.label else f"traces in {self.root}"
+        yield Static(f"profui · {title}", id="jobs-title")
         table: DataTable = DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
         for key, header in COLUMNS:
             table.add_column(header, key=key)

@@ -1,0 +1,91 @@
+"""Several trace folders of one job as one trace: ``profui open a/ b/``, ``profui summary a/ b/``.
+
+A multi-node job captured one folder per node (``profcap -o run-$(hostname)``) is one job when
+the identity rule (:mod:`profui.capture.format.jobs`) says so: the same profcap job id, or, for
+imports, ranks that ran together. The combined trace is a folder in the import cache whose
+``node=<host>`` entries link to the folders' own (nothing is copied) and whose manifest is the
+folders' merged (:func:`~profui.capture.format.manifest.merge_manifests`); it is keyed by the
+folders' paths and files, so a changed folder makes a new one. Folders of several jobs, a
+capture still running, or two folders holding the same node are refused with one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from profui.capture.format import (
+    TraceFormatError,
+    default_cache_root,
+    is_trace_dir,
+    open_trace_dir,
+    trace_fingerprint,
+    write_manifest,
+)
+from profui.capture.format.jobs import group_jobs, not_one_job, part_of_manifest
+from profui.capture.format.layout import parse_partition
+from profui.capture.format.manifest import merge_manifests
+
+_DONE_MARK = ".profui-combined.json"
+#: What to do with folders that are not one job.
+APART_HINT = "open each folder on its own"
+
+
+def combined_trace(folders: list[Path], cache_root: str | Path | None = None) -> Path:
+    """The one trace of the trace folders ``folders`` (one job), built in the cache once.
+
+    Raises :class:`TraceFormatError` (one line) for folders that are not one finished job.
+    """
+    traces = [open_trace_dir(f, require_data=False) for f in folders]
+    for t in traces:
+        if t.manifest.status == "running":
+            raise TraceFormatError(
+                t.path, "still being captured; open it on its own, or the folders together once it ends"
+            )
+    parts = [part_of_manifest(t.manifest, t.path.name) for t in traces]
+    groups = group_jobs(parts)
+    if len(groups) > 1:
+        raise not_one_job(parts, groups, APART_HINT, traces[groups[1][0]].path)
+    owner: dict[str, Path] = {}
+    for t in traces:
+        for node in t.nodes:
+            if node in owner:
+                raise TraceFormatError(
+                    t.path, f"holds node {node}, as {owner[node]} does: not one job's nodes"
+                )
+            owner[node] = t.path
+    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
+    key = hashlib.sha256(
+        json.dumps([[str(t.path.resolve()), trace_fingerprint(t)] for t in traces], sort_keys=True).encode()
+    ).hexdigest()[:24]
+    out = root / "combined" / key
+    if (out / _DONE_MARK).is_file() and is_trace_dir(out):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out.parent))
+    try:
+        for t in traces:
+            for child in sorted(t.path.iterdir()):
+                if parse_partition(child.name, "node") is not None and child.is_dir():
+                    os.symlink(child.resolve(), tmp / child.name, target_is_directory=True)
+        merged = merge_manifests([t.manifest for t in traces])
+        merged.notes.append(
+            "combined from the trace folders " + ", ".join(str(t.path.resolve()) for t in traces)
+        )
+        write_manifest(tmp, merged)
+        (tmp / _DONE_MARK).write_text(json.dumps({"folders": [str(t.path.resolve()) for t in traces]}) + "\n")
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if not (out / _DONE_MARK).is_file():  # lost a race to another process building it
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out

@@ -11,7 +11,7 @@ alone (:mod:`profui.analysis.ranks`). Two kinds of table come back:
 - :data:`JOB_TABLES`: tables across ranks (the job's step is its slowest rank's, stragglers,
   the job's GPU time). Each is the *same function* the whole-trace stage body calls on its own
   per-rank table (``stp.job_steps(windows)`` in :func:`profui.analysis.pipeline.bodies.steps`),
-  applied here to the concatenated per-rank tables; ``tests/analysis/test_jobreduce.py`` holds
+  applied here to the concatenated per-rank tables; ``tests/analysis/test_distributed.py`` holds
   the two equal on every table, so the rule lives in its analysis module once.
 
 Tables that are neither (kernel statistics over every rank's launches, percentiles over all

@@ -73,17 +73,46 @@ def _arg(key: str) -> pl.Expr:
     return pl.col("args").str.extract(member, 1).cast(pl.Int64, strict=False)
 
 
+#: The args of a ``[memory]`` event as Kineto writes them (and an import spells them): every
+#: member an integer, in this order. Such text is read by one regex; any other by key.
+_KINETO_ORDER = (
+    "ev_idx",
+    "device_type_id",
+    "device_id",
+    "addr",
+    "bytes",
+    "allocated_bytes",
+    "reserved_bytes",
+)
+_KINETO_ARGS = r"^\{" + ",".join(rf'"{_ARGS[k]}":(-?\d+)' for k in _KINETO_ORDER) + r"\}$"
+
+
 def _raw_memory_rows(events: pl.LazyFrame) -> pl.LazyFrame:
-    """The memory events' rows with their args members (:data:`_ARGS`) as integer columns."""
+    """The memory events' rows with their args members (:data:`_ARGS`) as integer columns, in
+    the events' order. Args as Kineto writes them take one regex for all members (7 regexes
+    over 560k events cost 1.5 s); the rest (an OOM event, another order) are read by key
+    (:func:`_arg`): both read the same integer text."""
     kind_ok = pl.col("kind") == "instant"
-    return events.filter(kind_ok & pl.col("name").is_in([MEMORY_EVENT, OOM_EVENT])).select(
-        "node",
-        "rank",
-        "pid",
-        "tid",
-        "ts",
-        "name",
-        *(_arg(v).alias(k) for k, v in _ARGS.items()),
+    rows = (
+        events.filter(kind_ok & pl.col("name").is_in([MEMORY_EVENT, OOM_EVENT]))
+        .select("node", "rank", "pid", "tid", "ts", "name", "args")
+        .with_row_index("_row")
+    )
+    read = (
+        rows.with_columns(pl.col("args").str.extract_groups(_KINETO_ARGS).alias("_g"))
+        .collect(engine=ENGINE)
+        .lazy()
+    )
+    plain = pl.col("_g").struct.field("1").is_not_null()
+    keep = ("_row", "node", "rank", "pid", "tid", "ts", "name")
+    fast = read.filter(plain).select(
+        *keep, *(pl.col("_g").struct.field(str(i + 1)).cast(pl.Int64, strict=False).alias(k)
+                 for i, k in enumerate(_KINETO_ORDER))
+    )  # fmt: skip
+    by_key = read.filter(~plain).select(*keep, *(_arg(v).alias(k) for k, v in _ARGS.items()))
+    columns = [*keep[1:], *_ARGS]
+    return (
+        pl.concat([fast.select("_row", *columns), by_key.select("_row", *columns)]).sort("_row").drop("_row")
     )
 
 

@@ -310,3 +310,40 @@ def test_a_leading_oom_adds_nothing_to_the_total(cpu_runs, tmp_path) -> None:
     dev = out["devices.parquet"].row(0, named=True)
     assert dev["start_allocated_bytes"] == first["args"]["Total Allocated"] - first["args"]["Bytes"]
     assert dev["oom_events"] == 1 and out["series.parquet"]["event"][0] == "oom"
+
+
+def test_memory_args_read_as_raw_json_reads_them(imported_trace) -> None:
+    """Every member of the memory events' args, Kineto's own spelling or another (members
+    reordered, spaces, a float, a quoted number, true, beyond int64), is the integer a raw
+    ``json.loads`` finds there, else null. Real df_index events; the respelled copies are made
+    here from them (no trace in the corpus writes them so)."""
+    import polars as pl
+
+    from profui.analysis.allocations import _ARGS, memory_rows
+
+    ev = imported_trace(DF_INDEX).cached_events().filter(pl.col("name") == "[memory]").head(400).collect()
+    texts = ev["args"].to_list()
+    spelled = []
+    for i, text in enumerate(texts):
+        d = json.loads(text)
+        if i % 5 == 1:
+            d = dict(reversed(list(d.items())))
+        elif i % 5 == 2:
+            d["Bytes"] = d["Bytes"] + 0.5
+        elif i % 5 == 3:
+            d["Total Allocated"] = str(d["Total Allocated"])
+            d["Device Id"] = True
+        elif i % 5 == 4:
+            d["Addr"] = 2**64
+        spelled.append(json.dumps(d, separators=(", ", ": ") if i % 2 else (",", ":")))
+    both = pl.concat([ev, ev.with_columns(pl.Series("args", spelled))])
+    got = memory_rows(both.lazy()).collect()
+    assert got.height == 2 * len(texts)
+
+    def raw(text: str, key: str) -> int | None:
+        v = json.loads(text).get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
+
+    for col, key in _ARGS.items():
+        want = [raw(t, key) for t in texts + spelled]
+        assert got[col].to_list() == want, col

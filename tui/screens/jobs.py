@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, Static
 
 from profui.analysis import catalog
 from profui.analysis.catalog import JobRow
-from profui.analysis.formatting import fmt_bytes, fmt_epoch, fmt_ns
+from profui.analysis.formatting import elide_all, fmt_bytes, fmt_epoch, fmt_ns
 
 from ..widgets.keyline import KeyLine
 from .status import STATUS_STYLE
@@ -117,10 +117,15 @@ class JobsScreen(Screen):
         if table.row_count:
             keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         table.clear()
-        for r in self.visible_rows():
+        rows = self.visible_rows()
+        # the other columns take about 62 of 80: long names are cut around "…" (head and tail
+        # stay), distinct ones kept distinct, so Duration, Nodes, GPUs and Size stay on screen
+        width = max(16, (self.size.width or 80) - 62)
+        names = elide_all([r.name for r in rows], width)
+        for r, name in zip(rows, names, strict=True):
             status = (r.status, STATUS_STYLE.get(r.status, ""))
             table.add_row(
-                r.name,
+                name,
                 fmt_epoch(r.created_ns),
                 Text(*status),
                 fmt_ns(r.duration_ns),

@@ -3,16 +3,9 @@
 A job of many ranks is never loaded into one process: every rank is one task
 (:func:`profui.analysis.ranks.rank_result`) that reads that rank's events on a worker and sends
 back its per-rank tables; the client concatenates them and reduces the job's tables
-(:mod:`profui.analysis.jobreduce`). Where the tasks run:
-
-- ``scheduler="tcp://HOST:PORT"`` (or ``PROFUI_DASK_SCHEDULER``): an existing Dask cluster,
-  started the Dask way (``dask scheduler``, ``dask worker``, dask-jobqueue);
-- else an embedded :class:`distributed.LocalCluster` of ``workers`` processes (default: one per
-  core, at most one per rank), started for the run and closed after it.
-
-Dask does the fault handling: a task whose worker dies is run again on another worker (up to
-the scheduler's ``allowed-failures``); a rank that keeps killing workers ends the run with
-:class:`RankFailed` naming it. A rank whose files cannot be read fails the run with the one-line
+(:mod:`profui.analysis.jobreduce`). The tasks run where :mod:`profui.analysis.cluster` says (an
+existing scheduler, else a local cluster of one worker per core, at most one per rank); a rank
+that keeps killing workers ends the run with :class:`RankFailed` naming it. A rank whose files cannot be read fails the run with the one-line
 :class:`TraceFormatError` naming the rank and the file, unless ``skip_bad_ranks``: then it is
 left out and named in the summary's notes.
 
@@ -22,36 +15,24 @@ analyses one machine's trace never loads it.
 
 from __future__ import annotations
 
-import logging
-import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import functools
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from profui.capture.format import TraceFormatError
 
+from .cluster import TaskFailed, dask_client, run_tasks, scheduler_address
 from .jobreduce import WHOLE_TRACE_ONLY, concat_ranks, job_overview, job_tables
 from .ranks import RankPart, RankResult, rank_parts, rank_result
 
-#: The environment variable naming a Dask scheduler (``tcp://HOST:PORT``), as ``--scheduler`` does.
-SCHEDULER_ENV = "PROFUI_DASK_SCHEDULER"
 #: Up to this many bytes of events files a trace is summarised whole, in this process; beyond,
 #: by ranks on a local cluster (one process holding every event would need several times this).
 IN_PROCESS_BYTES = 512 * 1024 * 1024
 
 
-class ClusterError(RuntimeError):
-    """The Dask scheduler asked for cannot be reached; the message names it."""
-
-
-class RankFailed(RuntimeError):
+class RankFailed(TaskFailed):
     """A rank's task could not finish (its workers kept dying); the message names the rank."""
-
-
-def scheduler_address(scheduler: str | None) -> str | None:
-    """The scheduler asked for: ``scheduler``, else ``$PROFUI_DASK_SCHEDULER``, else None."""
-    return scheduler or os.environ.get(SCHEDULER_ENV) or None
 
 
 def wants_ranks(path: str | Path, scheduler: str | None = None, workers: int | None = None) -> bool:
@@ -65,37 +46,6 @@ def wants_ranks(path: str | Path, scheduler: str | None = None, workers: int | N
     return sum(f.path.stat().st_size for f in layout.events) > IN_PROCESS_BYTES
 
 
-@contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None, ranks: int = 1) -> Iterator[Any]:
-    """A ``distributed.Client`` on ``scheduler`` (or ``$PROFUI_DASK_SCHEDULER``), else on a local
-    cluster of ``workers`` single-threaded worker processes, closed on exit."""
-    from distributed import Client, LocalCluster
-
-    address = scheduler_address(scheduler)
-    if address:
-        try:
-            client = Client(address, timeout="30s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ClusterError(
-                f"Dask scheduler {address}: cannot connect ({str(exc).splitlines()[0]})"
-            ) from None
-        with client:
-            yield client
-        return
-    n = workers or max(1, min(os.cpu_count() or 1, ranks))
-    with (
-        LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
-
-
 def rank_results(
     client: Any,
     parts: list[RankPart],
@@ -104,25 +54,13 @@ def rank_results(
 ) -> list[RankResult]:
     """Every rank of ``parts`` run as one task on ``client``'s cluster; the results in ``parts``'
     order. ``on_rank(done, total, result)`` as each finishes."""
-    from distributed import as_completed
-    from distributed.client import FutureCancelledError
-    from distributed.scheduler import KilledWorker
-
-    keys = [f"profui-rank-{p.node}-{p.rank}-{os.getpid()}" for p in parts]
-    futures = client.map(rank_result, parts, params=dict(params), key=keys, pure=False)
-    by_key = {f.key: (i, p) for i, (f, p) in enumerate(zip(futures, parts, strict=True))}
     results: list[RankResult | None] = [None] * len(parts)
-    try:
-        for done, fut in enumerate(as_completed(futures), 1):
-            i, part = by_key[fut.key]
-            try:
-                results[i] = fut.result()
-            except (KilledWorker, FutureCancelledError) as exc:
-                raise RankFailed(f"{part.path}: rank {part.label} did not finish: {exc}") from None
-            if on_rank is not None:
-                on_rank(done, len(parts), results[i])
-    finally:
-        client.cancel(futures)
+    labels = [f"{p.path}: rank {p.label}" for p in parts]
+    task = functools.partial(rank_result, params=dict(params))
+    for done, (i, result) in enumerate(run_tasks(client, task, parts, labels, RankFailed), 1):
+        results[i] = result
+        if on_rank is not None:
+            on_rank(done, len(parts), result)
     return [r for r in results if r is not None]
 
 

@@ -119,7 +119,8 @@ def analyze_ranks(
     a rank whose workers kept dying fails it too (:class:`profui.analysis.distributed.RankFailed`).
     """
     from profui.analysis import jobreduce
-    from profui.analysis.distributed import RankFailed, dask_client, rank_results, summary_of
+    from profui.analysis.cluster import dask_client
+    from profui.analysis.distributed import RankFailed, rank_results, summary_of
     from profui.analysis.ranks import RankResult, rank_parts
 
     from .params import typed_params

@@ -24,6 +24,7 @@ from .footer import Footer, FooterError, read_footer
 from .layout import (
     MANIFEST_NAME,
     PRIVATE_DIR,
+    adopt_events,
     default_cache_root,
     events_path,
     manifest_path,
@@ -91,6 +92,7 @@ __all__ = [
     "TraceDir",
     "TraceFile",
     "TraceFormatError",
+    "adopt_events",
     "atomic_path",
     "check_file",
     "default_cache_root",

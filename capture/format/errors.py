@@ -16,6 +16,11 @@ class TraceFormatError(Exception):
         self.problem = printable(problem)
         super().__init__(f"{self.path}: {self.problem}")
 
+    def __reduce__(self) -> tuple:
+        # raised in another process (a Dask worker converting a file), it arrives as itself:
+        # pickling re-calls __init__ with its arguments, not with the one joined message
+        return (type(self), (self.path, self.problem))
+
 
 def printable(text: str) -> str:
     """``text`` with every character a terminal would act on (control bytes a reader's message

@@ -48,6 +48,9 @@ class NotOneJob(TraceFormatError):
         self.labels = labels
         self.args = (f"{', '.join(labels)}: {self.problem}",)
 
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.labels, self.problem, self.path))
+
     def __str__(self) -> str:
         return str(self.args[0])
 

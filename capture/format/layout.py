@@ -80,6 +80,17 @@ def next_seq(folder: Path, table: str) -> int:
     return max(seqs, default=-1) + 1
 
 
+def adopt_events(file: Path, trace_dir: str | Path, node: str, rank: int) -> Path:
+    """Move the events file ``file`` (written elsewhere on the same file system, e.g. by a
+    worker process into a folder of its own) into ``trace_dir`` as ``node``/``rank``'s next
+    events file; returns its new path."""
+    folder = rank_dir(trace_dir, node, rank)
+    dest = events_path(trace_dir, node, rank, next_seq(folder, "events"))
+    folder.mkdir(parents=True, exist_ok=True)
+    os.replace(file, dest)
+    return dest
+
+
 def parse_partition(part: str, key: str) -> str | None:
     """Value of a ``key=value`` folder name, or None when ``part`` is not one."""
     prefix = f"{key}="

@@ -20,6 +20,7 @@ _IMPORTER = (
     "detect_rank",
     "import_jobs",
     "import_kineto",
+    "workers_for",
 )
 
 __all__ = ["KinetoFormatError", *_IMPORTER]

@@ -177,6 +177,9 @@ class WholeLine(TraceFormatError):
         super().__init__(Path("."), line)
         self.args = (line,)
 
+    def __reduce__(self) -> tuple:
+        return (type(self), self.args)
+
     def __str__(self) -> str:
         return str(self.args[0])
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import glob
 import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -20,6 +22,7 @@ from profui.capture.format import (
     IMPORTABLE_SUFFIXES,
     Manifest,
     TraceFormatError,
+    adopt_events,
     is_trace_dir,
     safe_node_name,
     write_events,
@@ -37,6 +40,10 @@ from .errors import KinetoFormatError
 from .reader import decode, read_bytes
 
 Progress = Callable[[int, int], None]
+#: Runs many conversions at once, e.g. as tasks on a Dask cluster: ``mapper(fn, items, labels)``
+#: calls the picklable ``fn`` on every item (in other processes, perhaps other machines) and yields
+#: ``(index, result)`` as each finishes; an item that cannot finish raises, named by its label.
+Mapper = Callable[[Callable[[Any], Any], list[Any], list[str]], Iterable[tuple[int, Any]]]
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
@@ -255,6 +262,50 @@ def expand_sources(sources: list[Path]) -> list[Path]:
     return list(unique.values())
 
 
+#: Sources of less JSON text than this in all are converted one by one in this process by
+#: default: starting a cluster's worker processes costs ~3 s, and a conversion already keeps more
+#: than one core busy (gunzip, then Arrow's threads writing Parquet), so at once pays only on many
+#: cores for much text (on 2 cores: 0.90x at 430 MB, 1.08x at 1.3 GB; benchmarks/import_ranks.py).
+AT_ONCE_BYTES = 1024 * 1024 * 1024
+#: ... and on fewer cores than this.
+AT_ONCE_CORES = 4
+#: A file's conversion holds about this many times its JSON text at its peak (the text, the
+#: scan's columns and the converted table: 2.7x on a 962 MB file).
+PEAK_PER_TEXT_BYTE = 3
+
+
+def workers_for(sources: list[Path]) -> int:
+    """How many files of ``sources`` to convert at once by default: 1 (one by one, in this
+    process) for a single file, any Nsight export, less than :data:`AT_ONCE_BYTES` of JSON text
+    or fewer than :data:`AT_ONCE_CORES` cores; else one per core, at most one per file, and no
+    more than the free memory holds at :data:`PEAK_PER_TEXT_BYTE` times the largest file's text."""
+    files = expand_sources(sources)
+    cores = os.cpu_count() or 1
+    if len(files) < 2 or cores < AT_ONCE_CORES or any(is_nsys_file(f) for f in files):
+        return 1
+    texts = [_text_size(f) for f in files]
+    if sum(texts) < AT_ONCE_BYTES:
+        return 1
+    import psutil
+
+    fit = psutil.virtual_memory().available // (PEAK_PER_TEXT_BYTE * max(texts))
+    return int(max(1, min(cores, len(files), fit)))
+
+
+def _text_size(src: Path) -> int:
+    """Bytes of JSON text in ``src``: a gzip file's stated size (its last 4 bytes, modulo 4 GiB,
+    so never taken below the file's own size), else the file's size."""
+    size = _size(src)
+    try:
+        with open(src, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return size
+            fh.seek(-4, os.SEEK_END)
+            return max(size, int.from_bytes(fh.read(4), "little"))
+    except OSError:
+        return size
+
+
 def check_output(out_dir: Path, force: bool) -> None:
     """Refuse an output folder that holds a trace (unless ``force``) or anything else."""
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
@@ -303,6 +354,7 @@ def import_kineto(
     progress: Progress | None = None,
     name: str | None = None,
     step_pattern: str | None = None,
+    mapper: Mapper | None = None,
 ) -> Manifest:
     """Import Kineto JSON files and Nsight Systems exports (or folders of them) as the new trace
     ``out_dir``. ``step_pattern`` (regex) names the NVTX ranges of Nsight files that are steps.
@@ -313,9 +365,12 @@ def import_kineto(
     Everything is built in a temporary folder beside ``out_dir`` and renamed into place at the
     end, so a failure leaves no half trace and ``force`` never half-overwrites an old one.
     ``name`` is the trace's name in its manifest (default: the folder's name).
+    With a ``mapper`` (:data:`Mapper`, e.g. tasks on a Dask cluster) the files are converted at
+    once, each by a task into a folder of its own, and placed as a one-by-one import places them
+    (Nsight exports, whose ranks follow the files before them, are converted one by one).
     Returns the written manifest (status ``imported``, source ``kineto-import``).
     """
-    done = _import(sources, out_dir, rank, node, force, progress, name, step_pattern, None)
+    done = _import(sources, out_dir, rank, node, force, progress, name, step_pattern, None, mapper)
     return done.jobs[0][1]
 
 
@@ -330,13 +385,14 @@ def import_jobs(
     name: str | None = None,
     step_pattern: str | None = None,
     hint: str = SEPARATE_HINT,
+    mapper: Mapper | None = None,
 ) -> Imported:
     """As :func:`import_kineto`, but sources of several jobs are imported as one trace folder
     per job under ``out_dir`` (named ``<start, UTC>-<first file's name>[+N]``), and the line a
     one-job import would have refused them with (ending in ``hint``) is returned with them.
     Sources that are one job are imported as one trace at ``out_dir``, as by
     :func:`import_kineto`. Several jobs are converted twice (once to tell them apart)."""
-    return _import(sources, out_dir, rank, node, force, progress, name, step_pattern, hint)
+    return _import(sources, out_dir, rank, node, force, progress, name, step_pattern, hint, mapper)
 
 
 def _import(
@@ -349,6 +405,7 @@ def _import(
     name: str | None,
     step_pattern: str | None,
     separate_hint: str | None,
+    mapper: Mapper | None,
 ) -> Imported:
     out_dir = Path(out_dir)
     files = expand_sources([Path(s) for s in sources])
@@ -370,7 +427,13 @@ def _import(
         raise TraceFormatError(
             out_dir, f"cannot write beside the output folder ({exc.strerror or exc})"
         ) from None
-    options = {"rank": rank, "node": node, "progress": progress, "step_pattern": step_pattern}
+    options = {
+        "rank": rank,
+        "node": node,
+        "progress": progress,
+        "step_pattern": step_pattern,
+        "mapper": mapper,
+    }
     try:
         per_file = _convert_all(files, tmp, **options)
         parts = [_part(f, found) for f, found in per_file]
@@ -401,6 +464,7 @@ def _import(
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_task_folders(tmp)
         raise
     finally:
         _release_arrow_memory()
@@ -461,7 +525,7 @@ def _clear_stale_imports(out_dir: Path) -> None:
     except OSError:
         return
     for folder in leftovers:
-        pid = folder.name[len(prefix) :]
+        pid = folder.name[len(prefix) :].split(".")[0]  # a task's folder: <pid>.file-<batch>-<i>
         if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -519,9 +583,14 @@ def _convert_all(
     node: str | None,
     progress: Progress | None,
     step_pattern: str | None = None,
+    mapper: Mapper | None = None,
+    scratch: Path | None = None,
 ) -> list[tuple[Path, list[ConvertResult]]]:
     """Convert every file into ``tmp``; each file with what it gave (an Nsight export a rank per
     process)."""
+    if mapper is not None and len(files) > 1 and not any(is_nsys_file(f) for f in files):
+        at_once = {"rank": rank, "node": node, "progress": progress, "mapper": mapper}
+        return _convert_at_once(files, tmp, scratch=scratch or tmp, **at_once)
     sizes = [_size(f) for f in files]
     total = sum(sizes)
     done = 0
@@ -546,6 +615,64 @@ def _convert_all(
     if progress is not None:
         progress(total, total)
     return per_file
+
+
+def _convert_apart(job: tuple[Path, Path, Path, str | None, int | None]) -> list[ConvertResult]:
+    """One Kineto or JAX file ``(source, own folder, import's folder, node, rank)`` converted into
+    a folder of its own beside the import's: a task of an import done at once. The folder is
+    emptied first, so a task run again after its worker died starts over; a task that finishes
+    after its import was given up (that folder gone) removes its own."""
+    src, own, scratch, node, rank = job
+    shutil.rmtree(own, ignore_errors=True)
+    own.mkdir()
+    try:
+        return _convert(src, own, node=node, rank=rank, step_pattern=None, progress=lambda _d, _n: None)
+    finally:
+        if not scratch.exists():
+            shutil.rmtree(own, ignore_errors=True)
+
+
+def _convert_at_once(
+    files: list[Path],
+    tmp: Path,
+    *,
+    scratch: Path,
+    rank: int | None,
+    node: str | None,
+    progress: Progress | None,
+    mapper: Mapper,
+) -> list[tuple[Path, list[ConvertResult]]]:
+    """:func:`_convert_all` with every file converted by ``mapper`` at once, each into a folder
+    of its own beside the import's folder ``scratch`` (absolute paths: the tasks may run
+    elsewhere), then moved into ``tmp`` in the files' order, so each rank's events files are
+    numbered as a one-by-one import numbers them. A task still running when the import fails
+    cannot be stopped: the folders are outside ``scratch`` (a write into one never re-creates
+    it) and :func:`_remove_task_folders` or the task itself removes them."""
+    sizes = [_size(f) for f in files]
+    total, done = sum(sizes), 0
+    scratch = scratch.absolute()
+    batch = uuid.uuid4().hex[:8]
+    own = [scratch.parent / f"{scratch.name}.file-{batch}-{i}" for i in range(len(files))]
+    jobs = [(f.absolute(), own[i], scratch, node, rank) for i, f in enumerate(files)]
+    found: list[list[ConvertResult]] = [[] for _ in files]
+    for i, results in mapper(_convert_apart, jobs, [str(f) for f in files]):
+        found[i] = results
+        done += sizes[i]
+        if progress is not None:
+            progress(done, total)
+    for f, results in zip(files, found, strict=True):
+        for r in results:
+            r.path = adopt_events(r.path, tmp, r.node, r.rank)
+            r.source["file"] = str(f)  # as named, like a one-by-one import's manifest
+    for folder in own:
+        shutil.rmtree(folder)
+    return list(zip(files, found, strict=True))
+
+
+def _remove_task_folders(scratch: Path) -> None:
+    """The folders of an import's tasks (:func:`_convert_at_once`) beside ``scratch``."""
+    for folder in scratch.parent.glob(f"{glob.escape(scratch.name)}.file-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_job_manifest(results: list[ConvertResult], tmp: Path, name: str) -> Manifest:

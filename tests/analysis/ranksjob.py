@@ -1,5 +1,9 @@
 """A job of many ranks assembled from the real two-rank trace (for the tests of runs by ranks).
 
+:func:`kineto_rank_files` writes Kineto files for an import of many ranks: the two real files
+(sampled ranks 0 and 1 of a 128-rank job) copied with ``distributedInfo.rank`` relabelled; every
+other byte of their events is theirs.
+
 The corpus has no trace of more than two ranks, so this builds one: the real
 ``hta-trace_filter-sampled_rank-0``/``-1`` Kineto files imported with profui's importer, and
 their two ``rank=`` partitions copied (byte for byte) to ``n`` ranks, relabelled ``rank=k`` on
@@ -9,9 +13,12 @@ list those hosts, ranks and GPUs. Every events file is real; only the layout is 
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from profui.capture.kineto import import_kineto
 
@@ -50,3 +57,31 @@ def job_of(two_ranks: Path, out: Path, n: int, drop: tuple[int, ...] = ()) -> Pa
     )
     (out / "manifest.json").write_text(json.dumps(manifest))
     return out
+
+
+def kineto_rank_files(out: Path, n: int) -> list[Path]:
+    """``n`` Kineto files ``rank-<k>.json.gz`` in ``out``: rank ``k`` is the real sampled rank
+    ``k % 2`` with its ``distributedInfo.rank`` set to ``k`` (the job's world size, 128, kept)."""
+    out.mkdir(parents=True, exist_ok=True)
+    docs = [json.loads(gzip.decompress(shared_trace(name).read_bytes())) for name in SOURCES]
+    files = []
+    for k in range(n):
+        doc = docs[k % 2]
+        doc["distributedInfo"]["rank"] = k
+        files.append(out / f"rank-{k}.json.gz")
+        files[-1].write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=1))
+    return files
+
+
+def assert_same_trace(got: Path, want: Path) -> None:
+    """Every events file of ``got`` at ``want``'s path with an equal table; the manifests equal
+    but for the trace's name; nothing else in ``got``."""
+    files = sorted(p.relative_to(got) for p in got.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(want) for p in want.rglob("*") if p.is_file())
+    for rel in files:
+        if rel.suffix == ".parquet":
+            assert pq.read_table(got / rel).equals(pq.read_table(want / rel)), rel
+    manifests = [json.loads((t / "manifest.json").read_text()) for t in (got, want)]
+    for m in manifests:
+        m.pop("name")
+    assert manifests[0] == manifests[1]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from ranksjob import import_two_ranks, job_of
+from ranksjob import assert_same_trace, import_two_ranks, job_of, kineto_rank_files
 
 from profui.analysis import jobreduce
 from profui.analysis.distributed import summarize_ranks
@@ -186,6 +186,16 @@ def test_scheduler_from_the_environment(two_ranks: Path, tmp_path: Path, cluster
     assert res.returncode == 0, res.stderr
     assert "8/8 ranks" in res.stderr.splitlines()
     assert_same_tables(json.loads(res.stdout), want)
+
+
+def test_import_on_the_scheduler_equals_one_by_one(cluster, tmp_path: Path) -> None:
+    """``profui import --scheduler``: each file a task on the workers in other processes; the
+    trace is the one-by-one import's (the oracle), every events table and the manifest."""
+    files = kineto_rank_files(tmp_path / "src", 8)
+    assert profui("import", *files, "-o", tmp_path / "seq").returncode == 0
+    res = profui("import", *files, "-o", tmp_path / "par", "--scheduler", cluster[0])
+    assert res.returncode == 0, res.stderr
+    assert_same_trace(tmp_path / "par", tmp_path / "seq")
 
 
 def _truncated_job(two_ranks: Path, root: Path) -> Path:

@@ -179,7 +179,8 @@ def _run_by_ranks(
     """``profui analyze`` by ranks (:mod:`profui.analysis.pipeline.ranks_run`); its record printed."""
     from dataclasses import asdict
 
-    from profui.analysis.distributed import ClusterError, RankFailed
+    from profui.analysis.cluster import ClusterError
+    from profui.analysis.distributed import RankFailed
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
     from profui.analysis.pipeline.ranks_run import analyze_ranks

@@ -7,8 +7,22 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
+
+from .errors import UserError
+from .ranks_opts import scheduler_option, workers_option
+
+IMPORT_SCHEDULER_HELP = (
+    "Dask scheduler to convert the files on, one task per file, e.g. tcp://10.0.0.5:8786 (its workers "
+    "must see the files and -o at the same paths); also $PROFUI_DASK_SCHEDULER. Default: a local "
+    "cluster when several large files are imported, else one by one in this process."
+)
+IMPORT_WORKERS_HELP = (
+    "Files converted at once on a local Dask cluster, e.g. --workers 4 (default: one per core, as "
+    "memory allows, for 1 GiB of JSON or more on 4 cores or more; else one by one)."
+)
 
 
 @contextmanager
@@ -44,17 +58,35 @@ def run_import(
     force: bool,
     nvtx_step: str | None = None,
     separate_jobs: bool = False,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> str:
-    """Import and return the summary lines to print."""
+    """Import and return the summary lines to print: one by one in this process, or the files
+    at once as tasks on Dask (``scheduler``, ``workers``, or by default for several large files:
+    :func:`profui.capture.kineto.workers_for`)."""
     # loaded by this command only (numpy, pyarrow)
-    from profui.capture.kineto import import_jobs, import_kineto
+    from profui.analysis.cluster import scheduler_address
+    from profui.capture.kineto import import_jobs, import_kineto, workers_for
 
     options = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
-    with progress_bar(sys.stderr.isatty()) as progress:
-        if separate_jobs:
-            jobs = import_jobs(sources, out, progress=progress, **options).jobs
-        else:
-            jobs = [(out, import_kineto(sources, out, progress=progress, **options))]
+
+    def run(mapper: Any = None) -> list:
+        with progress_bar(sys.stderr.isatty()) as progress:
+            if separate_jobs:
+                return import_jobs(sources, out, progress=progress, mapper=mapper, **options).jobs
+            return [(out, import_kineto(sources, out, progress=progress, mapper=mapper, **options))]
+
+    at_once = workers or (None if scheduler_address(scheduler) else workers_for(sources))
+    if scheduler_address(scheduler) or (at_once or 1) > 1:
+        from profui.analysis.cluster import ClusterError, TaskFailed, dask_client, import_mapper
+
+        try:
+            with dask_client(scheduler, at_once) as client:
+                jobs = run(import_mapper(client))
+        except (ClusterError, TaskFailed) as exc:
+            raise UserError(str(exc)) from None
+    else:
+        jobs = run()
     lines = [] if len(jobs) == 1 else [f"{len(jobs)} jobs, one trace folder each under {out}:"]
     for folder, manifest in jobs:
         events = sum(s["num_events"] for s in manifest.sources)
@@ -98,6 +130,8 @@ def register(app: typer.Typer) -> None:
             help="Files of several jobs (other times, world sizes, job ids) become one trace folder per "
             "job under -o instead of being refused, e.g. profui import *.json.gz -o jobs/ --separate-jobs",
         ),
+        scheduler: str | None = scheduler_option(IMPORT_SCHEDULER_HELP),
+        workers: int | None = workers_option(IMPORT_WORKERS_HELP),
     ) -> None:
         """Convert PyTorch Profiler / Kineto JSON, Nsight Systems exports and JAX traces into a trace folder.
 
@@ -113,5 +147,7 @@ def register(app: typer.Typer) -> None:
           profui import jax_logs/ -o trace/
 
           profui import old_runs/*.json.gz -o jobs/ --separate-jobs
+
+          profui import ranks/*.json.gz -o trace/ --scheduler tcp://10.0.0.5:8786
         """
-        typer.echo(run_import(traces, out, rank, node, force, nvtx_step, separate_jobs))
+        typer.echo(run_import(traces, out, rank, node, force, nvtx_step, separate_jobs, scheduler, workers))

@@ -20,14 +20,14 @@ WORKERS_HELP = "Worker processes of the local Dask cluster, e.g. --workers 8 (de
 SKIP_HELP = "Leave out a rank whose files cannot be read, naming it, instead of failing the run."
 
 
-def scheduler_option() -> Any:
+def scheduler_option(help: str = SCHEDULER_HELP) -> Any:
     """``--scheduler ADDR``."""
-    return typer.Option(None, "--scheduler", metavar="ADDR", help=SCHEDULER_HELP)
+    return typer.Option(None, "--scheduler", metavar="ADDR", help=help)
 
 
-def workers_option() -> Any:
+def workers_option(help: str = WORKERS_HELP) -> Any:
     """``--workers N``."""
-    return typer.Option(None, "--workers", min=1, help=WORKERS_HELP)
+    return typer.Option(None, "--workers", min=1, help=help)
 
 
 def skip_option() -> Any:
@@ -57,7 +57,8 @@ def summarize_by_ranks(
 ) -> Any:
     """The job's Summary by ranks; a cluster that cannot be reached or a rank that cannot finish
     is the user's one line (exit 2)."""
-    from profui.analysis.distributed import ClusterError, RankFailed, summarize_ranks
+    from profui.analysis.cluster import ClusterError
+    from profui.analysis.distributed import RankFailed, summarize_ranks
 
     try:
         return summarize_ranks(

@@ -14,6 +14,7 @@ does.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -125,13 +126,7 @@ def run_tasks(
         client.cancel(futures)
 
 
-def import_mapper(
-    client: Any,
-) -> Callable[[Callable[[Any], Any], list[Any], list[str]], Iterator[tuple[int, Any]]]:
+def import_mapper(client: Any) -> Callable[..., Iterator[tuple[int, Any]]]:
     """A mapper for :func:`profui.capture.kineto.import_kineto`: the files' conversions as tasks
     on ``client``'s cluster (whose workers must see the files and the output folder)."""
-
-    def mapper(fn: Callable[[Any], Any], items: list[Any], labels: list[str]) -> Iterator[tuple[int, Any]]:
-        return run_tasks(client, fn, items, labels)
-
-    return mapper
+    return functools.partial(run_tasks, client)

@@ -589,8 +589,9 @@ def _convert_all(
     """Convert every file into ``tmp``; each file with what it gave (an Nsight export a rank per
     process)."""
     if mapper is not None and len(files) > 1 and not any(is_nsys_file(f) for f in files):
-        at_once = {"rank": rank, "node": node, "progress": progress, "mapper": mapper}
-        return _convert_at_once(files, tmp, scratch=scratch or tmp, **at_once)
+        return _convert_at_once(
+            files, tmp, scratch=scratch or tmp, rank=rank, node=node, progress=progress, mapper=mapper
+        )
     sizes = [_size(f) for f in files]
     total = sum(sizes)
     done = 0

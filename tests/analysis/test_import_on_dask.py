@@ -9,7 +9,6 @@ The many-rank sources are the real sampled ranks 0 and 1 relabelled (:mod:`ranks
 from __future__ import annotations
 
 import json
-import logging
 import os
 import pickle
 import signal
@@ -21,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from ranksjob import assert_same_trace, kineto_rank_files
 
-from profui.analysis.cluster import TaskFailed, import_mapper
+from profui.analysis.cluster import TaskFailed, dask_client, import_mapper
 from profui.capture.format import TraceFormatError
 from profui.capture.format.jobs import NotOneJob
 from profui.capture.kineto import KinetoFormatError, import_kineto, importer, workers_for
@@ -54,18 +53,7 @@ def one_by_one(sources: list[Path], tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as c,
-    ):
+    with dask_client(workers=2) as c:
         yield c
 
 
@@ -109,18 +97,7 @@ def test_killed_worker_during_import_is_survived(
 ) -> None:
     """A worker process killed (SIGKILL) as the first file is done: Dask runs its task again on
     another worker and the import completes with the one-by-one trace."""
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster) as c,
-    ):
+    with dask_client(workers=2) as c:
         pids = sorted(c.run(os.getpid).values())
         killed: list[tuple[int, int]] = []
 

@@ -76,12 +76,15 @@ def run_import(
                 return import_jobs(sources, out, progress=progress, mapper=mapper, **options).jobs
             return [(out, import_kineto(sources, out, progress=progress, mapper=mapper, **options))]
 
-    at_once = workers or (None if scheduler_address(scheduler) else workers_for(sources))
-    if scheduler_address(scheduler) or (at_once or 1) > 1:
+    on_dask = bool(scheduler_address(scheduler) or workers)
+    if not on_dask:
+        workers = workers_for(sources)
+        on_dask = workers > 1
+    if on_dask:
         from profui.analysis.cluster import ClusterError, TaskFailed, dask_client, import_mapper
 
         try:
-            with dask_client(scheduler, at_once) as client:
+            with dask_client(scheduler, workers) as client:
                 jobs = run(import_mapper(client))
         except (ClusterError, TaskFailed) as exc:
             raise UserError(str(exc)) from None

@@ -86,6 +86,9 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
     assert "46.8 ms" in out  # 15 AllReduce kernels: 46,762.159 µs (independent raw stats)
     assert "AllReduce" in out and "ncclKernel_AllReduce_RING_LL_Sum_float" in out
     assert "Traceback" not in proc.stderr
+    # each of the summary's notes printed as its words, brackets included (not read as markup)
+    for note in summarize(open_trace(nccl_trace)).notes:
+        assert " ".join(f"note: {note}".split()) in " ".join(out.split()), note
 
 
 def test_json_has_every_section_equal_to_summarize(nccl_trace: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 
 from profui.analysis.formatting import (
     fmt_bytes,
@@ -122,9 +123,9 @@ def _where(df: pl.DataFrame) -> list[Col]:
 
 
 def render_text(summary: Any, console: Any) -> None:
+    """Print a Summary as readable tables on ``console`` (a rich Console)."""
     import polars as pl
 
-    """Print a Summary as readable tables on ``console`` (a rich Console)."""
     s = summary
     tr = s.trace
     head = (
@@ -136,7 +137,7 @@ def render_text(summary: Any, console: Any) -> None:
         head += " · [yellow]hta_compat[/yellow]"
     console.print(head)
     for note in s.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"[dim]note: {escape(note)}[/dim]")  # "[memory]" is text, not markup
     if s.takeaways:
         from rich.table import Table
 
@@ -626,7 +627,7 @@ def _render_flops(tb: Callable[[str, str], pl.DataFrame], P: Callable[[Any], Non
             f" ({', '.join(x for x in (t['peak_gpu'], t['precision'], t['peak_source']) if x)})"
         )
     if t["note"]:
-        line += f"\n[dim]note: {t['note']}[/dim]"
+        line += f"\n[dim]note: {escape(t['note'])}[/dim]"
     P(line)
     P(
         _table(

@@ -148,18 +148,10 @@ def _texts(values: list[msgspec.Raw]) -> pa.Array:
     return parts
 
 
-#: The intermediate's columns of an args key that no row of a chunk has (sliced to its length).
-_ABSENT = (pa.nulls(_CHUNK_ROWS, pa.large_string()), pa.array(np.full(_CHUNK_ROWS, -1, np.int32)))
-
-
 def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
     n = len(columns["kind"])
     for k, listed in enumerate(columns["keys"]):
-        if not listed and n <= _CHUNK_ROWS:  # the common case: a key no event of the chunk has
-            text, span = (a.slice(0, n) for a in _ABSENT)
-            columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = text, span, span
-            continue
         rows, values, starts, ends = zip(*listed, strict=True) if listed else ((), (), (), ())
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
             n,
@@ -410,6 +402,10 @@ def _memcpy_kind_arg(value: Any) -> str | None:
     return None
 
 
+#: Bytes of args text cut at a time: the cut works on a byte mask, so it is bounded per block.
+_CUT_BLOCK_BYTES = 16 << 20
+
+
 def _cut(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> pa.Array:
     """``body`` (large_string, no nulls) with the byte spans ``[start, end)`` of each row removed
     where its mask is true (spans relative to the row; those of one row do not overlap)."""
@@ -429,18 +425,33 @@ def _cut(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> pa.
         removed[rows] += e - s
     if not starts:
         return body
-    # The bytes between cut boundaries are kept or not as a whole: one mask, segment by segment.
     cut_at, kept_at = np.concatenate(starts), np.concatenate(ends)
-    bounds = np.concatenate(([lo], cut_at, kept_at, [hi]))
-    order = np.argsort(bounds, kind="stable")
-    step = np.concatenate(([0], np.ones(len(cut_at), np.int8), -np.ones(len(kept_at), np.int8), [0]))
-    inside = np.cumsum(step[order])[:-1] > 0  # segment j: between bounds[order][j] and the next
-    keep = np.repeat(~inside, np.diff(bounds[order]))
-    data = np.frombuffer(body.buffers()[2], np.uint8)[lo:hi]
+    del starts, ends
+    order = np.argsort(cut_at, kind="stable")
+    cut_at, kept_at = cut_at[order], kept_at[order]
+    del order
+    data = np.frombuffer(body.buffers()[2], np.uint8)
     new_offsets = (offsets - lo) - np.concatenate(([0], np.cumsum(removed)))
-    return pa.Array.from_buffers(
-        pa.large_string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(data[keep])]
-    )
+    out = np.empty(int(new_offsets[-1]), np.uint8)
+    # Blocks begin at row starts, so no cut spans two of them.
+    edges = np.unique(offsets[np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES))])
+    edges = np.append(edges, hi)
+    first = np.searchsorted(cut_at, edges)
+    at = 0
+    for b in range(len(edges) - 1):
+        a, z = int(edges[b]), int(edges[b + 1])
+        c_at, k_at = cut_at[first[b] : first[b + 1]], kept_at[first[b] : first[b + 1]]
+        block = data[a:z]
+        if len(c_at):
+            # the bytes between cut boundaries are kept or not as a whole: one mask, segment by segment
+            bounds = np.concatenate(([a], c_at, k_at, [z]))
+            order = np.argsort(bounds, kind="stable")
+            step = np.concatenate(([0], np.ones(len(c_at), np.int8), -np.ones(len(k_at), np.int8), [0]))
+            inside = np.cumsum(step[order])[:-1] > 0  # segment j: between bounds[order][j] and the next
+            block = block[np.repeat(~inside, np.diff(bounds[order]))]
+        out[at : at + len(block)] = block
+        at += len(block)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(out)])
 
 
 def _close(texts: pa.Array, own: bool) -> pa.Array:

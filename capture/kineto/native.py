@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -90,20 +90,43 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     return NativeScan(table, specials, flows, res["events"])
 
 
+@lru_cache(maxsize=4)
+def _absent(n: int) -> tuple[pa.Array, pa.Array]:
+    """The columns of an args key no row has: all-null text and span -1, shared by such keys."""
+    return pa.nulls(n, pa.large_string()), pa.array(np.full(n, -1, np.int32))
+
+
 def spread(
     n: int, at: np.ndarray, start: np.ndarray, end: np.ndarray, values: pa.Array
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """One args key, listed for the rows ``at`` that have it (both paths list them so), as the
-    intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere, checked to be
-    UTF-8) and its entry's span (-1 elsewhere)."""
+    """One args key, listed for the rows ``at`` (ascending) that have it (both paths list them
+    so), as the intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere,
+    checked to be UTF-8) and its entry's span (-1 elsewhere)."""
+    if not len(at):
+        text, span = _absent(n)
+        return text, span, span
     spans = []
     for part in (start, end):
         dense = np.full(n, -1, np.int32)
         dense[at] = part
         spans.append(pa.array(dense))
+    values = values.cast(pa.large_string())  # checks UTF-8
+    listed = np.frombuffer(values.buffers()[1], np.int64)[values.offset : values.offset + len(values) + 1]
+    lengths = np.zeros(n, np.int64)
+    lengths[at] = np.diff(listed)
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = listed[0]
+    np.cumsum(lengths, out=offsets[1:])
+    offsets[1:] += listed[0]
+    del lengths
     has = np.zeros(n, bool)
     has[at] = True
-    text = pc.replace_with_mask(pa.nulls(n, pa.large_string()), pa.array(has), values.cast(pa.large_string()))
+    # the listed values' bytes, in row order, are the dense column's bytes: not copied
+    text = pa.Array.from_buffers(
+        pa.large_string(),
+        n,
+        [pa.py_buffer(np.packbits(has, bitorder="little")), pa.py_buffer(offsets), values.buffers()[2]],
+    )
     return text, spans[0], spans[1]
 
 

@@ -658,7 +658,9 @@ def convert_events(
 def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None, native: bool) -> Converted:
     src = _Source()
     chunks: list[pa.Table] = []
-    scan = scan_events(doc.events_text, _CHUNK_SCHEMA) if native and doc.events_text is not None else None
+    scan = None
+    if native and doc.events_text is not None:
+        scan = scan_events(doc.events_text, _CHUNK_SCHEMA, release=doc.release)
     if scan is not None:
         chunks.append(scan.table)
         src.flows.update(scan.flows)

@@ -14,6 +14,7 @@ returns None and the import runs entirely in Python, with identical results.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -58,21 +59,26 @@ class NativeScan:
 
     ``table``: the rows it split (the converter's intermediate chunk columns, ``dur`` null where
     absent, plus ``ord``, the event's index in the array);
-    ``specials``: ``(index, text)`` of every event left to the Python converter, in order;
+    ``specials``: ``(index, text)`` of every event left to the Python converter, in order
+    (copied out of the JSON text, which may be gone);
     ``flows``: counts of the CORRELATION_FLOWS flow events it consumed, by
     ``"cat:ph"``; ``events``: the number of events in the array.
     """
 
     table: pa.Table | None
-    specials: list[tuple[int, memoryview]]
+    specials: list[tuple[int, bytes]]
     flows: dict[str, int]
     events: int
 
 
-def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | None:
+def scan_events(
+    text: bytes | memoryview, schema: pa.Schema, release: Callable[[], None] | None = None
+) -> NativeScan | None:
     """Scan the JSON text of a ``traceEvents`` array; None when the extension is unavailable
     or the text is not an array of objects (the Python path then reports what is wrong).
-    ``schema`` is the converter's chunk schema; the table gets it plus ``ord``."""
+    ``schema`` is the converter's chunk schema; the table gets it plus ``ord``. ``release`` is
+    called once the scan has succeeded and its specials are copied out, before the table's
+    columns are built: the caller lets go of the text there (it is no longer read)."""
     if not available():
         return None
     try:
@@ -80,14 +86,17 @@ def scan_events(text: bytes | memoryview, schema: pa.Schema) -> NativeScan | Non
     except ValueError:
         return None
     try:
-        table = _table(res, schema)
+        texts = _texts(res)
     except pa.ArrowInvalid:  # text that is not UTF-8: the Python path names the event
         return None
     triples = memoryview(res["special"]).cast("q")
     view = memoryview(text)
-    specials = [(triples[i], view[triples[i + 1] : triples[i + 2]]) for i in range(0, len(triples), 3)]
+    specials = [(triples[i], bytes(view[triples[i + 1] : triples[i + 2]])) for i in range(0, len(triples), 3)]
+    del view, text
+    if release is not None:
+        release()
     flows = {key: c for key, c in zip(_FLOW_KEYS, res["flows"], strict=True) if c}
-    return NativeScan(table, specials, flows, res["events"])
+    return NativeScan(_table(res, texts, schema), specials, flows, res["events"])
 
 
 @lru_cache(maxsize=4)
@@ -130,13 +139,11 @@ def spread(
     return text, spans[0], spans[1]
 
 
-def _table(res: dict, schema: pa.Schema) -> pa.Table:
-    """The extension's column buffers as an Arrow table (``schema`` plus ``ord``), zero-copy
-    except for the UTF-8 check of the text columns."""
+def _texts(res: dict) -> dict[str, pa.Array]:
+    """The extension's text columns as Arrow strings, zero-copy but for the UTF-8 check (which
+    raises ``pa.ArrowInvalid``): the row columns by name, each args key's listed values by its
+    number."""
     n = res["rows"]
-
-    def plain(typ: pa.DataType, data: bytes) -> pa.Array:
-        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
 
     def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
         valid, offsets, data = parts
@@ -145,23 +152,37 @@ def _table(res: dict, schema: pa.Schema) -> pa.Table:
         )
         return raw.cast(pa.large_string())  # checks UTF-8
 
+    out: dict[str, pa.Array] = {name: text(res[name]) for name in ("ts", "dur", "name", "cat", "body")}
+    for k, (rows, _, _, offsets, data) in enumerate(res["keys"]):
+        values = pa.Array.from_buffers(
+            pa.large_binary(), len(rows) // 8, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        out[f"v{k}"] = values.cast(pa.large_string())
+    return out
+
+
+def _table(res: dict, texts: dict[str, pa.Array], schema: pa.Schema) -> pa.Table:
+    """The extension's column buffers as an Arrow table (``schema`` plus ``ord``), zero-copy
+    but for each args key's dense columns; ``texts`` are the checked text columns."""
+    n = res["rows"]
+
+    def plain(typ: pa.DataType, data: bytes) -> pa.Array:
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
+
     columns = {
-        "ts": text(res["ts"]),
-        "dur": text(res["dur"]),
+        "ts": texts["ts"],
+        "dur": texts["dur"],
         "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
-        "name": text(res["name"]).cast(pa.string()),
-        "cat": text(res["cat"]).cast(pa.string()),
+        "name": texts["name"].cast(pa.string()),
+        "cat": texts["cat"].cast(pa.string()),
         "pid": plain(pa.int64(), res["pid"]),
         "tid": plain(pa.int64(), res["tid"]),
-        "body": text(res["body"]),
+        "body": texts["body"],
     }
-    for k, (rows, start, end, offsets, data) in enumerate(res["keys"]):
+    for k, (rows, start, end, _, _) in enumerate(res["keys"]):
         at = np.frombuffer(rows, np.int64)
-        values = pa.Array.from_buffers(
-            pa.large_binary(), len(at), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        )
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
-            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), values
+            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"]
         )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(

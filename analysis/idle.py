@@ -31,7 +31,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import sorted_runs
+from .intervals import Frame, sorted_runs
+from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, launch_times
 from .stats import describe
 
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
@@ -59,8 +60,8 @@ HTA_QUEUE_LAUNCH_NAMES: tuple[str, ...] = (
 MAX_QUEUE_LENGTH = 1024
 
 _STREAM_KEYS = ["node", "rank", "device", "stream"]
-_WORK_KINDS = ("kernel", "memcpy", "memset")
-_HOST_CALL_KINDS = ("runtime", "driver")
+_WORK_KINDS = LAUNCHED_KINDS
+_HOST_CALL_KINDS = LAUNCH_KINDS
 
 
 def device_events(events: pl.LazyFrame) -> pl.LazyFrame:
@@ -72,21 +73,26 @@ def host_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.L
     calls = events.filter(pl.col("kind").is_in(_HOST_CALL_KINDS) & pl.col("correlation").is_not_null())
     if names is not None:
         calls = calls.filter(pl.col("name").is_in(list(names)))
-    return (
-        calls.select("node", "rank", "correlation", pl.col("ts").alias("launch_ts"))
-        .sort("launch_ts")
-        .unique(subset=["node", "rank", "correlation"], keep="first", maintain_order=True)
-    )
+    return first_calls(calls.select("node", "rank", "correlation", pl.col("ts").alias("launch_ts")))
 
 
-def idle_intervals(events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pl.LazyFrame:
+def _calls(events: pl.LazyFrame, launches: Frame | None) -> pl.LazyFrame:
+    """The launch calls of the device work: from ``launches`` (:func:`profui.analysis.launch.
+    kernel_launches`' frame, where the caller has it: the same calls), else found in ``events``."""
+    return host_calls(events) if launches is None else launch_times(launches)
+
+
+def idle_intervals(
+    events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS, launches: Frame | None = None
+) -> pl.LazyFrame:
     """Every gap before a device event on its stream, with its category.
 
     Columns: ``node, rank, device, stream, start, end, idle_ns, category, name`` (``name`` of the
     event after the gap; ``start`` is where all earlier work on the stream ended). Gaps of 0 or
-    less are left out.
+    less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where
+    the caller has it.
     """
-    return gaps_of(device_events(events), host_calls(events), kernel_wait_ns, after_all_earlier=True)
+    return gaps_of(device_events(events), _calls(events, launches), kernel_wait_ns, after_all_earlier=True)
 
 
 def gaps_of(
@@ -126,7 +132,9 @@ def gaps_of(
     )
 
 
-def idle_breakdown(events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pl.LazyFrame:
+def idle_breakdown(
+    events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS, launches: Frame | None = None
+) -> pl.LazyFrame:
     """Idle time per stream and category (every category present, 0 when none).
 
     Columns: ``node, rank, device, stream, category, idle_ns, ratio`` (share of the stream's
@@ -134,7 +142,7 @@ def idle_breakdown(events: pl.LazyFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -
     ``mean, std, min, p25, p50, p75, max`` (ns; null without gaps) — HTA's
     ``idle_time_breakdown`` with ``show_idle_interval_stats``.
     """
-    return breakdown_of(idle_intervals(events, kernel_wait_ns), device_events(events))
+    return breakdown_of(idle_intervals(events, kernel_wait_ns, launches), device_events(events))
 
 
 def breakdown_of(iv: pl.LazyFrame, dev: pl.LazyFrame) -> pl.LazyFrame:
@@ -192,7 +200,7 @@ def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str
     )
 
 
-def queue_length(events: pl.LazyFrame) -> pl.LazyFrame:
+def queue_length(events: pl.LazyFrame, launches: Frame | None = None) -> pl.LazyFrame:
     """Queue length per stream as a step function: one row per change.
 
     Columns ``node, rank, device, stream, ts, queue_length`` (the value from ``ts`` until the
@@ -201,8 +209,9 @@ def queue_length(events: pl.LazyFrame) -> pl.LazyFrame:
     unstable sort, so on µs-rounded traces with many ties its mean/std can differ by ~1%.
     (HTA also drops the launch whose device event is the first row of the source file — an
     ``index_correlation > 0`` test; file order is not kept in the trace format, so we do not.)
+    ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where the caller has it.
     """
-    return queue_of(device_events(events), host_calls(events), done_at_end=True)
+    return queue_of(device_events(events), _calls(events, launches), done_at_end=True)
 
 
 def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -> pl.LazyFrame:

@@ -75,6 +75,25 @@ def launch_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl
     return calls
 
 
+def first_calls(calls: pl.LazyFrame) -> pl.LazyFrame:
+    """Launch ``calls`` (with ``node, rank, correlation, launch_ts``) cut to one per correlation id
+    of a rank: the earliest, so a device event is never counted twice."""
+    return calls.sort("launch_ts").unique(
+        subset=["node", "rank", "correlation"], keep="first", maintain_order=True
+    )
+
+
+def launch_times(launches: Frame) -> pl.LazyFrame:
+    """``node, rank, correlation, launch_ts`` of each launch call that :func:`kernel_launches`
+    matched to device work (``launches``: its frame): the calls its rule chose, for an analysis
+    that joins device events to their launch again."""
+    return (
+        _lazy(launches)
+        .select("node", "rank", "correlation", "launch_ts")
+        .unique(subset=["node", "rank", "correlation"], keep="any")
+    )
+
+
 def kernel_launches(events: pl.LazyFrame) -> pl.LazyFrame:
     """One row per launched device event joined to its launch call (columns :data:`LAUNCH_COLUMNS`).
 
@@ -90,7 +109,7 @@ def kernel_launches(events: pl.LazyFrame) -> pl.LazyFrame:
 def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool = False) -> pl.LazyFrame:
     """:func:`kernel_launches` from chosen launch ``calls`` and ``device`` events;
     ``clamp_delay`` shows negative launch delays as 0 (HTA's way)."""
-    calls = (
+    calls = first_calls(
         calls.select(
             "node",
             "rank",
@@ -100,8 +119,6 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
             pl.col("ts").alias("launch_ts"),
             pl.col("dur").alias("launch_dur"),
         )
-        .sort("launch_ts")
-        .unique(subset=["node", "rank", "correlation"], keep="first", maintain_order=True)
     )
     device = device.filter(pl.col("correlation").is_not_null()).select(
         "node", "rank", "device", "stream", "correlation", "kind", "name", "ts", "dur"

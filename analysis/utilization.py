@@ -224,12 +224,13 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
     # each thread's union first: host events nest, so the rank's union is then taken over far
     # fewer (disjoint per thread) intervals
     # (a rank whose host events all last 0 ns still gets its row, with 0)
-    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid"))
+    # (one plan for both uses below, so that Polars computes it once)
+    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid")).select("node", "rank", "start", "end")
     union = (
         host.select("node", "rank")
         .unique()
         .join(
-            union_length(per_thread.select("node", "rank", "start", "end"), ("node", "rank"), "active_ns"),
+            union_length(per_thread, ("node", "rank"), "active_ns"),
             on=["node", "rank"],
             how="left",
             nulls_equal=True,

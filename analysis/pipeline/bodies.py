@@ -291,11 +291,17 @@ def idle(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     limit = ctx.params["max_queue_length"]
+    if hta:
+        queue, breakdown = hv.hta_queue_length(ev), hv.hta_idle_breakdown(ev)
+    else:
+        # the device work's launch calls as the correlate stage found them, not found again
+        launches = ctx.input("correlate", "launches.parquet")
+        queue, breakdown = il.queue_length(ev, launches), il.idle_breakdown(ev, launches=launches)
     # the queue series feeds two tables: computed once, here
-    queue = (hv.hta_queue_length if hta else il.queue_length)(ev).collect(engine=ENGINE).lazy()
+    queue = queue.collect(engine=ENGINE).lazy()
     blocked = (hv.hta_blocked_on_full_queue if hta else il.blocked_on_full_queue)(ev, limit, queue=queue)
     return {
-        "breakdown.parquet": (hv.hta_idle_breakdown if hta else il.idle_breakdown)(ev),
+        "breakdown.parquet": breakdown,
         "totals.parquet": Derived(lambda out: il.totals_of_breakdown(out["breakdown.parquet"])),
         "queue.parquet": il.queue_stats(queue),
         "blocked_on_full_queue.parquet": blocked,

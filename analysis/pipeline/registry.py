@@ -1,10 +1,10 @@
 """THE declaration of the analysis pipeline: every parameter and every stage, in one place.
 
-    TRACE ── ingest ─┬─ correlate ── launch ───────────────────────┐
+    TRACE ── ingest ─┬─ correlate ── launch, idle ─────────────────┐
                      ├─ steps ─┬─ comm, annotations, allocations ──┤
                      │         └───────────────────────────────────┤
                      ├─ kernels, activity, memory, precision,      ├─ summary
-                     │  utilization, idle, sync, flops (+ steps) ──┤
+                     │  utilization, sync, flops (+ steps) ────────┤
                      └─────────────────────────────────────────────┘
 
 (summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.)
@@ -222,12 +222,12 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "idle",
-        ("ingest",),
+        ("ingest", "correlate"),
         ("hta_compat", "include_last_step", "max_queue_length"),
         ("breakdown.parquet", "totals.parquet", "queue.parquet", "blocked_on_full_queue.parquet"),
         b.idle,
         "idle time by cause per stream; launch queue length; time blocked on a full queue",
-        modules=(A + "idle", A + "hta_variants"),
+        modules=(A + "idle", A + "launch", A + "hta_variants"),
     ),
     Stage(
         "sync",

@@ -17,6 +17,7 @@ from profui.analysis.idle import (
     queue_length,
     queue_length_summary,
 )
+from profui.analysis.launch import kernel_launches
 
 from realdata import hta_reference
 
@@ -137,6 +138,24 @@ def close(ours, theirs, ab: float = 1.0) -> bool:
     if ours is None or theirs is None:
         return ours is None and theirs is None
     return abs(ours / 1000 - theirs) <= max(ab, 1e-3 * abs(theirs))
+
+
+@pytest.mark.parametrize("names", IDLE_TRACES)
+def test_idle_from_the_launches_equals_idle_from_the_events(imported_trace, names):
+    """The pipeline hands idle the correlate stage's launches instead of finding the launch calls
+    again; both ways give the same gaps, breakdown and queue (events, sorted, compared whole)."""
+    ev = imported_trace(*names).events()
+    launches = kernel_launches(ev).collect()
+    keys = ["node", "rank", "device", "stream"]
+    for own, fed in (
+        (idle_intervals(ev), idle_intervals(ev, launches=launches)),
+        (idle_breakdown(ev), idle_breakdown(ev, launches=launches)),
+        (queue_length(ev), queue_length(ev, launches)),
+    ):
+        a, b = own.collect(), fed.collect()
+        order = [*keys, *(c for c in a.columns if c not in keys)]
+        assert a.height > 0 or names[0].startswith("mtia")
+        assert a.sort(order).equals(b.sort(order))
 
 
 @pytest.mark.parametrize("names", IDLE_TRACES)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import Frame, sorted_runs
+from .intervals import Frame, _lazy, sorted_runs
 from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, launch_times
 from .stats import describe
 
@@ -209,9 +209,12 @@ def queue_length(events: pl.LazyFrame, launches: Frame | None = None) -> pl.Lazy
     unstable sort, so on µs-rounded traces with many ties its mean/std can differ by ~1%.
     (HTA also drops the launch whose device event is the first row of the source file — an
     ``index_correlation > 0`` test; file order is not kept in the trace format, so we do not.)
-    ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where the caller has it.
+    ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where the caller has it
+    (its rows are the launched device events already joined to their calls).
     """
-    return queue_of(device_events(events), _calls(events, launches), done_at_end=True)
+    if launches is not None:
+        return _queue_of_pairs(_lazy(launches).select(*_STREAM_KEYS, "ts", "dur", "launch_ts"), True)
+    return queue_of(device_events(events), host_calls(events), done_at_end=True)
 
 
 def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -> pl.LazyFrame:
@@ -221,6 +224,11 @@ def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -
     pairs = dev.select(*_STREAM_KEYS, "correlation", "ts", "dur").join(
         calls, on=["node", "rank", "correlation"], how="inner"
     )
+    return _queue_of_pairs(pairs, done_at_end)
+
+
+def _queue_of_pairs(pairs: pl.LazyFrame, done_at_end: bool) -> pl.LazyFrame:
+    """:func:`queue_of` from device events joined to their calls (``launch_ts``)."""
     done_at = pl.col("ts") + pl.col("dur") if done_at_end else pl.col("ts")
     plus = pairs.select(
         *_STREAM_KEYS, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta")

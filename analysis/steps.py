@@ -143,10 +143,16 @@ def assign_launches(events: Frame, markers: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def step_device_events(
-    events: Frame, markers: pl.LazyFrame, kinds: tuple[str, ...] = WORK_KINDS
+    events: Frame,
+    markers: pl.LazyFrame,
+    kinds: tuple[str, ...] = WORK_KINDS,
+    launches: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """Device work (``device_work`` columns) tagged with the ``step`` that launched it."""
-    launches = assign_launches(events, markers).unique(subset=[*RANK_BY, "correlation"], keep="first")
+    """Device work (``device_work`` columns) tagged with the ``step`` that launched it;
+    ``launches``: :func:`assign_launches`' frame, where the caller has it."""
+    if launches is None:
+        launches = assign_launches(events, markers)
+    launches = launches.unique(subset=[*RANK_BY, "correlation"], keep="first")
     return device_work(events, kinds=kinds).join(
         launches.select(*RANK_BY, "correlation", "step", "launch_ts"),
         on=[*RANK_BY, "correlation"],
@@ -162,11 +168,12 @@ def step_windows(events: Frame) -> Steps:
     if not has_markers:
         markers = _whole_rank_windows(ev).collect(engine=SCAN_ENGINE)
     m = markers.lazy()
-    launches = assign_launches(ev, m)
+    # every launch call's step, found once for the launch counts and the device work's steps
+    launches = assign_launches(ev, m).collect(engine=ENGINE).lazy()
     per_launch = launches.group_by(*RANK_BY, "step").agg(
         pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
     )
-    work = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync")).collect(engine=ENGINE)
+    work = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync"), launches=launches).collect(engine=ENGINE)
     dev = (
         work.lazy()
         .group_by(*RANK_BY, "step")

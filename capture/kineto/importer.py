@@ -269,8 +269,9 @@ def expand_sources(sources: list[Path]) -> list[Path]:
 AT_ONCE_BYTES = 1024 * 1024 * 1024
 #: ... and on fewer cores than this.
 AT_ONCE_CORES = 4
-#: A file's conversion holds about this many times its JSON text at its peak (the text, the
-#: scan's columns and the converted table: 2.7x on a 962 MB file).
+#: A file's conversion holds up to about this many times its JSON text at its peak (the text
+#: and the scan's columns, at the end of the scan: 2.0x on a 962 MB file; the margin is for
+#: traces whose args are a larger share of the text).
 PEAK_PER_TEXT_BYTE = 3
 
 

@@ -54,13 +54,13 @@ def test_test_knobs_are_not_users_parameters() -> None:
 @pytest.mark.parametrize(
     ("selection", "missing"),
     [
-        # summary reads every stage but correlate, which is on the path through launch.
+        # summary reads every stage but correlate, which is on the paths through launch and idle.
         (
             ["ingest", "summary"],
             "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync, "
             "flops, allocations",
         ),
-        (["correlate", "summary"], "launch"),
+        (["correlate", "summary"], "launch, idle"),
         (["steps", "summary"], "comm, annotations, flops, allocations"),
     ],
 )

@@ -114,6 +114,8 @@ def spread(
     if not len(at):
         text, span = _absent(n)
         return text, span, span
+    if len(at) > 1 and not bool(np.all(at[1:] > at[:-1])):  # the values' bytes are laid in row order
+        raise ValueError("args key rows not ascending")
     spans = []
     for part in (start, end):
         dense = np.full(n, -1, np.int32)

@@ -114,3 +114,15 @@ def test_spread_refuses_text_that_is_not_utf8() -> None:
             np.array([1], np.int32),
             pa.array([b"\xff"], pa.large_binary()),
         )
+
+
+def test_spread_refuses_rows_out_of_order() -> None:
+    """The values' bytes become the column's bytes as they lie, so rows must come in order."""
+    with pytest.raises(ValueError, match="ascending"):
+        spread(
+            3,
+            np.array([2, 0], np.int64),
+            np.array([0, 0], np.int32),
+            np.array([1, 1], np.int32),
+            pa.array([b"1", b"2"], pa.large_binary()),
+        )

@@ -151,6 +151,7 @@ def _texts(values: list[msgspec.Raw]) -> pa.Array:
 def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
     n = len(columns["kind"])
+    shared: dict[int, tuple[pa.Array, pa.Array]] = {}
     for k, listed in enumerate(columns["keys"]):
         rows, values, starts, ends = zip(*listed, strict=True) if listed else ((), (), (), ())
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
@@ -159,6 +160,7 @@ def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
             np.array(starts, np.int32),
             np.array(ends, np.int32),
             pa.array(values, pa.large_binary()),
+            shared,
         )
     arrays = []
     for name, typ in _ROW_FIELDS:

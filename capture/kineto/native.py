@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -99,20 +99,31 @@ def scan_events(
     return NativeScan(_table(res, texts, schema), specials, flows, res["events"])
 
 
-@lru_cache(maxsize=4)
 def _absent(n: int) -> tuple[pa.Array, pa.Array]:
-    """The columns of an args key no row has: all-null text and span -1, shared by such keys."""
+    """The columns of an args key no row has: all-null text and span -1."""
     return pa.nulls(n, pa.large_string()), pa.array(np.full(n, -1, np.int32))
 
 
 def spread(
-    n: int, at: np.ndarray, start: np.ndarray, end: np.ndarray, values: pa.Array
+    n: int,
+    at: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    values: pa.Array,
+    shared: dict[int, tuple[pa.Array, pa.Array]] | None = None,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """One args key, listed for the rows ``at`` (ascending) that have it (both paths list them
     so), as the intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere,
-    checked to be UTF-8) and its entry's span (-1 elsewhere)."""
+    checked to be UTF-8) and its entry's span (-1 elsewhere). ``shared``: the caller's memo, so
+    the keys of one table that no row has share one pair of absent columns (it goes with the
+    table, not kept beyond it)."""
     if not len(at):
-        text, span = _absent(n)
+        pair = shared.get(n) if shared is not None else None
+        if pair is None:
+            pair = _absent(n)
+            if shared is not None:
+                shared[n] = pair
+        text, span = pair
         return text, span, span
     if len(at) > 1 and not bool(np.all(at[1:] > at[:-1])):  # the values' bytes are laid in row order
         raise ValueError("args key rows not ascending")
@@ -142,9 +153,10 @@ def spread(
 
 
 def _texts(res: dict) -> dict[str, pa.Array]:
-    """The extension's text columns as Arrow strings, zero-copy but for the UTF-8 check (which
-    raises ``pa.ArrowInvalid``): the row columns by name, each args key's listed values by its
-    number."""
+    """The extension's text columns as Arrow strings, zero-copy but for the UTF-8 check and the
+    names' 32-bit offsets (either raises ``pa.ArrowInvalid``): the row columns by name, each
+    args key's listed values by its number. All that can fail happens here, before the JSON
+    text is let go."""
     n = res["rows"]
 
     def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
@@ -154,7 +166,9 @@ def _texts(res: dict) -> dict[str, pa.Array]:
         )
         return raw.cast(pa.large_string())  # checks UTF-8
 
-    out: dict[str, pa.Array] = {name: text(res[name]) for name in ("ts", "dur", "name", "cat", "body")}
+    out: dict[str, pa.Array] = {name: text(res[name]) for name in ("ts", "dur", "body")}
+    for name in ("name", "cat"):  # as the table holds them, while the text can still be read instead
+        out[name] = text(res[name]).cast(pa.string())
     for k, (rows, _, _, offsets, data) in enumerate(res["keys"]):
         values = pa.Array.from_buffers(
             pa.large_binary(), len(rows) // 8, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
@@ -175,16 +189,17 @@ def _table(res: dict, texts: dict[str, pa.Array], schema: pa.Schema) -> pa.Table
         "ts": texts["ts"],
         "dur": texts["dur"],
         "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
-        "name": texts["name"].cast(pa.string()),
-        "cat": texts["cat"].cast(pa.string()),
+        "name": texts["name"],
+        "cat": texts["cat"],
         "pid": plain(pa.int64(), res["pid"]),
         "tid": plain(pa.int64(), res["tid"]),
         "body": texts["body"],
     }
+    shared: dict[int, tuple[pa.Array, pa.Array]] = {}
     for k, (rows, start, end, _, _) in enumerate(res["keys"]):
         at = np.frombuffer(rows, np.int64)
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
-            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"]
+            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"], shared
         )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(

@@ -41,18 +41,27 @@ def test_cut_equals_per_row_slicing(monkeypatch: pytest.MonkeyPatch, block: int)
     rng = random.Random(block)
     texts, spans = _rows(rng, 600)
     # spread each row's spans over "keys": key j holds the j-th span of a row, if it has one
+    # a real slice (offsets not from 0): the first rows of the array are not the body's
+    texts, spans = ["zz,", "y"] + texts, [[], []] + spans
     keys = max(len(s) for s in spans)
-    cuts = []
+    cuts, kept = [], [[] for _ in spans]
     for j in range(keys):
         start = [s[j][0] if len(s) > j else -1 for s in spans]
         end = [s[j][1] if len(s) > j else -1 for s in spans]
-        mask = [True if len(s) > j else rng.choice([False, None]) for s in spans]
+        # a real span is cut or, masked off (false or null), kept; rows without one never cut
+        mask = [
+            rng.choice([True, True, False, None]) if len(s) > j else rng.choice([False, None]) for s in spans
+        ]
+        for row, (s_, m) in enumerate(zip(spans, mask, strict=True)):
+            if len(s_) > j and m:
+                kept[row].append(s_[j])
         cuts.append((pa.array(start, pa.int32()), pa.array(end, pa.int32()), pa.array(mask, pa.bool_())))
     monkeypatch.setattr(convert, "_CUT_BLOCK_BYTES", block)
-    body = pa.array(texts, pa.large_string()).slice(0)
+    body = pa.array(texts, pa.large_string()).slice(2)
+    cuts = [tuple(a.slice(2) for a in cut) for cut in cuts]
     got = convert._cut(body, cuts).to_pylist()
     want = []
-    for text, bounds in zip(texts, spans, strict=True):
+    for text, bounds in zip(texts[2:], kept[2:], strict=True):
         raw = text.encode()
         keep = bytearray()
         at = 0

@@ -60,17 +60,15 @@ HTA_QUEUE_LAUNCH_NAMES: tuple[str, ...] = (
 MAX_QUEUE_LENGTH = 1024
 
 _STREAM_KEYS = ["node", "rank", "device", "stream"]
-_WORK_KINDS = LAUNCHED_KINDS
-_HOST_CALL_KINDS = LAUNCH_KINDS
 
 
 def device_events(events: pl.LazyFrame) -> pl.LazyFrame:
     """The device work (kernel, memcpy, memset) whose gaps and queue are analysed."""
-    return events.filter(pl.col("kind").is_in(_WORK_KINDS))
+    return events.filter(pl.col("kind").is_in(LAUNCHED_KINDS))
 
 
 def host_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
-    calls = events.filter(pl.col("kind").is_in(_HOST_CALL_KINDS) & pl.col("correlation").is_not_null())
+    calls = events.filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
     if names is not None:
         calls = calls.filter(pl.col("name").is_in(list(names)))
     return first_calls(calls.select("node", "rank", "correlation", pl.col("ts").alias("launch_ts")))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from operator import attrgetter
 from typing import Any
 
@@ -54,7 +55,7 @@ from .mapping import (
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import scan_events, spread
+from .native import absent_columns, scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -151,7 +152,7 @@ def _texts(values: list[msgspec.Raw]) -> pa.Array:
 def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
     """Python column lists (times still JSON text, ``Raw``) -> an Arrow table."""
     n = len(columns["kind"])
-    shared: dict[int, tuple[pa.Array, pa.Array]] = {}
+    absent = cache(absent_columns)
     for k, listed in enumerate(columns["keys"]):
         rows, values, starts, ends = zip(*listed, strict=True) if listed else ((), (), (), ())
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
@@ -160,7 +161,7 @@ def _columns_to_chunk(columns: dict[str, Any]) -> pa.Table:
             np.array(starts, np.int32),
             np.array(ends, np.int32),
             pa.array(values, pa.large_binary()),
-            shared,
+            absent,
         )
     arrays = []
     for name, typ in _ROW_FIELDS:

@@ -99,8 +99,10 @@ def scan_events(
     return NativeScan(_table(res, texts, schema), specials, flows, res["events"])
 
 
-def _absent(n: int) -> tuple[pa.Array, pa.Array]:
-    """The columns of an args key no row has: all-null text and span -1."""
+def absent_columns(n: int) -> tuple[pa.Array, pa.Array]:
+    """The columns of an args key no row has: all-null text and span -1. A caller building one
+    table passes :func:`spread` this function cached (``functools.cache``), so that its keys
+    share one pair that goes with the table."""
     return pa.nulls(n, pa.large_string()), pa.array(np.full(n, -1, np.int32))
 
 
@@ -110,20 +112,13 @@ def spread(
     start: np.ndarray,
     end: np.ndarray,
     values: pa.Array,
-    shared: dict[int, tuple[pa.Array, pa.Array]] | None = None,
+    absent: Callable[[int], tuple[pa.Array, pa.Array]] = absent_columns,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """One args key, listed for the rows ``at`` (ascending) that have it (both paths list them
     so), as the intermediate's dense columns of ``n`` rows: its raw value text (null elsewhere,
-    checked to be UTF-8) and its entry's span (-1 elsewhere). ``shared``: the caller's memo, so
-    the keys of one table that no row has share one pair of absent columns (it goes with the
-    table, not kept beyond it)."""
+    checked to be UTF-8) and its entry's span (-1 elsewhere); ``absent(n)`` when no row has it."""
     if not len(at):
-        pair = shared.get(n) if shared is not None else None
-        if pair is None:
-            pair = _absent(n)
-            if shared is not None:
-                shared[n] = pair
-        text, span = pair
+        text, span = absent(n)
         return text, span, span
     if len(at) > 1 and not bool(np.all(at[1:] > at[:-1])):  # the values' bytes are laid in row order
         raise ValueError("args key rows not ascending")
@@ -195,11 +190,11 @@ def _table(res: dict, texts: dict[str, pa.Array], schema: pa.Schema) -> pa.Table
         "tid": plain(pa.int64(), res["tid"]),
         "body": texts["body"],
     }
-    shared: dict[int, tuple[pa.Array, pa.Array]] = {}
+    absent = cache(absent_columns)
     for k, (rows, start, end, _, _) in enumerate(res["keys"]):
         at = np.frombuffer(rows, np.int64)
         columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
-            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"], shared
+            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"], absent
         )
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
     return pa.Table.from_arrays(

@@ -21,9 +21,14 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 /* ---- growable buffers ------------------------------------------------------------------ */
 
@@ -709,14 +714,35 @@ static int read_policy(PyObject *cats, PyObject *keys, PyObject *flow_cats, Poli
     return 0;
 }
 
+/* ---- a mapped file's pages behind the scan ----------------------------------------------- */
+
+/* The text of a file mapped read-only (reader.read_bytes) need not stay resident once scanned:
+ * its pages are dropped every DROP_STEP bytes and read back from the page cache if needed
+ * again (the specials are copied out after the scan). Never called on memory of our own. */
+#define DROP_STEP ((ptrdiff_t)32 << 20)
+
+static const char *drop_pages(const char *from, const char *to) {
+#ifdef MADV_DONTNEED
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)from + page - 1) & ~(page - 1), hi = (uintptr_t)to & ~(page - 1);
+    if (hi <= lo) return from;
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return (const char *)hi;
+#else
+    (void)to;
+    return from;
+#endif
+}
+
 static PyObject *scan(PyObject *self, PyObject *a) {
     (void)self;
     Py_buffer view;
     PyObject *cats, *keys, *flow_cats;
     Policy pol;
+    int mapped = 0;
     memset(&pol, 0, sizeof pol);
-    if (!PyArg_ParseTuple(a, "y*O!O!O!i", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
-                          &pol.instant_kind))
+    if (!PyArg_ParseTuple(a, "y*O!O!O!i|p", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
+                          &pol.instant_kind, &mapped))
         return NULL;
     PyObject *result = NULL;
     Out o;
@@ -729,7 +755,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *base = view.buf, *e = base + view.len, *p;
+    const char *base = view.buf, *e = base + view.len, *p, *dropped = base;
     int status = 0;
     int64_t index = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -746,6 +772,7 @@ static PyObject *scan(PyObject *self, PyObject *a) {
                 status = event(&o, &pol, base, p, e, &end, index++, &body);
                 if (status) break;
                 p = end;
+                if (mapped && p - dropped >= DROP_STEP) dropped = drop_pages(dropped, p);
                 int more = next_item(&p, e, ']');
                 if (more == ITEM_ERROR) status = -2;
                 if (more != ITEM_MORE) break;
@@ -804,7 +831,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, keys, flow_cats, instant_kind) -> dict of column buffers.\n\n"
+     "scan(text, cats, keys, flow_cats, instant_kind, mapped=False) -> dict of column buffers.\n\n"
+     "mapped: text lies in a read-only file mapping whose scanned pages may be dropped.\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };

@@ -72,17 +72,22 @@ class NativeScan:
 
 
 def scan_events(
-    text: bytes | memoryview, schema: pa.Schema, release: Callable[[], None] | None = None
+    text: bytes | memoryview,
+    schema: pa.Schema,
+    release: Callable[[], None] | None = None,
+    mapped: bool = False,
 ) -> NativeScan | None:
     """Scan the JSON text of a ``traceEvents`` array; None when the extension is unavailable
     or the text is not an array of objects (the Python path then reports what is wrong).
     ``schema`` is the converter's chunk schema; the table gets it plus ``ord``. ``release`` is
     called once the scan has succeeded and its specials are copied out, before the table's
-    columns are built: the caller lets go of the text there (it is no longer read)."""
+    columns are built: the caller lets go of the text there (it is no longer read). ``mapped``:
+    the text lies in a read-only file mapping (``reader.is_mapped``), whose pages the scan
+    lets go of behind it."""
     if not available():
         return None
     try:
-        res = _scan.scan(text, *_policy())
+        res = _scan.scan(text, *_policy(), mapped)
     except ValueError:
         return None
     try:

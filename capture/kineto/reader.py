@@ -1,11 +1,16 @@
 """Reading a Kineto Chrome-trace file: bytes (plain or gzip), then typed msgspec decoding.
 
+A plain file is mapped read-only instead of read: its text then costs page cache, not the
+process's own memory, and the native scan lets go of the pages it has passed
+(:func:`dropped`), so a large file is never wholly resident next to its converted columns.
+
 Every failure becomes a one-line :class:`KinetoFormatError` naming the file; files that are JSON
 but not Kineto traces (PyTorch execution traces, memory timelines) are recognised and named.
 """
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +77,7 @@ class KinetoDoc:
     metadata: dict[str, Any] = field(default_factory=dict)
     base_time_ns: int | None = None
     raw_bytes: int = 0
+    mapped: bool = False  # events_text lies in a read-only file mapping (see read_bytes)
     _events: list[Raw] | None = None
 
     def event_list(self) -> list[Raw]:
@@ -100,14 +106,28 @@ class KinetoDoc:
         self._events = None
 
 
-def read_bytes(path: Path) -> bytes | bytearray:
-    """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail."""
+def read_bytes(path: Path) -> bytes | bytearray | memoryview:
+    """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail.
+    A plain file comes as a view of a read-only mapping of it (:func:`is_mapped`)."""
     problem = not_regular(path)
     if problem:
         raise KinetoFormatError(path, problem)
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            head = fh.read(2)
+            if not head:
+                raise KinetoFormatError(path, "empty file")
+            if head == b"\x1f\x8b":
+                fh.seek(0)
+                data = gunzip(path, fh.read())
+                if not data:
+                    raise KinetoFormatError(path, "empty file (after gunzip)")
+                return data
+            try:
+                return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+            except (OSError, ValueError):  # a file system that cannot map: read it
+                fh.seek(0)
+                return fh.read()
     except FileNotFoundError:
         raise KinetoFormatError(path, "no such file or directory") from None
     except IsADirectoryError:
@@ -118,13 +138,18 @@ def read_bytes(path: Path) -> bytes | bytearray:
         raise KinetoFormatError(path, "permission denied") from None
     except OSError as exc:
         raise KinetoFormatError(path, f"cannot read file ({exc.strerror or exc})") from None
-    if not data:
-        raise KinetoFormatError(path, "empty file")
-    if data[:2] == b"\x1f\x8b":
-        data = gunzip(path, data)
-        if not data:
-            raise KinetoFormatError(path, "empty file (after gunzip)")
-    return data
+
+
+def is_mapped(data: object) -> bool:
+    """True when ``data`` is a view of a file mapping made by :func:`read_bytes`."""
+    return isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap)
+
+
+def dropped(data: object) -> None:
+    """Let the pages of a mapped file's text (:func:`is_mapped`) go from this process's memory;
+    they are read back from the page cache when touched again. Nothing for other data."""
+    if is_mapped(data) and hasattr(mmap, "MADV_DONTNEED"):
+        data.obj.madvise(mmap.MADV_DONTNEED)
 
 
 def gunzip(path: Path, data: bytes) -> bytes | bytearray:
@@ -167,9 +192,9 @@ def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
 
 def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     """Decode Kineto JSON ``data`` read from ``path``; refuse anything that is not a Kineto trace."""
-    if data[:3] == b"\xef\xbb\xbf":
+    if bytes(data[:3]) == b"\xef\xbb\xbf":
         data = data[3:]
-    first = data[:64].lstrip()[:1]
+    first = bytes(data[:64]).lstrip()[:1]
     if first == b"[":
         return _decode_array(path, data)
     if first != b"{":
@@ -199,8 +224,14 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
             base_ns = int_text(bytes(top["baseTimeNanoseconds"]))
         except ValueError as exc:
             raise KinetoFormatError(path, f"'baseTimeNanoseconds': {exc}") from None
+    dropped(data)  # the decoder walked every page; the scan reads them again in order
     return KinetoDoc(
-        path=path, events_text=raw_events, metadata=metadata, base_time_ns=base_ns, raw_bytes=len(data)
+        path=path,
+        events_text=raw_events,
+        metadata=metadata,
+        base_time_ns=base_ns,
+        raw_bytes=len(data),
+        mapped=is_mapped(data),
     )
 
 
@@ -220,8 +251,15 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
         )
     if head != b"{":
         raise KinetoFormatError(path, "a JSON list that is not a list of trace events: not a Kineto trace")
+    dropped(data)
     return KinetoDoc(
-        path=path, events_text=data, metadata={}, base_time_ns=None, raw_bytes=len(data), _events=items
+        path=path,
+        events_text=data,
+        metadata={},
+        base_time_ns=None,
+        raw_bytes=len(data),
+        mapped=is_mapped(data),
+        _events=items,
     )
 
 

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from profui.capture.format import to_table
 
 from .errors import BadValue, KinetoFormatError, checked_int64, undecodable
+from .heap import give_back
 from .mapping import (
     BYTES,
     CANONICAL_CAT,
@@ -409,51 +410,93 @@ def _memcpy_kind_arg(value: Any) -> str | None:
 _CUT_BLOCK_BYTES = 16 << 20
 
 
-def _cut(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> pa.Array:
-    """``body`` (large_string, no nulls) with the byte spans ``[start, end)`` of each row removed
-    where its mask is true (spans relative to the row; those of one row do not overlap)."""
+class _CutSpans:
+    """The byte spans ``[start, end)`` to cut from ``body``'s rows (relative to each row; those
+    of one row do not overlap), gathered key by key as positions in ``body``'s data: compact, so
+    that each key's dense span columns can go as soon as they are read."""
+
+    def __init__(self, body: pa.Array) -> None:
+        n = len(body)
+        self._offsets = np.frombuffer(body.buffers()[1], np.int64)[body.offset : body.offset + n + 1]
+        self._starts: list[np.ndarray] = [np.zeros(0, np.int64)]
+        self._ends: list[np.ndarray] = [np.zeros(0, np.int64)]
+        self.removed = np.zeros(n, np.int64)
+
+    def add(self, start: pa.Array, end: pa.Array, mask: pa.Array) -> None:
+        """Cut the span ``[start, end)`` of each row where ``mask`` is true (not null)."""
+        rows = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+        if not len(rows):
+            return
+        s = start.to_numpy()[rows].astype(np.int64)
+        e = end.to_numpy()[rows].astype(np.int64)
+        self._starts.append(self._offsets[rows] + s)
+        self._ends.append(self._offsets[rows] + e)
+        self.removed[rows] += e - s
+
+    def starting_in(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
+        """The starts and ends of the spans that start in ``[a, z)`` of ``body``'s data (each
+        key's spans lie in row order, so each is found by bisection)."""
+        cut_at, kept_at = [], []
+        for starts, ends in zip(self._starts, self._ends, strict=True):
+            i, j = np.searchsorted(starts, [a, z])
+            cut_at.append(starts[i:j])
+            kept_at.append(ends[i:j])
+        return np.concatenate(cut_at), np.concatenate(kept_at)
+
+    def __bool__(self) -> bool:
+        return any(len(s) for s in self._starts)
+
+
+def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa.Array:
+    """``body`` (large_string, no nulls) with the byte ``spans`` gathered for it removed, and
+    each row followed by its ``suffix`` text (large_string, no nulls) when one is given."""
+    if not spans and suffix is None:
+        return body
+    removed = spans.removed
     n = len(body)
     offsets = np.frombuffer(body.buffers()[1], np.int64)[body.offset : body.offset + n + 1]
     lo, hi = int(offsets[0]), int(offsets[-1])
-    starts, ends = [], []
-    removed = np.zeros(n, np.int64)
-    for start, end, mask in cuts:
-        rows = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
-        if not len(rows):
-            continue
-        s = start.to_numpy()[rows].astype(np.int64)
-        e = end.to_numpy()[rows].astype(np.int64)
-        starts.append(offsets[rows] + s)
-        ends.append(offsets[rows] + e)
-        removed[rows] += e - s
-    if not starts:
-        return body
-    cut_at, kept_at = np.concatenate(starts), np.concatenate(ends)
-    del starts, ends
-    order = np.argsort(cut_at, kind="stable")
-    cut_at, kept_at = cut_at[order], kept_at[order]
-    del order
-    data = np.frombuffer(body.buffers()[2], np.uint8)
-    new_offsets = (offsets - lo) - np.concatenate(([0], np.cumsum(removed)))
+    data = np.frombuffer(body.buffers()[2], np.uint8) if hi > lo else np.zeros(0, np.uint8)
+    kept_offsets = (offsets - lo) - np.concatenate(([0], np.cumsum(removed)))
+    if suffix is None:
+        new_offsets = kept_offsets
+    else:
+        added = np.frombuffer(suffix.buffers()[1], np.int64)[suffix.offset : suffix.offset + n + 1]
+        new_offsets = kept_offsets + (added - added[0])
+        del added
     out = np.empty(int(new_offsets[-1]), np.uint8)
     # Blocks begin at row starts, so no cut spans two of them.
-    edges = np.unique(offsets[np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES))])
-    edges = np.append(edges, hi)
-    first = np.searchsorted(cut_at, edges)
-    at = 0
+    row_at = np.unique(np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES)))
+    row_at = np.append(row_at, n) if len(row_at) else np.array([0, n])
+    edges = offsets[row_at]
+    empty = pa.scalar("", pa.large_string())
     for b in range(len(edges) - 1):
         a, z = int(edges[b]), int(edges[b + 1])
-        c_at, k_at = cut_at[first[b] : first[b + 1]], kept_at[first[b] : first[b + 1]]
+        r0, r1 = int(row_at[b]), int(row_at[b + 1])
+        if r1 == r0:
+            continue
+        c_at, k_at = spans.starting_in(a, z)
         block = data[a:z]
         if len(c_at):
             # the bytes between cut boundaries are kept or not as a whole: one mask, segment by segment
+            # (at a position where one span ends and the next begins, the order does not matter:
+            # the segment between them is empty)
             bounds = np.concatenate(([a], c_at, k_at, [z]))
             order = np.argsort(bounds, kind="stable")
             step = np.concatenate(([0], np.ones(len(c_at), np.int8), -np.ones(len(k_at), np.int8), [0]))
             inside = np.cumsum(step[order])[:-1] > 0  # segment j: between bounds[order][j] and the next
             block = block[np.repeat(~inside, np.diff(bounds[order]))]
+        if suffix is not None:
+            rows = pa.Array.from_buffers(
+                pa.large_string(),
+                r1 - r0,
+                [None, pa.py_buffer(kept_offsets[r0 : r1 + 1] - kept_offsets[r0]), pa.py_buffer(block)],
+            )
+            joined = pc.binary_join_element_wise(rows, suffix.slice(r0, r1 - r0), empty).buffers()[2]
+            size = int(new_offsets[r1] - new_offsets[r0])
+            block = np.frombuffer(joined, np.uint8)[:size] if size else block[:0]
+        at = int(new_offsets[r0])
         out[at : at + len(block)] = block
-        at += len(block)
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(out)])
 
 
@@ -480,6 +523,15 @@ def _close(texts: pa.Array, own: bool) -> pa.Array:
         n,
         [pa.py_buffer(bitmap), pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(data)],
     )
+
+
+def _other_cat(kind: pa.Array, cat: pa.Array) -> pa.Array:
+    """Whether each row's category is not its kind's canonical one (true where either is null
+    or unknown), compared as positions in the canonical list, not as a column of its names."""
+    cats = list(_CANONICAL_CAT.values())
+    first = pa.array([cats.index(c) for c in cats], pa.int32())  # index_in finds a name's first place
+    canon = pc.take(first, pc.index_in(kind, pa.array(list(_CANONICAL_CAT))))
+    return pc.fill_null(pc.not_equal(pc.index_in(cat, pa.array(cats)), canon), True)
 
 
 def _array(column: pa.ChunkedArray) -> pa.Array:
@@ -511,34 +563,47 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     def raw(key: str) -> pa.Array:
         return col[f"v{_KEY_INDEX[key]}"]
 
-    def span(key: str) -> tuple[pa.Array, pa.Array]:
+    spans = _CutSpans(col["body"])
+
+    def cut(key: str, mask: pa.Array) -> None:  # the key's entry goes where mask holds
         k = _KEY_INDEX[key]
-        return col[f"s{k}"], col[f"e{k}"]
+        spans.add(col.pop(f"s{k}"), col.pop(f"e{k}"), mask)
 
     def null_text(values: pa.Array) -> pa.Array:
         return pc.fill_null(pc.equal(values, "null"), True)
 
     kind, cat = col["kind"], col["cat"]
     none_i64 = pa.scalar(None, pa.int64())
-    cuts: list[tuple[pa.Array, pa.Array, pa.Array]] = []
+    empty = pa.scalar("", pa.large_string())
+
+    def text(value: str) -> pa.Scalar:
+        return pa.scalar(value, pa.large_string())
 
     main, alt = raw(EXTERNAL_ID), raw(EXTERNAL_ID_ALT)
     main_none = null_text(main)
-    ext_raw = pc.if_else(main_none, alt, main)
-    ext_raw = pc.if_else(null_text(ext_raw), pa.scalar(None, ext_raw.type), ext_raw)
+    ext_raw = main if alt.null_count == len(alt) else pc.if_else(main_none, alt, main)
+    if pc.any(pc.equal(ext_raw, "null")).as_py():
+        ext_raw = pc.if_else(null_text(ext_raw), pa.scalar(None, ext_raw.type), ext_raw)
     external_id = _ints(ext_raw)
     ext_back = pc.and_(pc.is_valid(ext_raw), pc.is_null(external_id))
-    cuts.append((*span(EXTERNAL_ID), pc.is_valid(main)))
-    cuts.append((*span(EXTERNAL_ID_ALT), pc.and_(main_none, pc.is_valid(alt))))
+    ext_piece = None
+    if pc.any(ext_back).as_py():
+        ext_piece = pc.binary_join_element_wise(
+            text(_encode(EXTERNAL_ID).decode() + ":"), ext_raw, text(","), empty
+        )
+        ext_piece = pc.if_else(ext_back, ext_piece, empty)
+    cut(EXTERNAL_ID, pc.is_valid(main))
+    cut(EXTERNAL_ID_ALT, pc.and_(main_none, pc.is_valid(alt)))
+    del main, alt, main_none, ext_raw, ext_back
 
     correlation = _ints(raw(CORRELATION))
-    cuts.append((*span(CORRELATION), pc.is_valid(correlation)))
+    cut(CORRELATION, pc.is_valid(correlation))
 
     device_side = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
     device = pc.if_else(device_side, _int32(_ints(raw(DEVICE))), pa.scalar(None, pa.int32()))
     stream = pc.if_else(device_side, _int32(_ints(raw(STREAM))), pa.scalar(None, pa.int32()))
-    cuts.append((*span(DEVICE), pc.is_valid(device)))
-    cuts.append((*span(STREAM), pc.is_valid(stream)))
+    cut(DEVICE, pc.is_valid(device))
+    cut(STREAM, pc.is_valid(stream))
 
     dma = pc.and_(
         pc.and_(pc.equal(kind, "kernel"), pc.fill_null(pc.equal(cat, DMA_CATEGORY), False)),
@@ -555,10 +620,14 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     memcpy_kind = pc.if_else(
         dma, from_direction, pc.if_else(copy_kind, kind_arg, pa.scalar(None, pa.string()))
     )
-    cuts.append((*span(DIRECTION), dma))
-    cuts.append((*span(SIZE), pc.and_(dma, pc.is_valid(raw(SIZE)))))
-    cuts.append((*span(BYTES), copy_bytes))
-    cuts.append((*span(KIND), copy_kind))
+    cut(DIRECTION, dma)
+    cut(SIZE, pc.and_(dma, pc.is_valid(raw(SIZE))))
+    cut(BYTES, copy_bytes)
+    cut(KIND, copy_kind)
+    for key in RULE_KEYS:  # read: the texts of those below go with the args' rows
+        if key not in (PID, TID, CAT):
+            col.pop(f"v{_KEY_INDEX[key]}")
+    give_back()  # the keys' texts and spans (C heap), for the Arrow columns still to come
 
     runtime = pc.and_(pc.and_(pc.equal(kind, "runtime"), pc.is_valid(correlation)), pc.is_valid(size))
     runtime_size: dict[int, int] = {}
@@ -569,28 +638,14 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
             )
         )
 
-    kind = pc.if_else(dma, pa.scalar("memcpy"), kind)
-    canon = pc.take(
-        pa.array(list(_CANONICAL_CAT.values())), pc.index_in(kind, pa.array(list(_CANONICAL_CAT)))
-    )
-    other_cat = pc.fill_null(pc.not_equal(cat, canon), True)
+    if pc.any(dma).as_py():
+        kind = pc.if_else(dma, pa.scalar("memcpy"), kind)
+    other_cat = _other_cat(kind, cat)
+    del size, bytes_arg, kind_arg, from_direction, device_side, copy, copy_bytes, copy_kind, runtime
 
     # The args text: the body less the cut entries, then what is added (in this order), closed.
-    cut_from = col.pop("body")
-    body = _cut(cut_from, cuts)
-    fresh = body is not cut_from  # a new buffer, which _close may change
-    del cut_from
-    empty = pa.scalar("", pa.large_string())
-
-    def text(value: str) -> pa.Scalar:
-        return pa.scalar(value, pa.large_string())
-
-    pieces = [body]
-    if pc.any(ext_back).as_py():
-        ext_piece = pc.binary_join_element_wise(
-            text(_encode(EXTERNAL_ID).decode() + ":"), ext_raw, text(","), empty
-        )
-        pieces.append(pc.if_else(ext_back, ext_piece, empty))
+    pieces = [] if ext_piece is None else [ext_piece]
+    del ext_piece
     # A key the args already have is set in place (below, rarely); the others are added.
     in_place = None
     for key, value, when in (
@@ -607,10 +662,24 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
             text(_encode(key).decode() + ":"), _json_texts(value), text(","), empty
         )
         pieces.append(pc.if_else(pc.and_(when, pc.invert(has)), piece, empty))
-    if len(pieces) > 1:
-        args = _close(pc.binary_join_element_wise(*pieces, empty), own=True)
-    else:
-        args = _close(body, own=fresh)
+    suffix = None
+    if len(pieces) == 1:
+        suffix = pieces[0]
+    elif pieces:
+        suffix = pc.binary_join_element_wise(*pieces, empty)
+    del pieces
+    for key in (PID, TID, CAT):  # every args key's columns are read: gone before the new text
+        k = _KEY_INDEX[key]
+        for column in (f"v{k}", f"s{k}", f"e{k}"):
+            col.pop(column)
+    give_back()  # what the rules above let go of, before the largest column is made again
+    cut_from = col.pop("body")
+    body = _cut(cut_from, spans, suffix)
+    fresh = body is not cut_from  # a new buffer, which _close may change
+    del cut_from, suffix
+    spans = None  # noqa: F841 (the gathered spans go; the closure above holds the name)
+    args = _close(body, own=fresh)
+    del body
     if in_place is not None and pc.any(in_place).as_py():
         fixed = []
         for i in np.flatnonzero(in_place.to_numpy(zero_copy_only=False)).tolist():
@@ -663,7 +732,7 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
     chunks: list[pa.Table] = []
     scan = None
     if native and doc.events_text is not None:
-        scan = scan_events(doc.events_text, _CHUNK_SCHEMA, release=doc.release)
+        scan = scan_events(doc.events_text, _CHUNK_SCHEMA, release=doc.release, mapped=doc.mapped)
     if scan is not None:
         chunks.append(scan.table)
         src.flows.update(scan.flows)
@@ -730,6 +799,7 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
         scan.table = None  # its buffers go with the columns below
     rows = {name: _array(merged.column(name)) for name in merged.column_names}
     del merged
+    give_back()  # what building the rows let go of (the scan's and the spread's scratch)
     merged, runtime_size = _args_rules(rows)
     del rows
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import glob
 import json
@@ -37,6 +36,7 @@ from profui.capture.nsys.tables import is_nsys_file
 from .cache import folder_sources
 from .convert import convert_events
 from .errors import KinetoFormatError
+from .heap import give_back
 from .reader import decode, read_bytes
 
 Progress = Callable[[int, int], None]
@@ -269,9 +269,10 @@ def expand_sources(sources: list[Path]) -> list[Path]:
 AT_ONCE_BYTES = 1024 * 1024 * 1024
 #: ... and on fewer cores than this.
 AT_ONCE_CORES = 4
-#: A file's conversion holds up to about this many times its JSON text at its peak (the text
-#: and the scan's columns, at the end of the scan: 2.0x on a 962 MB file; the margin is for
-#: traces whose args are a larger share of the text).
+#: A file's conversion holds up to about this many times its JSON text at its peak: a gzip
+#: file's text is in memory with the scan's columns at the end of the scan (2.5x on an 851 MB
+#: text); a plain file's is mapped and let go as it is scanned, which leaves the columns and
+#: the args rules (1.7x). The margin is for traces whose args are a larger share of the text.
 PEAK_PER_TEXT_BYTE = 3
 
 
@@ -468,7 +469,7 @@ def _import(
         _remove_task_folders(tmp)
         raise
     finally:
-        _release_arrow_memory()
+        give_back(collect=True)  # the caller often goes on to analyse the trace with Polars
     return done
 
 
@@ -529,18 +530,6 @@ def _clear_stale_imports(out_dir: Path) -> None:
         pid = folder.name[len(prefix) :].split(".")[0]  # a task's folder: <pid>.file-<batch>-<i>
         if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _release_arrow_memory() -> None:
-    """Give back what Arrow's allocator and the C heap kept for reuse (45+ MB after a 10 MB
-    trace): the caller often goes on to analyse the trace with Polars, whose allocator cannot
-    reuse it."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _convert(

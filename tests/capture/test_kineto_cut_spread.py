@@ -1,8 +1,9 @@
 """The args-text cut and the per-key spread of the Kineto converter, against per-row Python.
 
 Both work on whole columns at once (numpy over the text's bytes); the cut goes block by block so
-that its byte mask stays small. The oracle here is the plain per-row rule: slice each row's text
-and drop the marked spans; list each key's value at its rows and null elsewhere.
+that its byte mask stays small. The oracle here is the plain per-row rule: slice each row's text,
+drop the marked spans and append the row's suffix; list each key's value at its rows and null
+elsewhere.
 """
 
 from __future__ import annotations
@@ -36,8 +37,16 @@ def _rows(rng: random.Random, n: int) -> tuple[list[str], list[list[tuple[int, i
     return texts, spans
 
 
+def _spans(body: pa.Array, cuts: list[tuple[pa.Array, pa.Array, pa.Array]]) -> convert._CutSpans:
+    spans = convert._CutSpans(body)
+    for cut in cuts:
+        spans.add(*cut)
+    return spans
+
+
+@pytest.mark.parametrize("suffixed", [False, True], ids=["cut", "cut+suffix"])
 @pytest.mark.parametrize("block", [1, 7, 64, 1 << 24])
-def test_cut_equals_per_row_slicing(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+def test_cut_equals_per_row_slicing(monkeypatch: pytest.MonkeyPatch, block: int, suffixed: bool) -> None:
     rng = random.Random(block)
     texts, spans = _rows(rng, 600)
     # spread each row's spans over "keys": key j holds the j-th span of a row, if it has one
@@ -59,9 +68,12 @@ def test_cut_equals_per_row_slicing(monkeypatch: pytest.MonkeyPatch, block: int)
     monkeypatch.setattr(convert, "_CUT_BLOCK_BYTES", block)
     body = pa.array(texts, pa.large_string()).slice(2)
     cuts = [tuple(a.slice(2) for a in cut) for cut in cuts]
-    got = convert._cut(body, cuts).to_pylist()
+    # what each row gets after its cut text: mostly nothing, as the converter's added args are
+    suffixes = [rng.choice(["", "", "", '"cat":"x",', "é,"]) for _ in texts]
+    suffix = pa.array(suffixes, pa.large_string()).slice(2) if suffixed else None
+    got = convert._cut(body, _spans(body, cuts), suffix).to_pylist()
     want = []
-    for text, bounds in zip(texts[2:], kept[2:], strict=True):
+    for text, bounds, extra in zip(texts[2:], kept[2:], suffixes[2:], strict=True):
         raw = text.encode()
         keep = bytearray()
         at = 0
@@ -69,7 +81,7 @@ def test_cut_equals_per_row_slicing(monkeypatch: pytest.MonkeyPatch, block: int)
             keep += raw[at:a]
             at = b
         keep += raw[at:]
-        want.append(keep.decode())
+        want.append(keep.decode() + (extra if suffixed else ""))
     assert got == want
 
 
@@ -79,7 +91,7 @@ def test_cut_of_a_sliced_body_keeps_its_rows(monkeypatch: pytest.MonkeyPatch) ->
     whole = pa.array(["zzzz", "a,b,", "cd,e,", "f,"], pa.large_string())
     body = whole.slice(1)
     cut = (pa.array([0, 3, 0], pa.int32()), pa.array([2, 5, 1], pa.int32()), pa.array([True, True, False]))
-    assert convert._cut(body, [cut]).to_pylist() == ["b,", "cd,", "f,"]
+    assert convert._cut(body, _spans(body, [cut])).to_pylist() == ["b,", "cd,", "f,"]
 
 
 def test_spread_equals_listing_by_row() -> None:

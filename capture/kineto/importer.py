@@ -37,7 +37,7 @@ from .cache import folder_sources
 from .convert import convert_events
 from .errors import KinetoFormatError
 from .heap import give_back
-from .reader import decode, read_bytes
+from .reader import decode, read_bytes, text_size
 
 Progress = Callable[[int, int], None]
 #: Runs many conversions at once, e.g. as tasks on a Dask cluster: ``mapper(fn, items, labels)``
@@ -158,7 +158,7 @@ def convert_kineto_file(
         if progress is not None:
             progress(int(size * fraction), size)
 
-    data = read_bytes(src)
+    data = read_bytes(src, spill_dir=trace_dir)
     report(0.15)
     doc = decode(src, data)
     del data
@@ -269,10 +269,11 @@ def expand_sources(sources: list[Path]) -> list[Path]:
 AT_ONCE_BYTES = 1024 * 1024 * 1024
 #: ... and on fewer cores than this.
 AT_ONCE_CORES = 4
-#: A file's conversion holds up to about this many times its JSON text at its peak: a gzip
-#: file's text is in memory with the scan's columns at the end of the scan (2.5x on an 851 MB
-#: text); a plain file's is mapped and let go as it is scanned, which leaves the columns and
-#: the args rules (1.7x). The margin is for traces whose args are a larger share of the text.
+#: A file's conversion holds up to about this many times its JSON text at its peak: a plain
+#: file's text (and a large gzip file's, spilled to a file: .spill) is mapped and let go as it
+#: is scanned, which leaves the columns and the args rules (1.7x on an 851 MB text); a gzip
+#: text held in memory is there with the scan's columns at the end of the scan (2.5x). The
+#: margin is for traces whose args are a larger share of the text.
 PEAK_PER_TEXT_BYTE = 3
 
 
@@ -285,27 +286,13 @@ def workers_for(sources: list[Path]) -> int:
     cores = os.cpu_count() or 1
     if len(files) < 2 or cores < AT_ONCE_CORES or any(is_nsys_file(f) for f in files):
         return 1
-    texts = [_text_size(f) for f in files]
+    texts = [max(text_size(f), 1) for f in files]
     if sum(texts) < AT_ONCE_BYTES:
         return 1
     import psutil
 
     fit = psutil.virtual_memory().available // (PEAK_PER_TEXT_BYTE * max(texts))
     return int(max(1, min(cores, len(files), fit)))
-
-
-def _text_size(src: Path) -> int:
-    """Bytes of JSON text in ``src``: a gzip file's stated size (its last 4 bytes, modulo 4 GiB,
-    so never taken below the file's own size), else the file's size."""
-    size = _size(src)
-    try:
-        with open(src, "rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
-                return size
-            fh.seek(-4, os.SEEK_END)
-            return max(size, int.from_bytes(fh.read(4), "little"))
-    except OSError:
-        return size
 
 
 def check_output(out_dir: Path, force: bool) -> None:

@@ -11,7 +11,9 @@ but not Kineto traces (PyTorch execution traces, memory timelines) are recognise
 from __future__ import annotations
 
 import mmap
+import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from msgspec import Raw, Struct
 from profui.capture.format.regular import not_regular
 
 from .errors import KinetoFormatError, undecodable
+from .spill import spill, worth_spilling
 from .timeparse import int_text
 
 
@@ -106,9 +109,11 @@ class KinetoDoc:
         self._events = None
 
 
-def read_bytes(path: Path) -> bytes | bytearray | memoryview:
+def read_bytes(path: Path, spill_dir: Path | None = None) -> bytes | bytearray | memoryview:
     """The file's content, gunzipped when it is gzip; one-line errors for every way it can fail.
-    A plain file comes as a view of a read-only mapping of it (:func:`is_mapped`)."""
+    A plain file comes as a view of a read-only mapping of it (:func:`is_mapped`); so does a
+    large gzip file's text when ``spill_dir`` (a folder of the import) may hold it
+    (:mod:`.spill`)."""
     problem = not_regular(path)
     if problem:
         raise KinetoFormatError(path, problem)
@@ -119,7 +124,12 @@ def read_bytes(path: Path) -> bytes | bytearray | memoryview:
                 raise KinetoFormatError(path, "empty file")
             if head == b"\x1f\x8b":
                 fh.seek(0)
-                data = gunzip(path, fh.read())
+                compressed = fh.read()
+                data = None
+                if spill_dir is not None and worth_spilling(spill_dir, text_size(path)):
+                    data = spill(lambda write: inflate(path, compressed, write), spill_dir)
+                if data is None:
+                    data = gunzip(path, compressed)
                 if not data:
                     raise KinetoFormatError(path, "empty file (after gunzip)")
                 return data
@@ -140,6 +150,20 @@ def read_bytes(path: Path) -> bytes | bytearray | memoryview:
         raise KinetoFormatError(path, f"cannot read file ({exc.strerror or exc})") from None
 
 
+def text_size(path: Path) -> int:
+    """Bytes of JSON text in ``path``: a gzip file's stated size (its last 4 bytes, modulo
+    4 GiB, so never taken below the file's own size), else the file's size; 0 when unreadable."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return size
+            fh.seek(-4, os.SEEK_END)
+            return max(size, int.from_bytes(fh.read(4), "little"))
+    except OSError:
+        return 0
+
+
 def is_mapped(data: object) -> bool:
     """True when ``data`` is a view of a file mapping made by :func:`read_bytes`."""
     return isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap)
@@ -152,23 +176,30 @@ def dropped(data: object) -> None:
         data.obj.madvise(mmap.MADV_DONTNEED)
 
 
-def gunzip(path: Path, data: bytes) -> bytes | bytearray:
+def gunzip(path: Path, data: bytes) -> bytearray:
     """Decompress gzip ``data`` (all members) into one growing buffer.
 
     ``gzip.decompress`` assembles the output from blocks and briefly holds it twice; feeding a
     bytearray piece by piece keeps the peak near the output's size (msgspec reads bytearrays).
     """
     out = bytearray()
+    inflate(path, data, out.extend)
+    return out
+
+
+def inflate(path: Path, data: bytes, write: Callable[[bytes], Any]) -> None:
+    """Decompress gzip ``data`` (all members, read from ``path``) piece by piece into ``write``;
+    a corrupt or truncated file is one line naming it."""
     view = memoryview(data)
     while len(view):
         dec = zlib.decompressobj(wbits=31)
         pending: bytes | memoryview = view
         try:
             while pending:
-                out += dec.decompress(pending, _PIECE)
+                write(dec.decompress(pending, _PIECE))
                 pending = dec.unconsumed_tail
             if not dec.eof:
-                out += dec.flush()
+                write(dec.flush())
         except zlib.error as exc:
             raise KinetoFormatError(path, f"corrupt gzip file ({exc})") from None
         if not dec.eof:
@@ -177,7 +208,6 @@ def gunzip(path: Path, data: bytes) -> bytes | bytearray:
         if rest and rest[:2] != b"\x1f\x8b":
             raise KinetoFormatError(path, "corrupt gzip file (trailing garbage)")
         view = memoryview(rest)
-    return out
 
 
 _PIECE = 8 << 20

@@ -406,6 +406,17 @@ def _memcpy_kind_arg(value: Any) -> str | None:
     return None
 
 
+#: Rows from which freed memory is given back between the conversion's steps: below, the peak
+#: is small and the pages given back would only be faulted in again (a few % of the time).
+_GIVE_BACK_ROWS = 1 << 20
+
+
+def _give_back(rows: int) -> None:
+    """:func:`give_back` for a conversion of ``rows`` rows worth it."""
+    if rows >= _GIVE_BACK_ROWS:
+        give_back()
+
+
 #: Bytes of args text cut at a time: the cut works on a byte mask, so it is bounded per block.
 _CUT_BLOCK_BYTES = 16 << 20
 
@@ -461,6 +472,8 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
     if suffix is None:
         new_offsets = kept_offsets
     else:
+        if suffix.null_count:
+            raise ValueError("a suffix row is null (write an empty text)")
         added = np.frombuffer(suffix.buffers()[1], np.int64)[suffix.offset : suffix.offset + n + 1]
         new_offsets = kept_offsets + (added - added[0])
         del added
@@ -627,7 +640,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     for key in RULE_KEYS:  # read: the texts of those below go with the args' rows
         if key not in (PID, TID, CAT):
             col.pop(f"v{_KEY_INDEX[key]}")
-    give_back()  # the keys' texts and spans (C heap), for the Arrow columns still to come
+    _give_back(len(kind))  # the keys' texts and spans (C heap), for the Arrow columns still to come
 
     runtime = pc.and_(pc.and_(pc.equal(kind, "runtime"), pc.is_valid(correlation)), pc.is_valid(size))
     runtime_size: dict[int, int] = {}
@@ -672,7 +685,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
         k = _KEY_INDEX[key]
         for column in (f"v{k}", f"s{k}", f"e{k}"):
             col.pop(column)
-    give_back()  # what the rules above let go of, before the largest column is made again
+    _give_back(len(kind))  # what the rules above let go of, before the largest column is made again
     cut_from = col.pop("body")
     body = _cut(cut_from, spans, suffix)
     fresh = body is not cut_from  # a new buffer, which _close may change
@@ -799,7 +812,7 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
         scan.table = None  # its buffers go with the columns below
     rows = {name: _array(merged.column(name)) for name in merged.column_names}
     del merged
-    give_back()  # what building the rows let go of (the scan's and the spread's scratch)
+    _give_back(len(rows["ts"]))  # what building the rows let go of (the scan's and the spread's scratch)
     merged, runtime_size = _args_rules(rows)
     del rows
     try:

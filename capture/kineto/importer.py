@@ -158,6 +158,7 @@ def convert_kineto_file(
         if progress is not None:
             progress(int(size * fraction), size)
 
+    before = _identity(src)
     data = read_bytes(src, spill_dir=trace_dir)
     report(0.15)
     doc = decode(src, data)
@@ -181,6 +182,10 @@ def convert_kineto_file(
     finally:
         if gc_enabled:
             gc.enable()
+    if _identity(src) != before:  # a plain file is read through a mapping, which sees changes
+        raise KinetoFormatError(
+            src, "changed while it was being imported: import it again once it is written"
+        )
     if conv.table.num_rows == 0:
         raise KinetoFormatError(src, "no trace events besides metadata: nothing to import")
     rank_value, rank_from = detect_rank(doc.metadata, src, rank)
@@ -212,6 +217,15 @@ def convert_kineto_file(
         source=source,
         gpus=gpus,
     )
+
+
+def _identity(src: Path) -> tuple[int, int, int] | None:
+    """What tells a file rewritten since: inode, size and modification time."""
+    try:
+        st = src.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _size(src: Path) -> int:

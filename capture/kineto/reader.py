@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 from msgspec import Raw, Struct
 
 from profui.capture.format.regular import not_regular
@@ -126,8 +127,9 @@ def read_bytes(path: Path, spill_dir: Path | None = None) -> bytes | bytearray |
                 fh.seek(0)
                 compressed = fh.read()
                 data = None
-                if spill_dir is not None and worth_spilling(spill_dir, text_size(path)):
-                    data = spill(lambda write: inflate(path, compressed, write), spill_dir)
+                stated = text_size(path)
+                if spill_dir is not None and worth_spilling(spill_dir, stated):
+                    data = spill(lambda write: inflate(path, compressed, write), spill_dir, stated)
                 if data is None:
                     data = gunzip(path, compressed)
                 if not data:
@@ -167,6 +169,22 @@ def text_size(path: Path) -> int:
 def is_mapped(data: object) -> bool:
     """True when ``data`` is a view of a file mapping made by :func:`read_bytes`."""
     return isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap)
+
+
+def lies_in_mapping(text: object, data: object) -> bool:
+    """True when the bytes of ``text`` lie inside the file mapping ``data`` (:func:`is_mapped`):
+    only such text may have its pages dropped (``madvise`` on memory of our own would zero it),
+    so this is checked on the addresses, not assumed of the decoder."""
+    if not is_mapped(data):
+        return False
+    at, size = _address(text), len(memoryview(text))
+    base = _address(data)
+    return base <= at and at + size <= base + len(data)
+
+
+def _address(buffer: object) -> int:
+    view = memoryview(buffer)
+    return np.frombuffer(view, np.uint8).ctypes.data if len(view) else 0
 
 
 def dropped(data: object) -> None:
@@ -261,7 +279,7 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
         metadata=metadata,
         base_time_ns=base_ns,
         raw_bytes=len(data),
-        mapped=is_mapped(data),
+        mapped=lies_in_mapping(raw_events, data),
     )
 
 
@@ -288,7 +306,7 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
         metadata={},
         base_time_ns=None,
         raw_bytes=len(data),
-        mapped=is_mapped(data),
+        mapped=lies_in_mapping(data, data),
         _events=items,
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -50,20 +51,31 @@ def file_system(folder: Path) -> str | None:
         fields = line.split()
         if "-" not in fields:
             continue
-        point = fields[4].replace("\\040", " ")
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # \040 is a space
         inside = where == point or where.startswith(point.rstrip("/") + "/")
         if inside and len(point) >= len(best):
             best, kind = point, fields[fields.index("-") + 1]
     return kind
 
 
-def spill(inflate: Callable[[Callable[[bytes], Any]], None], folder: Path) -> memoryview | None:
+def spill(
+    inflate: Callable[[Callable[[bytes], Any]], None], folder: Path, text_bytes: int
+) -> memoryview | None:
     """The text ``inflate(write)`` produces, written to an unnamed file in ``folder`` and mapped
-    read-only; None when the file cannot be written or mapped (the caller keeps it in memory).
+    read-only; None when the file cannot be written or mapped (the caller keeps it in memory),
+    or when the text outgrows what the disk can spare (``text_bytes``, a gzip file's stated
+    size, is only modulo 4 GiB and of its last member: the disk is left at least that free).
     Errors of ``inflate`` itself (a corrupt file) pass through."""
     try:
+        room = shutil.disk_usage(folder).free - max(text_bytes, SPILL_BYTES)
         with tempfile.TemporaryFile(dir=folder, prefix=".profui-text-") as fh:
-            inflate(fh.write)
+
+            def write(piece: bytes) -> None:
+                if fh.tell() + len(piece) > room:
+                    raise OSError("the text outgrows the free disk")
+                fh.write(piece)
+
+            inflate(write)
             fh.flush()
             if not fh.tell():
                 return None

@@ -147,3 +147,9 @@ def test_spread_refuses_rows_out_of_order() -> None:
             np.array([1, 1], np.int32),
             pa.array([b"1", b"2"], pa.large_binary()),
         )
+
+
+def test_a_null_suffix_is_refused() -> None:
+    body = pa.array(["ab,", "cd,"], pa.large_string())
+    with pytest.raises(ValueError, match="null"):
+        convert._cut(body, _spans(body, []), pa.array(["x,", None], pa.large_string()))

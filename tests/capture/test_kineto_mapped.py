@@ -8,6 +8,7 @@ mapping's resident pages (``/proc/self/smaps``).
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 from pathlib import Path
 
@@ -16,11 +17,12 @@ import pytest
 from profui.capture.kineto import native
 from profui.capture.kineto.convert import convert_events
 from profui.capture.kineto.errors import KinetoFormatError
-from profui.capture.kineto.reader import decode, is_mapped, read_bytes
+from profui.capture.kineto.importer import convert_kineto_file
+from profui.capture.kineto.reader import decode, is_mapped, lies_in_mapping, read_bytes
 
 from realdata import shared_trace
 
-BIG = "hta-df_index_resolver-df_index_resolver.json.gz"  # 42 MB of JSON text
+BIG = "hta-df_index_resolver-df_index_resolver.json.gz"  # 51 MB of JSON text
 
 
 def _resident_mb(path: Path) -> float:
@@ -95,3 +97,32 @@ def test_bad_plain_files_are_named(tmp_path: Path, content: bytes, problem: str)
     with pytest.raises(KinetoFormatError) as err:
         decode(p, read_bytes(p))
     assert str(p) in str(err.value) and problem in str(err.value)
+
+
+def test_only_text_inside_the_mapping_is_taken_for_mapped(plain: tuple[Path, bytes]) -> None:
+    path, text = plain
+    data = read_bytes(path)
+    doc = decode(path, data)
+    assert lies_in_mapping(doc.events_text, data)
+    assert not lies_in_mapping(bytes(doc.events_text), data)  # a copy: memory of our own
+    assert not decode(path, bytearray(text)).mapped
+
+
+def test_a_file_rewritten_during_its_import_is_refused(plain: tuple[Path, bytes], tmp_path: Path) -> None:
+    path, text = plain
+    src = tmp_path / "live.json"
+    src.write_bytes(text)
+    out = tmp_path / "out"
+    out.mkdir()
+    touched = []
+
+    def rewrite(done: int, total: int) -> None:  # a profiler writing the file again, same size
+        if not touched:
+            touched.append(done)
+            st = src.stat()
+            os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+
+    with pytest.raises(KinetoFormatError) as err:
+        convert_kineto_file(src, out, node="n", rank=0, progress=rewrite)
+    assert str(src) in str(err.value) and "changed while it was being imported" in str(err.value)
+    assert not list(out.rglob("*.parquet"))

@@ -59,9 +59,7 @@ def test_a_spilled_import_writes_the_same_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(spill_mod, "SPILL_BYTES", 1 << 20)
     mapped = []
     real = reader.spill
-    monkeypatch.setattr(
-        reader, "spill", lambda inflate_, folder: mapped.append(real(inflate_, folder)) or mapped[-1]
-    )
+    monkeypatch.setattr(reader, "spill", lambda *args: mapped.append(real(*args)) or mapped[-1])
     out = tmp_path / "spilled"
     out.mkdir()
     res = convert_kineto_file(src, out, node="n", rank=0)
@@ -104,7 +102,7 @@ def test_a_disk_that_would_be_left_short_is_not_spilled_to(tmp_path: Path) -> No
 def test_a_write_that_fills_the_disk_falls_back_and_leaves_it_as_it_was(small_tmpfs: Path) -> None:
     src = shared_trace(TRACE)
     free = shutil.disk_usage(small_tmpfs).free
-    got = spill_mod.spill(lambda write: inflate(src, src.read_bytes(), write), small_tmpfs)
+    got = spill_mod.spill(lambda write: inflate(src, src.read_bytes(), write), small_tmpfs, 1 << 20)
     assert got is None
     assert list(small_tmpfs.iterdir()) == [] and shutil.disk_usage(small_tmpfs).free == free
 
@@ -120,3 +118,8 @@ def test_a_corrupt_gzip_is_named_when_spilling(tmp_path: Path, monkeypatch: pyte
         read_bytes(bad, spill_dir=folder)
     assert str(bad) in str(err.value) and "gzip" in str(err.value)
     assert list(folder.iterdir()) == []
+
+
+def test_a_memory_file_system_is_told_under_an_escaped_mount_point(tmp_path: Path) -> None:
+    for folder in mount_tmpfs(tmp_path / "a b", "4m"):  # mountinfo writes the space as \\040
+        assert spill_mod.file_system(folder) == "tmpfs"

@@ -127,7 +127,7 @@ def read_bytes(path: Path, spill_dir: Path | None = None) -> bytes | bytearray |
                 fh.seek(0)
                 compressed = fh.read()
                 data = None
-                stated = text_size(path)
+                stated = _stated_size(len(compressed), compressed[-4:])
                 if spill_dir is not None and worth_spilling(spill_dir, stated):
                     data = spill(lambda write: inflate(path, compressed, write), spill_dir, stated)
                 if data is None:
@@ -161,9 +161,14 @@ def text_size(path: Path) -> int:
             if fh.read(2) != b"\x1f\x8b":
                 return size
             fh.seek(-4, os.SEEK_END)
-            return max(size, int.from_bytes(fh.read(4), "little"))
+            return _stated_size(size, fh.read(4))
     except OSError:
         return 0
+
+
+def _stated_size(size: int, tail: bytes) -> int:
+    """A gzip file's text size as its last 4 bytes state it, never below the file's ``size``."""
+    return max(size, int.from_bytes(tail, "little"))
 
 
 def is_mapped(data: object) -> bool:
@@ -306,7 +311,7 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
         metadata={},
         base_time_ns=None,
         raw_bytes=len(data),
-        mapped=lies_in_mapping(data, data),
+        mapped=is_mapped(data),
         _events=items,
     )
 

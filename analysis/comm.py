@@ -284,8 +284,8 @@ def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str])
     ``overlap_ns = |comm ∩ compute| = comm + compute − |comm ∪ compute|`` — what
     :func:`~profui.analysis.intervals.overlap_length` computes, with each union built once and
     the union of both from the two (far fewer) merged sides."""
-    comm = merge_intervals(comm.select(*keys, "start", "end"), keys)
-    comp = merge_intervals(comp.select(*keys, "start", "end"), keys)
+    comm = merge_intervals(comm.select(*keys, "start", "end"), keys, ordered=False)
+    comp = merge_intervals(comp.select(*keys, "start", "end"), keys, ordered=False)
     length = pl.col("end") - pl.col("start")
     both = union_length(pl.concat([comm, comp]), keys, "_ab")
     return (

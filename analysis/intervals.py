@@ -41,41 +41,33 @@ def sorted_runs(
     return lf.sort(key, *order, descending=desc).with_columns(_seg=key.rle_id())
 
 
-def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+def merge_intervals(intervals: Frame, by: Sequence[str] = (), ordered: bool = True) -> pl.LazyFrame:
     """Union of the intervals of each group as disjoint, sorted ``[start, end)`` intervals.
 
-    Overlapping and touching intervals merge; zero-length ones are dropped.
+    Overlapping and touching intervals merge; zero-length ones are dropped. ``ordered=False``
+    leaves the rows sorted by ``start`` only, not by group first.
     """
     by = list(by)
     lf = _lazy(intervals).select(*by, "start", "end").filter(pl.col("end") > pl.col("start"))
     # A merged interval starts where ``start`` passes every earlier end of its group (``_new``);
     # it ends at the running maximum of the ends on its last row (``_last``), and its start is
-    # carried down from its first row — a filter on sorted rows, no group-by and no second sort.
-    carried = {
-        "_gs": pl.when("_new").then("start").forward_fill(),
-        "_last": pl.col("_new").shift(-1).fill_null(True),
-    }
-    done = [pl.col("_gs").alias("start"), pl.col("_cm").alias("end")]
-    if not by:
-        new = pl.col("_cm").shift(1).is_null() | (pl.col("start") > pl.col("_cm").shift(1))
-        return (
-            lf.sort("start")
-            .with_columns(_cm=pl.col("end").cum_max())
-            .with_columns(_new=new)
-            .with_columns(**carried)
-            .filter("_last")
-            .select(done)
+    # carried down from its first row: windows over the rows sorted by ``start`` alone, taken
+    # per group (``over`` keeps that order), then a filter. Sorting every row by its group's
+    # columns first would cost more than the windows (2M host events: 0.40 -> 0.27 s); the
+    # merged rows, far fewer, are sorted by group last.
+    prev = _over(pl.col("_cm").shift(1), by)
+    merged = (
+        lf.sort("start")
+        .with_columns(_cm=_over(pl.col("end").cum_max(), by))
+        .with_columns(_new=prev.is_null() | (pl.col("start") > prev))
+        .with_columns(
+            _gs=_over(pl.when("_new").then("start").forward_fill(), by),
+            _last=_over(pl.col("_new").shift(-1), by).fill_null(True),
         )
-    # (the struct's order is the columns' order: the result comes out sorted by ``by``, ``start``)
-    first_of_group = (pl.col("_seg") != pl.col("_seg").shift(1)).fill_null(True)
-    return (
-        sorted_runs(lf, by, ["start"])
-        .with_columns(_cm=pl.col("end").cum_max().over("_seg"))
-        .with_columns(_new=first_of_group | (pl.col("start") > pl.col("_cm").shift(1)))
-        .with_columns(**carried)
         .filter("_last")
-        .select(*by, *done)
+        .select(*by, pl.col("_gs").alias("start"), pl.col("_cm").alias("end"))
     )
+    return merged.sort(pl.struct(by), "start") if by and ordered else merged
 
 
 def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.LazyFrame:
@@ -132,7 +124,7 @@ def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.L
 def union_length(intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns") -> pl.LazyFrame:
     """Total length covered by the union of each group's intervals (one row per group)."""
     by = list(by)
-    merged = merge_intervals(intervals, by)
+    merged = merge_intervals(intervals, by, ordered=False)
     agg = (pl.col("end") - pl.col("start")).sum().alias(name)
     if not by:
         return merged.select(agg.fill_null(0))
@@ -234,7 +226,11 @@ def bucket_coverage(
     if bucket_ns <= 0:
         raise ValueError("bucket_ns must be positive")
     by = list(by)
-    m = _lazy(intervals).select(*by, "start", "end") if merged else merge_intervals(intervals, by)
+    m = (
+        _lazy(intervals).select(*by, "start", "end")
+        if merged
+        else merge_intervals(intervals, by, ordered=False)
+    )
     b = int(bucket_ns)
     first = (pl.col("start") - origin) // b
     last = (pl.col("end") - 1 - origin) // b

@@ -225,7 +225,9 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
     # fewer (disjoint per thread) intervals
     # (a rank whose host events all last 0 ns still gets its row, with 0)
     # (one plan for both uses below, so that Polars computes it once)
-    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid")).select("node", "rank", "start", "end")
+    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid"), ordered=False).select(
+        "node", "rank", "start", "end"
+    )
     union = (
         host.select("node", "rank")
         .unique()

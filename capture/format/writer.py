@@ -16,7 +16,7 @@ from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEM
 
 # Integer columns that grow slowly row to row once sorted by ts: delta encoding shrinks them.
 _DELTA_COLUMNS = {"events": ("ts", "dur", "correlation", "external_id"), "metrics": ("ts",)}
-ZSTD_LEVEL = 6
+ZSTD_LEVEL = 3
 #: Rows per row group: readers decode row groups in parallel (reading the df_index trace's 151k
 #: events: 13 -> 8 ms on 2 cores), for about 1% more bytes than one row group per file.
 ROW_GROUP_ROWS = 1 << 16

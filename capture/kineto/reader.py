@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from msgspec import Raw, Struct
 from profui.capture.format.regular import not_regular
 
 from .errors import KinetoFormatError, undecodable
+from .inflater import zlib
 from .spill import spill, worth_spilling
 from .timeparse import int_text
 
@@ -199,27 +199,25 @@ def dropped(data: object) -> None:
         data.obj.madvise(mmap.MADV_DONTNEED)
 
 
-def gunzip(path: Path, data: bytes) -> bytearray:
-    """Decompress gzip ``data`` (all members) into one growing buffer.
-
-    ``gzip.decompress`` assembles the output from blocks and briefly holds it twice; feeding a
-    bytearray piece by piece keeps the peak near the output's size (msgspec reads bytearrays).
-    """
-    out = bytearray()
-    inflate(path, data, out.extend)
-    return out
+def gunzip(path: Path, data: bytes) -> bytes:
+    """Decompress gzip ``data`` (all members) into memory, each member at once (the inflater
+    grows its one output in place: decompressing into pieces and copying them into a buffer cost
+    more than the inflating itself)."""
+    members: list[bytes] = []
+    inflate(path, data, lambda text: text and members.append(text), piece=0)
+    return members[0] if len(members) == 1 else b"".join(members)
 
 
-def inflate(path: Path, data: bytes, write: Callable[[bytes], Any]) -> None:
-    """Decompress gzip ``data`` (all members, read from ``path``) piece by piece into ``write``;
-    a corrupt or truncated file is one line naming it."""
+def inflate(path: Path, data: bytes, write: Callable[[bytes], Any], piece: int = 8 << 20) -> None:
+    """Decompress gzip ``data`` (all members, read from ``path``) into ``write``, ``piece`` bytes
+    at a time (0: a member at a time); a corrupt or truncated file is one line naming it."""
     view = memoryview(data)
     while len(view):
         dec = zlib.decompressobj(wbits=31)
         pending: bytes | memoryview = view
         try:
             while pending:
-                write(dec.decompress(pending, _PIECE))
+                write(dec.decompress(pending, piece))
                 pending = dec.unconsumed_tail
             if not dec.eof:
                 write(dec.flush())
@@ -231,9 +229,6 @@ def inflate(path: Path, data: bytes, write: Callable[[bytes], Any]) -> None:
         if rest and rest[:2] != b"\x1f\x8b":
             raise KinetoFormatError(path, "corrupt gzip file (trailing garbage)")
         view = memoryview(rest)
-
-
-_PIECE = 8 << 20
 
 
 def _json_error(path: Path, exc: Exception) -> KinetoFormatError:

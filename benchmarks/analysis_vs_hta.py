@@ -23,7 +23,15 @@ on the worst trace) for the issue's yardstick, the two largest GPU traces (df_in
 for all traces measured; then the start-up floor: what a fresh Python process with our
 libraries costs before any work, against a 20th of HTA's time.
 
+HTA's own time moves from machine to machine and day to day (df_index's HTA run has measured
+3.3 s and 6.8 s on machines of the same kind), and the ratio with it, so "did profui regress"
+is answered by a paired run: ``--baseline-python`` names an interpreter with another profui
+installed (another commit: ``git worktree add ../base COMMIT``, a venv there, ``pip install -e
+../base``); its runs alternate with the others, and the ratios are printed for it too, with
+ours-now / baseline per side (below 1.00x: now is faster).
+
     .venv/bin/python benchmarks/analysis_vs_hta.py [--repeat 3] [--traces name ...]
+                                                   [--baseline-python ../base/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -156,12 +164,19 @@ def main() -> None:
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter with profui installed")
     ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
+    ap.add_argument(
+        "--baseline-python",
+        help="interpreter with another profui (a baseline commit), measured in the same run",
+    )
     opts = ap.parse_args()
     compile_sources()
+    if opts.baseline_python:
+        compile_sources(opts.baseline_python)
     if not Path(opts.hta_python).exists():
         sys.exit(f"no HTA interpreter at {opts.hta_python}: create .venv-bench (see the docstring)")
 
     rows = []
+    baseline_rows: list[tuple[str, dict, dict]] = []
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp_s:
         tmp = Path(tmp_s)
         for i, name in enumerate(opts.traces):
@@ -175,6 +190,10 @@ def main() -> None:
             imported = tmp / f"imported{i}"
             run(opts.python, OURS_E2E, str(src), str(imported))  # warm-up, and the imported trace
             r_e2e, r_py, r_imp, r_hta = [], [], [], []
+            b_e2e, b_imp = [], []
+            if opts.baseline_python:
+                base_imported = tmp / f"base-imported{i}"
+                run(opts.baseline_python, OURS_E2E, str(src), str(base_imported))
             for k in range(opts.repeat):
                 out = tmp / f"e2e{i}-{k}"
                 r_e2e.append(run(opts.python, OURS_E2E, str(src), str(out)))
@@ -183,6 +202,12 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
                 r_imp.append(run(opts.python, OURS_IMPORTED, str(imported)))
                 r_hta.append(run(opts.hta_python, HTA, str(hta_dir)))
+                if opts.baseline_python:
+                    b_e2e.append(run(opts.baseline_python, OURS_E2E, str(src), str(out)))
+                    shutil.rmtree(out, ignore_errors=True)
+                    b_imp.append(run(opts.baseline_python, OURS_IMPORTED, str(base_imported)))
+            if opts.baseline_python:
+                baseline_rows.append((name, median_of(b_e2e), median_of(b_imp)))
             rows.append(
                 (
                     name,
@@ -241,12 +266,37 @@ def main() -> None:
     if largest:
         ratios("the largest GPU traces (df_index, mtia)", largest)
     ratios(f"all {len(rows)} traces", rows)
+    if baseline_rows:
+        baseline(opts.baseline_python, rows, baseline_rows)
     floor = startup["wall_s"]
     budget = min(res[3]["wall_s"] for _n, _s, *res in (largest or rows)) / 20
     print(
         f"START-UP FLOOR: a fresh process that only imports profui.analysis takes {floor:.2f} s (median); "
         f"a 20th of HTA's fastest {'largest-trace' if largest else ''} run is {budget:.2f} s, so from an imported "
         f"trace the wall-time ratio is capped at {budget * 20 / floor:.0f}x before any work is done"
+    )
+
+
+def baseline(python: str, rows: list, baseline_rows: list) -> None:
+    """The baseline interpreter's figures, and now / baseline and HTA / baseline, in the same run."""
+    print(f"BASELINE {python}:")
+    tot = {"now_e2e": 0.0, "now_imp": 0.0, "base_e2e": 0.0, "base_imp": 0.0, "hta": 0.0}
+    for (name, _size, e2e, _py, imp, hta), (_n, b_e2e, b_imp) in zip(rows, baseline_rows, strict=True):
+        print(
+            f"  {name[4:44]:<40} wall s: e2e {b_e2e['wall_s']:.2f} (now {e2e['wall_s']:.2f}), imp "
+            f"{b_imp['wall_s']:.2f} (now {imp['wall_s']:.2f}); in-proc s: e2e {b_e2e['compute_s']:.2f} "
+            f"(now {e2e['compute_s']:.2f}), imp {b_imp['compute_s']:.2f} (now {imp['compute_s']:.2f})"
+        )
+        tot["now_e2e"] += e2e["wall_s"]
+        tot["now_imp"] += imp["wall_s"]
+        tot["base_e2e"] += b_e2e["wall_s"]
+        tot["base_imp"] += b_imp["wall_s"]
+        tot["hta"] += hta["wall_s"]
+    print(
+        f"RATIOS baseline, all {len(rows)} traces: HTA/baseline end-to-end wall {tot['hta'] / tot['base_e2e']:.1f}x, "
+        f"from imported wall {tot['hta'] / tot['base_imp']:.1f}x; now/baseline wall: end-to-end "
+        f"{tot['now_e2e'] / tot['base_e2e']:.2f}x, from imported {tot['now_imp'] / tot['base_imp']:.2f}x "
+        f"(below 1.00x: now is faster)"
     )
 
 

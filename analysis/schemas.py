@@ -908,8 +908,15 @@ def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
         raise SchemaError(
             f"{stage}/{file}: columns differ from the schema (extra {extra}, missing {missing})"
         )
+    wanted = [c for c in decl.columns if c.name in got]
+    schema = frame.schema
+    if [c.name for c in wanted] == frame.columns and all(schema[c.name] == c.dtype for c in wanted):
+        return frame  # already conforming: a cast per column would still run a query
     try:
-        return frame.select(pl.col(c.name).cast(c.dtype, strict=True) for c in decl.columns if c.name in got)
+        return frame.select(
+            pl.col(c.name) if schema[c.name] == c.dtype else pl.col(c.name).cast(c.dtype, strict=True)
+            for c in wanted
+        )
     except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
         raise SchemaError(f"{stage}/{file}: {str(exc).splitlines()[0]}") from None
 

@@ -1,0 +1,59 @@
+"""A trace's events as analysis holds them in memory (``Trace.cached_events``).
+
+Oracles: the same files read by Polars with a plain cast of every column (``Trace.events()``,
+the lazy scan), and the text of the distinct names counted in plain Python — the in-memory
+frame holds each distinct name's text once, not once per event.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+TRACES = (
+    "df_index_resolver-df_index_resolver",  # the largest CUDA trace: 151k events, 215 names
+    "mtia_trace_single_rank-mtia_rank_0",
+    "nccl_parser_config-nccl_data",
+    "amd_trace-mi250_minitoy_train_ROCm6_2_kineto",
+)
+#: Text of this many bytes or fewer sits inside a string view itself, in no data buffer.
+INLINE = 12
+
+
+def _data_bytes(column: pl.Series) -> int:
+    """Bytes of the data buffers behind a string column's views, each buffer counted once."""
+    arrays = column.to_arrow(compat_level=pl.CompatLevel.newest())
+    chunks = arrays.chunks if hasattr(arrays, "chunks") else [arrays]
+    seen: dict[int, int] = {}
+    for chunk in chunks:
+        for buf in chunk.buffers()[2:]:
+            if buf is not None:
+                seen[buf.address] = buf.size
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_the_events_in_memory_are_the_files_events(imported_trace, name) -> None:
+    trace = imported_trace(name)
+    held = trace.cached_events().collect()
+    read = trace.events().collect()
+    assert held.schema == read.schema
+    assert_frame_equal(held, read, check_exact=True)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_each_distinct_name_is_held_once(imported_trace, name) -> None:
+    trace = imported_trace(name)
+    held = trace.cached_events().collect()
+    for column in ("kind", "name", "memcpy_kind"):
+        texts = {t for t in held[column].to_list() if t is not None}
+        distinct = sum(len(t.encode()) for t in texts if len(t.encode()) > INLINE)
+        assert _data_bytes(held[column]) <= 2 * distinct + 64, column
+
+
+def test_a_plain_read_holds_a_name_per_event(imported_trace) -> None:
+    # what the test above tells apart: a cast copies each event's name (df_index: 21x the text)
+    read = imported_trace(TRACES[0]).events().collect()["name"]
+    distinct = sum(len(t.encode()) for t in set(read.to_list()) if len(t.encode()) > INLINE)
+    assert _data_bytes(read) > 20 * distinct

@@ -3,13 +3,17 @@
 The oracle for its outputs is the same graph run one stage per call (each call computes a
 single stage, so nothing runs beside it): on real traces the two stores hold equal frames and
 values. Failures are the graph's first failing stage, as when stages run in turn, and no stage
-thread outlives the call.
+thread outlives the call. How many stages run at once is observed from the stage bodies
+themselves: two on a large trace, more on a small one.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -18,7 +22,12 @@ from polars.testing import assert_frame_equal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from profui.analysis.pipeline import REGISTRY  # noqa: E402
+from profui.analysis.pipeline import (  # noqa: E402
+    REGISTRY,
+    Registry,
+    Stage,
+    store,  # noqa: E402
+)
 from profui.analysis.pipeline.store import compute  # noqa: E402
 
 from pipeline_knobs import KNOBBED  # noqa: E402
@@ -73,3 +82,39 @@ def test_first_failing_stage_is_raised_and_no_thread_is_left(imported_trace) -> 
         compute(trace, ["summary"], {"debug_fail": "steps"}, registry=KNOBBED, store=store)
     assert "ingest" in store
     assert not {"steps", "comm", "annotations", "summary"} & set(store)
+
+
+def _counting(registry: Registry, seen: list[int]) -> Registry:
+    """``registry`` with each stage body holding its thread 50 ms while counted as running."""
+    lock, running = threading.Lock(), [0]
+
+    def wrap(stage: Stage) -> Stage:
+        body = stage.run
+
+        @functools.wraps(body)
+        def run(ctx):
+            with lock:
+                running[0] += 1
+                seen.append(running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            return body(ctx)
+
+        return replace(stage, run=run)
+
+    return Registry([wrap(s) for s in registry.stages.values()], registry.params.values())
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+def test_a_large_trace_runs_two_stages_at_a_time(imported_trace, monkeypatch, large) -> None:
+    trace = imported_trace("nccl_parser_config-nccl_data")
+    # the rule reads the trace's event count: this real trace counts as large when the bar is 1
+    monkeypatch.setattr(store, "LARGE_TRACE_EVENTS", 1 if large else 10**12)
+    seen: list[int] = []
+    out = compute(trace, ["summary"], registry=_counting(REGISTRY, seen))
+    assert set(out) == set(REGISTRY.order)
+    if large:
+        assert max(seen) == 2
+    else:  # one more than the cores (at least 3 here), where the graph has that many ready
+        assert max(seen) >= 3

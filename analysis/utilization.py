@@ -29,7 +29,25 @@ from .stats import stable_mean
 TARGET_BUCKETS = 200
 HOST_BUSY_KINDS = ("cpu_op", "python", "runtime", "driver")
 #: Host events that count as a thread being active for :func:`cpu_active` (user annotations too).
-HOST_ACTIVE_KINDS = ("cpu_op", "python", "annotation", "runtime", "driver")
+HOST_ACTIVE_KINDS = (*HOST_BUSY_KINDS, "annotation")
+#: A host thread: its node, rank, process and thread id.
+THREAD = ("node", "rank", "pid", "tid")
+
+
+def _host(events: Frame, kinds: Sequence[str]) -> pl.LazyFrame:
+    """Host events of ``kinds`` as ``THREAD, start, end`` intervals."""
+    return (
+        _lazy(events)
+        .filter(pl.col("kind").is_in(list(kinds)), pl.col("device") < 0)
+        .select(*THREAD, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
+    )
+
+
+def host_thread_busy(events: Frame) -> pl.LazyFrame:
+    """Per host thread (:data:`THREAD`) the union of its busy events (:data:`HOST_BUSY_KINDS`):
+    disjoint ``start, end`` intervals, what :func:`cpu_utilization` and :func:`cpu_active` both
+    read (``busy=``), so a stage merges a trace's host events once."""
+    return merge_intervals(_host(events, HOST_BUSY_KINDS), THREAD, ordered=False)
 
 
 def trace_window(events: Frame) -> tuple[int, int]:
@@ -123,6 +141,7 @@ def cpu_utilization(
     metrics: Frame | None = None,
     bucket_ns: int | None = None,
     window: tuple[int, int] | None = None,
+    busy: Frame | None = None,
 ) -> pl.LazyFrame:
     """CPU utilization per node and bucket, with the ``source`` it came from.
 
@@ -132,8 +151,10 @@ def cpu_utilization(
       buckets span the samples, not only the traced windows; buckets without a sample are
       left out).
     - ``host_events``: otherwise, from the trace's host events (cpu_op, python, runtime,
-      driver): per thread the union of its events, summed per node → ``busy_threads`` (mean
-      number of threads busy in the bucket), ``util`` = busy_threads / threads seen on the node.
+      driver): per thread (:data:`THREAD`) the union of its events (``busy``: that union,
+      :func:`host_thread_busy`, when the caller has it), summed per node → ``busy_threads``
+      (mean number of threads busy in the bucket), ``util`` = busy_threads / threads seen on
+      the node.
 
     Columns: node, bucket, bucket_start_ns, bucket_len_ns, util, busy_threads, source.
     """
@@ -166,11 +187,19 @@ def cpu_utilization(
                 .sort("node", "bucket")
             )
     grid, origin, size = _grid(events, bucket_ns, window)
-    host = _lazy(events).filter(pl.col("kind").is_in(list(HOST_BUSY_KINDS)), pl.col("device") < 0)
-    keys = ["node", "pid", "tid"]
-    iv = host.select(*keys, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
-    cov = bucket_coverage(iv, size, origin, keys).group_by("node", "bucket").agg(pl.col("covered_ns").sum())
-    threads = host.select(keys).unique().group_by("node").agg(pl.len().alias("_threads"))
+    merged = host_thread_busy(events) if busy is None else _lazy(busy)
+    cov = (
+        bucket_coverage(merged, size, origin, THREAD, merged=True)
+        .group_by("node", "bucket")
+        .agg(pl.col("covered_ns").sum())
+    )
+    threads = (
+        _host(events, HOST_BUSY_KINDS)
+        .select(THREAD)
+        .unique()
+        .group_by("node")
+        .agg(pl.len().alias("_threads"))
+    )
     return (
         threads.join(grid, how="cross")
         .join(cov, on=["node", "bucket"], how="left")
@@ -200,14 +229,15 @@ def job_utilization(gpu_util: Frame) -> pl.LazyFrame:
     )
 
 
-def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
+def cpu_active(events: Frame, metrics: Frame | None = None, busy: Frame | None = None) -> pl.LazyFrame:
     """CPU active time per node and rank over the profiled window, from every source there is.
 
     - ``host_events`` (one row per node and rank): ``active_ns`` is the union of the rank's
       host-thread activity (cpu_op, python, annotation, runtime, driver events on the host;
       any thread of the rank active counts once); ``thread_ns`` sums each thread's own union
       (CPU time over all traced threads, may exceed the window). ``window_ns`` is the rank's
-      span, first to last event of any kind.
+      span, first to last event of any kind. ``busy``: the threads' busy union
+      (:func:`host_thread_busy`) when the caller has it; the annotations are merged into it.
     - ``metrics`` (one row per node, ``rank`` null), where capture sampled CPU utilization
       (``source == "cpu"``, ``metric == "util_pct"``; machine-wide, else the mean over CPUs):
       ``active_ns`` = mean utilization × the node's sampled span (first to last sample: the job).
@@ -215,21 +245,21 @@ def cpu_active(events: Frame, metrics: Frame | None = None) -> pl.LazyFrame:
     Columns: node, rank, source, active_ns, thread_ns, window_ns, active_share (0–1).
     """
     ev = _lazy(events)
-    host = ev.filter(pl.col("kind").is_in(list(HOST_ACTIVE_KINDS)), pl.col("device") < 0).select(
-        "node", "rank", "pid", "tid", pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end")
-    )
     span = ev.group_by("node", "rank").agg(
         (pl.col("ts") + pl.col("dur")).max().alias("_b"), pl.col("ts").min().alias("_a")
     )
     # each thread's union first: host events nest, so the rank's union is then taken over far
-    # fewer (disjoint per thread) intervals
+    # fewer (disjoint per thread) intervals; the busy union, with the (few) annotations merged
+    # in, is the union of every active kind
     # (a rank whose host events all last 0 ns still gets its row, with 0)
     # (one plan for both uses below, so that Polars computes it once)
-    per_thread = merge_intervals(host, ("node", "rank", "pid", "tid"), ordered=False).select(
-        "node", "rank", "start", "end"
-    )
+    busy = host_thread_busy(ev) if busy is None else _lazy(busy)
+    per_thread = merge_intervals(
+        pl.concat([busy.select(*THREAD, "start", "end"), _host(ev, ("annotation",))]), THREAD, ordered=False
+    ).select("node", "rank", "start", "end")
     union = (
-        host.select("node", "rank")
+        _host(ev, HOST_ACTIVE_KINDS)
+        .select("node", "rank")
         .unique()
         .join(
             union_length(per_thread, ("node", "rank"), "active_ns"),

@@ -195,7 +195,9 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
     bucket = _bucket_ns(ctx)
     busy = (hv.hta_gpu_busy if hta else bz.gpu_busy)(ev)
     gpu = (hv.hta_gpu_utilization if hta else ut.gpu_utilization)(ev, bucket_ns=bucket)
-    cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket)
+    # the host threads' busy union, read by the CPU utilization and CPU active tables: merged once
+    threads = ut.host_thread_busy(ctx.trace.cached_events()).collect(engine=ENGINE)
+    cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket, busy=threads)
     return {
         "busy.parquet": busy,
         "total.parquet": Derived(lambda out: bz.total_busy(out["busy.parquet"])),
@@ -206,7 +208,7 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
             lambda out: ut.util_over_time(out["gpu.parquet"], ("node", "rank", "device"))
         ),
         "cpu_over_time.parquet": Derived(lambda out: ut.util_over_time(out["cpu.parquet"], ("node",))),
-        "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics()),
+        "cpu_active.parquet": ut.cpu_active(ctx.trace.cached_events(), ctx.trace.metrics(), busy=threads),
         "gpu_sampled.parquet": ut.sampled_gpu_utilization(
             ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket
         ),

@@ -93,6 +93,16 @@ def test_cpu_from_host_events(make_events, imported_trace) -> None:
     assert c["source"].unique().to_list() == ["host_events"]
     assert c["busy_threads"].to_list()[:2] == [1.5, 0.5]
     assert c["util"].to_list()[:2] == [0.75, 0.25]
+    # a thread is its node, rank, process and thread id: two ranks' threads that share a pid and
+    # tid (ranks relabelled from one process's trace) are two threads, never one union
+    twin = make_events(
+        [
+            {"ts": 0, "dur": 100, "kind": "cpu_op", "rank": 0},
+            {"ts": 0, "dur": 100, "kind": "cpu_op", "rank": 1},
+        ]
+    )
+    c2 = cpu_utilization(twin, None, bucket_ns=100).collect()
+    assert c2.select("busy_threads", "util").row(0) == (2.0, 1.0)
     t = imported_trace("nccl_parser_config-nccl_data")
     real = t.cpu_utilization()
     assert real["source"].unique().to_list() == ["host_events"]

@@ -170,12 +170,10 @@ class Trace:
     @cached_property
     def _collected_events(self) -> pl.DataFrame:
         files = self.dir.events
-        frame = strings_sharing_text(
-            _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files)
-        )
+        read = _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files)
+        frame = strings_sharing_text(read.with_columns(pl.col("kind").cast(pl.Enum(EVENT_KINDS))))
         # only the columns stored in another type (a cast of the frame copies the others too)
         other = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if frame.schema[c] != t and c != "kind"}
-        other["kind"] = pl.Enum(EVENT_KINDS)
         return frame.cast(other) if other else frame  # type: ignore[arg-type]
 
     def cached_events(self) -> pl.LazyFrame:

@@ -68,6 +68,10 @@ class Table:
         """Column names in declaration order."""
         return tuple(c.name for c in self.columns)
 
+    def empty(self) -> pl.DataFrame:
+        """The table without rows: its columns (the optional ones left out) and their types."""
+        return pl.DataFrame(schema={c.name: c.dtype for c in self.columns if not c.optional})
+
 
 class SchemaError(ValueError):
     """A stage produced a table that does not match its declared schema."""

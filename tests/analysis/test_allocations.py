@@ -209,6 +209,33 @@ def test_no_memory_events_said_plainly(imported_trace) -> None:
     assert s.table("allocations", "devices").is_empty() and s.table("allocations", "per_step").is_empty()
 
 
+def test_no_memory_events_gives_the_tables_the_analysis_gives(imported_trace) -> None:
+    # the stage skips the replay when there is nothing to replay: its empty tables are the ones
+    # the analysis functions make of no events
+    from polars.testing import assert_frame_equal
+
+    from profui.analysis import allocations as al
+    from profui.analysis.schemas import conform
+
+    t = imported_trace("trace_compare-base-base")
+    out = t.result("allocations")
+    ev = t.cached_events()
+    windows = t.result("steps")["windows.parquet"]
+    mem = al.memory_events(ev).collect()
+    peaks = al.device_peaks(mem, ev, windows)
+    full = {
+        "series": mem,
+        "devices": peaks,
+        "per_step": al.memory_per_step(mem, windows),
+        "live_at_peak": al.live_at_peak(mem, peaks, ev),
+        "over_time": al.memory_over_time(mem),
+        "oom": al.oom_events(mem, ev),
+    }
+    for name, frame in full.items():
+        assert_frame_equal(out[f"{name}.parquet"], conform("allocations", name, frame))
+    assert out["allocations.json"] == al.memory_counts(ev)
+
+
 # -- real CPU runs recorded here ----------------------------------------------------------------
 def _record(out: Path, leak: bool) -> Path:
     proc = subprocess.run(

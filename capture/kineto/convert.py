@@ -945,8 +945,14 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     ``ProfilerStep#N`` (or marked ``profui_step`` by ``profui export``) is a step."""
     columns = {name: merged.column(name) for name in merged.column_names}
     kind = columns["kind"]
-    marked = pc.fill_null(pc.match_substring(columns["args"], f'"{STEP_MARK}":true'), False)
-    step = pc.and_(pc.equal(kind, "annotation"), pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), marked))
+    annotation = pc.fill_null(pc.equal(kind, "annotation"), False)
+    # only an annotation's args are searched for the mark (all args are most of the text)
+    marked = np.zeros(len(kind), np.bool_)
+    at = np.flatnonzero(annotation.to_numpy(zero_copy_only=False))
+    if len(at):
+        found = pc.match_substring(pc.filter(columns["args"], annotation), f'"{STEP_MARK}":true')
+        marked[at] = pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+    step = pc.and_(annotation, pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), pa.array(marked)))
     unknown = pc.equal(kind, _UNKNOWN_ANNOTATION)
     if pc.any(step).as_py() or pc.any(unknown).as_py():
         kind = pc.if_else(step, "step", pc.if_else(unknown, "annotation", kind))

@@ -171,6 +171,11 @@ class Trace:
     def _collected_events(self) -> pl.DataFrame:
         files = self.dir.events
         read = _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files)
+        odd = set(read["kind"].unique().drop_nulls().cast(pl.String).to_list()) - set(EVENT_KINDS)
+        if odd:
+            from profui.capture.format.readcheck import kind_not_in_format
+
+            raise kind_not_in_format(files, odd)
         frame = strings_sharing_text(read.with_columns(pl.col("kind").cast(pl.Enum(EVENT_KINDS))))
         # only the columns stored in another type (a cast of the frame copies the others too)
         other = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if frame.schema[c] != t and c != "kind"}

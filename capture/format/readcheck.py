@@ -47,3 +47,23 @@ def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
         except (OSError, pa.ArrowException) as exc:
             return TraceFormatError(f.path, f"cannot read {f.table} ({str(exc).splitlines()[0]})")
     return None
+
+
+def kind_not_in_format(files: Iterable[TraceFile], kinds: Iterable[str]) -> TraceFormatError:
+    """The error naming the first events file of ``files`` that holds one of ``kinds``, values
+    of ``kind`` the format does not have (:data:`~.columns.EVENT_KINDS`)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .columns import EVENT_KINDS
+
+    wanted = sorted(kinds)
+    for f in files:
+        held = pc.unique(pq.read_table(f.path, columns=["kind"])["kind"].cast("string")).to_pylist()
+        odd = [k for k in wanted if k in held]
+        if odd:
+            return TraceFormatError(
+                f.path,
+                f"events of kind {odd[0]!r}, which is not one of the format's ({', '.join(EVENT_KINDS)})",
+            )
+    return TraceFormatError(next(iter(files)).path, f"events of kind {wanted[0]!r}, not one of the format's")

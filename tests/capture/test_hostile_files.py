@@ -121,6 +121,29 @@ def test_a_column_of_the_wrong_type_is_named(tmp_path: Path) -> None:
         assert "column ts holds string, the format says int64" in line
 
 
+def test_a_kind_the_format_does_not_have_is_named(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    trace, victim = _sample_copy(tmp_path)
+    footer = pq.read_metadata(victim).metadata
+    table = pq.read_table(victim)
+    kind = table.column("kind").cast(pa.string())
+    odd = pc.if_else(pc.equal(kind, "memset"), pa.scalar("teleport"), kind)
+    table = table.set_column(
+        table.schema.get_field_index("kind"),
+        "kind",
+        odd.dictionary_encode().cast(table.schema.field("kind").type),
+    ).replace_schema_metadata(None)
+    with pq.ParquetWriter(victim, table.schema) as writer:  # profui's footer kept: the file opens
+        writer.write_table(table)
+        writer.add_key_value_metadata({k: v for k, v in footer.items() if k != b"ARROW:schema"})
+    for command in (["summary"], ["analyze", "-q"]):
+        line = assert_refused(profui(*command, trace), victim.name)
+        assert "events of kind 'teleport', which is not one of the format's (cpu_op," in line
+
+
 def test_paths_the_os_refuses_are_one_line(tmp_path: Path) -> None:
     from test_bad_input_import import SMALL
 

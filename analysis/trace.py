@@ -8,6 +8,7 @@ the facade, the pipeline stages and the TUI.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -103,11 +104,15 @@ def strings_sharing_text(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(converted) if converted else frame
 
 
-def _read(lf: pl.LazyFrame, files: list[TraceFile]) -> pl.DataFrame:
-    """``lf`` collected; when that fails on the files' contents, the one-line error naming the
-    file (corrupt pages under an intact footer, a column of the wrong type)."""
+def _read(
+    lf: pl.LazyFrame, files: list[TraceFile], then: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+) -> pl.DataFrame:
+    """``lf`` collected (and passed through ``then``); when that fails on the files' contents,
+    the one-line error naming the file (corrupt pages under an intact footer, a column of the
+    wrong type)."""
     try:
-        return lf.collect()
+        frame = lf.collect()
+        return then(frame) if then is not None else frame
     except (pl.exceptions.PolarsError, OSError) as exc:
         from profui.capture.format.readcheck import unreadable
 
@@ -170,16 +175,20 @@ class Trace:
     @cached_property
     def _collected_events(self) -> pl.DataFrame:
         files = self.dir.events
-        read = _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files)
-        odd = set(read["kind"].unique().drop_nulls().cast(pl.String).to_list()) - set(EVENT_KINDS)
-        if odd:
-            from profui.capture.format.readcheck import kind_not_in_format
 
-            raise kind_not_in_format(files, odd)
-        frame = strings_sharing_text(read.with_columns(pl.col("kind").cast(pl.Enum(EVENT_KINDS))))
-        # only the columns stored in another type (a cast of the frame copies the others too)
-        other = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if frame.schema[c] != t and c != "kind"}
-        return frame.cast(other) if other else frame  # type: ignore[arg-type]
+        def held(read: pl.DataFrame) -> pl.DataFrame:
+            odd = set(read["kind"].unique().drop_nulls().cast(pl.String).to_list()) - set(EVENT_KINDS)
+            if odd:
+                from profui.capture.format.readcheck import kind_not_in_format
+
+                raise kind_not_in_format(files, odd)
+            frame = strings_sharing_text(read.with_columns(pl.col("kind").cast(pl.Enum(EVENT_KINDS))))
+            # only the columns stored in another type (a cast of the frame copies the others too)
+            other = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if frame.schema[c] != t and c != "kind"}
+            return frame.cast(other) if other else frame  # type: ignore[arg-type]
+
+        # the casts too may fail on a file's contents (a column stored as another type)
+        return _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files, then=held)
 
     def cached_events(self) -> pl.LazyFrame:
         """Events read once into memory and reused by later calls (for repeated analyses): the

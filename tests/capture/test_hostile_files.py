@@ -121,6 +121,27 @@ def test_a_column_of_the_wrong_type_is_named(tmp_path: Path) -> None:
         assert "column ts holds string, the format says int64" in line
 
 
+def test_a_column_of_the_wrong_type_is_named_in_a_trace_of_one_file(tmp_path: Path) -> None:
+    # one events file: nothing to concatenate, so the type is met where the events are made ready
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace = tmp_path / "trace"
+    shutil.copytree(SAMPLES / "mlp_cpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    (victim,) = sorted(trace.rglob("events-*.parquet"))
+    footer = pq.read_metadata(victim).metadata
+    table = pq.read_table(victim)
+    ts = pa.array([f"t{v}" for v in table.column("ts").to_pylist()])
+    table = table.set_column(table.schema.get_field_index("ts"), "ts", ts).replace_schema_metadata(None)
+    with pq.ParquetWriter(victim, table.schema) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({k: v for k, v in footer.items() if k != b"ARROW:schema"})
+    for command in ("summary", "export"):
+        args = [command, trace] + (["-o", tmp_path / "x.json.gz"] if command == "export" else [])
+        line = assert_refused(profui(*args), victim.name)
+        assert "column ts holds string, the format says int64" in line
+
+
 def test_a_kind_the_format_does_not_have_is_named(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -69,7 +69,7 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
             (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
             pl.col("dur").sum().alias("dur_ns"),
         )
-        .sort("node", "rank", "kind")
+        .sort("node", "rank", pl.col("kind").cast(pl.String))  # by name, not by the Enum's order
         .collect(engine=SCAN_ENGINE)
     )
     info = {"overview": trace_overview(t, t.cached_events()), "fingerprint": trace_fingerprint(t.dir)}

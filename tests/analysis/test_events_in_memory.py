@@ -61,3 +61,27 @@ def test_a_plain_read_holds_a_name_per_event(imported_trace) -> None:
     read = imported_trace(TRACES[0]).events().collect()["name"]
     distinct = sum(len(t.encode()) for t in set(read.to_list()) if len(t.encode()) > INLINE)
     assert _data_bytes(read) > 20 * distinct
+
+
+@pytest.mark.parametrize("name", TRACES[:3])
+@pytest.mark.parametrize("hta", [False, True], ids=["exact", "hta"])
+def test_every_output_is_the_one_the_files_events_give(imported_trace, name, hta) -> None:
+    # the oracle: the same stage graph over the events read with a plain cast (text kinds, a
+    # copy of each name per event); every table and value must come out the same, rows in order
+    from profui.analysis import Trace
+    from profui.analysis.pipeline.store import compute
+
+    trace = imported_trace(name)
+    plain = Trace(trace.dir)
+    plain.__dict__["_collected_events"] = trace.events().collect()
+    held = compute(Trace(trace.dir), ["summary"], {"hta_compat": hta})
+    read = compute(plain, ["summary"], {"hta_compat": hta})
+    for stage, outputs in read.items():
+        for file, value in outputs.items():
+            got = held[stage][file]
+            if isinstance(value, pl.DataFrame):
+                assert_frame_equal(got, value, check_exact=True), (stage, file)
+            elif hasattr(value, "to_json_dict"):
+                assert got.to_json_dict() == value.to_json_dict()
+            else:
+                assert got == value, (stage, file)

@@ -199,13 +199,29 @@ def dropped(data: object) -> None:
         data.obj.madvise(mmap.MADV_DONTNEED)
 
 
-def gunzip(path: Path, data: bytes) -> bytes:
-    """Decompress gzip ``data`` (all members) into memory, each member at once (the inflater
-    grows its one output in place: decompressing into pieces and copying them into a buffer cost
-    more than the inflating itself)."""
-    members: list[bytes] = []
-    inflate(path, data, lambda text: text and members.append(text), piece=0)
-    return members[0] if len(members) == 1 else b"".join(members)
+def gunzip(path: Path, data: bytes) -> bytes | bytearray:
+    """Decompress gzip ``data`` (all members) into memory, each member at once: the inflater
+    grows its one output in place (decompressing into pieces and copying them into a buffer cost
+    more than the inflating itself). A file of several members gathers them into one buffer as
+    they come, each let go once copied, so no more than one member is held twice."""
+    first: bytes | None = None
+    joined: bytearray | None = None
+
+    def write(text: bytes) -> None:
+        nonlocal first, joined
+        if not text:
+            return
+        if joined is None and first is None:
+            first = text
+            return
+        if joined is None:
+            joined, first = bytearray(first), None
+        joined += text
+
+    inflate(path, data, write, piece=0)
+    if joined is not None:
+        return joined
+    return first or b""
 
 
 def inflate(path: Path, data: bytes, write: Callable[[bytes], Any], piece: int = 8 << 20) -> None:
@@ -216,7 +232,7 @@ def inflate(path: Path, data: bytes, write: Callable[[bytes], Any], piece: int =
         dec = zlib.decompressobj(wbits=31)
         pending: bytes | memoryview = view
         try:
-            while pending:
+            while pending and not dec.eof:  # after the member's end the rest is unused_data
                 write(dec.decompress(pending, piece))
                 pending = dec.unconsumed_tail
             if not dec.eof:

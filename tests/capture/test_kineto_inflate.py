@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from profui.capture.kineto import reader
 from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.inflater import zlib
-from profui.capture.kineto.reader import gunzip, read_bytes
+from profui.capture.kineto.reader import gunzip, inflate, read_bytes
 
 from realdata import require_shared_traces, shared_trace
 
@@ -59,3 +60,34 @@ def test_damage_is_one_line_naming_the_file(tmp_path: Path, damage, words: str) 
         read_bytes(src)
     line = str(exc.value)
     assert words in line and str(src) in line and "\n" not in line
+
+
+def _peak_mb() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM"))
+
+
+def test_members_are_not_all_held_twice() -> None:
+    # four members of 16 MiB of text: gathered as they come, not all kept until a join
+    text = b'{"ph":"X","name":"k","ts":1.5,"dur":2},' * (64 * 2**20 // 40)
+    quarter = len(text) // 4
+    data = b"".join(gzip.compress(text[i : i + quarter], 1) for i in range(0, len(text), quarter))
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # the high-water mark starts again from here
+    base = _peak_mb()
+    out = gunzip(Path("members.json.gz"), data)
+    grown = _peak_mb() - base
+    assert bytes(out) == text
+    assert grown < 1.5 * len(text) / 2**20, grown  # holding every member and their join: 2x
+
+
+@pytest.mark.timeout(60)
+def test_the_standard_librarys_inflater_ends_each_member(monkeypatch) -> None:
+    # the fallback where isal has no wheel: a member longer than a piece, then another member
+    import zlib as stdlib_zlib
+
+    monkeypatch.setattr(reader, "zlib", stdlib_zlib)
+    one, two = b"a" * 300_000, b"b" * 200_000
+    out = bytearray()
+    inflate(Path("two.json.gz"), gzip.compress(one) + gzip.compress(two), out.extend, piece=1 << 16)
+    assert bytes(out) == one + two

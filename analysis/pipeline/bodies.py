@@ -28,7 +28,7 @@ from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
 from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.precision import kernel_precision, precision_shares
-from profui.analysis.schemas import table
+from profui.analysis.schemas import TABLES
 from profui.analysis.summary import SECTIONS, Summary, source_notes, trace_overview
 from profui.analysis.takeaways import CHARTS, all_takeaways
 from profui.capture.format import trace_fingerprint
@@ -352,11 +352,8 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
     rows = al.memory_rows(ev).collect(engine=ENGINE).lazy()
     counts = al.memory_counts(ev, rows)
     if not counts["events"]:  # recorded without profile_memory: every table is empty
-        names = ("series", "devices", "per_step", "live_at_peak", "over_time", "oom")
-        return {
-            **{f"{n}.parquet": table("allocations", n).empty() for n in names},
-            "allocations.json": counts,
-        }
+        empty = {file: decl.empty() for (stage, file), decl in TABLES.items() if stage == "allocations"}
+        return {**empty, "allocations.json": counts}
     mem = al.memory_events(ev, rows).collect(engine=ENGINE)
     peaks = al.device_peaks(mem, ev, windows)
     return {

@@ -116,7 +116,7 @@ def compute(
     # another's instead of waiting for a whole wave. Stages are submitted in the registry's
     # order and the queue is FIFO, so a stage waiting on an input waits on one already running.
     futures: dict[str, Future[dict[str, Any]]] = {}
-    threads = _workers(len(todo), getattr(getattr(trace, "dir", None), "num_events", 0))
+    threads = _workers(len(todo), trace.dir.num_events)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
         for name in todo:
             futures[name] = pool.submit(run, name)

@@ -28,7 +28,8 @@ class Stage:
     ``.json`` for small dicts); ``run(ctx)`` returns ``{output file name: frame or dict}``.
     ``modules`` lists the analysis modules the body calls (which :mod:`.bodies` imports
     directly): their source text is part of the code version, so editing an analysis recomputes
-    its stage without anyone bumping ``version``.
+    its stage without anyone bumping ``version``. ``cost`` is the body's work relative to the
+    others' (a scheduling hint of the in-memory store: the costliest chains start first).
     """
 
     name: str
@@ -39,6 +40,7 @@ class Stage:
     help: str = ""
     version: str = "1"
     modules: tuple[str, ...] = ()
+    cost: float = field(default=1.0, compare=False)
 
     @functools.cached_property
     def code_version(self) -> str:

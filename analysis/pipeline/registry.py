@@ -86,6 +86,8 @@ PARAMS: tuple[Param, ...] = (
     ),
 )
 
+#: ``cost``: each body's work relative to the others' (about its milliseconds on the largest
+#: shared CUDA trace, df_index, over ten), for the in-memory store's order of ready stages.
 STAGES: tuple[Stage, ...] = (
     Stage(
         "ingest",
@@ -95,6 +97,7 @@ STAGES: tuple[Stage, ...] = (
         b.ingest,
         "validate the trace; events per node, rank and kind; overview",
         modules=(A + "trace", A + "summary"),
+        cost=3,
     ),
     Stage(
         "correlate",
@@ -104,6 +107,7 @@ STAGES: tuple[Stage, ...] = (
         b.correlate,
         "launch call -> device event links by correlation id",
         modules=(A + "launch", A + "hta_variants"),
+        cost=1.5,
     ),
     Stage(
         "steps",
@@ -123,6 +127,7 @@ STAGES: tuple[Stage, ...] = (
         b.steps,
         "step windows on the device per rank, distribution, outliers, breakdown; the job's steps",
         modules=(A + "steps", A + "hta"),
+        cost=3,
     ),
     Stage(
         "kernels",
@@ -132,6 +137,7 @@ STAGES: tuple[Stage, ...] = (
         b.kernels,
         "per-kernel statistics, top-N by time and count, by-type breakdown, host op statistics",
         modules=(A + "kernels", A + "hta_variants"),
+        cost=1.5,
     ),
     Stage(
         "activity",
@@ -141,6 +147,7 @@ STAGES: tuple[Stage, ...] = (
         b.activity,
         "kernel / memcpy / memset / sync / idle shares",
         modules=(A + "activity", A + "hta_variants"),
+        cost=1.5,
     ),
     Stage(
         "memory",
@@ -150,6 +157,7 @@ STAGES: tuple[Stage, ...] = (
         b.memory,
         "memcpy / memset by direction: bytes, time, bandwidth; concurrent bandwidth over time",
         modules=(A + "memory", A + "hta_variants"),
+        cost=1,
     ),
     Stage(
         "precision",
@@ -159,6 +167,7 @@ STAGES: tuple[Stage, ...] = (
         b.precision,
         "kernel time by numeric precision",
         modules=(A + "precision",),
+        cost=1.5,
     ),
     Stage(
         "utilization",
@@ -179,6 +188,7 @@ STAGES: tuple[Stage, ...] = (
         b.utilization,
         "GPU busy/idle; GPU and CPU utilization over time",
         modules=(A + "busy", A + "utilization", A + "hta_variants"),
+        cost=5,
     ),
     Stage(
         "comm",
@@ -194,6 +204,7 @@ STAGES: tuple[Stage, ...] = (
         b.comm,
         "communication (NCCL kernels, else host collectives) by collective, overlap with compute, per rank and step, stragglers",
         modules=(A + "comm", A + "hta_variants"),
+        cost=6,
     ),
     Stage(
         "annotations",
@@ -203,6 +214,7 @@ STAGES: tuple[Stage, ...] = (
         b.annotations,
         "custom annotations: breakdown and time per step",
         modules=(A + "annotations", A + "hta_variants"),
+        cost=1,
     ),
     Stage(
         "launch",
@@ -219,6 +231,7 @@ STAGES: tuple[Stage, ...] = (
         b.launch,
         "launch latency distribution, per kernel, outliers; kernels per ATen op",
         modules=(A + "launch", A + "hta_variants"),
+        cost=3.5,
     ),
     Stage(
         "idle",
@@ -228,6 +241,7 @@ STAGES: tuple[Stage, ...] = (
         b.idle,
         "idle time by cause per stream; launch queue length; time blocked on a full queue",
         modules=(A + "idle", A + "launch", A + "hta_variants"),
+        cost=2,
     ),
     Stage(
         "sync",
@@ -237,6 +251,7 @@ STAGES: tuple[Stage, ...] = (
         b.sync,
         "host time blocked in synchronize calls; device sync events",
         modules=(A + "sync",),
+        cost=1,
     ),
     Stage(
         "flops",
@@ -246,6 +261,7 @@ STAGES: tuple[Stage, ...] = (
         b.flops,
         "FLOPs per op from shapes, joined to kernels; achieved TFLOP/s and MFU per step",
         modules=(A + "flops", A + "peaks", A + "precision"),
+        cost=3,
     ),
     Stage(
         "allocations",
@@ -263,6 +279,7 @@ STAGES: tuple[Stage, ...] = (
         b.allocations,
         "allocated / reserved memory over time per device ([memory] events): peak and where, per step, live at the peak, OOM",
         modules=(A + "allocations",),
+        cost=6.5,
     ),
     Stage(
         "summary",
@@ -272,6 +289,7 @@ STAGES: tuple[Stage, ...] = (
         b.summary,
         "the Summary (profui summary --json) assembled from the stages' outputs",
         modules=(A + "summary", A + "takeaways", A + "formatting"),
+        cost=0.5,
     ),
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 import polars as pl
@@ -100,9 +100,6 @@ def compute(
 
     def run(name: str) -> dict[str, Any]:
         stage = registry.stages[name]
-        for i in stage.inputs:
-            if i in futures:
-                futures[i].result()
         inputs = {i: store[i] for i in stage.inputs if i != TRACE}
         files = {i: registry.stages[i].outputs for i in inputs}
         outputs = conform_outputs(
@@ -111,32 +108,54 @@ def compute(
         store[name] = outputs
         return outputs
 
-    # Each stage runs in its own thread as soon as its inputs are there: Polars releases the GIL
+    # Each stage runs in a thread of its own once its inputs are there: Polars releases the GIL
     # while it computes, so one stage's queries (and the eager reads inside a body) overlap
-    # another's instead of waiting for a whole wave. Stages are submitted in the registry's
-    # order and the queue is FIFO, so a stage waiting on an input waits on one already running.
-    futures: dict[str, Future[dict[str, Any]]] = {}
+    # another's. No more stages run than there are threads, and of the stages ready the one
+    # heading the costliest chain of stages still to run goes first (:func:`_priorities`): the
+    # long stages then start early instead of running alone at the end.
+    rank = {name: i for i, name in enumerate(todo)}
+    priority = _priorities(registry, todo)
+    waiting, running = list(todo), {}
+    failed: dict[str, BaseException] = {}
     threads = _workers(len(todo), trace.dir.num_events)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
-        for name in todo:
-            futures[name] = pool.submit(run, name)
-        try:
-            names = {fut: name for name, fut in futures.items()}
-            for fut in as_completed(names):
-                fut.result()
-                if on_stage is not None:
-                    on_stage(names[fut], store[names[fut]])
-        except BaseException:
-            for fut in futures.values():
-                fut.cancel()
-            wait(list(futures.values()))
-            # the first stage (in the graph's order) that failed is the error, as when run in turn
-            for name in todo:
-                fut = futures[name]
-                if not fut.cancelled() and fut.exception() is not None:
-                    raise fut.exception() from None
-            raise
+        while waiting or running:
+            # after a failure only the stages before it in the graph's order still start: the
+            # error is then the first failing stage's, as when stages run one after another
+            bar = min((rank[n] for n in failed), default=len(todo))
+            ready = [
+                n
+                for n in waiting
+                if rank[n] < bar and all(i == TRACE or i in store for i in registry.stages[n].inputs)
+            ]
+            for name in sorted(ready, key=lambda n: (-priority[n], rank[n]))[: threads - len(running)]:
+                waiting.remove(name)
+                running[pool.submit(run, name)] = name
+            if not running:
+                break
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: rank[running[f]]):
+                name = running.pop(fut)
+                if fut.exception() is not None:
+                    failed[name] = fut.exception()
+                elif on_stage is not None and not failed:
+                    try:
+                        on_stage(name, store[name])
+                    except BaseException as exc:  # the caller's error ends the run like a stage's
+                        failed[name] = exc
+    if failed:
+        raise failed[min(failed, key=rank.__getitem__)] from None
     return store
+
+
+def _priorities(registry: Registry, todo: list[str]) -> dict[str, float]:
+    """Per stage to run: its :attr:`~.dag.Stage.cost` plus the costliest chain of the stages
+    to run that read it, directly or through others (its "upward rank")."""
+    priority: dict[str, float] = {}
+    for name in reversed(todo):  # readers come after what they read
+        chain = max((priority[r] for r in registry.children(name) if r in priority), default=0)
+        priority[name] = registry.stages[name].cost + chain
+    return priority
 
 
 #: Events from which at most :data:`LARGE_TRACE_STAGES` stages run at once.

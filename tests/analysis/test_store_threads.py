@@ -118,3 +118,41 @@ def test_a_large_trace_runs_two_stages_at_a_time(imported_trace, monkeypatch, la
         assert max(seen) == 2
     else:  # one more than the cores (at least 3 here), where the graph has that many ready
         assert max(seen) >= 3
+
+
+def test_of_the_ready_stages_the_costliest_chain_starts_first(tmp_path, monkeypatch) -> None:
+    """Hand-checked order on one thread: after ``a``, ``d`` heads the chain d -> e (cost 11),
+    ahead of ``c`` (5) and ``b`` (1); once ``d`` is done, ``e`` (10) goes before ``c`` and ``b``
+    although it was declared last."""
+    from profui.analysis.pipeline.dag import TRACE
+
+    started: list[str] = []
+
+    def stage(name: str, inputs: tuple[str, ...], cost: float) -> Stage:
+        def run(ctx):
+            started.append(name)
+            return {f"{name}.json": {}}
+
+        return Stage(name, inputs, (), (f"{name}.json",), run, cost=cost)
+
+    graph = Registry(
+        [
+            stage("a", (TRACE,), 1),
+            stage("b", ("a",), 1),
+            stage("c", ("a",), 5),
+            stage("d", ("a",), 1),
+            stage("e", ("d",), 10),
+        ],
+        [],
+    )
+
+    class Opened:  # what compute reads of an opened trace
+        path = tmp_path
+
+        class dir:  # noqa: N801
+            num_events = 0
+
+    monkeypatch.setattr(store, "_workers", lambda stages, events=0: 1)
+    out = compute(Opened(), ["b", "c", "e"], registry=graph)
+    assert set(out) == set("abcde")
+    assert started == list("adecb")

@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from .args import int_member
 from .engine import ENGINE
 from .steps import in_step
 
@@ -60,19 +61,6 @@ _ARGS = {
 }
 
 
-def _arg(key: str) -> pl.Expr:
-    """The integer member ``key`` of an event's args object, null when it is anything else (text,
-    a float, true, absent, beyond int64) — never read as a number it is not.
-
-    A memory event's args are one flat object of numbers (Kineto's ``[memory]`` fields), so the
-    member is found by its key at a member boundary (``{`` or ``,``; a quote inside a string is
-    escaped, so no string can hold one) — 3-4x faster than a JSON path per key on the 28,010
-    events of df_index, which is what these events number in a trace recorded with memory on.
-    """
-    member = rf'(?:^\{{|,)\s*"{key}"\s*:\s*(-?\d+)\s*[,}}]'
-    return pl.col("args").str.extract(member, 1).cast(pl.Int64, strict=False)
-
-
 #: The args of a ``[memory]`` event as Kineto writes them (and an import spells them): every
 #: member an integer, in this order. Such text is read by one regex; any other by key.
 _KINETO_ORDER = (
@@ -91,7 +79,7 @@ def _raw_memory_rows(events: pl.LazyFrame) -> pl.LazyFrame:
     """The memory events' rows with their args members (:data:`_ARGS`) as integer columns, in
     the events' order. Args as Kineto writes them take one regex for all members (7 regexes
     over 560k events cost 1.5 s); the rest (an OOM event, another order) are read by key
-    (:func:`_arg`): both read the same integer text."""
+    (:func:`profui.analysis.args.int_member`): both read the same integer text."""
     kind_ok = pl.col("kind") == "instant"
     rows = (
         events.filter(kind_ok & pl.col("name").is_in([MEMORY_EVENT, OOM_EVENT]))
@@ -109,7 +97,7 @@ def _raw_memory_rows(events: pl.LazyFrame) -> pl.LazyFrame:
         *keep, *(pl.col("_g").struct.field(str(i + 1)).cast(pl.Int64, strict=False).alias(k)
                  for i, k in enumerate(_KINETO_ORDER))
     )  # fmt: skip
-    by_key = read.filter(~plain).select(*keep, *(_arg(v).alias(k) for k, v in _ARGS.items()))
+    by_key = read.filter(~plain).select(*keep, *(int_member(v).alias(k) for k, v in _ARGS.items()))
     columns = [*keep[1:], *_ARGS]
     return (
         pl.concat([fast.select("_row", *columns), by_key.select("_row", *columns)]).sort("_row").drop("_row")

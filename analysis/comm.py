@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
+from .args import int_member, str_member
 from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 
 #: HTA's rule for communication kernels (by name).
@@ -126,12 +127,11 @@ def comm_kernels(events: pl.LazyFrame) -> pl.LazyFrame:
 def with_collective(k: pl.LazyFrame) -> pl.LazyFrame:
     """Communication kernels ``k`` with :func:`comm_kernels`' extra columns."""
     from_name = pl.col("name").str.extract(_COLLECTIVE_FROM_NAME, 1)
-    args = pl.col("args")
-    from_args = args.str.json_path_match("$['Collective name']")
-    dtype = args.str.json_path_match("$.dtype")
-    nelems = args.str.json_path_match("$['In msg nelems']").cast(pl.Int64, strict=False)
-    out_nelems = args.str.json_path_match("$['Out msg nelems']").cast(pl.Int64, strict=False)
-    group = args.str.json_path_match("$['Group size']").cast(pl.Int64, strict=False)
+    from_args = str_member("Collective name")
+    dtype = str_member("dtype")
+    nelems = int_member("In msg nelems")
+    out_nelems = int_member("Out msg nelems")
+    group = int_member("Group size")
     width = dtype.replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64)
     return k.with_columns(
         pl.coalesce(from_name, from_args, pl.lit("other")).alias("collective"),

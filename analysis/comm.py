@@ -279,13 +279,18 @@ def _iv(frame: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
     return frame.select(*by, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
 
 
-def _unions_and_overlap(comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _unions_and_overlap(
+    comm: pl.LazyFrame, comp: pl.LazyFrame, keys: list[str], disjoint: tuple[bool, bool] = (False, False)
+) -> pl.LazyFrame:
     """Per group of either side: ``comm_ns``, ``compute_ns`` (unions, 0 when absent) and
     ``overlap_ns = |comm ∩ compute| = comm + compute − |comm ∪ compute|`` — what
     :func:`~profui.analysis.intervals.overlap_length` computes, with each union built once and
-    the union of both from the two (far fewer) merged sides."""
-    comm = merge_intervals(comm.select(*keys, "start", "end"), keys, ordered=False)
-    comp = merge_intervals(comp.select(*keys, "start", "end"), keys, ordered=False)
+    the union of both from the two (far fewer) merged sides. ``disjoint``: whether each side
+    already is a union (disjoint intervals of positive length per group), kept as it is."""
+    comm, comp = (
+        side.select(*keys, "start", "end") if done else merge_intervals(side, keys, ordered=False)
+        for side, done in zip((comm, comp), disjoint, strict=True)
+    )
     length = pl.col("end") - pl.col("start")
     both = union_length(pl.concat([comm, comp]), keys, "_ab")
     return (
@@ -337,7 +342,9 @@ def comm_comp_overlap(
     if not by:
         comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
     groups = ranks.select(keys).unique()
-    out = groups.join(_unions_and_overlap(comm, compute, keys), on=keys, how="left")
+    # the computation is a union of each rank's intervals: still one per group of ranks
+    merged = (False, set(_RANK) <= set(keys))
+    out = groups.join(_unions_and_overlap(comm, compute, keys, merged), on=keys, how="left")
     out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
     if set(_RANK) <= set(keys):
         out = out.join(_lazy(sources), on=_RANK, how="left", nulls_equal=True).with_columns(
@@ -449,7 +456,8 @@ def comm_per_step(
     k2 = [*keys, "step"]
     return (
         w.select(*k2, (pl.col("w_end") - pl.col("w_start")).alias("step_ns"))
-        .join(_unions_and_overlap(comm, comp, k2), on=k2, how="left")
+        # each side a rank's union cut to its windows: disjoint in each step already
+        .join(_unions_and_overlap(comm, comp, k2, (True, True)), on=k2, how="left")
         .with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0))
         .with_columns((pl.col("comm_ns") - pl.col("overlap_ns")).alias("exposed_comm_ns"))
         .sort("step", "node", "rank")

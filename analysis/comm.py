@@ -342,11 +342,11 @@ def comm_comp_overlap(
     if not by:
         comm, compute, ranks = (f.with_columns(pl.lit(0).alias("_all")) for f in (comm, compute, ranks))
     groups = ranks.select(keys).unique()
-    # the computation is a union of each rank's intervals: still one per group of ranks
-    merged = (False, set(_RANK) <= set(keys))
-    out = groups.join(_unions_and_overlap(comm, compute, keys, merged), on=keys, how="left")
+    per_rank = set(_RANK) <= set(keys)
+    # the computation is a union of each rank's intervals: still one in a group of one rank
+    out = groups.join(_unions_and_overlap(comm, compute, keys, (False, per_rank)), on=keys, how="left")
     out = _shares(out.with_columns(pl.col("comm_ns", "compute_ns", "overlap_ns").fill_null(0)))
-    if set(_RANK) <= set(keys):
+    if per_rank:
         out = out.join(_lazy(sources), on=_RANK, how="left", nulls_equal=True).with_columns(
             pl.col("source").fill_null(DEVICE_KERNEL)
         )

@@ -250,7 +250,8 @@ def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame)
     before_first = pl.col("allocated_bytes").first() - _applied().first()
     at_peak = pl.col("allocated_bytes").arg_max()
     per = (
-        mem.sort(*DEVICE_KEYS, "seq")
+        mem.lazy()
+        .sort(*DEVICE_KEYS, "seq")
         .group_by(DEVICE_KEYS, maintain_order=True)
         .agg(
             pl.len().cast(pl.Int64).alias("events"),
@@ -271,6 +272,7 @@ def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame)
             pl.col("ts").get(pl.col("reserved_bytes").arg_max()).alias("peak_reserved_ns"),
         )
         .with_columns(pl.col("peak_tid").alias("tid"))
+        .collect(engine=ENGINE)
     )
     per = enclosing(per, events, "cpu_op", "peak_op")
     per = enclosing(per, events, "annotation", "peak_annotation")
@@ -285,14 +287,14 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     growth (end − entering). A leak shows as a floor rising step after step."""
     cols = [*DEVICE_KEYS, "step", "start_ns", "end_ns", "events", "start_allocated_bytes",
             "min_allocated_bytes", "peak_allocated_bytes", "end_allocated_bytes", "growth_bytes"]  # fmt: skip
-    w = windows.select(
+    m = mem.lazy()
+    w = windows.lazy().select(
         "node", "rank", "step", pl.col("cpu_start_ns").alias("start_ns"), pl.col("cpu_end_ns").alias("end_ns")
     )
-    devices = mem.select(*DEVICE_KEYS).unique()
-    grid = devices.join(w, on=["node", "rank"], how="inner").sort(*DEVICE_KEYS, "start_ns")
-    level = mem.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes").sort("ts", "seq")
+    grid = m.select(*DEVICE_KEYS).unique().join(w, on=["node", "rank"], how="inner")
+    level = m.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes").sort("ts", "seq")
     first = (
-        mem.sort("seq")
+        m.sort("seq")
         .group_by(DEVICE_KEYS)
         .agg((pl.col("allocated_bytes").first() - _applied().first()).alias("_before"))
     )
@@ -312,7 +314,7 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         .select(*DEVICE_KEYS, "step", "start_ns", "end_ns", "start_allocated_bytes")
     )
     inside = (
-        in_step(mem.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes"), windows)
+        in_step(m.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes"), windows)
         .sort("seq")
         .group_by(*DEVICE_KEYS, "step")
         .agg(
@@ -321,7 +323,6 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
             pl.col("allocated_bytes").max().alias("_max"),
             pl.col("allocated_bytes").last().alias("_last"),
         )
-        .collect(engine=ENGINE)
     )
     s = pl.col("start_allocated_bytes")
     return (
@@ -335,6 +336,7 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         .with_columns((pl.col("end_allocated_bytes") - s).alias("growth_bytes"))
         .select(cols)
         .sort(*DEVICE_KEYS, "step")
+        .collect(engine=ENGINE)
     )
 
 
@@ -347,11 +349,12 @@ def live_at_peak(
     ``order`` (1 = largest). Memory allocated before the trace began is not among them."""
     by_addr = [*DEVICE_KEYS, "addr"]
     nxt = (
-        mem.filter(pl.col("event") != "oom")
+        mem.lazy()
+        .filter(pl.col("event") != "oom")
         .sort("seq")
         .with_columns(pl.col("seq").shift(-1).over(by_addr).alias("_next"))
     )
-    p = peaks.select(*DEVICE_KEYS, "peak_seq", "peak_allocated_bytes")
+    p = peaks.lazy().select(*DEVICE_KEYS, "peak_seq", "peak_allocated_bytes")
     live = (
         nxt.filter(pl.col("event") == "alloc")
         .join(p, on=list(DEVICE_KEYS), how="inner")
@@ -363,6 +366,7 @@ def live_at_peak(
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(DEVICE_KEYS).alias("order"))
         .filter(pl.col("order") <= top)
         .with_columns((pl.col("bytes") / pl.col("peak_allocated_bytes")).alias("peak_share"))
+        .collect(engine=ENGINE)
     )
     live = enclosing(live, events, "cpu_op", "op")
     return live.select(
@@ -378,7 +382,8 @@ def memory_over_time(mem: pl.DataFrame, buckets: int = BUCKETS) -> pl.DataFrame:
     span = (pl.col("ts").max() - pl.col("ts").min()).over(keys) + 1
     length = (span + buckets - 1) // buckets
     return (
-        mem.sort("seq")
+        mem.lazy()
+        .sort("seq")
         .with_columns(pl.col("ts").min().over(keys).alias("_t0"), length.alias("bucket_len_ns"))
         .with_columns(((pl.col("ts") - pl.col("_t0")) // pl.col("bucket_len_ns")).alias("bucket"))
         .group_by(*keys, "bucket", maintain_order=True)
@@ -392,6 +397,7 @@ def memory_over_time(mem: pl.DataFrame, buckets: int = BUCKETS) -> pl.DataFrame:
             pl.col("allocated_bytes").last().alias("end_allocated_bytes"),
         )
         .sort(*keys, "bucket")
+        .collect(engine=ENGINE)
     )
 
 

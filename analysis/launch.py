@@ -343,17 +343,15 @@ def _sparse_max(values: pl.Series) -> list[pl.Series]:
     return table
 
 
-def _last_wrapping(op_ts: pl.Series, op_end: pl.Series, t: pl.Series, e: pl.Series) -> pl.Series:
-    """Per query ``(t, e)``: the largest index ``i`` with ``op_ts[i] <= t`` and ``op_end[i] >= e``
-    (ops sorted by ``op_ts``), −1 when none — block skipping over a sparse max table."""
+def _last_wrapping(op_end: pl.Series, start: pl.Series, cur: pl.Series, e: pl.Series) -> pl.Series:
+    """Per query: the largest index ``i`` in ``[start, cur)`` with ``op_end[i] >= e``, −1 when
+    none — block skipping over a sparse max table of ``op_end``, all queries at once."""
     table = _sparse_max(op_end)
-    cur = op_ts.search_sorted(t, side="right").cast(pl.Int64)
     for k in range(len(table) - 1, -1, -1):
-        size = 1 << k
-        idx = cur - size
-        skip = (idx >= 0) & (table[k].gather(idx.clip(lower_bound=0)) < e)
+        idx = cur - (1 << k)
+        skip = (idx >= start) & (table[k].gather(idx.clip(lower_bound=0)) < e)
         cur = cur.zip_with(~skip, idx)
-    return cur - 1
+    return pl.select(pl.when(cur > start).then(cur - 1).otherwise(-1)).to_series()
 
 
 def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True) -> pl.LazyFrame:
@@ -365,46 +363,60 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     shortest (innermost). Otherwise (HTA) any thread of the rank, and of ops starting at the
     same time the first in event order.
     """
-    c = calls.collect(engine=ENGINE)
-    o = (
-        ops.with_row_index("_ord")
-        .select(
-            "node",
-            "rank",
-            "_ord",
-            pl.col("tid").alias("op_tid"),
-            pl.col("name").alias("aten_op"),
-            pl.col("ts").alias("op_ts"),
-            (pl.col("ts") + pl.col("dur")).alias("op_end"),
-        )
-        .collect(engine=ENGINE)
-    )
     keys = ["node", "rank"]
+    o = ops.with_row_index("_ord").select(
+        "node",
+        "rank",
+        "_ord",
+        pl.col("tid").alias("op_tid"),
+        pl.col("name").alias("aten_op"),
+        pl.col("ts").alias("op_ts"),
+        (pl.col("ts") + pl.col("dur")).alias("op_end"),
+    )
     if same_thread:
         o = o.with_columns(pl.col("op_tid").alias("tid"))
         keys.append("tid")
     tie = ("op_end", True) if same_thread else ("_ord", True)
-    o = o.sort([*keys, "op_ts", tie[0]], descending=[False] * len(keys) + [False, tie[1]])
-    c = c.with_row_index("_call")
-    op_groups = o.partition_by(keys, as_dict=True, maintain_order=True)
-    matched = []
-    for key, cg in c.partition_by(keys, as_dict=True, maintain_order=True).items():
-        og = op_groups.get(key)
-        if og is None or og.height == 0:
-            continue
-        i = _last_wrapping(og["op_ts"], og["op_end"], cg["call_ts"], cg["call_end"])
-        found = i >= 0
-        picked = og.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
-        matched.append(pl.concat([cg.filter(found), picked], how="horizontal"))
-    cols = [*c.columns, "op_tid", "aten_op", "op_ts"]
-    if not matched:
-        empty = c.head(0).with_columns(
-            pl.lit(None, pl.Int64).alias("op_tid"),
-            pl.lit(None, pl.String).alias("aten_op"),
-            pl.lit(None, pl.Int64).alias("op_ts"),
+    # the ops of every group in one array, a group's ops together and in start order: a call's
+    # candidates are the ops of its group from the group's first to the last starting by it
+    o = (
+        o.sort([*keys, "op_ts", tie[0]], descending=[False] * len(keys) + [False, tie[1]])
+        .with_row_index("_i")
+        .with_columns(pl.col("_i").cast(pl.Int64), pl.col("_i").min().over(keys).cast(pl.Int64).alias("_g0"))
+        .collect(engine=ENGINE)
+    )
+    last_start = (
+        o.lazy().group_by(*keys, "op_ts").agg(pl.col("_i").max() + 1, pl.col("_g0").first()).sort("op_ts")
+    )
+    c = (
+        calls.with_row_index("_call")
+        .sort("call_ts")
+        .join_asof(
+            last_start,
+            left_on="call_ts",
+            right_on="op_ts",
+            by=keys,
+            strategy="backward",
+            check_sortedness=False,
         )
-        return empty.select(cols).drop("_call").lazy()
-    return pl.concat(matched).select(cols).sort("_call").drop("_call").lazy()
+        .drop("op_ts")
+        .sort("_call")
+        .collect(engine=ENGINE)
+    )
+    cols = [*c.columns[: c.columns.index("_i")], "op_tid", "aten_op", "op_ts"]
+    if o.is_empty():  # no op to wrap any call
+        return (
+            c.head(0)
+            .join(o.head(0).select("op_tid", "aten_op", "op_ts"), how="cross")
+            .select(cols)
+            .drop("_call")
+            .lazy()
+        )
+    start = c["_g0"].fill_null(0)
+    i = _last_wrapping(o["op_end"], start, c["_i"].fill_null(0), c["call_end"])
+    found = i >= 0
+    picked = o.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
+    return pl.concat([c.filter(found), picked], how="horizontal").select(cols).drop("_call").lazy()
 
 
 def op_instances(

@@ -377,6 +377,18 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
         o = o.with_columns(pl.col("op_tid").alias("tid"))
         keys.append("tid")
     tie = ("op_end", True) if same_thread else ("_ord", True)
+    calls = calls.with_row_index("_call").collect(engine=ENGINE).lazy()
+    # an op wrapping a call holds the call's start: ops holding none (most, where launches are
+    # few among many ops) are left out before anything else is done with them
+    starts = calls.select(*keys, pl.col("call_ts").alias("_next")).sort("_next")
+    o = (
+        o.sort("op_ts")
+        .join_asof(
+            starts, left_on="op_ts", right_on="_next", by=keys, strategy="forward", check_sortedness=False
+        )
+        .filter(pl.col("_next") <= pl.col("op_end"))
+        .drop("_next")
+    )
     # the ops of every group in one array, a group's ops together and in start order: a call's
     # candidates are the ops of its group from the group's first to the last starting by it
     o = (
@@ -385,12 +397,12 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
         .with_columns(pl.col("_i").cast(pl.Int64), pl.col("_i").min().over(keys).cast(pl.Int64).alias("_g0"))
         .collect(engine=ENGINE)
     )
+    run_end = (pl.col("op_ts").shift(-1) != pl.col("op_ts")) | (pl.col("_g0").shift(-1) != pl.col("_g0"))
     last_start = (
-        o.lazy().group_by(*keys, "op_ts").agg(pl.col("_i").max() + 1, pl.col("_g0").first()).sort("op_ts")
+        o.lazy().filter(run_end.fill_null(True)).select(*keys, "op_ts", pl.col("_i") + 1, "_g0").sort("op_ts")
     )
     c = (
-        calls.with_row_index("_call")
-        .sort("call_ts")
+        calls.sort("call_ts")
         .join_asof(
             last_start,
             left_on="call_ts",

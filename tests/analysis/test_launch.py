@@ -209,3 +209,78 @@ def test_aten_op_kernels_hand_checked():
     assert seq.select("aten_op", "kernel_sequence", "count", "mean_aten_op_delay_ns").rows() == [
         ("aten::linear", "K1 -> K2", 1, 20_000)
     ]
+
+
+@pytest.mark.parametrize("same_thread", [True, False])
+@pytest.mark.parametrize(
+    "name", ["df_index_resolver-df_index_resolver", "mtia_trace_single_rank-mtia_rank_0"]
+)
+def test_deepest_ops_against_a_scan_of_every_op(imported_trace, name, same_thread):
+    """The op each launch goes to, for 300 real launches spread over the trace, against a plain
+    scan: of the ``aten::`` ops (of its thread, or HTA's: of its rank) whose span holds the
+    call, the latest-starting; at equal starts the shortest (or HTA's: the first in event
+    order). A launch no op wraps gets none."""
+    from profui.analysis.launch import deepest_ops, launch_device_pairs
+
+    t = imported_trace(name)
+    ev = t.cached_events()
+    device = ev.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
+    calls = launch_device_pairs(ev, device).collect()
+    ops = (
+        ev.filter(pl.col("kind") == "cpu_op", pl.col("name").str.starts_with("aten::"))
+        .select("node", "rank", "tid", "name", "ts", "dur")
+        .collect()
+    )
+    got = deepest_ops(calls.lazy(), ops.lazy(), same_thread=same_thread).collect()
+    found = {
+        (r["node"], r["rank"], r["tid"], r["call_ts"], r["call_end"]): (r["op_tid"], r["aten_op"], r["op_ts"])
+        for r in got.iter_rows(named=True)
+    }
+    assert len(found) == got.height  # the sampled keys below identify a call
+    by_group: dict[tuple, list[tuple]] = {}
+    for i, (node, rank, tid, op, ts, dur) in enumerate(ops.iter_rows()):
+        group = (node, rank, tid) if same_thread else (node, rank)
+        by_group.setdefault(group, []).append((tid, op, ts, ts + dur, i))
+    step = max(1, calls.height // 300)
+    wrapped = 0
+    for r in calls.gather(list(range(0, calls.height, step))).iter_rows(named=True):
+        group = (r["node"], r["rank"], r["tid"]) if same_thread else (r["node"], r["rank"])
+        holding = [o for o in by_group.get(group, []) if o[2] <= r["call_ts"] and o[3] >= r["call_end"]]
+        key = (r["node"], r["rank"], r["tid"], r["call_ts"], r["call_end"])
+        if not holding:
+            assert key not in found
+            continue
+        tie = (lambda o: (o[2], -o[3])) if same_thread else (lambda o: (o[2], -o[4]))
+        best = max(holding, key=tie)
+        assert found[key] == best[:3]
+        wrapped += 1
+    assert wrapped > 100
+
+
+def test_deepest_ops_at_equal_starts_hand_checked():
+    """Two ops of one thread start at the same ns and both wrap the call: the exact rule takes
+    the shorter (innermost), HTA's the first in event order (here the longer, listed first). An
+    op of another thread starting later wraps it too: only HTA's rule (any thread) takes it for
+    the second call. An op holding no call start is never an answer."""
+    from profui.analysis.launch import deepest_ops
+
+    ops = pl.DataFrame(
+        {
+            "node": ["n"] * 4,
+            "rank": [0] * 4,
+            "tid": [1, 1, 2, 1],
+            "name": ["aten::long", "aten::short", "aten::other", "aten::before"],
+            "ts": [100, 100, 150, 0],
+            "dur": [400, 200, 100, 50],
+        }
+    )
+    calls = pl.DataFrame(
+        {"node": ["n", "n"], "rank": [0, 0], "tid": [1, 1], "call_ts": [120, 160], "call_end": [130, 170]}
+    )
+    exact = deepest_ops(calls.lazy(), ops.lazy(), same_thread=True).collect()
+    assert exact.select("call_ts", "aten_op").rows() == [(120, "aten::short"), (160, "aten::short")]
+    hta = deepest_ops(calls.lazy(), ops.lazy(), same_thread=False).collect()
+    assert hta.select("call_ts", "aten_op", "op_tid").rows() == [
+        (120, "aten::long", 1),
+        (160, "aten::other", 2),
+    ]

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from .args import int_member, str_member
+from .engine import ENGINE
 from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 
 #: HTA's rule for communication kernels (by name).
@@ -186,10 +187,18 @@ def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
     kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(_COMM_COLUMNS)
     if not host:
         return kernels
-    ranks = kernels.select(_RANK).unique()
-    ops = host_comm_ops(events).join(ranks, on=_RANK, how="anti", nulls_equal=True)
+    kernels = kernels.collect(engine=ENGINE)
+    # the host collectives are searched for (a test of every host op's name) unless every rank
+    # has communication kernels, as on a GPU trace
+    if not kernels.is_empty():
+        without = events.select(_RANK).unique().join(kernels.lazy(), on=_RANK, how="anti", nulls_equal=True)
+        if without.collect(engine=ENGINE).is_empty():
+            return kernels.lazy()
+    ops = host_comm_ops(events).join(
+        kernels.lazy().select(_RANK).unique(), on=_RANK, how="anti", nulls_equal=True
+    )
     ops = ops.with_columns(pl.lit(HOST_OP).alias("source")).select(_COMM_COLUMNS)
-    return pl.concat([kernels, ops.cast(kernels.collect_schema())])
+    return pl.concat([kernels.lazy(), ops.cast(kernels.schema)])
 
 
 def _given(comm: Frame) -> pl.LazyFrame:
@@ -288,7 +297,7 @@ def _unions_and_overlap(
     the union of both from the two (far fewer) merged sides. ``disjoint``: whether each side
     already is a union (disjoint intervals of positive length per group), kept as it is."""
     comm, comp = (
-        side.select(*keys, "start", "end") if done else merge_intervals(side, keys, ordered=False)
+        side.select(*keys, "start", "end") if done else merge_intervals(side, keys)
         for side, done in zip((comm, comp), disjoint, strict=True)
     )
     length = pl.col("end") - pl.col("start")

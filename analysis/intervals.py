@@ -41,33 +41,34 @@ def sorted_runs(
     return lf.sort(key, *order, descending=desc).with_columns(_seg=key.rle_id())
 
 
-def merge_intervals(intervals: Frame, by: Sequence[str] = (), ordered: bool = True) -> pl.LazyFrame:
-    """Union of the intervals of each group as disjoint, sorted ``[start, end)`` intervals.
+def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
+    """Union of the intervals of each group as disjoint ``[start, end)`` intervals, sorted by
+    group, then start.
 
-    Overlapping and touching intervals merge; zero-length ones are dropped. ``ordered=False``
-    leaves the rows sorted by ``start`` only, not by group first.
+    Overlapping and touching intervals merge; zero-length ones are dropped.
     """
     by = list(by)
     lf = _lazy(intervals).select(*by, "start", "end").filter(pl.col("end") > pl.col("start"))
     # A merged interval starts where ``start`` passes every earlier end of its group (``_new``);
     # it ends at the running maximum of the ends on its last row (``_last``), and its start is
-    # carried down from its first row: windows over the rows sorted by ``start`` alone, taken
-    # per group (``over`` keeps that order), then a filter. Sorting every row by its group's
-    # columns first costs more than the windows; the merged rows, far fewer, are sorted by
-    # group last.
-    prev = _over(pl.col("_cm").shift(1), by)
-    merged = (
-        lf.sort("start")
-        .with_columns(_cm=_over(pl.col("end").cum_max(), by))
-        .with_columns(_new=prev.is_null() | (pl.col("start") > prev))
-        .with_columns(
-            _gs=_over(pl.when("_new").then("start").forward_fill(), by),
-            _last=_over(pl.col("_new").shift(-1), by).fill_null(True),
-        )
-        .filter("_last")
+    # carried down from its first row. The rows are sorted by group, then ``start``: the running
+    # maximum then is the one window (over the group's run, an integer), and the rest compares
+    # each row with its neighbours, a group's first row always starting a merged interval.
+    if by:
+        lf = sorted_runs(lf, by, ["start"])
+        first = pl.col("_seg").ne_missing(pl.col("_seg").shift(1))
+        cum_max = pl.col("end").cum_max().over("_seg")
+    else:
+        lf = lf.sort("start")
+        first = pl.int_range(pl.len()) == 0
+        cum_max = pl.col("end").cum_max()
+    return (
+        lf.with_columns(_cm=cum_max)
+        .with_columns(_new=first | (pl.col("start") > pl.col("_cm").shift(1)))
+        .with_columns(_gs=pl.when("_new").then("start").forward_fill(), _last=pl.col("_new").shift(-1))
+        .filter(pl.col("_last").fill_null(True))
         .select(*by, pl.col("_gs").alias("start"), pl.col("_cm").alias("end"))
     )
-    return merged.sort(pl.struct(by), "start") if by and ordered else merged
 
 
 def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.LazyFrame:
@@ -124,7 +125,7 @@ def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.L
 def union_length(intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns") -> pl.LazyFrame:
     """Total length covered by the union of each group's intervals (one row per group)."""
     by = list(by)
-    merged = merge_intervals(intervals, by, ordered=False)
+    merged = merge_intervals(intervals, by)
     agg = (pl.col("end") - pl.col("start")).sum().alias(name)
     if not by:
         return merged.select(agg.fill_null(0))
@@ -226,11 +227,7 @@ def bucket_coverage(
     if bucket_ns <= 0:
         raise ValueError("bucket_ns must be positive")
     by = list(by)
-    m = (
-        _lazy(intervals).select(*by, "start", "end")
-        if merged
-        else merge_intervals(intervals, by, ordered=False)
-    )
+    m = _lazy(intervals).select(*by, "start", "end") if merged else merge_intervals(intervals, by)
     b = int(bucket_ns)
     first = (pl.col("start") - origin) // b
     last = (pl.col("end") - 1 - origin) // b

@@ -47,7 +47,7 @@ def host_thread_busy(events: Frame) -> pl.LazyFrame:
     """Per host thread (:data:`THREAD`) the union of its busy events (:data:`HOST_BUSY_KINDS`):
     disjoint ``start, end`` intervals, what :func:`cpu_utilization` and :func:`cpu_active` both
     read (``busy=``), so a stage merges a trace's host events once."""
-    return merge_intervals(_host(events, HOST_BUSY_KINDS), THREAD, ordered=False)
+    return merge_intervals(_host(events, HOST_BUSY_KINDS), THREAD)
 
 
 def trace_window(events: Frame) -> tuple[int, int]:
@@ -255,7 +255,7 @@ def cpu_active(events: Frame, metrics: Frame | None = None, busy: Frame | None =
     # (one plan for both uses below, so that Polars computes it once)
     busy = host_thread_busy(ev) if busy is None else _lazy(busy)
     per_thread = merge_intervals(
-        pl.concat([busy.select(*THREAD, "start", "end"), _host(ev, ("annotation",))]), THREAD, ordered=False
+        pl.concat([busy.select(*THREAD, "start", "end"), _host(ev, ("annotation",))]), THREAD
     ).select("node", "rank", "start", "end")
     union = (
         _host(ev, HOST_ACTIVE_KINDS)

@@ -174,15 +174,20 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         *keys, "device", "stream", "name", "ts", "dur", "correlation", "external_id"
     )
     # only ops that recorded input dtypes can decide anything (cheap substring test before JSON)
-    typed = ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
-    if typed.select(pl.len()).collect(engine=ENGINE).item() == 0:
+    # (collected: read three times below, and each read would test every op's args again)
+    typed = (
+        ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
+        .select(*keys, "pid", "tid", "ts", "dur", "external_id", "name", "args")
+        .collect(engine=ENGINE)
+    )
+    if typed.is_empty():
         # no op recorded dtypes (record_shapes off; 3 of the 4 largest shared traces): nothing
         # to link, every kernel goes by its name
         k = kernels.with_columns(
             pl.lit(None, pl.String).alias("op_name"), pl.lit(None, pl.String).alias("input_types")
         )
     else:
-        k = _link_typed_ops(ev, kernels, typed, keys)
+        k = _link_typed_ops(ev, kernels, typed.lazy(), keys)
     # name rules once per distinct name (kernel names are long and repeat a lot)
     names = (
         kernels.select("name")

@@ -308,6 +308,12 @@ def kernel_flops(events: Frame, ops: pl.DataFrame, kernels: Frame | None = None)
     kernels = kernels.select(
         "node", "rank", "device", "stream", "name", "ts", "dur", "correlation", "precision"
     )
+    if ops.get_column("flops").is_null().all():  # no op has FLOPs to give (no shapes recorded)
+        return kernels.select(
+            "node", "rank", "device", "stream", "name", "ts", "dur",
+            pl.lit(None, pl.Int64).alias("op"), pl.lit(None, pl.Float64).alias("flops"),
+            pl.lit(None, pl.Float64).alias("bytes"), "precision",
+        )  # fmt: skip
     launches = (
         ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
         .select(*_THREAD, pl.col("ts").alias("_lts"), pl.col("dur").alias("_ldur"), "correlation")

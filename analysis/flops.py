@@ -262,7 +262,11 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     ).drop("args", "_dims", "_conc", "_types", "_kflop")
     # collected here: the formulas make a large plan, which the three uses below would each
     # make Polars optimise again (that, not the few rows, was most of this function's time)
-    ops = ops.collect(engine=ENGINE).lazy()
+    ops = ops.collect(engine=ENGINE)
+    cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes", "has_shapes"]
+    if ops.get_column("flops").is_null().all():  # none counts, none is nested in one that does
+        return ops.lazy().select(cols).sort([*_THREAD, "ts"])
+    ops = ops.lazy()
     # outermost among the ops with FLOPs: no earlier-starting one on the thread ends at or after it
     valid = (
         ops.filter(pl.col("flops").is_not_null())
@@ -291,7 +295,6 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         )
         .filter(pl.col("_inner").is_null() | (pl.col("_inner") >= pl.col("_end")))
     )
-    cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes", "has_shapes"]
     return pl.concat([counted.select(cols), missing.select(cols)]).sort([*_THREAD, "ts"])
 
 

@@ -207,17 +207,15 @@ def enclosing(rows: pl.DataFrame, events: pl.LazyFrame, kind: str, out: str) -> 
         (pl.col("ts") + pl.col("dur")).alias("_t1"),
         pl.col("name").alias(out),
     )
-    # the few spans that hold some row's instant on its thread, found by one filter per 32 rows:
-    # a join on the thread would pair each row with every span of its thread
+    # the few spans that hold some row's instant (on any thread: the join below matches the
+    # thread), found by one filter per 32 instants: a join on the thread would pair each row
+    # with every span of its thread
     holding = []
-    wanted = tagged.drop_nulls([*keys, "ts"]).select(*keys, "ts").unique().rows()
+    wanted = tagged.drop_nulls([*keys, "ts"]).get_column("ts").unique().sort().to_list()
     for i in range(0, len(wanted), 32):
         cond = pl.lit(False)
-        for node, rank, pid, tid, ts in wanted[i : i + 32]:
-            cond = cond | (
-                (pl.col("node") == node) & (pl.col("rank") == rank) & (pl.col("pid") == pid)
-                & (pl.col("tid") == tid) & (pl.col("_t0") <= ts) & (pl.col("_t1") >= ts)
-            )  # fmt: skip
+        for ts in wanted[i : i + 32]:
+            cond = cond | ((pl.col("_t0") <= ts) & (pl.col("_t1") >= ts))
         holding.append(spans.filter(cond).collect(engine=ENGINE))
     if not holding:
         return rows.with_columns(pl.lit(None, dtype=pl.String).alias(out))

@@ -60,7 +60,7 @@ def merge_intervals(intervals: Frame, by: Sequence[str] = ()) -> pl.LazyFrame:
         cum_max = pl.col("end").cum_max().over("_seg")
     else:
         lf = lf.sort("start")
-        first = pl.int_range(pl.len()) == 0
+        first = pl.col("_cm").shift(1).is_null()
         cum_max = pl.col("end").cum_max()
     return (
         lf.with_columns(_cm=cum_max)

@@ -184,22 +184,21 @@ def label_coverage(
             lf.select(*by, pl.col("end").alias("t"), "_i", pl.lit(-1, pl.Int64).alias("_d")),
         ]
     )
-    # groups as runs of one struct sort key (see merge_intervals); the order of points at the
-    # same instant does not matter: only the last one's counts open a segment of length > 0
-    part = ["_seg"] if by else []
+    # the points sorted by group, then time: a group's points sum to zero (each interval opens
+    # and closes in it), so the running counts over all rows are the group's own, and a group's
+    # last point (nothing open) opens no segment, whatever follows it. The order of points at
+    # the same instant does not matter: only the last one's counts open a segment of length > 0
     counts = [
-        _over(pl.when(pl.col("_i") == i).then(pl.col("_d")).otherwise(0).cum_sum(), part).alias(f"_c{i}")
+        pl.when(pl.col("_i") == i).then(pl.col("_d")).otherwise(0).cum_sum().alias(f"_c{i}")
         for i in range(len(labels))
     ]
     mask = pl.sum_horizontal(
         [pl.when(pl.col(f"_c{i}") > 0).then(1 << i).otherwise(0) for i in range(len(labels))]
     ).alias("mask")
-    ordered = (
-        points.sort(pl.struct(by), "t").with_columns(_seg=pl.struct(by).rle_id()) if by else points.sort("t")
-    )
+    ordered = points.sort(pl.struct(by), "t") if by else points.sort("t")
     seg = (
         ordered.with_columns(counts)
-        .with_columns(mask, (_over(pl.col("t").shift(-1), part) - pl.col("t")).alias("_len"))
+        .with_columns(mask, (pl.col("t").shift(-1) - pl.col("t")).alias("_len"))
         .filter(pl.col("mask") > 0, pl.col("_len") > 0)
         .group_by([*by, "mask"])
         .agg(pl.col("_len").sum().alias("time_ns"))

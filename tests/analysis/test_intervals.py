@@ -131,6 +131,25 @@ def test_label_coverage_partitions_union(data: list) -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@given(rows)
+def test_grouped_label_coverage_matches_brute_force(data: list) -> None:
+    """Per group, each combination's exclusive time is the instants where exactly those labels
+    of the group run (the groups' rows interleave in time)."""
+    df = frame(data)
+    cov = label_coverage(df, "lab", ["x", "y", "z"], ["g"]).collect()
+    for g in {r[2] for r in data}:
+        mine = cov.filter(pl.col("g") == g)
+        assert mine["time_ns"].sum() == len(covered(data, lambda r, g=g: r[2] == g))
+        for r in mine.to_dicts():
+            want = {
+                t
+                for t in range(0, 100)
+                if {lab for (s, e), lab, grp in data if grp == g and s <= t < e} == set(r["labels"])
+            }
+            assert r["time_ns"] == len(want)
+
+
+@settings(max_examples=60, deadline=None)
 @given(rows, st.integers(1, 17), st.integers(-10, 10))
 def test_bucket_shares_sum_to_busy(data: list, bucket: int, origin: int) -> None:
     df = frame(data)

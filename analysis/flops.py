@@ -311,12 +311,32 @@ def kernel_flops(events: Frame, ops: pl.DataFrame, kernels: Frame | None = None)
     kernels = kernels.select(
         "node", "rank", "device", "stream", "name", "ts", "dur", "correlation", "precision"
     )
+    flop_of = (
+        ops.lazy()
+        .with_row_index("op")
+        .select(pl.col("op").cast(pl.Int64), pl.col("flops").alias("_f"), pl.col("bytes").alias("_b"))
+    )
     if ops.get_column("flops").is_null().all():  # no op has FLOPs to give (no shapes recorded)
-        return kernels.select(
-            "node", "rank", "device", "stream", "name", "ts", "dur",
-            pl.lit(None, pl.Int64).alias("op"), pl.lit(None, pl.Float64).alias("flops"),
-            pl.lit(None, pl.Float64).alias("bytes"), "precision",
-        )  # fmt: skip
+        k = kernels.with_columns(pl.lit(None, pl.Int64).alias("op"))
+    else:
+        k = kernels.join(_linked(ev, ops), on=["node", "rank", "correlation"], how="left")
+    k = (
+        k.join(flop_of, on="op", how="left")
+        .sort(["op", "dur", "ts"], descending=[False, True, False], nulls_last=True)
+        .with_columns((pl.col("op").is_not_null() & pl.col("op").is_first_distinct()).alias("_carrier"))
+        .with_columns(
+            pl.when("_carrier").then(pl.col("_f")).alias("flops"),
+            pl.when("_carrier").then(pl.col("_b")).alias("bytes"),
+        )
+    )
+    return k.select(
+        "node", "rank", "device", "stream", "name", "ts", "dur", "op", "flops", "bytes", "precision"
+    )
+
+
+def _linked(ev: pl.LazyFrame, ops: pl.DataFrame) -> pl.LazyFrame:
+    """``node, rank, correlation, op``: each launch call with the counted op of ``ops`` (its
+    row) that wraps it on its thread."""
     launches = (
         ev.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("correlation").is_not_null())
         .select(*_THREAD, pl.col("ts").alias("_lts"), pl.col("dur").alias("_ldur"), "correlation")
@@ -334,31 +354,13 @@ def kernel_flops(events: Frame, ops: pl.DataFrame, kernels: Frame | None = None)
         )
         .sort("_ots")
     )
-    linked = (
+    return (
         launches.sort("_lts")
         .join_asof(
             counted, left_on="_lts", right_on="_ots", by=_THREAD, strategy="backward", check_sortedness=False
         )
         .filter(pl.col("_oend") >= pl.col("_lts") + pl.col("_ldur"))
         .select("node", "rank", "correlation", "op")
-    )
-    k = kernels.join(linked, on=["node", "rank", "correlation"], how="left")
-    flop_of = (
-        ops.lazy()
-        .with_row_index("op")
-        .select(pl.col("op").cast(pl.Int64), pl.col("flops").alias("_f"), pl.col("bytes").alias("_b"))
-    )
-    k = (
-        k.join(flop_of, on="op", how="left")
-        .sort(["op", "dur", "ts"], descending=[False, True, False], nulls_last=True)
-        .with_columns((pl.col("op").is_not_null() & pl.col("op").is_first_distinct()).alias("_carrier"))
-        .with_columns(
-            pl.when("_carrier").then(pl.col("_f")).alias("flops"),
-            pl.when("_carrier").then(pl.col("_b")).alias("bytes"),
-        )
-    )
-    return k.select(
-        "node", "rank", "device", "stream", "name", "ts", "dur", "op", "flops", "bytes", "precision"
     )
 
 

@@ -361,7 +361,9 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
 
     ``same_thread``: only ops of the call's thread, and of ops starting at the same ns the
     shortest (innermost). Otherwise (HTA) any thread of the rank, and of ops starting at the
-    same time the first in event order.
+    same time the first in event order. Of a thread's ops alike in start and end, the last in
+    event order (a profiler lists an op before those it calls, which may share its µs).
+    ``node``, ``rank`` and ``tid`` are never null in a trace (the format's folders and columns).
     """
     keys = ["node", "rank"]
     o = ops.with_row_index("_ord").select(
@@ -376,7 +378,11 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     if same_thread:
         o = o.with_columns(pl.col("op_tid").alias("tid"))
         keys.append("tid")
-    tie = ("op_end", True) if same_thread else ("_ord", True)
+    # the search takes the last candidate in this order: of equal starts the innermost (or
+    # HTA's first in event order), of equal spans the last in event order
+    order = ["op_ts", "op_end", "_ord"] if same_thread else ["op_ts", "_ord"]
+    descending = [False, True, False] if same_thread else [False, True]
+    columns = [*calls.collect_schema().names(), "op_tid", "aten_op", "op_ts"]
     calls = calls.with_row_index("_call").collect(engine=ENGINE).lazy()
     # an op wrapping a call holds the call's start: ops holding none (most, where launches are
     # few among many ops) are left out before anything else is done with them
@@ -392,7 +398,7 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     # the ops of every group in one array, a group's ops together and in start order: a call's
     # candidates are the ops of its group from the group's first to the last starting by it
     o = (
-        o.sort([*keys, "op_ts", tie[0]], descending=[False] * len(keys) + [False, tie[1]])
+        o.sort([*keys, *order], descending=[False] * len(keys) + descending)
         .with_row_index("_i")
         .with_columns(pl.col("_i").cast(pl.Int64), pl.col("_i").min().over(keys).cast(pl.Int64).alias("_g0"))
         .collect(engine=ENGINE)
@@ -415,20 +421,15 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
         .sort("_call")
         .collect(engine=ENGINE)
     )
-    cols = [*c.columns[: c.columns.index("_i")], "op_tid", "aten_op", "op_ts"]
     if o.is_empty():  # no op to wrap any call
         return (
-            c.head(0)
-            .join(o.head(0).select("op_tid", "aten_op", "op_ts"), how="cross")
-            .select(cols)
-            .drop("_call")
-            .lazy()
+            c.head(0).join(o.head(0).select("op_tid", "aten_op", "op_ts"), how="cross").select(columns).lazy()
         )
     start = c["_g0"].fill_null(0)
     i = _last_wrapping(o["op_end"], start, c["_i"].fill_null(0), c["call_end"])
     found = i >= 0
     picked = o.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
-    return pl.concat([c.filter(found), picked], how="horizontal").select(cols).drop("_call").lazy()
+    return pl.concat([c.filter(found), picked], how="horizontal").select(columns).lazy()
 
 
 def op_instances(

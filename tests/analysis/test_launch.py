@@ -18,7 +18,7 @@ from profui.analysis.launch import (
     launch_stats_by_kernel,
 )
 
-from realdata import hta_reference
+from realdata import SAMPLES, hta_reference
 
 
 def ev(rows: list[dict]) -> pl.LazyFrame:
@@ -213,16 +213,24 @@ def test_aten_op_kernels_hand_checked():
 
 @pytest.mark.parametrize("same_thread", [True, False])
 @pytest.mark.parametrize(
-    "name", ["df_index_resolver-df_index_resolver", "mtia_trace_single_rank-mtia_rank_0"]
+    "name",
+    [
+        "df_index_resolver-df_index_resolver",
+        "mtia_trace_single_rank-mtia_rank_0",
+        "trace_filter-sampled_rank-0",  # ops of one thread with equal spans (an op and its callee)
+        "synthetic_gpu",  # the bundled synthetic sample: 2 nodes x 2 ranks, several threads
+    ],
 )
 def test_deepest_ops_against_a_scan_of_every_op(imported_trace, name, same_thread):
-    """The op each launch goes to, for 300 real launches spread over the trace, against a plain
+    """The op each launch goes to (300 spread over a large trace), against a plain
     scan: of the ``aten::`` ops (of its thread, or HTA's: of its rank) whose span holds the
     call, the latest-starting; at equal starts the shortest (or HTA's: the first in event
-    order). A launch no op wraps gets none."""
+    order), of equal spans the last in event order (HTA's: the first). A launch no op wraps
+    gets none."""
+    from profui.analysis import open_trace
     from profui.analysis.launch import deepest_ops, launch_device_pairs
 
-    t = imported_trace(name)
+    t = open_trace(SAMPLES / name) if name == "synthetic_gpu" else imported_trace(name)
     ev = t.cached_events()
     device = ev.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))
     calls = launch_device_pairs(ev, device).collect()
@@ -241,7 +249,7 @@ def test_deepest_ops_against_a_scan_of_every_op(imported_trace, name, same_threa
     for i, (node, rank, tid, op, ts, dur) in enumerate(ops.iter_rows()):
         group = (node, rank, tid) if same_thread else (node, rank)
         by_group.setdefault(group, []).append((tid, op, ts, ts + dur, i))
-    step = max(1, calls.height // 300)
+    step = 1 if calls.height <= 2000 else calls.height // 300  # every launch of a small trace
     wrapped = 0
     for r in calls.gather(list(range(0, calls.height, step))).iter_rows(named=True):
         group = (r["node"], r["rank"], r["tid"]) if same_thread else (r["node"], r["rank"])
@@ -250,7 +258,7 @@ def test_deepest_ops_against_a_scan_of_every_op(imported_trace, name, same_threa
         if not holding:
             assert key not in found
             continue
-        tie = (lambda o: (o[2], -o[3])) if same_thread else (lambda o: (o[2], -o[4]))
+        tie = (lambda o: (o[2], -o[3], o[4])) if same_thread else (lambda o: (o[2], -o[4]))
         best = max(holding, key=tie)
         assert found[key] == best[:3]
         wrapped += 1
@@ -261,26 +269,46 @@ def test_deepest_ops_at_equal_starts_hand_checked():
     """Two ops of one thread start at the same ns and both wrap the call: the exact rule takes
     the shorter (innermost), HTA's the first in event order (here the longer, listed first). An
     op of another thread starting later wraps it too: only HTA's rule (any thread) takes it for
-    the second call. An op holding no call start is never an answer."""
+    the second call. An op holding no call start is never an answer; of two ops alike in
+    start and end, the exact rule takes the last listed (the callee: a profiler lists an op
+    before the ops it calls), HTA's the first."""
     from profui.analysis.launch import deepest_ops
 
     ops = pl.DataFrame(
         {
-            "node": ["n"] * 4,
-            "rank": [0] * 4,
-            "tid": [1, 1, 2, 1],
-            "name": ["aten::long", "aten::short", "aten::other", "aten::before"],
-            "ts": [100, 100, 150, 0],
-            "dur": [400, 200, 100, 50],
+            "node": ["n"] * 6,
+            "rank": [0] * 6,
+            "tid": [1, 1, 2, 1, 1, 1],
+            "name": [
+                "aten::long",
+                "aten::short",
+                "aten::other",
+                "aten::before",
+                "aten::twin_a",
+                "aten::twin_b",
+            ],
+            "ts": [100, 100, 150, 0, 600, 600],
+            "dur": [400, 200, 100, 50, 50, 50],
         }
     )
     calls = pl.DataFrame(
-        {"node": ["n", "n"], "rank": [0, 0], "tid": [1, 1], "call_ts": [120, 160], "call_end": [130, 170]}
+        {
+            "node": ["n"] * 3,
+            "rank": [0] * 3,
+            "tid": [1] * 3,
+            "call_ts": [120, 160, 610],
+            "call_end": [130, 170, 620],
+        }
     )
     exact = deepest_ops(calls.lazy(), ops.lazy(), same_thread=True).collect()
-    assert exact.select("call_ts", "aten_op").rows() == [(120, "aten::short"), (160, "aten::short")]
+    assert exact.select("call_ts", "aten_op").rows() == [
+        (120, "aten::short"),
+        (160, "aten::short"),
+        (610, "aten::twin_b"),
+    ]
     hta = deepest_ops(calls.lazy(), ops.lazy(), same_thread=False).collect()
     assert hta.select("call_ts", "aten_op", "op_tid").rows() == [
         (120, "aten::long", 1),
         (160, "aten::other", 2),
+        (610, "aten::twin_a", 1),
     ]

@@ -23,6 +23,11 @@ on the worst trace) for the issue's yardstick, the two largest GPU traces (df_in
 for all traces measured; then the start-up floor: what a fresh Python process with our
 libraries costs before any work, against a 20th of HTA's time.
 
+``--without allocations flops`` adds, with a baseline, two more sides: ours end to end and from
+imported with those sections left empty (each named stage's outputs replaced by its declared
+empty tables before the run; only stages no other stage but ``summary`` reads). It answers one
+question: how much of a change against the baseline is the sections added since it.
+
 HTA's own time moves from machine to machine and day to day (df_index's HTA run has measured
 3.3 s and 6.8 s on machines of the same kind), and the ratio with it, so "did profui regress"
 is answered by a paired run: ``--baseline-python`` names an interpreter with another profui
@@ -32,6 +37,7 @@ ours-now / baseline per side (below 1.00x: now is faster).
 
     .venv/bin/python benchmarks/analysis_vs_hta.py [--repeat 3] [--traces name ...]
                                                    [--baseline-python ../base/.venv/bin/python]
+                                                   [--without STAGE ...]
 """
 
 from __future__ import annotations
@@ -92,6 +98,31 @@ summarize(open_trace(sys.argv[1]))
 """
     + _REPORT
 )
+
+#: Prepended to ours' child code by ``--without``: the stages named in ``PROFUI_BENCH_WITHOUT``
+#: return their declared empty outputs (a ``.json`` output: its keys, ``note`` "" and others 0).
+WITHOUT = """
+import dataclasses as _dc, os as _os
+from profui.analysis.pipeline.registry import REGISTRY as _R
+from profui.analysis.schemas import JSON_KEYS as _J, TABLES as _T
+def _empty(stage):
+    tables = {f: d.empty() for (s, f), d in _T.items() if s == stage}
+    docs = {f: {k: "" if k == "note" else 0 for k in keys} for (s, f), keys in _J.items() if s == stage}
+    return lambda ctx: {**tables, **docs}
+for _name in _os.environ["PROFUI_BENCH_WITHOUT"].split(","):
+    if _name not in _R.stages:
+        raise SystemExit(f"--without {_name}: no such stage ({', '.join(_R.stages)})")
+    if any(_name in s.inputs for s in _R.stages.values() if s.name != "summary"):
+        raise SystemExit(f"--without {_name}: another stage reads it")
+    _R.stages[_name] = _dc.replace(_R.stages[_name], run=_empty(_name))
+"""
+
+
+def without(code: str) -> str:
+    """``code`` with :data:`WITHOUT` run right after its clock starts."""
+    head, rest = code.split("\n", 2)[1], code.split("\n", 2)[2]
+    return f"\n{head}\n{WITHOUT}\n{rest}"
+
 
 HTA = (
     """
@@ -168,12 +199,29 @@ def main() -> None:
         "--baseline-python",
         help="interpreter with another profui (a baseline commit), measured in the same run",
     )
+    ap.add_argument(
+        "--without",
+        nargs="+",
+        default=[],
+        metavar="STAGE",
+        help="with --baseline-python: also measure ours with these sections left empty",
+    )
     opts = ap.parse_args()
+    if opts.without and not opts.baseline_python:
+        ap.error("--without compares with a baseline: give --baseline-python too")
     compile_sources()
     if opts.baseline_python:
         compile_sources(opts.baseline_python)
     if not Path(opts.hta_python).exists():
         sys.exit(f"no HTA interpreter at {opts.hta_python}: create .venv-bench (see the docstring)")
+
+    w_env = {"PROFUI_BENCH_WITHOUT": ",".join(opts.without)}
+    if opts.without:  # a stage that cannot be left empty fails here, not after the first trace
+        check = subprocess.run(
+            [opts.python, "-c", without(STARTUP)], capture_output=True, text=True, env={**os.environ, **w_env}
+        )
+        if check.returncode:
+            sys.exit((check.stderr.strip().splitlines() or ["--without: the check failed"])[-1])
 
     rows = []
     baseline_rows: list[tuple[str, dict, dict]] = []
@@ -190,7 +238,7 @@ def main() -> None:
             imported = tmp / f"imported{i}"
             run(opts.python, OURS_E2E, str(src), str(imported))  # warm-up, and the imported trace
             r_e2e, r_py, r_imp, r_hta = [], [], [], []
-            b_e2e, b_imp = [], []
+            b_e2e, b_imp, w_e2e, w_imp = [], [], [], []
             if opts.baseline_python:
                 base_imported = tmp / f"base-imported{i}"
                 run(opts.baseline_python, OURS_E2E, str(src), str(base_imported))
@@ -206,8 +254,13 @@ def main() -> None:
                     b_e2e.append(run(opts.baseline_python, OURS_E2E, str(src), str(out)))
                     shutil.rmtree(out, ignore_errors=True)
                     b_imp.append(run(opts.baseline_python, OURS_IMPORTED, str(base_imported)))
+                    if opts.without:
+                        w_e2e.append(run(opts.python, without(OURS_E2E), str(src), str(out), env=w_env))
+                        shutil.rmtree(out, ignore_errors=True)
+                        w_imp.append(run(opts.python, without(OURS_IMPORTED), str(imported), env=w_env))
             if opts.baseline_python:
-                baseline_rows.append((name, median_of(b_e2e), median_of(b_imp)))
+                w = (median_of(w_e2e), median_of(w_imp)) if opts.without else None
+                baseline_rows.append((name, median_of(b_e2e), median_of(b_imp), w))
             rows.append(
                 (
                     name,
@@ -267,7 +320,7 @@ def main() -> None:
         ratios("the largest GPU traces (df_index, mtia)", largest)
     ratios(f"all {len(rows)} traces", rows)
     if baseline_rows:
-        baseline(opts.baseline_python, rows, baseline_rows)
+        baseline(opts.baseline_python, rows, baseline_rows, opts.without)
     floor = startup["wall_s"]
     budget = min(res[3]["wall_s"] for _n, _s, *res in (largest or rows)) / 20
     print(
@@ -277,11 +330,27 @@ def main() -> None:
     )
 
 
-def baseline(python: str, rows: list, baseline_rows: list) -> None:
-    """The baseline interpreter's figures, and now / baseline and HTA / baseline, in the same run."""
+def baseline(python: str, rows: list, baseline_rows: list, without_stages: list[str]) -> None:
+    """The baseline interpreter's figures, and now / baseline and HTA / baseline, in the same run
+    (and now without ``without_stages`` / baseline, where measured)."""
     print(f"BASELINE {python}:")
-    tot = {"now_e2e": 0.0, "now_imp": 0.0, "base_e2e": 0.0, "base_imp": 0.0, "hta": 0.0}
-    for (name, _size, e2e, _py, imp, hta), (_n, b_e2e, b_imp) in zip(rows, baseline_rows, strict=True):
+    tot = {
+        "now_e2e": 0.0,
+        "now_imp": 0.0,
+        "base_e2e": 0.0,
+        "base_imp": 0.0,
+        "hta": 0.0,
+        "w_e2e": 0.0,
+        "w_imp": 0.0,
+    }
+    for (name, _size, e2e, _py, imp, hta), (_n, b_e2e, b_imp, w) in zip(rows, baseline_rows, strict=True):
+        if w:
+            tot["w_e2e"] += w[0]["wall_s"]
+            tot["w_imp"] += w[1]["wall_s"]
+            print(
+                f"  {name[4:44]:<40} without {','.join(without_stages)}: wall s: e2e {w[0]['wall_s']:.2f}, "
+                f"imp {w[1]['wall_s']:.2f}; in-proc s: e2e {w[0]['compute_s']:.2f}, imp {w[1]['compute_s']:.2f}"
+            )
         print(
             f"  {name[4:44]:<40} wall s: e2e {b_e2e['wall_s']:.2f} (now {e2e['wall_s']:.2f}), imp "
             f"{b_imp['wall_s']:.2f} (now {imp['wall_s']:.2f}); in-proc s: e2e {b_e2e['compute_s']:.2f} "
@@ -298,6 +367,11 @@ def baseline(python: str, rows: list, baseline_rows: list) -> None:
         f"{tot['now_e2e'] / tot['base_e2e']:.2f}x, from imported {tot['now_imp'] / tot['base_imp']:.2f}x "
         f"(below 1.00x: now is faster)"
     )
+    if without_stages:
+        print(
+            f"RATIOS without {','.join(without_stages)}: now/baseline wall: end-to-end "
+            f"{tot['w_e2e'] / tot['base_e2e']:.2f}x, from imported {tot['w_imp'] / tot['base_imp']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -491,14 +491,21 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
         c_at, k_at = spans.starting_in(a, z)
         block = data[a:z]
         if len(c_at):
-            # the bytes between cut boundaries are kept or not as a whole: one mask, segment by segment
-            # (at a position where one span ends and the next begins, the order does not matter:
-            # the segment between them is empty)
+            # the bytes between cut boundaries are kept or not as a whole (at a position where one
+            # span ends and the next begins, the order does not matter: the segment between them
+            # is empty); the kept segments, as values of a binary array over the data, are
+            # gathered by Arrow's filter (a byte mask and numpy's boolean index cost 4x as much)
             bounds = np.concatenate(([a], c_at, k_at, [z]))
             order = np.argsort(bounds, kind="stable")
             step = np.concatenate(([0], np.ones(len(c_at), np.int8), -np.ones(len(k_at), np.int8), [0]))
             inside = np.cumsum(step[order])[:-1] > 0  # segment j: between bounds[order][j] and the next
-            block = block[np.repeat(~inside, np.diff(bounds[order]))]
+            segments = pa.Array.from_buffers(
+                pa.large_binary(), len(inside), [None, pa.py_buffer(bounds[order]), body.buffers()[2]]
+            )
+            kept = pc.filter(segments, pa.array(~inside))
+            ends = np.frombuffer(kept.buffers()[1], np.int64)[kept.offset : kept.offset + len(kept) + 1]
+            lo_k, hi_k = int(ends[0]), int(ends[-1])
+            block = np.frombuffer(kept.buffers()[2], np.uint8)[lo_k:hi_k] if hi_k > lo_k else block[:0]
         if suffix is not None:
             rows = pa.Array.from_buffers(
                 pa.large_string(),

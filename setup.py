@@ -24,7 +24,7 @@ for folder, name in FOLDERS.items():
 scan = Extension(
     "profui.capture.kineto._scan",
     sources=["capture/kineto/_scan.c"],
-    extra_compile_args=["-O2"],
+    extra_compile_args=["-O3"],  # -O2: conversion 13% slower (df_index 286 -> 330 ms)
     optional=True,
 )
 

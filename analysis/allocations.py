@@ -63,8 +63,8 @@ _ARGS = {
 
 #: The args of a ``[memory]`` event as Kineto writes them (and an import spells them): every
 #: member an integer, in this order. Such text is read by one regex; any other by key. ASCII
-#: digits, as JSON writes them: the regex crate's ``\d`` is Unicode's, a class that makes the
-#: pattern's first use in a process (each summary's) take twice as long.
+#: digits, as JSON writes them: the regex crate's ``\d`` is Unicode's, a class that slows the
+#: pattern's first use in a process (each summary's).
 _KINETO_ORDER = (
     "ev_idx",
     "device_type_id",

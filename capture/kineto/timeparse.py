@@ -62,13 +62,14 @@ _DOT = re.compile(rb"[.]")
 
 #: More than 16 integer digits of microseconds is beyond int64 nanoseconds (9.2e15 µs), and
 #: Arrow's text-to-decimal cast wraps such values instead of refusing them.
-_HUGE = r"^-?0*[1-9][0-9]{16,}"
+_HUGE_DIGITS = 17
+_HUGE = rf"^-?0*[1-9][0-9]{{{_HUGE_DIGITS - 1},}}"
 
 
 def _refuse_huge(texts: pa.Array) -> None:
-    # the regex reads only the texts long enough to hold 17 digits (durations, integer epoch µs:
-    # none); the lengths come from the offsets
-    long = pc.fill_null(pc.greater_equal(pc.binary_length(texts), 17), False)
+    # the regex reads only the texts long enough to hold that many digits (durations, integer
+    # epoch µs: none); the lengths come from the offsets
+    long = pc.fill_null(pc.greater_equal(pc.binary_length(texts), _HUGE_DIGITS), False)
     if not pc.any(long).as_py():
         return
     if not pc.all(long).as_py():

@@ -120,7 +120,7 @@ for _name in _os.environ["PROFUI_BENCH_WITHOUT"].split(","):
 
 def without(code: str) -> str:
     """``code`` with :data:`WITHOUT` run right after its clock starts."""
-    head, rest = code.split("\n", 2)[1], code.split("\n", 2)[2]
+    _, head, rest = code.split("\n", 2)
     return f"\n{head}\n{WITHOUT}\n{rest}"
 
 
@@ -224,7 +224,7 @@ def main() -> None:
             sys.exit((check.stderr.strip().splitlines() or ["--without: the check failed"])[-1])
 
     rows = []
-    baseline_rows: list[tuple[str, dict, dict]] = []
+    baseline_rows: list[tuple[str, dict, dict, tuple[dict, dict] | None]] = []
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp_s:
         tmp = Path(tmp_s)
         for i, name in enumerate(opts.traces):

@@ -8,11 +8,14 @@ modification times, and reuses it while they are unchanged. Analysis only ever s
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from profui.capture.format import (
@@ -197,7 +200,9 @@ def resolve_jobs(
       imported once into ``<cache_root>/imports/<key>/`` (``cache_root`` defaults to
       :func:`~profui.capture.format.default_cache_root`) where the key hashes the sources' paths,
       sizes and mtimes, so an unchanged source is not imported again; the import is written
-      under a temporary name and renamed, so an interrupted import never looks complete;
+      under a temporary name and renamed, so an interrupted import never looks complete, and
+      under the entry's lock, so concurrent commands over the same files import them once and
+      a published entry is never removed under a reader;
     - anything else raises :class:`TraceFormatError` with a one-line message naming the path.
 
     ``progress`` (optional) receives short status lines ("importing x.json.gz ...").
@@ -227,21 +232,56 @@ def resolve_jobs(
     imports = _imports_root(cache_root)
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
-    if progress is not None:
-        progress(f"importing {len(sources)} trace file(s) into {out}")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
-    try:
-        apart = _import(sources, tmp, progress)
-        mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
-        (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
-        if out.exists():  # a stale or half-made import of the same key
-            shutil.rmtree(out, ignore_errors=True)
+    with _import_lock(imports, out.name, progress):
+        # another process may have imported the same files while this one waited
+        done = cached_import(sources, cache_root)
+        if done is not None:
+            if progress is not None:
+                progress(f"using cached import {done}")
+            return done
+        _remove_leftovers(imports, out.name)
+        if progress is not None:
+            progress(f"importing {len(sources)} trace file(s) into {out}")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
         try:
+            apart = _import(sources, tmp, progress)
+            mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
+            (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
+            if out.exists():  # an unfinished or damaged entry: moved aside first, as a rename
+                stale = Path(tempfile.mkdtemp(prefix=f".{out.name}.stale-", dir=imports))
+                os.replace(out, stale / out.name)
             os.replace(tmp, out)
-        except OSError:
-            if not (out / _DONE_MARK).is_file():  # lost a race
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            _remove_leftovers(imports, out.name)
     return out
+
+
+@contextlib.contextmanager
+def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None) -> Iterator[None]:
+    """Hold the exclusive lock of one cache entry: concurrent commands over the same files
+    import them once, and no one replaces an entry while another publishes it. ``flock`` dies
+    with its process, so a killed import never leaves the entry locked. The lock files live
+    beside ``imports/`` (which holds entries only) and are never removed: a waiter would
+    otherwise lock a file already unlinked while a third process creates a new one."""
+    locks = imports.parent / "locks"
+    locks.mkdir(exist_ok=True)
+    fd = os.open(locks / f"import-{key}", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress is not None:
+                progress(f"waiting for another profui importing into {imports / key}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _remove_leftovers(imports: Path, key: str) -> None:
+    """Remove the temporary folders of imports of ``key`` (the importer's own, named after
+    them, included). Called with the key's lock held: every such folder is then a leftover of
+    a process that was killed or has finished, never one in use."""
+    for folder in imports.glob(f".*{glob.escape(key)}.*"):
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""Several ``profui summary`` of the same Kineto file at once, on an empty import cache.
+
+Each process finds no cached import and starts one; none may see another's entry half
+published or removed under it (one round of issue 38 refused a valid trace naming the cache's
+own ``events-00000.parquet`` as missing). All must succeed with the same numbers, and the cache
+must end with one finished entry and no leftover temporary folders.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from realdata import same_numbers, shared_trace
+
+PROFUI = str(Path(sys.executable).with_name("profui"))
+TRACE = "hta-critical_path-simple_add-benchmark_result_493459_1694039959_trace.json.gz"
+PROCESSES = 4
+ROUNDS = 4
+
+
+def _start(src: Path, cache: Path) -> subprocess.Popen:
+    env = {**os.environ, "PROFUI_CACHE": str(cache)}
+    return subprocess.Popen(
+        [PROFUI, "summary", str(src), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+
+
+def test_concurrent_summaries_of_one_file_share_one_import(tmp_path: Path) -> None:
+    src = tmp_path / TRACE
+    src.write_bytes(shared_trace(TRACE).read_bytes())
+    docs = []
+    for round_ in range(ROUNDS):
+        cache = tmp_path / f"cache-{round_}"
+        procs = [_start(src, cache) for _ in range(PROCESSES)]
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, f"round {round_}: exit {p.returncode}: {err}"
+            assert "Traceback" not in err
+            docs.append(json.loads(out))
+        entries = list((cache / "imports").iterdir())  # no temporary folder left either
+        assert len(entries) == 1 and not entries[0].name.startswith("."), entries
+        assert (entries[0] / "manifest.json").is_file()
+        assert (entries[0] / ".profui-import.json").is_file()
+    # the oracle is the source itself: its kernel events and their µs durations
+    kernels = [
+        e for e in json.loads(gzip.decompress(src.read_bytes()))["traceEvents"] if e.get("cat") == "kernel"
+    ]
+    want = (len(kernels), 1000 * sum(e["dur"] for e in kernels))
+    for doc in docs:
+        stats = doc["sections"]["kernels"]["stats"]
+        assert (sum(r["count"] for r in stats), sum(r["total_ns"] for r in stats)) == want
+        assert same_numbers(doc["sections"], docs[0]["sections"])

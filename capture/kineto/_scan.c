@@ -1,8 +1,9 @@
 /* Native tokenizer of a Kineto ``traceEvents`` array: rule-free, it only splits events.
  *
  * The common events (complete "X" events of a category the policy lists, instants with a
- * category, flow events of the policy's flow categories) are split here, in one pass over the
- * JSON text with the GIL released, into their top-level fields and their ``args`` object:
+ * category, flow events of the policy's flow categories with a number for ``ts``) are split
+ * here, in one pass over the JSON text with the GIL released, into their top-level fields and
+ * their ``args`` object:
  * - ``ts``/``dur`` (checked to be JSON numbers) as text, ``name``/``cat`` as text, ``pid``/
  *   ``tid`` as int64, the category's kind code (a lookup in the policy's table), the event index;
  * - the args as ``body``: an opening brace, then every entry written compact and followed by a
@@ -639,7 +640,8 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
             if (c) special = row(o, pol, &ev, c->kind, index, body);
         } else if ((ph == 'i' || ph == 'I') && has_cat && ev.has_ts) {
             special = row(o, pol, &ev, pol->instant_kind, index, body);
-        } else if ((ph == 's' || ph == 'f' || ph == 't') && has_cat) {
+        } else if ((ph == 's' || ph == 'f' || ph == 't') && has_cat && ev.has_ts && span_is_number(ev.ts)) {
+            /* (a flow whose ts is not a number is a special: the Python path counts it dropped) */
             for (Py_ssize_t i = 0; i < pol->nflow_cats; i++) {
                 if (span_is(ev.cat, pol->flow_cats[i].s, (size_t)pol->flow_cats[i].len)) {
                     o->flows[i * 3 + (ph == 's' ? 0 : ph == 'f' ? 1 : 2)]++;

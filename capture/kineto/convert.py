@@ -203,6 +203,9 @@ _get_cat = attrgetter("cat")
 _get_pid = attrgetter("pid")
 _get_tid = attrgetter("tid")
 _get_args = attrgetter("args")
+#: The first bytes of a JSON number: a flow whose ``ts`` starts otherwise (a string, null, ...)
+#: has no time and is dropped, counted in ``skipped``.
+_NUMBER_STARTS = frozenset(b"-0123456789")
 
 
 def _select_rows(
@@ -241,12 +244,16 @@ def _select_rows(
                 _metadata_event(meta, src.processes, src.threads)
             continue
         elif ph == "s" or ph == "f" or ph == "t":
+            ts = bytes(ev.ts)
+            if not ts or ts[0] not in _NUMBER_STARTS:  # the C scan leaves such flows here too
+                src.skipped[f"{ph}:bad-ts" if ts else f"{ph}:no-ts"] += 1
+                continue
             cat = ev.cat
             src.flows[f"{cat}:{ph}"] += 1
-            if cat not in CORRELATION_FLOWS and ev.ts:
+            if cat not in CORRELATION_FLOWS:
                 # ac2g/async_gpu flows only restate args.correlation; other flows (fwdbwd) are
                 # kept as [cat, id, ph, ts, pid, tid] links (ts: its text until the end).
-                src.flow_links.append([cat, ev.id, ph, bytes(ev.ts), ev.pid, ev.tid])
+                src.flow_links.append([cat, ev.id, ph, ts, ev.pid, ev.tid])
             continue
         elif ph == "i" or ph == "I":
             if ev.cat is None:

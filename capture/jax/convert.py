@@ -25,6 +25,7 @@ the trace's span).
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections import Counter
@@ -36,23 +37,36 @@ import msgspec
 import pyarrow as pa
 
 from profui.capture.kineto.converted import empty_columns, events_table, write_rank
-from profui.capture.kineto.errors import KinetoFormatError
+from profui.capture.kineto.errors import INT64_MAX, INT64_MIN, BadValue, KinetoFormatError
 from profui.capture.kineto.importer import ConvertResult, detect_node
 from profui.capture.kineto.reader import read_bytes
 
 Progress = Callable[[int, int], None]
 
-_RUN_FOLDER = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
-_DEVICE_PROCESS = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
+_RUN_FOLDER = re.compile(r"^[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}$")
+#: A device ordinal as XLA writes it in args (``"0"``): ASCII digits that fit a device id (int32).
+_ORDINAL = re.compile(r"^[0-9]{1,9}$")
+_DEVICE_PROCESS = re.compile(r"^/device:[A-Za-z_]+:([0-9]{1,9})(?![0-9])")
 _DEVICE_ANNOTATION_LANES = ("XLA Modules", "XLA Ops", "Steps", "XLA TraceMe")
 _COPY_KINDS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD"}
 NOTE_CPU_LANES = "JAX on CPU: the host threads that execute XLA ops are shown as the device's lanes (one stream per thread)"
 
 
 def _ns(value: object) -> int | None:
+    """ns of a JSON number of µs; None when not a number, :class:`BadValue` beyond int64 ns."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return round(value * 1000)
+    ns = value * 1000
+    if not (math.isfinite(ns) and INT64_MIN <= ns <= INT64_MAX):
+        raise BadValue(f"event time {value} µs is beyond the int64 nanosecond range")
+    return round(ns)
+
+
+def _ordinal(value: object) -> int:
+    """The device of an XLA op's ``args.device_ordinal`` (an int or its digits); 0 otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 31:
+        return value
+    return int(value) if isinstance(value, str) and _ORDINAL.match(value) else 0
 
 
 #: PjRt scopes that are neither C++-qualified nor inside a jitted call: ``block_until_ready``'s
@@ -69,7 +83,10 @@ def profile_start_ns(src: Path, span_ns: int) -> int:
     start), else the file's modification time less the trace's span."""
     folder = src.parent.name
     if _RUN_FOLDER.match(folder):
-        return int(time.mktime(time.strptime(folder, "%Y_%m_%d_%H_%M_%S"))) * 1_000_000_000
+        try:
+            return int(time.mktime(time.strptime(folder, "%Y_%m_%d_%H_%M_%S"))) * 1_000_000_000
+        except (ValueError, OverflowError):
+            pass  # digits that are no date (month 99): not JAX's name for the run, as below
     try:
         return max(src.stat().st_mtime_ns - span_ns, 0)
     except OSError:
@@ -99,7 +116,10 @@ def convert_jax_file(
         raise KinetoFormatError(src, "no 'traceEvents' list: not a JAX profiler trace")
     if progress is not None:
         progress(1, 2)
-    table, notes, skipped = _rows(src, events)
+    try:
+        table, notes, skipped = _rows(src, events)
+    except BadValue as exc:
+        raise KinetoFormatError(src, str(exc)) from None
     host = src.name.split(".trace.json")[0] if ".trace.json" in src.name else None
     node_value = detect_node({"hostname": host} if host and host != "perfetto_trace" else {}, src, node)
     rank_value = rank or 0
@@ -131,7 +151,12 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
         if ph == "M":
             name, args = e.get("name"), e.get("args") if isinstance(e.get("args"), dict) else {}
             if name == "process_name":
-                processes[e.get("pid")] = str(args.get("name", ""))
+                process = args.get("name", "")
+                if not isinstance(process, str):  # it decides which lanes are devices
+                    raise KinetoFormatError(
+                        src, f"process_name of pid {e.get('pid')!r} is not a text: {json.dumps(process)[:40]}"
+                    )
+                processes[e.get("pid")] = process
             elif name == "thread_name":
                 threads[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
         elif ph == "X":
@@ -179,8 +204,7 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
                 kind = "kernel"
         elif "hlo_op" in args:
             kind, cpu_lanes = "kernel", True
-            ordinal = args.get("device_ordinal", 0)
-            device = int(ordinal) if str(ordinal).isdigit() else 0
+            device = _ordinal(args.get("device_ordinal", 0))
             stream = lanes.setdefault((pid, tid), len(lanes))
         elif "step_num" in args:
             kind, name = "step", f"{name}#{args['step_num']}"

@@ -10,7 +10,8 @@ from pathlib import Path
 from profui.capture.format.regular import not_regular
 
 #: XLA's profiler names its processes ``/host:CPU``, ``/device:GPU:0`` ...; Kineto never does.
-_XLA_PROCESS = re.compile(rb'"name"\s*:\s*"/(?:host|device):')
+#: A name in an array is still XLA's (the JAX importer then refuses it, naming the problem).
+_XLA_PROCESS = re.compile(rb'"name"\s*:\s*(?:\[\s*)?"/(?:host|device):')
 _HEAD = 256 << 10
 
 

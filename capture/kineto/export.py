@@ -26,6 +26,7 @@ import msgspec
 import pyarrow as pa
 
 from profui.capture.format import TraceFormatError
+from profui.capture.format.regular import not_regular
 
 from .mapping import CANONICAL_CAT, STEP_MARK, STEP_PREFIX
 
@@ -88,6 +89,19 @@ def _rows(table: pa.Table) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
+def check_output(out: Path, force: bool) -> None:
+    """Raise :class:`TraceFormatError` unless ``out`` may be written: it is new, or a regular file
+    and ``force`` says to replace it. A FIFO, a device or a socket is never replaced, even with
+    ``force``: the rename would destroy the node it names."""
+    problem = not_regular(out)
+    if problem is not None:
+        raise TraceFormatError(out, f"output {problem}; give the name of a file to write")
+    if out.is_dir():
+        raise TraceFormatError(out, "output is a folder; give a file name such as trace.json.gz")
+    if out.exists() and not force:
+        raise TraceFormatError(out, "output file exists; use --force to replace it")
+
+
 def write_chrome_trace(
     out: Path,
     events: pa.Table,
@@ -109,10 +123,7 @@ def write_chrome_trace(
     Returns counts: ``events``, ``flows``, ``counters``.
     """
     out = Path(out)
-    if out.exists() and not force:
-        raise TraceFormatError(out, "output file exists; use --force to replace it")
-    if out.is_dir():
-        raise TraceFormatError(out, "output is a folder; give a file name such as trace.json.gz")
+    check_output(out, force)
     if events.num_rows == 0:
         raise TraceFormatError(out, "nothing to export: the selection holds no events")
     ranks = sorted(set(zip(events["node"].to_pylist(), events["rank"].to_pylist(), strict=True)))

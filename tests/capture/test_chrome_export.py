@@ -156,3 +156,33 @@ def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
     proc = _export(SAMPLES / "mlp_cpu", out)
     assert proc.returncode == 2 and "--force" in proc.stderr and out.read_text() == "mine\n"
     assert _export(SAMPLES / "mlp_cpu", out, "--force").returncode == 0 and out.read_text() != "mine\n"
+
+
+@pytest.mark.parametrize("node", ["fifo", "device", "socket", "folder"])
+@pytest.mark.parametrize("force", [False, True])
+def test_what_is_not_a_regular_file_is_never_replaced(tmp_path: Path, node: str, force: bool) -> None:
+    import os
+    import socket
+    import stat
+
+    out = tmp_path / "x.json.gz"
+    if node == "fifo":
+        os.mkfifo(out)
+    elif node == "device":
+        if os.geteuid() != 0:
+            pytest.skip("mknod of a character device needs root")
+        os.mknod(out, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # the null device's numbers, in tmp_path
+    elif node == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(out))
+    else:
+        out.mkdir()
+    before = os.lstat(out)
+    proc = _export(SAMPLES / "mlp_cpu", out, *(["--force"] if force else []))
+    assert proc.returncode == 2, proc.stdout
+    assert len(proc.stderr.splitlines()) == 1 and str(out) in proc.stderr and "Traceback" not in proc.stderr
+    expected = {"fifo": "a FIFO", "device": "a device", "socket": "a socket", "folder": "a folder"}[node]
+    assert expected in proc.stderr
+    after = os.lstat(out)
+    assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
+    assert not [p for p in tmp_path.iterdir() if p.name != out.name]  # no temporary left behind

@@ -17,10 +17,11 @@ def run_export(trace: Path, out: Path, fmt: str, steps: str | None, ranks: str |
         )
     from profui.analysis import open_trace
     from profui.analysis.selection import SelectionError, parse_ranks, parse_steps, select
-    from profui.capture.kineto.export import write_chrome_trace
+    from profui.capture.kineto.export import check_output, write_chrome_trace
 
     from .sources import resolve_source
 
+    check_output(out, force)  # refused before the trace is read, not after
     try:
         rank_list = parse_ranks(ranks) if ranks else None
         step_list = parse_steps(steps) if steps else None

@@ -29,6 +29,9 @@ class Param:
     help: str
     minimum: float | None = None
     affects_output: bool = True
+    maximum: float | None = None
+    #: the least value but 0, where 0 means "not given" (a peak of 1e-300 TFLOP/s is no device's)
+    least_nonzero: float | None = None
 
     def parse(self, text: str) -> Any:
         """Convert the text of ``--set name=text`` to this parameter's type, or raise PipelineError."""
@@ -63,7 +66,27 @@ class Param:
             raise PipelineError(f"parameter {self.name} takes a finite number, not {value!r}")
         if self.minimum is not None and value < self.minimum:
             raise PipelineError(f"parameter {self.name} must be >= {self.minimum:g}, not {value!r}")
+        top = _INT64_MAX if self.type == "int" and self.maximum is None else self.maximum
+        if top is not None and value > top:
+            raise PipelineError(f"parameter {self.name} must be <= {_shown(top)}, not {_shown(value)}")
+        if self.least_nonzero is not None and value != 0 and abs(value) < self.least_nonzero:
+            raise PipelineError(
+                f"parameter {self.name} must be 0 or at least {_shown(self.least_nonzero)}, not {_shown(value)}"
+            )
         return value
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _shown(value: Any) -> str:
+    """A value as a refusal quotes it: a 23-digit integer in full would be unreadable."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        value = int(value)
+    if isinstance(value, int):
+        text = f"{value:,}"
+        return text if len(text) <= 26 else f"{value:.3g}"
+    return f"{value:g}"
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:

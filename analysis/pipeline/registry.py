@@ -25,8 +25,17 @@ from .params import Param
 A = "profui.analysis."
 
 PARAMS: tuple[Param, ...] = (
-    Param("top_n", "int", 15, "kernels in the top-N tables (by time and by count)", minimum=1),
-    Param("bucket_ms", "float", 0.0, "utilization time bucket in ms (0: automatic, ~200 buckets)", minimum=0),
+    Param(
+        "top_n", "int", 15, "kernels in the top-N tables (by time and by count)", minimum=1, maximum=1_000_000
+    ),
+    Param(
+        "bucket_ms",
+        "float",
+        0.0,
+        "utilization time bucket in ms (0: automatic, ~200 buckets)",
+        minimum=0,
+        maximum=1e9,  # 11.6 days; its ns must fit an int64
+    ),
     Param(
         "hta_compat",
         "bool",
@@ -61,7 +70,12 @@ PARAMS: tuple[Param, ...] = (
         minimum=0,
     ),
     Param(
-        "slow_launch_us", "float", 50.0, "launch calls longer than this are outliers (HTA: 50 µs)", minimum=0
+        "slow_launch_us",
+        "float",
+        50.0,
+        "launch calls longer than this are outliers (HTA: 50 µs)",
+        minimum=0,
+        maximum=1e9,  # 1,000 s; its ns must fit an int64
     ),
     Param(
         "late_start_us",
@@ -69,13 +83,17 @@ PARAMS: tuple[Param, ...] = (
         100.0,
         "launches starting later than this after the call are outliers (HTA: 100 µs)",
         minimum=0,
+        maximum=1e9,
     ),
     Param(
         "peak_tflops",
         "float",
         0.0,
-        "peak TFLOP/s of one device for MFU (0: the datasheet table by GPU name and precision)",
+        "peak TFLOP/s of one device for MFU (0: the datasheet table by GPU name and precision; "
+        "else 0.001, a slow CPU core, to 100,000, past any device built)",
         minimum=0,
+        least_nonzero=1e-3,
+        maximum=1e5,
     ),
     Param(
         "model_flops",
@@ -83,6 +101,8 @@ PARAMS: tuple[Param, ...] = (
         0.0,
         "the model's FLOPs per step on each rank: MFU from these instead of the counted FLOPs (0: not given)",
         minimum=0,
+        least_nonzero=1,
+        maximum=1e24,
     ),
 )
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import typer
 
 from profui.capture.format import TraceFormatError
 
 from . import analyze_cmd, diff_cmd, export_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
-from .errors import UserError, report
+from .errors import EXIT_BAD_INPUT, UserError, report
 
 app = typer.Typer(
     name="profui",
@@ -33,7 +34,9 @@ for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, diff_c
 def main() -> None:
     """Entry point of the ``profui`` console script."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:
+        _usage(exc)
     except (TraceFormatError, UserError) as exc:
         report(str(exc))
     except KeyboardInterrupt:
@@ -46,6 +49,28 @@ def main() -> None:
         report(f"{_shown(exc.filename)}: {(exc.strerror or str(exc)).lower()}")
     except Exception:
         _bug()
+
+    if isinstance(code, int) and code:
+        raise SystemExit(code)  # typer.Exit(code) from a command, returned outside standalone mode
+
+
+def _usage(exc: typer.TyperException) -> None:
+    """A command line Typer refused (an unknown option, a value of the wrong type, a missing
+    argument): one line naming the command and the problem, exit 2, instead of a usage box."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    if isinstance(exc, NoArgsIsHelpError):
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)  # the help itself, as typer shows it
+        raise SystemExit(exc.exit_code)
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "profui"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if isinstance(exc, UsageError):
+        message = f"{message[:1].lower()}{message[1:]} (see {where} -h)"
+    sys.stderr.write(f"{where}: {message}\n")
+    raise SystemExit(getattr(exc, "exit_code", EXIT_BAD_INPUT))
 
 
 def _bug() -> None:

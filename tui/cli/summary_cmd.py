@@ -707,20 +707,20 @@ def run_summary(
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
 
-    if top is not None and top < 1:
-        raise UserError(f"--top: must be at least 1, got {top}")
     if bucket_ms is not None and not bucket_ms > 0:
         raise UserError(f"--bucket: must be a positive number of milliseconds, got {bucket_ms}")
     try:
         params = resolve_params(REGISTRY.params, None, parse_assignments(assignments or []))
     except PipelineError as exc:
         raise UserError(str(exc)) from None
-    if top is not None:
-        params["top_n"] = top
+    for flag, name, value in (("--top", "top_n", top), ("--bucket", "bucket_ms", bucket_ms)):
+        if value is not None:
+            try:
+                params[name] = REGISTRY.params[name].check(value)
+            except PipelineError as exc:
+                raise UserError(f"{flag}: {exc}") from None
     if hta_compat:
         params["hta_compat"] = True
-    if bucket_ms is not None:
-        params["bucket_ms"] = float(bucket_ms)
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
     if by_ranks(path, scheduler, workers, skip_bad_ranks):

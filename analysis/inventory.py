@@ -55,6 +55,7 @@ def trace_info(path: str | Path) -> dict[str, Any]:
             "versions": m.versions,
             "sources": [s.get("file") for s in m.sources],
             "notes": m.notes,
+            "source_notes": m.source_notes(),
         },
         "span": {
             "start_ns": start,
@@ -79,7 +80,12 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from profui.capture.format.readcheck import wrong_column
+
     table = pq.read_table(f.path, columns=["ts", "dur", "kind", "device"])
+    wrong = wrong_column(f, table.schema)
+    if wrong is not None:
+        raise wrong
     entry = per_rank.setdefault(
         (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
     )
@@ -87,7 +93,9 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
     entry["events"] += table.num_rows
     if table.num_rows == 0:
         return None
-    kinds = table["kind"].combine_chunks().dictionary_decode()
+    kinds = table["kind"].combine_chunks()
+    if pa.types.is_dictionary(kinds.type):  # plain strings are the format's too (readcheck)
+        kinds = kinds.dictionary_decode()
     by_kind = _value_counts(kinds)
     entry["counts"].update(by_kind)
     counts.update(by_kind)

@@ -140,11 +140,22 @@ def _schema_element(r: _Reader) -> tuple[str, int]:
         if t == _STOP:
             return name, children
         if last == 4 and t == _BINARY:
-            name = r.binary().decode("utf-8", "replace")
+            name = _text(r.binary(), "column name")
         elif last == 5 and t == _I32:
             children = r.zigzag()
         else:
             r.skip(t)
+
+
+def _text(raw: bytes, what: str) -> str:
+    """``raw`` as text: Parquet's Thrift declares names and key-value metadata ``string``, UTF-8;
+    Polars refuses a footer where they are not ("File out of specification: invalid utf8"), and
+    every reader of ``profui.*`` metadata decodes it, so such a footer is refused here, once."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = raw.decode("utf-8", "backslashreplace")[:60]
+        raise FooterError(f"{what} is not UTF-8: {shown}") from None
 
 
 def _key_value(r: _Reader) -> tuple[bytes, bytes]:
@@ -152,6 +163,8 @@ def _key_value(r: _Reader) -> tuple[bytes, bytes]:
     while True:
         last, t = r.field(last)
         if t == _STOP:
+            name = _text(key, "footer metadata key")
+            _text(value, f"footer metadata {name}")
             return key, value
         if last == 1 and t == _BINARY:
             key = r.binary()

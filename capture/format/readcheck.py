@@ -9,9 +9,13 @@ format's declared schemas, to name the file and its problem in one line.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .errors import TraceFormatError
 from .opener import TraceFile
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def _same(got, want) -> bool:
@@ -25,6 +29,20 @@ def _same(got, want) -> bool:
     return base(got).equals(base(want))
 
 
+def wrong_column(f: TraceFile, stored: pa.Schema) -> TraceFormatError | None:
+    """The error naming the first column of ``stored`` (the Arrow schema read from ``f``, or of
+    the columns read) whose type is not the one the format declares for ``f``'s table; None when
+    all are. A dictionary-encoded or plain string column is the same string column: the
+    encoding is how a writer stored it, not what it holds."""
+    from .schema import TABLE_SCHEMAS
+
+    for field in TABLE_SCHEMAS[f.table]:
+        if field.name in stored.names and not _same(stored.field(field.name).type, field.type):
+            got = stored.field(field.name).type
+            return TraceFormatError(f.path, f"column {field.name} holds {got}, the format says {field.type}")
+    return None
+
+
 def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
     """The error naming the first of ``files`` that cannot be read as its table (a stored column
     of another type than the format declares, or pages that do not decode); None when every
@@ -32,17 +50,11 @@ def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .schema import TABLE_SCHEMAS
-
     for f in files:
         try:
-            stored = pq.read_schema(f.path)
-            for field in TABLE_SCHEMAS[f.table]:
-                if field.name in stored.names and not _same(stored.field(field.name).type, field.type):
-                    got = stored.field(field.name).type
-                    return TraceFormatError(
-                        f.path, f"column {field.name} holds {got}, the format says {field.type}"
-                    )
+            wrong = wrong_column(f, pq.read_schema(f.path))
+            if wrong is not None:
+                return wrong
             pq.read_table(f.path)  # every page decoded
         except (OSError, pa.ArrowException) as exc:
             return TraceFormatError(f.path, f"cannot read {f.table} ({str(exc).splitlines()[0]})")

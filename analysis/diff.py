@@ -435,29 +435,6 @@ def sentence(m: dict[str, Any]) -> str:
     return f"{m['label'][:1].upper()}{m['label'][1:]} {verb} from {base} to {new} ({change_text(m)}{noise}){words}."
 
 
-#: The keys a :func:`profile` (a saved baseline) holds, and their types.
-PROFILE_KEYS = {
-    "version": int,
-    "trace": dict,
-    "has_steps": bool,
-    "steps": list,
-    "numbers": dict,
-    "kernels": dict,
-    "ops": dict,
-    "annotations": dict,
-}
-
-
-def profile_problem(doc: object) -> str | None:
-    """Why ``doc`` is not a :func:`profile` of this version (None when it is one)."""
-    if not isinstance(doc, dict) or doc.get("version") != VERSION:
-        return f"not a profui baseline of version {VERSION}"
-    for key, kind in PROFILE_KEYS.items():
-        if not isinstance(doc.get(key), kind):
-            return f"its {key!r} is missing or not a {kind.__name__}"
-    return None
-
-
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (1)",

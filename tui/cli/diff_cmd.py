@@ -39,38 +39,57 @@ def load_profile(spec: str) -> dict[str, Any]:
     """The profile of ``spec``: a saved baseline (``baseline:NAME``, or a bare NAME that is not a
     path), else a trace."""
     name = spec.removeprefix("baseline:")
-    saved = _baselines() / f"{name}.json"
-    if spec.startswith("baseline:") or (not Path(spec).expanduser().exists() and _BASELINE_NAME.match(name)):
-        if not saved.is_file():
-            known = sorted(p.stem for p in _baselines().glob("*.json")) if _baselines().is_dir() else []
-            raise UserError(
-                f"{spec}: no such trace or baseline (baselines: {', '.join(known) or 'none'}; "
-                "save one with `profui diff --save-baseline NAME TRACE`)"
-            )
-        try:
-            doc = json.loads(saved.read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{saved}: unreadable baseline ({exc})") from None
-        from profui.analysis.diff import profile_problem
-
-        problem = profile_problem(doc)
-        if problem:
-            raise UserError(f"{saved}: {problem}; save it again with --save-baseline")
-        return doc
+    if spec.startswith("baseline:") and not _BASELINE_NAME.fullmatch(name):
+        raise UserError(f"bad baseline name {name!r}: letters, digits, '.', '_' and '-' only")
+    if spec.startswith("baseline:") or (
+        not Path(spec).expanduser().exists() and _BASELINE_NAME.fullmatch(name)
+    ):
+        return _read_baseline(spec, _baselines() / f"{name}.json")
     return _trace_profile(spec)
+
+
+def _read_baseline(spec: str, saved: Path) -> dict[str, Any]:
+    from profui.analysis.baseline import VERSION, BaselineError, decode
+    from profui.capture.format.regular import not_regular
+
+    problem = not_regular(saved)
+    if problem:
+        raise UserError(f"{saved}: {problem}")
+    if not saved.is_file():
+        known = sorted(p.stem for p in _baselines().glob("*.json")) if _baselines().is_dir() else []
+        raise UserError(
+            f"{spec}: no such trace or baseline (baselines: {', '.join(known) or 'none'}; "
+            "save one with `profui diff --save-baseline NAME TRACE`)"
+        )
+    try:
+        data = saved.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{saved}: unreadable baseline ({exc.strerror or exc})") from None
+    try:
+        return decode(data)
+    except BaselineError as exc:
+        raise UserError(
+            f"{saved}: not a profui baseline of version {VERSION}: {exc}; save it again with --save-baseline"
+        ) from None
 
 
 def save_baseline(name: str, source: str) -> str:
     """Save ``source``'s profile as baseline ``name``; returns the line to print."""
-    if not _BASELINE_NAME.match(name):
+    from profui.analysis.baseline import BaselineError, encode
+    from profui.capture.format import write_bytes_atomic
+
+    if not _BASELINE_NAME.fullmatch(name):
         raise UserError(f"bad baseline name {name!r}: letters, digits, '.', '_' and '-' only")
     prof = _trace_profile(source)
-    folder = _baselines()
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / f"{name}.json"
-    tmp = folder / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(prof, separators=(",", ":")) + "\n")
-    tmp.replace(out)
+    try:
+        data = encode(prof)
+    except BaselineError as exc:
+        raise UserError(f"{source}: its profile cannot be kept as a baseline: {exc}") from None
+    out = _baselines() / f"{name}.json"
+    try:
+        write_bytes_atomic(out, data)  # makes the folder; the old baseline stays until it lands
+    except OSError as exc:
+        raise UserError(f"{out}: cannot save the baseline ({exc.strerror or exc})") from None
     return f"saved baseline {name} from {source} ({len(prof['steps'])} steps) in {out}"
 
 

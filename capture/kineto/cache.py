@@ -25,6 +25,7 @@ from profui.capture.format import (
     files_fingerprint,
     fingerprint_digest,
     is_trace_dir,
+    open_trace_dir,
 )
 
 _DONE_MARK = ".profui-import.json"
@@ -143,7 +144,25 @@ def cached_import(sources: list[Path], cache_root: str | Path | None = None) -> 
     never imported as they are now (see :func:`resolve_jobs`): a trace folder, or for sources of
     several jobs a folder of one trace folder per job. Reads nothing but the cache."""
     out = _imports_root(cache_root) / cache_key(sources)
-    return out if out.is_dir() and (out / _DONE_MARK).is_file() else None
+    return out if out.is_dir() and (out / _DONE_MARK).is_file() and _whole(out) else None
+
+
+def _whole(entry: Path) -> bool:
+    """True when the cached import ``entry`` is as its import left it: each trace folder in it
+    opens (manifest, every footer) and holds the events files its manifest lists with their
+    numbers of events. A damaged entry (a file removed, truncated, rewritten) is then a miss,
+    imported again, never served. Reads the footers only, as opening the trace does anyway."""
+    folders = [entry] if is_trace_dir(entry) else sorted(d for d in entry.iterdir() if is_trace_dir(d))
+    try:
+        for folder in folders:
+            trace = open_trace_dir(folder, require_data=False)
+            rows = {f.path.relative_to(folder).as_posix(): f.num_rows for f in trace.events}
+            for src in trace.manifest.sources:
+                if "events_file" in src and rows.get(src["events_file"]) != src.get("num_events"):
+                    return False
+    except (TraceFormatError, OSError):
+        return False
+    return bool(folders)
 
 
 def several_jobs(imported: Path) -> str | None:

@@ -9,6 +9,10 @@ A real Kineto trace is imported, then one events file of a copy is rewritten wit
   column by its value type (``readcheck``), so ``profui info`` reads it (it used to raise
   ``AttributeError``); ``kind`` as integers is refused in one line naming the column.
 
+A cached import (``profui summary X.json.gz``) whose events file was damaged since (removed,
+truncated, rewritten with fewer rows or with such metadata) is a miss: imported again, never
+served (it used to be refused, naming the cache's own file).
+
 The oracle is the source JSON (its events by ``cat``) and pyarrow's own reading of the file.
 """
 
@@ -165,3 +169,40 @@ def test_info_refuses_kind_stored_as_integers(imported, tmp_path) -> None:
     codes = table["kind"].combine_chunks().indices
     _rewrite(trace, table.set_column(i, pa.field("kind", pa.int32(), nullable=False), codes), meta)
     _one_line_naming(profui("info", trace), trace / EVENTS, "column kind", "int32")
+
+
+def _drop_file(entry: Path) -> None:
+    (entry / EVENTS).unlink()
+
+
+def _metadata_not_utf8(entry: Path) -> None:
+    meta = {k: v for k, v in pq.read_metadata(entry / EVENTS).metadata.items() if k != b"ARROW:schema"}
+    _rewrite(entry, pq.read_table(entry / EVENTS), {**meta, b"profui.table": b"ev\xffents"})
+
+
+def _truncated(entry: Path) -> None:
+    data = (entry / EVENTS).read_bytes()
+    (entry / EVENTS).write_bytes(data[: len(data) // 2])
+
+
+def _fewer_rows(entry: Path) -> None:
+    meta = {k: v for k, v in pq.read_metadata(entry / EVENTS).metadata.items() if k != b"ARROW:schema"}
+    table = pq.read_table(entry / EVENTS)
+    _rewrite(entry, table.slice(0, table.num_rows - 1), meta)
+
+
+@pytest.mark.parametrize("damage", [_drop_file, _metadata_not_utf8, _truncated, _fewer_rows])
+def test_a_damaged_cached_import_is_imported_again(tmp_path, damage) -> None:
+    """``profui summary X.json.gz`` over a cache entry damaged since: a miss, never served."""
+    src = tmp_path / "a.json.gz"
+    src.write_bytes(shared_trace(TRACE).read_bytes())
+    cache = tmp_path / "cache"
+    first = profui("summary", src, "--json", cache=cache)
+    assert first.returncode == 0, first.stderr
+    (entry,) = (cache / "imports").iterdir()
+    damage(entry)
+    again = profui("summary", src, "--json", cache=cache)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["sections"]["kernels"] == json.loads(first.stdout)["sections"]["kernels"]
+    assert [p.name for p in (cache / "imports").iterdir()] == [entry.name]  # one entry, re-made
+    assert pq.read_metadata(entry / EVENTS).num_rows == json.loads(first.stdout)["trace"]["events"]

@@ -533,8 +533,9 @@ class Capture:
             signal.signal(sig, on_signal)
         while True:
             if interrupted and self.daemon is not None:
-                self.daemon.kill()
-                self.daemon.wait()
+                _kill_group(self.daemon)
+                # a window whose converter published it just before is in the trace: said so
+                _spool.settle_published(self.spool, self.trace_dir, self.node)
                 left = sum(1 for p in _spool.pending(self.spool) if p.name.endswith(_session.KINETO_SUFFIX))
                 self._note(
                     f"profcap was interrupted while converting: {left} unconverted window(s) stay in "
@@ -634,6 +635,16 @@ def _remove_created(trace_dir: Path, created: list[Path]) -> None:
             folder.rmdir()
         except OSError:
             pass
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the daemon with its converter child (its own session's group): a converter left
+    running would publish a window after the manifest said it stayed unconverted."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 def _release(path: Path) -> None:

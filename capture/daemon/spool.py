@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import session as _session
+from . import once as _once
 
 FAILED_DIR = "failed"
 #: Windows converted so far, one JSON object a line (see :func:`done_windows`).
@@ -113,9 +114,24 @@ def _unwritable(folder: Path) -> str | None:
 
 
 def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
-    """Convert one spool file into the trace (in this process); return what was written."""
+    """Convert one spool file into the trace (in this process); return what was written.
+
+    Once only (:mod:`.once`): a hand-over whose events file is in the trace already (its
+    converter's parent died before removing it) is not converted again, and one being converted
+    by another process is waited for. ``FileNotFoundError`` when another converter finished it."""
     ids = _session.parse_spool_name(path.name)
     rank = ids[0] if ids else 0
+    with _once.claimed(path) as here:
+        if not here:
+            raise FileNotFoundError(f"{path.name}: converted and removed by another converter")
+        done = _once.published(path, trace_dir, node, rank)
+        if done is not None:
+            kind = "kineto" if path.name.endswith(_session.KINETO_SUFFIX) else "recorder"
+            return {**done, "kind": kind}
+        return _convert(path, trace_dir, node, rank)
+
+
+def _convert(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any]:
     if path.name.endswith(_session.KINETO_SUFFIX):
         from ..kineto import convert_kineto_file
 
@@ -156,7 +172,8 @@ def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int) -> dict
         node,
         int(data.get("rank", rank)),
         to_table("events", cols),
-        extra_metadata={"profui.source": "profcap-recorder"},
+        # the file it came from, as every converter names it (:func:`.once.published`)
+        extra_metadata={"profui.source": json.dumps({"file": str(path), "format": "profcap-recorder"})},
     )
     return {"rank": rank, "events": len(events), "kind": "recorder"}
 
@@ -190,8 +207,12 @@ def finish_file(
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError):
         pass
+    if not isinstance(meta, dict):
+        meta = {}
     ids = _session.parse_spool_name(path.name)
     if error is not None:
+        if not path.exists():  # finished by another converter: nothing is lost, nothing to keep
+            return None, None
         failed = path.parent / FAILED_DIR
         try:
             failed.mkdir(exist_ok=True)
@@ -203,20 +224,23 @@ def finish_file(
             f"rank {ids[0] if ids else '?'}: a trace window could not be converted ({error}); "
             f"the raw trace is kept at {where}"
         )
+    info: dict[str, Any] | None = None
+    if path.name.endswith(_session.KINETO_SUFFIX):
+        info = {"rank": ids[0] if ids else None, "pid": ids[1] if ids else None, **meta}
+        if result and result.get("events") is not None:
+            info["events"] = result["events"]
+            info["counts"] = result.get("counts", {})
+            if result.get("gpus"):
+                info["gpus"] = result["gpus"]
+        # recorded before the hand-over goes: a converter killed in between leaves a hand-over
+        # that is published and recorded, which the next one only removes
+        if path.name not in _recorded(path.parent):
+            _record_done(path.parent, {**info, "spool": path.name})
     for p in (path, meta_path):
         try:
             p.unlink()
         except OSError:
             pass
-    if path.name.endswith(_session.EVENTS_SUFFIX):
-        return None, None
-    info = {"rank": ids[0] if ids else None, "pid": ids[1] if ids else None, **meta}
-    if result and result.get("events") is not None:
-        info["events"] = result["events"]
-        info["counts"] = result.get("counts", {})
-        if result.get("gpus"):
-            info["gpus"] = result["gpus"]
-    _record_done(path.parent, info)
     return info, None
 
 
@@ -230,8 +254,12 @@ def _record_done(spool: Path, info: dict[str, Any]) -> None:
         pass
 
 
-def done_windows(spool: Path) -> list[dict[str, Any]]:
-    """Every window converted into the trace so far, by the daemon or by profcap, in order."""
+def _recorded(spool: Path) -> set[str]:
+    """The hand-overs whose windows :func:`_record_done` has recorded."""
+    return {w.get("spool") for w in _done_lines(spool)} - {None}
+
+
+def _done_lines(spool: Path) -> list[dict[str, Any]]:
     try:
         lines = (spool / DONE_WINDOWS).read_text().splitlines()
     except OSError:
@@ -239,9 +267,33 @@ def done_windows(spool: Path) -> list[dict[str, Any]]:
     out = []
     for line in lines:
         try:
-            out.append(json.loads(line))
+            info = json.loads(line)
         except ValueError:  # a line cut short by a kill
             continue
+        if isinstance(info, dict):
+            out.append(info)
+    return out
+
+
+def settle_published(spool: Path, trace_dir: Path, node: str) -> None:
+    """Finish the hand-overs whose events are in the trace already (their converter was killed
+    after publishing): recorded (:func:`done_windows`) and removed. The rest stay, unconverted."""
+    for path in pending(spool):
+        ids = _session.parse_spool_name(path.name)
+        done = _once.published(path, trace_dir, node, ids[0] if ids else 0)
+        if done is not None:
+            finish_file(path, done, None)
+
+
+def done_windows(spool: Path) -> list[dict[str, Any]]:
+    """Every window converted into the trace so far, by the daemon or by profcap, in order,
+    each once."""
+    out, seen = [], set()
+    for info in _done_lines(spool):
+        name = info.pop("spool", None)
+        if name is None or name not in seen:
+            seen.add(name)
+            out.append(info)
     return out
 
 

@@ -251,17 +251,19 @@ def resolve_jobs(
     imports = _imports_root(cache_root)
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
-    with _import_lock(imports, out.name, progress):
+    with _import_lock(imports, out.name, progress) as locked:
         # another process may have imported the same files while this one waited
         done = cached_import(sources, cache_root)
         if done is not None:
             if progress is not None:
                 progress(f"using cached import {done}")
             return done
-        _remove_leftovers(imports, out.name)
+        if locked:
+            _remove_leftovers(imports, out.name)
         if progress is not None:
             progress(f"importing {len(sources)} trace file(s) into {out}")
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
+        stale = None
         try:
             apart = _import(sources, tmp, progress)
             mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
@@ -271,17 +273,22 @@ def resolve_jobs(
                 os.replace(out, stale / out.name)
             os.replace(tmp, out)
         finally:
-            _remove_leftovers(imports, out.name)
+            for folder in (tmp, stale):
+                if folder is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
+            if locked:
+                _remove_leftovers(imports, out.name)
     return out
 
 
 @contextlib.contextmanager
-def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None) -> Iterator[None]:
-    """Hold the exclusive lock of one cache entry: concurrent commands over the same files
-    import them once, and no one replaces an entry while another publishes it. ``flock`` dies
-    with its process, so a killed import never leaves the entry locked. The lock files live
-    beside ``imports/`` (which holds entries only) and are never removed: a waiter would
-    otherwise lock a file already unlinked while a third process creates a new one."""
+def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None) -> Iterator[bool]:
+    """Hold the exclusive lock of one cache entry; yields whether it is held (a file system
+    without locks). Concurrent commands over the same files then import them once, and no one
+    replaces an entry while another publishes it. ``flock`` dies with its process, so a killed
+    import never leaves the entry locked. The lock files live beside ``imports/`` (which holds
+    entries only) and are never removed: a waiter would otherwise lock a file already unlinked
+    while a third process creates a new one."""
     locks = imports.parent / "locks"
     locks.mkdir(exist_ok=True)
     fd = os.open(locks / f"import-{key}", os.O_RDWR | os.O_CREAT, 0o666)
@@ -292,7 +299,10 @@ def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None
             if progress is not None:
                 progress(f"waiting for another profui importing into {imports / key}")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        except OSError:  # a file system without locks (ENOLCK on some NFS): import unlocked
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # closing drops the lock
 

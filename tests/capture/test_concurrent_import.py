@@ -11,14 +11,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from realdata import same_numbers, shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
 TRACE = "hta-critical_path-simple_add-benchmark_result_493459_1694039959_trace.json.gz"
+BIG = "hta-df_index_resolver-df_index_resolver.json.gz"  # long enough an import to kill midway
 PROCESSES = 4
 ROUNDS = 4
 
@@ -60,3 +63,32 @@ def test_concurrent_summaries_of_one_file_share_one_import(tmp_path: Path) -> No
         stats = doc["sections"]["kernels"]["stats"]
         assert (sum(r["count"] for r in stats), sum(r["total_ns"] for r in stats)) == want
         assert same_numbers(doc["sections"], docs[0]["sections"])
+
+
+def test_an_import_killed_midway_neither_blocks_nor_litters_the_next(tmp_path: Path) -> None:
+    """The first import holds the entry's lock; killed outright (SIGKILL: nothing cleans up), the
+    one waiting on it goes on, imports, and removes the folder the killed one left."""
+    src = tmp_path / BIG
+    src.write_bytes(shared_trace(BIG).read_bytes())
+    cache = tmp_path / "cache"
+    first = _start(src, cache)
+    imports = cache / "imports"
+    deadline = time.monotonic() + 120
+    while not (imports.is_dir() and any(p.name.startswith(".") for p in imports.iterdir())):
+        assert first.poll() is None, "the import ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    second = _start(src, cache)
+    time.sleep(0.2)  # the second now waits on the lock (or has not reached it yet: either holds)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=60)
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert "Traceback" not in err
+    entries = list(imports.iterdir())
+    assert len(entries) == 1 and not entries[0].name.startswith("."), entries
+    kernels = [
+        e for e in json.loads(gzip.decompress(src.read_bytes()))["traceEvents"] if e.get("cat") == "kernel"
+    ]
+    stats = json.loads(out)["sections"]["kernels"]["stats"]
+    assert sum(r["count"] for r in stats) == len(kernels)

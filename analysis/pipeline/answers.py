@@ -16,7 +16,8 @@ from typing import Any
 
 from profui.capture.format import TraceFormatError, open_trace_dir, private_dir_for
 
-from .artifacts import load_files, verify
+from .artifacts import ArtifactMeta, load_files, verify
+from .errors import PipelineError
 from .outputs import latest_outputs
 from .registry import REGISTRY
 from .store import Store, compute
@@ -34,13 +35,14 @@ class Answers:
     source: str
 
 
-def _load(folder: Path) -> dict[str, Any]:
-    return _load_all({"": (folder, verify(folder) or {})})[""]
+def _load(folder: Path) -> dict[str, Any] | None:
+    meta = verify(folder)
+    return None if meta is None else _load_all({"": (folder, meta)})[""]
 
 
-def _load_all(found: dict[str, tuple[Path, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def _load_all(found: dict[str, tuple[Path, ArtifactMeta]]) -> dict[str, dict[str, Any]]:
     """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one go."""
-    paths = {s: [folder / n for n in meta.get("outputs", {})] for s, (folder, meta) in found.items()}
+    paths = {s: [folder / n for n in meta.outputs] for s, (folder, meta) in found.items()}
     got = load_files([p for ps in paths.values() for p in ps])
     return {s: {p.name: got[p] for p in ps} for s, ps in paths.items()}
 
@@ -60,14 +62,14 @@ def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None
 
 def _from_cache(path: Path, stages: tuple[str, ...], max_bytes: int | None) -> Answers | None:
     have = latest_outputs(path)
-    found: dict[str, tuple[Path, dict[str, Any]]] = {}
+    found: dict[str, tuple[Path, ArtifactMeta]] = {}
     for s in stages:
         # outputs made by other analysis code (profui upgraded since) are not reused as they are
         meta = verify(have[s]) if s in have and s in REGISTRY.stages else None
-        if meta is None or meta.get("code_version") != REGISTRY.stages[s].code_version:
+        if meta is None or meta.code_version != REGISTRY.stages[s].code_version:
             return None
         found[s] = (have[s], meta)
-    size = sum(sum((meta.get("sizes") or {}).values()) for _, meta in found.values())
+    size = sum(sum(meta.sizes.values()) for _, meta in found.values())
     if max_bytes is not None and size > max_bytes:
         return None
     return Answers(_load_all(found), "cache")
@@ -124,7 +126,11 @@ def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None,
             say(f"[{ev.index}/{ev.total}] {ev.stage} …")
         elif ev.status == "succeeded":
             rec = load_run(path, ev.run_id)
-            got[ev.stage] = _load(private_dir_for(path) / rec.stages[ev.stage].artifact)
+            folder = private_dir_for(path) / rec.stages[ev.stage].artifact
+            outputs = _load(folder)
+            if outputs is None:  # damaged between its writing and this read: never served
+                raise PipelineError(f"{folder}: stage output damaged as it was read")
+            got[ev.stage] = outputs
             if on_stage is not None and ev.stage in stages:
                 on_stage(ev.stage, got[ev.stage])
 

@@ -12,13 +12,17 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import polars as pl
+
+from profui.capture.format.regular import not_regular
 
 META = "meta.json"
 ARTIFACTS = "artifacts"
@@ -89,23 +93,109 @@ def artifact_dir(private_dir: Path, stage: str, key: str) -> Path:
     return artifacts_root(private_dir) / stage / key
 
 
-def read_meta(folder: Path) -> dict[str, Any] | None:
-    """The ``meta.json`` of a complete artifact folder, or None when absent or unreadable."""
+FileName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+Sha256 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+#: A parameter's value (parameters are int, float, str or bool).
+Scalar = bool | int | float | str | None
+
+
+# Closed schema of scalars below its declared containers: decoding checks every type and never
+# descends into nesting deeper than its own (an unknown field is refused, not skipped unread).
+class ArtifactMeta(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``meta.json`` of an artifact folder: its output files' sha256 and sizes, the hash of
+    those hashes (what downstream keys use) and what made it (run, code version, parameters and
+    inputs of a stage; the rank of a rank's tables)."""
+
+    stage: str
+    key: str
+    outputs: dict[FileName, Sha256]
+    sizes: dict[FileName, Annotated[int, msgspec.Meta(ge=0)]]
+    output_hash: str
+    run: str | None = None
+    created: str | None = None
+    code_version: str | None = None
+    params: dict[str, Scalar] = {}
+    inputs: dict[str, str] = {}
+    rank: str | None = None
+
+    def __post_init__(self) -> None:
+        if set(self.outputs) != set(self.sizes):
+            raise ValueError("outputs and sizes list different files")
+
+
+_DECODE_META = msgspec.json.Decoder(ArtifactMeta).decode
+
+
+def _meta_bytes(folder: Path) -> bytes | None:
+    path = folder / META
+    if not_regular(path) is not None:  # a FIFO would block the read
+        return None
     try:
-        return json.loads((folder / META).read_bytes())
-    except (OSError, ValueError):
+        return path.read_bytes()
+    except OSError:
         return None
 
 
-def verify(folder: Path) -> dict[str, Any] | None:
-    """Meta of ``folder`` if every output file it lists is present with its recorded size."""
-    meta = read_meta(folder)
-    if meta is None:
+def _decode_meta(data: bytes) -> ArtifactMeta | None:
+    try:
+        return _DECODE_META(data)
+    except (msgspec.MsgspecError, RecursionError):
         return None
-    for name, size in (meta.get("sizes") or {}).items():
-        p = folder / name
-        if not p.is_file() or p.stat().st_size != size:
+
+
+def read_meta(folder: Path) -> ArtifactMeta | None:
+    """The ``meta.json`` of an artifact folder, or None when absent, unreadable or not one."""
+    data = _meta_bytes(folder)
+    return None if data is None else _decode_meta(data)
+
+
+# Folders whose files matched their sha256, with what they were when hashed: meta.json's bytes
+# and each output's (inode, size, mtime, ctime). A write, a truncation or a replacement changes
+# the ctime (which no user can set back), so an unchanged signature means unchanged bytes and a
+# process hashes each output once, not at every read of the store.
+_VERIFIED: dict[Path, tuple[bytes, tuple[tuple[int, int, int, int], ...]]] = {}
+
+
+def _signature(folder: Path, meta: ArtifactMeta) -> tuple[tuple[int, int, int, int], ...] | None:
+    """Each output file's identity, or None when one is missing, not a regular file or not of
+    its recorded size."""
+    out = []
+    for name, size in sorted(meta.sizes.items()):
+        try:
+            st = os.stat(folder / name)
+        except (OSError, ValueError):
             return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return None
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
+def _remember(folder: Path, data: bytes, meta: ArtifactMeta) -> None:
+    sig = _signature(folder, meta)
+    if sig is not None:
+        _VERIFIED[folder] = (data, sig)
+
+
+def verify(folder: Path) -> ArtifactMeta | None:
+    """Meta of ``folder`` if every output file it lists is there with its recorded size and
+    sha256; None otherwise (a damaged output is a miss, never served)."""
+    data = _meta_bytes(folder)
+    meta = None if data is None else _decode_meta(data)
+    if meta is None or data is None:
+        return None
+    sig = _signature(folder, meta)
+    if sig is None:
+        return None
+    if _VERIFIED.get(folder) == (data, sig):
+        return meta
+    for name, sha in meta.outputs.items():
+        try:
+            if file_sha256(folder / name) != sha:
+                return None
+        except OSError:
+            return None
+    _VERIFIED[folder] = (data, sig)
     return meta
 
 
@@ -144,7 +234,7 @@ def write_artifact(
     declared: tuple[str, ...],
     meta: Mapping[str, Any],
     replace: bool = False,
-) -> dict[str, Any]:
+) -> ArtifactMeta:
     """Write a stage's outputs into its artifact folder atomically; return the completed meta.
 
     ``outputs`` must hold exactly the ``declared`` file names. The files are written into a
@@ -176,7 +266,9 @@ def write_artifact(
                 "output_hash": digest(hashes),
             }
         )
-        (tmp / META).write_bytes(canonical_json(full) + b"\n")
+        data = canonical_json(full) + b"\n"
+        written = _DECODE_META(data)  # what it says is what a reader will decode
+        (tmp / META).write_bytes(data)
         if final.exists():
             existing = verify(final)
             if existing is not None and not replace:
@@ -186,9 +278,10 @@ def write_artifact(
             os.rename(final, old)
             os.rename(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
-            return full
-        os.rename(tmp, final)
-        return full
+        else:
+            os.rename(tmp, final)
+        _remember(final, data, written)  # just hashed: a read by this process need not again
+        return written
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

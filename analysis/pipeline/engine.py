@@ -121,7 +121,7 @@ class _Run:
         folder = artifact_dir(self.private, name, srec.key)
         meta = verify(folder) if self.use_cache else None
         if meta is not None:
-            srec.provenance, srec.origin_run = "cache", meta.get("run")
+            srec.provenance, srec.origin_run = "cache", meta.run
         else:
             files = {i: self.registry.stages[i].outputs for i in input_dirs}
             ctx = StageContext(name, self.shared, self.plan.params, input_dirs, self.rec.id, files)
@@ -138,7 +138,7 @@ class _Run:
             )
             srec.provenance, srec.origin_run = "computed", self.rec.id
         srec.artifact = str(folder.relative_to(self.private))
-        srec.output_hash = meta["output_hash"]
+        srec.output_hash = meta.output_hash
 
 
 def execute(

@@ -67,8 +67,8 @@ def load_output(trace_path: str | Path, stage: str, file: str | None = None) -> 
         return None
     if file is not None:
         return load_file(folder / file)
-    meta = verify(folder) or {}
-    return {name: load_file(folder / name) for name in meta.get("outputs", {})}
+    meta = verify(folder)
+    return {} if meta is None else {name: load_file(folder / name) for name in meta.outputs}
 
 
 def prune(trace_path: str | Path, keep: int) -> dict[str, int]:

@@ -257,7 +257,7 @@ def test_run_record_file_is_complete_json(trace: Path) -> None:
     for s in data["stages"]:
         if s["status"] == "succeeded":
             assert s["start"] <= s["end"] and s["attempt"] == 1 and s["key"]
-            assert verify(trace / ".profui" / s["artifact"])["output_hash"] == s["output_hash"]
+            assert verify(trace / ".profui" / s["artifact"]).output_hash == s["output_hash"]
 
 
 def _close(a, b, path: str = "") -> None:

@@ -401,6 +401,10 @@ class Capture:
         return env
 
     def _forward(self, signum: int, _frame: Any) -> None:
+        if self.job is not None and _ended(self.job):
+            # it came after the job's end (exit 0 is still 'completed'); one during the final
+            # conversion interrupts that (:meth:`_await_result`)
+            return
         if self.stop_signal is None:
             self.stop_signal = signum
         self.signals_seen += 1
@@ -588,6 +592,16 @@ def _foreground_tty() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def _ended(proc: subprocess.Popen) -> bool:
+    """Whether ``proc`` has ended, reaped or not (a zombie is left as it is, for its ``wait``)."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped meanwhile
+        return True
 
 
 def _exit_code(rc: int) -> int:

@@ -120,13 +120,8 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
 
 
 def source_notes(manifest: Any) -> list[str]:
-    """What the importers say the reader should know (the manifest's sources' notes), once each."""
-    notes: list[str] = []
-    for source in manifest.sources:
-        for note in source.get("notes", []) if isinstance(source, dict) else []:
-            if isinstance(note, str) and note not in notes:
-                notes.append(note)
-    return notes
+    """What the importers say the reader should know (:meth:`Manifest.source_notes`)."""
+    return manifest.source_notes()
 
 
 def summarize(trace: Trace, params: Mapping[str, Any] | None = None, **kwargs: Any) -> Summary:

@@ -59,6 +59,15 @@ class Manifest:
         """Plain JSON-ready dict."""
         return asdict(self)
 
+    def source_notes(self) -> list[str]:
+        """What the importers say the reader should know (the sources' ``notes``), once each."""
+        notes: list[str] = []
+        for source in self.sources:
+            for note in source.get("notes", []) if isinstance(source, dict) else []:
+                if isinstance(note, str) and note not in notes:
+                    notes.append(note)
+        return notes
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         """Build from a parsed ``manifest.json``; unknown keys are kept in ``extra``."""

@@ -58,6 +58,18 @@ _KERNEL_COLUMNS = (
     "staticSharedMemory",
     "dynamicSharedMemory",
 )
+#: Per table, the columns (groups of alternatives) without which its rows cannot become events
+#: (a sync row without deviceId may take its device from its CUDA context; an NVTX mark needs
+#: no end), and the columns that name its events, with the name they get without them.
+_NEEDED: dict[str, tuple[tuple[str, ...], ...]] = {
+    **{table: (("start",), ("end",), ("deviceId",)) for _, table in _DEVICE_TABLES},
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (("start",), ("end",)),
+    "NVTX_EVENTS": (("start",), ("end",), ("eventType",), ("text", "textId")),
+}
+_NAMING: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": (("demangledName", "shortName"), "kernels", "unknown kernel"),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (("nameId",), "CUDA calls", "unknown CUDA call"),
+}
 _NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 _NVTX_MARK = 34
 _NVTX_DOMAIN_CREATE = 75
@@ -106,11 +118,33 @@ class _Reader:
         self.devices: dict[int, set[int]] = defaultdict(set)
         #: per pid: correlation -> external id of the CUDA call with it
         self.call_ext: dict[int, dict[int, int]] = defaultdict(dict)
+        #: per table: the rows read, and those that became events
+        self.read: Counter[str] = Counter()
+        self.kept: Counter[str] = Counter()
+
+    def column_notes(self) -> list[str]:
+        """What the tables' missing columns cost: rows left out, events left unnamed."""
+        notes = []
+        for table, groups in _NEEDED.items():
+            lacks = self.x.lacks(table, *groups)
+            lost = self.read[table] - self.kept[table]
+            if lacks and lost:
+                notes.append(
+                    f"{table} has no {', '.join(lacks)} column: {lost:,} of its {self.read[table]:,} "
+                    "rows are left out"
+                )
+        for table, (group, what, placeholder) in _NAMING.items():
+            if self.x.lacks(table, group) and self.kept[table]:
+                notes.append(
+                    f"{table} has no {'/'.join(group)} column: its {self.kept[table]:,} {what} are "
+                    f"named {placeholder!r}"
+                )
+        return notes
 
     def _times(self, row: dict[str, Any], what: str) -> tuple[int, int] | None:
         start, end = row["start"], row["end"]
         if not isinstance(start, int) or not isinstance(end, int):
-            self.skipped[f"{what} without an end"] += 1
+            self.skipped[f"{what} without {'an end' if isinstance(start, int) else 'a start'}"] += 1
             return None
         if end < start:
             self.skipped[f"{what} ending before it starts"] += 1
@@ -135,6 +169,7 @@ class _Reader:
         context_device: dict[tuple[int, object], int] = {}
         for kind, table in _DEVICE_TABLES:  # sync last: it takes its device from the others
             for r in self.x.select(table, _DEVICE_COLUMNS + extra[kind]):
+                self.read[table] += 1
                 times = self._times(r, kind)
                 pid = _pid(r["globalPid"])
                 device = r["deviceId"]
@@ -173,6 +208,7 @@ class _Reader:
                 else:
                     row["name"] = names.sync_name(sync_kinds, r["syncType"])
                 self.devices[pid].add(device)
+                self.kept[table] += 1
                 self.by_pid[pid].add(
                     ts=times[0], dur=times[1], pid=pid, correlation=r["correlationId"], **row
                 )
@@ -182,9 +218,11 @@ class _Reader:
         calls: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         cols = ("start", "end", "globalTid", "correlationId", "nameId", "returnValue")
         for r in self.x.select("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
+            self.read["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
             times = self._times(r, "CUDA call")
             if times is None:
                 continue
+            self.kept["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
             raw = self._text(None, r["nameId"]) or "unknown CUDA call"
             name, kind = names.runtime_name(raw)
             pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
@@ -211,12 +249,16 @@ class _Reader:
         ops: dict[int, dict[int, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
         cols = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
         domains: dict[int, str] = {}
+        if "eventType" not in self.x.columns("NVTX_EVENTS"):  # no range told from a mark
+            self.read["NVTX_EVENTS"] = self.x.count("NVTX_EVENTS")
+            return ops
         for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType = {_NVTX_DOMAIN_CREATE}"):
             text = self._text(r["text"], r["textId"])
             if isinstance(r["domainId"], int) and text:
                 domains[r["domainId"]] = text
         kinds = ", ".join(str(k) for k in (*_NVTX_RANGES, _NVTX_MARK))
         for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType IN ({kinds})"):
+            self.read["NVTX_EVENTS"] += 1
             text = self._text(r["text"], r["textId"])
             if text is None:
                 self.skipped["NVTX range without text"] += 1
@@ -225,6 +267,7 @@ class _Reader:
             domain = domains.get(r["domainId"]) if isinstance(r["domainId"], int) else None
             if r["eventType"] == _NVTX_MARK:
                 if not isinstance(r["start"], int):
+                    self.skipped["NVTX mark without a time"] += 1
                     continue
                 kind, name, args, dur = "instant", text, {}, 0
                 ts = r["start"] + self.offset
@@ -239,6 +282,7 @@ class _Reader:
             ext = args.get("op_id") if kind == "cpu_op" else None
             if isinstance(ext, int):
                 ops[pid][tid].append((ts, ts + dur, ext))
+            self.kept["NVTX_EVENTS"] += 1
             self.by_pid[pid].add(
                 ts=ts, dur=dur, kind=kind, name=name, pid=pid, tid=tid, device=-1, stream=-1,
                 external_id=ext, args=_args(args),
@@ -389,9 +433,12 @@ def _convert(
         for r in export.select("ThreadNames", ("globalTid", "nameId"))
     }
     order = _rank_order(reader)
+    notes = reader.column_notes()
     if not order:
         raise NsysFormatError(
-            src, "Nsight Systems export with no kernel, copy, CUDA call or NVTX range in it"
+            src,
+            "Nsight Systems export with no kernel, copy, CUDA call or NVTX range in it"
+            + "".join(f"; {n}" for n in notes),
         )
     host = env.get("Hostname") or meta.get("EXPORT_HOST")
     node_value = detect_node({"hostname": host} if host else {}, src, node)
@@ -419,6 +466,8 @@ def _convert(
         }
         if reader.skipped:
             source["skipped"] = dict(sorted(reader.skipped.items()))
+        if notes:
+            source["notes"] = [f"{src.name}: {n}" for n in notes]
         devices = set(reader.devices[pid])
         results.append(
             write_rank(trace_dir, node_value, rank_value, table, source, _gpus(export, node_value, devices))

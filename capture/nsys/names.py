@@ -14,8 +14,12 @@ import re
 _API_VERSION = re.compile(r"_v\d{4,}$")
 
 #: PyTorch's ``--pytorch=autograd-nvtx`` op range: ``aten::mm, seq = 12, op_id = 345`` (then
-#: optionally ``, sizes = [...]`` and ``, input_op_ids = [...]``).
-OP_RANGE = re.compile(r"^(?P<op>[^,]+?)(?:, seq = (?P<seq>\d+))?, op_id = (?P<op_id>\d+)(?P<rest>.*)$", re.S)
+#: optionally ``, sizes = [...]`` and ``, input_op_ids = [...]``). Its numbers are ASCII digits
+#: that fit the int64 ids of the trace (18 at most): a text with a longer one is no op range.
+OP_RANGE = re.compile(
+    r"^(?P<op>[^,]+?)(?:, seq = (?P<seq>[0-9]{1,18}))?, op_id = (?P<op_id>[0-9]{1,18})(?![0-9])(?P<rest>.*)$",
+    re.S,
+)
 
 #: The default step range: the one PyTorch's profiler writes; ``profui import --nvtx-step`` sets another.
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#\d+$"

@@ -36,6 +36,12 @@ class NsysFormatError(TraceFormatError):
     """A file is missing, unreadable or not an Nsight Systems export; ``str(err)`` is one line."""
 
 
+def _text(value: object) -> object:
+    """A cell as the export means it: a BLOB where Nsight writes text (a process's name) is its
+    UTF-8 text, so that it reaches the trace as a name, never as bytes."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
 def is_nsys_file(path: Path) -> bool:
     """True for a file whose name ends like an Nsight Systems export or report."""
     return path.name.lower().endswith(NSYS_SUFFIXES)
@@ -56,6 +62,18 @@ class Export:
 
     def __exit__(self, *exc: object) -> None:
         self.conn.close()
+
+    def lacks(self, table: str, *groups: tuple[str, ...]) -> list[str]:
+        """Of ``groups`` (alternative columns, any one of which will do), those ``table`` has no
+        column of, spelled ``a`` or ``a/b``; empty when the export lacks the table itself."""
+        have = self.columns(table)
+        return ["/".join(g) for g in groups if have and not have.intersection(g)]
+
+    def count(self, table: str) -> int:
+        """The number of rows of ``table`` (0 when the export lacks it)."""
+        if table not in self.tables:
+            return 0
+        return self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
     def columns(self, table: str) -> set[str]:
         """The columns ``table`` has (empty when the export lacks the table)."""
@@ -78,6 +96,8 @@ class Export:
 
         def rows() -> Iterator[dict[str, object]]:
             for r in self.conn.execute(sql):
+                if bytes in map(type, r):
+                    r = tuple(map(_text, r))
                 yield {**missing, **dict(zip(names, r, strict=True))}
 
         return rows()
@@ -85,20 +105,22 @@ class Export:
     def strings(self) -> dict[int, str]:
         """``StringIds``: id -> text."""
         if self._strings is None:
-            self._strings = {i: v for i, v in self.conn.execute("SELECT id, value FROM StringIds")}
+            rows = self.conn.execute("SELECT id, value FROM StringIds")
+            self._strings = {i: v for i, v in ((i, _text(v)) for i, v in rows) if isinstance(v, str)}
         return self._strings
 
     def enum(self, table: str) -> dict[int, str]:
         """An ``ENUM_*`` table: id -> its ``name`` (empty when the export lacks it)."""
         if "name" not in self.columns(table):
             return {}
-        return {i: n for i, n in self.conn.execute(f'SELECT id, name FROM "{table}"')}
+        return {i: _text(n) for i, n in self.conn.execute(f'SELECT id, name FROM "{table}"')}
 
     def key_values(self, table: str, key: str = "name", value: str = "value") -> dict[str, str]:
         """A two-column metadata table (``META_DATA_EXPORT``, ``TARGET_INFO_SYSTEM_ENV``) as a dict."""
         if not {key, value} <= self.columns(table):
             return {}
-        return {str(k): str(v) for k, v in self.conn.execute(f'SELECT "{key}", "{value}" FROM "{table}"')}
+        rows = self.conn.execute(f'SELECT "{key}", "{value}" FROM "{table}"')
+        return {str(_text(k)): str(_text(v)) for k, v in rows}
 
     def epoch_offset_ns(self) -> int:
         """What to add to the export's times to make them ns since the Unix epoch.

@@ -99,6 +99,7 @@ def run_import(
             f"imported {events:,} events from {files} file(s) into {folder} "
             f"(node(s) {', '.join(manifest.hosts)}; rank(s) {ranks})"
         )
+        lines += [f"note: {n}" for n in manifest.source_notes()]  # what the import left out, ...
     return "\n".join(lines)
 
 

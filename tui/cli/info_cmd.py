@@ -55,6 +55,7 @@ def format_info(info: dict[str, Any]) -> str:
             + "; ".join(f"{g.get('id', '?')}: {g.get('name') or '?'} ({g.get('node', '')})" for g in gpus)
         )
     lines.append(f"events    {info['num_events']:,} in {info['num_event_files']} file(s)")
+    lines += [f"note      {n}" for n in m["source_notes"]]  # what the import left out, ...
     if info["num_metric_rows"]:
         lines.append(f"metrics   {info['num_metric_rows']:,} samples")
     if info["counts"]:

@@ -40,6 +40,7 @@ class DashboardView(TraceView):
 
     DEFAULT_CSS = """
     DashboardView #dash-status { height: 1; padding: 0 1; color: $text-muted; }
+    DashboardView #dash-notes { height: auto; max-height: 4; padding: 0 1; color: $warning; display: none; }
     DashboardView #charts { height: 1fr; }
     DashboardView.-wide #charts { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
     """
@@ -66,6 +67,7 @@ class DashboardView(TraceView):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="dash-status")
+        yield Static("", id="dash-notes")
         with VerticalScroll(id="charts"):
             for chart in dc.CHARTS:
                 yield ChartPanel(chart.id, chart.title, chart.hint, lines=chart.lines)
@@ -94,6 +96,7 @@ class DashboardView(TraceView):
         self.complete = False
         self.drawn: set[str] = set()
         self.started = time.perf_counter()
+        self._show_notes()
         if self._draw_kept():
             # the stage outputs (for picking an annotation, the next rank...) are loaded when an
             # action first needs them: a warm open shows the dashboard without importing Polars
@@ -104,6 +107,16 @@ class DashboardView(TraceView):
             return
         self._status("loading…")
         self._load()
+
+    def _show_notes(self) -> None:
+        """The importers' notes (what an import left out, ...) above the charts; hidden when none."""
+        try:
+            notes = self.session.manifest.source_notes()
+        except Exception:  # a trace that cannot be opened now: the normal path says why
+            notes = []
+        widget = self.query_one("#dash-notes", Static)
+        widget.update(Text("\n".join(f"note: {n}" for n in notes), overflow="ellipsis"))
+        widget.display = bool(notes)
 
     def _draw_kept(self) -> bool:
         """Draw what the last complete dashboard of this trace as it is now drew

@@ -931,6 +931,7 @@ def _decode_part(part: list, part_idx: list[int] | range, doc: KinetoDoc) -> lis
 class _FlowProbe(msgspec.Struct):
     ph: Any = None
     cat: Any = None
+    ts: msgspec.Raw = msgspec.Raw()  # a flow without one is dropped, counted, by both paths
 
 
 _one_decoder = msgspec.json.Decoder(BatchEvent)
@@ -946,7 +947,7 @@ def _correlation_flow(raw: bytes) -> BatchEvent | None:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     if probe.ph in ("s", "f", "t") and probe.cat in CORRELATION_FLOWS:
-        return BatchEvent(ph=probe.ph, cat=probe.cat)
+        return BatchEvent(ph=probe.ph, cat=probe.cat, ts=probe.ts)
     return None
 
 

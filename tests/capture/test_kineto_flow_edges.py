@@ -64,3 +64,20 @@ def test_both_paths_agree_on_the_dropped_flows(tmp_path: Path) -> None:
 
     bad, _left, _dropped = _damaged(tmp_path)
     assert assert_same(bad, bad.read_bytes()) > 0
+
+
+def test_a_launch_flow_with_an_odd_pid_and_no_time_is_counted_dropped(tmp_path: Path) -> None:
+    # an ac2g flow the batch decode refuses (pid 1.5) is probed alone: its ts decides too
+    from test_kineto_native import assert_same
+
+    from profui.capture.kineto.convert import convert_events
+    from profui.capture.kineto.reader import decode
+
+    doc = json.loads(gzip.decompress(shared_trace(FLOWS).read_bytes()))
+    flow = next(e for e in doc["traceEvents"] if e.get("cat") == "ac2g" and e.get("ph") == "f")
+    flow["pid"], flow["ts"] = 1.5, "zz"
+    bad = tmp_path / "odd.json"
+    bad.write_text(json.dumps(doc))
+    assert assert_same(bad, bad.read_bytes()) > 0
+    conv = convert_events(decode(bad, bytearray(bad.read_bytes())), native=False)
+    assert conv.source["skipped"] == {"f:bad-ts": 1}

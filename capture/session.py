@@ -40,6 +40,13 @@ class Session:
         """A unique spool path for one hand-over from process ``pid`` of ``rank``."""
         return self.spool / f"r{rank}-p{pid}-{seq:04d}{suffix}"
 
+    def window_marker(self, rank: int, pid: int, seq: int, first: int, last: int | None) -> Path:
+        """The ``.open`` marker of a window being recorded. Its steps are in its name, not its
+        text: making it empty, and renaming it (:func:`failed_marker`), need no free space, so a
+        window lost to a full disk is still told."""
+        span = f"{first}-{'' if last is None else last}"
+        return self.spool / f"r{rank}-p{pid}-{seq:04d}.steps{span}{OPEN_SUFFIX}"
+
     def note(self, text: str) -> None:
         """Leave one line for the manifest's notes; on stderr when the spool cannot take it."""
         try:
@@ -99,6 +106,27 @@ def parse_spool_name(name: str) -> tuple[int, int, int] | None:
         return None
 
 
+def failed_marker(marker: Path, errno: int | None) -> Path:
+    """The name a window's ``.open`` marker is renamed to when the window could not be handed
+    over, with the error's number when known."""
+    stem = marker.name[: -len(OPEN_SUFFIX)]
+    return marker.with_name(stem + (f".e{errno}" if errno else "") + FAILED_SUFFIX)
+
+
+def marker_info(name: str) -> tuple[int | None, int | None, int | None]:
+    """(first step, last step, error number) of a window marker's name (:meth:`Session.window_marker`,
+    :func:`failed_marker`); None for what it does not say."""
+    first = last = errno = None
+    for part in name.split(".")[1:]:
+        if part.startswith("steps"):
+            lo, _, hi = part[5:].partition("-")
+            first = int(lo) if lo.isdigit() else None
+            last = int(hi) if hi.isdigit() else None
+        elif part[:1] == "e" and part[1:].isdigit():
+            errno = int(part[1:])
+    return first, last, errno
+
+
 def claim_rank(session: Session, rank_: int) -> bool:
     """Become the one traced process of ``rank_`` on this node.
 
@@ -109,10 +137,12 @@ def claim_rank(session: Session, rank_: int) -> bool:
     me = os.getpid()
     for _ in range(2):
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            # a link made exclusively holds the pid in itself: no free space needed (a full
+            # disk would leave a file without its pid, and an error that stopped tracing)
+            os.symlink(str(me), path)
         except FileExistsError:
             try:
-                holder = int(path.read_text().strip() or "0")
+                holder = int(os.readlink(path) or "0")
             except (OSError, ValueError):
                 return False
             if holder == me:
@@ -126,8 +156,6 @@ def claim_rank(session: Session, rank_: int) -> bool:
             continue
         except OSError:
             return False
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(me))
         return True
     return False
 

@@ -141,11 +141,11 @@ class Tracer:
         if hasattr(prof, "_prev_schedule_action"):
             prof._prev_schedule_action = prof.current_action
         self.seq += 1
-        self.marker = self.session.spool_name(self.rank, self.pid, self.seq, _session.OPEN_SUFFIX)
+        self.marker = self.session.window_marker(
+            self.rank, self.pid, self.seq, first, w.last if w.last < _OPEN_END else None
+        )
         try:
-            self.marker.write_text(
-                json.dumps({"first": first, "last": w.last if w.last < _OPEN_END else None})
-            )
+            self.marker.touch()
         except OSError:
             self.marker = None
         self.active = w
@@ -175,7 +175,7 @@ class Tracer:
             self._pending = (tmp, final)
         except Exception as exc:
             self._pending = None
-            self._lost(f"not exported ({exc})", tmp)
+            self._lost(f"not exported ({exc})", final, exc)
         self._export_s = time.perf_counter() - t0
 
     def _write_meta(self) -> None:
@@ -192,7 +192,7 @@ class Tracer:
                 final.with_name(final.name + ".meta").write_text(json.dumps(meta))
                 os.replace(tmp, final)
             except OSError as exc:
-                self._lost(f"not written ({exc})", tmp)
+                self._lost(f"not written ({exc})", final, exc)
         if self.marker is not None:
             try:
                 self.marker.unlink()
@@ -200,21 +200,17 @@ class Tracer:
                 pass
             self.marker = None
 
-    def _lost(self, why: str, tmp: Path) -> None:
+    def _lost(self, why: str, final: Path, exc: BaseException) -> None:
         """A window could not be handed over (disk full...): free its space, leave word of it."""
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        for part in (".tmp", ".meta"):  # the meta too: a full disk leaves it made but empty
+            try:
+                final.with_name(final.name + part).unlink()
+            except OSError:
+                pass
         if self.marker is not None:
             # renaming needs no free space, unlike writing a note: profcap reads it at the end
             try:
-                os.replace(
-                    self.marker,
-                    self.marker.with_name(
-                        self.marker.name[: -len(_session.OPEN_SUFFIX)] + _session.FAILED_SUFFIX
-                    ),
-                )
+                os.replace(self.marker, _session.failed_marker(self.marker, _errno(exc)))
                 self.marker = None
             except OSError:
                 pass
@@ -284,6 +280,15 @@ class Tracer:
                 )
             except OSError:
                 pass
+
+
+def _errno(exc: BaseException | None) -> int | None:
+    """The OS error number behind ``exc`` (torch raises RuntimeErrors that wrap it), if any."""
+    while exc is not None:
+        if isinstance(exc, OSError) and exc.errno:
+            return exc.errno
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 _tracer: Tracer | None = None

@@ -74,16 +74,13 @@ def lost_windows(spool: Path) -> list[str]:
         failed = n.endswith(_session.FAILED_SUFFIX)
         if ids is None or (not failed and _session._alive(ids[1])):
             continue
-        try:
-            info = json.loads((spool / n).read_text() or "{}")
-        except (OSError, ValueError):
-            info = {}
-        first, last = info.get("first"), info.get("last")
+        first, last, errno = _session.marker_info(n)
         steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
         if failed:
+            why = os.strerror(errno) if errno else "disk full?"
             notes.append(
                 f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) could not be written to the "
-                "spool (disk full?); it is lost"
+                f"spool ({why}); it is lost"
             )
         else:
             if not unwritable:

@@ -62,9 +62,10 @@ def test_one_traced_process_per_rank(tmp_path):
     )
     assert other.returncode == 1  # rank 0 is held by this live process; rank 1 was free
     # a claim left by a process that has exited is taken over
-    (tmp_path / "owner-r1").write_text(str(_dead_pid()))
+    (tmp_path / "owner-r1").unlink()
+    os.symlink(str(_dead_pid()), tmp_path / "owner-r1")  # a claim holds its pid as a link's target
     assert session.claim_rank(sess, 1)
-    assert (tmp_path / "owner-r1").read_text() == str(os.getpid())
+    assert os.readlink(tmp_path / "owner-r1") == str(os.getpid())
 
 
 def _dead_pid() -> int:

@@ -24,6 +24,8 @@ import polars as pl
 
 from profui.capture.format.regular import not_regular
 
+from .records import RunId, Scalar
+
 META = "meta.json"
 ARTIFACTS = "artifacts"
 
@@ -95,8 +97,6 @@ def artifact_dir(private_dir: Path, stage: str, key: str) -> Path:
 
 FileName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
 Sha256 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
-#: A parameter's value (parameters are int, float, str or bool).
-Scalar = bool | int | float | str | None
 
 
 # Closed schema of scalars below its declared containers: decoding checks every type and never
@@ -111,7 +111,7 @@ class ArtifactMeta(msgspec.Struct, forbid_unknown_fields=True):
     outputs: dict[FileName, Sha256]
     sizes: dict[FileName, Annotated[int, msgspec.Meta(ge=0)]]
     output_hash: str
-    run: str | None = None
+    run: RunId | None = None  # becomes a run record's origin_run: of the same type
     created: str | None = None
     code_version: str | None = None
     params: dict[str, Scalar] = {}

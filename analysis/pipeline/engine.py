@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir, trace_fingerprint
+from profui.capture.format.liveness import this_host
 
 from . import records
 from .artifacts import artifact_dir, artifact_key, digest, verify, write_artifact
@@ -71,6 +72,7 @@ class _Run:
             reference=plan.reference.id if plan.reference else None,
             resume_of=plan.resume_of,
             pid=os.getpid(),
+            host=this_host(),
         )
         for name in registry.order:
             self.rec.stages[name] = StageRecord(name=name, params=_stage_params(registry, name, plan.params))

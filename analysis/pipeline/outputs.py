@@ -21,6 +21,12 @@ def list_runs(trace_path: str | Path) -> list[RunRecord]:
     return records.list_runs(_private(trace_path))
 
 
+def damaged_runs(trace_path: str | Path) -> list[records.Damaged]:
+    """The files under the trace's ``runs/`` named like run records that are not one (each with
+    its problem), oldest first: to be listed as damaged, never read as runs."""
+    return records.scan(_private(trace_path))[1]
+
+
 def load_run(trace_path: str | Path, run_id: str) -> RunRecord:
     """One run record by id (``run-0003``, ``3`` or ``latest``); PipelineError if unknown."""
     private = _private(trace_path)

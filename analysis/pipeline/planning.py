@@ -7,7 +7,6 @@ Planning only reads run records and artifact metadata, so it is safe without the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from .artifacts import remove_temporaries, verify
 from .dag import TRACE, Registry
 from .errors import PipelineError
 from .params import resolve_params
-from .records import RunRecord, StageRecord, now_iso
+from .records import RunRecord, StageRecord
 
 
 @dataclass
@@ -44,38 +43,21 @@ _STATUS_WORDS = {
 }
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_live(record: RunRecord, lock_held_by_us: bool) -> bool:
-    """Whether an ``executing`` record belongs to a process still running it."""
-    if record.status != "executing":
-        return False
-    if lock_held_by_us:
-        return False  # the executing process would hold the lock
-    return _pid_alive(record.pid)
+    """Whether an ``executing`` record belongs to a process still running it (records read by
+    :func:`records.list_runs` are settled: one whose process is gone reads ``interrupted``)."""
+    # the executing process would hold the lock
+    return record.status == "executing" and not lock_held_by_us
 
 
 def repair_stale(private_dir: Path) -> list[str]:
-    """Mark runs left ``executing`` by a killed process as ``failed``; call holding the lock."""
+    """Rewrite the runs left ``executing`` by a killed process as ``interrupted``; call holding
+    the lock (so every ``executing`` record is stale, whatever became of its pid)."""
     fixed = []
-    for rec in records.list_runs(private_dir):
+    for rec in records.scan(private_dir)[0]:
         if rec.status != "executing":
             continue
-        msg = f"process {rec.pid} ended without recording an outcome (killed?)"
-        for s in rec.stages.values():
-            if s.status == "running":
-                s.status, s.error, s.end = "failed", msg, s.end or now_iso()
-        rec.status, rec.error, rec.ended = "failed", msg, rec.ended or now_iso()
+        records.interrupt(rec)
         records.save(private_dir, rec)
         fixed.append(rec.id)
     remove_temporaries(private_dir)

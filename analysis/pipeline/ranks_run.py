@@ -19,11 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from profui.capture.format import TraceFormatError, files_fingerprint, write_bytes_atomic
+from profui.capture.format.regular import not_regular
 
 from .artifacts import artifact_dir, artifact_key, digest, load_files, verify, write_artifact
 from .errors import PipelineError
-from .records import now_iso
+from .records import Scalar, now_iso
 
 RANKS_RUNS = "ranks-runs"
 STAGE = "by-rank"
@@ -42,9 +45,9 @@ class RanksRecord:
     id: str
     created: str
     status: str = "executing"
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Scalar] = field(default_factory=dict)
     resume_of: str | None = None
-    ranks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ranks: dict[str, dict[str, str | None]] = field(default_factory=dict)
     message: str | None = None
     summary: str | None = None
     end: str | None = None
@@ -73,10 +76,17 @@ def save(private: Path, rec: RanksRecord) -> None:
 def load(private: Path, run_id: str) -> RanksRecord:
     """The record of run ``run_id``; :class:`PipelineError` when there is none."""
     p = runs_dir(private) / f"{run_id}.json"
+    problem = not_regular(p)  # a FIFO would block the read
     try:
-        return RanksRecord(**json.loads(p.read_text()))
-    except (OSError, ValueError, TypeError):
+        if problem is not None:
+            raise ValueError(problem)
+        # typed decoding: every field checked, scalars only below the declared containers
+        return msgspec.json.decode(p.read_bytes(), type=RanksRecord)
+    except FileNotFoundError:
         raise PipelineError(f"{p}: no run by ranks {run_id!r} here") from None
+    except (OSError, ValueError, msgspec.MsgspecError, RecursionError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PipelineError(f"{p}: damaged record of a run by ranks ({why})") from None
 
 
 def is_ranks_run(run_id: str | None) -> bool:

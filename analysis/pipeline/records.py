@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+import msgspec
 
 from profui.capture.format import TraceFormatError, write_bytes_atomic
+from profui.capture.format.liveness import capture_gone, this_host
+from profui.capture.format.regular import not_regular
 
 from .errors import PipelineError
 
 RUNS = "runs"
-RUN_STATUSES = ("executing", "succeeded", "failed", "stopped")
+RunStatus = Literal["executing", "succeeded", "failed", "stopped", "interrupted"]
 #: pending: not started yet; skipped: not selected and not needed (downstream of the selection,
 #: or after a failure); succeeded covers computed, cache and reused outputs.
-STAGE_STATUSES = ("pending", "running", "succeeded", "failed", "stopped", "skipped")
-PROVENANCES = ("computed", "cache", "reused")
+StageStatus = Literal["pending", "running", "succeeded", "failed", "stopped", "skipped"]
+Provenance = Literal["computed", "cache", "reused"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+STAGE_STATUSES: tuple[str, ...] = get_args(StageStatus)
+PROVENANCES: tuple[str, ...] = get_args(Provenance)
+#: A parameter's value in a record (parameters are int, float, str or bool).
+Scalar = bool | int | float | str | None
+RunId = Annotated[str, msgspec.Meta(pattern=r"^run-[0-9]+$")]
 _ID_RE = re.compile(r"^run-(\d+)$")
+#: What a run whose process died before recording an outcome reads as.
+INTERRUPTED = "ended without recording an outcome (its process is gone: killed?)"
 
 
 def now_iso() -> str:
@@ -34,8 +46,18 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
-@dataclass
-class StageRecord:
+def _check_times(*times: str | None) -> None:
+    """Raise ValueError unless each time is absent or an ISO 8601 time with its UTC offset (what
+    :func:`now_iso` writes), so that :func:`seconds_between` of a decoded record cannot fail."""
+    for t in times:
+        if t is not None and datetime.fromisoformat(t).tzinfo is None:
+            raise ValueError(f"time {t!r} has no UTC offset")
+
+
+# The records are msgspec Structs that refuse unknown fields and hold only scalars below their
+# declared containers: decoding a file checks every type, and no nesting deeper than the schema's
+# own few levels is ever descended into (nothing is skipped unread).
+class StageRecord(msgspec.Struct, forbid_unknown_fields=True):
     """What happened to one stage in one run.
 
     ``provenance`` says where a succeeded stage's output came from: ``computed`` here, ``cache``
@@ -47,18 +69,19 @@ class StageRecord:
     """
 
     name: str
-    status: str = "pending"
-    provenance: str | None = None
-    source_run: str | None = None
-    origin_run: str | None = None
+    status: StageStatus = "pending"
+    provenance: Provenance | None = None
+    source_run: RunId | None = None
+    origin_run: RunId | None = None
     start: str | None = None
     end: str | None = None
-    attempt: int = 0
-    params: dict[str, Any] = field(default_factory=dict)
+    attempt: Annotated[int, msgspec.Meta(ge=0)] = 0
+    params: dict[str, Scalar] = {}
     code_version: str | None = None
-    inputs: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = {}
     key: str | None = None
-    artifact: str | None = None  # folder relative to TRACE/.profui
+    # folder relative to TRACE/.profui: artifacts/<stage>/<key>, nothing that leads elsewhere
+    artifact: Annotated[str, msgspec.Meta(pattern=r"^artifacts/[A-Za-z0-9_-]+/[0-9a-f]+$")] | None = None
     output_hash: str | None = None
     error: str | None = None
     traceback: str | None = None
@@ -66,32 +89,42 @@ class StageRecord:
     #: and the problem (``{"path", "problem"}``), to be said as every command says bad input.
     bad_input: dict[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        _check_times(self.start, self.end)
+
     @property
     def seconds(self) -> float | None:
         """Wall time of the stage in this run."""
         return seconds_between(self.start, self.end)
 
 
-@dataclass
-class RunRecord:
+class _RunFields(msgspec.Struct, forbid_unknown_fields=True):
+    id: RunId
+    created: str
+    status: RunStatus = "executing"
+    params: dict[str, Scalar] = {}
+    selection: list[str] | None = None  # None: every stage
+    reference: RunId | None = None
+    resume_of: RunId | None = None
+    ended: str | None = None
+    error: str | None = None
+    pid: Annotated[int, msgspec.Meta(ge=0, lt=2**31)] = 0  # a pid_t
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_times(self.created, self.ended)
+
+
+class RunRecord(_RunFields):
     """One ``profui analyze`` run.
 
     ``selection`` is None for a full run; ``reference`` the run whose parameters (and, for a
     selective run, outputs) this one started from; ``resume_of`` the run a ``--resume`` finishes.
-    ``pid`` is the process that executed it (used to tell a live run from a killed one).
+    ``pid`` and ``host`` are the process that executed it (used to tell a live run from a killed
+    one: :func:`settle`).
     """
 
-    id: str
-    created: str
-    status: str = "executing"
-    params: dict[str, Any] = field(default_factory=dict)
-    selection: list[str] | None = None  # None: every stage
-    reference: str | None = None
-    resume_of: str | None = None
-    ended: str | None = None
-    error: str | None = None
-    pid: int = 0
-    stages: dict[str, StageRecord] = field(default_factory=dict)
+    stages: dict[str, StageRecord] = {}
 
     @property
     def seconds(self) -> float | None:
@@ -102,7 +135,7 @@ class RunRecord:
         """The error of the stage that failed on input it cannot read, when that is why the run
         failed (to be raised, so that it is said as all bad input is); else None."""
         for s in self.stages.values():
-            bad = s.bad_input if s.status == "failed" and isinstance(s.bad_input, dict) else {}
+            bad = s.bad_input if s.status == "failed" and s.bad_input is not None else {}
             if bad.get("path") and bad.get("problem"):
                 return TraceFormatError(bad["path"], bad["problem"])
         return None
@@ -119,22 +152,59 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (stages in pipeline order)."""
-        d = asdict(self)
-        d["stages"] = [asdict(s) for s in self.stages.values()]
+        d = msgspec.to_builtins(self)
+        d["stages"] = list(d["stages"].values())
         d["seconds"] = self.seconds
         d["counts"] = self.counts()
         return d
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        """Inverse of :meth:`to_dict` (unknown keys ignored)."""
-        known = {f.name for f in fields(cls)} - {"stages"}
-        rec = cls(**{k: v for k, v in data.items() if k in known})
-        sknown = {f.name for f in fields(StageRecord)}
-        for s in data.get("stages", []):
-            st = StageRecord(**{k: v for k, v in s.items() if k in sknown})
-            rec.stages[st.name] = st
-        return rec
+
+class _RunFile(_RunFields):
+    """A run record as :func:`save` writes it: the stages a list, the derived figures beside."""
+
+    stages: list[StageRecord] = []
+    seconds: float | None = None
+    counts: dict[str, int] = {}
+
+
+_DECODE = msgspec.json.Decoder(_RunFile).decode
+
+
+class DamagedRecord(ValueError):
+    """A run record file that is not one; ``str()`` says what is wrong, in one line."""
+
+
+def decode(data: bytes) -> RunRecord:
+    """The run record in ``data`` (a file's bytes), every field's type checked; DamagedRecord
+    when it is not a run record (bad JSON, wrong types, unknown fields, a stage twice)."""
+    try:
+        doc = _DECODE(data)
+    except msgspec.MsgspecError as exc:
+        raise DamagedRecord(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except RecursionError:  # defence in depth: the closed schema stops any deep nesting first
+        raise DamagedRecord("nested too deep") from None
+    rec = RunRecord(**{f: getattr(doc, f) for f in _RunFields.__struct_fields__})
+    for s in doc.stages:
+        if s.name in rec.stages:
+            raise DamagedRecord(f"stage {s.name} recorded twice")
+        rec.stages[s.name] = s
+    return rec
+
+
+def process_gone(rec: RunRecord) -> bool:
+    """Whether ``rec`` is ``executing`` but the process that executed it is gone (the capture's
+    liveness rule; a record without a host, from before hosts were recorded, is this host's)."""
+    return rec.status == "executing" and capture_gone({"pid": rec.pid, "host": rec.host or this_host()})
+
+
+def interrupt(rec: RunRecord) -> None:
+    """Mark ``rec``, whose process died while executing it, ``interrupted`` (its running stage
+    ``stopped``), in place."""
+    msg = f"process {rec.pid} {INTERRUPTED}"
+    for s in rec.stages.values():
+        if s.status == "running":
+            s.status, s.error = "stopped", msg
+    rec.status, rec.error = "interrupted", msg
 
 
 def runs_dir(private_dir: Path) -> Path:
@@ -149,41 +219,86 @@ def save(private_dir: Path, record: RunRecord) -> Path:
     return path
 
 
+def read(path: Path) -> RunRecord:
+    """The run record in file ``path``; DamagedRecord when it is not one (FileNotFoundError
+    when absent). A FIFO or device is refused unopened: reading one would block."""
+    problem = not_regular(path)
+    if problem is not None:
+        raise DamagedRecord(problem)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise DamagedRecord(exc.strerror or str(exc)) from None
+    rec = decode(data)
+    if rec.id != path.stem:  # the id names the file a repair rewrites: never another one
+        raise DamagedRecord(f"it records run {rec.id}")
+    return rec
+
+
 def load(private_dir: Path, run_id: str) -> RunRecord:
-    """Read one run record; PipelineError if absent or unreadable."""
+    """Read one run record (settled: :func:`settle`); PipelineError if absent or damaged."""
     path = runs_dir(private_dir) / f"{run_id}.json"
     try:
-        return RunRecord.from_dict(json.loads(path.read_bytes()))
+        return settle(read(path))
     except FileNotFoundError:
         raise PipelineError(f"{path.parent.parent.parent}: no run {run_id}") from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise PipelineError(f"{path}: unreadable run record ({exc})") from None
+    except DamagedRecord as exc:
+        raise PipelineError(f"{path}: damaged run record ({exc})") from None
 
 
-def _number(run_id: str) -> int:
+def settle(rec: RunRecord) -> RunRecord:
+    """``rec`` as it reads now: an ``executing`` run whose process is gone is ``interrupted``."""
+    if process_gone(rec):
+        interrupt(rec)
+    return rec
+
+
+def run_number(run_id: str) -> int:
+    """The number of ``run-0007`` (7); -1 for what is not a run id."""
     m = _ID_RE.match(run_id)
     return int(m.group(1)) if m else -1
 
 
-def list_runs(private_dir: Path) -> list[RunRecord]:
-    """Every readable run record, oldest first."""
+@dataclass(frozen=True)
+class Damaged:
+    """A file under ``runs/`` named like a run record that is not one."""
+
+    id: str
+    path: Path
+    problem: str
+
+
+def scan(private_dir: Path) -> tuple[list[RunRecord], list[Damaged]]:
+    """Every run record as written (oldest first), and the damaged ones."""
     folder = runs_dir(private_dir)
     if not folder.is_dir():
-        return []
-    out = []
+        return [], []
+    out: list[RunRecord] = []
+    damaged: list[Damaged] = []
     for p in folder.glob("run-*.json"):
         try:
-            out.append(RunRecord.from_dict(json.loads(p.read_bytes())))
-        except (OSError, ValueError, TypeError):
-            continue  # a foreign or damaged file is not a run
-    out.sort(key=lambda r: (_number(r.id), r.created))
-    return out
+            out.append(read(p))
+        except FileNotFoundError:
+            continue  # removed since the listing (a prune)
+        except DamagedRecord as exc:
+            damaged.append(Damaged(p.stem, p, str(exc)))
+    out.sort(key=lambda r: (run_number(r.id), r.created))
+    damaged.sort(key=lambda d: (run_number(d.id), d.id))
+    return out, damaged
+
+
+def list_runs(private_dir: Path) -> list[RunRecord]:
+    """Every readable run record, oldest first, settled (:func:`settle`); a damaged one is not
+    a run (:func:`scan` names them)."""
+    return [settle(r) for r in scan(private_dir)[0]]
 
 
 def next_id(private_dir: Path) -> str:
     """The next run id (``run-0001``, ``run-0002``, ...); call while holding the lock."""
     folder = runs_dir(private_dir)
-    nums = [_number(p.stem) for p in folder.glob("run-*.json")] if folder.is_dir() else []
+    nums = [run_number(p.stem) for p in folder.glob("run-*.json")] if folder.is_dir() else []
     return f"run-{max(nums, default=0) + 1:04d}"
 
 

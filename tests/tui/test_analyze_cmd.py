@@ -194,7 +194,7 @@ def test_two_concurrent_full_analyses_do_not_corrupt(trace: Path, tmp_path: Path
     no_half_outputs(trace)
 
 
-def test_killed_run_is_repaired_to_failed_by_the_next_analysis(trace: Path, tmp_path: Path) -> None:
+def test_killed_run_is_repaired_to_interrupted_by_the_next_analysis(trace: Path, tmp_path: Path) -> None:
     p, _ = start(
         ["analyze", str(trace), "-q", "--set", "debug_sleep_s=120", "--set", "debug_sleep_stage=correlate"],
         tmp_path,
@@ -208,8 +208,8 @@ def test_killed_run_is_repaired_to_failed_by_the_next_analysis(trace: Path, tmp_
     rec = analyze(trace)
     assert rec.status == "succeeded" and rec.id == "run-0002"
     dead = record(trace, "run-0001")
-    assert dead["status"] == "failed" and "killed" in dead["error"]
-    assert {s["name"]: s["status"] for s in dead["stages"]}["correlate"] == "failed"
+    assert dead["status"] == "interrupted" and "killed" in dead["error"]
+    assert {s["name"]: s["status"] for s in dead["stages"]}["correlate"] == "stopped"
     # ingest finished in the killed run; the new run found it in the cache.
     assert rec.stages["ingest"].provenance == "cache" and rec.stages["ingest"].origin_run == "run-0001"
     # And the killed run can be resumed from where it died.

@@ -15,6 +15,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from profui.analysis.pipeline import RunRecord, StageEvent
+    from profui.analysis.pipeline.records import Damaged
 
 # The pipeline (and Polars with it) is imported by the commands that run, not with the CLI:
 # `profui open` of a warm trace never needs it.
@@ -127,8 +128,8 @@ def stage_table(rec: RunRecord) -> Table:
     return t
 
 
-def runs_table(runs: list[RunRecord]) -> Table:
-    """One row per run."""
+def runs_table(runs: list[RunRecord], damaged: list[Damaged] | None = None) -> Table:
+    """One row per run, and one per damaged run record (status ``damaged``), by run number."""
     t = Table(title_justify="left")
     for col in (
         "run",
@@ -142,7 +143,13 @@ def runs_table(runs: list[RunRecord]) -> Table:
         "reference",
     ):
         t.add_column(col)
-    for r in runs:
+    from profui.analysis.pipeline.records import Damaged, run_number
+
+    rows = [(run_number(r.id), r.id, r) for r in [*runs, *(damaged or [])]]
+    for *_, r in sorted(rows, key=lambda row: row[:2]):
+        if isinstance(r, Damaged):
+            t.add_row(r.id, "-", "damaged", "-", "-", "-", "-", "-", "-")
+            continue
         c = r.counts()
         t.add_row(
             r.id,
@@ -334,7 +341,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
-        from profui.analysis.pipeline import PipelineError, list_runs, load_run, prune
+        from profui.analysis.pipeline import PipelineError, damaged_runs, list_runs, load_run, prune
 
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
@@ -347,18 +354,21 @@ def register(app: typer.Typer) -> None:
                 )
                 return
             if run is None:
-                runs = list_runs(trace_dir)
+                runs, damaged = list_runs(trace_dir), damaged_runs(trace_dir)
                 if as_json:
                     rows = []
                     for r in runs:
                         d = r.to_dict()
                         d.pop("stages")
                         rows.append(d)
+                    rows += [{"id": d.id, "status": "damaged", "error": d.problem} for d in damaged]
                     sys.stdout.write(json.dumps(rows, indent=1) + "\n")
-                elif not runs:
+                elif not runs and not damaged:
                     out.print(f"no analysis runs yet; run `profui analyze {trace}`")
                 else:
-                    out.print(runs_table(runs))
+                    out.print(runs_table(runs, damaged))
+                    for d in damaged:
+                        out.print(f"{d.id}: damaged run record ({d.problem}): {d.path}", markup=False)
                 return
             rec = load_run(trace_dir, run)
         except PipelineError as exc:

@@ -17,10 +17,16 @@ RUN_COLUMNS = ["id", "status", "created", "seconds", "computed", "cache", "reuse
 STAGE_COLUMNS = ["name", "status", "provenance", "seconds", "source_run", "params", "error"]
 
 
-def runs_frame(records: list) -> pl.DataFrame:
-    """One row per run record (newest first), for the table."""
+def runs_frame(records: list, damaged: list = ()) -> pl.DataFrame:
+    """One row per run record (newest first), for the table; a damaged record's file (a
+    :class:`~profui.analysis.pipeline.records.Damaged`) is a row of status ``damaged``."""
+    from profui.analysis.pipeline.records import run_number
+
     rows = []
-    for r in reversed(records):
+    for d in damaged:
+        rows.append({"id": d.id, "status": "damaged", "created": "", "seconds": None, "selection": ""})
+        rows[-1].update(computed=None, cache=None, reused=None, failed=None)
+    for r in records:
         counts = r.counts()
         rows.append(
             {
@@ -35,7 +41,9 @@ def runs_frame(records: list) -> pl.DataFrame:
                 "selection": ",".join(r.selection) if r.selection else "all",
             }
         )
-    return pl.DataFrame(rows, schema_overrides={"seconds": pl.Float64}) if rows else pl.DataFrame()
+    rows.sort(key=lambda row: (run_number(row["id"]), row["id"]), reverse=True)
+    ints = dict.fromkeys(("computed", "cache", "reused", "failed"), pl.Int64)
+    return pl.DataFrame(rows, schema_overrides={"seconds": pl.Float64, **ints}) if rows else pl.DataFrame()
 
 
 def stages_frame(record) -> pl.DataFrame:
@@ -78,15 +86,16 @@ class RunsView(TraceView):
 
     @work(thread=True, exclusive=True, group="runs")
     def _load(self) -> None:
-        from profui.analysis.pipeline.records import list_runs
+        from profui.analysis.pipeline.records import scan, settle
 
-        records = list_runs(self.session.dir.private_dir)
-        self.app.call_from_thread(self._show, records)
+        records, damaged = scan(self.session.dir.private_dir)
+        self.app.call_from_thread(self._show, [settle(r) for r in records], damaged)
 
-    def _show(self, records: list) -> None:
+    def _show(self, records: list, damaged: list = ()) -> None:
         self.records = {r.id: r for r in records}
+        self.damaged = {d.id: d for d in damaged}
         status = self.query_one("#runs-status", Static)
-        if not records:
+        if not records and not damaged:
             status.update(
                 f"No analysis runs of this trace yet (profui analyze; not training runs). Run: "
                 f"profui analyze {self.session.path}"
@@ -97,7 +106,7 @@ class RunsView(TraceView):
                 " · ↑↓ pick one · its stages below"
             )
         table = self.query_one("#runs-table", FrameTable)
-        table.set_frame(runs_frame(records), RUN_COLUMNS)
+        table.set_frame(runs_frame(records, damaged), RUN_COLUMNS)
         self._show_stages()
         self.ready = True
 
@@ -109,6 +118,12 @@ class RunsView(TraceView):
             stages.set_frame(pl.DataFrame())
             title.update("")
             return
+        if row["id"] not in self.records:  # a damaged record: its problem, no stages
+            self.stages_of = None
+            bad = self.damaged[row["id"]]
+            title.update(f"{bad.id}: damaged run record ({bad.problem}): {bad.path}")
+            stages.set_frame(pl.DataFrame())
+            return
         rec = self.records[row["id"]]
         if getattr(self, "stages_of", None) == (rec.id, rec.status, len(rec.stages)) and stages.row_count:
             return  # already shown
@@ -118,5 +133,5 @@ class RunsView(TraceView):
 
     @on(DataTable.RowHighlighted, "#runs-table")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if getattr(self, "records", None):
+        if getattr(self, "records", None) is not None:
             self._show_stages()

@@ -13,9 +13,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from .errors import PipelineError
 
 LOCK = "lock"
+
+
+class _Holder(msgspec.Struct):
+    """What :meth:`TraceLock.set_holder` writes; typed, so a damaged lock file reads as unknown."""
+
+    pid: int | None = None
+    run: str | None = None
+
+
+_decode_holder = msgspec.json.Decoder(_Holder).decode
 
 
 class TraceLock:
@@ -73,10 +85,10 @@ class TraceLock:
         os.pwrite(self._fd, data, 0)
 
     def holder(self) -> dict[str, Any]:
-        """Who holds the lock, as written by :meth:`set_holder` (empty if unknown)."""
+        """Who holds the lock, as written by :meth:`set_holder` (empty if unknown or damaged)."""
         try:
-            return json.loads(self.path.read_bytes() or b"{}")
-        except (OSError, ValueError):
+            return msgspec.structs.asdict(_decode_holder(self.path.read_bytes() or b"{}"))
+        except (OSError, msgspec.MsgspecError, RecursionError):
             return {}
 
     def release(self) -> None:

@@ -118,6 +118,22 @@ def test_a_deep_record_of_a_run_by_ranks_is_refused_in_one_line(analysed: Path, 
     assert str(path) in line and "damaged record of a run by ranks" in line
 
 
+def test_a_damaged_lock_holder_is_an_unknown_holder(analysed: Path, tmp_path: Path) -> None:
+    from profui.analysis.pipeline.lock import TraceLock
+
+    trace = copy_of(analysed, tmp_path)
+    lock = TraceLock(trace / ".profui")
+    assert lock.try_acquire()
+    try:
+        lock.path.write_text(nested(DEEP))  # who holds it: unreadable
+        r = cli("analyze", str(trace), "--no-wait")
+    finally:
+        lock.release()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "another profui analyze" in line and str(trace) in line
+
+
 def test_the_runs_view_lists_a_damaged_record(analysed: Path, tmp_path: Path) -> None:
     from profui.analysis.pipeline.records import scan
     from profui.tui.views.runs import runs_frame

@@ -7,6 +7,7 @@ Pure standard library: imported inside training processes.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -48,15 +49,54 @@ class Session:
         return self.spool / f"r{rank}-p{pid}-{seq:04d}.steps{span}{OPEN_SUFFIX}"
 
     def note(self, text: str) -> None:
-        """Leave one line for the manifest's notes; on stderr when the spool cannot take it."""
+        """Leave one line for the manifest's notes. When the spool takes no file now (read-only,
+        full) the line goes to stderr, and to the spool at the next note or at exit, should it
+        take one by then."""
+        line = text.strip()
+        if _leave(self.spool, line):
+            _leave_unsaid()
+            return
+        _unsaid.append((self.spool, line))
         try:
-            path = self.spool / f"n-p{os.getpid()}-{time.time_ns()}{NOTE_SUFFIX}"
-            path.write_text(text.strip() + "\n")
+            sys.stderr.write(f"profcap: {line}\n")
+        except (OSError, ValueError):
+            pass
+
+
+#: Notes the spool did not take when they were made: (spool, line).
+_unsaid: list[tuple[Path, str]] = []
+
+
+def _leave(spool: Path, line: str) -> bool:
+    """Write one note into the spool whole (the daemon reads and removes ``.note`` files)."""
+    path = spool / f"n-p{os.getpid()}-{time.time_ns()}{NOTE_SUFFIX}"
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(line + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
         except OSError:
-            try:
-                sys.stderr.write(f"profcap: {text.strip()}\n")
-            except (OSError, ValueError):
-                pass
+            pass
+        return False
+    return True
+
+
+def _leave_unsaid() -> None:
+    """Try the notes the spool did not take again (they were said on stderr already)."""
+    while _unsaid and _leave(*_unsaid[0]):
+        _unsaid.pop(0)
+
+
+# registered first, so it runs after the tracer's and the recorder's exit hooks and their notes
+atexit.register(_leave_unsaid)
+
+
+def lost_window(rank: int, pid: int, first: int | None, last: int | None, why: str) -> str:
+    """The note of a trace window that never reached the trace, and why."""
+    steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
+    return f"rank {rank} pid {pid}: trace window ({steps}) {why}; it is lost"
 
 
 def current() -> Session | None:
@@ -131,7 +171,8 @@ def claim_rank(session: Session, rank_: int) -> bool:
     """Become the one traced process of ``rank_`` on this node.
 
     The first process of a rank to step an optimizer wins; a claim by a process that has since
-    exited can be taken over (so sequential scripts of one job are each traced).
+    exited can be taken over (so sequential scripts of one job are each traced). ``OSError``
+    when the spool takes no claim (read-only...).
     """
     path = session.spool / f"owner-r{rank_}"
     me = os.getpid()
@@ -151,11 +192,9 @@ def claim_rank(session: Session, rank_: int) -> bool:
                 return False
             try:
                 path.unlink()
-            except OSError:
-                return False
+            except FileNotFoundError:
+                pass
             continue
-        except OSError:
-            return False
         return True
     return False
 

@@ -108,7 +108,15 @@ class Tracer:
 
     def _start(self, w: Window, cur: int) -> None:
         if self.owner is None:
-            self.owner = _session.claim_rank(self.session, self.rank)
+            try:
+                self.owner = _session.claim_rank(self.session, self.rank)
+            except OSError as exc:  # not claimed, so never said by a marker: said here
+                last = w.last if w.last < _OPEN_END else None
+                why = f"could not be written: the spool {self.session.spool} takes no file ({exc.strerror or exc})"
+                self.session.note(_session.lost_window(self.rank, self.pid, w.first, last, why))
+                if w is self.window:
+                    self._next_window()
+                return
         if not self.owner:
             self.disabled = True
             return

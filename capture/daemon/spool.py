@@ -75,13 +75,8 @@ def lost_windows(spool: Path) -> list[str]:
         if ids is None or (not failed and _session._alive(ids[1])):
             continue
         first, last, errno = _session.marker_info(n)
-        steps = f"steps {first}-{last}" if last is not None else f"from step {first}"
         if failed:
-            why = os.strerror(errno) if errno else "disk full?"
-            notes.append(
-                f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) could not be written to the "
-                f"spool ({why}); it is lost"
-            )
+            why = f"could not be written to the spool ({os.strerror(errno) if errno else 'disk full?'})"
         else:
             if not unwritable:
                 unwritable.append(_unwritable(spool))
@@ -90,7 +85,7 @@ def lost_windows(spool: Path) -> list[str]:
                 if unwritable[0]
                 else "was being recorded when the process ended"
             )
-            notes.append(f"rank {ids[0]} pid {ids[1]}: trace window ({steps}) {why}; it is lost")
+        notes.append(_session.lost_window(ids[0], ids[1], first, last, why))
         try:
             (spool / n).unlink()
         except OSError:

@@ -45,7 +45,7 @@ Progress = Callable[[int, int], None]
 #: ``(index, result)`` as each finishes; an item that cannot finish raises, named by its label.
 Mapper = Callable[[Callable[[Any], Any], list[Any], list[str]], Iterable[tuple[int, Any]]]
 
-_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_RANK_IN_NAME = re.compile(r"rank[-_]?([0-9]+)", re.IGNORECASE)
 
 #: Top-level keys too bulky or too private for the manifest; they stay in the Parquet metadata.
 _NOT_IN_MANIFEST = ("INFO", "ERROR", "WARNING", "deviceProperties")
@@ -107,21 +107,25 @@ def detect_rank(metadata: dict[str, Any], path: Path, fallback: int | None) -> t
     info = metadata.get("distributedInfo")
     if isinstance(info, dict):
         rank = info.get("rank")
-        if isinstance(rank, str) and rank.isdigit():
-            rank = int(rank)
+        if isinstance(rank, str) and rank.isascii() and rank.isdigit():  # "²" is isdigit() too
+            rank = _rank_number(path, "distributedInfo.rank", rank)
         if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            if rank > MAX_RANK:
-                raise KinetoFormatError(
-                    path,
-                    f"distributedInfo.rank {str(rank)[:24]} is beyond the {MAX_RANK:,} ranks a job can have",
-                )
-            return rank, "distributedInfo"
+            return _rank_number(path, "distributedInfo.rank", str(rank)), "distributedInfo"
     matches = _RANK_IN_NAME.findall(path.name)
     if matches:
-        return int(matches[-1]), "file name"
+        return _rank_number(path, "the rank in the file name", matches[-1]), "file name"
     if fallback is not None:
         return int(fallback), "--rank"
     return 0, "default"
+
+
+def _rank_number(path: Path, what: str, digits: str) -> int:
+    """The rank ``digits`` (ASCII) stand for, refused past :data:`MAX_RANK` (tested on the text:
+    ``int()`` refuses more than 4,300 digits)."""
+    value = digits.lstrip("0") or "0"
+    if len(value) > len(str(MAX_RANK)) or int(value) > MAX_RANK:
+        raise KinetoFormatError(path, f"{what} {digits[:24]} is beyond the {MAX_RANK:,} ranks a job can have")
+    return int(value)
 
 
 def detect_node(metadata: dict[str, Any], path: Path, node: str | None) -> str:

@@ -261,11 +261,13 @@ class Capture:
         )
         write_manifest(self.trace_dir, shared)
 
-    def _write_manifest_quietly(self) -> None:
+    def _write_manifest_quietly(self) -> bool:
         try:
             self.write_manifest()
         except OSError as exc:
             _say(f"could not update {self.manifest_dir / 'manifest.json'}: {exc}")
+            return False
+        return True
 
     def output_refused(self) -> str | None:
         """Why ``-o`` cannot take this capture, or None. Alone, the folder must be new or empty;
@@ -515,10 +517,14 @@ class Capture:
             )
             if why:
                 self._note(why)
+        said = list(self.manifest.notes)
         finish_manifest(self.manifest, self.manifest_dir, result, status=status, exit_code=code)
         _spool.cleanup(self.spool)
         _release(self.reserve)
-        self._write_manifest_quietly()
+        if not self._write_manifest_quietly():
+            for note in self.manifest.notes:  # the daemon's notes: stderr is all that is left
+                if note not in said:
+                    _say(note)
         events = sum(1 for _ in self.trace_dir.glob("node=*/rank=*/events-*.parquet"))
         metrics = sum(1 for _ in self.trace_dir.glob("node=*/metrics-*.parquet"))
         _say(

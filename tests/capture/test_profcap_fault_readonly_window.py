@@ -92,4 +92,6 @@ def test_read_only_to_the_end_is_told_on_stderr(tmp_path: Path, unmount) -> None
     err = proc.stderr
     assert "trace window" in err and "steps 3-4" in err and os.strerror(30) in err and "it is lost" in err
     assert "could not update" in err and "manifest.json" in err
+    # the daemon's notes, which the manifest would have kept, are said there too
+    assert any(line.startswith("profcap: metrics:") and "rows lost" in line for line in err.splitlines()), err
     assert events_files(tmp_path / "trace") == []

@@ -38,6 +38,8 @@ class Daemon:
         self.hz = float(cfg.get("hz", 10.0))
         self.notes: list[str] = []
         self.windows: list[dict[str, Any]] = []
+        self.converted: set[str] = set()
+        self.failed: dict[str, str] = {}  # hand-over -> its note, until the last try
         self.stop = threading.Event()
         self.stop_requested = False
         self.orphaned = False
@@ -123,17 +125,32 @@ class Daemon:
     def _convert_loop(self) -> None:
         while True:
             finishing = self.stop.is_set() or (self.orphaned and not self._job_alive())
-            for path in _spool.pending(self.spool):
-                result, error = _spool.convert_in_subprocess(path, self.trace_dir, self.node)
-                info, note = _spool.finish_file(path, result, error)
-                if info is not None:
-                    self.windows.append(info)
-                if note:
-                    self.notes.append(note)
+            self._convert_pending()
             self.notes.extend(_spool.take_notes(self.spool))
             if finishing:
                 return
             self.stop.wait(SPOOL_POLL_S)
+
+    def _convert_pending(self, last: bool = False) -> None:
+        """Convert the spool's hand-overs. One that fails and cannot be moved aside (a spool
+        gone read-only) stays, untried, until the ``last`` pass, which tries it once more: its
+        note is said only if that fails too."""
+        for path in _spool.pending(self.spool):
+            if path.name in self.converted or (path.name in self.failed and not last):
+                continue
+            self.failed.pop(path.name, None)
+            info, note = _spool.finish_file(
+                path, *_spool.convert_in_subprocess(path, self.trace_dir, self.node)
+            )
+            if note is None:
+                self.converted.add(path.name)  # its removal may have failed: never again
+            elif path.exists() and not last:
+                self.failed[path.name] = note
+                continue
+            if info is not None:
+                self.windows.append(info)
+            if note:
+                self.notes.append(note)
 
     def finish(self) -> dict[str, Any]:
         """Stop perf, flush the last metrics, convert what is left; return the result."""
@@ -142,14 +159,8 @@ class Daemon:
             self.perf.stop()
         self.buffer.flush()
         self.converter.join()
-        for path in _spool.pending(self.spool):  # landed after the converter's last pass
-            info, note = _spool.finish_file(
-                path, *_spool.convert_in_subprocess(path, self.trace_dir, self.node)
-            )
-            if info is not None:
-                self.windows.append(info)
-            if note:
-                self.notes.append(note)
+        self._convert_pending(last=True)  # landed after the converter's last pass, or failed
+        self.notes.extend(self.failed.values())
         self.notes.extend(_spool.take_notes(self.spool))
         self.notes.extend(_spool.lost_windows(self.spool))
         if self.nvml is not None:

@@ -205,13 +205,12 @@ def finish_file(
     if error is not None:
         if not path.exists():  # finished by another converter: nothing is lost, nothing to keep
             return None, None
-        failed = path.parent / FAILED_DIR
+        where = path  # where it stays when it cannot be moved (a read-only spool)
         try:
-            failed.mkdir(exist_ok=True)
-            shutil.move(str(path), failed / path.name)
+            (path.parent / FAILED_DIR).mkdir(exist_ok=True)
+            where = Path(shutil.move(str(path), path.parent / FAILED_DIR / path.name))
         except OSError:
             pass
-        where = failed / path.name
         return None, (
             f"rank {ids[0] if ids else '?'}: a trace window could not be converted ({error}); "
             f"the raw trace is kept at {where}"

@@ -13,25 +13,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from test_profcap_support import PROFCAP, events_files, manifest
 
 JOB = r"""
-import os, subprocess, time
+import glob, os, subprocess, time
 import torch
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-target, until = os.environ["RO_TARGET"], int(os.environ["RO_UNTIL"])
+target, since, until = os.environ["RO_TARGET"], int(os.environ["RO_SINCE"]), int(os.environ["RO_UNTIL"])
 for i in range(10):
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
     opt.step()
-    if i == 0:  # before the traced steps (3-4), which start at the 3rd optimizer step
+    if i == since:
+        if since == 4:  # the window (steps 3-4) was handed over at this step: it is in the spool
+            while not glob.glob(os.path.join(target, ".spool", "*.kineto.json")):
+                time.sleep(0.005)
         subprocess.run(["mount", "--bind", target, target], check=True)
         for _ in range(100):  # busy while the daemon has a file of it open for writing
             if subprocess.run(["mount", "-o", "remount,bind,ro", target, target]).returncode == 0:
@@ -40,10 +45,10 @@ for i in range(10):
         else:
             raise SystemExit("the folder stayed writable")
         print("read-only", flush=True)
-    if i == until:  # well after the window was handed over (at the 6th optimizer step)
+    if i == until:
         subprocess.run(["umount", target], check=True)
         print("writable", flush=True)
-    time.sleep(0.05)
+    time.sleep(float(os.environ["SLEEP"]))
 print("trained 10")
 """
 
@@ -56,14 +61,16 @@ def unmount(tmp_path: Path):
     subprocess.run(["umount", "-l", str(tmp_path / "trace")], capture_output=True)
 
 
-def _capture(tmp_path: Path, until: int) -> subprocess.CompletedProcess:
+def _capture(tmp_path: Path, since: int, until: int, sleep: float = 0.05) -> subprocess.CompletedProcess:
     job = tmp_path / "job.py"
     job.write_text(JOB)
     trace = tmp_path / "trace"
     trace.mkdir()
     proc = subprocess.run(
         [*PROFCAP, "-o", str(trace), "--steps", "3-4", "--", sys.executable, str(job)],
-        env=dict(os.environ, RO_TARGET=str(trace), RO_UNTIL=str(until)),
+        env=dict(
+            os.environ, RO_TARGET=str(trace), RO_SINCE=str(since), RO_UNTIL=str(until), SLEEP=str(sleep)
+        ),
         capture_output=True,
         text=True,
         timeout=180,
@@ -75,7 +82,7 @@ def _capture(tmp_path: Path, until: int) -> subprocess.CompletedProcess:
 
 
 def test_window_lost_while_read_only_is_told_once_writable_again(tmp_path: Path, unmount) -> None:
-    proc = _capture(tmp_path, until=7)
+    proc = _capture(tmp_path, since=0, until=7)
     assert "writable" in proc.stdout
     trace = tmp_path / "trace"
     m = manifest(trace)
@@ -88,10 +95,27 @@ def test_window_lost_while_read_only_is_told_once_writable_again(tmp_path: Path,
 
 
 def test_read_only_to_the_end_is_told_on_stderr(tmp_path: Path, unmount) -> None:
-    proc = _capture(tmp_path, until=-1)
+    proc = _capture(tmp_path, since=0, until=-1)
     err = proc.stderr
     assert "trace window" in err and "steps 3-4" in err and os.strerror(30) in err and "it is lost" in err
     assert "could not update" in err and "manifest.json" in err
     # the daemon's notes, which the manifest would have kept, are said there too
     assert any(line.startswith("profcap: metrics:") and "rows lost" in line for line in err.splitlines()), err
     assert events_files(tmp_path / "trace") == []
+
+
+def test_window_handed_over_then_read_only_is_stored_once_writable_again(tmp_path: Path, unmount) -> None:
+    # read-only from the hand-over for about 1.5 s: the daemon's conversion fails meanwhile
+    proc = _capture(tmp_path, since=4, until=8, sleep=0.3)
+    assert "writable" in proc.stdout
+    trace = tmp_path / "trace"
+    m = manifest(trace)
+    assert m["status"] == "completed" and m["exit_code"] == 0
+    [events] = events_files(trace)  # converted at the end, once
+    steps = Counter(
+        r["name"] for r in pq.read_table(events, columns=["kind", "name"]).to_pylist() if r["kind"] == "step"
+    )
+    assert steps == {"ProfilerStep#3": 1, "ProfilerStep#4": 1}
+    assert [(w["first"], w["last"]) for w in m["capture"]["windows"]] == [(3, 4)]
+    assert not [n for n in m["notes"] if "trace window" in n], m["notes"]  # nothing was lost
+    assert sorted(p.name for p in trace.iterdir()) == ["manifest.json", f"node={m['hosts'][0]}"]

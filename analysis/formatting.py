@@ -167,13 +167,14 @@ def _cut(s: str, width: int, head: int) -> str:
     return s if len(s) <= width else s[:head] + "…" + s[len(s) - (width - head - 1) :]
 
 
-def elide(name: str, width: int) -> str:
-    """A long (kernel) name in ``width`` characters that keeps what tells it apart from its
-    neighbours: bare (:func:`_bare`) when too long, then its head and its tail around ``…``,
-    since related kernels share a prefix and differ in tile sizes and suffixes."""
+def elide(name: str, width: int, bare: bool = True) -> str:
+    """A long text in ``width`` characters, cut in the middle: its head and its tail around
+    ``…``, since related names share a prefix and differ at the end (tile sizes, suffixes,
+    ``rank-0`` / ``rank-1``). The one rule for cutting text on every surface. With ``bare`` (kernel
+    names), the name is first made bare (:func:`_bare`) when too long."""
     if len(name) <= width:
         return name
-    return _cut(_bare(name), width, width // 2) if width >= 2 else name[:width]
+    return _cut(_bare(name) if bare else name, width, width // 2) if width >= 2 else name[:width]
 
 
 def _around(s: str, width: int, at: int) -> str:
@@ -187,10 +188,10 @@ def _around(s: str, width: int, at: int) -> str:
     return s[:head] + "…" + seg if start > head else s[: head + len(seg)]
 
 
-def elide_all(names: list[str], width: int) -> list[str]:
+def elide_all(names: list[str], width: int, bare: bool = True) -> list[str]:
     """:func:`elide` of each name; names that would then read the same show, instead, the part
-    where they first differ, so distinct kernels stay distinct in one table."""
-    out = [elide(n, width) for n in names]
+    where they first differ, so distinct rows stay distinct in one table."""
+    out = [elide(n, width, bare) for n in names]
     if width < 12:
         return out
     for _ in range(4):  # a group split at its first difference may still collide further on
@@ -201,15 +202,16 @@ def elide_all(names: list[str], width: int) -> list[str]:
         if not clashes:
             break
         for idx in clashes:
-            bare = [_bare(names[i]) for i in idx]
-            at = len(os.path.commonprefix(bare))
-            for i, b in zip(idx, bare, strict=True):
+            full = [_bare(names[i]) if bare else names[i] for i in idx]
+            at = len(os.path.commonprefix(full))
+            for i, b in zip(idx, full, strict=True):
                 out[i] = _around(b, width, at)
     return out
 
 
 def short_name(name: str, width: int = 40) -> str:
-    """A kernel name without ``void``, argument list and template arguments, cut to ``width``."""
+    """A kernel name without ``void``, argument list and template arguments, cut to ``width``
+    in the middle (:func:`elide`)."""
     s = re.sub(r"^void\s+", "", name.strip()).replace("->", "→")
     depth, out = 0, []
     for ch in s:  # drop (...) and <...> nests
@@ -221,4 +223,4 @@ def short_name(name: str, width: int = 40) -> str:
             out.append(ch)
     s = re.sub(r"(::)+", "::", re.sub(r"\s+", " ", "".join(out))).strip() or name
     s = s.split("::")[-1] if len(s) > width and "::" in s else s
-    return s if len(s) <= width else s[: width - 1] + "…"
+    return elide(s, width, bare=False)

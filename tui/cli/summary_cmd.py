@@ -8,6 +8,7 @@ rich tables with readable units; ``--json`` prints :meth:`Summary.to_json_dict` 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ import typer
 from rich.markup import escape
 
 from profui.analysis.formatting import (
+    elide,
     fmt_bytes,
     fmt_count,
     fmt_flops,
@@ -52,10 +54,13 @@ def _text(v: Any) -> str:
 
 
 def _name(width: int = 60) -> Fmt:
-    def f(v: Any) -> str:
-        s = re.sub(r"^void ", "", str(v))
-        return s if len(s) <= width else s[: width - 1] + "…"
+    """A kernel or op name, without ``void``; the table elides it in the middle to at most
+    ``width`` (:mod:`.fit_table`)."""
 
+    def f(v: Any) -> str:
+        return re.sub(r"^void ", "", str(v))
+
+    f.cap = width  # type: ignore[attr-defined]
     return f
 
 
@@ -85,7 +90,7 @@ def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
             if m:
                 bar.update(task, completed=float(m.group(1)), total=100, description="importing")
             else:
-                bar.update(task, description=message if len(message) < 60 else message[:57] + "…")
+                bar.update(task, description=elide(message, 58, bare=False))
 
         yield update
 
@@ -94,21 +99,41 @@ def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
 
 
 def _table(title: str, df: pl.DataFrame, cols: Sequence[Col], limit: int | None = None) -> Any:
-    from rich.table import Table
+    """``df``'s columns ``cols`` as a table that fits the terminal (:mod:`.fit_table`): numbers
+    whole, names elided in the middle; the leading text columns identify a row."""
+    from .fit_table import Column, FittedTable
 
     if df.is_empty():
         return f"[bold]{title}[/bold]: none"
     present = [c for c in cols if c[0] in df.columns]
-    t = Table(title=title, title_justify="left", title_style="bold", header_style="bold", expand=False)
-    for col, header, _ in present:
-        numeric = df.schema[col].is_numeric() if col in df.schema else False
-        t.add_column(header, justify="right" if numeric else "left", no_wrap=True, overflow="ellipsis")
     rows = df.head(limit) if limit else df
-    for row in rows.iter_rows(named=True):
-        t.add_row(*[fmt(row[col]) for col, _, fmt in present])
-    if limit and df.height > limit:
-        t.caption = f"{df.height - limit} more row(s) not shown"
-    return t
+    columns = []
+    leading = True
+    for col, header, fmt in present:
+        numeric = df.schema[col].is_numeric()
+        cap = getattr(fmt, "cap", None)
+        leading = leading and (fmt is _text or cap is not None)
+        columns.append(
+            Column(
+                header,
+                [fmt(v) for v in rows[col].to_list()],
+                text=not numeric and (fmt is _text or cap is not None),
+                kernel=cap is not None,
+                key=leading,
+                cap=cap,
+                right=numeric,
+            )
+        )
+    caption = f"{df.height - limit} more row(s) not shown" if limit and df.height > limit else None
+    return FittedTable(title, columns, caption)
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    """The ranks a trace holds: ``rank 0``, ``ranks 0,1``, ``no rank`` (a lone ``ranks 0``
+    reads as none)."""
+    if not ranks:
+        return "no rank"
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 
 def _where(df: pl.DataFrame) -> list[Col]:
@@ -130,7 +155,7 @@ def render_text(summary: Any, console: Any) -> None:
     tr = s.trace
     head = (
         f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
-        f"status {tr['status']} · nodes {len(tr['nodes'])} · ranks {','.join(map(str, tr['ranks'])) or '-'}"
+        f"status {tr['status']} · {plural(len(tr['nodes']), 'node')} · {_ranks(tr['ranks'])}"
         f" · {fmt_gpus(tr['gpus'], tr['gpus_listed'])} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
     )
     if s.params.get("hta_compat"):
@@ -802,6 +827,7 @@ def register(app: typer.Typer) -> None:
             return
         from rich.console import Console
 
-        # piped output keeps whole rows (rich would assume 80 columns)
-        width = None if sys.stdout.isatty() else 200
+        # piped output keeps whole rows (rich would assume 80 columns) unless COLUMNS says a width
+        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
+
         render_text(s, Console(highlight=False, width=width))

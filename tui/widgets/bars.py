@@ -13,6 +13,8 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
+from profui.analysis.formatting import elide_all
+
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 #: Bars keep at least this many cells; labels get the rest (up to their ``label_width``).
 MIN_BAR = 16
@@ -94,10 +96,10 @@ class Bars(Widget):
         bar_w = max(4, width - label_w - text_w - 3)
         scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)
         out = Text(no_wrap=True, overflow="ellipsis")
-        for i, b in enumerate(self._bars):
+        labels = elide_all([b.label for b in self._bars], label_w, bare=False)
+        for i, (b, label) in enumerate(zip(self._bars, labels, strict=True)):
             if i:
                 out.append("\n")
-            label = b.label if len(b.label) <= label_w else b.label[: label_w - 1] + "…"
             out.append(label.ljust(label_w), style="bold")
             out.append(" ")
             if b.segments:

@@ -3,7 +3,7 @@
 The file is what PyTorch Profiler would have written for the same events, so profui (and HTA)
 import it back: kinds as Kineto's categories (:data:`~.mapping.CANONICAL_CAT`, or the source's
 own category kept in args), ``External id``/``correlation``/``device``/``stream``/``bytes`` in
-args, launch -> device-work flows (``ac2g``), process and thread names, and the sampled metrics
+args, launch -> device-work flows (``ac2g``, one id per arrow), process and thread names, and the sampled metrics
 as counters. Exact ns are kept: times are written relative to ``baseTimeNanoseconds`` as µs with
 three decimals, text that the Kineto importer reads back to the ns.
 
@@ -247,7 +247,10 @@ def _write(
         launch = launches.get((node, rank, corr))
         if launch is None:
             continue
-        flow_id = corr if single else (rank << 40) | corr
+        # one id per arrow: viewers pair a flow's start and end by id, and one launch (a CUDA
+        # graph's) may start hundreds of kernels under one correlation; the correlation itself
+        # is in both events' args, which is what the importer reads back
+        flow_id = flows + 1
         lpid, ltid, lts = launch
         emit(
             f'{{"ph":"s","id":{flow_id},"pid":{lpid},"tid":{ltid},"ts":{_us(lts - base)},"cat":"ac2g","name":"ac2g"}}'

@@ -186,3 +186,47 @@ def test_what_is_not_a_regular_file_is_never_replaced(tmp_path: Path, node: str,
     after = os.lstat(out)
     assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
     assert not [p for p in tmp_path.iterdir() if p.name != out.name]  # no temporary left behind
+
+
+def test_each_launch_to_kernel_arrow_has_its_own_id(tmp_path: Path) -> None:
+    """Viewers pair a flow's start and end by id: a CUDA-graph launch that ran 20 kernels gets 20
+    arrows of 20 ids (it was one id with 20 starts and 20 ends). The arrows are counted from the
+    source file itself: per correlation, its device events whose launch is in the file."""
+    from collections import Counter
+
+    from realdata import shared_trace
+
+    src = shared_trace("hta-negative_queue_length_values_check-rank0.json.gz")
+    raw = json.loads(gzip.decompress(src.read_bytes()))["traceEvents"]
+
+    def corr(e: dict) -> object:
+        return (e.get("args") or {}).get("correlation") if e.get("ph") == "X" else None
+
+    launched = {corr(e) for e in raw if e.get("cat") in ("cuda_runtime", "cuda_driver")} - {None}
+    device = ("kernel", "gpu_memcpy", "gpu_memset")
+    want = Counter(corr(e) for e in raw if e.get("cat") in device and corr(e) in launched)
+    assert max(want.values()) >= 20  # the trace's cudaGraphLaunch calls
+
+    a = tmp_path / "a"
+    import_kineto([src], a)
+    out = tmp_path / "e.json.gz"
+    proc = _export(a, out)
+    assert proc.returncode == 0, proc.stderr
+    events = _doc(out)["traceEvents"]
+    starts = Counter(e["id"] for e in events if e["ph"] == "s")
+    ends = Counter(e["id"] for e in events if e["ph"] == "f")
+    assert set(starts.values()) == {1} and starts == ends
+    # each arrow's end is on its device event (bound to the slice starting there): read its correlation
+    on_device = defaultdict(list)
+    for e in events:
+        if e["ph"] == "X" and "device" in (e.get("args") or {}):
+            on_device[(e["pid"], e["tid"], e["ts"])].append(e["args"]["correlation"])
+    got: Counter = Counter()
+    for e in events:
+        if e["ph"] == "f":
+            here = on_device[(e["pid"], e["tid"], e["ts"])]
+            assert len(set(here)) == 1, here
+            got[here[0]] += 1
+    assert got == want
+    # the import of the export reads every launch's link back through the correlations
+    _same_summary(a, _round_trip(a, tmp_path))

@@ -16,6 +16,32 @@ from typing import Any
 from profui.capture.format import Manifest, TraceDir, open_trace_dir
 
 
+class ViewerGone(KeyboardInterrupt):
+    """The view following an analysis can no longer be told of it (the user quit, the screen
+    closed). A KeyboardInterrupt, so the pipeline records its run ``stopped``, as for Ctrl-C,
+    not ``failed`` with the viewer's errors as its cause."""
+
+
+class AnalysisStopped(Exception):
+    """:meth:`TraceSession.stage_outputs` was stopped because its viewer went away; the run is
+    recorded ``stopped`` and a later call computes (or resumes from the cache) again."""
+
+
+def _followed(tell: Callable[..., None] | None) -> Callable[..., None] | None:
+    """``tell`` (a view's callback, run on the UI) raising :class:`ViewerGone` when it fails:
+    an error of the viewer is never an error of the analysis it follows."""
+    if tell is None:
+        return None
+
+    def follow(*args: Any) -> None:
+        try:
+            tell(*args)
+        except Exception as exc:
+            raise ViewerGone(f"stopped: the view closed ({type(exc).__name__})") from exc
+
+    return follow
+
+
 class TraceSession:
     """An opened trace plus memoised analysis results."""
 
@@ -107,7 +133,8 @@ class TraceSession:
         per generation. ``on_stage`` receives each stage's outputs as soon as they are computed.
         """
         return self.memo(
-            f"stages:{','.join(stages)}", lambda: self._stage_outputs(stages, on_stage, on_progress)
+            f"stages:{','.join(stages)}",
+            lambda: self._stage_outputs(stages, _followed(on_stage), _followed(on_progress)),
         )
 
     def cached_stage_outputs(
@@ -130,7 +157,11 @@ class TraceSession:
     def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
         from profui.analysis.pipeline.answers import answers
 
-        return self._keep(answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress))
+        try:
+            got = answers(self.path, stages, self.trace, on_stage=on_stage, say=on_progress)
+        except ViewerGone as gone:  # the run is recorded stopped; the worker sees an ordinary error
+            raise AnalysisStopped(str(gone)) from None
+        return self._keep(got)
 
     def _keep(self, got: Any) -> dict[str, dict[str, Any]]:
         """Note where ``got`` (an :class:`~profui.analysis.pipeline.answers.Answers`) came from and

@@ -148,7 +148,15 @@ def plan_run(
         # the latest run that holds every output the selection reads: a later partial run
         # (e.g. `--stages steps`, which leaves its downstream stages out) must not shadow it
         holding = (r for r in reversed(candidates) if all(_holds(r, name, private) for name in needed))
-        ref = next(holding, candidates[-1])
+        ref = next(holding, None)
+        if ref is None:
+            # no run holds them all (a diff runs only the stages it compares): this run computes
+            # the missing ones too, rather than refuse a selection no earlier run can complete
+            latest = candidates[-1]
+            missing = [s for s in registry.order if s in needed and not _holds(latest, s, private)]
+            return plan_run(
+                trace_dir, registry, stages=[*selection, *missing], overrides=overrides, lock_held=lock_held
+            )
 
     reused: dict[str, StageRecord] = {}
     for name in upstream:

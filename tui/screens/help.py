@@ -34,7 +34,9 @@ class HelpScreen(ModalScreen[None]):
         lines += [f"[b]{k.ljust(width).replace('[', chr(92) + '[')}[/b]{d}" for k, d in self.keys]
         lines += [
             "",
-            "Tab / the number keys switch views · ↑↓ PgUp PgDn move · Enter opens",
+            # what the arrows, PgUp/PgDn and Enter do is the view's own (in a table they move
+            # and open, on the timeline they pan and follow): they are listed above, not here
+            "Tab / the number keys switch views",
         ]
         with VerticalScroll():
             yield Static("\n".join(lines), id="help-text")

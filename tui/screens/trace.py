@@ -51,6 +51,8 @@ class TraceScreen(Screen):
         self.session = TraceSession(path)
         self.poll_s = poll_s
         self.current = self.specs[0].name if self.specs else ""
+        #: The views shown before the current one, latest last: Esc goes back through them.
+        self.came_from: list[str] = []
         self._fingerprint: tuple | None = None
         self._live = False
         self._mounting: dict[str, Any] = {}
@@ -141,12 +143,17 @@ class TraceScreen(Screen):
         self._mounting[name] = self.query_one(ContentSwitcher).mount(widget)
         return widget
 
-    def show_view(self, name: str, then: Callable[[Widget], object] | None = None) -> Widget:
+    def show_view(
+        self, name: str, then: Callable[[Widget], object] | None = None, *, back: bool = False
+    ) -> Widget:
         """Make ``name`` the shown view, loading it if needed; returns its widget.
 
         ``then(view)`` runs once the view is mounted and shown (at once when it already was).
+        The view left is remembered for Esc, unless this is Esc going ``back``.
         """
         view = self.view(name)
+        if name != self.current and not back:
+            self.came_from = [*self.came_from[-15:], self.current]
         self.current = name
         self.query_one(ContentSwitcher).current = name
         self.query_one("#view-tabs", Static).update(self._tabs_text())
@@ -191,7 +198,13 @@ class TraceScreen(Screen):
         self._step_view(-1)
 
     def action_back(self) -> None:
-        """Back to the jobs list, when the trace was opened from one."""
+        """Back to the view shown before this one; from the first, to the jobs list when the
+        trace was opened from one."""
+        while self.came_from:
+            name = self.came_from.pop()
+            if name != self.current and self.has_view(name):
+                self.show_view(name, back=True)
+                return
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.message import Message
 from textual.strip import Strip
@@ -188,4 +189,9 @@ class TimelineCanvas(Widget, can_focus=True):
         self.action_zoom(0.8)
 
     def action_clear(self) -> None:
-        self._go(lambda: self.state.clear_selection())
+        """Esc: let go of the selection and the search; with neither, Esc is the screen's (back
+        to the view the user came from)."""
+        st = self.state
+        if st is None or not st.clear_selection():
+            raise SkipAction()
+        self._changed()

@@ -42,7 +42,10 @@ def _detail_lines(rec: dict) -> list[tuple[str, str]]:
     out = [(rec["name"], "bold")]
     where = f"rank {rec['rank']}"
     if rec["device"] is not None and rec["device"] >= 0:
-        where += f" · GPU {rec['device']} · stream {rec['stream']}"
+        stream = rec["stream"]
+        where += f" · GPU {rec['device']} · " + (
+            f"stream {stream}" if stream is not None and stream >= 0 else "no stream"
+        )
     else:
         where += f" · pid {rec['pid']} · tid {rec['tid']}"
     out.append((f"{rec['kind']} · {where} · start {rec['t'] / 1e6:.3f}ms · dur {fmt_ns(rec['dur'])}", ""))

@@ -230,10 +230,12 @@ class Renderer:
             chars[bounds] = BOUNDARY
             styles[bounds] = DIM
             return chars, styles
-        if vr.row is None:  # a folded node / rank / GPU: the activity of everything inside it
-            cells = self._merged(self._subtree(vr.lane.id), t0, t1, cw, skip_outer=False)
-        elif len(vr.merged) > 1:
-            cells = self._merged(vr.merged, t0, t1, cw)
+        # the event rows this line draws: a folded node / rank / GPU shows everything inside it
+        drawn = self._subtree(vr.lane.id) if vr.row is None else (vr.merged or (vr.row,))
+        if vr.row is None:
+            cells = self._merged(drawn, t0, t1, cw, skip_outer=False)
+        elif len(drawn) > 1:
+            cells = self._merged(drawn, t0, t1, cw)
         else:
             cells = ix.raster(vr.row, t0, t1, cw)
         busy, kind, ev = cells.busy, cells.kind.astype(np.int64), cells.event
@@ -264,7 +266,7 @@ class Renderer:
                 styles[m] = MATCH
         if st.matches.size and not (cells.exact and has_ev.any()):
             # Coarse zoom: mark the cells where matches of this row start.
-            for r in vr.merged or (vr.row,):
+            for r in drawn:
                 a = np.searchsorted(st.matches_sorted, ix.row_start[r])
                 b = np.searchsorted(st.matches_sorted, ix.row_start[r + 1])
                 if b > a:
@@ -276,7 +278,7 @@ class Renderer:
         bare = solid & ~labelled & (styles != MATCH)
         chars[bare] = EIGHTHS[8]
         styles[bare] = BAR0 + color[bare]
-        own = set(vr.merged) if vr.merged else {vr.row}
+        own = set(drawn)
         for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
             if pos >= 0 and ix.row_of(pos) in own:
                 a, b = self._cols(pos, t0, (t1 - t0) / cw, cw)
@@ -405,6 +407,10 @@ class Renderer:
             )
             mark = ("▸ " if ln.id in st.collapsed else "▾ ") if foldable else "  "
             label = f"nccl {ln.stream}" if ln.id in self.comm_lanes else ln.label
+            if ln.kind == "stream" and ln.stream is not None and ln.stream < 0:
+                # device events that name no stream (CUPTI's context-wide event syncs): the
+                # index keeps them on a lane numbered -1, which is no stream of the program's
+                label = "no stream"
             text = f"{indent}{mark}{label}"
             style = LABEL_HEADER if ln.kind in ("node", "rank", "gpu", "metrics") else LABEL
         if cursor:

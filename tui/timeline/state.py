@@ -6,6 +6,7 @@ methods and draws the result, so navigation is testable without a terminal.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -359,14 +360,18 @@ class TimelineState:
                 self.selected = self.linked = -1
                 self.version += 1
 
-    def clear_selection(self) -> None:
-        """Forget the selection, the link and the search."""
+    def clear_selection(self) -> bool:
+        """Forget the selection, the link, the search and a memory peak's mark; False when
+        there was none of them (Esc then goes back to the view the user came from)."""
+        had = self.selected >= 0 or self.linked >= 0 or bool(self.pattern) or self.peak_mark is not None
+        self.peak_mark = None
         self.selected = self.linked = -1
         self.matches = self.matches_sorted = np.zeros(0, dtype=np.int64)
         self.match_i = -1
         self.pattern = ""
         self.message = ""
         self.version += 1
+        return had
 
     def follow(self) -> bool:
         """Jump from a launch to the device activity it started, or from a kernel back to its launch."""
@@ -420,7 +425,8 @@ class TimelineState:
 
     # -- search ----------------------------------------------------------------------------
     def search(self, pattern: str) -> int:
-        """Find events by name (case-insensitive): a substring, or a regex written ``/regex/``.
+        """Find events by name: text (case, ``_``, ``:``, ``-`` and spaces ignored, so
+        ``allreduce`` finds ``gloo:all_reduce``), or a regex written ``/regex/``.
         Selects the first match at or after the window start; returns the number of matches."""
         pattern = pattern.strip()
         self.pattern = pattern
@@ -431,7 +437,7 @@ class TimelineState:
             return 0
         regex = len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/")
         try:
-            self.matches = self.ix.search(pattern[1:-1] if regex else pattern, regex=regex)
+            self.matches = self.ix.search(pattern[1:-1] if regex else loose_name(pattern), regex=True)
         except ValueError as exc:
             self.message = str(exc)
             self.matches = self.matches_sorted = np.zeros(0, dtype=np.int64)
@@ -467,6 +473,22 @@ class TimelineState:
         elif self.cursor >= self.top + height:
             self.top = self.cursor - height + 1
         self.top = max(0, min(self.top, max(len(self.visible_rows()) - height, 0)))
+
+
+#: What a typed search ignores between letters: names spell one op ``AllReduce``,
+#: ``all_reduce``, ``c10d::allreduce_``, ``gloo:all_reduce``.
+_NAME_SEPARATORS = "_:- "
+
+
+def loose_name(text: str) -> str:
+    """A regex finding ``text`` in a name with case and separators (``_``, ``:``, ``-``, space)
+    ignored: ``"all_reduce"`` and ``"AllReduce"`` both find ``gloo:all_reduce``. Text of
+    separators only is found as written."""
+    core = [c for c in text if c not in _NAME_SEPARATORS]
+    if not core:
+        return re.escape(text)
+    gap = "[" + re.escape(_NAME_SEPARATORS) + "]*"
+    return gap.join(re.escape(c) for c in core)
 
 
 def _valid_steps(steps: list) -> str:

@@ -39,6 +39,10 @@ kernels at the dominant precision of the FLOPs (precision as :mod:`profui.analys
 decides it: the carrying kernel's, else the op's input dtypes). With ``--model-flops`` (the
 user's FLOPs per step on each rank) MFU = model FLOPs / step time / peak instead. FLOPs are
 float64 (exact to 2⁵³ ≈ 9·10¹⁵ per op).
+
+**An MFU above 100% is impossible** and never given as one: ``mfu`` is null, ``mfu_impossible``
+holds the ratio and ``mfu_problem`` the likely cause (kernels whose counted FLOPs over their
+duration exceed the peak: FLOPs counted for kernels that did not run them; or a wrong peak).
 """
 
 from __future__ import annotations
@@ -420,7 +424,8 @@ def analyse(
       share of kernel time.
     - ``steps``: per node, rank and step: ops, flops, step_ns, tflops, mfu.
     - ``totals``: one row, the counts, the achieved TFLOP/s per step, the MFU, which definition
-      and which peak (and its source) were used, and a note saying what is missing.
+      and which peak (and its source) were used, and a note saying what is missing; an MFU
+      above 100% is null with ``mfu_impossible`` and ``mfu_problem`` (its likely cause).
     """
     ev = _lazy(events)
     ops = op_flops(ev).collect(engine=ENGINE)
@@ -519,7 +524,69 @@ def analyse(
     peak, why = _peak(o, k, gpus, peak_tflops)
     steps_table = _steps(o, windows, peak, model_flops)
     totals = _totals(o, k, steps_table, peak, why, model_flops)
+    if peak is not None:
+        sheet = _peak(o, k, gpus, 0.0)[0] if peak.source == "--peak-tflops" else peak
+        totals, steps_table = _flag_impossible(totals, steps_table, k, peak, sheet, model_flops)
     return Flops(ops=ops_table, kernels=kernels_table, steps=steps_table, totals=totals)
+
+
+def _flag_impossible(
+    totals: pl.DataFrame,
+    steps: pl.DataFrame,
+    kernels: pl.DataFrame,
+    peak: Peak,
+    sheet: Peak | None,
+    model_flops: float,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """An MFU above 100% is no MFU: no device runs faster than its peak. The totals' ``mfu``
+    (and each step's above 1) becomes null, ``mfu_impossible`` keeps the ratio and
+    ``mfu_problem`` says it is impossible and its likely cause: a peak given below the
+    datasheet's (``sheet``) that no kernel exceeds, the model FLOPs given, or FLOPs counted for
+    kernels that could not have run them in their time (a carrying kernel's FLOPs over its
+    duration above the peak)."""
+    mfu = totals["mfu"][0]
+    steps = steps.with_columns(pl.when(pl.col("mfu") <= 1.0).then(pl.col("mfu")).alias("mfu"))
+    if mfu is None or mfu <= 1.0:
+        return totals, steps
+    from .formatting import fmt_pct, fmt_tflops, plural
+
+    carrying = kernels.filter(pl.col("flops").is_not_null(), pl.col("dur") > 0)
+    fast = carrying.filter(pl.col("flops") / pl.col("dur") / 1e3 > peak.tflops)
+    the_peak = f"the peak {fmt_tflops(peak.tflops)}" + (
+        " given (--peak-tflops)"
+        if peak.source == "--peak-tflops"
+        else f" ({' '.join(x for x in (peak.gpu, peak.precision) if x)} dense)"
+    )
+    sheet_fast = (
+        carrying.filter(pl.col("flops") / pl.col("dur") / 1e3 > sheet.tflops).height if sheet else None
+    )
+    if sheet is not None and sheet.tflops > peak.tflops and sheet_fast == 0 and model_flops <= 0:
+        cause = (
+            f"the peak given is below the {sheet.gpu} {sheet.precision} dense peak"
+            f" {fmt_tflops(sheet.tflops)}, which no kernel exceeds: a wrong peak"
+        )
+        problem = f"MFU {fmt_pct(mfu)} is impossible (above 100%): {cause}"
+    elif model_flops > 0:
+        cause = "the model FLOPs given (--model-flops) are more than a step can run"
+    elif fast.height:
+        worst = fast.sort(pl.col("flops") / pl.col("dur"), descending=True).row(0, named=True)
+        cause = (
+            f"FLOPs are counted for kernels that did not run them: {plural(fast.height, 'kernel')} of"
+            f" {carrying.height:,} would run above the peak (up to"
+            f" {fmt_tflops(worst['flops'] / worst['dur'] / 1e3)}, {worst['name'][:60]})"
+        )
+    else:
+        cause = "kernels running at once add up to more than one device's peak"
+    if "a wrong peak" not in cause:
+        problem = (
+            f"MFU {fmt_pct(mfu)} is impossible (above 100%): {cause}; or {the_peak} is not this device's"
+        )
+    totals = totals.with_columns(
+        pl.lit(None, pl.Float64).alias("mfu"),
+        pl.lit(float(mfu), pl.Float64).alias("mfu_impossible"),
+        pl.lit(problem).alias("mfu_problem"),
+    )
+    return totals, steps
 
 
 def _peak(
@@ -531,7 +598,8 @@ def _peak(
     if precision is None and kernels.height:  # no FLOPs counted: the precision of kernel time
         precision = _dominant(kernels, "dur")
     devices = (carrying if carrying.height else kernels).select("node", "device").unique().rows()
-    by_id = {(g.get("node"), g.get("id")): g for g in gpus if isinstance(g, dict)}
+    # Kineto's deviceProperties number a GPU ``id``, NVML (profcap) ``index``
+    by_id = {(g.get("node"), g.get("id", g.get("index"))): g for g in gpus if isinstance(g, dict)}
     listed = [by_id.get((n, d), {}) for n, d in devices]
     names = sorted({str(g.get("name")) for g in listed if g.get("name")})
     if peak_tflops > 0:
@@ -628,6 +696,8 @@ def _totals(
             "peak_gpu": [peak.gpu if peak is not None else None],
             "peak_source": [peak.source if peak is not None else None],
             "mfu": [mfu],
+            "mfu_impossible": [None],
+            "mfu_problem": [""],
             "note": ["; ".join(notes)],
         },
         schema_overrides={
@@ -635,6 +705,7 @@ def _totals(
             "model_flops": pl.Float64,
             "peak_tflops": pl.Float64,
             "mfu": pl.Float64,
+            "mfu_impossible": pl.Float64,
             "precision": pl.String,
             "peak_gpu": pl.String,
             "peak_source": pl.String,

@@ -270,8 +270,10 @@ def flops_takeaway(totals: pl.DataFrame) -> str:
         return "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
     if not t["step_flops"] or not t["steps"]:
         return f"{fmt_flops(t['flops'])} counted, none inside a step."
-    text = f"{fmt_flops(t['step_flops'] / t['steps'])} per step, {fmt_tflops(t['tflops'])} achieved"
-    if t["mfu"] is not None:
+    text = f"{fmt_flops(t['step_flops'] / t['steps'])} per step, {fmt_tflops(t['tflops'])} over the step time"
+    if t.get("mfu_problem"):
+        text += f"; {t['mfu_problem']}"
+    elif t["mfu"] is not None:
         of = "the given" if t["peak_source"] == "--peak-tflops" else f"{t['peak_gpu']} {t['precision']} dense"
         basis = " from --model-flops" if t["definition"] == "model" else ""
         text += f"; MFU {fmt_pct(t['mfu'])}{basis} of {of} peak {fmt_tflops(t['peak_tflops'])}"

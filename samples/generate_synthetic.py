@@ -51,6 +51,25 @@ MIN_GROUPS = 4
 #: most of the time (a mix of GPU-bound stretches and launch-bound idle gaps).
 KERNEL_SCALE = 200.0
 
+#: The GPU every synthetic rank runs on (profui's peak table knows it as the H100 SXM).
+GPU_NAME = "NVIDIA H100 80GB HBM3 (synthetic)"
+#: K and N of every synthetic GEMM; its M (rows) is the largest of :data:`GEMM_ROWS` whose FLOPs
+#: the kernel's drawn time can run at a drawn :data:`GEMM_EFFICIENCY` of its precision's peak,
+#: so no kernel claims more FLOP/s than the device has.
+GEMM_KN = 2048
+GEMM_ROWS = tuple(2**j for j in range(13))
+GEMM_EFFICIENCY = (0.3, 0.65)
+#: ``Input Dims`` of each FLOP-counted op, from its M, K and N (the layouts PyTorch records).
+GEMM_LAYOUTS = {
+    "aten::mm": lambda m, k, n: [[m, k], [k, n]],
+    "aten::matmul": lambda m, k, n: [[m, k], [k, n]],
+    "aten::addmm": lambda m, k, n: [[n], [m, k], [k, n]],
+    "aten::linear": lambda m, k, n: [[m, k], [n, k], [n]],
+}
+#: Input dtype and the peak's precision of a GEMM kernel, by a part of its name.
+GEMM_TYPES = (("bf16", "c10::BFloat16", "BF16"), ("fp16", "c10::Half", "FP16"), ("tf32", "float", "TF32"))
+FP32_TYPE = ("", "float", "FP32")
+
 COMPUTE_STREAMS = (7, 20, 24, 28, 32, 36, 40, 44)
 COMM_STREAM = 13
 
@@ -326,13 +345,8 @@ def generate(
     nccl_args = nccl_args_template.format(
         n=bucket_bytes // 2, g=n_ranks, ranks=", ".join(str(r) for r in range(n_ranks))
     )
-    gemm_args = '{"Input type": ["c10::BFloat16", "c10::BFloat16", ""], "Input Dims": [[4096, 4096], [4096, 4096], []]}'
-    args_dict = pa.array([nccl_args, gemm_args], pa.string())
-    is_gemm = np.zeros(len(vocab.names) + 1, dtype=bool)
-    for t in tables:
-        for op, k in zip(t.ops, t.kernels, strict=True):
-            if "gemm" in vocab.names[k]:
-                is_gemm[op] = True
+    gemm = _gemm_shapes(vocab, tables)
+    args_dict = pa.array([nccl_args, *gemm.args], pa.string())
 
     compute_streams = COMPUTE_STREAMS[:streams]
     master = np.random.default_rng(seed)
@@ -359,7 +373,7 @@ def generate(
         for st in states:
             rng = np.random.default_rng([seed, st.rank, s])
             budget = int(per_step[st.rank][s])
-            pending.append(_host_and_compute(st, s, budget, rng, tables, names, compute_streams, is_gemm))
+            pending.append(_host_and_compute(st, s, budget, rng, tables, names, compute_streams, gemm))
         _align_nccl(pending, states, np.random.default_rng([seed, 1_000_003, s]))
         for st, p in zip(states, pending, strict=True):
             cols = _finish_step(st, p)
@@ -402,7 +416,7 @@ def generate(
             {
                 "node": f"node-{n}",
                 "index": g,
-                "name": "NVIDIA H100 80GB HBM3 (synthetic)",
+                "name": GPU_NAME,
                 "memory_bytes": 85_520_809_984,
             }
             for n in range(nodes)
@@ -431,7 +445,61 @@ def generate(
     )
 
 
-def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, is_gemm) -> dict:
+@dataclass
+class _Gemms:
+    """The FLOP-counted ops' shapes: ``args`` the argument strings (``Input type`` and ``Input
+    Dims`` per layout, M and dtype), and per vocabulary id the op's layout (-1: none) and the
+    kernel's dtype and peak (FLOP per ns)."""
+
+    args: list[str]
+    layout: np.ndarray
+    dtype: np.ndarray
+    peak: np.ndarray
+
+
+def _gemm_shapes(vocab: _Vocab, tables: list) -> _Gemms:
+    from profui.analysis.peaks import peak_for
+
+    layouts = list(GEMM_LAYOUTS)
+    size = len(vocab.names) + 1
+    g = _Gemms([], np.full(size, -1), np.zeros(size, dtype=np.int64), np.zeros(size))
+    for layout in layouts:
+        for m in GEMM_ROWS:
+            for _part, dtype, _precision in (*GEMM_TYPES, FP32_TYPE):
+                dims = GEMM_LAYOUTS[layout](m, GEMM_KN, GEMM_KN)
+                types = [dtype] * len(dims)
+                g.args.append(json.dumps({"Input type": types, "Input Dims": dims}))
+    for t in tables:
+        for op, k in zip(t.ops, t.kernels, strict=True):
+            name = vocab.names[k].lower()
+            if vocab.names[op] not in GEMM_LAYOUTS or "gemm" not in name:
+                continue
+            g.layout[op] = layouts.index(vocab.names[op])
+            types = (*GEMM_TYPES, FP32_TYPE)
+            i = next(i for i, (part, _d, _p) in enumerate(types) if part in name or not part)
+            g.dtype[k] = i
+            g.peak[k] = peak_for({"name": GPU_NAME}, types[i][2]).tflops * 1e3
+    return g
+
+
+def _gemm_args(g: _Gemms, op: np.ndarray, kernel: np.ndarray, dur: np.ndarray, rng) -> np.ndarray:
+    """Each GEMM op's ``args`` index (into ``g.args``, 1-based as the table's first entry is
+    NCCL's), -1 for other ops; lengthens a kernel too short for even the smallest GEMM."""
+    n_types = len(GEMM_TYPES) + 1
+    out = np.full(op.size, -1, dtype=np.int32)
+    sel = np.flatnonzero(g.layout[op] >= 0)
+    if not sel.size:
+        return out
+    per_row = 2.0 * GEMM_KN * GEMM_KN
+    rate = g.peak[kernel[sel]] * rng.uniform(*GEMM_EFFICIENCY, sel.size)
+    dur[sel] = np.maximum(dur[sel], per_row * GEMM_ROWS[0] / rate)
+    rows = np.floor(np.log2(np.maximum(dur[sel] * rate / per_row, 1.0))).astype(np.int64)
+    rows = np.clip(rows, 0, len(GEMM_ROWS) - 1)
+    out[sel] = 1 + (g.layout[op[sel]] * len(GEMM_ROWS) + rows) * n_types + g.dtype[kernel[sel]]
+    return out
+
+
+def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, gemm) -> dict:
     """Host events of one step of one rank and the schedule of its compute-stream activity."""
     groups = (budget - STEP_OVERHEAD) // 3
     extra = (budget - STEP_OVERHEAD) % 3
@@ -475,6 +543,7 @@ def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, is_gem
         op_name[sel] = names[op]
         dev_name[sel] = names[dev]
         dev_dur[sel] = mean * rng.lognormal(0.0, 0.2, int(sel.sum()))
+    gemm_args = _gemm_args(gemm, op_name, dev_name, dev_dur, rng)
     nbytes = np.zeros(groups, dtype=np.int64)
     nbytes[gtype == G_HTOD] = 64 * 1024 * 1024
     nbytes[gtype == G_DTOH] = 4
@@ -506,7 +575,8 @@ def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, is_gem
     ext = st.ext + 1 + np.arange(n_items, dtype=np.int64)
     st.ext += n_items
     op_all = np.concatenate([names["plain"][rng.integers(0, len(PLAIN_OPS), extra)], op_name])
-    op_args = np.where(is_gemm[op_all], 1, -1).astype(np.int32)
+    op_args = np.full(op_all.size, -1, dtype=np.int32)
+    op_args[extra:] = gemm_args
     op_args[extra:][gtype == G_NCCL] = 0
     return {
         "t0": t0,

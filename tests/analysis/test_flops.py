@@ -219,7 +219,10 @@ def test_gpu_trace_kernel_flops_and_mfu(tmp_path) -> None:
     assert out["steps.parquet"]["mfu"].item() == pytest.approx(t["mfu"])
     given = open_trace(trace).result("flops", peak_tflops=100.0)["totals.parquet"].row(0, named=True)
     assert (given["peak_tflops"], given["peak_source"]) == (100.0, "--peak-tflops")
-    assert given["mfu"] == pytest.approx(flops / step_ns / 1e3 / 100.0)
+    # 118% of the given 100 TFLOP/s: impossible, so no MFU; the ratio and the cause are kept
+    assert given["mfu"] is None
+    assert given["mfu_impossible"] == pytest.approx(flops / step_ns / 1e3 / 100.0)
+    assert "a wrong peak" in given["mfu_problem"]
 
 
 @pytest.mark.parametrize(

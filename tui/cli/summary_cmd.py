@@ -651,6 +651,8 @@ def _render_flops(tb: Callable[[str, str], pl.DataFrame], P: Callable[[Any], Non
             f"\nMFU {fmt_pct(t['mfu'])} from {basis}, peak {fmt_tflops(t['peak_tflops'])}"
             f" ({', '.join(x for x in (t['peak_gpu'], t['precision'], t['peak_source']) if x)})"
         )
+    if t.get("mfu_problem"):
+        line += f"\n[bold red]{escape(t['mfu_problem'])}[/bold red]"
     if t["note"]:
         line += f"\n[dim]note: {escape(t['note'])}[/dim]"
     P(line)

@@ -1,12 +1,12 @@
-"""One analysis at a time per trace: an exclusive ``fcntl.flock`` on ``TRACE/.profui/lock``.
+"""One analysis at a time per trace: an exclusive lock on ``TRACE/.profui/lock``.
 
-The lock dies with its process (the kernel drops it), so a killed ``profui analyze`` never
-leaves a stale lock behind. Who holds it is written into the lock file for the waiting message.
+The lock is capture.format's :class:`~profui.capture.format.lock.FileLock`: it dies with its
+process, so a killed ``profui analyze`` never leaves a stale lock behind. Who holds it is
+written into the lock file for the waiting message.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Callable
@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from profui.capture.format.lock import FileLock
 
 from .errors import PipelineError
 
@@ -35,54 +37,31 @@ class TraceLock:
 
     def __init__(self, private_dir: Path) -> None:
         self.path = private_dir / LOCK
-        self._fd: int | None = None
+        self._lock = FileLock(self.path)
 
     @property
     def held(self) -> bool:
         """True while this object holds the lock."""
-        return self._fd is not None
+        return self._lock.held
 
     def try_acquire(self) -> bool:
         """Take the lock if free; return whether it is now held."""
-        if self._fd is not None:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
+        return self._lock.try_acquire()
 
     def acquire(self, wait: bool, on_wait: Callable[[dict[str, Any]], None] | None = None) -> None:
         """Take the lock; if busy, refuse (``wait=False``) or call ``on_wait(holder)`` and block."""
         if self.try_acquire():
             return
         holder = self.holder()
-        who = describe_holder(holder)
         if not wait:
             raise PipelineError(
-                f"{self.path.parent.parent}: another profui analyze {who} is analysing this trace; try again when it ends"
+                f"{self.path.parent.parent}: another profui analyze {describe_holder(holder)} is analysing this trace; try again when it ends"
             )
-        if on_wait is not None:
-            on_wait(holder)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
+        self._lock.acquire(on_busy=None if on_wait is None else lambda: on_wait(holder))
 
     def set_holder(self, **info: Any) -> None:
         """Record who holds the lock (pid, run id) for processes that wait on it."""
-        if self._fd is None:
-            return
-        data = json.dumps({"pid": os.getpid(), **info}).encode()
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        self._lock.write(json.dumps({"pid": os.getpid(), **info}).encode())
 
     def holder(self) -> dict[str, Any]:
         """Who holds the lock, as written by :meth:`set_holder` (empty if unknown or damaged)."""
@@ -93,10 +72,7 @@ class TraceLock:
 
     def release(self) -> None:
         """Drop the lock."""
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()
 
     def __enter__(self) -> TraceLock:
         return self

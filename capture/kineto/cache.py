@@ -9,17 +9,18 @@ modification times, and reuses it while they are unchanged. Analysis only ever s
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from profui.capture.format import (
     IMPORTABLE_SUFFIXES,
+    NSYS_SUFFIXES,
     TraceFormatError,
     default_cache_root,
     files_fingerprint,
@@ -27,6 +28,9 @@ from profui.capture.format import (
     is_trace_dir,
     open_trace_dir,
 )
+from profui.capture.format.lock import cache_lock
+
+from .sniff import not_a_trace
 
 _DONE_MARK = ".profui-import.json"
 
@@ -41,26 +45,45 @@ def is_source_file(path: Path) -> bool:
 _JAX_TRACES = (".trace.json.gz", ".trace.json")
 
 
-def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
-    """The trace files of ``folder`` (and below when ``recursive``; hidden folders skipped), sorted,
-    each event source once:
+@dataclass
+class FolderScan:
+    """What a folder (or a file) stands for as trace sources: its trace files, and the files
+    named like traces that are not, each with why (:func:`~.sniff.not_a_trace`)."""
 
+    sources: list[Path]
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        """One line per skipped file, naming it and why: the import's notes."""
+        return [skipped_note(f, why) for f, why in self.skipped]
+
+
+def skipped_note(path: Path, why: str) -> str:
+    """The one wording of a file of a folder left out of its import."""
+    return f"skipped {path}: {why}"
+
+
+def scan_folder(folder: Path) -> FolderScan:
+    """The trace files of ``folder``, sorted, each event source once, and the files it skipped.
+
+    - the folder's own trace files; the folders below it (hidden ones skipped) only when it
+      holds none, or when it is a JAX log folder (``plugins/profile/`` inside): a folder of
+      traces is not mixed with what its subfolders hold (a tool's results, other jobs);
     - of an Nsight report and its export (``run.nsys-rep``, ``run.sqlite``), the export;
     - of a JAX profile run (``plugins/profile/<run>/``), the ``<host>.trace.json.gz`` files (not
       ``perfetto_trace.json.gz``, the same events again, unless it is the only one; never the
       memory profiles), and of a JAX log folder holding several runs, the newest run only (each
-      run is a separate profile, never ranks of one job).
-
-    A JAX log folder (``plugins/profile/`` inside) is searched down to its runs even when not
-    ``recursive``.
+      run is a separate profile, never ranks of one job);
+    - a file named like a Kineto trace whose first bytes show it is something else (an
+      execution trace, a memory timeline, another tool's JSON, a FIFO) is skipped, with why.
     """
-    if not recursive and (folder / "plugins" / "profile").is_dir():
-        recursive = True
-    found = folder.rglob("*") if recursive else folder.iterdir()
+    own = [f for f in folder.iterdir() if _named_like_source(f) and not f.name.startswith(".")]
+    deep = not own or (folder / "plugins" / "profile").is_dir()
+    found = folder.rglob("*") if deep else iter(own)
     files = sorted(
         f
         for f in found
-        if is_source_file(f) and not any(part.startswith(".") for part in f.relative_to(folder).parts)
+        if _named_like_source(f) and not any(part.startswith(".") for part in f.relative_to(folder).parts)
     )
     by_dir: dict[Path, list[str]] = {}
     for f in files:
@@ -69,7 +92,7 @@ def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
     for d in by_dir:
         if d.parent.name == "profile" and d.parent.parent.name == "plugins":
             newest[d.parent] = max(newest.get(d.parent, ""), d.name)
-    kept = []
+    scan = FolderScan([])
     for f in files:
         low, siblings = f.name.lower(), by_dir[f.parent]
         if low.endswith(".nsys-rep") and low.removesuffix(".nsys-rep") + ".sqlite" in siblings:
@@ -86,21 +109,51 @@ def folder_sources(folder: Path, *, recursive: bool) -> list[Path]:
             continue
         if not in_run and low.startswith("perfetto_trace.json") and not only_perfetto:
             continue
-        kept.append(f)
-    return kept
+        why = None if low.endswith(NSYS_SUFFIXES) else not_a_trace(f)
+        if why is None:
+            scan.sources.append(f)
+        else:
+            scan.skipped.append((f, why))
+    return scan
+
+
+def _named_like_source(path: Path) -> bool:
+    """A name that ends like a trace profui imports, of anything but a folder (a FIFO or a
+    device so named is skipped, with why, rather than passed over in silence)."""
+    return path.name.lower().endswith(IMPORTABLE_SUFFIXES) and not path.is_dir()
+
+
+def folder_sources(folder: Path) -> list[Path]:
+    """The trace files of ``folder`` (:func:`scan_folder`)."""
+    return scan_folder(folder).sources
+
+
+def source_scan(path: str | Path) -> FolderScan:
+    """The foreign trace files ``path`` stands for (itself, or :func:`scan_folder` of a folder),
+    resolved, with the files of the folder it skipped. No sources when ``path`` is neither such
+    a file nor a folder holding any."""
+    p = Path(path)
+    if p.is_file():
+        return FolderScan([p.resolve()] if is_source_file(p) else [])
+    if p.is_dir():
+        scan = scan_folder(p)
+        return FolderScan([f.resolve() for f in scan.sources], scan.skipped)
+    return FolderScan([])
 
 
 def trace_sources(path: str | Path) -> list[Path]:
-    """The foreign trace files ``path`` stands for (itself, or those in the folder and below), sorted.
+    """The foreign trace files ``path`` stands for (:func:`source_scan`), sorted."""
+    return source_scan(path).sources
 
-    Returns ``[]`` when ``path`` is neither such a file nor a folder holding any.
-    """
-    p = Path(path)
-    if p.is_file():
-        return [p.resolve()] if is_source_file(p) else []
-    if p.is_dir():
-        return [f.resolve() for f in folder_sources(p, recursive=True)]
-    return []
+
+def refused_folder(path: Path, scan: FolderScan, none_line: str) -> TraceFormatError:
+    """The one line refusing a folder with no trace files: ``none_line``, and the files it
+    skipped with why when it skipped some."""
+    if not scan.skipped:
+        return TraceFormatError(path, none_line)
+    named = "; ".join(f"{f.name}: {why}" for f, why in scan.skipped[:3])
+    more = f"; and {len(scan.skipped) - 3} more" if len(scan.skipped) > 3 else ""
+    return TraceFormatError(path, f"no trace files in this folder; skipped {named}{more}")
 
 
 def cache_key(sources: list[Path]) -> str:
@@ -112,9 +165,12 @@ def cache_key(sources: list[Path]) -> str:
 SEVERAL_JOBS_HINT = "open them with profui open to pick one, or profui import --separate-jobs"
 
 
-def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None) -> str | None:
+def _import(
+    sources: list[Path], out_dir: Path, progress: Callable[[str], None] | None, notes: list[str]
+) -> str | None:
     """Import ``sources`` into ``out_dir``: one trace, or one trace folder per job when they are
-    several jobs; returns the line that refuses them as one job then, else None."""
+    several jobs; returns the line that refuses them as one job then, else None. ``notes`` (the
+    files of the folder skipped) go into each trace's manifest."""
     # the importer is heavy (pyarrow, the Kineto converter): loaded only when JSON is imported
     from .importer import import_jobs, source_stem
 
@@ -130,7 +186,9 @@ def _import(sources: list[Path], out_dir: Path, progress: Callable[[str], None] 
 
     # named after the file (or the folder of a multi-rank run), not after the cache key
     name = source_stem(sources[0]) if len(sources) == 1 else Path(os.path.commonpath(sources)).name
-    done = import_jobs(sources, out_dir, force=True, progress=report, name=name, hint=SEVERAL_JOBS_HINT)
+    done = import_jobs(
+        sources, out_dir, force=True, progress=report, name=name, hint=SEVERAL_JOBS_HINT, notes=notes
+    )
     return done.apart
 
 
@@ -231,11 +289,13 @@ def resolve_jobs(
         raise TraceFormatError(p, "no such file or directory")
     if is_trace_dir(p):
         return p
-    sources = trace_sources(p)
+    scan = source_scan(p)
+    sources = scan.sources
     if not sources:
         if p.is_dir():
-            raise TraceFormatError(
+            raise refused_folder(
                 p,
+                scan,
                 "not a profui trace (no manifest.json) and no trace files in it (Kineto .json/.json.gz, Nsight .sqlite/.nsys-rep)",
             )
         raise TraceFormatError(
@@ -251,66 +311,74 @@ def resolve_jobs(
     imports = _imports_root(cache_root)
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
-    with _import_lock(imports, out.name, progress) as locked:
+
+    def waiting() -> None:
+        if progress is not None:
+            progress(f"waiting for another profui importing into {out}")
+
+    with entry_lock(imports, "import", out.name, waiting):
         # another process may have imported the same files while this one waited
         done = cached_import(sources, cache_root)
         if done is not None:
             if progress is not None:
                 progress(f"using cached import {done}")
             return done
-        if locked:
-            _remove_leftovers(imports, out.name)
         if progress is not None:
             progress(f"importing {len(sources)} trace file(s) into {out}")
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
-        stale = None
         try:
-            apart = _import(sources, tmp, progress)
+            apart = _import(sources, tmp, progress, scan.notes())
             mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
             (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
-            if out.exists():  # an unfinished or damaged entry: moved aside first, as a rename
-                stale = Path(tempfile.mkdtemp(prefix=f".{out.name}.stale-", dir=imports))
-                os.replace(out, stale / out.name)
-            os.replace(tmp, out)
+            publish_entry(tmp, out)
         finally:
-            for folder in (tmp, stale):
-                if folder is not None:
-                    shutil.rmtree(folder, ignore_errors=True)
-            if locked:
-                _remove_leftovers(imports, out.name)
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
 @contextlib.contextmanager
-def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None) -> Iterator[bool]:
-    """Hold the exclusive lock of one cache entry; yields whether it is held (a file system
-    without locks). Concurrent commands over the same files then import them once, and no one
-    replaces an entry while another publishes it. ``flock`` dies with its process, so a killed
-    import never leaves the entry locked. The lock files live beside ``imports/`` (which holds
-    entries only) and are never removed: a waiter would otherwise lock a file already unlinked
-    while a third process creates a new one."""
-    locks = imports.parent / "locks"
-    locks.mkdir(exist_ok=True)
-    fd = os.open(locks / f"import-{key}", os.O_RDWR | os.O_CREAT, 0o666)
+def entry_lock(
+    folder: Path, kind: str, key: str, on_busy: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold the exclusive lock of the cache entry ``folder/key`` (:func:`cache_lock`, ``kind``
+    naming its file), calling ``on_busy()`` before waiting for another holder. Concurrent
+    commands then build an entry once, and no one replaces an entry while another publishes or
+    reads it. While the lock is in force, the temporary folders of ``key`` that killed builds
+    left in ``folder`` are removed, on taking it and on leaving it."""
+    lock = cache_lock(folder.parent, kind, key)
+    lock.acquire(on_busy)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if progress is not None:
-                progress(f"waiting for another profui importing into {imports / key}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # a file system without locks (ENOLCK on some NFS): import unlocked
-            yield False
-            return
-        yield True
+        if lock.enforced:
+            _remove_leftovers(folder, key)
+        yield
     finally:
-        os.close(fd)  # closing drops the lock
+        try:
+            if lock.enforced:
+                _remove_leftovers(folder, key)
+        finally:
+            lock.release()
 
 
-def _remove_leftovers(imports: Path, key: str) -> None:
-    """Remove the temporary folders of imports of ``key`` (the importer's own, named after
-    them, included). Called with the key's lock held: every such folder is then a leftover of
-    a process that was killed or has finished, never one in use."""
-    for folder in imports.glob(f".*{glob.escape(key)}.*"):
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
+def publish_entry(tmp: Path, out: Path) -> None:
+    """Rename the finished folder ``tmp`` onto the cache entry ``out``, with ``out``'s
+    :func:`entry_lock` held. An ``out`` already there is unfinished or damaged (a whole one is
+    served, never built again): it is moved aside by a rename first, then removed, so no one
+    ever sees an entry half removed under its name."""
+    stale = None
+    try:
+        if out.exists() or out.is_symlink():
+            stale = Path(tempfile.mkdtemp(prefix=f".{out.name}.stale-", dir=out.parent))
+            os.replace(out, stale / out.name)
+        os.replace(tmp, out)
+    finally:
+        if stale is not None:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _remove_leftovers(folder: Path, key: str) -> None:
+    """Remove the temporary folders of builds of ``key`` in ``folder`` (the importer's own,
+    named after them, included). Called with the key's lock in force: every such folder is then
+    a leftover of a process that was killed or has finished, never one in use."""
+    for leftover in folder.glob(f".*{glob.escape(key)}.*"):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)

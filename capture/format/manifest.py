@@ -60,9 +60,11 @@ class Manifest:
         return asdict(self)
 
     def source_notes(self) -> list[str]:
-        """What the importers say the reader should know (the sources' ``notes``), once each."""
+        """What the importers say the reader should know (the sources' ``notes``, then an
+        import's own: the files of a folder it skipped), once each."""
         notes: list[str] = []
-        for source in self.sources:
+        own = self.notes if self.status == "imported" else []
+        for source in [*self.sources, {"notes": own}]:
             for note in source.get("notes", []) if isinstance(source, dict) else []:
                 if isinstance(note, str) and note not in notes:
                     notes.append(note)

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from profui.capture.format import (
+    TraceDir,
     TraceFormatError,
     default_cache_root,
     is_trace_dir,
@@ -29,6 +30,8 @@ from profui.capture.format import (
 from profui.capture.format.jobs import group_jobs, not_one_job, part_of_manifest
 from profui.capture.format.layout import parse_partition
 from profui.capture.format.manifest import merge_manifests
+
+from .cache import entry_lock, publish_entry
 
 _DONE_MARK = ".profui-combined.json"
 #: What to do with folders that are not one job.
@@ -63,29 +66,34 @@ def combined_trace(folders: list[Path], cache_root: str | Path | None = None) ->
         json.dumps([[str(t.path.resolve()), trace_fingerprint(t)] for t in traces], sort_keys=True).encode()
     ).hexdigest()[:24]
     out = root / "combined" / key
-    if (out / _DONE_MARK).is_file() and is_trace_dir(out):
+    if _built(out):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out.parent))
-    try:
-        for t in traces:
-            for child in sorted(t.path.iterdir()):
-                if parse_partition(child.name, "node") is not None and child.is_dir():
-                    os.symlink(child.resolve(), tmp / child.name, target_is_directory=True)
-        merged = merge_manifests([t.manifest for t in traces])
-        merged.notes.append(
-            "combined from the trace folders " + ", ".join(str(t.path.resolve()) for t in traces)
-        )
-        write_manifest(tmp, merged)
-        (tmp / _DONE_MARK).write_text(json.dumps({"folders": [str(t.path.resolve()) for t in traces]}) + "\n")
-        if out.exists():
-            shutil.rmtree(out, ignore_errors=True)
+    # built under the entry's lock, and published by a rename: a process reading an entry
+    # another has just built never has it removed under it
+    with entry_lock(out.parent, "combined", key):
+        if _built(out):  # built by another process while this one waited
+            return out
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out.parent))
         try:
-            os.replace(tmp, out)
-        except OSError:
-            if not (out / _DONE_MARK).is_file():  # lost a race to another process building it
-                raise
-    finally:
-        if tmp.exists():
+            _build(traces, tmp)
+            publish_entry(tmp, out)
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _built(out: Path) -> bool:
+    return (out / _DONE_MARK).is_file() and is_trace_dir(out)
+
+
+def _build(traces: list[TraceDir], tmp: Path) -> None:
+    """Write the combined trace of ``traces`` into the empty folder ``tmp``."""
+    for t in traces:
+        for child in sorted(t.path.iterdir()):
+            if parse_partition(child.name, "node") is not None and child.is_dir():
+                os.symlink(child.resolve(), tmp / child.name, target_is_directory=True)
+    merged = merge_manifests([t.manifest for t in traces])
+    merged.notes.append("combined from the trace folders " + ", ".join(str(t.path.resolve()) for t in traces))
+    write_manifest(tmp, merged)
+    (tmp / _DONE_MARK).write_text(json.dumps({"folders": [str(t.path.resolve()) for t in traces]}) + "\n")

@@ -33,7 +33,7 @@ from profui.capture.format.regular import not_utf8
 from profui.capture.jax.detect import is_jax_trace
 from profui.capture.nsys.tables import is_nsys_file
 
-from .cache import folder_sources
+from .cache import refused_folder, scan_folder
 from .convert import convert_events
 from .errors import KinetoFormatError
 from .heap import give_back
@@ -258,18 +258,25 @@ def _gpus(metadata: dict[str, Any], node: str, devices: list[int]) -> list[dict[
 def expand_sources(sources: list[Path]) -> list[Path]:
     """Files to import: each path itself, or the trace files of a folder (``.json``,
     ``.json.gz``, Nsight's ``.sqlite``/``.nsys-rep``)."""
+    return _expanded(sources)[0]
+
+
+def _expanded(sources: list[Path]) -> tuple[list[Path], list[str]]:
+    """:func:`expand_sources`, and the notes of the files of its folders skipped (not traces)."""
     files: list[Path] = []
+    notes: list[str] = []
     if not sources:
         raise TraceFormatError(Path("."), "no trace files given")
     for src in sources:
         src = Path(src)
         if src.is_dir():
-            found = folder_sources(src, recursive=False)
-            if not found:
-                raise KinetoFormatError(
-                    src, "folder holds no trace files (.json, .json.gz, .sqlite, .nsys-rep)"
+            scan = scan_folder(src)
+            if not scan.sources:
+                raise refused_folder(
+                    src, scan, "folder holds no trace files (.json, .json.gz, .sqlite, .nsys-rep)"
                 )
-            files.extend(found)
+            files.extend(scan.sources)
+            notes.extend(scan.notes())
         elif not src.exists() and not src.is_symlink():
             raise KinetoFormatError(src, "no such file or directory")
         else:
@@ -277,7 +284,7 @@ def expand_sources(sources: list[Path]) -> list[Path]:
     unique: dict[Path, Path] = {}
     for f in files:  # the same file named twice (a path and its folder) is imported once
         unique.setdefault(f.resolve() if f.exists() else f, f)
-    return list(unique.values())
+    return list(unique.values()), list(dict.fromkeys(notes))
 
 
 #: Sources of less JSON text than this in all are converted one by one in this process by
@@ -377,7 +384,7 @@ def import_kineto(
     (Nsight exports, whose ranks follow the files before them, are converted one by one).
     Returns the written manifest (status ``imported``, source ``kineto-import``).
     """
-    done = _import(sources, out_dir, rank, node, force, progress, name, step_pattern, None, mapper)
+    done = _import(sources, out_dir, rank, node, force, progress, name, step_pattern, None, mapper, [])
     return done.jobs[0][1]
 
 
@@ -393,13 +400,18 @@ def import_jobs(
     step_pattern: str | None = None,
     hint: str = SEPARATE_HINT,
     mapper: Mapper | None = None,
+    notes: list[str] | None = None,
 ) -> Imported:
     """As :func:`import_kineto`, but sources of several jobs are imported as one trace folder
     per job under ``out_dir`` (named ``<start, UTC>-<first file's name>[+N]``), and the line a
     one-job import would have refused them with (ending in ``hint``) is returned with them.
     Sources that are one job are imported as one trace at ``out_dir``, as by
-    :func:`import_kineto`. Several jobs are converted twice (once to tell them apart)."""
-    return _import(sources, out_dir, rank, node, force, progress, name, step_pattern, hint, mapper)
+    :func:`import_kineto`. Several jobs are converted twice (once to tell them apart).
+    ``notes`` (files of a folder the caller's scan skipped) go into each trace's manifest, with
+    those of the folders among ``sources``."""
+    return _import(
+        sources, out_dir, rank, node, force, progress, name, step_pattern, hint, mapper, notes or []
+    )
 
 
 def _import(
@@ -413,9 +425,11 @@ def _import(
     step_pattern: str | None,
     separate_hint: str | None,
     mapper: Mapper | None,
+    notes: list[str],
 ) -> Imported:
     out_dir = Path(out_dir)
-    files = expand_sources([Path(s) for s in sources])
+    files, skipped = _expanded([Path(s) for s in sources])
+    notes = list(dict.fromkeys([*notes, *skipped]))
     bad_name = not_utf8(out_dir.absolute())
     if bad_name:
         raise TraceFormatError(out_dir, bad_name)
@@ -447,7 +461,7 @@ def _import(
         groups = group_jobs(parts)
         if len(groups) == 1:
             manifest = _write_job_manifest(
-                [r for _, found in per_file for r in found], tmp, name or out_dir.name
+                [r for _, found in per_file for r in found], tmp, name or out_dir.name, notes
             )
             done = Imported([(out_dir, manifest)])
         else:
@@ -466,7 +480,7 @@ def _import(
                 (tmp / folder).mkdir()
                 found = [r for _, rs in _convert_all(job_files, tmp / folder, **options) for r in rs]
                 # the jobs list shows the name beside the start: the folder's name without it
-                manifest = _write_job_manifest(found, tmp / folder, label)
+                manifest = _write_job_manifest(found, tmp / folder, label, notes)
                 done.jobs.append((out_dir / folder, manifest))
         _swap_into_place(tmp, out_dir)
     except BaseException:
@@ -671,8 +685,8 @@ def _remove_task_folders(scratch: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_job_manifest(results: list[ConvertResult], tmp: Path, name: str) -> Manifest:
-    """The manifest of one imported job, written into ``tmp``."""
+def _write_job_manifest(results: list[ConvertResult], tmp: Path, name: str, notes: list[str]) -> Manifest:
+    """The manifest of one imported job, written into ``tmp``; ``notes``: what the import skipped."""
     firsts = [r.first_ts_ns for r in results if r.first_ts_ns is not None]
     lasts = [r.last_end_ns for r in results if r.last_end_ns is not None]
     gpus: list[dict[str, Any]] = []
@@ -704,6 +718,7 @@ def _write_job_manifest(results: list[ConvertResult], tmp: Path, name: str) -> M
         ranks=sorted({r.rank for r in results}),
         versions=versions,
         sources=[r.manifest_entry(tmp) for r in results],
+        notes=list(notes),
     )
     write_manifest(tmp, manifest)
     return manifest

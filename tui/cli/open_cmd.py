@@ -38,7 +38,7 @@ def plan_open(path: Path | None):
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
-    from profui.capture.kineto.cache import cached_import, resolve_jobs, trace_sources
+    from profui.capture.kineto.cache import cached_import, refused_folder, resolve_jobs, source_scan
 
     from ..app import OpenTarget
 
@@ -57,7 +57,8 @@ def plan_open(path: Path | None):
             return OpenTarget("trace", traces[0])
         if traces:
             return OpenTarget("jobs", path)
-    sources = trace_sources(path)
+    scan = source_scan(path)
+    sources = scan.sources
     for src in sources:  # unreadable: one line now (the CLI names the file), not in the app
         with open(src, "rb"):
             pass
@@ -71,7 +72,7 @@ def plan_open(path: Path | None):
         # the import screen runs the capture side's cached import (then a jobs list, for several)
         return OpenTarget("import", path, resolve=resolve_jobs)
     if path.is_dir():
-        raise TraceFormatError(path, f"no profui traces and no trace files in this folder ({_KINDS})")
+        raise refused_folder(path, scan, f"no profui traces and no trace files in this folder ({_KINDS})")
     raise TraceFormatError(path, f"not a trace profui reads: expected a profui trace folder or {_KINDS}")
 
 

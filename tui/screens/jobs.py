@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from profui.analysis import catalog
 from profui.analysis.catalog import JobRow
 from profui.analysis.formatting import elide_all, fmt_bytes, fmt_epoch, fmt_ns
+from profui.capture.format import TraceFormatError, read_manifest
 
 from ..widgets.keyline import KeyLine
 from .status import STATUS_STYLE
@@ -44,6 +45,20 @@ _SORT_KEYS = {
 }
 
 
+def import_notes(rows: list[JobRow]) -> list[str]:
+    """What the imports listed say of themselves (the files of the folder they skipped, with
+    why), once each; the notes of traces ``profcap`` wrote are the dashboard's to show."""
+    notes: list[str] = []
+    for r in rows:
+        try:
+            manifest = read_manifest(r.path)
+        except TraceFormatError:  # the row says what is wrong with it
+            continue
+        if manifest.status == "imported":
+            notes += [n for n in manifest.notes if n not in notes]
+    return notes
+
+
 class JobsScreen(Screen):
     """The list of traces in a folder."""
 
@@ -62,6 +77,7 @@ class JobsScreen(Screen):
     JobsScreen #jobs-filter.visible { display: block; }
     JobsScreen DataTable { height: 1fr; }
     JobsScreen #jobs-status { height: 1; padding: 0 1; }
+    JobsScreen #jobs-notes { height: auto; max-height: 4; padding: 0 1; display: none; }
     """
 
     def __init__(self, root: Path, refresh_s: float = 5.0, label: str | None = None) -> None:
@@ -77,6 +93,7 @@ class JobsScreen(Screen):
     def compose(self) -> ComposeResult:
         title = f"jobs in {self.label}" if self.label else f"traces in {self.root}"
         yield Static(f"profui · {title}", id="jobs-title")
+        yield Static("", id="jobs-notes")
         table: DataTable = DataTable(id="jobs-table", cursor_type="row", zebra_stripes=True)
         for key, header in COLUMNS:
             table.add_column(header, key=key)
@@ -96,10 +113,13 @@ class JobsScreen(Screen):
     @work(thread=True, exclusive=True, group="jobs-scan")
     def _scan(self) -> None:
         rows = catalog.scan_jobs(self.root)
-        self.app.call_from_thread(self._set_rows, rows)
+        self.app.call_from_thread(self._set_rows, rows, import_notes(rows))
 
-    def _set_rows(self, rows: list[JobRow]) -> None:
+    def _set_rows(self, rows: list[JobRow], notes: list[str] | None = None) -> None:
         self.rows = rows
+        box = self.query_one("#jobs-notes", Static)
+        box.update(Text("\n".join(f"note: {n}" for n in notes or []), no_wrap=True, overflow="ellipsis"))
+        box.display = bool(notes)
         self._fill()
         if any(r.status == "running" for r in rows):  # keep running jobs' status and duration fresh
             self.set_timer(self.refresh_s, self.action_rescan, name="jobs-rescan")

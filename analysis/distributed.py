@@ -95,6 +95,7 @@ def summary_of(
     layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
 ) -> Any:
     """The job's Summary from its ranks' results (in (node, rank) order)."""
+    from .devices import words_for
     from .pipeline.registry import REGISTRY
     from .summary import SECTIONS, Summary, source_notes
     from .takeaways import CHARTS, takeaway_for
@@ -118,20 +119,22 @@ def summary_of(
             if key in tables:
                 sections.setdefault(stage, {})[key[1]] = tables[key]
     read = {s: {f"{t}.parquet": v for t, v in tabs.items()} for s, tabs in sections.items()}
+    ranks = [(r.node, r.rank) for r in good]
+    overview = job_overview(
+        str(layout.path), layout.manifest, layout.nodes, ranks, [r.overview for r in good]
+    )
+    words = words_for(overview)
     takeaways = {}
     for chart, (_, inputs) in CHARTS.items():
         if all(f in read.get(s, {}) for s, f in inputs):
-            text = takeaway_for(chart, read)
+            text = takeaway_for(chart, read, words)
             if text:
                 takeaways[chart] = text
     notes = [*source_notes(layout.manifest), WHOLE_TRACE_ONLY]
     notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
     ms = params["bucket_ms"]
-    ranks = [(r.node, r.rank) for r in good]
     return Summary(
-        trace=job_overview(
-            str(layout.path), layout.manifest, layout.nodes, ranks, [r.overview for r in good]
-        ),
+        trace=overview,
         params={
             "top_n": params["top_n"],
             "bucket_ns": int(round(ms * 1_000_000)) if ms and ms > 0 else None,

@@ -127,6 +127,14 @@ def job_tables(tables: Mapping[Key, pl.DataFrame]) -> dict[Key, pl.DataFrame]:
     return out
 
 
+def _device_type(kinds: list[str]) -> str:
+    """The job's ``device_type`` from its ranks' (:mod:`profui.analysis.devices`)."""
+    used = {k for k in kinds if k != "none"}
+    if not used:
+        return "none"
+    return "cpu" if used == {"cpu"} else "gpu"
+
+
 def job_overview(
     path: str, manifest: Any, nodes: list[str], ranks: list[tuple[str, int]], parts: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -145,6 +153,9 @@ def job_overview(
         "ranks": sorted({r for _, r in ranks}),
         "gpus": sum(int(p["gpus"]) for p in parts),
         "gpus_listed": len(manifest.gpus),
+        "devices": sum(int(p.get("devices", p["gpus"])) for p in parts),
+        # the job's devices are of one kind when its ranks' are; GPUs where any rank has them
+        "device_type": _device_type([p.get("device_type", "gpu") for p in parts]),
         "events": sum(int(p["events"]) for p in parts),
         "start_ns": start,
         "end_ns": end,

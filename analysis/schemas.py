@@ -243,9 +243,17 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("computation_ns", I64, "ns", "union of its computation kernels"),
             _c("communication_ns", I64, "ns", "union of its communication kernels"),
             _c("memory_ns", I64, "ns", "union of its memcpy / memset"),
-            _c("idle_ns", I64, "ns", "dur_ns - busy_ns"),
+            _c("idle_ns", I64, "ns", "dur_ns - busy_ns (host rows: the host stalls)"),
+            _c(
+                "data_loading_ns",
+                I64,
+                "ns",
+                "union of its DataLoader fetches (host rows; null on device rows)",
+            ),
+            _c("work_on", STR, "text", "device, or host for a rank without device work (its CPU ops)"),
         ),
-        "per step and rank: the device work the step launched, by kernel type",
+        "per step and rank: the device work the step launched, by kernel type; a rank without "
+        "device work: its host's compute, communication, data loading and stalls",
     ),
     ("steps", "job.parquet"): Table(
         (
@@ -947,6 +955,8 @@ OVERVIEW_KEYS = (
 JSON_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ingest", "trace.json"): ("overview", "fingerprint", *OVERVIEW_KEYS),
     ("steps", "steps.json"): ("has_markers", "renumbered", "note", "step_annotation"),
+    "devices",
+    "device_type",
     ("allocations", "allocations.json"): ("events", "unreadable", "devices", "note"),
     ("summary", "summary.json"): (
         "trace",

@@ -22,7 +22,7 @@ import polars as pl
 
 from .busy import RANK_BY, WORK_KINDS, device_work
 from .engine import ENGINE, SCAN_ENGINE
-from .intervals import Frame, _lazy, union_length
+from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 from .stats import int_std
 
 _STEP_NUMBER_RE = r"(\d+)\s*$"
@@ -307,19 +307,98 @@ def step_outliers(
     )
 
 
+#: A DataLoader's fetch of a batch, as torch.profiler records it around ``next()``.
+DATA_LOADING = r"^enumerate\(DataLoader\)#"
+#: ``work_on`` of a breakdown row: the step's device work, or a rank without device work's host
+#: work (a CPU-only run).
+ON_DEVICE, ON_HOST = "device", "host"
+
+
 def step_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
-    """Per step: device busy time, its split by kernel type, and idle within the device window.
+    """Per step: device busy time, its split by kernel type, and idle within the device window;
+    for a rank without device work, its host work (:func:`host_breakdown`).
 
     Columns: node, rank, step, dur_ns, busy_ns, computation_ns, communication_ns, memory_ns
-    (union per type of the step's own device work; types may overlap), idle_ns = dur − busy.
+    (union per type of the step's own device work; types may overlap), idle_ns = dur − busy,
+    data_loading_ns (host rows only), work_on (``device`` / ``host``).
     """
     m = _lazy(windows)
-    return breakdown_of(step_device_events(events, m), m)
+    return breakdown_of(step_device_events(events, m), m, events)
 
 
-def breakdown_of(work: Frame, windows: Frame) -> pl.LazyFrame:
+def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
     """:func:`step_breakdown` from the steps' device work already found (``work``: rows of
-    :func:`step_device_events`; sync events in it are left out)."""
+    :func:`step_device_events`; sync events in it are left out); ``events`` give the host
+    work of the ranks without device work."""
+    m = _lazy(windows)
+    host_ranks = (
+        m.select(RANK_BY)
+        .unique()
+        .join(_lazy(events).filter(pl.col("device") >= 0).select(RANK_BY).unique(), on=RANK_BY, how="anti")
+    )
+    device = _device_breakdown(work, m.join(host_ranks, on=RANK_BY, how="anti"))
+    host = host_breakdown(events, m.join(host_ranks, on=RANK_BY, how="semi"))
+    return pl.concat([device, host], how="vertical_relaxed").sort(*RANK_BY, "step")
+
+
+def host_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
+    """Per step of a rank without device work (a CPU-only run), what its host did in the step's
+    CPU window, as unions over the rank's threads cut to the window: ``communication_ns`` its
+    host collectives (:func:`profui.analysis.comm.host_comm_ops`: ``gloo:all_reduce`` ...),
+    ``data_loading_ns`` its DataLoader fetches (:data:`DATA_LOADING`), ``busy_ns`` any CPU op,
+    collective or fetch running, ``computation_ns`` busy while neither communicating nor
+    loading data, ``idle_ns`` the host stalls (no traced op on any thread); ``memory_ns`` 0."""
+    from .comm import host_comm_ops
+
+    keys = [*RANK_BY, "step"]
+    ev = _lazy(events)
+    m = _lazy(windows)
+    w = m.select(*keys, pl.col("cpu_start_ns").alias("w_start"), pl.col("cpu_end_ns").alias("w_end"))
+
+    def clipped(rows: pl.LazyFrame) -> pl.LazyFrame:
+        iv = rows.select(*RANK_BY, pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
+        return clip_to_windows(merge_intervals(iv, RANK_BY), w, RANK_BY).select(*keys, "start", "end")
+
+    comm = clipped(host_comm_ops(ev.filter(pl.col("device") < 0)))
+    data = clipped(
+        ev.filter(pl.col("kind").is_in(["cpu_op", "annotation"]), pl.col("name").str.contains(DATA_LOADING))
+    )
+    ops = clipped(ev.filter(pl.col("kind") == "cpu_op"))
+    out = m.select(*keys, "dur_ns")
+    for name, parts in (
+        ("communication_ns", [comm]),
+        ("data_loading_ns", [data]),
+        ("_waiting", [comm, data]),
+        ("busy_ns", [comm, data, ops]),
+    ):
+        out = out.join(union_length(pl.concat(parts), keys, name), on=keys, how="left")
+    cols = ["busy_ns", "communication_ns", "data_loading_ns", "_waiting"]
+    return (
+        out.with_columns([pl.col(c).fill_null(0) for c in cols])
+        .with_columns(
+            (pl.col("busy_ns") - pl.col("_waiting")).alias("computation_ns"),
+            pl.lit(0, pl.Int64).alias("memory_ns"),
+            (pl.col("dur_ns") - pl.col("busy_ns")).alias("idle_ns"),
+            pl.lit(ON_HOST).alias("work_on"),
+        )
+        .select(*keys, *_BREAKDOWN_COLUMNS)
+    )
+
+
+#: The breakdown's columns after its keys, in order.
+_BREAKDOWN_COLUMNS = (
+    "dur_ns",
+    "busy_ns",
+    "computation_ns",
+    "communication_ns",
+    "memory_ns",
+    "idle_ns",
+    "data_loading_ns",
+    "work_on",
+)
+
+
+def _device_breakdown(work: Frame, windows: Frame) -> pl.LazyFrame:
     m = _lazy(windows)
     work = _lazy(work).filter(pl.col("kind") != "sync")
     keys = [*RANK_BY, "step"]
@@ -333,8 +412,12 @@ def breakdown_of(work: Frame, windows: Frame) -> pl.LazyFrame:
     cols = ["busy_ns", "computation_ns", "communication_ns", "memory_ns"]
     return (
         out.with_columns([pl.col(c).fill_null(0) for c in cols])
-        .with_columns((pl.col("dur_ns") - pl.col("busy_ns")).alias("idle_ns"))
-        .sort(keys)
+        .with_columns(
+            (pl.col("dur_ns") - pl.col("busy_ns")).alias("idle_ns"),
+            pl.lit(None, pl.Int64).alias("data_loading_ns"),
+            pl.lit(ON_DEVICE).alias("work_on"),
+        )
+        .select(*keys, *_BREAKDOWN_COLUMNS)
     )
 
 

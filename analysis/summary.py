@@ -90,7 +90,13 @@ def _clean(value: Any) -> Any:
 
 
 def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
-    """What was analysed: path, name, status, nodes, ranks, GPUs, event count and time span."""
+    """What was analysed: path, name, status, nodes, ranks, devices, event count and time span.
+
+    ``devices`` counts the (node, rank, device) lanes that ran device work; ``device_type``
+    says what they are (:mod:`profui.analysis.devices`: ``gpu``, ``cpu`` for XLA on CPU, ``none``
+    without device work) and ``gpus`` counts them only when they are GPUs."""
+    from .devices import GPU, NONE, manifest_device_type
+
     m = trace.manifest
     o = (
         events.select(
@@ -103,6 +109,8 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
         .row(0, named=True)
     )
     start, end = o["start_ns"], o["end_ns"]
+    devices = int(o["gpus"])
+    kind = manifest_device_type(m) if devices else NONE
     return {
         "path": str(trace.path),
         "name": m.name,
@@ -110,8 +118,10 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
         "source": m.source,
         "nodes": sorted(trace.dir.nodes),
         "ranks": sorted({r for _, r in trace.dir.ranks}),
-        "gpus": int(o["gpus"]),
+        "gpus": devices if kind == GPU else 0,
         "gpus_listed": len(m.gpus),
+        "devices": devices,
+        "device_type": kind,
         "events": int(o["events"]),
         "start_ns": start,
         "end_ns": end,

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from .comm import DEVICE_KERNEL, HOST_OP
+from .devices import CPU, GPU_WORDS, NONE, DeviceWords
 from .formatting import (
     fmt_bytes,
     fmt_count,
@@ -67,10 +68,20 @@ MEMORY_TREND_MIN_STEPS = 3
 MEMORY_TREND_SHARE = 0.01
 
 _IDLE_PHRASE = {
-    "host_wait": "waiting on the host (launches arrive after the GPU ran dry)",
-    "kernel_wait": "short gaps between back-to-back kernels (launch overhead)",
+    "host_wait": "waiting on the host (launches arrive after the {device} ran dry)",
+    "kernel_wait": "short gaps between back-to-back {work}s (launch overhead)",
     "other": "waiting on other streams, events or collectives",
 }
+
+
+def _idle_phrase(category: str, words: DeviceWords) -> str:
+    return _IDLE_PHRASE.get(category, category).format(device=words.device, work=words.work)
+
+
+def _no_device() -> str:
+    """What a takeaway about device work says of a run without any."""
+    return "No device activity: a CPU-only run (host work is in the CPU and step charts)."
+
 
 #: Name of the row the top-N kernel tables fold the remaining kernels into.
 OTHER = "(other)"
@@ -100,40 +111,40 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
     return str(tot["category"][0]), float(tot["idle_ns"][0]) / total
 
 
-def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame) -> str:
-    """GPU busy vs idle over the GPUs' active span (GPU-time weighted), and the main idle cause."""
-    if busy.is_empty():
-        return "No GPU activity recorded."
+def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
+    """Device busy vs idle over the devices' active span (device-time weighted), and the main
+    idle cause; the devices named by ``words`` (GPUs, or XLA's CPU devices)."""
+    if busy.is_empty() or not busy["span_ns"].sum():
+        return _no_device() if words.kind == NONE else f"No {words.device} activity recorded."
     span = busy["span_ns"].sum()
-    if not span:
-        return "No GPU activity recorded."
     busy_share = busy["busy_ns"].sum() / span
     idle_share = 1.0 - busy_share
     n = busy.height
-    where = f" across {n} GPUs" if n > 1 else ""
+    dev = words.device
+    where = f" across {words.devices(n)}" if n > 1 else ""
     if idle_share < IDLE_LOW_SHARE:
-        return f"GPU busy {fmt_pct(busy_share, 0)}{where} — kept well fed."
+        return f"{dev} busy {fmt_pct(busy_share, 0)}{where} — kept well fed."
     cause = idle_cause(idle)
-    text = f"GPU idle {fmt_pct(idle_share, 0)}{where}"
+    text = f"{dev} idle {fmt_pct(idle_share, 0)}{where}"
     if cause and cause[1] >= DOMINANT_SHARE:
-        text += f" — mostly {_IDLE_PHRASE.get(cause[0], cause[0])}"
+        text += f" — mostly {_idle_phrase(cause[0], words)}"
     elif idle_share > IDLE_OVER_BUSY_SHARE:
-        text += " — the GPU waits more than it works"
+        text += f" — the {dev} waits more than it works"
     if n > 1:
         lo, hi = busy["busy_share"].min(), busy["busy_share"].max()
         if hi is not None and lo is not None and hi - lo >= GPU_SPREAD_SHARE:
-            text += f"; busiest GPU {fmt_pct(hi, 0)}, least {fmt_pct(lo, 0)}"
+            text += f"; busiest {dev} {fmt_pct(hi, 0)}, least {fmt_pct(lo, 0)}"
     return text + "."
 
 
-def gpu_util_takeaway(util: pl.DataFrame, sampled: pl.DataFrame) -> str:
+def gpu_util_takeaway(util: pl.DataFrame, sampled: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """Busy fraction over time — over the whole job from NVML samples where capture took them,
     else over the traced window from device events: average, spread, share of low buckets."""
     src = sampled if not sampled.is_empty() else util
     v = src["util"].drop_nulls() if not src.is_empty() else pl.Series([], dtype=pl.Float64)
     if v.is_empty():
         return ""
-    what = "GPU utilization (NVML, whole job)" if src is sampled else "GPU utilization"
+    what = "GPU utilization (NVML, whole job)" if src is sampled else f"{words.device} utilization"
     mean = v.mean()
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
         return f"{what} {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
@@ -165,20 +176,20 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
     return f"{what} averages {fmt_pct(mean, 0)}{over}, peak {fmt_pct(peak, 0)}."
 
 
-def kernel_total_takeaway(stats: pl.DataFrame) -> str:
-    """Kernel count, total GPU time, typical length; many tiny kernels flagged."""
+def kernel_total_takeaway(stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
+    """Kernel (XLA op) count, total device time, typical length; many tiny ones flagged."""
     n = int(stats["count"].sum()) if not stats.is_empty() else 0
     if not n:
-        return "No kernels."
+        return f"No {words.work}s."
     total = stats["total_ns"].sum()
     short = float(stats.filter(pl.col("mean_ns") < SHORT_KERNEL_NS)["count"].sum()) / n
-    text = f"{plural(n, 'kernel')}, {fmt_ns(total)} of GPU time, {fmt_ns(total / n)} on average"
+    text = f"{plural(n, words.work)}, {fmt_ns(total)} of {words.time}, {fmt_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
-        text += f" — {fmt_pct(short, 0)} are under {fmt_ns(SHORT_KERNEL_NS)} (launch overhead matters)"
+        text += f" — {fmt_pct(short, 0)} are under {fmt_ns(SHORT_KERNEL_NS)} ({words.overhead} matters)"
     return text + "."
 
 
-def top_time_takeaway(top: pl.DataFrame) -> str:
+def top_time_takeaway(top: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """The kernel with the most GPU time, and how concentrated the top is."""
     rows = top.filter(pl.col("name") != OTHER) if not top.is_empty() else top
     if rows.is_empty():
@@ -187,14 +198,14 @@ def top_time_takeaway(top: pl.DataFrame) -> str:
     all_ns = top["total_ns"].sum()  # the top rows plus the "(other)" row: every kernel
     if not all_ns:
         return f"Longest total: {short_name(first['name'])}."
-    text = f"{short_name(first['name'])} takes {fmt_pct(first['total_ns'] / all_ns, 0)} of kernel time"
+    text = f"{short_name(first['name'])} takes {fmt_pct(first['total_ns'] / all_ns, 0)} of {words.work_time}"
     if rows.height > 1:
         top5 = rows.head(5)["total_ns"].sum() / all_ns
         text += f"; the top {min(5, rows.height)} take {fmt_pct(top5, 0)}"
     return text + "."
 
 
-def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame) -> str:
+def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """The most launched kernel and its share of all launches."""
     rows = top.filter(pl.col("name") != OTHER) if not top.is_empty() else top
     if rows.is_empty():
@@ -203,8 +214,8 @@ def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame) -> str:
     all_n = stats["count"].sum()
     share = first["count"] / all_n if all_n else 0.0
     return (
-        f"Most launched: {short_name(first['name'])}, {fmt_count(first['count'])}× "
-        f"({fmt_pct(share, 0)} of launches), {fmt_ns(first['mean_ns'])} each."
+        f"Most {words.launched}: {short_name(first['name'])}, {fmt_count(first['count'])}× "
+        f"({fmt_pct(share, 0)} of {words.launches}), {fmt_ns(first['mean_ns'])} each."
     )
 
 
@@ -235,7 +246,7 @@ def steps_takeaway(windows: pl.DataFrame, job: pl.DataFrame, job_stats: pl.DataF
 _LOW_PRECISION = ("FP16", "BF16", "FP8", "INT8")
 
 
-def precision_takeaway(shares: pl.DataFrame) -> str:
+def precision_takeaway(shares: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """The dominant precision of kernel time; a hint when reduced precision is rare.
 
     Shares are of compute-kernel time: the communication and memory kernels the precision
@@ -247,17 +258,17 @@ def precision_takeaway(shares: pl.DataFrame) -> str:
     note = f", excluding {note} kernels" if note else ""
     s = shares.filter(inside).sort("share", descending=True)
     if s.is_empty() or not s["share"].sum():
-        return f"No compute-kernel time to classify{note}."
+        return f"No compute-{words.work_time} to classify{note}."
     top = s.row(0, named=True)
     low = float(s.filter(pl.col("precision").str.to_uppercase().is_in(list(_LOW_PRECISION)))["share"].sum())
     verb = "dominates" if top["share"] >= DOMINANT_SHARE else "has the most"
-    text = f"{top['precision']} {verb} kernel time ({fmt_pct(top['share'], 0)}){note}"
+    text = f"{top['precision']} {verb} {words.work_time} ({fmt_pct(top['share'], 0)}){note}"
     if str(top["precision"]).upper() in ("FP32", "TF32") and low < LOW_PRECISION_HINT_SHARE:
         text += f"; {'/'.join(_LOW_PRECISION)} only {fmt_pct(low, 0)} — mixed precision could help"
     return text + "."
 
 
-def flops_takeaway(totals: pl.DataFrame) -> str:
+def flops_takeaway(totals: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """FLOPs counted per step, the achieved throughput, the MFU against which peak (or why
     there is none), and the share of kernel time no FLOPs are known for."""
     if totals.is_empty():
@@ -280,27 +291,36 @@ def flops_takeaway(totals: pl.DataFrame) -> str:
     else:
         text += "; no peak known, no MFU"
     if t["kernel_ns"]:
-        text += f"; {fmt_pct(t['kernel_ns_without_flops'] / t['kernel_ns'], 0)} of kernel time has no FLOPs"
+        text += (
+            f"; {fmt_pct(t['kernel_ns_without_flops'] / t['kernel_ns'], 0)} of {words.work_time} has no FLOPs"
+        )
     return text + "."
 
 
-def activity_takeaway(shares: pl.DataFrame) -> str:
-    """Kernel / memcpy / memset / sync / idle shares in one line (those of 1% or more)."""
+def activity_takeaway(shares: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
+    """Kernel (XLA op) / memcpy / memset / sync / idle shares in one line (those of 1% or more)."""
     if shares.is_empty():
         return ""
     s = shares.group_by("activity").agg(pl.col("share").mean()).sort("share", descending=True)
+    named = {"kernel": f"{words.work}s" if words.work != "kernel" else "kernel"}
     parts = [
-        f"{r['activity']} {fmt_pct(r['share'], 0)}" for r in s.iter_rows(named=True) if r["share"] >= 0.01
+        f"{named.get(r['activity'], r['activity'])} {fmt_pct(r['share'], 0)}"
+        for r in s.iter_rows(named=True)
+        if r["share"] >= 0.01
     ]
     gpus = shares.select(pl.exclude("activity", "time_ns", "share", "overlap_ns", "span_ns")).n_unique()
-    many = " (mean over GPUs)" if gpus > 1 else ""
-    return (f"GPU time{many}: " + ", ".join(parts) + ".") if parts else ""
+    many = f" (mean over {words.device}s)" if gpus > 1 else ""
+    return (f"{words.time}{many}: " + ", ".join(parts) + ".") if parts else ""
 
 
-def memory_takeaway(ops: pl.DataFrame) -> str:
+def memory_takeaway(ops: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """Memory operations: count, time, the direction with most time and its bandwidth."""
     if ops.is_empty():
-        return "No memcpy or memset on the GPUs."
+        return (
+            "No memcpy or memset: no device in this run."
+            if words.kind == NONE
+            else f"No memcpy or memset on the {words.device}s."
+        )
     n, t = int(ops["count"].sum()), ops["time_ns"].sum()
     top = ops.sort("time_ns", descending=True).row(0, named=True)
     share = top["time_ns"] / t if t else 0.0
@@ -422,13 +442,15 @@ def sync_takeaway(totals: pl.DataFrame) -> str:
     return text + "."
 
 
-def idle_takeaway(breakdown: pl.DataFrame) -> str:
-    """The main cause of stream idle time (from :func:`idle.idle_breakdown`)."""
+def idle_takeaway(breakdown: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
+    """The main cause of stream idle time (from :func:`idle.idle_breakdown`); on XLA's CPU
+    devices a stream is a thread that executes XLA ops."""
     cause = idle_cause(breakdown)
     if cause is None:
         return ""
     lead = "mostly " if cause[1] >= DOMINANT_SHARE else "largest share "
-    return f"Stream idle time is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_IDLE_PHRASE.get(cause[0], cause[0])}."
+    what = "Idle time of the XLA-op threads" if words.kind == CPU else "Stream idle time"
+    return f"{what} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
 
 
 def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers: pl.DataFrame) -> str:
@@ -495,12 +517,29 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     ),
 }
 
+#: The answers whose words name the devices: they take the trace's :class:`DeviceWords`.
+WORDED = frozenset(
+    {
+        "gpu_active",
+        "gpu_util",
+        "kernel_total",
+        "top_time",
+        "top_count",
+        "precision",
+        "flops",
+        "activity",
+        "memory",
+        "idle",
+    }
+)
+
 #: The stages the takeaways read (the ``takeaways`` stage's inputs), in first-use order.
 NEEDS: tuple[str, ...] = tuple(dict.fromkeys(stage for _, inputs in CHARTS.values() for stage, _ in inputs))
 
 
-def takeaway_for(chart_id: str, outputs: Outputs) -> str:
-    """The takeaway ``chart_id`` from ``{stage: {file: frame}}`` outputs holding every table it reads.
+def takeaway_for(chart_id: str, outputs: Outputs, words: DeviceWords = GPU_WORDS) -> str:
+    """The takeaway ``chart_id`` from ``{stage: {file: frame}}`` outputs holding every table it
+    reads, naming the devices by ``words`` (:func:`profui.analysis.devices.words_for`).
 
     Raises KeyError naming the table when one is missing: a takeaway is never silently computed
     from less than its inputs.
@@ -512,14 +551,15 @@ def takeaway_for(chart_id: str, outputs: Outputs) -> str:
             frames.append(_df(outputs[stage][file]))
         except KeyError:
             raise KeyError(f"takeaway {chart_id} needs {stage}/{file}") from None
-    return fn(*frames)
+    return fn(*frames, words=words) if chart_id in WORDED else fn(*frames)
 
 
-def all_takeaways(outputs: Outputs) -> dict[str, str]:
-    """Every answer's takeaway (those with nothing to say are left out), in :data:`CHARTS` order."""
+def all_takeaways(outputs: Outputs, words: DeviceWords = GPU_WORDS) -> dict[str, str]:
+    """Every answer's takeaway (those with nothing to say are left out), in :data:`CHARTS`
+    order, naming the devices by ``words``."""
     out = {}
     for chart in CHARTS:
-        text = takeaway_for(chart, outputs)
+        text = takeaway_for(chart, outputs, words)
         if text:
             out[chart] = text
     return out

@@ -26,6 +26,7 @@ from profui.analysis import steps as stp
 from profui.analysis import sync as sy
 from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
+from profui.analysis.devices import words_for
 from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.schemas import TABLES
@@ -126,7 +127,7 @@ def steps(ctx: StageContext) -> dict[str, Any]:
         "breakdown.parquet": (
             stp.step_breakdown(ctx.trace.cached_events(), windows)
             if found.work is None or ctx.params["hta_compat"]
-            else stp.breakdown_of(found.work, windows)
+            else stp.breakdown_of(found.work, windows, ev)
         ),
         "job.parquet": Derived(lambda out: stp.job_steps(out["windows.parquet"])),
         "job_stats.parquet": Derived(lambda out: stp.step_stats(out["job.parquet"], by=())),
@@ -405,7 +406,8 @@ def summary(ctx: StageContext) -> dict[str, Any]:
     for _, inputs in CHARTS.values():
         for stage, file in inputs:
             read.setdefault(stage, {})[file] = ctx.input(stage, file)
-    takeaways = all_takeaways(read)
+    overview = ctx.input("ingest", "trace.json")["overview"]
+    takeaways = all_takeaways(read, words_for(overview))
     notes = source_notes(ctx.trace.manifest)
     if ctx.has_input("allocations"):
         mem_note = ctx.input("allocations", "allocations.json")["note"]
@@ -419,7 +421,7 @@ def summary(ctx: StageContext) -> dict[str, Any]:
         last = "kept" if ctx.params["include_last_step"] else "dropped"
         notes.append(f"hta_compat: HTA's semantics (µs rounding, last ProfilerStep {last}, HTA's GPU events)")
     doc = Summary(
-        trace=ctx.input("ingest", "trace.json")["overview"],
+        trace=overview,
         params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},
         sections=sections,
         takeaways=takeaways,

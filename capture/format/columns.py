@@ -53,6 +53,11 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 META_SCHEMA_VERSION = b"profui.schema_version"
 META_TABLE = b"profui.table"
 
+#: The note an importer gives a source whose device lanes are host threads (a JAX run on CPU:
+#: the threads that execute XLA ops): a trace whose device lanes all come from such sources has
+#: CPU devices, no GPU (the note travels with the source, and through a Chrome-trace export).
+CPU_LANES_NOTE = "JAX on CPU: the host threads that execute XLA ops are shown as the device's lanes (one stream per thread)"
+
 #: File name endings of the foreign traces profui imports: PyTorch Profiler / Kineto JSON, and
 #: Nsight Systems' SQLite export and the report it comes from.
 KINETO_SUFFIXES = (".json", ".json.gz")

@@ -6,7 +6,9 @@ XLA's process id (``/host:CPU``, ``/device:GPU:0``), not an OS pid. What each ev
 
 - an event with ``args.hlo_op`` is an XLA op executed: a ``kernel``. On a device process its
   device is the process's; on a CPU-only run the host threads that execute ops are the device
-  lanes (device ``args.device_ordinal``, one stream per thread), and the trace's notes say so;
+  lanes (device ``args.device_ordinal``, one stream per thread), and the trace's notes say so
+  (:data:`~profui.capture.format.columns.CPU_LANES_NOTE`, by which analysis names them; no GPU
+  is listed);
 - on a device process, the ``XLA Modules``/``XLA Ops``/``Steps`` lanes are ``gpu_annotation``;
   ``Memcpy*`` on a stream is a ``memcpy``; any other stream event a ``kernel``;
 - an event with ``args.step_num`` (``jax.profiler.StepTraceAnnotation``) is a ``step``, named
@@ -36,6 +38,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from profui.capture.format.columns import CPU_LANES_NOTE
 from profui.capture.kineto.converted import empty_columns, events_table, write_rank
 from profui.capture.kineto.errors import INT64_MAX, INT64_MIN, BadValue, KinetoFormatError
 from profui.capture.kineto.importer import ConvertResult, detect_node
@@ -49,7 +52,7 @@ _ORDINAL = re.compile(r"^[0-9]{1,9}$")
 _DEVICE_PROCESS = re.compile(r"^/device:[A-Za-z_]+:([0-9]{1,9})(?![0-9])")
 _DEVICE_ANNOTATION_LANES = ("XLA Modules", "XLA Ops", "Steps", "XLA TraceMe")
 _COPY_KINDS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD"}
-NOTE_CPU_LANES = "JAX on CPU: the host threads that execute XLA ops are shown as the device's lanes (one stream per thread)"
+NOTE_CPU_LANES = CPU_LANES_NOTE
 
 
 def _ns(value: object) -> int | None:
@@ -129,11 +132,12 @@ def convert_jax_file(
         "rank_from": "--rank" if rank is not None else "default",
         "metadata": {k: v for k, v in doc.items() if k != "traceEvents"} if isinstance(doc, dict) else {},
     }
+    cpu = NOTE_CPU_LANES in notes  # the device lanes are host threads: no GPU is listed
     if notes:
         source["notes"] = notes
     if skipped:
         source["skipped"] = dict(sorted(skipped.items()))
-    result = write_rank(trace_dir, node_value, rank_value, table, source)
+    result = write_rank(trace_dir, node_value, rank_value, table, source, gpus=[] if cpu else None)
     if progress is not None:
         progress(2, 2)
     return [result]

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
+from profui.analysis.devices import fmt_devices, words_for
 from profui.analysis.formatting import (
     elide,
     fmt_bytes,
     fmt_count,
     fmt_flops,
     fmt_gbps,
-    fmt_gpus,
     fmt_ns,
     fmt_pct,
     fmt_tflops,
@@ -136,12 +136,13 @@ def _ranks(ranks: Sequence[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 
-def _where(df: pl.DataFrame) -> list[Col]:
-    """Location columns worth showing: node only when several, then rank, device, stream."""
+def _where(df: pl.DataFrame, lane: str = "gpu") -> list[Col]:
+    """Location columns worth showing: node only when several, then rank, device (headed
+    ``lane``: ``gpu``, or ``cpu`` for XLA's CPU devices), stream."""
     cols: list[Col] = []
     if "node" in df.columns and df["node"].n_unique() > 1:
         cols.append(("node", "node", _text))
-    for c, h in (("rank", "rank"), ("device", "gpu"), ("stream", "stream")):
+    for c, h in (("rank", "rank"), ("device", lane), ("stream", "stream")):
         if c in df.columns:
             cols.append((c, h, _text))
     return cols
@@ -153,10 +154,15 @@ def render_text(summary: Any, console: Any) -> None:
 
     s = summary
     tr = s.trace
+    words = words_for(tr)
+
+    def where(df: pl.DataFrame) -> list[Col]:
+        return _where(df, words.lane)
+
     head = (
         f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
         f"status {tr['status']} · {plural(len(tr['nodes']), 'node')} · {_ranks(tr['ranks'])}"
-        f" · {fmt_gpus(tr['gpus'], tr['gpus_listed'])} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
+        f" · {fmt_devices(tr)} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
     )
     if s.params.get("hta_compat"):
         head += " · [yellow]hta_compat[/yellow]"
@@ -170,7 +176,8 @@ def render_text(summary: Any, console: Any) -> None:
         t.add_column(style="cyan")
         t.add_column()
         for chart, text in s.takeaways.items():
-            t.add_row(chart, text)
+            # the answer's id names GPUs (gpu_active); the label names no GPU where none ran
+            t.add_row(chart if words.kind == "gpu" else chart.replace("gpu_", "device_"), text)
         console.print(t)
     top = s.params.get("top_n") or None
     tb = s.table
@@ -179,10 +186,10 @@ def render_text(summary: Any, console: Any) -> None:
     busy = tb("utilization", "busy")
     P(
         _table(
-            "GPU busy / idle",
+            f"{words.Device} busy / idle",
             busy,
             [
-                *_where(busy),
+                *where(busy),
                 ("busy_ns", "busy", fmt_ns),
                 ("idle_ns", "idle", fmt_ns),
                 ("span_ns", "active span", fmt_ns),
@@ -196,10 +203,10 @@ def render_text(summary: Any, console: Any) -> None:
     per = tb("utilization", "gpu_over_time")
     P(
         _table(
-            "GPU utilization over time",
+            f"{words.Device} utilization over time",
             per,
             [
-                *_where(per),
+                *where(per),
                 ("buckets", "buckets", _num),
                 ("bucket_len_ns", "bucket", fmt_ns),
                 ("mean", "mean", fmt_pct),
@@ -227,7 +234,8 @@ def render_text(summary: Any, console: Any) -> None:
     if not stats.is_empty():
         n, t = int(stats["count"].sum()), stats["total_ns"].sum()
         P(
-            f"[bold]Kernels[/bold]: {fmt_count(n)} launches of {fmt_count(stats.height)} kernels, {fmt_ns(t)} GPU time"
+            f"[bold]{words.Work}s[/bold]: "
+            f"{fmt_count(n)} {words.launches} of {plural(stats.height, words.work)}, {fmt_ns(t)} {words.time}"
         )
     kcols: list[Col] = [
         ("name", "kernel", _name()),
@@ -240,11 +248,11 @@ def render_text(summary: Any, console: Any) -> None:
         ("max_ns", "max", fmt_ns),
         ("share", "time share", fmt_pct),
     ]
-    P(_table(f"Top {top or ''} kernels by time", tb("kernels", "top_by_time"), kcols))
-    P(_table(f"Top {top or ''} kernels by launch count", tb("kernels", "top_by_count"), kcols))
+    P(_table(f"Top {top or ''} {words.work}s by time", tb("kernels", "top_by_time"), kcols))
+    P(_table(f"Top {top or ''} {words.work}s by {words.launch} count", tb("kernels", "top_by_count"), kcols))
     P(
         _table(
-            "Kernel types (exclusive time, HTA's breakdown)",
+            f"{words.Work} types (exclusive time, HTA's breakdown)",
             tb("kernels", "types"),
             [("kernel_type", "type", _text), ("time_ns", "time", fmt_ns), ("share", "%", fmt_pct)],
         )
@@ -252,10 +260,10 @@ def render_text(summary: Any, console: Any) -> None:
     act = tb("activity", "shares")
     P(
         _table(
-            "GPU activity",
+            f"{words.Device} activity",
             act,
             [
-                *_where(act),
+                *where(act),
                 ("activity", "activity", _text),
                 ("time_ns", "time", fmt_ns),
                 ("share", "share", fmt_pct),
@@ -354,7 +362,7 @@ def render_text(summary: Any, console: Any) -> None:
             )
     P(
         _table(
-            "Kernel precision",
+            f"{words.Work} precision",
             tb("precision", "shares").filter(pl.col("count") > 0)
             if "count" in tb("precision", "shares").columns
             else tb("precision", "shares"),
@@ -374,7 +382,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Steps",
             win,
             [
-                *_where(win),
+                *where(win),
                 ("step", "step", _text),
                 ("cpu_dur_ns", "CPU time", fmt_ns),
                 ("dur_ns", "device time", fmt_ns),
@@ -399,7 +407,7 @@ def render_text(summary: Any, console: Any) -> None:
         _table(
             "Step-time distribution per rank" if st.height > 1 else "Step-time distribution",
             st,
-            [*_where(st), *stat_cols],
+            [*where(st), *stat_cols],
         )
     )
     out = tb("steps", "outliers")
@@ -409,7 +417,7 @@ def render_text(summary: Any, console: Any) -> None:
                 "Outlier steps",
                 out,
                 [
-                    *_where(out),
+                    *where(out),
                     ("step", "step", _text),
                     ("dur_ns", "device time", fmt_ns),
                     ("vs_rank_median", "× rank median", _num),
@@ -423,7 +431,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Launches (host launch call → device start, by correlation id)",
             ls,
             [
-                *_where(ls),
+                *where(ls),
                 ("launches", "launches", _num),
                 ("cpu_mean_ns", "call mean", fmt_ns),
                 ("cpu_p50_ns", "call p50", fmt_ns),
@@ -462,7 +470,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Host blocked in synchronize calls",
             tb("sync", "host"),
             [
-                *_where(tot),
+                *where(tot),
                 ("name", "call", _text),
                 ("category", "kind", _text),
                 ("calls", "calls", _num),
@@ -479,7 +487,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Device sync events",
             dev,
             [
-                *_where(dev),
+                *where(dev),
                 ("name", "event", _text),
                 ("count", "count", _num),
                 ("total_ns", "total", fmt_ns),
@@ -495,7 +503,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Idle time per stream (HTA's categories)",
             idle,
             [
-                *_where(idle),
+                *where(idle),
                 ("category", "category", _text),
                 ("idle_ns", "idle", fmt_ns),
                 ("ratio", "share", fmt_pct),
@@ -512,7 +520,7 @@ def render_text(summary: Any, console: Any) -> None:
             "Queue length per stream (launched, not finished)",
             q,
             [
-                *_where(q),
+                *where(q),
                 ("count", "changes", _num),
                 ("mean", "mean", _num),
                 ("time_mean", "time-weighted mean", _num),
@@ -547,7 +555,7 @@ def render_text(summary: Any, console: Any) -> None:
                 "Communication / computation overlap",
                 ov,
                 [
-                    *_where(ov),
+                    *where(ov),
                     ("comm_ns", "comm", fmt_ns),
                     ("compute_ns", "compute", fmt_ns),
                     ("overlap_ns", "overlap", fmt_ns),
@@ -562,7 +570,7 @@ def render_text(summary: Any, console: Any) -> None:
                 "Communication per rank",
                 pr,
                 [
-                    *_where(pr),
+                    *where(pr),
                     ("source", "source", _text),
                     ("count", "calls", _num),
                     ("busy_ns", "comm time", fmt_ns),
@@ -601,7 +609,7 @@ def render_text(summary: Any, console: Any) -> None:
                 "Annotations",
                 br,
                 [
-                    *[c for c in _where(br) if c[0] == "rank"],
+                    *[c for c in where(br) if c[0] == "rank"],
                     ("side", "side", _text),
                     ("name", "name", _name(50)),
                     ("count", "count", _num),
@@ -831,5 +839,4 @@ def register(app: typer.Typer) -> None:
 
         # piped output keeps whole rows (rich would assume 80 columns) unless COLUMNS says a width
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
-
         render_text(s, Console(highlight=False, width=width))

@@ -19,7 +19,8 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
 from profui.analysis.catalog import display_name
-from profui.analysis.formatting import fmt_gpus, fmt_short_count, plural
+from profui.analysis.devices import fmt_devices
+from profui.analysis.formatting import fmt_short_count, plural
 from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView
@@ -87,11 +88,15 @@ class TraceScreen(Screen):
         if m.synthetic:
             t.append(" · synthetic", style="italic")
         overview = self.session.overview
-        # which GPUs ran anything is an answer of the analysis; until it is in, say what is listed
-        gpus = fmt_gpus(overview["gpus"], len(m.gpus)) if overview else f"{plural(len(m.gpus), 'GPU')} listed"
+        # which devices ran anything (and what they are) is an answer of the analysis; until it
+        # is in, say what the manifest lists, and nothing of GPUs where it lists none
+        if overview:
+            devices = f" · {fmt_devices({**overview, 'gpus_listed': len(m.gpus)})}"
+        else:
+            devices = f" · {plural(len(m.gpus), 'GPU')} listed" if m.gpus else ""
         t.append(
             f" · {plural(len(d.nodes), 'node')} · {plural(len(d.ranks), 'rank')}"
-            f" · {gpus} · {fmt_short_count(d.num_events)} events"
+            f"{devices} · {fmt_short_count(d.num_events)} events"
         )
         return t
 

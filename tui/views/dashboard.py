@@ -68,9 +68,10 @@ class DashboardView(TraceView):
     def compose(self) -> ComposeResult:
         yield Static("", id="dash-status")
         yield Static("", id="dash-notes")
+        words = dc.device_words({}, self)
         with VerticalScroll(id="charts"):
             for chart in dc.CHARTS:
-                yield ChartPanel(chart.id, chart.title, chart.hint, lines=chart.lines)
+                yield ChartPanel(chart.id, dc.chart_title(chart, words), chart.hint, lines=chart.lines)
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= 140, "-wide")
@@ -132,6 +133,7 @@ class DashboardView(TraceView):
         charts, overview = kept
         self.session.overview, self.session.source = overview, "cache"
         with self.app.batch_update():
+            self._retitle()
             for chart in dc.CHARTS:
                 self.drawn.add(chart.id)
                 self.panel(chart.id).show(charts[chart.id])
@@ -164,9 +166,17 @@ class DashboardView(TraceView):
     def _status(self, line: str) -> None:
         self.query_one("#dash-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
 
+    def _retitle(self) -> None:
+        """Name the charts for the trace's devices (GPUs, XLA's CPU devices, none)."""
+        words = dc.device_words(self.outputs, self)
+        for chart in dc.CHARTS:
+            self.panel(chart.id).retitle(dc.chart_title(chart, words))
+
     def _stage_ready(self, stage: str, out: dict) -> None:
         self.outputs[stage] = out
         with self.app.batch_update():
+            if stage in ("ingest", "summary"):  # they bring the overview: what the devices are
+                self._retitle()
             for chart in dc.CHARTS:
                 # the summary stage brings every chart's takeaway: redraw the charts drawn so far
                 touched = stage in chart.stages or (stage == "summary" and chart.id in self.drawn)
@@ -186,6 +196,7 @@ class DashboardView(TraceView):
     def _all_ready(self, outputs: dict) -> None:
         self.outputs.update(outputs)
         with self.app.batch_update():
+            self._retitle()
             for chart in dc.CHARTS:
                 missing = [s for s in chart.stages if s not in self.outputs]
                 if missing:

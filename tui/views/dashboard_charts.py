@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from profui.analysis.devices import GPU_WORDS, NONE, DeviceWords, manifest_words, words_for
 from profui.analysis.formatting import (
     fmt_bytes,
     fmt_count,
@@ -44,7 +45,11 @@ ACTIVITY_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "blue", "sync":
 
 @dataclass(frozen=True)
 class Chart:
-    """A dashboard chart: id, title, the stages it reads, how to build it, and its table view."""
+    """A dashboard chart: id, title, the stages it reads, how to build it, and its table view.
+
+    ``title`` names the devices and their work by placeholders (``{Device}``, ``{work}`` ...,
+    the fields of :class:`~profui.analysis.devices.DeviceWords`): :func:`chart_title` fills them.
+    """
 
     id: str
     title: str
@@ -68,39 +73,79 @@ def takeaway(chart_id: str, outputs: Outputs) -> str:
     return outputs.get("summary", {}).get("takeaways.json", {}).get(chart_id, "")
 
 
-def gpu_label(row: dict[str, Any], multi_node: bool) -> str:
-    """``node-0 r1 gpu1`` style label of a per-GPU row."""
+def chart_title(chart: Chart, words: DeviceWords) -> str:
+    """``chart``'s title naming the trace's devices ("GPU active vs idle", "CPU device active
+    vs idle")."""
+    return chart.title.format(
+        Device=words.Device, device=words.device, work=words.work, Work=words.Work, launch=words.launch
+    )
+
+
+def device_words(outputs: Outputs, view: Any = None) -> DeviceWords:
+    """The words for the trace's devices: from analysis' overview of it (the session's, or the
+    ingest or summary stage's among ``outputs``), else what its manifest lists."""
+    session = getattr(view, "session", None)
+    overview = getattr(session, "overview", None) or outputs.get("ingest", {}).get("trace.json", {}).get(
+        "overview"
+    )
+    if not overview:
+        doc = outputs.get("summary", {}).get("summary.json")
+        overview = doc.get("trace") if isinstance(doc, dict) else getattr(doc, "trace", None)
+    if overview:
+        return words_for(overview)
+    try:
+        return manifest_words(session.manifest) if session is not None else GPU_WORDS
+    except Exception:  # a trace that cannot be opened now: the normal path says why
+        return GPU_WORDS
+
+
+def no_device_text(words: DeviceWords, what: str) -> str:
+    """The one line of a chart of device work on a run that has none or has no such work."""
+    if words.kind == NONE:
+        return "does not apply: a CPU-only run (no device work was traced)"
+    return f"no {what} in this trace"
+
+
+def gpu_label(row: dict[str, Any], multi_node: bool, lane: str = "gpu") -> str:
+    """``node-0 r1 gpu1`` style label of a per-device row (``cpu0`` for XLA's CPU devices)."""
     parts = []
     if multi_node and row.get("node") is not None:
         parts.append(str(row["node"]))
     if row.get("rank") is not None:
         parts.append(f"r{row['rank']}")
     if row.get("device") is not None:
-        parts.append(f"gpu{row['device']}")
+        parts.append(f"{lane}{row['device']}")
     return " ".join(parts) or "all"
 
 
 # -- charts ---------------------------------------------------------------------------------
 
 
-def build_gpu_active(outputs: Outputs, _view: Any) -> ChartData:
+def build_gpu_active(outputs: Outputs, view: Any) -> ChartData:
     busy = frame(outputs, "utilization", "busy.parquet")
+    words = device_words(outputs, view)
     if busy.height == 0:
         return ChartData(
-            kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_active", outputs)
+            kind="text",
+            text=no_device_text(words, f"{words.device} activity"),
+            takeaway=takeaway("gpu_active", outputs),
         )
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
     rows = []
     if busy.height > 1:
         overall = frame(outputs, "utilization", "total.parquet").row(0, named=True)
-        rows.append((f"all {overall['n_gpus']} GPUs", overall))
-    rows += [(gpu_label(r, multi_node), r) for r in busy.iter_rows(named=True)]
+        rows.append((f"all {words.devices(overall['n_gpus'])}", overall))
+    rows += [(gpu_label(r, multi_node, words.lane), r) for r in busy.iter_rows(named=True)]
     bars = []
     for label, r in rows:
         share = float(r["busy_share"] or 0.0)
         text = f"{fmt_pct(share)} active · {fmt_pct(1 - share)} idle ({fmt_ns(r['idle_ns'])})"
         bars.append(Bar(label, share, text, "green"))
-    note = "active = a kernel, memcpy or memset runs; over each GPU's span (first to last device activity)"
+    note = (
+        f"active = {'an' if words.work[0] in 'AEIOUX' else 'a'} {words.work}, memcpy or memset runs; "
+        f"over each {words.device}'s span "
+        "(first to last device activity)"
+    )
     return ChartData(
         kind="bars",
         bars=bars,
@@ -127,7 +172,7 @@ def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) 
     return out, unit
 
 
-def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
+def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
     import polars as pl
 
     sampled = frame(outputs, "utilization", "gpu_sampled.parquet")
@@ -150,14 +195,17 @@ def build_gpu_util(outputs: Outputs, _view: Any) -> ChartData:
             marks=marks,
         )
     gpu = frame(outputs, "utilization", "gpu.parquet")
+    words = device_words(outputs, view)
     if gpu.height == 0:
         return ChartData(
-            kind="text", text="no GPU activity in this trace", takeaway=takeaway("gpu_util", outputs)
+            kind="text",
+            text=no_device_text(words, f"{words.device} activity"),
+            takeaway=takeaway("gpu_util", outputs),
         )
     per_node = frame(outputs, "utilization", "node.parquet")
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
-    note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
+    note = " · ".join(f"{node}: mean of {words.devices(n)}" for node, n in n_gpus)
     note += " · from traced device events (the traced window)"
     return ChartData(
         kind="lines",
@@ -240,15 +288,20 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     return text
 
 
-def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
+def build_kernel_total(outputs: Outputs, view: Any) -> ChartData:
     types = frame(outputs, "kernels", "types.parquet")
     stats = frame(outputs, "kernels", "stats.parquet")
+    words = device_words(outputs, view)
+    if stats.height == 0 and words.kind == NONE:
+        return ChartData(
+            kind="text", text=no_device_text(words, "kernels"), takeaway=takeaway("kernel_total", outputs)
+        )
     total = stats["total_ns"].sum() if stats.height else 0
     text = Text()
     text.append(fmt_ns(total), style="bold")
     text.append(
-        f" in all kernels · {fmt_count(stats['count'].sum() if stats.height else 0)} launches · "
-        f"{fmt_count(stats.height)} distinct kernels"
+        f" in all {words.work}s · {fmt_count(stats['count'].sum() if stats.height else 0)} {words.launches} · "
+        f"{fmt_count(stats.height)} distinct {words.work}s"
     )
     bars = []
     if types.height:
@@ -265,14 +318,19 @@ def build_kernel_total(outputs: Outputs, _view: Any) -> ChartData:
     )
 
 
-def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str) -> ChartData:
+def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str, view: Any) -> ChartData:
     top = frame(outputs, "kernels", file)
+    words = device_words(outputs, view)
+    if top.height == 0:
+        return ChartData(
+            kind="text", text=no_device_text(words, f"{words.work}s"), takeaway=takeaway(chart_id, outputs)
+        )
     bars = []
     note = Text()
     for row in top.iter_rows(named=True):
         value = f"{fmt_count(row['count'])}×" if by_count else fmt_ns(row["total_ns"])
         if row["name"] == OTHER:  # analysis folds the rest into one row; a note, not a bar
-            note.append(f"all other kernels: {value}", style="dim")
+            note.append(f"all other {words.work}s: {value}", style="dim")
             continue
         label = kernel_label(str(row["name"]))
         bars.append(
@@ -292,11 +350,11 @@ def kernel_label(name: str) -> str:
 
 
 def build_top_time(outputs: Outputs, view: Any) -> ChartData:
-    return _top(outputs, "top_by_time.parquet", False, "top_time")
+    return _top(outputs, "top_by_time.parquet", False, "top_time", view)
 
 
 def build_top_count(outputs: Outputs, view: Any) -> ChartData:
-    return _top(outputs, "top_by_count.parquet", True, "top_count")
+    return _top(outputs, "top_by_count.parquet", True, "top_count", view)
 
 
 def build_steps(outputs: Outputs, view: Any) -> ChartData:
@@ -424,7 +482,7 @@ def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tu
     return bars, max(12, max(len(b.label) for b in bars))
 
 
-def build_precision(outputs: Outputs, _view: Any) -> ChartData:
+def build_precision(outputs: Outputs, view: Any) -> ChartData:
     df = frame(outputs, "precision", "shares.parquet")
     bars = [
         Bar(
@@ -439,7 +497,8 @@ def build_precision(outputs: Outputs, _view: Any) -> ChartData:
     ]
     if not bars:
         some = "count" in df.columns and df["count"].sum() > 0  # only communication/memory kernels
-        text = "no compute kernels in this trace" if some else "no kernels in this trace"
+        words = device_words(outputs, view)
+        text = f"no compute {words.work}s in this trace" if some else no_device_text(words, f"{words.work}s")
         return ChartData(kind="text", text=text, takeaway=takeaway("precision", outputs))
     return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", outputs))
 
@@ -482,20 +541,23 @@ def build_flops(outputs: Outputs, _view: Any) -> ChartData:
 ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "░", "idle": "·"}
 
 
-def build_activity(outputs: Outputs, _view: Any) -> ChartData:
+def build_activity(outputs: Outputs, view: Any) -> ChartData:
     df = frame(outputs, "activity", "shares.parquet")
+    words = device_words(outputs, view)
     if df.height == 0:
         return ChartData(
-            kind="text", text="no GPU activity in this trace", takeaway=takeaway("activity", outputs)
+            kind="text",
+            text=no_device_text(words, f"{words.device} activity"),
+            takeaway=takeaway("activity", outputs),
         )
     keys = ["node", "rank", "device"]
     multi_node = df["node"].n_unique() > 1
     parts = [
-        (gpu_label(p.row(0, named=True), multi_node), p)
+        (gpu_label(p.row(0, named=True), multi_node, words.lane), p)
         for p in (df.partition_by(keys, maintain_order=True) if keys else [df])
     ]
     if len(parts) > 1:  # all GPUs together first, as analysis totals them
-        parts.insert(0, (f"all {len(parts)} GPUs", frame(outputs, "activity", "total.parquet")))
+        parts.insert(0, (f"all {words.devices(len(parts))}", frame(outputs, "activity", "total.parquet")))
     bars = []
     for label, part in parts:
         shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
@@ -507,19 +569,21 @@ def build_activity(outputs: Outputs, _view: Any) -> ChartData:
     legend = Text()
     for a, glyph in ACTIVITY_GLYPH.items():
         legend.append(glyph * 2, style=ACTIVITY_STYLE[a])
-        legend.append(f" {a}  ")
-    legend.append("(k kernel, m memcpy, i idle; memset and sync in the bar)", style="dim")
+        legend.append(f" {words.work if a == 'kernel' else a}  ")
+    legend.append(f"(k {words.work}, m memcpy, i idle; memset and sync in the bar)", style="dim")
     return ChartData(
         kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", outputs)
     )
 
 
-def build_memory(outputs: Outputs, _view: Any) -> ChartData:
+def build_memory(outputs: Outputs, view: Any) -> ChartData:
     ops = frame(outputs, "memory", "ops.parquet")
     if ops.height == 0:
-        return ChartData(
-            kind="text", text="no memcpy or memset on the GPUs", takeaway=takeaway("memory", outputs)
+        words = device_words(outputs, view)
+        text = (
+            no_device_text(words, "") if words.kind == NONE else f"no memcpy or memset on the {words.device}s"
         )
+        return ChartData(kind="text", text=text, takeaway=takeaway("memory", outputs))
     bars = []
     for row in ops.iter_rows(named=True):
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
@@ -652,25 +716,31 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
 
 
 CHARTS: list[Chart] = [
-    Chart("gpu_active", "GPU active vs idle", ("utilization",), build_gpu_active),
-    Chart("gpu_util", "GPU utilization over time, per node", ("utilization",), build_gpu_util, lines=True),
+    Chart("gpu_active", "{Device} active vs idle", ("utilization",), build_gpu_active),
+    Chart(
+        "gpu_util", "{Device} utilization over time, per node", ("utilization",), build_gpu_util, lines=True
+    ),
     Chart("cpu", "CPU active time and utilization over time", ("utilization",), build_cpu, lines=True),
     Chart(
-        "kernel_total", "Total kernel time, by kernel type", ("kernels",), build_kernel_total, view="kernels"
+        "kernel_total",
+        "Total {work} time, by {work} type",
+        ("kernels",),
+        build_kernel_total,
+        view="kernels",
     ),
-    Chart("top_time", "Top kernels by time", ("kernels",), build_top_time, "Enter: Kernels view", "kernels"),
+    Chart("top_time", "Top {work}s by time", ("kernels",), build_top_time, "Enter: Kernels view", "kernels"),
     Chart(
         "top_count",
-        "Top kernels by launch count",
+        "Top {work}s by {launch} count",
         ("kernels",),
         build_top_count,
         "Enter: Kernels view",
         "kernels",
     ),
     Chart("steps", "Step time distribution", ("steps",), build_steps, "Enter: Steps view", "steps"),
-    Chart("precision", "Kernel precision", ("precision",), build_precision),
+    Chart("precision", "{Work} precision", ("precision",), build_precision),
     Chart("flops", "FLOPs by op type, achieved throughput, MFU", ("flops",), build_flops),
-    Chart("activity", "GPU activity distribution", ("activity",), build_activity),
+    Chart("activity", "{Device} activity distribution", ("activity",), build_activity),
     Chart("memory", "Memory operations", ("memory",), build_memory),
     Chart(
         "allocations",

@@ -27,6 +27,7 @@ LEADING = [
     "idle_ns",
     "computation_ns",
     "communication_ns",
+    "data_loading_ns",
     "memory_ns",
     "cpu_dur_ns",
     "n_launches",
@@ -136,13 +137,23 @@ class StepsView(TraceView):
         if renumbered:  # the markers' numbers repeat (a restarted profiler): the analysis' note
             head += " · numbered in time order (the markers' numbers repeat)"
         ratio = " · vs rank median = step ÷ its rank's median" if "vs_rank_median" in frame.columns else ""
+        on = set(frame["work_on"].drop_nulls().to_list()) if "work_on" in frame.columns else set()
+        if on == {"host"}:  # analysis measured the host: there is no device work to break down
+            head += (
+                " · no device work: busy = host ops, collectives or DataLoader fetches running,"
+                " idle = host stalls"
+            )
         self._status(
             f"{head}{ratio} · {plural(n_out, 'outlier')} ● · "
             "s sort · r reverse · Enter: that rank's step in the timeline"
         )
         # one node (or one rank) needs no column saying so: 80 columns are precious; host names
         # are long, so several nodes' names go last and the numbers stay on screen
-        same = {c for c in ("node", "rank") if c in frame.columns and frame[c].n_unique() == 1}
+        same = {c for c in ("node", "rank", "work_on") if c in frame.columns and frame[c].n_unique() == 1}
+        if on == {"host"}:  # no memcpy on a host; a device-only column would read as measured 0
+            same.add("memory_ns")
+        elif on == {"device"}:
+            same.add("data_loading_ns")
         columns = [c for c in LEADING if c in frame.columns and c not in same and c != "node"]
         columns += [c for c in frame.columns if c not in columns and c not in HIDDEN and c not in same]
         if "node" in columns:

@@ -123,6 +123,16 @@ class ChartPanel(Vertical, can_focus=True):
             head.append_text(text if isinstance(text, Text) else Text(text))
         return head
 
+    def retitle(self, title: str) -> None:
+        """Name the chart ``title`` (once what the trace's devices are is known)."""
+        if title == self.title:
+            return
+        self.title = title
+        if self.data is not None:
+            self.show(self.data)
+        elif self.is_mounted:
+            self.query_one(".chart-text", Static).update(self._head(Text("computing…", style="italic")))
+
     def show(self, data: ChartData) -> None:
         """Draw ``data`` in the panel."""
         self.data = data

@@ -1,0 +1,165 @@
+"""A CPU-only run is shown for what it is (issue #37, item 6).
+
+A real 2-rank gloo DDP run recorded here with ``profcap -- torchrun`` and the bundled CPU MLP
+sample, opened in the app and driven by keys: the Steps view shows each step's host work
+(communication is the union of the rank's ``gloo:all_reduce`` ranges in the step, busy and idle
+the host's), and the dashboard names no GPU and says in one line which charts do not apply.
+The oracle reads the events files with pyarrow, never analysis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pilotwait import wait_dashboard, wait_for
+from typer.testing import CliRunner
+
+from profui.analysis import open_trace
+from profui.tui.app import OpenTarget, ProfuiApp
+from profui.tui.cli import app as cli_app
+from profui.tui.widgets.charts import ChartPanel
+from profui.tui.widgets.frame_table import FrameTable
+
+from realdata import REPO, SAMPLES
+
+sys.path.insert(0, str(REPO / "tests" / "capture"))
+from test_profcap_support import run_profcap  # noqa: E402
+from test_profcap_torchrun import DDP  # noqa: E402
+
+GLOO = "gloo:all_reduce"
+#: The charts of device work: on a run without any they say so in one line.
+DEVICE_CHARTS = ("gpu_active", "gpu_util", "kernel_total", "top_time", "top_count", "precision", "activity", "memory")
+
+
+def union(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of half-open intervals."""
+    total, end = 0, None
+    for lo, hi in sorted(intervals):
+        if end is None or lo > end:
+            total += hi - lo
+            end = hi
+        elif hi > end:
+            total += hi - end
+            end = hi
+    return total
+
+
+def events(trace: Path) -> dict[int, list[dict]]:
+    """Every events row of each rank, read with pyarrow."""
+    out: dict[int, list[dict]] = {}
+    for f in sorted(trace.glob("node=*/rank=*/events-*.parquet")):
+        out.setdefault(int(f.parent.name.split("=")[1]), []).extend(pq.read_table(f).to_pylist())
+    return out
+
+
+def host_oracle(rows: list[dict]) -> dict[int, dict[str, int]]:
+    """Per ProfilerStep of one rank: its length, the union of the rank's gloo:all_reduce ranges
+    and of every CPU op in it (any thread), cut to the step's window."""
+    out = {}
+    for r in rows:
+        if r["kind"] == "step" and r["name"].startswith("ProfilerStep#"):
+            lo, hi = r["ts"], r["ts"] + r["dur"]
+
+            def cut(keep) -> int:
+                iv = [(max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in rows if keep(e)]
+                return union([(a, b) for a, b in iv if a < b])
+
+            out[int(r["name"].split("#")[1])] = {
+                "dur": hi - lo,
+                "comm": cut(lambda e: e["name"] == GLOO),
+                "ops": cut(lambda e: e["kind"] == "cpu_op"),
+            }
+    return out
+
+
+@pytest.fixture(scope="module")
+def gloo_trace(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("gloo")
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    proc, trace = run_profcap(
+        tmp, ["--steps", "3-5"], DDP, cmd=[*launcher, str(tmp / "job.py")], env={"OMP_NUM_THREADS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trace
+
+
+def copy(src: Path, tmp: Path) -> Path:
+    dst = tmp / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".profui"))
+    return dst
+
+
+def screen_text(app) -> str:
+    """Everything the app draws now, as text."""
+    return "\n".join(
+        str(w.render()) if not hasattr(w.render(), "plain") else w.render().plain
+        for w in app.screen.query("Static")
+        if w.display
+    )
+
+
+def test_steps_view_shows_the_host_work_of_a_gloo_run(gloo_trace: Path, tmp_path: Path) -> None:
+    trace = copy(gloo_trace, tmp_path)
+    oracle = {rank: host_oracle(rows) for rank, rows in events(trace).items()}
+    assert all(s["comm"] > 0 for o in oracle.values() for s in o.values()), "torch records gloo ranges"
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_dashboard(pilot, app)
+            await pilot.press("3")
+            table = app.screen.query_one("#steps-table", FrameTable)
+            assert await wait_for(pilot, lambda: table.row_count > 0)
+            shown = table.shown_frame().select(table.columns_shown).to_dicts()
+            status = app.screen.query_one("#steps-status").render().plain
+            return shown, table.columns_shown, status
+
+    shown, columns, status = asyncio.run(go())
+    assert "no device work" in status and "host stalls" in status
+    assert {"busy_ns", "idle_ns", "communication_ns", "computation_ns", "data_loading_ns"} <= set(columns)
+    assert "memory_ns" not in columns  # a host has no memcpy: no column of zeros claiming one
+    assert len(shown) == sum(len(o) for o in oracle.values())
+    for row in shown:
+        want = oracle[row["rank"]][row["step"]]
+        assert row["dur_ns"] == want["dur"]
+        assert row["communication_ns"] == want["comm"]  # was 0 ns: gloo's all_reduce time
+        assert row["busy_ns"] >= max(want["ops"], want["comm"]) > 0  # was 0 ns
+        assert row["idle_ns"] == row["dur_ns"] - row["busy_ns"]  # was the whole step
+        assert row["computation_ns"] <= row["busy_ns"] - row["communication_ns"] + row["data_loading_ns"]
+
+
+def test_cpu_only_dashboard_names_no_gpu_and_says_what_does_not_apply(tmp_path: Path) -> None:
+    trace = copy(SAMPLES / "mlp_cpu", tmp_path)
+    res = CliRunner().invoke(cli_app, ["summary", str(trace), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert (doc["trace"]["device_type"], doc["trace"]["gpus"]) == ("none", 0)
+    assert not any("GPU" in t for t in doc["takeaways"].values())
+
+    async def go() -> tuple[str, str, dict[str, str], dict[str, str]]:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            title = app.screen.query_one("#trace-title").render().plain
+            bodies = {
+                p.chart_id: p.query_one(".chart-text").render().plain for p in app.screen.query(ChartPanel)
+            }
+            takeaways = {p.chart_id: p.takeaway_shown() for p in view.panels()}
+            return title, screen_text(app), bodies, takeaways
+
+    title, text, bodies, takeaways = asyncio.run(go())
+    assert "CPU only" in title
+    assert "GPU" not in text, [line for line in text.splitlines() if "GPU" in line]
+    for chart in DEVICE_CHARTS:
+        head, body = bodies[chart].split("\n", 1)
+        assert body == "does not apply: a CPU-only run (no device work was traced)", (chart, body)
+    # what the dashboard says is the summary's takeaway, word for word
+    assert takeaways == {k: doc["takeaways"].get(k, "") for k in takeaways}
+    # and the notebook facade's
+    assert open_trace(trace).summary().takeaways == doc["takeaways"]

@@ -9,7 +9,6 @@ modification times, and reuses it while they are unchanged. Analysis only ever s
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import json
 import os
@@ -29,6 +28,7 @@ from profui.capture.format import (
     is_trace_dir,
     open_trace_dir,
 )
+from profui.capture.format.lock import cache_lock
 
 from .sniff import not_a_trace
 
@@ -311,66 +311,74 @@ def resolve_jobs(
     imports = _imports_root(cache_root)
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
-    with _import_lock(imports, out.name, progress) as locked:
+
+    def waiting() -> None:
+        if progress is not None:
+            progress(f"waiting for another profui importing into {out}")
+
+    with entry_lock(imports, "import", out.name, waiting):
         # another process may have imported the same files while this one waited
         done = cached_import(sources, cache_root)
         if done is not None:
             if progress is not None:
                 progress(f"using cached import {done}")
             return done
-        if locked:
-            _remove_leftovers(imports, out.name)
         if progress is not None:
             progress(f"importing {len(sources)} trace file(s) into {out}")
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
-        stale = None
         try:
             apart = _import(sources, tmp, progress, scan.notes())
             mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
             (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
-            if out.exists():  # an unfinished or damaged entry: moved aside first, as a rename
-                stale = Path(tempfile.mkdtemp(prefix=f".{out.name}.stale-", dir=imports))
-                os.replace(out, stale / out.name)
-            os.replace(tmp, out)
+            publish_entry(tmp, out)
         finally:
-            for folder in (tmp, stale):
-                if folder is not None:
-                    shutil.rmtree(folder, ignore_errors=True)
-            if locked:
-                _remove_leftovers(imports, out.name)
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
 @contextlib.contextmanager
-def _import_lock(imports: Path, key: str, progress: Callable[[str], None] | None) -> Iterator[bool]:
-    """Hold the exclusive lock of one cache entry; yields whether it is held (a file system
-    without locks). Concurrent commands over the same files then import them once, and no one
-    replaces an entry while another publishes it. ``flock`` dies with its process, so a killed
-    import never leaves the entry locked. The lock files live beside ``imports/`` (which holds
-    entries only) and are never removed: a waiter would otherwise lock a file already unlinked
-    while a third process creates a new one."""
-    locks = imports.parent / "locks"
-    locks.mkdir(exist_ok=True)
-    fd = os.open(locks / f"import-{key}", os.O_RDWR | os.O_CREAT, 0o666)
+def entry_lock(
+    folder: Path, kind: str, key: str, on_busy: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold the exclusive lock of the cache entry ``folder/key`` (:func:`cache_lock`, ``kind``
+    naming its file), calling ``on_busy()`` before waiting for another holder. Concurrent
+    commands then build an entry once, and no one replaces an entry while another publishes or
+    reads it. While the lock is in force, the temporary folders of ``key`` that killed builds
+    left in ``folder`` are removed, on taking it and on leaving it."""
+    lock = cache_lock(folder.parent, kind, key)
+    lock.acquire(on_busy)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if progress is not None:
-                progress(f"waiting for another profui importing into {imports / key}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # a file system without locks (ENOLCK on some NFS): import unlocked
-            yield False
-            return
-        yield True
+        if lock.enforced:
+            _remove_leftovers(folder, key)
+        yield
     finally:
-        os.close(fd)  # closing drops the lock
+        try:
+            if lock.enforced:
+                _remove_leftovers(folder, key)
+        finally:
+            lock.release()
 
 
-def _remove_leftovers(imports: Path, key: str) -> None:
-    """Remove the temporary folders of imports of ``key`` (the importer's own, named after
-    them, included). Called with the key's lock held: every such folder is then a leftover of
-    a process that was killed or has finished, never one in use."""
-    for folder in imports.glob(f".*{glob.escape(key)}.*"):
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
+def publish_entry(tmp: Path, out: Path) -> None:
+    """Rename the finished folder ``tmp`` onto the cache entry ``out``, with ``out``'s
+    :func:`entry_lock` held. An ``out`` already there is unfinished or damaged (a whole one is
+    served, never built again): it is moved aside by a rename first, then removed, so no one
+    ever sees an entry half removed under its name."""
+    stale = None
+    try:
+        if out.exists() or out.is_symlink():
+            stale = Path(tempfile.mkdtemp(prefix=f".{out.name}.stale-", dir=out.parent))
+            os.replace(out, stale / out.name)
+        os.replace(tmp, out)
+    finally:
+        if stale is not None:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _remove_leftovers(folder: Path, key: str) -> None:
+    """Remove the temporary folders of builds of ``key`` in ``folder`` (the importer's own,
+    named after them, included). Called with the key's lock in force: every such folder is then
+    a leftover of a process that was killed or has finished, never one in use."""
+    for leftover in folder.glob(f".*{glob.escape(key)}.*"):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)

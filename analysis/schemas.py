@@ -945,6 +945,8 @@ OVERVIEW_KEYS = (
     "ranks",
     "gpus",
     "gpus_listed",
+    "devices",
+    "device_type",
     "events",
     "start_ns",
     "end_ns",
@@ -955,8 +957,6 @@ OVERVIEW_KEYS = (
 JSON_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ingest", "trace.json"): ("overview", "fingerprint", *OVERVIEW_KEYS),
     ("steps", "steps.json"): ("has_markers", "renumbered", "note", "step_annotation"),
-    "devices",
-    "device_type",
     ("allocations", "allocations.json"): ("events", "unreadable", "devices", "note"),
     ("summary", "summary.json"): (
         "trace",

@@ -102,6 +102,19 @@ def test_summary_cuts_no_number_and_keeps_rows_distinct(
     assert numbers > 300
 
 
+def test_info_device_lines_keep_the_nodes_apart(two_ranks: Path) -> None:
+    proc = subprocess.run(
+        [PROFUI, "info", str(two_ranks)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["device", "events"])
+    devices = [line.split()[0] for line in lines[at + 1 :] if line.strip()]
+    assert len(devices) == 2 and devices[0] != devices[1], devices  # was "hta-trace_filter-s" twice
+    for node, cell in zip(NODES, devices, strict=True):
+        assert cell == node or (cell.startswith("hta-") and "…" in cell and cell.endswith(node[-6:])), cell
+
+
 def test_elide_keeps_head_and_tail_of_any_text() -> None:
     a, b = elide_all(NODES, 16, bare=False)
     assert a != b
@@ -109,3 +122,48 @@ def test_elide_keeps_head_and_tail_of_any_text() -> None:
     assert a.startswith("hta-") and len(a) == 16 and "…" in a
     # text that is not a kernel name keeps its "ns::" and "(...)": nothing is made bare
     assert elide("a::b::c(int, float) and more", 12, bare=False) == "a::b::… more"
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as drawn, one string per terminal line."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+DURATION = re.compile(r"[\d.,]+ (ns|µs|ms|s)")
+
+
+def test_kernels_view_cuts_no_cell_at_the_screen_edge(tmp_path: Path) -> None:
+    """The JAX sample's short op names leave the p95/max columns at the right edge of 80
+    columns: a column is on screen whole or not at all ("32" of "320 µs" read as a number)."""
+    import asyncio
+
+    from pilotwait import wait_for
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.kernels import KernelsView
+
+    from realdata import SAMPLES
+
+    trace = tmp_path / "jax_cpu"
+    import_kineto([SAMPLES / "jax_cpu"], trace)
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("2")
+            assert await wait_for(pilot, lambda: bool(app.screen.query(KernelsView)))
+            view = app.screen.query_one(KernelsView)
+            assert await wait_for(pilot, lambda: view.ready)
+            await pilot.pause()
+            lines = screen_lines(app)
+            at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["name"])
+            headers = re.split(r" {2,}", lines[at].replace("▼", "").strip())
+            rows = [re.split(r" {2,}", line.strip()) for line in lines[at + 1 : at + 6]]
+            assert len(headers) >= 5, headers
+            for row in rows:
+                assert len(row) == len(headers), (headers, row)
+                for header, cell in zip(headers, row, strict=True):
+                    if header.strip() in ("total", "mean", "p50", "p95", "max", "min"):
+                        assert DURATION.fullmatch(cell), (header, cell, row)
+
+    asyncio.run(go())

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from profui.analysis.formatting import elide_all
 from profui.capture.format import TraceFormatError
 
 
@@ -66,9 +67,11 @@ def format_info(info: dict[str, Any]) -> str:
     if info["devices"]:
         lines.append("")
         lines.append("  device                    events   by kind")
-        for d in info["devices"]:
+        # node names of one job share their head ("run-rank-0", "run-rank-1"): cut in the middle
+        nodes = elide_all([d["node"] for d in info["devices"]], 18, bare=False)
+        for d, node in zip(info["devices"], nodes, strict=True):
             kinds = ", ".join(f"{k} {v:,}" for k, v in d["counts"].items())
-            lines.append(f"  {d['node'][:18]:<18} {d['device']:>3} {d['events']:>10,}   {kinds}")
+            lines.append(f"  {node:<18} {d['device']:>3} {d['events']:>10,}   {kinds}")
     return "\n".join(lines)
 
 

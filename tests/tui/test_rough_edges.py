@@ -41,3 +41,52 @@ def test_summary_says_rank_1_not_ranks_1(one_rank: Path, tmp_path: Path) -> None
     # the trace's one rank is rank 1 (distributedInfo), on one node
     assert re.search(r"(^|· )1 node · rank 1 ·", head), head
     assert "ranks" not in head and "nodes" not in head, head
+
+
+COMMANDS = ["open", "import", "info", "summary", "analyze", "runs", "diff", "export"]
+
+
+def _first_word(text: str) -> str:
+    return text.split()[0] if text.split() else ""
+
+
+def broken_lines(help_text: str) -> list[tuple[str, str]]:
+    """Pairs of lines of one paragraph where the second's first word would have fitted on the
+    first: a line broken before the width ran out (mid-sentence), as a reader sees it."""
+    bad: list[tuple[str, str]] = []
+    lines = help_text.splitlines()
+    # prose outside the panels: 1 space of padding either side of 80 columns
+    for a, b in zip(lines, lines[1:]):
+        if a[:1] in "╭│╰" or b[:1] in "╭│╰" or not a.strip() or not b.strip():
+            continue
+        indent_a, indent_b = len(a) - len(a.lstrip()), len(b) - len(b.lstrip())
+        if a.rstrip().endswith(":") or indent_b > indent_a or indent_a > 1:
+            continue  # a heading, or an example line (kept as written)
+        if len(a.rstrip()) + 1 + len(_first_word(b)) <= 79:
+            bad.append((a, b))
+    # panels: a row whose first cells are blank continues the row above in the text column
+    for a, b in zip(lines, lines[1:]):
+        if not (a.startswith("│") and b.startswith("│")):
+            continue
+        inner_a, inner_b = a[1 : a.rindex("│")], b[1 : b.rindex("│")]
+        text_at = len(inner_b) - len(inner_b.lstrip())
+        if not inner_b.strip() or text_at < 8 or inner_a[:text_at].strip() and len(inner_a) < text_at:
+            continue
+        cont = inner_b[text_at:]
+        if cont.startswith(("[", "(")):
+            continue  # "[default: 2.0]", "[required]": items of their own
+        prev = inner_a[text_at:].rstrip()
+        if not prev or inner_a[text_at - 1 : text_at] not in (" ", ""):
+            continue
+        if len(prev) + 1 + len(_first_word(cont)) <= len(inner_b) - text_at - 1:
+            bad.append((a, b))
+    return bad
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_breaks_no_line_mid_sentence_at_80_columns(command: str | None) -> None:
+    proc = profui(*([command] if command else []), "--help", columns=80)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+    assert broken_lines(proc.stdout) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -29,6 +30,24 @@ app = typer.Typer(
 
 for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, diff_cmd, export_cmd):
     _module.register(app)
+
+
+def unwrapped(doc: str) -> str:
+    """A command's docstring as ``--help`` should read it: each paragraph one line, which rich
+    wraps at the terminal's width (Typer keeps a docstring's own line breaks, so its help broke
+    lines mid-sentence at 80 columns); a ``\\b`` paragraph or an indented one (examples) keeps
+    its lines."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(
+        p if p.startswith("\b") or p[:1].isspace() else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
+
+
+for _command in app.registered_commands:
+    _doc = _command.help or (_command.callback.__doc__ if _command.callback else None)
+    if _doc:
+        _command.help = unwrapped(_doc)
 
 
 def main() -> None:

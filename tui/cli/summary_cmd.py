@@ -814,7 +814,7 @@ def register(app: typer.Typer) -> None:
         Examples:
           profui summary trace/
           profui summary rank0.json.gz --json > summary.json
-          profui summary trace/ --top 30 --set bucket_ms=5 --set step_annotation='^train_step'
+          profui summary trace/ --top 30 --set step_annotation='^train_step'
           profui summary run-node1/ run-node2/
           profui summary job/ --workers 8 --skip-bad-ranks
           profui summary job/ --scheduler tcp://10.0.0.5:8786 --json > job.json

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ def profui(*args: str | Path, columns: int = 80, cache: Path | None = None) -> s
     if cache is not None:
         env["PROFUI_CACHE"] = str(cache)
     return subprocess.run(
-        [PROFUI, *map(str, args)], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env
+        [PROFUI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -56,7 +62,7 @@ def broken_lines(help_text: str) -> list[tuple[str, str]]:
     bad: list[tuple[str, str]] = []
     lines = help_text.splitlines()
     # prose outside the panels: 1 space of padding either side of 80 columns
-    for a, b in zip(lines, lines[1:]):
+    for a, b in pairwise(lines):
         if a[:1] in "╭│╰" or b[:1] in "╭│╰" or not a.strip() or not b.strip():
             continue
         indent_a, indent_b = len(a) - len(a.lstrip()), len(b) - len(b.lstrip())
@@ -65,7 +71,7 @@ def broken_lines(help_text: str) -> list[tuple[str, str]]:
         if len(a.rstrip()) + 1 + len(_first_word(b)) <= 79:
             bad.append((a, b))
     # panels: a row whose first cells are blank continues the row above in the text column
-    for a, b in zip(lines, lines[1:]):
+    for a, b in pairwise(lines):
         if not (a.startswith("│") and b.startswith("│")):
             continue
         inner_a, inner_b = a[1 : a.rindex("│")], b[1 : b.rindex("│")]

@@ -37,6 +37,9 @@ class TraceInfo(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ranks: list[Int64]
     gpus: Count
     mfu_basis: str | None = None
+    devices: list[str] = msgspec.field(default_factory=list)
+    world_size: Count | None = None
+    precision: str | None = None
 
 
 class Step(msgspec.Struct, forbid_unknown_fields=True):
@@ -46,12 +49,14 @@ class Step(msgspec.Struct, forbid_unknown_fields=True):
     dur_ns: Count
 
 
-class Row(msgspec.Struct, forbid_unknown_fields=True):
-    """A kernel, host op or annotation by normalised name."""
+class Row(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A kernel, host op, runtime call or annotation by normalised name (a runtime call with
+    the device events it started)."""
 
     count: Count
     total_ns: Count
     example: str
+    device_events: Count | None = None
 
 
 class Profile(msgspec.Struct, forbid_unknown_fields=True):
@@ -65,6 +70,7 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True):
     kernels: dict[str, Row]
     ops: dict[str, Row]
     annotations: dict[str, Row]
+    runtime: dict[str, Row] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the per-step diff pairs steps by number: a number twice would pair one silently

@@ -5,16 +5,23 @@ dashboard read, from the stage cache when warm) to a small JSON-ready dict: the 
 durations, the headline numbers, and the kernel and annotation tables by normalised name.
 :func:`diff` compares two profiles:
 
-- **step time** as a distribution: median, p90 and mean of the job's steps (the slowest rank per
-  step), and a 95% bootstrap interval of the difference of medians (seeded, 2,000 resamples);
-  the change is *significant* when the interval excludes 0. One step on a side: no interval;
+- **what the run ran on**: a change of GPU model, dominant precision, world size or of CUDA
+  graphs (graph launches in one run only) is named before any number (``setup``);
+- **step time** as a distribution: median, p90 and mean of the job's steps, and a 95% bootstrap
+  interval of the difference of medians (seeded, 2,000 resamples); the change is *significant*
+  when the interval excludes 0. One step on a side: no interval. A step's time is its **period**
+  on the slowest rank: from its marker's start to the next step's (its marker's host duration
+  when no next step was traced), not its device window, which overlaps the next step whenever
+  the GPU runs behind the host;
 - **headline numbers** (GPU busy and idle, activity shares, kernel time and launches, exposed
   communication, launch latency, precision shares, copy time, achieved TFLOP/s and MFU, each
   device's peak allocated and reserved memory): a change counts when it is at least
   :data:`MATERIAL_REL` of the base (times, counts, bytes) or :data:`MATERIAL_PT` (shares);
-- **kernels**, **host ops** and **annotations** matched by :func:`normalise_name` (ids, sequence numbers and
-  addresses stripped), so a kernel that only moved stream, or a range whose name embeds an op id,
-  still matches; new and vanished names come first, then changed counts, then time alone;
+- **kernels**, **host ops**, **runtime calls** (with the device events each name started: a
+  CUDA graph launch starts many) and **annotations** matched by :func:`normalise_name` (ids,
+  sequence numbers and addresses stripped), so a kernel that only moved stream, or a range whose
+  name embeds an op id, still matches; ranked by the size of their change of total time, names
+  in one run only marked new or gone;
 - **per step**, aligned by step number where both traces have step markers.
 
 Regressions come first (worse in the metric's direction), the largest change first.
@@ -29,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from .flops import gpu_key
 from .formatting import fmt_memory_device
 
 #: A change in a time or count smaller than this fraction of the base is not reported as one.
@@ -81,7 +89,6 @@ def _sum(rows: list[dict[str, Any]], key: str) -> float | None:
 def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[str, Any]:
     """The profile of one trace from its stage outputs (:data:`STAGES`); ``trace`` names it
     (``path``, ``name``, ``ranks``, ``gpus``...)."""
-    job = _rows(outputs, "steps", "job.parquet")
     steps_info = outputs.get("steps", {}).get("steps.json") or {}
     total = (_rows(outputs, "utilization", "total.parquet") or [{}])[0]
     numbers: dict[str, float | None] = {}
@@ -118,6 +125,9 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
     if flops.get("mfu") is not None:
         numbers["mfu"] = flops["mfu"]
         trace = {**trace, "mfu_basis": _mfu_basis(flops)}
+    precision = _dominant_precision(_rows(outputs, "precision", "shares.parquet"))
+    if precision:
+        trace = {**trace, "precision": precision}
     mem = _rows(outputs, "allocations", "devices.parquet")
     many = len({(r["node"], r["rank"]) for r in mem}) > 1
     for r in mem:  # "cuda1", "r1_cuda1" when several ranks (a name --fail-if can spell)
@@ -129,14 +139,69 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         "trace": trace,
         "has_steps": bool(steps_info.get("has_markers")),
         # without step markers the one "step" is the whole traced span: no step time to compare
-        "steps": [{"step": r["step"], "dur_ns": r["dur_ns"]} for r in job]
+        "steps": step_periods(_rows(outputs, "steps", "windows.parquet"))
         if steps_info.get("has_markers")
         else [],
         "numbers": numbers,
         "kernels": _by_name(kernels, "name"),
         "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
+        "runtime": _by_name(_rows(outputs, "kernels", "runtime.parquet"), "name"),
         "annotations": _by_name(_rows(outputs, "annotations", "names.parquet"), "name"),
     }
+
+
+def step_periods(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The job's time per step: each rank's step period (its marker's start to the start of
+    the next step on that rank; its marker's host duration where the next step was not
+    traced), the slowest rank's per step. ``[{step, dur_ns}]`` by step."""
+    by_rank: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for w in windows:
+        by_rank.setdefault((w["node"], w["rank"]), []).append(w)
+    job: dict[int, int] = {}
+    for rows in by_rank.values():
+        rows.sort(key=lambda w: w["step"])
+        for w, nxt in zip(rows, [*rows[1:], None], strict=True):
+            follows = nxt is not None and nxt["step"] == w["step"] + 1
+            period = nxt["cpu_start_ns"] - w["cpu_start_ns"] if follows else w["cpu_dur_ns"]
+            job[w["step"]] = max(job.get(w["step"], 0), int(period))
+    return [{"step": step, "dur_ns": dur} for step, dur in sorted(job.items())]
+
+
+def _dominant_precision(shares: list[dict[str, Any]]) -> str | None:
+    """The precision with the largest share of compute-kernel time (None without kernels)."""
+    counted = [r for r in shares if r.get("in_shares") and r.get("count") and r.get("share")]
+    return max(counted, key=lambda r: r["share"])["precision"] if counted else None
+
+
+def _devices(manifest: Any) -> list[str]:
+    """The models of the GPUs the trace's device work ran on (all listed GPUs when its sources
+    do not say which ran)."""
+    used = {
+        (str(src.get("node")), str(d))
+        for src in manifest.sources
+        if isinstance(src, dict) and isinstance(src.get("devices"), list)
+        for d in src["devices"]
+    }
+    names = {
+        str(g["name"])
+        for g in manifest.gpus
+        if isinstance(g, dict) and g.get("name") and (not used or tuple(map(str, gpu_key(g))) in used)
+    }
+    return sorted(names)
+
+
+def _world_size(manifest: Any) -> int:
+    """The job's world size as the trace's sources give it (Kineto's distributedInfo), else its
+    number of ranks."""
+    sizes = [
+        src.get("metadata", {}).get("distributedInfo", {}).get("world_size")
+        for src in manifest.sources
+        if isinstance(src, dict)
+        and isinstance(src.get("metadata"), dict)
+        and isinstance(src["metadata"].get("distributedInfo"), dict)
+    ]
+    sizes = [n for n in sizes if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**31]
+    return max(sizes) if sizes else len(manifest.ranks)
 
 
 def _mfu_basis(totals: dict[str, Any]) -> str:
@@ -166,6 +231,8 @@ def profile_of(path: str | Path, label: str | None = None) -> dict[str, Any]:
         "source": m.source,
         "ranks": list(m.ranks),
         "gpus": len(m.gpus),
+        "devices": _devices(m),
+        "world_size": _world_size(m),
     }
     return profile(got.outputs, info)
 
@@ -177,6 +244,8 @@ def _by_name(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
         acc = out.setdefault(name, {"count": 0, "total_ns": 0, "example": str(r[key])})
         acc["count"] += r.get("count") or 0
         acc["total_ns"] += r.get("total_ns") or 0
+        if "device_events" in r:
+            acc["device_events"] = acc.get("device_events", 0) + (r["device_events"] or 0)
     return out
 
 
@@ -315,15 +384,48 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "base": base["trace"],
         "new": new["trace"],
         "verdict": verdict,
+        "setup": setup_changes(base, new),
         "notes": notes,
         "step_time_significant": significant_steps,
         "headline": order,
         "metrics": metrics,
         "kernels": _table_diff(base["kernels"], new["kernels"], top),
         "ops": _table_diff(base["ops"], new["ops"], top),
+        "runtime": _table_diff(base.get("runtime", {}), new.get("runtime", {}), top),
         "annotations": _table_diff(base["annotations"], new["annotations"], top),
         "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] else [],
     }
+
+
+#: Runtime / driver calls that launch a CUDA (or HIP) graph.
+_GRAPH_LAUNCH = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
+
+
+def _graphs(prof: dict[str, Any]) -> tuple[int, int]:
+    """Graph launches and the device events they started."""
+    rows = [r for name, r in prof.get("runtime", {}).items() if _GRAPH_LAUNCH.match(name)]
+    return sum(r["count"] for r in rows), sum(r.get("device_events") or 0 for r in rows)
+
+
+def setup_changes(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the two runs ran on, where it differs: GPU model, dominant precision of kernel time,
+    world size, CUDA graphs. ``[{what, label, base, new}]``, values as text."""
+    out = []
+    b, n = base["trace"], new["trace"]
+    for what, label in (("devices", "GPU"), ("precision", "precision"), ("world_size", "world size")):
+        x, y = b.get(what), n.get(what)
+        if what == "devices":
+            x, y = ", ".join(x or []) or None, ", ".join(y or []) or None
+        if x is not None and y is not None and x != y:
+            out.append({"what": what, "label": label, "base": str(x), "new": str(y)})
+    (bg, bd), (ng, nd) = _graphs(base), _graphs(new)
+    if (bg == 0) != (ng == 0):
+        text = [
+            "none" if not g else f"{g:,} graph launches ({d:,} device events)"
+            for g, d in ((bg, bd), (ng, nd))
+        ]
+        out.append({"what": "cuda_graphs", "label": "CUDA graphs", "base": text[0], "new": text[1]})
+    return out
 
 
 def _table_diff(
@@ -335,6 +437,12 @@ def _table_diff(
         status = "new" if x is None else "gone" if y is None else "both"
         bt, nt = (x or {}).get("total_ns", 0), (y or {}).get("total_ns", 0)
         bc, nc = (x or {}).get("count", 0), (y or {}).get("count", 0)
+        events = {}
+        if "device_events" in (x or {}) or "device_events" in (y or {}):
+            events = {
+                "base_device_events": (x or {}).get("device_events", 0),
+                "new_device_events": (y or {}).get("device_events", 0),
+            }
         rows.append(
             {
                 "name": name,
@@ -348,18 +456,11 @@ def _table_diff(
                 "new_count": nc,
                 "base_mean_ns": bt / bc if bc else None,
                 "new_mean_ns": nt / nc if nc else None,
+                **events,
             }
         )
-    # what the code changed first (new and vanished names, then changed counts), then what only
-    # took more or less time, which run-to-run noise also does
-    rank = {"new": 0, "gone": 0}
-    rows.sort(
-        key=lambda r: (
-            rank.get(r["status"], 1 if r["base_count"] != r["new_count"] else 2),
-            -abs(r["delta_ns"]),
-            r["name"],
-        )
-    )
+    # by the size of the change: a name new or gone by 1 ms is less than one that took 50 ms more
+    rows.sort(key=lambda r: (-abs(r["delta_ns"]), r["name"]))
     return rows[:top] if top > 0 else rows
 
 
@@ -406,12 +507,14 @@ def head_lines(result: dict[str, Any]) -> list[str]:
     from .formatting import fmt_ns
 
     lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
+    lines += [f"{c['label']} changed: {c['base']} → {c['new']}" for c in result.get("setup", [])]
     m = result["metrics"].get("step_p50")
     if m is not None and m["ci95"] is not None:
         lo, hi = m["ci95"]
         noise = "beyond" if m["significant"] else "within"
         lines.append(
-            f"step time: 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)} ({noise} run-to-run noise)"
+            f"step time (step period): 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)}"
+            f" ({noise} run-to-run noise)"
         )
     elif m is not None:
         lines.append("step time: fewer than 2 steps on a side, no noise estimate")
@@ -438,22 +541,26 @@ def sentence(m: dict[str, Any]) -> str:
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (1)",
-    "base": "the base trace: path, name, ranks, gpus; mfu_basis (what its MFU rests on) where it has one",
+    "base": "the base trace: path, name, ranks, gpus (listed), devices (GPU models that ran its work), "
+    "world_size, precision (dominant in kernel time); mfu_basis (what its MFU rests on) where it has one",
     "new": "the new trace, as base",
     "verdict": "'no significant change', 'changed' or 'regression'",
+    "setup": "what the runs ran on, where it differs, told before the numbers: [{what (devices|precision|"
+    "world_size|cuda_graphs), label, base, new}]",
     "notes": "what the reader should know (a side without step markers: step time not compared; MFU "
     "against different definitions or peaks)",
-    "step_time_significant": "true when the median step time moved beyond run-to-run noise",
+    "step_time_significant": "true when the median step time (step period, slowest rank) moved beyond "
+    "run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",
     "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s|bytes), better (lower|higher|null), base, new, "
     "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
     "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
     "(regression|improvement|changed|same)",
     "kernels": "per normalised kernel name: status (new|gone|both), base/new_example (a name as "
-    "each trace spells it), base/new total_ns, count, "
-    "mean_ns, delta_ns; new and gone names first, then changed counts, then the rest, each "
-    "largest |delta_ns| first",
+    "each trace spells it), base/new total_ns, count, mean_ns, delta_ns; largest |delta_ns| first",
     "ops": "the same for host ops (cpu_op: aten ops, NVTX op ranges), inclusive times",
+    "runtime": "the same for runtime and driver calls, with base/new_device_events (the device "
+    "events their correlation ids started)",
     "annotations": "the same for annotation names",
-    "steps": "per step number both traces have: base_ns, new_ns, delta_ns",
+    "steps": "per step number both traces have: base_ns, new_ns, delta_ns (step periods)",
 }

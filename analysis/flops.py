@@ -589,6 +589,12 @@ def _flag_impossible(
     return totals, steps
 
 
+def gpu_key(gpu: dict[str, Any]) -> tuple[Any, Any]:
+    """``(node, device number)`` of a manifest GPU: Kineto's deviceProperties number it ``id``,
+    NVML (profcap, the synthetic sample) ``index``."""
+    return gpu.get("node"), gpu.get("id", gpu.get("index"))
+
+
 def _peak(
     ops: pl.DataFrame, kernels: pl.DataFrame, gpus: Sequence[dict[str, Any]], peak_tflops: float
 ) -> tuple[Peak | None, str]:
@@ -598,8 +604,7 @@ def _peak(
     if precision is None and kernels.height:  # no FLOPs counted: the precision of kernel time
         precision = _dominant(kernels, "dur")
     devices = (carrying if carrying.height else kernels).select("node", "device").unique().rows()
-    # Kineto's deviceProperties number a GPU ``id``, NVML (profcap) ``index``
-    by_id = {(g.get("node"), g.get("id", g.get("index"))): g for g in gpus if isinstance(g, dict)}
+    by_id = {gpu_key(g): g for g in gpus if isinstance(g, dict)}
     listed = [by_id.get((n, d), {}) for n, d in devices]
     names = sorted({str(g.get("name")) for g in listed if g.get("name")})
     if peak_tflops > 0:

@@ -53,6 +53,35 @@ def cpu_op_stats(events: Frame) -> pl.LazyFrame:
     )
 
 
+def runtime_call_stats(events: Frame) -> pl.LazyFrame:
+    """Runtime and driver calls per name (``cudaLaunchKernel``, ``cudaGraphLaunch``,
+    ``cudaMemcpyAsync``, ``cuLaunchKernel``...): ``name, count, total_ns, mean_ns,
+    device_events`` — the kernels, copies and sets that carry a call's correlation id on its
+    rank (one per launch, one per node of a CUDA graph; none for a query or a synchronize).
+    Sorted by total descending, then name."""
+    ev = _lazy(events)
+    keys = ["node", "rank", "correlation"]
+    device = (
+        ev.filter(pl.col("kind").is_in(list(WORK_KINDS)), pl.col("device") >= 0)
+        .group_by(keys)
+        .agg(pl.len().cast(pl.Int64).alias("_device"))
+    )
+    d = pl.col("dur")
+    return (
+        ev.filter(pl.col("kind").is_in(["runtime", "driver"]))
+        .select("name", "dur", *keys)
+        .join(device, on=keys, how="left")
+        .group_by("name")
+        .agg(
+            pl.len().cast(pl.Int64).alias("count"),
+            d.sum().alias("total_ns"),
+            d.mean().alias("mean_ns"),
+            pl.col("_device").sum().cast(pl.Int64).alias("device_events"),
+        )
+        .sort(["total_ns", "name"], descending=[True, False])
+    )
+
+
 def stats_of(k: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
     """:func:`kernel_stats` of already selected kernel events ``k`` (exact or HTA's)."""
     by = list(by)

@@ -327,6 +327,16 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "host (cpu_op) statistics per name",
     ),
+    ("kernels", "runtime.parquet"): Table(
+        (
+            _c("name", STR, "text", "runtime or driver call (cudaLaunchKernel, cudaGraphLaunch...)"),
+            _c("count", I64, "count", "calls"),
+            _c("total_ns", I64, "ns"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("device_events", I64, "count", "kernels, copies and sets with a call's correlation id"),
+        ),
+        "runtime and driver call statistics per name, with the device events they started",
+    ),
     ("activity", "shares.parquet"): Table(
         (
             NODE,

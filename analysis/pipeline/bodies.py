@@ -145,7 +145,8 @@ def steps(ctx: StageContext) -> dict[str, Any]:
 
 
 def kernels(ctx: StageContext) -> dict[str, Any]:
-    """Per-kernel statistics, top-N by time and by count, the by-type breakdown, and the host ops."""
+    """Per-kernel statistics, top-N by time and by count, the by-type breakdown, the host ops
+    and the runtime calls."""
     hta = ctx.params["hta_compat"]
     n = ctx.params["top_n"]
     ev = _events(ctx, hta)
@@ -156,6 +157,7 @@ def kernels(ctx: StageContext) -> dict[str, Any]:
         "top_by_count.parquet": Derived(lambda out: kn.top_kernels(out["stats.parquet"], n, by="count")),
         "types.parquet": (hv.hta_kernel_type_breakdown if hta else kn.kernel_type_breakdown)(ev),
         "ops.parquet": kn.cpu_op_stats(ev),
+        "runtime.parquet": kn.runtime_call_stats(ev),
     }
 
 

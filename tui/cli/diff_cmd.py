@@ -110,16 +110,27 @@ def format_diff(result: dict[str, Any]) -> str:
                 f"  {m['label']:<{width}}  {value_text(m['base'], m['unit']):>9} → {value_text(m['new'], m['unit']):<9}"
                 f" {change_text(m):>9}  {m['verdict']}  [{n}]"
             )
-    for title, key in (("Kernels", "kernels"), ("Host ops", "ops"), ("Annotations", "annotations")):
-        rows = [r for r in result[key] if r["delta_ns"]]
+    sections = (
+        ("Kernels", "kernels"),
+        ("Host ops", "ops"),
+        ("Runtime calls (device events they started)", "runtime"),
+        ("Annotations", "annotations"),
+    )
+    for title, key in sections:
+        rows = [r for r in result.get(key, []) if r["delta_ns"] or r["base_count"] != r["new_count"]]
         if not rows:
             continue
         lines += ["", f"{title} by change of total time"]
         for r in rows:
+            events = (
+                f" ({r['base_device_events']:,}→{r['new_device_events']:,} device events)"
+                if r.get("base_device_events") or r.get("new_device_events")
+                else ""
+            )
             lines.append(
                 f"  {fmt_signed_ns(r['delta_ns']):>10}  "
                 f"{fmt_ns(r['base_total_ns']):>9} → {fmt_ns(r['new_total_ns']):<9} "
-                f"×{r['base_count']:,}→{r['new_count']:,}  {elide(r['name'], 70)}{status_tag(r)}"
+                f"×{r['base_count']:,}→{r['new_count']:,}{events}  {elide(r['name'], 70)}{status_tag(r)}"
             )
     steps = [s for s in result["steps"] if s["delta_ns"]]
     if steps:

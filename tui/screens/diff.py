@@ -24,8 +24,19 @@ from ..widgets.keyline import KeyLine
 
 
 def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """``(metric, base, new, change, takeaway)`` of each changed headline number, in order."""
-    out = []
+    """``(metric, base, new, change, takeaway)``: what the runs ran on where it differs (GPU,
+    precision, world size, CUDA graphs), then each changed headline number, in order."""
+    out = [
+        (
+            c["label"],
+            c["base"],
+            c["new"],
+            "changed",
+            f"{c['label'][:1].upper()}{c['label'][1:]} changed from {c['base']} to {c['new']}:"
+            " the numbers below compare different setups.",
+        )
+        for c in result.get("setup", [])
+    ]
     for name in result["headline"]:
         m = result["metrics"][name]
         out.append(
@@ -120,11 +131,12 @@ class DiffApp(App[str | None]):
         head = head_lines(self.result)
         with Vertical():
             yield Static("\n".join(head), id="diff-head")
-            yield Static("What changed (regressions first)", classes="diff-title")
+            yield Static("What changed (setup, then regressions first)", classes="diff-title")
             yield DataTable(id="diff-headline", cursor_type="row", zebra_stripes=False)
             yield Static("", id="diff-takeaway")
             yield Static(
-                "Kernels and host ops by change · Enter: both timelines at the kernel", classes="diff-title"
+                "Kernels, host ops and runtime calls by change · Enter: both timelines at the kernel",
+                classes="diff-title",
             )
             yield DataTable(id="diff-kernels", cursor_type="row")
         yield KeyLine()
@@ -141,13 +153,14 @@ class DiffApp(App[str | None]):
         kernels.add_columns("change", "base", "new", "count", "name")
         self._kernel_rows = [dict(r, kind="kernel") for r in self.result["kernels"]]
         self._kernel_rows += [dict(r, kind="op") for r in self.result.get("ops", [])]
+        self._kernel_rows += [dict(r, kind="call") for r in self.result.get("runtime", [])]
         for r in self._kernel_rows:
             kernels.add_row(
                 fmt_signed_ns(r["delta_ns"]),
                 fmt_ns(r["base_total_ns"]),
                 fmt_ns(r["new_total_ns"]),
                 f"{r['base_count']:,}→{r['new_count']:,}",
-                ("op " if r["kind"] == "op" else "") + elide(r["name"], 60) + status_tag(r),
+                {"op": "op ", "call": "call "}.get(r["kind"], "") + elide(r["name"], 60) + status_tag(r),
             )
         (kernels if not rows else headline).focus()
 
@@ -164,7 +177,8 @@ class DiffApp(App[str | None]):
             return
         row = self._kernel_rows[event.cursor_row]
         if row["kind"] != "kernel":
-            self.notify("host ops have no kernel to show: pick a kernel row", severity="warning")
+            what = "host ops" if row["kind"] == "op" else "runtime calls"
+            self.notify(f"{what} have no kernel to show: pick a kernel row", severity="warning")
             return
         self.open_timelines(row)
 

@@ -211,3 +211,31 @@ def test_device_events_without_a_stream_are_labelled_so(tmp_path: Path) -> None:
             assert st.ix.event(st.selected)["name"] == "Event Sync"
 
     run(go())
+
+
+def test_whole_job_charts_start_at_zero(sample: Path) -> None:
+    """The sample's NVML and CPU charts began their time axis at -1 ms: time 0 was the first
+    sample, and the trace starts 1 ms before it. Time 0 is now the earlier of the two; the first
+    sample sits at its offset from the trace's first event, read from the events and metrics."""
+    from pilotwait import wait_dashboard
+
+    t = open_trace(sample)
+    first_event = t.events().select(pl.col("ts").min()).collect().item()
+    first_sample = t.metrics().select(pl.col("ts").min()).collect().item()
+    offset_ms = (first_sample - first_event) / 1e6
+    assert offset_ms > 0
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", sample), poll_s=60)
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            for chart in ("gpu_util", "cpu"):
+                panel = view.panel(chart)
+                data = panel.data
+                xs = [x for s in data.series for x in s.xs]
+                assert min(data.marks) == 0 and min(xs) >= 0, chart
+                assert min(s.xs[0] for s in data.series) == pytest.approx(offset_ms), chart
+                foot = str(panel.query_one(".chart-foot").render())
+                assert "at -" not in foot and "traced (│): " in foot, foot
+
+    run(go())

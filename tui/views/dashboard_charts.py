@@ -156,9 +156,12 @@ def build_gpu_active(outputs: Outputs, view: Any) -> ChartData:
     )
 
 
-def _time_series(df: pl.DataFrame, value: str, group: str | None, scale: float) -> tuple[list[Series], str]:
+def _time_series(
+    df: pl.DataFrame, value: str, group: str | None, scale: float, origin: int | None = None
+) -> tuple[list[Series], str]:
     ts = "bucket_start_ns"
-    origin = df[ts].min() if df.height else 0
+    if origin is None:
+        origin = df[ts].min() if df.height else 0
     span = (df[ts].max() - origin) if df.height else 0
     unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
     out = []
@@ -177,10 +180,9 @@ def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
 
     sampled = frame(outputs, "utilization", "gpu_sampled.parquet")
     if sampled.height:  # capture sampled the GPUs: the whole job, the traced windows marked
-        series, unit = _time_series(sampled, "util", "node", 100.0)
-        marks, traced = traced_marks(
-            outputs, int(sampled["bucket_start_ns"].min()), 1e6 if unit == "ms" else 1e9
-        )
+        origin = job_origin(outputs, sampled)
+        series, unit = _time_series(sampled, "util", "node", 100.0, origin)
+        marks, traced = traced_marks(outputs, origin, 1e6 if unit == "ms" else 1e9)
         n_gpus = sampled.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
         note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
         note += " · NVML samples over the whole job" + (f" · {traced}" if traced else "")
@@ -218,6 +220,14 @@ def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
     )
 
 
+def job_origin(outputs: Outputs, sampled: pl.DataFrame) -> int:
+    """Time 0 of a whole-job chart: its first sample or the first traced window's start, the
+    earlier (a trace may start before the first sample: the axis began at -1 ms)."""
+    traced = frame(outputs, "utilization", "traced.parquet")
+    first = int(sampled["bucket_start_ns"].min())
+    return min(first, int(traced["start_ns"].min())) if traced.height else first
+
+
 def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float], str]:
     """Where the traced windows start and end on a time axis starting at ``origin`` (ns, in
     units of ``div``), and a line saying what was traced."""
@@ -240,8 +250,9 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     cpu = frame(outputs, "utilization", "cpu.parquet")
     if cpu.height == 0:
         return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
-    series, unit = _time_series(cpu, "util", "node", 100.0)
     sampled = bool((cpu["source"] == "metrics").all())
+    origin = job_origin(outputs, cpu) if sampled else None
+    series, unit = _time_series(cpu, "util", "node", 100.0, origin)
     how = (
         "the machine's cores, sampled over the whole job"
         if sampled
@@ -250,7 +261,7 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     marks: list[float] = []
     if sampled:
         div = 1e6 if unit == "ms" else 1e9
-        marks, traced = traced_marks(outputs, int(cpu["bucket_start_ns"].min()), div)
+        marks, traced = traced_marks(outputs, origin, div)
         how += f" · {traced}" if traced else ""
     return ChartData(
         kind="lines",

@@ -8,6 +8,7 @@ recorded shapes are inflated in the test.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import os
@@ -136,9 +137,8 @@ def test_mfu_above_the_given_peak_is_flagged_not_shown(tmp_path: Path) -> None:
     assert not re.search(r"MFU \d[\d.]*% (from|of)", out), out
 
 
-def test_inflated_shapes_name_the_kernels(tmp_path: Path) -> None:
-    """A real trace whose ops claim 10⁷× the rows they had: the datasheet peak is right, the
-    FLOPs are not; the cause names the kernels that could not have run them."""
+def _inflated(tmp_path: Path) -> Path:
+    """HTA's AMD trace with its two shaped ops claiming 10⁷× the rows they had."""
     raw = json.loads(gzip.open(shared_trace(AMD), "rt").read())
     ops = 0
     for e in raw["traceEvents"]:
@@ -148,8 +148,44 @@ def test_inflated_shapes_name_the_kernels(tmp_path: Path) -> None:
     assert ops == 2
     src = tmp_path / "amd.json"
     src.write_text(json.dumps(raw))
+    return src
+
+
+def test_inflated_shapes_name_the_kernels(tmp_path: Path) -> None:
+    """The datasheet peak is right, the FLOPs are not; the cause names the kernels that could
+    not have run them."""
+    src = _inflated(tmp_path)
     p = _profui("summary", str(src), "--json", cache=tmp_path / "cache")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     t = json.loads(p.stdout)["sections"]["flops"]["totals"][0]
     assert t["mfu"] is None and t["mfu_impossible"] > 1
     assert "FLOPs are counted for kernels that did not run them: 2 kernels of 2" in t["mfu_problem"]
+
+
+def test_dashboard_flags_the_impossible_mfu(tmp_path: Path) -> None:
+    """The dashboard's FLOPs chart, as a user opens it: the impossible MFU and its cause, no
+    plain percentage."""
+    from profui.capture.kineto import import_kineto
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.dashboard import DashboardView
+
+    trace = tmp_path / "amd"
+    import_kineto([_inflated(tmp_path)], trace)
+
+    async def go() -> str:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = app.screen.query_one(DashboardView)
+            for _ in range(1500):  # until every chart has drawn
+                await pilot.pause()
+                if view.complete:
+                    break
+                await asyncio.sleep(0.02)
+            assert view.complete
+            shown = view.panel("flops").takeaway_shown()
+            await pilot.press("q")
+            return shown
+
+    shown = asyncio.run(go())
+    assert "is impossible (above 100%)" in shown and "did not run them" in shown, shown
+    assert not re.search(r"MFU \d[\d.]*% (from|of)", shown), shown

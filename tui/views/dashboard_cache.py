@@ -11,24 +11,28 @@ they were drawn from can have changed:
 - the analysis: the run records folder (a new run, of any parameters, changes it);
 - profui's own code (every source file's size and mtime: an upgrade changes the charts' words).
 
-A live capture is never kept. JSON, not pickle: a trace folder may come from anyone. Anything
-unreadable is a miss, never an error.
+A live capture is never kept. JSON, not pickle: a trace folder may come from anyone. The file is
+read with a typed schema (:class:`Kept`, msgspec): anything that does not fit it (a wrong type, a
+number that is not finite or is out of range, a style Rich cannot parse, deep nesting) is a
+miss, never an error: the dashboard is drawn from the stage outputs and kept anew.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, fields
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import msgspec
+from rich.errors import StyleSyntaxError
 from rich.style import Style
 from rich.text import Span, Text
 
 from profui.capture.format import fingerprint_digest as digest
 from profui.capture.format import private_dir_for, trace_fingerprint, write_bytes_atomic
+from profui.capture.format.regular import not_regular
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
@@ -77,7 +81,8 @@ def _file(trace_dir: Any) -> Path:
 
 
 def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any) -> None:
-    """Keep what the dashboard drew (silently nothing where the cache store cannot be written)."""
+    """Keep what the dashboard drew (silently nothing where the cache store cannot be written, or
+    where a value would not be read back: :func:`decode`'s schema is checked before writing)."""
     k = key(trace_dir)
     if k is None:
         return
@@ -87,10 +92,11 @@ def save(trace_dir: Any, charts: dict[str, ChartData], overview: Any) -> None:
         "overview": overview,
     }
     try:
+        data = msgspec.json.encode(msgspec.convert(doc, Kept))
         path = _file(trace_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(path, json.dumps(doc).encode(), fsync=False)
-    except (OSError, TypeError, ValueError):
+        write_bytes_atomic(path, data, fsync=False)
+    except (OSError, msgspec.ValidationError):
         pass
 
 
@@ -100,13 +106,144 @@ def load(trace_dir: Any) -> tuple[dict[str, ChartData], Any] | None:
         k = key(trace_dir)
         if k is None:
             return None
-        doc = json.loads(_file(trace_dir).read_bytes())
-        if not isinstance(doc, dict) or doc.get("key") != k:
+        path = _file(trace_dir)
+        if not_regular(path):  # a FIFO would block the app's first frame
             return None
-        charts = {str(cid): _chart_from_json(d) for cid, d in doc["charts"].items()}
-        return charts, doc.get("overview")
-    except Exception:  # a damaged or foreign file (bad JSON, wrong types, a bad style): a miss
+        data = path.read_bytes()
+    except Exception:  # the trace or its store cannot be read now: the normal path says why
         return None
+    return decode(data, k)
+
+
+def decode(data: bytes, k: str) -> tuple[dict[str, ChartData], dict[str, Any] | None] | None:
+    """``(charts, overview)`` held by the kept file's ``data`` when it is a dashboard of key
+    ``k``; None (a miss) for anything else: never an error."""
+    try:
+        doc = _DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: only from a deep caller
+        return None
+    if doc.key != k:
+        return None
+    charts = {cid: _chart_data(c) for cid, c in doc.charts.items()}
+    return charts, doc.overview
+
+
+# -- the schema of the kept file ---------------------------------------------------------------
+# Every number a chart draws is an int64 time or count, a share, or one of those scaled down:
+# beyond 2**63 (or not finite) it is damage, and plotext's axes overflow near 1e307.
+_LIMIT = float(2**63)
+Num = Annotated[float, msgspec.Meta(ge=-_LIMIT, le=_LIMIT)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+#: A stacked bar's segment: its fraction of the bar's full width.
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Width = Annotated[int, msgspec.Meta(ge=0, le=10_000)]
+
+
+def _style(spec: str) -> None:
+    # a style Rich cannot parse fails when drawn, inside the app; msgspec reports a ValueError
+    try:
+        if spec:
+            Style.parse(spec)
+    except StyleSyntaxError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class TextDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """A Rich :class:`~rich.text.Text`: its characters, style and spans."""
+
+    plain: str
+    style: str
+    spans: list[tuple[Count, Count, str]]
+
+    def __post_init__(self) -> None:
+        _style(self.style)
+        for start, end, style in self.spans:
+            if end < start:  # Rich fails drawing a span that ends before it starts
+                raise ValueError("a span ends before it starts")
+            _style(style)
+
+
+class BarDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """A :class:`~profui.tui.widgets.bars.Bar`."""
+
+    label: str
+    value: Num
+    text: str
+    style: str = "cyan"
+    segments: list[tuple[Fraction, str, str]] = []
+
+    def __post_init__(self) -> None:
+        _style(self.style)
+        for _, _, style in self.segments:
+            _style(style)
+
+
+class SeriesDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """A :class:`~profui.tui.widgets.charts.Series`."""
+
+    label: str
+    xs: list[Num]
+    ys: list[Num]
+
+    def __post_init__(self) -> None:
+        if len(self.xs) != len(self.ys):
+            raise ValueError("a series has not as many x as y values")
+
+
+class ChartDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """A :class:`~profui.tui.widgets.charts.ChartData`."""
+
+    kind: Literal["bars", "lines", "text"] = "text"
+    bars: list[BarDoc] = []
+    scale: Num | None = None
+    series: list[SeriesDoc] = []
+    x_label: str = ""
+    y_label: str = ""
+    y_max: Num | None = None
+    text: str | TextDoc = ""
+    note: str | TextDoc = ""
+    takeaway: str = ""
+    marks: list[Num] = []
+    label_width: Width = 18
+
+    def __post_init__(self) -> None:
+        # plotext draws a line to a point off its y axis cell by cell: a y a million axis heights
+        # away takes minutes and gigabytes (the charts give 0..100 and their points inside it)
+        if self.y_max is None:
+            return
+        if not self.y_max > 0:
+            raise ValueError("y_max is not above 0")
+        if any(abs(y) > 2 * self.y_max for s in self.series for y in s.ys):
+            raise ValueError("a y value lies far off the axis up to y_max")
+
+
+#: The trace's overview (``ingest/trace.json``'s ``overview``): a flat record of scalars and lists
+#: of them, open to keys a newer analysis adds (so never deeper than that, whatever its keys).
+Scalar = str | bool | Int64 | Num | None
+OverviewDoc = dict[str, Scalar | list[Scalar]]
+
+
+class Overview(msgspec.Struct):
+    """What the TUI reads of the overview (the title line's GPU count), typed."""
+
+    gpus: Count
+
+
+class Kept(msgspec.Struct, forbid_unknown_fields=True):
+    """The kept file. It holds no free-form value and no unknown field, so it also bounds the
+    nesting: msgspec stops at the first value deeper than the schema, never descending into it."""
+
+    key: str
+    charts: dict[str, ChartDoc]
+    overview: OverviewDoc | None = None
+
+    def __post_init__(self) -> None:
+        if self.overview is not None:
+            msgspec.convert(self.overview, Overview)
+
+
+_DECODER = msgspec.json.Decoder(Kept)
 
 
 # -- ChartData <-> JSON ------------------------------------------------------------------------
@@ -120,19 +257,11 @@ def _text_to_json(t: str | Text) -> Any:
     }
 
 
-def _text_from_json(d: Any) -> str | Text:
+def _text(d: str | TextDoc) -> str | Text:
     if isinstance(d, str):
         return d
-    spans = [
-        Span(
-            _checked(a, int, "span"),
-            _checked(b, int, "span"),
-            Style.parse(st) if _checked(st, str, "style") else "",
-        )
-        for a, b, st in _checked(d["spans"], list, "spans")
-    ]
-    style = _checked(d["style"], str, "style")
-    return Text(_checked(d["plain"], str, "plain"), style=Style.parse(style) if style else "", spans=spans)
+    spans = [Span(a, b, Style.parse(st) if st else "") for a, b, st in d.spans]
+    return Text(d.plain, style=Style.parse(d.style) if d.style else "", spans=spans)
 
 
 def _chart_to_json(c: ChartData) -> dict[str, Any]:
@@ -143,58 +272,18 @@ def _chart_to_json(c: ChartData) -> dict[str, Any]:
     return out
 
 
-_NUM = (int, float)
-
-
-def _checked(value: Any, kind: Any, what: str) -> Any:
-    """``value`` when it is of ``kind`` (bools are not numbers), else ValueError: a chart drawn
-    from a file must not fail inside the app."""
-    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-        raise ValueError(f"{what}: {type(value).__name__}")
-    return value
-
-
-def _numbers(values: Any, what: str) -> list[float]:
-    return [_checked(v, _NUM, what) for v in _checked(values, list, what)]
-
-
-def _chart_from_json(d: dict[str, Any]) -> ChartData:
-    bars = []
-    for b in _checked(d.get("bars", []), list, "bars"):
-        segments = tuple(
-            (_checked(f, _NUM, "segment"), _checked(g, str, "segment"), _checked(st, str, "segment"))
-            for f, g, st in _checked(b.get("segments", []), list, "segments")
-        )
-        bars.append(
-            Bar(
-                _checked(b["label"], str, "label"),
-                _checked(b["value"], _NUM, "value"),
-                _checked(b["text"], str, "text"),
-                _checked(b.get("style", "cyan"), str, "style"),
-                segments,
-            )
-        )
-    series = [
-        Series(_checked(s["label"], str, "label"), _numbers(s["xs"], "xs"), _numbers(s["ys"], "ys"))
-        for s in _checked(d.get("series", []), list, "series")
-    ]
-    optional = {k: d.get(k) for k in ("scale", "y_max")}
-    for k, v in optional.items():
-        if v is not None:
-            _checked(v, _NUM, k)
-    kind = d.get("kind", "text")
-    if kind not in ("bars", "lines", "text"):
-        raise ValueError(f"kind {kind!r}")
+def _chart_data(d: ChartDoc) -> ChartData:
     return ChartData(
-        kind=kind,
-        bars=bars,
-        series=series,
-        x_label=_checked(d.get("x_label", ""), str, "x_label"),
-        y_label=_checked(d.get("y_label", ""), str, "y_label"),
-        text=_text_from_json(d.get("text", "")),
-        note=_text_from_json(d.get("note", "")),
-        takeaway=_checked(d.get("takeaway", ""), str, "takeaway"),
-        marks=_numbers(d.get("marks", []), "marks"),
-        label_width=_checked(d.get("label_width", 18), int, "label_width"),
-        **optional,
+        kind=d.kind,
+        bars=[Bar(b.label, b.value, b.text, b.style, tuple(b.segments)) for b in d.bars],
+        scale=d.scale,
+        series=[Series(s.label, s.xs, s.ys) for s in d.series],
+        x_label=d.x_label,
+        y_label=d.y_label,
+        y_max=d.y_max,
+        text=_text(d.text),
+        note=_text(d.note),
+        takeaway=d.takeaway,
+        marks=d.marks,
+        label_width=d.label_width,
     )

@@ -24,7 +24,6 @@ from rich.style import Style
 from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
-from textual.screen import Screen
 
 from .views.dashboard import DashboardView
 
@@ -177,24 +176,8 @@ class ProfuiApp(App[str | None]):
 
     def action_help(self) -> None:
         """Show every key of the current screen."""
-        from .screens.help import HelpScreen
+        from .screens.help import toggle_help
 
-        if isinstance(self.screen, HelpScreen):
-            self.pop_screen()
-            return
-        # this app's keys only: Textual's own defaults (ctrl+q, the copy keys) are not ours to
-        # list, and one action bound to several keys is one line
-        defaults = {(b.key, b.action) for cls in (App, Screen) for b in Binding.make_bindings(cls.BINDINGS)}
-        by_action: dict[tuple[str, str], list[str]] = {}
-        for key, active in self.active_bindings.items():
-            b = active.binding
-            if not b.description or (key, b.action) in defaults:
-                continue
-            shown = b.key_display or self.get_key_display(b)
-            names = by_action.setdefault((b.action, b.description), [])
-            if shown not in names:
-                names.append(shown)
-        keys = [(", ".join(names), desc) for (_, desc), names in by_action.items()]
-        # the view's own keys first, plain scrolling last
-        keys.sort(key=lambda kd: kd[1].startswith(("Scroll", "Page")))
-        self.push_screen(HelpScreen(keys))
+        # what the arrows, PgUp/PgDn and Enter do is the view's own (in a table they move and
+        # open, on the timeline they pan and follow): listed with the keys, not here
+        toggle_help(self, "Tab / the number keys switch views")

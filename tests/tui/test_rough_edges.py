@@ -96,3 +96,101 @@ def test_help_breaks_no_line_mid_sentence_at_80_columns(command: str | None) -> 
     assert "Traceback" not in proc.stderr
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
     assert broken_lines(proc.stdout) == []
+
+
+def test_bracket_presses_right_after_entering_the_launch_view_all_count(one_rank: Path) -> None:
+    """``7`` then ``]`` three times, typed at once on first entering the Launch view (its tables
+    still loading): the view shows its fourth table, as after three presses on a loaded view."""
+    import asyncio
+
+    from pilotwait import wait_for
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.launches import LaunchesView
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", one_rank), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("7", "right_square_bracket", "right_square_bracket", "right_square_bracket")
+            assert await wait_for(pilot, lambda: bool(app.screen.query(LaunchesView)))
+            view = app.screen.query_one(LaunchesView)
+            assert await wait_for(pilot, lambda: view.ready)
+            await pilot.pause()
+            assert len(view.all_sections) > 4
+            assert view.index == 3, view.section.title if view.section else None
+            assert view.section.title == "Per kernel"  # Launches' 4th table
+
+    asyncio.run(go())
+
+
+def test_enter_on_an_aten_op_row_opens_the_timeline_at_its_first_call(one_rank: Path) -> None:
+    """Launch view, table "ATen op → kernels": Enter on an op row shows the timeline with that
+    op's earliest call selected (it did nothing: only kernel rows answered Enter)."""
+    import asyncio
+    import gzip
+    import json
+
+    from pilotwait import wait_for, wait_timeline
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.launches import LaunchesView
+    from profui.tui.widgets.frame_table import FrameTable
+
+    with gzip.open(shared_trace("hta-trace_filter-sampled_rank-1.json.gz"), "rt") as f:
+        raw = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", one_rank), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("7")
+            assert await wait_for(pilot, lambda: bool(app.screen.query(LaunchesView)))
+            view = app.screen.query_one(LaunchesView)
+            assert await wait_for(pilot, lambda: view.ready)
+            while view.section.title != "ATen op → kernels":
+                await pilot.press("right_square_bracket")
+            assert "Enter: timeline" in str(view.query_one(".view-status").render())
+            table = view.query_one(FrameTable)
+            table.focus()
+            await pilot.press("enter")
+            op = table.row_at_cursor()["aten_op"]
+            assert await wait_for(pilot, lambda: app.screen.current == "timeline")
+            tl = await wait_timeline(pilot, app)
+            assert await wait_for(pilot, lambda: tl.state.selected >= 0)
+            ix, pos = tl.state.ix, tl.state.selected
+            assert ix.names[int(ix.name[pos])] == op
+            first_us = min(e["ts"] for e in raw if e["name"] == op)
+            assert abs(int(ix.t[pos]) + ix.base_ns - round(first_us * 1000)) <= 1000, (op, first_us)
+
+    asyncio.run(go())
+
+
+def test_question_mark_lists_the_keys_in_open_diff(one_rank: Path, tmp_path: Path) -> None:
+    """``profui open --diff``: ``?`` shows the diff's keys (it did nothing), ``?`` again closes."""
+    import asyncio
+
+    from pilotwait import wait_for
+
+    from profui.analysis.diff import diff, profile_of
+    from profui.tui.screens.diff import DiffApp
+    from profui.tui.screens.help import HelpScreen
+
+    other = tmp_path / "rank0"
+    import_kineto([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], other)
+    result = diff(profile_of(other), profile_of(one_rank))
+
+    async def go() -> None:
+        app = DiffApp(other, one_rank, result)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("question_mark")
+            assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+            text = str(app.screen.query_one("#help-text").render())
+            for words in ("Quit", "Next table"):
+                assert words in text, text
+            assert "number keys" not in text  # the diff has no views to switch
+            await pilot.press("question_mark")
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+    asyncio.run(go())

@@ -108,10 +108,17 @@ class DiffApp(App[str | None]):
         Binding("q", "quit", "Quit"),
         Binding("tab", "focus_next", "Next table"),
         Binding("enter", "noop", "Both timelines (kernel rows)", show=True, priority=False),
+        Binding("question_mark", "help", "Keys"),
     ]
 
     def action_noop(self) -> None:
         """Enter is the tables' own key (a selected row); listed so the key line names it."""
+
+    def action_help(self) -> None:
+        """``?``: every key of the screen, as in ``profui open``."""
+        from .help import toggle_help
+
+        toggle_help(self)
 
     CSS = """
     #diff-head { height: auto; padding: 0 1; }

@@ -6,6 +6,7 @@ with progress on the status line; the UI stays live meanwhile.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from textual import on, work
@@ -98,14 +99,23 @@ class TimelineView(TraceView):
         pos: int | None = None,
         node: str | None = None,
         memory_peak: bool = False,
+        op: str | None = None,
         **_: Any,
     ) -> None:
         """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``), a
-        step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view) or, with
+        step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view), a host
+        ``op``'s calls (searched by exact name: the first selected, ``n`` the next) or, with
         ``memory_peak``, the highest allocated-memory peak."""
         if self.state is None:
             self._pending = dict(
-                kernel=kernel, step=step, rank=rank, ts_ns=ts_ns, pos=pos, node=node, memory_peak=memory_peak
+                kernel=kernel,
+                step=step,
+                rank=rank,
+                ts_ns=ts_ns,
+                pos=pos,
+                node=node,
+                memory_peak=memory_peak,
+                op=op,
             )
             return
         st = self.state
@@ -122,6 +132,8 @@ class TimelineView(TraceView):
             else:
                 st.select(p, fill=True)
                 st.message = f"kernel {kernel[:50]}"
+        elif op is not None:
+            st.search(f"/^{re.escape(op)}$/")
         elif step is not None:
             st.goto_step(step, rank=rank, node=node)
         self.query_one(TimelineCanvas).refresh()

@@ -101,6 +101,7 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             output(outputs, STAGE, "aten_op_kernels.parquet"),
             ["aten_op", "count", "mean_aten_op_delay_ns", "mean_runtime_delay_ns", "kernel_sequence", "rank"],
             sort_by="count",
+            op="aten_op",
         ),
     ]
 

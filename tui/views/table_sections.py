@@ -43,6 +43,8 @@ class Section:
     sort_by: str | None = None
     kernel: str | None = None
     note: str = ""
+    #: The column whose value names a host op (Enter: the timeline at its calls).
+    op: str | None = None
 
     @property
     def units(self) -> dict[str, str]:
@@ -93,6 +95,7 @@ class SectionsView(TraceView):
         self.outputs: Outputs = {}
         self.all_sections: list[Section] = []
         self.index = 0
+        self._pending_moves = 0
 
     def sections(self, outputs: Outputs) -> list[Section]:
         """The view's tables from the stage outputs."""
@@ -133,6 +136,9 @@ class SectionsView(TraceView):
         self.outputs = outputs
         self.all_sections = self.sections(outputs)
         self.index = min(self.index, max(len(self.all_sections) - 1, 0))
+        if self.all_sections:
+            self.index = (self.index + self._pending_moves) % len(self.all_sections)
+        self._pending_moves = 0
         self.query_one(".view-takeaway", Static).update(dc.takeaway(self.TAKEAWAY, outputs))
         self._fill()
         self.ready = True
@@ -155,7 +161,7 @@ class SectionsView(TraceView):
             title.update("")
             table.set_frame(pl.DataFrame())
             return
-        keys = "] [ tables · s sort · r reverse" + (" · Enter: timeline" if sec.kernel else "")
+        keys = "] [ tables · s sort · r reverse" + (" · Enter: timeline" if sec.kernel or sec.op else "")
         status.update(f"{self.TITLE} · table {self.index + 1} of {len(self.all_sections)} · {keys}")
         rows = plural(sec.frame.height, "row")
         title.update(f"{sec.title} · {rows}" + (f" · {sec.note}" if sec.note else ""))
@@ -165,21 +171,30 @@ class SectionsView(TraceView):
 
     def action_next_section(self) -> None:
         """Show the next table."""
-        if self.all_sections:
-            self.index = (self.index + 1) % len(self.all_sections)
-            self._fill()
+        self._move(1)
 
     def action_previous_section(self) -> None:
         """Show the previous table."""
-        if self.all_sections:
-            self.index = (self.index - 1) % len(self.all_sections)
-            self._fill()
+        self._move(-1)
+
+    def _move(self, step: int) -> None:
+        if not self.all_sections:
+            # typed while the tables load (first entering the view): kept, applied once shown
+            if not self.ready:
+                self._pending_moves += step
+            return
+        self.index = (self.index + step) % len(self.all_sections)
+        self._fill()
 
     @on(FrameTable.Chosen)
     def _chosen(self, event: FrameTable.Chosen) -> None:
         sec = self.section
-        name: Any = event.row.get(sec.kernel) if sec is not None and sec.kernel else None
-        if not name:
+        if sec is None:
             return
-        if not self.app.goto_timeline(kernel=name):  # type: ignore[attr-defined]
+        kernel: Any = event.row.get(sec.kernel) if sec.kernel else None
+        op: Any = event.row.get(sec.op) if sec.op else None
+        if not (kernel or op):
+            return
+        where = {"kernel": kernel} if kernel else {"op": op}
+        if not self.app.goto_timeline(**where):  # type: ignore[attr-defined]
             self.app.notify("the timeline view is not available", severity="warning")

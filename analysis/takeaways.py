@@ -482,6 +482,30 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
     return text + "."
 
 
+def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
+    """What the host of a run without device work does in a step (the steps stage's host rows,
+    ``work_on`` host): the median step's compute, communication, data loading and stalls, and the
+    stalls' share of all step time; "" where the steps' work runs on a device."""
+    host = (
+        breakdown.filter(pl.col("work_on") == "host") if "work_on" in breakdown.columns else breakdown.head(0)
+    )
+    if host.is_empty():
+        return ""
+    parts = [
+        f"{what} {fmt_ns(host[col].median())}"
+        for what, col in (
+            ("compute", "computation_ns"),
+            ("communication", "communication_ns"),
+            ("data loading", "data_loading_ns"),
+            ("stalls", "idle_ns"),
+        )
+        if col == "computation_ns" or host[col].sum()
+    ]
+    dur = host["dur_ns"].sum()
+    stalls = f" (stalls {fmt_pct(host['idle_ns'].sum() / dur, 0)} of step time)" if dur else ""
+    return f"Host, median of {plural(host.height, 'step')}: " + ", ".join(parts) + stalls + "."
+
+
 # -- dispatch ----------------------------------------------------------------------------------
 
 #: answer id -> (function, [(stage, file), ...] passed positionally, in that order).
@@ -508,6 +532,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
         annotation_takeaway,
         (("annotations", "names.parquet"), ("annotations", "step_means.parquet")),
     ),
+    "host_steps": (host_steps_takeaway, (("steps", "breakdown.parquet"),)),
     "launch": (launch_takeaway, (("launch", "stats.parquet"),)),
     "sync": (sync_takeaway, (("sync", "totals.parquet"),)),
     "idle": (idle_takeaway, (("idle", "breakdown.parquet"),)),

@@ -21,8 +21,10 @@ from pilotwait import wait_dashboard, wait_for
 from typer.testing import CliRunner
 
 from profui.analysis import open_trace
+from profui.analysis.formatting import fmt_ns
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
+from profui.tui.widgets.bars import Bars
 from profui.tui.widgets.charts import ChartPanel
 from profui.tui.widgets.frame_table import FrameTable
 
@@ -34,7 +36,16 @@ from test_profcap_torchrun import DDP  # noqa: E402
 
 GLOO = "gloo:all_reduce"
 #: The charts of device work: on a run without any they say so in one line.
-DEVICE_CHARTS = ("gpu_active", "gpu_util", "kernel_total", "top_time", "top_count", "precision", "activity", "memory")
+DEVICE_CHARTS = (
+    "gpu_active",
+    "gpu_util",
+    "kernel_total",
+    "top_time",
+    "top_count",
+    "precision",
+    "activity",
+    "memory",
+)
 
 
 def union(intervals: list[tuple[int, int]]) -> int:
@@ -66,7 +77,7 @@ def host_oracle(rows: list[dict]) -> dict[int, dict[str, int]]:
         if r["kind"] == "step" and r["name"].startswith("ProfilerStep#"):
             lo, hi = r["ts"], r["ts"] + r["dur"]
 
-            def cut(keep) -> int:
+            def cut(keep, lo: int = lo, hi: int = hi) -> int:
                 iv = [(max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in rows if keep(e)]
                 return union([(a, b) for a, b in iv if a < b])
 
@@ -134,7 +145,35 @@ def test_steps_view_shows_the_host_work_of_a_gloo_run(gloo_trace: Path, tmp_path
         assert row["computation_ns"] <= row["busy_ns"] - row["communication_ns"] + row["data_loading_ns"]
 
 
-def test_cpu_only_dashboard_names_no_gpu_and_says_what_does_not_apply(tmp_path: Path) -> None:
+def test_gloo_dashboard_shows_each_steps_host_work(gloo_trace: Path, tmp_path: Path) -> None:
+    trace = copy(gloo_trace, tmp_path)
+    oracle = {rank: host_oracle(rows) for rank, rows in events(trace).items()}
+
+    async def go() -> dict[int, list[str]]:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            panel = view.panel("host_steps")
+            seen = {}
+            for _ in oracle:  # n: the next rank
+                head = panel.query_one(".chart-text").render().plain
+                rank = int(head.split("rank ")[1].split(" ")[0])
+                seen[rank] = panel.query_one(Bars).render().plain.splitlines()
+                await pilot.press("n")
+                await pilot.pause()
+            return seen
+
+    seen = asyncio.run(go())
+    assert set(seen) == set(oracle)
+    for rank, lines in seen.items():
+        assert len(lines) == len(oracle[rank])
+        for line, (step, want) in zip(lines, sorted(oracle[rank].items()), strict=True):
+            assert line.startswith(f"step {step} ")
+            # the step's length and the union of its gloo:all_reduce ranges, as read from the events
+            assert f" {fmt_ns(want['dur'])} · comm {fmt_ns(want['comm'])} · stall " in line, line
+
+
+def test_cpu_only_dashboard_names_no_gpu_and_draws_no_device_chart(tmp_path: Path) -> None:
     trace = copy(SAMPLES / "mlp_cpu", tmp_path)
     res = CliRunner().invoke(cli_app, ["summary", str(trace), "--json"])
     assert res.exit_code == 0, res.output
@@ -142,24 +181,33 @@ def test_cpu_only_dashboard_names_no_gpu_and_says_what_does_not_apply(tmp_path: 
     assert (doc["trace"]["device_type"], doc["trace"]["gpus"]) == ("none", 0)
     assert not any("GPU" in t for t in doc["takeaways"].values())
 
-    async def go() -> tuple[str, str, dict[str, str], dict[str, str]]:
+    async def go():
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
         async with app.run_test(size=(80, 24)) as pilot:
             view = await wait_dashboard(pilot, app)
             title = app.screen.query_one("#trace-title").render().plain
-            bodies = {
-                p.chart_id: p.query_one(".chart-text").render().plain for p in app.screen.query(ChartPanel)
-            }
+            status = app.screen.query_one("#dash-status").render().plain
+            drawn = [p.chart_id for p in view.panels()]
+            hidden = [p.chart_id for p in app.screen.query(ChartPanel) if not p.display]
             takeaways = {p.chart_id: p.takeaway_shown() for p in view.panels()}
-            return title, screen_text(app), bodies, takeaways
+            # ] walks the charts drawn, and only those
+            walked = []
+            for _ in drawn:
+                await pilot.press("right_square_bracket")
+                await pilot.pause()
+                walked.append(app.focused.chart_id)
+            return title, status, screen_text(app), drawn, hidden, takeaways, walked
 
-    title, text, bodies, takeaways = asyncio.run(go())
+    title, status, text, drawn, hidden, takeaways, walked = asyncio.run(go())
     assert "CPU only" in title
     assert "GPU" not in text, [line for line in text.splitlines() if "GPU" in line]
-    for chart in DEVICE_CHARTS:
-        head, body = bodies[chart].split("\n", 1)
-        assert body == "does not apply: a CPU-only run (no device work was traced)", (chart, body)
-    # what the dashboard says is the summary's takeaway, word for word
+    # was: 8 of 13 charts empty GPU placeholders; now not drawn, and the status line says so in one line
+    assert sorted(hidden) == sorted(DEVICE_CHARTS)
+    assert status.startswith(
+        f"{len(drawn)} charts ({len(DEVICE_CHARTS)} device charts not drawn: no device work traced)"
+    )
+    assert "host_steps" in drawn and sorted(walked) == sorted(drawn)
+    # what the dashboard says is the summary's takeaway, word for word, and the facade's
     assert takeaways == {k: doc["takeaways"].get(k, "") for k in takeaways}
-    # and the notebook facade's
+    assert takeaways["host_steps"].startswith("Host, median of 4 steps: compute ")
     assert open_trace(trace).summary().takeaways == doc["takeaways"]

@@ -71,14 +71,16 @@ class DashboardView(TraceView):
         words = dc.device_words({}, self)
         with VerticalScroll(id="charts"):
             for chart in dc.CHARTS:
-                yield ChartPanel(chart.id, dc.chart_title(chart, words), chart.hint, lines=chart.lines)
+                panel = ChartPanel(chart.id, dc.chart_title(chart, words), chart.hint, lines=chart.lines)
+                panel.display = dc.applies(chart, words)
+                yield panel
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= 140, "-wide")
 
     def panels(self) -> list[ChartPanel]:
-        """The chart panels in order."""
-        return list(self.query(ChartPanel))
+        """The chart panels drawn for this trace, in order."""
+        return [p for p in self.query(ChartPanel) if p.display]
 
     def panel(self, chart_id: str) -> ChartPanel:
         """The panel of chart ``chart_id``."""
@@ -167,10 +169,13 @@ class DashboardView(TraceView):
         self.query_one("#dash-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
 
     def _retitle(self) -> None:
-        """Name the charts for the trace's devices (GPUs, XLA's CPU devices, none)."""
+        """Name the charts for the trace's devices (GPUs, XLA's CPU devices, none), and draw
+        only those that apply: no device chart for a run without device work."""
         words = dc.device_words(self.outputs, self)
         for chart in dc.CHARTS:
-            self.panel(chart.id).retitle(dc.chart_title(chart, words))
+            panel = self.panel(chart.id)
+            panel.retitle(dc.chart_title(chart, words))
+            panel.display = dc.applies(chart, words)
 
     def _stage_ready(self, stage: str, out: dict) -> None:
         self.outputs[stage] = out
@@ -226,7 +231,10 @@ class DashboardView(TraceView):
 
     def _ready_line(self) -> str:
         source = self.session.source or "analysis"
-        return f"{len(dc.CHARTS)} charts · {source} · ] [ move · a annotation · Enter opens · ? keys"
+        shown = len(self.panels())
+        left = len(dc.CHARTS) - shown
+        why = f" ({left} device charts not drawn: no device work traced)" if left else ""
+        return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · ? keys"
 
     def _finished(self) -> None:
         seconds = time.perf_counter() - self.started
@@ -279,7 +287,7 @@ class DashboardView(TraceView):
         if self._still_loading(self.action_next_rank):
             return
         self.rank_index += 1
-        for chart_id in ("steps", "annotation"):
+        for chart_id in ("steps", "host_steps", "annotation"):
             chart = dc.chart_by_id(chart_id)
             if all(s in self.outputs for s in chart.stages):
                 self._draw(chart)

@@ -99,6 +99,22 @@ def device_words(outputs: Outputs, view: Any = None) -> DeviceWords:
         return GPU_WORDS
 
 
+#: The charts of device work: not drawn for a run without any (a CPU-only run).
+DEVICE_CHARTS = frozenset(
+    {"gpu_active", "gpu_util", "kernel_total", "top_time", "top_count", "precision", "activity", "memory"}
+)
+#: The charts only a run without device work has.
+HOST_CHARTS = frozenset({"host_steps"})
+
+
+def applies(chart: Chart, words: DeviceWords) -> bool:
+    """Whether ``chart`` is drawn for a trace whose devices ``words`` name: the device charts
+    where device work ran, the host-steps chart where none did."""
+    if words.kind == NONE:
+        return chart.id not in DEVICE_CHARTS
+    return chart.id not in HOST_CHARTS
+
+
 def no_device_text(words: DeviceWords, what: str) -> str:
     """The one line of a chart of device work on a run that has none or has no such work."""
     if words.kind == NONE:
@@ -455,6 +471,49 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     )
 
 
+#: The host's share of a step in the host-steps chart: (column, label, glyph, style); the glyphs
+#: tell the parts apart without colour.
+HOST_PARTS = (
+    ("computation_ns", "compute", "█", "green"),
+    ("communication_ns", "communication", "▓", "yellow"),
+    ("data_loading_ns", "data loading", "▒", "cyan"),
+    ("idle_ns", "stalls", "·", "red"),
+)
+
+
+def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
+    """Each step of a rank without device work as one bar, as long as the step: its host's
+    compute, communication, data loading and stalls (the steps stage's host rows)."""
+    import polars as pl
+
+    bd = frame(outputs, "steps", "breakdown.parquet")
+    host = bd.filter(pl.col("work_on") == "host") if "work_on" in bd.columns else bd.head(0)
+    words = takeaway("host_steps", outputs)
+    if host.height == 0:
+        return ChartData(kind="text", text="does not apply: the steps' work runs on a device", takeaway=words)
+    ranks = host.select("node", "rank").unique().sort("node", "rank").rows()
+    node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
+    mine = host.filter((pl.col("node") == node) & (pl.col("rank") == rank))
+    shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
+    longest = float(shown["dur_ns"].max() or 1)
+    bars = []
+    for r in shown.iter_rows(named=True):
+        segments = tuple((float(r[col] or 0) / longest, glyph, style) for col, _, glyph, style in HOST_PARTS)
+        text = f"{fmt_ns(r['dur_ns'])} · comm {fmt_ns(r['communication_ns'])} · stall {fmt_ns(r['idle_ns'])}"
+        bars.append(Bar(f"step {r['step']}", float(r["dur_ns"]), text, segments=segments))
+    text = Text()
+    text.append(f"{node} rank {rank}", style="bold")
+    text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
+    if shown.height < mine.height:
+        text.append(f" · the {shown.height} longest shown")
+    legend = Text()
+    for _, label, glyph, style in HOST_PARTS:
+        legend.append(glyph * 2, style=style)
+        legend.append(f" {label}  ")
+    legend.append("(no device work: the host's time in each step)", style="dim")
+    return ChartData(kind="bars", bars=bars, text=text, note=legend, label_width=10, takeaway=words)
+
+
 def fmt_range(lo: int, hi: int) -> str:
     """``218–221 ms``: a bucket's edges in the unit of its upper edge."""
     unit = fmt_ns(hi).rpartition(" ")[2]
@@ -747,6 +806,14 @@ CHARTS: list[Chart] = [
         build_top_count,
         "Enter: Kernels view",
         "kernels",
+    ),
+    Chart(
+        "host_steps",
+        "Host work per step: compute, communication, data loading, stalls",
+        ("steps",),
+        build_host_steps,
+        "Enter: Steps view",
+        "steps",
     ),
     Chart("steps", "Step time distribution", ("steps",), build_steps, "Enter: Steps view", "steps"),
     Chart("precision", "{Work} precision", ("precision",), build_precision),

@@ -21,7 +21,7 @@ from profui.capture.format.regular import not_regular
 _HEAD = 256 << 10
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
-_NOT_JSON = "not JSON, not a trace profui reads"
+_NOT_JSON = "neither a JSON object nor a JSON list: not a trace profui reads"
 _MEMORY_TIMELINE = (
     "a torch.profiler memory timeline (export_memory_timeline raw list of "
     "[time, action, bytes, category]), not a Kineto trace"

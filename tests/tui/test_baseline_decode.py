@@ -161,19 +161,22 @@ def test_a_baseline_name_with_a_newline_is_refused(saved) -> None:
 # -- property: any JSON is a profile or one line -------------------------------------------------
 
 FUZZ = settings(
-    max_examples=300,
+    max_examples=600,
     deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
-json_value = st.recursive(
+scalar = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**80), max_value=2**80)
     | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=8),
+    | st.text(max_size=8)
+)
+json_value = st.recursive(
+    scalar,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=20,
 )
@@ -181,8 +184,9 @@ json_value = st.recursive(
 deep_text = st.tuples(st.integers(900, 200_000), st.sampled_from(["[", '{"a":'])).map(
     lambda t: t[1] * t[0] + "1" + ("]" if t[1] == "[" else "}") * t[0]
 )
-PLACES = ["", "version", "trace", "trace.ranks", "steps", "steps.0", "steps.0.dur_ns", "numbers",
-          "numbers.gpu_busy", "kernels", "ops", "annotations", "has_steps"]  # fmt: skip
+PLACES = ["", "version", "trace", "trace.name", "trace.ranks", "trace.gpus", "steps", "steps.0",
+          "steps.0.step", "steps.0.dur_ns", "numbers", "numbers.gpu_busy", "numbers.kernel_count",
+          "kernels", "ops", "annotations", "has_steps"]  # fmt: skip
 
 
 def _put(doc: dict, place: str, text: str) -> str:
@@ -224,7 +228,10 @@ def _check(data: bytes, good: dict) -> None:
 
 
 @FUZZ
-@given(place=st.sampled_from(PLACES), text=json_value.map(_json_text) | deep_text)
+@given(
+    place=st.sampled_from(PLACES),
+    text=st.one_of(scalar.map(_json_text), json_value.map(_json_text), deep_text),
+)
 def test_any_json_anywhere_is_a_profile_or_one_line(good_doc, place: str, text: str) -> None:
     _check(_put(json.loads(json.dumps(good_doc)), place, text).encode(), good_doc)
 
@@ -237,7 +244,10 @@ def test_any_bytes_are_a_profile_or_one_line(good_doc, data: bytes) -> None:
 
 @settings(max_examples=3, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(place=st.sampled_from(PLACES), text=json_value.map(_json_text) | deep_text)
+@given(
+    place=st.sampled_from(PLACES),
+    text=st.one_of(scalar.map(_json_text), json_value.map(_json_text), deep_text),
+)
 def test_the_cli_on_any_json_is_a_diff_or_one_line(saved, good_doc, place: str, text: str) -> None:
     env, trace, good = saved
     file = good.with_name("fuzzed.json")

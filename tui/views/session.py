@@ -37,7 +37,7 @@ def _followed(tell: Callable[..., None] | None) -> Callable[..., None] | None:
         try:
             tell(*args)
         except Exception as exc:
-            raise ViewerGone(f"stopped: the view closed ({type(exc).__name__})") from exc
+            raise ViewerGone(f"stopped: its view could not be told ({type(exc).__name__}: {exc})") from exc
 
     return follow
 

@@ -67,6 +67,11 @@ GEMM_LAYOUTS = {
     "aten::linear": lambda m, k, n: [[m, k], [n, k], [n]],
 }
 #: Input dtype and the peak's precision of a GEMM kernel, by a part of its name.
+#: The H100 SXM's memory (HBM3, 3.35 TB/s) and host link (PCIe Gen5 x16, 64 GB/s a direction)
+#: bandwidths in GB/s; a set or a copy moves its bytes at a drawn share of them.
+HBM_GBPS = 3350.0
+PCIE_GBPS = 64.0
+COPY_EFFICIENCY = (0.3, 0.7)
 GEMM_TYPES = (("bf16", "c10::BFloat16", "BF16"), ("fp16", "c10::Half", "FP16"), ("tf32", "float", "TF32"))
 FP32_TYPE = ("", "float", "FP32")
 
@@ -499,6 +504,18 @@ def _gemm_args(g: _Gemms, op: np.ndarray, kernel: np.ndarray, dur: np.ndarray, r
     return out
 
 
+def _copy_bytes(gtype: np.ndarray, dur: np.ndarray, rng) -> np.ndarray:
+    """Bytes of each copy and set, as many as its time moves at a drawn share of the link's
+    bandwidth (a set: the GPU's memory; an input copy: PCIe); a loss copy moves 4 bytes."""
+    nbytes = np.zeros(gtype.size, dtype=np.int64)
+    for gt, gbps in ((G_MEMSET, HBM_GBPS), (G_HTOD, PCIE_GBPS)):
+        sel = gtype == gt
+        rate = gbps * rng.uniform(*COPY_EFFICIENCY, int(sel.sum()))  # GB/s = bytes per ns
+        nbytes[sel] = np.maximum(np.floor(dur[sel] * rate / 4096), 1).astype(np.int64) * 4096
+    nbytes[gtype == G_DTOH] = 4
+    return nbytes
+
+
 def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, gemm) -> dict:
     """Host events of one step of one rank and the schedule of its compute-stream activity."""
     groups = (budget - STEP_OVERHEAD) // 3
@@ -544,10 +561,7 @@ def _host_and_compute(st, s, budget, rng, tables, names, compute_streams, gemm) 
         dev_name[sel] = names[dev]
         dev_dur[sel] = mean * rng.lognormal(0.0, 0.2, int(sel.sum()))
     gemm_args = _gemm_args(gemm, op_name, dev_name, dev_dur, rng)
-    nbytes = np.zeros(groups, dtype=np.int64)
-    nbytes[gtype == G_HTOD] = 64 * 1024 * 1024
-    nbytes[gtype == G_DTOH] = 4
-    nbytes[gtype == G_MEMSET] = rng.integers(1, 64, int((gtype == G_MEMSET).sum())) * 1024 * 1024
+    nbytes = _copy_bytes(gtype, dev_dur, rng)
     launch_name = np.full(groups, names["launch"], dtype=np.int32)
     launch_name[gtype == G_MEMSET] = names["memset"]
     launch_name[(gtype == G_HTOD) | (gtype == G_DTOH)] = names["memcpy"]

@@ -97,6 +97,23 @@ def test_sample_kernels_run_below_the_peak(sample_gemms: pl.DataFrame) -> None:
     assert set(g["op"]) == {"aten::mm", "aten::matmul", "aten::addmm", "aten::linear"}
 
 
+def test_sample_copies_and_sets_run_below_their_links() -> None:
+    """The sample's memsets move less than the H100's HBM3 (3.35 TB/s) and its input copies less
+    than PCIe Gen5 x16 (64 GB/s) can (the old sample set 32 MiB in 3 µs: 11 TB/s)."""
+    ev = pl.from_arrow(
+        ds.dataset(sorted(SAMPLE.glob("node=*/rank=*/events-*.parquet")), format="parquet").to_table(
+            columns=["kind", "memcpy_kind", "bytes", "dur"]
+        )
+    ).with_columns(pl.col("kind").cast(pl.String), pl.col("memcpy_kind").cast(pl.String))
+    moves = ev.filter(pl.col("kind").is_in(["memset", "memcpy"]))
+    assert moves["bytes"].null_count() == 0 and moves.height > 1000
+    gbps = moves["bytes"] / moves["dur"]  # bytes per ns = GB/s
+    limit = pl.Series(
+        [3350.0 if k == "memset" else 64.0 for k in moves["kind"]]  # HtoD and DtoH over PCIe
+    )
+    assert (gbps < limit).all(), moves.with_columns(gbps=gbps).filter(gbps >= limit).head()
+
+
 def test_sample_mfu_is_possible_and_from_the_datasheet(tmp_path: Path, sample_gemms) -> None:
     trace = tmp_path / "s"
     shutil.copytree(SAMPLE, trace, ignore=shutil.ignore_patterns(".profui"))

@@ -501,13 +501,15 @@ def status_tag(row: dict[str, Any]) -> str:
     return {"new": " [new]", "gone": " [gone]"}.get(row["status"], "")
 
 
-def head_lines(result: dict[str, Any]) -> list[str]:
-    """The first lines of a diff: the two traces and the verdict, how the median step moved
-    against run-to-run noise, and the notes."""
+def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
+    """The first lines of a diff: the two traces and the verdict, what the runs ran on where it
+    differs (unless ``setup`` is False: the app lists it in its table), how the median step
+    moved against run-to-run noise, and the notes."""
     from .formatting import fmt_ns
 
     lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
-    lines += [f"{c['label']} changed: {c['base']} → {c['new']}" for c in result.get("setup", [])]
+    if setup:
+        lines += [f"{c['label']} changed: {c['base']} → {c['new']}" for c in result.get("setup", [])]
     m = result["metrics"].get("step_p50")
     if m is not None and m["ci95"] is not None:
         lo, hi = m["ci95"]

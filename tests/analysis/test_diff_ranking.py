@@ -164,7 +164,8 @@ def test_diff_app_shows_setup_first_and_runtime_calls(pair) -> None:
             assert "GPU changed from Tesla V100" in takeaway
             rows = app.query_one("#diff-kernels")
             names = [str(rows.get_row_at(i)[4]) for i in range(rows.row_count)]
-            assert "call cudaGraphLaunch [new]" in names
+            assert "[new] call cudaGraphLaunch" in names
+            assert "[gone] ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)" in names
             await pilot.press("q")
 
     asyncio.run(go())

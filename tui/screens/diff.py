@@ -135,7 +135,7 @@ class DiffApp(App[str | None]):
         self._takeaways: list[str] = []
 
     def compose(self) -> ComposeResult:
-        head = head_lines(self.result)
+        head = head_lines(self.result, setup=False)  # the setup leads the table below
         with Vertical():
             yield Static("\n".join(head), id="diff-head")
             yield Static("What changed (setup, then regressions first)", classes="diff-title")
@@ -167,7 +167,10 @@ class DiffApp(App[str | None]):
                 fmt_ns(r["base_total_ns"]),
                 fmt_ns(r["new_total_ns"]),
                 f"{r['base_count']:,}→{r['new_count']:,}",
-                {"op": "op ", "call": "call "}.get(r["kind"], "") + elide(r["name"], 60) + status_tag(r),
+                # the mark first: a long name cut at the screen's edge must not take it along
+                (status_tag(r).strip() + " " if status_tag(r) else "")
+                + {"op": "op ", "call": "call "}.get(r["kind"], "")
+                + elide(r["name"], 60),
             )
         (kernels if not rows else headline).focus()
 

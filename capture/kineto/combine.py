@@ -5,8 +5,12 @@ the identity rule (:mod:`profui.capture.format.jobs`) says so: the same profcap 
 imports, ranks that ran together. The combined trace is a folder in the import cache whose
 ``node=<host>`` entries link to the folders' own (nothing is copied) and whose manifest is the
 folders' merged (:func:`~profui.capture.format.manifest.merge_manifests`); it is keyed by the
-folders' paths and files, so a changed folder makes a new one. Folders of several jobs, a
-capture still running, or two folders holding the same node are refused with one line.
+folders' paths and files, so a changed folder makes a new one. It is built under the entry's
+lock and published by a rename (:func:`~profui.capture.kineto.cache.entry_lock`), so concurrent
+commands build it once and never remove it under one another; an entry that no longer holds what
+it was built with (a link gone or re-pointed, a file damaged) is built again, never served.
+Folders of several jobs, a capture still running, or two folders holding the same node are
+refused with one line.
 """
 
 from __future__ import annotations
@@ -16,13 +20,15 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from profui.capture.format import (
+    Manifest,
     TraceDir,
     TraceFormatError,
     default_cache_root,
-    is_trace_dir,
+    manifest_path,
     open_trace_dir,
     trace_fingerprint,
     write_manifest,
@@ -66,34 +72,69 @@ def combined_trace(folders: list[Path], cache_root: str | Path | None = None) ->
         json.dumps([[str(t.path.resolve()), trace_fingerprint(t)] for t in traces], sort_keys=True).encode()
     ).hexdigest()[:24]
     out = root / "combined" / key
-    if _built(out):
+    want = _entry(traces)
+    if _whole(out, want):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     # built under the entry's lock, and published by a rename: a process reading an entry
     # another has just built never has it removed under it
     with entry_lock(out.parent, "combined", key):
-        if _built(out):  # built by another process while this one waited
+        if _whole(out, want):  # built by another process while this one waited
             return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out.parent))
         try:
-            _build(traces, tmp)
+            _build(want, tmp)
             publish_entry(tmp, out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
-def _built(out: Path) -> bool:
-    return (out / _DONE_MARK).is_file() and is_trace_dir(out)
+@dataclass(frozen=True)
+class _Entry:
+    """What the combined trace of some trace folders holds."""
+
+    links: dict[str, Path]  # node=<host> -> the folder's own node folder
+    manifest: Manifest
+    mark: dict[str, list[str]]
 
 
-def _build(traces: list[TraceDir], tmp: Path) -> None:
-    """Write the combined trace of ``traces`` into the empty folder ``tmp``."""
-    for t in traces:
-        for child in sorted(t.path.iterdir()):
-            if parse_partition(child.name, "node") is not None and child.is_dir():
-                os.symlink(child.resolve(), tmp / child.name, target_is_directory=True)
+def _entry(traces: list[TraceDir]) -> _Entry:
+    links = {
+        child.name: child.resolve()
+        for t in traces
+        for child in sorted(t.path.iterdir())
+        if parse_partition(child.name, "node") is not None and child.is_dir()
+    }
+    folders = [str(t.path.resolve()) for t in traces]
     merged = merge_manifests([t.manifest for t in traces])
-    merged.notes.append("combined from the trace folders " + ", ".join(str(t.path.resolve()) for t in traces))
-    write_manifest(tmp, merged)
-    (tmp / _DONE_MARK).write_text(json.dumps({"folders": [str(t.path.resolve()) for t in traces]}) + "\n")
+    merged.notes.append("combined from the trace folders " + ", ".join(folders))
+    return _Entry(links, merged, {"folders": folders})
+
+
+def _build(want: _Entry, tmp: Path) -> None:
+    """Write the combined trace ``want`` into the empty folder ``tmp``."""
+    for name, target in want.links.items():
+        os.symlink(target, tmp / name, target_is_directory=True)
+    write_manifest(tmp, want.manifest)
+    (tmp / _DONE_MARK).write_text(json.dumps(want.mark) + "\n")
+
+
+def _whole(out: Path, want: _Entry) -> bool:
+    """True when the cache entry ``out`` holds ``want`` as :func:`_build` wrote it: the same
+    links, manifest and mark. A damaged entry (a link removed or re-pointed, a file truncated or
+    replaced by a FIFO) is then built again, never served."""
+    mark, manifest = out / _DONE_MARK, manifest_path(out)
+    try:
+        if not (mark.is_file() and manifest.is_file()):  # regular files only: a FIFO is never opened
+            return False
+        links = {p.name: p for p in out.iterdir() if parse_partition(p.name, "node") is not None}
+        # the file itself, not read_manifest: that reads the nodes' own manifests when they have them
+        return (
+            json.loads(mark.read_text()) == want.mark
+            and links.keys() == want.links.keys()
+            and all(p.is_symlink() and Path(os.readlink(p)) == want.links[n] for n, p in links.items())
+            and json.loads(manifest.read_text()) == json.loads(json.dumps(want.manifest.to_dict()))
+        )
+    except (OSError, ValueError, RecursionError):
+        return False

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_profcap_multinode import assert_one_job, two_nodes
+from test_profcap_multinode import PROFUI, assert_one_job, two_nodes
 
 PROCESSES = 4
 ROUNDS = 6
@@ -108,7 +108,8 @@ def test_a_build_killed_holding_the_lock_neither_blocks_nor_litters_the_next(
     go = tmp_path / "go"
     go.touch()
     first = _start(a, b, tmp_path / "learn", go)  # the key: the entry's name
-    assert first.wait(timeout=300) == 0
+    first.communicate(timeout=300)
+    assert first.returncode == 0
     [key] = [p.name for p in (tmp_path / "learn" / "combined").iterdir()]
     cache = tmp_path / "cache"
     holder = subprocess.Popen(
@@ -127,3 +128,51 @@ def test_a_build_killed_holding_the_lock_neither_blocks_nor_litters_the_next(
     assert "Traceback" not in err
     assert_one_job(json.loads(out), [a, b])
     assert [p.name for p in (cache / "combined").iterdir()] == [key]  # the killed one's folder gone
+    # a whole entry is served as it is, not built again (that would move it aside under readers)
+    built = (cache / "combined" / key).stat().st_ino
+    again = _start(a, b, cache, go)
+    again.communicate(timeout=300)
+    assert again.returncode == 0
+    assert (cache / "combined" / key).stat().st_ino == built
+
+
+def _unlink_node_b(entry: Path) -> None:
+    (entry / "node=node-b").unlink()
+
+
+def _repoint_node_b(entry: Path) -> None:
+    target = os.readlink(entry / "node=node-a")
+    (entry / "node=node-b").unlink()
+    (entry / "node=node-b").symlink_to(target, target_is_directory=True)
+
+
+def _truncate_manifest(entry: Path) -> None:
+    text = (entry / "manifest.json").read_bytes()
+    (entry / "manifest.json").write_bytes(text[: len(text) // 2])
+
+
+def _mark_a_fifo(entry: Path) -> None:
+    (entry / ".profui-combined.json").unlink()
+    os.mkfifo(entry / ".profui-combined.json")
+
+
+@pytest.mark.parametrize("damage", [_unlink_node_b, _repoint_node_b, _truncate_manifest, _mark_a_fifo])
+def test_a_damaged_combined_trace_is_built_again_not_served(
+    folders: tuple[Path, Path], tmp_path: Path, damage
+) -> None:
+    a, b = folders
+    env = {**os.environ, "PROFUI_CACHE": str(tmp_path / "cache")}
+    summary = [PROFUI, "summary", "--json", str(a), str(b)]
+    first = subprocess.run(summary, capture_output=True, text=True, timeout=300, env=env)
+    assert first.returncode == 0, first.stderr
+    [entry] = (tmp_path / "cache" / "combined").iterdir()
+    damage(entry)
+    again = subprocess.run(summary, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr
+    assert_one_job(json.loads(again.stdout), [a, b])
+    assert list((tmp_path / "cache" / "combined").iterdir()) == [entry]  # rebuilt in place, nothing left
+    assert {p.name: p.resolve() for p in entry.iterdir() if p.name.startswith("node=")} == {
+        "node=node-a": (a / "node=node-a").resolve(),
+        "node=node-b": (b / "node=node-b").resolve(),
+    }

@@ -329,13 +329,24 @@ def step_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
 def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
     """:func:`step_breakdown` from the steps' device work already found (``work``: rows of
     :func:`step_device_events`; sync events in it are left out); ``events`` give the host
-    work of the ranks without device work."""
+    work of the ranks without device work, and the device work of ranks whose device events
+    carry no correlation id (XLA ops of a JAX trace: no launch ties them to a step), which is
+    the work inside each step's window."""
     m = _lazy(windows)
-    host_ranks = (
-        m.select(RANK_BY)
-        .unique()
-        .join(_lazy(events).filter(pl.col("device") >= 0).select(RANK_BY).unique(), on=RANK_BY, how="anti")
+    ev = _lazy(events)
+    on_device = ev.filter(pl.col("device") >= 0)
+    host_ranks = m.select(RANK_BY).unique().join(on_device.select(RANK_BY).unique(), on=RANK_BY, how="anti")
+    uncorrelated = (
+        on_device.group_by(RANK_BY)
+        .agg(pl.col("correlation").is_not_null().any().alias("_c"))
+        .filter(~pl.col("_c"))
+    ).select(RANK_BY)
+    w = m.join(uncorrelated, on=RANK_BY, how="semi").select(
+        *RANK_BY, "step", pl.col("cpu_start_ns").alias("w_start"), pl.col("cpu_end_ns").alias("w_end")
     )
+    by_time = clip_to_windows(device_work(ev.join(uncorrelated, on=RANK_BY, how="semi")), w, RANK_BY)
+    cols = [*RANK_BY, "step", "start", "end", "kind", "kernel_type"]
+    work = pl.concat([_lazy(work).select(cols), by_time.select(cols)], how="vertical_relaxed")
     device = _device_breakdown(work, m.join(host_ranks, on=RANK_BY, how="anti"))
     host = host_breakdown(events, m.join(host_ranks, on=RANK_BY, how="semi"))
     return pl.concat([device, host], how="vertical_relaxed").sort(*RANK_BY, "step")

@@ -503,7 +503,9 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
     ]
     dur = host["dur_ns"].sum()
     stalls = f" (stalls {fmt_pct(host['idle_ns'].sum() / dur, 0)} of step time)" if dur else ""
-    return f"Host, median of {plural(host.height, 'step')}: " + ", ".join(parts) + stalls + "."
+    ranks = host.select("node", "rank").n_unique()
+    steps = plural(host["step"].n_unique(), "step") + (f" on {ranks} ranks" if ranks > 1 else "")
+    return f"Host, median of {steps}: " + ", ".join(parts) + stalls + "."
 
 
 # -- dispatch ----------------------------------------------------------------------------------

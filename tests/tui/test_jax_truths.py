@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from pilotwait import wait_dashboard
+from pilotwait import wait_dashboard, wait_for
 from typer.testing import CliRunner
 
 from profui.analysis import open_trace
@@ -21,6 +21,7 @@ from profui.capture.kineto import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.widgets.bars import Bars
+from profui.tui.widgets.frame_table import FrameTable
 
 from realdata import SAMPLES
 
@@ -34,7 +35,9 @@ def trace(tmp_path: Path) -> Path:
 
 def xla_ops(trace: Path) -> list[dict]:
     """The XLA ops the run executed: the rows on a device lane, read with pyarrow."""
-    rows = [r for f in sorted(trace.glob("node=*/rank=*/events-*.parquet")) for r in pq.read_table(f).to_pylist()]
+    rows = [
+        r for f in sorted(trace.glob("node=*/rank=*/events-*.parquet")) for r in pq.read_table(f).to_pylist()
+    ]
     return [r for r in rows if r["device"] is not None and r["device"] >= 0]
 
 
@@ -58,7 +61,9 @@ def test_summary_names_a_cpu_device_and_xla_ops(trace: Path) -> None:
     assert (t["device_type"], t["devices"], t["gpus"], t["gpus_listed"]) == ("cpu", 1, 0, 0)  # was 1 GPU
     assert not any("GPU" in v for v in doc["takeaways"].values()), doc["takeaways"]
     total = sum(r["dur"] for r in ops)
-    assert doc["takeaways"]["kernel_total"].startswith(f"{len(ops)} XLA ops, {fmt_ns(total)} of CPU-device time")
+    assert doc["takeaways"]["kernel_total"].startswith(
+        f"{len(ops)} XLA ops, {fmt_ns(total)} of CPU-device time"
+    )
     text = CliRunner().invoke(cli_app, ["summary", str(trace)], env={"COLUMNS": "200"})
     assert text.exit_code == 0, text.output
     assert "GPU" not in text.stdout.upper().replace("GPU_", ""), [
@@ -81,7 +86,8 @@ def test_dashboard_names_a_cpu_device(trace: Path) -> None:
             title = app.screen.query_one("#trace-title").render().plain
             panels = {p.chart_id: p for p in view.panels()}
             text = {
-                cid: "\n".join(w.render().plain for w in p.query("Static") if w.display) for cid, p in panels.items()
+                cid: "\n".join(w.render().plain for w in p.query("Static") if w.display)
+                for cid, p in panels.items()
             }
             active = panels["gpu_active"].query_one(Bars).render().plain.splitlines()
             shown = {cid: p.takeaway_shown() for cid, p in panels.items()}
@@ -98,3 +104,34 @@ def test_dashboard_names_a_cpu_device(trace: Path) -> None:
     assert line.startswith("r0 cpu0") and f"{fmt_pct(busy / span)} active" in line
     assert shown == {cid: takeaways.get(cid, "") for cid in shown}
     assert open_trace(trace).summary().takeaways == takeaways
+
+
+def test_steps_view_shows_the_xla_ops_of_each_step(trace: Path) -> None:
+    """XLA ops carry no launch to tie them to a step: each step's busy time is the union of the
+    ops inside its window (was 0 ns, idle the whole step)."""
+    rows = [
+        r for f in sorted(trace.glob("node=*/rank=*/events-*.parquet")) for r in pq.read_table(f).to_pylist()
+    ]
+    ops = [r for r in rows if r["device"] is not None and r["device"] >= 0]
+    steps = {int(r["name"].rsplit("#", 1)[1]): r for r in rows if r["kind"] == "step"}
+    oracle = {}
+    for n, st in steps.items():
+        lo, hi = st["ts"], st["ts"] + st["dur"]
+        cut = [(max(r["ts"], lo), min(r["ts"] + r["dur"], hi)) for r in ops]
+        oracle[n] = (hi - lo, union([(a, b) for a, b in cut if a < b]))
+
+    async def go():
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_dashboard(pilot, app)
+            await pilot.press("3")
+            table = app.screen.query_one("#steps-table", FrameTable)
+            assert await wait_for(pilot, lambda: table.row_count > 0)
+            status = app.screen.query_one("#steps-status").render().plain
+            return table.shown_frame().to_dicts(), status
+
+    shown, status = asyncio.run(go())
+    assert "busy = XLA ops running on the CPU device" in status
+    assert {r["step"]: (r["dur_ns"], r["busy_ns"]) for r in shown} == oracle
+    assert all(r["idle_ns"] == r["dur_ns"] - r["busy_ns"] for r in shown)
+    assert all(busy > 0 for _, busy in oracle.values())

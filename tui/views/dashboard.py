@@ -232,7 +232,7 @@ class DashboardView(TraceView):
     def _ready_line(self) -> str:
         source = self.session.source or "analysis"
         shown = len(self.panels())
-        left = len(dc.CHARTS) - shown
+        left = sum(1 for cid in dc.DEVICE_CHARTS if not self.panel(cid).display)
         why = f" ({left} device charts not drawn: no device work traced)" if left else ""
         return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · ? keys"
 

@@ -8,6 +8,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from profui.analysis.devices import CPU
 from profui.analysis.formatting import fmt_ns, plural
 
 from ..widgets.frame_table import FrameTable
@@ -112,6 +113,7 @@ class StepsView(TraceView):
             per_step_frame(outputs),
             dc.frame(outputs, "steps", "job_stats.parquet"),
             bool(info.get("renumbered")),
+            dc.device_words(outputs, self).kind == CPU,
         )
         call(
             self._heatmap,
@@ -122,7 +124,9 @@ class StepsView(TraceView):
     def _status(self, line: str) -> None:
         self.query_one("#steps-status", Static).update(line)
 
-    def _show(self, frame: pl.DataFrame, job_stats: pl.DataFrame, renumbered: bool = False) -> None:
+    def _show(
+        self, frame: pl.DataFrame, job_stats: pl.DataFrame, renumbered: bool = False, cpu_device: bool = False
+    ) -> None:
         if frame.height == 0:
             self._status("No steps: no step markers in this trace")
             self.query_one(FrameTable).set_frame(frame)
@@ -138,6 +142,8 @@ class StepsView(TraceView):
             head += " · numbered in time order (the markers' numbers repeat)"
         ratio = " · vs rank median = step ÷ its rank's median" if "vs_rank_median" in frame.columns else ""
         on = set(frame["work_on"].drop_nulls().to_list()) if "work_on" in frame.columns else set()
+        if cpu_device:  # XLA on CPU: the device's work is the XLA ops its threads ran in the step
+            head += " · busy = XLA ops running on the CPU device"
         if on == {"host"}:  # analysis measured the host: there is no device work to break down
             head += (
                 " · no device work: busy = host ops, collectives or DataLoader fetches running,"

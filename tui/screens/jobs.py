@@ -160,8 +160,8 @@ class JobsScreen(Screen):
         arrow = "↓" if self.sort_reverse else "↑"
         shown = table.row_count
         filt = f" · filter “{self.filter_text}”" if self.filter_text else ""
-        self.query_one("#jobs-status", Static).update(
-            f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}"
+        self.query_one("#jobs-status", Static).update(  # plain text: a typed "[" is no markup
+            Text(f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}")
         )
 
     def action_sort_next(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -76,7 +77,7 @@ class TimelineView(TraceView):
         self.app.call_from_thread(self._ready, index)
 
     def _status_line(self, line: str) -> None:
-        self.query_one("#tl-status", Static).update(line)
+        self.query_one("#tl-status", Static).update(Text(line))  # an error's text is no markup
 
     def _ready(self, index) -> None:
         self.index = index

@@ -78,7 +78,8 @@ class KernelsView(TraceView):
         self.app.call_from_thread(self._show, dc.frame(outputs, "kernels", "stats.parquet"))
 
     def _status(self, line: str) -> None:
-        self.query_one("#kernels-status", Static).update(line)
+        # plain text: the line holds a typed filter and error text, which may hold "[" (markup)
+        self.query_one("#kernels-status", Static).update(Text(line))
         if line.startswith("analysis failed"):
             self.ready = True
 

@@ -212,7 +212,8 @@ def _write(
             pid = pids.device_pid(node, rank, row["device"])
             tid = row["stream"]
             args["device"], args["stream"] = row["device"], row["stream"]
-            threads.setdefault((pid, tid), f"stream {tid}")
+            # a context-wide sync names no stream (CUPTI writes 0xFFFFFFFF, kept as -1)
+            threads.setdefault((pid, tid), f"stream {tid}" if tid >= 0 else "no stream")
         else:
             pid = pids.host_pid(node, rank, row["pid"])
             tid = row["tid"]

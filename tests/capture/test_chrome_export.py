@@ -230,3 +230,28 @@ def test_each_launch_to_kernel_arrow_has_its_own_id(tmp_path: Path) -> None:
     assert got == want
     # the import of the export reads every launch's link back through the correlations
     _same_summary(a, _round_trip(a, tmp_path))
+
+
+def test_device_events_without_a_stream_are_named_so(tmp_path: Path) -> None:
+    """Nsight's event syncs name no stream (CUPTI writes 0xFFFFFFFF): their thread was named
+    "stream -1"; it is "no stream", and holds as many events as the export's sync rows say."""
+    import sqlite3
+
+    from realdata import nsys_export
+
+    src = nsys_export("mfu_2gpu_before")
+    with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as db:
+        (want,) = db.execute(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE streamId = 4294967295"
+        ).fetchone()
+    assert want > 0
+    a = tmp_path / "a"
+    import_kineto([src], a)
+    out = tmp_path / "e.json.gz"
+    assert _export(a, out).returncode == 0
+    events = _doc(out)["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert "stream -1" not in names.values()
+    lanes = {key for key, name in names.items() if name == "no stream"}
+    assert lanes and all(tid == -1 for _, tid in lanes)
+    assert sum(e["ph"] == "X" and (e["pid"], e["tid"]) in lanes for e in events) == want

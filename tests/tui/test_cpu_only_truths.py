@@ -132,6 +132,18 @@ def test_steps_view_shows_the_host_work_of_a_gloo_run(gloo_trace: Path, tmp_path
             return shown, table.columns_shown, status
 
     shown, columns, status = asyncio.run(go())
+    # profui summary prints the same host work per step
+    text = CliRunner().invoke(cli_app, ["summary", str(trace)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0, text.output
+    table = text.stdout.split("Host work per step (no device work)")[1].split("└")[0]
+    cells = [
+        [c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if line.startswith("│")
+    ]
+    assert {(int(c[0]), int(c[1])): (c[2], c[5]) for c in cells} == {
+        (rank, step): (fmt_ns(want["dur"]), fmt_ns(want["comm"]))
+        for rank, steps in oracle.items()
+        for step, want in steps.items()
+    }
     assert "no device work" in status and "host stalls" in status
     assert {"busy_ns", "idle_ns", "communication_ns", "computation_ns", "data_loading_ns"} <= set(columns)
     assert "memory_ns" not in columns  # a host has no memcpy: no column of zeros claiming one

@@ -377,6 +377,8 @@ def render_text(summary: Any, console: Any) -> None:
     _render_flops(tb, P, top)
 
     win = tb("steps", "windows")
+    # a step's time is its device window where device work ran; a CPU-only run's is its CPU window
+    step_time = "step time" if words.kind == "none" else "device time"
     P(
         _table(
             "Steps",
@@ -385,13 +387,33 @@ def render_text(summary: Any, console: Any) -> None:
                 *where(win),
                 ("step", "step", _text),
                 ("cpu_dur_ns", "CPU time", fmt_ns),
-                ("dur_ns", "device time", fmt_ns),
+                ("dur_ns", step_time, fmt_ns),
                 ("n_launches", "launches", _num),
                 ("mapped", "mapped", _text),
             ],
             limit=top,
         )
     )
+    bd = tb("steps", "breakdown")
+    host = bd.filter(pl.col("work_on") == "host") if "work_on" in bd.columns else bd.head(0)
+    if not host.is_empty():  # a rank without device work: what its host did in each step
+        P(
+            _table(
+                "Host work per step (no device work)",
+                host,
+                [
+                    *where(host),
+                    ("step", "step", _text),
+                    ("dur_ns", "step", fmt_ns),
+                    ("busy_ns", "busy", fmt_ns),
+                    ("computation_ns", "compute", fmt_ns),
+                    ("communication_ns", "communication", fmt_ns),
+                    ("data_loading_ns", "data loading", fmt_ns),
+                    ("idle_ns", "stalls", fmt_ns),
+                ],
+                limit=top,
+            )
+        )
     st = tb("steps", "stats")
     stat_cols = [
         ("count", "steps", _num),
@@ -419,7 +441,7 @@ def render_text(summary: Any, console: Any) -> None:
                 [
                     *where(out),
                     ("step", "step", _text),
-                    ("dur_ns", "device time", fmt_ns),
+                    ("dur_ns", step_time, fmt_ns),
                     ("vs_rank_median", "× rank median", _num),
                 ],
             )

@@ -208,9 +208,12 @@ def test_cpu_only_dashboard_names_no_gpu_and_draws_no_device_chart(tmp_path: Pat
                 await pilot.press("right_square_bracket")
                 await pilot.pause()
                 walked.append(app.focused.chart_id)
-            return title, status, screen_text(app), drawn, hidden, takeaways, walked
+            return title, status, screen_text(app), drawn, hidden, takeaways, walked, view.session.source
 
-    title, status, text, drawn, hidden, takeaways, walked = asyncio.run(go())
+    # the first open computes; the second draws what the first kept, and shows the same charts
+    first = asyncio.run(go())
+    title, status, text, drawn, hidden, takeaways, walked, source = asyncio.run(go())
+    assert source == "cache" and (first[3], first[4], first[5]) == (drawn, hidden, takeaways)
     assert "CPU only" in title
     assert "GPU" not in text, [line for line in text.splitlines() if "GPU" in line]
     # was: 8 of 13 charts empty GPU placeholders; now not drawn, and the status line says so in one line

@@ -17,8 +17,10 @@ The per-node folders are two real profcap runs of a 2-rank gloo DDP job, as
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -176,3 +178,47 @@ def test_a_damaged_combined_trace_is_built_again_not_served(
         "node=node-a": (a / "node=node-a").resolve(),
         "node=node-b": (b / "node=node-b").resolve(),
     }
+
+
+def _without_locks(log: Path) -> list[str]:
+    """A command prefix under which every ``flock`` fails with ENOLCK, as on an NFS mount without
+    a lock manager: strace's fault injection, stopping at flock alone (seccomp-bpf), its calls
+    written to ``log``."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed")
+    prefix = [strace, "-f", "-qq", "--seccomp-bpf", "-o", str(log)]
+    prefix += ["-e", "trace=flock", "-e", "inject=flock:error=ENOLCK"]
+    probe = "import fcntl, sys\ntry:\n    fcntl.flock(0, fcntl.LOCK_EX)\nexcept OSError as e:\n    sys.exit(e.errno)"
+    if subprocess.run([*prefix, sys.executable, "-c", probe], timeout=60).returncode != errno.ENOLCK:
+        pytest.skip("strace cannot inject faults here (ptrace refused)")
+    return prefix
+
+
+def _run_without_locks(args: list[object], log: Path, cache: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [*_without_locks(log), PROFUI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PROFUI_CACHE": str(cache)},
+    )
+    assert "INJECTED" in log.read_text()  # its locks were refused indeed
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def test_a_file_system_without_locks_combines_and_analyses_unlocked(
+    folders: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = folders
+    cache = tmp_path / "cache"
+    summary = _run_without_locks(["summary", "--json", a, b], tmp_path / "summary.log", cache)
+    assert summary.returncode == 0, summary.stderr
+    assert_one_job(json.loads(summary.stdout), [a, b])
+    trace = tmp_path / "trace"
+    shutil.copytree(a, trace, ignore=shutil.ignore_patterns(".profui"))
+    analyze = _run_without_locks(["analyze", "--json", "-q", trace], tmp_path / "analyze.log", cache)
+    assert analyze.returncode == 0, analyze.stderr  # was ENOLCK's traceback, exit 1
+    assert json.loads(analyze.stdout)["status"] == "succeeded"
+    assert {s["status"] for s in json.loads(analyze.stdout)["stages"]} == {"succeeded"}

@@ -194,3 +194,47 @@ def test_question_mark_lists_the_keys_in_open_diff(one_rank: Path, tmp_path: Pat
             assert await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
 
     asyncio.run(go())
+
+
+def test_monochrome_line_chart_gives_each_series_its_own_marker(tmp_path: Path, monkeypatch) -> None:
+    """NO_COLOR, the two-rank trace's utilization chart (one line per node): each series is
+    drawn with a glyph of its own that its legend shows (the first was braille, which reads as
+    the second's "•"), and the points the nodes share are marked as shared, not hidden under
+    the last line drawn."""
+    import asyncio
+
+    from pilotwait import wait_dashboard
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.widgets.charts import LinePlot
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    trace = tmp_path / "two"
+    import_kineto([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], trace)
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            panel = view.panel("gpu_util")
+            series = panel.data.series
+            assert len(series) == 2
+            text = re.sub(r"\x1b\[[0-9;]*m", "", panel.query_one(LinePlot).plt.build())
+            assert not re.search("[\u2800-\u28ff]", text), "braille in a monochrome chart"
+            legend = {}
+            for s in series:
+                line = next(ln for ln in text.splitlines() if f" {s.label}" in ln)
+                mark = re.search(r"(\S)\1 " + re.escape(s.label), line)
+                assert mark, line
+                legend[s.label] = mark.group(1)
+            assert len(set(legend.values())) == 2, legend
+            plot_area = "\n".join(ln.split("┤", 1)[-1] for ln in text.splitlines())
+            for s in series:
+                assert plot_area.count(legend[s.label]) > 2, (s.label, legend)  # drawn, beyond the legend
+            shared = set(zip(series[0].xs, series[0].ys, strict=True)) & set(
+                zip(series[1].xs, series[1].ys, strict=True)
+            )
+            assert shared  # both nodes idle (0%) or full (100%) in the same buckets
+            assert "## several" in text and plot_area.count("#") > 2
+
+    asyncio.run(go())

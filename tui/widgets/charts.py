@@ -14,9 +14,23 @@ from textual_plotext import PlotextPlot
 
 from .bars import Bar, Bars
 
-#: Series markers, so lines stay distinguishable in monochrome (NO_COLOR).
-MARKERS = ("braille", "•", "x", "+", "o", "*")
+#: Series markers in monochrome (NO_COLOR), one glyph each: braille dots read as "•" there, so
+#: the first series gets a glyph of its own too (in colour it keeps braille's finer line).
+MARKERS = ("•", "x", "+", "o", "*", "%")
+#: Where several series pass through the same point, in monochrome (the last drawn would hide
+#: the others).
+SHARED = "#"
 COLORS = ("cyan", "magenta", "yellow", "green", "red", "blue")
+
+
+def shared_points(series: list[Series]) -> tuple[list[float], list[float]]:
+    """The points (x, y) that two or more series have in common, in order of x."""
+    seen: dict[tuple[float, float], int] = {}
+    for s in series:
+        for point in set(zip(s.xs, s.ys, strict=True)):
+            seen[point] = seen.get(point, 0) + 1
+    both = sorted(p for p, n in seen.items() if n > 1)
+    return [x for x, _ in both], [y for _, y in both]
 
 
 @dataclass
@@ -59,10 +73,15 @@ class LinePlot(PlotextPlot):
         plt.clear_data()
         plt.clear_figure()
         mono = "NO_COLOR" in os.environ
+        several = len(data.series) > 1
         for i, s in enumerate(data.series):
-            kwargs = {"label": s.label} if len(data.series) > 1 else {}
+            kwargs = {"label": s.label} if several else {}
             marker = MARKERS[i % len(MARKERS)] if (mono or i) else "braille"
             plt.plot(s.xs, s.ys, marker=marker, color=COLORS[i % len(COLORS)], **kwargs)
+        if mono and several:
+            xs, ys = shared_points(data.series)
+            if xs:
+                plt.scatter(xs, ys, marker=SHARED, label="several")
         for x in data.marks:  # e.g. where the traced windows start and end
             plt.vertical_line(x) if mono else plt.vertical_line(x, color="orange")
         if data.y_max is not None:

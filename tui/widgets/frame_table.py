@@ -152,11 +152,14 @@ class FrameTable(DataTable):
         rest = sum(w + pad for w in widths[1 : 1 + KEEP_VISIBLE])
         return max(MIN_TEXT, min(MAX_TEXT, available - rest - pad - 2))
 
-    def _whole_columns(self, widths: list[int], elided: bool, n_rows: int) -> None:
+    def _whole_columns(
+        self, widths: list[int], elided: bool, n_rows: int, text: list[bool], least: list[int]
+    ) -> None:
         """Let no column straddle the right edge of the screen: a cell cut there reads as
-        another number ("27" of "27.3 µs"). A leading text column already ``elided`` gives the
-        room when it can, else the column before widens so the next one starts past the edge
-        (scrolling right shows it whole)."""
+        another number ("27" of "27.3 µs"), or a name as another name. A text column there is
+        narrowed to what shows (its cells elided in the middle, down to ``least``); else a
+        leading text column already ``elided`` gives the room when it can, else the column
+        before widens so the next one starts past the edge (scrolling right shows it whole)."""
         if not self.size.width:
             return  # not laid out yet: on_resize fills again at the real width
         pad = 2 * self.cell_padding
@@ -164,13 +167,17 @@ class FrameTable(DataTable):
         available = self.size.width - scrollbar
         x = 0
         for k, w in enumerate(widths):
-            if x + w + pad <= available:
+            # whole when its cells are: the padding after the last one may fall off the edge
+            end = x + self.cell_padding + w
+            if end <= available:
                 x += w + pad
                 continue
-            shown, hidden = available - x, x + w + pad - available
+            shown, hidden = available - x, end - available
             if k == 0 or shown <= 0:
                 return
-            if elided and widths[0] - hidden >= MIN_TEXT:
+            if text[k] and w - hidden >= least[k]:
+                widths[k] -= hidden
+            elif elided and widths[0] - hidden >= MIN_TEXT:
                 widths[0] -= hidden
             else:
                 widths[k - 1] += shown
@@ -193,20 +200,19 @@ class FrameTable(DataTable):
             headers.append(header_of(col) + mark)
             # explicit widths: the table reads the same however often and whenever it is refilled
             widths.append(min(MAX_TEXT, max([len(headers[-1]), *(cell_len(r[i]) for r in rows)])))
-        text_first = bool(rows) and isinstance(rows[0][0], str) and len(widths) > 1
-        if text_first:
-            natural = widths[0]
+        natural = list(widths)
+        text = [bool(rows) and isinstance(rows[0][i], str) for i in range(len(widths))]
+        if text[0] and len(widths) > 1:
             widths[0] = min(widths[0], self._text_budget(widths))
-            self._whole_columns(widths, widths[0] < natural, len(rows))
-        else:
-            self._whole_columns(widths, False, len(rows))
-        if text_first and widths[0] < natural:
-            first = self.columns_shown[0]
-            names = [str(v) for v in self._shown.get_column(first)]
-            # kernel names are made bare first; other text (ATen ops, nodes) keeps its words
-            bare = first == "name" or "kernel" in first
-            for r, cut in zip(rows, elide_all(names, widths[0], bare=bare), strict=True):
-                r[0] = cut
+        least = [max(MIN_TEXT // 2, len(h)) for h in headers]
+        self._whole_columns(widths, text[0] and widths[0] < natural[0], len(rows), text, least)
+        for i, col in enumerate(self.columns_shown):
+            if text[i] and widths[i] < natural[i]:
+                names = [str(v) for v in self._shown.get_column(col)]
+                # kernel names are made bare first; other text (ATen ops, nodes) keeps its words
+                bare = col == "name" or "kernel" in col
+                for r, cut in zip(rows, elide_all(names, widths[i], bare=bare), strict=True):
+                    r[i] = cut
         self._fill_width = self.size.width
         for col, header, width in zip(self.columns_shown, headers, widths, strict=True):
             self.add_column(header, key=col, width=width)

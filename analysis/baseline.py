@@ -70,7 +70,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True):
     kernels: dict[str, Row]
     ops: dict[str, Row]
     annotations: dict[str, Row]
-    runtime: dict[str, Row] = msgspec.field(default_factory=dict)
+    #: None in a baseline saved before runtime calls were kept: not compared, never all "new"
+    runtime: dict[str, Row] | None = None
 
     def __post_init__(self) -> None:
         # the per-step diff pairs steps by number: a number twice would pair one silently

@@ -358,6 +358,11 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
     stepless = [side for side, prof in (("base", base), ("new", new)) if not prof["steps"]]
     which = "either trace" if len(stepless) == 2 else f"the {stepless[0]} trace" if stepless else ""
     notes = [f"no step markers in {which}: step time is not compared"] if stepless else []
+    unkept = [side for side, prof in (("base", base), ("new", new)) if prof.get("runtime") is None]
+    if unkept:
+        notes.append(
+            f"runtime calls not compared: the {' and '.join(unkept)} baseline was saved before they were kept"
+        )
     bases = [prof["trace"].get("mfu_basis") for prof in (base, new)]
     if all(bases) and bases[0] != bases[1]:
         notes.append(f"MFU rests on different grounds: {bases[0]} (base) vs {bases[1]} (new)")
@@ -391,7 +396,7 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "metrics": metrics,
         "kernels": _table_diff(base["kernels"], new["kernels"], top),
         "ops": _table_diff(base["ops"], new["ops"], top),
-        "runtime": _table_diff(base.get("runtime", {}), new.get("runtime", {}), top),
+        "runtime": _table_diff(base["runtime"], new["runtime"], top) if not unkept else [],
         "annotations": _table_diff(base["annotations"], new["annotations"], top),
         "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] else [],
     }
@@ -403,7 +408,7 @@ _GRAPH_LAUNCH = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
 
 def _graphs(prof: dict[str, Any]) -> tuple[int, int]:
     """Graph launches and the device events they started."""
-    rows = [r for name, r in prof.get("runtime", {}).items() if _GRAPH_LAUNCH.match(name)]
+    rows = [r for name, r in (prof.get("runtime") or {}).items() if _GRAPH_LAUNCH.match(name)]
     return sum(r["count"] for r in rows), sum(r.get("device_events") or 0 for r in rows)
 
 
@@ -419,7 +424,8 @@ def setup_changes(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, A
         if x is not None and y is not None and x != y:
             out.append({"what": what, "label": label, "base": str(x), "new": str(y)})
     (bg, bd), (ng, nd) = _graphs(base), _graphs(new)
-    if (bg == 0) != (ng == 0):
+    kept = base.get("runtime") is not None and new.get("runtime") is not None
+    if kept and (bg == 0) != (ng == 0):
         text = [
             "none" if not g else f"{g:,} graph launches ({d:,} device events)"
             for g, d in ((bg, bd), (ng, nd))
@@ -550,7 +556,7 @@ JSON_DOC = {
     "setup": "what the runs ran on, where it differs, told before the numbers: [{what (devices|precision|"
     "world_size|cuda_graphs), label, base, new}]",
     "notes": "what the reader should know (a side without step markers: step time not compared; MFU "
-    "against different definitions or peaks)",
+    "against different definitions or peaks; a baseline saved before runtime calls were kept)",
     "step_time_significant": "true when the median step time (step period, slowest rank) moved beyond "
     "run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",

@@ -13,6 +13,7 @@ import asyncio
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -169,3 +170,29 @@ def test_diff_app_shows_setup_first_and_runtime_calls(pair) -> None:
             await pilot.press("q")
 
     asyncio.run(go())
+
+
+def test_a_baseline_without_runtime_calls_does_not_make_them_all_new(tmp_path: Path) -> None:
+    """A baseline saved before runtime calls were kept (its JSON has no ``runtime``): they are not
+    compared, said in a note, and no CUDA-graph change is claimed."""
+    from realdata import SAMPLES
+
+    env = {**os.environ, "PROFUI_CACHE": str(tmp_path / "cache")}
+    trace = tmp_path / "s"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    saved = subprocess.run(
+        [PROFUI, "diff", "--save-baseline", "old", str(trace)], capture_output=True, text=True, env=env
+    )
+    assert saved.returncode == 0, saved.stderr
+    file = tmp_path / "cache" / "baselines" / "old.json"
+    doc = json.loads(file.read_text())
+    assert doc["runtime"]["cudaLaunchKernel"]["count"] > 0  # kept by this version
+    del doc["runtime"]
+    file.write_text(json.dumps(doc))
+    p = subprocess.run(
+        [PROFUI, "diff", "baseline:old", str(trace), "--json"], capture_output=True, text=True, env=env
+    )
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    res = json.loads(p.stdout)
+    assert res["runtime"] == [] and res["setup"] == []
+    assert any("runtime calls not compared" in n for n in res["notes"])

@@ -104,7 +104,11 @@ def test_summary_cuts_no_number_and_keeps_rows_distinct(
 
 def test_info_device_lines_keep_the_nodes_apart(two_ranks: Path) -> None:
     proc = subprocess.run(
-        [PROFUI, "info", str(two_ranks)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        [PROFUI, "info", str(two_ranks)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -165,5 +169,53 @@ def test_kernels_view_cuts_no_cell_at_the_screen_edge(tmp_path: Path) -> None:
                 for header, cell in zip(headers, row, strict=True):
                     if header.strip() in ("total", "mean", "p50", "p95", "max", "min"):
                         assert DURATION.fullmatch(cell), (header, cell, row)
+
+    asyncio.run(go())
+
+
+def test_jobs_list_at_80_columns_keeps_every_column_and_says_the_whole_name(
+    two_ranks: Path, tmp_path: Path
+) -> None:
+    """A jobs list with a long trace name beside a short one at 80x24: every column on screen
+    whole (Size last), the names distinct, elided in the middle, and the highlighted trace's
+    whole name in the status line."""
+    import asyncio
+
+    from pilotwait import wait_for
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+
+    root = tmp_path / "jobs"
+    long_name = "hta-trace_filter-sampled_rank-0+1-of-the-nightly-run"
+    import_kineto([shared_trace(f"{n}.json.gz") for n in NODES], root / long_name)
+    import_kineto([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], root / "r0")
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("jobs", root), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert await wait_for(pilot, lambda: "2 of 2 traces" in "\n".join(screen_lines(app)))
+            await pilot.pause()
+            lines = screen_lines(app)
+            head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["Name"])
+            assert lines[head].split()[-1] == "Size", lines[head]  # the last column on screen, whole
+            rows = [line for line in lines[head + 1 : head + 3]]
+            assert all(re.search(r"\d+(\.\d+)? (B|kB|MB|GB)\s*$", row) for row in rows), rows
+            shown = {row.split()[0] for row in rows}
+            assert "r0" in shown and len(shown) == 2
+            (cut,) = shown - {"r0"}
+            assert (
+                "…" in cut
+                and long_name.startswith(cut.split("…")[0])
+                and long_name.endswith(cut.split("…")[1])
+            )
+            table = app.screen.query_one("#jobs-table")
+            while not str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value).endswith(
+                long_name
+            ):
+                await pilot.press("down")
+            await pilot.pause()
+            lines = screen_lines(app)
+            at = next(i for i, line in enumerate(lines) if "traces · sorted by" in line)
+            assert lines[at + 1].strip() == long_name, lines[at : at + 2]
 
     asyncio.run(go())

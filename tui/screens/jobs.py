@@ -6,6 +6,7 @@ traces never freezes the screen).
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 from rich.text import Text
@@ -76,7 +77,7 @@ class JobsScreen(Screen):
     JobsScreen #jobs-filter { dock: bottom; display: none; }
     JobsScreen #jobs-filter.visible { display: block; }
     JobsScreen DataTable { height: 1fr; }
-    JobsScreen #jobs-status { height: 1; padding: 0 1; }
+    JobsScreen #jobs-status { height: auto; max-height: 3; padding: 0 1; }
     JobsScreen #jobs-notes { height: auto; max-height: 4; padding: 0 1; display: none; }
     """
 
@@ -89,6 +90,7 @@ class JobsScreen(Screen):
         self.filter_text = ""
         self.sort_column = "created"
         self.sort_reverse = True
+        self._elided: dict[str, str] = {}  # row key -> full name, where the table elides it
 
     def compose(self) -> ComposeResult:
         title = f"jobs in {self.label}" if self.label else f"traces in {self.root}"
@@ -138,31 +140,52 @@ class JobsScreen(Screen):
             keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         table.clear()
         rows = self.visible_rows()
-        # the other columns take about 62 of 80: long names are cut around "…" (head and tail
-        # stay), distinct ones kept distinct, so Duration, Nodes, GPUs and Size stay on screen
-        width = max(16, (self.size.width or 80) - 62)
-        names = elide_all([r.name for r in rows], width)
-        for r, name in zip(rows, names, strict=True):
-            status = (r.status, STATUS_STYLE.get(r.status, ""))
-            table.add_row(
-                name,
-                fmt_epoch(r.created_ns),
-                Text(*status),
+        year = str(date.today().year)
+        with_year = any(not fmt_epoch(r.created_ns).startswith(year) for r in rows)
+        cells = [
+            [
+                fmt_epoch(r.created_ns) if with_year else fmt_epoch(r.created_ns)[5:],
+                Text(r.status, STATUS_STYLE.get(r.status, "")),
                 fmt_ns(r.duration_ns),
                 str(r.nodes),
                 str(r.gpus),
                 fmt_bytes(r.size_bytes),
-                key=str(r.path),
-            )
+            ]
+            for r in rows
+        ]
+        # the name gets what the other columns leave (each as wide as its widest cell, 2 cells
+        # of padding): long names are cut around "…" (head and tail stay), distinct ones kept
+        # distinct, so every column stays on screen; the highlighted one is whole below
+        others = sum(
+            2 + max([len(header), *(len(str(c[i])) for c in cells)])
+            for i, (_, header) in enumerate(COLUMNS[1:])
+        )
+        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
+        width = max(16, (table.size.width or self.size.width or 80) - scrollbar - others - 2)
+        names = elide_all([r.name for r in rows], width)
+        self._elided = {str(r.path): r.name for r, name in zip(rows, names, strict=True) if name != r.name}
+        for r, name, row in zip(rows, names, cells, strict=True):
+            table.add_row(name, *row, key=str(r.path))
         keys = [str(r.path) for r in self.visible_rows()]
         if keep in keys:
             table.move_cursor(row=keys.index(keep))
+        self._status()
+
+    def _status(self) -> None:
+        table = self.query_one(DataTable)
         arrow = "↓" if self.sort_reverse else "↑"
         shown = table.row_count
         filt = f" · filter “{self.filter_text}”" if self.filter_text else ""
-        self.query_one("#jobs-status", Static).update(  # plain text: a typed "[" is no markup
-            Text(f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}")
-        )
+        line = f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}"
+        if shown:
+            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            if key in self._elided:  # on its own line: the whole name, however long
+                line += f"\n{self._elided[key]}"
+        self.query_one("#jobs-status", Static).update(Text(line))  # plain text: a typed "[" is no markup
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._status()
 
     def action_sort_next(self) -> None:
         """Sort by the next column."""

@@ -238,3 +238,37 @@ def test_monochrome_line_chart_gives_each_series_its_own_marker(tmp_path: Path, 
             assert "## several" in text and plot_area.count("#") > 2
 
     asyncio.run(go())
+
+
+def test_header_names_no_gpu_the_same_way_while_loading_and_after(tmp_path: Path) -> None:
+    """The CPU MLP sample opened cold: the header never says "0 GPUs listed" (it read "no GPU"
+    in one view and "0 GPUs listed" in another), before the analysis is in or after."""
+    import asyncio
+    import shutil
+
+    from pilotwait import wait_dashboard
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+
+    from realdata import SAMPLES
+
+    trace = tmp_path / "mlp_cpu"
+    shutil.copytree(SAMPLES / "mlp_cpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    seen: list[str] = []
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            seen.append(app.screen._compositor.render_strips()[0].text)
+            await wait_dashboard(pilot, app)
+            for key in ("2", "3", "1"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append(app.screen._compositor.render_strips()[0].text)
+
+    asyncio.run(go())
+    for head in seen:
+        assert "1 node · 1 rank" in head, head
+        assert not re.search(r"\b0 GPUs?\b|GPUs listed", head), head
+    assert len({re.sub(r"\s+", " ", h).strip() for h in seen[1:]}) == 1, seen  # one wording in every view

@@ -235,3 +235,24 @@ def test_a_filter_with_markup_brackets_in_the_jobs_list(tmp_path: Path) -> None:
             assert status.startswith("0 of 2 traces") and "“[/”" in status
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("key", [spec.key for spec in VIEWS])
+def test_every_view_of_a_cpu_run_opens(traces: dict[str, Path], key: str) -> None:
+    """Found by the sequences: `9` on the CPU MLP sample ended the app (IndexError in FrameTable:
+    a view with nothing to show sets a frame without columns). Each view opens and says its line."""
+    from pilotwait import wait_for
+
+    spec = next(s for s in VIEWS if s.key == key)
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", traces["mlp_cpu"]), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press(key)
+            view = app.screen.query_one(f"#{spec.name}")
+            assert await wait_for(pilot, lambda: getattr(view, "ready", True) or not app.is_running)
+            await pilot.pause()
+            assert app.is_running and app._exception is None
+            assert app.screen.current == spec.name
+
+    asyncio.run(go())

@@ -202,10 +202,12 @@ class FrameTable(DataTable):
             widths.append(min(MAX_TEXT, max([len(headers[-1]), *(cell_len(r[i]) for r in rows)])))
         natural = list(widths)
         text = [bool(rows) and isinstance(rows[0][i], str) for i in range(len(widths))]
-        if text[0] and len(widths) > 1:
+        # a view with nothing to show sets an empty frame: no columns, no first column to fit
+        lead = bool(text) and text[0]
+        if lead and len(widths) > 1:
             widths[0] = min(widths[0], self._text_budget(widths))
         least = [max(MIN_TEXT // 2, len(h)) for h in headers]
-        self._whole_columns(widths, text[0] and widths[0] < natural[0], len(rows), text, least)
+        self._whole_columns(widths, lead and widths[0] < natural[0], len(rows), text, least)
         for i, col in enumerate(self.columns_shown):
             if text[i] and widths[i] < natural[i]:
                 names = [str(v) for v in self._shown.get_column(col)]

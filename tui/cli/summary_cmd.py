@@ -770,7 +770,7 @@ def run_summary(
         params = resolve_params(REGISTRY.params, None, parse_assignments(assignments or []))
     except PipelineError as exc:
         raise UserError(str(exc)) from None
-    for flag, name, value in (("--top", "top_n", top), ("--bucket", "bucket_ms", bucket_ms)):
+    for flag, (name, value) in {"--top": ("top_n", top), "--bucket": ("bucket_ms", bucket_ms)}.items():
         if value is not None:
             try:
                 params[name] = REGISTRY.params[name].check(value)

@@ -50,6 +50,18 @@ def test_a_map_whose_length_lies_is_refused(tmp_path: Path) -> None:
         read_footer(path)
 
 
+def _rewrite(victim: Path, table) -> None:
+    """Write ``table`` over ``victim`` with the victim's footer key-values (profui's own keys live
+    there, whether or not the Arrow schema carries them too)."""
+    import pyarrow.parquet as pq
+
+    footer = pq.read_metadata(victim).metadata
+    table = table.replace_schema_metadata(None)
+    with pq.ParquetWriter(victim, table.schema) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({k: v for k, v in footer.items() if k != b"ARROW:schema"})
+
+
 def _sample_copy(tmp_path: Path) -> tuple[Path, Path]:
     trace = tmp_path / "trace"
     shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
@@ -112,10 +124,7 @@ def test_a_column_of_the_wrong_type_is_named(tmp_path: Path) -> None:
     trace, victim = _sample_copy(tmp_path)
     table = pq.read_table(victim)
     ts = pa.array([str(v) for v in table.column("ts").to_pylist()])
-    table = table.set_column(table.schema.get_field_index("ts"), "ts", ts).replace_schema_metadata(
-        table.schema.metadata
-    )
-    pq.write_table(table, victim)
+    _rewrite(victim, table.set_column(table.schema.get_field_index("ts"), "ts", ts))
     for command in ("info", "summary"):
         line = assert_refused(profui(command, trace), victim.name)
         assert "column ts holds string, the format says int64" in line
@@ -218,6 +227,6 @@ def test_an_event_ending_beyond_int64_is_named_by_info_not_shown_negative(tmp_pa
     ts = table.column("ts").to_pylist()
     ts[0] = (1 << 63) - 10  # fits int64; with its dur the end does not
     table = table.set_column(table.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
-    pq.write_table(table.replace_schema_metadata(table.schema.metadata), victim)
+    _rewrite(victim, table)
     line = assert_refused(profui("info", trace), victim.name)
     assert "ends beyond the int64 nanosecond range" in line

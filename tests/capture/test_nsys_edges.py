@@ -106,7 +106,15 @@ def _said_everywhere(src: Path, out: Path, *words: str) -> None:
 
     assert noted(_import(src, out)), "import"
     for command in ("info", "summary"):
-        proc = profui(command, out)
+        # wide enough that a note is one line: under pytest the children see COLUMNS=80
+        proc = subprocess.run(
+            [PROFUI, command, str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "COLUMNS": "1000"},
+        )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         assert noted(proc.stdout), command
 

@@ -31,6 +31,7 @@ SINGLE = [
     "mtia_inference_trace-mtia_inference_rank_0",
     "mtia_trace_single_rank-mtia_rank_0",
     "nccl_parser_config-nccl_data",
+    "negative_queue_length_values_check-rank0",
     "ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace",
     "rank_non_gpu-rank_non_gpu",
     "rank_unavailable-rank_not_found",

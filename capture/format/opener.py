@@ -62,7 +62,10 @@ def is_trace_dir(path: str | Path) -> bool:
     """True when ``path`` is a folder holding a ``manifest.json`` (of any file type: one that
     cannot be read, a FIFO say, is then refused by name when the trace is opened)."""
     p = Path(path)
-    return p.is_dir() and (p / MANIFEST_NAME).exists() and not (p / MANIFEST_NAME).is_dir()
+    try:
+        return p.is_dir() and (p / MANIFEST_NAME).exists() and not (p / MANIFEST_NAME).is_dir()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL: no folder of ours
+        return False
 
 
 def find_trace_dirs(root: str | Path, max_depth: int = 3) -> list[Path]:

@@ -239,3 +239,28 @@ def test_whole_job_charts_start_at_zero(sample: Path) -> None:
                 assert "at -" not in foot and "traced (│): " in foot, foot
 
     run(go())
+
+
+def test_a_jax_run_on_cpu_has_no_gpu_lane(tmp_path: Path) -> None:
+    """The JAX sample ran on CPU (samples/train_jax.py): its device lane read "GPU 0" and the
+    details "GPU 0 · stream 0"; they read "CPU device 0"."""
+    trace = tmp_path / "jax"
+    import_kineto([SAMPLES / "jax_cpu"], trace)
+    ev = open_trace(trace).events().filter(pl.col("device") >= 0).collect()
+    assert ev.height and set(ev["device"]) == {0}
+
+    async def go() -> None:
+        app = TimelineApp(trace)
+        async with app.run_test(size=(100, 40)) as pilot:
+            view = await wait_timeline(pilot, app)
+            st = view.state
+            text = frame_text(app)
+            assert "GPU" not in text and "CPU device 0" in text
+            st.cursor = next(i for i, vr in enumerate(st.visible_rows()) if vr.lane.kind == "stream")
+            st.version += 1
+            await pilot.press("right")
+            await pilot.pause()
+            details = str(view.query_one("#tl-details").render())
+            assert st.selected >= 0 and "CPU device 0 · stream" in details and "GPU" not in details
+
+    run(go())

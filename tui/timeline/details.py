@@ -29,7 +29,7 @@ def details_text(state: TimelineState, width: int = 200) -> Text:
             style="grey50",
         )
     rec = state.ix.event(state.selected)
-    lines = _detail_lines(rec)
+    lines = _detail_lines(rec, state.words.Device)
     t = Text()
     for i, (text, style) in enumerate(lines):
         if i:
@@ -38,12 +38,12 @@ def details_text(state: TimelineState, width: int = 200) -> Text:
     return t
 
 
-def _detail_lines(rec: dict) -> list[tuple[str, str]]:
+def _detail_lines(rec: dict, device: str = "GPU") -> list[tuple[str, str]]:
     out = [(rec["name"], "bold")]
     where = f"rank {rec['rank']}"
     if rec["device"] is not None and rec["device"] >= 0:
         stream = rec["stream"]
-        where += f" · GPU {rec['device']} · " + (
+        where += f" · {device} {rec['device']} · " + (
             f"stream {stream}" if stream is not None and stream >= 0 else "no stream"
         )
     else:

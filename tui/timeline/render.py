@@ -407,6 +407,8 @@ class Renderer:
             )
             mark = ("▸ " if ln.id in st.collapsed else "▾ ") if foldable else "  "
             label = f"nccl {ln.stream}" if ln.id in self.comm_lanes else ln.label
+            if ln.kind == "gpu" and ln.device is not None and st.words.kind != "gpu":
+                label = f"{st.words.Device} {ln.device}"  # XLA on CPU: "CPU device 0", no GPU
             if ln.kind == "stream" and ln.stream is not None and ln.stream < 0:
                 # device events that name no stream (CUPTI's context-wide event syncs): the
                 # index keeps them on a lane numbered -1, which is no stream of the program's

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from profui.analysis.devices import manifest_words
 from profui.analysis.lod import EVENT_KINDS, Lane, LodIndex
 
 #: Lane kinds that are headers (no events of their own).
@@ -44,6 +45,8 @@ class TimelineState:
 
     def __init__(self, index: LodIndex) -> None:
         self.ix = index
+        #: what the trace's devices are called (a JAX run on CPU has CPU devices, not GPUs)
+        self.words = manifest_words(index.trace.manifest)
         self.lanes = index.lanes()
         self.children: dict[int | None, list[Lane]] = {}
         for ln in self.lanes:

@@ -272,3 +272,33 @@ def test_header_names_no_gpu_the_same_way_while_loading_and_after(tmp_path: Path
         assert "1 node · 1 rank" in head, head
         assert not re.search(r"\b0 GPUs?\b|GPUs listed", head), head
     assert len({re.sub(r"\s+", " ", h).strip() for h in seen[1:]}) == 1, seen  # one wording in every view
+
+
+def test_keys_typed_in_one_burst_while_the_launch_view_mounts_all_count(one_rank: Path) -> None:
+    """``7]]]]`` arriving in one burst (as a terminal sends a fast typist's or a paste's keys):
+    the ``]`` that land before the Launch view is mounted and focused go to it, not to the
+    dashboard left behind."""
+    import asyncio
+
+    from pilotwait import wait_dashboard, wait_for
+    from textual import events
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.launches import LaunchesView
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", one_rank), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            dash = await wait_dashboard(pilot, app)
+            focused_chart = app.focused
+            for key, char in [("7", "7"), *[("right_square_bracket", "]")] * 4]:
+                app.post_message(events.Key(key, char))
+            assert await wait_for(pilot, lambda: bool(app.screen.query(LaunchesView)))
+            view = app.screen.query_one(LaunchesView)
+            assert await wait_for(pilot, lambda: view.ready)
+            for _ in range(5):
+                await pilot.pause()
+            assert view.index == 4, view.section.title if view.section else None
+            assert dash.query(type(focused_chart)) is not None
+
+    asyncio.run(go())

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -57,6 +57,8 @@ class TraceScreen(Screen):
         self._fingerprint: tuple | None = None
         self._live = False
         self._mounting: dict[str, Any] = {}
+        #: Keys typed while a view is being mounted, given to it once it has the focus.
+        self._held: list[tuple[str, str | None]] | None = None
         for spec in self.specs:
             self._bindings.bind(spec.key, f"show_view('{spec.name}')", spec.title, show=False)
 
@@ -174,13 +176,34 @@ class TraceScreen(Screen):
         if mounting is None:
             activate()
         else:
+            # the keys typed next belong to the view being mounted, not to the one left (a
+            # "7]]]" burst moved the dashboard's charts and the Launch view never saw the "]")
+            self._held = []
+            self.set_focus(None)
 
             async def after_mount() -> None:
                 await mounting
                 activate()
+                held, self._held = self._held or [], None
+                for key, character in held:
+                    self.app.post_message(events.Key(key, character))
 
             self.call_next(after_mount)
         return view
+
+    def on_key(self, event: events.Key) -> None:
+        # Keys reach the screen before any binding acts on them: a view's key switches to a
+        # view not built yet here, at once, so the keys after it already find it being mounted.
+        if self._held is not None:
+            self._held.append((event.key, event.character))
+        elif (spec := next((s for s in self.specs if s.key == event.key), None)) and not self.query(
+            f"#{spec.name}"
+        ):
+            self.show_view(spec.name)
+        else:
+            return
+        event.stop()
+        event.prevent_default()
 
     def action_show_view(self, name: str) -> None:
         """Switch to view ``name``."""

@@ -96,7 +96,7 @@ class Bars(Widget):
         bar_w = max(4, width - label_w - text_w - 3)
         scale = self._scale if self._scale else max((b.value for b in self._bars), default=0.0)
         out = Text(no_wrap=True, overflow="ellipsis")
-        labels = elide_all([b.label for b in self._bars], label_w)  # kernel names made bare
+        labels = elide_all([b.label for b in self._bars], label_w)  # kernel names made bare, as in the tables
         for i, (b, label) in enumerate(zip(self._bars, labels, strict=True)):
             if i:
                 out.append("\n")

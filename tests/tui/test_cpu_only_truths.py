@@ -226,3 +226,18 @@ def test_cpu_only_dashboard_names_no_gpu_and_draws_no_device_chart(tmp_path: Pat
     assert takeaways == {k: doc["takeaways"].get(k, "") for k in takeaways}
     assert takeaways["host_steps"].startswith("Host, median of 4 steps: compute ")
     assert open_trace(trace).summary().takeaways == doc["takeaways"]
+
+
+def test_a_gpu_run_blames_no_hidden_chart_on_missing_device_work(tmp_path: Path) -> None:
+    """The GPU sample hides a chart for its own reason (no memory events): the status line once
+    said '1 device charts not drawn: no device work traced' of a run whose devices are all busy."""
+    trace = copy(SAMPLES / "synthetic_gpu", tmp_path)
+
+    async def go():
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            return app.screen.query_one("#dash-status").render().plain, len(view.panels())
+
+    status, drawn = asyncio.run(go())
+    assert status.startswith(f"{drawn} charts · ") and "not drawn" not in status, status

@@ -18,6 +18,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from profui.analysis.formatting import plural
+
 from ..widgets.charts import ChartPanel
 from . import dashboard_charts as dc
 from .base import TraceView
@@ -232,8 +234,10 @@ class DashboardView(TraceView):
     def _ready_line(self) -> str:
         source = self.session.source or "analysis"
         shown = len(self.panels())
-        left = sum(1 for cid in dc.DEVICE_CHARTS if not self.panel(cid).display)
-        why = f" ({left} device charts not drawn: no device work traced)" if left else ""
+        words = dc.device_words(self.outputs, self)
+        # counted from the rule that hides them (applies), so no other hidden chart is blamed on it
+        left = sum(1 for c in dc.CHARTS if c.id in dc.DEVICE_CHARTS and not dc.applies(c, words))
+        why = f" ({plural(left, 'device chart')} not drawn: no device work traced)" if left else ""
         return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · ? keys"
 
     def _finished(self) -> None:

@@ -162,6 +162,11 @@ def test_enter_on_an_aten_op_row_opens_the_timeline_at_its_first_call(one_rank: 
             assert ix.names[int(ix.name[pos])] == op
             first_us = min(e["ts"] for e in raw if e["name"] == op)
             assert abs(int(ix.t[pos]) + ix.base_ns - round(first_us * 1000)) <= 1000, (op, first_us)
+            # the search the jump made reads as typed: one slash each side, not "//^op$/"
+            from profui.tui.timeline.details import status_text
+
+            line = status_text(tl.state).plain
+            assert f" · /^{re.escape(op)}$/ " in line and "//" not in line, line
 
     asyncio.run(go())
 

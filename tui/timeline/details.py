@@ -85,7 +85,9 @@ def status_text(state: TimelineState) -> Text:
         if i >= 0:
             t.append(f" · {steps[i].name} ({i + 1}/{len(steps)})")
     if state.pattern:
-        t.append(f" · /{state.pattern} {state.matches.size} match{'es' if state.matches.size != 1 else ''}")
+        # a /regex/ is shown as typed; a plain search gets the / the prompt showed
+        typed = state.pattern if state.pattern.startswith("/") else f"/{state.pattern}"
+        t.append(f" · {typed} {state.matches.size} match{'es' if state.matches.size != 1 else ''}")
     if state.message:
         t.append(f" · {state.message}", style="italic")
     t.append("  ?: keys", style="grey50")

@@ -50,7 +50,7 @@ def test_quit_during_first_analysis_stops_the_run(tmp_path: Path) -> None:
     # small machine: the quit lands while stages are still to run
     trace = tmp_path / "synthetic"
     subprocess.run(
-        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(trace), "--events", "200000"],
+        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(trace), "--events", "600000"],
         check=True,
         capture_output=True,
     )
@@ -85,3 +85,24 @@ def test_quit_during_first_analysis_stops_the_run(tmp_path: Path) -> None:
     asyncio.run(open_again())
     runs = _settled(trace)
     assert [r.status for r in runs] == ["stopped", "succeeded"], [(r.id, r.status) for r in runs]
+
+
+def test_only_a_view_that_is_gone_stops_the_run() -> None:
+    """A view's callback failing because its widgets or app are gone stops the run; any other
+    error of the callback is a bug and is raised as itself, so its run reads failed, not stopped."""
+    import pytest
+    from textual.css.query import NoMatches
+
+    from profui.tui.views.session import ViewerGone, _followed
+
+    def raising(exc: Exception):
+        def tell(*_: object) -> None:
+            raise exc
+
+        return _followed(tell)
+
+    for gone in (NoMatches("No nodes match '#dash-status'"), RuntimeError("App is not running")):
+        with pytest.raises(ViewerGone):
+            raising(gone)("steps")
+    with pytest.raises(TypeError):
+        raising(TypeError("unsupported operand type(s) for +: 'NoneType' and 'int'"))("steps")

@@ -60,6 +60,8 @@ def main() -> None:
         report(str(exc))
     except KeyboardInterrupt:
         report("interrupted", code=130)
+    except typer.Abort:  # Typer's word for an end of input (EOF) where a command read one
+        report("aborted", code=1)
     except OSError as exc:
         # the operating system refused a path the user gave (too long, under a file, read-only,
         # not UTF-8 ...): their input, so one line; an OSError without a path is not: a bug

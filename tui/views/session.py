@@ -33,10 +33,14 @@ def _followed(tell: Callable[..., None] | None) -> Callable[..., None] | None:
     if tell is None:
         return None
 
+    from textual.css.query import NoMatches
+
     def follow(*args: Any) -> None:
         try:
             tell(*args)
-        except Exception as exc:
+        except (NoMatches, RuntimeError) as exc:
+            # what a view that is gone raises: its widgets unmounted (NoMatches), its app ended
+            # ("App is not running"); any other error is a bug of the view, told as one
             raise ViewerGone(f"stopped: its view could not be told ({type(exc).__name__}: {exc})") from exc
 
     return follow

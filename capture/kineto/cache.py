@@ -68,7 +68,9 @@ def scan_folder(folder: Path) -> FolderScan:
 
     - the folder's own trace files; the folders below it (hidden ones skipped) only when it
       holds none, or when it is a JAX log folder (``plugins/profile/`` inside): a folder of
-      traces is not mixed with what its subfolders hold (a tool's results, other jobs);
+      traces is not mixed with what its subfolders hold (a tool's results, other jobs). Only
+      files that are traces (after the sniff) count as its own: a ``config.json`` beside
+      ``rank0/`` does not stop the scan going below, and is listed as skipped;
     - of an Nsight report and its export (``run.nsys-rep``, ``run.sqlite``), the export;
     - of a JAX profile run (``plugins/profile/<run>/``), the ``<host>.trace.json.gz`` files (not
       ``perfetto_trace.json.gz``, the same events again, unless it is the only one; never the
@@ -77,9 +79,17 @@ def scan_folder(folder: Path) -> FolderScan:
     - a file named like a Kineto trace whose first bytes show it is something else (an
       execution trace, a memory timeline, another tool's JSON, a FIFO) is skipped, with why.
     """
-    own = [f for f in folder.iterdir() if _named_like_source(f) and not f.name.startswith(".")]
-    deep = not own or (folder / "plugins" / "profile").is_dir()
-    found = folder.rglob("*") if deep else iter(own)
+    if not (folder / "plugins" / "profile").is_dir():
+        # the folder holds traces itself only when a file of its own IS one (after the sniff): a
+        # config.json beside rank folders sends the scan below, and is listed as skipped there
+        own = _scan(folder, folder.iterdir())
+        if own.sources:
+            return own
+    return _scan(folder, folder.rglob("*"))
+
+
+def _scan(folder: Path, found: Iterator[Path]) -> FolderScan:
+    """:func:`scan_folder` of the files ``found`` in ``folder`` (its own, or all below it)."""
     files = sorted(
         f
         for f in found

@@ -109,7 +109,9 @@ def test_summary_and_import_of_the_folder_say_what_they_skipped(tmp_path: Path, 
     folder = _folder(tmp_path, TRACE)
     alone = tmp_path / "alone"
     import_kineto([shared_trace(TRACE)], alone)
-    line = f"note: skipped {folder / STRAY}: a PyTorch execution trace (top-level 'nodes'), not a Kineto trace"
+    line = (
+        f"note: skipped {folder / STRAY}: a PyTorch execution trace (top-level 'nodes'), not a Kineto trace"
+    )
 
     summary = _profui("summary", str(folder), cache=cache)
     assert summary.returncode == 0, summary.stderr
@@ -131,6 +133,32 @@ def test_a_folder_of_stray_files_only_is_one_line(tmp_path: Path, cache: Path, c
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
-    assert lines[0].startswith(f"profui: {folder}") and f"skipped {STRAY}: a PyTorch execution trace" in lines[0]
+    assert (
+        lines[0].startswith(f"profui: {folder}") and f"skipped {STRAY}: a PyTorch execution trace" in lines[0]
+    )
     assert "Traceback" not in res.stderr
     assert not out.exists()
+
+
+def test_a_config_json_beside_a_rank_folder_does_not_stop_the_scan(tmp_path: Path, cache: Path) -> None:
+    """A run folder holding a config.json (JSON, not a trace) and rank0/ with the trace: the
+    config file is no trace of the folder's own, so the scan goes into rank0/ (it said 'no
+    trace files in this folder' when any file named like a trace kept it at the top)."""
+    folder = tmp_path / "run"
+    (folder / "rank0").mkdir(parents=True)
+    shutil.copy(shared_trace(TRACE), folder / "rank0" / "rank0.pt.trace.json.gz")
+    (folder / "config.json").write_text('{"lr": 0.1, "batch_size": 32}\n')
+    alone = tmp_path / "alone"
+    import_kineto([shared_trace(TRACE)], alone)
+    line = f"note: skipped {folder / 'config.json'}: "
+
+    summary = _profui("summary", str(folder), cache=cache)
+    assert summary.returncode == 0, summary.stderr
+    assert any(s.startswith(line) and "not a Kineto trace" in s for s in summary.stdout.splitlines())
+
+    out = tmp_path / "out"
+    imported = _profui("import", str(folder), "-o", str(out), cache=cache)
+    assert imported.returncode == 0, imported.stderr
+    assert any(s.startswith(line) for s in imported.stdout.splitlines()), imported.stdout
+    assert [Path(s["file"]).name for s in read_manifest(out).sources] == ["rank0.pt.trace.json.gz"]
+    assert _events(out) == _events(alone)

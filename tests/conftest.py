@@ -3,12 +3,20 @@ a module named ``conftest`` is ambiguous once sub-folders have their own conftes
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# CI replays the same examples every run (a failure there reproduces anywhere) and times none
+# (a loaded 2-core machine is no measure of an example); a developer's run explores new ones.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from realdata import REPO, SAMPLES, hta_reference, require_shared_traces, shared_trace, traces_dir  # noqa: E402
 

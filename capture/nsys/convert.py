@@ -118,16 +118,18 @@ class _Reader:
         self.devices: dict[int, set[int]] = defaultdict(set)
         #: per pid: correlation -> external id of the CUDA call with it
         self.call_ext: dict[int, dict[int, int]] = defaultdict(dict)
-        #: per table: the rows read, and those that became events
+        #: per table: the rows read, those that became events, and those left out for want of
+        #: a column the table lacks alone (not one ending before it starts, or with a NULL value)
         self.read: Counter[str] = Counter()
         self.kept: Counter[str] = Counter()
+        self.lost: Counter[str] = Counter()
 
     def column_notes(self) -> list[str]:
         """What the tables' missing columns cost: rows left out, events left unnamed."""
         notes = []
         for table, groups in _NEEDED.items():
             lacks = self.x.lacks(table, *groups)
-            lost = self.read[table] - self.kept[table]
+            lost = self.lost[table]
             if lacks and lost:
                 notes.append(
                     f"{table} has no {', '.join(lacks)} column: {lost:,} of its {self.read[table]:,} "
@@ -141,10 +143,14 @@ class _Reader:
                 )
         return notes
 
-    def _times(self, row: dict[str, Any], what: str) -> tuple[int, int] | None:
+    def _times(self, row: dict[str, Any], what: str, table: str) -> tuple[int, int] | None:
         start, end = row["start"], row["end"]
         if not isinstance(start, int) or not isinstance(end, int):
             self.skipped[f"{what} without {'an end' if isinstance(start, int) else 'a start'}"] += 1
+            # for want of the column alone: every time it misses is in a column the table lacks
+            have = self.x.columns(table)
+            if all(c not in have for c, v in (("start", start), ("end", end)) if not isinstance(v, int)):
+                self.lost[table] += 1
             return None
         if end < start:
             self.skipped[f"{what} ending before it starts"] += 1
@@ -170,7 +176,7 @@ class _Reader:
         for kind, table in _DEVICE_TABLES:  # sync last: it takes its device from the others
             for r in self.x.select(table, _DEVICE_COLUMNS + extra[kind]):
                 self.read[table] += 1
-                times = self._times(r, kind)
+                times = self._times(r, kind, table)
                 pid = _pid(r["globalPid"])
                 device = r["deviceId"]
                 if kind == "sync":
@@ -180,6 +186,8 @@ class _Reader:
                 if times is None or not isinstance(device, int) or not 0 <= device < 1 << 31:
                     if times is not None:
                         self.skipped[f"{kind} without a device"] += 1
+                        if "deviceId" not in self.x.columns(table):
+                            self.lost[table] += 1
                     continue
                 stream = r["streamId"]
                 if not isinstance(stream, int) or not 0 <= stream < 1 << 31:
@@ -219,7 +227,7 @@ class _Reader:
         cols = ("start", "end", "globalTid", "correlationId", "nameId", "returnValue")
         for r in self.x.select("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
             self.read["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
-            times = self._times(r, "CUDA call")
+            times = self._times(r, "CUDA call", "CUPTI_ACTIVITY_KIND_RUNTIME")
             if times is None:
                 continue
             self.kept["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
@@ -250,7 +258,7 @@ class _Reader:
         cols = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
         domains: dict[int, str] = {}
         if "eventType" not in self.x.columns("NVTX_EVENTS"):  # no range told from a mark
-            self.read["NVTX_EVENTS"] = self.x.count("NVTX_EVENTS")
+            self.read["NVTX_EVENTS"] = self.lost["NVTX_EVENTS"] = self.x.count("NVTX_EVENTS")
             return ops
         for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType = {_NVTX_DOMAIN_CREATE}"):
             text = self._text(r["text"], r["textId"])
@@ -262,17 +270,21 @@ class _Reader:
             text = self._text(r["text"], r["textId"])
             if text is None:
                 self.skipped["NVTX range without text"] += 1
+                if self.x.lacks("NVTX_EVENTS", ("text", "textId")):
+                    self.lost["NVTX_EVENTS"] += 1
                 continue
             pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
             domain = domains.get(r["domainId"]) if isinstance(r["domainId"], int) else None
             if r["eventType"] == _NVTX_MARK:
                 if not isinstance(r["start"], int):
                     self.skipped["NVTX mark without a time"] += 1
+                    if self.x.lacks("NVTX_EVENTS", ("start",)):
+                        self.lost["NVTX_EVENTS"] += 1
                     continue
                 kind, name, args, dur = "instant", text, {}, 0
                 ts = r["start"] + self.offset
             else:
-                times = self._times(r, "NVTX range")
+                times = self._times(r, "NVTX range", "NVTX_EVENTS")
                 if times is None:
                     continue
                 ts, dur = times

@@ -138,6 +138,25 @@ def test_a_kernel_table_without_its_device_is_said_lost(tmp_path: Path, whole: P
     assert "kernel" not in _kinds(out)
 
 
+def test_the_lost_count_is_only_the_rows_lost_for_the_column(tmp_path: Path) -> None:
+    # a kernel table without deviceId whose every 7th row also ends before it starts: those
+    # rows are lost for their times, not for the column, and the note does not count them
+    bad = _damaged(
+        tmp_path,
+        f'UPDATE {KERNELS} SET "end" = start - 1 WHERE rowid % 7 = 0',
+        f"ALTER TABLE {KERNELS} DROP COLUMN deviceId",
+    )
+    conn = sqlite3.connect(bad)
+    total = conn.execute(f"SELECT count(*) FROM {KERNELS}").fetchone()[0]
+    backwards = conn.execute(f'SELECT count(*) FROM {KERNELS} WHERE "end" < start').fetchone()[0]
+    for_column = conn.execute(f'SELECT count(*) FROM {KERNELS} WHERE "end" >= start').fetchone()[0]
+    conn.close()
+    assert backwards > 0 and for_column + backwards == total
+    out = tmp_path / "t"
+    _said_everywhere(bad, out, KERNELS, "deviceId", f"{for_column:,} of its {total:,} rows are left out")
+    assert "kernel" not in _kinds(out)
+
+
 def test_runtime_and_nvtx_without_names_are_said(tmp_path: Path, whole: Path) -> None:
     bad = _damaged(
         tmp_path,

@@ -47,8 +47,9 @@ _SORT_KEYS = {
 
 
 def import_notes(rows: list[JobRow]) -> list[str]:
-    """What the imports listed say of themselves (the files of the folder they skipped, with
-    why), once each; the notes of traces ``profcap`` wrote are the dashboard's to show."""
+    """What the imports listed say of themselves (:meth:`Manifest.source_notes`: their sources'
+    notes, then the files of the folder they skipped, with why), once each; the notes of traces
+    ``profcap`` wrote are the dashboard's to show."""
     notes: list[str] = []
     for r in rows:
         try:
@@ -56,7 +57,7 @@ def import_notes(rows: list[JobRow]) -> list[str]:
         except TraceFormatError:  # the row says what is wrong with it
             continue
         if manifest.status == "imported":
-            notes += [n for n in manifest.notes if n not in notes]
+            notes += [n for n in manifest.source_notes() if n not in notes]
     return notes
 
 
@@ -162,7 +163,7 @@ class JobsScreen(Screen):
         )
         scrollbar = 2 if len(rows) + 1 > table.size.height else 0
         width = max(16, (table.size.width or self.size.width or 80) - scrollbar - others - 2)
-        names = elide_all([r.name for r in rows], width)
+        names = elide_all([r.name for r in rows], width, bare=False)  # trace names, not kernels
         self._elided = {str(r.path): r.name for r, name in zip(rows, names, strict=True) if name != r.name}
         for r, name, row in zip(rows, names, cells, strict=True):
             table.add_row(name, *row, key=str(r.path))

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pilotwait import wait_dashboard
 from rich.console import Console
 
-from profui.analysis.formatting import fmt_gpus
+from profui.analysis.devices import fmt_devices, words_for
 from profui.capture.format import open_trace_dir, private_dir_for
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_cache
@@ -111,6 +111,21 @@ def _overview_gpus_text(doc: dict) -> str:
     return json.dumps(doc)
 
 
+def _overview_devices_text(doc: dict) -> str:
+    doc["overview"]["devices"] = "many"
+    return json.dumps(doc)
+
+
+def _overview_device_type_list(doc: dict) -> str:
+    doc["overview"]["device_type"] = [1]
+    return json.dumps(doc)
+
+
+def _overview_device_type_unknown(doc: dict) -> str:
+    doc["overview"]["device_type"] = "tpu"
+    return json.dumps(doc)
+
+
 def _deep_overview(doc: dict) -> str:
     doc["overview"]["gpus"] = "@DEEP@"
     return json.dumps(doc).replace('"@DEEP@"', "[" * DEEP + "]" * DEEP)
@@ -125,6 +140,9 @@ DAMAGES = {
     "span-ending-before-it-starts": _span_backwards,
     "bar-style-rich-cannot-parse": _bad_bar_style,
     "overview-gpus-a-string": _overview_gpus_text,
+    "overview-devices-a-string": _overview_devices_text,
+    "overview-device_type-a-list": _overview_device_type_list,
+    "overview-device_type-unknown": _overview_device_type_unknown,
     "overview-nested-100000-deep": _deep_overview,
 }
 
@@ -169,10 +187,11 @@ def test_the_overview_is_open_to_new_keys_but_flat(kept_doc) -> None:
 
 # -- property: any JSON anywhere is a miss or drawable charts ----------------------------------
 
-#: A deadline too: an accepted chart that takes plotext long to draw is a hang in the app.
+#: No per-example deadline (a loaded 2-core CI machine would fail an example for its speed): the
+#: run is bounded by max_examples, and the same examples are replayed every run.
 FUZZ = settings(
     max_examples=600,
-    deadline=1000,
+    deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -218,6 +237,9 @@ PLACES = [
     "overview",
     "overview.gpus",
     "overview.ranks",
+    "overview.devices",
+    "overview.device_type",
+    "overview.gpus_listed",
 ]
 
 
@@ -256,7 +278,13 @@ def _draw(charts: dict, overview: dict | None) -> None:
             plot.plt.plotsize(90, 12)
             plot.plt.build()
     if overview is not None:
-        fmt_gpus(overview["gpus"], 4)  # what the title line shows
+        # what the app reads of it: the title line's device count (the screen adds the
+        # manifest's listed GPUs) and the words naming the devices (the charts' titles)
+        console.print(fmt_devices({**overview, "gpus_listed": 4}))
+        words = words_for(overview)
+        console.print(words.devices(2), words.Device, words.Work, words.time, words.overhead)
+        for chart in dc.CHARTS:
+            console.print(dc.chart_title(chart, words), dc.applies(chart, words))
 
 
 def _check(data: bytes, key: str) -> None:

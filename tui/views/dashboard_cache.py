@@ -30,6 +30,7 @@ from rich.errors import StyleSyntaxError
 from rich.style import Style
 from rich.text import Span, Text
 
+from profui.analysis.devices import CPU, GPU, NONE
 from profui.capture.format import fingerprint_digest as digest
 from profui.capture.format import private_dir_for, trace_fingerprint, write_bytes_atomic
 from profui.capture.format.regular import not_regular
@@ -225,9 +226,15 @@ OverviewDoc = dict[str, Scalar | list[Scalar]]
 
 
 class Overview(msgspec.Struct):
-    """What the TUI reads of the overview (the title line's GPU count), typed."""
+    """What the TUI reads of the overview, typed: the title line's device count
+    (:func:`~profui.analysis.devices.fmt_devices`) and the words for its devices
+    (:func:`~profui.analysis.devices.words_for`); an overview from before ``devices`` and
+    ``device_type`` were recorded reads as GPUs."""
 
     gpus: Count
+    gpus_listed: Count | None = None
+    devices: Count | None = None
+    device_type: Literal[GPU, CPU, NONE] = GPU  # type: ignore[valid-type]
 
 
 class Kept(msgspec.Struct, forbid_unknown_fields=True):

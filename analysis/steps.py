@@ -354,11 +354,14 @@ def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
 
 def host_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
     """Per step of a rank without device work (a CPU-only run), what its host did in the step's
-    CPU window, as unions over the rank's threads cut to the window: ``communication_ns`` its
-    host collectives (:func:`profui.analysis.comm.host_comm_ops`: ``gloo:all_reduce`` ...),
-    ``data_loading_ns`` its DataLoader fetches (:data:`DATA_LOADING`), ``busy_ns`` any CPU op,
-    collective or fetch running, ``computation_ns`` busy while neither communicating nor
-    loading data, ``idle_ns`` the host stalls (no traced op on any thread); ``memory_ns`` 0."""
+    CPU window, as unions over the rank's threads cut to the window. The parts are a partition
+    of the step, taken in this order, each the time no part before it claimed:
+    ``communication_ns`` its host collectives (:func:`profui.analysis.comm.host_comm_ops`:
+    ``gloo:all_reduce`` ...), ``data_loading_ns`` its DataLoader fetches (:data:`DATA_LOADING`)
+    outside communication, ``computation_ns`` the rest of ``busy_ns`` (any CPU op, collective or
+    fetch running), ``idle_ns`` the rest of the step: the host stalls (no traced op on any
+    thread); ``memory_ns`` 0. So communication + data loading + computation + idle is the step's
+    ``dur_ns`` exactly."""
     from .comm import host_comm_ops
 
     keys = [*RANK_BY, "step"]
@@ -387,6 +390,8 @@ def host_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
     return (
         out.with_columns([pl.col(c).fill_null(0) for c in cols])
         .with_columns(
+            # data loading while communicating is counted once, as communication
+            (pl.col("_waiting") - pl.col("communication_ns")).alias("data_loading_ns"),
             (pl.col("busy_ns") - pl.col("_waiting")).alias("computation_ns"),
             pl.lit(0, pl.Int64).alias("memory_ns"),
             (pl.col("dur_ns") - pl.col("busy_ns")).alias("idle_ns"),

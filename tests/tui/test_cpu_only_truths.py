@@ -155,6 +155,46 @@ def test_steps_view_shows_the_host_work_of_a_gloo_run(gloo_trace: Path, tmp_path
         assert row["busy_ns"] >= max(want["ops"], want["comm"]) > 0  # was 0 ns
         assert row["idle_ns"] == row["dur_ns"] - row["busy_ns"]  # was the whole step
         assert row["computation_ns"] <= row["busy_ns"] - row["communication_ns"] + row["data_loading_ns"]
+        # the parts are a partition of the step: the bar is as long as the step, the columns add up
+        parts = ("computation_ns", "communication_ns", "data_loading_ns", "idle_ns")
+        assert sum(row[c] for c in parts) == row["dur_ns"]
+
+
+def test_host_parts_partition_a_step_where_communication_and_data_loading_overlap() -> None:
+    """Hand-checked: a 100 ns step; gloo all_reduce [10, 40), a DataLoader fetch [30, 60) on
+    another thread, aten::mm [55, 80). Communication 30; data loading outside it [40, 60) = 20;
+    compute the rest of busy [10, 80) = 70 - 50 = 20; stalls [0, 10) + [80, 100) = 30: 100 in all
+    (data loading counted as 30 made the parts 110 ns of a 100 ns step)."""
+    import polars as pl
+
+    from profui.analysis.steps import host_breakdown
+
+    names = ["gloo:all_reduce", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "aten::mm"]
+    ev = pl.DataFrame(
+        {
+            "node": ["n0"] * 3,
+            "rank": [0] * 3,
+            "device": [-1] * 3,
+            "thread": [1, 2, 1],
+            "kind": ["cpu_op"] * 3,
+            "name": names,
+            "ts": [10, 30, 55],
+            "dur": [30, 30, 25],
+            "args": [None] * 3,
+        },
+        schema_overrides={"args": pl.Utf8},
+    )
+    windows = pl.DataFrame(
+        {"node": ["n0"], "rank": [0], "step": [0], "cpu_start_ns": [0], "cpu_end_ns": [100], "dur_ns": [100]}
+    )
+    (row,) = host_breakdown(ev, windows).collect().to_dicts()
+    assert (row["communication_ns"], row["data_loading_ns"], row["computation_ns"], row["idle_ns"]) == (
+        30,
+        20,
+        20,
+        30,
+    )
+    assert row["busy_ns"] == 70 and row["dur_ns"] == 100
 
 
 def test_gloo_dashboard_shows_each_steps_host_work(gloo_trace: Path, tmp_path: Path) -> None:

@@ -16,7 +16,11 @@ import msgspec
 
 from profui.capture.format.errors import printable
 
-from .diff import VERSION
+from .diff import PROFILE_VERSION
+
+#: The profile versions read: 1 (step times device windows where it has no runtime calls, see
+#: :func:`~profui.analysis.diff.device_window_steps`) and this one.
+VERSIONS = (1, PROFILE_VERSION)
 
 _INT64 = 2**63
 Int64 = Annotated[int, msgspec.Meta(ge=-_INT64, le=_INT64 - 1)]
@@ -62,7 +66,7 @@ class Row(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 class Profile(msgspec.Struct, forbid_unknown_fields=True):
     """What :func:`~profui.analysis.diff.profile` returns, typed."""
 
-    version: Literal[VERSION]  # type: ignore[valid-type]
+    version: Literal[VERSIONS]  # type: ignore[valid-type]
     trace: TraceInfo
     has_steps: bool
     steps: list[Step]

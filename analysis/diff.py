@@ -58,7 +58,12 @@ STAGES = (
     "flops",
     "allocations",
 )
+#: The version of the diff's JSON (``profui diff --json``).
 VERSION = 1
+#: The version of a profile, as a saved baseline holds it: 2 since a step's time is its period.
+#: A version-1 baseline without runtime calls was saved before that (both came in one change):
+#: its step times are device windows, which :func:`diff` does not compare with periods.
+PROFILE_VERSION = 2
 
 _NOISE = (
     (re.compile(r", (?:seq|op_id|sequence|id) = \d+"), ""),  # NVTX: "aten::mm, seq = 12, op_id = 345"
@@ -135,7 +140,7 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         numbers[f"peak_mem_{where}"] = r.get("peak_allocated_bytes")
         numbers[f"peak_reserved_{where}"] = r.get("peak_reserved_bytes")
     return {
-        "version": VERSION,
+        "version": PROFILE_VERSION,
         "trace": trace,
         "has_steps": bool(steps_info.get("has_markers")),
         # without step markers the one "step" is the whole traced span: no step time to compare
@@ -165,6 +170,12 @@ def step_periods(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             period = nxt["cpu_start_ns"] - w["cpu_start_ns"] if follows else w["cpu_dur_ns"]
             job[w["step"]] = max(job.get(w["step"], 0), int(period))
     return [{"step": step, "dur_ns": dur} for step, dur in sorted(job.items())]
+
+
+def device_window_steps(prof: dict[str, Any]) -> bool:
+    """Whether ``prof``'s step times are device windows, not periods: a version-1 baseline saved
+    before runtime calls were kept, which came in with step periods."""
+    return prof.get("version") == 1 and prof.get("runtime") is None
 
 
 def _dominant_precision(shares: list[dict[str, Any]]) -> str | None:
@@ -347,7 +358,9 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
     and ``docs`` in :data:`JSON_DOC` for its keys)."""
     metrics: dict[str, dict[str, Any]] = {}
     bs, ns = [s["dur_ns"] for s in base["steps"]], [s["dur_ns"] for s in new["steps"]]
-    if bs and ns:
+    windows = [side for side, prof in (("base", base), ("new", new)) if device_window_steps(prof)]
+    steps_compared = not windows
+    if bs and ns and steps_compared:
         for name, q in (("step_p50", 0.5), ("step_p90", 0.9)):
             metrics[name] = _metric(name, _quantile(bs, q), _quantile(ns, q))
         metrics["step_mean"] = _metric("step_mean", float(np.mean(bs)), float(np.mean(ns)))
@@ -358,6 +371,12 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
     stepless = [side for side, prof in (("base", base), ("new", new)) if not prof["steps"]]
     which = "either trace" if len(stepless) == 2 else f"the {stepless[0]} trace" if stepless else ""
     notes = [f"no step markers in {which}: step time is not compared"] if stepless else []
+    if windows and bs and ns:
+        notes.append(
+            f"step time not compared: the {' and '.join(windows)} baseline was saved before step "
+            "periods were kept (version 1): its step times are device windows; save it again with "
+            "--save-baseline"
+        )
     unkept = [side for side, prof in (("base", base), ("new", new)) if prof.get("runtime") is None]
     if unkept:
         notes.append(
@@ -398,7 +417,7 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "ops": _table_diff(base["ops"], new["ops"], top),
         "runtime": _table_diff(base["runtime"], new["runtime"], top) if not unkept else [],
         "annotations": _table_diff(base["annotations"], new["annotations"], top),
-        "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] else [],
+        "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] and steps_compared else [],
     }
 
 
@@ -556,7 +575,8 @@ JSON_DOC = {
     "setup": "what the runs ran on, where it differs, told before the numbers: [{what (devices|precision|"
     "world_size|cuda_graphs), label, base, new}]",
     "notes": "what the reader should know (a side without step markers: step time not compared; MFU "
-    "against different definitions or peaks; a baseline saved before runtime calls were kept)",
+    "against different definitions or peaks; a baseline saved before runtime calls were kept; one "
+    "saved before step periods, whose device-window step times are not compared)",
     "step_time_significant": "true when the median step time (step period, slowest rank) moved beyond "
     "run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",

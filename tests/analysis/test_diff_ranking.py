@@ -196,3 +196,50 @@ def test_a_baseline_without_runtime_calls_does_not_make_them_all_new(tmp_path: P
     res = json.loads(p.stdout)
     assert res["runtime"] == [] and res["setup"] == []
     assert any("runtime calls not compared" in n for n in res["notes"])
+
+
+def test_a_baseline_of_device_window_steps_is_not_compared_with_periods(tmp_path: Path) -> None:
+    """A baseline saved before step periods (version 1, no runtime calls; its steps the device
+    windows of ``steps/job.parquet``, as that code wrote them) against the sample's periods: a
+    note says so, and no step-time number, interval, verdict or per-step change is made of it."""
+    from profui.analysis import open_trace
+    from profui.analysis.pipeline.answers import answers
+
+    from realdata import SAMPLES
+
+    env = {**os.environ, "PROFUI_CACHE": str(tmp_path / "cache")}
+    trace = tmp_path / "s"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    saved = subprocess.run(
+        [PROFUI, "diff", "--save-baseline", "old", str(trace)], capture_output=True, text=True, env=env
+    )
+    assert saved.returncode == 0, saved.stderr
+    file = tmp_path / "cache" / "baselines" / "old.json"
+    doc = json.loads(file.read_text())
+    assert doc["version"] == 2
+    opened = open_trace(trace)
+    job = answers(trace, ("steps",), trace=lambda: opened).outputs["steps"]["job.parquet"]
+    windows = [{"step": r["step"], "dur_ns": r["dur_ns"]} for r in job.iter_rows(named=True)]
+    assert len(windows) == 10 and windows != doc["steps"]  # device windows, not periods
+    del doc["runtime"]
+    file.write_text(json.dumps({**doc, "version": 1, "steps": windows}))
+    runs = [
+        subprocess.run(
+            [PROFUI, "diff", "baseline:old", str(trace), *extra], capture_output=True, text=True, env=env
+        )
+        for extra in (["--json"], [])
+    ]
+    for p in runs:
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    res, text = json.loads(runs[0].stdout), runs[1].stdout
+    note = "step time not compared: the base baseline was saved before step periods were kept"
+    assert any(n.startswith(note) and "device windows" in n for n in res["notes"]), res["notes"]
+    assert not any(k.startswith("step_") for k in res["metrics"]) and res["steps"] == []
+    assert res["step_time_significant"] is False
+    assert not any(n.startswith("step_") for n in res["headline"])
+    assert f"note: {note}" in text
+    assert "95% interval" not in text and "Steps by change" not in text
+    # the same baseline as the new side says so of the new one
+    p = subprocess.run([PROFUI, "diff", str(trace), "old", "--json"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert any("the new baseline was saved before step periods" in n for n in json.loads(p.stdout)["notes"])

@@ -69,7 +69,7 @@ def _one_line_refusal(proc: subprocess.CompletedProcess, file: Path) -> str:
 def test_the_saved_baseline_reads_back_as_its_trace(saved) -> None:
     env, trace, file = saved
     doc = json.loads(file.read_bytes())
-    assert doc["version"] == 1 and len(doc["steps"]) == 10  # the sample's 10 steps
+    assert doc["version"] == 2 and len(doc["steps"]) == 10  # the sample's 10 steps
     proc = _profui("diff", "good", trace, "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -120,7 +120,7 @@ DAMAGES = {
         lambda doc: (next(iter(doc["kernels"].values())).update(count=-1), json.dumps(doc))[1],
         "kernels",
     ),
-    "another-version": (_set("version", lambda v: 2), "version"),
+    "another-version": (_set("version", lambda v: 3), "version"),
     "unknown-key-with-newline": (lambda doc: json.dumps({**doc, "odd\nkey": 1}), "odd\\nkey"),
     "truncated": (lambda doc: json.dumps(doc)[:-40], "JSON"),
 }

@@ -49,7 +49,7 @@ def load_profile(spec: str) -> dict[str, Any]:
 
 
 def _read_baseline(spec: str, saved: Path) -> dict[str, Any]:
-    from profui.analysis.baseline import VERSION, BaselineError, decode
+    from profui.analysis.baseline import VERSIONS, BaselineError, decode
     from profui.capture.format.regular import not_regular
 
     problem = not_regular(saved)
@@ -69,7 +69,8 @@ def _read_baseline(spec: str, saved: Path) -> dict[str, Any]:
         return decode(data)
     except BaselineError as exc:
         raise UserError(
-            f"{saved}: not a profui baseline of version {VERSION}: {exc}; save it again with --save-baseline"
+            f"{saved}: not a profui baseline of version {' or '.join(map(str, VERSIONS))}: {exc}; "
+            "save it again with --save-baseline"
         ) from None
 
 

@@ -47,7 +47,10 @@ def test_sigint_after_the_job_ended_is_not_a_stop(tmp_path: Path) -> None:
         text=True,
     )
     wait_for_file(pidfile)
-    time.sleep(0.05)  # the pid is written before the file's text: read it whole
+    # the file is made before its text is written: read until the pid is there (bounded)
+    deadline = time.monotonic() + 30
+    while not pidfile.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.01)
     jobproc = psutil.Process(int(pidfile.read_text()))
     os.kill(p.pid, signal.SIGSTOP)
     try:

@@ -120,14 +120,15 @@ def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
         if done is not None:
             kind = "kineto" if path.name.endswith(_session.KINETO_SUFFIX) else "recorder"
             return {**done, "kind": kind}
-        return _convert(path, trace_dir, node, rank)
+        sha = _once.content_hash(path)
+        return {**_convert(path, trace_dir, node, rank, sha), "sha256": sha}
 
 
-def _convert(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any]:
+def _convert(path: Path, trace_dir: Path, node: str, rank: int, sha: str) -> dict[str, Any]:
     if path.name.endswith(_session.KINETO_SUFFIX):
         from ..kineto import convert_kineto_file
 
-        result = convert_kineto_file(path, trace_dir, node=node, rank=rank)
+        result = convert_kineto_file(path, trace_dir, node=node, rank=rank, note={"sha256": sha})
         events = getattr(result, "num_events", None)
         if events is None:
             events = getattr(result, "events", None)
@@ -140,10 +141,10 @@ def _convert(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any
             "counts": dict(counts) if isinstance(counts, dict) else {},
             "gpus": list(gpus) if isinstance(gpus, list) else [],
         }
-    return _convert_recorded(path, trace_dir, node, rank)
+    return _convert_recorded(path, trace_dir, node, rank, sha)
 
 
-def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any]:
+def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int, sha: str) -> dict[str, Any]:
     from ..format import to_table, write_events
 
     data = json.loads(path.read_bytes())
@@ -165,7 +166,9 @@ def _convert_recorded(path: Path, trace_dir: Path, node: str, rank: int) -> dict
         int(data.get("rank", rank)),
         to_table("events", cols),
         # the file it came from, as every converter names it (:func:`.once.published`)
-        extra_metadata={"profui.source": json.dumps({"file": str(path), "format": "profcap-recorder"})},
+        extra_metadata={
+            "profui.source": json.dumps({"file": str(path), "format": "profcap-recorder", "sha256": sha})
+        },
     )
     return {"rank": rank, "events": len(events), "kind": "recorder"}
 
@@ -224,9 +227,11 @@ def finish_file(
             if result.get("gpus"):
                 info["gpus"] = result["gpus"]
         # recorded before the hand-over goes: a converter killed in between leaves a hand-over
-        # that is published and recorded, which the next one only removes
-        if path.name not in _recorded(path.parent):
-            _record_done(path.parent, {**info, "spool": path.name})
+        # that is published and recorded, which the next one only removes. Known by name and
+        # content: a later script reusing a pid hands over another window under the same name
+        sha = result.get("sha256") if result else None
+        if (path.name, sha) not in _recorded(path.parent):
+            _record_done(path.parent, {**info, "spool": path.name, "sha256": sha})
     for p in (path, meta_path):
         try:
             p.unlink()
@@ -245,9 +250,9 @@ def _record_done(spool: Path, info: dict[str, Any]) -> None:
         pass
 
 
-def _recorded(spool: Path) -> set[str]:
-    """The hand-overs whose windows :func:`_record_done` has recorded."""
-    return {w.get("spool") for w in _done_lines(spool)} - {None}
+def _recorded(spool: Path) -> set[tuple[str, str | None]]:
+    """The hand-overs (name, content hash) whose windows :func:`_record_done` has recorded."""
+    return {(w["spool"], w.get("sha256")) for w in _done_lines(spool) if w.get("spool") is not None}
 
 
 def _done_lines(spool: Path) -> list[dict[str, Any]]:
@@ -281,9 +286,9 @@ def done_windows(spool: Path) -> list[dict[str, Any]]:
     each once."""
     out, seen = [], set()
     for info in _done_lines(spool):
-        name = info.pop("spool", None)
-        if name is None or name not in seen:
-            seen.add(name)
+        key = (info.pop("spool", None), info.pop("sha256", None))
+        if key[0] is None or key not in seen:
+            seen.add(key)
             out.append(info)
     return out
 

@@ -6,6 +6,10 @@ lock a file already unlinked while a third process creates a new one and locks t
 would hold "the" lock. On a file system without locks (``ENOLCK``, as some NFS mounts answer) the
 lock is taken as held but not in force (:attr:`FileLock.enforced` is False): the work goes on
 unlocked, and the holder leaves alone what only a true holder may remove.
+
+A lock may also be taken on a file that must exist already (``create=False``: a spool
+hand-over, which is the lock of its own conversion), and waited for up to a deadline
+(:meth:`FileLock.acquire_within`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,10 +26,13 @@ _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP)
 
 
 class FileLock:
-    """Exclusive lock on the file ``path`` (made, with its folders, when missing)."""
+    """Exclusive lock on the file ``path`` (made, with its folders, when missing; with
+    ``create=False`` the file must exist, and taking the lock raises ``FileNotFoundError`` when
+    it does not)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
+        self.create = create
         self._fd: int | None = None
         self.enforced = False
 
@@ -45,12 +53,24 @@ class FileLock:
             on_busy()
         self._take(blocking=True)
 
+    def acquire_within(self, seconds: float, poll: float = 0.05) -> bool:
+        """Take the lock, waiting up to ``seconds`` for its holder; return whether it is held."""
+        deadline = time.monotonic() + seconds
+        while not self._take(blocking=False):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll)
+        return True
+
     def _take(self, blocking: bool) -> bool:
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # 0o666 less the umask: a shared cache's lock must be takeable by its other users
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        if self.create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # 0o666 less the umask: a shared cache's lock must be takeable by its other users
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        else:  # FileNotFoundError when it is gone
+            fd = os.open(self.path, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.enforced = True

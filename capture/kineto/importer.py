@@ -147,12 +147,14 @@ def convert_kineto_file(
     rank: int | None = None,
     seq: int | None = None,
     progress: Progress | None = None,
+    note: dict[str, Any] | None = None,
 ) -> ConvertResult:
     """Convert one Kineto JSON file into one events file of the existing trace ``trace_dir``.
 
     Writes ``node=<node>/rank=<rank>/events-<seq>.parquet`` atomically (the next free ``seq``
     unless given) and nothing else: the caller owns the manifest. ``progress(done, total)`` is
-    called now and then (``total`` is the source's size in bytes). Raises
+    called now and then (``total`` is the source's size in bytes); ``note`` adds its keys to the
+    events file's ``profui.source`` note (profcap's hand-over hash). Raises
     :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
     """
     src = Path(src)
@@ -201,6 +203,7 @@ def convert_kineto_file(
         "metadata": doc.metadata,
         "base_time_ns": doc.base_time_ns,
         **conv.source,
+        **(note or {}),
     }
     exported = doc.metadata.get("profui")  # a file profui export wrote: what its source's importer said
     if isinstance(exported, dict) and isinstance(exported.get("notes"), list) and exported["notes"]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 
@@ -87,8 +88,9 @@ def test_without_torch_the_recorder_hands_events_to_the_trace(tmp_path, monkeypa
     rec.flush()
     [handed] = spool.pending(sess.spool)
     assert handed.name.startswith(f"r3-p{rec.pid}-")
+    sha = hashlib.sha256(handed.read_bytes()).hexdigest()  # the window's identity beside its name
     out = spool.convert_file(handed, tmp_path / "trace", sess.node)
-    assert out == {"rank": 3, "events": 4 * 3 + 3, "kind": "recorder"}
+    assert out == {"rank": 3, "events": 4 * 3 + 3, "kind": "recorder", "sha256": sha}
     [f] = (tmp_path / "trace" / "node=nodeX" / "rank=3").glob("events-*.parquet")
     rows = pq.read_table(f).to_pylist()
     names = [r["name"] for r in rows]

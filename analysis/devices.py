@@ -67,6 +67,17 @@ CPU_WORDS = DeviceWords(CPU, "CPU device", "cpu", "XLA op", "run", "runs", "exec
 NONE_WORDS = DeviceWords(NONE, "device", "dev", "kernel", "launch", "launches", "launched", "launch overhead")
 
 
+#: Why a surface of device work does not apply to a run without any.
+CPU_ONLY_RUN = "a CPU-only run, no device work was traced"
+
+
+def does_not_apply(see: str = "", why: str = CPU_ONLY_RUN) -> str:
+    """The one wording of a surface that does not apply to a trace: ``Does not apply: a CPU-only
+    run, no device work was traced.`` for device work on a run without any (``why``, another
+    reason), and where to look instead (``see``)."""
+    return f"Does not apply: {why}{f'; {see}' if see else ''}."
+
+
 def manifest_device_type(manifest: Any) -> str:
     """``cpu`` when every source that has device lanes says they are host threads (its importer's
     :data:`~profui.capture.format.columns.CPU_LANES_NOTE`: XLA ops of a JAX run on CPU), else

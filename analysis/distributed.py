@@ -23,7 +23,7 @@ from typing import Any
 from profui.capture.format import TraceFormatError
 
 from .cluster import TaskFailed, dask_client, run_tasks, scheduler_address
-from .jobreduce import WHOLE_TRACE_ONLY, concat_ranks, job_overview, job_tables
+from .jobreduce import concat_ranks, job_overview, job_tables, whole_trace_only
 from .ranks import RankPart, RankResult, rank_parts, rank_result
 
 #: Up to this many bytes of events files a trace is summarised whole, in this process; beyond,
@@ -130,7 +130,7 @@ def summary_of(
             text = takeaway_for(chart, read, words)
             if text:
                 takeaways[chart] = text
-    notes = [*source_notes(layout.manifest), WHOLE_TRACE_ONLY]
+    notes = [*source_notes(layout.manifest), whole_trace_only(words)]
     notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
     ms = params["bucket_ms"]
     return Summary(

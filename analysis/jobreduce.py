@@ -16,7 +16,7 @@ alone (:mod:`profui.analysis.ranks`). Two kinds of table come back:
 
 Tables that are neither (kernel statistics over every rank's launches, percentiles over all
 launches, time buckets sized from the whole trace's span) need every event in one place and are
-left out of a run over ranks; :data:`WHOLE_TRACE_ONLY` says so in the summary's notes.
+left out of a run over ranks; :func:`whole_trace_only` says so in the summary's notes.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from profui.analysis import busy as bz
 from profui.analysis import comm as cm
 from profui.analysis import idle as il
 from profui.analysis import steps as stp
+from profui.analysis.devices import CPU, GPU, NONE, DeviceWords
 from profui.analysis.engine import ENGINE
 from profui.analysis.schemas import conform
 
@@ -83,13 +84,16 @@ JOB_TABLES: dict[Key, JobTable] = {
     ("idle", "totals"): JobTable(il.totals_of_breakdown, (("idle", "breakdown"),)),
 }
 
-#: What a run over ranks leaves out, said in its notes.
-WHOLE_TRACE_ONLY = (
-    "a run over ranks computes per-rank tables and the job's steps, stragglers, GPU time and idle "
-    "totals; kernel, launch-latency, precision, memory-op and annotation statistics over all ranks "
-    "and the utilization time series need the whole trace in one process (profui summary without "
-    "--scheduler/--workers)"
-)
+
+def whole_trace_only(words: DeviceWords) -> str:
+    """What a run over ranks leaves out, said in its notes, in the words of the job's devices
+    (no "GPU" for a CPU-only run)."""
+    return (
+        f"a run over ranks computes per-rank tables and the job's steps, stragglers, {words.time} "
+        f"and idle totals; {words.work}, launch-latency, precision, memory-op and annotation "
+        "statistics over all ranks and the utilization time series need the whole trace in one "
+        "process (profui summary without --scheduler/--workers)"
+    )
 
 
 def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -129,10 +133,10 @@ def job_tables(tables: Mapping[Key, pl.DataFrame]) -> dict[Key, pl.DataFrame]:
 
 def _device_type(kinds: list[str]) -> str:
     """The job's ``device_type`` from its ranks' (:mod:`profui.analysis.devices`)."""
-    used = {k for k in kinds if k != "none"}
+    used = {k for k in kinds if k != NONE}
     if not used:
-        return "none"
-    return "cpu" if used == {"cpu"} else "gpu"
+        return NONE
+    return CPU if used == {CPU} else GPU
 
 
 def job_overview(
@@ -155,7 +159,7 @@ def job_overview(
         "gpus_listed": len(manifest.gpus),
         "devices": sum(int(p.get("devices", p["gpus"])) for p in parts),
         # the job's devices are of one kind when its ranks' are; GPUs where any rank has them
-        "device_type": _device_type([p.get("device_type", "gpu") for p in parts]),
+        "device_type": _device_type([p.get("device_type", GPU) for p in parts]),
         "events": sum(int(p["events"]) for p in parts),
         "start_ns": start,
         "end_ns": end,

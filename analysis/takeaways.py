@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from .comm import DEVICE_KERNEL, HOST_OP
-from .devices import CPU, GPU_WORDS, NONE, DeviceWords
+from .devices import CPU, GPU_WORDS, NONE, DeviceWords, does_not_apply
 from .formatting import (
     fmt_bytes,
     fmt_count,
@@ -68,19 +68,21 @@ MEMORY_TREND_MIN_STEPS = 3
 MEMORY_TREND_SHARE = 0.01
 
 _IDLE_PHRASE = {
-    "host_wait": "waiting on the host (launches arrive after the {device} ran dry)",
-    "kernel_wait": "short gaps between back-to-back {work}s (launch overhead)",
+    "host_wait": "waiting on the host ({launches} arrive after the {device} ran dry)",
+    "kernel_wait": "short gaps between back-to-back {work}s ({overhead})",
     "other": "waiting on other streams, events or collectives",
 }
 
 
 def _idle_phrase(category: str, words: DeviceWords) -> str:
-    return _IDLE_PHRASE.get(category, category).format(device=words.device, work=words.work)
+    return _IDLE_PHRASE.get(category, category).format(
+        device=words.device, work=words.work, launches=words.launches, overhead=words.overhead
+    )
 
 
 def _no_device() -> str:
     """What a takeaway about device work says of a run without any."""
-    return "No device activity: a CPU-only run (host work is in the CPU and step charts)."
+    return does_not_apply("host work is in the CPU and step charts")
 
 
 #: Name of the row the top-N kernel tables fold the remaining kernels into.

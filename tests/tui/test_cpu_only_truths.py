@@ -268,6 +268,37 @@ def test_cpu_only_dashboard_names_no_gpu_and_draws_no_device_chart(tmp_path: Pat
     assert open_trace(trace).summary().takeaways == doc["takeaways"]
 
 
+def test_cpu_only_summary_words(tmp_path: Path) -> None:
+    """The CPU MLP sample's summary: the host-work table's columns have distinct headers (the
+    step's number and its length), the Steps table says "step time" (a CPU window), no takeaway
+    speaks of launches or GPUs, and a run over ranks names no GPU in its notes."""
+    trace = copy(SAMPLES / "mlp_cpu", tmp_path)
+    text = CliRunner().invoke(cli_app, ["summary", str(trace)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0, text.output
+    host = text.stdout.split("Host work per step (no device work)")[1].split("┡")[0]
+    (header,) = [line for line in host.splitlines() if line.startswith("┃")]
+    heads = [c.strip() for c in header.split("┃")[1:-1]]
+    assert heads[:3] == ["rank", "step", "length"] and len(set(heads)) == len(heads), heads
+    steps = text.stdout.split("\nSteps")[1].split("┡")[0]
+    assert "step time" in steps and "device time" not in steps, steps
+    doc = json.loads(CliRunner().invoke(cli_app, ["summary", str(trace), "--json"]).stdout)
+    assert doc["trace"]["device_type"] == "none"
+    assert not any("GPU" in v or "launches arrive" in v for v in doc["takeaways"].values()), doc["takeaways"]
+    # one wording for "does not apply on a CPU-only run": the takeaways and the charts alike
+    from profui.analysis.devices import NONE_WORDS, does_not_apply
+    from profui.tui.views.dashboard_charts import no_device_text
+
+    said = "Does not apply: a CPU-only run, no device work was traced"
+    assert does_not_apply("host work is in the CPU and step charts") in doc["takeaways"].values()
+    assert no_device_text(NONE_WORDS, "kernels") == f"{said}."
+    device_takeaways = [v for v in doc["takeaways"].values() if "CPU-only" in v]
+    assert device_takeaways and all(v.startswith(said) for v in device_takeaways), device_takeaways
+    workers = CliRunner().invoke(cli_app, ["summary", str(trace), "--workers", "2"], env={"COLUMNS": "200"})
+    assert workers.exit_code == 0, workers.output
+    assert "a run over ranks" in workers.stdout
+    assert "GPU" not in workers.stdout, [line for line in workers.stdout.splitlines() if "GPU" in line]
+
+
 def test_a_gpu_run_blames_no_hidden_chart_on_missing_device_work(tmp_path: Path) -> None:
     """The GPU sample hides a chart for its own reason (no memory events): the status line once
     said '1 device charts not drawn: no device work traced' of a run whose devices are all busy."""

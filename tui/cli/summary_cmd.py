@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from profui.analysis.devices import fmt_devices, words_for
+from profui.analysis.devices import GPU, fmt_devices, words_for
 from profui.analysis.formatting import (
     elide,
     fmt_bytes,
@@ -377,8 +377,9 @@ def render_text(summary: Any, console: Any) -> None:
     _render_flops(tb, P, top)
 
     win = tb("steps", "windows")
-    # a step's time is its device window where device work ran; a CPU-only run's is its CPU window
-    step_time = "step time" if words.kind == "none" else "device time"
+    # a step's time is its device window where GPU work ran; a CPU-only run's, and a JAX run's on
+    # CPU (its device lanes are host threads), is its CPU window
+    step_time = "device time" if words.kind == GPU else "step time"
     P(
         _table(
             "Steps",
@@ -404,7 +405,7 @@ def render_text(summary: Any, console: Any) -> None:
                 [
                     *where(host),
                     ("step", "step", _text),
-                    ("dur_ns", "step", fmt_ns),
+                    ("dur_ns", "length", fmt_ns),
                     ("busy_ns", "busy", fmt_ns),
                     ("computation_ns", "compute", fmt_ns),
                     ("communication_ns", "communication", fmt_ns),

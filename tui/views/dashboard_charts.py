@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from profui.analysis.devices import GPU_WORDS, NONE, DeviceWords, manifest_words, words_for
+from profui.analysis.devices import GPU_WORDS, NONE, DeviceWords, does_not_apply, manifest_words, words_for
 from profui.analysis.formatting import (
     fmt_bytes,
     fmt_count,
@@ -118,7 +118,7 @@ def applies(chart: Chart, words: DeviceWords) -> bool:
 def no_device_text(words: DeviceWords, what: str) -> str:
     """The one line of a chart of device work on a run that has none or has no such work."""
     if words.kind == NONE:
-        return "does not apply: a CPU-only run (no device work was traced)"
+        return does_not_apply()
     return f"no {what} in this trace"
 
 
@@ -490,7 +490,9 @@ def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
     host = bd.filter(pl.col("work_on") == "host") if "work_on" in bd.columns else bd.head(0)
     words = takeaway("host_steps", outputs)
     if host.height == 0:
-        return ChartData(kind="text", text="does not apply: the steps' work runs on a device", takeaway=words)
+        return ChartData(
+            kind="text", text=does_not_apply(why="the steps' work runs on a device"), takeaway=words
+        )
     ranks = host.select("node", "rank").unique().sort("node", "rank").rows()
     node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
     mine = host.filter((pl.col("node") == node) & (pl.col("rank") == rank))

@@ -3,7 +3,7 @@ the host's time blocked on a full queue — the ``idle`` stage's tables."""
 
 from __future__ import annotations
 
-from profui.analysis.devices import NONE
+from profui.analysis.devices import NONE, does_not_apply
 
 from .dashboard_charts import device_words
 from .table_sections import Outputs, Section, SectionsView, output
@@ -62,7 +62,7 @@ def idle_empty(outputs: Outputs) -> str:
     """The empty state: why there is nothing to show."""
     if output(outputs, STAGE, "breakdown.parquet").is_empty():
         if device_words(outputs).kind == NONE:  # nothing ran on a device: the host's stalls instead
-            return "Does not apply: a CPU-only run; host stalls per step are in the Steps view."
+            return does_not_apply("host stalls per step are in the Steps view")
         return "No stream idle time in this trace: no device streams ran kernels."
     return ""
 

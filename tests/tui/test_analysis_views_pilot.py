@@ -129,7 +129,9 @@ def test_empty_states_on_a_cpu_training_run(imported) -> None:
         app = ProfuiApp(OpenTarget("trace", imported["mlp"]), poll_s=600)
         async with app.run_test(size=(80, 24)) as pilot:
             lines = {v: status(await show(pilot, v)) for v in KEYS}
-        assert lines["comm"].startswith("No communication in this trace: no NCCL kernels and no host")
+        assert lines["comm"].startswith(
+            "No collectives in this trace: no host collectives (gloo:*"
+        )  # no GPU: no NCCL kernels
         assert lines["launches"].startswith("No launches in this trace")
         assert lines["idle"].startswith("Does not apply: a CPU-only run")  # no device: no stream idles
         assert lines["sync"].startswith("No synchronization in this trace")

@@ -3,6 +3,11 @@ step the slowest rank and the others' wait — the ``comm`` stage's tables."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from profui.analysis.devices import GPU
+
+from . import dashboard_charts as dc
 from .table_sections import Outputs, Section, SectionsView, output
 
 STAGE = "comm"
@@ -83,14 +88,18 @@ def comm_sections(outputs: Outputs) -> list[Section]:
     ]
 
 
-def comm_empty(outputs: Outputs) -> str:
-    """The empty state: why there is nothing to show."""
-    if output(outputs, STAGE, "by_collective.parquet").is_empty():
-        return (
-            "No communication in this trace: no NCCL kernels and no host collectives "
-            "(gloo:*, nccl:*, c10d::* ranges)."
-        )
-    return ""
+#: What the comm stage looks for on the host, in every trace.
+HOST_COLLECTIVES = "host collectives (gloo:*, nccl:*, c10d::* ranges)"
+
+
+def comm_empty(outputs: Outputs, view: Any = None) -> str:
+    """The empty state: why there is nothing to show, naming what was searched — NCCL/RCCL
+    kernels only where the trace has GPUs (a CPU-only or JAX-on-CPU run has none to search)."""
+    if not output(outputs, STAGE, "by_collective.parquet").is_empty():
+        return ""
+    if dc.device_words(outputs, view).kind == GPU:
+        return f"No communication in this trace: no NCCL kernels and no {HOST_COLLECTIVES}."
+    return f"No collectives in this trace: no {HOST_COLLECTIVES}."
 
 
 class CommunicationView(SectionsView):
@@ -103,4 +112,4 @@ class CommunicationView(SectionsView):
         return comm_sections(outputs)
 
     def empty(self, outputs: Outputs) -> str:
-        return comm_empty(outputs)
+        return comm_empty(outputs, self)

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
+from profui.analysis.devices import GPU_WORDS, NONE, DeviceWords
 from profui.analysis.formatting import fmt_count, fmt_ns
 
 from ..widgets.frame_table import FrameTable
@@ -51,6 +52,7 @@ class KernelsView(TraceView):
     def __init__(self, session, id: str | None = None) -> None:
         super().__init__(session, id=id)
         self.stats = pl.DataFrame()
+        self.words: DeviceWords = GPU_WORDS
         self.filter_text = ""
 
     def compose(self) -> ComposeResult:
@@ -75,7 +77,8 @@ class KernelsView(TraceView):
                 return
             self.app.call_from_thread(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._show, dc.frame(outputs, "kernels", "stats.parquet"))
+        words = dc.device_words(outputs, self)
+        self.app.call_from_thread(self._show, dc.frame(outputs, "kernels", "stats.parquet"), words)
 
     def _status(self, line: str) -> None:
         # plain text: the line holds a typed filter and error text, which may hold "[" (markup)
@@ -83,8 +86,11 @@ class KernelsView(TraceView):
         if line.startswith("analysis failed"):
             self.ready = True
 
-    def _show(self, stats: pl.DataFrame) -> None:
+    def _show(self, stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> None:
         self.stats = stats
+        self.words = words
+        box = self.query_one("#kernels-filter", Input)
+        box.placeholder = f"{words.work} name contains… (Enter keeps, Esc clears)"
         self._fill()
         self.ready = True
 
@@ -95,12 +101,14 @@ class KernelsView(TraceView):
             shown = stats.filter(
                 pl.col("name").str.to_lowercase().str.contains(self.filter_text.lower(), literal=True)
             )
+        work = self.words.work  # "kernel", or "XLA op" on a JAX run on CPU
         if stats.height == 0:
-            self._status("No kernel statistics: no kernels in this trace")
+            why = "no device work was traced" if self.words.kind == NONE else f"no {work}s in this trace"
+            self._status(f"No {work} statistics: {why}")
         else:
             filt = f" matching “{self.filter_text}”" if self.filter_text else ""
             self._status(
-                f"{fmt_count(shown.height)} of {fmt_count(stats.height)} kernels{filt} · s sort · "
+                f"{fmt_count(shown.height)} of {fmt_count(stats.height)} {work}s{filt} · s sort · "
                 "r reverse · / filter · Enter: timeline"
             )
         self.query_one(FrameTable).set_frame(shown, COLUMNS)

@@ -526,13 +526,30 @@ def status_tag(row: dict[str, Any]) -> str:
     return {"new": " [new]", "gone": " [gone]"}.get(row["status"], "")
 
 
+def verdict_text(result: dict[str, Any]) -> str:
+    """The verdict in words true of its numbers: a ``regression`` names what regressed (the
+    first three, largest first), and says so when the median step time improved all
+    the same: ``regression in GPU busy, GPU idle (+1 more); step time improved 346 ms → 216 ms``."""
+    verdict = result["verdict"]
+    metrics = result["metrics"]
+    if verdict != "regression":
+        return verdict
+    worse = [metrics[n]["label"] for n in result["headline"] if metrics[n]["verdict"] == "regression"]
+    text = f"regression in {', '.join(worse[:3])}" + (f" (+{len(worse) - 3} more)" if len(worse) > 3 else "")
+    step = metrics.get("step_p50")
+    if step is not None and step["verdict"] == "improvement" and "step_p50" in result["headline"]:
+        base, new = value_text(step["base"], step["unit"]), value_text(step["new"], step["unit"])
+        text += f"; step time improved {base} → {new}"
+    return text
+
+
 def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
     """The first lines of a diff: the two traces and the verdict, what the runs ran on where it
     differs (unless ``setup`` is False: the app lists it in its table), how the median step
     moved against run-to-run noise, and the notes."""
     from .formatting import fmt_ns
 
-    lines = [f"{result['base']['path']} → {result['new']['path']}: {result['verdict']}"]
+    lines = [f"{result['base']['path']} → {result['new']['path']}: {verdict_text(result)}"]
     if setup:
         lines += [f"{c['label']} changed: {c['base']} → {c['new']}" for c in result.get("setup", [])]
     m = result["metrics"].get("step_p50")

@@ -11,6 +11,13 @@ often missing or broken in real traces. Per launch we get:
 - ``launch_latency``: launch call start → device start (what the timeline's link shows);
 - ``launch_bound``: the device ran it for less time than the host needed to launch it.
 
+A CUDA/HIP graph launch (``cudaGraphLaunch``, ``cuGraphLaunch``, ``hipGraphLaunch``) starts all
+of its graph's device events under one correlation id: only the **first** of them (the earliest
+start) measures that launch, so only its row has a ``launch_delay`` and ``launch_latency``; the
+later ones run in the graph's own order (a kernel late in a long graph starts 100+ ms after the
+call without any launch waiting that long), and their two columns are null, left out of the
+delay and latency statistics, histogram and outliers.
+
 HTA's ``cuda_kernel_launch_stats`` (only launches through :data:`HTA_LAUNCH_NAMES`, any event
 with an HTA stream, negative delays shown as 0) is
 :func:`profui.analysis.hta_variants.hta_kernel_launches` over the same core.
@@ -41,6 +48,9 @@ HTA_LAUNCH_NAMES: tuple[str, ...] = (
     "cudaMemsetAsync",
     "runFunction - job_prep_and_submit_for_execution",  # MTIA
 )
+
+#: Launch calls that start a whole CUDA/HIP graph (one correlation id for all its device events).
+GRAPH_LAUNCH = r"^(?:cuda|hip|cu)GraphLaunch"
 
 #: HTA's default outlier cut-offs (µs in HTA; ns here).
 RUNTIME_OUTLIER_NS = 50_000
@@ -126,11 +136,17 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
     delay = pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")
     if clamp_delay:
         delay = pl.max_horizontal(delay, pl.lit(0, dtype=pl.Int64))
+    # a graph launch's later device events run in the graph's order: no launch latency of theirs
+    first = pl.col("ts").rank("ordinal").over(["node", "rank", "correlation"]) == 1
+    measured = ~pl.col("launch_name").str.contains(GRAPH_LAUNCH) | first
     return (
         device.join(calls, on=["node", "rank", "correlation"], how="inner")
         .with_columns(
-            delay.alias("launch_delay"),
-            (pl.col("ts") - pl.col("launch_ts")).alias("launch_latency"),
+            pl.when(measured).then(delay).otherwise(None).alias("launch_delay"),
+            pl.when(measured)
+            .then(pl.col("ts") - pl.col("launch_ts"))
+            .otherwise(None)
+            .alias("launch_latency"),
             (pl.col("dur") < pl.col("launch_dur")).alias("launch_bound"),
         )
         .select(LAUNCH_COLUMNS)
@@ -239,6 +255,7 @@ def launch_histogram(
     edges = list(edges_ns) if edges_ns is not None else [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
     lows = [None, *edges]
     highs = [*edges, None]
+    launches = launches.filter(pl.col(column).is_not_null())  # a graph's later events: none
     idx = pl.lit(0, dtype=pl.Int64)
     for e in edges:
         idx = idx + (pl.col(column) >= e).cast(pl.Int64)

@@ -6,6 +6,8 @@ Nothing here knows about events: keys call :class:`TimelineState` methods, lines
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.actions import SkipAction
@@ -64,7 +66,20 @@ class TimelineCanvas(Widget, can_focus=True):
         self.state = state
         self.renderer = Renderer(state)
         self._frame_key = None
+        self._word_follow(state)
         self.refresh()
+
+    def _word_follow(self, state: TimelineState) -> None:
+        """The footer's Enter in the trace's words (``Launch↔kernel``, ``Run↔XLA op``), left
+        out when no event links a launch to device work (Enter then only folds)."""
+        w = state.words
+        desc = f"{w.launch.capitalize()}↔{w.work}"
+        for key, bindings in self._bindings.key_to_bindings.items():
+            self._bindings.key_to_bindings[key] = [
+                replace(b, description=desc, show=state.has_links) if b.action == "follow" else b
+                for b in bindings
+            ]
+        self.refresh_bindings()
 
     # -- drawing ------------------------------------------------------------------------------
     def frame(self) -> list[Strip]:
@@ -154,9 +169,8 @@ class TimelineCanvas(Widget, can_focus=True):
         self._go(lambda: self.state.goto_memory_peak())
 
     def action_zoom_selected(self) -> None:
-        st = self.state
-        if st is not None and st.selected >= 0:
-            self._go(lambda: st.show_event(st.selected, fill=True))
+        if self.state is not None:
+            self._go(self.state.zoom_to_selected)
 
     # -- mouse (a bonus: everything has a key) --------------------------------------------------
     def on_click(self, event) -> None:

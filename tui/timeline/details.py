@@ -24,10 +24,9 @@ def details_text(state: TimelineState, width: int = 200) -> Text:
         line = f"{vr.lane.label}: allocated bytes over time · peak {fmt_bytes(peak)} at {fmt_ns(t)}"
         return Text(_cut(line, width) + "\n" + _cut("Enter: go to its peak · M: the highest peak", width))
     if state.selected < 0:
-        return Text(
-            "←/→ select an event · ↑/↓ lanes · Enter follows a launch to its kernel · / search · g step",
-            style="grey50",
-        )
+        w = state.words
+        follow = f" · Enter follows a {w.launch} to its {w.work}" if state.has_links else ""
+        return Text(f"←/→ select an event · ↑/↓ lanes{follow} · / search · g step", style="grey50")
     rec = state.ix.event(state.selected)
     lines = _detail_lines(rec, state.words.Device)
     t = Text()
@@ -75,20 +74,39 @@ def _detail_lines(rec: dict, device: str = "GPU") -> list[tuple[str, str]]:
     return out
 
 
-def status_text(state: TimelineState) -> Text:
-    """One line: window width, the step in view, the last message."""
-    t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"Δ {fmt_ns(state.span)}", style="bold")
+def status_text(state: TimelineState, width: int = 200) -> Text:
+    """One line of at most ``width`` cells: window width, the step in view, the search, the
+    last message. The message, the newest, stays whole: what is older is shortened first (the
+    keys hint, the search, the step, then the window width)."""
+    head = f"Δ {fmt_ns(state.span)}"
+    step = ""
     steps = state.ix.steps()
     if steps:
         i = state.step_index_at((state.t0 + state.t1) / 2)
         if i >= 0:
-            t.append(f" · {steps[i].name} ({i + 1}/{len(steps)})")
-    if state.pattern:
+            step = f" · {steps[i].name} ({i + 1}/{len(steps)})"
+    search = ""
+    if state.pattern and state.matches.size:  # a search that found nothing is said by its message
         # a /regex/ is shown as typed; a plain search gets the / the prompt showed
         typed = state.pattern if state.pattern.startswith("/") else f"/{state.pattern}"
-        t.append(f" · {typed} {state.matches.size} match{'es' if state.matches.size != 1 else ''}")
-    if state.message:
-        t.append(f" · {state.message}", style="italic")
-    t.append("  ?: keys", style="grey50")
+        search = f" · {typed} {state.matches.size} match{'es' if state.matches.size != 1 else ''}"
+    message = f" · {state.message}" if state.message else ""
+    keys = "  ?: keys"
+    if len(head + step + search + message + keys) > width:
+        keys = ""
+    room = width - len(message)
+    if len(head + step + search) > room:
+        search = _cut(search, max(room - len(head + step), 0)) if room - len(head + step) >= 8 else ""
+    if len(head + step + search) > room:
+        step = _cut(step, max(room - len(head), 0)) if room - len(head) >= 8 else ""
+    if len(head) > room:
+        head = _cut(head, max(room, 0))
+    if not head and message:
+        message = message.removeprefix(" · ")
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(head, style="bold")
+    t.append(step + search)
+    if message:
+        t.append(message, style="italic")
+    t.append(keys, style="grey50")
     return t

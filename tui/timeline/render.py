@@ -436,9 +436,8 @@ class Renderer:
                 break
             if c >= 0:
                 text = "╵" + fmt_tick(t, step)
-                room = cw - c
-                text = text[:room]
-                chars[c : c + len(text)] = list(text)
+                if len(text) <= cw - c:  # a label cut at the edge would misread (╵0.0 for 0.02s)
+                    chars[c : c + len(text)] = list(text)
             k += 1
         label = f" Δ {fmt_ns(t1 - t0)}"[: lw - 1].ljust(lw - 1) + "│"
         return _strip(Segment(label, STYLES[LABEL_HEADER]), chars, styles, lw + cw)
@@ -447,6 +446,7 @@ class Renderer:
         chars = np.full(cw, " ", dtype="<U1")
         styles = np.zeros(cw, dtype=np.int32)
         steps = self.state.ix.steps()
+        free = 0  # the first cell a label may take: one blank after the last one drawn
         for i, s in enumerate(steps):
             a = int(math.floor((s.t0 - t0) / w))
             b = int(math.ceil((s.t1 - t0) / w))
@@ -455,8 +455,10 @@ class Renderer:
             a, b = max(a, 0), min(max(b, a + 1), cw)
             styles[a:b] = STEP_A if i % 2 == 0 else STEP_B
             text = f"#{s.number}" if s.number is not None else s.name
-            if b - a >= len(text) + 1:
+            # a label that would touch the previous one is left out (``#4#5`` reads as one)
+            if b - a >= len(text) + 1 and a + 1 >= free:
                 chars[a + 1 : a + 1 + len(text)] = list(text)
+                free = a + 2 + len(text)
         label = " steps"[: lw - 1].ljust(lw - 1) + "│"
         return _strip(Segment(label, STYLES[LABEL_DIM]), chars, styles, lw + cw)
 

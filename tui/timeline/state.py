@@ -67,6 +67,8 @@ class TimelineState:
             if ln.kind == "metrics" or deep:
                 self.collapsed.add(ln.id)
         self.hide_empty = False
+        #: whether any event links a launch to its device work (Enter follows it)
+        self.has_links = bool(index.link.size) and bool((np.asarray(index.link) >= 0).any())
         self.t0 = 0.0
         self.t1 = float(max(index.span_ns, 1))
         self.cursor = 0  # index into visible rows
@@ -239,6 +241,18 @@ class TimelineState:
             self.set_window((s + e) / 2 - span / 2, (s + e) / 2 + span / 2)
         elif not (self.t0 <= s and e <= self.t1):
             self.set_window((s + e) / 2 - self.span / 2, (s + e) / 2 + self.span / 2)
+
+    def zoom_to_selected(self) -> bool:
+        """``z``: the window is the selected event with a small margin on each side (in or
+        out, whatever that takes); with nothing selected, says so."""
+        if self.selected < 0:
+            self.message = "no event selected: ←/→ select one, then z"
+            self.version += 1
+            return False
+        s, e = float(self.ix.t[self.selected]), float(self.ix.end[self.selected])
+        pad = max(e - s, 1.0) * 0.05
+        self.set_window(s - pad, e + pad)
+        return True
 
     # -- steps -----------------------------------------------------------------------------
     def step_index_at(self, t: float) -> int:

@@ -219,6 +219,8 @@ class TimelineView(TraceView):
     def _update(self) -> None:
         if self.state is None:
             return
-        self.query_one("#tl-status", Static).update(status_text(self.state))
+        status = self.query_one("#tl-status", Static)
+        width = status.size.width - 2 if status.size.width > 2 else 200  # less its padding
+        status.update(status_text(self.state, width))
         panel = self.query_one("#tl-details", Static)
         panel.update(details_text(self.state, max(panel.size.width - 2, 20) if panel.size.width else 200))

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import events, work
+from textual._context import NoActiveAppError
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -20,7 +21,7 @@ from textual.widgets import ContentSwitcher, Static
 
 from profui.analysis.catalog import display_name
 from profui.analysis.devices import fmt_devices
-from profui.analysis.formatting import fmt_short_count, plural
+from profui.analysis.formatting import elide, fmt_short_count, plural
 from profui.capture.format import TraceFormatError
 
 from ..views.base import TraceView
@@ -82,13 +83,11 @@ class TraceScreen(Screen):
         except TraceFormatError as exc:
             return Text(str(exc), style="bold red")
         m = d.manifest
-        t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(display_name(m), style="bold")
         status_style = STATUS_STYLE.get(m.status, "")
-        t.append(" · ")
-        t.append(("● live" if m.status == "running" else m.status), style=status_style)
+        rest = Text(" · ")
+        rest.append(("● live" if m.status == "running" else m.status), style=status_style)
         if m.synthetic:
-            t.append(" · synthetic", style="italic")
+            rest.append(" · synthetic", style="italic")
         overview = self.session.overview
         # which devices ran anything (and what they are) is an answer of the analysis; until it
         # is in, say what the manifest lists, and nothing of GPUs where it lists none
@@ -96,10 +95,22 @@ class TraceScreen(Screen):
             devices = f" · {fmt_devices({**overview, 'gpus_listed': len(m.gpus)})}"
         else:
             devices = f" · {plural(len(m.gpus), 'GPU')} listed" if m.gpus else ""
-        t.append(
+        rest.append(
             f" · {plural(len(d.nodes), 'node')} · {plural(len(d.ranks), 'rank')}"
             f"{devices} · {fmt_short_count(d.num_events)} events"
         )
+        # the counts stay whole: where the line is too narrow, the trace's name gives way first,
+        # cut in the middle (its head and tail tell traces apart), down to a few characters
+        try:
+            width = self.app.size.width - 2  # the line's padding
+        except NoActiveAppError:
+            width = 0
+        name = display_name(m)
+        if width > 0:
+            name = elide(name, max(width - rest.cell_len, 8), bare=False)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(name, style="bold")
+        t.append_text(rest)
         return t
 
     def refresh_title(self) -> None:
@@ -124,6 +135,7 @@ class TraceScreen(Screen):
 
     def on_resize(self) -> None:
         self.query_one("#view-tabs", Static).update(self._tabs_text())
+        self.refresh_title()
 
     def on_mount(self) -> None:
         self.show_view(self.current)

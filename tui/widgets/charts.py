@@ -60,12 +60,36 @@ class ChartData:
     label_width: int = 18
 
 
+def tick_count(rows: int) -> int:
+    """How many y labels a canvas of ``rows`` rows gets: plotext puts a value on row
+    ``floor(0.5 + (rows - 1) * fraction)``, so labels evenly spaced over the y range sit on rows
+    of their own, each on the row its value is drawn on, only where ``rows - 1`` is a multiple of
+    the gaps between them (7 labels on 6 rows overwrote the middle one, and the labels above it
+    named rows a step too high). The most labels up to 8 that fit so; else one a row."""
+    for n in range(min(rows, 8), 2, -1):
+        if (rows - 1) % (n - 1) == 0:
+            return n
+    return max(rows, 2)
+
+
 class LinePlot(PlotextPlot):
     """A plotext line chart of :class:`Series`."""
 
+    # 7 canvas rows (with the frame, the x ticks and the axis labels): 0 to 100 % reads
+    # 0, 16.7, 33.3, 50, 66.7, 83.3, 100, one a row, so 50 % has a row of its own
     DEFAULT_CSS = """
-    LinePlot { height: 10; width: 1fr; }
+    LinePlot { height: 11; width: 1fr; }
     """
+
+    _labelled = False  # whether the chart names its axes (set by show)
+
+    def render(self):
+        # the canvas is the widget less the two frame lines, the x tick labels and (with axis
+        # labels) the line that names them, as plotext's build counts them
+        rows = self.size.height - 3 - (1 if self._labelled else 0)
+        if rows >= 2:
+            self.plt.yfrequency(tick_count(rows))
+        return super().render()
 
     def show(self, data: ChartData) -> None:
         """Draw ``data.series``."""
@@ -88,6 +112,7 @@ class LinePlot(PlotextPlot):
             plt.ylim(0, data.y_max)
         plt.xlabel(data.x_label)
         plt.ylabel(data.y_label)
+        self._labelled = bool(data.x_label.strip() or data.y_label.strip())
         self.refresh()
 
 

@@ -464,7 +464,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("peak_source", STR, "text", "the datasheet, or --peak-tflops"),
             _c("mfu", F64, "fraction", "achieved (or model) TFLOP/s / peak; null without a peak or above 1"),
             _c("mfu_impossible", F64, "fraction", "an MFU above 1 (impossible), else null"),
-            _c("mfu_problem", STR, "text", "why such an MFU is impossible and its likely cause; '' when none"),
+            _c(
+                "mfu_problem", STR, "text", "why such an MFU is impossible and its likely cause; '' when none"
+            ),
             _c("note", STR, "text", "what is missing: no shapes, ops without FLOPs, no peak"),
         ),
         "FLOPs, achieved throughput and MFU of the trace, and what they rest on",

@@ -154,8 +154,8 @@ _LAUNCH_LINKS = (
     _c("launch_tid", I64, "id"),
     _c("launch_ts", I64, "epoch_ns"),
     _c("launch_dur", I64, "ns"),
-    _c("launch_delay", I64, "ns", "launch call start -> device start"),
-    _c("launch_latency", I64, "ns", "launch call end -> device start"),
+    _c("launch_delay", I64, "ns", "launch call end -> device start (HTA's; null: a graph's later events)"),
+    _c("launch_latency", I64, "ns", "launch call start -> device start (null: a graph's later events)"),
     _c("launch_bound", BOOL, "flag", "device work shorter than its launch call"),
 )
 

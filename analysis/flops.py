@@ -53,6 +53,8 @@ from typing import Any
 
 import polars as pl
 
+from profui.capture.format.manifest import gpu_key
+
 from .engine import ENGINE
 from .intervals import Frame, _lazy
 from .peaks import Peak, peak_for
@@ -587,12 +589,6 @@ def _flag_impossible(
         pl.lit(problem).alias("mfu_problem"),
     )
     return totals, steps
-
-
-def gpu_key(gpu: dict[str, Any]) -> tuple[Any, Any]:
-    """``(node, device number)`` of a manifest GPU: Kineto's deviceProperties number it ``id``,
-    NVML (profcap, the synthetic sample) ``index``."""
-    return gpu.get("node"), gpu.get("id", gpu.get("index"))
 
 
 def _peak(

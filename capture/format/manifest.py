@@ -27,6 +27,18 @@ from .regular import not_regular
 STATUSES = ("running", "completed", "failed", "stopped", "imported")
 
 
+def gpu_index(gpu: dict[str, Any]) -> Any:
+    """The device number of a manifest GPU (``gpus`` entry): NVML (profcap, the synthetic
+    sample) writes it as ``index``, Kineto's ``deviceProperties`` (and imports) as ``id``;
+    None when neither is there. The one rule for reading it."""
+    return gpu.get("index", gpu.get("id"))
+
+
+def gpu_key(gpu: dict[str, Any]) -> tuple[Any, Any]:
+    """``(node, device number)`` of a manifest GPU (:func:`gpu_index`)."""
+    return gpu.get("node"), gpu_index(gpu)
+
+
 @dataclass
 class Manifest:
     """Contents of ``manifest.json``.

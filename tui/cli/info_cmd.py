@@ -11,6 +11,7 @@ import typer
 
 from profui.analysis.formatting import elide_all
 from profui.capture.format import TraceFormatError
+from profui.capture.format.manifest import gpu_index
 
 
 def _when(ns: int | None) -> str:
@@ -29,6 +30,12 @@ def _duration(ns: int | None) -> str:
     if ns >= 1_000_000:
         return f"{ns / 1e6:.3f} ms"
     return f"{ns / 1e3:.3f} µs"
+
+
+def _gpu_number(gpu: dict[str, Any]) -> str:
+    """A manifest GPU's device number by the one rule (:func:`gpu_index`), ``?`` when unrecorded."""
+    n = gpu_index(gpu)
+    return "?" if n is None else str(n)
 
 
 def format_info(info: dict[str, Any]) -> str:
@@ -53,7 +60,10 @@ def format_info(info: dict[str, Any]) -> str:
     if gpus:
         lines.append(
             "gpus      "
-            + "; ".join(f"{g.get('id', '?')}: {g.get('name') or '?'} ({g.get('node', '')})" for g in gpus)
+            + "; ".join(
+                f"{_gpu_number(g)}: {g.get('name') or 'name not recorded'} ({g.get('node', '')})"
+                for g in gpus
+            )
         )
     lines.append(f"events    {info['num_events']:,} in {info['num_event_files']} file(s)")
     lines += [f"note      {n}" for n in m["source_notes"]]  # what the import left out, ...

@@ -119,8 +119,28 @@ def fmt_gpus(active: int, listed: int) -> str:
 
 
 def fmt_gbps(v: float | None) -> str:
-    """A bandwidth in GB/s (``12.3 GB/s``)."""
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.3g} GB/s"
+    """A bandwidth given in GB/s, the one way every surface writes one: three significant digits
+    with thousands separators (``1,679 GB/s``, ``32 GB/s``, ``12.3 GB/s``), and below 1 GB/s in
+    MB/s, kB/s or B/s (``1.55 MB/s``, ``343 kB/s``), decimal units like :func:`fmt_bytes`."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    x = float(v)
+    for scale, unit in ((1.0, "GB/s"), (1e-3, "MB/s"), (1e-6, "kB/s"), (1e-9, "B/s")):
+        if abs(x) >= scale or unit == "B/s" or x == 0:
+            y = x / scale
+            return f"{y:,.0f} {unit}" if abs(y) >= 100 or y == 0 else f"{y:.3g} {unit}"
+    return f"{x:.3g} GB/s"  # pragma: no cover
+
+
+def fmt_level(v: float | int | None) -> str:
+    """A mean or median of a small count (items in a queue): two decimals at most, trailing zeros
+    dropped (``2.21``, ``0.12``, ``0.5``, ``3``), ``<0.01`` for a level too small to show."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    x = float(v)
+    if 0 < abs(x) < 0.005:
+        return "<0.01"
+    return f"{x:,.2f}".rstrip("0").rstrip(".")
 
 
 _SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))

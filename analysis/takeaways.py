@@ -24,6 +24,7 @@ from .formatting import (
     fmt_bytes,
     fmt_count,
     fmt_flops,
+    fmt_gbps,
     fmt_memory_device,
     fmt_ns,
     fmt_pct,
@@ -329,7 +330,7 @@ def memory_takeaway(ops: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     text = f"{plural(n, 'memory op')}, {fmt_ns(t)}; {top['direction']} has {fmt_pct(share, 0)} of it"
     bw = top["achieved_gbps"]
     if bw is not None and not math.isnan(bw):
-        text += f" at {bw:.3g} GB/s"
+        text += f" at {fmt_gbps(bw)}"
     return text + "."
 
 
@@ -422,7 +423,7 @@ def launch_takeaway(stats: pl.DataFrame) -> str:
     w = stats["launches"].cast(pl.Float64)
     delay = float((stats["delay_p50_ns"] * w).sum() / w.sum())
     median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
-    text = f"{plural(n, 'launch')}, {median} launch→start delay {fmt_ns(delay)}"
+    text = f"{plural(n, 'launch')} (kernel, memcpy and memset), {median} launch→start delay {fmt_ns(delay)}"
     if bound / n >= DOMINANT_SHARE:
         text += f"; {fmt_pct(bound / n, 0)} launch-bound (GPU work shorter than the launch call)"
     else:
@@ -504,7 +505,7 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
         if col == "computation_ns" or host[col].sum()
     ]
     dur = host["dur_ns"].sum()
-    stalls = f" (stalls {fmt_pct(host['idle_ns'].sum() / dur, 0)} of step time)" if dur else ""
+    stalls = f" (stalls {fmt_pct(host['idle_ns'].sum() / dur, 0)} of all steps' time)" if dur else ""
     ranks = host.select("node", "rank").n_unique()
     steps = plural(host["step"].n_unique(), "step") + (f" on {ranks} ranks" if ranks > 1 else "")
     return f"Host, median of {steps}: " + ", ".join(parts) + stalls + "."

@@ -52,15 +52,15 @@ def test_running_trace_reloads_when_a_rank_lands(tmp_path: Path) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             view = app.screen.query_one(DashboardView)
             await until(pilot, lambda: view.complete, "first dashboard")
-            assert f"{fmt_count(one_rank['count'].sum())} launches" in kernel_total_text(view)
+            assert f"{fmt_count(one_rank['count'].sum())} kernel launches" in kernel_total_text(view)
             assert "● live" in str(app.screen.query_one("#trace-title").render())
             generation = view.session.generation
             await asyncio.to_thread(convert_kineto_file, shared_trace(RANK1), trace)
             await until(pilot, lambda: view.session.generation > generation and view.complete, "live reload")
             both = open_trace(trace).kernels()
             assert both["count"].sum() > one_rank["count"].sum()
-            assert f"{fmt_count(both['count'].sum())} launches" in kernel_total_text(view)
-            assert f"{fmt_ns(both['total_ns'].sum())} in all kernels" in kernel_total_text(view)
+            assert f"{fmt_count(both['count'].sum())} kernel launches" in kernel_total_text(view)
+            assert f"{fmt_ns(both['total_ns'].sum())} summed kernel durations" in kernel_total_text(view)
             # the live trace was analysed in memory: nothing recorded in its folder
             assert not (trace / ".profui" / "runs").exists()
 

@@ -70,7 +70,7 @@ def test_kernel_charts_show_analysis_numbers(trace: Path) -> None:
             for line, row in zip(lines, by_count.head(15).iter_rows(named=True), strict=True):
                 assert line.rstrip().endswith(f"{fmt_count(row['count'])}×")
             total = view.panel("kernel_total").query_one(".chart-text").render()
-            assert f"{fmt_ns(stats['total_ns'].sum())} in all kernels" in str(total)
+            assert f"{fmt_ns(stats['total_ns'].sum())} summed kernel durations" in str(total)
             assert f"{fmt_count(stats.height)} distinct kernels" in str(total)
 
     run(go())

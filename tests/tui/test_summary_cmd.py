@@ -65,7 +65,7 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
     # GPU busy % over the active span, as the analysis computes it
     assert f"{100 * busy['busy_share']:.1f}%" in out
     n_kernels = ev.filter(pl.col("kind") == "kernel").select(pl.len()).collect().item()
-    assert f"{n_kernels:,} launches of" in out
+    assert f"{n_kernels:,} kernel launches of" in out
     n_launches = kernel_launches(ev).select(pl.len()).collect().item()
     assert f"{n_launches:,}" in out
     for title in (

@@ -28,7 +28,7 @@ NODES = [f"hta-trace_filter-sampled_rank-{r}" for r in (0, 1)]
 #: a decimal point) and then, whole, one unit of those profui prints.
 NUMBER = re.compile(
     r"[<>]?-?[\d,]+(\.\d+)?(e[+-]?\d+)?"
-    r"( ?(ns|µs|ms|s|%|B|kB|MB|GB|TB|GB/s|[kMGTPE]?FLOP(/s)?))?"
+    r"( ?(ns|µs|ms|s|%|B|kB|MB|GB|TB|(?:B|kB|MB|GB)/s|[kMGTPE]?FLOP(/s)?))?"
     r"|\d+m\d\ds|\d+h\d\dm"
 )
 

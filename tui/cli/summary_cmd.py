@@ -26,6 +26,7 @@ from profui.analysis.formatting import (
     fmt_count,
     fmt_flops,
     fmt_gbps,
+    fmt_level,
     fmt_ns,
     fmt_pct,
     fmt_tflops,
@@ -203,7 +204,7 @@ def render_text(summary: Any, console: Any) -> None:
     per = tb("utilization", "gpu_over_time")
     P(
         _table(
-            f"{words.Device} utilization over time",
+            f"{words.Device} utilization over time (from the trace)",
             per,
             [
                 *where(per),
@@ -235,7 +236,7 @@ def render_text(summary: Any, console: Any) -> None:
         n, t = int(stats["count"].sum()), stats["total_ns"].sum()
         P(
             f"[bold]{words.Work}s[/bold]: "
-            f"{fmt_count(n)} {words.launches} of {plural(stats.height, words.work)}, {fmt_ns(t)} {words.time}"
+            f"{fmt_count(n)} {words.work} {words.launches} of {plural(stats.height, words.work)}, {fmt_ns(t)} {words.time}"
         )
     kcols: list[Col] = [
         ("name", "kernel", _name()),
@@ -507,7 +508,7 @@ def render_text(summary: Any, console: Any) -> None:
     dev = tb("sync", "device")
     P(
         _table(
-            "Device sync events",
+            "Device-side sync events (recorded on the device; host sync calls are above)",
             dev,
             [
                 *where(dev),
@@ -545,10 +546,10 @@ def render_text(summary: Any, console: Any) -> None:
             [
                 *where(q),
                 ("count", "changes", _num),
-                ("mean", "mean", _num),
-                ("time_mean", "time-weighted mean", _num),
-                ("p50", "p50", _num),
-                ("max", "max", _num),
+                ("mean", "mean in queue", fmt_level),
+                ("time_mean", "time-weighted mean", fmt_level),
+                ("p50", "p50", fmt_level),
+                ("max", "max", fmt_level),
             ],
         )
     )

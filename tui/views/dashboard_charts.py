@@ -19,6 +19,7 @@ from profui.analysis.formatting import (
     fmt_bytes,
     fmt_count,
     fmt_flops,
+    fmt_gbps,
     fmt_memory_device,
     fmt_ns,
     fmt_pct,
@@ -325,9 +326,17 @@ def build_kernel_total(outputs: Outputs, view: Any) -> ChartData:
         )
     total = stats["total_ns"].sum() if stats.height else 0
     text = Text()
-    text.append(fmt_ns(total), style="bold")
+    if types.height:
+        # The bars are time by kind with overlaps counted once (memory copies included): the
+        # header leads with what they add up to, so a reader can add them up to it.
+        text.append(fmt_ns(types["time_ns"].sum()), style="bold")
+        text.append(" in the bars below · ")
+        text.append(f"{fmt_ns(total)} summed {words.work} durations · ")
+    else:
+        text.append(fmt_ns(total), style="bold")
+        text.append(f" summed {words.work} durations · ")
     text.append(
-        f" in all {words.work}s · {fmt_count(stats['count'].sum() if stats.height else 0)} {words.launches} · "
+        f"{fmt_count(stats['count'].sum() if stats.height else 0)} {words.work} {words.launches} · "
         f"{fmt_count(stats.height)} distinct {words.work}s"
     )
     bars = []
@@ -661,7 +670,7 @@ def build_memory(outputs: Outputs, view: Any) -> ChartData:
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
         if row["achieved_gbps"] is not None:
             gbps = row["achieved_gbps"]
-            text += f" · {gbps:,.0f} GB/s" if gbps >= 100 else f" · {gbps:.3g} GB/s"
+            text += f" · {fmt_gbps(gbps)}"
         bars.append(Bar(str(row["direction"]), float(row["time_share"] or 0), text, "cyan"))
     return ChartData(
         kind="bars",
@@ -790,7 +799,11 @@ def build_annotation(outputs: Outputs, view: Any) -> ChartData:
 CHARTS: list[Chart] = [
     Chart("gpu_active", "{Device} active vs idle", ("utilization",), build_gpu_active),
     Chart(
-        "gpu_util", "{Device} utilization over time, per node", ("utilization",), build_gpu_util, lines=True
+        "gpu_util",
+        "{Device} utilization over time (NVML samples), per node",
+        ("utilization",),
+        build_gpu_util,
+        lines=True,
     ),
     Chart("cpu", "CPU active time and utilization over time", ("utilization",), build_cpu, lines=True),
     Chart(

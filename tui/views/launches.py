@@ -45,7 +45,7 @@ def launch_sections(outputs: Outputs) -> list[Section]:
     ]
     return [
         Section(
-            "Launch→start delay, all ranks",
+            "Launch→start delay, all ranks (kernel, memcpy and memset launches)",
             STAGE,
             "overall.parquet",
             output(outputs, STAGE, "overall.parquet"),

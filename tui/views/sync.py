@@ -27,7 +27,7 @@ def sync_sections(outputs: Outputs) -> list[Section]:
             ["rank", "blocked_ns", "share", "calls", "window_ns", "node"],
         ),
         Section(
-            "Device sync events",
+            "Device-side sync events (recorded on the device; host sync calls are above)",
             STAGE,
             "device.parquet",
             output(outputs, STAGE, "device.parquet"),

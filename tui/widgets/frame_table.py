@@ -25,6 +25,7 @@ from profui.analysis.formatting import (
     fmt_count,
     fmt_flops,
     fmt_gbps,
+    fmt_level,
     fmt_ns,
     fmt_pct,
     fmt_tflops,
@@ -88,6 +89,8 @@ def format_cell(col: str, value: Any, unit: str | None = None) -> Any:
             text = fmt_bytes(value)
         elif isinstance(value, int):
             text = fmt_count(value)
+        elif unit == "count":  # a mean or median of a count (queue length): 2.21, not 2.209
+            text = fmt_level(value)
         else:
             text = f"{value:.4g}"
         return Text(text, justify="right")

@@ -55,13 +55,25 @@ def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame
     return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
 
 
+def with_rank_ratio(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with ``vs_rank_median`` for every step, not only the outliers (which is all
+    ``outliers.parquet`` keeps): analysis' own column (:func:`profui.analysis.steps.step_outliers`,
+    the step's time ÷ its rank's median step), so the table, the bars and the outliers agree."""
+    if frame.height == 0 or not {"node", "rank", "dur_ns"} <= set(frame.columns):
+        return frame
+    from profui.analysis.steps import step_outliers
+
+    ratio = step_outliers(frame.select("node", "rank", "dur_ns")).select("vs_rank_median")
+    return frame.drop("vs_rank_median", strict=False).with_columns(ratio.collect().to_series())
+
+
 def per_step_frame(outputs: dict) -> pl.DataFrame:
     """One row per step and rank: the steps stage's windows with the outliers marked and its
     per-step breakdown (busy, idle, by kernel type) joined."""
     windows = dc.frame(outputs, "steps", "windows.parquet")
     if windows.height == 0:
         return windows
-    frame = mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet"))
+    frame = with_rank_ratio(mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet")))
     breakdown = dc.frame(outputs, "steps", "breakdown.parquet")
     if breakdown.height:
         extra = [c for c in breakdown.columns if c not in frame.columns or c in KEYS]
@@ -140,7 +152,9 @@ class StepsView(TraceView):
             head = f"{plural(frame.height, 'step')} · {median}"
         if renumbered:  # the markers' numbers repeat (a restarted profiler): the analysis' note
             head += " · numbered in time order (the markers' numbers repeat)"
-        ratio = " · vs rank median = step ÷ its rank's median" if "vs_rank_median" in frame.columns else ""
+        ratio = (
+            " · vs rank median = step ÷ its rank's median step" if "vs_rank_median" in frame.columns else ""
+        )
         on = set(frame["work_on"].drop_nulls().to_list()) if "work_on" in frame.columns else set()
         if cpu_device:  # XLA on CPU: the device's work is the XLA ops its threads ran in the step
             head += " · busy = XLA ops running on the CPU device"
@@ -164,7 +178,7 @@ class StepsView(TraceView):
         columns += [c for c in frame.columns if c not in columns and c not in HIDDEN and c not in same]
         if "node" in columns:
             columns = [c for c in columns if c != "node"] + ["node"]
-        self.query_one(FrameTable).set_frame(frame, columns)
+        self.query_one(FrameTable).set_frame(frame, columns, {"vs_rank_median": "times"})
 
     def _heatmap(self, ratios: pl.DataFrame, job: pl.DataFrame) -> None:
         """Steps × ranks at a glance (several ranks only): who is slow, in which steps."""

@@ -63,6 +63,7 @@ UNIT_FORMAT = {
     "FLOP": fmt_flops,
     "TFLOP/s": fmt_tflops,
     "FLOP/byte": lambda v: f"{v:.3g}",
+    "times": lambda v: f"{v:.2f}×",  # a ratio to a reference (a step's time ÷ its rank's median)
 }
 
 

@@ -94,23 +94,57 @@ def save_baseline(name: str, source: str) -> str:
     return f"saved baseline {name} from {source} ({len(prof['steps'])} steps) in {out}"
 
 
-def format_diff(result: dict[str, Any]) -> str:
-    """The text report of a diff result."""
-    from profui.analysis.diff import change_text, head_lines, status_tag, value_text
-    from profui.analysis.formatting import elide, fmt_ns, fmt_signed_ns
+def text_width() -> int:
+    """The width the text report is laid out in: ``COLUMNS`` when set, else the terminal's; piped
+    output keeps whole rows (200) as ``profui summary``'s does."""
+    import os
+    import shutil
+    import sys
 
-    lines = head_lines(result)
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+
+
+def format_diff(result: dict[str, Any], width: int | None = None) -> str:
+    """The text report of a diff result, laid out in ``width`` columns (:func:`text_width` when
+    None): its tables by :mod:`.fit_table` (numbers and units whole, names elided in the middle,
+    a table too wide goes on in parts under its names), its sentences wrapped at words."""
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from profui.analysis.diff import change_text, head_lines, status_tag, value_text
+    from profui.analysis.formatting import fmt_ns, fmt_signed_ns
+
+    from .fit_table import Column, FittedTable
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or text_width(), highlight=False, color_system=None, emoji=False, markup=False
+    )
+    for line in head_lines(result):
+        console.print(Text(line))
     metrics = result["metrics"]
     shown = result["headline"] or []
     if shown:
-        lines.append("")
-        width = max(len(metrics[n]["label"]) for n in shown)
-        for n in shown:
-            m = metrics[n]
-            lines.append(
-                f"  {m['label']:<{width}}  {value_text(m['base'], m['unit']):>9} → {value_text(m['new'], m['unit']):<9}"
-                f" {change_text(m):>9}  {m['verdict']}  [{n}]"
+        ms = [metrics[n] for n in shown]
+        console.print()
+        console.print(
+            FittedTable(
+                "Metrics",
+                [
+                    Column("metric", [m["label"] for m in ms], text=True, key=True),
+                    Column("base", [value_text(m["base"], m["unit"]) for m in ms], right=True),
+                    Column("new", [value_text(m["new"], m["unit"]) for m in ms], right=True),
+                    Column("change", [change_text(m) for m in ms], right=True),
+                    Column("verdict", [m["verdict"] for m in ms]),
+                    Column("key (--fail-if)", list(shown)),
+                ],
             )
+        )
     sections = (
         ("Kernels", "kernels"),
         ("Host ops", "ops"),
@@ -121,27 +155,39 @@ def format_diff(result: dict[str, Any]) -> str:
         rows = [r for r in result.get(key, []) if r["delta_ns"] or r["base_count"] != r["new_count"]]
         if not rows:
             continue
-        lines += ["", f"{title} by change of total time"]
-        for r in rows:
-            events = (
-                f" ({r['base_device_events']:,}→{r['new_device_events']:,} device events)"
-                if r.get("base_device_events") or r.get("new_device_events")
-                else ""
-            )
-            lines.append(
-                f"  {fmt_signed_ns(r['delta_ns']):>10}  "
-                f"{fmt_ns(r['base_total_ns']):>9} → {fmt_ns(r['new_total_ns']):<9} "
-                f"×{r['base_count']:,}→{r['new_count']:,}{events}  {elide(r['name'], 70)}{status_tag(r)}"
-            )
+        cols = [
+            Column(
+                "name",
+                [r["name"] for r in rows],
+                text=True,
+                kernel=key == "kernels",
+                key=True,
+            ),
+            Column("in", [status_tag(r).strip(" []") for r in rows], key=True),  # new / gone: whole
+            Column("change", [fmt_signed_ns(r["delta_ns"]) for r in rows], right=True),
+            Column("base", [fmt_ns(r["base_total_ns"]) for r in rows], right=True),
+            Column("new", [fmt_ns(r["new_total_ns"]) for r in rows], right=True),
+            Column("calls", [f"{r['base_count']:,}→{r['new_count']:,}" for r in rows], right=True),
+        ]
+        if any(r.get("base_device_events") or r.get("new_device_events") for r in rows):
+            events = [
+                f"{r.get('base_device_events') or 0:,}→{r.get('new_device_events') or 0:,}" for r in rows
+            ]
+            cols.append(Column("device events", events, right=True))
+        console.print()
+        console.print(FittedTable(f"{title} by change of total time", cols))
     steps = [s for s in result["steps"] if s["delta_ns"]]
     if steps:
         worst = sorted(steps, key=lambda s: -abs(s["delta_ns"]))[:5]
-        lines += ["", "Steps by change (aligned by step number)"]
+        console.print()
+        console.print(Text("Steps by change (aligned by step number)"))
         for s in worst:
-            lines.append(
-                f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({fmt_signed_ns(s['delta_ns'])})"
+            console.print(
+                Text(
+                    f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({fmt_signed_ns(s['delta_ns'])})"
+                )
             )
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
 
 
 def run_diff(specs: list[str], as_json: bool, top: int, fail_if: list[str], save: str | None) -> int:

@@ -91,7 +91,9 @@ def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.L
             pl.col("w_end").cum_max().over(by).alias("_reach"),
         )
     )
-    iv = _lazy(intervals).with_row_index("_iv")
+    # numbered once: read three times below, an unsorted plan (a join's output) could be
+    # evaluated in another row order each time, and the numbers would pair wrong rows
+    iv = _lazy(intervals).collect().lazy().with_row_index("_iv")
     first = iv.select("_iv", *by, "start").sort("start").join_asof(
         w.select(*by, "_reach", pl.col("_w").alias("_first")).sort("_reach"),
         left_on="start", right_on="_reach", by=by, strategy="forward",

@@ -335,21 +335,32 @@ def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
     m = _lazy(windows)
     ev = _lazy(events)
     on_device = ev.filter(pl.col("device") >= 0)
-    host_ranks = m.select(RANK_BY).unique().join(on_device.select(RANK_BY).unique(), on=RANK_BY, how="anti")
+    # which ranks need the host rule or the by-time rule, decided first (small frames): on a
+    # GPU trace neither applies, and building their plans over every event cost 4x the breakdown
+    host_ranks = (
+        m.select(RANK_BY).unique().join(on_device.select(RANK_BY).unique(), on=RANK_BY, how="anti").collect()
+    )
     uncorrelated = (
         on_device.group_by(RANK_BY)
         .agg(pl.col("correlation").is_not_null().any().alias("_c"))
         .filter(~pl.col("_c"))
-    ).select(RANK_BY)
-    w = m.join(uncorrelated, on=RANK_BY, how="semi").select(
-        *RANK_BY, "step", pl.col("cpu_start_ns").alias("w_start"), pl.col("cpu_end_ns").alias("w_end")
+        .select(RANK_BY)
+        .collect()
     )
-    by_time = clip_to_windows(device_work(ev.join(uncorrelated, on=RANK_BY, how="semi")), w, RANK_BY)
     cols = [*RANK_BY, "step", "start", "end", "kind", "kernel_type"]
-    work = pl.concat([_lazy(work).select(cols), by_time.select(cols)], how="vertical_relaxed")
-    device = _device_breakdown(work, m.join(host_ranks, on=RANK_BY, how="anti"))
-    host = host_breakdown(events, m.join(host_ranks, on=RANK_BY, how="semi"))
-    return pl.concat([device, host], how="vertical_relaxed").sort(*RANK_BY, "step")
+    work = _lazy(work).select(cols)
+    if uncorrelated.height:
+        w = m.join(uncorrelated.lazy(), on=RANK_BY, how="semi").select(
+            *RANK_BY, "step", pl.col("cpu_start_ns").alias("w_start"), pl.col("cpu_end_ns").alias("w_end")
+        )
+        by_time = clip_to_windows(
+            device_work(ev.join(uncorrelated.lazy(), on=RANK_BY, how="semi")), w, RANK_BY
+        )
+        work = pl.concat([work, by_time.select(cols)], how="vertical_relaxed")
+    parts = [_device_breakdown(work, m.join(host_ranks.lazy(), on=RANK_BY, how="anti"))]
+    if host_ranks.height:
+        parts.append(host_breakdown(events, m.join(host_ranks.lazy(), on=RANK_BY, how="semi")))
+    return pl.concat(parts, how="vertical_relaxed").sort(*RANK_BY, "step")
 
 
 def host_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
@@ -365,8 +376,9 @@ def host_breakdown(events: Frame, windows: Frame) -> pl.LazyFrame:
     from .comm import host_comm_ops
 
     keys = [*RANK_BY, "step"]
-    ev = _lazy(events)
     m = _lazy(windows)
+    # only the windows' ranks: the host ops of a GPU trace's ranks are many, and none is asked for
+    ev = _lazy(events).join(m.select(RANK_BY).unique(), on=RANK_BY, how="semi")
     w = m.select(*keys, pl.col("cpu_start_ns").alias("w_start"), pl.col("cpu_end_ns").alias("w_end"))
 
     def clipped(rows: pl.LazyFrame) -> pl.LazyFrame:

@@ -241,4 +241,7 @@ async def _open_unrelated(target: OpenTarget, tmp_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, TraceScreen)
         assert app.screen.path.name.endswith(f"-{first}")
-        assert str(app.screen.query_one("#trace-title").render()).startswith(first)
+        # the title keeps its counts whole at 80 columns and cuts the name in the middle
+        name = str(app.screen.query_one("#trace-title").render()).split(" · ")[0]
+        head, cut, tail = name.partition("…")
+        assert name == first if not cut else (first.startswith(head) and first.endswith(tail)), name

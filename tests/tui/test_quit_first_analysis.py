@@ -50,7 +50,7 @@ def test_quit_during_first_analysis_stops_the_run(tmp_path: Path) -> None:
     # small machine: the quit lands while stages are still to run
     trace = tmp_path / "synthetic"
     subprocess.run(
-        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(trace), "--events", "600000"],
+        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(trace), "--events", "2000000"],
         check=True,
         capture_output=True,
     )

@@ -31,6 +31,7 @@ from profui.tui.widgets.frame_table import FrameTable
 from realdata import REPO, SAMPLES
 
 sys.path.insert(0, str(REPO / "tests" / "capture"))
+from test_profcap_gloo_comm import union  # noqa: E402  (the plain-Python oracle of an interval union)
 from test_profcap_support import run_profcap  # noqa: E402
 from test_profcap_torchrun import DDP  # noqa: E402
 
@@ -46,19 +47,6 @@ DEVICE_CHARTS = (
     "activity",
     "memory",
 )
-
-
-def union(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of half-open intervals."""
-    total, end = 0, None
-    for lo, hi in sorted(intervals):
-        if end is None or lo > end:
-            total += hi - lo
-            end = hi
-        elif hi > end:
-            total += hi - end
-            end = hi
-    return total
 
 
 def events(trace: Path) -> dict[int, list[dict]]:

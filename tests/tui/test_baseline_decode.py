@@ -29,6 +29,7 @@ from profui.analysis.baseline import BaselineError, decode
 from profui.analysis.diff import diff
 from profui.tui.cli.diff_cmd import format_diff
 
+from anyjson import FUZZ, deep_text, json_value, scalar
 from realdata import SAMPLES
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
@@ -160,30 +161,7 @@ def test_a_baseline_name_with_a_newline_is_refused(saved) -> None:
 
 # -- property: any JSON is a profile or one line -------------------------------------------------
 
-FUZZ = settings(
-    max_examples=600,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 
-scalar = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=8)
-)
-json_value = st.recursive(
-    scalar,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-    max_leaves=20,
-)
-#: nesting far past the recursion limit, written as text (json.dumps could not write it)
-deep_text = st.tuples(st.integers(900, 200_000), st.sampled_from(["[", '{"a":'])).map(
-    lambda t: t[1] * t[0] + "1" + ("]" if t[1] == "[" else "}") * t[0]
-)
 PLACES = ["", "version", "trace", "trace.name", "trace.ranks", "trace.gpus", "steps", "steps.0",
           "steps.0.step", "steps.0.dur_ns", "numbers", "numbers.gpu_busy", "numbers.kernel_count",
           "kernels", "ops", "annotations", "has_steps"]  # fmt: skip

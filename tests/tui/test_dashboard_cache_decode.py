@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 from pilotwait import wait_dashboard
 from rich.console import Console
@@ -34,6 +34,7 @@ from profui.tui.views import dashboard_charts as dc
 from profui.tui.widgets.bars import Bars
 from profui.tui.widgets.charts import LinePlot
 
+from anyjson import FUZZ, deep_text, json_value, scalar
 from realdata import SAMPLES
 
 DEEP = 100_000
@@ -187,32 +188,6 @@ def test_the_overview_is_open_to_new_keys_but_flat(kept_doc) -> None:
 
 # -- property: any JSON anywhere is a miss or drawable charts ----------------------------------
 
-#: No per-example deadline (a loaded 2-core CI machine would fail an example for its speed): the
-#: run is bounded by max_examples, and the same examples are replayed every run.
-FUZZ = settings(
-    max_examples=600,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-
-scalar = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=8)
-)
-json_value = st.recursive(
-    scalar,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-    max_leaves=20,
-)
-#: nesting far past the recursion limit, written as text (json.dumps could not write it)
-deep_text = st.tuples(st.integers(900, 200_000), st.sampled_from(["[", '{"a":'])).map(
-    lambda t: t[1] * t[0] + "1" + ("]" if t[1] == "[" else "}") * t[0]
-)
 PLACES = [
     "",
     "key",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,23 @@ def nsys_export(name: str) -> Path:
     if not p.is_file():
         _missing(f"Nsight export {p.name} not found in {p.parent}")
     return p
+
+
+#: The ``profui`` console script of the interpreter running the tests.
+PROFUI = str(Path(sys.executable).with_name("profui"))
+
+
+def run_profui(*args: str | Path, cache: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """``profui ARGS`` as a user runs it (no standard input, output captured), with its import
+    cache at ``cache`` when given and ``env`` added to the environment."""
+    environ = {**os.environ, **env}
+    if cache is not None:
+        environ["PROFUI_CACHE"] = str(cache)
+    return subprocess.run(
+        [PROFUI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=environ,
+    )

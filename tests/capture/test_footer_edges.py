@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,25 +33,14 @@ from profui.analysis import open_trace
 from profui.capture.format import TraceFormatError
 from profui.capture.kineto import import_kineto
 
-from realdata import shared_trace
+from realdata import run_profui, shared_trace
 
-PROFUI = str(Path(sys.executable).with_name("profui"))
 TRACE = "hta-critical_path-simple_add-benchmark_result_493459_1694039959_trace.json.gz"
 EVENTS = "node=a/rank=0/events-00000.parquet"
 
 
 def profui(*args: str | Path, cache: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if cache is not None:
-        env["PROFUI_CACHE"] = str(cache)
-    return subprocess.run(
-        [PROFUI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    return run_profui(*args, cache=cache)
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from itertools import pairwise
 from pathlib import Path
 
@@ -14,23 +12,11 @@ import pytest
 
 from profui.capture.kineto import import_kineto
 
-from realdata import shared_trace
-
-PROFUI = str(Path(sys.executable).with_name("profui"))
+from realdata import run_profui, shared_trace
 
 
 def profui(*args: str | Path, columns: int = 80, cache: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
-    if cache is not None:
-        env["PROFUI_CACHE"] = str(cache)
-    return subprocess.run(
-        [PROFUI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    return run_profui(*args, cache=cache, COLUMNS=str(columns), NO_COLOR="1", TERM="dumb")
 
 
 @pytest.fixture(scope="module")

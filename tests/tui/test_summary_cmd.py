@@ -7,9 +7,7 @@ computes the same thing, against HTA's reference numbers.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -21,25 +19,14 @@ from profui.analysis.launch import kernel_launches
 from profui.analysis.summary import SECTIONS, summarize
 from profui.capture.kineto import import_kineto
 
-from realdata import hta_reference, same_numbers, shared_trace
+from realdata import hta_reference, run_profui, same_numbers, shared_trace
 
-PROFUI = str(Path(sys.executable).with_name("profui"))
 NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 TRITON = "hta-triton_example-triton_example.json.gz"
 
 
 def profui(*args: str | Path, cache: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if cache is not None:
-        env["PROFUI_CACHE"] = str(cache)
-    return subprocess.run(
-        [PROFUI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    return run_profui(*args, cache=cache)
 
 
 @pytest.fixture(scope="module")

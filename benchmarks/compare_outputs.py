@@ -1,0 +1,355 @@
+"""Every stage output of every shared trace and sample, dumped as tables and compared exactly.
+
+``dump`` imports each source as ``profui summary`` does (an isolated cache, so nothing imported
+or indexed by another code version is reused), runs every stage of the analysis graph in memory
+(``store.compute``: the bodies ``profui analyze`` runs) once with default parameters and once
+with ``hta_compat``, and writes each output under ``OUT/<trace>/<mode>/<stage>/<output>``:
+tables as Parquet, the rest as canonical JSON. ``OUT/<trace>/import/`` holds what the import
+wrote (events, metrics, manifest, the events files' footer side data) and
+``OUT/<trace>/timeline/`` the timeline index (``analysis/lod.py:build_lod``), each file a table.
+A source profui refuses is dumped as its refusal line (``refused.json``).
+
+``compare A B`` compares two dumps table by table, rows in order, exactly (schema, row count,
+values, nulls; NaN equals NaN), prints one line per difference and a count; exit 1 when anything
+differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+REPO = Path(__file__).resolve().parent.parent
+MODES: dict[str, dict[str, Any]] = {"default": {}, "hta_compat": {"hta_compat": True}}
+SAMPLES = ("mlp_cpu", "jax_cpu", "synthetic_gpu")
+#: The two ranks of one 128-rank job, imported together as a 2-rank trace.
+PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_rank-1.json.gz")
+PSEUDO_STAGES = ("import", "timeline")
+#: JSON keys left out of the dump, by name, because they differ run to run by design.
+VOLATILE_KEYS = {
+    # timeline/meta.json: the events files' paths, sizes and mtimes (the import's wall clock)
+    "fingerprint",
+}
+
+EXAMPLES = """examples:
+  python benchmarks/compare_outputs.py dump /tmp/outputs-me
+  python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/outputs-me
+  python benchmarks/compare_outputs.py dump /tmp/o --trace df_index --trace sample-mlp --stage kernels --stage timeline
+  python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/o --trace df_index --stage kernels
+  /tmp/basevenv/bin/python benchmarks/compare_outputs.py dump /tmp/outputs-base   # the baseline code
+
+--trace TEXT keeps the traces whose name contains TEXT; --stage NAME keeps a stage of the graph,
+or 'import' (the imported events, metrics, manifest) or 'timeline' (the timeline index).
+Traces: PROFUI_TRACES (default ../shared/traces) and the samples of the profui being run."""
+
+
+def _stem(name: str) -> str:
+    for suffix in (".json.gz", ".json", ".sqlite", ".raw.gz", ".gz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def sources() -> list[tuple[str, list[Path]]]:
+    """(trace name, its source paths): every shared trace file, the Nsight exports, the 2-rank
+    pair, and the samples of the profui package being run (so a baseline dumps its own)."""
+    import profui.analysis
+
+    traces = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces")).resolve()
+    found = [(_stem(f.name), [f]) for f in sorted(traces.iterdir()) if f.is_file() and f.suffix != ".md"]
+    found += [("nsys-" + _stem(f.name), [f]) for f in sorted((traces / "nsys").glob("*.sqlite"))]
+    found.append(("multirank-trace_filter-sampled_rank-0+1", [traces / p for p in PAIR]))
+    samples = Path(profui.analysis.__file__).resolve().parent.parent / "samples"
+    found += [(f"sample-{s}", [samples / s]) for s in SAMPLES]
+    return found
+
+
+def _staged(name: str, paths: list[Path], work: Path) -> Path:
+    """A single file is read in place (an import writes only into the cache); a folder or several
+    files are copied first, so nothing is written beside the originals."""
+    if len(paths) == 1 and paths[0].is_file():
+        return paths[0]
+    dest = work / "sources" / name
+    for p in paths:
+        if p.is_dir():
+            shutil.copytree(p, dest, ignore=shutil.ignore_patterns(".profui"))
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dest / p.name)
+    return dest
+
+
+class Writer:
+    """Writes outputs under one trace's folder, with the run's temporary paths replaced by
+    ``<trace>`` and ``<work>`` (they differ from dump to dump)."""
+
+    def __init__(self, root: Path, trace_path: Path | None, work: Path) -> None:
+        self.root = root
+        self.subs = [(str(trace_path), "<trace>")] if trace_path else []
+        self.subs.append((str(work), "<work>"))
+        self.count = 0
+
+    def text(self, s: str) -> str:
+        for old, new in self.subs:
+            s = s.replace(old, new)
+        return s
+
+    def _plain(self, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: self._plain(x) for k, x in v.items() if k not in VOLATILE_KEYS}
+        if isinstance(v, list):
+            return [self._plain(x) for x in v]
+        return self.text(v) if isinstance(v, str) else v
+
+    def write(self, rel: str, value: Any) -> None:
+        """One output: a table (Polars, Arrow) as Parquet, anything else as canonical JSON."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(value, pl.LazyFrame):
+            value = value.collect()
+        if not isinstance(value, pl.DataFrame) and type(value).__module__.startswith("pyarrow"):
+            value = pl.from_arrow(value)
+        if isinstance(value, pl.DataFrame):
+            subs = [
+                pl.col(c).str.replace_all(old, new, literal=True)
+                for c, t in value.schema.items()
+                if t == pl.String
+                for old, new in self.subs
+                if value[c].str.contains(old, literal=True).any()
+            ]
+            value = value.with_columns(subs) if subs else value
+            value.write_parquet(path.with_name(path.name.removesuffix(".parquet") + ".parquet"))
+        else:
+            plain = json.loads(json.dumps(value, default=_json_default, allow_nan=True))
+            data = json.dumps(self._plain(plain), sort_keys=True, indent=1, allow_nan=True)
+            path.with_name(path.name.removesuffix(".json") + ".json").write_text(data + "\n")
+        self.count += 1
+
+
+def _json_default(obj: Any) -> Any:
+    for attr in ("to_json_dict", "to_dict", "isoformat", "item"):
+        if hasattr(obj, attr):
+            return getattr(obj, attr)()
+    if isinstance(obj, set | frozenset | tuple):
+        return sorted(obj) if isinstance(obj, set | frozenset) else list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def _dump_import(w: Writer, trace: Any) -> None:
+    import pyarrow.parquet as pq
+
+    w.write("import/events.parquet", trace.events().collect())
+    w.write("import/metrics.parquet", trace.metrics().collect())
+    w.write("import/manifest.json", trace.manifest.to_dict())
+    side = {}
+    for f in trace.dir.events:
+        meta = pq.read_schema(f.path).metadata or {}
+        side[f.path.relative_to(trace.path).as_posix()] = json.loads(meta.get(b"profui.source", b"null"))
+    w.write("import/footers.json", side)
+
+
+def _dump_timeline(w: Writer, path: Path) -> None:
+    import numpy as np
+
+    from profui.analysis import lod
+
+    folder = lod.build_lod(path)
+    dtypes = getattr(lod, "_ARRAYS", {})
+    for f in sorted(folder.iterdir()):
+        rel = f"timeline/{f.name}"
+        if f.suffix in (".parquet", ".json"):
+            w.write(rel, pl.read_parquet(f) if f.suffix == ".parquet" else json.loads(f.read_text()))
+        elif f.suffix == ".npy":
+            w.write(rel, pl.DataFrame({f.stem: np.load(f)}))
+        else:  # the raw arrays: typed when the index declares their dtype, else bytes
+            w.write(rel, pl.DataFrame({f.stem: np.fromfile(f, dtype=dtypes.get(f.stem, np.uint8))}))
+
+
+def dump_trace(name: str, paths: list[Path], out: Path, work: Path, stages: list[str]) -> str:
+    """Dump one trace's outputs under ``out/name``; returns what it wrote, in words."""
+    from profui.analysis.pipeline.registry import REGISTRY
+    from profui.analysis.pipeline.store import compute
+    from profui.analysis.trace import Trace
+    from profui.capture.format import TraceFormatError, open_trace_dir
+    from profui.tui.cli.sources import resolve_source
+
+    src = _staged(name, paths, work)
+    try:
+        path = resolve_source(src)
+    except TraceFormatError as exc:
+        w = Writer(out / name, None, work)
+        w.write("refused.json", {"refused": w.text(str(exc))})
+        return f"refused: {w.text(str(exc))}"
+    w = Writer(out / name, path, work)
+    if "import" in stages:
+        _dump_import(w, Trace(open_trace_dir(path)))
+    graph = [s for s in REGISTRY.order if s in stages]
+    for mode, params in MODES.items() if graph else ():
+        try:
+            store = compute(Trace(open_trace_dir(path)), graph, params)
+        except Exception as exc:  # a stage's failure is an output too
+            w.write(f"{mode}/error.json", {"error": type(exc).__name__, "line": w.text(str(exc))})
+            continue
+        for stage in graph:
+            for output, value in store[stage].items():
+                w.write(f"{mode}/{stage}/{output}", value)
+    if "timeline" in stages:
+        _dump_timeline(w, path)
+    return f"{w.count} files"
+
+
+def dump(out: Path, traces: list[str], stages: list[str]) -> int:
+    """``dump``: every selected trace's outputs under ``out``."""
+    work = Path(tempfile.mkdtemp(prefix="profui-compare-"))
+    # an isolated cache: imports and timeline indexes of another code version are never reused
+    os.environ["PROFUI_CACHE"] = str(work / "cache")
+    os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
+    from profui.analysis.pipeline.registry import REGISTRY
+
+    unknown = set(stages) - set(REGISTRY.order) - set(PSEUDO_STAGES)
+    if unknown:
+        sys.exit(
+            f"unknown stage(s) {sorted(unknown)}; stages: {', '.join([*REGISTRY.order, *PSEUDO_STAGES])}"
+        )
+    stages = stages or [*REGISTRY.order, *PSEUDO_STAGES]
+    start, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        for name, paths in sources():
+            if traces and not any(t in name for t in traces):
+                continue
+            t0 = time.perf_counter()
+            said = dump_trace(name, paths, out, work, stages)
+            print(f"{name}: {said}, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"dumped to {out} in {time.perf_counter() - start:.1f} s wall, "
+        f"{time.process_time() - cpu0:.1f} CPU-s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# -- compare ------------------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _json_diff(a: Any, b: Any, where: str = "") -> str | None:
+    """The first place two JSON values differ, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return f"keys at {where or '/'}: only in A {sorted(a.keys() - b.keys())}, only in B {sorted(b.keys() - a.keys())}"
+        return next((d for k in a if (d := _json_diff(a[k], b[k], f"{where}/{k}"))), None)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"length at {where or '/'}: A {len(a)}, B {len(b)}"
+        return next(
+            (
+                d
+                for i, (x, y) in enumerate(zip(a, b, strict=True))
+                if (d := _json_diff(x, y, f"{where}[{i}]"))
+            ),
+            None,
+        )
+    return None if _same(a, b) else f"at {where or '/'}: A {a!r}, B {b!r}"
+
+
+def _table_diff(a: pl.DataFrame, b: pl.DataFrame) -> str | None:
+    """Schema, row count, then the first differing row and column (NaN equals NaN), or None."""
+    if a.schema != b.schema:
+        sa, sb = dict(a.schema), dict(b.schema)
+        only = {side: [c for c in x if c not in y] for side, x, y in (("A", sa, sb), ("B", sb, sa))}
+        parts = [f"only in {side} {cols}" for side, cols in only.items() if cols]
+        parts += [f"{c}: A {sa[c]}, B {sb[c]}" for c in sa if c in sb and sa[c] != sb[c]]
+        if [c for c in sa if c in sb] != [c for c in sb if c in sa]:
+            parts.append(f"column order A {list(sa)}, B {list(sb)}")
+        return "schema differs: " + "; ".join(parts)
+    n = min(a.height, b.height)
+    counts = "" if a.height == b.height else f"row count A {a.height}, B {b.height}; "
+    first: tuple[int, str] | None = None
+    differing = 0
+    for col in a.columns:
+        eq = a[col].head(n).eq_missing(b[col].head(n))
+        if not eq.all():
+            differing += 1
+            i = int(eq.arg_min())
+            first = min(first or (i, col), (i, col), key=lambda ic: (ic[0], a.columns.index(ic[1])))
+    if first is None:
+        return counts.removesuffix("; ") or None
+    i, col = first
+    return f"{counts}row {i} column {col}: A {a[col][i]!r}, B {b[col][i]!r} ({differing} column(s) differ)"
+
+
+def _files(root: Path, traces: list[str], stages: list[str]) -> set[str]:
+    rels = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    return {
+        r
+        for r in rels
+        if (not traces or any(t in r.split("/")[0] for t in traces))
+        and (not stages or any(s in r.split("/")[1:3] for s in stages))
+    }
+
+
+def compare(a: Path, b: Path, traces: list[str], stages: list[str]) -> int:
+    """``compare``: one line per differing output, a count; 1 when anything differs."""
+    fa, fb = _files(a, traces, stages), _files(b, traces, stages)
+    same = differ = 0
+    for rel in sorted(fa | fb):
+        if rel not in fb or rel not in fa:
+            print(f"{rel}: only in {'A' if rel in fa else 'B'}")
+            continue
+        if rel.endswith(".parquet"):
+            diff = _table_diff(pl.read_parquet(a / rel), pl.read_parquet(b / rel))
+        else:
+            diff = _json_diff(json.loads((a / rel).read_text()), json.loads((b / rel).read_text()))
+        if diff:
+            print(f"{rel}: {diff}")
+        same, differ = same + (diff is None), differ + (diff is not None)
+    only_a, only_b = len(fa - fb), len(fb - fa)
+    print(f"{same} tables identical, {differ} differ, {only_a} only in A, {only_b} only in B")
+    return 1 if differ or only_a or only_b else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: ``dump OUT`` or ``compare A B``."""
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump", help="dump every output of every trace under OUT", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    d.add_argument("out", type=Path)
+    c = sub.add_parser("compare", help="compare two dumps; exit 1 when anything differs", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    for p in (d, c):
+        p.add_argument("--trace", action="append", default=[], help="only traces whose name contains this")
+        p.add_argument("--stage", action="append", default=[], help="only this stage (or import, timeline)")
+    args = ap.parse_args(argv)
+    if args.cmd == "dump":
+        return dump(args.out, args.trace, args.stage)
+    return compare(args.a, args.b, args.trace, args.stage)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,6 +17,7 @@ from textual.strip import Strip
 from profui.analysis.formatting import fmt_ns
 from profui.capture.format import EVENT_KINDS
 
+from .raster import FrameCells, FrameRaster
 from .state import TimelineState, VisibleRow
 
 KIND_COLORS = {
@@ -133,6 +134,7 @@ class Renderer:
             [("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool
         )
         self.is_comm = comm
+        self.raster = FrameRaster(ix)
         self._labels_cache: dict[tuple, Segment] = {}
         self._subtree_rows: dict[int, tuple[int, ...]] = {}
         # Each nested row is labelled with what it mostly holds (its first events' commonest kind).
@@ -177,17 +179,11 @@ class Renderer:
         t0, t1 = st.t0, st.t1
         w = (t1 - t0) / cw
         bounds = self._step_columns(t0, w, cw)
-        lines_chars: list[np.ndarray] = []
-        lines_styles: list[np.ndarray] = []
-        for vr in rows:
-            chars, styles = self._row(vr, t0, t1, cw, bounds)
-            lines_chars.append(chars)
-            lines_styles.append(styles)
-        self._draw_link(rows, lines_chars, lines_styles, t0, w, cw)
+        chars, styles = self._canvas(rows, t0, t1, cw, bounds)
+        self._draw_link(rows, chars, styles, t0, w, cw)
         out = [self._ruler(lw, cw, t0, t1), self._step_band(lw, cw, t0, w)]
-        for i, vr in enumerate(rows):
-            label = self._label(vr, lw, st.top + i == st.cursor)
-            out.append(_strip(label, lines_chars[i], lines_styles[i], width))
+        labels = [self._label(vr, lw, st.top + i == st.cursor) for i, vr in enumerate(rows)]
+        out.extend(_strips(labels, chars, styles, width))
         blank = Strip([Segment(" " * width, STYLES[PLAIN])], width)
         while len(out) < height:
             out.append(blank)
@@ -201,95 +197,143 @@ class Renderer:
         c = np.floor((starts - t0) / w).astype(np.int64)
         return c[(c >= 0) & (c < cw)]
 
-    def _row(self, vr: VisibleRow, t0: float, t1: float, cw: int, bounds: np.ndarray):
+    def _canvas(self, rows: list[VisibleRow], t0: float, t1: float, cw: int, bounds: np.ndarray):
+        """The canvas of every line (characters and style ids, ``(lines, cw)``): the event lines
+        rasterised together, then coloured, labelled and marked together."""
+        st = self.state
+        chars = np.full((len(rows), cw), " ", dtype="<U1")
+        styles = np.zeros((len(rows), cw), dtype=np.int32)
+        event_lines: list[int] = []
+        drawn: list[tuple[int, ...]] = []  # per event line, the event rows it draws
+        skip_outer: list[bool] = []
+        for i, vr in enumerate(rows):
+            if vr.series is not None:
+                self._metric_line(vr, t0, t1, chars[i], styles[i])
+            elif vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
+                chars[i, bounds] = BOUNDARY
+                styles[i, bounds] = DIM
+            else:
+                # a folded node / rank / GPU shows everything inside it; a folded lane its
+                # nested rows (below the outermost unless nothing nested is in view)
+                event_lines.append(i)
+                drawn.append(self._subtree(vr.lane.id) if vr.row is None else (vr.merged or (vr.row,)))
+                skip_outer.append(vr.row is not None)
+        if event_lines:
+            lines = np.array(event_lines, dtype=np.int64)
+            cells = self.raster.lines(drawn, skip_outer, t0, t1, cw)
+            c, s = chars[lines], styles[lines]
+            self._event_lines(cells, drawn, c, s, t0, t1, bounds)
+            chars[lines], styles[lines] = c, s
+        return chars, styles
+
+    def _metric_line(
+        self, vr: VisibleRow, t0: float, t1: float, chars: np.ndarray, styles: np.ndarray
+    ) -> None:
+        """A sampled metric as a bar per cell, with its peak (▲) and out-of-memory (✗) marks."""
         st = self.state
         ix = st.ix
-        chars = np.full(cw, " ", dtype="<U1")
-        styles = np.zeros(cw, dtype=np.int32)
-        if vr.series is not None:
-            v = ix.metric_cells(vr.series, t0, t1, cw)
-            ok = ~np.isnan(v)
-            frac = np.minimum(np.maximum(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0), 1.0)
-            chars[ok] = EIGHTHS[np.maximum(np.ceil(frac * 8).astype(np.int64), 1)]
-            metric = ix.series[vr.series].metric
-            color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
-            styles[ok] = BAR0 + color
-            w = (t1 - t0) / cw
-            mark = st.peak_mark
-            if mark is not None and mark[0] == vr.series:  # the peak jumped to: ▲
-                c = int(np.floor((mark[1] - t0) / w))
-                if 0 <= c < cw:
-                    chars[c], styles[c] = "▲", MATCH
-            oom = ix.memory_oom.get(vr.series)
-            if oom is not None and oom.size:  # out-of-memory instants: ✗ (over the peak's ▲)
-                c = np.floor((oom - t0) / w).astype(np.int64)
-                c = c[(c >= 0) & (c < cw)]
-                chars[c], styles[c] = "✗", LINKED
-            return chars, styles
-        if vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
-            chars[bounds] = BOUNDARY
-            styles[bounds] = DIM
-            return chars, styles
-        # the event rows this line draws: a folded node / rank / GPU shows everything inside it
-        drawn = self._subtree(vr.lane.id) if vr.row is None else (vr.merged or (vr.row,))
-        if vr.row is None:
-            cells = self._merged(drawn, t0, t1, cw, skip_outer=False)
-        elif len(drawn) > 1:
-            cells = self._merged(drawn, t0, t1, cw)
-        else:
-            cells = ix.raster(vr.row, t0, t1, cw)
-        busy, kind, ev = cells.busy, cells.kind.astype(np.int64), cells.event
-        color = kind.copy()
+        cw = chars.size
+        v = ix.metric_cells(vr.series, t0, t1, cw)
+        ok = ~np.isnan(v)
+        frac = np.minimum(np.maximum(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0), 1.0)
+        chars[ok] = EIGHTHS[np.maximum(np.ceil(frac * 8).astype(np.int64), 1)]
+        metric = ix.series[vr.series].metric
+        color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
+        styles[ok] = BAR0 + color
+        w = (t1 - t0) / cw
+        mark = st.peak_mark
+        if mark is not None and mark[0] == vr.series:  # the peak jumped to: ▲
+            c = int(np.floor((mark[1] - t0) / w))
+            if 0 <= c < cw:
+                chars[c], styles[c] = "▲", MATCH
+        oom = ix.memory_oom.get(vr.series)
+        if oom is not None and oom.size:  # out-of-memory instants: ✗ (over the peak's ▲)
+            c = np.floor((oom - t0) / w).astype(np.int64)
+            c = c[(c >= 0) & (c < cw)]
+            chars[c], styles[c] = "✗", LINKED
+
+    def _event_lines(
+        self,
+        cells: FrameCells,
+        drawn: list[tuple[int, ...]],
+        chars: np.ndarray,
+        styles: np.ndarray,
+        t0: float,
+        t1: float,
+        bounds: np.ndarray,
+    ) -> None:
+        """Colour, label and mark the event lines (``chars``/``styles`` rows, one per line)."""
+        st = self.state
+        ix = st.ix
+        busy, color, ev = cells.busy, cells.kind.astype(np.int64), cells.event
         has_ev = ev >= 0
-        if has_ev.any():
-            comm = self.is_comm[ix.name[ev[has_ev]]]
-            color[np.flatnonzero(has_ev)[comm]] = COMM
+        color[has_ev & self.is_comm[ix.name[np.where(has_ev, ev, 0)]]] = COMM
         filled = busy > 0
         solid = busy >= SOLID_AT
         part = filled & ~solid
         chars[part] = EIGHTHS[np.minimum(np.maximum(np.ceil(busy[part] * 8).astype(np.int64), 1), 8)]
         styles[part] = BAR0 + color[part]
         styles[solid] = SOLID0 + color[solid]
-        empty = ~filled
         if bounds.size:
-            b = bounds[empty[bounds]]
-            chars[b] = BOUNDARY
-            styles[b] = DIM
-        labelled = np.zeros(cw, dtype=bool)
-        if cells.exact and has_ev.any():
-            labelled = self._labels(chars, ev, solid)
+            at_bound = np.zeros(busy.shape, dtype=bool)
+            at_bound[:, bounds] = True
+            at_bound &= ~filled
+            chars[at_bound] = BOUNDARY
+            styles[at_bound] = DIM
+        named = cells.exact & has_ev.any(axis=1)  # lines drawn from events: names, matches
+        labelled = np.zeros(busy.shape, dtype=bool)
+        if named.any():
+            self._labels(chars, ev, solid, named, labelled)
             if st.matches.size:
-                m = has_ev.copy()
-                i = np.searchsorted(st.matches_sorted, ev[has_ev])
-                i = np.minimum(i, st.matches_sorted.size - 1)
-                m[has_ev] = st.matches_sorted[i] == ev[has_ev]
-                styles[m] = MATCH
-        if st.matches.size and not (cells.exact and has_ev.any()):
-            # Coarse zoom: mark the cells where matches of this row start.
-            for r in drawn:
-                a = np.searchsorted(st.matches_sorted, ix.row_start[r])
-                b = np.searchsorted(st.matches_sorted, ix.row_start[r + 1])
-                if b > a:
-                    c = np.floor((ix.t[st.matches_sorted[a:b]] - t0) / ((t1 - t0) / cw)).astype(np.int64)
-                    c = c[(c >= 0) & (c < cw)]
-                    styles[c] = MATCH
+                ms = st.matches_sorted
+                m = has_ev & named[:, None]
+                i = np.minimum(np.searchsorted(ms, ev[m]), ms.size - 1)
+                hit = np.zeros(busy.shape, dtype=bool)
+                hit[m] = ms[i] == ev[m]
+                styles[hit] = MATCH
+        if st.matches.size and not named.all():
+            # Coarse zoom: mark the cells where matches of these lines' rows start.
+            coarse = np.flatnonzero(~named)
+            self._match_starts(styles, coarse, [drawn[i] for i in coarse.tolist()], t0, t1)
         # a solid cell without a label is a full block in the bar's colour, not a coloured
         # space: without colour (NO_COLOR) a space would leave a busy row blank
         bare = solid & ~labelled & (styles != MATCH)
         chars[bare] = EIGHTHS[8]
         styles[bare] = BAR0 + color[bare]
-        own = set(drawn)
+        cw = chars.shape[1]
         for pos, sid in ((st.linked, LINKED), (st.selected, SELECTED)):
-            if pos >= 0 and ix.row_of(pos) in own:
-                a, b = self._cols(pos, t0, (t1 - t0) / cw, cw)
-                if b >= 0 and a < cw:
-                    a, b = max(a, 0), min(b, cw - 1)
-                    styles[a : b + 1] = sid
-                    seg = chars[a : b + 1]
-                    seg[seg == " "] = " "
-                    if b == a and chars[a] == " ":
-                        chars[a] = "◆"
-        return chars, styles
+            if pos < 0:
+                continue
+            row = ix.row_of(pos)
+            a, b = self._cols(pos, t0, (t1 - t0) / cw, cw)
+            if b < 0 or a >= cw:
+                continue
+            a, b = max(a, 0), min(b, cw - 1)
+            for y, own in enumerate(drawn):
+                if row in own:
+                    styles[y, a : b + 1] = sid
+                    if b == a and chars[y, a] == " ":
+                        chars[y, a] = "◆"
+
+    def _match_starts(
+        self, styles: np.ndarray, lines: np.ndarray, drawn: list[tuple[int, ...]], t0, t1
+    ) -> None:
+        """Mark (MATCH) the cells of ``lines`` where search matches in their rows start."""
+        ix = self.state.ix
+        ms = self.state.matches_sorted
+        cw = styles.shape[1]
+        line = np.repeat(lines, [len(d) for d in drawn])
+        rows = np.array([r for d in drawn for r in d], dtype=np.int64)
+        a = np.searchsorted(ms, ix.row_start[rows])
+        b = np.searchsorted(ms, ix.row_start[rows + 1])
+        n = b - a
+        if not n.any():
+            return
+        idx = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(a - (np.cumsum(n) - n), n)
+        c = np.floor((ix.t[ms[idx]] - t0) / ((t1 - t0) / cw)).astype(np.int64)
+        y = np.repeat(line, n)
+        ok = (c >= 0) & (c < cw)
+        styles[y[ok], c[ok]] = MATCH
 
     def _subtree(self, lane_id: int) -> tuple[int, ...]:
         """Every event row of the lanes under group lane ``lane_id`` (cached)."""
@@ -303,55 +347,50 @@ class Renderer:
             rows = self._subtree_rows[lane_id] = tuple(found)
         return rows
 
-    def _merged(self, rows: tuple[int, ...], t0: float, t1: float, cw: int, skip_outer: bool = True):
-        """A folded lane as one row: how busy its nested rows are (a thread's below the
-        outermost, which is usually the step, unless nothing nested is in view), in the colour
-        of the innermost event at each cell."""
-        ix = self.state.ix
-        if skip_outer and len(rows) > 1:
-            inner = self._merged(rows[1:], t0, t1, cw, skip_outer=False)
-            # zoomed into one long outer event, the nested rows may be empty: never a blank row
-            return inner if (inner.busy > 0).any() else ix.raster(rows[0], t0, t1, cw)
-        cells = ix.raster(rows[0], t0, t1, cw)
-        for r in rows[1:]:
-            inner = ix.raster(r, t0, t1, cw)
-            take = inner.busy > 0
-            cells.busy = np.maximum(cells.busy, inner.busy)
-            cells.kind = np.where(take, inner.kind, cells.kind)
-            cells.event = np.where(take, inner.event, cells.event)
-            cells.exact = cells.exact and inner.exact
-        return cells
-
     def _cols(self, pos: int, t0: float, w: float, cw: int) -> tuple[int, int]:
         ix = self.state.ix
         a = int(math.floor((float(ix.t[pos]) - t0) / w))
         b = int(math.ceil((float(ix.end[pos]) - t0) / w)) - 1
         return a, max(a, b)
 
-    def _labels(self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray) -> np.ndarray:
-        """Names inside solid runs of one event, after a separator where two events touch;
-        returns the mask of the cells written."""
-        written = np.zeros(chars.size, dtype=bool)
+    def _labels(
+        self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray, named: np.ndarray, written: np.ndarray
+    ) -> None:
+        """On the ``named`` lines, names inside solid runs of one event, after a separator where
+        two events touch; marks the cells written in ``written``."""
         ix = self.state.ix
-        key = np.where(solid, ev, -2)
-        change = np.flatnonzero(key[1:] != key[:-1]) + 1
-        starts = np.concatenate([[0], change])
-        ends = np.concatenate([change, [key.size]])
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            e = int(key[a])
-            if e < 0:
-                continue
-            first = a
-            if a > 0 and key[a - 1] >= 0:
-                chars[a] = SEPARATOR
-                written[a] = True
-                first = a + 1
-            room = b - first
-            if room >= 3:
-                text = short_name(ix.names[int(ix.name[e])])[:room]
-                chars[first : first + len(text)] = list(text)
-                written[first : first + len(text)] = True
-        return written
+        lines = np.flatnonzero(named)
+        cw = chars.shape[1]
+        key = np.where(solid[lines], ev[lines], -2).ravel()
+        run = np.ones(key.size, dtype=bool)
+        run[1:] = key[1:] != key[:-1]
+        run[::cw] = True  # every line starts a run
+        starts = np.flatnonzero(run)
+        ends = np.append(starts[1:], key.size)
+        col = starts % cw
+        keep = key[starts] >= 0
+        sep = keep & (col > 0) & (key[starts - 1] >= 0)
+        y = lines[starts // cw]
+        chars[y[sep], col[sep]] = SEPARATOR
+        written[y[sep], col[sep]] = True
+        first = col + sep
+        room = ends - starts - sep
+        keep &= room >= 3
+        texts = [
+            short_name(ix.names[n])[:r]
+            for n, r in zip(ix.name[key[starts[keep]]].tolist(), room[keep].tolist(), strict=True)
+        ]
+        sizes = np.array([len(t) for t in texts], dtype=np.int64)
+        if not sizes.sum():
+            return
+        at = (
+            np.repeat(first[keep], sizes)
+            + np.arange(int(sizes.sum()))
+            - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        )
+        ty = np.repeat(y[keep], sizes)
+        chars[ty, at] = list("".join(texts))
+        written[ty, at] = True
 
     def _draw_link(self, rows, lines_chars, lines_styles, t0: float, w: float, cw: int) -> None:
         """A vertical line between the selected event and its linked one (launch ↔ kernel)."""
@@ -465,13 +504,33 @@ class Renderer:
 
 def _strip(label: Segment, chars: np.ndarray, styles: np.ndarray, width: int) -> Strip:
     """A line: the label, then the canvas cut into one Segment per run of equal style."""
-    text = str(np.ascontiguousarray(chars).view(f"<U{chars.size}")[0]) if chars.size else ""
-    if len(text) < chars.size:  # a view drops trailing NULs only; never expected, but keep widths exact
-        text = text.ljust(chars.size)
-    change = np.flatnonzero(styles[1:] != styles[:-1]) + 1
-    starts = [0, *change.tolist()]
-    ends = [*change.tolist(), len(text)]
-    segs = [label]
-    for a, b in zip(starts, ends, strict=True):
-        segs.append(Segment(text[a:b], STYLES[int(styles[a])]))
-    return Strip(segs, width)
+    return _strips([label], chars[None, :], styles[None, :], width)[0]
+
+
+def _strips(labels: list[Segment], chars: np.ndarray, styles: np.ndarray, width: int) -> list[Strip]:
+    """One line per row of ``chars``/``styles`` (``(lines, cells)``): its label, then the row cut
+    into one Segment per run of equal style (the runs of every row found at once)."""
+    n, cw = chars.shape
+    if n == 0:
+        return []
+    texts = np.ascontiguousarray(chars).view(f"<U{cw}").ravel().tolist()
+    flat = styles.ravel()
+    run = np.ones(flat.size, dtype=bool)
+    run[1:] = flat[1:] != flat[:-1]
+    run[::cw] = True  # every line starts a run
+    starts = np.flatnonzero(run)
+    sids = flat[starts].tolist()
+    cols = (starts % cw).tolist()
+    bounds = np.searchsorted(starts, np.arange(n + 1) * cw).tolist()
+    out = []
+    for y, label in enumerate(labels):
+        text = texts[y]
+        if len(text) < cw:  # a view drops trailing NULs only; never expected, but keep widths exact
+            text = text.ljust(cw)
+        a, b = bounds[y], bounds[y + 1]
+        cut = cols[a:b]
+        cut.append(len(text))
+        segs = [label]
+        segs.extend(Segment(text[cut[k] : cut[k + 1]], STYLES[s]) for k, s in enumerate(sids[a:b]))
+        out.append(Strip(segs, width))
+    return out

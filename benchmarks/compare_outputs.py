@@ -6,7 +6,10 @@ or indexed by another code version is reused), runs every stage of the analysis 
 with ``hta_compat``, and writes each output under ``OUT/<trace>/<mode>/<stage>/<output>``:
 tables as Parquet, the rest as canonical JSON. ``OUT/<trace>/import/`` holds what the import
 wrote (events, metrics, manifest, the events files' footer side data) and
-``OUT/<trace>/timeline/`` the timeline index (``analysis/lod.py:build_lod``), each file a table.
+``OUT/<trace>/timeline/`` the timeline index (``analysis/lod.py:build_lod``), each file a table;
+``OUT/<trace>/analyze/`` the outputs ``profui analyze`` records on disk (default parameters), read
+back as the dashboard reads them; ``OUT/<trace>/cli/`` what ``profui summary`` (text, JSON,
+``--hta-compat``) and ``profui info`` (text, JSON) print, and ``OUT/_cli/`` every ``--help``.
 A source profui refuses is dumped as its refusal line (``refused.json``).
 
 ``compare A B`` compares two dumps table by table, rows in order, exactly (schema, row count,
@@ -34,7 +37,15 @@ MODES: dict[str, dict[str, Any]] = {"default": {}, "hta_compat": {"hta_compat": 
 SAMPLES = ("mlp_cpu", "jax_cpu", "synthetic_gpu")
 #: The two ranks of one 128-rank job, imported together as a 2-rank trace.
 PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_rank-1.json.gz")
-PSEUDO_STAGES = ("import", "timeline")
+PSEUDO_STAGES = ("import", "timeline", "analyze", "cli")
+#: ``profui`` runs per trace (``cli``): (output name, arguments after the trace).
+CLI_RUNS = (
+    ("summary", ["summary"]),
+    ("summary_json", ["summary", "--json"]),
+    ("info", ["info"]),
+    ("info_json", ["info", "--json"]),
+)
+CLI_COMMANDS = ("open", "import", "info", "summary", "analyze", "runs", "diff", "export")
 #: JSON keys left out of the dump, by name, because they differ run to run by design.
 VOLATILE_KEYS = {
     # timeline/meta.json: the events files' paths, sizes and mtimes (the import's wall clock)
@@ -177,6 +188,46 @@ def _dump_timeline(w: Writer, path: Path) -> None:
             w.write(rel, pl.DataFrame({f.stem: np.fromfile(f, dtype=dtypes.get(f.stem, np.uint8))}))
 
 
+def _dump_analyze(w: Writer, path: Path) -> None:
+    from profui.analysis.pipeline.engine import analyze
+    from profui.analysis.pipeline.outputs import load_output
+
+    record = analyze(path, use_cache=False)
+    for stage in record.stages:
+        for output, value in (load_output(path, stage) or {}).items():
+            w.write(f"analyze/{stage}/{output}", value)
+
+
+def profui_run(w: Writer, rel: str, args: list[str], *, subprocess: bool = False) -> None:
+    """``profui ARGS`` as its console script runs it, output piped, 160 columns: its exit status,
+    stdout and stderr. In this process (a process per run would cost its start-up, ~0.5 CPU-s,
+    160 times), or in a process of its own with ``subprocess``."""
+    import contextlib
+    import io
+    import subprocess as sp
+
+    os.environ["COLUMNS"] = "160"
+    if subprocess:
+        exe = Path(sys.executable).with_name("profui")
+        run = sp.run([str(exe), *args], capture_output=True, text=True, stdin=sp.DEVNULL)
+        code, out, err = run.returncode, run.stdout, run.stderr
+    else:
+        from profui.tui.cli import main
+
+        outs, errs, argv, code = io.StringIO(), io.StringIO(), sys.argv, 0
+        sys.argv = ["profui", *args]
+        try:
+            with contextlib.redirect_stdout(outs), contextlib.redirect_stderr(errs):
+                main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        finally:
+            sys.argv = argv
+        out, err = outs.getvalue(), errs.getvalue()
+    lines = {"stdout": w.text(out).splitlines(), "stderr": w.text(err).splitlines()}
+    w.write(rel, {"args": [w.text(a) for a in args], "exit": code, **lines})
+
+
 def dump_trace(name: str, paths: list[Path], out: Path, work: Path, stages: list[str]) -> str:
     """Dump one trace's outputs under ``out/name``; returns what it wrote, in words."""
     from profui.analysis.pipeline.registry import REGISTRY
@@ -207,7 +258,16 @@ def dump_trace(name: str, paths: list[Path], out: Path, work: Path, stages: list
                 w.write(f"{mode}/{stage}/{output}", value)
     if "timeline" in stages:
         _dump_timeline(w, path)
+    if "analyze" in stages:
+        _dump_analyze(w, path)
+    for label, args in CLI_RUNS if "cli" in stages else ():
+        profui_run(w, f"cli/{label}.json", [args[0], str(src), *args[1:]])
     return f"{w.count} files"
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def dump(out: Path, traces: list[str], stages: list[str]) -> int:
@@ -224,19 +284,30 @@ def dump(out: Path, traces: list[str], stages: list[str]) -> int:
             f"unknown stage(s) {sorted(unknown)}; stages: {', '.join([*REGISTRY.order, *PSEUDO_STAGES])}"
         )
     stages = stages or [*REGISTRY.order, *PSEUDO_STAGES]
-    start, cpu0 = time.perf_counter(), time.process_time()
+    start, cpu0 = time.perf_counter(), _cpu()
     try:
+        if "cli" in stages and not traces:
+            w = Writer(out / "_cli", None, work)
+            for cmd in ("", *CLI_COMMANDS):
+                args = [cmd, "--help"] if cmd else ["--help"]
+                profui_run(w, f"help/{cmd or 'profui'}.json", args, subprocess=True)
         for name, paths in sources():
             if traces and not any(t in name for t in traces):
                 continue
             t0 = time.perf_counter()
-            said = dump_trace(name, paths, out, work, stages)
+            try:
+                said = dump_trace(name, paths, out, work, stages)
+            except Exception as exc:  # the code under test broke on this trace: an output too
+                Writer(out / name, None, work).write(
+                    "error.json", {"error": type(exc).__name__, "line": str(exc)}
+                )
+                said = f"FAILED: {type(exc).__name__}: {exc}"
             print(f"{name}: {said}, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
         f"dumped to {out} in {time.perf_counter() - start:.1f} s wall, "
-        f"{time.process_time() - cpu0:.1f} CPU-s",
+        f"{_cpu() - cpu0:.1f} CPU-s (user+sys, with the profui commands run)",
         file=sys.stderr,
     )
     return 0

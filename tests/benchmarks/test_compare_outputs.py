@@ -49,7 +49,7 @@ def test_dump_of_a_trace_compares_identical_and_differences_are_named(
     tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PROFUI_TRACES", str(shared_trace(TINY).parent))
-    for var in ("PROFUI_CACHE", "XDG_CACHE_HOME"):  # the dump isolates its cache; restored after
+    for var in ("PROFUI_CACHE", "XDG_CACHE_HOME", "COLUMNS"):  # the dump sets them; restored after
         monkeypatch.setenv(var, str(tmp_path / "unused"))
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):
@@ -58,6 +58,8 @@ def test_dump_of_a_trace_compares_identical_and_differences_are_named(
     assert (trace / "default" / "kernels" / "stats.parquet").is_file()
     assert (trace / "hta_compat" / "summary" / "summary.json").is_file()
     assert (trace / "import" / "events.parquet").is_file() and (trace / "timeline" / "meta.json").is_file()
+    assert (trace / "analyze" / "kernels" / "stats.parquet").is_file()
+    assert json.loads((trace / "cli" / "info_json.json").read_text())["exit"] == 0
     capsys.readouterr()
     assert co.main(["compare", str(a), str(b)]) == 0
     last = capsys.readouterr().out.splitlines()[-1]

@@ -17,52 +17,41 @@ A CUDA call gets as ``external_id`` the op id of the innermost op range around i
 and the device work it launched the same, as Kineto links ops to kernels. ``globalPid`` /
 ``globalTid`` pack ``pid = (g >> 24) & 0xFFFFFF`` and ``tid = g & 0xFFFFFF``. Each process with
 events is one rank: those that used a GPU first, by their lowest device, then the others by pid.
+
+How: SQL reads each table (:mod:`.queries`: values typed, rows left out said why, a sync row's
+device found by a join), Arrow names the rows and writes their args (:mod:`.names`,
+:mod:`.arrays`), numpy links calls to ops (:mod:`.link`); no row is a Python object.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from profui.capture.kineto.converted import EVENT_FIELDS, empty_columns, events_table, write_rank
+from profui.capture.kineto.converted import EVENT_FIELDS, events_table, write_rank
 from profui.capture.kineto.importer import ConvertResult, detect_node
 
-from . import names
+from . import names, queries
+from .arrays import blank_null, json_numbers, json_objects, json_strings, lookup, strings
+from .arrays import cells as text_cells
+from .link import enclosing_ops, launched_by
 from .tables import Export, NsysFormatError, open_export
 
 Progress = Callable[[int, int], None]
 
-_DEVICE_TABLES = (
-    ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"),
-    ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
-    ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
-    ("sync", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
-)
-_DEVICE_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid")
-_KERNEL_COLUMNS = (
-    "demangledName",
-    "shortName",
-    "gridX",
-    "gridY",
-    "gridZ",
-    "blockX",
-    "blockY",
-    "blockZ",
-    "registersPerThread",
-    "staticSharedMemory",
-    "dynamicSharedMemory",
-)
 #: Per table, the columns (groups of alternatives) without which its rows cannot become events
 #: (a sync row without deviceId may take its device from its CUDA context; an NVTX mark needs
 #: no end), and the columns that name its events, with the name they get without them.
 _NEEDED: dict[str, tuple[tuple[str, ...], ...]] = {
-    **{table: (("start",), ("end",), ("deviceId",)) for _, table in _DEVICE_TABLES},
+    **{table: (("start",), ("end",), ("deviceId",)) for _, table, _ in queries.DEVICE_TABLES},
     "CUPTI_ACTIVITY_KIND_RUNTIME": (("start",), ("end",)),
     "NVTX_EVENTS": (("start",), ("end",), ("eventType",), ("text", "textId")),
 }
@@ -70,54 +59,29 @@ _NAMING: dict[str, tuple[tuple[str, ...], str, str]] = {
     "CUPTI_ACTIVITY_KIND_KERNEL": (("demangledName", "shortName"), "kernels", "unknown kernel"),
     "CUPTI_ACTIVITY_KIND_RUNTIME": (("nameId",), "CUDA calls", "unknown CUDA call"),
 }
-_NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
-_NVTX_MARK = 34
-_NVTX_DOMAIN_CREATE = 75
+_TYPES = {"kind": pa.string(), "name": pa.string(), "memcpy_kind": pa.string(), "args": pa.string()}
+_INT = pa.int64()
+_NO_INT = pa.scalar(None, _INT)
+
+#: The events of one table, column by column (kept rows only): the trace's columns and, named
+#: with a leading underscore, what linking needs.
+Part = dict[str, pa.Array]
 
 
 def _pid(g: object) -> int:
     return (g >> 24) & 0xFFFFFF if isinstance(g, int) else 0
 
 
-def _tid(g: object) -> int:
-    return g & 0xFFFFFF if isinstance(g, int) else 0
-
-
-_encode = msgspec.json.Encoder().encode
-
-
-def _args(values: dict[str, Any]) -> str | None:
-    kept = {k: v for k, v in values.items() if v is not None}
-    return _encode(kept).decode() if kept else None
-
-
-class _Rows:
-    """The events of one process, column by column."""
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = empty_columns()
-
-    def add(self, **row: Any) -> None:
-        for f in EVENT_FIELDS:
-            self.cols[f].append(row.get(f))
-
-    def __len__(self) -> int:
-        return len(self.cols["ts"])
-
-
 class _Reader:
-    """One pass over the export's tables into per-process rows."""
+    """The export's tables as events, column by column, and what was left out of them."""
 
-    def __init__(self, export: Export, step: re.Pattern[str]) -> None:
+    def __init__(self, export: Export, src: Path, step: re.Pattern[str]) -> None:
         self.x = export
+        self.src = src
         self.step = step
-        self.strings = export.strings()
+        self.string_ids = export.string_ids()
         self.offset = export.epoch_offset_ns()
-        self.by_pid: dict[int, _Rows] = defaultdict(_Rows)
         self.skipped: Counter[str] = Counter()
-        self.devices: dict[int, set[int]] = defaultdict(set)
-        #: per pid: correlation -> external id of the CUDA call with it
-        self.call_ext: dict[int, dict[int, int]] = defaultdict(dict)
         #: per table: the rows read, those that became events, and those left out for want of
         #: a column the table lacks alone (not one ending before it starts, or with a NULL value)
         self.read: Counter[str] = Counter()
@@ -143,219 +107,252 @@ class _Reader:
                 )
         return notes
 
-    def _times(self, row: dict[str, Any], what: str, table: str) -> tuple[int, int] | None:
-        start, end = row["start"], row["end"]
-        if not isinstance(start, int) or not isinstance(end, int):
-            self.skipped[f"{what} without {'an end' if isinstance(start, int) else 'a start'}"] += 1
-            # for want of the column alone: every time it misses is in a column the table lacks
-            have = self.x.columns(table)
-            if all(c not in have for c, v in (("start", start), ("end", end)) if not isinstance(v, int)):
-                self.lost[table] += 1
-            return None
-        if end < start:
-            self.skipped[f"{what} ending before it starts"] += 1
-            return None
-        return start + self.offset, end - start
+    def _keep(self, table: str, reason: pa.Array, lost: pa.Array) -> pa.Array:
+        """Count the rows of ``table`` and why those with a ``reason`` are left out; the mask
+        of the others."""
+        keep = pc.is_null(reason)
+        self.read[table] += len(reason)
+        self.kept[table] += pc.sum(keep).as_py() or 0
+        self.lost[table] += pc.sum(pc.if_else(keep, 0, pc.cast(lost, _INT))).as_py() or 0
+        for counted in pc.value_counts(pc.drop_null(reason)).to_pylist():
+            self.skipped[counted["values"]] += counted["counts"]
+        return keep
 
-    def _text(self, text: object, text_id: object) -> str | None:
-        if isinstance(text, str):
-            return text
-        return self.strings.get(text_id) if isinstance(text_id, int) else None
+    def _ints(self, cells: Sequence[Any], keep: pa.Array) -> pa.Array:
+        """The kept cells of an integer column the trace copies as they are."""
+        cells = text_cells(cells)
+        try:
+            return pc.filter(pa.array(cells, _INT), keep)
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            kept = [c for c, k in zip(cells, keep.to_pylist(), strict=True) if k]
+            try:
+                return pa.array(kept, _INT)
+            except (OverflowError, pa.ArrowInvalid) as exc:
+                raise NsysFormatError(self.src, f"a value no trace can hold ({exc})") from None
 
-    def device_rows(self) -> None:
+    def _times(self, start: pa.Array, end: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """``ts`` (ns since the epoch) and ``dur`` of rows with integer times."""
+        try:
+            return pc.add_checked(start, self.offset), pc.subtract_checked(end, start)
+        except pa.ArrowInvalid:  # beyond int64: the error a Python int beyond it gives
+            try:
+                pa.array([s + self.offset for s in start.to_pylist()], _INT)
+                pa.array([e - s for s, e in zip(start.to_pylist(), end.to_pylist(), strict=True)], _INT)
+            except OverflowError as exc:
+                raise NsysFormatError(self.src, f"a value no trace can hold ({exc})") from None
+            raise
+
+    def _names(self, ids: pa.Array) -> pa.Array:
+        return lookup(ids, *self.string_ids)
+
+    def device_rows(self) -> list[Part]:
+        """Kernels, copies, memsets and syncs, a part per table."""
         copy_kinds = self.x.enum("ENUM_CUDA_MEMCPY_OPER")
         mem_kinds = self.x.enum("ENUM_CUDA_MEM_KIND")
         sync_kinds = self.x.enum("ENUM_CUPTI_SYNC_TYPE")
-        extra = {
-            "kernel": _KERNEL_COLUMNS,
-            "memcpy": ("bytes", "copyKind", "srcKind", "dstKind"),
-            "memset": ("bytes", "memKind", "value"),
-            "sync": ("syncType",),
-        }
-        context_device: dict[tuple[int, object], int] = {}
-        for kind, table in _DEVICE_TABLES:  # sync last: it takes its device from the others
-            for r in self.x.select(table, _DEVICE_COLUMNS + extra[kind]):
-                self.read[table] += 1
-                times = self._times(r, kind, table)
-                pid = _pid(r["globalPid"])
-                device = r["deviceId"]
-                if kind == "sync":
-                    device = context_device.get((pid, r["contextId"]), device)
-                elif isinstance(device, int):
-                    context_device[(pid, r["contextId"])] = device
-                if times is None or not isinstance(device, int) or not 0 <= device < 1 << 31:
-                    if times is not None:
-                        self.skipped[f"{kind} without a device"] += 1
-                        if "deviceId" not in self.x.columns(table):
-                            self.lost[table] += 1
-                    continue
-                stream = r["streamId"]
-                if not isinstance(stream, int) or not 0 <= stream < 1 << 31:
-                    stream = -1  # a context-wide sync has no stream (CUPTI writes 0xFFFFFFFF)
-                row: dict[str, Any] = {"kind": kind, "device": device, "stream": stream, "tid": stream}
-                if kind == "kernel":
-                    name = self._text(None, r["demangledName"]) or self._text(None, r["shortName"])
-                    row["name"] = name or "unknown kernel"
-                    row["args"] = _args(
-                        {
-                            "grid": _dims(r, "grid"),
-                            "block": _dims(r, "block"),
-                            "registers per thread": r["registersPerThread"],
-                            "shared memory": _sum(r["staticSharedMemory"], r["dynamicSharedMemory"]),
-                        }
-                    )
-                elif kind == "memcpy":
-                    mkind = names.copy_kind(copy_kinds, r["copyKind"])
-                    src, dst = (
-                        names.mem_kind(mem_kinds, r["srcKind"]),
-                        names.mem_kind(mem_kinds, r["dstKind"]),
-                    )
-                    row.update(name=names.copy_name(mkind, src, dst), memcpy_kind=mkind, bytes=r["bytes"])
-                elif kind == "memset":
-                    row.update(name=f"Memset ({names.mem_kind(mem_kinds, r['memKind'])})", bytes=r["bytes"])
-                else:
-                    row["name"] = names.sync_name(sync_kinds, r["syncType"])
-                self.devices[pid].add(device)
-                self.kept[table] += 1
-                self.by_pid[pid].add(
-                    ts=times[0], dur=times[1], pid=pid, correlation=r["correlationId"], **row
+        parts = []
+        for kind, table, _ in queries.DEVICE_TABLES:
+            sql = queries.device_rows(self.x, kind, table)
+            if sql is None:
+                continue
+            cols = self.x.fetch(sql)
+            keep = self._keep(table, strings(cols["reason"]), pa.array(cols["lost"], _INT))
+
+            def kept(
+                name: str, type: pa.DataType = _INT, cols: dict = cols, keep: pa.Array = keep
+            ) -> pa.Array:
+                return pc.filter(pa.array(cols[name], type), keep)
+
+            ts, dur = self._times(kept("s"), kept("e"))
+            stream = kept("stream")
+            part: Part = {
+                "ts": ts,
+                "dur": dur,
+                "kind": pa.repeat(pa.scalar(kind), len(ts)),
+                "pid": kept("pid"),
+                "tid": stream,
+                "device": kept("device"),
+                "stream": stream,
+                "correlation": self._ints(cols["correlation"], keep),
+                "_corr": kept("corr"),
+            }
+            if kind == "kernel":
+                name = pc.coalesce(
+                    blank_null(self._names(kept("demangled"))),
+                    blank_null(self._names(kept("short"))),
+                    "unknown kernel",
                 )
-
-    def cuda_calls(self) -> dict[int, dict[int, list[tuple[int, int]]]]:
-        """Runtime and driver calls; returns, per pid and tid, (ts, row index) of each call."""
-        calls: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-        cols = ("start", "end", "globalTid", "correlationId", "nameId", "returnValue")
-        for r in self.x.select("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
-            self.read["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
-            times = self._times(r, "CUDA call", "CUPTI_ACTIVITY_KIND_RUNTIME")
-            if times is None:
-                continue
-            self.kept["CUPTI_ACTIVITY_KIND_RUNTIME"] += 1
-            raw = self._text(None, r["nameId"]) or "unknown CUDA call"
-            name, kind = names.runtime_name(raw)
-            pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
-            rows = self.by_pid[pid]
-            ret = r["returnValue"]
-            args = _args({"nsys name": raw if raw != name else None, "return": ret if ret else None})
-            calls[pid][tid].append((times[0], len(rows)))
-            rows.add(
-                ts=times[0],
-                dur=times[1],
-                kind=kind,
-                name=name,
-                pid=pid,
-                tid=tid,
-                device=-1,
-                stream=-1,
-                correlation=r["correlationId"],
-                args=args,
-            )
-        return calls
-
-    def nvtx(self) -> dict[int, dict[int, list[tuple[int, int, int]]]]:
-        """NVTX ranges and marks; returns, per pid and tid, (ts, end, op id) of each op range."""
-        ops: dict[int, dict[int, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
-        cols = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
-        domains: dict[int, str] = {}
-        if "eventType" not in self.x.columns("NVTX_EVENTS"):  # no range told from a mark
-            self.read["NVTX_EVENTS"] = self.lost["NVTX_EVENTS"] = self.x.count("NVTX_EVENTS")
-            return ops
-        for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType = {_NVTX_DOMAIN_CREATE}"):
-            text = self._text(r["text"], r["textId"])
-            if isinstance(r["domainId"], int) and text:
-                domains[r["domainId"]] = text
-        kinds = ", ".join(str(k) for k in (*_NVTX_RANGES, _NVTX_MARK))
-        for r in self.x.select("NVTX_EVENTS", cols, where=f"eventType IN ({kinds})"):
-            self.read["NVTX_EVENTS"] += 1
-            text = self._text(r["text"], r["textId"])
-            if text is None:
-                self.skipped["NVTX range without text"] += 1
-                if self.x.lacks("NVTX_EVENTS", ("text", "textId")):
-                    self.lost["NVTX_EVENTS"] += 1
-                continue
-            pid, tid = _pid(r["globalTid"]), _tid(r["globalTid"])
-            domain = domains.get(r["domainId"]) if isinstance(r["domainId"], int) else None
-            if r["eventType"] == _NVTX_MARK:
-                if not isinstance(r["start"], int):
-                    self.skipped["NVTX mark without a time"] += 1
-                    if self.x.lacks("NVTX_EVENTS", ("start",)):
-                        self.lost["NVTX_EVENTS"] += 1
-                    continue
-                kind, name, args, dur = "instant", text, {}, 0
-                ts = r["start"] + self.offset
+                registers = pc.filter(json_numbers(cols["registers"]), keep)
+                part["name"] = name
+                part["args"] = json_objects(
+                    [
+                        ("grid", kept("grid", pa.string())),
+                        ("block", kept("block", pa.string())),
+                        ("registers per thread", registers),
+                        ("shared memory", kept("shared", pa.string())),
+                    ],
+                    len(ts),
+                )
+            elif kind == "memcpy":
+                part["name"], part["memcpy_kind"] = names.copy_names(
+                    copy_kinds, mem_kinds, kept("copy_kind"), kept("src_kind"), kept("dst_kind")
+                )
+                part["bytes"] = self._ints(cols["bytes"], keep)
+            elif kind == "memset":
+                part["name"] = names.memset_names(mem_kinds, kept("mem_kind"))
+                part["bytes"] = self._ints(cols["bytes"], keep)
             else:
-                times = self._times(r, "NVTX range", "NVTX_EVENTS")
-                if times is None:
-                    continue
-                ts, dur = times
-                kind, name, args = names.nvtx_range(text, self.step)
-            if domain:
-                args["domain"] = domain
-            ext = args.get("op_id") if kind == "cpu_op" else None
-            if isinstance(ext, int):
-                ops[pid][tid].append((ts, ts + dur, ext))
-            self.kept["NVTX_EVENTS"] += 1
-            self.by_pid[pid].add(
-                ts=ts, dur=dur, kind=kind, name=name, pid=pid, tid=tid, device=-1, stream=-1,
-                external_id=ext, args=_args(args),
-            )  # fmt: skip
-        return ops
+                part["name"] = names.sync_names(sync_kinds, kept("sync_type"))
+            parts.append(part)
+        return parts
 
-    def link(self, calls: dict, ops: dict) -> None:
-        """Give each CUDA call the op id of its innermost enclosing op range, and the device work
-        it launched (same correlation) the same."""
-        for pid, threads in calls.items():
-            rows = self.by_pid[pid].cols
-            by_corr = self.call_ext[pid]
-            for tid, tcalls in threads.items():
-                for (_ts, index), ext in zip(
-                    tcalls, _enclosing(ops.get(pid, {}).get(tid, []), tcalls), strict=True
-                ):
-                    if ext is None:
-                        continue
-                    rows["external_id"][index] = ext
-                    corr = rows["correlation"][index]
-                    if isinstance(corr, int):
-                        by_corr[corr] = ext
-        for pid, rows in self.by_pid.items():
-            by_corr = self.call_ext.get(pid, {})
-            cols = rows.cols
-            for i in range(len(rows)):
-                if cols["device"][i] >= 0 and cols["external_id"][i] is None:
-                    cols["external_id"][i] = by_corr.get(cols["correlation"][i])
+    def cuda_calls(self) -> Part | None:
+        """Runtime and driver calls."""
+        sql = queries.cuda_calls(self.x)
+        if sql is None:
+            return None
+        table = "CUPTI_ACTIVITY_KIND_RUNTIME"
+        cols = self.x.fetch(sql)
+        keep = self._keep(table, strings(cols["reason"]), pa.array(cols["lost"], _INT))
+
+        def kept(name: str) -> pa.Array:
+            return pc.filter(pa.array(cols[name], _INT), keep)
+
+        start = kept("s")
+        ts, dur = self._times(start, kept("e"))
+        raw = pc.fill_null(blank_null(self._names(kept("name_id"))), "unknown CUDA call")
+        name, kind = names.runtime_names(raw)
+        renamed = pc.if_else(pc.not_equal(raw, name), raw, pa.scalar(None, pa.string()))
+        returned = pc.filter(json_numbers(cols["ret"], drop_falsy=True), keep)
+        n = len(ts)
+        return {
+            "ts": ts,
+            "dur": dur,
+            "kind": kind,
+            "name": name,
+            "pid": kept("pid"),
+            "tid": kept("tid"),
+            "device": pa.repeat(pa.scalar(-1, _INT), n),
+            "stream": pa.repeat(pa.scalar(-1, _INT), n),
+            "correlation": self._ints(cols["correlation"], keep),
+            "args": json_objects([("nsys name", json_strings(renamed)), ("return", returned)], n),
+            "_corr": kept("corr"),
+            "_start": start,
+        }
+
+    def _domains(self) -> tuple[pa.Array, pa.Array]:
+        """The NVTX domains' names: (domain ids, names)."""
+        found: dict[int, str] = {}
+        sql = queries.nvtx_domains(self.x)
+        if sql is not None:
+            cols = self.x.fetch(sql)
+            texts = pc.coalesce(strings(cols["text"]), self._names(pa.array(cols["text_id"], _INT)))
+            for domain, text in zip(cols["domain"], texts.to_pylist(), strict=True):
+                if domain is not None and text:
+                    found[domain] = text
+        return pa.array(list(found), _INT), pa.array(list(found.values()), pa.string())
+
+    def nvtx(self) -> Part | None:
+        """NVTX ranges and marks."""
+        table = "NVTX_EVENTS"
+        sql = queries.nvtx_events(self.x)
+        if sql is None:  # no range told from a mark
+            self.read[table] = self.lost[table] = self.x.count(table)
+            return None
+        domains = self._domains()
+        cols = self.x.fetch(sql)
+        texts = pc.coalesce(strings(cols["text"]), self._names(pa.array(cols["text_id"], _INT)))
+        no_text = pc.is_null(texts)
+        lacks_text = 1 if self.x.lacks(table, ("text", "textId")) else 0
+        keep = self._keep(
+            table,
+            pc.if_else(no_text, "NVTX range without text", strings(cols["reason"])),
+            pc.if_else(no_text, lacks_text, pa.array(cols["lost"], _INT)),
+        )
+
+        def kept(name: str) -> pa.Array:
+            return pc.filter(pa.array(cols[name], _INT), keep)
+
+        start, end = kept("s"), kept("e")
+        mark = pc.cast(kept("mark"), pa.bool_())
+        text = pc.filter(texts, keep)
+        ts, dur = self._times(start, pc.if_else(mark, start, end))
+        ranges = names.nvtx_ranges(text, self.step)
+        op_id = pc.if_else(mark, _NO_INT, ranges["op_id"])
+        seq = pc.if_else(mark, _NO_INT, ranges["seq"])
+        rest = pc.if_else(mark, pa.scalar(None, pa.string()), ranges["rest"])
+        domain = lookup(kept("domain"), *domains)
+        n = len(ts)
+        return {
+            "ts": ts,
+            "dur": dur,
+            "kind": pc.if_else(mark, "instant", ranges["kind"]),
+            "name": pc.if_else(mark, text, ranges["name"]),
+            "pid": kept("pid"),
+            "tid": kept("tid"),
+            "device": pa.repeat(pa.scalar(-1, _INT), n),
+            "stream": pa.repeat(pa.scalar(-1, _INT), n),
+            "external_id": op_id,
+            "args": json_objects(
+                [
+                    ("op_id", op_id.cast(pa.string())),
+                    ("Sequence number", seq.cast(pa.string())),
+                    ("nvtx", json_strings(rest)),
+                    ("domain", json_strings(domain)),
+                ],
+                n,
+            ),
+            "_start": start,
+            "_end": end,
+        }
 
 
-def _dims(r: dict[str, Any], prefix: str) -> list[int] | None:
-    dims = [r[f"{prefix}{a}"] for a in "XYZ"]
-    return dims if all(isinstance(d, int) for d in dims) else None
+def _numpy(part: Part, columns: dict[str, str], where: pa.Array | None = None) -> dict[str, np.ndarray]:
+    """``columns`` (new name -> the part's) of ``part``'s rows (those ``where`` holds) as numpy."""
+    return {
+        k: (part[c] if where is None else pc.filter(part[c], where)).to_numpy(zero_copy_only=False)
+        for k, c in columns.items()
+    }
 
 
-def _sum(*values: object) -> int | None:
-    ints = [v for v in values if isinstance(v, int)]
-    return sum(ints) if ints else None
+def _link(devices: list[Part], calls: Part | None, nvtx: Part | None) -> None:
+    """Give each CUDA call the op id of its innermost enclosing op range, and the device work
+    it launched (same correlation) the same (:mod:`.link`)."""
+    if calls is None:
+        return
+    thread = {"pid": "pid", "tid": "tid", "start": "_start"}
+    if nvtx is None:
+        ops = {k: np.zeros(0, np.int64) for k in ("pid", "tid", "start", "end", "ext")}
+    else:
+        ops = _numpy(nvtx, {**thread, "end": "_end", "ext": "external_id"}, pc.is_valid(nvtx["external_id"]))
+    ext, found = enclosing_ops(_numpy(calls, thread), ops)
+    calls["external_id"] = pa.array(ext, _INT, mask=~found)
+    linked = pc.and_(pa.array(found), pc.is_valid(calls["_corr"]))
+    launchers = _numpy(calls, {"pid": "pid", "tid": "tid", "corr": "_corr", "ext": "external_id"}, linked)
+    for part in devices:
+        ext, found = launched_by(launchers, {"pid": part["pid"], "corr": part["_corr"]})
+        part["external_id"] = pa.array(ext, _INT, mask=~found)
 
 
-def _enclosing(ops: list[tuple[int, int, int]], calls: list[tuple[int, int]]) -> list[int | None]:
-    """For each call (by start, in ``calls`` order), the id of the innermost op range around it.
-
-    NVTX push/pop ranges on one thread nest, so a stack swept along time finds it.
-    """
-    order = sorted(range(len(calls)), key=lambda i: calls[i][0])
-    spans = sorted(ops, key=lambda o: (o[0], -o[1]))
-    out: list[int | None] = [None] * len(calls)
-    stack: list[tuple[int, int, int]] = []
-    j = 0
-    for i in order:
-        ts = calls[i][0]
-        while j < len(spans) and spans[j][0] <= ts:
-            while stack and stack[-1][1] <= spans[j][0]:
-                stack.pop()
-            stack.append(spans[j])
-            j += 1
-        while stack and stack[-1][1] <= ts:
-            stack.pop()
-        out[i] = stack[-1][2] if stack else None
+def _events(parts: list[Part]) -> dict[str, pa.Array]:
+    """The parts one after another: every events column."""
+    out = {}
+    for f in EVENT_FIELDS:
+        type = _TYPES.get(f, _INT)
+        columns = [p[f].cast(type) if f in p else pa.nulls(len(p["ts"]), type) for p in parts]
+        out[f] = pa.concat_arrays(columns) if columns else pa.array([], type)
     return out
+
+
+def _rank_order(pids: pa.Array, devices: pa.Array) -> tuple[list[int], dict[int, set[int]]]:
+    """The processes with events as ranks: those that used a GPU first, by their lowest device,
+    then the others by pid; and the devices of each."""
+    used: dict[int, set[int]] = {}
+    for pid in pc.unique(pids).to_pylist():
+        on = pc.and_(pc.equal(pids, pid), pc.greater_equal(devices, 0))
+        used[pid] = set(pc.unique(pc.filter(devices, on)).to_pylist())
+    order = sorted(used, key=lambda p: (0, min(used[p]), p) if used[p] else (1, 0, p))
+    return order, used
 
 
 def _gpus(export: Export, node: str, devices: set[int]) -> list[dict[str, Any]]:
@@ -378,11 +375,6 @@ def _gpus(export: Export, node: str, devices: set[int]) -> list[dict[str, Any]]:
             }
             found[r["cudaId"]] = {"node": node, **{k: v for k, v in props.items() if v is not None}}
     return [found.get(d, {"node": node, "id": d}) for d in sorted(devices)]
-
-
-def _rank_order(reader: _Reader) -> list[int]:
-    pids = [p for p, rows in reader.by_pid.items() if len(rows)]
-    return sorted(pids, key=lambda p: (0, min(reader.devices[p]), p) if reader.devices[p] else (1, 0, p))
 
 
 def convert_nsys_file(
@@ -429,22 +421,24 @@ def _convert(
     rank: int | None,
     report: Callable[[float], None],
 ) -> list[ConvertResult]:
-    reader = _Reader(export, step)
-    reader.device_rows()
+    reader = _Reader(export, src, step)
+    devices = reader.device_rows()
     report(0.3)
     calls = reader.cuda_calls()
     report(0.45)
-    ops = reader.nvtx()
+    nvtx = reader.nvtx()
     report(0.65)
-    reader.link(calls, ops)
+    _link(devices, calls, nvtx)
+    events = _events([p for p in (*devices, calls, nvtx) if p is not None])
     meta = export.key_values("META_DATA_EXPORT")
     env = export.key_values("TARGET_INFO_SYSTEM_ENV", "name", "value")
     processes = {_pid(r["globalPid"]): r["name"] for r in export.select("PROCESSES", ("globalPid", "name"))}
+    strings = export.strings()
     threads = {
-        r["globalTid"]: reader.strings.get(r["nameId"])
+        r["globalTid"]: strings.get(r["nameId"])
         for r in export.select("ThreadNames", ("globalTid", "nameId"))
     }
-    order = _rank_order(reader)
+    order, used = _rank_order(events["pid"], events["device"])
     notes = reader.column_notes()
     if not order:
         raise NsysFormatError(
@@ -456,9 +450,8 @@ def _convert(
     node_value = detect_node({"hostname": host} if host else {}, src, node)
     results = []
     for i, pid in enumerate(order):
-        rows = reader.by_pid[pid]
-        table = events_table(src, rows.cols, NsysFormatError)
-        rows.cols.clear()
+        mine = pc.equal(events["pid"], pid)
+        table = events_table(src, {f: pc.filter(c, mine) for f, c in events.items()}, NsysFormatError)
         rank_value = (rank or 0) + i
         tids = {g & 0xFFFFFF: n for g, n in threads.items() if _pid(g) == pid and n}
         source = {
@@ -480,9 +473,8 @@ def _convert(
             source["skipped"] = dict(sorted(reader.skipped.items()))
         if notes:
             source["notes"] = [f"{src.name}: {n}" for n in notes]
-        devices = set(reader.devices[pid])
         results.append(
-            write_rank(trace_dir, node_value, rank_value, table, source, _gpus(export, node_value, devices))
+            write_rank(trace_dir, node_value, rank_value, table, source, _gpus(export, node_value, used[pid]))
         )
         report(0.65 + 0.35 * (i + 1) / len(order))
     return results

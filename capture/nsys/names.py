@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrays import blank_null, map_distinct
+
 #: API version suffix Nsight appends to CUDA runtime names (``cudaLaunchKernel_v7000``); a
 #: ``_v2`` that is part of the API's own name (``cudaStreamGetCaptureInfo_v2``) is kept.
 _API_VERSION = re.compile(r"_v\d{4,}$")
@@ -16,9 +21,11 @@ _API_VERSION = re.compile(r"_v\d{4,}$")
 #: PyTorch's ``--pytorch=autograd-nvtx`` op range: ``aten::mm, seq = 12, op_id = 345`` (then
 #: optionally ``, sizes = [...]`` and ``, input_op_ids = [...]``). Its numbers are ASCII digits
 #: that fit the int64 ids of the trace (18 at most): a text with a longer one is no op range.
-OP_RANGE = re.compile(
-    r"^(?P<op>[^,]+?)(?:, seq = (?P<seq>[0-9]{1,18}))?, op_id = (?P<op_id>[0-9]{1,18})(?![0-9])(?P<rest>.*)$",
-    re.S,
+#: RE2 syntax (pyarrow.compute): the op id is followed by the end or by a character that is not
+#: a digit (RE2 has no lookahead), and ``rest`` runs to the end of the text.
+OP_RANGE = (
+    r"(?s)^(?P<op>[^,]+?)(?:, seq = (?P<seq>[0-9]{1,18}))?, op_id = (?P<op_id>[0-9]{1,18})"
+    r"(?P<rest>(?:[^0-9].*)?)$"
 )
 
 #: The default step range: the one PyTorch's profiler writes; ``profui import --nvtx-step`` sets another.
@@ -89,6 +96,14 @@ def runtime_name(raw: str) -> tuple[str, str]:
     return name, kind
 
 
+def runtime_names(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """:func:`runtime_name` of each call's name: ``(names, kinds)``."""
+    return (
+        map_distinct(raw, lambda r: runtime_name(r)[0], pa.string()),
+        map_distinct(raw, lambda r: runtime_name(r)[1], pa.string()),
+    )
+
+
 def copy_kind(enum: dict[int, str], value: object) -> str | None:
     """A memcpy's kind (``HtoD`` ...) from its ``copyKind``; None when unknown."""
     key = _enum_key(enum, _COPY_KIND_IDS, value, "CUDA_MEMCPY_KIND_")
@@ -101,29 +116,58 @@ def mem_kind(enum: dict[int, str], value: object) -> str:
     return _MEM_KINDS.get(key, "Unknown") if key else "Unknown"
 
 
-def copy_name(kind: str | None, src: str, dst: str) -> str:
-    """Kineto's name of a copy: ``Memcpy HtoD (Pinned -> Device)``."""
-    return f"Memcpy {kind or 'Unknown'} ({src} -> {dst})"
+def copy_names(
+    copy_kinds: dict[int, str], mem_kinds: dict[int, str], kind: pa.Array, src: pa.Array, dst: pa.Array
+) -> tuple[pa.Array, pa.Array]:
+    """Kineto's name of each copy (``Memcpy HtoD (Pinned -> Device)``) and its kind (``HtoD``,
+    null when unknown), from its ``copyKind``, ``srcKind`` and ``dstKind``."""
+    kinds = map_distinct(kind, lambda v: copy_kind(copy_kinds, v), pa.string())
+    src, dst = (map_distinct(m, lambda v: mem_kind(mem_kinds, v), pa.string()) for m in (src, dst))
+    names = pc.binary_join_element_wise(
+        "Memcpy ", pc.fill_null(kinds, "Unknown"), " (", src, " -> ", dst, ")", ""
+    )
+    return names, kinds
 
 
-def sync_name(enum: dict[int, str], value: object) -> str:
-    """Kineto's name of a CUPTI synchronization row (``Stream Sync``); ``Unknown Sync`` else."""
-    key = _enum_key(enum, _SYNC_IDS, value, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_")
-    return _SYNC_NAMES.get(key or "", "Unknown Sync")
+def memset_names(mem_kinds: dict[int, str], kind: pa.Array) -> pa.Array:
+    """Kineto's name of each memset (``Memset (Device)``) from its ``memKind``."""
+    return map_distinct(kind, lambda v: f"Memset ({mem_kind(mem_kinds, v)})", pa.string())
 
 
-def nvtx_range(text: str, step: re.Pattern[str]) -> tuple[str, str, dict[str, object]]:
-    """``(kind, name, args)`` of an NVTX range: a ``step`` when ``step`` matches the text, a
-    PyTorch op range as a ``cpu_op`` named by its op (sequence number and op id in args, the
-    rest of the text too), else an ``annotation`` named by its text."""
-    if step.search(text):
-        return "step", text, {}
-    m = OP_RANGE.match(text)
-    if m:
-        args: dict[str, object] = {"op_id": int(m["op_id"])}
-        if m["seq"] is not None:
-            args["Sequence number"] = int(m["seq"])
-        if m["rest"]:
-            args["nvtx"] = m["rest"].lstrip(", ")
-        return "cpu_op", m["op"], args
-    return "annotation", text, {}
+def sync_names(enum: dict[int, str], values: pa.Array) -> pa.Array:
+    """Kineto's name of each CUPTI synchronization row (``Stream Sync``); ``Unknown Sync`` else."""
+
+    def name(value: object) -> str:
+        key = _enum_key(enum, _SYNC_IDS, value, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_")
+        return _SYNC_NAMES.get(key or "", "Unknown Sync")
+
+    return map_distinct(values, name, pa.string())
+
+
+def nvtx_ranges(texts: pa.Array, step: re.Pattern[str]) -> dict[str, pa.Array]:
+    """``kind``, ``name``, ``op_id``, ``seq`` and ``rest`` of each NVTX range: a ``step`` when
+    ``step`` (the user's Python regex) finds the text, a PyTorch op range (:data:`OP_RANGE`) as a
+    ``cpu_op`` named by its op (its sequence number, op id and the rest of its text apart), else
+    an ``annotation`` named by its text."""
+    is_step = pa.array([step.search(t) is not None for t in texts.to_pylist()], pa.bool_())
+    m = pc.extract_regex(texts, OP_RANGE)
+    is_op = pc.and_(pc.is_valid(m), pc.invert(is_step))
+    int_null = pa.scalar(None, pa.int64())
+    str_null = pa.scalar(None, pa.string())
+
+    def field(name: str) -> pa.Array:
+        return pc.struct_field(m, name)
+
+    def number(name: str) -> pa.Array:  # "" where the group took no part
+        return pc.cast(blank_null(field(name)), pa.int64())
+
+    rest = field("rest")
+    return {
+        "kind": pc.if_else(is_step, "step", pc.if_else(is_op, "cpu_op", "annotation")),
+        "name": pc.if_else(is_op, field("op"), texts),
+        "op_id": pc.if_else(is_op, number("op_id"), int_null),
+        "seq": pc.if_else(is_op, number("seq"), int_null),
+        "rest": pc.if_else(
+            pc.and_(is_op, pc.not_equal(rest, "")), pc.utf8_ltrim(rest, characters=", "), str_null
+        ),
+    }

@@ -12,12 +12,16 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from profui.capture.format import NSYS_SUFFIXES, TraceFormatError
 from profui.capture.format.regular import not_regular
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _EXPORT_TIMEOUT_S = 3600
@@ -36,7 +40,7 @@ class NsysFormatError(TraceFormatError):
     """A file is missing, unreadable or not an Nsight Systems export; ``str(err)`` is one line."""
 
 
-def _text(value: object) -> object:
+def text(value: object) -> object:
     """A cell as the export means it: a BLOB where Nsight writes text (a process's name) is its
     UTF-8 text, so that it reaches the trace as a name, never as bytes."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -55,7 +59,7 @@ class Export:
         self.conn = conn
         self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         self._columns: dict[str, set[str]] = {}
-        self._strings: dict[int, str] | None = None
+        self._string_ids: tuple[pa.Array, pa.Array] | None = None
 
     def __enter__(self) -> Export:
         return self
@@ -97,30 +101,50 @@ class Export:
         def rows() -> Iterator[dict[str, object]]:
             for r in self.conn.execute(sql):
                 if bytes in map(type, r):
-                    r = tuple(map(_text, r))
+                    r = tuple(map(text, r))
                 yield {**missing, **dict(zip(names, r, strict=True))}
 
         return rows()
 
+    def fetch(self, sql: str) -> dict[str, Sequence[Any]]:
+        """The result of ``sql`` column by column: name -> its cells, in the result's order."""
+        cursor = self.conn.execute(sql)
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        return dict(zip(names, columns, strict=True))
+
+    def string_ids(self) -> tuple[pa.Array, pa.Array]:
+        """``StringIds`` as (ids, texts): the rows with an integer id and a text (a BLOB read as
+        its text), in the table's order; the last of an id is its text."""
+        if self._string_ids is None:
+            import pyarrow as pa  # only a conversion needs Arrow, not telling an export apart
+
+            from .arrays import strings
+
+            cols = self.fetch(
+                "SELECT id, value FROM StringIds WHERE typeof(id) = 'integer' AND typeof(value) IN ('text', 'blob')"
+            )
+            self._string_ids = (pa.array(cols["id"], pa.int64()), strings(cols["value"]))
+        return self._string_ids
+
     def strings(self) -> dict[int, str]:
         """``StringIds``: id -> text."""
-        if self._strings is None:
-            rows = self.conn.execute("SELECT id, value FROM StringIds")
-            self._strings = {i: v for i, v in ((i, _text(v)) for i, v in rows) if isinstance(v, str)}
-        return self._strings
+        ids, texts = self.string_ids()
+        return dict(zip(ids.to_pylist(), texts.to_pylist(), strict=True))
 
     def enum(self, table: str) -> dict[int, str]:
         """An ``ENUM_*`` table: id -> its ``name`` (empty when the export lacks it)."""
         if "name" not in self.columns(table):
             return {}
-        return {i: _text(n) for i, n in self.conn.execute(f'SELECT id, name FROM "{table}"')}
+        return {i: text(n) for i, n in self.conn.execute(f'SELECT id, name FROM "{table}"')}
 
     def key_values(self, table: str, key: str = "name", value: str = "value") -> dict[str, str]:
         """A two-column metadata table (``META_DATA_EXPORT``, ``TARGET_INFO_SYSTEM_ENV``) as a dict."""
         if not {key, value} <= self.columns(table):
             return {}
         rows = self.conn.execute(f'SELECT "{key}", "{value}" FROM "{table}"')
-        return {str(_text(k)): str(_text(v)) for k, v in rows}
+        return {str(text(k)): str(text(v)) for k, v in rows}
 
     def epoch_offset_ns(self) -> int:
         """What to add to the export's times to make them ns since the Unix epoch.

@@ -1,0 +1,205 @@
+"""The SQL that reads each activity table of an Nsight export: one result row per table row, in
+the table's order, its values typed as the converter needs them and, in ``reason``, why it does
+not become an event (NULL when it does), with ``lost`` set when that is for want of a column the
+table lacks alone (not a NULL value or a row ending before it starts).
+
+SQLite is dynamically typed and a damaged export may hold text, a real or a BLOB in an INTEGER
+column: a value used as an integer is one only where the cell holds an integer (``typeof``).
+Columns the export lacks read as NULL, so every query names only the columns the file has.
+"""
+
+from __future__ import annotations
+
+from .tables import Export
+
+#: CUPTI's value of a context-wide sync's stream (0xFFFFFFFF) and every other out-of-range id
+#: fail this test, and the device of a row must pass it.
+_INT32 = "BETWEEN 0 AND 2147483647"
+NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
+NVTX_MARK = 34
+NVTX_DOMAIN_CREATE = 75
+
+
+class _Columns:
+    """SQL expressions for the columns of one table of one export."""
+
+    def __init__(self, export: Export, table: str) -> None:
+        self.have = export.columns(table)
+
+    def raw(self, column: str) -> str:
+        return f'"{column}"' if column in self.have else "NULL"
+
+    def int(self, column: str) -> str:
+        """The cell where it holds an integer, else NULL."""
+        if column not in self.have:
+            return "NULL"
+        return f'(CASE WHEN typeof("{column}") = \'integer\' THEN "{column}" END)'
+
+    def text(self, column: str) -> str:
+        """The cell where it holds text (or a BLOB, read as its text in Python), else NULL."""
+        if column not in self.have:
+            return "NULL"
+        return f"(CASE WHEN typeof(\"{column}\") IN ('text', 'blob') THEN \"{column}\" END)"
+
+    def absent(self, column: str) -> str:
+        return "0" if column in self.have else "1"
+
+    def pid(self, column: str) -> str:
+        """``pid = (g >> 24) & 0xFFFFFF`` of a ``globalPid``/``globalTid``; 0 without one."""
+        return f"coalesce(({self.int(column)} >> 24) & 16777215, 0)"
+
+    def tid(self, column: str) -> str:
+        """``tid = g & 0xFFFFFF`` of a ``globalTid``; 0 without one."""
+        return f"coalesce({self.int(column)} & 16777215, 0)"
+
+    def times(self) -> str:
+        """``s`` and ``e``: the start and end where they are integers, and ``times_lost``: 1
+        where every time that is not an integer is in a column the table lacks."""
+        s, e = self.int("start"), self.int("end")
+        lost = f"(({s} IS NOT NULL OR {self.absent('start')}) AND ({e} IS NOT NULL OR {self.absent('end')}))"
+        return f"{s} AS s, {e} AS e, {lost} AS times_lost"
+
+
+def _times_reason(what: str) -> str:
+    """Why a row of times ``s``/``e`` is left out, NULL when it is not."""
+    return (
+        f"CASE WHEN s IS NULL THEN '{what} without a start' WHEN e IS NULL THEN '{what} without an end' "
+        f"WHEN e < s THEN '{what} ending before it starts' END"
+    )
+
+
+def _times_lost() -> str:
+    return "CASE WHEN s IS NULL OR e IS NULL THEN times_lost ELSE 0 END"
+
+
+#: Per device table, its kind and the columns it adds, as (SQL of the export's columns) -> select list.
+def _kernel(c: _Columns) -> str:
+    def dims(prefix: str) -> str:
+        x, y, z = (c.int(f"{prefix}{a}") for a in "XYZ")
+        return (
+            f"CASE WHEN {x} IS NOT NULL AND {y} IS NOT NULL AND {z} IS NOT NULL "
+            f"THEN '[' || {x} || ',' || {y} || ',' || {z} || ']' END"
+        )
+
+    static, dynamic = c.int("staticSharedMemory"), c.int("dynamicSharedMemory")
+    return (
+        f"{c.int('demangledName')} AS demangled, {c.int('shortName')} AS short, "
+        f"{dims('grid')} AS grid, {dims('block')} AS block, {c.raw('registersPerThread')} AS registers, "
+        f"CASE WHEN {static} IS NOT NULL OR {dynamic} IS NOT NULL "
+        f"THEN CAST(coalesce({static}, 0) + coalesce({dynamic}, 0) AS TEXT) END AS shared"
+    )
+
+
+def _memcpy(c: _Columns) -> str:
+    return (
+        f"{c.raw('bytes')} AS bytes, {c.int('copyKind')} AS copy_kind, "
+        f"{c.int('srcKind')} AS src_kind, {c.int('dstKind')} AS dst_kind"
+    )
+
+
+def _memset(c: _Columns) -> str:
+    return f"{c.raw('bytes')} AS bytes, {c.int('memKind')} AS mem_kind"
+
+
+def _sync(c: _Columns) -> str:
+    return f"{c.int('syncType')} AS sync_type"
+
+
+DEVICE_TABLES = (
+    ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL", _kernel),
+    ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY", _memcpy),
+    ("memset", "CUPTI_ACTIVITY_KIND_MEMSET", _memset),
+    ("sync", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _sync),
+)
+
+
+def _context_devices(export: Export) -> str:
+    """The device of each (pid, CUDA context): that of the last kernel, copy or memset of the
+    context with an integer device (CUPTI's sync rows carry none)."""
+    parts = []
+    for order, (_kind, table, _extra) in enumerate(DEVICE_TABLES[:3]):
+        c = _Columns(export, table)
+        if c.have and "deviceId" in c.have:
+            parts.append(
+                f"SELECT {c.pid('globalPid')} AS pid, {c.raw('contextId')} AS context, "
+                f'{c.int("deviceId")} AS device, {order} AS t, rowid AS r FROM "{table}" '
+                f"WHERE {c.int('deviceId')} IS NOT NULL"
+            )
+    if not parts:
+        return "SELECT NULL AS pid, NULL AS context, NULL AS device WHERE 0"
+    return (
+        "SELECT pid, context, device FROM (SELECT pid, context, device, row_number() OVER "
+        f"(PARTITION BY pid, context ORDER BY t DESC, r DESC) AS n FROM ({' UNION ALL '.join(parts)})) "
+        "WHERE n = 1"
+    )
+
+
+def device_rows(export: Export, kind: str, table: str) -> str | None:
+    """The rows of the device table ``table`` (None when the export lacks it)."""
+    c = _Columns(export, table)
+    if not c.have:
+        return None
+    extra = dict((k, f) for k, _t, f in DEVICE_TABLES)[kind](c)
+    pid = c.pid("globalPid")
+    device = c.raw("deviceId")
+    prefix, join = "", ""
+    if kind == "sync":  # a sync row's device is its CUDA context's
+        prefix = f"WITH ctx AS ({_context_devices(export)}) "
+        join = f" LEFT JOIN ctx ON ctx.pid = {pid} AND ctx.context IS {c.raw('contextId')}"
+        device = f"coalesce(ctx.device, {device})"
+    inner = (
+        f"SELECT {c.times()}, {device} AS device_cell, {c.int('streamId')} AS stream_cell, "
+        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, {pid} AS pid, "
+        f'{extra} FROM "{table}"{join}'
+    )
+    return (
+        f"{prefix}SELECT *, "
+        f"CASE WHEN typeof(device_cell) = 'integer' AND device_cell {_INT32} THEN device_cell END AS device, "
+        f"CASE WHEN stream_cell {_INT32} THEN stream_cell ELSE -1 END AS stream, "
+        f"coalesce({_times_reason(kind)}, CASE WHEN typeof(device_cell) != 'integer' "
+        f"OR device_cell NOT {_INT32} THEN '{kind} without a device' END) AS reason, "
+        f"CASE WHEN s IS NULL OR e IS NULL THEN times_lost WHEN e < s THEN 0 "
+        f"ELSE {c.absent('deviceId')} END AS lost FROM ({inner})"
+    )
+
+
+def cuda_calls(export: Export) -> str | None:
+    """The rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` (None when the export lacks it)."""
+    c = _Columns(export, "CUPTI_ACTIVITY_KIND_RUNTIME")
+    if not c.have:
+        return None
+    return (
+        f"SELECT *, {_times_reason('CUDA call')} AS reason, {_times_lost()} AS lost FROM ("
+        f"SELECT {c.times()}, {c.pid('globalTid')} AS pid, {c.tid('globalTid')} AS tid, "
+        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, "
+        f"{c.int('nameId')} AS name_id, {c.raw('returnValue')} AS ret "
+        'FROM "CUPTI_ACTIVITY_KIND_RUNTIME")'
+    )
+
+
+def nvtx_domains(export: Export) -> str | None:
+    """The domains NVTX_EVENTS creates: (domain, text, text id)."""
+    c = _Columns(export, "NVTX_EVENTS")
+    if "eventType" not in c.have:
+        return None
+    return (
+        f"SELECT {c.int('domainId')} AS domain, {c.text('text')} AS text, {c.int('textId')} AS text_id "
+        f'FROM "NVTX_EVENTS" WHERE "eventType" = {NVTX_DOMAIN_CREATE}'
+    )
+
+
+def nvtx_events(export: Export) -> str | None:
+    """The ranges and marks of ``NVTX_EVENTS`` (None when it has no ``eventType``). ``reason``
+    and ``lost`` are those of a row with a text: one without is left out for that first."""
+    c = _Columns(export, "NVTX_EVENTS")
+    if "eventType" not in c.have:
+        return None
+    kinds = ", ".join(str(k) for k in (*NVTX_RANGES, NVTX_MARK))
+    return (
+        "SELECT *, CASE WHEN mark THEN CASE WHEN s IS NULL THEN 'NVTX mark without a time' END "
+        f"ELSE {_times_reason('NVTX range')} END AS reason, "
+        f"CASE WHEN mark THEN s IS NULL AND {c.absent('start')} ELSE {_times_lost()} END AS lost FROM ("
+        f'SELECT {c.times()}, "eventType" = {NVTX_MARK} AS mark, {c.text("text")} AS text, '
+        f"{c.int('textId')} AS text_id, {c.pid('globalTid')} AS pid, {c.tid('globalTid')} AS tid, "
+        f'{c.int("domainId")} AS domain FROM "NVTX_EVENTS" WHERE "eventType" IN ({kinds}))'
+    )

@@ -95,12 +95,15 @@ def _raw_memory_rows(events: pl.LazyFrame) -> pl.LazyFrame:
     )
     plain = pl.col("_g").struct.field("1").is_not_null()
     keep = ("_row", "node", "rank", "pid", "tid", "ts", "name")
+    columns = [*keep[1:], *_ARGS]
     fast = read.filter(plain).select(
         *keep, *(pl.col("_g").struct.field(str(i + 1)).cast(pl.Int64, strict=False).alias(k)
                  for i, k in enumerate(_KINETO_ORDER))
     )  # fmt: skip
+    if not read.select((~plain).any()).collect(engine=ENGINE).item():
+        # every event as Kineto writes it (the usual trace): already in the events' order
+        return fast.select(columns)
     by_key = read.filter(~plain).select(*keep, *(int_member(v).alias(k) for k, v in _ARGS.items()))
-    columns = [*keep[1:], *_ARGS]
     return (
         pl.concat([fast.select("_row", *columns), by_key.select("_row", *columns)]).sort("_row").drop("_row")
     )
@@ -243,15 +246,15 @@ def _step_of(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 
 
 def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Per device: event counts, first and last event, the allocated level before the first and
-    after the last, the peak (``peak_allocated_bytes`` at ``peak_ns``, its first event) with the
-    allocating thread's innermost op and annotation and the step it falls in, the reserved peak,
-    and the out-of-memory count."""
+    """Per device of ``mem`` (:func:`memory_events`' frame, in its order): event counts, first
+    and last event, the allocated level before the first and after the last, the peak
+    (``peak_allocated_bytes`` at ``peak_ns``, its first event) with the allocating thread's
+    innermost op and annotation and the step it falls in, the reserved peak, and the
+    out-of-memory count."""
     before_first = pl.col("allocated_bytes").first() - _applied().first()
     at_peak = pl.col("allocated_bytes").arg_max()
     per = (
-        mem.lazy()
-        .sort(*DEVICE_KEYS, "seq")
+        mem.lazy()  # in device and event order (memory_events'): not sorted again
         .group_by(DEVICE_KEYS, maintain_order=True)
         .agg(
             pl.len().cast(pl.Int64).alias("events"),
@@ -292,11 +295,11 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         "node", "rank", "step", pl.col("cpu_start_ns").alias("start_ns"), pl.col("cpu_end_ns").alias("end_ns")
     )
     grid = m.select(*DEVICE_KEYS).unique().join(w, on=["node", "rank"], how="inner")
-    level = m.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes").sort("ts", "seq")
-    first = (
-        m.sort("seq")
-        .group_by(DEVICE_KEYS)
-        .agg((pl.col("allocated_bytes").first() - _applied().first()).alias("_before"))
+    # each device's rows are in event order (memory_events'), so in time order: what the as-of
+    # join below needs of them, without sorting them again
+    level = m.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes")
+    first = m.filter(pl.col("seq") == 0).select(
+        *DEVICE_KEYS, (pl.col("allocated_bytes") - _applied()).alias("_before")
     )
     entering = (
         grid.sort("start_ns")
@@ -315,13 +318,12 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     )
     inside = (
         in_step(m.select(*DEVICE_KEYS, "ts", "seq", "allocated_bytes"), windows)
-        .sort("seq")
         .group_by(*DEVICE_KEYS, "step")
         .agg(
             pl.len().cast(pl.Int64).alias("events"),
             pl.col("allocated_bytes").min().alias("_min"),
             pl.col("allocated_bytes").max().alias("_max"),
-            pl.col("allocated_bytes").last().alias("_last"),
+            pl.col("allocated_bytes").get(pl.col("seq").arg_max()).alias("_last"),
         )
     )
     s = pl.col("start_allocated_bytes")
@@ -349,9 +351,8 @@ def live_at_peak(
     ``order`` (1 = largest). Memory allocated before the trace began is not among them."""
     by_addr = [*DEVICE_KEYS, "addr"]
     nxt = (
-        mem.lazy()
+        mem.lazy()  # in device and event order (memory_events'): each address's events in order
         .filter(pl.col("event") != "oom")
-        .sort("seq")
         .with_columns(pl.col("seq").shift(-1).over(by_addr).alias("_next"))
     )
     p = peaks.lazy().select(*DEVICE_KEYS, "peak_seq", "peak_allocated_bytes")
@@ -382,8 +383,7 @@ def memory_over_time(mem: pl.DataFrame, buckets: int = BUCKETS) -> pl.DataFrame:
     span = (pl.col("ts").max() - pl.col("ts").min()).over(keys) + 1
     length = (span + buckets - 1) // buckets
     return (
-        mem.lazy()
-        .sort("seq")
+        mem.lazy()  # in device and event order (memory_events'): a bucket's last row is its last event
         .with_columns(pl.col("ts").min().over(keys).alias("_t0"), length.alias("bucket_len_ns"))
         .with_columns(((pl.col("ts") - pl.col("_t0")) // pl.col("bucket_len_ns")).alias("bucket"))
         .group_by(*keys, "bucket", maintain_order=True)

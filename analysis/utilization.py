@@ -43,6 +43,15 @@ def _host(events: Frame, kinds: Sequence[str]) -> pl.LazyFrame:
     )
 
 
+def _seen(events: Frame, union: pl.LazyFrame, kinds: Sequence[str], keys: Sequence[str]) -> pl.LazyFrame:
+    """The distinct ``keys`` of the host events of ``kinds``, ``union`` being those events'
+    union per thread: its keys and those of the events without length (left out of a union).
+    Not the keys of every event: on 3M events hashing two million rows' keys cost more."""
+    keys = list(keys)
+    empty = _host(events, kinds).filter(pl.col("end") <= pl.col("start")).select(keys)
+    return pl.concat([union.select(keys), empty]).unique()
+
+
 def host_thread_busy(events: Frame) -> pl.LazyFrame:
     """Per host thread (:data:`THREAD`) the union of its busy events (:data:`HOST_BUSY_KINDS`):
     disjoint ``start, end`` intervals, what :func:`cpu_utilization` and :func:`cpu_active` both
@@ -193,13 +202,7 @@ def cpu_utilization(
         .group_by("node", "bucket")
         .agg(pl.col("covered_ns").sum())
     )
-    threads = (
-        _host(events, HOST_BUSY_KINDS)
-        .select(THREAD)
-        .unique()
-        .group_by("node")
-        .agg(pl.len().alias("_threads"))
-    )
+    threads = _seen(events, merged, HOST_BUSY_KINDS, THREAD).group_by("node").agg(pl.len().alias("_threads"))
     return (
         threads.join(grid, how="cross")
         .join(cov, on=["node", "bucket"], how="left")

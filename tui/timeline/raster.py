@@ -172,23 +172,20 @@ class FrameRaster:
         span = np.maximum((b[1:] - b[:-1]) * ix.bucket_ns, 1)
         kinds = [self._tile_kinds[r] for r in rows]
         sizes = np.array([k.size for k, _ in kinds], dtype=np.int64)
-        group = np.cumsum(sizes) - sizes  # each line's first (row, kind) pair
-        pair_kind = np.concatenate([k for k, _ in kinds])
-        at = np.empty((pair_kind.size, width + 1), dtype=np.int64)
-        p = 0
-        for _, cums in kinds:  # one gather per (row, kind): each prefix sum is its own array
-            for c in cums:
-                np.take(c, b, out=at[p])
-                p += 1
-        per = at[:, 1:] - at[:, :-1]
-        tot = np.add.reduceat(per, group, axis=0)
+        # every (row, kind)'s prefix sums at the cell edges (each prefix sum is its own array),
+        # laid out as lines × kinds × cells, zero where a row has fewer kinds
+        at = np.array([c[b] for _, cums in kinds for c in cums])
+        owner = np.repeat(np.arange(len(rows)), sizes)
+        slot = np.arange(owner.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        per = np.zeros((len(rows), int(sizes.max()), width), dtype=np.int64)
+        per[owner, slot] = at[:, 1:] - at[:, :-1]
+        tot = per.sum(axis=1)
         busy = np.minimum(np.maximum(tot / span, 0.0), 1.0).astype(np.float32)
         # the dominant kind: the first of a row's kinds with the most busy time in the cell
-        top = np.maximum.reduceat(per, group, axis=0)
-        owner = np.repeat(np.arange(len(rows)), sizes)
-        index = np.where(per == top[owner], np.arange(pair_kind.size)[:, None], pair_kind.size)
-        first = np.minimum.reduceat(index, group, axis=0)
-        kind = np.where(tot > 0, pair_kind[np.minimum(first, pair_kind.size - 1)], -1).astype(np.int8)
+        ids = np.full(per.shape[:2], -1, dtype=np.int8)
+        ids[owner, slot] = np.concatenate([k for k, _ in kinds])
+        top = np.take_along_axis(ids, per.argmax(axis=1), axis=1)
+        kind = np.where(tot > 0, top, -1).astype(np.int8)
         return busy, kind
 
     def lines(

@@ -206,9 +206,10 @@ class Renderer:
         event_lines: list[int] = []
         drawn: list[tuple[int, ...]] = []  # per event line, the event rows it draws
         skip_outer: list[bool] = []
+        metric_lines: list[int] = []
         for i, vr in enumerate(rows):
             if vr.series is not None:
-                self._metric_line(vr, t0, t1, chars[i], styles[i])
+                metric_lines.append(i)
             elif vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
                 chars[i, bounds] = BOUNDARY
                 styles[i, bounds] = DIM
@@ -224,33 +225,43 @@ class Renderer:
             c, s = chars[lines], styles[lines]
             self._event_lines(cells, drawn, c, s, t0, t1, bounds)
             chars[lines], styles[lines] = c, s
+        if metric_lines:
+            lines = np.array(metric_lines, dtype=np.int64)
+            c, s = chars[lines], styles[lines]
+            self._metric_lines([rows[i].series for i in metric_lines], t0, t1, c, s)
+            chars[lines], styles[lines] = c, s
         return chars, styles
 
-    def _metric_line(
-        self, vr: VisibleRow, t0: float, t1: float, chars: np.ndarray, styles: np.ndarray
+    def _metric_lines(
+        self, series: list[int], t0: float, t1: float, chars: np.ndarray, styles: np.ndarray
     ) -> None:
-        """A sampled metric as a bar per cell, with its peak (▲) and out-of-memory (✗) marks."""
+        """Sampled metrics (one per row of ``chars``/``styles``) as a bar per cell, with the peak
+        jumped to (▲) and out-of-memory instants (✗)."""
         st = self.state
         ix = st.ix
-        cw = chars.size
-        v = ix.metric_cells(vr.series, t0, t1, cw)
+        cw = chars.shape[1]
+        v = np.stack([ix.metric_cells(s, t0, t1, cw) for s in series])
         ok = ~np.isnan(v)
-        frac = np.minimum(np.maximum(v[ok] / max(self.series_max[vr.series], 1e-12), 0.0), 1.0)
-        chars[ok] = EIGHTHS[np.maximum(np.ceil(frac * 8).astype(np.int64), 1)]
-        metric = ix.series[vr.series].metric
-        color = next((c for k, c in METRIC_COLORS.items() if metric.startswith(k)), COMM + 4)
-        styles[ok] = BAR0 + color
+        scale = np.array([max(self.series_max[s], 1e-12) for s in series])
+        frac = np.minimum(np.maximum(v / scale[:, None], 0.0), 1.0)
+        chars[ok] = EIGHTHS[np.maximum(np.ceil(frac[ok] * 8).astype(np.int64), 1)]
+        color = [
+            next((c for k, c in METRIC_COLORS.items() if ix.series[s].metric.startswith(k)), COMM + 4)
+            for s in series
+        ]
+        styles[ok] = (BAR0 + np.array(color, dtype=np.int32))[:, None].repeat(cw, axis=1)[ok]
         w = (t1 - t0) / cw
         mark = st.peak_mark
-        if mark is not None and mark[0] == vr.series:  # the peak jumped to: ▲
-            c = int(np.floor((mark[1] - t0) / w))
-            if 0 <= c < cw:
-                chars[c], styles[c] = "▲", MATCH
-        oom = ix.memory_oom.get(vr.series)
-        if oom is not None and oom.size:  # out-of-memory instants: ✗ (over the peak's ▲)
-            c = np.floor((oom - t0) / w).astype(np.int64)
-            c = c[(c >= 0) & (c < cw)]
-            chars[c], styles[c] = "✗", LINKED
+        for y, s in enumerate(series):
+            if mark is not None and mark[0] == s:  # the peak jumped to: ▲
+                c = int(np.floor((mark[1] - t0) / w))
+                if 0 <= c < cw:
+                    chars[y, c], styles[y, c] = "▲", MATCH
+            oom = ix.memory_oom.get(s)
+            if oom is not None and oom.size:  # out-of-memory instants: ✗ (over the peak's ▲)
+                c = np.floor((oom - t0) / w).astype(np.int64)
+                c = c[(c >= 0) & (c < cw)]
+                chars[y, c], styles[y, c] = "✗", LINKED
 
     def _event_lines(
         self,

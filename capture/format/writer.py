@@ -66,8 +66,9 @@ def write_table(
     schema = TABLE_SCHEMAS[table_name]
     if table.schema.remove_metadata() != schema:
         table = table.select(schema.names).cast(schema)
-    if table.num_rows > 1:
-        table = table.sort_by([("ts", "ascending")])
+    # Sorted a row group at a time (Arrow's sort is stable, as sort_by's): a sorted copy of the
+    # whole table would be held beside it while it is written.
+    order = pc.sort_indices(table["ts"]) if table.num_rows > 1 else None
     meta = {META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(), META_TABLE: table_name.encode()}
     for key, value in (extra_metadata or {}).items():
         meta[key.encode()] = value.encode()
@@ -88,7 +89,12 @@ def write_table(
             column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
             write_statistics=True,
         ) as writer:
-            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+            if order is None:
+                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+            else:
+                for start in range(0, len(order), ROW_GROUP_ROWS):
+                    part = table.take(order[start : start + ROW_GROUP_ROWS])
+                    writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             writer.add_key_value_metadata(meta)
 
     write_with(path, _write)

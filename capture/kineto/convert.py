@@ -56,7 +56,7 @@ from .mapping import (
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import absent_columns, scan_events, spread
+from .native import absent_columns, from_numpy, scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -138,6 +138,18 @@ _KEY_INDEX = {key: k for k, key in enumerate(RULE_KEYS)}
 #: rule (for user annotations) does not apply to.
 _UNKNOWN_ANNOTATION = "annotation (unknown category)"
 _CANONICAL_CAT = {**CANONICAL_CAT, _UNKNOWN_ANNOTATION: CANONICAL_CAT["annotation"]}
+_CANONICAL_CATS = list(_CANONICAL_CAT.values())
+
+# Values given to Arrow's compute functions are typed: a bare Python value is inferred, and
+# pyarrow's inference tries to import dateutil every time it is absent (~30 µs a call).
+_DEVICE_SIDE = pa.array(sorted(DEVICE_SIDE), pa.string())
+_COPY_KINDS = pa.array(["memcpy", "memset"], pa.string())
+_INT32_LOW, _INT32_HIGH = (pa.scalar(v, pa.int64()) for v in _INT32)
+
+
+def _str(value: str) -> pa.Scalar:
+    """``value`` as an Arrow string scalar (typed, see above)."""
+    return pa.scalar(value, pa.string())
 
 
 def _texts(values: list[msgspec.Raw]) -> pa.Array:
@@ -381,7 +393,7 @@ def _ints(raw: pa.Array) -> pa.Array:
 
 def _int32(values: pa.Array) -> pa.Array:
     """Values that fit int32 (device and stream ids); null otherwise."""
-    fits = pc.and_(pc.greater_equal(values, _INT32[0]), pc.less_equal(values, _INT32[1]))
+    fits = pc.and_(pc.greater_equal(values, _INT32_LOW), pc.less_equal(values, _INT32_HIGH))
     return pc.cast(pc.if_else(fits, values, pa.scalar(None, pa.int64())), pa.int32())
 
 
@@ -486,8 +498,11 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
         del added
     out = np.empty(int(new_offsets[-1]), np.uint8)
     # Blocks begin at row starts, so no cut spans two of them.
-    row_at = np.unique(np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES)))
-    row_at = np.append(row_at, n) if len(row_at) else np.array([0, n])
+    row_at = np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES))  # ascending
+    if len(row_at):  # its distinct values (np.unique would load numpy.ma: 15-20 ms, once)
+        row_at = np.append(row_at[np.concatenate(([True], row_at[1:] != row_at[:-1]))], n)
+    else:
+        row_at = np.array([0, n])
     edges = offsets[row_at]
     empty = pa.scalar("", pa.large_string())
     for b in range(len(edges) - 1):
@@ -509,7 +524,7 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
             segments = pa.Array.from_buffers(
                 pa.large_binary(), len(inside), [None, pa.py_buffer(bounds[order]), body.buffers()[2]]
             )
-            kept = pc.filter(segments, pa.array(~inside))
+            kept = pc.filter(segments, from_numpy(~inside))
             ends = np.frombuffer(kept.buffers()[1], np.int64)[kept.offset : kept.offset + len(kept) + 1]
             lo_k, hi_k = int(ends[0]), int(ends[-1])
             block = np.frombuffer(kept.buffers()[2], np.uint8)[lo_k:hi_k] if hi_k > lo_k else block[:0]
@@ -555,10 +570,10 @@ def _close(texts: pa.Array, own: bool) -> pa.Array:
 def _other_cat(kind: pa.Array, cat: pa.Array) -> pa.Array:
     """Whether each row's category is not its kind's canonical one (true where either is null
     or unknown), compared as positions in the canonical list, not as a column of its names."""
-    cats = list(_CANONICAL_CAT.values())
+    cats = _CANONICAL_CATS
     first = pa.array([cats.index(c) for c in cats], pa.int32())  # index_in finds a name's first place
-    canon = pc.take(first, pc.index_in(kind, pa.array(list(_CANONICAL_CAT))))
-    return pc.fill_null(pc.not_equal(pc.index_in(cat, pa.array(cats)), canon), True)
+    canon = pc.take(first, pc.index_in(kind, pa.array(list(_CANONICAL_CAT), pa.string())))
+    return pc.fill_null(pc.not_equal(pc.index_in(cat, pa.array(cats, pa.string())), canon), True)
 
 
 def _array(column: pa.ChunkedArray) -> pa.Array:
@@ -597,7 +612,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
         spans.add(col.pop(f"s{k}"), col.pop(f"e{k}"), mask)
 
     def null_text(values: pa.Array) -> pa.Array:
-        return pc.fill_null(pc.equal(values, "null"), True)
+        return pc.fill_null(pc.equal(values, pa.scalar("null", values.type)), True)
 
     kind, cat = col["kind"], col["cat"]
     none_i64 = pa.scalar(None, pa.int64())
@@ -609,7 +624,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     main, alt = raw(EXTERNAL_ID), raw(EXTERNAL_ID_ALT)
     main_none = null_text(main)
     ext_raw = main if alt.null_count == len(alt) else pc.if_else(main_none, alt, main)
-    if pc.any(pc.equal(ext_raw, "null")).as_py():
+    if pc.any(pc.equal(ext_raw, pa.scalar("null", ext_raw.type))).as_py():
         ext_raw = pc.if_else(null_text(ext_raw), pa.scalar(None, ext_raw.type), ext_raw)
     external_id = _ints(ext_raw)
     ext_back = pc.and_(pc.is_valid(ext_raw), pc.is_null(external_id))
@@ -626,23 +641,23 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     correlation = _ints(raw(CORRELATION))
     cut(CORRELATION, pc.is_valid(correlation))
 
-    device_side = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
+    device_side = pc.is_in(kind, _DEVICE_SIDE)
     device = pc.if_else(device_side, _int32(_ints(raw(DEVICE))), pa.scalar(None, pa.int32()))
     stream = pc.if_else(device_side, _int32(_ints(raw(STREAM))), pa.scalar(None, pa.int32()))
     cut(DEVICE, pc.is_valid(device))
     cut(STREAM, pc.is_valid(stream))
 
     dma = pc.and_(
-        pc.and_(pc.equal(kind, "kernel"), pc.fill_null(pc.equal(cat, DMA_CATEGORY), False)),
+        pc.and_(pc.equal(kind, _str("kernel")), pc.fill_null(pc.equal(cat, _str(DMA_CATEGORY)), False)),
         pc.is_valid(raw(DIRECTION)),
     )
     size = _ints(raw(SIZE))
-    copy = pc.is_in(kind, pa.array(["memcpy", "memset"]))
+    copy = pc.is_in(kind, _COPY_KINDS)
     bytes_arg = _ints(raw(BYTES))
     copy_bytes = pc.and_(copy, pc.is_valid(bytes_arg))
     nbytes = pc.if_else(dma, size, pc.if_else(copy_bytes, bytes_arg, none_i64))
     kind_arg = _per_value(raw(KIND), _memcpy_kind_arg, pa.string())
-    copy_kind = pc.and_(pc.equal(kind, "memcpy"), pc.is_valid(kind_arg))
+    copy_kind = pc.and_(pc.equal(kind, _str("memcpy")), pc.is_valid(kind_arg))
     from_direction = _per_value(raw(DIRECTION), memcpy_kind_from_direction, pa.string())
     memcpy_kind = pc.if_else(
         dma, from_direction, pc.if_else(copy_kind, kind_arg, pa.scalar(None, pa.string()))
@@ -656,7 +671,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
             col.pop(f"v{_KEY_INDEX[key]}")
     _give_back(len(kind))  # the keys' texts and spans (C heap), for the Arrow columns still to come
 
-    runtime = pc.and_(pc.and_(pc.equal(kind, "runtime"), pc.is_valid(correlation)), pc.is_valid(size))
+    runtime = pc.and_(pc.and_(pc.equal(kind, _str("runtime")), pc.is_valid(correlation)), pc.is_valid(size))
     runtime_size: dict[int, int] = {}
     if pc.any(runtime).as_py():
         runtime_size = dict(
@@ -666,7 +681,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
         )
 
     if pc.any(dma).as_py():
-        kind = pc.if_else(dma, pa.scalar("memcpy"), kind)
+        kind = pc.if_else(dma, _str("memcpy"), kind)
     other_cat = _other_cat(kind, cat)
     del size, bytes_arg, kind_arg, from_direction, device_side, copy, copy_bytes, copy_kind, runtime
 
@@ -861,7 +876,9 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
     if table.num_rows:
         first = pc.min(table["ts"]).as_py()
         last = pc.max(pc.add(table["ts"], table["dur"])).as_py()
-    on_device = pc.and_(pc.is_in(kinds, pa.array(sorted(DEVICE_SIDE))), pc.greater_equal(table["device"], 0))
+    on_device = pc.and_(
+        pc.is_in(kinds, _DEVICE_SIDE), pc.greater_equal(table["device"], pa.scalar(0, pa.int32()))
+    )
     devices = sorted(pc.unique(pc.filter(table["device"], on_device)).to_pylist())
     source: dict[str, Any] = {
         "processes": processes,
@@ -960,34 +977,34 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     ``ProfilerStep#N`` (or marked ``profui_step`` by ``profui export``) is a step."""
     columns = {name: merged.column(name) for name in merged.column_names}
     kind = columns["kind"]
-    annotation = pc.fill_null(pc.equal(kind, "annotation"), False)
+    annotation = pc.fill_null(pc.equal(kind, _str("annotation")), False)
     # only an annotation's args are searched for the mark (all args are most of the text)
     marked = np.zeros(len(kind), np.bool_)
     at = np.flatnonzero(annotation.to_numpy(zero_copy_only=False))
     if len(at):
         found = pc.match_substring(pc.filter(columns["args"], annotation), f'"{STEP_MARK}":true')
         marked[at] = pc.fill_null(found, False).to_numpy(zero_copy_only=False)
-    step = pc.and_(annotation, pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), pa.array(marked)))
-    unknown = pc.equal(kind, _UNKNOWN_ANNOTATION)
+    step = pc.and_(annotation, pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), from_numpy(marked)))
+    unknown = pc.equal(kind, _str(_UNKNOWN_ANNOTATION))
     if pc.any(step).as_py() or pc.any(unknown).as_py():
-        kind = pc.if_else(step, "step", pc.if_else(unknown, "annotation", kind))
+        kind = pc.if_else(step, _str("step"), pc.if_else(unknown, _str("annotation"), kind))
         columns["kind"] = kind
     columns["ts"] = us_to_ns(columns["ts"])
     dur = columns["dur"]
-    no_dur = pc.or_(pc.equal(kind, "instant"), pc.is_null(dur))  # the native scan: null if absent
+    no_dur = pc.or_(pc.equal(kind, _str("instant")), pc.is_null(dur))  # the native scan: null if absent
     columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
     try:  # every end (ts + dur) is a time too: it must fit int64 ns as well
         pc.add_checked(columns["ts"], columns["dur"])
     except pa.ArrowInvalid:
         raise BadValue("an event ends beyond the int64 nanosecond range (ts + dur overflows)") from None
-    on_device = pc.is_in(kind, pa.array(sorted(DEVICE_SIDE)))
-    for name, source, low in (("device", "pid", 0), ("stream", "tid", _INT32[0])):
+    on_device = pc.is_in(kind, _DEVICE_SIDE)
+    for name, source, low in (("device", "pid", pa.scalar(0, pa.int64())), ("stream", "tid", _INT32_LOW)):
         ids = columns[source]
-        fits = pc.and_(on_device, pc.and_(pc.greater_equal(ids, low), pc.less_equal(ids, _INT32[1])))
+        fits = pc.and_(on_device, pc.and_(pc.greater_equal(ids, low), pc.less_equal(ids, _INT32_HIGH)))
         fallback = pc.cast(pc.if_else(fits, ids, pa.scalar(-1, pa.int64())), pa.int32())
         columns[name] = pc.coalesce(columns[name], fallback)
     mkind = columns["memcpy_kind"]
-    from_name = pc.and_(pc.equal(kind, "memcpy"), pc.is_null(mkind))
+    from_name = pc.and_(pc.equal(kind, _str("memcpy")), pc.is_null(mkind))
     if pc.any(from_name).as_py():
         named = pc.struct_field(pc.extract_regex(columns["name"], MEMCPY_NAME_PATTERN), [0])
         columns["memcpy_kind"] = pc.if_else(from_name, named, mkind)

@@ -36,7 +36,7 @@ from profui.capture.nsys.tables import is_nsys_file
 from .cache import refused_folder, scan_folder
 from .convert import convert_events
 from .errors import KinetoFormatError
-from .heap import give_back
+from .heap import c_heap_pool, give_back
 from .reader import decode, read_bytes, text_size
 
 Progress = Callable[[int, int], None]
@@ -158,6 +158,19 @@ def convert_kineto_file(
     :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
     """
     src = Path(src)
+    with c_heap_pool():
+        return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note)
+
+
+def _convert_kineto_file(
+    src: Path,
+    trace_dir: Path,
+    node: str | None,
+    rank: int | None,
+    seq: int | None,
+    progress: Progress | None,
+    note: dict[str, Any] | None,
+) -> ConvertResult:
     size = _size(src)
 
     def report(fraction: float) -> None:
@@ -209,6 +222,7 @@ def convert_kineto_file(
     if isinstance(exported, dict) and isinstance(exported.get("notes"), list) and exported["notes"]:
         source["notes"] = [n for n in exported["notes"] if isinstance(n, str)]
     extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
+    give_back()  # what the conversion let go of (its text, the scan's columns), before the writer's own
     path = write_events(trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra)
     report(1.0)
     gpus = _gpus(doc.metadata, node_value, conv.devices)

@@ -69,7 +69,7 @@ _HUGE = rf"^-?0*[1-9][0-9]{{{_HUGE_DIGITS - 1},}}"
 def _refuse_huge(texts: pa.Array) -> None:
     # the regex reads only the texts long enough to hold that many digits (durations, integer
     # epoch µs: none); the lengths come from the offsets
-    long = pc.fill_null(pc.greater_equal(pc.binary_length(texts), _HUGE_DIGITS), False)
+    long = pc.fill_null(pc.greater_equal(pc.binary_length(texts), pa.scalar(_HUGE_DIGITS, pa.int64())), False)
     if not pc.any(long).as_py():
         return
     if not pc.all(long).as_py():

@@ -1,29 +1,30 @@
 """Every stage output of every shared trace and sample, dumped as tables and compared exactly.
 
-``dump`` imports each source as ``profui summary`` does (an isolated cache, so nothing imported
-or indexed by another code version is reused), runs every stage of the analysis graph in memory
-(``store.compute``: the bodies ``profui analyze`` runs) once with default parameters and once
-with ``hta_compat``, and writes each output under ``OUT/<trace>/<mode>/<stage>/<output>``:
-tables as Parquet, the rest as canonical JSON. ``OUT/<trace>/import/`` holds what the import
-wrote (events, metrics, manifest, the events files' footer side data) and
-``OUT/<trace>/timeline/`` the timeline index (``analysis/lod.py:build_lod``), each file a table;
-``OUT/<trace>/analyze/`` the outputs ``profui analyze`` records on disk (default parameters), read
-back as the dashboard reads them; ``OUT/<trace>/cli/`` what ``profui summary`` (text, JSON,
-``--hta-compat``) and ``profui info`` (text, JSON) print, and ``OUT/_cli/`` every ``--help``.
-A source profui refuses is dumped as its refusal line (``refused.json``).
+``dump OUT`` imports each source as ``profui summary`` does, into an isolated cache (nothing
+imported or indexed by another code version is reused), and writes under ``OUT/<trace>/``:
+``<mode>/<stage>/<output>``, every stage of the graph run in memory (``store.compute``, the bodies
+``profui analyze`` runs), ``default`` and ``hta_compat``; ``import/``, the import's events, metrics,
+manifest and footer side data; ``timeline/``, the timeline index (``lod.build_lod``);
+``analyze/``, what ``profui analyze`` records on disk, read back as the dashboard reads it;
+``cli/``, what ``profui summary`` and ``profui info`` print (text and JSON). ``OUT/_cli/`` holds
+every ``--help``. Tables are Parquet, the rest canonical JSON; a refused source is its one line
+(``refused.json``), a failure of the code under test its error (``error.json``).
 
 ``compare A B`` compares two dumps table by table, rows in order, exactly (schema, row count,
-values, nulls; NaN equals NaN), prints one line per difference and a count; exit 1 when anything
-differs.
+values, nulls; NaN equals NaN): one line per difference, a count, exit 1 when anything differs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,37 +39,27 @@ SAMPLES = ("mlp_cpu", "jax_cpu", "synthetic_gpu")
 #: The two ranks of one 128-rank job, imported together as a 2-rank trace.
 PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_rank-1.json.gz")
 PSEUDO_STAGES = ("import", "timeline", "analyze", "cli")
-#: ``profui`` runs per trace (``cli``): (output name, arguments after the trace).
-CLI_RUNS = (
-    ("summary", ["summary"]),
-    ("summary_json", ["summary", "--json"]),
-    ("info", ["info"]),
-    ("info_json", ["info", "--json"]),
-)
+#: ``profui`` runs per trace (``cli``): output name, command, options after the trace.
+CLI_RUNS = (("summary", "summary", []), ("summary_json", "summary", ["--json"]),
+            ("info", "info", []), ("info_json", "info", ["--json"]))  # fmt: skip
 CLI_COMMANDS = ("open", "import", "info", "summary", "analyze", "runs", "diff", "export")
-#: JSON keys left out of the dump, by name, because they differ run to run by design.
-VOLATILE_KEYS = {
-    # timeline/meta.json: the events files' paths, sizes and mtimes (the import's wall clock)
-    "fingerprint",
-}
+#: JSON keys left out of the dump, by name, because they differ run to run by design: the
+#: trace files' fingerprint (their paths, sizes and mtimes, set when the import ran) in
+#: ingest's trace.json and the timeline's meta.json.
+VOLATILE_KEYS = {"fingerprint"}
 
 EXAMPLES = """examples:
   python benchmarks/compare_outputs.py dump /tmp/outputs-me
   python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/outputs-me
-  python benchmarks/compare_outputs.py dump /tmp/o --trace df_index --trace sample-mlp --stage kernels --stage timeline
-  python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/o --trace df_index --stage kernels
+  python benchmarks/compare_outputs.py dump /tmp/o --trace df_index --trace nsys- --stage kernels --stage import
+  python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/o --trace df_index --trace nsys- --stage kernels --stage import
   /tmp/basevenv/bin/python benchmarks/compare_outputs.py dump /tmp/outputs-base   # the baseline code
 
---trace TEXT keeps the traces whose name contains TEXT; --stage NAME keeps a stage of the graph,
-or 'import' (the imported events, metrics, manifest) or 'timeline' (the timeline index).
-Traces: PROFUI_TRACES (default ../shared/traces) and the samples of the profui being run."""
-
-
-def _stem(name: str) -> str:
-    for suffix in (".json.gz", ".json", ".sqlite", ".raw.gz", ".gz"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+--trace TEXT keeps the traces whose name contains TEXT (_cli: the --help texts); --stage NAME keeps
+a stage of the graph, or import (events, metrics, manifest, footers), timeline (the timeline
+index), analyze (profui analyze's recorded outputs), cli (profui summary/info as printed).
+A dump replaces the folders of the traces it dumps. Traces: $PROFUI_TRACES (default
+../shared/traces), the Nsight exports in its nsys/, and the samples of the profui being run."""
 
 
 def sources() -> list[tuple[str, list[Path]]]:
@@ -77,12 +68,14 @@ def sources() -> list[tuple[str, list[Path]]]:
     import profui.analysis
 
     traces = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces")).resolve()
-    found = [(_stem(f.name), [f]) for f in sorted(traces.iterdir()) if f.is_file() and f.suffix != ".md"]
-    found += [("nsys-" + _stem(f.name), [f]) for f in sorted((traces / "nsys").glob("*.sqlite"))]
+    stem = re.compile(r"(\.json\.gz|\.json|\.sqlite|\.raw\.gz)$")
+    found = [
+        (stem.sub("", f.name), [f]) for f in sorted(traces.iterdir()) if f.is_file() and f.suffix != ".md"
+    ]
+    found += [("nsys-" + stem.sub("", f.name), [f]) for f in sorted((traces / "nsys").glob("*.sqlite"))]
     found.append(("multirank-trace_filter-sampled_rank-0+1", [traces / p for p in PAIR]))
     samples = Path(profui.analysis.__file__).resolve().parent.parent / "samples"
-    found += [(f"sample-{s}", [samples / s]) for s in SAMPLES]
-    return found
+    return found + [(f"sample-{s}", [samples / s]) for s in SAMPLES]
 
 
 def _staged(name: str, paths: list[Path], work: Path) -> Path:
@@ -100,15 +93,25 @@ def _staged(name: str, paths: list[Path], work: Path) -> Path:
     return dest
 
 
+def _json_default(obj: Any) -> Any:
+    for attr in ("to_json_dict", "to_dict", "isoformat", "item"):
+        if hasattr(obj, attr):
+            return getattr(obj, attr)()
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    if isinstance(obj, tuple | Path):
+        return list(obj) if isinstance(obj, tuple) else str(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
 class Writer:
     """Writes outputs under one trace's folder, with the run's temporary paths replaced by
     ``<trace>`` and ``<work>`` (they differ from dump to dump)."""
 
     def __init__(self, root: Path, trace_path: Path | None, work: Path) -> None:
-        self.root = root
+        self.root, self.count = root, 0
         self.subs = [(str(trace_path), "<trace>")] if trace_path else []
         self.subs.append((str(work), "<work>"))
-        self.count = 0
 
     def text(self, s: str) -> str:
         for old, new in self.subs:
@@ -123,7 +126,7 @@ class Writer:
         return self.text(v) if isinstance(v, str) else v
 
     def write(self, rel: str, value: Any) -> None:
-        """One output: a table (Polars, Arrow) as Parquet, anything else as canonical JSON."""
+        """One output: a table (Polars, Arrow) as ``rel`` + ``.parquet``, anything else as JSON."""
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(value, pl.LazyFrame):
@@ -131,31 +134,16 @@ class Writer:
         if not isinstance(value, pl.DataFrame) and type(value).__module__.startswith("pyarrow"):
             value = pl.from_arrow(value)
         if isinstance(value, pl.DataFrame):
-            subs = [
-                pl.col(c).str.replace_all(old, new, literal=True)
-                for c, t in value.schema.items()
-                if t == pl.String
-                for old, new in self.subs
-                if value[c].str.contains(old, literal=True).any()
-            ]
-            value = value.with_columns(subs) if subs else value
+            texts = [c for c, t in value.schema.items() if t == pl.String]
+            for old, new in self.subs:
+                has = [c for c in texts if value[c].str.contains(old, literal=True).any()]
+                if has:
+                    value = value.with_columns(pl.col(has).str.replace_all(old, new, literal=True))
             value.write_parquet(path.with_name(path.name.removesuffix(".parquet") + ".parquet"))
         else:
-            plain = json.loads(json.dumps(value, default=_json_default, allow_nan=True))
-            data = json.dumps(self._plain(plain), sort_keys=True, indent=1, allow_nan=True)
-            path.with_name(path.name.removesuffix(".json") + ".json").write_text(data + "\n")
+            plain = self._plain(json.loads(json.dumps(value, default=_json_default, allow_nan=True)))
+            path.with_suffix(".json").write_text(json.dumps(plain, sort_keys=True, indent=1) + "\n")
         self.count += 1
-
-
-def _json_default(obj: Any) -> Any:
-    for attr in ("to_json_dict", "to_dict", "isoformat", "item"):
-        if hasattr(obj, attr):
-            return getattr(obj, attr)()
-    if isinstance(obj, set | frozenset | tuple):
-        return sorted(obj) if isinstance(obj, set | frozenset) else list(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
 
 
 def _dump_import(w: Writer, trace: Any) -> None:
@@ -179,37 +167,32 @@ def _dump_timeline(w: Writer, path: Path) -> None:
     folder = lod.build_lod(path)
     dtypes = getattr(lod, "_ARRAYS", {})
     for f in sorted(folder.iterdir()):
-        rel = f"timeline/{f.name}"
-        if f.suffix in (".parquet", ".json"):
-            w.write(rel, pl.read_parquet(f) if f.suffix == ".parquet" else json.loads(f.read_text()))
-        elif f.suffix == ".npy":
-            w.write(rel, pl.DataFrame({f.stem: np.load(f)}))
-        else:  # the raw arrays: typed when the index declares their dtype, else bytes
-            w.write(rel, pl.DataFrame({f.stem: np.fromfile(f, dtype=dtypes.get(f.stem, np.uint8))}))
+        if f.suffix == ".json":
+            w.write(f"timeline/{f.name}", json.loads(f.read_text()))
+        elif f.suffix == ".parquet":
+            w.write(f"timeline/{f.name}", pl.read_parquet(f))
+        else:  # a .npy, or a raw array: typed where the index declares its dtype, else bytes
+            array = np.load(f) if f.suffix == ".npy" else np.fromfile(f, dtype=dtypes.get(f.stem, np.uint8))
+            w.write(f"timeline/{f.name}", pl.DataFrame({f.stem: array}))
 
 
 def _dump_analyze(w: Writer, path: Path) -> None:
     from profui.analysis.pipeline.engine import analyze
     from profui.analysis.pipeline.outputs import load_output
 
-    record = analyze(path, use_cache=False)
-    for stage in record.stages:
+    for stage in analyze(path, use_cache=False).stages:
         for output, value in (load_output(path, stage) or {}).items():
             w.write(f"analyze/{stage}/{output}", value)
 
 
-def profui_run(w: Writer, rel: str, args: list[str], *, subprocess: bool = False) -> None:
-    """``profui ARGS`` as its console script runs it, output piped, 160 columns: its exit status,
-    stdout and stderr. In this process (a process per run would cost its start-up, ~0.5 CPU-s,
-    160 times), or in a process of its own with ``subprocess``."""
-    import contextlib
-    import io
-    import subprocess as sp
-
+def profui_run(w: Writer, rel: str, args: list[str], *, own_process: bool = False) -> None:
+    """``profui ARGS`` as its console script runs it, output piped, 160 columns: exit status,
+    stdout, stderr. In this process (a process each would cost ~0.5 CPU-s of start-up 130 times),
+    or in its own (``--help``: Typer prints it to the stdout it was imported with)."""
     os.environ["COLUMNS"] = "160"
-    if subprocess:
+    if own_process:
         exe = Path(sys.executable).with_name("profui")
-        run = sp.run([str(exe), *args], capture_output=True, text=True, stdin=sp.DEVNULL)
+        run = subprocess.run([exe, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
         code, out, err = run.returncode, run.stdout, run.stderr
     else:
         from profui.tui.cli import main
@@ -260,8 +243,8 @@ def dump_trace(name: str, paths: list[Path], out: Path, work: Path, stages: list
         _dump_timeline(w, path)
     if "analyze" in stages:
         _dump_analyze(w, path)
-    for label, args in CLI_RUNS if "cli" in stages else ():
-        profui_run(w, f"cli/{label}.json", [args[0], str(src), *args[1:]])
+    for label, command, options in CLI_RUNS if "cli" in stages else ():
+        profui_run(w, f"cli/{label}.json", [command, str(src), *options])
     return f"{w.count} files"
 
 
@@ -278,38 +261,35 @@ def dump(out: Path, traces: list[str], stages: list[str]) -> int:
     os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
     from profui.analysis.pipeline.registry import REGISTRY
 
-    unknown = set(stages) - set(REGISTRY.order) - set(PSEUDO_STAGES)
-    if unknown:
-        sys.exit(
-            f"unknown stage(s) {sorted(unknown)}; stages: {', '.join([*REGISTRY.order, *PSEUDO_STAGES])}"
-        )
-    stages = stages or [*REGISTRY.order, *PSEUDO_STAGES]
+    every = [*REGISTRY.order, *PSEUDO_STAGES]
+    if set(stages) - set(every):
+        sys.exit(f"unknown stage(s) {sorted(set(stages) - set(every))}; stages: {', '.join(every)}")
+    stages = stages or every
     start, cpu0 = time.perf_counter(), _cpu()
     try:
-        if "cli" in stages and not traces:
+        if "cli" in stages and (not traces or "_cli" in traces):
+            shutil.rmtree(out / "_cli", ignore_errors=True)
             w = Writer(out / "_cli", None, work)
             for cmd in ("", *CLI_COMMANDS):
-                args = [cmd, "--help"] if cmd else ["--help"]
-                profui_run(w, f"help/{cmd or 'profui'}.json", args, subprocess=True)
+                profui_run(
+                    w, f"help/{cmd or 'profui'}", [*([cmd] if cmd else []), "--help"], own_process=True
+                )
         for name, paths in sources():
             if traces and not any(t in name for t in traces):
                 continue
             t0 = time.perf_counter()
+            shutil.rmtree(out / name, ignore_errors=True)
             try:
                 said = dump_trace(name, paths, out, work, stages)
             except Exception as exc:  # the code under test broke on this trace: an output too
-                Writer(out / name, None, work).write(
-                    "error.json", {"error": type(exc).__name__, "line": str(exc)}
-                )
+                error = {"error": type(exc).__name__, "line": str(exc)}
+                Writer(out / name, None, work).write("error.json", error)
                 said = f"FAILED: {type(exc).__name__}: {exc}"
             print(f"{name}: {said}, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"dumped to {out} in {time.perf_counter() - start:.1f} s wall, "
-        f"{_cpu() - cpu0:.1f} CPU-s (user+sys, with the profui commands run)",
-        file=sys.stderr,
-    )
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu0
+    print(f"dumped to {out} in {wall:.1f} s wall, {cpu:.1f} CPU-s (user+sys)", file=sys.stderr)
     return 0
 
 
@@ -323,22 +303,17 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _json_diff(a: Any, b: Any, where: str = "") -> str | None:
-    """The first place two JSON values differ, or None."""
+    """The first place two JSON values differ (types strict: 2 is not 2.0), or None."""
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
-            return f"keys at {where or '/'}: only in A {sorted(a.keys() - b.keys())}, only in B {sorted(b.keys() - a.keys())}"
+            only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+            return f"keys at {where or '/'}: only in A {only_a}, only in B {only_b}"
         return next((d for k in a if (d := _json_diff(a[k], b[k], f"{where}/{k}"))), None)
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return f"length at {where or '/'}: A {len(a)}, B {len(b)}"
-        return next(
-            (
-                d
-                for i, (x, y) in enumerate(zip(a, b, strict=True))
-                if (d := _json_diff(x, y, f"{where}[{i}]"))
-            ),
-            None,
-        )
+        pairs = enumerate(zip(a, b, strict=True))
+        return next((d for i, (x, y) in pairs if (d := _json_diff(x, y, f"{where}[{i}]"))), None)
     return None if _same(a, b) else f"at {where or '/'}: A {a!r}, B {b!r}"
 
 
@@ -354,22 +329,20 @@ def _table_diff(a: pl.DataFrame, b: pl.DataFrame) -> str | None:
         return "schema differs: " + "; ".join(parts)
     n = min(a.height, b.height)
     counts = "" if a.height == b.height else f"row count A {a.height}, B {b.height}; "
-    first: tuple[int, str] | None = None
-    differing = 0
-    for col in a.columns:
+    firsts = []  # (first differing row, column position) per differing column
+    for j, col in enumerate(a.columns):
         eq = a[col].head(n).eq_missing(b[col].head(n))
         if not eq.all():
-            differing += 1
-            i = int(eq.arg_min())
-            first = min(first or (i, col), (i, col), key=lambda ic: (ic[0], a.columns.index(ic[1])))
-    if first is None:
+            firsts.append((int(eq.arg_min()), j))
+    if not firsts:
         return counts.removesuffix("; ") or None
-    i, col = first
-    return f"{counts}row {i} column {col}: A {a[col][i]!r}, B {b[col][i]!r} ({differing} column(s) differ)"
+    i, j = min(firsts)
+    col = a.columns[j]
+    return f"{counts}row {i} column {col}: A {a[col][i]!r}, B {b[col][i]!r} ({len(firsts)} column(s) differ)"
 
 
 def _files(root: Path, traces: list[str], stages: list[str]) -> set[str]:
-    rels = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    rels = (p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     return {
         r
         for r in rels
@@ -400,22 +373,17 @@ def compare(a: Path, b: Path, traces: list[str], stages: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: ``dump OUT`` or ``compare A B``."""
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    how = {"epilog": EXAMPLES, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], **how)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("dump", help="dump every output of every trace under OUT", epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    d = sub.add_parser("dump", help="dump every output of every trace under OUT", **how)
     d.add_argument("out", type=Path)
-    c = sub.add_parser("compare", help="compare two dumps; exit 1 when anything differs", epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    c = sub.add_parser("compare", help="compare two dumps; exit 1 when anything differs", **how)
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     for p in (d, c):
         p.add_argument("--trace", action="append", default=[], help="only traces whose name contains this")
-        p.add_argument("--stage", action="append", default=[], help="only this stage (or import, timeline)")
+        p.add_argument("--stage", action="append", default=[], help="only this stage (see below)")
     args = ap.parse_args(argv)
     if args.cmd == "dump":
         return dump(args.out, args.trace, args.stage)

@@ -136,11 +136,20 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
     delay = pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")
     if clamp_delay:
         delay = pl.max_horizontal(delay, pl.lit(0, dtype=pl.Int64))
-    # a graph launch's later device events run in the graph's order: no launch latency of theirs
+    # a graph launch's later device events run in the graph's order: no launch latency of theirs.
+    # A correlation id has one call, so its rows are all a graph launch's or none are: the
+    # window that finds the first runs over the graph launches' rows alone (few, where any)
+    joined = device.join(calls, on=["node", "rank", "correlation"], how="inner")
+    graph = pl.col("launch_name").str.contains(GRAPH_LAUNCH)
     first = pl.col("ts").rank("ordinal").over(["node", "rank", "correlation"]) == 1
-    measured = ~pl.col("launch_name").str.contains(GRAPH_LAUNCH) | first
+    parts = [
+        joined.filter(~graph).with_columns(_measured=pl.lit(True)),
+        joined.filter(graph).with_columns(_measured=first),
+    ]
+    measured = pl.col("_measured")
+    # correlation breaks ties: device events of one rank may start at the same ns (µs traces)
     return (
-        device.join(calls, on=["node", "rank", "correlation"], how="inner")
+        pl.concat(parts)
         .with_columns(
             pl.when(measured).then(delay).otherwise(None).alias("launch_delay"),
             pl.when(measured)
@@ -150,7 +159,7 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
             (pl.col("dur") < pl.col("launch_dur")).alias("launch_bound"),
         )
         .select(LAUNCH_COLUMNS)
-        .sort("node", "rank", "ts")
+        .sort("node", "rank", "ts", "correlation")
     )
 
 

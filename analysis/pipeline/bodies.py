@@ -80,10 +80,8 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
 def correlate(ctx: StageContext) -> dict[str, Any]:
     """Join every launched device event to its host launch call by correlation id."""
     hta = ctx.params["hta_compat"]
-    # correlation breaks ties: device events of one rank may start at the same ns (µs traces)
-    launches = (hv.hta_kernel_launches if hta else la.kernel_launches)(_events(ctx, hta)).sort(
-        "node", "rank", "ts", "correlation"
-    )
+    # sorted by node, rank, ts and correlation (join_launches' order)
+    launches = (hv.hta_kernel_launches if hta else la.kernel_launches)(_events(ctx, hta))
     return {"launches.parquet": launches}
 
 

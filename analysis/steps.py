@@ -173,7 +173,13 @@ def step_windows(events: Frame) -> Steps:
     per_launch = launches.group_by(*RANK_BY, "step").agg(
         pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
     )
-    work = step_device_events(ev, m, kinds=(*WORK_KINDS, "sync"), launches=launches).collect(engine=ENGINE)
+    # in time order (a join's order otherwise): the breakdown's unions sort it by step and start,
+    # which on rows already in time order costs a twentieth of the sort of joined rows
+    work = (
+        step_device_events(ev, m, kinds=(*WORK_KINDS, "sync"), launches=launches)
+        .sort("start")
+        .collect(engine=ENGINE)
+    )
     dev = (
         work.lazy()
         .group_by(*RANK_BY, "step")

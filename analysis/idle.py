@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import Frame, _lazy, sorted_runs
+from .intervals import Frame, _lazy
 from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, launch_times
 from .stats import describe
 
@@ -86,8 +86,8 @@ def idle_intervals(
     """Every gap before a device event on its stream, with its category.
 
     Columns: ``node, rank, device, stream, start, end, idle_ns, category, name`` (``name`` of the
-    event after the gap; ``start`` is where all earlier work on the stream ended). Gaps of 0 or
-    less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where
+    event after the gap; ``start`` is where all earlier work on the stream ended; rows in time
+    order, the streams interleaved). Gaps of 0 or less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where
     the caller has it.
     """
     return gaps_of(device_events(events), _calls(events, launches), kernel_wait_ns, after_all_earlier=True)
@@ -108,10 +108,11 @@ def gaps_of(
     dev = dev.join(calls, on=["node", "rank", "correlation"], how="left")
     end = pl.col("ts") + pl.col("dur")
     prev_end = end.cum_max().shift(1) if after_all_earlier else end.shift(1)
+    # in time order, each stream's window over its own rows (a sort by the streams' keys first,
+    # a string among them, cost 3x the sort by time)
     out = (
-        sorted_runs(dev, _STREAM_KEYS, ["ts"])
-        .with_columns(prev_end.over("_seg").alias("start"))
-        .drop("_seg")
+        dev.sort("ts")
+        .with_columns(prev_end.over(_STREAM_KEYS).alias("start"))
         .filter(pl.col("start").is_not_null())
         .with_columns((pl.col("ts") - pl.col("start")).alias("idle_ns"))
     )
@@ -202,7 +203,7 @@ def queue_length(events: pl.LazyFrame, launches: Frame | None = None) -> pl.Lazy
     """Queue length per stream as a step function: one row per change.
 
     Columns ``node, rank, device, stream, ts, queue_length`` (the value from ``ts`` until the
-    next row). Only launches matched to device work on the same node and rank count. At equal
+    stream's next row; rows in time order, the streams interleaved). Only launches matched to device work on the same node and rank count. At equal
     times a launch (+1) is applied before a completion (−1); HTA leaves that order to an
     unstable sort, so on µs-rounded traces with many ties its mean/std can differ by ~1%.
     (HTA also drops the launch whose device event is the first row of the source file — an
@@ -233,8 +234,9 @@ def _queue_of_pairs(pairs: pl.LazyFrame, done_at_end: bool) -> pl.LazyFrame:
     )
     minus = pairs.select(*_STREAM_KEYS, done_at.alias("ts"), pl.lit(-1, dtype=pl.Int64).alias("delta"))
     return (
-        sorted_runs(pl.concat([plus, minus]), _STREAM_KEYS, ["ts", "delta"], descending=[False, True])
-        .with_columns(pl.col("delta").cum_sum().over("_seg").alias("queue_length"))
+        pl.concat([plus, minus])
+        .sort("ts", "delta", descending=[False, True])
+        .with_columns(pl.col("delta").cum_sum().over(_STREAM_KEYS).alias("queue_length"))
         .select(*_STREAM_KEYS, "ts", "queue_length")
     )
 

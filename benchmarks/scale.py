@@ -1,26 +1,33 @@
-"""How profui's cost grows with the trace: import, full summary and warm dashboard open of a real
-trace replicated 1× to 20× along time, against HTA's parse + temporal + kernel breakdown.
+"""How profui's cost grows with the trace (issue #40, target 1): import and summary of a real
+trace replicated 1× to 33× along time, each stage's time at each size, base against new.
 
-**Synthetic scale, built from real data**: the shared df_index trace (216k JSON events) is
-replicated along time by ``replicate_trace.py`` — copies shifted, ids offset — once with the step
-numbers going on (``distinct``) and once repeating them in every copy (``repeated``: what a
-profiler restarted in one process writes). At 20× that is 4.3M JSON events, 3.0M trace rows.
+**Synthetic scale, built from real data**: the shared df_index trace (216k JSON events, 151k
+trace rows) is replicated along time by ``replicate_trace.py`` (copies shifted, ids offset, step
+numbers going on). 20× is 3.0M trace rows, 33× 5.0M.
 
-Every measurement is a fresh process (wall time includes the interpreter and imports; peak RSS
-is that process's own ``ru_maxrss``), medians of ``--repeat`` runs:
+Every figure is a fresh process run by a small wrapper (wall time includes the interpreter and
+its imports; CPU seconds are the child's user+sys, Polars' threads included; peak RSS is the
+child's own ``ru_maxrss``); medians of ``--repeat`` runs, base and new alternating:
 
-- ``import``  : ``profui import FILE -o DIR``;
-- ``summary`` : ``profui summary DIR --json`` (every analysis, in memory);
-- ``open``    : ``profui open DIR`` headless at 80×24 until every dashboard chart is drawn, warm
-                (after one cold open has recorded the run), as ``tui_open.py`` measures it;
-- ``HTA``     : ``TraceAnalysis`` parse + ``get_temporal_breakdown`` + ``get_gpu_kernel_breakdown``
-                of the same JSON (in its own venv, ``--hta-python``; ``--hta-repeat`` runs, on the
-                distinct files only: both modes are the same bytes to HTA).
+- ``import``  : ``profui import FILE -o DIR --force`` (each side into its own folder);
+- ``summary`` : ``profui summary DIR --json`` (every stage, in memory, as a user runs it);
+- ``stages``  : a child that opens the trace and runs the stage graph one stage at a time
+                (``store.compute(trace, [stage], store=…)`` in the registry's order, so each call
+                runs only that stage), timing each call's wall and process CPU. This is the
+                documented instrumentation behind the per-stage figures: stages run in turn, not
+                overlapped as in ``summary``, and reading the events (shared by all stages) is
+                counted in the first stage that reads them, ``ingest``.
 
-The last lines print the issue's targets at the largest size and how time and memory grow from
-the smallest size to the largest (ratio against the ratio of events: 1.0 is linear).
+Growth of a stage from the smallest size to a larger one is its CPU-seconds ratio divided by the
+events ratio: ≤ 1.0 is linear or better. The targets are printed met / not met with the load
+they were measured at (the issue's wall target is for an idle 2-core machine).
 
-    .venv/bin/python benchmarks/scale.py [--copies 1,5,20] [--repeat 3] [--hta-python PY]
+    .venv/bin/python benchmarks/scale.py [--copies 1,5,20,33] [--repeat 3] [--keep DIR]
+        [--base /tmp/basevenv/bin/profui] [--base-copies 20,33] [--no-import]
+
+``--keep DIR`` keeps the replicated JSON files and the imported folders in DIR, and a rerun reuses
+the JSON (the 33× file takes ~30 s to write); with ``--no-import`` it also reuses the imported
+folders and measures only the summary and the stages.
 """
 
 from __future__ import annotations
@@ -32,7 +39,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from precompile import compile_sources
@@ -40,25 +46,31 @@ from replicate_trace import replicate
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = "hta-df_index_resolver-df_index_resolver.json.gz"
-#: Issue #13's targets at 20× (3M events) on a 2-core, 24 GiB machine: (seconds, MB).
-TARGETS = {
-    ("summary", "distinct"): (6.0, 1536),
-    ("summary", "repeated"): (10.0, 2048),
-    ("open", "distinct"): (3.0, None),
-    ("open", "repeated"): (3.0, None),
-    ("import", "distinct"): (None, 1536),
-    ("import", "repeated"): (None, 1536),
-}
+BASE = "/tmp/basevenv/bin/profui"
+#: Issue #40's target 1: the ~5M-row size's import + summary wall and peak, the 3M summary's CPU.
+TARGET_WALL_S, TARGET_PEAK_MB, TARGET_CPU_S = 16.0, 2000.0, 8.0
 
-HTA_CHILD = """
-import json, logging, resource, sys, time
-logging.disable(logging.CRITICAL)
+_WRAP = """
+import os, resource, subprocess, sys, time
 t = time.perf_counter()
-from hta.trace_analysis import TraceAnalysis
-a = TraceAnalysis(trace_dir=sys.argv[1])
-a.get_temporal_breakdown(visualize=False)
-a.get_gpu_kernel_breakdown(visualize=False)
-print("@@BENCH@@" + json.dumps({"s": time.perf_counter() - t}))
+rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL if os.environ.get("QUIET_CHILD") else None)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"@@WRAP@@ {time.perf_counter() - t} {u.ru_utime + u.ru_stime} {u.ru_maxrss * 1024 / 1e6} {rc}", file=sys.stderr)
+sys.exit(rc)
+"""
+
+#: Runs the stage graph one stage at a time and prints each stage's wall and process CPU.
+STAGES_CHILD = """
+import json, sys, time
+from profui.analysis.trace import open_trace
+from profui.analysis.pipeline.registry import REGISTRY
+from profui.analysis.pipeline.store import compute
+trace, store, out = open_trace(sys.argv[1]), {}, {}
+for name in REGISTRY.order:
+    w, c = time.perf_counter(), time.process_time()
+    compute(trace, [name], store=store)
+    out[name] = [time.perf_counter() - w, time.process_time() - c]
+print("@@STAGES@@" + json.dumps(out))
 """
 
 
@@ -66,157 +78,232 @@ def traces_dir() -> Path:
     return Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
 
 
-_WRAP = """
-import os, resource, subprocess, sys, time
-t = time.perf_counter()
-rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL if os.environ.get("QUIET_CHILD") else None)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(f"@@WRAP@@ {time.perf_counter() - t} {peak} {rc}", file=sys.stderr)
-sys.exit(rc)
-"""
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def measured(cmd: list[str], quiet: bool = True) -> tuple[float, float, str]:
-    """``(wall s, peak RSS MB, stdout)`` of ``cmd`` run by a small wrapper process, so the peak
-    is that command's alone."""
+def measured(cmd: list[str], quiet: bool = True) -> tuple[dict[str, float], str]:
+    """``({wall, cpu, mb}, stdout)`` of ``cmd`` run by a small wrapper process, so the CPU
+    seconds and the peak are that command's alone."""
     env = dict(os.environ, QUIET_CHILD="1" if quiet else "")
     proc = subprocess.run([sys.executable, "-c", _WRAP, *cmd], capture_output=True, text=True, env=env)
     line = [x for x in proc.stderr.splitlines() if x.startswith("@@WRAP@@")]
     if proc.returncode != 0 or not line:
-        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
-    _, wall, peak, _rc = line[-1].split()
-    return float(wall), float(peak), proc.stdout
+        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
+    _, wall, cpu, mb, _rc = line[-1].split()
+    return {"wall": float(wall), "cpu": float(cpu), "mb": float(mb)}, proc.stdout
 
 
 def events_of(trace: Path) -> int:
-    py = (
-        "import sys, pyarrow.parquet as pq; from pathlib import Path;"
-        "print(sum(pq.ParquetFile(p).metadata.num_rows for p in Path(sys.argv[1]).rglob('events-*.parquet')))"
-    )
-    return int(subprocess.run([sys.executable, "-c", py, str(trace)], capture_output=True, text=True).stdout)
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in trace.rglob("events-*.parquet"))
 
 
-def open_warm(trace: Path) -> float:
-    """Seconds to the full dashboard of a warm open (one cold open first fills the cache)."""
-    cmd = [sys.executable, str(REPO / "benchmarks" / "tui_open.py"), "--child-open", str(trace)]
-    subprocess.run(cmd, capture_output=True, check=True)
-    t0 = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
-    return float(out[out.index("DRAWN_AT") + 1]) - t0
+class Side:
+    """One profui to measure: its ``profui`` executable and the Python beside it."""
+
+    def __init__(self, name: str, profui: str) -> None:
+        self.name, self.profui = name, profui
+        self.python = str(Path(profui).with_name("python"))
+
+    def stages(self, trace: Path) -> dict[str, list[float]]:
+        _, out = measured([self.python, "-c", STAGES_CHILD, str(trace)], quiet=False)
+        line = [x for x in out.splitlines() if x.startswith("@@STAGES@@")]
+        return json.loads(line[-1][len("@@STAGES@@") :])
 
 
 def med(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: med([r[k] for r in runs]) for k in runs[0]}
+
+
+def build(src: Path, copies: int, work: Path) -> Path:
+    """The ``copies``× replica of ``src`` in ``work`` (written once, reused with ``--keep``)."""
+    js = work / f"x{copies}.json"
+    if not js.is_file():
+        part = js.with_suffix(".part")
+        n = replicate(src, copies, "distinct", part)
+        part.rename(js)
+        print(
+            f"  built {js.name}: {n:,} JSON events ({copies} copies of {src.name}; synthetic scale)",
+            flush=True,
+        )
+    return js
+
+
+def measure_size(
+    js: Path, copies: int, sides: list[Side], work: Path, repeat: int, do_import: bool
+) -> dict[str, dict]:
+    """Import, summary and per-stage figures of each side at one size, sides alternating."""
+    runs: dict[str, dict[str, list]] = {s.name: {"import": [], "summary": [], "stages": []} for s in sides}
+    for r in range(repeat):
+        for side in sides if r % 2 == 0 else sides[::-1]:
+            folder = work / f"x{copies}-{side.name}"
+            got = runs[side.name]
+            if do_import or not folder.is_dir():
+                got["import"].append(
+                    measured([side.profui, "import", str(js), "-o", str(folder), "--force"])[0]
+                )
+            got["summary"].append(measured([side.profui, "summary", str(folder), "--json"])[0])
+            got["stages"].append(side.stages(folder))
+    rows = {}
+    for side in sides:
+        got = runs[side.name]
+        folder = work / f"x{copies}-{side.name}"
+        stage_names = list(got["stages"][0])
+        rows[side.name] = {
+            "events": events_of(folder),
+            "import": median_of(got["import"]) if got["import"] else None,
+            "summary": median_of(got["summary"]),
+            "stages": {
+                n: {
+                    "wall": med([s[n][0] for s in got["stages"]]),
+                    "cpu": med([s[n][1] for s in got["stages"]]),
+                }
+                for n in stage_names
+            },
+        }
+    return rows
+
+
+def _fig(m: dict[str, float] | None) -> str:
+    if m is None:
+        return "not measured (kept folder)"
+    return f"{m['wall']:6.2f} s wall {m['cpu']:6.2f} CPU-s {m['mb']:6.0f} MB"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default=str(traces_dir() / DEFAULT))
-    ap.add_argument("--copies", default="1,5,20", help="sizes to build, comma-separated")
+    ap.add_argument("--copies", default="1,5,20,33", help="sizes, comma-separated")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument(
-        "--hta-python", help="a Python with HolisticTraceAnalysis (default: this one, if it has it)"
-    )
-    ap.add_argument("--hta-repeat", type=int, default=1)
-    ap.add_argument("--work", help="folder for the built traces (default: a temporary folder)")
+    ap.add_argument("--keep", help="keep the built JSON and imported folders here and reuse them")
+    ap.add_argument("--no-import", action="store_true", help="reuse kept imported folders (with --keep)")
+    ap.add_argument("--base", default=BASE, help="the baseline's profui executable ('' for none)")
+    ap.add_argument("--base-copies", default="1,5,20,33", help="sizes the baseline runs at")
     args = ap.parse_args()
     compile_sources()
     src = Path(args.trace)
     if not src.is_file():
         raise SystemExit(f"trace not found: {src} (set PROFUI_TRACES or --trace)")
-    if not args.hta_python:
-        has_hta = subprocess.run([sys.executable, "-c", "import hta.trace_analysis"], capture_output=True)
-        args.hta_python = sys.executable if has_hta.returncode == 0 else None
-    if not args.hta_python:
-        print("HTA not found (--hta-python, or run this with .venv-bench's Python): HTA left out")
+    new = Side("new", str(Path(sys.executable).with_name("profui")))
+    base = Side("base", args.base) if args.base and Path(args.base).is_file() else None
+    if base is not None:
+        compile_sources(base.python)
     sizes = [int(x) for x in args.copies.split(",")]
-    profui = [sys.executable, "-c", "from profui.tui.cli import main; main()"]
-    rows: dict[tuple[int, str], dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="profui-scale-", dir=args.work) as tmp:
-        work = Path(tmp)
-        print(
-            f"synthetic scale from real data: {src.name} replicated along time (replicate_trace.py); "
-            f"medians of {args.repeat} runs, each a fresh process",
-            flush=True,
-        )
-        for copies in sizes:
-            for mode in ("distinct", "repeated"):
-                js = work / f"x{copies}-{mode}.json"
-                json_events = replicate(src, copies, mode, js)
-                imp, summ, opened = [], [], []
-                out = work / f"t{copies}-{mode}"
-                for _ in range(args.repeat):
-                    imp.append(measured([*profui, "import", str(js), "-o", str(out), "--force"]))
-                    summ.append(measured([*profui, "summary", str(out), "--json"]))
-                    opened.append(open_warm(out))
-                hta = []
-                if args.hta_python and mode == "distinct":
-                    d = work / f"hta{copies}"
-                    d.mkdir()
-                    (d / js.name).symlink_to(js)
-                    for _ in range(args.hta_repeat):
-                        hta.append(measured([args.hta_python, "-c", HTA_CHILD, str(d)], quiet=False))
-                row = {
-                    "json_events": json_events,
-                    "events": events_of(out),
-                    "import_s": med([x[0] for x in imp]),
-                    "import_mb": med([x[1] for x in imp]),
-                    "summary_s": med([x[0] for x in summ]),
-                    "summary_mb": med([x[1] for x in summ]),
-                    "open_s": med(opened),
-                }
-                if hta:
-                    row["hta_s"] = med([x[0] for x in hta])
-                    row["hta_mb"] = med([x[1] for x in hta])
-                rows[(copies, mode)] = row
-                js.unlink()
-                print(_line(copies, mode, row), flush=True)
-    _report(rows, sizes)
-
-
-def _line(copies: int, mode: str, r: dict[str, float]) -> str:
-    s = (
-        f"{copies:3d}× {mode:9s} {r['events']:>10,} events | import {r['import_s']:6.2f} s {r['import_mb']:6.0f} MB"
-        f" | summary {r['summary_s']:6.2f} s {r['summary_mb']:6.0f} MB | open warm {r['open_s']:5.2f} s"
+    base_sizes = {int(x) for x in args.base_copies.split(",")} if base else set()
+    print(
+        f"synthetic scale from real data: {src.name} replicated along time (replicate_trace.py); "
+        f"medians of {args.repeat} runs, each a fresh process; base {base.profui if base else 'none'}; "
+        f"{os.cpu_count()} cores; load {load()}",
+        flush=True,
     )
-    if "hta_s" in r:
-        ours = r["import_s"] + r["summary_s"]
-        s += (
-            f" | HTA parse+temporal+kernels {r['hta_s']:7.2f} s {r['hta_mb']:6.0f} MB"
-            f" = {r['hta_s'] / ours:.1f}× our import+summary, {r['hta_mb'] / max(r['import_mb'], r['summary_mb']):.1f}× our peak"
-        )
-    return s
+    results: dict[int, dict[str, dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="profui-scale-") as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for copies in sizes:
+            js = build(src, copies, work)
+            sides = [s for s in (base, new) if s is not None and (s is new or copies in base_sizes)]
+            results[copies] = measure_size(js, copies, sides, work, args.repeat, not args.no_import)
+            for name, row in results[copies].items():
+                print(
+                    f"{copies:3d}× {name:4s} {row['events']:>10,} events | import {_fig(row['import'])}"
+                    f" | summary {_fig(row['summary'])} | load {load()}",
+                    flush=True,
+                )
+    report(results, sizes)
 
 
-def _report(rows: dict[tuple[int, str], dict[str, float]], sizes: list[int]) -> None:
-    big, small = max(sizes), min(sizes)
-    print(f"\ntargets at {big}× (issue #13's are for 20×):")
-    for (what, mode), (secs, mb) in TARGETS.items():
-        r = rows.get((big, mode))
-        if r is None:
+def _stage_cpu(row: dict, stage: str) -> float:
+    s = row["stages"]
+    return sum(v["cpu"] for v in s.values()) if stage == "(all)" else s[stage]["cpu"]
+
+
+def report(results: dict[int, dict[str, dict]], sizes: list[int]) -> None:
+    """Per-stage table (CPU-s base and new at each size, growth ratios) and the targets."""
+    small = min(sizes)
+    sides = [s for s in ("base", "new") if any(s in results[c] for c in sizes)]
+    stages = [*results[sizes[0]]["new"]["stages"], "(all)"]
+    print(
+        f"\nCPU-s per stage (stages in turn; medians), base → new; growth = CPU ratio ÷ events ratio"
+        f" from {small}× (≤ 1.00: linear or better)"
+    )
+    head = "".join(f"{f'{c}× base':>10s}{f'{c}× new':>9s}" for c in sizes)
+    grow = [c for c in sizes if c != small]
+    head += "".join(f"{f'gr→{c} base':>12s}{'new':>6s}" for c in grow)
+    print(f"  {'stage':12s}{head}")
+    for st in stages:
+        cells = ""
+        for c in sizes:
+            for side in ("base", "new"):
+                r = results[c].get(side)
+                cells += (
+                    f"{_stage_cpu(r, st):{10 if side == 'base' else 9}.3f}"
+                    if r
+                    else f"{'-':>{10 if side == 'base' else 9}s}"
+                )
+        for c in grow:
+            for side in ("base", "new"):
+                a, b = results[small].get(side), results[c].get(side)
+                w = 12 if side == "base" else 6
+                if a and b and _stage_cpu(a, st) > 0:
+                    g = _stage_cpu(b, st) / _stage_cpu(a, st) / (b["events"] / a["events"])
+                    cells += f"{g:{w}.2f}"
+                else:
+                    cells += f"{'-':>{w}s}"
+        print(f"  {st:12s}{cells}")
+    print("\nbase → new, whole commands (new ÷ base):")
+    for c in sizes:
+        if "base" not in results[c]:
             continue
-        parts = []
-        if secs is not None:
-            got = r[f"{what}_s"]
-            parts.append(f"{got:.2f} s vs ≤ {secs:g} s ({'met' if got <= secs else 'NOT met'})")
-        if mb is not None:
-            got = r[f"{what}_mb"]
-            parts.append(f"{got:.0f} MB vs ≤ {mb} MB ({'met' if got <= mb else 'NOT met'})")
-        print(f"  {what:8s} {mode:9s} " + "; ".join(parts))
-    if big == small:
-        return
-    print(f"\ngrowth {small}× → {big}× (cost ratio / events ratio; 1.0 = linear, below = sublinear):")
-    for mode in ("distinct", "repeated"):
-        a, b = rows.get((small, mode)), rows.get((big, mode))
-        if not a or not b:
-            continue
-        n = b["events"] / a["events"]
-        cells = [
-            f"{k} {b[k] / a[k]:.1f}× ({b[k] / a[k] / n:.2f})"
-            for k in ("import_s", "import_mb", "summary_s", "summary_mb", "open_s")
-        ]
-        print(f"  {mode:9s} events {n:.1f}×: " + ", ".join(cells))
-    print(json.dumps({f"{c}x-{m}": r for (c, m), r in rows.items()}))
+        for what in ("import", "summary"):
+            bb, nn = results[c]["base"][what], results[c]["new"][what]
+            if bb and nn:
+                print(
+                    f"  {c:3d}× {what:7s}: wall {bb['wall']:6.2f} → {nn['wall']:6.2f} s ({nn['wall'] / bb['wall']:.2f}),"
+                    f" CPU {bb['cpu']:6.2f} → {nn['cpu']:6.2f} s ({nn['cpu'] / bb['cpu']:.2f}),"
+                    f" peak {bb['mb']:5.0f} → {nn['mb']:5.0f} MB ({nn['mb'] / bb['mb']:.2f})"
+                )
+    print(
+        f"\ntargets (issue #40, target 1; load now {load()}; the wall target is for an idle 2-core machine):"
+    )
+    for side in sides:
+        big = max((c for c in sizes if side in results[c]), default=None)
+        r = results[big][side]
+        if r["import"] is not None:
+            wall = r["import"]["wall"] + r["summary"]["wall"]
+            peak = max(r["import"]["mb"], r["summary"]["mb"])
+            print(
+                f"  {side:4s} {big}× ({r['events']:,} rows) import+summary {wall:.2f} s wall vs ≤ {TARGET_WALL_S:g} s"
+                f" ({'met' if wall <= TARGET_WALL_S else 'NOT met'}); peak {peak:.0f} MB vs ≤ {TARGET_PEAK_MB:.0f} MB"
+                f" ({'met' if peak <= TARGET_PEAK_MB else 'NOT met'}; import {r['import']['mb']:.0f},"
+                f" summary {r['summary']['mb']:.0f})"
+            )
+        if 20 in results and side in results[20]:
+            cpu = results[20][side]["summary"]["cpu"]
+            print(
+                f"  {side:4s} 20× ({results[20][side]['events']:,} rows) summary {cpu:.2f} CPU-s vs ≤ {TARGET_CPU_S:g}"
+                f" ({'met' if cpu <= TARGET_CPU_S else 'NOT met'})"
+            )
+        if side in results[small] and 20 in results and side in results[20]:
+            a, b = results[small][side], results[20][side]
+            n = b["events"] / a["events"]
+            worse = [
+                f"{st} {_stage_cpu(b, st) / _stage_cpu(a, st) / n:.2f}"
+                for st in stages[:-1]
+                if _stage_cpu(a, st) > 0 and _stage_cpu(b, st) / _stage_cpu(a, st) / n > 1.0
+            ]
+            print(
+                f"  {side:4s} growth {small}×→20× linear or better for every stage: "
+                + ("met" if not worse else f"NOT met ({', '.join(worse)})")
+            )
+    print(json.dumps({f"{c}x": r for c, r in results.items()}))
 
 
 if __name__ == "__main__":

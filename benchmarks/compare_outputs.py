@@ -54,6 +54,7 @@ EXAMPLES = """examples:
   python benchmarks/compare_outputs.py dump /tmp/o --trace df_index --trace nsys- --stage kernels --stage import
   python benchmarks/compare_outputs.py compare /tmp/outputs-base /tmp/o --trace df_index --trace nsys- --stage kernels --stage import
   /tmp/basevenv/bin/python benchmarks/compare_outputs.py dump /tmp/outputs-base   # the baseline code
+  python benchmarks/compare_outputs.py dump /tmp/o-x20 --also /tmp/profui-scale/x20.json --trace also- --stage summary
 
 --trace TEXT keeps the traces whose name contains TEXT (_cli: the --help texts); --stage NAME keeps
 a stage of the graph, or import (events, metrics, manifest, footers), timeline (the timeline
@@ -253,8 +254,9 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def dump(out: Path, traces: list[str], stages: list[str]) -> int:
-    """``dump``: every selected trace's outputs under ``out``."""
+def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ()) -> int:
+    """``dump``: every selected trace's outputs under ``out``; ``also``: more sources, each
+    named ``also-<its name>``."""
     work = Path(tempfile.mkdtemp(prefix="profui-compare-"))
     # an isolated cache: imports and timeline indexes of another code version are never reused
     os.environ["PROFUI_CACHE"] = str(work / "cache")
@@ -274,7 +276,7 @@ def dump(out: Path, traces: list[str], stages: list[str]) -> int:
                 profui_run(
                     w, f"help/{cmd or 'profui'}", [*([cmd] if cmd else []), "--help"], own_process=True
                 )
-        for name, paths in sources():
+        for name, paths in [*sources(), *((f"also-{p.name}", [p.resolve()]) for p in also)]:
             if traces and not any(t in name for t in traces):
                 continue
             t0 = time.perf_counter()
@@ -384,9 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     for p in (d, c):
         p.add_argument("--trace", action="append", default=[], help="only traces whose name contains this")
         p.add_argument("--stage", action="append", default=[], help="only this stage (see below)")
+    d.add_argument("--also", action="append", default=[], type=Path, help="one more source (also-NAME)")
     args = ap.parse_args(argv)
     if args.cmd == "dump":
-        return dump(args.out, args.trace, args.stage)
+        return dump(args.out, args.trace, args.stage, args.also)
     return compare(args.a, args.b, args.trace, args.stage)
 
 

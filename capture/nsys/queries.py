@@ -21,7 +21,7 @@ NVTX_DOMAIN_CREATE = 75
 
 
 class _Columns:
-    """SQL expressions for the columns of one table of one export."""
+    """SQL expressions for the columns of one table of one export (a column it lacks is NULL)."""
 
     def __init__(self, export: Export, table: str) -> None:
         self.have = export.columns(table)
@@ -29,17 +29,20 @@ class _Columns:
     def raw(self, column: str) -> str:
         return f'"{column}"' if column in self.have else "NULL"
 
+    def is_int(self, column: str) -> str:
+        return f"typeof({self.raw(column)}) = 'integer'"
+
     def int(self, column: str) -> str:
         """The cell where it holds an integer, else NULL."""
         if column not in self.have:
             return "NULL"
-        return f'(CASE WHEN typeof("{column}") = \'integer\' THEN "{column}" END)'
+        return f"(CASE WHEN {self.is_int(column)} THEN {self.raw(column)} END)"
 
     def text(self, column: str) -> str:
         """The cell where it holds text (or a BLOB, read as its text in Python), else NULL."""
         if column not in self.have:
             return "NULL"
-        return f"(CASE WHEN typeof(\"{column}\") IN ('text', 'blob') THEN \"{column}\" END)"
+        return f"(CASE WHEN typeof({self.raw(column)}) IN ('text', 'blob') THEN {self.raw(column)} END)"
 
     def absent(self, column: str) -> str:
         return "0" if column in self.have else "1"
@@ -53,23 +56,24 @@ class _Columns:
         return f"coalesce({self.int(column)} & 16777215, 0)"
 
     def times(self) -> str:
-        """``s`` and ``e``: the start and end where they are integers, and ``times_lost``: 1
-        where every time that is not an integer is in a column the table lacks."""
-        s, e = self.int("start"), self.int("end")
-        lost = f"(({s} IS NOT NULL OR {self.absent('start')}) AND ({e} IS NOT NULL OR {self.absent('end')}))"
-        return f"{s} AS s, {e} AS e, {lost} AS times_lost"
+        """``s`` and ``e``: the start and end where they are integers."""
+        return f"{self.int('start')} AS s, {self.int('end')} AS e"
 
+    def times_reason(self, what: str) -> str:
+        """The WHEN clauses that say why a row's times leave it out."""
+        s, e = self.raw("start"), self.raw("end")
+        return (
+            f"WHEN NOT {self.is_int('start')} THEN '{what} without a start' "
+            f"WHEN NOT {self.is_int('end')} THEN '{what} without an end' "
+            f"WHEN {e} < {s} THEN '{what} ending before it starts'"
+        )
 
-def _times_reason(what: str) -> str:
-    """Why a row of times ``s``/``e`` is left out, NULL when it is not."""
-    return (
-        f"CASE WHEN s IS NULL THEN '{what} without a start' WHEN e IS NULL THEN '{what} without an end' "
-        f"WHEN e < s THEN '{what} ending before it starts' END"
-    )
-
-
-def _times_lost() -> str:
-    return "CASE WHEN s IS NULL OR e IS NULL THEN times_lost ELSE 0 END"
+    def times_lost(self) -> str:
+        """The WHEN clause of a row left out for its times: lost when every time that is not
+        an integer is in a column the table lacks."""
+        whole = f"{self.is_int('start')} AND {self.is_int('end')}"
+        lost = " AND ".join(f"({self.is_int(c)} OR {self.absent(c)})" for c in ("start", "end"))
+        return f"WHEN NOT ({whole}) THEN {lost}"
 
 
 #: Per device table, its kind and the columns it adds, as (SQL of the export's columns) -> select list.
@@ -141,25 +145,20 @@ def device_rows(export: Export, kind: str, table: str) -> str | None:
         return None
     extra = dict((k, f) for k, _t, f in DEVICE_TABLES)[kind](c)
     pid = c.pid("globalPid")
-    device = c.raw("deviceId")
-    prefix, join = "", ""
+    device, prefix, join = c.raw("deviceId"), "", ""
     if kind == "sync":  # a sync row's device is its CUDA context's
         prefix = f"WITH ctx AS ({_context_devices(export)}) "
         join = f" LEFT JOIN ctx ON ctx.pid = {pid} AND ctx.context IS {c.raw('contextId')}"
         device = f"coalesce(ctx.device, {device})"
-    inner = (
-        f"SELECT {c.times()}, {device} AS device_cell, {c.int('streamId')} AS stream_cell, "
-        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, {pid} AS pid, "
-        f'{extra} FROM "{table}"{join}'
-    )
+    bad_device = f"typeof({device}) != 'integer' OR {device} NOT {_INT32}"
     return (
-        f"{prefix}SELECT *, "
-        f"CASE WHEN typeof(device_cell) = 'integer' AND device_cell {_INT32} THEN device_cell END AS device, "
-        f"CASE WHEN stream_cell {_INT32} THEN stream_cell ELSE -1 END AS stream, "
-        f"coalesce({_times_reason(kind)}, CASE WHEN typeof(device_cell) != 'integer' "
-        f"OR device_cell NOT {_INT32} THEN '{kind} without a device' END) AS reason, "
-        f"CASE WHEN s IS NULL OR e IS NULL THEN times_lost WHEN e < s THEN 0 "
-        f"ELSE {c.absent('deviceId')} END AS lost FROM ({inner})"
+        f"{prefix}SELECT {c.times()}, CASE WHEN NOT ({bad_device}) THEN {device} END AS device, "
+        f"coalesce(CASE WHEN {c.raw('streamId')} {_INT32} THEN {c.int('streamId')} END, -1) AS stream, "
+        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, {pid} AS pid, "
+        f"CASE {c.times_reason(kind)} WHEN {bad_device} THEN '{kind} without a device' END AS reason, "
+        f"CASE {c.times_lost()} WHEN {c.raw('end')} < {c.raw('start')} THEN 0 "
+        f"ELSE {c.absent('deviceId')} END AS lost, "
+        f'{extra} FROM "{table}"{join}'
     )
 
 
@@ -169,11 +168,11 @@ def cuda_calls(export: Export) -> str | None:
     if not c.have:
         return None
     return (
-        f"SELECT *, {_times_reason('CUDA call')} AS reason, {_times_lost()} AS lost FROM ("
         f"SELECT {c.times()}, {c.pid('globalTid')} AS pid, {c.tid('globalTid')} AS tid, "
         f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, "
-        f"{c.int('nameId')} AS name_id, {c.raw('returnValue')} AS ret "
-        'FROM "CUPTI_ACTIVITY_KIND_RUNTIME")'
+        f"{c.int('nameId')} AS name_id, {c.raw('returnValue')} AS ret, "
+        f"CASE {c.times_reason('CUDA call')} END AS reason, CASE {c.times_lost()} ELSE 0 END AS lost "
+        'FROM "CUPTI_ACTIVITY_KIND_RUNTIME"'
     )
 
 
@@ -195,11 +194,13 @@ def nvtx_events(export: Export) -> str | None:
     if "eventType" not in c.have:
         return None
     kinds = ", ".join(str(k) for k in (*NVTX_RANGES, NVTX_MARK))
+    mark = f'"eventType" = {NVTX_MARK}'
     return (
-        "SELECT *, CASE WHEN mark THEN CASE WHEN s IS NULL THEN 'NVTX mark without a time' END "
-        f"ELSE {_times_reason('NVTX range')} END AS reason, "
-        f"CASE WHEN mark THEN s IS NULL AND {c.absent('start')} ELSE {_times_lost()} END AS lost FROM ("
-        f'SELECT {c.times()}, "eventType" = {NVTX_MARK} AS mark, {c.text("text")} AS text, '
-        f"{c.int('textId')} AS text_id, {c.pid('globalTid')} AS pid, {c.tid('globalTid')} AS tid, "
-        f'{c.int("domainId")} AS domain FROM "NVTX_EVENTS" WHERE "eventType" IN ({kinds}))'
+        f"SELECT {c.times()}, {mark} AS mark, {c.text('text')} AS text, {c.int('textId')} AS text_id, "
+        f"{c.pid('globalTid')} AS pid, {c.tid('globalTid')} AS tid, {c.int('domainId')} AS domain, "
+        f"CASE WHEN {mark} THEN CASE WHEN NOT {c.is_int('start')} THEN 'NVTX mark without a time' END "
+        f"{c.times_reason('NVTX range')} END AS reason, "
+        f"CASE WHEN {mark} THEN NOT {c.is_int('start')} AND {c.absent('start')} {c.times_lost()} "
+        f"ELSE 0 END AS lost "
+        f'FROM "NVTX_EVENTS" WHERE "eventType" IN ({kinds})'
     )

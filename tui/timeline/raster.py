@@ -37,19 +37,21 @@ class FrameCells:
 
 def search_rows(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: int, right: bool) -> np.ndarray:
     """``lo[i] + np.searchsorted(values[lo[i]:hi[i]], target, side)`` for every ``i`` at once
-    (each slice sorted): one vectorised binary search instead of a call per row."""
-    base = np.asarray(lo, dtype=np.int64).copy()
-    n = np.asarray(hi, dtype=np.int64) - base
-    last = max(values.size - 1, 0)
-    # each step at least halves every count, so the longest slice's bit length of steps ends all
-    for _ in range(int(n.max()).bit_length() if values.size and n.size else 0):
-        half = n >> 1
-        mid = base + half
-        v = values[np.minimum(mid, last)]
-        go = ((v <= target) if right else (v < target)) & (n > 0)
-        base = np.where(go, mid + 1, base)
-        n = np.where(go, n - half - 1, half)
-    return base
+    (each slice sorted): one vectorised binary search instead of a call per row. Each row's
+    count of values before ``target`` is built from the largest power of two down."""
+    pos = np.array(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    if values.size == 0 or pos.size == 0:
+        return pos
+    last = values.size - 1
+    step = 1 << max(int((hi - pos).max()).bit_length() - 1, 0)
+    while step:
+        idx = pos + (step - 1)  # the last value the row's count would take in with this step
+        v = values[np.minimum(idx, last)]
+        ok = (idx < hi) & ((v <= target) if right else (v < target))
+        pos += ok * step
+        step >>= 1
+    return pos
 
 
 class FrameRaster:
@@ -139,24 +141,27 @@ class FrameRaster:
         busy = np.minimum(np.maximum(cov, 0.0), 1.0)
         # The event drawn in a cell: the one covering the cell's centre (the latest-starting of
         # nested ones), else the first that starts inside the cell (so short events never
-        # vanish). Both searches run over all lines at once on integer keys (line, position in
-        # half cells or cells) — exact where adding a line offset to float positions would round:
-        # s <= c + 1/2  <=>  ceil(2s) <= 2c + 1,  and  s < c  <=>  floor(s) < c.
-        col = np.tile(np.arange(width, dtype=np.int64), n_lines)
-        cell_line = np.repeat(np.arange(n_lines, dtype=np.int64), width)
-        half_key = line * (2 * width + 3) + np.ceil(2 * s).astype(np.int64)
-        j = np.searchsorted(half_key, cell_line * (2 * width + 3) + 2 * col + 1, side="right") - 1
-        valid = j >= first_of[cell_line]
-        jj = np.where(valid, j, 0)
-        centres = col + 0.5
-        hit = valid & (e[jj] > centres)
-        event[hit] = pos[jj[hit]]
-        cell_key = line * (width + 2) + floor_s
-        first = np.searchsorted(cell_key, cell_line * (width + 2) + col, side="left")
-        inside = (first < (first_of + count)[cell_line]) & ~hit
-        fi = np.minimum(first, total - 1)
-        inside &= s[fi] < col + 1
-        event[inside] = pos[fi[inside]]
+        # vanish). Painted event by event: each event is the latest started for the centres from
+        # its start to the next one's in its line, and covers those before its end. On whole
+        # half cells, exact where float arithmetic on positions would round:
+        # s <= c + 1/2  <=>  c >= ceil(2s) // 2,  and  e > c + 1/2  <=>  c < ceil(2e) // 2.
+        since = np.ceil(2 * s).astype(np.int64) // 2
+        after = np.empty_like(since)
+        after[:-1] = since[1:]
+        after[(first_of + count - 1)[count > 0]] = width  # a line's last event: to its end
+        stop = np.minimum(after, np.ceil(2 * e).astype(np.int64) // 2)
+        cover = np.maximum(stop - since, 0)
+        painted = int(cover.sum())
+        cell = np.repeat(at + since - np.cumsum(cover) + cover, cover) + np.arange(painted, dtype=np.int64)
+        event[cell] = np.repeat(pos, cover)
+        hit = np.zeros(cells, dtype=bool)
+        hit[cell] = True
+        # the first event starting in each cell, where no event covers its centre
+        lead = floor_s < width
+        lead[1:] &= (floor_s[1:] != floor_s[:-1]) | (line[1:] != line[:-1])
+        cell = at[lead] + floor_s[lead]
+        free = ~hit[cell]
+        event[cell[free]] = pos[lead][free]
         has = event >= 0
         kind[has] = ix.kind[event[has]]
         # Instants have no extent: show them as a trace where they are.

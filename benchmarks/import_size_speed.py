@@ -1,34 +1,44 @@
-"""Size and speed of ``profui import`` against the raw Kineto JSON and HolisticTraceAnalysis.
+"""Speed, peak memory and size of ``profui import`` against HolisticTraceAnalysis' parse.
 
-For the largest shared Kineto traces it prints, in one run:
+For every shared Kineto trace (``*.json``/``*.json.gz`` of ``PROFUI_TRACES`` that profui imports
+as one; the smallest included) it prints, in one run:
 
-* Parquet bytes (all events files of the imported trace) vs raw JSON bytes vs ``.json.gz`` bytes;
-* ``import_kineto`` wall time vs HTA's ``TraceAnalysis(trace_dir=...)`` parse time on the same
-  file (median of ``--repeats`` runs each, every run in a fresh subprocess, module import
-  excluded on both sides);
-* peak memory of each (``ru_maxrss`` of the subprocess, children included);
-* JSON decoding alone on the two largest files: msgspec (profui's typed path and generic),
-  stdlib ``json`` and ``orjson`` when installed.
+* ``import_kineto`` time against HTA's ``TraceAnalysis(trace_dir=...)`` parse of the same file:
+  wall and CPU seconds (user + system, children included), median of ``--repeats`` runs each,
+  every run in a fresh process, module import excluded on both sides, the two sides alternating
+  run by run so both see the same machine load;
+* peak memory of each run's process: its ``VmHWM`` (``/proc/self/status``), or its children's
+  largest ``ru_maxrss`` where that is more. Not ``ru_maxrss`` of the process itself: Linux
+  carries it over ``fork`` and ``exec``, so a child reported at least the benchmark's own size
+  when it was started (186 MB for both tools on a 10 MB trace);
+* the ratios HTA / profui for time (wall and CPU) and memory, and Parquet bytes against the
+  JSON text and the ``.json.gz``;
+* the worst ratio over the traces against the targets of issue #40 (import >= 10x HTA's parse,
+  peak memory >= 1.3x below HTA's), naming the trace;
+* with ``--scale`` (default ``/tmp/profui-scale/x20.json`` when it exists): import of that
+  synthetic trace (a shared trace replicated along time by ``benchmarks/replicate_trace.py``),
+  wall, CPU and peak, and with ``--base-python`` (an interpreter of another profui checkout, the
+  baseline) the same for the baseline, the two alternating;
+* with ``--decoders``: JSON decoding alone of the two largest traces (msgspec typed and
+  generic, stdlib ``json``, ``orjson`` when installed).
 
-The last line prints the ratios (worst case over the files). Targets: Parquet <= 1/20 of the JSON
-and <= 0.7x the .json.gz; import >= 5x faster than HTA's parse; lower peak memory.
+The machine's load average is printed at the start and the end.
 
 HTA is not a profui dependency. Set up the benchmark environment once (``.venv-bench`` is
 git-ignored)::
 
     python3 -m venv .venv-bench
-    .venv-bench/bin/pip install HolisticTraceAnalysis orjson -e .
-    .venv-bench/bin/python benchmarks/import_size_speed.py
+    .venv-bench/bin/pip install HolisticTraceAnalysis orjson
+    .venv/bin/python benchmarks/import_size_speed.py
 
-Run with any interpreter that has profui; without HTA the comparison is skipped with a message
-(``--hta-python PATH`` points at another interpreter that has HTA; default: this one, then
-``.venv-bench/bin/python``).
+Run it with an interpreter that has profui; HTA is looked for in this interpreter, then in
+``.venv-bench/bin/python`` (``--hta-python PATH`` names another); without it the comparison is
+skipped with a message.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -42,42 +52,45 @@ from precompile import compile_sources
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
-LARGEST = [
-    "hta-mtia_trace_single_rank-mtia_rank_0.json.gz",
-    "hta-df_index_resolver-df_index_resolver.json.gz",
-    "hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-    "hta-nccl_parser_config-nccl_data.json.gz",
-]
+DEFAULT_SCALE = Path("/tmp/profui-scale/x20.json")
 MARK = "@@BENCH@@"
+#: Issue #40, target 3.
+TARGET_SPEED, TARGET_MEMORY = 10.0, 1.3
 
-_PEAK = """
+_MEASURE = """
 import resource
 def peak_mb():
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, kids) / 1024
+    hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
+    return max(hwm, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 def cpu_s():
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+def sys_s():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_stime + resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 """
 
 PROFUI_CHILD = (
-    _PEAK
+    _MEASURE
     + """
 import json, sys, time
 from pathlib import Path
 from profui.capture.kineto import import_kineto
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
-c, t = cpu_s(), time.perf_counter()
-import_kineto([src], out)
-run_s, run_cpu = time.perf_counter() - t, cpu_s() - c
-print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "rss_mb": peak_mb()}))
+c, k, f, t = cpu_s(), sys_s(), faults(), time.perf_counter()
+manifest = import_kineto([src], out)
+run_s, run_cpu, run_sys, run_faults = time.perf_counter() - t, cpu_s() - c, sys_s() - k, faults() - f
+rows = sum(s["num_events"] for s in manifest.sources)
+print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "sys_s": run_sys, "faults": run_faults,
+                                "rss_mb": peak_mb(), "rows": rows}))
 """
 )
 
 HTA_CHILD = (
-    _PEAK
+    _MEASURE
     + """
 import json, logging, sys, time
 logging.disable(logging.CRITICAL)
@@ -90,7 +103,7 @@ print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "rss_mb": peak
 )
 
 DECODE_CHILD = (
-    _PEAK
+    _MEASURE
     + """
 import json, sys, time
 from pathlib import Path
@@ -123,13 +136,24 @@ print("@@BENCH@@" + json.dumps({"run_s": run_s, "rss_mb": peak_mb(), "extra_mb":
 )
 
 
-def run_child(python: str, code: str, *args: str, env: dict | None = None) -> dict:
-    proc = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, timeout=900, env=env)
+#: The children's working folder (``python -c`` imports from it first): the run's scratch folder.
+SCRATCH: list[Path] = []
+
+
+def run_child(python: str, code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh ``python`` and return what it printed after :data:`MARK`."""
+    proc = subprocess.run(
+        [python, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=SCRATCH[0] if SCRATCH else None,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith(MARK):
             return json.loads(line[len(MARK) :])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    raise RuntimeError(f"benchmark child failed ({proc.returncode}): {' | '.join(tail)}")
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+    raise RuntimeError(f"exit {proc.returncode}: {' | '.join(tail)}")
 
 
 def has_module(python: str, module: str) -> bool:
@@ -145,49 +169,51 @@ def find_hta_python(explicit: str | None) -> str | None:
     return None
 
 
-def summarize(runs: list[dict]) -> dict:
-    return {
-        "run_s": statistics.median(r["run_s"] for r in runs),
-        "cpu_s": statistics.median(r["cpu_s"] for r in runs),
-        "rss_mb": statistics.median(r["rss_mb"] for r in runs),
-        "all_s": [round(r["run_s"], 3) for r in runs],
-    }
+def text_bytes(src: Path) -> int:
+    """The JSON text's size without holding it here (a child started now would count it)."""
+    from profui.capture.kineto.reader import text_size
+
+    return text_size(src)
+
+
+def median_of(runs: list[dict]) -> dict:
+    return {k: statistics.median(r[k] for r in runs) for k in ("run_s", "cpu_s", "rss_mb")}
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None) -> dict:
-    """Import and HTA parse of ``src``, alternating run by run so both see the same machine load."""
-    raw_bytes = len(gzip.decompress(src.read_bytes()))
-    gz_bytes = src.stat().st_size
-    hta_dir = work / f"hta-{src.stem}"
+    """Import and HTA parse of ``src``, alternating run by run."""
+    hta_dir = work / f"hta-{src.name}"
     if hta_python:
-        hta_dir.mkdir(exist_ok=True)
+        hta_dir.mkdir()
         shutil.copyfile(src, hta_dir / src.name)
-    ours, theirs = [], []
+    ours, theirs, hta_error = [], [], None
     for i in range(repeats):
-        out = work / f"out-{src.stem}-{i}"
+        out = work / f"out-{src.name}-{i}"
         ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out)))
-        if hta_python:
-            theirs.append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
-    parquet_bytes = sum(p.stat().st_size for p in (work / f"out-{src.stem}-0").rglob("*.parquet"))
-    mine = summarize(ours)
+        if i:
+            shutil.rmtree(out)
+        if hta_python and hta_error is None:
+            try:
+                theirs.append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
+            except RuntimeError as exc:
+                hta_error = str(exc)
+    first = work / f"out-{src.name}-0"
     row = {
         "file": src.name,
-        "raw_json_bytes": raw_bytes,
-        "gz_bytes": gz_bytes,
-        "parquet_bytes": parquet_bytes,
-        "import_s": mine["run_s"],
-        "import_cpu_s": mine["cpu_s"],
-        "import_runs_s": mine["all_s"],
-        "import_rss_mb": mine["rss_mb"],
+        "json_bytes": text_bytes(src),
+        "gz_bytes": src.stat().st_size if src.name.endswith(".gz") else None,
+        "parquet_bytes": sum(p.stat().st_size for p in first.rglob("*.parquet")),
+        "rows": ours[0]["rows"],
+        "profui": median_of(ours),
+        "hta": median_of(theirs) if theirs else None,
+        "hta_error": hta_error,
     }
-    if hta_python:
-        hta = summarize(theirs)
-        row.update(
-            hta_parse_s=hta["run_s"],
-            hta_cpu_s=hta["cpu_s"],
-            hta_runs_s=hta["all_s"],
-            hta_rss_mb=hta["rss_mb"],
-        )
+    shutil.rmtree(first)
     return row
 
 
@@ -209,51 +235,109 @@ def bench_decoders(src: Path, python: str, repeats: int) -> list[dict]:
     return rows
 
 
+def bench_scale(src: Path, work: Path, repeats: int, base_python: str | None) -> None:
+    """Import of the synthetic scale trace ``src``: this profui and, given, the baseline's,
+    alternating run by run; one line each and the ratio."""
+    sides = [("new", sys.executable)] + ([("base", base_python)] if base_python else [])
+    runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
+    for i in range(repeats):
+        for name, python in sides:
+            out = work / f"scale-{name}-{i}"
+            runs[name].append(run_child(python, PROFUI_CHILD, str(src), str(out)))
+            shutil.rmtree(out)
+    rows = runs["new"][0]["rows"]
+    print(
+        f"\n{src.name} (synthetic: a shared trace replicated along time, {rows:,} rows, "
+        f"{text_bytes(src) / 1e6:,.0f} MB of JSON), import median of {repeats}:"
+    )
+    med = {name: median_of(r) for name, r in runs.items()}
+    for name, m in med.items():
+        walls = ", ".join(f"{r['run_s']:.2f}" for r in runs[name])
+        sys_s = statistics.median(r["sys_s"] for r in runs[name])
+        faults = statistics.median(r["faults"] for r in runs[name])
+        print(
+            f"  {name:<5} wall {m['run_s']:6.2f} s  CPU {m['cpu_s']:6.2f} s (of it system {sys_s:5.2f} s, "
+            f"{faults / 1e3:,.0f}k minor page faults)  peak {m['rss_mb']:6.0f} MB  (walls: {walls})"
+        )
+    if "base" in med:
+        b, n = med["base"], med["new"]
+        print(
+            f"  base/new: wall {b['run_s'] / n['run_s']:.2f}x  CPU {b['cpu_s'] / n['cpu_s']:.2f}x  "
+            f"peak {b['rss_mb'] / n['rss_mb']:.2f}x"
+        )
+
+
+def kineto_sources(folder: Path) -> list[Path]:
+    files = [p for p in folder.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))]
+    return sorted(files, key=text_bytes, reverse=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="folder of the shared traces")
     ap.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
-    ap.add_argument("--files", type=int, default=len(LARGEST), help="how many of the largest traces")
+    ap.add_argument("--only", action="append", default=[], help="only traces whose name holds this")
     ap.add_argument("--hta-python", default=None, help="interpreter with HolisticTraceAnalysis")
-    ap.add_argument("--no-decoders", action="store_true", help="skip the JSON decoder comparison")
+    ap.add_argument("--scale", type=Path, default=DEFAULT_SCALE if DEFAULT_SCALE.exists() else None)
+    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic scale trace")
+    ap.add_argument("--scale-repeats", type=int, default=3)
+    ap.add_argument("--base-python", default=None, help="a baseline checkout's interpreter, for --scale")
+    ap.add_argument("--decoders", action="store_true", help="also time JSON decoders on the two largest")
     args = ap.parse_args()
     compile_sources()
+    if args.base_python:
+        compile_sources(args.base_python)
 
-    files = [args.traces / n for n in LARGEST[: args.files] if (args.traces / n).is_file()]
+    files = [f for f in kineto_sources(args.traces) if not args.only or any(o in f.name for o in args.only)]
     if not files:
         sys.exit(f"no shared traces found in {args.traces}; set PROFUI_TRACES or --traces")
     hta_python = find_hta_python(args.hta_python)
     if hta_python is None:
         print(
             "HTA not found: skipping the HTA comparison. Set it up with:\n"
-            "  python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis orjson -e .\n"
-            "and run this script with .venv-bench/bin/python (or pass --hta-python)."
+            "  python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis orjson\n"
+            "(or pass --hta-python)."
         )
+    print(f"start: {load()}; profui: {sys.executable}; HTA: {hta_python or '-'}")
+    print(
+        "times: median s of fresh processes, module import excluded; CPU = user + system; "
+        "peak: the process's VmHWM; x = HTA / profui"
+    )
+    print(
+        f"{'file':<44} {'json MB':>7} {'pq/json':>7} {'pq/gz':>5} {'rows':>8} | {'profui s':>8} {'cpu':>6} "
+        f"{'HTA s':>7} {'cpu':>6} {'wall x':>6} {'cpu x':>6} | {'profui MB':>9} {'HTA MB':>7} {'mem x':>5}"
+    )
     work = Path(tempfile.mkdtemp(prefix="profui-bench-"))
-    rows = []
+    SCRATCH.append(work)
+    rows, skipped = [], []
     try:
-        print(
-            f"{'file':<48} {'json MB':>8} {'gz MB':>7} {'pq MB':>7} {'pq/json':>8} {'pq/gz':>6} "
-            f"{'import s':>8} {'HTA s':>7} {'speedup':>7} {'imp MB':>7} {'HTA MB':>7}"
-        )
         for src in files:
-            r = bench_file(src, work, args.repeats, hta_python)
+            try:
+                r = bench_file(src, work, args.repeats, hta_python)
+            except RuntimeError as exc:
+                skipped.append(f"{src.name}: profui does not import it ({exc})")
+                continue
             rows.append(r)
-            hta_s = r.get("hta_parse_s")
-            print(
-                f"{src.name[:48]:<48} {r['raw_json_bytes'] / 1e6:8.1f} {r['gz_bytes'] / 1e6:7.2f} "
-                f"{r['parquet_bytes'] / 1e6:7.2f} {r['parquet_bytes'] / r['raw_json_bytes']:8.4f} "
-                f"{r['parquet_bytes'] / r['gz_bytes']:6.2f} {r['import_s']:8.2f} "
-                + (
-                    f"{hta_s:7.2f} {hta_s / r['import_s']:6.1f}x {r['hta_cpu_s'] / r['import_cpu_s']:5.1f}x "
-                    if hta_s
-                    else f"{'-':>7} {'-':>7} {'-':>6} "
-                )
-                + f"{r['import_rss_mb']:7.0f} "
-                + (f"{r['hta_rss_mb']:7.0f}" if hta_s else f"{'-':>7}"),
-                flush=True,
+            p, h = r["profui"], r["hta"]
+            gz = f"{r['parquet_bytes'] / r['gz_bytes']:5.2f}" if r["gz_bytes"] else f"{'-':>5}"
+            line = (
+                f"{src.name[:44]:<44} {r['json_bytes'] / 1e6:7.2f} {r['parquet_bytes'] / r['json_bytes']:7.4f} "
+                f"{gz} {r['rows']:8,} | {p['run_s']:8.4f} {p['cpu_s']:6.3f} "
             )
-        if not args.no_decoders:
+            if h:
+                line += (
+                    f"{h['run_s']:7.4f} {h['cpu_s']:6.3f} {h['run_s'] / p['run_s']:5.1f}x "
+                    f"{h['cpu_s'] / p['cpu_s']:5.1f}x | {p['rss_mb']:9.0f} {h['rss_mb']:7.0f} "
+                    f"{h['rss_mb'] / p['rss_mb']:4.2f}x"
+                )
+            else:
+                line += f"{'-':>7} {'-':>6} {'-':>6} {'-':>6} | {p['rss_mb']:9.0f} {'-':>7} {'-':>5}"
+                if r["hta_error"]:
+                    line += f"  (HTA failed: {r['hta_error'][:60]})"
+            print(line, flush=True)
+        for s in skipped:
+            print(f"skipped {s}")
+        if args.decoders:
             print(
                 "\nJSON decoding alone, whole file to Python objects (median s; peak MB above the JSON text):"
             )
@@ -266,27 +350,35 @@ def main() -> None:
                         print(
                             f"  {d['file'][:40]:<40} {d['decoder']:<16} {d['decode_s']:6.2f} s {d['extra_mb']:7.0f} MB"
                         )
+        if args.scale and not args.no_scale:
+            bench_scale(args.scale, work, args.scale_repeats, args.base_python)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    def ratios(sel: list[dict]) -> str:
-        pq_json = max(r["parquet_bytes"] / r["raw_json_bytes"] for r in sel)
-        pq_gz = max(r["parquet_bytes"] / r["gz_bytes"] for r in sel)
-        text = f"parquet/json={pq_json:.4f} (1/{1 / pq_json:.0f}) parquet/gz={pq_gz:.2f}"
-        if hta_python:
-            speed = min(r["hta_parse_s"] / r["import_s"] for r in sel)
-            cpu = min(r["hta_cpu_s"] / r["import_cpu_s"] for r in sel)
-            mem = max(r["import_rss_mb"] / r["hta_rss_mb"] for r in sel)
-            text += f" hta_parse/import={speed:.1f}x (cpu {cpu:.1f}x) import_rss/hta_rss={mem:.2f}"
-        else:
-            text += " hta: skipped (not installed)"
-        return text
+    compared = [r for r in rows if r["hta"]]
+    pq_json = max(rows, key=lambda r: r["parquet_bytes"] / r["json_bytes"])
+    print(
+        f"\nSIZE worst of {len(rows)}: parquet/json={pq_json['parquet_bytes'] / pq_json['json_bytes']:.4f} "
+        f"({pq_json['file']})"
+    )
+    if compared:
 
-    biggest = rows[:2]
-    line = f"RATIOS worst of the {len(biggest)} largest: {ratios(biggest)}"
-    if len(rows) > len(biggest):
-        line += f" | worst of all {len(rows)}: {ratios(rows)}"
-    print(line)
+        def worst(label: str, key, target: float) -> str:
+            r = min(compared, key=key)
+            verdict = "meets" if key(r) >= target else "MISSES"
+            return f"{label} {key(r):.2f}x ({r['file']}; target >= {target}x: {verdict})"
+
+        print(
+            f"WORST of {len(compared)} traces, HTA / profui: "
+            + worst("wall", lambda r: r["hta"]["run_s"] / r["profui"]["run_s"], TARGET_SPEED)
+            + "; "
+            + worst("CPU", lambda r: r["hta"]["cpu_s"] / r["profui"]["cpu_s"], TARGET_SPEED)
+            + "; "
+            + worst("peak memory", lambda r: r["hta"]["rss_mb"] / r["profui"]["rss_mb"], TARGET_MEMORY)
+        )
+    else:
+        print("WORST: no trace compared with HTA")
+    print(f"end: {load()}")
 
 
 if __name__ == "__main__":

@@ -266,7 +266,10 @@ def queue_stats(q: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def blocked_on_full_queue(
-    events: pl.LazyFrame, max_queue_length: int = MAX_QUEUE_LENGTH, queue: pl.LazyFrame | None = None
+    events: pl.LazyFrame,
+    max_queue_length: int = MAX_QUEUE_LENGTH,
+    queue: pl.LazyFrame | None = None,
+    inventory: Frame | None = None,
 ) -> pl.LazyFrame:
     """Per stream whose launch queue reached ``max_queue_length``: ``blocked_ns``, the time it
     stayed at or above it (until the queue's next change), and ``share``, that over the rank's
@@ -275,11 +278,16 @@ def blocked_on_full_queue(
     Columns ``node, rank, device, stream, blocked_ns, share``; streams that never reached the
     limit have no row (HTA's ``time_blocked_on_full_queue``; HTA's own numbers:
     :func:`profui.analysis.hta_variants.hta_blocked_on_full_queue`). ``queue``: an already
-    computed :func:`queue_length` series.
+    computed :func:`queue_length` series; ``inventory``: the ingest stage's inventory (per node,
+    rank and kind: ``first_ns``, ``end_ns``), whose few rows give the windows that otherwise take
+    a pass over every event.
     """
-    ev = events.filter(pl.col("kind") != "instant")
-    span = ev.group_by("node", "rank").agg(
-        ((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("_span")
+    if inventory is not None:
+        spans, first, end = _lazy(inventory), pl.col("first_ns").min(), pl.col("end_ns").max()
+    else:
+        spans, first, end = events, pl.col("ts").min(), (pl.col("ts") + pl.col("dur")).max()
+    span = (
+        spans.filter(pl.col("kind") != "instant").group_by("node", "rank").agg((end - first).alias("_span"))
     )
     return blocked_of(queue if queue is not None else queue_length(events), span, max_queue_length)
 

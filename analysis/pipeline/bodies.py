@@ -303,7 +303,12 @@ def idle(ctx: StageContext) -> dict[str, Any]:
         queue, breakdown = il.queue_length(ev, launches), il.idle_breakdown(ev, launches=launches)
     # the queue series feeds two tables: computed once, here
     queue = queue.collect(engine=ENGINE).lazy()
-    blocked = (hv.hta_blocked_on_full_queue if hta else il.blocked_on_full_queue)(ev, limit, queue=queue)
+    if hta:
+        blocked = hv.hta_blocked_on_full_queue(ev, limit, queue=queue)
+    else:
+        blocked = il.blocked_on_full_queue(
+            ev, limit, queue=queue, inventory=ctx.input("ingest", "inventory.parquet")
+        )
     return {
         "breakdown.parquet": breakdown,
         "totals.parquet": Derived(lambda out: il.totals_of_breakdown(out["breakdown.parquet"])),

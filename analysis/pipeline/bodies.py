@@ -195,8 +195,10 @@ def utilization(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     ev = _events(ctx, hta)
     bucket = _bucket_ns(ctx)
-    busy = (hv.hta_gpu_busy if hta else bz.gpu_busy)(ev)
-    gpu = (hv.hta_gpu_utilization if hta else ut.gpu_utilization)(ev, bucket_ns=bucket)
+    if hta:
+        busy, gpu = hv.hta_gpu_busy(ev), hv.hta_gpu_utilization(ev, bucket_ns=bucket)
+    else:
+        busy, gpu = ut.gpu_busy_and_utilization(ev, bucket_ns=bucket)
     # the host threads' busy union, read by the CPU utilization and CPU active tables: merged once
     threads = ut.host_thread_busy(ctx.trace.cached_events()).collect(engine=ENGINE)
     cpu = ut.cpu_utilization(ctx.trace.cached_events(), ctx.trace.metrics(), bucket_ns=bucket, busy=threads)

@@ -61,23 +61,23 @@ def runtime_call_stats(events: Frame) -> pl.LazyFrame:
     Sorted by total descending, then name."""
     ev = _lazy(events)
     keys = ["node", "rank", "correlation"]
+    d = pl.col("dur")
+    calls = ev.filter(pl.col("kind").is_in(["runtime", "driver"])).select("name", "dur", *keys)
+    # each device event counted once per call of its correlation id: the device events joined to
+    # the calls and counted per name (a count per correlation id first, then joined, took a
+    # third more: both hash every launch, that also every id)
     device = (
         ev.filter(pl.col("kind").is_in(list(WORK_KINDS)), pl.col("device") >= 0)
-        .group_by(keys)
-        .agg(pl.len().cast(pl.Int64).alias("_device"))
-    )
-    d = pl.col("dur")
-    return (
-        ev.filter(pl.col("kind").is_in(["runtime", "driver"]))
-        .select("name", "dur", *keys)
-        .join(device, on=keys, how="left")
+        .select(keys)
+        .join(calls.select(*keys, "name"), on=keys, how="inner")
         .group_by("name")
-        .agg(
-            pl.len().cast(pl.Int64).alias("count"),
-            d.sum().alias("total_ns"),
-            d.mean().alias("mean_ns"),
-            pl.col("_device").sum().cast(pl.Int64).alias("device_events"),
-        )
+        .agg(pl.len().cast(pl.Int64).alias("device_events"))
+    )
+    return (
+        calls.group_by("name")
+        .agg(pl.len().cast(pl.Int64).alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"))
+        .join(device, on="name", how="left", nulls_equal=True)
+        .with_columns(pl.col("device_events").fill_null(0))
         .sort(["total_ns", "name"], descending=[True, False])
     )
 

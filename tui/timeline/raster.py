@@ -5,9 +5,10 @@ rasterises one row: at fine zoom from the events in view (busy fraction from the
 extents; per cell the event covering its centre, else the first starting inside it), at coarse
 zoom (more than ~4 events per cell, cells at least two tile buckets wide) from the density
 tiles' prefix sums. Here every step runs once over the concatenation of the frame's rows (cell
-``line * width + column``), so a frame costs a fixed number of numpy calls, not a few dozen per
-row; the result is the same, cell for cell, as rasterising the rows one by one and folding
-the merged lanes' rows into one.
+``line * width + column``), so a frame costs a fixed number of numpy calls (and, at coarse zoom,
+one gather per row and kind: each prefix sum is its own array), not a few dozen per row; the
+result is the same, cell for cell, as rasterising the rows one by one and folding the merged
+lanes' rows into one.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class FrameRaster:
     def __init__(self, ix: LodIndex) -> None:
         self.ix = ix
         n_rows = max(int(ix.row_start.size) - 1, 0)
-        self.has_tiles = np.zeros(n_rows + 1, dtype=bool)
+        self.has_tiles = np.zeros(n_rows, dtype=bool)
         self.has_tiles[[r for r in ix.tile_cum if r < n_rows]] = True
         # per row with tiles: its kinds (in the index's order: the first of equal ones wins) and
         # their prefix sums

@@ -1,5 +1,6 @@
 """Drawing the timeline as Strips: a label column, a time ruler, a step band and one line per
-visible lane row. Every row is rasterised by the LOD index (O(cells)), then turned into a few
+visible lane row. All of a frame's rows are rasterised together from the LOD index
+(:mod:`.raster`, O(cells)), coloured and labelled together, then each line is cut into a few
 Segments by runs of equal style — the cost of a frame depends on its size, not on the trace.
 """
 
@@ -249,7 +250,7 @@ class Renderer:
             next((c for k, c in METRIC_COLORS.items() if ix.series[s].metric.startswith(k)), COMM + 4)
             for s in series
         ]
-        styles[ok] = (BAR0 + np.array(color, dtype=np.int32))[:, None].repeat(cw, axis=1)[ok]
+        styles[ok] = np.broadcast_to((BAR0 + np.array(color, dtype=np.int32))[:, None], ok.shape)[ok]
         w = (t1 - t0) / cw
         mark = st.peak_mark
         for y, s in enumerate(series):

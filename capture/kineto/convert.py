@@ -605,6 +605,9 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     def raw(key: str) -> pa.Array:
         return col[f"v{_KEY_INDEX[key]}"]
 
+    def taken(key: str) -> pa.Array:  # read once: its column goes as soon as it is read
+        return col.pop(f"v{_KEY_INDEX[key]}")
+
     spans = _CutSpans(col["body"])
 
     def cut(key: str, mask: pa.Array) -> None:  # the key's entry goes where mask holds
@@ -621,7 +624,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     def text(value: str) -> pa.Scalar:
         return pa.scalar(value, pa.large_string())
 
-    main, alt = raw(EXTERNAL_ID), raw(EXTERNAL_ID_ALT)
+    main, alt = taken(EXTERNAL_ID), taken(EXTERNAL_ID_ALT)
     main_none = null_text(main)
     ext_raw = main if alt.null_count == len(alt) else pc.if_else(main_none, alt, main)
     if pc.any(pc.equal(ext_raw, pa.scalar("null", ext_raw.type))).as_py():
@@ -638,37 +641,40 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     cut(EXTERNAL_ID_ALT, pc.and_(main_none, pc.is_valid(alt)))
     del main, alt, main_none, ext_raw, ext_back
 
-    correlation = _ints(raw(CORRELATION))
+    correlation = _ints(taken(CORRELATION))
     cut(CORRELATION, pc.is_valid(correlation))
 
     device_side = pc.is_in(kind, _DEVICE_SIDE)
-    device = pc.if_else(device_side, _int32(_ints(raw(DEVICE))), pa.scalar(None, pa.int32()))
-    stream = pc.if_else(device_side, _int32(_ints(raw(STREAM))), pa.scalar(None, pa.int32()))
+    device = pc.if_else(device_side, _int32(_ints(taken(DEVICE))), pa.scalar(None, pa.int32()))
+    stream = pc.if_else(device_side, _int32(_ints(taken(STREAM))), pa.scalar(None, pa.int32()))
     cut(DEVICE, pc.is_valid(device))
     cut(STREAM, pc.is_valid(stream))
 
+    direction = taken(DIRECTION)
     dma = pc.and_(
         pc.and_(pc.equal(kind, _str("kernel")), pc.fill_null(pc.equal(cat, _str(DMA_CATEGORY)), False)),
-        pc.is_valid(raw(DIRECTION)),
+        pc.is_valid(direction),
     )
-    size = _ints(raw(SIZE))
+    size_text = taken(SIZE)
+    size_given = pc.is_valid(size_text)
+    size = _ints(size_text)
+    del size_text
     copy = pc.is_in(kind, _COPY_KINDS)
-    bytes_arg = _ints(raw(BYTES))
+    bytes_arg = _ints(taken(BYTES))
     copy_bytes = pc.and_(copy, pc.is_valid(bytes_arg))
     nbytes = pc.if_else(dma, size, pc.if_else(copy_bytes, bytes_arg, none_i64))
-    kind_arg = _per_value(raw(KIND), _memcpy_kind_arg, pa.string())
+    kind_arg = _per_value(taken(KIND), _memcpy_kind_arg, pa.string())
     copy_kind = pc.and_(pc.equal(kind, _str("memcpy")), pc.is_valid(kind_arg))
-    from_direction = _per_value(raw(DIRECTION), memcpy_kind_from_direction, pa.string())
+    from_direction = _per_value(direction, memcpy_kind_from_direction, pa.string())
+    del direction
     memcpy_kind = pc.if_else(
         dma, from_direction, pc.if_else(copy_kind, kind_arg, pa.scalar(None, pa.string()))
     )
     cut(DIRECTION, dma)
-    cut(SIZE, pc.and_(dma, pc.is_valid(raw(SIZE))))
+    cut(SIZE, pc.and_(dma, size_given))
     cut(BYTES, copy_bytes)
     cut(KIND, copy_kind)
-    for key in RULE_KEYS:  # read: the texts of those below go with the args' rows
-        if key not in (PID, TID, CAT):
-            col.pop(f"v{_KEY_INDEX[key]}")
+    del size_given
     _give_back(len(kind))  # the keys' texts and spans (C heap), for the Arrow columns still to come
 
     runtime = pc.and_(pc.and_(pc.equal(kind, _str("runtime")), pc.is_valid(correlation)), pc.is_valid(size))

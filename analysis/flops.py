@@ -221,15 +221,17 @@ def _shape_flops(
     return e
 
 
-def _member_reader(args: pl.Series) -> Callable[[str, str], pl.Expr]:
-    """``member(path, key)``: the args' JSON member at ``path`` (named ``key``) as text, or
-    null without reading any JSON where no op's args can hold it: the key's text is in none
-    and none has an escape that could spell it. Each member read is a JSON parse of every
-    op's args (five of them: 0.1 s on 53k ops that recorded no shapes)."""
-    escaped = bool(args.str.contains("\\", literal=True).any())
+def _member_reader(args: pl.Series, keys: Sequence[str]) -> Callable[[str, str], pl.Expr]:
+    """``member(path, key)``: the args' JSON member at ``path`` (named ``key``, one of ``keys``)
+    as text, or null without reading any JSON where no op's args can hold it: the key's text is
+    in none and none has an escape that could spell it. Each member read is a JSON parse of
+    every op's args (five of them: 0.1 s on 53k ops that recorded no shapes)."""
+    found = set(
+        args.str.extract_many(["\\", *keys], overlapping=True).explode().drop_nulls().unique().to_list()
+    )
 
     def member(path: str, key: str) -> pl.Expr:
-        if escaped or args.str.contains(key, literal=True).any():
+        if "\\" in found or key in found:
             return pl.col("args").str.json_path_match(path)
         return pl.lit(None, pl.String)
 
@@ -252,7 +254,10 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     ).select(*_THREAD, "ts", "dur", "name", "args")
     cand = cand.collect(engine=ENGINE)
     present = cand["name"].unique().to_list()
-    member = _member_reader(cand.get_column("args"))
+    member = _member_reader(
+        cand.get_column("args"),
+        ("Input Dims", "Concrete Inputs", "kernel_flop", "kernel_num_gb", "Input type"),
+    )
     cand = cand.lazy()
     dims = member("$['Input Dims']", "Input Dims")
     conc = member("$['Concrete Inputs']", "Concrete Inputs")

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-import polars as pl
 
 from profui.capture.format.regular import not_regular
 
@@ -73,6 +72,8 @@ def artifact_key(stage: str, code_version: str, params: Mapping[str, Any], input
     Besides the stage's code version, parameters and input hashes it covers the engine's and
     Polars' versions: a Polars upgrade may change what the same code computes.
     """
+    import polars as pl
+
     return digest(
         {
             "stage": stage,
@@ -207,6 +208,8 @@ def _is_arrow_table(value: Any) -> bool:
 
 
 def _write_output(path: Path, value: Any) -> None:
+    import polars as pl
+
     if path.suffix == ".parquet":
         if isinstance(value, pl.LazyFrame):
             value = value.collect()
@@ -311,6 +314,8 @@ def load_files(paths: list[Path]) -> dict[Path, Any]:
     ``collect_all``. One call, not one per file, because a reading thread hands the interpreter
     lock to the UI thread and waits for it back at every call; across the fifty files of a
     dashboard that wait, not the reading, was most of a warm open."""
+    import polars as pl  # here, not at the top: listing runs (`profui runs`) reads no frames
+
     parquet = [p for p in paths if p.suffix == ".parquet"]
     frames = pl.collect_all([pl.scan_parquet(p) for p in parquet]) if parquet else []
     out: dict[Path, Any] = dict(zip(parquet, frames, strict=True))

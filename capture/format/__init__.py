@@ -7,51 +7,104 @@ Imports only pyarrow and the standard library, and pyarrow only when a name that
 
 from typing import TYPE_CHECKING, Any
 
-from .atomic import atomic_path, write_bytes_atomic
-from .columns import (
-    DEVICE_KINDS,
-    EVENT_KINDS,
-    IMPORTABLE_SUFFIXES,
-    KINETO_SUFFIXES,
-    NSYS_SUFFIXES,
-    SCHEMA_VERSION,
-    TABLE_COLUMNS,
-)
-from .errors import TraceFormatError
-from .fingerprint import digest as fingerprint_digest
-from .fingerprint import files_fingerprint, trace_fingerprint
-from .footer import Footer, FooterError, read_footer
-from .layout import (
-    MANIFEST_NAME,
-    PRIVATE_DIR,
-    adopt_events,
-    default_cache_root,
-    events_path,
-    manifest_path,
-    metrics_path,
-    node_dir,
-    private_dir_for,
-    rank_dir,
-    safe_node_name,
-)
-from .manifest import STATUSES, Manifest, read_manifest, write_manifest
-from .opener import (
-    TraceDir,
-    TraceFile,
-    check_file,
-    find_trace_dirs,
-    is_trace_dir,
-    list_trace_files,
-    open_trace_dir,
-    open_trace_layout,
-)
-
 if TYPE_CHECKING:
+    from .atomic import atomic_path, write_bytes_atomic
+    from .columns import (
+        DEVICE_KINDS,
+        EVENT_KINDS,
+        IMPORTABLE_SUFFIXES,
+        KINETO_SUFFIXES,
+        NSYS_SUFFIXES,
+        SCHEMA_VERSION,
+        TABLE_COLUMNS,
+    )
+    from .errors import TraceFormatError
+    from .fingerprint import digest as fingerprint_digest
+    from .fingerprint import files_fingerprint, trace_fingerprint
+    from .footer import Footer, FooterError, read_footer
+    from .layout import (
+        MANIFEST_NAME,
+        PRIVATE_DIR,
+        adopt_events,
+        default_cache_root,
+        events_path,
+        manifest_path,
+        metrics_path,
+        node_dir,
+        private_dir_for,
+        rank_dir,
+        safe_node_name,
+    )
+    from .manifest import STATUSES, Manifest, read_manifest, write_manifest
+    from .opener import (
+        TraceDir,
+        TraceFile,
+        check_file,
+        find_trace_dirs,
+        is_trace_dir,
+        list_trace_files,
+        open_trace_dir,
+        open_trace_layout,
+    )
     from .schema import EVENTS_SCHEMA, METRICS_SCHEMA
     from .writer import to_table, write_events, write_metrics, write_table
 
-#: Names whose modules import pyarrow, loaded on first use (PEP 562).
+#: Where each name lives ("module" or "module:attribute"), loaded on first use (PEP 562): the
+#: writers and schemas import pyarrow, and a command that only names TraceFormatError (every
+#: ``profui`` command, ``--help`` included) should not pay for the manifest's, the lock's and the
+#: fingerprint's imports (json, socket, hashlib, secrets).
 _LAZY = {
+    "atomic_path": "atomic",
+    "write_bytes_atomic": "atomic",
+    **dict.fromkeys(
+        [
+            "DEVICE_KINDS",
+            "EVENT_KINDS",
+            "IMPORTABLE_SUFFIXES",
+            "KINETO_SUFFIXES",
+            "NSYS_SUFFIXES",
+            "SCHEMA_VERSION",
+            "TABLE_COLUMNS",
+        ],
+        "columns",
+    ),
+    "TraceFormatError": "errors",
+    "fingerprint_digest": "fingerprint:digest",
+    "files_fingerprint": "fingerprint",
+    "trace_fingerprint": "fingerprint",
+    "Footer": "footer",
+    "FooterError": "footer",
+    "read_footer": "footer",
+    **dict.fromkeys(
+        [
+            "MANIFEST_NAME",
+            "PRIVATE_DIR",
+            "adopt_events",
+            "default_cache_root",
+            "events_path",
+            "manifest_path",
+            "metrics_path",
+            "node_dir",
+            "private_dir_for",
+            "rank_dir",
+            "safe_node_name",
+        ],
+        "layout",
+    ),
+    **dict.fromkeys(["STATUSES", "Manifest", "read_manifest", "write_manifest"], "manifest"),
+    **dict.fromkeys(
+        [
+            "TraceDir",
+            "TraceFile",
+            "check_file",
+            "find_trace_dirs",
+            "is_trace_dir",
+            "list_trace_files",
+            "open_trace_dir",
+            "open_trace_layout",
+        ],
+        "opener",
+    ),
     "EVENTS_SCHEMA": "schema",
     "METRICS_SCHEMA": "schema",
     "to_table": "writer",
@@ -62,14 +115,19 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module}", __name__), name)
+    module, _, attr = where.partition(":")
+    value = getattr(import_module(f".{module}", __name__), attr or name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
 
 
 __all__ = [

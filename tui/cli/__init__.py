@@ -28,6 +28,32 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _show_help(ctx: typer.Context, _param: object, value: bool) -> None:
+    """``profui -h``: the help, as the option Typer adds would show it."""
+    if value and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit()
+
+
+# profui's own -h/--help, a plain flag (default False) in place of the one Typer adds: Typer 0.29
+# coerces that one's unset value (None) through pydantic, which put pydantic (~0.05 s) into every
+# `profui CMD ...` even where nothing else needs it (`profui CMD --help`). Same names, same help.
+@app.callback()
+def _top_level(
+    _help: bool = typer.Option(
+        False,
+        "--help",
+        "-h",
+        is_eager=True,
+        expose_value=False,
+        callback=_show_help,
+        help="Show this message and exit.",
+    ),
+) -> None:
+    pass
+
+
 for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, analyze_cmd, diff_cmd, export_cmd):
     _module.register(app)
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from profui.analysis.pipeline import RunRecord, StageEvent
     from profui.analysis.pipeline.records import Damaged
 
@@ -27,6 +28,8 @@ from .sources import resolve_source
 
 def _out() -> Console:
     """Console for stdout; wide when piped, so tables stay one row per stage in logs."""
+    from rich.console import Console
+
     c = Console(highlight=False, soft_wrap=True)
     return c if c.is_terminal else Console(highlight=False, soft_wrap=True, width=200)
 
@@ -64,6 +67,8 @@ def _fmt_value(v: Any) -> str:
 def _plan_table(
     trace_dir: Path, stages: str | None, reference: str | None, resume: str | None, sets: list[str]
 ) -> tuple[Table, Table]:
+    from rich.table import Table
+
     from profui.analysis.pipeline import REGISTRY, TRACE, parse_assignments, plan_run
     from profui.capture.format import open_trace_dir
 
@@ -112,6 +117,8 @@ def _plan_table(
 
 def stage_table(rec: RunRecord) -> Table:
     """Per-stage table of one run."""
+    from rich.table import Table
+
     t = Table(title=f"{rec.id}  {rec.status}", title_justify="left")
     for col in ("stage", "status", "output", "attempt", "time", "parameters", "error"):
         t.add_column(col)
@@ -130,6 +137,8 @@ def stage_table(rec: RunRecord) -> Table:
 
 def runs_table(runs: list[RunRecord], damaged: list[Damaged] | None = None) -> Table:
     """One row per run, and one per damaged run record (status ``damaged``), by run number."""
+    from rich.table import Table
+
     t = Table(title_justify="left")
     for col in (
         "run",
@@ -278,6 +287,8 @@ def register(app: typer.Typer) -> None:
         tables are cached, the run is recorded under .profui/ranks-runs/, and --resume of a failed
         run computes only the ranks it did not finish.
         """
+        from rich.console import Console
+
         from profui.analysis.pipeline import PipelineError
 
         from .summary_cmd import flops_assignments
@@ -341,6 +352,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """List the analysis runs of a trace, or show one run's stages."""
+        from rich.console import Console
+
         from profui.analysis.pipeline import PipelineError, damaged_runs, list_runs, load_run, prune
 
         err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -11,7 +11,6 @@ import typer
 
 from profui.analysis.formatting import elide_all
 from profui.capture.format import TraceFormatError
-from profui.capture.format.manifest import gpu_index
 
 
 def _when(ns: int | None) -> str:
@@ -34,6 +33,8 @@ def _duration(ns: int | None) -> str:
 
 def _gpu_number(gpu: dict[str, Any]) -> str:
     """A manifest GPU's device number by the one rule (:func:`gpu_index`), ``?`` when unrecorded."""
+    from profui.capture.format.manifest import gpu_index
+
     n = gpu_index(gpu)
     return "?" if n is None else str(n)
 

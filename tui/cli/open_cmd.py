@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from profui.capture.format import TraceFormatError, find_trace_dirs, is_trace_dir, open_trace_dir
-
 from .errors import UserError
 
 SAMPLE_NAME = "synthetic_gpu"
@@ -23,6 +21,8 @@ def samples_dir() -> Path:
 
 def bundled_sample() -> Path:
     """The sample trace ``profui open`` shows without a PATH; UserError when it is not there."""
+    from profui.capture.format import is_trace_dir
+
     path = samples_dir() / SAMPLE_NAME
     if not is_trace_dir(path):
         raise UserError(
@@ -32,31 +32,38 @@ def bundled_sample() -> Path:
     return path
 
 
+def _target(kind: str, path: Path, **more: object):
+    """The app's OpenTarget; imported here, when there is something to show, because it loads
+    Textual (~0.2 s), which a path refused in one line does not need."""
+    from ..app import OpenTarget
+
+    return OpenTarget(kind, path, **more)
+
+
 def plan_open(path: Path | None):
     """Decide what to show for ``path``: a trace, a jobs list, or Kineto JSON to import first
     (with :func:`profui.capture.kineto.cache.resolve_trace`, composed here, not in the app).
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
+    from profui.capture.format import TraceFormatError, find_trace_dirs, is_trace_dir, open_trace_dir
     from profui.capture.kineto.cache import cached_import, refused_folder, resolve_jobs, source_scan
 
-    from ..app import OpenTarget
-
     if path is None:
-        return OpenTarget("trace", bundled_sample())
+        return _target("trace", bundled_sample())
     path = path.expanduser()
     if not path.exists():
         raise TraceFormatError(path, "no such file or directory")
     if is_trace_dir(path):
         open_trace_dir(path, require_data=False)  # validate now: a bad trace is a one-line error
-        return OpenTarget("trace", path)
+        return _target("trace", path)
     if path.is_dir():
         traces = find_trace_dirs(path)
         if len(traces) == 1:
             open_trace_dir(traces[0], require_data=False)
-            return OpenTarget("trace", traces[0])
+            return _target("trace", traces[0])
         if traces:
-            return OpenTarget("jobs", path)
+            return _target("jobs", path)
     scan = source_scan(path)
     sources = scan.sources
     for src in sources:  # unreadable: one line now (the CLI names the file), not in the app
@@ -65,12 +72,12 @@ def plan_open(path: Path | None):
     if sources:
         done = cached_import(sources)
         if done is not None and not is_trace_dir(done):  # files of several jobs: one row each
-            return OpenTarget("jobs", done, label=str(path))
+            return _target("jobs", done, label=str(path))
         if done is not None:  # imported before, unchanged since: no import screen to show
             open_trace_dir(done, require_data=False)
-            return OpenTarget("trace", done)
+            return _target("trace", done)
         # the import screen runs the capture side's cached import (then a jobs list, for several)
-        return OpenTarget("import", path, resolve=resolve_jobs)
+        return _target("import", path, resolve=resolve_jobs)
     if path.is_dir():
         raise refused_folder(path, scan, f"no profui traces and no trace files in this folder ({_KINDS})")
     raise TraceFormatError(path, f"not a trace profui reads: expected a profui trace folder or {_KINDS}")
@@ -78,10 +85,9 @@ def plan_open(path: Path | None):
 
 def plan_open_many(paths: list[Path]):
     """What to show for several paths: the trace folders of one job, as one trace (else one line)."""
-    from ..app import OpenTarget
     from .sources import resolve_sources
 
-    return OpenTarget("trace", resolve_sources(paths))
+    return _target("trace", resolve_sources(paths))
 
 
 def open_diff(base: str, new: Path | None) -> None:
@@ -89,6 +95,7 @@ def open_diff(base: str, new: Path | None) -> None:
     if new is None:
         raise UserError("--diff BASE needs the new trace too: profui open --diff BASE NEW")
     from profui.analysis.diff import diff, profile_of
+    from profui.capture.format import is_trace_dir
 
     from ..screens.diff import DiffApp
     from .diff_cmd import load_profile

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from profui.capture.format import is_trace_dir
-
 
 def resolve_source(path: str | Path, progress: Callable[[str], None] | None = None) -> Path:
     """A trace folder for ``path``: itself, or its foreign trace files imported into the cache.
 
     Raises :class:`~profui.capture.format.TraceFormatError` (one line) for anything else.
     """
+    from profui.capture.format import is_trace_dir
+
     p = Path(path).expanduser()
     if is_trace_dir(p):
         return p
@@ -36,7 +36,7 @@ def resolve_sources(paths: list[Path], progress: Callable[[str], None] | None = 
     """
     if len(paths) == 1:
         return resolve_source(paths[0], progress)
-    from profui.capture.format import TraceFormatError
+    from profui.capture.format import TraceFormatError, is_trace_dir
     from profui.capture.kineto.combine import combined_trace
 
     folders = [Path(p).expanduser() for p in paths]

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 from profui.analysis.devices import GPU, fmt_devices, words_for
 from profui.analysis.formatting import (
@@ -152,6 +151,7 @@ def _where(df: pl.DataFrame, lane: str = "gpu") -> list[Col]:
 def render_text(summary: Any, console: Any) -> None:
     """Print a Summary as readable tables on ``console`` (a rich Console)."""
     import polars as pl
+    from rich.markup import escape
 
     s = summary
     tr = s.trace
@@ -665,6 +665,8 @@ def render_text(summary: Any, console: Any) -> None:
 
 def _render_flops(tb: Callable[[str, str], pl.DataFrame], P: Callable[[Any], None], top: int | None) -> None:
     """FLOPs and MFU: one line saying the definition and the peak, then the op and kernel tables."""
+    from rich.markup import escape
+
     tot = tb("flops", "totals")
     if tot.is_empty():
         return

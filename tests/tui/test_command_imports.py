@@ -1,0 +1,178 @@
+"""Each command loads only the libraries it uses (issue #40, target 2).
+
+A fresh process runs one command line and reports, at exit, the top-level modules it imported.
+The oracle is each command's declared use below (what the command needs and why), not a record of
+what the code loads today: a library that is watched and not declared is a failure. Small commands
+are mostly start-up, so a library loaded and not used is time every user waits for (pyarrow with
+numpy ~0.1 s, polars ~0.1 s, pydantic ~0.05 s, textual ~0.2 s).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from realdata import SAMPLES, shared_trace
+
+# the libraries a command may load or not; the standard library and typer's own small
+# dependencies (shellingham, annotated_doc) are not watched
+WATCHED = frozenset(
+    {
+        "pyarrow",
+        "polars",
+        "numpy",
+        "pydantic",
+        "textual",
+        "dask",
+        "distributed",
+        "msgspec",
+        "isal",
+        "psutil",
+        "pynvml",
+        "rich",
+        "typer",
+    }
+)
+
+# typer renders help (and the usage shown for no arguments) with rich
+HELP = frozenset({"typer", "rich"})
+# typer >= 0.2x coerces every value given on the command line (a path, a number) with pydantic;
+# only --help and bool flags are free of it (profui declares its own -h/--help for that)
+TYPER_VALUES = frozenset({"typer", "pydantic"})
+# the analysis: Polars frames, numpy where a stage computes on arrays, msgspec run records
+ANALYSIS = frozenset({"polars", "numpy", "msgspec"})
+# the Kineto importer: pyarrow tables (numpy under pyarrow), msgspec JSON, isal's gzip
+IMPORTER = frozenset({"pyarrow", "numpy", "msgspec", "isal"})
+
+SMALL_KINETO = "hta-trace_compare-base-base.json.gz"
+
+PROBE = """
+import atexit, json, os, sys
+
+def _dump():
+    with open(os.environ["PROBE_OUT"], "w") as f:
+        json.dump(sorted({m.split(".")[0] for m in sys.modules}), f)
+
+atexit.register(_dump)
+tool, *args = sys.argv[1:]
+sys.argv = [tool, *args]
+if tool == "profcap":
+    from profui.capture.profcap import main
+else:
+    from profui.tui.cli import main
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the small sample trace (commands write their cache under it), a folder for outputs."""
+    root = tmp_path_factory.mktemp("imports")
+    shutil.copytree(SAMPLES / "mlp_cpu", root / "mlp")
+    shutil.copytree(SAMPLES / "mlp_cpu", root / "mlp2")
+    return root
+
+
+_RUNS = itertools.count()
+
+
+def loaded(tool: str, args: list[str], tmp: Path) -> tuple[set[str], subprocess.CompletedProcess]:
+    """Top-level modules a fresh ``tool args`` process imported, and the process."""
+    out = tmp / f"modules-{next(_RUNS)}.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "COLUMNS": "100", "PROFUI_CACHE": str(tmp / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, tool, *args], capture_output=True, text=True, timeout=300, env=env
+    )
+    return set(json.loads(out.read_text())), proc
+
+
+def _check(tool: str, args: list[str], uses: frozenset[str], tmp: Path, rc: int = 0) -> None:
+    mods, proc = loaded(tool, args, tmp)
+    assert proc.returncode == rc, (proc.stdout[-800:], proc.stderr[-2000:])
+    unused = sorted((mods & WATCHED) - uses)
+    assert not unused, f"`{tool} {' '.join(args)}` loads {unused}, which it does not use"
+
+
+COMMANDS = ["open", "import", "info", "summary", "analyze", "runs", "diff", "export"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["-h"], *([c, "--help"] for c in COMMANDS), ["info", "-h"]],
+    ids=lambda a: " ".join(a),
+)
+def test_help_loads_only_typer_and_rich(args: list[str], tmp_path: Path) -> None:
+    _check("profui", args, HELP, tmp_path)
+
+
+def test_no_arguments_shows_help_with_typer_and_rich(tmp_path: Path) -> None:
+    _check("profui", [], HELP, tmp_path, rc=2)
+
+
+def test_profcap_help_loads_none(tmp_path: Path) -> None:
+    # argparse; psutil, NVML and torch are the recorder's, loaded once it records
+    _check("profcap", ["--help"], frozenset(), tmp_path)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
+def test_info_of_a_trace_folder(work: Path, extra: list[str], tmp_path: Path) -> None:
+    # pyarrow reads four event columns and counts them (parquet, compute); numpy comes with pyarrow
+    _check("profui", ["info", str(work / "mlp"), *extra], TYPER_VALUES | {"pyarrow", "numpy"}, tmp_path)
+
+
+def test_info_of_kineto_json_imports_it_first(tmp_path: Path) -> None:
+    _check("profui", ["info", str(shared_trace(SMALL_KINETO))], TYPER_VALUES | IMPORTER, tmp_path)
+
+
+def test_import(tmp_path: Path) -> None:
+    # rich: the progress bar, on a terminal
+    args = ["import", str(shared_trace(SMALL_KINETO)), "-o", str(tmp_path / "out")]
+    _check("profui", args, TYPER_VALUES | IMPORTER | {"rich"}, tmp_path)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
+def test_summary(work: Path, extra: list[str], tmp_path: Path) -> None:
+    # reads events with Polars (the footer in plain Python): no pyarrow; one process: no dask
+    _check("profui", ["summary", str(work / "mlp"), *extra], TYPER_VALUES | ANALYSIS | {"rich"}, tmp_path)
+
+
+def test_analyze_and_plan(work: Path, tmp_path: Path) -> None:
+    uses = TYPER_VALUES | ANALYSIS | {"rich"}
+    _check("profui", ["analyze", str(work / "mlp2"), "--quiet"], uses, tmp_path)
+    _check("profui", ["analyze", str(work / "mlp2"), "--plan"], uses, tmp_path)
+
+
+def test_runs_reads_records_only(work: Path, tmp_path: Path) -> None:
+    # run records are JSON (msgspec); listing them computes nothing: no Polars
+    _check("profui", ["runs", str(work / "mlp")], TYPER_VALUES | {"rich", "msgspec"}, tmp_path)
+
+
+def test_diff(work: Path, tmp_path: Path) -> None:
+    _check(
+        "profui",
+        ["diff", str(work / "mlp"), str(work / "mlp2")],
+        TYPER_VALUES | ANALYSIS | {"rich"},
+        tmp_path,
+    )
+
+
+def test_export(work: Path, tmp_path: Path) -> None:
+    # selection in Polars, the Chrome-trace writer over pyarrow tables
+    args = ["export", str(work / "mlp"), "-o", str(tmp_path / "trace.json")]
+    _check("profui", args, TYPER_VALUES | ANALYSIS | {"pyarrow"}, tmp_path)
+
+
+def test_open_refuses_a_bad_path_before_loading_the_app(tmp_path: Path) -> None:
+    # `profui open` uses the app (textual), the analysis and the importer; a path it refuses in one
+    # line needs none of them: only the import cache's look-up (msgspec, ~3 ms, comes with it)
+    uses = TYPER_VALUES | {"msgspec"}
+    _check("profui", ["open", str(tmp_path / "missing")], uses, tmp_path, rc=2)
+    (tmp_path / "notes.txt").write_text("hello")
+    _check("profui", ["open", str(tmp_path / "notes.txt")], uses, tmp_path, rc=2)

@@ -28,7 +28,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,21 +100,6 @@ class Series:
     metric: str
     ts: np.ndarray
     value: np.ndarray
-
-
-@dataclass
-class RowCells:
-    """One row rasterised over a viewport of ``width`` cells.
-
-    ``busy`` is the busy fraction of each cell (0..1), ``kind`` the dominant event kind id (-1
-    none), ``event`` the event position drawn in the cell (-1 none; at coarse zoom always -1),
-    ``exact`` True when drawn from events (names can be shown), False when from density tiles.
-    """
-
-    busy: np.ndarray
-    kind: np.ndarray
-    event: np.ndarray
-    exact: bool
 
 
 @dataclass
@@ -687,6 +672,29 @@ def _tiles(
     )
 
 
+def search_rows(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: int, right: bool) -> np.ndarray:
+    """``lo[i] + np.searchsorted(values[lo[i]:hi[i]], target, side)`` for every ``i`` at once
+    (each slice sorted): one vectorised binary search instead of a call per slice. Each slice's
+    count of values before the target is built from the largest power of two down."""
+    pos = np.array(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    if values.size == 0 or pos.size == 0:
+        return pos
+    if pos.size == 1:  # one slice: numpy's own search is cheaper
+        a = int(pos[0])
+        pos[0] += np.searchsorted(values[a : int(hi[0])], target, side="right" if right else "left")
+        return pos
+    last = values.size - 1
+    step = 1 << max(int((hi - pos).max()).bit_length() - 1, 0)
+    while step:
+        idx = pos + (step - 1)  # the last value the slice's count would take in with this step
+        v = values[np.minimum(idx, last)]
+        ok = (idx < hi) & ((v <= target) if right else (v < target))
+        pos += ok * step
+        step >>= 1
+    return pos
+
+
 class LodIndex:
     """An opened LOD index. Positions are indices into the index's event order."""
 
@@ -957,16 +965,22 @@ class LodIndex:
         return EVENT_KINDS[int(self.kind[pos])]
 
     # -- windows ---------------------------------------------------------------------------
-    def window(self, row: int, t0: int, t1: int) -> tuple[int, int]:
-        """Positions ``[lo, hi)`` of a row's events that may overlap ``[t0, t1)``.
+    def windows(self, rows: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``rows``, the positions ``[lo, hi)`` of its events that may overlap
+        ``[t0, t1)``, for all the rows at once (two vectorised binary searches).
 
-        Every event in the range overlaps the window except, where events of a row overlap
-        each other, some that ended before ``t0``.
+        Every event in a range overlaps the window except, where events of a row overlap each
+        other, some that ended before ``t0``.
         """
-        a, b = int(self.row_start[row]), int(self.row_start[row + 1])
-        lo = a + int(np.searchsorted(self.end_max[a:b], t0, side="right"))
-        hi = a + int(np.searchsorted(self.t[a:b], t1, side="left"))
-        return lo, max(lo, hi)
+        rows = np.asarray(rows, dtype=np.int64)
+        a, b = self.row_start[rows], self.row_start[rows + 1]
+        lo = search_rows(self.end_max, a, b, t0, right=True)
+        return lo, np.maximum(lo, search_rows(self.t, a, b, t1, right=False))
+
+    def window(self, row: int, t0: int, t1: int) -> tuple[int, int]:
+        """Positions ``[lo, hi)`` of one row's events that may overlap ``[t0, t1)`` (:meth:`windows`)."""
+        lo, hi = self.windows(np.array([row], dtype=np.int64), t0, t1)
+        return int(lo[0]), int(hi[0])
 
     def overlapping(self, row: int, t0: int, t1: int) -> np.ndarray:
         """Positions of exactly the row's events overlapping ``[t0, t1)`` (instants at ``t0 <= t < t1``)."""
@@ -981,99 +995,48 @@ class LodIndex:
         lo, hi = self.window(row, t0, t1)
         return hi - lo
 
-    def raster(self, row: int, t0: float, t1: float, width: int) -> RowCells:
-        """Rasterise a row over ``width`` cells spanning ``[t0, t1)`` (relative ns).
+    # -- metrics -----------------------------------------------------------------------------
+    @cached_property
+    def _series_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+        """Every series' samples end to end, searchable at once: each sample's key (its time
+        from the earliest sample, plus its series' index times a stride longer than every
+        series, so the keys are sorted), values (float64, one spare NaN at the end), each
+        series' first sample (one more at the end), the earliest time and the stride."""
+        off = np.zeros(len(self.series) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([s.ts.size for s in self.series])
+        ts = np.concatenate([s.ts.astype(np.int64) for s in self.series] or [np.zeros(0, dtype=np.int64)])
+        first = int(ts.min()) if ts.size else 0
+        stride = (int(ts.max()) - first if ts.size else 0) + 2
+        key = ts - first + np.repeat(np.arange(len(self.series), dtype=np.int64) * stride, np.diff(off))
+        value = np.concatenate([s.value.astype(np.float64) for s in self.series] + [[np.nan]])
+        return key, value, off, first, stride
 
-        Fine zoom: from the events in view (event per cell, exact busy fraction). Coarse zoom
-        (more than ~4 events per cell, and cells at least two tile buckets wide): from the
-        density tiles' prefix sums, O(width) whatever the number of events.
-        """
-        w = (t1 - t0) / width
-        lo, hi = self.window(row, int(np.floor(t0)), int(np.ceil(t1)))
-        n = hi - lo
-        if n > 4 * width and w >= 2 * self.bucket_ns and row in self.tile_cum:
-            return self._raster_tiles(row, t0, w, width)
-        return self._raster_events(lo, hi, t0, w, width)
-
-    def _raster_events(self, lo: int, hi: int, t0: float, w: float, width: int) -> RowCells:
-        busy = np.zeros(width, dtype=np.float64)
-        kind = np.full(width, -1, dtype=np.int8)
-        event = np.full(width, -1, dtype=np.int64)
-        if hi <= lo:
-            return RowCells(busy.astype(np.float32), kind, event, True)
-        s = (self.t[lo:hi] - t0) / w
-        e = (self.end[lo:hi] - t0) / w
-        # np.minimum/np.maximum, not np.clip: a frame makes thousands of these small calls and
-        # np.clip's argument handling cost more than the arithmetic
-        s = np.minimum(np.maximum(s, 0.0), width)
-        e = np.minimum(np.maximum(e, 0.0), width)
-        fs = np.minimum(np.floor(s).astype(np.int64), width - 1)
-        fe = np.minimum(np.floor(e).astype(np.int64), width - 1)
-        same = fs == fe
-        cov = np.zeros(width, dtype=np.float64)
-        cov += np.bincount(fs[same], weights=(e - s)[same], minlength=width)
-        d = ~same
-        cov += np.bincount(fs[d], weights=(fs[d] + 1 - s[d]), minlength=width)
-        cov += np.bincount(fe[d], weights=(e[d] - fe[d]), minlength=width)
-        full = d & (fe > fs + 1)
-        if full.any():
-            diff = np.bincount(fs[full] + 1, minlength=width + 1) - np.bincount(fe[full], minlength=width + 1)
-            cov += np.cumsum(diff)[:width]
-        busy = np.minimum(np.maximum(cov, 0.0), 1.0)
-        # The event drawn in a cell: the one covering the cell's centre (the latest-starting of
-        # nested ones), else the first that starts inside the cell (so short events never vanish).
-        centres = np.arange(width) + 0.5
-        j = np.searchsorted(s, centres, side="right") - 1
-        valid = j >= 0
-        jj = np.where(valid, j, 0)
-        hit = valid & (e[jj] > centres)
-        event[hit] = lo + jj[hit]
-        first = np.searchsorted(s, np.arange(width), side="left")
-        inside = (first < s.size) & ~hit
-        fi = np.minimum(first, s.size - 1)
-        inside &= s[fi] < np.arange(width) + 1
-        event[inside] = lo + fi[inside]
-        has = event >= 0
-        kind[has] = self.kind[event[has]]
-        # Instants have no extent: show them as a trace where they are.
-        busy[has & (busy == 0)] = 0.01
-        return RowCells(busy.astype(np.float32), kind, event, True)
-
-    def _raster_tiles(self, row: int, t0: float, w: float, width: int) -> RowCells:
-        edges = t0 + w * np.arange(width + 1)
-        b = np.minimum(np.maximum(np.rint(edges / self.bucket_ns).astype(np.int64), 0), self.n_buckets)
-        cum = self.tile_cum[row]
-        tot = cum[b[1:]] - cum[b[:-1]]
-        span = np.maximum((b[1:] - b[:-1]) * self.bucket_ns, 1)
-        busy = np.minimum(np.maximum(tot / span, 0.0), 1.0).astype(np.float32)
-        kinds = self.tile_kind_cum[row]
-        kind = np.full(width, -1, dtype=np.int8)
-        if len(kinds) == 1:
-            kind[tot > 0] = next(iter(kinds))
-        else:
-            ks = np.array(list(kinds), dtype=np.int8)
-            per = np.stack([c[b[1:]] - c[b[:-1]] for c in kinds.values()])
-            kind = np.where(tot > 0, ks[np.argmax(per, axis=0)], -1).astype(np.int8)
-        return RowCells(busy, kind, np.full(width, -1, dtype=np.int64), False)
+    def metric_lines(self, series: Iterable[int], t0: float, t1: float, width: int) -> np.ndarray:
+        """Metrics' values per cell, ``(len(series), width)``: the max of the samples in the
+        cell, else the last one before; NaN before any. All the series at once."""
+        series = np.asarray(list(series), dtype=np.int64)
+        key, value, off, first, stride = self._series_flat
+        edges = t0 + (t1 - t0) / width * np.arange(width + 1)
+        # a sample (integer ns) is before an edge exactly when it is before the edge's ceiling;
+        # clipped to one past every sample, the ceiling keeps to its series' keys
+        limit = np.minimum(np.maximum(np.ceil(edges), first), first + stride - 1)
+        at = (limit.astype(np.int64) - first)[None, :] + (series * stride)[:, None]
+        idx = np.searchsorted(key, at, side="left")
+        start, stop = idx[:, :-1], idx[:, 1:]
+        out = np.full((series.size, width), np.nan)
+        has_prev = start > off[series][:, None]
+        out[has_prev] = value[start[has_prev] - 1]
+        nonempty = stop > start
+        if nonempty.any():
+            # each non-empty cell's max over exactly its samples: reduceat over (start, stop)
+            # pairs, the stops' segments dropped (a stop may be the spare sample at the end)
+            bounds = np.stack([start[nonempty], stop[nonempty]], axis=1).ravel()
+            out[nonempty] = np.maximum.reduceat(value, bounds)[::2]
+        return out
 
     def metric_cells(self, series: int, t0: float, t1: float, width: int) -> np.ndarray:
-        """A metric's value per cell (the max of samples in the cell, else the last one before; NaN before any)."""
-        s = self.series[series]
-        out = np.full(width, np.nan)
-        if s.ts.size == 0:
-            return out
-        edges = t0 + (t1 - t0) / width * np.arange(width + 1)
-        idx = np.searchsorted(s.ts, edges, side="left")
-        prev = idx[:-1] - 1
-        has_prev = prev >= 0
-        out[has_prev] = s.value[prev[has_prev]]
-        nonempty = idx[1:] > idx[:-1]
-        if nonempty.any():
-            # Samples between consecutive non-empty cells' first samples all belong to the first.
-            starts = idx[:-1][nonempty]
-            last = int(idx[1:][nonempty][-1])
-            out[nonempty] = np.maximum.reduceat(s.value[:last], starts)
-        return out
+        """:meth:`metric_lines` of one series."""
+        return self.metric_lines([series], t0, t1, width)[0]
 
     # -- tiles and queries -----------------------------------------------------------------
     @lru_cache(maxsize=64)  # noqa: B019 - one index per opened trace

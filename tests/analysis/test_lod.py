@@ -18,6 +18,7 @@ import pytest
 from profui.analysis import open_trace
 from profui.analysis.intervals import union_length
 from profui.analysis.lod import LodIndex, build_lod, lod_dir, open_lod
+from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
 from profui.capture.kineto import import_kineto
 
@@ -162,7 +163,8 @@ def test_raster_fine_and_coarse(nccl):
     # Fine: 100 µs over 50 cells, from the events themselves.
     t0 = int(kernels.filter(pl.col("t") > s.t0)["t"].min()) - 20_000
     width, t1 = 50, t0 + 100_000
-    cells = ix.raster(row, t0, t1, width)
+    raster = FrameRaster(ix)
+    cells = raster.rows(np.array([row]), t0, t1, width).take(0)
     assert cells.exact
     edges = t0 + (t1 - t0) / width * np.arange(width + 1)
     s_, e_ = kernels["t"].to_numpy().astype(float), (kernels["t"] + kernels["dur"]).to_numpy().astype(float)
@@ -176,7 +178,7 @@ def test_raster_fine_and_coarse(nccl):
     hit = cells.event[cells.event >= 0]
     assert hit.size and all(ix.name_of(p) in set(kernels["name"]) for p in hit)
     # Coarse: whole trace over 120 cells, from tiles (bucket-rounded, still the same total).
-    coarse = ix.raster(row, 0, ix.span_ns, 120)
+    coarse = raster.rows(np.array([row]), 0, ix.span_ns, 120).take(0)
     assert not coarse.exact and (coarse.event == -1).all()
     assert coarse.busy.max() <= 1.0 and set(coarse.kind[coarse.busy > 0].tolist()) <= {6, 7, 8}
     cw = ix.span_ns / 120

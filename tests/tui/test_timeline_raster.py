@@ -1,7 +1,9 @@
 """The timeline's frame rasteriser (all of a frame's rows in one pass) against a per-event oracle,
 on the shared df_index trace imported in a tmp dir (and the CPU sample, copied, whose instants
 stand alone): hundreds of random windows, from the whole trace down to cells of 2 ns, over random
-sets of rows and folded groups of rows.
+sets of rows and folded groups of rows. A frame's metric lines (all searched at once) and the
+rows left out as empty (all rows' windows searched at once) against per-sample and per-event
+oracles too.
 
 The oracle is written here from the rules, event by event, as a dense events × cells table:
 a cell's busy fraction is the time the row's events cover in it; the event drawn is the one
@@ -21,8 +23,8 @@ import numpy as np
 import pytest
 
 from profui.analysis.lod import open_lod
+from profui.analysis.lod_raster import FrameRaster
 from profui.capture.kineto import import_kineto
-from profui.tui.timeline.raster import FrameRaster
 from profui.tui.timeline.render import DIM, PLAIN, STYLES, Renderer
 from profui.tui.timeline.state import TimelineState
 
@@ -39,11 +41,20 @@ def ix(tmp_path_factory):
     return open_lod(out)
 
 
+def _sample(tmp_path_factory, name: str):
+    out = tmp_path_factory.mktemp("tlraster") / name
+    shutil.copytree(SAMPLES / name, out, ignore=shutil.ignore_patterns(".profui"))
+    return open_lod(out)
+
+
 @pytest.fixture(scope="module")
 def cpu_sample(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tlraster") / "mlp_cpu"
-    shutil.copytree(SAMPLES / "mlp_cpu", out, ignore=shutil.ignore_patterns(".profui"))
-    return open_lod(out)
+    return _sample(tmp_path_factory, "mlp_cpu")
+
+
+@pytest.fixture(scope="module")
+def gpu_sample(tmp_path_factory):
+    return _sample(tmp_path_factory, "synthetic_gpu")
 
 
 def _events(ix, row: int, t0: float, t1: float):
@@ -206,3 +217,63 @@ def test_rendered_cells_are_blank_exactly_where_no_event_is(ix) -> None:
             _, busy, _, event = oracle_row(ix, vr.row, st.t0, st.t1, cw)
             drawn = np.array([style not in blank for style in cell_styles])
             assert drawn.tolist() == ((busy > 0) | (event >= 0)).tolist(), (vr.row, st.t0, st.t1)
+
+
+def oracle_metric(series, t0: float, t1: float, width: int) -> np.ndarray:
+    """A metric per cell, sample by sample: the max of the samples in the cell, else the last
+    one before it; NaN before any."""
+    edges = t0 + (t1 - t0) / width * np.arange(width + 1)
+    ts, value = series.ts.astype(np.float64), series.value.astype(np.float64)
+    inside = (ts[:, None] >= edges[None, :-1]) & (ts[:, None] < edges[None, 1:])  # samples × cells
+    before = ts[:, None] < edges[None, :-1]
+    last = np.where(before, np.arange(ts.size)[:, None], -1).max(axis=0, initial=-1)
+    out = np.where(last >= 0, value[np.maximum(last, 0)] if ts.size else np.nan, np.nan)
+    top = np.where(inside, value[:, None], -np.inf).max(axis=0, initial=-np.inf)
+    return np.where(inside.any(axis=0), top, out)
+
+
+@pytest.mark.parametrize("trace", ["ix", "gpu_sample"])
+def test_metric_lines_match_the_per_sample_oracle(trace: str, request) -> None:
+    ix = request.getfixturevalue(trace)
+    assert len(ix.series) > 1
+    rng = random.Random(43)
+    drawn = 0
+    for _ in range(150):
+        width = rng.choice([1, 7, 54, 174])
+        t0, t1 = random_window(rng, ix, width)
+        series = [rng.randrange(len(ix.series)) for _ in range(rng.randint(1, 20))]
+        got = ix.metric_lines(series, t0, t1, width)
+        for line, s in zip(got, series, strict=True):
+            want = oracle_metric(ix.series[s], t0, t1, width)
+            assert np.array_equal(line, want, equal_nan=True), (s, t0, t1, width)
+            drawn += int((~np.isnan(want)).sum())
+        assert np.array_equal(ix.metric_cells(series[0], t0, t1, width), got[0], equal_nan=True)
+    assert drawn > 10_000
+
+
+def test_hide_empty_leaves_out_exactly_the_rows_with_nothing_in_view(ix) -> None:
+    """With empty rows hidden, an event row is shown when any of its rows has an event starting
+    before the window's end whose row reached (by then) past its start — or holds the selection."""
+    rng = random.Random(44)
+    st = TimelineState(ix)
+    st.hide_empty = True
+    hidden = 0
+    for i in range(80):
+        st.set_all(i % 2 == 0)  # folded lines merge a lane's rows
+        width = 120
+        st.set_window(*random_window(rng, ix, width))
+        st.selected = rng.randrange(ix.n_events) if i % 3 == 0 else -1
+        lo, hi = int(st.t0), int(st.t1) + 1
+        shown = []
+        for vr in st._rows:
+            own = (vr.merged or (vr.row,)) if vr.row is not None else ()
+            seen = False
+            for r in own:
+                a, b = int(ix.row_start[r]), int(ix.row_start[r + 1])
+                reached = np.maximum.accumulate(ix.end[a:b]) > lo if b > a else np.zeros(0, dtype=bool)
+                seen |= bool((reached & (ix.t[a:b] < hi)).any())
+            if not own or seen or (st.selected >= 0 and ix.row_of(st.selected) in own):
+                shown.append(vr)
+        assert st.visible_rows() == shown, (st.t0, st.t1, st.selected)
+        hidden += len(st._rows) - len(shown)
+    assert hidden > 100

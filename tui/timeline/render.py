@@ -1,7 +1,8 @@
 """Drawing the timeline as Strips: a label column, a time ruler, a step band and one line per
-visible lane row. All of a frame's rows are rasterised together from the LOD index
-(:mod:`.raster`, O(cells)), coloured and labelled together, then each line is cut into a few
-Segments by runs of equal style — the cost of a frame depends on its size, not on the trace.
+visible lane row. All of a frame's event rows are rasterised together from the LOD index
+(:mod:`profui.analysis.lod_raster`, O(cells)), its metric lines together too, coloured and
+labelled together, then each line is cut into a few Segments by runs of equal style — the cost
+of a frame depends on its size, not on the trace.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from rich.style import Style
 from textual.strip import Strip
 
 from profui.analysis.formatting import fmt_ns
+from profui.analysis.lod_raster import FrameCells, FrameRaster
 from profui.capture.format import EVENT_KINDS
 
-from .raster import FrameCells, FrameRaster
 from .state import TimelineState, VisibleRow
 
 KIND_COLORS = {
@@ -241,7 +242,7 @@ class Renderer:
         st = self.state
         ix = st.ix
         cw = chars.shape[1]
-        v = np.stack([ix.metric_cells(s, t0, t1, cw) for s in series])
+        v = ix.metric_lines(series, t0, t1, cw)
         ok = ~np.isnan(v)
         scale = np.array([max(self.series_max[s], 1e-12) for s in series])
         frac = np.minimum(np.maximum(v / scale[:, None], 0.0), 1.0)

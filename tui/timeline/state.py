@@ -121,15 +121,19 @@ class TimelineState:
         """The rows of the tree as shown (folded lanes and, when asked, empty rows left out)."""
         if not self.hide_empty:
             return self._rows
-        out = []
-        for vr in self._rows:
-            if vr.row is not None and not any(
-                self.ix.events_between(r, int(self.t0), int(self.t1) + 1) for r in (vr.merged or (vr.row,))
-            ):
-                if not (self.selected >= 0 and self.ix.row_of(self.selected) in (vr.merged or (vr.row,))):
-                    continue
-            out.append(vr)
-        return out
+        # a screen row's event rows (none for headers and metrics), searched all at once
+        owned = [(vr.merged or (vr.row,)) if vr.row is not None else () for vr in self._rows]
+        rows = np.array([r for own in owned for r in own], dtype=np.int64)
+        lo, hi = self.ix.windows(rows, int(self.t0), int(self.t1) + 1)
+        line = np.repeat(np.arange(len(owned)), [len(own) for own in owned])
+        in_view = np.zeros(len(owned), dtype=bool)
+        in_view[line[hi > lo]] = True
+        keep = self.ix.row_of(self.selected) if self.selected >= 0 else -1
+        return [
+            vr
+            for vr, own, seen in zip(self._rows, owned, in_view.tolist(), strict=True)
+            if not own or seen or keep in own
+        ]
 
     def current(self) -> VisibleRow | None:
         """The row under the cursor."""

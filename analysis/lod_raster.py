@@ -1,14 +1,13 @@
-"""A frame's event rows rasterised together, in one pass over all of them.
+"""A frame's event rows of a :class:`~profui.analysis.lod.LodIndex` rasterised together, in one
+pass over all of them — the timeline's cell rule, here only.
 
-The rules are those of :meth:`LodIndex.raster <profui.analysis.lod.LodIndex.raster>`, which
-rasterises one row: at fine zoom from the events in view (busy fraction from their exact
-extents; per cell the event covering its centre, else the first starting inside it), at coarse
-zoom (more than ~4 events per cell, cells at least two tile buckets wide) from the density
-tiles' prefix sums. Here every step runs once over the concatenation of the frame's rows (cell
-``line * width + column``), so a frame costs a fixed number of numpy calls (and, at coarse zoom,
-one gather per row and kind: each prefix sum is its own array), not a few dozen per row; the
-result is the same, cell for cell, as rasterising the rows one by one and folding the merged
-lanes' rows into one.
+At fine zoom a row is drawn from its events in view (busy fraction from their exact extents;
+per cell the event covering its centre, else the first starting inside it), at coarse zoom (more
+than ~4 events per cell, cells at least two tile buckets wide) from the density tiles' prefix
+sums, O(cells) whatever the number of events. Every step runs once over the concatenation of
+the frame's rows (cell ``line * width + column``), so a frame costs a fixed number of numpy
+calls (and, at coarse zoom, one gather per row and kind: each prefix sum is its own array), not
+a few dozen per row. Folded lines (a lane's or a group's rows drawn as one) are folded here too.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profui.analysis.lod import LodIndex
+from .lod import LodIndex
 
 
 @dataclass
@@ -34,25 +33,6 @@ class FrameCells:
     def take(self, lines: np.ndarray) -> FrameCells:
         """These lines (in this order) as a new :class:`FrameCells`."""
         return FrameCells(self.busy[lines], self.kind[lines], self.event[lines], self.exact[lines])
-
-
-def search_rows(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: int, right: bool) -> np.ndarray:
-    """``lo[i] + np.searchsorted(values[lo[i]:hi[i]], target, side)`` for every ``i`` at once
-    (each slice sorted): one vectorised binary search instead of a call per row. Each row's
-    count of values before ``target`` is built from the largest power of two down."""
-    pos = np.array(lo, dtype=np.int64)
-    hi = np.asarray(hi, dtype=np.int64)
-    if values.size == 0 or pos.size == 0:
-        return pos
-    last = values.size - 1
-    step = 1 << max(int((hi - pos).max()).bit_length() - 1, 0)
-    while step:
-        idx = pos + (step - 1)  # the last value the row's count would take in with this step
-        v = values[np.minimum(idx, last)]
-        ok = (idx < hi) & ((v <= target) if right else (v < target))
-        pos += ok * step
-        step >>= 1
-    return pos
 
 
 class FrameRaster:
@@ -76,9 +56,7 @@ class FrameRaster:
         rows = np.asarray(rows, dtype=np.int64)
         n_lines = rows.size
         w = (t1 - t0) / width
-        a, b = ix.row_start[rows], ix.row_start[rows + 1]
-        lo = search_rows(ix.end_max, a, b, int(np.floor(t0)), right=True)
-        hi = np.maximum(lo, search_rows(ix.t, a, b, int(np.ceil(t1)), right=False))
+        lo, hi = ix.windows(rows, int(np.floor(t0)), int(np.ceil(t1)))
         n = hi - lo
         tiled = (n > 4 * width) & (w >= 2 * ix.bucket_ns) & self.has_tiles[rows]
         out = FrameCells(

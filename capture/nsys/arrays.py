@@ -22,6 +22,20 @@ _encode = msgspec.json.Encoder().encode
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
 
 
+def text_scalar(value: str | None) -> pa.Scalar:
+    """``value`` as an Arrow string scalar: typed, so that pyarrow infers nothing (its inference
+    tries an import of dateutil each time, a path search where dateutil is not installed)."""
+    return pa.scalar(value, pa.string())
+
+
+def int_scalar(value: int | None) -> pa.Scalar:
+    """``value`` as an Arrow int64 scalar (see :func:`text_scalar`)."""
+    return pa.scalar(value, pa.int64())
+
+
+_EMPTY = text_scalar("")
+
+
 def cells(values: Sequence[Any]) -> Sequence[Any]:
     """A column of cells with its BLOBs read as text (:func:`text`)."""
     return [text(v) for v in values] if bytes in map(type, values) else values
@@ -48,12 +62,13 @@ def map_distinct(values: pa.Array, rule: Callable[[Any], Any], type: pa.DataType
 
 def blank_null(values: pa.Array) -> pa.Array:
     """``values`` with its empty strings null: what Python's ``a or b`` passes over."""
-    return pc.if_else(pc.equal(values, ""), pa.scalar(None, values.type), values)
+    return pc.if_else(pc.equal(values, _EMPTY), pa.scalar(None, values.type), values)
 
 
 def json_strings(values: pa.Array) -> pa.Array:
     """Each string as a JSON string literal (null stays null)."""
-    quoted = pc.binary_join_element_wise('"', values, '"', "")
+    quote = text_scalar('"')
+    quoted = pc.binary_join_element_wise(quote, values, quote, _EMPTY)
     escape = pc.fill_null(pc.match_substring_regex(values, _NEEDS_ESCAPE), False)
     if not pc.any(escape).as_py():
         return quoted
@@ -70,7 +85,7 @@ def json_numbers(values: Sequence[Any], *, drop_falsy: bool = False) -> pa.Array
     if set(map(type, values)) <= {int, type(None)}:
         numbers = pa.array(values, pa.int64())
         if drop_falsy:
-            numbers = pc.if_else(pc.equal(numbers, 0), pa.scalar(None, pa.int64()), numbers)
+            numbers = pc.if_else(pc.equal(numbers, int_scalar(0)), int_scalar(None), numbers)
         return numbers.cast(pa.string())
     return pa.array(
         [None if v is None or (drop_falsy and not v) else _encode(v).decode() for v in values], pa.string()
@@ -83,9 +98,13 @@ def json_objects(fields: Sequence[tuple[str, pa.Array]], length: int) -> pa.Arra
     if not fields:
         return pa.nulls(length, pa.string())
     pieces = [
-        pc.fill_null(pc.binary_join_element_wise(f",{_encode(key).decode()}:", literal, ""), "")
+        pc.fill_null(
+            pc.binary_join_element_wise(text_scalar(f",{_encode(key).decode()}:"), literal, _EMPTY), _EMPTY
+        )
         for key, literal in fields
     ]
-    body = pc.binary_join_element_wise(*pieces, "")
-    wrapped = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
-    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()), wrapped)
+    body = pc.binary_join_element_wise(*pieces, _EMPTY)
+    wrapped = pc.binary_join_element_wise(
+        text_scalar("{"), pc.utf8_slice_codeunits(body, 1), text_scalar("}"), _EMPTY
+    )
+    return pc.if_else(pc.equal(body, _EMPTY), text_scalar(None), wrapped)

@@ -40,7 +40,16 @@ from profui.capture.kineto.converted import EVENT_FIELDS, events_table, write_ra
 from profui.capture.kineto.importer import ConvertResult, detect_node
 
 from . import names, queries
-from .arrays import blank_null, json_numbers, json_objects, json_strings, lookup, strings
+from .arrays import (
+    blank_null,
+    int_scalar,
+    json_numbers,
+    json_objects,
+    json_strings,
+    lookup,
+    strings,
+    text_scalar,
+)
 from .arrays import cells as text_cells
 from .link import enclosing_ops, launched_by
 from .tables import Export, NsysFormatError, open_export
@@ -61,7 +70,7 @@ _NAMING: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 _TYPES = {"kind": pa.string(), "name": pa.string(), "memcpy_kind": pa.string(), "args": pa.string()}
 _INT = pa.int64()
-_NO_INT = pa.scalar(None, _INT)
+_NO_INT = int_scalar(None)
 
 #: The events of one table, column by column (kept rows only): the trace's columns and, named
 #: with a leading underscore, what linking needs.
@@ -113,7 +122,7 @@ class _Reader:
         keep = pc.is_null(reason)
         self.read[table] += len(reason)
         self.kept[table] += pc.sum(keep).as_py() or 0
-        self.lost[table] += pc.sum(pc.if_else(keep, 0, pc.cast(lost, _INT))).as_py() or 0
+        self.lost[table] += pc.sum(pc.if_else(keep, int_scalar(0), pc.cast(lost, _INT))).as_py() or 0
         for counted in pc.value_counts(pc.drop_null(reason)).to_pylist():
             self.skipped[counted["values"]] += counted["counts"]
         return keep
@@ -133,14 +142,16 @@ class _Reader:
     def _times(self, start: pa.Array, end: pa.Array) -> tuple[pa.Array, pa.Array]:
         """``ts`` (ns since the epoch) and ``dur`` of rows with integer times."""
         try:
-            return pc.add_checked(start, self.offset), pc.subtract_checked(end, start)
-        except pa.ArrowInvalid:  # beyond int64: the error a Python int beyond it gives
+            return pc.add_checked(start, int_scalar(self.offset)), pc.subtract_checked(end, start)
+        except (pa.ArrowInvalid, OverflowError):  # beyond int64 on the way: in Python ints
+            starts, ends = start.to_pylist(), end.to_pylist()
             try:
-                pa.array([s + self.offset for s in start.to_pylist()], _INT)
-                pa.array([e - s for s, e in zip(start.to_pylist(), end.to_pylist(), strict=True)], _INT)
+                return (
+                    pa.array([s + self.offset for s in starts], _INT),
+                    pa.array([e - s for s, e in zip(starts, ends, strict=True)], _INT),
+                )
             except OverflowError as exc:
                 raise NsysFormatError(self.src, f"a value no trace can hold ({exc})") from None
-            raise
 
     def _names(self, ids: pa.Array) -> pa.Array:
         return lookup(ids, *self.string_ids)
@@ -168,7 +179,7 @@ class _Reader:
             part: Part = {
                 "ts": ts,
                 "dur": dur,
-                "kind": pa.repeat(pa.scalar(kind), len(ts)),
+                "kind": pa.repeat(text_scalar(kind), len(ts)),
                 "pid": kept("pid"),
                 "tid": stream,
                 "device": kept("device"),
@@ -180,7 +191,7 @@ class _Reader:
                 name = pc.coalesce(
                     blank_null(self._names(kept("demangled"))),
                     blank_null(self._names(kept("short"))),
-                    "unknown kernel",
+                    text_scalar("unknown kernel"),
                 )
                 registers = pc.filter(json_numbers(cols["registers"]), keep)
                 part["name"] = name
@@ -220,9 +231,9 @@ class _Reader:
 
         start = kept("s")
         ts, dur = self._times(start, kept("e"))
-        raw = pc.fill_null(blank_null(self._names(kept("name_id"))), "unknown CUDA call")
+        raw = pc.fill_null(blank_null(self._names(kept("name_id"))), text_scalar("unknown CUDA call"))
         name, kind = names.runtime_names(raw)
-        renamed = pc.if_else(pc.not_equal(raw, name), raw, pa.scalar(None, pa.string()))
+        renamed = pc.if_else(pc.not_equal(raw, name), raw, text_scalar(None))
         returned = pc.filter(json_numbers(cols["ret"], drop_falsy=True), keep)
         n = len(ts)
         return {
@@ -232,8 +243,8 @@ class _Reader:
             "name": name,
             "pid": kept("pid"),
             "tid": kept("tid"),
-            "device": pa.repeat(pa.scalar(-1, _INT), n),
-            "stream": pa.repeat(pa.scalar(-1, _INT), n),
+            "device": pa.repeat(int_scalar(-1), n),
+            "stream": pa.repeat(int_scalar(-1), n),
             "correlation": self._ints(cols["correlation"], keep),
             "args": json_objects([("nsys name", json_strings(renamed)), ("return", returned)], n),
             "_corr": kept("corr"),
@@ -266,8 +277,8 @@ class _Reader:
         lacks_text = 1 if self.x.lacks(table, ("text", "textId")) else 0
         keep = self._keep(
             table,
-            pc.if_else(no_text, "NVTX range without text", strings(cols["reason"])),
-            pc.if_else(no_text, lacks_text, pa.array(cols["lost"], _INT)),
+            pc.if_else(no_text, text_scalar("NVTX range without text"), strings(cols["reason"])),
+            pc.if_else(no_text, int_scalar(lacks_text), pa.array(cols["lost"], _INT)),
         )
 
         def kept(name: str) -> pa.Array:
@@ -280,18 +291,18 @@ class _Reader:
         ranges = names.nvtx_ranges(text, self.step)
         op_id = pc.if_else(mark, _NO_INT, ranges["op_id"])
         seq = pc.if_else(mark, _NO_INT, ranges["seq"])
-        rest = pc.if_else(mark, pa.scalar(None, pa.string()), ranges["rest"])
+        rest = pc.if_else(mark, text_scalar(None), ranges["rest"])
         domain = lookup(kept("domain"), *domains)
         n = len(ts)
         return {
             "ts": ts,
             "dur": dur,
-            "kind": pc.if_else(mark, "instant", ranges["kind"]),
+            "kind": pc.if_else(mark, text_scalar("instant"), ranges["kind"]),
             "name": pc.if_else(mark, text, ranges["name"]),
             "pid": kept("pid"),
             "tid": kept("tid"),
-            "device": pa.repeat(pa.scalar(-1, _INT), n),
-            "stream": pa.repeat(pa.scalar(-1, _INT), n),
+            "device": pa.repeat(int_scalar(-1), n),
+            "stream": pa.repeat(int_scalar(-1), n),
             "external_id": op_id,
             "args": json_objects(
                 [
@@ -349,7 +360,7 @@ def _rank_order(pids: pa.Array, devices: pa.Array) -> tuple[list[int], dict[int,
     then the others by pid; and the devices of each."""
     used: dict[int, set[int]] = {}
     for pid in pc.unique(pids).to_pylist():
-        on = pc.and_(pc.equal(pids, pid), pc.greater_equal(devices, 0))
+        on = pc.and_(pc.equal(pids, int_scalar(pid)), pc.greater_equal(devices, int_scalar(0)))
         used[pid] = set(pc.unique(pc.filter(devices, on)).to_pylist())
     order = sorted(used, key=lambda p: (0, min(used[p]), p) if used[p] else (1, 0, p))
     return order, used
@@ -450,7 +461,7 @@ def _convert(
     node_value = detect_node({"hostname": host} if host else {}, src, node)
     results = []
     for i, pid in enumerate(order):
-        mine = pc.equal(events["pid"], pid)
+        mine = pc.equal(events["pid"], int_scalar(pid))
         table = events_table(src, {f: pc.filter(c, mine) for f, c in events.items()}, NsysFormatError)
         rank_value = (rank or 0) + i
         tids = {g & 0xFFFFFF: n for g, n in threads.items() if _pid(g) == pid and n}

@@ -11,6 +11,7 @@ order). A sparse table of the ranges' running maximum end finds it for every cal
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 
@@ -66,7 +67,7 @@ def launched_by(calls: dict[str, np.ndarray], work: dict[str, object]) -> tuple[
         return np.zeros(n, np.int64), np.zeros(n, bool)
     has_corr = pc.is_valid(work["corr"]).to_numpy(zero_copy_only=False)
     work_pid = np.asarray(work["pid"].to_numpy(zero_copy_only=False), np.int64)
-    work_corr = pc.fill_null(work["corr"], 0).to_numpy()
+    work_corr = pc.fill_null(work["corr"], pa.scalar(0, pa.int64())).to_numpy()
     # (pid, correlation) as one int64: each of the two numbered densely
     m = len(calls["pid"])
     _, pid_code = np.unique(np.concatenate([calls["pid"], work_pid]), return_inverse=True)

@@ -12,7 +12,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import blank_null, map_distinct
+from .arrays import blank_null, int_scalar, map_distinct, text_scalar
 
 #: API version suffix Nsight appends to CUDA runtime names (``cudaLaunchKernel_v7000``); a
 #: ``_v2`` that is part of the API's own name (``cudaStreamGetCaptureInfo_v2``) is kept.
@@ -124,7 +124,14 @@ def copy_names(
     kinds = map_distinct(kind, lambda v: copy_kind(copy_kinds, v), pa.string())
     src, dst = (map_distinct(m, lambda v: mem_kind(mem_kinds, v), pa.string()) for m in (src, dst))
     names = pc.binary_join_element_wise(
-        "Memcpy ", pc.fill_null(kinds, "Unknown"), " (", src, " -> ", dst, ")", ""
+        text_scalar("Memcpy "),
+        pc.fill_null(kinds, text_scalar("Unknown")),
+        text_scalar(" ("),
+        src,
+        text_scalar(" -> "),
+        dst,
+        text_scalar(")"),
+        text_scalar(""),
     )
     return names, kinds
 
@@ -152,8 +159,7 @@ def nvtx_ranges(texts: pa.Array, step: re.Pattern[str]) -> dict[str, pa.Array]:
     is_step = pa.array([step.search(t) is not None for t in texts.to_pylist()], pa.bool_())
     m = pc.extract_regex(texts, OP_RANGE)
     is_op = pc.and_(pc.is_valid(m), pc.invert(is_step))
-    int_null = pa.scalar(None, pa.int64())
-    str_null = pa.scalar(None, pa.string())
+    int_null, str_null = int_scalar(None), text_scalar(None)
 
     def field(name: str) -> pa.Array:
         return pc.struct_field(m, name)
@@ -163,11 +169,15 @@ def nvtx_ranges(texts: pa.Array, step: re.Pattern[str]) -> dict[str, pa.Array]:
 
     rest = field("rest")
     return {
-        "kind": pc.if_else(is_step, "step", pc.if_else(is_op, "cpu_op", "annotation")),
+        "kind": pc.if_else(
+            is_step, text_scalar("step"), pc.if_else(is_op, text_scalar("cpu_op"), text_scalar("annotation"))
+        ),
         "name": pc.if_else(is_op, field("op"), texts),
         "op_id": pc.if_else(is_op, number("op_id"), int_null),
         "seq": pc.if_else(is_op, number("seq"), int_null),
         "rest": pc.if_else(
-            pc.and_(is_op, pc.not_equal(rest, "")), pc.utf8_ltrim(rest, characters=", "), str_null
+            pc.and_(is_op, pc.not_equal(rest, text_scalar(""))),
+            pc.utf8_ltrim(rest, characters=", "),
+            str_null,
         ),
     }

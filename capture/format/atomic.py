@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,9 +18,10 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     # Not tempfile.mkstemp: it creates 0600 files, and a trace must keep the user's umask so
-    # colleagues can open it. O_EXCL keeps the name our own.
+    # colleagues can open it. O_EXCL keeps the name our own. os.urandom, not secrets (the same
+    # bytes): secrets loads hmac, base64 and random into every importing process.
     while True:
-        tmp_path = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        tmp_path = final.parent / f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
             os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             break

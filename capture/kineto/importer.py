@@ -505,8 +505,14 @@ def _import(
         _remove_task_folders(tmp)
         raise
     finally:
-        give_back(collect=True)  # the caller often goes on to analyse the trace with Polars
+        # the caller often goes on to analyse the trace with Polars; the young generations hold
+        # little of a small import's (its collection: ~1 ms, most of such an import's last step)
+        give_back(collect=sum(map(_size, files)) >= _COLLECT_BYTES)
     return done
+
+
+#: Source bytes from which the import's own cyclic garbage is collected at its end.
+_COLLECT_BYTES = 1 << 20
 
 
 def _part(src: Path, results: list[ConvertResult]) -> Part:

@@ -19,6 +19,9 @@ as one; the smallest included) it prints, in one run:
   synthetic trace (a shared trace replicated along time by ``benchmarks/replicate_trace.py``),
   wall, CPU and peak, and with ``--base-python`` (an interpreter of another profui checkout, the
   baseline) the same for the baseline, the two alternating;
+* the smallest trace's peak right after the modules' import, before any work, on both sides:
+  the floor of a small import's memory (``--system-pool`` runs profui with Arrow's default pool
+  set to the system allocator, as a CLI would by ``ARROW_DEFAULT_MEMORY_POOL=system``);
 * with ``--decoders``: JSON decoding alone of the two largest traces (msgspec typed and
   generic, stdlib ``json``, ``orjson`` when installed).
 
@@ -79,13 +82,14 @@ PROFUI_CHILD = (
 import json, sys, time
 from pathlib import Path
 from profui.capture.kineto import import_kineto
+mods_mb = peak_mb()
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 c, k, f, t = cpu_s(), sys_s(), faults(), time.perf_counter()
 manifest = import_kineto([src], out)
 run_s, run_cpu, run_sys, run_faults = time.perf_counter() - t, cpu_s() - c, sys_s() - k, faults() - f
 rows = sum(s["num_events"] for s in manifest.sources)
 print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "sys_s": run_sys, "faults": run_faults,
-                                "rss_mb": peak_mb(), "rows": rows}))
+                                "rss_mb": peak_mb(), "mods_mb": mods_mb, "rows": rows}))
 """
 )
 
@@ -95,10 +99,11 @@ HTA_CHILD = (
 import json, logging, sys, time
 logging.disable(logging.CRITICAL)
 from hta.trace_analysis import TraceAnalysis
+mods_mb = peak_mb()
 c, t = cpu_s(), time.perf_counter()
 TraceAnalysis(trace_dir=sys.argv[1])
 run_s, run_cpu = time.perf_counter() - t, cpu_s() - c
-print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "rss_mb": peak_mb()}))
+print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "rss_mb": peak_mb(), "mods_mb": mods_mb}))
 """
 )
 
@@ -138,12 +143,16 @@ print("@@BENCH@@" + json.dumps({"run_s": run_s, "rss_mb": peak_mb(), "extra_mb":
 
 #: The children's working folder (``python -c`` imports from it first): the run's scratch folder.
 SCRATCH: list[Path] = []
+#: Environment of profui's children (``--system-pool``: Arrow's default pool set as a CLI would).
+PROFUI_ENV: dict[str, str] = {}
 
 
-def run_child(python: str, code: str, *args: str) -> dict:
-    """Run ``code`` in a fresh ``python`` and return what it printed after :data:`MARK`."""
+def run_child(python: str, code: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh ``python`` (``env`` added to this environment) and return what it
+    printed after :data:`MARK`."""
     proc = subprocess.run(
         [python, "-c", code, *args],
+        env={**os.environ, **env} if env else None,
         capture_output=True,
         text=True,
         timeout=900,
@@ -177,7 +186,7 @@ def text_bytes(src: Path) -> int:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {k: statistics.median(r[k] for r in runs) for k in ("run_s", "cpu_s", "rss_mb")}
+    return {k: statistics.median(r[k] for r in runs) for k in ("run_s", "cpu_s", "rss_mb", "mods_mb")}
 
 
 def load() -> str:
@@ -194,7 +203,7 @@ def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None) -> d
     ours, theirs, hta_error = [], [], None
     for i in range(repeats):
         out = work / f"out-{src.name}-{i}"
-        ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out)))
+        ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
         if i:
             shutil.rmtree(out)
         if hta_python and hta_error is None:
@@ -243,7 +252,7 @@ def bench_scale(src: Path, work: Path, repeats: int, base_python: str | None) ->
     for i in range(repeats):
         for name, python in sides:
             out = work / f"scale-{name}-{i}"
-            runs[name].append(run_child(python, PROFUI_CHILD, str(src), str(out)))
+            runs[name].append(run_child(python, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
             shutil.rmtree(out)
     rows = runs["new"][0]["rows"]
     print(
@@ -283,7 +292,14 @@ def main() -> None:
     ap.add_argument("--scale-repeats", type=int, default=3)
     ap.add_argument("--base-python", default=None, help="a baseline checkout's interpreter, for --scale")
     ap.add_argument("--decoders", action="store_true", help="also time JSON decoders on the two largest")
+    ap.add_argument(
+        "--system-pool",
+        action="store_true",
+        help="run profui (both sides of --scale) with ARROW_DEFAULT_MEMORY_POOL=system",
+    )
     args = ap.parse_args()
+    if args.system_pool:
+        PROFUI_ENV["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     compile_sources()
     if args.base_python:
         compile_sources(args.base_python)
@@ -298,7 +314,8 @@ def main() -> None:
             "  python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis orjson\n"
             "(or pass --hta-python)."
         )
-    print(f"start: {load()}; profui: {sys.executable}; HTA: {hta_python or '-'}")
+    pool = " with ARROW_DEFAULT_MEMORY_POOL=system" if PROFUI_ENV else ""
+    print(f"start: {load()}; profui: {sys.executable}{pool}; HTA: {hta_python or '-'}")
     print(
         "times: median s of fresh processes, module import excluded; CPU = user + system; "
         "peak: the process's VmHWM; x = HTA / profui"
@@ -375,6 +392,12 @@ def main() -> None:
             + worst("CPU", lambda r: r["hta"]["cpu_s"] / r["profui"]["cpu_s"], TARGET_SPEED)
             + "; "
             + worst("peak memory", lambda r: r["hta"]["rss_mb"] / r["profui"]["rss_mb"], TARGET_MEMORY)
+        )
+        small = min(compared, key=lambda r: r["json_bytes"])
+        p, h = small["profui"], small["hta"]
+        print(
+            f"FLOOR ({small['file']}, the smallest): peak after the modules' import alone, before any "
+            f"work: profui {p['mods_mb']:.0f} MB of {p['rss_mb']:.0f}, HTA {h['mods_mb']:.0f} MB of {h['rss_mb']:.0f}"
         )
     else:
         print("WORST: no trace compared with HTA")

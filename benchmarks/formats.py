@@ -1,26 +1,31 @@
-"""Nsight Systems exports: profui's import + full summary against nsys-ai's ``info`` and ``diff``.
+"""Nsight Systems exports: profui's import + full summary, this code against a baseline profui and
+against nsys-ai's ``info`` and ``diff``.
 
 On the real 2-GPU H100 exports in ``../shared/traces/nsys/`` (2.3-2.7 MB SQLite), in one run, each
-measurement in a fresh process, the kinds alternating so both tools see the same machine load:
+measurement in a fresh process, the tools alternating (their order rotating each repeat) so all
+see the same machine load:
 
-- ``profui``      : ``profui summary X.sqlite --json`` with an empty cache (import + every analysis);
+- ``profui``      : ``profui summary X.sqlite --json`` with an empty cache (import + every analysis),
+  by this checkout's profui (``new``) and by ``--base`` (``base``, another checkout's venv);
 - ``nsys-ai info``: ``nsys-ai info X.sqlite`` on a fresh copy of the file (nsys-ai caches beside it);
-- ``nsys-ai diff``: ``nsys-ai diff before.sqlite after.sqlite --no-ai`` on fresh copies, against
+- ``diff``        : ``nsys-ai diff before.sqlite after.sqlite --no-ai`` on fresh copies, against
   ``profui diff before.sqlite after.sqlite`` with an empty cache (both imports, every analysis
-  the diff reads, the diff).
+  the diff reads, the diff), new and base.
 
 Per run: ``wall`` (from outside), ``cpu`` (user + system of the process and its children) and
-peak RSS; medians of ``--repeat`` runs. nsys-ai tries to download a DuckDB extension on every
-start and falls back to sqlite3 when it cannot (no network here): that wait is in its wall
-time, not in its cpu time, so both are printed. nsys-ai is installed in its own venv, never as a
-dependency: ``python3 -m venv .venv-nsysai && .venv-nsysai/bin/pip install nsys-ai``.
+peak RSS; medians of ``--repeat`` runs; the machine's load before and after. CPU seconds are the
+steady figure on a loaded machine. nsys-ai tries to download a DuckDB extension on every start
+and falls back to sqlite3 when it cannot (no network here): that wait is in its wall time, not in
+its cpu time. nsys-ai is installed in its own venv, never as a dependency:
+``python3 -m venv .venv-nsysai && .venv-nsysai/bin/pip install nsys-ai``.
 
-    .venv/bin/python benchmarks/formats.py [--repeat 3] [--nsys-ai .venv-nsysai/bin/nsys-ai]
+    .venv/bin/python benchmarks/formats.py [--repeat 5] [--base /tmp/basevenv/bin/profui] [--no-diff]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -28,9 +33,51 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: Run in a child Python: ``profui summary X --json`` in-process, its CPU seconds (all threads)
+#: split by phase. The modules the phases live in are imported first (to wrap them): their import
+#: is a phase of its own, ``modules``.
+PHASES = """
+import functools, importlib, json, sys, time
+t0 = time.process_time()
+from profui.tui.cli import main
+cpu = {"cli start-up": time.process_time() - t0}
+t1 = time.process_time()
+spent = {}
+def wrap(module, name, label):
+    mod = importlib.import_module(module)
+    fn = getattr(mod, name)
+    @functools.wraps(fn)
+    def timed(*a, **k):
+        c = time.process_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[label] = spent.get(label, 0) + time.process_time() - c
+    setattr(mod, name, timed)
+wrap("profui.tui.cli.sources", "resolve_sources", "import (resolve_sources)")
+wrap("profui.capture.nsys.convert", "convert_nsys_file", "of which convert_nsys_file")
+wrap("profui.analysis.summary", "summarize", "analysis (summarize)")
+import profui.tui.cli.summary_cmd as cmd
+cmd.resolve_sources = sys.modules["profui.tui.cli.sources"].resolve_sources
+import profui.analysis.summary
+cpu["modules"] = time.process_time() - t1
+sys.argv = ["profui", "summary", sys.argv[1], "--json"]
+out = sys.stdout
+sys.stdout = open("/dev/null", "w")
+try:
+    main()
+except SystemExit:
+    pass
+cpu.update(spent)
+total = time.process_time() - t0
+cpu["rest"] = total - sum(v for k, v in cpu.items() if not k.startswith("of which"))
+cpu["total (after the interpreter)"] = total
+out.write(json.dumps(cpu))
+"""
 EXPORTS = ("h100_2gpu_1s", "mfu_2gpu_before", "mfu_2gpu_after")
 PAIR = ("mfu_2gpu_before", "mfu_2gpu_after")
 
@@ -39,9 +86,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of ``cmd`` in a fresh process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
@@ -51,10 +98,49 @@ def median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
+def profui_summary(profui: str, export: Path) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as cache:
+        return run([profui, "summary", str(export), "--json"], {**os.environ, "PROFUI_CACHE": cache})
+
+
+def profui_diff(profui: str, exports: list[Path]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as cache:
+        return run([profui, "diff", *map(str, exports)], {**os.environ, "PROFUI_CACHE": cache})
+
+
+def nsys_ai(tool: str, command: str, exports: list[Path], *extra: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as work:
+        copies = []
+        for export in exports:
+            copies.append(Path(work) / export.name)
+            shutil.copy(export, copies[-1])
+        return run([tool, command, *map(str, copies), *extra])
+
+
+def phases(python: str, export: Path) -> dict[str, float]:
+    """CPU seconds of each phase of ``profui summary export --json`` run by ``python``."""
+    with tempfile.TemporaryDirectory() as cache:
+        done = subprocess.run(
+            [python, "-c", PHASES, str(export)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PROFUI_CACHE": cache},
+            check=True,
+        )
+    return json.loads(done.stdout)
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--base", help="a baseline profui executable (another checkout's venv)")
     ap.add_argument("--nsys-ai", default=str(REPO / ".venv-nsysai" / "bin" / "nsys-ai"))
+    ap.add_argument("--no-diff", action="store_true", help="leave out the before/after diff")
+    ap.add_argument("--phases", action="store_true", help="also split each summary's CPU by phase")
     ap.add_argument(
         "--traces", default=os.environ.get("PROFUI_TRACES", str(REPO.parent / "shared" / "traces"))
     )
@@ -62,49 +148,78 @@ def main() -> None:
     nsys_dir = Path(args.traces) / "nsys"
     if not Path(args.nsys_ai).is_file():
         raise SystemExit(f"nsys-ai not found at {args.nsys_ai}: see this script's docstring")
-    profui = str(Path(sys.executable).with_name("profui"))
-    ours: dict[str, list] = {n: [] for n in EXPORTS}
-    info: dict[str, list] = {n: [] for n in EXPORTS}
-    diff: list = []
-    ours_diff: list = []
-    for _ in range(args.repeat):
+    new = str(Path(sys.executable).with_name("profui"))
+    tools: dict[str, Callable[[list[Path]], dict[str, float]]] = {"new": lambda e: profui_summary(new, e[0])}
+    if args.base:
+        tools["base"] = lambda e: profui_summary(args.base, e[0])
+    tools["nsys-ai"] = lambda e: nsys_ai(args.nsys_ai, "info", e)
+    diffs: dict[str, Callable[[list[Path]], dict[str, float]]] = {"new": lambda e: profui_diff(new, e)}
+    if args.base:
+        diffs["base"] = lambda e: profui_diff(args.base, e)
+    diffs["nsys-ai"] = lambda e: nsys_ai(args.nsys_ai, "diff", e, "--no-ai")
+
+    print(f"load (1/5/15 min) before: {load()}", flush=True)
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    split: dict[str, list[dict[str, float]]] = {}
+    pair = [nsys_dir / f"{n}.sqlite" for n in PAIR]
+    for i in range(args.repeat):
         for name in EXPORTS:
-            with tempfile.TemporaryDirectory() as cache:
-                env = {**os.environ, "PROFUI_CACHE": cache}
-                ours[name].append(run([profui, "summary", str(nsys_dir / f"{name}.sqlite"), "--json"], env))
-            with tempfile.TemporaryDirectory() as work:
-                copy = Path(work) / f"{name}.sqlite"
-                shutil.copy(nsys_dir / f"{name}.sqlite", copy)
-                info[name].append(run([args.nsys_ai, "info", str(copy)]))
-        with tempfile.TemporaryDirectory() as work:
-            copies = []
-            for name in PAIR:
-                copies.append(Path(work) / f"{name}.sqlite")
-                shutil.copy(nsys_dir / f"{name}.sqlite", copies[-1])
-            diff.append(run([args.nsys_ai, "diff", *map(str, copies), "--no-ai"]))
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "PROFUI_CACHE": cache}
-            ours_diff.append(run([profui, "diff", *(str(nsys_dir / f"{n}.sqlite") for n in PAIR)], env))
-    print(f"{'file':<18} {'tool':<14} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}")
-    for name in EXPORTS:
-        for tool, runs in (("profui", ours[name]), ("nsys-ai info", info[name])):
-            m = median(runs)
-            print(f"{name:<18} {tool:<14} {m['wall']:>8.2f} {m['cpu']:>8.2f} {m['rss']:>8.0f}")
-    both = median(ours_diff)
-    d = median(diff)
-    print(
-        f"{'before+after':<18} {'profui diff':<14} {both['wall']:>8.2f} {both['cpu']:>8.2f} {both['rss']:>8.0f}"
-    )
-    print(f"{'before+after':<18} {'nsys-ai diff':<14} {d['wall']:>8.2f} {d['cpu']:>8.2f} {d['rss']:>8.0f}")
-    mi = {n: median(info[n]) for n in EXPORTS}
-    mo = {n: median(ours[n]) for n in EXPORTS}
-    info_wall = sum(mi[n]["wall"] for n in EXPORTS) / sum(mo[n]["wall"] for n in EXPORTS)
-    info_cpu = sum(mi[n]["cpu"] for n in EXPORTS) / sum(mo[n]["cpu"] for n in EXPORTS)
-    print(
-        f"ratios (nsys-ai / profui, medians of {args.repeat}): info {info_wall:.1f}x wall, {info_cpu:.1f}x cpu; "
-        f"diff (cold) {d['wall'] / both['wall']:.1f}x wall, {d['cpu'] / both['cpu']:.1f}x cpu; "
-        f"peak RSS nsys-ai/profui {max(m['rss'] for m in mi.values()) / max(m['rss'] for m in mo.values()):.2f}x"
-    )
+            names = list(tools)
+            for tool in names[i % len(names) :] + names[: i % len(names)]:  # order rotates
+                runs.setdefault((name, tool), []).append(tools[tool]([nsys_dir / f"{name}.sqlite"]))
+        if args.phases:
+            pythons = {"new": sys.executable}
+            if args.base:
+                pythons["base"] = str(Path(args.base).with_name("python"))
+            for name in EXPORTS:
+                for side, python in pythons.items():
+                    split.setdefault(side, []).append(phases(python, nsys_dir / f"{name}.sqlite"))
+        if not args.no_diff:
+            names = list(diffs)
+            for tool in names[i % len(names) :] + names[: i % len(names)]:
+                runs.setdefault(("before+after diff", tool), []).append(diffs[tool](pair))
+    print(f"load (1/5/15 min) after:  {load()}")
+    m = {key: median(r) for key, r in runs.items()}
+    print(f"medians of {args.repeat}; profui summary --json (empty cache) vs nsys-ai info; diff: both diffs")
+    print(f"{'file':<20} {'tool':<8} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}")
+    for (name, tool), r in m.items():
+        print(f"{name:<20} {tool:<8} {r['wall']:>8.2f} {r['cpu']:>8.2f} {r['rss']:>8.0f}")
+
+    def ratio(files: tuple[str, ...], a: str, b: str, key: str) -> float:
+        return sum(m[(f, a)][key] for f in files) / sum(m[(f, b)][key] for f in files)
+
+    rows = [(f,) for f in EXPORTS] + [EXPORTS]
+    if not args.no_diff:
+        rows.append(("before+after diff",))
+    for files in rows:
+        label = files[0] if len(files) == 1 else "all three summaries"
+        parts = []
+        if args.base:
+            parts.append(
+                f"new/base cpu {ratio(files, 'new', 'base', 'cpu'):.2f} wall {ratio(files, 'new', 'base', 'wall'):.2f}"
+            )
+        parts.append(
+            f"new/nsys-ai cpu {ratio(files, 'new', 'nsys-ai', 'cpu'):.2f} wall {ratio(files, 'new', 'nsys-ai', 'wall'):.2f}"
+        )
+        if args.base:
+            parts.append(f"base/nsys-ai cpu {ratio(files, 'base', 'nsys-ai', 'cpu'):.2f}")
+        print(f"ratios {label:<20}: " + "; ".join(parts))
+    if split:
+        print(
+            f"CPU-s by phase of profui summary --json, in-process (medians over the {len(EXPORTS)} files x {args.repeat}):"
+        )
+        sides = list(split)
+        print(f"  {'phase':<30}" + "".join(f" {side:>8}" for side in sides))
+        for phase in split[sides[0]][0]:
+            print(
+                f"  {phase:<30}"
+                + "".join(
+                    f" {statistics.median(r.get(phase, 0) for r in split[side]):>8.3f}" for side in sides
+                )
+            )
+    if args.base:
+        r = ratio(EXPORTS, "new", "base", "cpu")
+        print(f"target (summary CPU-s new/base <= 0.5): {r:.2f}, {'met' if r <= 0.5 else 'not met'}")
 
 
 if __name__ == "__main__":

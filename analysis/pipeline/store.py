@@ -171,8 +171,10 @@ def _workers(stages: int, events: int = 0) -> int:
     the stages; on a large trace two, whatever the cores: there Polars' own threads fill the
     cores within each query, and every further stage at once only adds its working memory (3M
     events on 2 cores: three stages at once peaked ~150 MB above two, in no less time); from
-    4M events one: on 5M events (df_index ×33, ``profui summary``, each way twice) two at once
-    peaked at 1.95-2.20 GB, one at a time at 1.80-1.91 GB, in 15.0-15.9 CPU-s either way."""
+    4M events one: on 5M events (df_index ×33, ``profui summary``, each way four times over two
+    sessions at load 3-10) two at once peaked at 1.95-2.20 GB (median 1.95), one at a time at
+    1.80-2.04 GB (median 1.91), in the same CPU seconds; the wall times varied with the load more
+    than between the two."""
     if events >= HUGE_TRACE_EVENTS:
         return 1
     if events >= LARGE_TRACE_EVENTS:

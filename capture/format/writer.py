@@ -8,12 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-# pyarrow.parquet's own writer class is a thin wrapper over this one that resolves a filesystem
-# first: importing it loads pyarrow.fs (S3, GCS, Azure, HDFS, ssl), 6 MB of a small import's
-# 94 MB peak, to write local files. The arguments below are those it passes to this class;
-# the files are byte for byte the same.
-from pyarrow._parquet import ParquetWriter
+import pyarrow.parquet as pq
 
 from .atomic import write_with
 from .layout import events_path, metrics_path, next_seq, node_dir, rank_dir
@@ -85,22 +80,15 @@ def write_table(
     dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
 
     def _write(tmp: Path) -> None:
-        writer = ParquetWriter(
-            str(tmp),
+        with pq.ParquetWriter(
+            tmp,
             table.schema,
-            version="2.6",
-            writer_engine_version="V2",
-            data_page_version="1.0",
-            use_compliant_nested_type=True,
-            store_schema=True,
-            use_deprecated_int96_timestamps=False,
             compression="zstd",
             compression_level=ZSTD_LEVEL,
             use_dictionary=dict_cols,
             column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
             write_statistics=True,
-        )
-        try:
+        ) as writer:
             if order is None:
                 writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             else:
@@ -108,8 +96,6 @@ def write_table(
                     part = table.take(order[start : start + ROW_GROUP_ROWS])
                     writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             writer.add_key_value_metadata(meta)
-        finally:
-            writer.close()
 
     write_with(path, _write)
     return Path(path)

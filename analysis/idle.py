@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .intervals import Frame, _lazy
-from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, launch_times
+from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, join_by_rank, launch_times
 from .stats import describe
 
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
@@ -105,7 +105,7 @@ def gaps_of(
     count; otherwise (HTA) it starts at the previous event's end, and every gap counts.
     """
     dev = dev.select(*_STREAM_KEYS, "ts", "dur", "name", "correlation")
-    dev = dev.join(calls, on=["node", "rank", "correlation"], how="left")
+    dev = join_by_rank(dev, calls, how="left")
     end = pl.col("ts") + pl.col("dur")
     prev_end = end.cum_max().shift(1) if after_all_earlier else end.shift(1)
     # in time order, each stream's window over its own rows (a sort by the streams' keys first,

@@ -997,18 +997,22 @@ class LodIndex:
 
     # -- metrics -----------------------------------------------------------------------------
     @cached_property
-    def _series_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    def _series_flat(self) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, int, int]:
         """Every series' samples end to end, searchable at once: each sample's key (its time
         from the earliest sample, plus its series' index times a stride longer than every
         series, so the keys are sorted), values (float64, one spare NaN at the end), each
-        series' first sample (one more at the end), the earliest time and the stride."""
+        series' first sample (one more at the end), the earliest time and the stride. The keys
+        are None where they could leave int64 (a damaged sample far from the others): each
+        series is then searched on its own."""
         off = np.zeros(len(self.series) + 1, dtype=np.int64)
         off[1:] = np.cumsum([s.ts.size for s in self.series])
         ts = np.concatenate([s.ts.astype(np.int64) for s in self.series] or [np.zeros(0, dtype=np.int64)])
         first = int(ts.min()) if ts.size else 0
         stride = (int(ts.max()) - first if ts.size else 0) + 2
-        key = ts - first + np.repeat(np.arange(len(self.series), dtype=np.int64) * stride, np.diff(off))
         value = np.concatenate([s.value.astype(np.float64) for s in self.series] + [[np.nan]])
+        if stride * len(self.series) >= 2**62 or abs(first) >= 2**62:
+            return None, value, off, first, stride
+        key = ts - first + np.repeat(np.arange(len(self.series), dtype=np.int64) * stride, np.diff(off))
         return key, value, off, first, stride
 
     def metric_lines(self, series: Iterable[int], t0: float, t1: float, width: int) -> np.ndarray:
@@ -1017,11 +1021,19 @@ class LodIndex:
         series = np.asarray(list(series), dtype=np.int64)
         key, value, off, first, stride = self._series_flat
         edges = t0 + (t1 - t0) / width * np.arange(width + 1)
-        # a sample (integer ns) is before an edge exactly when it is before the edge's ceiling;
-        # clipped to one past every sample, the ceiling keeps to its series' keys
-        limit = np.minimum(np.maximum(np.ceil(edges), first), first + stride - 1)
-        at = (limit.astype(np.int64) - first)[None, :] + (series * stride)[:, None]
-        idx = np.searchsorted(key, at, side="left")
+        # a sample (integer ns) is before an edge exactly when it is before the edge's ceiling
+        ceil = np.ceil(edges)
+        beyond = ceil >= 2.0**63  # after every int64 sample
+        limit = np.clip(ceil, -(2.0**63), np.nextafter(2.0**63, 0)).astype(np.int64)
+        if key is None:
+            idx = np.zeros((series.size, width + 1), dtype=np.int64)
+            for i, s in enumerate(series):
+                ts = self.series[s].ts.astype(np.int64)
+                idx[i] = off[s] + np.where(beyond, ts.size, np.searchsorted(ts, limit, side="left"))
+        else:
+            # clipped to one past every sample, the ceiling keeps to its series' keys
+            at = (np.clip(limit, first, first + stride - 1) - first)[None, :] + (series * stride)[:, None]
+            idx = np.searchsorted(key, at, side="left")
         start, stop = idx[:, :-1], idx[:, 1:]
         out = np.full((series.size, width), np.nan)
         has_prev = start > off[series][:, None]

@@ -16,8 +16,12 @@ its rows' highest busy fraction, in the kind and event of the innermost row busy
 
 from __future__ import annotations
 
+import bisect
+import copy
+import math
 import random
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -249,6 +253,50 @@ def test_metric_lines_match_the_per_sample_oracle(trace: str, request) -> None:
             drawn += int((~np.isnan(want)).sum())
         assert np.array_equal(ix.metric_cells(series[0], t0, t1, width), got[0], equal_nan=True)
     assert drawn > 10_000
+
+
+def bisect_metric(series, t0: float, t1: float, width: int) -> list[float]:
+    """A metric per cell, one series searched on its own: a sample (an integer) is in a cell
+    when it is before the cell's end and not before its start, i.e. before their ceilings."""
+    ts, value = [int(t) for t in series.ts], [float(v) for v in series.value]
+    cut = [bisect.bisect_left(ts, math.ceil(t0 + (t1 - t0) / width * i)) for i in range(width + 1)]
+    return [
+        max(value[lo:hi]) if hi > lo else value[lo - 1] if lo else math.nan
+        for lo, hi in zip(cut, cut[1:], strict=False)
+    ]
+
+
+@pytest.mark.parametrize("damaged", [9_200_000_000_000_000_000, -9_200_000_000_000_000_000])
+def test_metric_lines_with_a_sample_far_beyond_int64_keys_search_each_series(gpu_sample, damaged) -> None:
+    """A damaged sample ~9.2e18 ns from the others: one key space for all series would wrap
+    int64, so each series is searched on its own, still equal to bisect per series."""
+    ix = copy.copy(gpu_sample)
+    ix.__dict__.pop("_series_flat", None)
+    bad = ix.series[0]
+    at = np.searchsorted(bad.ts, damaged)
+    ix.series = [
+        replace(
+            bad,
+            ts=np.insert(bad.ts.astype(np.int64), at, damaged),
+            value=np.insert(bad.value.astype(np.float64), at, 7.0),
+        ),
+        *ix.series[1:],
+    ]
+    assert ix._series_flat[0] is None
+    rng = random.Random(45)
+    windows = [(0.0, float(ix.span_ns)), (float(min(damaged, 0)), float(max(damaged, ix.span_ns)) + 1)]
+    windows += [random_window(rng, ix, 60) for _ in range(40)]
+    windows += [(damaged - 1000.0, damaged + 1000.0), (-1e19, 1e19)]
+    for t0, t1 in windows:
+        width = rng.choice([1, 7, 60])
+        series = [rng.randrange(len(ix.series)) for _ in range(rng.randint(1, 6))] + [0]
+        got = ix.metric_lines(series, t0, t1, width)
+        for line, s in zip(got, series, strict=True):
+            assert np.array_equal(line, bisect_metric(ix.series[s], t0, t1, width), equal_nan=True), (
+                s,
+                t0,
+                t1,
+            )
 
 
 def test_hide_empty_leaves_out_exactly_the_rows_with_nothing_in_view(ix) -> None:

@@ -12,9 +12,9 @@ see the same machine load:
   ``profui diff before.sqlite after.sqlite`` with an empty cache (both imports, every analysis
   the diff reads, the diff), new and base.
 
-Per run: ``wall`` (from outside), ``cpu`` (user + system of the process and its children) and
-peak RSS; medians of ``--repeat`` runs; the machine's load before and after. CPU seconds are the
-steady figure on a loaded machine. nsys-ai tries to download a DuckDB extension on every start
+Per run (``benchmarks/peak.py``): ``wall`` (spawn to exit), ``cpu`` (user + system of the process
+and its children) and its own peak RSS; medians of ``--repeat`` runs; the machine's load before
+and after. CPU seconds are the steady figure on a loaded machine. nsys-ai tries to download a DuckDB extension on every start
 and falls back to sqlite3 when it cannot (no network here): that wait is in its wall time, not in
 its cpu time. nsys-ai is installed in its own venv, never as a dependency:
 ``python3 -m venv .venv-nsysai && .venv-nsysai/bin/pip install nsys-ai``.
@@ -32,9 +32,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from peak import run as measure
 
 REPO = Path(__file__).resolve().parent.parent
 #: Run in a child Python: ``profui summary X --json`` in-process, its CPU seconds (all threads)
@@ -83,15 +84,11 @@ PAIR = ("mfu_2gpu_before", "mfu_2gpu_after")
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
-    """Wall seconds, CPU seconds and peak RSS (MB) of ``cmd`` in a fresh process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+    """Wall seconds, CPU seconds and peak RSS (MB) of ``cmd`` in a fresh process (peak.run)."""
+    m = measure(cmd, env=env, stdout=subprocess.DEVNULL)
+    if m.code != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{m.stderr[-2000:]}")
+    return {"wall": m.wall, "cpu": m.cpu, "rss": m.peak_mb}
 
 
 def median(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -160,7 +157,7 @@ def main() -> None:
 
     print(f"load (1/5/15 min) before: {load()}", flush=True)
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
-    split: dict[str, list[dict[str, float]]] = {}
+    split: dict[tuple[str, str], list[dict[str, float]]] = {}
     pair = [nsys_dir / f"{n}.sqlite" for n in PAIR]
     for i in range(args.repeat):
         for name in EXPORTS:
@@ -171,9 +168,12 @@ def main() -> None:
             pythons = {"new": sys.executable}
             if args.base:
                 pythons["base"] = str(Path(args.base).with_name("python"))
+            sides = list(pythons)
             for name in EXPORTS:
-                for side, python in pythons.items():
-                    split.setdefault(side, []).append(phases(python, nsys_dir / f"{name}.sqlite"))
+                for side in sides[i % len(sides) :] + sides[: i % len(sides)]:  # order rotates
+                    split.setdefault((name, side), []).append(
+                        phases(pythons[side], nsys_dir / f"{name}.sqlite")
+                    )
         if not args.no_diff:
             names = list(diffs)
             for tool in names[i % len(names) :] + names[: i % len(names)]:
@@ -205,18 +205,18 @@ def main() -> None:
             parts.append(f"base/nsys-ai cpu {ratio(files, 'base', 'nsys-ai', 'cpu'):.2f}")
         print(f"ratios {label:<20}: " + "; ".join(parts))
     if split:
-        print(
-            f"CPU-s by phase of profui summary --json, in-process (medians over the {len(EXPORTS)} files x {args.repeat}):"
-        )
-        sides = list(split)
-        print(f"  {'phase':<30}" + "".join(f" {side:>8}" for side in sides))
-        for phase in split[sides[0]][0]:
-            print(
-                f"  {phase:<30}"
-                + "".join(
-                    f" {statistics.median(r.get(phase, 0) for r in split[side]):>8.3f}" for side in sides
+        print(f"CPU-s by phase of profui summary --json, in-process (per file, medians of {args.repeat}):")
+        sides = list(dict.fromkeys(side for _, side in split))
+        for name in EXPORTS:
+            print(f"  {name:<30}" + "".join(f" {side:>8}" for side in sides))
+            for phase in split[(name, sides[0])][0]:
+                print(
+                    f"    {phase:<28}"
+                    + "".join(
+                        f" {statistics.median(r.get(phase, 0) for r in split[(name, side)]):>8.3f}"
+                        for side in sides
+                    )
                 )
-            )
     if args.base:
         r = ratio(EXPORTS, "new", "base", "cpu")
         print(f"target (summary CPU-s new/base <= 0.5): {r:.2f}, {'met' if r <= 0.5 else 'not met'}")

@@ -6,11 +6,11 @@ as one; the smallest included) it prints, in one run:
 * ``import_kineto`` time against HTA's ``TraceAnalysis(trace_dir=...)`` parse of the same file:
   wall and CPU seconds (user + system, children included), median of ``--repeats`` runs each,
   every run in a fresh process, module import excluded on both sides, the two sides alternating
-  run by run so both see the same machine load;
-* peak memory of each run's process: its ``VmHWM`` (``/proc/self/status``), or its children's
-  largest ``ru_maxrss`` where that is more. Not ``ru_maxrss`` of the process itself: Linux
-  carries it over ``fork`` and ``exec``, so a child reported at least the benchmark's own size
-  when it was started (186 MB for both tools on a 10 MB trace);
+  run by run, which goes first rotating each repeat, so both see the same machine load;
+* peak memory of each run's process: its own high-water mark, or its children's where that is
+  more (``benchmarks/peak.py``). Not ``ru_maxrss`` of a child of the benchmark: Linux carries it
+  over ``fork`` and ``exec``, so a child reported at least the benchmark's own size when it was
+  started (186 MB for both tools on a 10 MB trace);
 * the ratios HTA / profui for time (wall and CPU) and memory, and Parquet bytes against the
   JSON text and the ``.json.gz``;
 * the worst ratio over the traces against the targets of issue #40 (import >= 10x HTA's parse,
@@ -18,7 +18,7 @@ as one; the smallest included) it prints, in one run:
 * with ``--scale`` (default ``/tmp/profui-scale/x20.json`` when it exists): import of that
   synthetic trace (a shared trace replicated along time by ``benchmarks/replicate_trace.py``),
   wall, CPU and peak, and with ``--base-python`` (an interpreter of another profui checkout, the
-  baseline) the same for the baseline, the two alternating;
+  baseline) the same for the baseline, the two alternating (the first rotating);
 * the smallest trace's peak right after the modules' import, before any work, on both sides:
   the floor of a small import's memory (``--system-pool`` runs profui with Arrow's default pool
   set to the system allocator, as a CLI would by ``ARROW_DEFAULT_MEMORY_POOL=system``);
@@ -51,6 +51,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from peak import run as measure
 from precompile import compile_sources
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,20 +150,18 @@ PROFUI_ENV: dict[str, str] = {}
 
 def run_child(python: str, code: str, *args: str, env: dict[str, str] | None = None) -> dict:
     """Run ``code`` in a fresh ``python`` (``env`` added to this environment) and return what it
-    printed after :data:`MARK`."""
-    proc = subprocess.run(
+    printed after :data:`MARK`, its ``rss_mb`` the process's peak as ``benchmarks/peak.py``
+    measures it."""
+    proc = measure(
         [python, "-c", code, *args],
         env={**os.environ, **env} if env else None,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=SCRATCH[0] if SCRATCH else None,
+        cwd=str(SCRATCH[0]) if SCRATCH else None,
     )
     for line in proc.stdout.splitlines():
         if line.startswith(MARK):
-            return json.loads(line[len(MARK) :])
+            return json.loads(line[len(MARK) :]) | {"rss_mb": proc.peak_mb}
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
-    raise RuntimeError(f"exit {proc.returncode}: {' | '.join(tail)}")
+    raise RuntimeError(f"exit {proc.code}: {' | '.join(tail)}")
 
 
 def has_module(python: str, module: str) -> bool:
@@ -202,15 +201,17 @@ def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None) -> d
         shutil.copyfile(src, hta_dir / src.name)
     ours, theirs, hta_error = [], [], None
     for i in range(repeats):
-        out = work / f"out-{src.name}-{i}"
-        ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
-        if i:
-            shutil.rmtree(out)
-        if hta_python and hta_error is None:
-            try:
-                theirs.append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
-            except RuntimeError as exc:
-                hta_error = str(exc)
+        for side in ("profui", "hta") if i % 2 == 0 else ("hta", "profui"):  # who goes first rotates
+            if side == "profui":
+                out = work / f"out-{src.name}-{i}"
+                ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
+                if i:
+                    shutil.rmtree(out)
+            elif hta_python and hta_error is None:
+                try:
+                    theirs.append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
+                except RuntimeError as exc:
+                    hta_error = str(exc)
     first = work / f"out-{src.name}-0"
     row = {
         "file": src.name,
@@ -250,7 +251,7 @@ def bench_scale(src: Path, work: Path, repeats: int, base_python: str | None) ->
     sides = [("new", sys.executable)] + ([("base", base_python)] if base_python else [])
     runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
     for i in range(repeats):
-        for name, python in sides:
+        for name, python in sides if i % 2 == 0 else sides[::-1]:  # who goes first rotates
             out = work / f"scale-{name}-{i}"
             runs[name].append(run_child(python, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
             shutil.rmtree(out)
@@ -318,7 +319,7 @@ def main() -> None:
     print(f"start: {load()}; profui: {sys.executable}{pool}; HTA: {hta_python or '-'}")
     print(
         "times: median s of fresh processes, module import excluded; CPU = user + system; "
-        "peak: the process's VmHWM; x = HTA / profui"
+        "peak: the process's own (benchmarks/peak.py); x = HTA / profui"
     )
     print(
         f"{'file':<44} {'json MB':>7} {'pq/json':>7} {'pq/gz':>5} {'rows':>8} | {'profui s':>8} {'cpu':>6} "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Timeline frame speed on a 10M-event synthetic trace (8 GPUs on 2 nodes, 3 compute streams + NCCL, steps).
 
-Each phase runs in its own process so its peak memory is its own:
+Each phase runs in its own process so its peak memory is its own (benchmarks/peak.py):
 
 1. generate the trace with samples/generate_synthetic.py (the "import": it writes the trace
    format, as ``profui import`` does for Kineto JSON),
@@ -26,23 +26,19 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from peak import run as measure
 
 REPO = Path(__file__).resolve().parent.parent
 #: Issue 40, target 5: the p95 frame's CPU time at every zoom (ms).
 TARGET_P95_CPU_MS = 6.0
 VIEWS = ("unfolded", "as opened", "folded")
 ZOOMS = ("fit-all", "step", "deepest")
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def phase_generate(out: str, events: int) -> dict:
@@ -54,7 +50,6 @@ def phase_generate(out: str, events: int) -> dict:
     return {
         "wall": time.perf_counter() - w,
         "cpu": time.process_time() - c,
-        "peak_mb": _peak_mb(),
         "events": info.events,
         "files": info.files,
     }
@@ -65,7 +60,7 @@ def phase_build(trace: str) -> dict:
 
     w, c = time.perf_counter(), time.process_time()
     build_lod(trace, force=True)
-    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c, "peak_mb": _peak_mb()}
+    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c}
 
 
 def phase_render(trace: str, frames: int) -> dict:
@@ -135,16 +130,16 @@ def phase_render(trace: str, frames: int) -> dict:
         for zoom in ZOOMS:
             out[f"{view}/{zoom}"] = measure(st, r, setups[zoom])
     out["frames_sha"] = digest.hexdigest()
-    out["peak_mb"] = _peak_mb()
     return out
 
 
 def _child(args: list[str], python: str = sys.executable) -> dict:
-    proc = subprocess.run([python, __file__, *args], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
+    """A phase's figures, with its process's own peak (benchmarks/peak.py)."""
+    m = measure([python, __file__, *args])
+    if m.code != 0:
+        sys.stderr.write(m.stderr)
         raise SystemExit(f"phase {args[0]} failed ({python})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(m.stdout.strip().splitlines()[-1]) | {"peak_mb": m.peak_mb}
 
 
 def _load() -> str:

@@ -4,14 +4,18 @@
 imported or indexed by another code version is reused), and writes under ``OUT/<trace>/``:
 ``<mode>/<stage>/<output>``, every stage of the graph run in memory (``store.compute``, the bodies
 ``profui analyze`` runs), ``default`` and ``hta_compat``; ``import/``, the import's events, metrics,
-manifest and footer side data; ``timeline/``, the timeline index (``lod.build_lod``);
+manifest and footer side data, and ``import/files/<file>.json`` per events/metrics Parquet file: the
+sha256 of its bytes (the dump's temporary paths in them written ``<work>``), its row groups' row counts, and per row group and column the compression, the
+encodings and whether statistics are stored (what reading the tables back cannot show); ``timeline/``, the timeline index (``lod.build_lod``);
 ``analyze/``, what ``profui analyze`` records on disk, read back as the dashboard reads it;
 ``cli/``, what ``profui summary`` and ``profui info`` print (text and JSON). ``OUT/_cli/`` holds
 every ``--help``. Tables are Parquet, the rest canonical JSON; a refused source is its one line
 (``refused.json``), a failure of the code under test its error (``error.json``).
 
-``compare A B`` compares two dumps table by table, rows in order, exactly (schema, row count,
-values, nulls; NaN equals NaN): one line per difference, a count, exit 1 when anything differs.
+``compare A B`` compares two dumps table by table, rows in order, exactly: schema, row count,
+nulls, and values, floats by their bits (-0.0 differs from 0.0; a NaN equals a NaN of the same
+bits), in tables and in JSON alike (JSON types strict: 2 is not 2.0); one line per difference, a
+count, exit 1 when anything differs.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ import argparse
 import contextlib
 import io
 import json
-import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
 MODES: dict[str, dict[str, Any]] = {"default": {}, "hta_compat": {"hta_compat": True}}
@@ -57,10 +62,16 @@ EXAMPLES = """examples:
   python benchmarks/compare_outputs.py dump /tmp/o-x20 --also /tmp/profui-scale/x20.json --trace also- --stage summary
 
 --trace TEXT keeps the traces whose name contains TEXT (_cli: the --help texts); --stage NAME keeps
-a stage of the graph, or import (events, metrics, manifest, footers), timeline (the timeline
+a stage of the graph, or import (events, metrics, manifest, footers, files' layout), timeline (the timeline
 index), analyze (profui analyze's recorded outputs), cli (profui summary/info as printed).
-A dump replaces the folders of the traces it dumps. Traces: $PROFUI_TRACES (default
-../shared/traces), the Nsight exports in its nsys/, and the samples of the profui being run."""
+A dump replaces, in each trace's folder it dumps, the stages it dumps (all: the whole folder).
+Traces: $PROFUI_TRACES (default ../shared/traces), the Nsight exports in its nsys/, and the
+samples of the profui being run.
+
+compare is exact: schema, row count, nulls and every value, rows in order; floats by their bits
+(-0.0 differs from 0.0, a NaN equals a NaN of the same bits), in tables and JSON alike; JSON types
+strict (2 is not 2.0). import/files/ compares each events/metrics Parquet file as stored: the sha256
+of its bytes, its row groups' rows, each column chunk's compression, encodings and statistics."""
 
 
 def sources() -> list[tuple[str, list[Path]]]:
@@ -158,6 +169,38 @@ def _dump_import(w: Writer, trace: Any) -> None:
         meta = pq.read_schema(f.path).metadata or {}
         side[f.path.relative_to(trace.path).as_posix()] = json.loads(meta.get(b"profui.source", b"null"))
     w.write("import/footers.json", side)
+    for f in [*trace.dir.events, *trace.dir.metrics]:
+        w.write(f"import/files/{f.path.relative_to(trace.path).as_posix()}.json", _file_layout(w, f.path))
+
+
+def _file_layout(w: Writer, path: Path) -> dict[str, Any]:
+    """A Parquet file as stored: the sha256 of its bytes (the dump's temporary paths in them, a
+    staged source's path in the footer, written as in every output: ``<work>``), each row
+    group's rows, and per row group and column its compression, encodings and whether
+    statistics are stored."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    columns = [
+        {
+            g.column(j).path_in_schema: {
+                "compression": g.column(j).compression,
+                "encodings": list(g.column(j).encodings),
+                "statistics": g.column(j).is_stats_set,
+            }
+            for j in range(g.num_columns)
+        }
+        for g in groups
+    ]
+    return {
+        "sha256": hashlib.sha256(w.text(path.read_bytes().decode("latin-1")).encode("latin-1")).hexdigest(),
+        "row_groups": meta.num_row_groups,
+        "rows_per_row_group": [g.num_rows for g in groups],
+        "columns_per_row_group": columns,
+    }
 
 
 def _dump_timeline(w: Writer, path: Path) -> None:
@@ -254,6 +297,22 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _clear(folder: Path, stages: list[str] | None) -> None:
+    """Remove what a dump of ``stages`` (None: all) rewrites under one trace's folder; the other
+    stages' outputs stay."""
+    if stages is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for file in ("refused.json", "error.json"):
+        (folder / file).unlink(missing_ok=True)
+    graph = [s for s in stages if s not in PSEUDO_STAGES]
+    for mode in MODES if graph else ():
+        (folder / mode / "error.json").unlink(missing_ok=True)
+    subs = [Path(s) for s in stages if s in PSEUDO_STAGES] + [Path(m, s) for m in MODES for s in graph]
+    for sub in subs:
+        shutil.rmtree(folder / sub, ignore_errors=True)
+
+
 def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ()) -> int:
     """``dump``: every selected trace's outputs under ``out``; ``also``: more sources, each
     named ``also-<its name>``."""
@@ -266,7 +325,7 @@ def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ())
     every = [*REGISTRY.order, *PSEUDO_STAGES]
     if set(stages) - set(every):
         sys.exit(f"unknown stage(s) {sorted(set(stages) - set(every))}; stages: {', '.join(every)}")
-    stages = stages or every
+    chosen, stages = bool(stages), stages or every
     start, cpu0 = time.perf_counter(), _cpu()
     try:
         if "cli" in stages and (not traces or "_cli" in traces):
@@ -280,7 +339,7 @@ def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ())
             if traces and not any(t in name for t in traces):
                 continue
             t0 = time.perf_counter()
-            shutil.rmtree(out / name, ignore_errors=True)
+            _clear(out / name, stages if chosen else None)
             try:
                 said = dump_trace(name, paths, out, work, stages)
             except Exception as exc:  # the code under test broke on this trace: an output too
@@ -299,9 +358,31 @@ def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ())
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
+    """Exact: types strict, floats by their bits (-0.0 is not 0.0; NaN is NaN of the same bits)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
     return type(a) is type(b) and a == b
+
+
+def _as_bits(t: pa.DataType) -> pa.DataType:
+    """``t`` with every float replaced by the unsigned integer of its width (nested types too)."""
+    if pa.types.is_floating(t):
+        return {16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[t.bit_width]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        inner = t.value_field.with_type(_as_bits(t.value_type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(inner, t.list_size)
+        return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_as_bits(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def _exact(s: pl.Series) -> pl.Series:
+    """``s`` as compared: a column holding floats as their bits (Arrow's zero-copy view)."""
+    arrow = s.to_arrow()
+    bits = _as_bits(arrow.type)
+    return s if bits == arrow.type else pl.Series(s.name, arrow.view(bits))
 
 
 def _json_diff(a: Any, b: Any, where: str = "") -> str | None:
@@ -320,7 +401,7 @@ def _json_diff(a: Any, b: Any, where: str = "") -> str | None:
 
 
 def _table_diff(a: pl.DataFrame, b: pl.DataFrame) -> str | None:
-    """Schema, row count, then the first differing row and column (NaN equals NaN), or None."""
+    """Schema, row count, then the first differing row and column (floats by their bits), or None."""
     if a.schema != b.schema:
         sa, sb = dict(a.schema), dict(b.schema)
         only = {side: [c for c in x if c not in y] for side, x, y in (("A", sa, sb), ("B", sb, sa))}
@@ -333,7 +414,7 @@ def _table_diff(a: pl.DataFrame, b: pl.DataFrame) -> str | None:
     counts = "" if a.height == b.height else f"row count A {a.height}, B {b.height}; "
     firsts = []  # (first differing row, column position) per differing column
     for j, col in enumerate(a.columns):
-        eq = a[col].head(n).eq_missing(b[col].head(n))
+        eq = _exact(a[col].head(n)).eq_missing(_exact(b[col].head(n)))
         if not eq.all():
             firsts.append((int(eq.arg_min()), j))
     if not firsts:

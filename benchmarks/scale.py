@@ -5,9 +5,9 @@ trace replicated 1× to 33× along time, each stage's time at each size, base ag
 trace rows) is replicated along time by ``replicate_trace.py`` (copies shifted, ids offset, step
 numbers going on). 20× is 3.0M trace rows, 33× 5.0M.
 
-Every figure is a fresh process run by a small wrapper (wall time includes the interpreter and
-its imports; CPU seconds are the child's user+sys, Polars' threads included; peak RSS is the
-child's own ``ru_maxrss``); medians of ``--repeat`` runs, base and new alternating:
+Every figure is a fresh process measured by ``benchmarks/peak.py`` (wall time includes the
+interpreter and its imports; CPU seconds are the child's user+sys, Polars' threads included; peak
+RSS is the child's own); medians of ``--repeat`` runs, base and new alternating:
 
 - ``import``  : ``profui import FILE -o DIR --force`` (each side into its own folder);
 - ``summary`` : ``profui summary DIR --json`` (every stage, in memory, as a user runs it);
@@ -41,6 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from peak import run as measure
 from precompile import compile_sources
 from replicate_trace import replicate
 
@@ -49,15 +50,6 @@ DEFAULT = "hta-df_index_resolver-df_index_resolver.json.gz"
 BASE = "/tmp/basevenv/bin/profui"
 #: Issue #40's target 1: the ~5M-row size's import + summary wall and peak, the 3M summary's CPU.
 TARGET_WALL_S, TARGET_PEAK_MB, TARGET_CPU_S = 16.0, 2000.0, 8.0
-
-_WRAP = """
-import os, resource, subprocess, sys, time
-t = time.perf_counter()
-rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL if os.environ.get("QUIET_CHILD") else None)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"@@WRAP@@ {time.perf_counter() - t} {u.ru_utime + u.ru_stime} {u.ru_maxrss * 1024 / 1e6} {rc}", file=sys.stderr)
-sys.exit(rc)
-"""
 
 #: Runs the stage graph one stage at a time and prints each stage's wall and process CPU.
 STAGES_CHILD = """
@@ -84,15 +76,12 @@ def load() -> str:
 
 
 def measured(cmd: list[str], quiet: bool = True) -> tuple[dict[str, float], str]:
-    """``({wall, cpu, mb}, stdout)`` of ``cmd`` run by a small wrapper process, so the CPU
-    seconds and the peak are that command's alone."""
-    env = dict(os.environ, QUIET_CHILD="1" if quiet else "")
-    proc = subprocess.run([sys.executable, "-c", _WRAP, *cmd], capture_output=True, text=True, env=env)
-    line = [x for x in proc.stderr.splitlines() if x.startswith("@@WRAP@@")]
-    if proc.returncode != 0 or not line:
-        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
-    _, wall, cpu, mb, _rc = line[-1].split()
-    return {"wall": float(wall), "cpu": float(cpu), "mb": float(mb)}, proc.stdout
+    """``({wall, cpu, mb}, stdout)`` of ``cmd`` measured by ``benchmarks/peak.py``: the CPU
+    seconds and the peak are that command's alone (MB: 10**6 bytes)."""
+    m = measure(cmd, stdout=subprocess.DEVNULL if quiet else subprocess.PIPE)
+    if m.code != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({m.code}): {m.stderr.strip()[-600:]}")
+    return {"wall": m.wall, "cpu": m.cpu, "mb": m.peak_mb * 2**20 / 1e6}, m.stdout or ""
 
 
 def events_of(trace: Path) -> int:

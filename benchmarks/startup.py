@@ -1,7 +1,7 @@
 """Start-up of the small commands (issue #40, target 2): ``profui --help``, every subcommand's
 ``--help`` and ``profui info`` of a small trace, against a baseline install, side by side.
 
-Every run is a fresh process, as a user starts it (the console script), measured from outside:
+Every run is a fresh process, as a user starts it (the console script), measured by benchmarks/peak.py:
 wall seconds, CPU seconds (user + system of the process and its children: the steady figure on a
 loaded machine) and peak RSS. For each command the baseline and this checkout alternate, run by
 run, so both see the same load; figures are medians of ``--repeat`` runs. Two floors, run the
@@ -30,9 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from peak import run as run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
@@ -54,19 +55,12 @@ class Runs:
 
 
 def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Wall s, CPU s (user + system, with children) and peak RSS MB of one fresh process."""
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            raise SystemExit(
-                f"{' '.join(argv)}: exit {proc.returncode}\n{err.read()[-2000:].decode(errors='replace')}"
-            )
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    """Wall s, CPU s (user + system, with children) and peak RSS MB of one fresh process
+    (``benchmarks/peak.py``: its own peak, not the benchmark's carried over fork/exec)."""
+    m = run_measured(argv, env=env, stdout=subprocess.DEVNULL)
+    if m.code != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit {m.code}\n{m.stderr[-2000:]}")
+    return m.wall, m.cpu, m.peak_mb
 
 
 def import_once(profui: str, source: Path, out: Path, env: dict[str, str]) -> Path:

@@ -8,6 +8,7 @@ few strings that need escaping.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +52,20 @@ def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array) -> pa.Array:
     from ``zip(keys, values)`` would answer."""
     last = pc.index_in(ids, value_set=keys[::-1])
     return pc.take(values[::-1], last)
+
+
+def exact(op: str, a: pa.Array, b: pa.Array | int) -> pa.Array | list[int | None]:
+    """``a + b`` (``op`` "add") or ``a - b`` ("subtract") of int64 values (``b`` an array or
+    one int), exactly: an int64 array, or where a value is beyond int64, a list of Python ints
+    (None where either is null) for the caller to refuse or to write as text."""
+    try:
+        return pc.call_function(f"{op}_checked", [a, int_scalar(b) if isinstance(b, int) else b])
+    except (pa.ArrowInvalid, OverflowError):
+        py = {"add": operator.add, "subtract": operator.sub}[op]
+        right = [b] * len(a) if isinstance(b, int) else b.to_pylist()
+        return [
+            None if x is None or y is None else py(x, y) for x, y in zip(a.to_pylist(), right, strict=True)
+        ]
 
 
 def map_distinct(values: pa.Array, rule: Callable[[Any], Any], type: pa.DataType) -> pa.Array:

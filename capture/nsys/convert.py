@@ -19,8 +19,10 @@ and the device work it launched the same, as Kineto links ops to kernels. ``glob
 events is one rank: those that used a GPU first, by their lowest device, then the others by pid.
 
 How: SQL reads each table (:mod:`.queries`: values typed, rows left out said why, a sync row's
-device found by a join), Arrow names the rows and writes their args (:mod:`.names`,
-:mod:`.arrays`), numpy links calls to ops (:mod:`.link`); no row is a Python object.
+device found from its CUDA context), Arrow names the rows and writes their args (:mod:`.names`,
+:mod:`.arrays`), numpy links calls to ops (:mod:`.link`). sqlite3 hands a query's rows over as
+Python tuples (it has no columnar API): :meth:`.Export.fetch` turns them into columns, and from
+there each column is an Arrow array, not a Python object per row.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from profui.capture.kineto.importer import ConvertResult, detect_node
 from . import names, queries
 from .arrays import (
     blank_null,
+    exact,
     int_scalar,
     json_numbers,
     json_objects,
@@ -71,14 +75,23 @@ _NAMING: dict[str, tuple[tuple[str, ...], str, str]] = {
 _TYPES = {"kind": pa.string(), "name": pa.string(), "memcpy_kind": pa.string(), "args": pa.string()}
 _INT = pa.int64()
 _NO_INT = int_scalar(None)
+_INT32_MAX = int_scalar(queries.INT32_MAX)
 
 #: The events of one table, column by column (kept rows only): the trace's columns and, named
 #: with a leading underscore, what linking needs.
 Part = dict[str, pa.Array]
 
 
-def _pid(g: object) -> int:
-    return (g >> 24) & 0xFFFFFF if isinstance(g, int) else 0
+def _shared_memory(static: pa.Array, dynamic: pa.Array) -> pa.Array:
+    """The kernel's shared memory as JSON numbers: static + dynamic, either missing read as 0,
+    null where both are; exact beyond int64 (the JSON number is as long as it needs)."""
+    total = exact("add", pc.fill_null(static, int_scalar(0)), pc.fill_null(dynamic, int_scalar(0)))
+    text = (
+        total.cast(pa.string())
+        if isinstance(total, pa.Array)
+        else pa.array([str(v) for v in total], pa.string())
+    )
+    return pc.if_else(pc.and_(pc.is_null(static), pc.is_null(dynamic)), text_scalar(None), text)
 
 
 class _Reader:
@@ -141,17 +154,11 @@ class _Reader:
 
     def _times(self, start: pa.Array, end: pa.Array) -> tuple[pa.Array, pa.Array]:
         """``ts`` (ns since the epoch) and ``dur`` of rows with integer times."""
-        try:
-            return pc.add_checked(start, int_scalar(self.offset)), pc.subtract_checked(end, start)
-        except (pa.ArrowInvalid, OverflowError):  # beyond int64 on the way: in Python ints
-            starts, ends = start.to_pylist(), end.to_pylist()
-            try:
-                return (
-                    pa.array([s + self.offset for s in starts], _INT),
-                    pa.array([e - s for s, e in zip(starts, ends, strict=True)], _INT),
-                )
-            except OverflowError as exc:
-                raise NsysFormatError(self.src, f"a value no trace can hold ({exc})") from None
+        ts, dur = exact("add", start, self.offset), exact("subtract", end, start)
+        try:  # a value beyond int64 on the way (a list) must come back within it
+            return pa.array(ts, _INT), pa.array(dur, _INT)
+        except OverflowError as exc:
+            raise NsysFormatError(self.src, f"a value no trace can hold ({exc})") from None
 
     def _names(self, ids: pa.Array) -> pa.Array:
         return lookup(ids, *self.string_ids)
@@ -161,13 +168,36 @@ class _Reader:
         copy_kinds = self.x.enum("ENUM_CUDA_MEMCPY_OPER")
         mem_kinds = self.x.enum("ENUM_CUDA_MEM_KIND")
         sync_kinds = self.x.enum("ENUM_CUPTI_SYNC_TYPE")
+        #: (pid, context) -> the device of its last kernel, copy or memset with an integer one:
+        #: a sync row's device (CUPTI's carry none). Python compares the contexts, as before.
+        contexts: dict[tuple[object, object], int] = {}
         parts = []
-        for kind, table, _ in queries.DEVICE_TABLES:
+        for kind, table, _ in queries.DEVICE_TABLES:  # sync last: it takes its device from the others
             sql = queries.device_rows(self.x, kind, table)
             if sql is None:
                 continue
             cols = self.x.fetch(sql)
-            keep = self._keep(table, strings(cols["reason"]), pa.array(cols["lost"], _INT))
+            keys = zip(cols["pid"], text_cells(cols["context"]), strict=True)
+            if kind == "sync":
+                device = pa.array(
+                    [contexts.get(k, d) for k, d in zip(keys, cols["device"], strict=True)], _INT
+                )
+            else:
+                if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in self.x.tables:
+                    contexts.update(
+                        compress(
+                            zip(keys, cols["device"], strict=True), [d is not None for d in cols["device"]]
+                        )
+                    )
+                device = pa.array(cols["device"], _INT)
+            valid = pc.fill_null(
+                pc.and_(pc.greater_equal(device, int_scalar(0)), pc.less_equal(device, _INT32_MAX)), False
+            )
+            reason = pc.coalesce(
+                strings(cols["reason"]),
+                pc.if_else(valid, text_scalar(None), text_scalar(f"{kind} without a device")),
+            )
+            keep = self._keep(table, reason, pa.array(cols["lost"], _INT))
 
             def kept(
                 name: str, type: pa.DataType = _INT, cols: dict = cols, keep: pa.Array = keep
@@ -182,7 +212,7 @@ class _Reader:
                 "kind": pa.repeat(text_scalar(kind), len(ts)),
                 "pid": kept("pid"),
                 "tid": stream,
-                "device": kept("device"),
+                "device": pc.filter(device, keep),
                 "stream": stream,
                 "correlation": self._ints(cols["correlation"], keep),
                 "_corr": kept("corr"),
@@ -200,7 +230,7 @@ class _Reader:
                         ("grid", kept("grid", pa.string())),
                         ("block", kept("block", pa.string())),
                         ("registers per thread", registers),
-                        ("shared memory", kept("shared", pa.string())),
+                        ("shared memory", _shared_memory(kept("static_shared"), kept("dynamic_shared"))),
                     ],
                     len(ts),
                 )
@@ -366,6 +396,25 @@ def _rank_order(pids: pa.Array, devices: pa.Array) -> tuple[list[int], dict[int,
     return order, used
 
 
+def _processes(export: Export) -> tuple[dict[int, Any], dict[int, tuple[int, int, Any]]]:
+    """The processes' names (pid -> name) and the threads' (globalTid -> (pid, tid, name)); a
+    thread without an integer ``globalTid`` has no name (ae71989 failed on one, with a TypeError,
+    where its process had events)."""
+    processes: dict[int, Any] = {}
+    sql = queries.processes(export)
+    if sql is not None:
+        cols = export.fetch(sql)
+        processes = dict(zip(cols["pid"], text_cells(cols["name"]), strict=True))
+    threads: dict[int, tuple[int, int, Any]] = {}
+    sql = queries.thread_names(export)
+    if sql is not None:
+        strings = export.strings()
+        cols = export.fetch(sql)
+        rows = zip(cols["g"], cols["pid"], cols["tid"], cols["name_id"], strict=True)
+        threads = {g: (pid, tid, strings.get(name_id)) for g, pid, tid, name_id in rows}
+    return processes, threads
+
+
 def _gpus(export: Export, node: str, devices: set[int]) -> list[dict[str, Any]]:
     """The GPUs as Kineto's ``deviceProperties`` name them, where the export has
     ``TARGET_INFO_GPU`` (joined to CUDA device ids by ``TARGET_INFO_CUDA_DEVICE``)."""
@@ -443,12 +492,7 @@ def _convert(
     events = _events([p for p in (*devices, calls, nvtx) if p is not None])
     meta = export.key_values("META_DATA_EXPORT")
     env = export.key_values("TARGET_INFO_SYSTEM_ENV", "name", "value")
-    processes = {_pid(r["globalPid"]): r["name"] for r in export.select("PROCESSES", ("globalPid", "name"))}
-    strings = export.strings()
-    threads = {
-        r["globalTid"]: strings.get(r["nameId"])
-        for r in export.select("ThreadNames", ("globalTid", "nameId"))
-    }
+    processes, threads = _processes(export)
     order, used = _rank_order(events["pid"], events["device"])
     notes = reader.column_notes()
     if not order:
@@ -464,7 +508,7 @@ def _convert(
         mine = pc.equal(events["pid"], int_scalar(pid))
         table = events_table(src, {f: pc.filter(c, mine) for f, c in events.items()}, NsysFormatError)
         rank_value = (rank or 0) + i
-        tids = {g & 0xFFFFFF: n for g, n in threads.items() if _pid(g) == pid and n}
+        tids = {tid: n for p, tid, n in threads.values() if p == pid and n}
         source = {
             "file": str(src),
             "format": "nsys",

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from .tables import Export
 
-#: CUPTI's value of a context-wide sync's stream (0xFFFFFFFF) and every other out-of-range id
-#: fail this test, and the device of a row must pass it.
-_INT32 = "BETWEEN 0 AND 2147483647"
+#: The largest stream or device id: CUPTI's value of a context-wide sync's stream (0xFFFFFFFF)
+#: and every other id out of 0..INT32_MAX is none, and a row needs a device in it.
+INT32_MAX = 2147483647
+_INT32 = f"BETWEEN 0 AND {INT32_MAX}"
 NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 NVTX_MARK = 34
 NVTX_DOMAIN_CREATE = 75
@@ -85,12 +86,10 @@ def _kernel(c: _Columns) -> str:
             f"THEN '[' || {x} || ',' || {y} || ',' || {z} || ']' END"
         )
 
-    static, dynamic = c.int("staticSharedMemory"), c.int("dynamicSharedMemory")
     return (
         f"{c.int('demangledName')} AS demangled, {c.int('shortName')} AS short, "
         f"{dims('grid')} AS grid, {dims('block')} AS block, {c.raw('registersPerThread')} AS registers, "
-        f"CASE WHEN {static} IS NOT NULL OR {dynamic} IS NOT NULL "
-        f"THEN CAST(coalesce({static}, 0) + coalesce({dynamic}, 0) AS TEXT) END AS shared"
+        f"{c.int('staticSharedMemory')} AS static_shared, {c.int('dynamicSharedMemory')} AS dynamic_shared"
     )
 
 
@@ -117,48 +116,24 @@ DEVICE_TABLES = (
 )
 
 
-def _context_devices(export: Export) -> str:
-    """The device of each (pid, CUDA context): that of the last kernel, copy or memset of the
-    context with an integer device (CUPTI's sync rows carry none)."""
-    parts = []
-    for order, (_kind, table, _extra) in enumerate(DEVICE_TABLES[:3]):
-        c = _Columns(export, table)
-        if c.have and "deviceId" in c.have:
-            parts.append(
-                f"SELECT {c.pid('globalPid')} AS pid, {c.raw('contextId')} AS context, "
-                f'{c.int("deviceId")} AS device, {order} AS t, rowid AS r FROM "{table}" '
-                f"WHERE {c.int('deviceId')} IS NOT NULL"
-            )
-    if not parts:
-        return "SELECT NULL AS pid, NULL AS context, NULL AS device WHERE 0"
-    return (
-        "SELECT pid, context, device FROM (SELECT pid, context, device, row_number() OVER "
-        f"(PARTITION BY pid, context ORDER BY t DESC, r DESC) AS n FROM ({' UNION ALL '.join(parts)})) "
-        "WHERE n = 1"
-    )
-
-
 def device_rows(export: Export, kind: str, table: str) -> str | None:
-    """The rows of the device table ``table`` (None when the export lacks it)."""
+    """The rows of the device table ``table`` (None when the export lacks it). ``device`` is
+    the cell where it is an integer, valid or not, and ``context`` the CUDA context as stored:
+    a sync row's device is its context's (found in Python, which compares contexts as the
+    previous converter did), so the device's own test is applied after the query and
+    ``reason`` says only why a row's times leave it out."""
     c = _Columns(export, table)
     if not c.have:
         return None
     extra = dict((k, f) for k, _t, f in DEVICE_TABLES)[kind](c)
-    pid = c.pid("globalPid")
-    device, prefix, join = c.raw("deviceId"), "", ""
-    if kind == "sync":  # a sync row's device is its CUDA context's
-        prefix = f"WITH ctx AS ({_context_devices(export)}) "
-        join = f" LEFT JOIN ctx ON ctx.pid = {pid} AND ctx.context IS {c.raw('contextId')}"
-        device = f"coalesce(ctx.device, {device})"
-    bad_device = f"typeof({device}) != 'integer' OR {device} NOT {_INT32}"
     return (
-        f"{prefix}SELECT {c.times()}, CASE WHEN NOT ({bad_device}) THEN {device} END AS device, "
+        f"SELECT {c.times()}, {c.int('deviceId')} AS device, {c.raw('contextId')} AS context, "
         f"coalesce(CASE WHEN {c.raw('streamId')} {_INT32} THEN {c.int('streamId')} END, -1) AS stream, "
-        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, {pid} AS pid, "
-        f"CASE {c.times_reason(kind)} WHEN {bad_device} THEN '{kind} without a device' END AS reason, "
+        f"{c.raw('correlationId')} AS correlation, {c.int('correlationId')} AS corr, "
+        f"{c.pid('globalPid')} AS pid, CASE {c.times_reason(kind)} END AS reason, "
         f"CASE {c.times_lost()} WHEN {c.raw('end')} < {c.raw('start')} THEN 0 "
         f"ELSE {c.absent('deviceId')} END AS lost, "
-        f'{extra} FROM "{table}"{join}'
+        f'{extra} FROM "{table}"'
     )
 
 
@@ -203,4 +178,23 @@ def nvtx_events(export: Export) -> str | None:
         f"CASE WHEN {mark} THEN NOT {c.is_int('start')} AND {c.absent('start')} {c.times_lost()} "
         f"ELSE 0 END AS lost "
         f'FROM "NVTX_EVENTS" WHERE "eventType" IN ({kinds})'
+    )
+
+
+def processes(export: Export) -> str | None:
+    """``PROCESSES`` as (pid, name) (None when the export lacks it)."""
+    c = _Columns(export, "PROCESSES")
+    if not c.have:
+        return None
+    return f'SELECT {c.pid("globalPid")} AS pid, {c.raw("name")} AS name FROM "PROCESSES"'
+
+
+def thread_names(export: Export) -> str | None:
+    """The rows of ``ThreadNames`` with an integer ``globalTid``: (g, pid, tid, name id)."""
+    c = _Columns(export, "ThreadNames")
+    if "globalTid" not in c.have:
+        return None
+    return (
+        f'SELECT "globalTid" AS g, {c.pid("globalTid")} AS pid, {c.tid("globalTid")} AS tid, '
+        f'{c.raw("nameId")} AS name_id FROM "ThreadNames" WHERE {c.is_int("globalTid")}'
     )

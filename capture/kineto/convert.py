@@ -56,7 +56,7 @@ from .mapping import (
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import absent_columns, from_numpy, scan_events, spread
+from .native import NativeScan, absent_columns, from_numpy, scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -477,9 +477,12 @@ class _CutSpans:
         return any(len(s) for s in self._starts)
 
 
-def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa.Array:
+def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None, own: bool = False) -> pa.Array:
     """``body`` (large_string, no nulls) with the byte ``spans`` gathered for it removed, and
-    each row followed by its ``suffix`` text (large_string, no nulls) when one is given."""
+    each row followed by its ``suffix`` text (large_string, no nulls) when one is given.
+    ``own``: the body's text buffer is this function's to change (no other array reads it):
+    without a suffix, the text is then cut in place (the kept bytes only move back), not
+    copied, so that the old text and the new are not held at once."""
     if not spans and suffix is None:
         return body
     removed = spans.removed
@@ -496,7 +499,8 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
         added = np.frombuffer(suffix.buffers()[1], np.int64)[suffix.offset : suffix.offset + n + 1]
         new_offsets = kept_offsets + (added - added[0])
         del added
-    out = np.empty(int(new_offsets[-1]), np.uint8)
+    in_place = own and suffix is None and hi > lo and body.buffers()[2].is_mutable
+    out = data[lo:] if in_place else np.empty(int(new_offsets[-1]), np.uint8)
     # Blocks begin at row starts, so no cut spans two of them.
     row_at = np.searchsorted(offsets, np.arange(lo, hi, _CUT_BLOCK_BYTES))  # ascending
     if len(row_at):  # its distinct values (np.unique would load numpy.ma: 15-20 ms, once)
@@ -538,7 +542,12 @@ def _cut(body: pa.Array, spans: _CutSpans, suffix: pa.Array | None = None) -> pa
             size = int(new_offsets[r1] - new_offsets[r0])
             block = np.frombuffer(joined, np.uint8)[:size] if size else block[:0]
         at = int(new_offsets[r0])
-        out[at : at + len(block)] = block
+        if not (in_place and lo + at == a and not len(c_at)):  # else: already where it goes
+            out[at : at + len(block)] = block  # in place: lo + at <= a, and the block is read first
+    if in_place:  # the offsets are into the body's buffer, from where its rows began
+        return pa.Array.from_buffers(
+            pa.large_string(), n, [None, pa.py_buffer(new_offsets + lo), body.buffers()[2]]
+        )
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(out)])
 
 
@@ -579,6 +588,45 @@ def _other_cat(kind: pa.Array, cat: pa.Array) -> pa.Array:
 def _array(column: pa.ChunkedArray) -> pa.Array:
     """One array of a column (combine_chunks copies even a single chunk)."""
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+#: The name of each args key's intermediate column, and the key's number.
+_KEY_OF = {f"{c}{k}": k for k in range(len(RULE_KEYS)) for c in "vse"}
+
+
+class _ScanRows(dict):
+    """The intermediate columns of a native scan's rows, by name; an args key's dense columns
+    are made when one of them is first read (or popped), so that only the keys being read are
+    held dense at once (each is ~16 bytes a row, present or not)."""
+
+    def __init__(self, scan: NativeScan) -> None:
+        rows, scan.rows = scan.rows, None  # the table goes: its columns go as they are popped
+        n = scan.num_rows
+        super().__init__((name, _array(rows.column(name))) for name in rows.column_names if name != "ord")
+        del rows
+        for f in _CHUNK_SCHEMA:
+            if f.name not in self and f.name not in _KEY_OF:
+                self[f.name] = pa.nulls(n, f.type)
+        self._scan = scan
+        self._absent = cache(absent_columns)
+
+    def _make(self, name: str) -> bool:
+        k = _KEY_OF.get(name)
+        if k is None or k not in self._scan.keys:
+            return False
+        self.update(self._scan.key_columns(k, self._absent))
+        return True
+
+    def __missing__(self, name: str) -> pa.Array:
+        if self._make(name):
+            return self[name]
+        raise KeyError(name)
+
+    def pop(self, name: str, *default: Any) -> Any:
+        """As ``dict.pop``; an args key's column is made first if it is not yet."""
+        if name not in self:
+            self._make(name)
+        return super().pop(name, *default)
 
 
 def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
@@ -722,8 +770,8 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
             col.pop(column)
     _give_back(len(kind))  # what the rules above let go of, before the largest column is made again
     cut_from = col.pop("body")
-    body = _cut(cut_from, spans, suffix)
-    fresh = body is not cut_from  # a new buffer, which _close may change
+    body = _cut(cut_from, spans, suffix, own=True)
+    fresh = body is not cut_from  # a new buffer or the body's cut in place: _close may change it
     del cut_from, suffix
     spans = None  # noqa: F841 (the gathered spans go; the closure above holds the name)
     args = _close(body, own=fresh)
@@ -782,7 +830,6 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
     if native and doc.events_text is not None:
         scan = scan_events(doc.events_text, _CHUNK_SCHEMA, release=doc.release, mapped=doc.mapped)
     if scan is not None:
-        chunks.append(scan.table)
         src.flows.update(scan.flows)
         events: list = [text for _, text in scan.specials]
         indices: list[int] | range = [i for i, _ in scan.specials]
@@ -835,18 +882,24 @@ def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None,
     # The JSON text is no longer needed: free it before the last columns are built and written.
     events.clear()
     doc.release()
-    if not chunks:
-        chunks.append(_CHUNK_SCHEMA.empty_table())
-    merged = pa.concat_tables(chunks).combine_chunks()
-    chunks.clear()
-    if scan is not None:
-        if python_rows and scan.table.num_rows:  # rows from both paths: back into event order
-            merged = merged.take(pc.sort_indices(merged["ord"]))
-        merged = merged.drop_columns(["ord"])
-    if scan is not None:
-        scan.table = None  # its buffers go with the columns below
-    rows = {name: _array(merged.column(name)) for name in merged.column_names}
-    del merged
+    if scan is not None and not python_rows:
+        rows: dict[str, pa.Array] = _ScanRows(scan)
+    else:
+        if scan is not None:
+            chunks.insert(0, scan.table)
+        if not chunks:
+            chunks.append(_CHUNK_SCHEMA.empty_table())
+        merged = pa.concat_tables(chunks).combine_chunks()
+        chunks.clear()
+        if scan is not None:
+            if python_rows and scan.num_rows:  # rows from both paths: back into event order
+                merged = merged.take(pc.sort_indices(merged["ord"]))
+            merged = merged.drop_columns(["ord"])
+        rows = {name: _array(merged.column(name)) for name in merged.column_names}
+        del merged
+    scan = None
+    # Names are few and long: held as the events table holds them (to_table keeps the encoding).
+    rows["name"] = pc.dictionary_encode(rows["name"])
     _give_back(len(rows["ts"]))  # what building the rows let go of (the scan's and the spread's scratch)
     merged, runtime_size = _args_rules(rows)
     del rows
@@ -990,7 +1043,8 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     if len(at):
         found = pc.match_substring(pc.filter(columns["args"], annotation), f'"{STEP_MARK}":true')
         marked[at] = pc.fill_null(found, False).to_numpy(zero_copy_only=False)
-    step = pc.and_(annotation, pc.or_(pc.starts_with(columns["name"], STEP_PREFIX), from_numpy(marked)))
+    names = _array(columns["name"])
+    step = pc.and_(annotation, pc.or_(_per_name(names, pc.starts_with, STEP_PREFIX), from_numpy(marked)))
     unknown = pc.equal(kind, _str(_UNKNOWN_ANNOTATION))
     if pc.any(step).as_py() or pc.any(unknown).as_py():
         kind = pc.if_else(step, _str("step"), pc.if_else(unknown, _str("annotation"), kind))
@@ -1012,9 +1066,15 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     mkind = columns["memcpy_kind"]
     from_name = pc.and_(pc.equal(kind, _str("memcpy")), pc.is_null(mkind))
     if pc.any(from_name).as_py():
-        named = pc.struct_field(pc.extract_regex(columns["name"], MEMCPY_NAME_PATTERN), [0])
+        named = pc.struct_field(_per_name(names, pc.extract_regex, MEMCPY_NAME_PATTERN), [0])
         columns["memcpy_kind"] = pc.if_else(from_name, named, mkind)
     return columns
+
+
+def _per_name(names: pa.Array, function: Callable[..., pa.Array], *args: Any) -> pa.Array:
+    """``function(names, *args)`` for dictionary-encoded ``names``: computed on each distinct
+    name once."""
+    return pc.take(function(names.dictionary, *args), names.indices)
 
 
 def _chunk(columns: dict[str, Any], doc: KinetoDoc) -> pa.Table:

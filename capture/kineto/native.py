@@ -57,18 +57,44 @@ def _policy() -> tuple:
 class NativeScan:
     """What the extension made of an events array.
 
-    ``table``: the rows it split (the converter's intermediate chunk columns, ``dur`` null where
-    absent, plus ``ord``, the event's index in the array);
+    ``rows``: the rows it split (the converter's intermediate chunk columns but the args keys',
+    ``dur`` null where absent, plus ``ord``, the event's index in the array), ``num_rows`` of
+    them; ``keys``: each args
+    key's listed rows, value texts and spans, made into its dense columns by :meth:`key_columns`
+    (:attr:`table`: all of them at once);
     ``specials``: ``(index, text)`` of every event left to the Python converter, in order
     (copied out of the JSON text, which may be gone);
     ``flows``: counts of the CORRELATION_FLOWS flow events it consumed, by
     ``"cat:ph"``; ``events``: the number of events in the array.
     """
 
-    table: pa.Table | None
+    rows: pa.Table | None
+    num_rows: int
+    keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]
+    schema: pa.Schema
     specials: list[tuple[int, bytes]]
     flows: dict[str, int]
     events: int
+
+    def key_columns(self, k: int, absent: Callable[[int], tuple[pa.Array, pa.Array]] | None = None) -> dict:
+        """Args key ``k``'s dense columns ``v{k}``, ``s{k}``, ``e{k}``, once: its listed form
+        goes as they are made (the value texts' bytes go on in the text column)."""
+        at, start, end, values = self.keys.pop(k)
+        dense = spread(self.num_rows, at, start, end, values, absent or absent_columns)
+        return dict(zip((f"v{k}", f"s{k}", f"e{k}"), dense, strict=True))
+
+    @property
+    def table(self) -> pa.Table:
+        """The rows with every args key's dense columns (``schema`` plus ``ord``)."""
+        absent = cache(absent_columns)
+        columns = {name: self.rows.column(name) for name in self.rows.column_names}
+        n = self.num_rows
+        for k, (at, start, end, values) in self.keys.items():
+            columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(n, at, start, end, values, absent)
+        arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in self.schema]
+        return pa.Table.from_arrays(
+            [*arrays, columns["ord"]], schema=self.schema.append(pa.field("ord", pa.int64()))
+        )
 
 
 def scan_events(
@@ -101,7 +127,16 @@ def scan_events(
     if release is not None:
         release()
     flows = {key: c for key, c in zip(_FLOW_KEYS, res["flows"], strict=True) if c}
-    return NativeScan(_table(res, texts, schema), specials, flows, res["events"])
+    keys = {
+        k: (
+            np.frombuffer(rows, np.int64),
+            np.frombuffer(start, np.int32),
+            np.frombuffer(end, np.int32),
+            texts.pop(f"v{k}"),
+        )
+        for k, (rows, start, end, _, _) in enumerate(res["keys"])
+    }
+    return NativeScan(_table(res, texts), res["rows"], keys, schema, specials, flows, res["events"])
 
 
 def from_numpy(values: np.ndarray) -> pa.Array:
@@ -189,31 +224,24 @@ def _texts(res: dict) -> dict[str, pa.Array]:
     return out
 
 
-def _table(res: dict, texts: dict[str, pa.Array], schema: pa.Schema) -> pa.Table:
-    """The extension's column buffers as an Arrow table (``schema`` plus ``ord``), zero-copy
-    but for each args key's dense columns; ``texts`` are the checked text columns."""
+def _table(res: dict, texts: dict[str, pa.Array]) -> pa.Table:
+    """The extension's row columns (all but the args keys') as an Arrow table, plus ``ord``,
+    zero-copy; ``texts`` are the checked text columns."""
     n = res["rows"]
 
     def plain(typ: pa.DataType, data: bytes) -> pa.Array:
         return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)])
 
-    columns = {
-        "ts": texts["ts"],
-        "dur": texts["dur"],
-        "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
-        "name": texts["name"],
-        "cat": texts["cat"],
-        "pid": plain(pa.int64(), res["pid"]),
-        "tid": plain(pa.int64(), res["tid"]),
-        "body": texts["body"],
-    }
-    absent = cache(absent_columns)
-    for k, (rows, start, end, _, _) in enumerate(res["keys"]):
-        at = np.frombuffer(rows, np.int64)
-        columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(
-            n, at, np.frombuffer(start, np.int32), np.frombuffer(end, np.int32), texts[f"v{k}"], absent
-        )
-    arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(
-        [*arrays, plain(pa.int64(), res["ord"])], schema=schema.append(pa.field("ord", pa.int64()))
+    return pa.table(
+        {
+            "ts": texts["ts"],
+            "dur": texts["dur"],
+            "kind": pc.take(pa.array(KIND_NAMES, pa.string()), plain(pa.uint8(), res["kind"])),
+            "name": texts["name"],
+            "cat": texts["cat"],
+            "pid": plain(pa.int64(), res["pid"]),
+            "tid": plain(pa.int64(), res["tid"]),
+            "body": texts["body"],
+            "ord": plain(pa.int64(), res["ord"]),
+        }
     )

@@ -87,11 +87,9 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
 
     with pq.ParquetFile(f.path) as events:  # not pq.read_table: its datasets load pyarrow.compute
         table = events.read(columns=["ts", "dur", "kind", "device"])
-    wrong = wrong_column(f, table.schema)
+    wrong = wrong_column(f, table)  # types, and nulls in these four not-null columns
     if wrong is not None:
         raise wrong
-    if table["kind"].null_count:  # a kind is the one thing every event has
-        raise TraceFormatError(f.path, "column kind holds nulls, the format says not null")
     entry = per_rank.setdefault(
         (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
     )
@@ -103,8 +101,8 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
     by_kind = {names[k]: int(n) for k, n in enumerate(np.bincount(codes, minlength=len(names))) if n}
     entry["counts"].update(by_kind)
     counts.update(by_kind)
-    device, known = _ints(table["device"])
-    on_device = device >= 0 if known is None else (device >= 0) & known
+    device = table["device"].to_numpy()
+    on_device = device >= 0
     if on_device.any():  # (device, kind) pairs as one integer each, counted
         pairs, n_pairs = np.unique(
             device[on_device].astype(np.int64) * len(names) + codes[on_device], return_counts=True
@@ -112,34 +110,11 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
         for pair, n in zip(pairs.tolist(), n_pairs.tolist(), strict=True):
             dev, kind = divmod(pair, len(names))
             per_device.setdefault((f.node, dev), Counter())[names[kind]] += n
-    (ts, ts_known), (dur, dur_known) = _ints(table["ts"]), _ints(table["dur"])
-    starts = ts if ts_known is None else ts[ts_known]  # a null ts starts nothing
-    if ts_known is not None or dur_known is not None:  # and a null ts or dur ends nothing
-        ended = np.logical_and.reduce([m for m in (ts_known, dur_known) if m is not None])
-        ts, dur = ts[ended], dur[ended]
+    ts, dur = table["ts"].to_numpy(), table["dur"].to_numpy()
     end = ts + dur  # numpy wraps on overflow: a sum whose sign is neither operand's wrapped
     if (((ts ^ end) & (dur ^ end)) < 0).any():  # a wrapped sum made `info` print a negative duration
         raise TraceFormatError(f.path, "an event ends beyond the int64 nanosecond range")
-    if not len(starts):
-        return None
-    return int(starts.min()), int(end.max()) if len(end) else None
-
-
-def _ints(column) -> tuple[Any, Any]:
-    """An integer column's values (numpy) and which rows hold one: None when every row does (a
-    null row's value is whatever its slot holds)."""
-    import numpy as np
-
-    if not column.null_count:
-        return column.to_numpy(), None
-    values, known = [], []
-    for chunk in column.chunks:
-        bitmap, data = chunk.buffers()
-        rows = slice(chunk.offset, chunk.offset + len(chunk))
-        values.append(np.frombuffer(data, dtype=chunk.type.to_pandas_dtype())[rows])
-        bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little") if bitmap else None
-        known.append(np.ones(len(chunk), bool) if bits is None else bits[rows].astype(bool))
-    return np.concatenate(values), np.concatenate(known)
+    return int(ts.min()), int(end.max())
 
 
 def _kind_codes(kinds) -> tuple[list[str], Any]:

@@ -29,33 +29,42 @@ def _same(got, want) -> bool:
     return base(got).equals(base(want))
 
 
-def wrong_column(f: TraceFile, stored: pa.Schema) -> TraceFormatError | None:
-    """The error naming the first column of ``stored`` (the Arrow schema read from ``f``, or of
-    the columns read) whose type is not the one the format declares for ``f``'s table; None when
-    all are. A dictionary-encoded or plain string column is the same string column: the
-    encoding is how a writer stored it, not what it holds."""
+def wrong_column(f: TraceFile, stored: pa.Schema | pa.Table) -> TraceFormatError | None:
+    """The error naming the first column of ``stored`` (the Arrow schema read from ``f``, or a
+    table read from it) whose type is not the one the format declares for ``f``'s table, or, for
+    a table, that holds nulls where the format says not null; None when all are as declared. A
+    dictionary-encoded or plain string column is the same string column: the encoding is how a
+    writer stored it, not what it holds."""
+    import pyarrow as pa
+
     from .schema import TABLE_SCHEMAS
 
+    schema = stored if isinstance(stored, pa.Schema) else stored.schema
     for field in TABLE_SCHEMAS[f.table]:
-        if field.name in stored.names and not _same(stored.field(field.name).type, field.type):
-            got = stored.field(field.name).type
+        if field.name not in schema.names:
+            continue
+        got = schema.field(field.name).type
+        if not _same(got, field.type):
             return TraceFormatError(f.path, f"column {field.name} holds {got}, the format says {field.type}")
+        if not field.nullable and isinstance(stored, pa.Table) and stored[field.name].null_count:
+            return TraceFormatError(f.path, f"column {field.name} holds nulls, the format says not null")
     return None
 
 
 def unreadable(files: Iterable[TraceFile]) -> TraceFormatError | None:
     """The error naming the first of ``files`` that cannot be read as its table (a stored column
-    of another type than the format declares, or pages that do not decode); None when every
-    one reads (the failure was not the files')."""
+    of another type than the format declares, nulls where it says not null, or pages that do not
+    decode); None when every one reads (the failure was not the files')."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     for f in files:
         try:
-            wrong = wrong_column(f, pq.read_schema(f.path))
+            wrong = wrong_column(f, pq.read_schema(f.path))  # before decoding: a type is cheap
+            if wrong is None:
+                wrong = wrong_column(f, pq.read_table(f.path))  # every page decoded, then nulls
             if wrong is not None:
                 return wrong
-            pq.read_table(f.path)  # every page decoded
         except (OSError, pa.ArrowException) as exc:
             return TraceFormatError(f.path, f"cannot read {f.table} ({str(exc).splitlines()[0]})")
     return None

@@ -6,19 +6,14 @@
 
 # no `from __future__ import annotations` here: it would bind `annotations` in this package's
 # namespace and shadow the profui.analysis.annotations module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profui.capture.format.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .trace import Trace, open_trace
+    from .trace import Trace as Trace
+    from .trace import open_trace as open_trace
 
-__all__ = ["Trace", "open_trace"]
-
-
-def __getattr__(name: str) -> Any:
-    # Trace (and Polars with it) is imported on first use: a surface that only lays out answers
-    # and imports this package's light modules (formatting, catalog) pays no Polars import
-    if name in __all__:
-        from . import trace
-
-        return getattr(trace, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Trace (and Polars with it) is imported on first use: a surface that only lays out answers
+# and imports this package's light modules (formatting, catalog) pays no Polars import
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {"Trace": "trace", "open_trace": "trace"})

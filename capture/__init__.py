@@ -14,19 +14,14 @@ The annotation API, for training scripts (works with or without torch)::
         loss = model(x)
 """
 
-import importlib
-from typing import Any
+from profui.capture.format.lazy import lazy_exports
 
-__all__ = ["annotate", "annotation_begin", "annotation_end", "start_profiling", "step", "stop_profiling"]
-
-
-def __getattr__(name: str) -> Any:
-    # The annotation API loads on first use: analysis and the TUI import profui.capture.format,
-    # which imports this package, and should not pay ~10 ms for the recorder they never use.
-    if name in __all__:
-        return getattr(importlib.import_module(f"{__name__}.annotations"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+# The annotation API loads on first use: analysis and the TUI import profui.capture.format,
+# which imports this package, and should not pay ~10 ms for the recorder they never use.
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    dict.fromkeys(
+        ["annotate", "annotation_begin", "annotation_end", "start_profiling", "step", "stop_profiling"],
+        "annotations",
+    ),
+)

@@ -10,73 +10,66 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profui.capture.format.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .dag import TRACE, Registry, Stage
-    from .engine import StageEvent, analyze
-    from .errors import PipelineError
-    from .outputs import damaged_runs, latest_outputs, list_runs, load_output, load_run, prune
-    from .params import Param, parse_assignments
-    from .planning import Plan, plan_run
-    from .records import RunRecord, StageRecord
-    from .registry import REGISTRY
+    from .dag import TRACE as TRACE
+    from .dag import Registry as Registry
+    from .dag import Stage as Stage
+    from .engine import StageEvent as StageEvent
+    from .engine import analyze as analyze
+    from .errors import PipelineError as PipelineError
+    from .outputs import (
+        damaged_runs as damaged_runs,
+    )
+    from .outputs import (
+        latest_outputs as latest_outputs,
+    )
+    from .outputs import (
+        list_runs as list_runs,
+    )
+    from .outputs import (
+        load_output as load_output,
+    )
+    from .outputs import (
+        load_run as load_run,
+    )
+    from .outputs import (
+        prune as prune,
+    )
+    from .params import Param as Param
+    from .params import parse_assignments as parse_assignments
+    from .planning import Plan as Plan
+    from .planning import plan_run as plan_run
+    from .records import RunRecord as RunRecord
+    from .records import StageRecord as StageRecord
+    from .registry import REGISTRY as REGISTRY
 
 # Each name loads its own module on first use: the registry imports every stage (and Polars with
 # them), which reading run records (`profui runs`) or catching PipelineError does not need.
-_HOME = {
-    "TRACE": "dag",
-    "Registry": "dag",
-    "Stage": "dag",
-    "StageEvent": "engine",
-    "analyze": "engine",
-    "PipelineError": "errors",
-    "damaged_runs": "outputs",
-    "latest_outputs": "outputs",
-    "list_runs": "outputs",
-    "load_output": "outputs",
-    "load_run": "outputs",
-    "prune": "outputs",
-    "Param": "params",
-    "parse_assignments": "params",
-    "Plan": "planning",
-    "plan_run": "planning",
-    "RunRecord": "records",
-    "StageRecord": "records",
-    "REGISTRY": "registry",
-}
-
-__all__ = [
-    "REGISTRY",
-    "TRACE",
-    "Param",
-    "PipelineError",
-    "Plan",
-    "Registry",
-    "RunRecord",
-    "Stage",
-    "StageEvent",
-    "StageRecord",
-    "analyze",
-    "damaged_runs",
-    "latest_outputs",
-    "list_runs",
-    "load_output",
-    "load_run",
-    "parse_assignments",
-    "plan_run",
-    "prune",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "TRACE": "dag",
+        "Registry": "dag",
+        "Stage": "dag",
+        "StageEvent": "engine",
+        "analyze": "engine",
+        "PipelineError": "errors",
+        "damaged_runs": "outputs",
+        "latest_outputs": "outputs",
+        "list_runs": "outputs",
+        "load_output": "outputs",
+        "load_run": "outputs",
+        "prune": "outputs",
+        "Param": "params",
+        "parse_assignments": "params",
+        "Plan": "planning",
+        "plan_run": "planning",
+        "RunRecord": "records",
+        "StageRecord": "records",
+        "REGISTRY": "registry",
+    },
+)

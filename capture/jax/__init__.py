@@ -4,16 +4,14 @@
 pipeline in :mod:`profui.capture.kineto.importer` calls :func:`convert_jax_file` for them.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .detect import is_jax_trace
+from profui.capture.format.lazy import lazy_exports
 
-__all__ = ["convert_jax_file", "is_jax_trace"]
+if TYPE_CHECKING:
+    from .convert import convert_jax_file as convert_jax_file
+    from .detect import is_jax_trace as is_jax_trace
 
-
-def __getattr__(name: str) -> Any:
-    if name == "convert_jax_file":
-        from .convert import convert_jax_file
-
-        return convert_jax_file
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__, {"convert_jax_file": "convert", "is_jax_trace": "detect"}
+)

@@ -8,27 +8,53 @@ The importer (pyarrow, numpy, msgspec, the C scan) loads on first use of one of 
 needs) costs nothing of it.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .errors import KinetoFormatError
+from profui.capture.format.lazy import lazy_exports
 
-_IMPORTER = (
-    "ConvertResult",
-    "Imported",
-    "convert_kineto_file",
-    "detect_node",
-    "detect_rank",
-    "import_jobs",
-    "import_kineto",
-    "workers_for",
+if TYPE_CHECKING:
+    from .errors import KinetoFormatError as KinetoFormatError
+    from .importer import (
+        ConvertResult as ConvertResult,
+    )
+    from .importer import (
+        Imported as Imported,
+    )
+    from .importer import (
+        convert_kineto_file as convert_kineto_file,
+    )
+    from .importer import (
+        detect_node as detect_node,
+    )
+    from .importer import (
+        detect_rank as detect_rank,
+    )
+    from .importer import (
+        import_jobs as import_jobs,
+    )
+    from .importer import (
+        import_kineto as import_kineto,
+    )
+    from .importer import (
+        workers_for as workers_for,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "KinetoFormatError": "errors",
+        **dict.fromkeys(
+            [
+                "ConvertResult",
+                "Imported",
+                "convert_kineto_file",
+                "detect_node",
+                "detect_rank",
+                "import_jobs",
+                "import_kineto",
+                "workers_for",
+            ],
+            "importer",
+        ),
+    },
 )
-
-__all__ = ["KinetoFormatError", *_IMPORTER]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _IMPORTER:
-        from . import importer
-
-        return getattr(importer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,16 +5,28 @@ the import pipeline in :mod:`profui.capture.kineto.importer` calls it for ``.sql
 ``.nsys-rep`` sources. Only the standard library's ``sqlite3`` reads the export.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .tables import NSYS_SUFFIXES, NsysFormatError, is_nsys_file
+from profui.capture.format.lazy import lazy_exports
 
-__all__ = ["NSYS_SUFFIXES", "NsysFormatError", "convert_nsys_file", "is_nsys_file"]
+if TYPE_CHECKING:
+    from .convert import convert_nsys_file as convert_nsys_file
+    from .tables import (
+        NSYS_SUFFIXES as NSYS_SUFFIXES,
+    )
+    from .tables import (
+        NsysFormatError as NsysFormatError,
+    )
+    from .tables import (
+        is_nsys_file as is_nsys_file,
+    )
 
-
-def __getattr__(name: str) -> Any:
-    if name == "convert_nsys_file":
-        from .convert import convert_nsys_file
-
-        return convert_nsys_file
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "NSYS_SUFFIXES": "tables",
+        "NsysFormatError": "tables",
+        "is_nsys_file": "tables",
+        "convert_nsys_file": "convert",
+    },
+)

@@ -2,57 +2,63 @@
 
 A fresh process runs one command line and reports, at exit, the modules it imported (the
 top-level ones, and the watched parts of a library: pyarrow.compute, ~0.04 s on its own).
-The oracle is each command's declared use below (what the command needs and why), not a record of
-what the code loads today: a library that is watched and not declared is a failure. Small commands
+Every installed third-party library is watched. The oracle is each command's declared use below
+(what the command needs and why), not a record of what the code loads today: a library loaded and
+not declared is a failure. Small commands
 are mostly start-up, so a library loaded and not used is time every user waits for (pyarrow with
 numpy ~0.1 s, polars ~0.1 s, pydantic ~0.05 s, textual ~0.2 s).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
 
 from realdata import SAMPLES, shared_trace
 
-# the libraries a command may load or not; the standard library and typer's own small
-# dependencies (shellingham, annotated_doc) are not watched
-WATCHED = frozenset(
-    {
-        "pyarrow",
-        "polars",
-        "numpy",
-        "pydantic",
-        "textual",
-        "dask",
-        "distributed",
-        "msgspec",
-        "isal",
-        "psutil",
-        "pynvml",
-        "rich",
-        "typer",
-        "pyarrow.compute",
-    }
-)
 
-# typer renders help (and the usage shown for no arguments) with rich
-HELP = frozenset({"typer", "rich"})
-# typer >= 0.2x coerces every value given on the command line (a path, a number) with pydantic;
-# only --help and bool flags are free of it (profui declares its own -h/--help for that)
-TYPER_VALUES = frozenset({"typer", "pydantic"})
-# the analysis: Polars frames, numpy where a stage computes on arrays, msgspec run records
-ANALYSIS = frozenset({"polars", "numpy", "msgspec"})
-# the Kineto importer: pyarrow tables and compute functions (numpy under pyarrow), msgspec JSON,
-# isal's gzip
-IMPORTER = frozenset({"pyarrow", "pyarrow.compute", "numpy", "msgspec", "isal"})
+@functools.cache
+def watched() -> frozenset[str]:
+    """Every installed third-party top-level module (profui's own and those a bare interpreter
+    loads at start-up, site's .pth hooks such as setuptools' _distutils_hack, are no command's),
+    and the watched parts of a library."""
+    bare = subprocess.run(
+        [sys.executable, "-c", "import sys; print(*sys.modules)"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return frozenset(packages_distributions()) - {"profui", *bare} | {"pyarrow.compute"}
+
+
+# typer, with its own small dependencies: shellingham (the shell, for completion), annotated_doc
+TYPER = frozenset({"typer", "shellingham", "annotated_doc"})
+# typer renders help (and the usage shown for no arguments) with rich, its markup as markdown
+# (markdown_it, mdurl, linkify_it) and highlighting (pygments)
+HELP = TYPER | {"rich", "markdown_it", "mdurl", "linkify_it", "pygments"}
+# typer >= 0.2x coerces every value given on the command line (a path, a number) with pydantic
+# (and pydantic's dependencies); only --help and bool flags are free of it (profui declares its
+# own -h/--help for that)
+TYPER_VALUES = TYPER | {
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_extensions",
+    "typing_inspection",
+}
+# pyarrow's core (pyarrow.lib) imports numpy, and cloudpickle (when installed) for pickling
+PYARROW = frozenset({"pyarrow", "numpy", "cloudpickle"})
+# the analysis: Polars frames (its compiled runtime is a package of its own), numpy where a stage
+# computes on arrays, msgspec run records
+ANALYSIS = frozenset({"polars", "_polars_runtime_32", "numpy", "msgspec"})
+# the Kineto importer: pyarrow tables and compute functions, msgspec JSON, isal's gzip
+IMPORTER = PYARROW | {"pyarrow.compute", "msgspec", "isal"}
 
 SMALL_KINETO = "hta-trace_compare-base-base.json.gz"
 
@@ -95,13 +101,13 @@ def loaded(tool: str, args: list[str], tmp: Path) -> tuple[set[str], subprocess.
         [sys.executable, "-c", PROBE, tool, *args], capture_output=True, text=True, timeout=300, env=env
     )
     modules = set(json.loads(out.read_text()))
-    return {m.split(".")[0] for m in modules} | (modules & WATCHED), proc
+    return {m.split(".")[0] for m in modules} | (modules & watched()), proc
 
 
 def _check(tool: str, args: list[str], uses: frozenset[str], tmp: Path, rc: int = 0) -> None:
     mods, proc = loaded(tool, args, tmp)
     assert proc.returncode == rc, (proc.stdout[-800:], proc.stderr[-2000:])
-    unused = sorted((mods & WATCHED) - uses)
+    unused = sorted((mods & watched()) - uses)
     assert not unused, f"`{tool} {' '.join(args)}` loads {unused}, which it does not use"
 
 
@@ -129,7 +135,7 @@ def test_profcap_help_loads_none(tmp_path: Path) -> None:
 @pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
 def test_info_of_a_trace_folder(work: Path, extra: list[str], tmp_path: Path) -> None:
     # pyarrow reads four event columns (parquet), numpy counts them (it comes with pyarrow)
-    _check("profui", ["info", str(work / "mlp"), *extra], TYPER_VALUES | {"pyarrow", "numpy"}, tmp_path)
+    _check("profui", ["info", str(work / "mlp"), *extra], TYPER_VALUES | PYARROW, tmp_path)
 
 
 def test_info_of_kineto_json_imports_it_first(tmp_path: Path) -> None:
@@ -171,13 +177,13 @@ def test_diff(work: Path, tmp_path: Path) -> None:
 def test_export(work: Path, tmp_path: Path) -> None:
     # selection in Polars, the Chrome-trace writer over pyarrow tables
     args = ["export", str(work / "mlp"), "-o", str(tmp_path / "trace.json")]
-    _check("profui", args, TYPER_VALUES | ANALYSIS | {"pyarrow"}, tmp_path)
+    _check("profui", args, TYPER_VALUES | ANALYSIS | PYARROW, tmp_path)
 
 
 def test_open_refuses_a_bad_path_before_loading_the_app(tmp_path: Path) -> None:
     # `profui open` uses the app (textual), the analysis and the importer; a path it refuses in one
-    # line needs none of them: only the import cache's look-up (msgspec, ~3 ms, comes with it)
-    uses = TYPER_VALUES | {"msgspec"}
-    _check("profui", ["open", str(tmp_path / "missing")], uses, tmp_path, rc=2)
+    # line needs none of them: a missing path is refused before any look-up, and a file that is no
+    # trace source finds no sources to look up in the import cache (its run records: msgspec)
+    _check("profui", ["open", str(tmp_path / "missing")], TYPER_VALUES, tmp_path, rc=2)
     (tmp_path / "notes.txt").write_text("hello")
-    _check("profui", ["open", str(tmp_path / "notes.txt")], uses, tmp_path, rc=2)
+    _check("profui", ["open", str(tmp_path / "notes.txt")], TYPER_VALUES, tmp_path, rc=2)

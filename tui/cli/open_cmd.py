@@ -47,7 +47,6 @@ def plan_open(path: Path | None):
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
     from profui.capture.format import TraceFormatError, find_trace_dirs, is_trace_dir, open_trace_dir
-    from profui.capture.kineto.cache import cached_import, refused_folder, resolve_jobs, source_scan
 
     if path is None:
         return _target("trace", bundled_sample())
@@ -64,6 +63,9 @@ def plan_open(path: Path | None):
             return _target("trace", traces[0])
         if traces:
             return _target("jobs", path)
+    # the import cache's look-up (msgspec) only for a path that is no trace
+    from profui.capture.kineto.cache import cached_import, refused_folder, resolve_jobs, source_scan
+
     scan = source_scan(path)
     sources = scan.sources
     for src in sources:  # unreadable: one line now (the CLI names the file), not in the app

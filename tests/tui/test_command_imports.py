@@ -54,9 +54,18 @@ TYPER_VALUES = TYPER | {
 }
 # pyarrow's core (pyarrow.lib) imports numpy, and cloudpickle (when installed) for pickling
 PYARROW = frozenset({"pyarrow", "numpy", "cloudpickle"})
-# the analysis: Polars frames (its compiled runtime is a package of its own), numpy where a stage
-# computes on arrays, msgspec run records
-ANALYSIS = frozenset({"polars", "_polars_runtime_32", "numpy", "msgspec"})
+# Polars' compiled runtime is a distribution of its own (polars-runtime-32, -64, -compat: which one
+# a fresh install picks, and so its module's name, is Polars' choice)
+POLARS = frozenset(
+    {"polars"}
+    | {
+        m
+        for m, dists in packages_distributions().items()
+        if any(d.startswith("polars-runtime") for d in dists)
+    }
+)
+# the analysis: Polars frames, numpy where a stage computes on arrays, msgspec run records
+ANALYSIS = POLARS | {"numpy", "msgspec"}
 # the Kineto importer: pyarrow tables and compute functions, msgspec JSON, isal's gzip
 IMPORTER = PYARROW | {"pyarrow.compute", "msgspec", "isal"}
 

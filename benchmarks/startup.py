@@ -79,7 +79,11 @@ def main() -> None:
 
     source = Path(args.trace) if Path(args.trace).exists() else TRACES / args.trace
     work = Path(tempfile.mkdtemp(prefix="profui-startup-"))
-    sides = {"base": args.base, "new": args.new}
+    sides = {"new": args.new}
+    if args.base and Path(args.base).is_file():
+        sides = {"base": args.base, **sides}
+    else:
+        print(f"no baseline at {args.base!r} (--base): this checkout alone", file=sys.stderr)
     envs = {
         side: {**os.environ, "COLUMNS": "100", "PROFUI_CACHE": str(work / f"cache-{side}")} for side in sides
     }

@@ -170,11 +170,15 @@ def _workers(stages: int, events: int = 0) -> int:
     thread waiting on its inputs or building a plan leaves its core to another), never more than
     the stages; on a large trace two, whatever the cores: there Polars' own threads fill the
     cores within each query, and every further stage at once only adds its working memory (3M
-    events on 2 cores: three stages at once peaked ~150 MB above two, in no less time); from
-    4M events one: on 5M events (df_index ×33, ``profui summary``, each way four times over two
-    sessions at load 3-10) two at once peaked at 1.95-2.20 GB (median 1.95), one at a time at
-    1.80-2.04 GB (median 1.91), in the same CPU seconds; the wall times varied with the load more
-    than between the two."""
+    events on 2 cores: three stages at once peaked ~150 MB above two, in no less time).
+
+    From 4M events one at a time, a small saving of memory paid for in wall time. On 5M events
+    (df_index ×33, ``profui summary``, 2 cores), two at once against one at a time: first four
+    runs each way over two sessions at load 3-10, peaks 1.95-2.20 GB (median 1.95) against
+    1.80-2.04 GB (median 1.91); then six each way alternating at load 6-9, 1.91-2.00 GB (median
+    of five 1.96) against 1.77-1.91 GB (1.88), CPU the same (10.4 against 10.7 s), wall 11.5
+    against 15.4 s (medians; 9.8-30 s and 11.8-31 s with the load). Neither keeps every run
+    under 2 GB; the cut at 4M is placed between the sizes measured (3M, 5M), not measured."""
     if events >= HUGE_TRACE_EVENTS:
         return 1
     if events >= LARGE_TRACE_EVENTS:

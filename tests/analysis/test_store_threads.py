@@ -4,7 +4,7 @@ The oracle for its outputs is the same graph run one stage per call (each call c
 single stage, so nothing runs beside it): on real traces the two stores hold equal frames and
 values. Failures are the graph's first failing stage, as when stages run in turn, and no stage
 thread outlives the call. How many stages run at once is observed from the stage bodies
-themselves: two on a large trace, more on a small one.
+themselves: one on a huge trace, two on a large one, more on a small one.
 """
 
 from __future__ import annotations
@@ -106,15 +106,19 @@ def _counting(registry: Registry, seen: list[int]) -> Registry:
     return Registry([wrap(s) for s in registry.stages.values()], registry.params.values())
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
-def test_a_large_trace_runs_two_stages_at_a_time(imported_trace, monkeypatch, large) -> None:
+@pytest.mark.parametrize("size", ["small", "large", "huge"])
+def test_stages_at_once_follow_the_trace_size(imported_trace, monkeypatch, size) -> None:
     trace = imported_trace("nccl_parser_config-nccl_data")
-    # the rule reads the trace's event count: this real trace counts as large when the bar is 1
-    monkeypatch.setattr(store, "LARGE_TRACE_EVENTS", 1 if large else 10**12)
+    # the rule reads the trace's event count: this real trace counts as large (or huge) when
+    # that bar is 1, and as neither when the bars are out of reach
+    monkeypatch.setattr(store, "LARGE_TRACE_EVENTS", 1 if size == "large" else 10**12)
+    monkeypatch.setattr(store, "HUGE_TRACE_EVENTS", 1 if size == "huge" else 10**12)
     seen: list[int] = []
     out = compute(trace, ["summary"], registry=_counting(REGISTRY, seen))
     assert set(out) == set(REGISTRY.order)
-    if large:
+    if size == "huge":
+        assert max(seen) == 1
+    elif size == "large":
         assert max(seen) == 2
     else:  # one more than the cores (at least 3 here), where the graph has that many ready
         assert max(seen) >= 3

@@ -124,16 +124,21 @@ def clip_to_windows(intervals: Frame, windows: Frame, by: Sequence[str]) -> pl.L
     )
 
 
-def union_length(intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns") -> pl.LazyFrame:
-    """Total length covered by the union of each group's intervals (one row per group)."""
+def union_length(
+    intervals: Frame, by: Sequence[str] = (), name: str = "busy_ns", merged: bool = False
+) -> pl.LazyFrame:
+    """Total length covered by the union of each group's intervals (one row per group).
+
+    Pass ``merged=True`` when the intervals are already disjoint per group.
+    """
     by = list(by)
-    merged = merge_intervals(intervals, by)
+    union = _lazy(intervals).select(*by, "start", "end") if merged else merge_intervals(intervals, by)
     agg = (pl.col("end") - pl.col("start")).sum().alias(name)
     if not by:
-        return merged.select(agg.fill_null(0))
+        return union.select(agg.fill_null(0))
     groups = _lazy(intervals).select(by).unique()  # groups with only empty intervals get 0
     return (
-        groups.join(merged.group_by(by).agg(agg), on=by, how="left", nulls_equal=True)
+        groups.join(union.group_by(by).agg(agg), on=by, how="left", nulls_equal=True)
         .with_columns(pl.col(name).fill_null(0))
         .sort(by)
     )

@@ -117,8 +117,7 @@ def gpu_busy_and_utilization(
     merged = merge_intervals(work, GPU_BY).collect(engine=ENGINE).lazy()
 
     def length(_work: pl.LazyFrame, by: Sequence[str], name: str) -> pl.LazyFrame:
-        # a GPU without a merged interval is none of these rows: busy_table gives it 0
-        return merged.group_by(list(by)).agg((pl.col("end") - pl.col("start")).sum().alias(name))
+        return union_length(merged, by, name, merged=True)
 
     busy = busy_table(events, work, GPU_BY, length)
     return busy, utilization_table(events, work, lambda _work, _by: merged, bucket_ns, GPU_BY)

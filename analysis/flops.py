@@ -343,18 +343,12 @@ def kernel_flops(events: Frame, ops: pl.DataFrame, kernels: Frame | None = None)
         .with_row_index("op")
         .select(pl.col("op").cast(pl.Int64), pl.col("flops").alias("_f"), pl.col("bytes").alias("_b"))
     )
-    if ops.get_column("flops").is_null().all():
-        # no op has FLOPs to give (no shapes recorded): no kernel carries any, none is linked
-        # and none need be put in order to find the carriers
-        return kernels.select(
-            "node", "rank", "device", "stream", "name", "ts", "dur",
-            pl.lit(None, pl.Int64).alias("op"),
-            *(pl.lit(None, ops.schema[c]).alias(c) for c in ("flops", "bytes")),
-            "precision",
-        )  # fmt: skip
+    if ops.get_column("flops").is_null().all():  # no op has FLOPs to give (no shapes recorded)
+        k = kernels.with_columns(pl.lit(None, pl.Int64).alias("op"))
+    else:
+        k = kernels.join(_linked(ev, ops), on=["node", "rank", "correlation"], how="left")
     k = (
-        kernels.join(_linked(ev, ops), on=["node", "rank", "correlation"], how="left")
-        .join(flop_of, on="op", how="left")
+        k.join(flop_of, on="op", how="left")
         .sort(["op", "dur", "ts"], descending=[False, True, False], nulls_last=True)
         .with_columns((pl.col("op").is_not_null() & pl.col("op").is_first_distinct()).alias("_carrier"))
         .with_columns(

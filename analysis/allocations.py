@@ -165,6 +165,18 @@ def memory_events(events: pl.LazyFrame, rows: pl.LazyFrame | None = None) -> pl.
     )
 
 
+def _require_event_order(mem: pl.DataFrame) -> None:
+    """Raise ``ValueError`` unless ``mem`` is in :func:`memory_events`' row order: each device's
+    rows together, ``seq`` 0, 1, … (so time order), which the callers read without sorting."""
+    first = pl.int_range(pl.len()) == 0
+    same = pl.all_horizontal(*(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in DEVICE_KEYS))
+    ok = (
+        pl.when(first | ~same).then(pl.col("seq") == 0).otherwise(pl.col("seq") == pl.col("seq").shift(1) + 1)
+    )
+    if not mem.select(ok.all()).item():
+        raise ValueError("memory rows are not in memory_events' order (per device, seq 0, 1, ...)")
+
+
 def _applied() -> pl.Expr:
     """The bytes an event added to the total: its ``Bytes``, none for an out-of-memory (its
     request failed)."""
@@ -250,7 +262,11 @@ def device_peaks(mem: pl.DataFrame, events: pl.LazyFrame, windows: pl.DataFrame)
     and last event, the allocated level before the first and after the last, the peak
     (``peak_allocated_bytes`` at ``peak_ns``, its first event) with the allocating thread's
     innermost op and annotation and the step it falls in, the reserved peak, and the
-    out-of-memory count."""
+    out-of-memory count.
+
+    ``mem`` must keep :func:`memory_events`' row order (each device's rows in ``seq`` order);
+    ``ValueError`` otherwise."""
+    _require_event_order(mem)
     before_first = pl.col("allocated_bytes").first() - _applied().first()
     at_peak = pl.col("allocated_bytes").arg_max()
     per = (
@@ -287,7 +303,11 @@ def memory_per_step(mem: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Per device and step (the step's host window): the allocated level entering it (the last
     event before it; before the device's first event, the level that event started from), its
     floor (the least level inside, entering level included), peak, the level at its end and the
-    growth (end − entering). A leak shows as a floor rising step after step."""
+    growth (end − entering). A leak shows as a floor rising step after step.
+
+    ``mem`` must keep :func:`memory_events`' row order (each device's rows in ``seq`` order,
+    so in time order); ``ValueError`` otherwise."""
+    _require_event_order(mem)
     cols = [*DEVICE_KEYS, "step", "start_ns", "end_ns", "events", "start_allocated_bytes",
             "min_allocated_bytes", "peak_allocated_bytes", "end_allocated_bytes", "growth_bytes"]  # fmt: skip
     m = mem.lazy()
@@ -376,7 +396,11 @@ def live_at_peak(
 def memory_over_time(mem: pl.DataFrame, buckets: int = BUCKETS) -> pl.DataFrame:
     """Per device the series in at most ``buckets`` equal time buckets from its first event to
     its last: each non-empty bucket's highest allocated and reserved levels and the allocated
-    level it ends at."""
+    level it ends at.
+
+    ``mem`` must keep :func:`memory_events`' row order (each device's rows in ``seq`` order);
+    ``ValueError`` otherwise."""
+    _require_event_order(mem)
     keys = list(DEVICE_KEYS)
     span = (pl.col("ts").max() - pl.col("ts").min()).over(keys) + 1
     length = (span + buckets - 1) // buckets

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .intervals import Frame, _lazy
-from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, join_by_rank, launch_times
+from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, join_by_rank, launch_times, sort_total
 from .stats import describe
 
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
@@ -61,6 +61,10 @@ MAX_QUEUE_LENGTH = 1024
 
 _STREAM_KEYS = ["node", "rank", "device", "stream"]
 
+#: The order of device events in :func:`gaps_of`: by start, and at equal starts (µs-rounded
+#: traces) by correlation id, duration and name, then the stream (nulls last).
+DEVICE_ORDER: tuple[str, ...] = ("ts", "correlation", "dur", "name", *_STREAM_KEYS)
+
 
 def device_events(events: pl.LazyFrame) -> pl.LazyFrame:
     """The device work (kernel, memcpy, memset) whose gaps and queue are analysed."""
@@ -86,9 +90,11 @@ def idle_intervals(
     """Every gap before a device event on its stream, with its category.
 
     Columns: ``node, rank, device, stream, start, end, idle_ns, category, name`` (``name`` of the
-    event after the gap; ``start`` is where all earlier work on the stream ended; rows in time
-    order, the streams interleaved). Gaps of 0 or less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame, where
-    the caller has it.
+    event after the gap; ``start`` is where all earlier work on the stream ended; rows in
+    :data:`DEVICE_ORDER`, the streams interleaved: of events starting at one ns on a stream,
+    the one with the lowest correlation id, then duration, then name, comes first). Gaps of 0
+    or less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame,
+    where the caller has it.
     """
     return gaps_of(device_events(events), _calls(events, launches), kernel_wait_ns, after_all_earlier=True)
 
@@ -103,6 +109,10 @@ def gaps_of(
 
     ``after_all_earlier``: a gap starts where all earlier work ended and only positive gaps
     count; otherwise (HTA) it starts at the previous event's end, and every gap counts.
+    A stream's events are taken in :data:`DEVICE_ORDER` (ties at one start broken by
+    correlation id, then duration, then name; nulls last), so which event follows a gap — its
+    name, its launch and, HTA's way, the previous end — is a function of the events, not of
+    their row order; rows come in that order too, the streams interleaved.
     """
     dev = dev.select(*_STREAM_KEYS, "ts", "dur", "name", "correlation")
     dev = join_by_rank(dev, calls, how="left")
@@ -111,7 +121,7 @@ def gaps_of(
     # in time order, each stream's window over its own rows (a sort by the streams' keys first,
     # a string among them, cost 3x the sort by time)
     out = (
-        dev.sort("ts")
+        sort_total(dev, (), DEVICE_ORDER[:1], DEVICE_ORDER[1:], nulls_last=True)
         .with_columns(prev_end.over(_STREAM_KEYS).alias("start"))
         .filter(pl.col("start").is_not_null())
         .with_columns((pl.col("ts") - pl.col("start")).alias("idle_ns"))

@@ -549,6 +549,21 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     return pl.concat([c.filter(found), picked], how="horizontal").select(columns).lazy()
 
 
+def in_order_within(frame: pl.DataFrame, groups: Sequence[str], order: Sequence[str]) -> bool:
+    """Whether each group of rows alike in ``groups`` lies in one run of the frame and is
+    strictly ascending in ``order`` (compared as a tuple, nulls never in order): then a sort by
+    ``order`` leaves each group's rows in the order they have (a strict order has no ties)."""
+    ascending = pl.lit(False)
+    for c in reversed(order):
+        prev = pl.col(c).shift()
+        ascending = (pl.col(c) > prev) | ((pl.col(c) == prev) & ascending)
+    new_run = pl.any_horizontal(pl.col(g).ne_missing(pl.col(g).shift()) for g in groups)
+    runs = frame.select(new_run.alias("_new"), (new_run | ascending.fill_null(False)).alias("_ok"))
+    if not runs["_ok"].all():
+        return False
+    return not frame.filter(runs["_new"]).select(groups).is_duplicated().any()
+
+
 def op_instances(
     matched: pl.LazyFrame, launch_order: Sequence[str] = ("call_ts", "call_ord")
 ) -> pl.LazyFrame:
@@ -556,8 +571,13 @@ def op_instances(
     ``kernel_sequence`` (the launched names in ``launch_order`` — time; HTA: trace order — as a
     list; :func:`op_rows` joins them) and the first launch's ``aten_op_delay`` / ``runtime_delay``."""
     keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
+    rows = matched.collect(engine=ENGINE)
+    # a group's list takes its rows in frame order, and every group lies in one node and rank:
+    # rows already in launch order there (aten_op_kernels' calls are) need no sort of them all
+    if not in_order_within(rows, ["node", "rank"], launch_order):
+        rows = rows.sort(list(launch_order))
     return (
-        matched.sort(list(launch_order))
+        rows.lazy()
         .group_by(keys)
         .agg(
             # a list, not a joined string: grouping op_rows by lists of names is 3x cheaper

@@ -312,3 +312,44 @@ def test_deepest_ops_at_equal_starts_hand_checked():
         (160, "aten::other", 2),
         (610, "aten::twin_a", 1),
     ]
+
+
+def test_in_order_within_hand_checked():
+    """A group's rows must lie in one run and be strictly ascending in the order (as a tuple):
+    ties, a descent, a null, or a group split by another's rows each send op_instances to sort."""
+    from profui.analysis.launch import in_order_within
+
+    def ordered(node: list[str], rank: list[int], ts: list[int | None], ordn: list[int]) -> bool:
+        frame = pl.DataFrame({"node": node, "rank": rank, "call_ts": ts, "call_ord": ordn})
+        return in_order_within(frame, ["node", "rank"], ["call_ts", "call_ord"])
+
+    assert ordered(["a", "a", "b"], [0, 0, 0], [1, 2, 0], [0, 1, 2])  # b starts a new group
+    assert ordered(["a", "a"], [0, 0], [1, 1], [0, 1])  # equal times, ordinals ascending
+    assert ordered(["a", "a"], [0, 1], [2, 1], [0, 1])  # another rank
+    assert ordered([], [], [], [])
+    assert not ordered(["a", "b", "a"], [0, 0, 0], [1, 0, 2], [0, 1, 2])  # a split in two runs
+    assert not ordered(["a", "a"], [0, 0], [1, 1], [0, 0])  # a tie
+    assert not ordered(["a", "a"], [0, 0], [2, 1], [0, 1])  # a descent
+    assert not ordered(["a", "a"], [0, 0], [1, None], [0, 1])  # a null
+
+
+def test_op_instances_sorts_rows_out_of_launch_order():
+    """Rows handed out of launch order get their kernel sequence in launch order all the same."""
+    from profui.analysis.launch import op_instances
+
+    rows = pl.DataFrame(
+        {
+            "node": ["n"] * 3,
+            "rank": [0] * 3,
+            "op_tid": [1] * 3,
+            "aten_op": ["aten::mm"] * 3,
+            "op_ts": [0] * 3,
+            "call_ts": [30, 10, 20],
+            "call_ord": [2, 0, 1],
+            "kernel_name": ["c", "a", "b"],
+            "kernel_ts": [35, 15, 25],
+        }
+    )
+    got = op_instances(rows.lazy()).collect()
+    assert got["kernel_sequence"].to_list() == [["a", "b", "c"]]
+    assert got.select("aten_op_delay", "runtime_delay").row(0) == (10, 5)

@@ -544,6 +544,7 @@ class Capture:
         while True:
             if interrupted and self.daemon is not None:
                 _kill_group(self.daemon)
+                _remove_unfinished_writes(self.trace_dir)
                 # a window whose converter published it just before is in the trace: said so
                 _spool.settle_published(self.spool, self.trace_dir, self.node)
                 left = sum(1 for p in _spool.pending(self.spool) if p.name.endswith(_session.KINETO_SUFFIX))
@@ -665,6 +666,19 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         proc.kill()
     proc.wait()
+
+
+def _remove_unfinished_writes(trace_dir: Path) -> None:
+    """Remove the files a killed converter was writing when it died (their temporary names:
+    what it finished is renamed into place, never partial)."""
+    from .format.atomic import temporaries
+
+    for pattern in ("node=*/rank=*/events-*.parquet", "node=*/metrics-*.parquet"):
+        for left in temporaries(trace_dir, pattern):
+            try:
+                left.unlink()
+            except OSError:
+                pass
 
 
 def _release(path: Path) -> None:

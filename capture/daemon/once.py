@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..format import FooterError, read_footer
-from ..format.layout import is_events_file, rank_dir
+from ..format.layout import is_events_file, node_dir, rank_dir
 from ..format.lock import FileLock
 
 #: How long a converter waits for another one still converting the same hand-over.
@@ -60,34 +60,40 @@ def content_hash(path: Path) -> str:
 
 def published(path: Path, trace_dir: Path, node: str, rank: int) -> dict[str, Any] | None:
     """What a converter returns for ``path`` (rank, events, counts, sha256), when an events file
-    of ``node``/``rank`` already holds it (the same name and the same content hash); None when
-    none does."""
-    folder = rank_dir(trace_dir, node, rank)
+    of ``node`` already holds it (the same name and the same content hash); None when none does.
+    ``rank``'s folder is looked in first, then the node's others: a Kineto window is stored under
+    the rank its own ``distributedInfo`` names, which need not be the hand-over's."""
+    first = rank_dir(trace_dir, node, rank)
     try:
-        names = sorted(n for n in os.listdir(folder) if is_events_file(n))
+        others = sorted(p for p in node_dir(trace_dir, node).glob("rank=*") if p != first)
     except OSError:
-        return None
+        others = []
     digest: str | None = None  # hashed once a name matches: most windows have no namesake
-    for name in names:
+    for folder in (first, *others):
         try:
-            footer = read_footer(folder / name)
-        except (OSError, FooterError):
+            names = sorted(n for n in os.listdir(folder) if is_events_file(n))
+        except OSError:
             continue
-        file, sha = source_identity(footer.metadata.get(b"profui.source"))
-        if file != path.name:
-            continue
-        if digest is None:
+        for name in names:
             try:
-                digest = content_hash(path)
-            except OSError:
-                return None
-        if sha == digest:
-            return {
-                "rank": rank,
-                "events": footer.num_rows,
-                "counts": _counts(folder / name),
-                "sha256": digest,
-            }
+                footer = read_footer(folder / name)
+            except (OSError, FooterError):
+                continue
+            file, sha = source_identity(footer.metadata.get(b"profui.source"))
+            if file != path.name:
+                continue
+            if digest is None:
+                try:
+                    digest = content_hash(path)
+                except OSError:
+                    return None
+            if sha == digest:
+                return {
+                    "rank": int(folder.name.removeprefix("rank=")),
+                    "events": footer.num_rows,
+                    "counts": _counts(folder / name),
+                    "sha256": digest,
+                }
     return None
 
 

@@ -36,6 +36,15 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
         raise
 
 
+def temporaries(folder: Path, pattern: str) -> list[Path]:
+    """The temporary files :func:`atomic_path` made for the files ``pattern`` names under
+    ``folder`` (a glob, ``node=*/rank=*/events-*.parquet``) and never renamed: what a writer
+    killed mid-write leaves behind. Those of this process are not listed."""
+    head, _, name = pattern.rpartition("/")
+    found = folder.glob(f"{head}/.{name}.*.tmp" if head else f".{name}.*.tmp")
+    return sorted(t for t in found if t.name.rsplit(".", 3)[1] != str(os.getpid()))
+
+
 def write_bytes_atomic(final: str | Path, data: bytes, fsync: bool = True) -> None:
     """Write ``data`` to ``final`` atomically."""
     with atomic_path(final) as tmp:

@@ -1,4 +1,5 @@
-"""The Nsight converter's column-wise rules against the row-by-row definitions they replaced:
+"""The Nsight converter's column-wise rules against the row-by-row definitions they replaced
+(the previous converter, kept as the oracle in ``nsys_rowwise.py``):
 PyTorch's op range read by RE2 (pyarrow.compute) as Python's ``re`` read it, the innermost op
 range found by a sparse table as a stack swept along time found it, the device work linked to
 the last call of its correlation as a dict filled call by call linked it, and args written as
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 
 import msgspec
+import nsys_rowwise as rowwise
 import numpy as np
 import pyarrow as pa
 from hypothesis import given
@@ -20,26 +22,7 @@ from profui.capture.nsys.link import enclosing_ops, launched_by
 
 from anyjson import FUZZ
 
-#: The op range as the row-by-row converter matched it (Python ``re``, a lookahead after the id).
-PY_OP_RANGE = re.compile(
-    r"^(?P<op>[^,]+?)(?:, seq = (?P<seq>[0-9]{1,18}))?, op_id = (?P<op_id>[0-9]{1,18})(?![0-9])(?P<rest>.*)$",
-    re.S,
-)
 STEP = re.compile(names.DEFAULT_STEP_PATTERN)
-
-
-def _py_range(text: str) -> tuple[str, str, dict]:
-    if STEP.search(text):
-        return "step", text, {}
-    m = PY_OP_RANGE.match(text)
-    if m:
-        args: dict = {"op_id": int(m["op_id"])}
-        if m["seq"] is not None:
-            args["Sequence number"] = int(m["seq"])
-        if m["rest"]:
-            args["nvtx"] = m["rest"].lstrip(", ")
-        return "cpu_op", m["op"], args
-    return "annotation", text, {}
 
 
 _pieces = st.sampled_from(
@@ -54,32 +37,12 @@ _texts = st.lists(_pieces, max_size=8).map("".join) | st.text(max_size=30)
 def test_op_ranges_read_as_pythons_re_read_them(texts: list[str]) -> None:
     got = names.nvtx_ranges(pa.array(texts, pa.string()), STEP)
     for i, text in enumerate(texts):
-        kind, name, args = _py_range(text)
+        kind, name, args = rowwise.nvtx_range(text, STEP)
         assert got["kind"][i].as_py() == kind, text
         assert got["name"][i].as_py() == name, text
         assert got["op_id"][i].as_py() == args.get("op_id"), text
         assert got["seq"][i].as_py() == args.get("Sequence number"), text
         assert got["rest"][i].as_py() == args.get("nvtx"), text
-
-
-def _stack(ops: list[tuple[int, int, int]], calls: list[int]) -> list[int | None]:
-    """The row-by-row converter's sweep: for each call time, the innermost op range's id."""
-    order = sorted(range(len(calls)), key=lambda i: calls[i])
-    spans = sorted(ops, key=lambda o: (o[0], -o[1]))
-    out: list[int | None] = [None] * len(calls)
-    stack: list[tuple[int, int, int]] = []
-    j = 0
-    for i in order:
-        ts = calls[i]
-        while j < len(spans) and spans[j][0] <= ts:
-            while stack and stack[-1][1] <= spans[j][0]:
-                stack.pop()
-            stack.append(spans[j])
-            j += 1
-        while stack and stack[-1][1] <= ts:
-            stack.pop()
-        out[i] = stack[-1][2] if stack else None
-    return out
 
 
 _time = st.integers(0, 40)
@@ -101,7 +64,7 @@ def test_innermost_op_is_the_sweeps(ops, calls) -> None:
     )  # fmt: skip
     for i, (thread, ts) in enumerate(calls):
         mine = [(s, s + d, e) for t, s, d, e in ops if t == thread]
-        want = _stack(mine, [ts])[0]
+        want = rowwise._enclosing(mine, [(ts,)])[0]
         assert (got[i] if found[i] else None) == want
 
 

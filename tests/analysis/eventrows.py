@@ -28,3 +28,16 @@ def events_frame(rows: list[dict], node: str = "n0") -> pl.LazyFrame:
         "rank": 0,
     }
     return pl.DataFrame([{**defaults, **r} for r in rows], schema=EVENTS_POLARS_SCHEMA).lazy()
+
+
+def kernel(ts: int, dur: int, corr: int | None, name: str = "k", stream: int = 7) -> dict:
+    """A kernel row on device 0 (stream 7 unless given), launched by correlation ``corr``."""
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": "kernel",
+        "name": name,
+        "device": 0,
+        "stream": stream,
+        "correlation": corr,
+    }

@@ -7,22 +7,10 @@ from __future__ import annotations
 import random
 
 import polars as pl
-from eventrows import events_frame
+from eventrows import events_frame, kernel
 
 from profui.analysis.idle import gaps_of, host_calls, idle_breakdown, idle_intervals
 from profui.analysis.launch import kernel_launches
-
-
-def kernel(ts, dur, corr, name, stream=7):
-    return {
-        "ts": ts,
-        "dur": dur,
-        "kind": "kernel",
-        "name": name,
-        "device": 0,
-        "stream": stream,
-        "correlation": corr,
-    }
 
 
 def call(ts, corr, name="cudaLaunchKernel", dur=10):

@@ -28,8 +28,10 @@ def c_heap_pool() -> Iterator[None]:
     """Within, Arrow allocates from the C heap (its system pool) instead of its default
     (mimalloc), unless ``ARROW_DEFAULT_MEMORY_POOL`` names one. mimalloc keeps what is freed
     and touches more than it hands out: a 10 MB trace's conversion peaked 22 MB higher with it
-    (130 -> 108 MB), 5 MB of it at the first allocation; the time is the same. The default is
-    set back when the last of the threads within leaves."""
+    (130 -> 108 MB), 5 MB of it at the first allocation; the time is the same. Arrow's default
+    pool is the process's, not the thread's: while any thread is within, every default-pool
+    allocation of the process comes from the C heap, and the default is set back when the last
+    of the threads within leaves."""
     global _pool_users, _pool_before
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         yield

@@ -37,6 +37,7 @@ UNITS = (
     "FLOP",
     "TFLOP/s",
     "FLOP/byte",
+    "varies",  # the row's own ``unit`` column names it
 )
 
 
@@ -907,6 +908,83 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("annotation", STR, "text"),
         ),
         "every [OutOfMemory] event",
+    ),
+    ("critical_path", "steps.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count", "step number (the job's: the same on every rank)"),
+            _c("start_ns", I64, "epoch_ns", "the step's start on this rank (its host marker's start)"),
+            _c("end_ns", I64, "epoch_ns", "the end of the step's last work on this rank (host or device)"),
+            _c("length_ns", I64, "ns", "the critical path's length: end_ns - start_ns"),
+        ),
+        "one row per analysed step per rank: the length of its critical path",
+    ),
+    ("critical_path", "by_kind.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count"),
+            _c("kind", STR, "text", "critical_path.KINDS (HTA's kinds under hta_compat)"),
+            _c("ns", I64, "ns", "time of this kind on the path; a step's rows sum to its length_ns"),
+        ),
+        "the critical path's time by kind, per step and rank",
+    ),
+    ("critical_path", "events.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count"),
+            _c("seq", I64, "count", "position along the path, 0 at the step's start"),
+            _c("kind", STR, "text", "critical_path.KINDS"),
+            _c("lane", STR, "text", "host or device"),
+            _c("tid", I64, "id", "host thread (null on a device lane)"),
+            DEVICE,
+            STREAM,
+            _c("name", STR, "text", "the event the path runs through (empty: a gap between events)"),
+            _c("start_ns", I64, "epoch_ns", "start of this stretch of the path"),
+            _c("end_ns", I64, "epoch_ns", "end of this stretch; the next row starts here"),
+        ),
+        "the critical path of each analysed step, stretch by stretch in time order",
+    ),
+    ("critical_path", "what_if.parquet"): Table(
+        (
+            NODE,
+            RANK,
+            _c("step", I64, "count"),
+            _c("change", STR, "text", "findings.CATEGORIES: what was shrunk on the step's graph"),
+            _c("length_ns", I64, "ns", "the critical path's length with that change"),
+            _c("saved_ns", I64, "ns", "the step's length_ns - length_ns with the change (>= 0)"),
+        ),
+        "each change replayed on each analysed step's graph: the path's length with it",
+    ),
+    ("findings", "findings.parquet"): Table(
+        (
+            _c("position", I64, "count", "1 = the finding that would save the most"),
+            _c("category", STR, "text", "findings.CATEGORIES"),
+            _c("severity", STR, "text", "high, medium, low or info"),
+            _c("title", STR, "text", "one line, true of the numbers"),
+            _c("recoverable_ns_per_step", I64, "ns", "mean per analysed step, from the what-if replay"),
+            _c("recoverable_share", F64, "fraction", "of the job's median critical-path length"),
+            _c("ranks", pl.List(I64), "id", "the ranks where it occurs"),
+            _c("steps", pl.List(I64), "count", "the steps where it occurs"),
+            _c("look_at", pl.List(STR), "text", "op, kernel or annotation names to look at"),
+            _c("next_step", STR, "text", "what to change"),
+            _c("at_rank", I64, "id", "its worst instance: the rank"),
+            _c("at_step", I64, "count", "its worst instance: the step"),
+            _c("at_ns", I64, "epoch_ns", "its worst instance: where on the timeline"),
+        ),
+        "what to change, ranked by the time it would save per step",
+    ),
+    ("findings", "evidence.parquet"): Table(
+        (
+            _c("position", I64, "count", "the finding's position"),
+            _c("label", STR, "text", "what the number is"),
+            _c("value", F64, "varies", "the number, in the row's unit"),
+            _c("unit", STR, "text", "one of schemas.UNITS"),
+            _c("source", STR, "text", "stage/table the number comes from"),
+        ),
+        "the numbers behind each finding",
     ),
 }
 

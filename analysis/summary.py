@@ -40,6 +40,8 @@ SECTIONS: tuple[str, ...] = (
     "idle",
     "comm",
     "annotations",
+    "critical_path",
+    "findings",
 )
 
 

@@ -16,6 +16,8 @@ from profui.analysis import allocations as al
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
+from profui.analysis import critical_path as cp
+from profui.analysis import findings as fd
 from profui.analysis import flops as fl
 from profui.analysis import hta_variants as hv
 from profui.analysis import idle as il
@@ -377,12 +379,37 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
 
 # -- summary --------------------------------------------------------------------------------
 
+# -- critical path / findings ---------------------------------------------------------------
+
+
+def critical_path(ctx: StageContext) -> dict[str, Any]:
+    """Each step's critical path and its what-if replays (:mod:`profui.analysis.critical_path`)."""
+    hta = ctx.params["hta_compat"]
+    return cp.stage(
+        _events(ctx, hta),
+        ctx.input("steps", "windows.parquet"),
+        ctx.input("correlate", "launches.parquet"),
+        hta,
+    )
+
+
+def findings(ctx: StageContext) -> dict[str, Any]:
+    """What to change, ranked by recoverable time per step (:mod:`profui.analysis.findings`)."""
+    inputs = {stage: {f: ctx.input(stage, f) for f in ctx.input_files[stage]} for stage in ctx.input_files}
+    return fd.stage(inputs, ctx.input("ingest", "trace.json")["overview"])
+
+
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
 #: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
 TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops"), ("flops", "kernels")}
 #: Tables with a row per event (a later stage's input, or detail ``Trace.result(stage)`` has):
 #: in the stage's outputs, not in the summary.
-DETAIL_TABLES = {("precision", "kernels"), ("allocations", "series")}
+DETAIL_TABLES = {
+    ("precision", "kernels"),
+    ("allocations", "series"),
+    ("critical_path", "events"),
+    ("critical_path", "what_if"),
+}
 
 
 def summary(ctx: StageContext) -> dict[str, Any]:

@@ -54,14 +54,14 @@ def test_test_knobs_are_not_users_parameters() -> None:
 @pytest.mark.parametrize(
     ("selection", "missing"),
     [
-        # summary reads every stage but correlate, which is on the paths through launch and idle.
+        # summary reads every stage but correlate, which is on the paths through launch, idle and critical_path.
         (
             ["ingest", "summary"],
             "correlate, steps, kernels, activity, memory, precision, utilization, comm, annotations, launch, idle, sync, "
-            "flops, allocations",
+            "flops, allocations, critical_path, findings",
         ),
-        (["correlate", "summary"], "launch, idle"),
-        (["steps", "summary"], "comm, annotations, flops, allocations"),
+        (["correlate", "summary"], "launch, idle, critical_path, findings"),
+        (["steps", "summary"], "comm, annotations, flops, allocations, critical_path, findings"),
     ],
 )
 def test_selection_must_be_closed_under_paths(selection: list[str], missing: str) -> None:
@@ -74,16 +74,18 @@ def test_selection_must_be_closed_under_paths(selection: list[str], missing: str
 
 
 def test_closed_selections_are_accepted_in_topological_order() -> None:
-    assert REGISTRY.check_selection(["summary", "kernels"]) == ["kernels", "summary"]
+    assert REGISTRY.check_selection(["summary", "findings", "kernels"]) == ["kernels", "findings", "summary"]
     assert REGISTRY.check_selection(["launch", "memory"]) == ["memory", "launch"]  # unrelated stages
     assert REGISTRY.check_selection(
-        [" steps", "comm ", "flops", "annotations", "allocations", "summary"]
+        [" steps", "comm ", "flops", "annotations", "allocations", "critical_path", "findings", "summary"]
     ) == [
         "steps",
         "comm",
         "annotations",
         "flops",
         "allocations",
+        "critical_path",
+        "findings",
         "summary",
     ]
     with pytest.raises(PipelineError, match="--stages is empty"):

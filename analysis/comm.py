@@ -177,14 +177,16 @@ def host_comm_ops(events: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
+def comm_ops(events: pl.LazyFrame, host: bool = True, keep: Sequence[str] = ()) -> pl.LazyFrame:
     """Every communication row, one source per rank (the module docstring's model): a rank's
     communication kernels where it has any, else (with ``host``) its host collectives.
 
-    Columns: ``node, rank, ts, dur, name, collective, msg_bytes, source``. The other functions
-    here take it collected (``comm=``) so that one stage finds the communication rows once.
+    Columns: ``node, rank, ts, dur, name, collective, msg_bytes, source``, then the event
+    columns named in ``keep`` (e.g. ``tid, device, stream``). The other functions here take it
+    collected (``comm=``) so that one stage finds the communication rows once.
     """
-    kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(_COMM_COLUMNS)
+    columns = [*_COMM_COLUMNS, *keep]
+    kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(columns)
     if not host:
         return kernels
     kernels = kernels.collect(engine=ENGINE)
@@ -197,7 +199,7 @@ def comm_ops(events: pl.LazyFrame, host: bool = True) -> pl.LazyFrame:
     ops = host_comm_ops(events).join(
         kernels.lazy().select(_RANK).unique(), on=_RANK, how="anti", nulls_equal=True
     )
-    ops = ops.with_columns(pl.lit(HOST_OP).alias("source")).select(_COMM_COLUMNS)
+    ops = ops.with_columns(pl.lit(HOST_OP).alias("source")).select(columns)
     return pl.concat([kernels.lazy(), ops.cast(kernels.schema)])
 
 

@@ -1,8 +1,11 @@
 """One takeaway per answer, computed from the typed result (the stages' declared tables).
 
 Each ``*_takeaway`` function reads the tables its answer is about — by the column names their
-schemas declare (:mod:`profui.analysis.schemas`) — and returns one short sentence ("GPU idle 76%
-— mostly waiting on the host"), or ``""`` when there is nothing to say. :data:`CHARTS` says
+schemas declare (:mod:`profui.analysis.schemas`) — and returns one short sentence that describes
+its numbers ("GPU idle 76% across 2 GPUs; largest idle category host_wait (98%): ..."), or ``""``
+when there is nothing to say. A takeaway never judges (no "launch-bound", "well fed", cause or
+advice): what to change, and what it would save, is the findings' answer
+(:mod:`profui.analysis.findings`), ranked on the critical path. :data:`CHARTS` says
 which tables each takeaway reads; the ``takeaways`` stage of the pipeline computes them all, once,
 and every surface (``profui summary``, the dashboard, the notebook) shows that stage's output.
 
@@ -32,14 +35,14 @@ from .formatting import (
     plural,
     short_name,
 )
+from .idle import KERNEL_WAIT_NS
 
 Outputs = Mapping[str, Mapping[str, Any]]
 
-#: GPU idle share (of its active span) below which the GPU is "kept well fed".
+#: GPU idle share (of its active span) below which the takeaway gives the busy share instead.
 IDLE_LOW_SHARE = 0.10
-#: "The GPU waits more than it works" only when idle exceeds busy, i.e. above half the span.
-IDLE_OVER_BUSY_SHARE = 0.5
-#: An idle category (or a kernel, collective, precision ...) "dominates" from this share on.
+#: An idle category (or a kernel, collective, precision ...) "dominates" (is "mostly") from
+#: this share on: more than all the others together.
 DOMINANT_SHARE = 0.5
 #: Utilization buckets below this busy fraction count as "low".
 LOW_UTIL = 0.2
@@ -47,16 +50,10 @@ LOW_UTIL = 0.2
 MIN_SAMPLES_FOR_SHAPE = 3
 #: Utilization is "steady" when p90 − p10 of the bucket values is below this.
 STEADY_SPREAD = 0.15
-#: CPU utilization from which a peak is called saturated.
-CPU_SATURATED_SHARE = 0.9
-#: Kernels shorter than this are launch-overhead territory.
+#: Kernels shorter than this are counted as short in the kernel takeaway.
 SHORT_KERNEL_NS = 10_000
 #: A step this much slower than the median step is an outlier.
 STEP_OUTLIER_FRACTION = 0.10
-#: Reduced precision (FP16/BF16/FP8/INT8) below this share of kernel time suggests AMP.
-LOW_PRECISION_HINT_SHARE = 0.10
-#: Host blocked in synchronize calls from this share of its time on is worth a warning.
-SYNC_HIGH_SHARE = 0.05
 #: Communication overlapped with compute below this share is "mostly exposed".
 OVERLAP_LOW_SHARE = 0.3
 #: GPUs whose busy shares differ by this much are worth naming.
@@ -69,15 +66,19 @@ MEMORY_TREND_MIN_STEPS = 3
 MEMORY_TREND_SHARE = 0.01
 
 _IDLE_PHRASE = {
-    "host_wait": "waiting on the host ({launches} arrive after the {device} ran dry)",
-    "kernel_wait": "short gaps between back-to-back {work}s ({overhead})",
-    "other": "waiting on other streams, events or collectives",
+    "host_wait": "{launches} arrive after their stream ran dry",
+    "kernel_wait": "gaps under {kernel_wait} between back-to-back {work}s",
+    "other": "gaps of {kernel_wait} or more that follow no late {launch}",
 }
 
 
 def _idle_phrase(category: str, words: DeviceWords) -> str:
     return _IDLE_PHRASE.get(category, category).format(
-        device=words.device, work=words.work, launches=words.launches, overhead=words.overhead
+        device=words.device,
+        work=words.work,
+        launches=words.launches,
+        launch=words.launch,
+        kernel_wait=fmt_ns(KERNEL_WAIT_NS),
     )
 
 
@@ -115,8 +116,9 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
 
 
 def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
-    """Device busy vs idle over the devices' active span (device-time weighted), and the main
-    idle cause; the devices named by ``words`` (GPUs, or XLA's CPU devices)."""
+    """Device busy vs idle over the devices' active span (device-time weighted), and the idle
+    category with the most time when it has more than half; the devices named by ``words``
+    (GPUs, or XLA's CPU devices)."""
     if busy.is_empty() or not busy["span_ns"].sum():
         return _no_device() if words.kind == NONE else f"No {words.device} activity recorded."
     span = busy["span_ns"].sum()
@@ -126,13 +128,11 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     dev = words.device
     where = f" across {words.devices(n)}" if n > 1 else ""
     if idle_share < IDLE_LOW_SHARE:
-        return f"{dev} busy {fmt_pct(busy_share, 0)}{where} — kept well fed."
+        return f"{dev} busy {fmt_pct(busy_share, 0)}{where}."
     cause = idle_cause(idle)
     text = f"{dev} idle {fmt_pct(idle_share, 0)}{where}"
     if cause and cause[1] >= DOMINANT_SHARE:
-        text += f" — mostly {_idle_phrase(cause[0], words)}"
-    elif idle_share > IDLE_OVER_BUSY_SHARE:
-        text += f" — the {dev} waits more than it works"
+        text += f", {fmt_pct(cause[1], 0)} of it {cause[0]} ({_idle_phrase(cause[0], words)})"
     if n > 1:
         lo, hi = busy["busy_share"].min(), busy["busy_share"].max()
         if hi is not None and lo is not None and hi - lo >= GPU_SPREAD_SHARE:
@@ -174,13 +174,12 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
         return f"{what} averages {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
     over = f" over the job ({plural(v.len(), 'sample')})" if sampled else ""
-    if peak >= CPU_SATURATED_SHARE:
-        return f"{what} averages {fmt_pct(mean, 0)}{over} and saturates at times (peak {fmt_pct(peak, 0)})."
     return f"{what} averages {fmt_pct(mean, 0)}{over}, peak {fmt_pct(peak, 0)}."
 
 
 def kernel_total_takeaway(stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
-    """Kernel (XLA op) count, total device time, typical length; many tiny ones flagged."""
+    """Kernel (XLA op) count, total device time, mean length, and the share of them shorter than
+    :data:`SHORT_KERNEL_NS` when it is most of them."""
     n = int(stats["count"].sum()) if not stats.is_empty() else 0
     if not n:
         return f"No {words.work}s."
@@ -188,7 +187,7 @@ def kernel_total_takeaway(stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -
     short = float(stats.filter(pl.col("mean_ns") < SHORT_KERNEL_NS)["count"].sum()) / n
     text = f"{plural(n, words.work)}, {fmt_ns(total)} of {words.time}, {fmt_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
-        text += f" — {fmt_pct(short, 0)} are under {fmt_ns(SHORT_KERNEL_NS)} ({words.overhead} matters)"
+        text += f"; {fmt_pct(short, 0)} of the {words.launches} are of {words.work}s averaging under {fmt_ns(SHORT_KERNEL_NS)}"
     return text + "."
 
 
@@ -242,7 +241,7 @@ def steps_takeaway(windows: pl.DataFrame, job: pl.DataFrame, job_stats: pl.DataF
                 text += f"; step {worst['step']}{where} is {fmt_pct(slow, 0)} slower"
         else:
             low = 1 - float(job_stats["min_ns"][0]) / med
-            text += f", within ±{fmt_pct(max(slow, low), 0)} — steady"
+            text += f", all within ±{fmt_pct(max(slow, low), 0)} of it"
     return text + "."
 
 
@@ -250,7 +249,8 @@ _LOW_PRECISION = ("FP16", "BF16", "FP8", "INT8")
 
 
 def precision_takeaway(shares: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
-    """The dominant precision of kernel time; a hint when reduced precision is rare.
+    """The precision with the most kernel time, and the reduced precisions' share beside a
+    32-bit one.
 
     Shares are of compute-kernel time: the communication and memory kernels the precision
     stage lists with ``in_shares`` false are named with their time, never shared.
@@ -266,8 +266,8 @@ def precision_takeaway(shares: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> 
     low = float(s.filter(pl.col("precision").str.to_uppercase().is_in(list(_LOW_PRECISION)))["share"].sum())
     verb = "dominates" if top["share"] >= DOMINANT_SHARE else "has the most"
     text = f"{top['precision']} {verb} {words.work_time} ({fmt_pct(top['share'], 0)}){note}"
-    if str(top["precision"]).upper() in ("FP32", "TF32") and low < LOW_PRECISION_HINT_SHARE:
-        text += f"; {'/'.join(_LOW_PRECISION)} only {fmt_pct(low, 0)} — mixed precision could help"
+    if str(top["precision"]).upper() in ("FP32", "TF32"):
+        text += f"; {'/'.join(_LOW_PRECISION)} {fmt_pct(low, 0)}"
     return text + "."
 
 
@@ -345,7 +345,7 @@ def memory_trend(per_step: pl.DataFrame, peak: int) -> str:
     rise = f[-1] - f[0]
     if all(b > a for a, b in zip(f[:-1], f[1:], strict=True)) and rise >= MEMORY_TREND_SHARE * peak:
         per = rise / (len(f) - 1)
-        return f"the per-step floor rises every step, {fmt_bytes(f[0])} to {fmt_bytes(f[-1])} (+{fmt_bytes(per)} a step: a leak?)"
+        return f"the per-step floor rises every step, {fmt_bytes(f[0])} to {fmt_bytes(f[-1])} (+{fmt_bytes(per)} a step)"
     if max(f) - min(f) <= MEMORY_TREND_SHARE * peak:
         return f"the per-step floor is steady over {len(f)} steps ({fmt_bytes(min(f))})"
     return ""
@@ -415,7 +415,8 @@ def annotation_takeaway(names: pl.DataFrame, step_means: pl.DataFrame) -> str:
 
 
 def launch_takeaway(stats: pl.DataFrame) -> str:
-    """Launch delay and how many kernels are launch-bound (from :func:`launch.launch_stats`)."""
+    """Launch → start delay, and how many launches ran shorter on the device than their launch
+    call took (the launch stage's ``launch_bound`` count; from :func:`launch.launch_stats`)."""
     n = int(stats["launches"].sum()) if not stats.is_empty() else 0
     if not n:
         return "No launches matched to device work."
@@ -424,10 +425,7 @@ def launch_takeaway(stats: pl.DataFrame) -> str:
     delay = float((stats["delay_p50_ns"] * w).sum() / w.sum())
     median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
     text = f"{plural(n, 'launch')} (kernel, memcpy and memset), {median} launch→start delay {fmt_ns(delay)}"
-    if bound / n >= DOMINANT_SHARE:
-        text += f"; {fmt_pct(bound / n, 0)} launch-bound (GPU work shorter than the launch call)"
-    else:
-        text += f"; {fmt_pct(bound / n, 0)} launch-bound"
+    text += f"; {fmt_pct(bound / n, 0)} ran shorter on the device than their launch call"
     return text + "."
 
 
@@ -439,15 +437,13 @@ def sync_takeaway(totals: pl.DataFrame) -> str:
     window = totals["window_ns"].sum()
     share = blocked / window if window else 0.0
     calls = plural(totals["calls"].sum(), "synchronize call")
-    text = f"Host blocked {fmt_ns(blocked)} in {calls} ({fmt_pct(share, 0)} of host time)"
-    if share >= SYNC_HIGH_SHARE:
-        text += " — frequent syncs stall the launch pipeline"
-    return text + "."
+    return f"Host blocked {fmt_ns(blocked)} in {calls} ({fmt_pct(share, 0)} of host time)."
 
 
 def idle_takeaway(breakdown: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
-    """The main cause of stream idle time (from :func:`idle.idle_breakdown`); on XLA's CPU
-    devices a stream is a thread that executes XLA ops."""
+    """The idle category (HTA's) with the most stream idle time, its share and what the category
+    counts (from :func:`idle.idle_breakdown`); on XLA's CPU devices a stream is a thread that
+    executes XLA ops."""
     cause = idle_cause(breakdown)
     if cause is None:
         return ""
@@ -487,8 +483,8 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
 
 def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
     """What the host of a run without device work does in a step (the steps stage's host rows,
-    ``work_on`` host): the median step's compute, communication, data loading and stalls, and the
-    stalls' share of all step time; "" where the steps' work runs on a device."""
+    ``work_on`` host): the median step's compute, communication, data loading and time outside any
+    traced op, and that time's share of all step time; "" where the steps' work runs on a device."""
     host = (
         breakdown.filter(pl.col("work_on") == "host") if "work_on" in breakdown.columns else breakdown.head(0)
     )
@@ -500,12 +496,12 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
             ("compute", "computation_ns"),
             ("communication", "communication_ns"),
             ("data loading", "data_loading_ns"),
-            ("stalls", "idle_ns"),
+            ("outside any op", "idle_ns"),
         )
         if col == "computation_ns" or host[col].sum()
     ]
     dur = host["dur_ns"].sum()
-    stalls = f" (stalls {fmt_pct(host['idle_ns'].sum() / dur, 0)} of all steps' time)" if dur else ""
+    stalls = f" ({fmt_pct(host['idle_ns'].sum() / dur, 0)} of all steps' time outside any op)" if dur else ""
     ranks = host.select("node", "rank").n_unique()
     steps = plural(host["step"].n_unique(), "step") + (f" on {ranks} ranks" if ranks > 1 else "")
     return f"Host, median of {steps}: " + ", ".join(parts) + stalls + "."

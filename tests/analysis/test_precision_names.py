@@ -257,7 +257,7 @@ def test_takeaway_names_what_it_leaves_out(make_events) -> None:
     assert shares.filter(~pl.col("in_shares"))["precision"].to_list() == list(EXCLUDED)
     assert precision_takeaway(shares) == (
         "TF32 dominates kernel time (75%), excluding 5 µs communication and 70 ns memory kernels; "
-        "FP16/BF16/FP8/INT8 only 0% — mixed precision could help."
+        "FP16/BF16/FP8/INT8 0%."
     )
     only_comm = precision_shares(ev.filter(pl.col("name").str.starts_with("nccl"))).collect()
     assert (

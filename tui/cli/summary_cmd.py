@@ -411,7 +411,7 @@ def render_text(summary: Any, console: Any) -> None:
                     ("computation_ns", "compute", fmt_ns),
                     ("communication_ns", "communication", fmt_ns),
                     ("data_loading_ns", "data loading", fmt_ns),
-                    ("idle_ns", "stalls", fmt_ns),
+                    ("idle_ns", "outside ops", fmt_ns),
                 ],
                 limit=top,
             )
@@ -464,7 +464,7 @@ def render_text(summary: Any, console: Any) -> None:
                 ("delay_p90_ns", "delay p90", fmt_ns),
                 ("delay_p99_ns", "delay p99", fmt_ns),
                 ("delay_max_ns", "delay max", fmt_ns),
-                ("launch_bound", "launch-bound", _num),
+                ("launch_bound", "device < call", _num),
                 ("runtime_outliers", "slow calls", _num),
                 ("delay_outliers", "late starts", _num),
             ],
@@ -482,7 +482,7 @@ def render_text(summary: Any, console: Any) -> None:
                 ("delay_sum_ns", "delay total", fmt_ns),
                 ("delay_p50_ns", "delay p50", fmt_ns),
                 ("delay_max_ns", "delay max", fmt_ns),
-                ("launch_bound", "launch-bound", _num),
+                ("launch_bound", "device < call", _num),
             ],
             limit=top,
         )

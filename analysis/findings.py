@@ -1,14 +1,31 @@
 """Findings: what to change and what it would save, ranked by the time each would recover per
 step on the critical path (the ``critical_path`` stage's what-if replays).
 
-(Being built; see issue 36. ``stage`` returns the declared tables.)
+A time finding's ``recoverable_ns_per_step`` is the what-if's saving, job-level: per analysed
+step, the slowest rank's critical path before minus the slowest rank's path with that change
+(the job waits for its slowest rank), then the mean over the analysed steps. Its
+``recoverable_share`` is that over the job's median path length (the slowest rank's, per step).
+Never a share of time times the step time.
+
+Risk findings (``memory``, ``precision``, ``idle``) save nothing the graph can replay: they
+carry ``recoverable_ns_per_step`` 0 and a ``severity``.
+
+One rule per finding, each in one function here: :func:`time_findings` (the what-if changes),
+:func:`straggler_finding`, :func:`memory_findings`, :func:`precision_finding`,
+:func:`idle_finding`; :func:`consistent` removes findings another one explains (the late rank's
+own cause, launch delays queued behind copies); :func:`ranked` orders and numbers them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
+from .devices import GPU, NONE, DeviceWords, words_for
+from .formatting import fmt_bytes, fmt_memory_device, fmt_ns, fmt_pct, plural
 from .schemas import TABLES
 
 #: A finding's ``category``: the fixed vocabulary ``profui explain`` speaks.
@@ -26,10 +43,505 @@ CATEGORIES: tuple[str, ...] = (
     "idle",
 )
 
+#: The categories the critical path's what-if replays (``what_if.parquet``'s ``change``).
+TIME_CATEGORIES: tuple[str, ...] = (
+    "input",
+    "host",
+    "compute",
+    "launch",
+    "sync",
+    "transfer",
+    "straggler",
+    "communication",
+)
+
+#: The critical-path kinds (``critical_path.KINDS``) each category's time is on the path as.
+PATH_KINDS: dict[str, tuple[str, ...]] = {
+    "input": ("input",),
+    "host": ("host_overhead",),
+    "compute": ("host_compute", "device_compute"),
+    "launch": ("launch_delay",),
+    "sync": ("sync_wait",),
+    "transfer": ("transfer",),
+    "communication": ("communication",),
+    "straggler": ("rank_wait",),
+    "idle": ("device_overhead",),
+}
+
+#: ``severity``, most severe first.
+SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
+
+#: A time finding saving less than this share of the median step is dropped.
+MIN_SHARE = 0.01
+#: A time finding's severity by its share of the step: high from 20%, medium from 5%.
+HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
+#: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding.
+FP32_SHARE = 0.5
+#: Device idle on the path (no other cause) of at least this share of the step is an idle finding.
+IDLE_SHARE = 0.05
+#: A floor must rise over at least this many consecutive steps to read as "every step".
+MIN_RISING_STEPS = 3
+#: Names shown under ``look_at``.
+LOOK_AT = 5
+
 #: ``explain --json``'s version: raised when a key changes meaning or goes.
 VERSION = 1
+
+STEPS_SRC = "critical_path/steps.parquet"
+WHAT_IF_SRC = "critical_path/what_if.parquet"
+BY_KIND_SRC = "critical_path/by_kind.parquet"
+
+
+@dataclass
+class Finding:
+    """One finding before it is ranked: its columns of ``findings.parquet`` (less ``position``)
+    and its evidence rows ``(label, value, unit, source)``."""
+
+    category: str
+    severity: str
+    title: str
+    next_step: str
+    recoverable_ns_per_step: int = 0
+    recoverable_share: float = 0.0
+    ranks: list[int] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    look_at: list[str] = field(default_factory=list)
+    at_rank: int | None = None
+    at_step: int | None = None
+    at_ns: int | None = None
+    evidence: list[tuple[str, float, str, str]] = field(default_factory=list)
+
+
+def next_step(category: str, words: DeviceWords) -> str:
+    """The concrete change to try for a category (in the trace's device words)."""
+    return {
+        "input": "Load data ahead of the step: DataLoader(num_workers=N, pin_memory=True, "
+        "persistent_workers=True), and keep the dataset's __getitem__ cheap.",
+        "host": "Remove the stall between ops: move logging, checkpoint writes and other "
+        "blocking work off the step (a background thread, or every N steps).",
+        "compute": (
+            f"Shorten the longest {words.work}s listed: fuse them with torch.compile, use larger "
+            "batches per op, or a cheaper formulation."
+            if words.kind != NONE
+            else "Shorten the longest ops listed: torch.compile, fewer and larger ops, or a "
+            "cheaper formulation; set torch.set_num_threads to the cores you have."
+        ),
+        "launch": f"Fewer, larger {words.launches} per step: capture the loop in CUDA graphs "
+        "(torch.cuda.graphs) or compile it with torch.compile(mode='reduce-overhead').",
+        "sync": "Remove .item(), .cpu(), .tolist() and torch.cuda.synchronize() from the step; "
+        "accumulate metrics on the device and read them every N steps.",
+        "transfer": "Copy from pinned memory with non_blocking=True (DataLoader pin_memory=True) "
+        "and prefetch the next batch on a side stream, so copies overlap compute.",
+        "communication": "Overlap communication with the backward pass: DDP bucket_cap_mb, "
+        "gradient_as_bucket_view=True, and no sync point between buckets.",
+        "straggler": "Even out the late rank's work before the collective (see its cause).",
+        "memory": "Drop references to each step's activations and outputs (del, .detach(), "
+        "loss.item() once per N steps), torch.no_grad() in eval, activation checkpointing.",
+        "precision": "Enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or train under "
+        "torch.autocast(dtype=torch.bfloat16).",
+        "idle": f"Keep the {words.device} fed: look for host work between {words.launches} "
+        "(see the path's host stretches) and queue work earlier.",
+    }[category]
+
+
+def _lead(category: str, words: DeviceWords) -> str:
+    """The words a time finding's title starts with: what is on the path."""
+    compute = "Ops' compute" if words.kind == NONE else f"{words.Work}s and host ops"
+    return {
+        "input": "Data loading on the critical path",
+        "host": "Host time outside any op on the critical path",
+        "compute": f"{compute} on the critical path",
+        "launch": f"{words.Work} {words.launch} delay on the critical path",
+        "sync": "Host blocked in synchronize calls on the critical path",
+        "transfer": "Memory copies on the critical path",
+        "communication": "Communication on the critical path",
+        "straggler": "Waiting for a late rank on the critical path",
+    }[category]
+
+
+def recoverable_title(lead: str, ns: int, share: float) -> str:
+    """A time finding's title: ``LEAD: X per step (Y%)`` — the numbers of its first two
+    evidence rows."""
+    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)})"
+
+
+# -- the job's path per step --------------------------------------------------------------------
+
+
+def job_paths(cp_steps: pl.DataFrame) -> pl.DataFrame:
+    """Per analysed step, the slowest rank's critical path: ``step, node, rank, length_ns``
+    (ties: the first node and rank)."""
+    return (
+        cp_steps.sort("step", pl.col("length_ns"), "node", "rank", descending=[False, True, False, False])
+        .group_by("step", maintain_order=True)
+        .first()
+        .select("step", "node", "rank", "length_ns")
+    )
+
+
+def median_length(jobs: pl.DataFrame) -> float:
+    """The job's median critical-path length (0 without steps)."""
+    return float(jobs["length_ns"].median() or 0) if jobs.height else 0.0
+
+
+def savings(cp_steps: pl.DataFrame, what_if: pl.DataFrame) -> pl.DataFrame:
+    """Per change and analysed step, the job's saving: the slowest rank's path length minus the
+    slowest rank's length with the change (a rank without a replay of that change keeps its
+    length). Columns ``change, step, saved_ns``."""
+    changes = pl.DataFrame({"change": list(TIME_CATEGORIES)})
+    after = (
+        cp_steps.select("node", "rank", "step", "length_ns")
+        .join(changes, how="cross")
+        .join(
+            what_if.select("node", "rank", "step", "change", pl.col("length_ns").alias("after_ns")),
+            on=["node", "rank", "step", "change"],
+            how="left",
+        )
+        .group_by("change", "step")
+        .agg(pl.coalesce("after_ns", "length_ns").max().alias("after_ns"))
+    )
+    before = cp_steps.group_by("step").agg(pl.col("length_ns").max().alias("before_ns"))
+    return after.join(before, on="step").select(
+        "change", "step", (pl.col("before_ns") - pl.col("after_ns")).clip(lower_bound=0).alias("saved_ns")
+    )
+
+
+def path_time(jobs: pl.DataFrame, by_kind: pl.DataFrame, kinds: tuple[str, ...]) -> float:
+    """Mean time per analysed step on the slowest rank's path of ``kinds``."""
+    if not jobs.height:
+        return 0.0
+    t = by_kind.filter(pl.col("kind").is_in(list(kinds))).join(
+        jobs.select("step", "node", "rank"), on=["step", "node", "rank"]
+    )
+    return float(t["ns"].sum()) / jobs.height
+
+
+def stretches(events: pl.DataFrame) -> pl.DataFrame:
+    """The path's stretches with ``dur_ns`` and a ``label``: the event's name, or for a gap
+    ``after NAME`` (the last event before it on the same path; ``step start`` when none)."""
+    keys = ["node", "rank", "step"]
+    named = pl.when(pl.col("name") != "").then(pl.col("name"))
+    prev = named.forward_fill().shift(1).over(keys, order_by="seq")
+    return events.with_columns(
+        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+        pl.when(pl.col("name") != "")
+        .then(pl.col("name"))
+        .otherwise(pl.concat_str(pl.lit("after "), prev).fill_null("step start"))
+        .alias("label"),
+        pl.col("kind").shift(1).over(keys, order_by="seq").alias("prev_kind"),
+    )
+
+
+def look_at(st: pl.DataFrame, kinds: tuple[str, ...]) -> list[str]:
+    """The names on the path for ``kinds`` with the most time, longest first."""
+    top = (
+        st.filter(pl.col("kind").is_in(list(kinds)))
+        .group_by("label")
+        .agg(pl.col("dur_ns").sum())
+        .sort("dur_ns", "label", descending=[True, False])
+        .head(LOOK_AT)
+    )
+    return top["label"].to_list()
+
+
+def longest_start(st: pl.DataFrame, kinds: tuple[str, ...], rank: int, step: int) -> int | None:
+    """The start of the longest stretch of ``kinds`` on ``rank``'s path in ``step``."""
+    rows = st.filter(pl.col("kind").is_in(list(kinds)), pl.col("rank") == rank, pl.col("step") == step)
+    if not rows.height:
+        return None
+    return int(rows.sort("dur_ns", "start_ns", descending=[True, False])["start_ns"][0])
+
+
+# -- the rules ----------------------------------------------------------------------------------
+
+
+def severity_of(share: float) -> str:
+    """A time finding's severity from its share of the step."""
+    return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
+
+
+def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
+    """One finding per what-if change that saves time: its mean job-level saving per step, where
+    it occurs (ranks and steps whose own replay saved time), its worst instance (the rank and
+    step whose replay saved the most, at the start of its longest stretch of that kind)."""
+    steps, what_if, by_kind = cp["steps.parquet"], cp["what_if.parquet"], cp["by_kind.parquet"]
+    if not steps.height:
+        return []
+    jobs = job_paths(steps)
+    median = median_length(jobs)
+    per_change = savings(steps, what_if).group_by("change").agg(pl.col("saved_ns").mean())
+    saved = dict(zip(per_change["change"], per_change["saved_ns"], strict=True))
+    st = stretches(cp["events.parquet"])
+    out = []
+    for category in TIME_CATEGORIES:
+        mean = int(round(saved.get(category) or 0))
+        rows = what_if.filter(pl.col("change") == category, pl.col("saved_ns") > 0)
+        if mean <= 0 or not rows.height or not median:
+            continue
+        share = mean / median
+        worst = rows.sort("saved_ns", "step", "rank", descending=[True, False, False]).row(0, named=True)
+        kinds = PATH_KINDS[category]
+        on_path = path_time(jobs, by_kind, kinds)
+        f = Finding(
+            category,
+            severity_of(share),
+            recoverable_title(_lead(category, words), mean, share),
+            next_step(category, words),
+            mean,
+            share,
+            sorted(set(rows["rank"].to_list())),
+            sorted(set(rows["step"].to_list())),
+            look_at(st, kinds),
+            worst["rank"],
+            worst["step"],
+            longest_start(st, kinds, worst["rank"], worst["step"]),
+        )
+        f.evidence = [
+            ("recoverable per step", float(mean), "ns", WHAT_IF_SRC),
+            ("share of the median step", share, "fraction", WHAT_IF_SRC),
+            ("on the path per step", on_path, "ns", BY_KIND_SRC),
+            ("median critical path", median, "ns", STEPS_SRC),
+            ("most saved in one step", float(worst["saved_ns"]), "ns", WHAT_IF_SRC),
+            ("steps analysed", float(jobs.height), "count", STEPS_SRC),
+        ]
+        out.append(f)
+    return out
+
+
+def straggler_finding(found: list[Finding], stragglers: pl.DataFrame, words: DeviceWords) -> None:
+    """The straggler finding names the rank that arrives last at the collectives most often and
+    its cause (``comm/stragglers.parquet``); its title and evidence say so. The late rank's own
+    cause is this finding's, so a finding of that category is removed (:func:`consistent`)."""
+    f = next((f for f in found if f.category == "straggler"), None)
+    if f is None or not stragglers.height:
+        return
+    late = (
+        stragglers.group_by("straggler_rank")
+        .agg(pl.len().alias("n"), pl.col("step").min().alias("first"))
+        .sort("n", "first", descending=[True, False])
+        .row(0, named=True)
+    )
+    rank, n = late["straggler_rank"], late["n"]
+    mine = stragglers.filter(pl.col("straggler_rank") == rank)
+    cause = None
+    if "cause" in mine.columns and mine["cause"].drop_nulls().len():
+        cause = mine["cause"].drop_nulls().mode().sort()[0]
+    because = f", {cause}" if cause else ""
+    f.title = (
+        f"Rank {rank} arrives last at the collectives in {n} of {plural(stragglers.height, 'step')}{because}: "
+        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)})"
+    )
+    f.ranks = sorted({rank, *f.ranks})
+    f.at_rank = rank
+    f.evidence += [
+        ("late rank", float(rank), "id", "comm/stragglers.parquet"),
+        ("steps it is late", float(n), "count", "comm/stragglers.parquet"),
+    ]
+    for col, label in (("lateness_ns", "its median lateness"), ("wait_ns", "others' median wait")):
+        if col in mine.columns and mine[col].drop_nulls().len():
+            f.evidence.append((label, float(mine[col].median()), "ns", "comm/stragglers.parquet"))
+    if cause in TIME_CATEGORIES and cause != "straggler":
+        f.next_step = f"Rank {rank} is late from {cause}: {next_step(cause, words)}"
+
+
+def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
+    """A device whose floor (lowest allocated level of a step) rises in every analysed step, over
+    at least :data:`MIN_RISING_STEPS` steps: activations kept alive across steps."""
+    per = alloc.get("per_step.parquet")
+    if per is None or not per.height:
+        return []
+    dev = ["node", "rank", "device_type", "device"]
+    rises = (
+        per.sort(*dev, "step")
+        .group_by(dev, maintain_order=True)
+        .agg(
+            pl.len().alias("steps"),
+            pl.col("step"),
+            pl.col("start_ns").last().alias("last_start_ns"),
+            pl.col("min_allocated_bytes").first().alias("first_floor"),
+            pl.col("min_allocated_bytes").last().alias("last_floor"),
+            (pl.col("min_allocated_bytes").diff().drop_nulls() > 0).all().alias("rising"),
+        )
+        .filter(pl.col("rising"), pl.col("steps") >= MIN_RISING_STEPS)
+    )
+    out = []
+    for r in rises.iter_rows(named=True):
+        per_step = (r["last_floor"] - r["first_floor"]) / (r["steps"] - 1)
+        name = fmt_memory_device(r["device_type"], r["device"])
+        f = Finding(
+            "memory",
+            "high",
+            f"Memory floor on {name} rises every step, {fmt_bytes(per_step)} per step over "
+            f"{r['steps']} steps: activations kept alive",
+            next_step("memory", words_for(None)),
+            ranks=[r["rank"]],
+            steps=r["step"],
+            at_rank=r["rank"],
+            at_step=r["step"][-1],
+            at_ns=r["last_start_ns"],
+        )
+        f.evidence = [
+            ("floor rise per step", per_step, "bytes", "allocations/per_step.parquet"),
+            ("steps", float(r["steps"]), "count", "allocations/per_step.parquet"),
+            ("first step's floor", float(r["first_floor"]), "bytes", "allocations/per_step.parquet"),
+            ("last step's floor", float(r["last_floor"]), "bytes", "allocations/per_step.parquet"),
+        ]
+        out.append(f)
+    return out
+
+
+def has_tensor_cores(gpu: str | None) -> bool:
+    """Whether the peak table's GPU row ``gpu`` has tensor cores: a half-precision rate above
+    twice its FP32 rate (CUDA cores run FP16 at most at 2x FP32)."""
+    from .peaks import PEAKS
+
+    row = next((r for r in PEAKS if r.gpu == gpu), None)
+    return row is not None and row.tflops.get("FP16", 0) > 2 * row.tflops["FP32"]
+
+
+def precision_finding(shares: pl.DataFrame, totals: pl.DataFrame | None, words: DeviceWords) -> list[Finding]:
+    """FP32 of at least :data:`FP32_SHARE` of the compute kernels' time on a GPU with tensor
+    cores (the flops stage's peak row names the GPU). GPU runs only."""
+    if words.kind != GPU or not shares.height or totals is None or not totals.height:
+        return []
+    gpu = totals["peak_gpu"][0]
+    fp32 = shares.filter(pl.col("precision") == "FP32", pl.col("in_shares"))
+    if not fp32.height or not has_tensor_cores(gpu):
+        return []
+    share, ns = float(fp32["share"][0] or 0), int(fp32["time_ns"][0])
+    if share < FP32_SHARE:
+        return []
+    f = Finding(
+        "precision",
+        "medium",
+        f"FP32 is {fmt_pct(share, 0)} of the {words.work_time} on {gpu}, which has tensor cores",
+        next_step("precision", words),
+    )
+    f.evidence = [
+        ("FP32 share of compute time", share, "fraction", "precision/shares.parquet"),
+        ("FP32 kernel time", float(ns), "ns", "precision/shares.parquet"),
+    ]
+    return [f]
+
+
+def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
+    """The device idle on the path between its own work, with no other cause (``device_overhead``
+    time), of at least :data:`IDLE_SHARE` of the median step."""
+    steps = cp["steps.parquet"]
+    if words.kind == NONE or not steps.height:
+        return []
+    jobs = job_paths(steps)
+    median = median_length(jobs)
+    kinds = PATH_KINDS["idle"]
+    idle = path_time(jobs, cp["by_kind.parquet"], kinds)
+    if not median or idle / median < IDLE_SHARE:
+        return []
+    st = stretches(cp["events.parquet"])
+    share = idle / median
+    worst = (
+        cp["by_kind.parquet"]
+        .filter(pl.col("kind").is_in(list(kinds)))
+        .sort("ns", "step", "rank", descending=[True, False, False])
+        .row(0, named=True)
+    )
+    f = Finding(
+        "idle",
+        "medium" if share >= HIGH_SHARE else "low",
+        f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per step "
+        f"({fmt_pct(share, 0)})",
+        next_step("idle", words),
+        look_at=look_at(st, kinds),
+        at_rank=worst["rank"],
+        at_step=worst["step"],
+        at_ns=longest_start(st, kinds, worst["rank"], worst["step"]),
+    )
+    f.evidence = [
+        ("idle on the path per step", idle, "ns", BY_KIND_SRC),
+        ("share of the median step", share, "fraction", BY_KIND_SRC),
+        ("median critical path", median, "ns", STEPS_SRC),
+    ]
+    return [f]
+
+
+def queued_behind_copies(events: pl.DataFrame) -> bool:
+    """Whether most of the path's launch delay comes right after a copy on the path: the
+    kernels waited for copies, not for their launches."""
+    st = stretches(events).filter(pl.col("kind") == "launch_delay")
+    total = st["dur_ns"].sum()
+    return bool(total) and st.filter(pl.col("prev_kind") == "transfer")["dur_ns"].sum() * 2 > total
+
+
+def consistent(found: list[Finding], stragglers: pl.DataFrame, events: pl.DataFrame) -> list[Finding]:
+    """The findings less those another one explains: the late rank's own cause (the straggler
+    finding names it) and launch delay queued behind copies (a transfer problem)."""
+    cats = {f.category for f in found}
+    drop = set()
+    if "straggler" in cats and stragglers.height and "cause" in stragglers.columns:
+        drop |= set(stragglers["cause"].drop_nulls().to_list()) & (set(TIME_CATEGORIES) - {"straggler"})
+    if "launch" in cats and queued_behind_copies(events):
+        drop.add("launch")
+    return [f for f in found if f.category not in drop]
+
+
+def ranked(found: list[Finding]) -> list[Finding]:
+    """Findings that save at least :data:`MIN_SHARE` of the step or carry a risk, by recoverable
+    time, then severity, then the vocabulary's order."""
+    kept = [
+        f for f in found if f.recoverable_share >= MIN_SHARE or f.category in ("memory", "precision", "idle")
+    ]
+    return sorted(
+        kept,
+        key=lambda f: (
+            -f.recoverable_ns_per_step,
+            SEVERITIES.index(f.severity),
+            CATEGORIES.index(f.category),
+        ),
+    )
+
+
+def tables(found: list[Finding]) -> dict[str, pl.DataFrame]:
+    """``findings.parquet`` and ``evidence.parquet`` of ranked findings (positions 1..n)."""
+    rows = [
+        {
+            "position": i,
+            "category": f.category,
+            "severity": f.severity,
+            "title": f.title,
+            "recoverable_ns_per_step": f.recoverable_ns_per_step,
+            "recoverable_share": f.recoverable_share,
+            "ranks": f.ranks,
+            "steps": f.steps,
+            "look_at": f.look_at,
+            "next_step": f.next_step,
+            "at_rank": f.at_rank,
+            "at_step": f.at_step,
+            "at_ns": f.at_ns,
+        }
+        for i, f in enumerate(found, 1)
+    ]
+    ev = [
+        {"position": i, "label": label, "value": value, "unit": unit, "source": source}
+        for i, f in enumerate(found, 1)
+        for label, value, unit, source in f.evidence
+    ]
+    out = {}
+    for file, data in (("findings.parquet", rows), ("evidence.parquet", ev)):
+        empty = TABLES[("findings", file)].empty()
+        out[file] = pl.DataFrame(data, schema=empty.schema) if data else empty
+    return out
 
 
 def stage(inputs: Mapping[str, Mapping[str, Any]], overview: Mapping[str, Any]) -> dict[str, Any]:
     """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``)."""
-    return {f: TABLES[("findings", f)].empty() for f in ("findings.parquet", "evidence.parquet")}
+    words = words_for(overview)
+    cp = inputs["critical_path"]
+    stragglers = inputs["comm"]["stragglers.parquet"]
+    found = time_findings(cp, words)
+    straggler_finding(found, stragglers, words)
+    found = consistent(found, stragglers, cp["events.parquet"])
+    found += memory_findings(inputs["allocations"])
+    found += precision_finding(
+        inputs["precision"]["shares.parquet"], inputs.get("flops", {}).get("totals.parquet"), words
+    )
+    found += idle_finding(cp, words)
+    return tables(ranked(found))

@@ -320,19 +320,9 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "findings",
-        (
-            "ingest",
-            "steps",
-            "critical_path",
-            "comm",
-            "allocations",
-            "precision",
-            "sync",
-            "memory",
-            "launch",
-            "kernels",
-            "annotations",
-        ),
+        # what the rules read: the path and its what-if replays, the late rank, memory per step,
+        # precision shares and the GPU the flops stage found a peak for
+        ("ingest", "critical_path", "comm", "allocations", "precision", "flops"),
         ("hta_compat", "include_last_step"),
         ("findings.parquet", "evidence.parquet"),
         b.findings,

@@ -1,0 +1,130 @@
+"""The findings as one JSON document (``profui explain --json``; the TUI's Findings view reads
+the same): the stage outputs rearranged, nothing recomputed.
+
+Keys (``version`` :data:`profui.analysis.findings.VERSION`):
+
+- ``version``: int; ``trace``: the trace's overview (``ingest/trace.json``);
+- ``step``, ``rank``: the step and rank whose critical path is shown (null without one);
+- ``critical_path``: ``length_ns``, ``by_kind`` (``{kind: ns}``, ``critical_path.KINDS``; HTA's
+  kinds under ``--hta-compat``), ``events`` (the path stretch by stretch: ``seq, kind, lane,
+  tid, device, stream, name, start_ns, end_ns``) — ``critical_path``'s tables' rows;
+- ``findings``: in rank order, each ``category, title, severity, recoverable_ns_per_step,
+  recoverable_share, ranks, steps, evidence`` (``[{label, value, unit, source}]``: ``unit`` one
+  of ``schemas.UNITS``, ``source`` the stage/table), ``look_at``, ``timeline`` (``{rank, step,
+  ts_ns}``: the worst instance), ``next_step`` — ``findings.parquet`` and ``evidence.parquet``;
+- ``notes``: sentences about what was and was not analysed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+#: The document's top-level keys, in order.
+KEYS = ("version", "trace", "step", "rank", "critical_path", "findings", "notes")
+#: A finding's keys, in order.
+FINDING_KEYS = (
+    "category",
+    "title",
+    "severity",
+    "recoverable_ns_per_step",
+    "recoverable_share",
+    "ranks",
+    "steps",
+    "evidence",
+    "look_at",
+    "timeline",
+    "next_step",
+)
+#: A critical-path event's keys.
+EVENT_KEYS = ("seq", "kind", "lane", "tid", "device", "stream", "name", "start_ns", "end_ns")
+
+
+def findings_json(
+    findings: pl.DataFrame, evidence: pl.DataFrame, top: int | None = None
+) -> list[dict[str, Any]]:
+    """``findings.parquet``'s rows (the first ``top``) with their ``evidence.parquet`` rows."""
+    rows = findings.sort("position").head(top) if top is not None else findings.sort("position")
+    ev: dict[int, list[dict[str, Any]]] = {}
+    for e in evidence.iter_rows(named=True):
+        ev.setdefault(e["position"], []).append({k: e[k] for k in ("label", "value", "unit", "source")})
+    return [
+        {
+            "category": r["category"],
+            "title": r["title"],
+            "severity": r["severity"],
+            "recoverable_ns_per_step": r["recoverable_ns_per_step"],
+            "recoverable_share": r["recoverable_share"],
+            "ranks": r["ranks"],
+            "steps": r["steps"],
+            "evidence": ev.get(r["position"], []),
+            "look_at": r["look_at"],
+            "timeline": {"rank": r["at_rank"], "step": r["at_step"], "ts_ns": r["at_ns"]},
+            "next_step": r["next_step"],
+        }
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def median_step(cp_steps: pl.DataFrame) -> tuple[int | None, int | None]:
+    """The job's median analysed step (by its slowest rank's path; of two middle ones the
+    shorter) and that step's slowest rank; ``(None, None)`` without analysed steps."""
+    if not cp_steps.height:
+        return None, None
+    jobs = (
+        cp_steps.sort("step", pl.col("length_ns"), "rank", descending=[False, True, False])
+        .group_by("step", maintain_order=True)
+        .first()
+        .sort("length_ns", "step")
+    )
+    row = jobs.row((jobs.height - 1) // 2, named=True)
+    return row["step"], row["rank"]
+
+
+def slowest_rank(cp_steps: pl.DataFrame, step: int) -> int | None:
+    """The rank with the longest path in ``step`` (ties: the lowest)."""
+    rows = cp_steps.filter(pl.col("step") == step).sort("length_ns", "rank", descending=[True, False])
+    return rows["rank"][0] if rows.height else None
+
+
+def critical_path_json(cp: Mapping[str, pl.DataFrame], step: int | None, rank: int | None) -> dict[str, Any]:
+    """The critical path of ``step`` on ``rank``: its length, time by kind and stretches."""
+    if step is None or rank is None:
+        return {"length_ns": None, "by_kind": {}, "events": []}
+
+    def mine(df: pl.DataFrame) -> pl.DataFrame:
+        return df.filter(pl.col("step") == step, pl.col("rank") == rank)
+
+    steps = mine(cp["steps.parquet"])
+    by_kind = mine(cp["by_kind.parquet"])
+    events = mine(cp["events.parquet"]).sort("seq")
+    return {
+        "length_ns": steps["length_ns"][0] if steps.height else None,
+        "by_kind": dict(zip(by_kind["kind"].to_list(), by_kind["ns"].to_list(), strict=True)),
+        "events": events.select(EVENT_KEYS).to_dicts(),
+    }
+
+
+def document(
+    overview: Mapping[str, Any],
+    cp: Mapping[str, pl.DataFrame],
+    found: Mapping[str, pl.DataFrame],
+    step: int | None,
+    rank: int | None,
+    notes: list[str],
+    top: int | None = None,
+) -> dict[str, Any]:
+    """``profui explain --json``'s document (keys in the module docstring)."""
+    from .findings import VERSION
+
+    return {
+        "version": VERSION,
+        "trace": dict(overview),
+        "step": step,
+        "rank": rank,
+        "critical_path": critical_path_json(cp, step, rank),
+        "findings": findings_json(found["findings.parquet"], found["evidence.parquet"], top),
+        "notes": notes,
+    }

@@ -1,0 +1,298 @@
+"""``profui explain TRACE [--json] [--step N] [--rank R] [--top K] [--annotation NAME --instance K]
+[--hta-compat]``: why the step is slow and what to change.
+
+TRACE is whatever ``profui summary`` takes (a trace folder, Kineto JSON, an Nsight ``.sqlite``, a
+JAX log folder). The text starts with the headline (the top finding's title, which says its
+recoverable time per step as "X per step (Y%)"), then the top K findings, each with its
+evidence, where to look and the next step, then the critical path of the step in question by
+kind: the job's median analysed step on its slowest rank unless ``--step``/``--rank`` say.
+
+``--json`` prints :func:`profui.analysis.findings_doc.document` (its keys are documented in that
+module: ``version, trace, step, rank, critical_path {length_ns, by_kind, events}, findings
+[{category, title, severity, recoverable_ns_per_step, recoverable_share, ranks, steps,
+evidence [{label, value, unit, source}], look_at, timeline {rank, step, ts_ns}, next_step}],
+notes``). Every value comes from the ``findings`` and ``critical_path`` stage outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .errors import UserError
+
+#: The text's width at most (a terminal narrower than this wraps at its own width).
+WIDTH = 80
+
+
+def _params(hta_compat: bool) -> dict[str, Any]:
+    from profui.analysis.pipeline import REGISTRY
+    from profui.analysis.pipeline.params import resolve_params
+
+    params = resolve_params(REGISTRY.params, None, {})
+    if hta_compat:
+        params["hta_compat"] = True
+    return params
+
+
+def annotation_window(events: Any, name: str, instance: int, rank: int | None) -> Any:
+    """A one-row step-windows frame (``steps/windows.parquet``'s schema) of the ``instance``-th
+    (0-based, in start order, as HTA counts them) host annotation called ``name`` on ``rank``
+    (the first rank that has one when None). Raises UserError when there is none."""
+    import polars as pl
+
+    from profui.analysis.schemas import TABLES
+
+    rows = events.filter(pl.col("kind") == "annotation", pl.col("name") == name)
+    if rank is not None:
+        rows = rows.filter(pl.col("rank") == rank)
+    found = rows.select("node", "rank", "ts", "dur").sort("rank", "ts", "node").collect()
+    if not found.height:
+        where = f" on rank {rank}" if rank is not None else ""
+        raise UserError(f"--annotation {name!r}: no such annotation{where}")
+    first_rank = found["rank"][0]
+    mine = found.filter(pl.col("rank") == first_rank)
+    if not 0 <= instance < mine.height:
+        raise UserError(
+            f"--instance {instance}: {name!r} has {mine.height} instance(s) on rank {first_rank} (0 to {mine.height - 1})"
+        )
+    r = mine.row(instance, named=True)
+    schema = TABLES[("steps", "windows.parquet")].empty().schema
+    return pl.DataFrame(
+        [
+            {
+                "node": r["node"],
+                "rank": r["rank"],
+                "step": instance,
+                "name": name,
+                "cpu_start_ns": r["ts"],
+                "cpu_end_ns": r["ts"] + r["dur"],
+                "cpu_dur_ns": r["dur"],
+                "start_ns": None,
+                "end_ns": None,
+                "dur_ns": None,
+                "n_launches": 0,
+                "n_device_events": 0,
+                "mapped": False,
+            }
+        ],
+        schema=schema,
+    )
+
+
+def explain(
+    trace: list[Path],
+    step: int | None,
+    rank: int | None,
+    top: int | None,
+    annotation: str | None,
+    instance: int | None,
+    hta_compat: bool,
+) -> dict[str, Any]:
+    """Resolve and analyse ``trace``; the explain document for the step (or annotation instance)
+    asked for. Bad options raise :class:`UserError` (one line, exit 2)."""
+    from profui.analysis import critical_path as cpath
+    from profui.analysis.findings_doc import document, median_step, slowest_rank
+    from profui.analysis.pipeline.store import compute
+    from profui.analysis.trace import Trace
+    from profui.capture.format import open_trace_dir
+
+    from .sources import resolve_sources
+    from .summary_cmd import import_progress
+
+    if top is not None and top < 1:
+        raise UserError(f"--top: must be at least 1, got {top}")
+    if (annotation is None) != (instance is None):
+        raise UserError("--annotation and --instance go together: --annotation NAME --instance K")
+    params = _params(hta_compat)
+    with import_progress(sys.stderr.isatty()) as progress:
+        path = resolve_sources(trace, progress=progress)
+    t = Trace(open_trace_dir(path))
+    store = compute(t, ("findings",), params)
+    overview = store["ingest"]["trace.json"]["overview"]
+    cp: Mapping[str, Any] = store["critical_path"]
+    notes: list[str] = []
+    if annotation is not None:
+        events = (
+            t.hta_events(include_last_step=params["include_last_step"]) if hta_compat else t.cached_events()
+        )
+        window = annotation_window(events, annotation, int(instance or 0), rank)
+        cp = cpath.stage(events, window, store["correlate"]["launches.parquet"], hta_compat)
+        step, rank = int(window["step"][0]), int(window["rank"][0])
+        notes.append(
+            f"critical path of {annotation!r} instance {step} on rank {rank} (its step is the instance)"
+        )
+    else:
+        analysed = cp["steps.parquet"]
+        if step is not None and step not in set(analysed["step"].to_list()):
+            have = sorted(set(analysed["step"].to_list()))
+            raise UserError(f"--step {step}: not an analysed step ({_listing(have)})")
+        if rank is not None and rank not in set(analysed["rank"].to_list()):
+            have = sorted(set(analysed["rank"].to_list()))
+            raise UserError(f"--rank {rank}: no analysed step on that rank ({_listing(have)})")
+        if step is None:
+            median, slowest = median_step(analysed)
+            step = median
+            rank = slowest if rank is None else rank
+            if step is not None:
+                notes.append(f"step {step} is the job's median analysed step")
+        elif rank is None:
+            rank = slowest_rank(analysed, step)
+        if step is None:
+            notes.append("no step was analysed: no critical path, no time findings")
+    return document(overview, cp, store["findings"], step, rank, notes, top)
+
+
+def _listing(values: list[int]) -> str:
+    if not values:
+        return "none analysed"
+    return "analysed: " + (
+        ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]} to {values[-1]}"
+    )
+
+
+# -- text -----------------------------------------------------------------------------------------
+
+
+def _value(value: float, unit: str) -> str:
+    from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+
+    if unit in ("ns", "ns_float"):
+        return fmt_ns(value)
+    if unit == "fraction":
+        return fmt_pct(value, 0)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit in ("count", "id"):
+        return fmt_count(value)
+    return f"{value:.3g} {unit}"
+
+
+def kind_label(kind: str, words: Any) -> str:
+    """A critical-path kind in the trace's device words."""
+    return {
+        "host_compute": "host ops",
+        "host_overhead": "host outside ops",
+        "input": "data loading",
+        "launch_delay": f"{words.launch} delay",
+        "device_compute": f"{words.work}s",
+        "device_overhead": f"{words.device} gaps",
+        "transfer": "memory copies",
+        "sync_wait": "sync wait",
+        "communication": "communication",
+        "rank_wait": "waiting for a rank",
+    }.get(kind, kind.replace("_", " "))
+
+
+def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
+    """The explain document as lines of at most ``width`` characters."""
+    import textwrap
+
+    from profui.analysis.devices import fmt_devices, words_for
+    from profui.analysis.formatting import elide, fmt_ns, fmt_pct, plural
+
+    words = words_for(doc["trace"])
+    tr = doc["trace"]
+    out: list[str] = []
+
+    def wrap(text: str, indent: str = "", first: str | None = None) -> None:
+        out.extend(
+            textwrap.wrap(
+                text,
+                width,
+                initial_indent=indent if first is None else first,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+            )
+            or [""]
+        )
+
+    found = doc["findings"]
+    wrap(f"{tr['name']} · {fmt_devices(tr)} · {plural(len(tr['ranks']), 'rank')}")
+    if found:
+        wrap(found[0]["title"], "  ", "Top finding: ")
+    else:
+        wrap("No finding: nothing on the critical path would save 1% of a step, and no risk was found.")
+    for note in doc["notes"]:
+        wrap(note, "  ", "note: ")
+    for i, f in enumerate(found, 1):
+        out.append("")
+        wrap(f["title"], "   ", f"{i}. ")
+        ev = "; ".join(f"{e['label']} {_value(e['value'], e['unit'])}" for e in f["evidence"])
+        if ev:
+            wrap(ev, "     ", "   evidence: ")
+        if f["look_at"]:
+            names = ", ".join(elide(n, max(20, width - 16), bare=False) for n in f["look_at"])
+            wrap(names, "     ", "   look at: ")
+        tl = f["timeline"]
+        if tl["step"] is not None:
+            at = (
+                f" at {fmt_ns(tl['ts_ns'] - tr['start_ns'])} into the trace"
+                if tl["ts_ns"] is not None
+                else ""
+            )
+            wrap(f"rank {tl['rank']}, step {tl['step']}{at}", "     ", "   worst: ")
+        wrap(f["next_step"], "     ", "   next: ")
+    cp = doc["critical_path"]
+    if cp["length_ns"]:
+        out.append("")
+        wrap(f"Critical path of step {doc['step']} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}")
+        kinds = sorted(((k, v) for k, v in cp["by_kind"].items() if v), key=lambda kv: -kv[1])
+        for k, v in kinds:
+            out.append(f"  {kind_label(k, words):<22}{fmt_ns(v):>10}{fmt_pct(v / cp['length_ns'], 0):>7}")
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``profui explain``."""
+
+    @app.command("explain")
+    def explain_command(
+        trace: list[Path] = typer.Argument(
+            ...,
+            help="A profui trace folder, Kineto .json/.json.gz file(s), an Nsight .sqlite or a JAX log folder.",
+            readable=False,
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of text."),
+        step: int | None = typer.Option(None, "--step", help="The step whose critical path is shown."),
+        rank: int | None = typer.Option(None, "--rank", help="The rank whose critical path is shown."),
+        top: int | None = typer.Option(None, "--top", help="Show the first K findings (default: all)."),
+        annotation: str | None = typer.Option(
+            None, "--annotation", help="The critical path of an annotation's instance instead of a step."
+        ),
+        instance: int | None = typer.Option(
+            None, "--instance", help="Which instance of --annotation (0 = the first, as HTA counts)."
+        ),
+        hta_compat: bool = typer.Option(
+            False, "--hta-compat", help="Holistic Trace Analysis semantics and its critical-path kinds."
+        ),
+    ) -> None:
+        """Why the step is slow and what to change: findings ranked by the time each would save
+        per step on the critical path, with their evidence and next step.
+
+        \b
+        Examples:
+          profui explain trace/
+          profui explain rank0.json.gz --top 3
+          profui explain trace/ --step 12 --rank 1
+          profui explain trace/ --annotation forward --instance 2
+          profui explain report.sqlite --json > explain.json
+        """
+        doc = explain(trace, step, rank, top, annotation, instance, hta_compat)
+        if as_json:
+            sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
+            return
+        columns = os.environ.get("COLUMNS", "")
+        if sys.stdout.isatty():
+            import shutil
+
+            width = min(WIDTH, shutil.get_terminal_size().columns)
+        else:
+            width = min(WIDTH, int(columns)) if columns.isdigit() else WIDTH
+        sys.stdout.write("\n".join(render_text(doc, width)) + "\n")

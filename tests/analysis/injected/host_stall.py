@@ -1,0 +1,40 @@
+"""A blocking host stall: after each optimizer step the loop sleeps 25 ms outside any op (a
+synchronous log write). ``--no-cause``: no sleep."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from steploop import Clock, parse, report
+
+STALL_S = 0.025
+
+
+def main() -> None:
+    args = parse(__doc__)
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
+    clock = Clock()
+    for _ in range(args.steps):
+        with clock:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if not args.no_cause:
+                time.sleep(STALL_S)
+    report(clock, not args.no_cause)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""The findings rules on hand-made critical-path tables, every expected number worked out by
+hand in the comments (the oracle), so each rule is held apart from the critical path's own."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pytest
+
+from profui.analysis import findings as fd
+from profui.analysis.formatting import fmt_ns, fmt_pct
+from profui.analysis.schemas import TABLES
+
+MS = 1_000_000
+CPU_ONLY = {"device_type": "none", "ranks": [0, 1]}
+GPU_RUN = {"device_type": "gpu", "ranks": [0, 1]}
+
+
+def frame(stage: str, file: str, rows: list[dict]) -> pl.DataFrame:
+    """Rows in the declared schema of ``stage/file``."""
+    empty = TABLES[(stage, file)].empty()
+    return pl.DataFrame(rows, schema=empty.schema) if rows else empty
+
+
+def cp_tables(
+    lengths: dict, what_if: list[tuple], by_kind: list[tuple] = (), events: list[tuple] = ()
+) -> dict:
+    """critical_path outputs from ``{(rank, step): length_ms}``, ``(rank, step, change, after_ms)``,
+    ``(rank, step, kind, ms)`` and ``(rank, step, seq, kind, name, start_ms, end_ms)``."""
+    steps = [
+        {"node": "n", "rank": r, "step": s, "start_ns": 0, "end_ns": ms * MS, "length_ns": ms * MS}
+        for (r, s), ms in lengths.items()
+    ]
+    wi = [
+        {
+            "node": "n",
+            "rank": r,
+            "step": s,
+            "change": c,
+            "length_ns": round(a * MS),
+            "saved_ns": round((lengths[(r, s)] - a) * MS),
+        }
+        for r, s, c, a in what_if
+    ]
+    bk = [{"node": "n", "rank": r, "step": s, "kind": k, "ns": ms * MS} for r, s, k, ms in by_kind]
+    ev = [
+        {
+            "node": "n",
+            "rank": r,
+            "step": s,
+            "seq": q,
+            "kind": k,
+            "lane": "host",
+            "tid": 1,
+            "device": None,
+            "stream": None,
+            "name": name,
+            "start_ns": a * MS,
+            "end_ns": b * MS,
+        }
+        for r, s, q, k, name, a, b in events
+    ]
+    return {
+        "steps.parquet": frame("critical_path", "steps.parquet", steps),
+        "what_if.parquet": frame("critical_path", "what_if.parquet", wi),
+        "by_kind.parquet": frame("critical_path", "by_kind.parquet", bk),
+        "events.parquet": frame("critical_path", "events.parquet", ev),
+    }
+
+
+def inputs(
+    cp: dict, stragglers: list[dict] = (), per_step: list[dict] = (), shares=None, totals=None
+) -> dict:
+    """The findings stage's inputs around ``cp``."""
+    return {
+        "critical_path": cp,
+        "comm": {"stragglers.parquet": pl.DataFrame(list(stragglers)) if stragglers else pl.DataFrame()},
+        "allocations": {"per_step.parquet": frame("allocations", "per_step.parquet", list(per_step))},
+        "precision": {
+            "shares.parquet": shares if shares is not None else frame("precision", "shares.parquet", [])
+        },
+        "flops": {"totals.parquet": totals if totals is not None else pl.DataFrame()},
+    }
+
+
+def rows(out: dict) -> list[dict]:
+    return out["findings.parquet"].to_dicts()
+
+
+def evidence(out: dict, position: int) -> dict[str, float]:
+    ev = out["evidence.parquet"].filter(pl.col("position") == position)
+    return dict(zip(ev["label"], ev["value"], strict=True))
+
+
+# Two ranks, three steps. The job's path per step is its slowest rank's:
+#   step 1: r0 100, r1 120 -> 120; host replay r0 80, r1 90 -> max 90: saved 30
+#   step 2: r0 100, r1 100 -> 100; host replay r0 70 only (r1 keeps 100) -> 100: saved 0
+#   step 3: r0 110, r1  90 -> 110; host replay r0 60, r1 90 -> 90: saved 20
+# mean (30 + 0 + 20) / 3 = 16.667 ms; median job path of 120, 100, 110 = 110 ms; share 0.1515
+LENGTHS = {(0, 1): 100, (1, 1): 120, (0, 2): 100, (1, 2): 100, (0, 3): 110, (1, 3): 90}
+HOST_WHAT_IF = [
+    (0, 1, "host", 80),
+    (1, 1, "host", 90),
+    (0, 2, "host", 70),
+    (0, 3, "host", 60),
+    (1, 3, "host", 90),
+]
+
+
+def test_recoverable_is_the_job_level_what_if_saving() -> None:
+    cp = cp_tables(
+        LENGTHS,
+        HOST_WHAT_IF,
+        by_kind=[(1, 1, "host_overhead", 40), (0, 2, "host_overhead", 30), (0, 3, "host_overhead", 50)],
+        events=[
+            (0, 3, 0, "host_compute", "aten::mm", 0, 10),
+            (0, 3, 1, "host_overhead", "", 10, 60),
+            (0, 3, 2, "host_compute", "aten::add", 60, 110),
+        ],
+    )
+    out = fd.stage(inputs(cp), CPU_ONLY)
+    (f,) = rows(out)
+    assert f["category"] == "host" and f["position"] == 1
+    assert f["recoverable_ns_per_step"] == round(50 * MS / 3)  # 16,666,667
+    assert f["recoverable_share"] == pytest.approx((50 * MS / 3) / (110 * MS))
+    assert f["severity"] == "medium"  # 15% is between 5% and 20%
+    # occurs where a rank's own replay saved time: r0 steps 1,2,3 (20, 30, 50), r1 step 1 (30)
+    assert f["ranks"] == [0, 1] and f["steps"] == [1, 2, 3]
+    # worst instance: rank 0, step 3 saved 50 ms; its longest host_overhead stretch starts at 10 ms
+    assert (f["at_rank"], f["at_step"], f["at_ns"]) == (0, 3, 10 * MS)
+    assert f["look_at"] == ["after aten::mm"]
+    ev = evidence(out, 1)
+    # by kind on the job's path (slowest rank per step: r1 s1, r0 s2 (tie -> rank 0), r0 s3): (40+30+50)/3
+    assert ev["on the path per step"] == pytest.approx(40 * MS)
+    assert ev["median critical path"] == 110 * MS
+    assert ev["most saved in one step"] == 50 * MS
+
+
+def numbers_in(title: str) -> list[str]:
+    return re.findall(r"\d[\d.,]*\s?(?:ns|µs|ms|s|%|kB|MB|GB|B)", title)
+
+
+def test_titles_say_the_numbers_of_their_evidence() -> None:
+    cp = cp_tables(LENGTHS, HOST_WHAT_IF)
+    out = fd.stage(inputs(cp), CPU_ONLY)
+    f = rows(out)[0]
+    ev = evidence(out, 1)
+    assert numbers_in(f["title"]) == [
+        fmt_ns(ev["recoverable per step"]),
+        fmt_pct(ev["share of the median step"], 0),
+    ]
+    assert numbers_in(f["title"]) == ["16.7 ms", "15%"]  # by hand: 16.667 ms, 15.15%
+
+
+def test_a_change_saving_under_one_percent_is_dropped_and_order_is_by_saving() -> None:
+    # step 1 only (r0 100 ms): input saves 0.5 ms (0.5% -> dropped), sync 10, compute 30
+    cp = cp_tables({(0, 1): 100}, [(0, 1, "input", 99.5), (0, 1, "sync", 90), (0, 1, "compute", 70)])
+    got = [
+        (f["position"], f["category"], f["recoverable_ns_per_step"])
+        for f in rows(fd.stage(inputs(cp), CPU_ONLY))
+    ]
+    assert got == [(1, "compute", 30 * MS), (2, "sync", 10 * MS)]
+
+
+def test_the_late_ranks_cause_is_the_straggler_finding_not_a_second_one() -> None:
+    # rank 1 late in both steps (host stall): straggler replay saves 40, host replay 45
+    lengths = {(0, 1): 100, (1, 1): 100, (0, 2): 100, (1, 2): 100}
+    wi = [(r, s, c, a) for r in (0, 1) for s in (1, 2) for c, a in (("straggler", 60), ("host", 55))]
+    stragglers = [
+        {
+            "step": s,
+            "straggler_rank": 1,
+            "lateness_ns": 40 * MS,
+            "wait_ns": 38 * MS,
+            "cause": "host",
+            "recurs": True,
+        }
+        for s in (1, 2)
+    ]
+    out = fd.stage(inputs(cp_tables(lengths, wi), stragglers), CPU_ONLY)
+    (f,) = rows(out)
+    assert f["category"] == "straggler" and f["recoverable_ns_per_step"] == 40 * MS
+    assert f["title"].startswith("Rank 1 arrives last at the collectives in 2 of 2 steps, host:")
+    assert f["at_rank"] == 1 and "Rank 1 is late from host" in f["next_step"]
+    ev = evidence(out, 1)
+    assert ev["late rank"] == 1 and ev["steps it is late"] == 2
+    assert ev["its median lateness"] == 40 * MS and ev["others' median wait"] == 38 * MS
+
+
+def test_no_launch_finding_when_the_launch_delay_is_queued_behind_copies() -> None:
+    # 100 ms step: transfer saves 60, launch 20; the path's launch delay (20 ms) follows a copy
+    cp = cp_tables(
+        {(0, 1): 100},
+        [(0, 1, "transfer", 40), (0, 1, "launch", 80)],
+        events=[
+            (0, 1, 0, "transfer", "Memcpy HtoD", 0, 60),
+            (0, 1, 1, "launch_delay", "cudaLaunchKernel", 60, 80),
+            (0, 1, 2, "device_compute", "gemm", 80, 100),
+        ],
+    )
+    cats = [f["category"] for f in rows(fd.stage(inputs(cp), GPU_RUN))]
+    assert cats == ["transfer"]
+    # the same delay after compute (not a copy) is a launch finding
+    cp["events.parquet"] = cp["events.parquet"].with_columns(
+        pl.when(pl.col("seq") == 0).then(pl.lit("device_compute")).otherwise(pl.col("kind")).alias("kind")
+    )
+    assert [f["category"] for f in rows(fd.stage(inputs(cp), GPU_RUN))] == ["transfer", "launch"]
+
+
+def per_step(floors: list[int]) -> list[dict]:
+    return [
+        {
+            "node": "n",
+            "rank": 0,
+            "device_type": "CUDA",
+            "device": 0,
+            "step": s,
+            "start_ns": s * 100 * MS,
+            "end_ns": (s + 1) * 100 * MS,
+            "events": 10,
+            "start_allocated_bytes": f,
+            "min_allocated_bytes": f,
+            "peak_allocated_bytes": f + 10**9,
+            "end_allocated_bytes": f,
+            "growth_bytes": 0,
+        }
+        for s, f in enumerate(floors, 1)
+    ]
+
+
+def test_memory_floor_rising_every_step_is_a_risk_finding() -> None:
+    # floors 100, 130, 160, 190 MB: +30 MB per step over 4 steps
+    empty = cp_tables({}, [])
+    out = fd.stage(
+        inputs(empty, per_step=per_step([100_000_000, 130_000_000, 160_000_000, 190_000_000])), GPU_RUN
+    )
+    (f,) = rows(out)
+    assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("memory", "high", 0)
+    assert (
+        f["title"]
+        == "Memory floor on cuda0 rises every step, 30 MB per step over 4 steps: activations kept alive"
+    )
+    assert evidence(out, 1)["floor rise per step"] == 30_000_000
+    assert (f["at_step"], f["at_ns"]) == (4, 400 * MS)
+    # a floor that falls once is steady, not rising
+    assert rows(fd.stage(inputs(empty, per_step=per_step([100, 130, 120, 190])), GPU_RUN)) == []
+
+
+def shares(fp32: float) -> pl.DataFrame:
+    return frame(
+        "precision",
+        "shares.parquet",
+        [
+            {
+                "precision": "FP32",
+                "count": 10,
+                "time_ns": int(fp32 * 100 * MS),
+                "time_by_dtypes_ns": 0,
+                "time_by_name_ns": 0,
+                "share": fp32,
+                "in_shares": True,
+            },
+        ],
+    )
+
+
+def test_fp32_on_a_tensor_core_gpu_is_a_precision_finding_and_never_on_a_cpu_run() -> None:
+    empty = cp_tables({}, [])
+    a100 = pl.DataFrame({"peak_gpu": ["A100"]})  # FP16 312 > 2 x FP32 19.5: tensor cores
+    out = fd.stage(inputs(empty, shares=shares(0.8), totals=a100), GPU_RUN)
+    (f,) = rows(out)
+    assert (
+        f["category"] == "precision"
+        and f["title"] == "FP32 is 80% of the kernel time on A100, which has tensor cores"
+    )
+    assert rows(fd.stage(inputs(empty, shares=shares(0.4), totals=a100), GPU_RUN)) == []
+    assert rows(fd.stage(inputs(empty, shares=shares(0.8), totals=a100), CPU_ONLY)) == []
+    assert (
+        rows(fd.stage(inputs(empty, shares=shares(0.8), totals=pl.DataFrame({"peak_gpu": [None]})), GPU_RUN))
+        == []
+    )
+
+
+def test_device_idle_on_the_path_is_a_risk_finding_on_device_runs_only() -> None:
+    # 100 ms path with 12 ms of device_overhead: 12%
+    cp = cp_tables({(0, 1): 100}, [], by_kind=[(0, 1, "device_compute", 88), (0, 1, "device_overhead", 12)])
+    (f,) = rows(fd.stage(inputs(cp), GPU_RUN))
+    assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("idle", "low", 0)
+    assert f["title"] == "GPU idle on the critical path with no other cause: 12 ms per step (12%)"
+    assert rows(fd.stage(inputs(cp), CPU_ONLY)) == []

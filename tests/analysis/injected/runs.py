@@ -103,11 +103,20 @@ def measure(cause: Cause, repeats: int = REPEATS) -> dict:
 
 
 def record(cause: Cause, trace: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run the script (with its cause) under ``profcap -o TRACE --steps 4-9``."""
+    """Run the script (with its cause) under ``profcap -o TRACE --steps 4-9 --no-perf``."""
     if trace.exists():
         shutil.rmtree(trace)
     trace.parent.mkdir(parents=True, exist_ok=True)
-    profcap = [sys.executable, "-m", "profui.capture.profcap", "-o", str(trace), "--steps", TRACED_STEPS]
+    profcap = [
+        sys.executable,
+        "-m",
+        "profui.capture.profcap",
+        "-o",
+        str(trace),
+        "--steps",
+        TRACED_STEPS,
+        "--no-perf",
+    ]
     return subprocess.run(
         [*profcap, *cause.profcap_args, "--", *cause.command()],
         env=_env(),

@@ -138,9 +138,10 @@ def test_memory_finding_states_the_kept_bytes_per_step(runs):
     )
 
 
-def _last_arrivals(trace: Path) -> dict[int, int]:
-    """Per traced step, the rank whose first gloo all-reduce of the step starts last (plain Python
-    over the events files: ProfilerStep#N windows, gloo:all_reduce rows)."""
+def _gloo_arrivals(trace: Path) -> dict[int, dict[int, int]]:
+    """Per traced step and rank, the start of the rank's first gloo all-reduce in the step (plain
+    Python over the events files: ProfilerStep#N windows, gloo:all_reduce rows); steps every
+    rank reached only."""
     first: dict[int, dict[int, int]] = {}
     for f in sorted(trace.glob("node=*/rank=*/events-*.parquet")):
         rank = int(f.parent.name.split("=")[1])
@@ -157,17 +158,23 @@ def _last_arrivals(trace: Path) -> dict[int, int]:
                 if lo <= r["ts"] < hi:
                     cur = first.setdefault(n, {}).get(rank)
                     first[n][rank] = r["ts"] if cur is None else min(cur, r["ts"])
-    return {n: max(by, key=by.get) for n, by in first.items() if len(by) == NPROC}
+    return {n: by for n, by in first.items() if len(by) == NPROC}
 
 
 def test_steps_and_communication_name_the_same_straggler(runs):
     trace = runs.trace("late_rank")
-    oracle = _last_arrivals(trace)
+    arrivals = _gloo_arrivals(trace)
+    oracle = {n: max(by, key=by.get) for n, by in arrivals.items()}
     assert oracle and set(oracle.values()) == {LATE_RANK}, oracle
     sections = runs.cli("summary", str(trace), "--json")["sections"]
-    # Communication: the rank arriving last at the collectives, each step
-    named = {r["step"]: r["straggler_rank"] for r in sections["comm"]["stragglers"]}
+    # Communication: the rank arriving last at the collectives, each step, how late, and why
+    stragglers = sections["comm"]["stragglers"]
+    named = {r["step"]: r["straggler_rank"] for r in stragglers}
     assert named == oracle
+    for r in stragglers:  # one collective per step: lateness = last arrival - first arrival
+        by = arrivals[r["step"]]
+        assert r["lateness_ns"] == max(by.values()) - min(by.values()), r
+        assert r["cause"] == "host", r  # rank 1 sleeps outside any op before its forward
     # Steps: the late rank is the one that waits least in communication in its steps (the others
     # wait for it there), read from the steps' own breakdown table
     waits: dict[int, dict[int, int]] = {}

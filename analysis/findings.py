@@ -145,24 +145,25 @@ def next_step(category: str, words: DeviceWords) -> str:
 
 
 def _lead(category: str, words: DeviceWords) -> str:
-    """The words a time finding's title starts with: what is on the path."""
+    """The words a time finding's title starts with: what is on the path (and, where the
+    what-if halves it rather than removing it, that it is halved: ``critical_path``'s replays)."""
     compute = "Ops' compute" if words.kind == NONE else f"{words.Work}s and host ops"
     return {
         "input": "Data loading on the critical path",
         "host": "Host time outside any op on the critical path",
-        "compute": f"{compute} on the critical path",
+        "compute": f"{compute} on the critical path, if 2x faster",
         "launch": f"{words.Work} {words.launch} delay on the critical path",
         "sync": "Host blocked in synchronize calls on the critical path",
         "transfer": "Memory copies on the critical path",
-        "communication": "Communication on the critical path",
+        "communication": "Communication on the critical path, if 2x faster",
         "straggler": "Waiting for a late rank on the critical path",
     }[category]
 
 
 def recoverable_title(lead: str, ns: int, share: float) -> str:
-    """A time finding's title: ``LEAD: X per step (Y%)`` — the numbers of its first two
-    evidence rows."""
-    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)})"
+    """A time finding's title: ``LEAD: X per step (Y%) recoverable`` — the numbers of its first
+    two evidence rows."""
+    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)}) recoverable"
 
 
 # -- the job's path per step --------------------------------------------------------------------
@@ -218,15 +219,21 @@ def path_time(jobs: pl.DataFrame, by_kind: pl.DataFrame, kinds: tuple[str, ...])
 
 def stretches(events: pl.DataFrame) -> pl.DataFrame:
     """The path's stretches with ``dur_ns`` and a ``label``: the event's name, or for a gap
-    ``after NAME`` (the last event before it on the same path; ``step start`` when none)."""
+    ``after NAME`` (the last event before it on the same path), at the step's start ``step
+    start, before NAME`` (the first event after it)."""
     keys = ["node", "rank", "step"]
     named = pl.when(pl.col("name") != "").then(pl.col("name"))
     prev = named.forward_fill().shift(1).over(keys, order_by="seq")
+    following = named.backward_fill().shift(-1).over(keys, order_by="seq")
     return events.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         pl.when(pl.col("name") != "")
         .then(pl.col("name"))
-        .otherwise(pl.concat_str(pl.lit("after "), prev).fill_null("step start"))
+        .otherwise(
+            pl.concat_str(pl.lit("after "), prev).fill_null(
+                pl.concat_str(pl.lit("step start, before "), following).fill_null("step start")
+            )
+        )
         .alias("label"),
         pl.col("kind").shift(1).over(keys, order_by="seq").alias("prev_kind"),
     )
@@ -329,7 +336,7 @@ def straggler_finding(found: list[Finding], stragglers: pl.DataFrame, words: Dev
     because = f", {cause}" if cause else ""
     f.title = (
         f"Rank {rank} arrives last at the collectives in {n} of {plural(stragglers.height, 'step')}{because}: "
-        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)})"
+        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)}) recoverable"
     )
     f.ranks = sorted({rank, *f.ranks})
     f.at_rank = rank

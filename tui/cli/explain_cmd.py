@@ -228,7 +228,7 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
         if ev:
             wrap(ev, "     ", "   evidence: ")
         if f["look_at"]:
-            names = ", ".join(elide(n, max(20, width - 16), bare=False) for n in f["look_at"])
+            names = "; ".join(elide(n, max(20, width - 16), bare=False) for n in f["look_at"])
             wrap(names, "     ", "   look at: ")
         tl = f["timeline"]
         if tl["step"] is not None:

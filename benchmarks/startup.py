@@ -37,7 +37,7 @@ from peak import run as run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
-SUBCOMMANDS = ["open", "import", "info", "summary", "analyze", "runs", "diff", "export"]
+SUBCOMMANDS = ["open", "import", "info", "summary", "explain", "analyze", "runs", "diff", "export"]
 INFO_TARGET_S = 0.2
 HELP_TARGET_S = 0.15
 

@@ -120,7 +120,7 @@ def _check(tool: str, args: list[str], uses: frozenset[str], tmp: Path, rc: int 
     assert not unused, f"`{tool} {' '.join(args)}` loads {unused}, which it does not use"
 
 
-COMMANDS = ["open", "import", "info", "summary", "analyze", "runs", "diff", "export"]
+COMMANDS = ["open", "import", "info", "summary", "explain", "analyze", "runs", "diff", "export"]
 
 
 @pytest.mark.parametrize(
@@ -161,6 +161,12 @@ def test_import(tmp_path: Path) -> None:
 def test_summary(work: Path, extra: list[str], tmp_path: Path) -> None:
     # reads events with Polars (the footer in plain Python): no pyarrow; one process: no dask
     _check("profui", ["summary", str(work / "mlp"), *extra], TYPER_VALUES | ANALYSIS | {"rich"}, tmp_path)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
+def test_explain(work: Path, extra: list[str], tmp_path: Path) -> None:
+    # the pipeline's findings in memory (Polars), its text written plainly: no rich, no pyarrow
+    _check("profui", ["explain", str(work / "mlp"), *extra], TYPER_VALUES | ANALYSIS, tmp_path)
 
 
 def test_analyze_and_plan(work: Path, tmp_path: Path) -> None:

@@ -1,0 +1,121 @@
+"""The findings stage on real runs: a recorded CPU training loop that sleeps 20 ms between steps
+outside any op (the top finding is ``host``, and its recoverable time agrees with the gain the
+script's own clock measures without the sleep), and the shared Nsight export of a copy-bound
+2-GPU run (the top finding is ``transfer``; no finding calls it launch-bound)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis import open_trace
+
+from realdata import REPO, nsys_export
+
+sys.path.insert(0, str(REPO / "tests" / "capture"))
+from test_profcap_support import run_profcap  # noqa: E402
+
+#: A small CPU training loop timing each whole iteration with its own clock; SLEEP seconds of
+#: time.sleep after the optimizer step (outside any op). Prints the median iteration after 3
+#: warm-up iterations as JSON.
+SLEEPY = r"""
+import json, os, statistics, time
+import torch
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+sleep = float(os.environ.get("SLEEP", "0"))
+model = torch.nn.Sequential(
+    torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+    torch.nn.Linear(1024, 10),
+)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
+times = []
+for _ in range(12):
+    t0 = time.perf_counter()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if sleep:
+        time.sleep(sleep)
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"median_step_ns": round(statistics.median(times[3:]) * 1e9)}))
+"""
+SLEEP_S = "0.02"
+#: The traced steps (of 12; the first ones pay for warm-up).
+TRACED = "4-9"
+
+
+def record_sleepy(tmp: Path) -> Path:
+    """The sleepy loop recorded under profcap (steps 4-9)."""
+    proc, trace = run_profcap(
+        tmp, ["--steps", TRACED], SLEEPY, env={"SLEEP": SLEEP_S, "OMP_NUM_THREADS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trace
+
+
+def median_step_ns(script: Path, sleep: str) -> int:
+    """One plain run's median iteration by the script's own clock."""
+    env = {**os.environ, "SLEEP": sleep, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])["median_step_ns"]
+
+
+def measured_gain(script: Path, repeats: int = 3) -> int:
+    """Median step with the sleep minus without it, runs alternating, medians of the runs'."""
+    runs: dict[str, list[int]] = {SLEEP_S: [], "0": []}
+    for _ in range(repeats):
+        for sleep in runs:
+            runs[sleep].append(median_step_ns(script, sleep))
+    return round(statistics.median(runs[SLEEP_S]) - statistics.median(runs["0"]))
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The recorded sleepy run and the gain its own clock measures without the sleep."""
+    tmp = tmp_path_factory.mktemp("sleepy")
+    trace = record_sleepy(tmp)
+    return trace, measured_gain(tmp / "job.py")
+
+
+def test_a_sleep_between_steps_is_the_top_finding_host_with_the_measured_gain(sleepy) -> None:
+    trace, gain = sleepy
+    out = open_trace(trace).result("findings")
+    assert out["findings.parquet"].height, "no finding on a run that sleeps 20 ms a step"
+    top = out["findings.parquet"].row(0, named=True)
+    assert top["category"] == "host", out["findings.parquet"].select("category", "title")
+    assert gain > 15_000_000, f"the sleep is 20 ms: the script measured {gain} ns"
+    assert abs(top["recoverable_ns_per_step"] - gain) <= 0.25 * gain, (top["recoverable_ns_per_step"], gain)
+    # a CPU-only run: no device word anywhere in the findings
+    text = " ".join(
+        out["findings.parquet"]["title"].to_list() + out["findings.parquet"]["next_step"].to_list()
+    )
+    assert "GPU" not in text and "kernel" not in text.lower()
+    # one finding per cause
+    cats = out["findings.parquet"]["category"].to_list()
+    assert len(cats) == len(set(cats))
+
+
+def test_the_copy_bound_nsys_export_is_a_transfer_problem_not_a_launch_problem() -> None:
+    from profui.tui.cli.sources import resolve_source
+
+    t = open_trace(resolve_source(nsys_export("h100_2gpu_1s")))
+    f = t.result("findings")["findings.parquet"]
+    assert f.height and f["category"][0] == "transfer", f.select("category", "title")
+    assert "launch" not in f["category"].to_list()
+    words = " ".join(f["title"].to_list() + f["next_step"].to_list()).lower()
+    assert "launch-bound" not in words and "launch bound" not in words
+    # the evidence of each finding carries its title's numbers (their source tables named)
+    ev = t.result("findings")["evidence.parquet"]
+    assert ev.filter(pl.col("source") == "").height == 0

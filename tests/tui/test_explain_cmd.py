@@ -1,0 +1,210 @@
+"""``profui explain`` as a user runs it: bad input and bad options are one line and exit 2; the
+JSON carries the documented keys and exactly the findings stage's rows; ``--top``, ``--step`` and
+``--rank`` choose what they say; the text fits 80 columns without colour under ``NO_COLOR``; and
+on every shared trace and sample it runs and agrees with the stage."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from profui.analysis import open_trace
+from profui.analysis.findings import VERSION
+from profui.analysis.findings_doc import EVENT_KEYS, FINDING_KEYS, KEYS
+from profui.capture.kineto import import_kineto
+
+from realdata import REPO, SAMPLES, nsys_export, run_profui, shared_trace, traces_dir
+
+sys.path.insert(0, str(REPO / "tests" / "analysis"))
+from test_findings import record_sleepy  # noqa: E402
+
+#: Shared files that are not profiler traces (the importer refuses them).
+NOT_TRACES = (
+    "hta-execution_trace-benchmark_simple_add_et.json.gz",
+    "hta-memory_analysis-memory_timeline.raw.gz",
+)
+
+
+def one_line_error(proc, *words: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-1500:])
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return record_sleepy(tmp_path_factory.mktemp("explain-sleepy"))
+
+
+@pytest.fixture(scope="module")
+def sleepy_doc(sleepy: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    proc = run_profui("explain", sleepy, "--json", cache=tmp_path_factory.mktemp("cache"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_bad_input_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    one_line_error(run_profui("explain", tmp_path / "missing.json", cache=tmp_path), "missing.json")
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"traceEvents": [')
+    one_line_error(run_profui("explain", bad, cache=tmp_path / "c"), "notes.json")
+    memory = traces_dir() / "hta-memory_analysis-memory_timeline.raw.gz"
+    if memory.is_file():
+        one_line_error(run_profui("explain", memory, cache=tmp_path / "c2"), memory.name)
+
+
+def test_bad_options_are_one_line(tmp_path: Path) -> None:
+    mlp = SAMPLES / "mlp_cpu"
+    one_line_error(run_profui("explain", mlp, "--top", "0", cache=tmp_path), "--top")
+    one_line_error(run_profui("explain", mlp, "--step", "999", cache=tmp_path), "--step 999")
+    one_line_error(run_profui("explain", mlp, "--rank", "7", cache=tmp_path), "--rank 7")
+    one_line_error(run_profui("explain", mlp, "--annotation", "fwd", cache=tmp_path), "--instance")
+    one_line_error(
+        run_profui("explain", mlp, "--annotation", "no such thing", "--instance", "0", cache=tmp_path),
+        "no such thing",
+    )
+
+
+def test_json_has_the_documented_keys_and_the_stages_findings(sleepy: Path, sleepy_doc: dict) -> None:
+    doc = sleepy_doc
+    assert tuple(doc) == KEYS and doc["version"] == VERSION
+    assert doc["trace"]["device_type"] == "none"
+    assert doc["findings"], "a run sleeping 20 ms a step has findings"
+    for f in doc["findings"]:
+        assert tuple(f) == FINDING_KEYS
+        assert all(set(e) == {"label", "value", "unit", "source"} for e in f["evidence"])
+        assert set(f["timeline"]) == {"rank", "step", "ts_ns"}
+    assert all(tuple(e) == EVENT_KEYS for e in doc["critical_path"]["events"])
+    # the oracle: the stage's own tables, computed apart from the command
+    out = open_trace(sleepy).result("findings")
+    assert_same_findings(doc["findings"], out["findings.parquet"], out["evidence.parquet"])
+
+
+def assert_same_findings(found: list[dict], findings: pl.DataFrame, evidence: pl.DataFrame) -> None:
+    """``found`` (the JSON's) holds exactly the rows of the stage's tables, in position order."""
+    rows = findings.sort("position").to_dicts()
+    assert len(found) == len(rows)
+    for f, r in zip(found, rows, strict=True):
+        for k in (
+            "category",
+            "title",
+            "severity",
+            "recoverable_ns_per_step",
+            "ranks",
+            "steps",
+            "look_at",
+            "next_step",
+        ):
+            assert f[k] == r[k], k
+        assert f["recoverable_share"] == pytest.approx(r["recoverable_share"], rel=1e-12)
+        assert f["timeline"] == {"rank": r["at_rank"], "step": r["at_step"], "ts_ns": r["at_ns"]}
+        ev = evidence.filter(pl.col("position") == r["position"]).to_dicts()
+        assert [(e["label"], e["unit"], e["source"]) for e in f["evidence"]] == [
+            (e["label"], e["unit"], e["source"]) for e in ev
+        ]
+        assert [e["value"] for e in f["evidence"]] == pytest.approx([e["value"] for e in ev], rel=1e-12)
+
+
+def test_the_default_step_is_the_median_and_step_rank_choose(
+    sleepy: Path, sleepy_doc: dict, tmp_path: Path
+) -> None:
+    steps = open_trace(sleepy).result("critical_path")["steps.parquet"]
+    assert steps.height >= 3
+    # the oracle: the job's path per step is its slowest rank's; the median of the sorted lengths
+    job: dict[int, tuple[int, int]] = {}
+    for r in steps.iter_rows(named=True):
+        if r["step"] not in job or (r["length_ns"], -r["rank"]) > (job[r["step"]][0], -job[r["step"]][1]):
+            job[r["step"]] = (r["length_ns"], r["rank"])
+    ordered = sorted(job.items(), key=lambda kv: (kv[1][0], kv[0]))
+    median_step, (median_len, median_rank) = ordered[(len(ordered) - 1) // 2]
+    assert (sleepy_doc["step"], sleepy_doc["rank"]) == (median_step, median_rank)
+    assert sleepy_doc["critical_path"]["length_ns"] == median_len
+    assert sum(sleepy_doc["critical_path"]["by_kind"].values()) == median_len
+
+    other = next(s for s in job if s != median_step)
+    proc = run_profui("explain", sleepy, "--json", "--step", other, "--rank", 0, cache=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert (doc["step"], doc["rank"]) == (other, 0)
+    row = steps.filter(pl.col("step") == other, pl.col("rank") == 0)
+    assert doc["critical_path"]["length_ns"] == row["length_ns"][0]
+    ev = doc["critical_path"]["events"]
+    assert [e["seq"] for e in ev] == sorted(e["seq"] for e in ev)
+    assert ev[0]["start_ns"] == row["start_ns"][0] and ev[-1]["end_ns"] == row["end_ns"][0]
+
+
+def test_top_keeps_the_first_k(sleepy: Path, sleepy_doc: dict, tmp_path: Path) -> None:
+    doc = json.loads(run_profui("explain", sleepy, "--json", "--top", "1", cache=tmp_path).stdout)
+    assert doc["findings"] == sleepy_doc["findings"][:1]
+    text = run_profui("explain", sleepy, "--top", "1", cache=tmp_path, NO_COLOR="1").stdout
+    assert "\n1. " in text and "\n2. " not in text
+
+
+def test_text_fits_80_columns_without_colour_and_leads_with_the_top_finding(
+    sleepy: Path, sleepy_doc: dict, tmp_path: Path
+) -> None:
+    proc = run_profui("explain", sleepy, cache=tmp_path, NO_COLOR="1", COLUMNS="200")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "\x1b[" not in proc.stdout
+    top = sleepy_doc["findings"][0]
+    # the headline is the top finding's title, which says its time per step as "X per step (Y%)"
+    head = " ".join(line.strip() for line in lines[1:4])
+    assert head.startswith("Top finding: " + top["title"][:40])
+    assert re.search(r"\d[\d.]* (ns|µs|ms|s) per step \(\d+%\)", top["title"])
+    assert "GPU" not in proc.stdout  # a CPU-only run
+    assert f"Critical path of step {sleepy_doc['step']} on rank {sleepy_doc['rank']}" in proc.stdout
+
+
+def test_the_copy_bound_nsys_export_leads_with_transfer_and_never_says_launch_bound(tmp_path: Path) -> None:
+    proc = run_profui("explain", nsys_export("h100_2gpu_1s"), "--json", cache=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["findings"][0]["category"] == "transfer"
+    text = run_profui("explain", nsys_export("h100_2gpu_1s"), cache=tmp_path, NO_COLOR="1").stdout
+    assert "launch-bound" not in text.lower() and "launch bound" not in text.lower()
+
+
+def _everything() -> list[str]:
+    d = traces_dir()
+    shared = sorted(p.name for p in d.glob("hta-*.json*") if p.name not in NOT_TRACES) if d.is_dir() else []
+    nsys = sorted(f"nsys/{p.name}" for p in (d / "nsys").glob("*.sqlite")) if d.is_dir() else []
+    return [*shared, *nsys, "samples/mlp_cpu", "samples/synthetic_gpu", "samples/jax_cpu"]
+
+
+@pytest.mark.parametrize("name", _everything())
+def test_every_shared_trace_and_sample_explains_as_the_stage_says(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))  # the command's and the oracle's import
+    if name.startswith("samples/"):
+        path = tmp_path / Path(name).name
+        shutil.copytree(REPO / name, path, ignore=shutil.ignore_patterns(".profui"))
+        folder = path
+    elif name.startswith("nsys/"):
+        path = nsys_export(Path(name).stem)
+        folder = None
+    else:
+        path = shared_trace(name)
+        folder = tmp_path / "imported"
+        import_kineto([path], folder)
+    proc = run_profui("explain", path, "--json", cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    if folder is None:
+        from profui.tui.cli.sources import resolve_source
+
+        folder = resolve_source(path)
+    out = open_trace(folder).result("findings")
+    assert_same_findings(doc["findings"], out["findings.parquet"], out["evidence.parquet"])
+    text = run_profui("explain", path, cache=tmp_path / "cache", NO_COLOR="1")
+    assert text.returncode == 0 and max(map(len, text.stdout.splitlines())) <= 80

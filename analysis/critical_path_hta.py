@@ -1,0 +1,652 @@
+"""The critical path under ``hta_compat``: Holistic Trace Analysis 0.5.0's lightweight rules.
+
+HTA's ``critical_path_analysis(rank, annotation, instance_id)`` builds, for one rank and the
+window of one instance of an annotation, a graph whose nodes are the starts and ends of host
+ops, runtime calls and device events, and takes its longest path. Its rules, reproduced here on
+HTA's view of the events (:func:`profui.analysis.hta.hta_events`: whole µs, HTA's streams,
+last ProfilerStep dropped):
+
+- **Window.** The annotation's instances are the rank's events whose name contains the
+  annotation text, in trace order (host and ``gpu_user_annotation`` alike); instance *k*'s
+  window is that event's span (the whole rank for the empty annotation). Kept: host events
+  starting in it with a positive duration, and device events whose launch call starts in it.
+- **Host edges**, per thread, walking op nesting (host ops, runtime and driver calls only): an
+  edge from each boundary to the next inside an outermost op, weighted by the time between
+  them, zero into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaMemcpy`` ...);
+  from an outermost op's end to the next one's start a zero-weight dependency (the host's time
+  between outermost ops never counts).
+- **Device edges**, per event in start order (syncs at their end): the event's duration; a
+  launch delay from the launch call's start when the stream's queue was empty (the launch
+  left one item queued, none when it started) and the previous event there ended before the
+  launch; else a kernel-kernel delay from the previous event on the stream; zero-weight sync
+  edges for ``cudaStreamWaitEvent`` (event record → the next launch), ``Event Sync`` and
+  ``Stream``/``Context Sync`` (the device work → the host call that waited for it).
+- **Kinds** (HTA's ``bound_by``): host edges ``cpu_bound``; device events
+  ``gpu_communication_bound`` (NCCL) or ``gpu_compute_bound`` (memcpy and memset included);
+  ``gpu_kernel_kernel_overhead``; ``gpu_kernel_launch_overhead``. HTA 0.5.0 has no
+  ``data_loading`` kind: input time on the host is ``cpu_bound`` there.
+- **The path**: networkx's ``dag_longest_path`` (its topological order and first-maximum
+  ties reproduced, so the same path is picked among equal ones); negative weights (rounding)
+  count 0, as HTA corrects them; a graph with a cycle is refused, as HTA refuses it.
+
+HTA breaks ties of its unstable sorts with numpy's quicksort; the same sorts run here on the
+same values, so equal timestamps come out in HTA's order. ``what_if.parquet`` is empty under
+``hta_compat``: HTA's analysis has no replays.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .hta import COMM_RE
+from .schemas import TABLES
+
+#: HTA's breakdown kinds, in its order (``hta.analyzers.critical_path_analysis.bound_by``).
+HTA_KINDS: tuple[str, ...] = (
+    "cpu_bound",
+    "gpu_compute_bound",
+    "gpu_communication_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+)
+
+_BLOCKING = (
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventQuery",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+)
+_LAUNCHES = (
+    "cudaMemsetAsync",
+    "cudaMemcpyAsync",
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "runFunction - job_prep_and_submit_for_execution",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemsetAsync",
+    "hipMemcpyAsync",
+    "hipMemcpyWithStream",
+)
+_SYNC_NAMES = ("Event Sync", "Context Sync")
+_HOST_NODE_KINDS = ("cpu_op", "runtime", "driver")
+_WAIT_STREAM_RE = r'"wait_on_stream":\s*(-?\d+)'
+_WAIT_CORR_RE = r'"wait_on_cuda_event_record_corr_id":\s*(-?\d+)'
+_STEP_RE = re.compile(r"#(\d+)")
+
+# edge types
+_OP, _DEP, _LAUNCH, _KK, _SYNC = range(5)
+
+
+class GraphRefused(ValueError):
+    """HTA refuses the graph: it has a cycle."""
+
+
+@dataclass
+class Path:
+    """One window's critical path: its length, time by HTA's kind and its stretches."""
+
+    length_ns: int
+    by_kind: dict[str, int]
+    stretches: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _quick_order(values: np.ndarray) -> np.ndarray:
+    # pandas' sort_values on one column: numpy's (unstable) quicksort, whose ties HTA inherits
+    return np.argsort(values, kind="quicksort")
+
+
+def _rank_frame(events: pl.DataFrame) -> pl.DataFrame:
+    """One rank's events in trace order with HTA's ``index`` and ``index_correlation``."""
+    df = events.sort("hta_order").with_row_index("index").with_columns(pl.col("index").cast(pl.Int64))
+    is_gpu = ((pl.col("hta_stream") >= 0) & (pl.col("hta_correlation") >= 0)) | pl.col("name").is_in(
+        _SYNC_NAMES
+    )
+    has_corr = pl.col("hta_correlation") != -1
+    flags = df.select(is_gpu.alias("g"), has_corr.alias("c"))
+    corr = df["hta_correlation"].to_numpy()
+    idx_corr = np.minimum(corr, 0)
+    cpu = df.filter(has_corr & ~is_gpu).select("index", "hta_correlation")
+    gpu = df.filter(flags["c"] & flags["g"]).select("index", "hta_correlation")
+    pairs = cpu.join(gpu, on="hta_correlation", how="inner", maintain_order="left_right")
+    idx_corr[pairs["index"].to_numpy()] = pairs["index_right"].to_numpy()
+    idx_corr[pairs["index_right"].to_numpy()] = pairs["index"].to_numpy()
+    return df.with_columns(
+        pl.Series("index_correlation", idx_corr, pl.Int64),
+        (pl.col("ts") + pl.col("dur")).alias("end"),
+        pl.col("args").str.extract(_WAIT_STREAM_RE, 1).cast(pl.Int64).fill_null(-1).alias("wait_on_stream"),
+        pl.col("args").str.extract(_WAIT_CORR_RE, 1).cast(pl.Int64).fill_null(-1).alias("wait_corr"),
+    )
+
+
+def instances(events: pl.DataFrame, annotation: str) -> pl.DataFrame:
+    """HTA's instances of ``annotation`` on one rank (``_rank_frame`` output): ``instance``,
+    ``name``, ``kind``, ``start_ns``, ``end_ns``, in HTA's numbering. The empty annotation is
+    one instance: the rank's whole span."""
+    if annotation == "":
+        return pl.DataFrame(
+            {
+                "instance": [0],
+                "name": [""],
+                "kind": [""],
+                "start_ns": [events["ts"].min()],
+                "end_ns": [events["end"].max()],
+            },
+            schema={
+                "instance": pl.Int64,
+                "name": pl.String,
+                "kind": pl.String,
+                "start_ns": pl.Int64,
+                "end_ns": pl.Int64,
+            },
+        )
+    return events.filter(pl.col("name").str.contains(annotation, literal=True)).select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("instance"),
+        "name",
+        pl.col("kind").cast(pl.String),
+        pl.col("ts").alias("start_ns"),
+        pl.col("end").alias("end_ns"),
+    )
+
+
+def _clip(df: pl.DataFrame, start: int, end: int) -> np.ndarray:
+    """The event indexes HTA keeps for the window [start, end]."""
+    host = df.filter(pl.col("hta_stream") == -1)
+    in_win = host.filter(pl.col("ts").is_between(start, end), pl.col("dur") > 0)["index"]
+    launched = host.filter(pl.col("ts").is_between(start, end), pl.col("dur") > 0).select(
+        pl.col("index_correlation").alias("index")
+    )
+    dev = df.filter(pl.col("hta_stream") != -1)
+    dev_in = pl.concat(
+        [
+            dev.join(launched, on="index", how="semi")["index"],
+            dev.filter(pl.col("name") == "Stream Wait Event")["index"],
+        ]
+    )
+    return np.unique(np.concatenate([in_win.to_numpy(), dev_in.to_numpy()]))
+
+
+def _queue_lengths(df: pl.DataFrame) -> dict[int, int]:
+    """HTA's queue length after each launch call and each device event it launched (by index)."""
+    launches = df.filter(pl.col("name").is_in(_LAUNCHES), pl.col("index_correlation") > 0)
+    dev = df.filter(pl.col("hta_stream") != -1)
+    lq = launches.select("index", "ts", "hta_correlation").join(
+        dev.select("hta_correlation", pl.col("hta_stream").alias("s")),
+        on="hta_correlation",
+        how="left",
+        maintain_order="left",
+    )
+    dq = dev.filter(pl.col("hta_correlation").is_in(launches["hta_correlation"].implode())).select(
+        "index", "ts", pl.col("hta_stream").alias("s")
+    )
+    idx = np.concatenate([lq["index"].to_numpy(), dq["index"].to_numpy()])
+    ts = np.concatenate([lq["ts"].to_numpy(), dq["ts"].to_numpy()])
+    stream = np.concatenate([lq["s"].fill_null(-(2**62)).to_numpy(), dq["s"].to_numpy()])
+    step = np.concatenate([np.ones(lq.height, np.int64), -np.ones(dq.height, np.int64)])
+    o = _quick_order(ts)
+    idx, stream, step = idx[o], stream[o], step[o]
+    keep = stream != -(2**62)
+    idx, stream, step = idx[keep], stream[keep], step[keep]
+    g = np.argsort(stream, kind="stable")
+    s_sorted = stream[g]
+    c = np.cumsum(step[g])
+    first = np.r_[True, s_sorted[1:] != s_sorted[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(g)), 0))
+    before = np.r_[0, c[:-1]]
+    q = c - before[base]
+    return dict(zip(idx[g].tolist(), q.tolist(), strict=True))
+
+
+def _launch_calls(df: pl.DataFrame) -> pl.DataFrame:
+    """HTA's ``_get_cuda_runtime_calls_df``: launch calls by start (quicksort), joined to the device
+    event they launched, numbered ``launch_id``."""
+    calls = df.filter(pl.col("name").is_in(_LAUNCHES), pl.col("index_correlation") > 0)
+    calls = calls[_quick_order(calls["ts"].to_numpy())]
+    dev = df.filter(pl.col("hta_stream") != -1, pl.col("index_correlation") > 0).select(
+        pl.col("index").alias("index_correlation"),
+        pl.col("hta_stream").alias("k_stream"),
+        pl.col("pid").alias("k_pid"),
+    )
+    out = calls.join(dev, on="index_correlation", how="inner", maintain_order="left")
+    return out.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("launch_id"))
+
+
+def _previous_launch(df: pl.DataFrame, launches: pl.DataFrame) -> dict[int, int]:
+    """Per ``cudaEventRecord`` correlation: the launch call (index) last before it on the recorded
+    stream (HTA's ``_get_cuda_event_record_df``)."""
+    rec = df.filter(pl.col("name") == "cudaEventRecord")
+    rec = rec[_quick_order(rec["ts"].to_numpy())]
+    where = (
+        df.filter(pl.col("wait_on_stream") > -1)
+        .select(
+            pl.col("wait_corr").alias("hta_correlation"),
+            pl.col("wait_on_stream").alias("k_stream"),
+            pl.col("pid").alias("k_pid"),
+        )
+        .unique(maintain_order=True)
+    )
+    rec = rec.join(where, on="hta_correlation", how="inner", maintain_order="left")
+    out: dict[int, int] = {}
+    if rec.height == 0:
+        return out
+    ts = np.concatenate([launches["ts"].to_numpy(), rec["ts"].to_numpy()])
+    pid = np.concatenate([launches["k_pid"].to_numpy(), rec["k_pid"].to_numpy()])
+    st = np.concatenate([launches["k_stream"].to_numpy(), rec["k_stream"].to_numpy()])
+    lid = np.concatenate([launches["launch_id"].to_numpy(), -np.ones(rec.height, np.int64)])
+    who = np.concatenate([launches["index"].to_numpy(), rec["hta_correlation"].to_numpy()])
+    o = _quick_order(ts)
+    by_id = dict(zip(launches["launch_id"].to_list(), launches["index"].to_list(), strict=True))
+    for gpu, stream in rec.select("k_pid", "k_stream").unique().iter_rows():
+        sel = o[(pid[o] == gpu) & (st[o] == stream)]
+        prev = np.maximum.accumulate(lid[sel])
+        for j, p in zip(sel[lid[sel] < 0], prev[lid[sel] < 0], strict=True):
+            out[int(who[j])] = by_id[int(p)] if p >= 0 else -1
+    return out
+
+
+def _next_launch(df: pl.DataFrame, launches: pl.DataFrame) -> dict[int, int]:
+    """Per ``cudaStreamWaitEvent`` call (index): the launch call (index) next after it from the same
+    thread to the waiting stream (HTA's ``_get_cuda_stream_wait_event_df``)."""
+    waits = df.filter(pl.col("name") == "cudaStreamWaitEvent", pl.col("index_correlation") > 0)
+    waits = waits[_quick_order(waits["ts"].to_numpy())]
+    dev = df.filter(pl.col("hta_stream") != -1, pl.col("index_correlation") > 0).select(
+        pl.col("index").alias("index_correlation"), pl.col("hta_stream").alias("k_stream")
+    )
+    waits = waits.join(dev, on="index_correlation", how="inner", maintain_order="left")
+    out: dict[int, int] = {}
+    if waits.height == 0:
+        return out
+    big = np.iinfo(np.int64).max
+    ts = np.concatenate([launches["ts"].to_numpy(), waits["ts"].to_numpy()])
+    key = np.concatenate(
+        [
+            launches.select("pid", "tid", "k_stream").to_numpy(),
+            waits.select("pid", "tid", "k_stream").to_numpy(),
+        ]
+    )
+    lid = np.concatenate([launches["launch_id"].to_numpy(), np.full(waits.height, big)])
+    who = np.concatenate([launches["index"].to_numpy(), waits["index"].to_numpy()])
+    o = _quick_order(ts)
+    by_id = dict(zip(launches["launch_id"].to_list(), launches["index"].to_list(), strict=True))
+    for k in np.unique(waits.select("pid", "tid", "k_stream").to_numpy(), axis=0):
+        sel = o[(key[o] == k).all(axis=1)]
+        nxt = np.minimum.accumulate(lid[sel][::-1])[::-1]
+        for j, n in zip(sel[lid[sel] == big], nxt[lid[sel] == big], strict=True):
+            out[int(who[j])] = by_id[int(n)] if n != big else -1
+    return out
+
+
+def critical_path(df: pl.DataFrame, start: int, end: int) -> Path:
+    """HTA's critical path of one rank (``_rank_frame`` output) over the window [start, end] ns."""
+    full_ts = df["ts"].to_numpy()
+    full_ic = df["index_correlation"].to_numpy()
+    keep = _clip(df, start, end)
+    cl = df[keep]
+    stream = cl["hta_stream"].to_numpy()
+    ic = cl["index_correlation"].to_numpy()
+    kind = cl["kind"].cast(pl.String).to_numpy()
+    is_node = np.isin(kind, _HOST_NODE_KINDS) | ((stream != -1) & (ic >= 0))
+    nodes_ev = cl["index"].to_numpy()[is_node]
+    m = len(nodes_ev)
+    n_ts = np.concatenate([cl["ts"].to_numpy()[is_node], cl["end"].to_numpy()[is_node]])
+    order = _quick_order(n_ts)
+    node_of = np.empty(2 * m, np.int64)
+    node_of[order] = np.arange(2 * m)
+    start_node = dict(zip(nodes_ev.tolist(), node_of[:m].tolist(), strict=True))
+    end_node = dict(zip(nodes_ev.tolist(), node_of[m:].tolist(), strict=True))
+    ts_node = n_ts[order]
+    names = df["name"].to_numpy()
+
+    src: list[int] = []
+    dst: list[int] = []
+    wt: list[int] = []
+    typ: list[int] = []
+    attr: list[int] = []  # the event an edge's time belongs to (-1: none)
+
+    def edge(u: int, v: int, t: int, ev: int = -1, zero: bool = False) -> None:
+        src.append(u)
+        dst.append(v)
+        wt.append(0 if zero or t in (_DEP, _SYNC) else int(ts_node[v] - ts_node[u]))
+        typ.append(t)
+        attr.append(ev)
+
+    _host_edges(cl, is_node, start_node, end_node, edge)
+    _device_edges(df, cl, start_node, end_node, ts_node, full_ts, full_ic, edge)
+    a = np.array(src, np.int64), np.array(dst, np.int64), np.array(wt, np.int64)
+    return _longest(*a, typ, attr, ts_node, df, names)
+
+
+def _host_edges(cl: pl.DataFrame, is_node: np.ndarray, start_node: dict, end_node: dict, edge: Any) -> None:
+    """Op nesting per thread, vectorised: boundaries in HTA's call-stack order (time; ends before
+    starts; longer starts first, shorter ends first; then index)."""
+    host = cl.filter(pl.Series(is_node) & (pl.col("hta_stream") == -1))
+    blocking = set(host.filter(pl.col("name").is_in(_BLOCKING))["index"].to_list())
+    b = pl.concat(
+        [
+            host.select(
+                "pid",
+                "tid",
+                "index",
+                pl.col("ts").alias("t"),
+                pl.lit(1).alias("s"),
+                (-pl.col("dur")).alias("k1"),
+                pl.col("index").alias("k2"),
+            ),
+            host.select(
+                "pid",
+                "tid",
+                "index",
+                pl.col("end").alias("t"),
+                pl.lit(-1).alias("s"),
+                pl.col("dur").alias("k1"),
+                (-pl.col("index")).alias("k2"),
+            ),
+        ]
+    ).sort("pid", "tid", "t", "s", "k1", "k2")
+    b = b.with_columns(pl.col("s").cum_sum().over("pid", "tid").alias("depth"))
+    nxt = b.select(
+        "index",
+        "s",
+        "depth",
+        pl.col("index").shift(-1).over("pid", "tid").alias("n_index"),
+        pl.col("s").shift(-1).over("pid", "tid").alias("n_s"),
+    )
+    # the enclosing op of a stretch between two siblings is the stack's top: a walk per thread
+    stack: list[int] = []
+    for ev, s, depth, n_ev, n_s in nxt.iter_rows():
+        if s == 1:
+            stack.append(ev)
+        elif stack:
+            stack.pop()
+        if n_ev is None:
+            stack.clear()
+            continue
+        u = start_node[ev] if s == 1 else end_node[ev]
+        v = start_node[n_ev] if n_s == 1 else end_node[n_ev]
+        if s == -1 and depth == 0:
+            edge(u, v, _DEP)
+            continue
+        # HTA's attribution: a stretch from a start is its op's; into an end, that op's; from
+        # one op's end to a sibling's start, the parent's
+        owner = ev if s == 1 else n_ev if n_s == -1 else (stack[-1] if stack else ev)
+        edge(u, v, _OP, owner, zero=(n_s == -1 and n_ev in blocking))
+
+
+def _device_edges(
+    df: pl.DataFrame,
+    cl: pl.DataFrame,
+    start_node: dict,
+    end_node: dict,
+    ts_node: np.ndarray,
+    full_ts: np.ndarray,
+    full_ic: np.ndarray,
+    edge: Any,
+) -> None:
+    """HTA's walk over the device events in start order (syncs at their end)."""
+    dev = cl.filter(
+        ((pl.col("hta_stream") != -1) | pl.col("name").is_in(_SYNC_NAMES))
+        & (pl.col("index_correlation") >= 0)
+    )
+    if dev.height == 0:
+        return
+    q = _queue_lengths(df)
+    launches = _launch_calls(df)
+    names = set(df["name"].unique().to_list())
+    prev_launch = _previous_launch(df, launches) if "cudaEventRecord" in names else {}
+    next_launch = _next_launch(df, launches) if {"cudaStreamWaitEvent", "Stream Wait Event"} <= names else {}
+    is_sync = (dev["kind"] == "sync").to_numpy()
+    sort_by = np.where(is_sync, dev["end"].to_numpy(), dev["ts"].to_numpy())
+    rows = dev[_quick_order(sort_by)].select(
+        "index", "name", "kind", "hta_stream", "index_correlation", "wait_corr"
+    )
+    last: dict[int, int] = {}
+    kernel_sync: dict[int, int] = {}
+    for ev, name, kind, stream, runtime, wait_corr in rows.iter_rows():
+        if kind == "sync":
+            if name in ("Stream Wait Event", "Event Sync"):
+                launch = prev_launch.get(wait_corr, -1)
+                if launch == -1:
+                    continue
+                src_kernel = int(full_ic[launch])
+                if name == "Stream Wait Event":
+                    dest_launch = next_launch.get(runtime, -1)
+                    if dest_launch >= 0:
+                        kernel_sync[int(full_ic[dest_launch])] = src_kernel
+                elif src_kernel in end_node and runtime in end_node:
+                    edge(end_node[src_kernel], end_node[runtime], _SYNC)
+                continue
+            if name in ("Context Sync", "Stream Sync"):
+                targets = list(last.values()) if name == "Context Sync" else [last.get(stream)]
+                for g in targets:
+                    if g is not None and runtime in end_node:
+                        edge(g, end_node[runtime], _SYNC)
+            continue
+        s, e = start_node[ev], end_node[ev]
+        edge(s, e, _OP, ev)
+        sync_src = kernel_sync.pop(ev, None)
+        sync_end = end_node.get(sync_src) if sync_src is not None else None
+        if sync_end is not None:
+            edge(sync_end, s, _SYNC)
+        launch_ts = full_ts[runtime]
+        prev = last.get(stream)
+        if (
+            q.get(runtime) == 1
+            and q.get(ev) == 0
+            and (prev is None or ts_node[prev] < launch_ts)
+            and (sync_end is None or ts_node[sync_end] < launch_ts)
+            and runtime in start_node
+        ):
+            edge(start_node[runtime], s, _LAUNCH, ev)
+        elif prev is not None and (sync_end is None or ts_node[sync_end] < ts_node[prev]):
+            edge(prev, s, _KK, ev)
+        last[stream] = e
+
+
+def _longest(
+    src: np.ndarray,
+    dst: np.ndarray,
+    wt: np.ndarray,
+    typ: list[int],
+    attr: list[int],
+    ts_node: np.ndarray,
+    df: pl.DataFrame,
+    names: np.ndarray,
+) -> Path:
+    """networkx's ``dag_longest_path`` over the edges as HTA adds them to its DiGraph (nodes in
+    order of first appearance, one edge per pair: the last added, at the first one's place),
+    then the path's time by HTA's kind. Negative weights count 0, as HTA corrects them."""
+    # a graph walk: each node's distance needs its predecessors' (no vectorised form)
+    pos: dict[tuple[int, int], int] = {}
+    order: dict[int, int] = {}
+    for i, uv in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        order.setdefault(uv[0], len(order))
+        order.setdefault(uv[1], len(order))
+        pos.setdefault(uv, i)
+    last_of: dict[tuple[int, int], int] = {}
+    for i, uv in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        last_of[uv] = i
+    nodes = list(order)
+    succ: dict[int, list[int]] = {v: [] for v in nodes}
+    pred: dict[int, list[int]] = {v: [] for v in nodes}
+    for uv in pos:  # dict order: first insertion of each pair
+        succ[uv[0]].append(last_of[uv])
+        pred[uv[1]].append(last_of[uv])
+    w = [max(int(x), 0) for x in wt.tolist()]
+    indeg = {v: len(pred[v]) for v in nodes}
+    gen = [v for v in nodes if indeg[v] == 0]
+    topo: list[int] = []
+    while gen:
+        topo.extend(gen)
+        nxt: list[int] = []
+        for v in gen:
+            for i in succ[v]:
+                c = int(dst[i])
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    nxt.append(c)
+        gen = nxt
+    if len(topo) != len(nodes):
+        raise GraphRefused("the critical-path graph has a cycle")
+    dist: dict[int, int] = {}
+    via: dict[int, int] = {}
+    for v in topo:
+        best, arg = 0, -1
+        for i in pred[v]:
+            d = dist[int(src[i])] + w[i]
+            if arg == -1 or d > best:
+                best, arg = d, i
+        dist[v], via[v] = (best, arg) if arg != -1 and best >= 0 else (0, -1)
+    if not topo:
+        return Path(0, {})
+    v = max(topo, key=lambda x: dist[x])
+    length = dist[v]
+    path_edges: list[int] = []
+    while via[v] >= 0:
+        path_edges.append(via[v])
+        v = int(src[via[v]])
+    path_edges.reverse()
+    stream = df["hta_stream"].to_numpy()
+    by_kind: dict[str, int] = {}
+    stretches = []
+    for i in path_edges:
+        k = _kind(typ[i], attr[i], stream, names)
+        if k:
+            by_kind[k] = by_kind.get(k, 0) + w[i]
+        stretches.append(
+            {
+                "kind": k,
+                "event": attr[i],
+                "start_ns": int(ts_node[src[i]]),
+                "end_ns": int(ts_node[dst[i]]),
+                "ns": w[i],
+            }
+        )
+    return Path(length, by_kind, stretches)
+
+
+def _kind(t: int, ev: int, stream: np.ndarray, names: np.ndarray) -> str:
+    if t == _KK:
+        return "gpu_kernel_kernel_overhead"
+    if t == _LAUNCH:
+        return "gpu_kernel_launch_overhead"
+    if t in (_DEP, _SYNC):
+        return ""
+    if stream[ev] < 0:
+        return "cpu_bound"
+    return "gpu_communication_bound" if re.match(COMM_RE, names[ev]) else "gpu_compute_bound"
+
+
+def _step_of(name: str, instance: int) -> int:
+    m = _STEP_RE.search(name)
+    return int(m.group(1)) if m else instance
+
+
+def paths(
+    events: pl.LazyFrame | pl.DataFrame, annotation: str = "ProfilerStep", instance: int | None = None
+) -> list[tuple[str, int, int, str, int, int, Path | None]]:
+    """HTA's critical path of each window: ``(node, rank, instance, name, start_ns, end_ns,
+    path)`` per rank and instance of ``annotation`` on HTA's view of the events.
+
+    Every host instance when ``instance`` is None (a ``gpu_user_annotation`` of the same name is
+    an instance in HTA's numbering but no step); HTA's ``instance_id`` otherwise, whatever its
+    kind. ``path`` is None where HTA refuses the graph (a cycle).
+    """
+    ev = events.collect() if isinstance(events, pl.LazyFrame) else events
+    out = []
+    for (node, rank), part in ev.group_by("node", "rank", maintain_order=True):
+        df = _rank_frame(part)
+        inst = instances(df, annotation)
+        if instance is None:
+            inst = inst.filter(pl.col("kind") != "gpu_annotation")
+        else:
+            inst = inst.filter(pl.col("instance") == instance)
+        for i, name, _kind, s, e in inst.iter_rows():
+            try:
+                p: Path | None = critical_path(df, s, e)
+            except GraphRefused:
+                p = None
+            out.append((node, rank, i, name, s, e, p))
+    return out
+
+
+def stage(
+    events: pl.LazyFrame,
+    windows: pl.DataFrame | None = None,
+    launches: pl.DataFrame | None = None,
+    annotation: str = "ProfilerStep",
+    instance: int | None = None,
+) -> dict[str, Any]:
+    """The ``critical_path`` stage's tables under ``hta_compat`` (see the module docstring).
+
+    ``events`` is HTA's view (:meth:`profui.analysis.Trace.hta_events`); ``windows`` and
+    ``launches`` are not read (HTA takes its windows and launch links from the events). One row
+    of ``steps`` per rank and window of :func:`paths`: ``step`` is the number after ``#`` in the
+    annotation's name, else its instance id; ``length_ns`` is the path's length, which is not
+    ``end_ns - start_ns`` (HTA's path skips host time between outermost ops). ``by_kind``'s
+    ``kind`` are HTA's kinds; ``events`` has a row per edge of the path (``kind`` ``dependency``
+    for HTA's zero-weight dependency and sync edges, whose ends may lie apart in time);
+    ``what_if`` is empty under ``hta_compat`` (HTA has no replays). A window whose graph HTA
+    refuses has no rows.
+    """
+    ev = events.collect() if isinstance(events, pl.LazyFrame) else events
+    steps, kinds, stretches = [], [], []
+    names_by_rank: dict[tuple[str, int], pl.DataFrame] = {}
+    for node, rank, i, name, s, e, p in paths(ev, annotation, instance):
+        if p is None:
+            continue
+        if (node, rank) not in names_by_rank:
+            names_by_rank[(node, rank)] = ev.filter(pl.col("node") == node, pl.col("rank") == rank).sort(
+                "hta_order"
+            )
+        step = _step_of(name, i)
+        steps.append(
+            {"node": node, "rank": rank, "step": step, "start_ns": s, "end_ns": e, "length_ns": p.length_ns}
+        )
+        kinds += [
+            {"node": node, "rank": rank, "step": step, "kind": k, "ns": v} for k, v in p.by_kind.items()
+        ]
+        stretches += _stretch_rows(names_by_rank[(node, rank)], p, node, rank, step)
+    out = {}
+    tables = (
+        ("steps.parquet", steps),
+        ("by_kind.parquet", kinds),
+        ("events.parquet", stretches),
+        ("what_if.parquet", []),
+    )
+    for f, rows in tables:
+        empty = TABLES[("critical_path", f)].empty()
+        out[f] = pl.DataFrame(rows, schema=empty.schema) if rows else empty
+    return out
+
+
+def _stretch_rows(df: pl.DataFrame, p: Path, node: str, rank: int, step: int) -> list[dict[str, Any]]:
+    ev = [s["event"] for s in p.stretches]
+    info = df[[max(e, 0) for e in ev]].select("name", "tid", "device", "hta_stream").rows()
+    rows = []
+    for seq, (s, (name, tid, device, stream)) in enumerate(zip(p.stretches, info, strict=True)):
+        on_host = s["event"] < 0 or stream == -1
+        rows.append(
+            {
+                "node": node,
+                "rank": rank,
+                "step": step,
+                "seq": seq,
+                "kind": s["kind"] or "dependency",
+                "lane": "host" if on_host else "device",
+                "tid": tid if on_host and s["event"] >= 0 else None,
+                "device": None if on_host else device,
+                "stream": None if on_host else stream,
+                "name": name if s["event"] >= 0 else "",
+                "start_ns": s["start_ns"],
+                "end_ns": s["end_ns"],
+            }
+        )
+    return rows

@@ -24,6 +24,7 @@ over HTA's GPU events — is in :func:`profui.analysis.hta_variants.hta_comm_com
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import polars as pl
 
@@ -475,36 +476,125 @@ def comm_per_step(
     )
 
 
-def stragglers(per_step: pl.LazyFrame) -> pl.LazyFrame:
-    """The slowest rank of each step, from :func:`comm_per_step` over two or more ranks.
+#: The ``cause`` classes of a straggler, in the order a tie between them is settled.
+STRAGGLER_CAUSES = ("input", "host", "compute", "transfer")
+_INSTANCE = ["source", "collective", "seq"]
 
-    In synchronous data parallelism every rank waits inside the collectives for the last one
-    to arrive, so the straggler is the rank with the most *computation* in the step — the
-    others show that difference as extra communication (waiting) time. Columns: ``step,
-    ranks, straggler_node, straggler_rank, straggler_compute_ns, median_compute_ns``,
-    ``lag_ns`` (straggler compute − median), ``straggler_comm_ns``, ``comm_min_ns``,
-    ``comm_max_ns``, ``wait_ns`` (the most communication time another rank spent beyond the
-    straggler's: its wait for the straggler), ``step_min_ns``, ``step_max_ns``. Steps seen on a single rank are left out.
+
+def stragglers(arrivals: Frame) -> pl.LazyFrame:
+    """The straggler of each step: the rank that arrives last at the step's collectives.
+
+    ``arrivals`` is :func:`profui.analysis.collectives.arrivals`' table (every rank's). A
+    collective instance is the rows of equal ``source, collective, seq`` on two or more ranks;
+    its step is the earliest its ranks place it in. A rank's lateness at an instance is its
+    arrival minus the earliest arrival there. Per step: the straggler is the rank with the
+    largest ``lateness_ns`` (summed over the step's instances; ties: the first node and rank);
+    ``wait_ns`` its cost: the other ranks' mean wait for it (their time from their own arrival
+    to its arrival, 0 where they came later, summed over the step's instances). ``cause`` is the
+    class (``input``, ``host``, ``compute``, ``transfer``: the arrivals' stretch classes) in
+    which the straggler spent the most more than the other ranks' mean over the same stretches
+    before the step's instances, ``cause_ns`` that excess (null cause where no class exceeds
+    the others'). ``recurs``: the same rank is the straggler in at least half the steps.
+    Columns: ``step, ranks, straggler_node, straggler_rank, lateness_ns, wait_ns, cause,
+    cause_ns, recurs``. Steps whose collectives only one rank reached are left out.
     """
-    ranked = per_step.sort(["step", "compute_ns", "node", "rank"], descending=[False, True, False, False])
-    return (
-        ranked.group_by("step", maintain_order=True)
+    classes = [f"{c}_ns" for c in STRAGGLER_CAUSES]
+    a = _lazy(arrivals).with_columns(
+        pl.len().over(_INSTANCE).alias("_n"),
+        pl.col("step").min().over(_INSTANCE).alias("step"),
+        (pl.col("arrive_ns") - pl.col("arrive_ns").min().over(_INSTANCE)).alias("_late"),
+    )
+    a = a.filter(pl.col("_n") >= 2)
+    per_rank = a.group_by("step", *_RANK).agg(
+        pl.col("_late").sum().alias("lateness_ns"), *(pl.col(c).sum() for c in classes)
+    )
+    chosen = (
+        per_rank.sort(
+            ["step", "lateness_ns", "node", "rank"], descending=[False, True, False, False], nulls_last=True
+        )
+        .group_by("step", maintain_order=True)
         .agg(
             pl.len().cast(pl.Int64).alias("ranks"),
             pl.col("node").first().alias("straggler_node"),
             pl.col("rank").first().alias("straggler_rank"),
-            pl.col("compute_ns").first().alias("straggler_compute_ns"),
-            pl.col("comm_ns").first().alias("straggler_comm_ns"),
-            pl.col("compute_ns").median().alias("median_compute_ns"),
-            pl.col("comm_ns").min().alias("comm_min_ns"),
-            pl.col("comm_ns").max().alias("comm_max_ns"),
-            pl.col("step_ns").min().alias("step_min_ns"),
-            pl.col("step_ns").max().alias("step_max_ns"),
+            pl.col("lateness_ns").first(),
         )
         .filter(pl.col("ranks") >= 2)
+    )
+    is_straggler = (pl.col("node").eq_missing(pl.col("straggler_node"))) & (
+        pl.col("rank") == pl.col("straggler_rank")
+    )
+    theirs = a.join(chosen.select("step", "straggler_node", "straggler_rank"), on="step")
+    arrival_of = theirs.filter(is_straggler).select("step", *_INSTANCE, pl.col("arrive_ns").alias("_theirs"))
+    waits = (
+        theirs.filter(~is_straggler)
+        .join(arrival_of, on=["step", *_INSTANCE], how="left")
+        .group_by("step", *_RANK)
+        .agg((pl.col("_theirs") - pl.col("arrive_ns")).clip(lower_bound=0).fill_null(0).sum().alias("_wait"))
+        .group_by("step")
+        .agg(pl.col("_wait").mean().alias("wait_ns"))
+    )
+    others = (
+        per_rank.join(chosen.select("step", "straggler_node", "straggler_rank"), on="step")
+        .with_columns(is_straggler.alias("_s"))
+        .group_by("step")
+        .agg(
+            *(
+                (pl.col(c).filter(pl.col("_s")).first() - pl.col(c).filter(~pl.col("_s")).mean()).alias(c)
+                for c in classes
+            )
+        )
+    )
+    excess = pl.concat_list(classes)
+    best = excess.list.arg_max()
+    steps = pl.len().over(pl.lit(1))
+    return (
+        chosen.join(waits, on="step", how="left")
+        .join(others, on="step", how="left")
         .with_columns(
-            (pl.col("straggler_compute_ns") - pl.col("median_compute_ns")).alias("lag_ns"),
-            (pl.col("comm_max_ns") - pl.col("straggler_comm_ns")).alias("wait_ns"),
+            pl.col("wait_ns").fill_null(0.0),
+            excess.list.max().alias("cause_ns"),
+            best.replace_strict(dict(enumerate(STRAGGLER_CAUSES)), return_dtype=pl.String).alias("cause"),
+        )
+        .with_columns(
+            pl.when(pl.col("cause_ns") > 0).then(pl.col("cause")).alias("cause"),
+            pl.when(pl.col("cause_ns") > 0).then(pl.col("cause_ns")).alias("cause_ns"),
+            (pl.len().over("straggler_node", "straggler_rank") * 2 >= steps).alias("recurs"),
+        )
+        .select(
+            "step",
+            "ranks",
+            "straggler_node",
+            "straggler_rank",
+            "lateness_ns",
+            "wait_ns",
+            "cause",
+            "cause_ns",
+            "recurs",
         )
         .sort("step")
     )
+
+
+class UsualStraggler(NamedTuple):
+    """The rank :func:`usual_straggler` names: it arrives last in ``steps`` of ``of`` steps."""
+
+    node: str | None
+    rank: int
+    steps: int
+    of: int
+
+
+def usual_straggler(stragglers: pl.DataFrame) -> UsualStraggler | None:
+    """The rank :func:`stragglers` names in the most steps (ties: the one named first), with in
+    how many steps, of the steps with a straggler; None without any."""
+    if stragglers.is_empty():
+        return None
+    node, rank, steps = (
+        stragglers.group_by("straggler_node", "straggler_rank")
+        .agg(pl.len().alias("steps"), pl.col("step").min().alias("_first"))
+        .sort(["steps", "_first"], descending=[True, False])
+        .select("straggler_node", "straggler_rank", "steps")
+        .row(0)
+    )
+    return UsualStraggler(node, rank, steps, stragglers.height)

@@ -10,7 +10,8 @@ durations, the headline numbers, and the kernel and annotation tables by normali
 - **step time** as a distribution: median, p90 and mean of the job's steps, and a 95% bootstrap
   interval of the difference of medians (seeded, 2,000 resamples); the change is *significant*
   when the interval excludes 0. One step on a side: no interval. A step's time is its **period**
-  on the slowest rank: from its marker's start to the next step's (its marker's host duration
+  on the rank whose step is longest (the job waits for it; not the straggler rule's late rank,
+  ``comm/stragglers``): from its marker's start to the next step's (its marker's host duration
   when no next step was traced), not its device window, which overlaps the next step whenever
   the GPU runs behind the host;
 - **headline numbers** (GPU busy and idle, activity shares, kernel time and launches, exposed
@@ -158,7 +159,7 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
 def step_periods(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The job's time per step: each rank's step period (its marker's start to the start of
     the next step on that rank; its marker's host duration where the next step was not
-    traced), the slowest rank's per step. ``[{step, dur_ns}]`` by step."""
+    traced), the longest rank's per step. ``[{step, dur_ns}]`` by step."""
     by_rank: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for w in windows:
         by_rank.setdefault((w["node"], w["rank"]), []).append(w)
@@ -594,7 +595,7 @@ JSON_DOC = {
     "notes": "what the reader should know (a side without step markers: step time not compared; MFU "
     "against different definitions or peaks; a baseline saved before runtime calls were kept; one "
     "saved before step periods, whose device-window step times are not compared)",
-    "step_time_significant": "true when the median step time (step period, slowest rank) moved beyond "
+    "step_time_significant": "true when the median step time (step period, longest rank) moved beyond "
     "run-to-run noise",
     "headline": "the metric names that changed, regressions first, largest first",
     "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s|bytes), better (lower|higher|null), base, new, "

@@ -69,6 +69,7 @@ PER_RANK_TABLES: dict[Key, PerRank] = {
     ("comm", "overlap"): PerRank(),
     ("comm", "per_rank"): PerRank(),
     ("comm", "per_step"): PerRank(sort=("step", "node", "rank")),
+    ("comm", "arrivals"): PerRank(),
     ("annotations", "breakdown"): PerRank(),
     ("annotations", "per_step"): PerRank(),
 }
@@ -77,9 +78,7 @@ JOB_TABLES: dict[Key, JobTable] = {
     ("steps", "job"): JobTable(stp.job_steps, (("steps", "windows"),)),
     ("steps", "job_stats"): JobTable(lambda job: stp.step_stats(job, by=()), (("steps", "job"),)),
     ("steps", "rank_ratios"): JobTable(stp.rank_step_ratios, (("steps", "windows"),)),
-    ("comm", "stragglers"): JobTable(
-        lambda per_step: cm.stragglers(_lazy(per_step)), (("comm", "per_step"),)
-    ),
+    ("comm", "stragglers"): JobTable(cm.stragglers, (("comm", "arrivals"),)),
     ("utilization", "total"): JobTable(bz.total_busy, (("utilization", "busy"),)),
     ("idle", "totals"): JobTable(il.totals_of_breakdown, (("idle", "breakdown"),)),
 }

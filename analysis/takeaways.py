@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from .comm import DEVICE_KERNEL, HOST_OP
+from .comm import DEVICE_KERNEL, HOST_OP, usual_straggler
 from .devices import CPU, GPU_WORDS, NONE, DeviceWords, does_not_apply
 from .formatting import (
     fmt_bytes,
@@ -452,9 +452,20 @@ def idle_takeaway(breakdown: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> st
     return f"{what} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
 
 
+#: What a straggler's ``cause`` class is, in a takeaway's words.
+_CAUSE_WORDS = {
+    "input": "data loading",
+    "host": "time outside any traced op",
+    "compute": "compute",
+    "transfer": "memory copies",
+}
+
+
 def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers: pl.DataFrame) -> str:
     """Communication time (named by its source: NCCL kernels, host collectives, or both), the
-    main collective, overlap with compute and the usual straggler."""
+    main collective, overlap with compute, and the rank that most often arrives last at the
+    step's collectives (``comm/stragglers.parquet``): in how many steps, the others' median wait
+    for it and the class its extra time before arriving is in (its cause)."""
     if by_collective.is_empty():
         return "No communication: no NCCL kernels and no host collectives (gloo:*, nccl:*, c10d::*)."
     total = by_collective["total_ns"].sum()
@@ -468,16 +479,22 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
     if not overlap.is_empty() and overlap["comm_ns"].sum():
         share = overlap["overlap_ns"].sum() / overlap["comm_ns"].sum()
         text += f"; {fmt_pct(share, 0)} overlapped with compute"
-        if share < OVERLAP_LOW_SHARE:
-            text += " (mostly exposed)"
-    if not stragglers.is_empty():
-        r = (
-            stragglers.group_by("straggler_rank")
-            .len()
-            .sort(["len", "straggler_rank"], descending=[True, False])
-            .row(0)
+    late = usual_straggler(stragglers)
+    if late is not None:
+        rank = late.rank
+        mine = stragglers.filter(
+            pl.col("straggler_node").eq_missing(late.node), pl.col("straggler_rank") == rank
         )
-        text += f"; slowest rank {r[0]} in {r[1]} of {stragglers.height} steps"
+        text += (
+            f"; rank {rank} arrives last at the collectives in {late.steps} of {plural(late.of, 'step')}"
+            f" (the others wait {fmt_ns(mine['wait_ns'].median())} for it per step"
+        )
+        causes = mine["cause"].drop_nulls()
+        if causes.len():
+            cause = causes.mode().sort()[0]
+            extra = mine.filter(pl.col("cause") == cause)["cause_ns"].median()
+            text += f"; before arriving it spends {fmt_ns(extra)} more than they do in {_CAUSE_WORDS[cause]}"
+        text += ")"
     return text + "."
 
 

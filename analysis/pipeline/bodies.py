@@ -15,6 +15,7 @@ import polars as pl
 from profui.analysis import allocations as al
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
+from profui.analysis import collectives as coll
 from profui.analysis import comm as cm
 from profui.analysis import critical_path as cp
 from profui.analysis import findings as fd
@@ -233,7 +234,7 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     ev = _events(ctx, hta)
     windows = ctx.input("steps", "windows.parquet").lazy()
     # the communication rows (few) found once, not once per table: finding them scans every op
-    comm = cm.comm_ops(ev, host).collect(engine=ENGINE)
+    comm = cm.comm_ops(ev, host, keep=("tid", "device", "stream")).collect(engine=ENGINE)
     # and each rank's computation union once, for the overlap and the per-step tables
     computation = cm.rank_computation(ev, comm).collect(engine=ENGINE)
     per_step = cm.comm_per_step(ev, windows, host=host, comm=comm, computation=computation)
@@ -246,7 +247,8 @@ def comm(ctx: StageContext) -> dict[str, Any]:
         ),
         "per_rank.parquet": cm.comm_per_rank(ev, host=host, comm=comm),
         "per_step.parquet": per_step,
-        "stragglers.parquet": Derived(lambda out: cm.stragglers(out["per_step.parquet"])),
+        "arrivals.parquet": coll.arrivals(ev, windows, comm),
+        "stragglers.parquet": Derived(lambda out: cm.stragglers(out["arrivals.parquet"])),
     }
 
 

@@ -226,11 +226,12 @@ STAGES: tuple[Stage, ...] = (
             "overlap.parquet",
             "per_rank.parquet",
             "per_step.parquet",
+            "arrivals.parquet",
             "stragglers.parquet",
         ),
         b.comm,
         "communication (NCCL kernels, else host collectives) by collective, overlap with compute, per rank and step, stragglers",
-        modules=(A + "comm", A + "hta_variants"),
+        modules=(A + "comm", A + "collectives", A + "hta_variants"),
         cost=6,
     ),
     Stage(

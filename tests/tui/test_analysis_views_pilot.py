@@ -95,7 +95,7 @@ def test_communication_on_nccl_kernels_and_table_keys(imported) -> None:
             assert titles[1:5] == [
                 "Exposed vs overlapped, per rank",
                 "Communication time per rank",
-                "Slowest rank per step, the others' wait",
+                "Straggler per step: last at the collectives",
                 "Per step and rank",
             ]
             await pilot.press("left_square_bracket")

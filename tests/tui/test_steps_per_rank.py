@@ -95,7 +95,7 @@ def test_the_steps_view_names_each_median(trace: Path) -> None:
             view = app.screen.query_one(StepsView)
             assert await wait_for(pilot, lambda: view.ready)
             line = view.query_one("#steps-status", Static).render().plain
-            assert f"2 steps × 2 ranks · job median {fmt_ns(job_median)} (slowest rank per step)" in line
+            assert f"2 steps × 2 ranks · job median {fmt_ns(job_median)} (each step's longest rank)" in line
             assert "0 outliers" in line  # 2 steps: too few to flag
 
     asyncio.run(go())

@@ -115,7 +115,7 @@ def test_two_rank_trace_reports_per_rank_and_straggler(two_ranks: Path) -> None:
     st = doc["sections"]["comm"]["stragglers"]
     assert [r["step"] for r in st] == [551, 552] and all(r["ranks"] == 2 for r in st)
     text = profui("summary", two_ranks).stdout
-    assert "Slowest rank per step" in text
+    assert "Straggler per step (the rank that arrives last at the collectives)" in text
 
 
 def test_kineto_json_directly_imported_into_cache(tmp_path: Path) -> None:

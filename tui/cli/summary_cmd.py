@@ -607,17 +607,16 @@ def render_text(summary: Any, console: Any) -> None:
         if not sg.is_empty():
             P(
                 _table(
-                    "Slowest rank per step",
+                    "Straggler per step (the rank that arrives last at the collectives)",
                     sg,
                     [
                         ("step", "step", _text),
                         ("ranks", "ranks", _num),
-                        ("straggler_rank", "slowest rank", _text),
-                        ("straggler_compute_ns", "its compute", fmt_ns),
-                        ("lag_ns", "vs median", fmt_ns),
-                        ("comm_min_ns", "comm min", fmt_ns),
-                        ("comm_max_ns", "comm max", fmt_ns),
+                        ("straggler_rank", "straggler", _text),
+                        ("lateness_ns", "late by", fmt_ns),
                         ("wait_ns", "others' wait", fmt_ns),
+                        ("cause", "cause", _text),
+                        ("cause_ns", "cause excess", fmt_ns),
                     ],
                     limit=top,
                 )

@@ -1,5 +1,6 @@
 """Communication view: collectives by kind, exposed vs overlapped time, per-rank time, and per
-step the slowest rank and the others' wait — the ``comm`` stage's tables."""
+step the straggler (the rank that arrives last at the collectives), the others' wait for it and
+its cause — the ``comm`` stage's tables."""
 
 from __future__ import annotations
 
@@ -60,23 +61,22 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             ["rank", "busy_ns", "share", "total_ns", "count", "span_ns", "source", "node"],
         ),
         Section(
-            "Slowest rank per step, the others' wait",
+            "Straggler per step: last at the collectives",
             STAGE,
             "stragglers.parquet",
             output(outputs, STAGE, "stragglers.parquet"),
             [
                 "step",
                 "straggler_rank",
+                "lateness_ns",
                 "wait_ns",
-                "lag_ns",
-                "straggler_compute_ns",
-                "median_compute_ns",
-                "straggler_comm_ns",
-                "comm_max_ns",
+                "cause",
+                "cause_ns",
+                "recurs",
                 "ranks",
                 "straggler_node",
             ],
-            note="steps on 2+ ranks",
+            note="wait: the others' mean; cause: its extra time before arriving",
         ),
         Section(
             "Per step and rank",

@@ -8,6 +8,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from profui.analysis.comm import usual_straggler
 from profui.analysis.devices import CPU
 from profui.analysis.formatting import fmt_ns, plural
 
@@ -131,6 +132,7 @@ class StepsView(TraceView):
             self._heatmap,
             dc.frame(outputs, "steps", "rank_ratios.parquet"),
             dc.frame(outputs, "steps", "job.parquet"),
+            dc.frame(outputs, "comm", "stragglers.parquet"),
         )
 
     def _status(self, line: str) -> None:
@@ -147,7 +149,7 @@ class StepsView(TraceView):
         ranks = frame.select("node", "rank").n_unique()
         median = f"median {fmt_ns(job_stats['p50_ns'][0])}" if job_stats.height else ""
         if ranks > 1:
-            head = f"{plural(frame['step'].n_unique(), 'step')} × {ranks} ranks · job {median} (slowest rank per step)"
+            head = f"{plural(frame['step'].n_unique(), 'step')} × {ranks} ranks · job {median} (each step's longest rank)"
         else:
             head = f"{plural(frame.height, 'step')} · {median}"
         if renumbered:  # the markers' numbers repeat (a restarted profiler): the analysis' note
@@ -180,8 +182,9 @@ class StepsView(TraceView):
             columns = [c for c in columns if c != "node"] + ["node"]
         self.query_one(FrameTable).set_frame(frame, columns, {"vs_rank_median": "times"})
 
-    def _heatmap(self, ratios: pl.DataFrame, job: pl.DataFrame) -> None:
-        """Steps × ranks at a glance (several ranks only): who is slow, in which steps."""
+    def _heatmap(self, ratios: pl.DataFrame, job: pl.DataFrame, stragglers: pl.DataFrame) -> None:
+        """Steps × ranks at a glance (several ranks only): whose step is longest, in which steps,
+        and the straggler (``comm/stragglers``: the rank that arrives last at the collectives)."""
         heat = self.query_one("#steps-heatmap", Static)
         ranks = ratios.select("node", "rank").n_unique() if ratios.height else 0
         heat.display = ranks > 1
@@ -190,7 +193,16 @@ class StepsView(TraceView):
         text = rank_heatmap(ratios, max(self.size.width - 2, 40), HEATMAP_ROWS)
         if job.height:
             who = job.group_by("node", "rank").len().sort(["len", "rank"], descending=[True, False]).row(0)
-            text.append(f"\nslowest rank {who[1]} in {who[2]} of {plural(job.height, 'step')}", style="bold")
+            text.append(
+                f"\nlongest step: rank {who[1]} in {who[2]} of {plural(job.height, 'step')}", style="bold"
+            )
+        late = usual_straggler(stragglers)
+        if late is not None:
+            text.append(
+                f"\narrives last at the collectives: rank {late.rank} in {late.steps} of "
+                f"{plural(late.of, 'step')}",
+                style="bold",
+            )
         heat.update(text)
 
     @on(FrameTable.Chosen, "#steps-table")

@@ -54,8 +54,6 @@ STEADY_SPREAD = 0.15
 SHORT_KERNEL_NS = 10_000
 #: A step this much slower than the median step is an outlier.
 STEP_OUTLIER_FRACTION = 0.10
-#: Communication overlapped with compute below this share is "mostly exposed".
-OVERLAP_LOW_SHARE = 0.3
 #: GPUs whose busy shares differ by this much are worth naming.
 GPU_SPREAD_SHARE = 0.10
 #: A per-step memory trend is spoken of from this many steps on.

@@ -96,3 +96,26 @@ def test_hand_checked_rules():
     assert out["steps.parquet"].select("step", "length_ns").rows() == [(1, 95 * us)]
     assert out["by_kind.parquet"]["ns"].sum() == 95 * us
     assert out["what_if.parquet"].height == 0
+
+
+def test_stage_under_hta_compat(imported_trace):
+    """The pipeline's ``critical_path`` stage with ``hta_compat`` gives HTA's numbers, per step."""
+    from profui.analysis.pipeline import store
+
+    ref = json.loads(
+        (
+            REFERENCE / "critical_path-hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json"
+        ).read_text()
+    )
+    t = imported_trace(ref["trace"])
+    out = store.compute(t, ["critical_path"], {"hta_compat": True})["critical_path"]
+    steps = dict(out["steps.parquet"].select("step", "length_ns").iter_rows())
+    kinds = {(s, k): ns for s, k, ns in out["by_kind.parquet"].select("step", "kind", "ns").iter_rows()}
+    assert sorted(steps) == sorted(int(w["name"].split("#")[1]) for w in ref["windows"])
+    for w in ref["windows"]:
+        step = int(w["name"].split("#")[1])
+        assert within(steps[step], w["length_ns"])
+        assert {k: ns for (s, k), ns in kinds.items() if s == step} == pytest.approx(
+            w["by_kind_ns"], rel=0.01
+        )
+    assert out["what_if.parquet"].height == 0

@@ -1,7 +1,22 @@
 """The critical path of each step: its dependency graph across host threads, device streams
 and ranks, the path's length and time by kind, and the graph replayed with one cause shrunk.
 
-(Being built; see issue 36. ``stage`` returns the declared tables.)
+The graph (:mod:`.critical_path_graph`) is a discrete-event model whose replay with nothing
+changed reproduces every observed start and end (:mod:`.critical_path_replay`). The path is
+the walk back from the step's end (the later of its host marker's end and the end of the
+device work it launched) along binding edges; every ns of the step is one of :data:`KINDS`.
+
+What-if replays (``what_if.parquet``), one change each: ``input`` (time in DataLoader fetches
+-> 0), ``host`` (the step thread's time outside any op -> 0), ``compute`` (host op time and
+kernel time halved: what a 2x faster op or kernel would give), ``launch`` (binding launch
+delays -> the rank's floor, its least launch->start latency of a kernel that was not queued),
+``sync`` (synchronize calls no longer wait for the device), ``transfer`` (memcpy/memset -> 0,
+as if overlapped), ``straggler`` (every rank arrives at each collective at the ranks' median
+arrival), ``communication`` (each collective's own time halved). A change with no time on the
+path saves 0 without a replay.
+
+At most :data:`MAX_STEPS` steps per job are analysed, the same step numbers on every rank;
+which ones is said by the rows present.
 """
 
 from __future__ import annotations
@@ -10,6 +25,11 @@ from typing import Any
 
 import polars as pl
 
+from . import critical_path_hta
+from .critical_path_graph import THREAD_KINDS, RankStep, step_graph
+from .critical_path_inputs import HOST_OVERHEAD, RankInputs, rank_inputs
+from .critical_path_replay import BLOCKED, CHANGES, COLL, END, THREAD, Graph
+from .engine import ENGINE
 from .schemas import TABLES
 
 #: The kinds of time on a critical path (``by_kind.parquet``'s ``kind``), in display order.
@@ -26,6 +46,28 @@ KINDS: tuple[str, ...] = (
     "rank_wait",  # in a collective waiting for another rank to arrive
 )
 
+#: Most steps analysed per job: the median-length step, the longest, and evenly spaced others.
+MAX_STEPS = 16
+
+#: Which kinds of time on the path each change shrinks (no such time: nothing to replay).
+CHANGE_KINDS: dict[str, tuple[str, ...]] = {
+    "input": ("input",),
+    "host": ("host_overhead",),
+    "compute": ("host_compute", "device_compute"),
+    "launch": ("launch_delay",),
+    "sync": ("sync_wait",),
+    "transfer": ("transfer",),
+    "straggler": ("rank_wait",),
+    "communication": ("communication", "rank_wait"),
+}
+
+_EDGE_KIND = {
+    "launch": "launch_delay",
+    "stream": "device_overhead",
+    "wake": "host_overhead",
+    "sync": "sync_wait",
+}
+
 
 def empty_outputs() -> dict[str, Any]:
     """The stage's tables without rows."""
@@ -35,8 +77,162 @@ def empty_outputs() -> dict[str, Any]:
     }
 
 
+def chosen_steps(windows: pl.DataFrame, most: int = MAX_STEPS) -> list[int]:
+    """The step numbers analysed: all when ``most`` or fewer, else the median-length step, the
+    longest and evenly spaced others (lengths: the job's, each step's longest rank)."""
+    per = (
+        windows.group_by("step")
+        .agg((pl.max_horizontal("cpu_end_ns", "end_ns") - pl.col("cpu_start_ns")).max().alias("len"))
+        .sort("step")
+    )
+    steps = per["step"].to_list()
+    if len(steps) <= most:
+        return steps
+    by_len = per.sort("len", "step")
+    keep = {by_len["step"][(by_len.height - 1) // 2], by_len["step"][-1]}
+    n = len(steps)
+    for i in range(most):
+        if len(keep) >= most:
+            break
+        keep.add(steps[round(i * (n - 1) / (most - 1))])
+    return sorted(keep)
+
+
+def _marker_tids(events: pl.LazyFrame) -> dict[tuple[str, int, int], int]:
+    rows = events.filter(pl.col("kind") == "step").select("node", "rank", "ts", "tid").collect(engine=ENGINE)
+    return {(n, r, ts): tid for n, r, ts, tid in rows.iter_rows()}
+
+
+def path_stretches(
+    g: Graph, rs: RankStep
+) -> list[tuple[str, str, int | None, int | None, int | None, str, int, int]]:
+    """The rank's critical path in time order: (kind, lane, tid, device, stream, name, start,
+    end), contiguous from the step's start to its end."""
+    binding = g.binding_of()
+    out: list[tuple] = []
+    n = rs.end_node
+    lo, hi = rs.start, rs.end
+
+    def emit(kind: str, lane: Any, name: str, a: int, b: int) -> None:
+        a, b = max(a, lo), min(b, hi)
+        if b <= a:
+            return
+        row = (kind, lane.lane, lane.tid, lane.device, lane.stream, name)
+        # walking back: a stretch like the one after it (same kind, lane and name) joins it
+        if out and out[-1][:6] == row and out[-1][6] == b:
+            out[-1] = (*row, a, out[-1][7])
+        else:
+            out.append((*row, a, b))
+
+    while g.t[n] > lo and n in binding:
+        e = binding[n]
+        s = g.src[e]
+        kind, lane = g.kind[e], g.lane[e]
+        a, b = g.t[s], g.t[n]
+        if kind == END:
+            pass
+        elif kind in (THREAD, BLOCKED):
+            tt = rs.time_of(lane.tid)
+            pieces = tt.pieces(a, b) if tt is not None else [(a, b, HOST_OVERHEAD)]
+            for pa, pb, c in reversed(pieces):
+                emit(THREAD_KINDS[c], lane, tt.name_at(pa, pb) if tt is not None else "", pa, pb)
+        elif kind == COLL:
+            own = g.coll[n][1]
+            emit("communication", lane, lane.name, a, b)
+            emit("rank_wait", lane, lane.name, g.t[own], a)
+            s = own
+        elif kind == "op":
+            emit(lane.kind, lane, lane.name, a, b)
+        else:
+            emit(_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b)
+        n = s
+    out.reverse()
+    return out
+
+
+def _analyse_step(
+    step: int,
+    windows: list[tuple[tuple[str, int], int, int, int | None]],
+    inputs: dict[tuple[str, int], RankInputs],
+    rows: dict[str, list],
+) -> None:
+    g, parts = step_graph(step, windows, inputs)
+    base = g.t
+    lengths = {}
+    for rs in parts:
+        node, rank = rs.key
+        length = base[rs.end_node] - rs.start
+        lengths[rs.key] = length
+        rows["steps"].append((node, rank, step, rs.start, rs.end, length))
+        stretches = path_stretches(g, rs)
+        by: dict[str, int] = {}
+        for seq, (kind, lane, tid, dev, stream, name, a, b) in enumerate(stretches):
+            by[kind] = by.get(kind, 0) + b - a
+            rows["events"].append((node, rank, step, seq, kind, lane, tid, dev, stream, name, a, b))
+        for kind in KINDS:
+            if kind in by:
+                rows["by_kind"].append((node, rank, step, kind, by[kind]))
+        rs.by_kind = by  # type: ignore[attr-defined]
+    for ci, change in enumerate(CHANGES, start=1):
+        needed = any(rs.by_kind.get(k, 0) > 0 for rs in parts for k in CHANGE_KINDS[change])  # type: ignore[attr-defined]
+        t = g.replay(ci) if needed else base
+        for rs in parts:
+            node, rank = rs.key
+            length = t[rs.end_node] - rs.start
+            saved = lengths[rs.key] - length
+            rows["what_if"].append((node, rank, step, change, length, saved))
+
+
 def stage(
     events: pl.LazyFrame, windows: pl.DataFrame, launches: pl.DataFrame, hta_compat: bool
 ) -> dict[str, Any]:
     """The ``critical_path`` stage's outputs (see :data:`profui.analysis.schemas.TABLES`)."""
-    return empty_outputs()
+    if hta_compat:
+        return critical_path_hta.stage(events, windows, launches)
+    if windows.height == 0:
+        return empty_outputs()
+    inputs = rank_inputs(events, launches)
+    tids = _marker_tids(events)
+    rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": []}
+    for step in chosen_steps(windows):
+        w = windows.filter(pl.col("step") == step).sort("node", "rank")
+        ranks = [
+            ((n, r), s, e, tids.get((n, r, s)))
+            for n, r, s, e in w.select("node", "rank", "cpu_start_ns", "cpu_end_ns").iter_rows()
+            if (n, r) in inputs
+        ]
+        if ranks:
+            _analyse_step(step, ranks, inputs, rows)
+    return _tables(rows)
+
+
+def _tables(rows: dict[str, list]) -> dict[str, Any]:
+    cols = {
+        "steps": ["node", "rank", "step", "start_ns", "end_ns", "length_ns"],
+        "by_kind": ["node", "rank", "step", "kind", "ns"],
+        "events": [
+            "node",
+            "rank",
+            "step",
+            "seq",
+            "kind",
+            "lane",
+            "tid",
+            "device",
+            "stream",
+            "name",
+            "start_ns",
+            "end_ns",
+        ],
+        "what_if": ["node", "rank", "step", "change", "length_ns", "saved_ns"],
+    }
+    out: dict[str, Any] = {}
+    for name, names in cols.items():
+        table = TABLES[("critical_path", f"{name}.parquet")]
+        empty = table.empty()
+        if not rows[name]:
+            out[f"{name}.parquet"] = empty
+            continue
+        frame = pl.DataFrame(rows[name], schema=names, orient="row", infer_schema_length=None)
+        out[f"{name}.parquet"] = frame.cast(dict(empty.schema)).select(empty.columns)  # type: ignore[arg-type]
+    return out

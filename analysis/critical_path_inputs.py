@@ -1,0 +1,380 @@
+"""What the critical-path graph is built from, per rank, found once for the whole trace with
+vectorised Polars/numpy: each host thread's time by class, the anchors of the host threads
+(launch calls, synchronize calls, host collectives), the device ops with their launch and
+stream predecessor, the collectives matched across ranks, and the launch floor.
+
+A host thread's time between two anchors is intrinsic to the thread and classified by what
+covers it: inside a DataLoader fetch (:data:`profui.analysis.steps.DATA_LOADING`) ``input``,
+else inside a ``cpu_op`` ``host_compute``, else ``host_overhead`` (python frames are no ops: a
+``time.sleep`` between ops is host overhead).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from .args import int_member
+from .comm import COMM_PATTERN, host_comm_ops, with_collective
+from .engine import ENGINE
+from .launch import LAUNCHED_KINDS
+from .steps import DATA_LOADING
+from .sync import SYNC_CALLS
+
+#: Classes of a host thread's own time (indices into :attr:`ThreadTime.cum`).
+INPUT, HOST_COMPUTE, HOST_OVERHEAD = 0, 1, 2
+CLASS_KINDS = ("input", "host_compute", "host_overhead")
+#: Far bounds of every thread's time line (epoch ns stay far inside them).
+_LOW, _HIGH = 0, 2**62
+_RANK = ["node", "rank"]
+#: Kinds of host events that name a stretch of a thread (the innermost one covering it).
+_NAMING_KINDS = ("cpu_op", "python", "annotation", "runtime", "driver")
+#: The key of a rank's time line over all its threads in :attr:`RankInputs.threads`.
+RANK_TIME = -(2**62)
+
+
+@dataclass
+class ThreadTime:
+    """One host thread's time line: breakpoints ``bp``, the class of each interval between two
+    breakpoints (``cls``), the cumulative time of each class at each breakpoint (``cum``, 3 rows)
+    and the naming events sorted by start (innermost lookups)."""
+
+    bp: np.ndarray
+    cls: np.ndarray
+    cum: np.ndarray
+    name_start: np.ndarray
+    name_end: np.ndarray
+    names: list[str]
+    # the same as Python lists, made on first use (scalar lookups on lists cost a tenth)
+    _bp: list[int] | None = None
+    _cls: list[int] | None = None
+    _ns: list[int] | None = None
+    _ne: list[int] | None = None
+
+    def at(self, x: np.ndarray) -> np.ndarray:
+        """Cumulative time of each class at instants ``x`` (shape 3 × len(x))."""
+        i = np.clip(np.searchsorted(self.bp, x, side="right") - 1, 0, len(self.cls) - 1)
+        part = x - self.bp[i]
+        out = self.cum[:, i].copy()
+        for c in range(3):
+            out[c] += np.where(self.cls[i] == c, part, 0)
+        return out
+
+    def pieces(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """``[a, b)`` cut where its class changes: ``(start, end, class)`` in time order."""
+        if self._bp is None:
+            self._bp, self._cls = self.bp.tolist(), self.cls.tolist()
+            self._ns, self._ne = self.name_start.tolist(), self.name_end.tolist()
+        bp, cls = self._bp, self._cls
+        i0 = max(bisect_right(bp, a) - 1, 0)
+        i1 = bisect_left(bp, b)
+        out: list[tuple[int, int, int]] = []
+        for i in range(i0, max(i1, i0 + 1)):
+            s = max(a, bp[i])
+            e = min(b, bp[i + 1]) if i + 1 < len(bp) else b
+            if e <= s:
+                continue
+            c = cls[i]
+            if out and out[-1][2] == c and out[-1][1] == s:
+                out[-1] = (out[-1][0], e, c)
+            else:
+                out.append((s, e, c))
+        return out
+
+    def name_at(self, a: int, b: int) -> str:
+        """The innermost naming event (latest start) covering ``[a, b)``; empty when none."""
+        if self._bp is None:
+            self.pieces(a, a)
+        ne = self._ne
+        i = bisect_right(self._ns, a) - 1
+        # nested ranges: the innermost is the latest-starting one still open; siblings that
+        # ended before ``a`` are stepped over, a bounded number of them
+        for j in range(i, max(i - 256, -1), -1):
+            if ne[j] >= b:
+                return self.names[j]
+        return ""
+
+
+@dataclass
+class RankInputs:
+    """One rank's inputs to the graph (frames in time order; see the module docstring)."""
+
+    threads: dict[int, ThreadTime]
+    anchors: pl.DataFrame  # tid, ts, end, name, launch (corr or null), sync (bool), wait_stream, wait_until
+    ops: (
+        pl.DataFrame
+    )  # device, stream, ts, end, kind, name, correlation, launch_ts, launch_tid, comm, prev_end
+    collectives: pl.DataFrame  # source, collective, seq, tid, device, stream, arrive_ns, end_ns, name
+    launch_floor: int
+    waits: pl.DataFrame = field(
+        default_factory=pl.DataFrame
+    )  # stream-wait-event: ts, stream, wait_stream, until
+
+
+def _thread_time(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    is_input: np.ndarray,
+    names: tuple[np.ndarray, np.ndarray, list[str]],
+) -> ThreadTime:
+    bp = np.unique(np.concatenate([[_LOW, _HIGH], starts, ends]))
+    depth = np.zeros((2, len(bp)), dtype=np.int64)
+    for k, sel in ((0, is_input), (1, ~is_input)):
+        np.add.at(depth[k], np.searchsorted(bp, starts[sel]), 1)
+        np.add.at(depth[k], np.searchsorted(bp, ends[sel]), -1)
+    depth = np.cumsum(depth, axis=1)[:, :-1]
+    cls = np.where(depth[0] > 0, INPUT, np.where(depth[1] > 0, HOST_COMPUTE, HOST_OVERHEAD)).astype(np.int8)
+    length = np.diff(bp)
+    cum = np.zeros((3, len(bp)), dtype=np.int64)
+    for c in range(3):
+        cum[c, 1:] = np.cumsum(np.where(cls == c, length, 0))
+    return ThreadTime(bp, cls, cum, *names)
+
+
+def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
+    """Every host thread's :class:`ThreadTime` from its host events."""
+    covering = host.filter(
+        pl.col("kind").is_in(["cpu_op", "annotation"]),
+    ).with_columns(
+        pl.col("name").str.contains(DATA_LOADING).alias("_input"),
+    )
+    # an annotation covers as input only (a user range is no op)
+    covering = covering.filter(pl.col("_input") | (pl.col("kind") == "cpu_op"))
+    out: dict[tuple[str, int, int], ThreadTime] = {}
+    cov = {k: g for k, g in covering.partition_by(["node", "rank", "tid"], as_dict=True).items()}
+    naming = host.filter(pl.col("kind").is_in(_NAMING_KINDS)).sort("ts", pl.col("end").neg())
+    for key, g in naming.partition_by(["node", "rank", "tid"], as_dict=True).items():
+        c = cov.get(key)
+        if c is None:
+            c = covering.clear()
+        names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
+        out[key] = _thread_time(c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names)
+    # the step thread's time is classified by what any thread of its rank runs: a main thread
+    # outside its own ops while the autograd thread runs backward ops waits for them (compute)
+    cov_rank = covering.partition_by(_RANK, as_dict=True)
+    for key, g in naming.partition_by(_RANK, as_dict=True).items():
+        c = cov_rank.get(key, covering.clear())
+        names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
+        out[(*key, RANK_TIME)] = _thread_time(
+            c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names
+        )
+    return out
+
+
+def _sync_anchors(events: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Host synchronize calls with the stream and launch bound they wait on, and the
+    ``cudaStreamWaitEvent`` calls (device-side waits between two streams)."""
+    host = events.filter(pl.col("kind").is_in(["runtime", "driver"]), pl.col("device") < 0)
+    calls = host.filter(pl.col("name").is_in(list(SYNC_CALLS))).select(
+        *_RANK, "tid", "ts", (pl.col("ts") + pl.col("dur")).alias("end"), "name", "correlation"
+    )
+    # CUPTI's sync records (kind sync) say which stream an event or stream sync waited on
+    rows = events.filter(pl.col("kind") == "sync").select(
+        *_RANK,
+        "correlation",
+        pl.col("stream").alias("_sync_stream"),
+        int_member("wait_on_stream").alias("_wait_on"),
+        int_member("wait_on_cuda_event_record_corr_id").alias("_record"),
+    )
+    records = host.select(*_RANK, pl.col("correlation").alias("_record"), pl.col("ts").alias("_record_ts"))
+    rows = rows.join(records, on=[*_RANK, "_record"], how="left").unique(
+        [*_RANK, "correlation"], keep="first"
+    )
+    wait_stream = (
+        pl.when(pl.col("_wait_on") >= 0)
+        .then(pl.col("_wait_on"))
+        .when(pl.col("_sync_stream") >= 0)
+        .then(pl.col("_sync_stream"))
+    )
+    syncs = calls.join(rows, on=[*_RANK, "correlation"], how="left").with_columns(
+        wait_stream.cast(pl.Int64).alias("wait_stream"),
+        pl.coalesce("_record_ts", "ts").alias("wait_until"),
+    )
+    waits = (
+        host.filter(pl.col("name").is_in(["cudaStreamWaitEvent", "hipStreamWaitEvent", "cuStreamWaitEvent"]))
+        .select(*_RANK, "ts", "correlation")
+        .join(rows, on=[*_RANK, "correlation"], how="inner")
+        .filter(pl.col("_wait_on") >= 0, pl.col("_sync_stream") >= 0)
+        .select(
+            *_RANK,
+            "ts",
+            pl.col("_sync_stream").cast(pl.Int64).alias("stream"),
+            pl.col("_wait_on").cast(pl.Int64).alias("wait_stream"),
+            pl.coalesce("_record_ts", "ts").alias("wait_until"),
+        )
+    )
+    return syncs.drop("_sync_stream", "_wait_on", "_record", "_record_ts"), waits
+
+
+def _own_instances(events: pl.LazyFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    """Each rank's collectives numbered per name in start order: its communication kernels,
+    else (a rank without them) its host collectives."""
+    dev = with_collective(
+        ops.lazy().filter(pl.col("comm")).with_columns(pl.lit(None, pl.String).alias("args"))
+    ).select(
+        *_RANK,
+        pl.lit("device kernel").alias("source"),
+        "collective",
+        "name",
+        pl.lit(None, pl.Int64).alias("tid"),
+        "device",
+        "stream",
+        pl.col("ts").alias("arrive_ns"),
+        pl.col("end").alias("end_ns"),
+    )
+    dev = dev.collect(engine=ENGINE)
+    host = host_comm_ops(events.filter(pl.col("device") < 0)).select(
+        *_RANK,
+        pl.lit("host op").alias("source"),
+        "collective",
+        "name",
+        "tid",
+        pl.lit(None, pl.Int32).alias("device"),
+        pl.lit(None, pl.Int32).alias("stream"),
+        pl.col("ts").alias("arrive_ns"),
+        (pl.col("ts") + pl.col("dur")).alias("end_ns"),
+    )
+    host = host.join(dev.lazy().select(_RANK).unique(), on=_RANK, how="anti").collect(engine=ENGINE)
+    both = pl.concat([dev, host], how="vertical_relaxed").sort(*_RANK, "arrive_ns", "end_ns")
+    return both.with_columns(
+        pl.int_range(pl.len()).over([*_RANK, "source", "name"]).cast(pl.Int64).alias("seq")
+    )
+
+
+def collectives_of(events: pl.LazyFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    """The collectives of every rank (``collectives.collective_instances`` where it exists):
+    ``node, rank, source, collective, name, seq, tid, device, stream, arrive_ns, end_ns``."""
+    try:
+        from .collectives import collective_instances  # type: ignore[attr-defined]
+    except ImportError:
+        return _own_instances(events, ops)
+    got = collective_instances(events)
+    return _lazy_df(got).select(
+        *_RANK, "source", "collective", "name", "seq", "tid", "device", "stream", "arrive_ns", "end_ns"
+    )
+
+
+def _lazy_df(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    return frame.collect(engine=ENGINE) if isinstance(frame, pl.LazyFrame) else frame
+
+
+def rank_inputs(events: pl.LazyFrame, launches: pl.DataFrame) -> dict[tuple[str, int], RankInputs]:
+    """Every rank's :class:`RankInputs`."""
+    host = (
+        events.filter(pl.col("device") < 0, pl.col("kind").is_in(_NAMING_KINDS))
+        .select(*_RANK, "tid", "kind", "name", "ts", (pl.col("ts") + pl.col("dur")).alias("end"))
+        .collect(engine=ENGINE)
+    )
+    threads = _threads(host)
+    links = launches.select(
+        *_RANK,
+        "correlation",
+        "launch_tid",
+        "launch_ts",
+        (pl.col("launch_ts") + pl.col("launch_dur")).alias("launch_end"),
+        "launch_name",
+    ).unique([*_RANK, "correlation"], keep="first")
+    ops = (
+        events.filter(pl.col("kind").is_in(list(LAUNCHED_KINDS)), pl.col("device") >= 0)
+        .select(
+            *_RANK,
+            "device",
+            "stream",
+            "ts",
+            (pl.col("ts") + pl.col("dur")).alias("end"),
+            "kind",
+            "name",
+            "correlation",
+        )
+        .join(
+            links.lazy().select(*_RANK, "correlation", "launch_ts", "launch_tid"),
+            on=[*_RANK, "correlation"],
+            how="left",
+        )
+        .sort(*_RANK, "device", "stream", "ts", "end")
+        .with_columns(
+            pl.col("end").shift(1).over([*_RANK, "device", "stream"]).alias("prev_end"),
+            ((pl.col("kind") == "kernel") & pl.col("name").str.contains(COMM_PATTERN)).alias("comm"),
+        )
+        .collect(engine=ENGINE)
+    )
+    not_queued = ops.filter(
+        pl.col("launch_ts").is_not_null(), pl.col("prev_end").is_null() | (pl.col("prev_end") < pl.col("ts"))
+    )
+    floors = not_queued.group_by(_RANK).agg((pl.col("ts") - pl.col("launch_ts")).min().clip(0).alias("floor"))
+    syncs, waits = _sync_anchors(events)
+    syncs = syncs.collect(engine=ENGINE)
+    waits = waits.collect(engine=ENGINE)
+    coll = collectives_of(events, ops)
+    host_coll = coll.filter(pl.col("source") == "host op").select(
+        *_RANK,
+        "tid",
+        pl.col("arrive_ns").alias("ts"),
+        pl.col("end_ns").alias("end"),
+        "name",
+        pl.lit(None, pl.Int64).alias("launch"),
+        pl.lit(False).alias("sync"),
+        pl.lit(None, pl.Int64).alias("wait_stream"),
+        pl.lit(None, pl.Int64).alias("wait_until"),
+    )
+    launch_anchors = links.select(
+        *_RANK,
+        pl.col("launch_tid").alias("tid"),
+        pl.col("launch_ts").alias("ts"),
+        pl.col("launch_end").alias("end"),
+        pl.col("launch_name").alias("name"),
+        pl.col("correlation").alias("launch"),
+    )
+    # a synchronous copy is a launch and a sync at once: one anchor with both roles
+    call_anchors = launch_anchors.join(
+        syncs.select(
+            *_RANK,
+            pl.col("correlation").alias("launch"),
+            pl.lit(True).alias("sync"),
+            "wait_stream",
+            "wait_until",
+        ),
+        on=[*_RANK, "launch"],
+        how="left",
+    ).with_columns(pl.col("sync").fill_null(False))
+    sync_only = syncs.join(
+        launch_anchors.select(*_RANK, pl.col("launch").alias("correlation")),
+        on=[*_RANK, "correlation"],
+        how="anti",
+    )
+    sync_only = sync_only.select(
+        *_RANK,
+        "tid",
+        "ts",
+        "end",
+        "name",
+        pl.lit(None, pl.Int64).alias("launch"),
+        pl.lit(True).alias("sync"),
+        "wait_stream",
+        "wait_until",
+    )
+    anchors = pl.concat([call_anchors, sync_only, host_coll], how="vertical_relaxed").sort(
+        *_RANK, "tid", "ts", "end"
+    )
+    parts = {
+        "anchors": anchors.partition_by(_RANK, as_dict=True),
+        "ops": ops.partition_by(_RANK, as_dict=True),
+        "coll": coll.partition_by(_RANK, as_dict=True),
+        "waits": waits.partition_by(_RANK, as_dict=True),
+    }
+    floor = {(n, r): int(f) for n, r, f in floors.iter_rows()}
+    ranks = set(parts["ops"]) | set(parts["anchors"]) | {(k[0], k[1]) for k in threads}
+    out: dict[tuple[str, int], RankInputs] = {}
+    for key in ranks:
+        out[key] = RankInputs(
+            threads={k[2]: v for k, v in threads.items() if (k[0], k[1]) == key},
+            anchors=parts["anchors"].get(key, anchors.clear()),
+            ops=parts["ops"].get(key, ops.clear()),
+            collectives=parts["coll"].get(key, coll.clear()),
+            launch_floor=floor.get(key, 0),
+            waits=parts["waits"].get(key, waits.clear()),
+        )
+    return out

@@ -1,0 +1,345 @@
+"""The critical-path stage against independent oracles: a real CPU run that sleeps between
+steps (the script's own clock), every shared trace (raw event times read with pyarrow), a
+synthetic Kineto trace whose path is worked out by hand, and the shared Nsight export."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "capture"))
+
+from test_profcap_support import run_profcap  # noqa: E402
+
+from profui.analysis import critical_path as cp  # noqa: E402
+from profui.analysis import open_trace  # noqa: E402
+from profui.analysis.critical_path_graph import step_graph  # noqa: E402
+from profui.analysis.critical_path_inputs import rank_inputs  # noqa: E402
+from profui.capture.kineto import import_kineto  # noqa: E402
+
+from realdata import SAMPLES, nsys_export, traces_dir  # noqa: E402
+
+US = 1000  # ns per µs
+
+
+def stage_of(trace) -> dict:
+    """The stage's tables of an opened trace."""
+    return trace.result("critical_path")
+
+
+def check_tables(out: dict) -> None:
+    """by_kind sums to the length; the stretches are contiguous from start to end; no negative
+    saving."""
+    steps = out["steps.parquet"]
+    by_kind = out["by_kind.parquet"].group_by("node", "rank", "step").agg(pl.col("ns").sum())
+    joined = steps.join(by_kind, on=["node", "rank", "step"], how="left")
+    for row in joined.iter_rows(named=True):
+        assert (row["ns"] or 0) == row["length_ns"] == row["end_ns"] - row["start_ns"], row
+    events = out["events.parquet"]
+    for (node, rank, step), rows in events.sort("seq").group_by(
+        ["node", "rank", "step"], maintain_order=True
+    ):
+        s = steps.filter(node=node, rank=rank, step=step).row(0, named=True)
+        starts, ends = rows["start_ns"].to_list(), rows["end_ns"].to_list()
+        assert starts[0] == s["start_ns"] and ends[-1] == s["end_ns"]
+        assert starts[1:] == ends[:-1], "stretches are contiguous"
+        assert all(a < b for a, b in zip(starts, ends, strict=True))
+        assert rows["seq"].to_list() == list(range(rows.height))
+    assert set(out["by_kind.parquet"]["kind"]) <= set(cp.KINDS)
+    assert out["what_if.parquet"].filter(pl.col("saved_ns") < 0).height == 0
+
+
+def raw_events(trace_dir: Path) -> pl.DataFrame:
+    """Every event of a trace read with pyarrow, outside profui's reader."""
+    frames = []
+    for f in sorted(trace_dir.resolve().glob("node=*/rank=*/events-*.parquet")):
+        t = pq.read_table(f, columns=["ts", "dur", "kind", "device", "stream", "tid", "correlation"])
+        frame = pl.from_arrow(t).with_columns(pl.col("kind").cast(pl.String))
+        frames.append(frame.with_columns(pl.lit(int(f.parent.name.split("=")[1])).alias("rank")))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def check_replay_reproduces(trace) -> int:
+    """Replay each analysed step's graph with nothing changed: every device op's start and end
+    and every host anchor's start are the raw events' (read with pyarrow); returns the count."""
+    raw = raw_events(Path(trace.path))
+    dev = {
+        (r, d, s, ts): ts + dur
+        for r, d, s, ts, dur in raw.filter(pl.col("device") >= 0)
+        .select("rank", "device", "stream", "ts", "dur")
+        .iter_rows()
+    }
+    host_starts = {
+        (r, tid, ts)
+        for r, tid, ts in raw.filter(pl.col("device") < 0).select("rank", "tid", "ts").iter_rows()
+    }
+    events = trace.events()
+    windows = trace.result("steps")["windows.parquet"]
+    inputs = rank_inputs(events, trace.result("correlate")["launches.parquet"])
+    checked = 0
+    for step in cp.chosen_steps(windows):
+        w = windows.filter(step=step).sort("node", "rank")
+        ranks = [
+            ((n, r), s, e, None)
+            for n, r, s, e in w.select("node", "rank", "cpu_start_ns", "cpu_end_ns").iter_rows()
+        ]
+        g, parts = step_graph(step, [x for x in ranks if x[0] in inputs], inputs)
+        t = g.replay(0)
+        assert t == g.t
+        for rs in parts:
+            rank = rs.key[1]
+            for (d, s, ts), (a, b) in rs.ops.items():
+                assert t[a] == ts and t[b] == dev[(rank, d, s, ts)]
+                checked += 1
+            for (tid, ts), (a, _b, _name) in rs.host_coll.items():
+                assert (rank, tid, ts) in host_starts and t[a] == ts
+    return checked
+
+
+# -- (1) a real CPU run sleeping between steps --------------------------------------------------
+
+SLEEPY = r"""
+import os, time
+import torch
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = torch.utils.data.TensorDataset(torch.randn(32 * 14, 64), torch.randint(0, 10, (32 * 14,)))
+slept = []
+for i, (x, y) in enumerate(torch.utils.data.DataLoader(data, batch_size=32)):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    t0 = time.perf_counter_ns()
+    time.sleep(0.02)  # a blocking stall outside any op
+    slept.append(time.perf_counter_ns() - t0)
+open(os.environ["SLEPT"], "w").write(" ".join(map(str, slept)))
+"""
+
+
+def test_sleep_between_steps_is_host_overhead_and_what_if_host_removes_it(tmp_path):
+    slept_file = tmp_path / "slept.txt"
+    proc, trace_dir = run_profcap(
+        tmp_path, ["--steps", "4-9"], SLEEPY, env={"SLEPT": str(slept_file), "OMP_NUM_THREADS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the script's own clock: how long each sleep really took (a loaded host oversleeps)
+    slept = statistics.median(int(x) for x in slept_file.read_text().split()[4:10])
+    out = stage_of(open_trace(trace_dir))
+    check_tables(out)
+    by_kind = out["by_kind.parquet"]
+    overhead = by_kind.filter(kind="host_overhead").sort("step")["ns"].to_list()
+    assert len(overhead) == 6
+    assert abs(statistics.median(overhead) - slept) < 2_000_000, (overhead, slept)
+    saved = out["what_if.parquet"].filter(change="host")["saved_ns"].to_list()
+    assert abs(statistics.median(saved) - slept) <= 0.25 * slept, (saved, slept)
+    # a CPU-only run: no device lane on the path, no device kind
+    assert set(out["events.parquet"]["lane"]) == {"host"}
+    assert not set(by_kind["kind"]) & {"device_compute", "transfer", "launch_delay", "sync_wait"}
+
+
+# -- (2) every shared trace and sample ------------------------------------------------------------
+
+SHARED = sorted(
+    p.name
+    for p in traces_dir().glob("hta-*.json*")
+    if "execution_trace-benchmark_simple_add_et" not in p.name and "memory_timeline" not in p.name
+)
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_trace_paths_partition_their_steps_and_replay_reproduces_the_trace(imported_trace, name):
+    trace = imported_trace(name)
+    out = stage_of(trace)
+    check_tables(out)
+    steps = out["steps.parquet"]
+    assert steps.height > 0
+    # the analysed steps are the trace's windows, the same numbers on every rank
+    windows = trace.result("steps")["windows.parquet"]
+    assert set(steps["step"]) == set(cp.chosen_steps(windows))
+    chosen = windows.filter(pl.col("step").is_in(steps["step"].implode())).sort("node", "rank", "step")
+    assert steps.sort("node", "rank", "step")["start_ns"].to_list() == chosen["cpu_start_ns"].to_list()
+    check_replay_reproduces(trace)
+
+
+@pytest.mark.parametrize("sample", ["mlp_cpu", "synthetic_gpu"])
+def test_sample_paths(sample):
+    trace = open_trace(SAMPLES / sample)
+    out = stage_of(trace)
+    check_tables(out)
+    assert check_replay_reproduces(trace) >= 0
+
+
+def test_at_most_sixteen_steps_median_and_longest_kept():
+    lens = [5, 9, 1, 7, 3, 8, 2, 6, 4, 100, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+    windows = pl.DataFrame(
+        {
+            "node": ["n"] * 20,
+            "rank": [0] * 20,
+            "step": list(range(20)),
+            "cpu_start_ns": [0] * 20,
+            "cpu_end_ns": lens,
+            "end_ns": [0] * 20,
+        }
+    )
+    got = cp.chosen_steps(windows)
+    assert len(got) == 16 and 9 in got and 0 in got and 19 in got
+    # median of 20 lengths (sorted, index 9): 10 -> step 10
+    assert 10 in got
+
+
+# -- (3) a synthetic trace computed by hand -------------------------------------------------------
+
+
+def synthetic(tmp: Path) -> Path:
+    """SYNTHETIC (hand-made) Kineto trace, times in µs from 0: one step [0, 90] on thread 100,
+    ``aten::op`` [0, 38]; three launch-bound kernels (launch at 5/15/25, start 7 µs later,
+    2 µs each); an async H2D copy launched at 30 (call 2 µs) that waits on the stream for the
+    third kernel and copies 34-80; ``cudaStreamSynchronize`` 40-82; the step ends at 90."""
+    base = 1_700_000_000_000_000
+    ev = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 100,
+            "ts": 0,
+            "dur": 90,
+        },
+        {"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": 1, "tid": 100, "ts": 0, "dur": 38},
+    ]
+    for i, (launch, start) in enumerate([(5, 12), (15, 22), (25, 32)], start=1):
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 100,
+                "ts": launch,
+                "dur": 5,
+                "args": {"correlation": i},
+            }
+        )
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"k{i}",
+                "pid": 0,
+                "tid": 7,
+                "ts": start,
+                "dur": 2,
+                "args": {"correlation": i, "device": 0, "stream": 7},
+            }
+        )
+    ev += [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaMemcpyAsync",
+            "pid": 1,
+            "tid": 100,
+            "ts": 30,
+            "dur": 2,
+            "args": {"correlation": 4},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": "Memcpy HtoD (Pinned -> Device)",
+            "pid": 0,
+            "tid": 7,
+            "ts": 34,
+            "dur": 46,
+            "args": {"correlation": 4, "device": 0, "stream": 7, "bytes": 1 << 20},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaStreamSynchronize",
+            "pid": 1,
+            "tid": 100,
+            "ts": 40,
+            "dur": 42,
+            "args": {"correlation": 5},
+        },
+    ]
+    for e in ev:
+        e["ts"] += base
+    src = tmp / "synthetic.json.gz"
+    with gzip.open(src, "wt") as f:
+        json.dump(
+            {
+                "traceEvents": ev,
+                "distributedInfo": {"rank": 0},
+                "deviceProperties": [{"id": 0, "name": "GPU"}],
+            },
+            f,
+        )
+    out = tmp / "trace"
+    import_kineto([src], out)
+    return out
+
+
+def test_synthetic_path_by_hand(tmp_path):
+    trace = open_trace(synthetic(tmp_path))
+    out = stage_of(trace)
+    check_tables(out)
+    assert out["steps.parquet"]["length_ns"].to_list() == [90 * US]
+    # by hand: [0,25] host_compute (thread up to the 3rd launch), [25,32] launch_delay (k3),
+    # [32,34] device_compute (k3), [34,80] transfer (the copy queued behind k3),
+    # [80,82] sync_wait, [82,90] host_overhead
+    path = [
+        (k, (b - a) // US)
+        for k, a, b in out["events.parquet"].sort("seq").select("kind", "start_ns", "end_ns").iter_rows()
+    ]
+    assert path == [
+        ("host_compute", 25),
+        ("launch_delay", 7),
+        ("device_compute", 2),
+        ("transfer", 46),
+        ("sync_wait", 2),
+        ("host_overhead", 8),
+    ]
+    saved = dict(out["what_if.parquet"].select("change", "saved_ns").iter_rows())
+    # transfer -> 0: copy ends at 34, the sync keeps its 2 µs after it (36) but the thread only
+    # reaches it at 40; +8 -> 48: saves 42. sync removed: host ends at 48, the copy at 80: 10.
+    # host overhead -> 0: [36,38]+... the 2 µs before the sync call and the 8 after: sync ends
+    # at 82 regardless, the step at 82: 8. compute halved: 13.5 (see the module's hand sums).
+    assert saved["transfer"] == 42 * US
+    assert saved["sync"] == 10 * US
+    assert saved["host"] == 8 * US
+    assert saved["launch"] == 0  # every launch already at the floor (7 µs)
+    assert saved["compute"] == 13_500
+    assert saved["input"] == saved["straggler"] == saved["communication"] == 0
+
+
+# -- (4) the shared Nsight export -----------------------------------------------------------------
+
+
+def test_nsight_h100_path_is_mostly_transfer(tmp_path):
+    from profui.tui.cli.sources import resolve_source
+
+    os.environ.setdefault("PROFUI_CACHE", str(tmp_path / "cache"))
+    trace = open_trace(resolve_source(nsys_export("h100_2gpu_1s")))
+    out = stage_of(trace)
+    check_tables(out)
+    by_kind = out["by_kind.parquet"].group_by("kind").agg(pl.col("ns").sum())
+    total = by_kind["ns"].sum()
+    transfer = by_kind.filter(kind="transfer")["ns"].sum()
+    assert transfer > 0.5 * total
+    assert by_kind.sort("ns", descending=True)["kind"][0] == "transfer"
+    assert by_kind.filter(kind="launch_delay")["ns"].sum() < 0.01 * total

@@ -161,9 +161,10 @@ def _lead(category: str, words: DeviceWords) -> str:
 
 
 def recoverable_title(lead: str, ns: int, share: float) -> str:
-    """A time finding's title: ``LEAD: X per step (Y%) recoverable`` — the numbers of its first
-    two evidence rows."""
-    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)}) recoverable"
+    """A time finding's title: ``LEAD: X per step (Y% of the median step) recoverable`` — the
+    numbers of its first two evidence rows (Y is over the median step, so a mean saving over
+    skewed steps can pass 100%)."""
+    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)} of the median step) recoverable"
 
 
 # -- the job's path per step --------------------------------------------------------------------
@@ -336,7 +337,8 @@ def straggler_finding(found: list[Finding], stragglers: pl.DataFrame, words: Dev
     because = f", {cause}" if cause else ""
     f.title = (
         f"Rank {rank} arrives last at the collectives in {n} of {plural(stragglers.height, 'step')}{because}: "
-        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)}) recoverable"
+        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)} of the median step) "
+        "recoverable"
     )
     f.ranks = sorted({rank, *f.ranks})
     f.at_rank = rank
@@ -455,7 +457,7 @@ def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fin
         "idle",
         "medium" if share >= HIGH_SHARE else "low",
         f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per step "
-        f"({fmt_pct(share, 0)})",
+        f"({fmt_pct(share, 0)} of the median step)",
         next_step("idle", words),
         look_at=look_at(st, kinds),
         at_rank=worst["rank"],

@@ -287,5 +287,8 @@ def test_device_idle_on_the_path_is_a_risk_finding_on_device_runs_only() -> None
     cp = cp_tables({(0, 1): 100}, [], by_kind=[(0, 1, "device_compute", 88), (0, 1, "device_overhead", 12)])
     (f,) = rows(fd.stage(inputs(cp), GPU_RUN))
     assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("idle", "low", 0)
-    assert f["title"] == "GPU idle on the critical path with no other cause: 12 ms per step (12%)"
+    assert (
+        f["title"]
+        == "GPU idle on the critical path with no other cause: 12 ms per step (12% of the median step)"
+    )
     assert rows(fd.stage(inputs(cp), CPU_ONLY)) == []

@@ -160,7 +160,7 @@ def test_text_fits_80_columns_without_colour_and_leads_with_the_top_finding(
     # the headline is the top finding's title, which says its time per step as "X per step (Y%)"
     head = " ".join(line.strip() for line in lines[1:4])
     assert head.startswith("Top finding: " + top["title"][:40])
-    assert re.search(r"\d[\d.]* (ns|µs|ms|s) per step \(\d+%\)", top["title"])
+    assert re.search(r"\d[\d.]* (ns|µs|ms|s) per step \(\d+% of the median step\)", top["title"])
     assert "GPU" not in proc.stdout  # a CPU-only run
     assert f"Critical path of step {sleepy_doc['step']} on rank {sleepy_doc['rank']}" in proc.stdout
 
@@ -208,3 +208,30 @@ def test_every_shared_trace_and_sample_explains_as_the_stage_says(
     assert_same_findings(doc["findings"], out["findings.parquet"], out["evidence.parquet"])
     text = run_profui("explain", path, cache=tmp_path / "cache", NO_COLOR="1")
     assert text.returncode == 0 and max(map(len, text.stdout.splitlines())) <= 80
+
+
+def test_annotation_instance_is_the_critical_path_of_that_window(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    mlp = tmp_path / "mlp"
+    shutil.copytree(SAMPLES / "mlp_cpu", mlp, ignore=shutil.ignore_patterns(".profui"))
+    # the oracle: the annotation's rows read in plain Python, the second (instance 1) in start order
+    rows = [
+        r
+        for f in sorted(mlp.glob("node=*/rank=*/events-*.parquet"))
+        for r in pq.read_table(f, columns=["kind", "name", "ts", "dur"]).to_pylist()
+        if str(r["kind"]) == "annotation" and r["name"] == "forward_backward"
+    ]
+    ann = sorted(rows, key=lambda r: r["ts"])[1]
+    proc = run_profui(
+        "explain", mlp, "--json", "--annotation", "forward_backward", "--instance", "1", cache=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cp = json.loads(proc.stdout)["critical_path"]
+    # a CPU-only run: the window is the annotation's own span, every ns of it one kind
+    assert cp["length_ns"] == ann["dur"] == sum(cp["by_kind"].values())
+    assert cp["events"][0]["start_ns"] == ann["ts"] and cp["events"][-1]["end_ns"] == ann["ts"] + ann["dur"]
+    one_line_error(
+        run_profui("explain", mlp, "--annotation", "forward_backward", "--instance", "4", cache=tmp_path),
+        "4 instance(s)",
+    )

@@ -481,13 +481,16 @@ def queued_behind_copies(events: pl.DataFrame) -> bool:
 
 
 def consistent(found: list[Finding], stragglers: pl.DataFrame, events: pl.DataFrame) -> list[Finding]:
-    """The findings less those another one explains: the late rank's own cause (the straggler
-    finding names it) and launch delay queued behind copies (a transfer problem)."""
-    cats = {f.category for f in found}
+    """The findings less those another one explains: the causes of the late rank the straggler
+    finding names (it names them too) and launch delay queued behind copies (a transfer
+    problem)."""
+    kept = {f.category: f for f in found if f.recoverable_share >= MIN_SHARE}  # those that stay
     drop = set()
-    if "straggler" in cats and stragglers.height and "cause" in stragglers.columns:
-        drop |= set(stragglers["cause"].drop_nulls().to_list()) & (set(TIME_CATEGORIES) - {"straggler"})
-    if "launch" in cats and queued_behind_copies(events):
+    late = kept.get("straggler")
+    if late is not None and stragglers.height and "cause" in stragglers.columns:
+        causes = stragglers.filter(pl.col("straggler_rank") == late.at_rank)["cause"].drop_nulls()
+        drop |= set(causes.to_list()) & (set(TIME_CATEGORIES) - {"straggler"})
+    if "launch" in kept and queued_behind_copies(events):
         drop.add("launch")
     return [f for f in found if f.category not in drop]
 

@@ -188,6 +188,26 @@ def test_the_late_ranks_cause_is_the_straggler_finding_not_a_second_one() -> Non
     assert ev["its median lateness"] == 40 * MS and ev["others' median wait"] == 38 * MS
 
 
+def test_another_ranks_cause_stays_a_finding_of_its_own() -> None:
+    # rank 1 late in steps 1-2 (host); rank 0 late in step 3 from compute: compute stays
+    lengths = {(r, s): 100 for r in (0, 1) for s in (1, 2, 3)}
+    wi = [
+        (r, s, c, a)
+        for r in (0, 1)
+        for s in (1, 2, 3)
+        for c, a in (("straggler", 70), ("host", 60), ("compute", 80))
+    ]
+    stragglers = [
+        {"step": s, "straggler_rank": r, "lateness_ns": MS, "wait_ns": MS, "cause": c, "recurs": True}
+        for s, r, c in ((1, 1, "host"), (2, 1, "host"), (3, 0, "compute"))
+    ]
+    got = [
+        (f["category"], f["at_rank"])
+        for f in rows(fd.stage(inputs(cp_tables(lengths, wi), stragglers), CPU_ONLY))
+    ]
+    assert got == [("straggler", 1), ("compute", 0)]
+
+
 def test_no_launch_finding_when_the_launch_delay_is_queued_behind_copies() -> None:
     # 100 ms step: transfer saves 60, launch 20; the path's launch delay (20 ms) follows a copy
     cp = cp_tables(

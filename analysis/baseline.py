@@ -63,6 +63,17 @@ class Row(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     device_events: Count | None = None
 
 
+class Finding(msgspec.Struct, forbid_unknown_fields=True):
+    """A finding of the run (``findings/findings.parquet``), as the diff matches it."""
+
+    category: str
+    rank: Int64 | None
+    title: str
+    severity: str
+    recoverable_ns_per_step: Count
+    recoverable_share: Real | None
+
+
 class Profile(msgspec.Struct, forbid_unknown_fields=True):
     """What :func:`~profui.analysis.diff.profile` returns, typed."""
 
@@ -76,6 +87,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True):
     annotations: dict[str, Row]
     #: None in a baseline saved before runtime calls were kept: not compared, never all "new"
     runtime: dict[str, Row] | None = None
+    #: None in a baseline saved before findings were kept: not compared
+    findings: dict[str, Finding] | None = None
 
     def __post_init__(self) -> None:
         # the per-step diff pairs steps by number: a number twice would pair one silently

@@ -23,7 +23,13 @@ durations, the headline numbers, and the kernel and annotation tables by normali
   sequence numbers and addresses stripped), so a kernel that only moved stream, or a range whose
   name embeds an op id, still matches; ranked by the size of their change of total time, names
   in one run only marked new or gone;
-- **per step**, aligned by step number where both traces have step markers.
+- **per step**, aligned by step number where both traces have step markers;
+- **findings** (the ``findings`` stage: what would save time on the critical path) matched by
+  category (and the late rank for ``straggler``): each appeared, vanished, grew or shrank in its
+  recoverable time per step, *material* when that change is beyond the step-time noise (half the
+  width of the median's bootstrap interval); when one material change has the step's sign and
+  at least :data:`EXPLAINS_SHARE` of its size, it is why the step changed (``why``:
+  ``step −20.5 ms: host stall gone (−20.3 ms per step)``).
 
 Regressions come first (worse in the metric's direction), the largest change first.
 """
@@ -58,7 +64,14 @@ STAGES = (
     "memory",
     "flops",
     "allocations",
+    "findings",
 )
+#: A finding's change explains the step's change when it has the same sign and at least this
+#: share of its size ("most of it").
+EXPLAINS_SHARE = 0.5
+#: A finding still there after a material fall reads as gone when what is left is within the
+#: step-time noise and at most this share of what it was (the other way: appeared).
+GONE_SHARE = 0.1
 #: The version of the diff's JSON (``profui diff --json``).
 VERSION = 1
 #: The version of a profile, as a saved baseline holds it: 2 since a step's time is its period.
@@ -153,7 +166,36 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
         "runtime": _by_name(_rows(outputs, "kernels", "runtime.parquet"), "name"),
         "annotations": _by_name(_rows(outputs, "annotations", "names.parquet"), "name"),
+        "findings": _findings(_rows(outputs, "findings", "findings.parquet"))
+        if "findings.parquet" in outputs.get("findings", {})
+        else None,
     }
+
+
+def finding_key(row: dict[str, Any]) -> str:
+    """How a finding is matched across two runs: its category, and for ``straggler`` the late
+    rank too (``straggler:r1``): rank 1 late in one run and rank 3 in the other are two findings."""
+    if row["category"] == "straggler" and row.get("at_rank") is not None:
+        return f"straggler:r{row['at_rank']}"
+    return str(row["category"])
+
+
+def _findings(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A run's findings by :func:`finding_key`, the first in rank order where two share one."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["position"]):
+        out.setdefault(
+            finding_key(r),
+            {
+                "category": r["category"],
+                "rank": r.get("at_rank") if r["category"] == "straggler" else None,
+                "title": r["title"],
+                "severity": r["severity"],
+                "recoverable_ns_per_step": int(r["recoverable_ns_per_step"] or 0),
+                "recoverable_share": r["recoverable_share"],
+            },
+        )
+    return out
 
 
 def step_periods(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -404,6 +446,12 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         order = [n for n in order if not n.startswith("step_")]
     verdict = "no significant change" if not order else ("regression" if any(
         metrics[n]["verdict"] == "regression" for n in order) else "changed")  # fmt: skip
+    unfound = [side for side, prof in (("base", base), ("new", new)) if prof.get("findings") is None]
+    if unfound:
+        notes.append(
+            f"findings not compared: the {' and '.join(unfound)} baseline was saved before findings were kept"
+        )
+    findings = [] if unfound else findings_diff(base["findings"], new["findings"], step_noise_ns(metrics))
     return {
         "version": VERSION,
         "base": base["trace"],
@@ -419,7 +467,156 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "runtime": _table_diff(base["runtime"], new["runtime"], top) if not unkept else [],
         "annotations": _table_diff(base["annotations"], new["annotations"], top),
         "steps": _per_step(base, new) if base["has_steps"] and new["has_steps"] and steps_compared else [],
+        "findings": findings,
+        "why": why_step_changed(metrics, findings),
     }
+
+
+def step_noise_ns(metrics: dict[str, dict[str, Any]]) -> float | None:
+    """The step-time noise the diff estimates: half the width of the 95% bootstrap interval of
+    the median step's change (None without one: fewer than 2 steps a side, or no steps)."""
+    m = metrics.get("step_p50")
+    if m is None or m["ci95"] is None:
+        return None
+    lo, hi = m["ci95"]
+    return (hi - lo) / 2
+
+
+#: How a finding's change reads, by its status.
+_STATUS_WORDS = {"vanished": "gone", "appeared": "appeared", "grew": "grew", "shrank": "shrank"}
+#: A finding's category as the diff names it.
+_CATEGORY_WORDS = {
+    "input": "input wait",
+    "host": "host stall",
+    "launch": "launch delay",
+    "sync": "sync wait",
+    "transfer": "transfer",
+    "compute": "compute",
+    "communication": "communication",
+    "straggler": "late rank",
+    "memory": "memory risk",
+    "precision": "precision risk",
+    "idle": "device idle",
+}
+
+
+def finding_label(row: dict[str, Any]) -> str:
+    """A finding's name in the diff: ``host stall``, ``late rank 1``."""
+    label = _CATEGORY_WORDS.get(row["category"], row["category"])
+    return f"{label} {row['rank']}" if row.get("rank") is not None else label
+
+
+def findings_diff(
+    base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], noise_ns: float | None
+) -> list[dict[str, Any]]:
+    """Each finding of either run by :func:`finding_key`: ``status``, its recoverable time per
+    step before and after and the change, and whether that change is ``material``: beyond
+    ``noise_ns`` (:func:`step_noise_ns`; without a noise estimate any change of time is; a risk
+    finding, with no time to recover, that appears or vanishes always is). Largest change first.
+
+    ``vanished``: in the base run only, or what is left in the new run after a material fall is
+    within the noise and at most :data:`GONE_SHARE` of what was (``left_ns_per_step`` says how
+    much); ``appeared`` the same the other way; else ``grew``, ``shrank`` or ``same``."""
+    rows = []
+    for key in sorted(set(base) | set(new)):
+        b, n = base.get(key), new.get(key)
+        bn = b["recoverable_ns_per_step"] if b else 0
+        nn = n["recoverable_ns_per_step"] if n else 0
+        delta = nn - bn
+        beyond = delta != 0 and (noise_ns is None or abs(delta) > noise_ns)
+        small = {  # a side whose time is within the noise and a tenth of the other's, after a material change
+            side: beyond and noise_ns is not None and 0 < ns <= min(noise_ns, GONE_SHARE * other)
+            for side, ns, other in (("base", bn, nn), ("new", nn, bn))
+        }
+        if b is None or (delta > 0 and small["base"]):
+            status = "appeared"
+        elif n is None or (delta < 0 and small["new"]):
+            status = "vanished"
+        else:
+            status = "grew" if delta > 0 else "shrank" if delta < 0 else "same"
+        left = nn if status == "vanished" and n else bn if status == "appeared" and b else None
+        risk = (b or n)["recoverable_ns_per_step"] == 0 and status in ("appeared", "vanished")
+        one = n or b
+        rows.append(
+            {
+                "key": key,
+                "category": one["category"],
+                "rank": one["rank"],
+                "label": finding_label(one),
+                "status": status,
+                "material": bool(beyond or risk),
+                "base_ns_per_step": bn if b else None,
+                "new_ns_per_step": nn if n else None,
+                "delta_ns_per_step": delta,
+                "left_ns_per_step": left,
+                "base_title": b["title"] if b else None,
+                "new_title": n["title"] if n else None,
+            }
+        )
+    rows.sort(key=lambda r: (not r["material"], -abs(r["delta_ns_per_step"]), r["key"]))
+    return rows
+
+
+def _left(f: dict[str, Any]) -> str:
+    """What a finding that vanished (appeared) kept (had) within the noise, in words."""
+    from .formatting import fmt_ns
+
+    if f.get("left_ns_per_step") is None:
+        return ""
+    when = "left" if f["status"] == "vanished" else "before"
+    return f"; {fmt_ns(f['left_ns_per_step'])} {when}, within run-to-run noise"
+
+
+def why_step_changed(metrics: dict[str, dict[str, Any]], findings: list[dict[str, Any]]) -> str | None:
+    """Why the median step changed, in the findings' terms, when one material finding change
+    has the step change's sign and at least :data:`EXPLAINS_SHARE` of its size: ``step −20.5
+    ms: host stall gone (−20.3 ms per step)``; None otherwise (no step change beyond noise, or
+    no finding that explains most of it)."""
+    from .formatting import fmt_signed_ns
+
+    step = metrics.get("step_p50")
+    if step is None or step["delta"] is None or not step["delta"] or step["significant"] is False:
+        return None
+    d = step["delta"]
+    fits = [
+        f
+        for f in findings
+        if f["material"]
+        and f["delta_ns_per_step"] * d > 0
+        and abs(f["delta_ns_per_step"]) >= EXPLAINS_SHARE * abs(d)
+    ]
+    if not fits:
+        return None
+    f = max(fits, key=lambda f: abs(f["delta_ns_per_step"]))
+    return (
+        f"step {fmt_signed_ns(d)}: {f['label']} {_STATUS_WORDS[f['status']]}"
+        f" ({fmt_signed_ns(f['delta_ns_per_step'])} per step{_left(f)})"
+    )
+
+
+def per_step_text(ns: int | None) -> str:
+    """A finding's recoverable time per step as the diff shows it (``-`` where the run has no
+    such finding)."""
+    from .formatting import fmt_ns
+
+    return "-" if ns is None else fmt_ns(ns)
+
+
+def finding_sentence(f: dict[str, Any]) -> str:
+    """One finding's change in words true of its numbers: ``host stall gone: 20.3 ms per step
+    before, none after (−20.3 ms per step), beyond run-to-run noise.``"""
+    from .formatting import fmt_ns, fmt_signed_ns
+
+    def per_step(ns: int | None) -> str:
+        return "none" if ns is None else "no time" if ns == 0 else f"{fmt_ns(ns)} per step"
+
+    noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
+    noise += _left(f).replace(", within run-to-run noise", "").replace(";", ",")
+    word = _STATUS_WORDS.get(f["status"], "unchanged")
+    return (
+        f"{f['label'][:1].upper()}{f['label'][1:]} {word}: {per_step(f['base_ns_per_step'])} before, "
+        f"{per_step(f['new_ns_per_step'])} after ({fmt_signed_ns(f['delta_ns_per_step'])} per step), {noise}."
+    )
 
 
 #: Runtime / driver calls that launch a CUDA (or HIP) graph.
@@ -545,7 +742,8 @@ def verdict_text(result: dict[str, Any]) -> str:
 
 
 def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
-    """The first lines of a diff: the two traces and the verdict, what the runs ran on where it
+    """The first lines of a diff: the two traces and the verdict, why the step changed in the
+    findings' terms where one finding explains most of it (``why``), what the runs ran on where it
     differs (unless ``setup`` is False: the app lists it in its table), how the median step
     moved against run-to-run noise, and the notes."""
     from .formatting import fmt_ns
@@ -553,6 +751,8 @@ def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
     lines = [f"{result['base']['path']} → {result['new']['path']}: {verdict_text(result)}"]
     if setup:
         lines += [f"{c['label']} changed: {c['base']} → {c['new']}" for c in result.get("setup", [])]
+    if result.get("why"):
+        lines.append(result["why"])
     m = result["metrics"].get("step_p50")
     if m is not None and m["ci95"] is not None:
         lo, hi = m["ci95"]
@@ -609,4 +809,16 @@ JSON_DOC = {
     "events their correlation ids started)",
     "annotations": "the same for annotation names",
     "steps": "per step number both traces have: base_ns, new_ns, delta_ns (step periods)",
+    "findings": "per finding of either run, matched by category (straggler: and the late rank): key "
+    "(category, or straggler:rR), category, rank (the late rank of a straggler, else null), label, status "
+    "(appeared|vanished|grew|shrank|same; vanished also when what is left after a material fall is within "
+    "the noise and at most a tenth of what was, appeared the other way), material (the change of recoverable time is beyond the "
+    "step-time noise: half the width of step_p50's ci95; a risk finding appearing or vanishing), "
+    "base/new_ns_per_step (recoverable time per step; null where the run has no such finding), "
+    "delta_ns_per_step, left_ns_per_step (what a vanished finding kept, or an appeared one had, within "
+    "the noise; else null), base/new_title; material first, largest change first. Empty when a baseline "
+    "was saved before findings were kept (a note says so)",
+    "why": "why the median step changed, in the findings' terms ('step -20.5 ms: host stall gone "
+    "(-20.3 ms per step)'), when one material finding change has the step change's sign and at least "
+    "half its size; else null",
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis.diff import diff, profile_of
+from profui.analysis.formatting import fmt_signed_ns
 from profui.capture.kineto import import_kineto
 from profui.tui.screens.diff import DiffApp, TimelinesScreen
 from profui.tui.timeline.view import TimelineView
@@ -52,6 +53,9 @@ def test_rows_are_the_json_diff_and_enter_opens_both_timelines(pair, tmp_path) -
     cli = json.loads(proc.stdout)
     result = diff(profile_of(base), profile_of(new))
     assert result["headline"] == cli["headline"] and result["metrics"] == cli["metrics"]
+    assert result["findings"] == cli["findings"] and result["why"] == cli["why"]
+    # the findings that changed beyond noise lead the table, as the CLI's Findings table lists them
+    found = [f for f in cli["findings"] if f["material"]]
 
     async def go() -> None:
         app = DiffApp(base, new, result)
@@ -59,10 +63,19 @@ def test_rows_are_the_json_diff_and_enter_opens_both_timelines(pair, tmp_path) -
             await pilot.pause()
             table = app.query_one("#diff-headline")
             shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
-            assert shown == [cli["metrics"][n]["label"] for n in cli["headline"]]
+            assert shown == [f"finding: {f['label']}" for f in found] + [
+                cli["metrics"][n]["label"] for n in cli["headline"]
+            ]
             takeaway = str(app.query_one("#diff-takeaway").render())
-            first = cli["metrics"][cli["headline"][0]]
-            assert first["label"].lower() in takeaway.lower() and "regression" in takeaway
+            if found:  # its change per step, as the JSON has it, beyond noise
+                f = found[0]
+                assert (
+                    takeaway.lower().startswith(f"→ {f['label']}") and "beyond run-to-run noise" in takeaway
+                )
+                assert fmt_signed_ns(f["delta_ns_per_step"]) in takeaway
+            else:
+                first = cli["metrics"][cli["headline"][0]]
+                assert first["label"].lower() in takeaway.lower() and "regression" in takeaway
             await pilot.press("tab", "enter")  # the kernels table, its first row
             await _until(pilot, lambda: isinstance(app.screen, TimelinesScreen), "the timelines screen")
             views = list(app.screen.query(TimelineView))

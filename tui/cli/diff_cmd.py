@@ -116,7 +116,7 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
     from rich.console import Console
     from rich.text import Text
 
-    from profui.analysis.diff import change_text, head_lines, status_tag, value_text
+    from profui.analysis.diff import change_text, head_lines, per_step_text, status_tag, value_text
     from profui.analysis.formatting import fmt_ns, fmt_signed_ns
 
     from .fit_table import Column, FittedTable
@@ -142,6 +142,22 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
                     Column("change", [change_text(m) for m in ms], right=True),
                     Column("verdict", [m["verdict"] for m in ms]),
                     Column("key (--fail-if)", list(shown)),
+                ],
+            )
+        )
+    found = [f for f in result.get("findings", []) if f["status"] != "same"]
+    if found:
+        console.print()
+        console.print(
+            FittedTable(
+                "Findings by change of recoverable time per step",
+                [
+                    Column("finding", [f["label"] for f in found], text=True, key=True),
+                    Column("status", [f["status"] for f in found], key=True),
+                    Column("base", [per_step_text(f["base_ns_per_step"]) for f in found], right=True),
+                    Column("new", [per_step_text(f["new_ns_per_step"]) for f in found], right=True),
+                    Column("change", [fmt_signed_ns(f["delta_ns_per_step"]) for f in found], right=True),
+                    Column("beyond noise", ["yes" if f["material"] else "no" for f in found]),
                 ],
             )
         )

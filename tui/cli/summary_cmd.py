@@ -148,8 +148,24 @@ def _where(df: pl.DataFrame, lane: str = "gpu") -> list[Col]:
     return cols
 
 
+def summary_headline(summary: Any) -> str:
+    """The summary's first line: the top finding, or why there is none
+    (:func:`profui.analysis.headline.headline`); a summary without the findings section (a run by
+    ranks) says so."""
+    from profui.analysis.headline import headline
+
+    if "findings" not in summary.sections:
+        return "No finding: findings are not computed in a summary by ranks (profui explain computes them)."
+    return headline(
+        summary.table("findings", "findings"),
+        summary.table("steps", "windows") if "steps" in summary.sections else None,
+        summary.table("critical_path", "steps") if "critical_path" in summary.sections else None,
+    )
+
+
 def render_text(summary: Any, console: Any) -> None:
-    """Print a Summary as readable tables on ``console`` (a rich Console)."""
+    """Print a Summary as readable tables on ``console`` (a rich Console): its headline (the top
+    finding) first."""
     import polars as pl
     from rich.markup import escape
 
@@ -160,6 +176,7 @@ def render_text(summary: Any, console: Any) -> None:
     def where(df: pl.DataFrame) -> list[Col]:
         return _where(df, words.lane)
 
+    console.print(f"[bold]{escape(summary_headline(s))}[/bold]")
     head = (
         f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
         f"status {tr['status']} · {plural(len(tr['nodes']), 'node')} · {_ranks(tr['ranks'])}"

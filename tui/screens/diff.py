@@ -17,7 +17,15 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from profui.analysis.diff import change_text, head_lines, sentence, status_tag, value_text
+from profui.analysis.diff import (
+    change_text,
+    finding_sentence,
+    head_lines,
+    per_step_text,
+    sentence,
+    status_tag,
+    value_text,
+)
 from profui.analysis.formatting import elide, fmt_ns, fmt_signed_ns
 
 from ..widgets.keyline import KeyLine
@@ -25,7 +33,8 @@ from ..widgets.keyline import KeyLine
 
 def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """``(metric, base, new, change, takeaway)``: what the runs ran on where it differs (GPU,
-    precision, world size, CUDA graphs), then each changed headline number, in order."""
+    precision, world size, CUDA graphs), then each finding that changed beyond run-to-run noise
+    (its recoverable time per step), then each changed headline number, in order."""
     out = [
         (
             c["label"],
@@ -36,6 +45,17 @@ def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]
             " the numbers below compare different setups.",
         )
         for c in result.get("setup", [])
+    ]
+    out += [
+        (
+            f"finding: {f['label']}",
+            per_step_text(f["base_ns_per_step"]),
+            per_step_text(f["new_ns_per_step"]),
+            fmt_signed_ns(f["delta_ns_per_step"]),
+            finding_sentence(f),
+        )
+        for f in result.get("findings", [])
+        if f["material"]
     ]
     for name in result["headline"]:
         m = result["metrics"][name]
@@ -138,7 +158,7 @@ class DiffApp(App[str | None]):
         head = head_lines(self.result, setup=False)  # the setup leads the table below
         with Vertical():
             yield Static("\n".join(head), id="diff-head")
-            yield Static("What changed (setup, then regressions first)", classes="diff-title")
+            yield Static("What changed (setup, findings, then regressions first)", classes="diff-title")
             yield DataTable(id="diff-headline", cursor_type="row", zebra_stripes=False)
             yield Static("", id="diff-takeaway")
             yield Static(

@@ -1,0 +1,59 @@
+"""The headline: one line saying the top finding, or truthfully why there is none.
+
+``profui summary`` prints it first, the dashboard shows it above the charts and ``profui
+explain`` leads with it: one function, so the three say the same words. It reads the
+``findings`` stage's ``findings.parquet`` (the top finding is position 1) and the ``steps``
+stage's ``windows.parquet`` (whether the trace has step markers at all), nothing else.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .findings import MIN_SHARE
+from .formatting import fmt_ns, fmt_pct
+
+#: The name the steps stage gives the one window of a trace without step markers.
+WHOLE_TRACE = "(whole trace)"
+
+
+def has_step_markers(windows: pl.DataFrame) -> bool:
+    """Whether the steps stage found step markers (else its only window per rank is the whole
+    trace, named :data:`WHOLE_TRACE`, and no critical path is taken)."""
+    return windows.height > 0 and bool((windows["name"] != WHOLE_TRACE).any())
+
+
+def finding_line(row: dict) -> str:
+    """One finding (a ``findings.parquet`` row) in words: its title, which for a time finding
+    ends with what it would recover per step (``X per step (Y%)``, added where the title does not
+    say it); a risk with no time to recover says its severity instead."""
+    title = str(row["title"]).rstrip(".")
+    ns = row["recoverable_ns_per_step"] or 0
+    if ns <= 0:
+        return f"{title} ({row['severity']} risk, no time to recover per step)"
+    per_step = f"{fmt_ns(ns)} per step"
+    if per_step in title:
+        return title
+    share = row["recoverable_share"]
+    return f"{title}: {per_step}" + (f" ({fmt_pct(share, 0)})" if share is not None else "")
+
+
+def headline(
+    findings: pl.DataFrame, windows: pl.DataFrame | None = None, cp_steps: pl.DataFrame | None = None
+) -> str:
+    """The line a summary starts with: ``Top finding: <the top finding>``; without one, why:
+    no step markers (so no critical path), no step analysed, or nothing on the path worth
+    :data:`~profui.analysis.findings.MIN_SHARE` of a step and no risk. ``windows`` is the steps
+    stage's ``windows.parquet`` and ``cp_steps`` the critical path's ``steps.parquet``; a reason
+    that needs a table not given is not said."""
+    if findings.height:
+        top = findings.sort("position").row(0, named=True)
+        return f"Top finding: {finding_line(top)}"
+    if windows is not None and not has_step_markers(windows):
+        return "No finding: no step markers, so no critical path to rank changes on."
+    if cp_steps is not None and not cp_steps.height:
+        return "No finding: no step was analysed, so no critical path to rank changes on."
+    return (
+        f"No finding: nothing on the critical path would save ≥ {fmt_pct(MIN_SHARE, 0)} of a step, "
+        "and no risk was found."
+    )

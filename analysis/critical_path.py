@@ -180,6 +180,10 @@ def _analyse_step(
             node, rank = rs.key
             length = t[rs.end_node] - rs.start
             saved = lengths[rs.key] - length
+            if saved < 0:
+                # a change never lengthens the graph's longest path; counted should it happen
+                rows["clamped"].append((node, rank, step, change, saved))
+                saved, length = 0, lengths[rs.key]
             rows["what_if"].append((node, rank, step, change, length, saved))
 
 
@@ -187,13 +191,21 @@ def stage(
     events: pl.LazyFrame, windows: pl.DataFrame, launches: pl.DataFrame, hta_compat: bool
 ) -> dict[str, Any]:
     """The ``critical_path`` stage's outputs (see :data:`profui.analysis.schemas.TABLES`)."""
+    return analyse(events, windows, launches, hta_compat)[0]
+
+
+def analyse(
+    events: pl.LazyFrame, windows: pl.DataFrame, launches: pl.DataFrame, hta_compat: bool
+) -> tuple[dict[str, Any], list[tuple]]:
+    """:func:`stage`'s tables and the what-if savings that came out negative and were clamped
+    to 0 (node, rank, step, change, saved_ns; none on any trace seen)."""
     if hta_compat:
-        return critical_path_hta.stage(events, windows, launches)
+        return critical_path_hta.stage(events, windows, launches), []
     if windows.height == 0:
-        return empty_outputs()
+        return empty_outputs(), []
     inputs = rank_inputs(events, launches)
     tids = _marker_tids(events)
-    rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": []}
+    rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": [], "clamped": []}
     for step in chosen_steps(windows):
         w = windows.filter(pl.col("step") == step).sort("node", "rank")
         ranks = [
@@ -203,7 +215,7 @@ def stage(
         ]
         if ranks:
             _analyse_step(step, ranks, inputs, rows)
-    return _tables(rows)
+    return _tables(rows), rows["clamped"]
 
 
 def _tables(rows: dict[str, list]) -> dict[str, Any]:

@@ -175,6 +175,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     # device lanes
     floor = inp.launch_floor
     prev_on: dict[tuple[int, int], int] = {}
+    last_end: dict[tuple[int, int], int] = {}
     rows = win.select(
         "device", "stream", "ts", "end", "kind", "name", "correlation", "launch_ts", "comm", "prev_end"
     )
@@ -201,7 +202,11 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             launch_ts is None and start <= ts < cpu_end
         )
         if started_here:
-            g.edge(e, end_node, END)
+            last_end[(dev, stream)] = e
+    # a stream's ops end in order in every replay (each starts after the one before it ends):
+    # its last one launched in the step is the one the step's end can wait for
+    for e in last_end.values():
+        g.edge(e, end_node, END)
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
 

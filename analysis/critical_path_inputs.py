@@ -71,6 +71,15 @@ class ThreadTime:
         bp, cls = self._bp, self._cls
         i0 = max(bisect_right(bp, a) - 1, 0)
         i1 = bisect_left(bp, b)
+        if i1 - i0 > 32:
+            # a long stretch: cut where the class changes, found in one pass over the array
+            c = self.cls[i0:i1]
+            cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
+            edges = [a, *(int(self.bp[i0 + k]) for k in cuts), b]
+            classes = [int(c[0]), *(int(c[k]) for k in cuts)]
+            return [
+                (edges[k], edges[k + 1], classes[k]) for k in range(len(classes)) if edges[k + 1] > edges[k]
+            ]
         out: list[tuple[int, int, int]] = []
         for i in range(i0, max(i1, i0 + 1)):
             s = max(a, bp[i])
@@ -120,11 +129,12 @@ def _thread_time(
     is_input: np.ndarray,
     names: tuple[np.ndarray, np.ndarray, list[str]],
 ) -> ThreadTime:
-    bp = np.unique(np.concatenate([[_LOW, _HIGH], starts, ends]))
+    bp = np.sort(np.concatenate([[_LOW, _HIGH], starts, ends]))
+    bp = bp[np.r_[True, bp[1:] != bp[:-1]]]
     depth = np.zeros((2, len(bp)), dtype=np.int64)
     for k, sel in ((0, is_input), (1, ~is_input)):
-        np.add.at(depth[k], np.searchsorted(bp, starts[sel]), 1)
-        np.add.at(depth[k], np.searchsorted(bp, ends[sel]), -1)
+        depth[k] += np.bincount(np.searchsorted(bp, starts[sel]), minlength=len(bp))
+        depth[k] -= np.bincount(np.searchsorted(bp, ends[sel]), minlength=len(bp))
     depth = np.cumsum(depth, axis=1)[:, :-1]
     cls = np.where(depth[0] > 0, INPUT, np.where(depth[1] > 0, HOST_COMPUTE, HOST_OVERHEAD)).astype(np.int8)
     length = np.diff(bp)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 #: What a what-if replay shrinks (``what_if.parquet``'s ``change``), in order; index + 1 is the
 #: change's position in an edge's weights (0: nothing changed).
 CHANGES: tuple[str, ...] = (
@@ -26,6 +28,8 @@ CHANGES: tuple[str, ...] = (
 )
 _N = len(CHANGES) + 1
 (_INPUT, _HOST, _COMPUTE, _LAUNCH, _SYNC, _TRANSFER, _STRAGGLER, _COMM) = range(1, _N)
+#: An edge's weight where a change removes the edge.
+NONE = -(2**62)
 
 # edge kinds
 THREAD = "thread"  # a host thread's own time between two instants (classified)
@@ -68,8 +72,8 @@ class Graph:
     lane: list[Lane | None] = field(default_factory=list)
     # per edge: class split of a thread edge (input, host_compute, host_overhead, shrinkable)
     split: list[tuple[int, int, int, bool] | None] = field(default_factory=list)
-    # per edge: the device op's kind for OP edges (kernel/memcpy/memset, comm)
-    weights: list[tuple[int | None, ...]] = field(default_factory=list)
+    # per change (0: none), each edge's weight (NONE: the change removes it)
+    weights: list[list[int]] = field(default_factory=list)
     binding: list[int] = field(default_factory=list)
     # COLL groups: end node -> (arrival nodes, own arrival, own time)
     coll: dict[int, tuple[list[int], int, int]] = field(default_factory=dict)
@@ -107,91 +111,102 @@ class Graph:
 
     def finish(self, launch_floor: dict[int, int]) -> None:
         """Choose each node's binding edge, give every edge its weight per change, and order the
-        nodes topologically."""
-        t = self.t
-        for n, edges in enumerate(self.inc):
-            if self.fixed[n] or not edges:
-                continue
-            best, best_at = -1, None
-            for e in edges:
-                floor = self._floor(e)
-                # of edges reaching the same instant, one whose floor fit the observed gap
-                # first: a launch seen faster than the rank's floor did not hold the op back
-                at = (t[self.src[e]] + floor, floor == self.floor[e] or self.kind[e] == THREAD)
-                if best_at is None or at > best_at:
-                    best, best_at = e, at
-            self.binding.append(best)
-        bind = set(self.binding)
-        self.weights = [self._weights(e, e in bind, launch_floor) for e in range(len(self.src))]
-        self._order()
+        nodes topologically (vectorised over the edges)."""
+        t = np.asarray(self.t, dtype=np.int64)
+        src = np.asarray(self.src, dtype=np.int64)
+        dst = np.asarray(self.dst, dtype=np.int64)
+        kind = np.asarray(self.kind)
+        floor = np.asarray(self.floor, dtype=np.int64)
+        n_edges = len(src)
+        gap = t[dst] - t[src]
+        is_thread = kind == THREAD
+        eff = np.where(is_thread, gap, np.minimum(floor, gap))
+        # of edges reaching the same instant, one whose floor fit the observed gap first (a
+        # launch seen faster than the rank's floor did not hold the op back), then the first made
+        fits = (eff == floor) | is_thread
+        ids = np.arange(n_edges)
+        by = np.lexsort((-ids, fits, t[src] + eff, dst))
+        d = dst[by]
+        last = by[np.flatnonzero(np.r_[d[1:] != d[:-1], True])] if n_edges else by
+        last = last[~np.asarray(self.fixed, dtype=bool)[dst[last]]]
+        self.binding = last.tolist()
+        bind = np.zeros(n_edges, dtype=bool)
+        bind[last] = True
+        w = np.where(bind | is_thread, gap, eff)
+        weights = np.repeat(w[None, :], _N, axis=0)
+        split = np.array(
+            [s if s is not None else (0, 0, 0, False) for s in self.split], dtype=np.int64
+        ).reshape(-1, 4)
+        ti, hc, ho, shrink = split.T
+        own = (is_thread | (kind == BLOCKED)) & (bind | is_thread)
+        weights[_INPUT] = np.where(own, w - ti, w)
+        weights[_HOST] = np.where(own & (shrink > 0), w - ho, w)
+        weights[_COMPUTE] = np.where(own, w - hc + hc // 2, w)
+        floors = np.array(
+            [launch_floor.get(r, 0) for r in range(max(self.rank_of, default=0) + 1)], dtype=np.int64
+        )
+        rank = np.asarray(self.rank_of, dtype=np.int64)
+        launch = (kind == LAUNCH) & bind
+        weights[_LAUNCH] = np.where(launch, np.minimum(w, floors[rank[dst]]), weights[_LAUNCH])
+        is_op = kind == OP
+        op_kind = np.array(
+            [self.lane[e].kind if self.lane[e] else "" for e in np.flatnonzero(is_op)], dtype=object
+        )
+        op_of = np.full(n_edges, "", dtype=object)
+        op_of[is_op] = op_kind
+        weights[_COMPUTE] = np.where(op_of == "device_compute", w - w // 2, weights[_COMPUTE])
+        weights[_TRANSFER] = np.where(op_of == "transfer", 0, weights[_TRANSFER])
+        weights[_SYNC] = np.where(kind == SYNC, NONE, weights[_SYNC])
+        is_coll = kind == COLL
+        own_time = np.array(
+            [self.coll[int(x)][2] if c else 0 for x, c in zip(dst, is_coll, strict=True)], dtype=np.int64
+        )
+        # each collective's own time halved: every edge into its end loses the half removed
+        weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
+        self.weights = [row.tolist() for row in weights]
+        self._order(t, src, dst)
 
-    def _floor(self, e: int) -> int:
-        gap = self.t[self.dst[e]] - self.t[self.src[e]]
-        if self.kind[e] == THREAD:
-            return gap  # a thread's own time is intrinsic: always its observed length
-        if self.kind[e] == COLL:
-            return min(self.floor[e], gap)
-        return min(self.floor[e], gap)
-
-    def _weights(self, e: int, binding: bool, launch_floor: dict[int, int]) -> tuple[int | None, ...]:
-        kind = self.kind[e]
-        gap = self.t[self.dst[e]] - self.t[self.src[e]]
-        w = gap if binding or kind == THREAD else self._floor(e)
-        out: list[int | None] = [w] * _N
-        if kind in (THREAD, BLOCKED) and (binding or kind == THREAD) and self.split[e] is not None:
-            ti, hc, ho, shrink = self.split[e]  # type: ignore[misc]
-            out[_INPUT] = w - ti
-            out[_HOST] = w - ho if shrink else w
-            out[_COMPUTE] = w - hc + hc // 2
-        elif kind == LAUNCH and binding:
-            out[_LAUNCH] = min(w, launch_floor.get(self.rank_of[self.dst[e]], 0))
-        elif kind == OP:
-            op = self.lane[e].kind if self.lane[e] else ""
-            if op == "device_compute":
-                out[_COMPUTE] = w - w // 2
-            elif op == "transfer":
-                out[_TRANSFER] = 0
-        elif kind == SYNC:
-            out[_SYNC] = None
-        elif kind == COLL:
-            arrivals, own, own_time = self.coll[self.dst[e]]
-            # own time halved: the binding edge keeps its gap less the half removed
-            out[_COMM] = max(0, w - (own_time - own_time // 2))
-        return tuple(out)
-
-    def _order(self) -> None:
+    def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+        # by time, then creation: topological when no zero-length edge runs against creation
+        order = np.lexsort((np.arange(len(t)), t))
+        pos = np.empty(len(t), dtype=np.int64)
+        pos[order] = np.arange(len(t))
+        if not len(src) or bool((pos[src] < pos[dst]).all()):
+            self.order = order.tolist()
+            return
         indeg = [len(e) for e in self.inc]
         out_edges: list[list[int]] = [[] for _ in self.t]
         for e, s in enumerate(self.src):
             out_edges[s].append(e)
         ready = deque(n for n, d in enumerate(indeg) if d == 0)
-        order: list[int] = []
+        found: list[int] = []
         while ready:
             n = ready.popleft()
-            order.append(n)
+            found.append(n)
             for e in out_edges[n]:
                 d = self.dst[e]
                 indeg[d] -= 1
                 if indeg[d] == 0:
                     ready.append(d)
-        if len(order) != len(self.t):
+        if len(found) != len(self.t):
             raise ValueError("critical path graph has a cycle")  # zero-length edges both ways
-        self.order = order
+        self.order = found
 
     # -- replay -------------------------------------------------------------------------------
 
     def replay(self, change: int = 0) -> list[int]:
         """Every node's time with change ``change`` (0: none; else ``CHANGES[change - 1]``)."""
         t = list(self.t)
-        src, weights, inc, fixed, coll = self.src, self.weights, self.inc, self.fixed, self.coll
+        src, inc, fixed, coll = self.src, self.inc, self.fixed, self.coll
+        wc = self.weights[change]
         for n in self.order:
             edges = inc[n]
             if fixed[n] or not edges:
                 continue
             best = None
             for e in edges:
-                w = weights[e][change]
-                if w is None:
+                w = wc[e]
+                if w == NONE:
                     continue
                 if change == _STRAGGLER and n in coll:
                     continue
@@ -211,8 +226,8 @@ class Graph:
         times = sorted(t[a] for a in arrivals)
         med = times[(len(times) - 1) // 2]
         for e in self.inc[n]:
-            w = self.weights[e][_STRAGGLER]
-            if w is None:
+            w = self.weights[_STRAGGLER][e]
+            if w == NONE:
                 continue
             s = self.src[e]
             if self.kind[e] == COLL and s != own:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -31,7 +30,15 @@ US = 1000  # ns per µs
 
 
 def stage_of(trace) -> dict:
-    """The stage's tables of an opened trace."""
+    """The stage's tables of an opened trace (as the pipeline computes them), checked to have
+    clamped no negative what-if saving."""
+    _tables, clamped = cp.analyse(
+        trace.events(),
+        trace.result("steps")["windows.parquet"],
+        trace.result("correlate")["launches.parquet"],
+        False,
+    )
+    assert clamped == []
     return trace.result("critical_path")
 
 
@@ -173,9 +180,13 @@ def test_shared_trace_paths_partition_their_steps_and_replay_reproduces_the_trac
     check_replay_reproduces(trace)
 
 
-@pytest.mark.parametrize("sample", ["mlp_cpu", "synthetic_gpu"])
-def test_sample_paths(sample):
-    trace = open_trace(SAMPLES / sample)
+@pytest.mark.parametrize("sample", ["mlp_cpu", "synthetic_gpu", "jax_cpu"])
+def test_sample_paths(sample, tmp_path, monkeypatch):
+    from profui.tui.cli.sources import resolve_source
+
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
+    # jax_cpu is a JAX profiler log: imported as profui open imports it (XLA ops, no correlation)
+    trace = open_trace(resolve_source(SAMPLES / sample))
     out = stage_of(trace)
     check_tables(out)
     assert check_replay_reproduces(trace) >= 0
@@ -330,10 +341,10 @@ def test_synthetic_path_by_hand(tmp_path):
 # -- (4) the shared Nsight export -----------------------------------------------------------------
 
 
-def test_nsight_h100_path_is_mostly_transfer(tmp_path):
+def test_nsight_h100_path_is_mostly_transfer(tmp_path, monkeypatch):
     from profui.tui.cli.sources import resolve_source
 
-    os.environ.setdefault("PROFUI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     trace = open_trace(resolve_source(nsys_export("h100_2gpu_1s")))
     out = stage_of(trace)
     check_tables(out)

@@ -220,13 +220,13 @@ def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame, words: DeviceWord
 
 
 def steps_takeaway(windows: pl.DataFrame, job: pl.DataFrame, job_stats: pl.DataFrame) -> str:
-    """Step count, the job's median step time (its ``job_stats`` p50: the slowest rank per step
-    when there are several) and the slowest step against it."""
+    """Step count, the job's median step time (its ``job_stats`` p50: per step the rank whose step
+    is longest, when there are several; not the straggler rule's late rank) and the slowest step against it."""
     if windows.is_empty() or (windows["name"] == "(whole trace)").all():
         return "No step markers: the trace is analysed as one window."
     med = float(job_stats["p50_ns"][0]) if job_stats.height else None
     ranks = windows.select("node", "rank").n_unique()
-    who = " (slowest rank per step)" if ranks > 1 else ""
+    who = " (longest rank per step)" if ranks > 1 else ""
     text = f"{plural(job.height, 'step')}, median {fmt_ns(med)}{who}"
     if job.height > 1 and med:
         worst = job.sort(["dur_ns", "step"], descending=[True, False]).row(0, named=True)

@@ -53,7 +53,7 @@ def _steps(windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFr
 def test_steps_take_the_slowest_rank_and_say_so():
     two = pl.concat([_windows([1, 2, 3], [100, 100, 100]), _windows([1, 2, 3], [100, 200, 100], ranks=(1,))])
     assert tk.steps_takeaway(*_steps(two)) == (
-        "3 steps, median 100 ns (slowest rank per step); step 2 (rank 1) takes 2.0× the median."
+        "3 steps, median 100 ns (longest rank per step); step 2 (rank 1) takes 2.0× the median."
     )
 
 

@@ -442,8 +442,8 @@ def render_text(summary: Any, console: Any) -> None:
         ("p95_ns", "p95", fmt_ns),
         ("max_ns", "max", fmt_ns),
     ]
-    if st.height > 1:  # several ranks: the job's step is its slowest rank's
-        P(_table("Step time of the job (slowest rank per step)", tb("steps", "job_stats"), stat_cols))
+    if st.height > 1:  # several ranks: the job's step is its longest rank's
+        P(_table("Step time of the job (longest rank per step)", tb("steps", "job_stats"), stat_cols))
     P(
         _table(
             "Step-time distribution per rank" if st.height > 1 else "Step-time distribution",

@@ -9,16 +9,17 @@ last ProfilerStep dropped):
 - **Window.** The annotation's instances are the rank's events whose name contains the
   annotation text, in trace order (host and ``gpu_user_annotation`` alike); instance *k*'s
   window is that event's span (the whole rank for the empty annotation). Kept: host events
-  starting in it with a positive duration, and device events whose launch call starts in it.
+  starting in it with a positive duration, device events whose launch call does, and every
+  ``Stream Wait Event``.
 - **Host edges**, per thread, walking op nesting (host ops, runtime and driver calls only): an
   edge from each boundary to the next inside an outermost op, weighted by the time between
   them, zero into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaMemcpy`` ...);
   from an outermost op's end to the next one's start a zero-weight dependency (the host's time
   between outermost ops never counts).
 - **Device edges**, per event in start order (syncs at their end): the event's duration; a
-  launch delay from the launch call's start when the stream's queue was empty (the launch
-  left one item queued, none when it started) and the previous event there ended before the
-  launch; else a kernel-kernel delay from the previous event on the stream; zero-weight sync
+  launch delay from the launch call's start when the stream's queue was empty (one item
+  queued after the call, none left once the event started) and the previous event there
+  ended before the call; else a kernel-kernel delay from the previous event on the stream; zero-weight sync
   edges for ``cudaStreamWaitEvent`` (event record → the next launch), ``Event Sync`` and
   ``Stream``/``Context Sync`` (the device work → the host call that waited for it).
 - **Kinds** (HTA's ``bound_by``): host edges ``cpu_bound``; device events
@@ -27,10 +28,14 @@ last ProfilerStep dropped):
   ``data_loading`` kind: input time on the host is ``cpu_bound`` there.
 - **The path**: networkx's ``dag_longest_path`` (its topological order and first-maximum
   ties reproduced, so the same path is picked among equal ones); negative weights (rounding)
-  count 0, as HTA corrects them; a graph with a cycle is refused, as HTA refuses it.
+  count 0 as in HTA's path (its breakdown keeps them negative, so its kinds may sum to a few
+  µs less than its length; here they sum to the length); a graph with a cycle is refused.
 
-HTA breaks ties of its unstable sorts with numpy's quicksort; the same sorts run here on the
-same values, so equal timestamps come out in HTA's order. ``what_if.parquet`` is empty under
+HTA nests each thread's ops inside all its host events (annotations, Python frames); here the
+ops and calls nest among themselves, which is the same wherever events nest properly.
+
+HTA's sorts are numpy's unstable quicksort; the same sorts run here on the same values, so
+equal timestamps come out in HTA's order. ``what_if.parquet`` is empty under
 ``hta_compat``: HTA's analysis has no replays.
 """
 
@@ -81,6 +86,7 @@ _HOST_NODE_KINDS = ("cpu_op", "runtime", "driver")
 _WAIT_STREAM_RE = r'"wait_on_stream":\s*(-?\d+)'
 _WAIT_CORR_RE = r'"wait_on_cuda_event_record_corr_id":\s*(-?\d+)'
 _STEP_RE = re.compile(r"#(\d+)")
+_FILES = ("steps.parquet", "by_kind.parquet", "events.parquet", "what_if.parquet")
 
 # edge types
 _OP, _DEP, _LAUNCH, _KK, _SYNC = range(5)
@@ -96,7 +102,10 @@ class Path:
 
     length_ns: int
     by_kind: dict[str, int]
-    stretches: list[dict[str, Any]] = field(default_factory=list)
+    #: one row per edge of the path: ``kind`` (empty for zero-weight dependencies), ``event``
+    #: (the trace-order index of the event its time belongs to, -1: none), ``start_ns``,
+    #: ``end_ns``, ``ns``
+    stretches: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _quick_order(values: np.ndarray) -> np.ndarray:
@@ -284,8 +293,23 @@ def _next_launch(df: pl.DataFrame, launches: pl.DataFrame) -> dict[int, int]:
     return out
 
 
-def critical_path(df: pl.DataFrame, start: int, end: int) -> Path:
-    """HTA's critical path of one rank (``_rank_frame`` output) over the window [start, end] ns."""
+def _rank_links(df: pl.DataFrame, known: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """The rank's queue lengths and event-record / stream-wait links (HTA computes them on the
+    whole rank for each window: once per rank here, kept in ``known``)."""
+    if "q" not in known:
+        launches = _launch_calls(df)
+        names = set(df["name"].unique().to_list())
+        known["q"] = _queue_lengths(df)
+        known["prev"] = _previous_launch(df, launches) if "cudaEventRecord" in names else {}
+        waits = {"cudaStreamWaitEvent", "Stream Wait Event"} <= names
+        known["next"] = _next_launch(df, launches) if waits else {}
+    return known["q"], known["prev"], known["next"]
+
+
+def critical_path(df: pl.DataFrame, start: int, end: int, known: dict[str, Any] | None = None) -> Path:
+    """HTA's critical path of one rank (``_rank_frame`` output) over the window [start, end] ns;
+    ``known`` keeps what a rank's windows share between calls."""
+    known = {} if known is None else known
     full_ts = df["ts"].to_numpy()
     full_ic = df["index_correlation"].to_numpy()
     keep = _clip(df, start, end)
@@ -300,36 +324,44 @@ def critical_path(df: pl.DataFrame, start: int, end: int) -> Path:
     order = _quick_order(n_ts)
     node_of = np.empty(2 * m, np.int64)
     node_of[order] = np.arange(2 * m)
-    start_node = dict(zip(nodes_ev.tolist(), node_of[:m].tolist(), strict=True))
-    end_node = dict(zip(nodes_ev.tolist(), node_of[m:].tolist(), strict=True))
+    start_of = np.full(df.height, -1, np.int64)
+    end_of = np.full(df.height, -1, np.int64)
+    start_of[nodes_ev] = node_of[:m]
+    end_of[nodes_ev] = node_of[m:]
     ts_node = n_ts[order]
     names = df["name"].to_numpy()
 
+    host = _host_edges(
+        cl.filter(pl.Series(is_node) & (pl.col("hta_stream") == -1)), start_of, end_of, ts_node
+    )
     src: list[int] = []
     dst: list[int] = []
     wt: list[int] = []
     typ: list[int] = []
     attr: list[int] = []  # the event an edge's time belongs to (-1: none)
 
-    def edge(u: int, v: int, t: int, ev: int = -1, zero: bool = False) -> None:
+    def edge(u: int, v: int, t: int, ev: int = -1) -> None:
         src.append(u)
         dst.append(v)
-        wt.append(0 if zero or t in (_DEP, _SYNC) else int(ts_node[v] - ts_node[u]))
+        wt.append(0 if t == _SYNC else int(ts_node[v] - ts_node[u]))
         typ.append(t)
         attr.append(ev)
 
-    _host_edges(cl, is_node, start_node, end_node, edge)
-    _device_edges(df, cl, start_node, end_node, ts_node, full_ts, full_ic, edge)
-    a = np.array(src, np.int64), np.array(dst, np.int64), np.array(wt, np.int64)
-    return _longest(*a, typ, attr, ts_node, df, names)
+    start_node = dict(zip(nodes_ev.tolist(), node_of[:m].tolist(), strict=True))
+    end_node = dict(zip(nodes_ev.tolist(), node_of[m:].tolist(), strict=True))
+    _device_edges(df, cl, start_node, end_node, ts_node, full_ts, full_ic, edge, known)
+    dev = [np.array(x, np.int64) for x in (src, dst, wt, typ, attr)]
+    edges = [np.concatenate([h, d]) for h, d in zip(host, dev, strict=True)]
+    return _longest(*edges, ts_node, df, names)
 
 
-def _host_edges(cl: pl.DataFrame, is_node: np.ndarray, start_node: dict, end_node: dict, edge: Any) -> None:
-    """Op nesting per thread, vectorised: boundaries in HTA's call-stack order (time; ends before
-    starts; longer starts first, shorter ends first; then index)."""
-    host = cl.filter(pl.Series(is_node) & (pl.col("hta_stream") == -1))
-    blocking = set(host.filter(pl.col("name").is_in(_BLOCKING))["index"].to_list())
-    b = pl.concat(
+def _host_edges(
+    host: pl.DataFrame, start_of: np.ndarray, end_of: np.ndarray, ts_node: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """HTA's host edges, thread by thread (``src, dst, weight, type, event``): the ops' and
+    calls' boundaries in HTA's call-stack order (time; ends before starts; longer starts first,
+    shorter ends first; then index), an edge from each to the next."""
+    bounds = pl.concat(
         [
             host.select(
                 "pid",
@@ -351,33 +383,42 @@ def _host_edges(cl: pl.DataFrame, is_node: np.ndarray, start_node: dict, end_nod
             ),
         ]
     ).sort("pid", "tid", "t", "s", "k1", "k2")
-    b = b.with_columns(pl.col("s").cum_sum().over("pid", "tid").alias("depth"))
-    nxt = b.select(
-        "index",
-        "s",
-        "depth",
-        pl.col("index").shift(-1).over("pid", "tid").alias("n_index"),
-        pl.col("s").shift(-1).over("pid", "tid").alias("n_s"),
+    by = ("pid", "tid")
+    e = (
+        bounds.with_columns(pl.col("s").cum_sum().over(by).alias("depth"))
+        .with_columns(
+            # the op a stretch between two siblings lies in: the last one to open at this depth
+            pl.when(pl.col("s") == 1).then(pl.col("index")).forward_fill().over(*by, "depth").alias("parent"),
+        )
+        .with_columns(
+            pl.col("index")
+            .is_in(host.filter(pl.col("name").is_in(_BLOCKING))["index"].implode())
+            .alias("blocking")
+        )
+        .select(
+            "index",
+            "s",
+            "depth",
+            "parent",
+            pl.col("index").shift(-1).over(by).alias("n_index"),
+            pl.col("s").shift(-1).over(by).alias("n_s"),
+            pl.col("blocking").shift(-1).over(by).alias("n_blocking"),
+        )
+        .filter(pl.col("n_index").is_not_null())
     )
-    # the enclosing op of a stretch between two siblings is the stack's top: a walk per thread
-    stack: list[int] = []
-    for ev, s, depth, n_ev, n_s in nxt.iter_rows():
-        if s == 1:
-            stack.append(ev)
-        elif stack:
-            stack.pop()
-        if n_ev is None:
-            stack.clear()
-            continue
-        u = start_node[ev] if s == 1 else end_node[ev]
-        v = start_node[n_ev] if n_s == 1 else end_node[n_ev]
-        if s == -1 and depth == 0:
-            edge(u, v, _DEP)
-            continue
-        # HTA's attribution: a stretch from a start is its op's; into an end, that op's; from
-        # one op's end to a sibling's start, the parent's
-        owner = ev if s == 1 else n_ev if n_s == -1 else (stack[-1] if stack else ev)
-        edge(u, v, _OP, owner, zero=(n_s == -1 and n_ev in blocking))
+    ev, s, depth, parent = (e[c].to_numpy() for c in ("index", "s", "depth", "parent"))
+    n_ev, n_s, n_blocking = (e[c].to_numpy() for c in ("n_index", "n_s", "n_blocking"))
+    src = np.where(s == 1, start_of[ev], end_of[ev])
+    dst = np.where(n_s == 1, start_of[n_ev], end_of[n_ev])
+    # after an outermost op ends, a zero-weight dependency to the next one's start
+    dep = (s == -1) & (depth == 0)
+    zero = dep | ((n_s == -1) & n_blocking)
+    weight = np.where(zero, 0, ts_node[dst] - ts_node[src])
+    # HTA's attribution: a stretch from a start is its op's; into an end, that op's; from one
+    # op's end to a sibling's start, the enclosing op's
+    owner = np.where(s == 1, ev, np.where(n_s == -1, n_ev, np.where(np.isnan(parent), ev, parent)))
+    typ = np.where(dep, _DEP, _OP)
+    return src, dst, weight, typ, np.where(dep, -1, owner).astype(np.int64)
 
 
 def _device_edges(
@@ -389,6 +430,7 @@ def _device_edges(
     full_ts: np.ndarray,
     full_ic: np.ndarray,
     edge: Any,
+    rank: dict[str, Any],
 ) -> None:
     """HTA's walk over the device events in start order (syncs at their end)."""
     dev = cl.filter(
@@ -397,17 +439,14 @@ def _device_edges(
     )
     if dev.height == 0:
         return
-    q = _queue_lengths(df)
-    launches = _launch_calls(df)
-    names = set(df["name"].unique().to_list())
-    prev_launch = _previous_launch(df, launches) if "cudaEventRecord" in names else {}
-    next_launch = _next_launch(df, launches) if {"cudaStreamWaitEvent", "Stream Wait Event"} <= names else {}
+    q, prev_launch, next_launch = _rank_links(df, rank)
     is_sync = (dev["kind"] == "sync").to_numpy()
     sort_by = np.where(is_sync, dev["end"].to_numpy(), dev["ts"].to_numpy())
     rows = dev[_quick_order(sort_by)].select(
         "index", "name", "kind", "hta_stream", "index_correlation", "wait_corr"
     )
     last: dict[int, int] = {}
+    last_ev: dict[int, int] = {}  # HTA gives a kernel-kernel delay to the earlier kernel
     kernel_sync: dict[int, int] = {}
     for ev, name, kind, stream, runtime, wait_corr in rows.iter_rows():
         if kind == "sync":
@@ -446,16 +485,17 @@ def _device_edges(
         ):
             edge(start_node[runtime], s, _LAUNCH, ev)
         elif prev is not None and (sync_end is None or ts_node[sync_end] < ts_node[prev]):
-            edge(prev, s, _KK, ev)
+            edge(prev, s, _KK, last_ev[stream])
         last[stream] = e
+        last_ev[stream] = ev
 
 
 def _longest(
     src: np.ndarray,
     dst: np.ndarray,
     wt: np.ndarray,
-    typ: list[int],
-    attr: list[int],
+    typ: np.ndarray,
+    attr: np.ndarray,
     ts_node: np.ndarray,
     df: pl.DataFrame,
     names: np.ndarray,
@@ -463,85 +503,96 @@ def _longest(
     """networkx's ``dag_longest_path`` over the edges as HTA adds them to its DiGraph (nodes in
     order of first appearance, one edge per pair: the last added, at the first one's place),
     then the path's time by HTA's kind. Negative weights count 0, as HTA corrects them."""
+    if len(src) == 0:
+        return Path(0, {})
+    n = len(ts_node)
+    # one edge per pair: its place is the pair's first, its weight and kind the pair's last
+    key = src * n + dst
+    _, first = np.unique(key, return_index=True)
+    last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
+    keep = last[np.argsort(first, kind="stable")]  # pairs in order of first insertion
+    # nodes in order of first appearance (u before v in each edge)
+    both = np.stack([src, dst], axis=1).ravel()
+    seen, at = np.unique(both, return_index=True)
+    nodes = seen[np.argsort(at, kind="stable")].tolist()
+    ks, kd = src[keep], dst[keep]
+    by_src = keep[np.argsort(ks, kind="stable")]
+    by_dst = keep[np.argsort(kd, kind="stable")]
+    src_l, dst_l = src.tolist(), dst.tolist()
+    w = np.maximum(wt, 0).tolist()
+    s_start = np.searchsorted(ks[np.argsort(ks, kind="stable")], np.arange(n + 1)).tolist()
+    d_start = np.searchsorted(kd[np.argsort(kd, kind="stable")], np.arange(n + 1)).tolist()
+    out_e, in_e = by_src.tolist(), by_dst.tolist()
     # a graph walk: each node's distance needs its predecessors' (no vectorised form)
-    pos: dict[tuple[int, int], int] = {}
-    order: dict[int, int] = {}
-    for i, uv in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
-        order.setdefault(uv[0], len(order))
-        order.setdefault(uv[1], len(order))
-        pos.setdefault(uv, i)
-    last_of: dict[tuple[int, int], int] = {}
-    for i, uv in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
-        last_of[uv] = i
-    nodes = list(order)
-    succ: dict[int, list[int]] = {v: [] for v in nodes}
-    pred: dict[int, list[int]] = {v: [] for v in nodes}
-    for uv in pos:  # dict order: first insertion of each pair
-        succ[uv[0]].append(last_of[uv])
-        pred[uv[1]].append(last_of[uv])
-    w = [max(int(x), 0) for x in wt.tolist()]
-    indeg = {v: len(pred[v]) for v in nodes}
+    indeg = [d_start[v + 1] - d_start[v] for v in range(n)]
     gen = [v for v in nodes if indeg[v] == 0]
     topo: list[int] = []
     while gen:
         topo.extend(gen)
         nxt: list[int] = []
         for v in gen:
-            for i in succ[v]:
-                c = int(dst[i])
+            for i in out_e[s_start[v] : s_start[v + 1]]:
+                c = dst_l[i]
                 indeg[c] -= 1
                 if indeg[c] == 0:
                     nxt.append(c)
         gen = nxt
     if len(topo) != len(nodes):
         raise GraphRefused("the critical-path graph has a cycle")
-    dist: dict[int, int] = {}
-    via: dict[int, int] = {}
+    dist = [0] * n
+    via = [-1] * n
     for v in topo:
         best, arg = 0, -1
-        for i in pred[v]:
-            d = dist[int(src[i])] + w[i]
+        for i in in_e[d_start[v] : d_start[v + 1]]:
+            d = dist[src_l[i]] + w[i]
             if arg == -1 or d > best:
                 best, arg = d, i
-        dist[v], via[v] = (best, arg) if arg != -1 and best >= 0 else (0, -1)
-    if not topo:
-        return Path(0, {})
-    v = max(topo, key=lambda x: dist[x])
+        if arg != -1:
+            dist[v], via[v] = best, arg
+    v = max(topo, key=dist.__getitem__)
     length = dist[v]
     path_edges: list[int] = []
     while via[v] >= 0:
         path_edges.append(via[v])
-        v = int(src[via[v]])
+        v = src_l[via[v]]
     path_edges.reverse()
-    stream = df["hta_stream"].to_numpy()
-    by_kind: dict[str, int] = {}
-    stretches = []
-    for i in path_edges:
-        k = _kind(typ[i], attr[i], stream, names)
-        if k:
-            by_kind[k] = by_kind.get(k, 0) + w[i]
-        stretches.append(
-            {
-                "kind": k,
-                "event": attr[i],
-                "start_ns": int(ts_node[src[i]]),
-                "end_ns": int(ts_node[dst[i]]),
-                "ns": w[i],
-            }
-        )
-    return Path(length, by_kind, stretches)
+    e = np.array(path_edges, np.int64)
+    kinds = _kinds(typ[e], attr[e], df["hta_stream"].to_numpy(), names)
+    ns = np.maximum(wt[e], 0)
+    stretches = pl.DataFrame(
+        {"kind": kinds, "event": attr[e], "start_ns": ts_node[src[e]], "end_ns": ts_node[dst[e]], "ns": ns},
+        schema={
+            "kind": pl.String,
+            "event": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "ns": pl.Int64,
+        },
+    )
+    totals = (
+        stretches.filter(pl.col("kind") != "").group_by("kind", maintain_order=True).agg(pl.col("ns").sum())
+    )
+    return Path(length, dict(totals.iter_rows()), stretches)
 
 
-def _kind(t: int, ev: int, stream: np.ndarray, names: np.ndarray) -> str:
-    if t == _KK:
-        return "gpu_kernel_kernel_overhead"
-    if t == _LAUNCH:
-        return "gpu_kernel_launch_overhead"
-    if t in (_DEP, _SYNC):
-        return ""
-    if stream[ev] < 0:
-        return "cpu_bound"
-    return "gpu_communication_bound" if re.match(COMM_RE, names[ev]) else "gpu_compute_bound"
+def _kinds(typ: np.ndarray, ev: np.ndarray, stream: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """HTA's ``bound_by`` of each edge ("" for its zero-weight dependency and sync edges)."""
+    on = np.maximum(ev, 0)
+    device = stream[on] >= 0
+    comm = np.zeros(len(ev), bool)
+    if device.any():
+        comm[device] = pl.Series(names[on[device]], dtype=pl.String).str.contains(COMM_RE).to_numpy()
+    return np.select(
+        [typ == _KK, typ == _LAUNCH, (typ == _DEP) | (typ == _SYNC), ~device, comm],
+        [
+            "gpu_kernel_kernel_overhead",
+            "gpu_kernel_launch_overhead",
+            "",
+            "cpu_bound",
+            "gpu_communication_bound",
+        ],
+        "gpu_compute_bound",
+    )
 
 
 def _step_of(name: str, instance: int) -> int:
@@ -564,13 +615,14 @@ def paths(
     for (node, rank), part in ev.group_by("node", "rank", maintain_order=True):
         df = _rank_frame(part)
         inst = instances(df, annotation)
+        known: dict[str, Any] = {}
         if instance is None:
             inst = inst.filter(pl.col("kind") != "gpu_annotation")
         else:
             inst = inst.filter(pl.col("instance") == instance)
         for i, name, _kind, s, e in inst.iter_rows():
             try:
-                p: Path | None = critical_path(df, s, e)
+                p: Path | None = critical_path(df, s, e, known)
             except GraphRefused:
                 p = None
             out.append((node, rank, i, name, s, e, p))
@@ -597,56 +649,55 @@ def stage(
     refuses has no rows.
     """
     ev = events.collect() if isinstance(events, pl.LazyFrame) else events
-    steps, kinds, stretches = [], [], []
-    names_by_rank: dict[tuple[str, int], pl.DataFrame] = {}
+    steps, kinds = [], []
+    stretches: list[pl.DataFrame] = []
+    in_order: dict[tuple[str, int], pl.DataFrame] = {}
     for node, rank, i, name, s, e, p in paths(ev, annotation, instance):
         if p is None:
             continue
-        if (node, rank) not in names_by_rank:
-            names_by_rank[(node, rank)] = ev.filter(pl.col("node") == node, pl.col("rank") == rank).sort(
-                "hta_order"
+        if (node, rank) not in in_order:
+            rank_ev = ev.filter(pl.col("node") == node, pl.col("rank") == rank).sort("hta_order")
+            in_order[(node, rank)] = rank_ev.with_row_index("index").with_columns(
+                pl.col("index").cast(pl.Int64)
             )
         step = _step_of(name, i)
-        steps.append(
-            {"node": node, "rank": rank, "step": step, "start_ns": s, "end_ns": e, "length_ns": p.length_ns}
-        )
-        kinds += [
-            {"node": node, "rank": rank, "step": step, "kind": k, "ns": v} for k, v in p.by_kind.items()
-        ]
-        stretches += _stretch_rows(names_by_rank[(node, rank)], p, node, rank, step)
-    out = {}
-    tables = (
-        ("steps.parquet", steps),
-        ("by_kind.parquet", kinds),
-        ("events.parquet", stretches),
-        ("what_if.parquet", []),
-    )
-    for f, rows in tables:
-        empty = TABLES[("critical_path", f)].empty()
-        out[f] = pl.DataFrame(rows, schema=empty.schema) if rows else empty
+        steps.append((node, rank, step, s, e, p.length_ns))
+        kinds += [(node, rank, step, k, v) for k, v in p.by_kind.items()]
+        stretches.append(_stretch_rows(in_order[(node, rank)], p, node, rank, step))
+    out = {f: TABLES[("critical_path", f)].empty() for f in _FILES}
+    for f, rows in (("steps.parquet", steps), ("by_kind.parquet", kinds)):
+        if rows:
+            out[f] = pl.DataFrame(rows, schema=out[f].schema, orient="row")
+    if stretches:
+        out["events.parquet"] = pl.concat(stretches).cast(dict(out["events.parquet"].schema))
     return out
 
 
-def _stretch_rows(df: pl.DataFrame, p: Path, node: str, rank: int, step: int) -> list[dict[str, Any]]:
-    ev = [s["event"] for s in p.stretches]
-    info = df[[max(e, 0) for e in ev]].select("name", "tid", "device", "hta_stream").rows()
-    rows = []
-    for seq, (s, (name, tid, device, stream)) in enumerate(zip(p.stretches, info, strict=True)):
-        on_host = s["event"] < 0 or stream == -1
-        rows.append(
-            {
-                "node": node,
-                "rank": rank,
-                "step": step,
-                "seq": seq,
-                "kind": s["kind"] or "dependency",
-                "lane": "host" if on_host else "device",
-                "tid": tid if on_host and s["event"] >= 0 else None,
-                "device": None if on_host else device,
-                "stream": None if on_host else stream,
-                "name": name if s["event"] >= 0 else "",
-                "start_ns": s["start_ns"],
-                "end_ns": s["end_ns"],
-            }
+def _stretch_rows(df: pl.DataFrame, p: Path, node: str, rank: int, step: int) -> pl.DataFrame:
+    """The path's rows of ``events.parquet`` (``df``: the rank's events in trace order)."""
+    info = df.select(
+        pl.col("index").alias("event"),
+        "name",
+        "tid",
+        "device",
+        pl.col("hta_stream").cast(pl.Int32).alias("stream"),
+    )
+    on_host = (pl.col("event") < 0) | (pl.col("stream") == -1)
+    return (
+        p.stretches.with_row_index("seq")
+        .join(info, on="event", how="left", maintain_order="left")
+        .select(
+            pl.lit(node).alias("node"),
+            pl.lit(rank, pl.Int64).alias("rank"),
+            pl.lit(step, pl.Int64).alias("step"),
+            pl.col("seq").cast(pl.Int64),
+            pl.when(pl.col("kind") == "").then(pl.lit("dependency")).otherwise(pl.col("kind")).alias("kind"),
+            pl.when(on_host).then(pl.lit("host")).otherwise(pl.lit("device")).alias("lane"),
+            pl.when(on_host).then(pl.col("tid")).alias("tid"),
+            pl.when(~on_host).then(pl.col("device")).alias("device"),
+            pl.when(~on_host).then(pl.col("stream")).alias("stream"),
+            pl.col("name").fill_null(""),
+            "start_ns",
+            "end_ns",
         )
-    return rows
+    )

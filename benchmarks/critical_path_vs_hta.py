@@ -41,6 +41,20 @@ CRITICAL_PATH = {
     ),
     "hta-critical_path-cuda_event_sync_multi_stream-event_sync_trace.json.gz": "",
 }
+#: Other annotations of the shared traces, analysed instance by instance too.
+OTHER_ANNOTATIONS = {
+    "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz": "Optimizer.step",
+    "hta-call_stack-backward_thread.json": "## backward ##",
+    "hta-df_index_resolver-df_index_resolver.json.gz": "Optimizer.step",
+    "hta-execution_trace-benchmark_simple_add_trace.json.gz": "[param|torch.add|0|0|0|measure|forward]",
+    "hta-mtia_inference_trace-mtia_inference_rank_0.json.gz": "# TensorsToDeviceModule #",
+    "hta-nccl_parser_config-nccl_data.json.gz": "Optimizer.step",
+    "hta-negative_queue_length_values_check-rank0.json.gz": "## PooledEmbeddingsAwaitable wait() ##",
+    "hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": "Optimizer.step",
+    "hta-trace_compare-base-base.json.gz": "nccl:all_reduce",
+    "hta-trace_filter-sampled_rank-0.json.gz": "## encoder fp8 None ##",
+    "hta-trace_filter-sampled_rank-1.json.gz": "## encoder fp8 None ##",
+}
 #: Shared files that are no Kineto trace.
 NOT_KINETO = (
     "hta-execution_trace-benchmark_simple_add_et.json.gz",
@@ -156,7 +170,16 @@ def default_traces() -> list[tuple[str, str]]:
         if f.name in CRITICAL_PATH or f.name in NOT_KINETO:
             continue
         todo.append((f.name, "ProfilerStep"))
-    return todo
+    return todo + list(OTHER_ANNOTATIONS.items())
+
+
+def reference_name(trace: str, annotation: str) -> str:
+    """The reference file of a trace's windows of one annotation (ProfilerStep's and the
+    critical-path traces' own: no suffix)."""
+    stem = f"critical_path-{trace.split('.json')[0]}"
+    if annotation in ("ProfilerStep", CRITICAL_PATH.get(trace)):
+        return f"{stem}.json"
+    return f"{stem}@{''.join(c if c.isalnum() else '_' for c in annotation).strip('_')}.json"
 
 
 def main() -> None:
@@ -204,7 +227,8 @@ def main() -> None:
         if hta["cpu_s"] and cpu:
             h, o = statistics.median(hta["cpu_s"]), statistics.median(cpu)
             print(f"  CPU s, all windows: HTA {h:.3f}, ours {o:.3f}: HTA / ours {h / max(o, 1e-9):.1f}x")
-            summary.append((name, compared, len(hta["windows"]), max(diffs), h, o))
+            label = reference_name(name, ann).removeprefix("critical_path-hta-").removesuffix(".json")
+            summary.append((label, compared, len(hta["windows"]), max(diffs), h, o))
         if opts.write_reference:
             opts.write_reference.mkdir(parents=True, exist_ok=True)
             ref = {
@@ -214,11 +238,11 @@ def main() -> None:
                 "error": hta.get("error"),
                 "windows": hta["windows"],
             }
-            path = opts.write_reference / f"critical_path-{name.split('.json')[0]}.json"
+            path = opts.write_reference / reference_name(name, ann)
             path.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
     print(f"\n{'trace':60} {'equal/windows':>13} {'max rel diff':>12} {'HTA/ours CPU':>12}")
     for name, n, of, d, h, o in summary:
-        print(f"{name.split('.json')[0][:60]:60} {f'{n}/{of}':>13} {d:>12.2e} {h / max(o, 1e-9):>11.1f}x")
+        print(f"{name[:60]:60} {f'{n}/{of}':>13} {d:>12.2e} {h / max(o, 1e-9):>11.1f}x")
     ok = [r for r in summary if r[1] == r[2] and r[1] > 0]
     if ok:
         h, o = sum(r[4] for r in ok), sum(r[5] for r in ok)

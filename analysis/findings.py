@@ -75,8 +75,9 @@ SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
 MIN_SHARE = 0.01
 #: A time finding's severity by its share of the step: high from 20%, medium from 5%.
 HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
-#: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding.
-FP32_SHARE = 0.5
+#: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding,
+#: when that FP32 time is at least FP32_SPAN of the trace's span (a few µs of FP32 is no risk).
+FP32_SHARE, FP32_SPAN = 0.5, 0.01
 #: Device idle on the path (no other cause) of at least this share of the step is an idle finding.
 IDLE_SHARE = 0.05
 #: A floor must rise over at least this many consecutive steps to read as "every step".
@@ -408,9 +409,12 @@ def has_tensor_cores(gpu: str | None) -> bool:
     return row is not None and row.tflops.get("FP16", 0) > 2 * row.tflops["FP32"]
 
 
-def precision_finding(shares: pl.DataFrame, totals: pl.DataFrame | None, words: DeviceWords) -> list[Finding]:
-    """FP32 of at least :data:`FP32_SHARE` of the compute kernels' time on a GPU with tensor
-    cores (the flops stage's peak row names the GPU). GPU runs only."""
+def precision_finding(
+    shares: pl.DataFrame, totals: pl.DataFrame | None, words: DeviceWords, span_ns: int
+) -> list[Finding]:
+    """FP32 of at least :data:`FP32_SHARE` of the compute kernels' time, and of at least
+    :data:`FP32_SPAN` of the trace's span ``span_ns``, on a GPU with tensor cores (the flops
+    stage's peak row names the GPU). GPU runs only."""
     if words.kind != GPU or not shares.height or totals is None or not totals.height:
         return []
     gpu = totals["peak_gpu"][0]
@@ -418,7 +422,7 @@ def precision_finding(shares: pl.DataFrame, totals: pl.DataFrame | None, words: 
     if not fp32.height or not has_tensor_cores(gpu):
         return []
     share, ns = float(fp32["share"][0] or 0), int(fp32["time_ns"][0])
-    if share < FP32_SHARE:
+    if share < FP32_SHARE or not span_ns or ns / span_ns < FP32_SPAN:
         return []
     f = Finding(
         "precision",
@@ -429,6 +433,7 @@ def precision_finding(shares: pl.DataFrame, totals: pl.DataFrame | None, words: 
     f.evidence = [
         ("FP32 share of compute time", share, "fraction", "precision/shares.parquet"),
         ("FP32 kernel time", float(ns), "ns", "precision/shares.parquet"),
+        ("of the trace's span", ns / span_ns, "fraction", "ingest/trace.json"),
     ]
     return [f]
 
@@ -553,7 +558,10 @@ def stage(inputs: Mapping[str, Mapping[str, Any]], overview: Mapping[str, Any]) 
     found = consistent(found, stragglers, cp["events.parquet"])
     found += memory_findings(inputs["allocations"])
     found += precision_finding(
-        inputs["precision"]["shares.parquet"], inputs.get("flops", {}).get("totals.parquet"), words
+        inputs["precision"]["shares.parquet"],
+        inputs.get("flops", {}).get("totals.parquet"),
+        words,
+        int(overview.get("duration_ns") or 0),
     )
     found += idle_finding(cp, words)
     return tables(ranked(found))

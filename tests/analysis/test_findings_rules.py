@@ -13,8 +13,8 @@ from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.schemas import TABLES
 
 MS = 1_000_000
-CPU_ONLY = {"device_type": "none", "ranks": [0, 1]}
-GPU_RUN = {"device_type": "gpu", "ranks": [0, 1]}
+CPU_ONLY = {"device_type": "none", "ranks": [0, 1], "duration_ns": 1000 * MS}
+GPU_RUN = {"device_type": "gpu", "ranks": [0, 1], "duration_ns": 1000 * MS}
 
 
 def frame(stage: str, file: str, rows: list[dict]) -> pl.DataFrame:
@@ -296,6 +296,11 @@ def test_fp32_on_a_tensor_core_gpu_is_a_precision_finding_and_never_on_a_cpu_run
     )
     assert rows(fd.stage(inputs(empty, shares=shares(0.4), totals=a100), GPU_RUN)) == []
     assert rows(fd.stage(inputs(empty, shares=shares(0.8), totals=a100), CPU_ONLY)) == []
+    # 80 ms of FP32 in a 10 s trace is under 1% of its span: no risk worth a finding
+    assert (
+        rows(fd.stage(inputs(empty, shares=shares(0.8), totals=a100), {**GPU_RUN, "duration_ns": 10**10}))
+        == []
+    )
     assert (
         rows(fd.stage(inputs(empty, shares=shares(0.8), totals=pl.DataFrame({"peak_gpu": [None]})), GPU_RUN))
         == []

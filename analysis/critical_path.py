@@ -113,7 +113,7 @@ def path_stretches(
     n = rs.end_node
     lo, hi = rs.start, rs.end
 
-    def emit(kind: str, lane: Any, name: str, a: int, b: int) -> None:
+    def emit(kind: str, lane: Any, name: str | None, a: int, b: int) -> None:
         a, b = max(a, lo), min(b, hi)
         if b <= a:
             return
@@ -135,7 +135,7 @@ def path_stretches(
             tt = rs.time_of(lane.tid)
             pieces = tt.pieces(a, b) if tt is not None else [(a, b, HOST_OVERHEAD)]
             for pa, pb, c in reversed(pieces):
-                emit(THREAD_KINDS[c], lane, tt.name_at(pa, pb) if tt is not None else "", pa, pb)
+                emit(THREAD_KINDS[c], lane, None, pa, pb)  # named once whole, below
         elif kind == COLL:
             own = g.coll[n][1]
             emit("communication", lane, lane.name, a, b)
@@ -147,6 +147,12 @@ def path_stretches(
             emit(_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b)
         n = s
     out.reverse()
+    # a host stretch is named by the innermost op or frame at its middle (what a user looks at)
+    for i, row in enumerate(out):
+        if row[5] is None:
+            tt = rs.time_of(row[2])
+            mid = (row[6] + row[7]) // 2
+            out[i] = (*row[:5], tt.name_at(mid, mid + 1) if tt is not None else "", *row[6:])
     return out
 
 

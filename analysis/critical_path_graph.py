@@ -110,35 +110,45 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     )
     rs.main_tid = main_tid
 
-    # host anchors: a start and an end instant each, on their thread's chain
-    points: dict[int, list[tuple[int, int, int, bool]]] = {}
-    launch_node: dict[int, int] = {}
+    # host anchors: a start instant each, and an end instant for those something waits on
+    n = anchors.height
+    a_tid = anchors["tid"].to_numpy()
+    a_ts = anchors["ts"].to_numpy()
+    a_end = anchors["end"].to_numpy()
+    sync = anchors["sync"].to_numpy()
+    launch = anchors["launch"]
+    is_coll = launch.is_null().to_numpy() & ~sync
+    s_nodes = g.nodes(a_ts.tolist(), ri) + np.arange(n)
+    waits = np.flatnonzero(sync | is_coll)  # a launch call's own end is no dependency of anything
+    e_of = np.full(n, -1, dtype=np.int64)
+    e_of[waits] = g.nodes(a_end[waits].tolist(), ri) + np.arange(len(waits))
+    has_launch = ~launch.is_null().to_numpy()
+    launch_node = dict(zip(launch.to_numpy()[has_launch].tolist(), s_nodes[has_launch].tolist(), strict=True))
+    names = anchors["name"].to_list()
     sync_ends: list[tuple] = []  # node, ts, end, wait_stream, until, tid, name
+    wstream, until = anchors["wait_stream"].to_list(), anchors["wait_until"].to_list()
+    for i in np.flatnonzero(sync).tolist():
+        u = until[i] if until[i] is not None else int(a_ts[i])
+        sync_ends.append((int(e_of[i]), int(a_ts[i]), int(a_end[i]), wstream[i], u, int(a_tid[i]), names[i]))
     coll_anchors: list[tuple[int, int, int, int, int, str]] = []  # tid, ts, end, s, e, name
-    for i, (tid, ts, e_ts, name, launch, sync, wstream, until) in enumerate(
-        anchors.select("tid", "ts", "end", "name", "launch", "sync", "wait_stream", "wait_until").iter_rows()
-    ):
-        is_coll = launch is None and not sync
-        s = g.node(ts, ri)
-        pts = points.setdefault(tid, [])
-        pts.append((ts, 2 * i, s, False))
-        if sync or is_coll:
-            # a launch call's own end is no dependency of anything: its time stays the thread's
-            e = g.node(e_ts, ri)
-            pts.append((e_ts, 2 * i + 1, e, True))
-        if launch is not None:
-            launch_node[launch] = s
-        if sync:
-            sync_ends.append((e, ts, e_ts, wstream, until if until is not None else ts, tid, name))
-        if is_coll:
-            coll_anchors.append((tid, ts, e_ts, s, e, name))
-            rs.host_coll[(tid, ts)] = (s, e, name)
-    if main_tid is None:
-        main_tid = max(points, key=lambda k: len(points[k])) if points else None
+    for i in np.flatnonzero(is_coll).tolist():
+        tid, ts = int(a_tid[i]), int(a_ts[i])
+        coll_anchors.append((tid, ts, int(a_end[i]), int(s_nodes[i]), int(e_of[i]), names[i]))
+        rs.host_coll[(tid, ts)] = (int(s_nodes[i]), int(e_of[i]), names[i])
+    # points of the threads' chains: (tid, time, order at equal times, node, blocked)
+    p_tid = [a_tid, a_tid[waits]]
+    p_t = [a_ts, a_end[waits]]
+    p_ord = [2 * np.arange(n), 2 * waits + 1]
+    p_node = [s_nodes, e_of[waits]]
+    p_blk = [np.zeros(n, dtype=bool), np.ones(len(waits), dtype=bool)]
+    if main_tid is None and n:
+        tids, counts = np.unique(a_tid, return_counts=True)
+        main_tid = int(tids[np.argmax(counts)])
         rs.main_tid = main_tid
     host_end = g.node(cpu_end, ri)
+    extra: list[tuple[int, int, int, int, bool]] = []
     if main_tid is not None:
-        points.setdefault(main_tid, []).append((cpu_end, 1 << 62, host_end, False))
+        extra.append((main_tid, cpu_end, 1 << 62, host_end, False))
     # an op of another thread woken by a host collective's end waits for it
     order = 1 << 61
     for ctid, _cts, c_end, _s, c_node, _name in coll_anchors:
@@ -152,63 +162,125 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             j = int(hits[np.argmin(tt.name_end[hits])])
             w = g.node(int(tt.name_end[j]), ri)
             g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
-            points.setdefault(tid, []).append((int(tt.name_end[j]), order, w, True))
+            extra.append((tid, int(tt.name_end[j]), order, w, True))
             order += 1
-    for tid, pts in points.items():
-        pts.sort(key=lambda p: (p[0], p[1]))
-        tt = rs.time_of(tid)
-        times = np.array([start] + [p[0] for p in pts], dtype=np.int64)
-        split = _split(tt, times[:-1], times[1:])
+    if extra:
+        cols = list(zip(*extra, strict=True))
+        for dst_list, col in zip((p_tid, p_t, p_ord, p_node, p_blk), cols, strict=True):
+            dst_list.append(np.asarray(col))
+    tid_all = np.concatenate(p_tid).astype(np.int64)
+    t_all = np.concatenate(p_t).astype(np.int64)
+    node_all = np.concatenate(p_node).astype(np.int64)
+    blk_all = np.concatenate(p_blk).astype(bool)
+    by = np.lexsort((np.concatenate(p_ord), t_all, tid_all))
+    tid_all, t_all, node_all, blk_all = tid_all[by], t_all[by], node_all[by], blk_all[by]
+    first = np.r_[True, tid_all[1:] != tid_all[:-1]] if len(by) else np.zeros(0, dtype=bool)
+    prev_node = np.where(first, rs.start_node, np.roll(node_all, 1))
+    prev_t = np.where(first, start, np.roll(t_all, 1))
+    # a host collective's end right after its own start: its COLL edges say when it ends
+    own = {e: s for _, _, _, s, e, _ in coll_anchors}
+    keep = np.array(
+        [own.get(d) != p for d, p in zip(node_all.tolist(), prev_node.tolist(), strict=True)], dtype=bool
+    )
+    splits: list[tuple[int, int, int, bool]] = []
+    lanes: list[Lane | None] = []
+    bounds = np.flatnonzero(np.r_[first, True])
+    for k in range(len(bounds) - 1):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        tid = int(tid_all[lo])
+        part = _split(rs.time_of(tid), prev_t[lo:hi], t_all[lo:hi]).tolist()
         shrink = tid == main_tid
-        prev = rs.start_node
-        lane = Lane("host", tid=tid)
-        own_arrival = {e: s for _, _, _, s, e, _ in coll_anchors}
-        for (_t, _o, n, blocked), ti, hc, ho in zip(pts, *split.tolist(), strict=True):
-            # a host collective's end right after its start: its COLL edges say when it ends
-            if own_arrival.get(n) != prev:
-                g.edge(prev, n, BLOCKED if blocked else THREAD, 0, lane, (ti, hc, ho, shrink))
-            prev = n
+        splits.extend(zip(*part, [shrink] * (hi - lo), strict=True))
+        lanes.extend([Lane("host", tid=tid)] * (hi - lo))
+    kinds = [BLOCKED if b else THREAD for b in blk_all.tolist()]
+    sel = np.flatnonzero(keep)
+    g.edges(
+        prev_node[sel],
+        node_all[sel],
+        [kinds[i] for i in sel],
+        0,
+        [lanes[i] for i in sel],
+        [splits[i] for i in sel],
+    )
     end_node = g.node(end, ri)
     rs.end_node = end_node
     g.edge(host_end, end_node, END)
-
-    # device lanes
-    floor = inp.launch_floor
-    prev_on: dict[tuple[int, int], int] = {}
-    last_end: dict[tuple[int, int], int] = {}
-    rows = win.select(
-        "device", "stream", "ts", "end", "kind", "name", "correlation", "launch_ts", "comm", "prev_end"
-    )
-    for dev, stream, ts, e_ts, kind, name, corr, launch_ts, comm, prev_end in rows.iter_rows():
-        s = g.node(ts, ri)
-        e = g.node(e_ts, ri)
-        path_kind = _op_kind(kind, comm)
-        rs.ops[(dev, stream, ts)] = (s, e)
-        lane = Lane("device", device=dev, stream=stream, name=name, kind=path_kind)
-        rs.op_lane[s] = rs.op_lane[e] = lane
-        if corr is not None and corr in launch_node:
-            g.edge(launch_node[corr], s, LAUNCH, floor, lane)
-        elif launch_ts is not None and launch_ts <= ts:
-            g.edge(g.node(launch_ts, ri, fixed=True), s, LAUNCH, floor, lane)
-        p = prev_on.get((dev, stream))
-        if p is not None:
-            g.edge(p, s, STREAM, 0, Lane("device", device=dev, stream=stream, kind="device_overhead"))
-        elif prev_end is not None and prev_end <= ts:
-            g.edge(g.node(prev_end, ri, fixed=True), s, STREAM, 0, Lane("device", device=dev, stream=stream))
-        prev_on[(dev, stream)] = e
-        if not comm:
-            g.edge(s, e, OP, 0, lane)
-        started_here = (launch_ts is not None and start <= launch_ts < cpu_end) or (
-            launch_ts is None and start <= ts < cpu_end
-        )
-        if started_here:
-            last_end[(dev, stream)] = e
-    # a stream's ops end in order in every replay (each starts after the one before it ends):
-    # its last one launched in the step is the one the step's end can wait for
-    for e in last_end.values():
-        g.edge(e, end_node, END)
+    _device_lanes(g, ri, rs, inp, win, launch_node, end_node)
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
+
+
+def _device_lanes(
+    g: Graph,
+    ri: int,
+    rs: RankStep,
+    inp: RankInputs,
+    win: pl.DataFrame,
+    launch_node: dict[int, int],
+    end_node: int,
+) -> None:
+    """Each stream's ops in start order: after its launch call's start and its predecessor."""
+    m = win.height
+    if not m:
+        return
+    dev, stream = win["device"].to_numpy(), win["stream"].to_numpy()
+    ts, te = win["ts"].to_numpy(), win["end"].to_numpy()
+    comm = win["comm"].to_numpy()
+    s_nodes = g.nodes(ts.tolist(), ri) + np.arange(m)
+    e_nodes = g.nodes(te.tolist(), ri) + np.arange(m)
+    lanes = [
+        Lane("device", None, d, st, nm, _op_kind(k, c))
+        for d, st, nm, k, c in zip(
+            dev.tolist(),
+            stream.tolist(),
+            win["name"].to_list(),
+            win["kind"].to_list(),
+            comm.tolist(),
+            strict=True,
+        )
+    ]
+    keys = list(zip(dev.tolist(), stream.tolist(), ts.tolist(), strict=True))
+    rs.ops.update(zip(keys, zip(s_nodes.tolist(), e_nodes.tolist(), strict=True), strict=True))
+    for sn, en, lane in zip(s_nodes.tolist(), e_nodes.tolist(), lanes, strict=True):
+        rs.op_lane[sn] = rs.op_lane[en] = lane
+    # launch edges: from the launch call's start in the step, else from a fixed instant
+    corr = win["correlation"].to_list()
+    launch_ts = win["launch_ts"]
+    src = np.array([launch_node.get(c, -1) if c is not None else -1 for c in corr], dtype=np.int64)
+    outside = np.flatnonzero((src < 0) & ~launch_ts.is_null().to_numpy())
+    lts = launch_ts.to_numpy()
+    outside = outside[lts[outside] <= ts[outside]]
+    src[outside] = g.nodes(lts[outside].astype(np.int64).tolist(), ri, fixed=True) + np.arange(len(outside))
+    has = np.flatnonzero(src >= 0)
+    g.edges(src[has], s_nodes[has], LAUNCH, inp.launch_floor, [lanes[i] for i in has])
+    # stream order: the previous op of the stream in the window, else its end as a fixed instant
+    same = np.r_[False, (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])]
+    prev = np.where(same, np.roll(e_nodes, 1), -1)
+    prev_end = win["prev_end"]
+    pe = prev_end.fill_null(np.iinfo(np.int64).max).to_numpy()
+    first = np.flatnonzero(~same & (pe <= ts))
+    prev[first] = g.nodes(pe[first].tolist(), ri, fixed=True) + np.arange(len(first))
+    gap_lane = {
+        k: Lane("device", None, k[0], k[1], "", "device_overhead")
+        for k in set(zip(dev.tolist(), stream.tolist(), strict=True))
+    }
+    has = np.flatnonzero(prev >= 0)
+    g.edges(prev[has], s_nodes[has], STREAM, 0, [gap_lane[(int(dev[i]), int(stream[i]))] for i in has])
+    work = np.flatnonzero(~comm)
+    g.edges(s_nodes[work], e_nodes[work], OP, 0, [lanes[i] for i in work])
+    # a stream's ops end in order in every replay (each starts after the one before it ends):
+    # its last one launched in the step is the one the step's end can wait for
+    lt = lts if lts.dtype.kind == "i" else launch_ts.fill_null(-1).to_numpy()
+    here = np.where(
+        launch_ts.is_null().to_numpy(),
+        (ts >= rs.start) & (ts < rs.cpu_end),
+        (lt >= rs.start) & (lt < rs.cpu_end),
+    )
+    last_end: dict[tuple[int, int], int] = {}
+    for i in np.flatnonzero(here).tolist():
+        last_end[(int(dev[i]), int(stream[i]))] = int(e_nodes[i])
+    for e in last_end.values():
+        g.edge(e, end_node, END)
 
 
 def _syncs(g: Graph, ri: int, win: pl.DataFrame, sync_ends: list[tuple], rs: RankStep) -> None:
@@ -286,9 +358,10 @@ def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], 
             for q in arrivals:
                 g.edge(q, e, COLL, g.coll[e][2], lane)
     # a collective found on one rank only (the others not traced): its own time
+    has_in = set(g.dst)
     for rs in parts:
         for a, e in list(rs.ops.values()):
-            if e not in g.coll and not g.inc[e]:
+            if e not in g.coll and e not in has_in:
                 g.coll[e] = ([a], a, g.t[e] - g.t[a])
                 g.edge(a, e, COLL, g.t[e] - g.t[a], rs.op_lane[e])
 
@@ -308,8 +381,9 @@ def step_graph(
         parts.append(rs)
     _collectives(g, parts, inputs)
     # a node nothing explains, after the step's start: reached from the start
-    for n, inc in enumerate(g.inc):
-        if inc or g.fixed[n]:
+    has_in = set(g.dst)
+    for n in range(len(g.t)):
+        if n in has_in or g.fixed[n]:
             continue
         rs = parts[g.rank_of[n]]
         if g.t[n] > rs.start:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,8 +46,7 @@ END = "end"  # some work's end -> the step's end
 ORPHAN = "orphan"  # the step's start -> a node nothing else explains
 
 
-@dataclass
-class Lane:
+class Lane(NamedTuple):
     """Where a stretch of the path is (``events.parquet``'s lane columns) and what it is."""
 
     lane: str  # host / device
@@ -84,8 +84,35 @@ class Graph:
         self.t.append(int(t))
         self.fixed.append(fixed)
         self.rank_of.append(rank)
-        self.inc.append([])
         return len(self.t) - 1
+
+    def nodes(self, times: list[int], rank: int, fixed: bool = False) -> int:
+        """New nodes at ``times`` on rank index ``rank``; the first one's id (the others follow)."""
+        first = len(self.t)
+        self.t.extend(times)
+        self.fixed.extend([fixed] * len(times))
+        self.rank_of.extend([rank] * len(times))
+        return first
+
+    def edges(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        kind: str | list[str],
+        floor: int | np.ndarray,
+        lanes: list[Lane | None],
+        splits: list[tuple[int, int, int, bool]] | None = None,
+    ) -> None:
+        """Many edges at once (as :meth:`edge` each)."""
+        t = np.asarray(self.t, dtype=np.int64)
+        keep = np.flatnonzero(t[src] <= t[dst])
+        n = len(keep)
+        self.src.extend(src[keep].tolist())
+        self.dst.extend(dst[keep].tolist())
+        self.kind.extend([kind] * n if isinstance(kind, str) else [kind[i] for i in keep])
+        self.floor.extend([floor] * n if isinstance(floor, int) else floor[keep].tolist())
+        self.lane.extend([lanes[i] for i in keep])
+        self.split.extend([None] * n if splits is None else [splits[i] for i in keep])
 
     def edge(
         self,
@@ -105,7 +132,6 @@ class Graph:
         self.floor.append(int(floor))
         self.lane.append(lane)
         self.split.append(split)
-        self.inc[dst].append(len(self.src) - 1)
 
     # -- binding edges, weights, order --------------------------------------------------------
 
@@ -118,6 +144,11 @@ class Graph:
         kind = np.asarray(self.kind)
         floor = np.asarray(self.floor, dtype=np.int64)
         n_edges = len(src)
+        # each node's incoming edges, in the order they were made
+        by_dst = np.argsort(dst, kind="stable")
+        bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1)).tolist()
+        flat = by_dst.tolist()
+        self.inc = [flat[bounds[n] : bounds[n + 1]] for n in range(len(t))]
         gap = t[dst] - t[src]
         is_thread = kind == THREAD
         eff = np.where(is_thread, gap, np.minimum(floor, gap))
@@ -167,8 +198,18 @@ class Graph:
         self._order(t, src, dst)
 
     def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
-        # by time, then creation: topological when no zero-length edge runs against creation
-        order = np.lexsort((np.arange(len(t)), t))
+        # by time, then depth along zero-length edges, then creation: topological unless zero-
+        # length edges form a cycle (then Kahn's algorithm says so)
+        depth = np.zeros(len(t), dtype=np.int64)
+        zero = t[src] == t[dst]
+        zs, zd = src[zero], dst[zero]
+        for _ in range(64):
+            deeper = depth.copy()
+            np.maximum.at(deeper, zd, depth[zs] + 1)
+            if (deeper == depth).all():
+                break
+            depth = deeper
+        order = np.lexsort((np.arange(len(t)), depth, t))
         pos = np.empty(len(t), dtype=np.int64)
         pos[order] = np.arange(len(t))
         if not len(src) or bool((pos[src] < pos[dst]).all()):

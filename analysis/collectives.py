@@ -62,7 +62,7 @@ def collective_instances(events: pl.LazyFrame, comm: pl.DataFrame | None = None)
             (pl.col("ts") + pl.col("dur")).alias("end_ns"),
         )
         .select(INSTANCE_COLUMNS)
-        .sort(["node", "rank", "arrive_ns", "seq"], nulls_last=True)
+        .sort(["node", "rank", "arrive_ns", "source", "collective", "seq"], nulls_last=True)
     )
 
 
@@ -182,7 +182,7 @@ def arrivals(events: pl.LazyFrame, windows: pl.LazyFrame, comm: pl.DataFrame | N
             nulls_equal=True,
         )
         .with_columns(pl.min_horizontal(pl.max_horizontal("_ws", "_prev"), "arrive_ns").alias("from_ns"))
-        .sort(*_RANK, "arrive_ns", "seq")
+        .sort(*_RANK, "arrive_ns", "source", "collective", "seq", nulls_last=True)
         .with_row_index("_sid")
         .collect(engine=ENGINE)
     )
@@ -199,6 +199,7 @@ def arrivals(events: pl.LazyFrame, windows: pl.LazyFrame, comm: pl.DataFrame | N
     zero = [pl.col(f"{c}_ns").fill_null(0) for c in CAUSES if c != "host"]
     return (
         found.join(cut, on="_sid", how="left")
+        .sort("_sid")
         .with_columns(*zero, pl.col("_covered").fill_null(0))
         .with_columns((pl.col("arrive_ns") - pl.col("from_ns") - pl.col("_covered")).alias("host_ns"))
         .select(ARRIVAL_COLUMNS)

@@ -176,10 +176,11 @@ class TimelineCanvas(Widget, can_focus=True):
     def on_click(self, event) -> None:
         """Click a lane to put the cursor there; click an event to select it."""
         st, r = self.state, self.renderer
-        if st is None or r is None or event.y < 2:
+        top = r.header_lines() if r is not None else 2
+        if st is None or r is None or event.y < top:
             return
         rows = st.visible_rows()
-        i = st.top + event.y - 2
+        i = st.top + event.y - top
         if not 0 <= i < len(rows):
             return
         st.cursor = i

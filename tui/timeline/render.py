@@ -20,6 +20,7 @@ from profui.analysis.formatting import fmt_ns
 from profui.analysis.lod_raster import FrameCells, FrameRaster
 from profui.capture.format import EVENT_KINDS
 
+from .critical import StepPath, kind_word
 from .state import TimelineState, VisibleRow
 
 KIND_COLORS = {
@@ -52,6 +53,8 @@ LINKED = SELECTED + 1
 MATCH = SELECTED + 2
 LINK_LINE = SELECTED + 3
 LABEL, LABEL_CURSOR, LABEL_HEADER, LABEL_DIM, RULER, STEP_A, STEP_B = range(SELECTED + 4, SELECTED + 11)
+#: The critical path: an event on it, a stretch of it between events, the path line's runs.
+PATH_EVENT, PATH_GAP, PATH_LINE = range(SELECTED + 11, SELECTED + 14)
 
 STYLES: list[Style] = (
     [Style(), Style(color="grey50")]
@@ -69,6 +72,10 @@ STYLES: list[Style] = (
         Style(color="grey70"),
         Style(color="grey70", reverse=True),
         Style(color="grey50", reverse=True),
+        # underlined (and bold for the selection only), so that it reads without colour too
+        Style(color="black", bgcolor="orchid1", underline=True),
+        Style(color="orchid1", bold=True),
+        Style(color="orchid1", bold=True),
     ]
 )
 
@@ -88,6 +95,9 @@ EIGHTHS = np.array(list(" ▁▂▃▄▅▆▇█"))
 SOLID_AT = 0.75  # a cell at least this busy is drawn as a solid block
 SEPARATOR = "▏"
 BOUNDARY = "┊"
+#: The critical path where it runs between events on a lane, and on the path line.
+PATH_GAP_CHAR = "━"
+PATH_RUN, PATH_START = "─", "├"
 
 _SIG = re.compile(r"[<(]")
 
@@ -165,9 +175,14 @@ class Renderer:
         """Width of the lane-label column."""
         return 18 if width < 100 else 26
 
+    def header_lines(self) -> int:
+        """Lines above the lane rows: the ruler, the step band and, while the critical path is
+        drawn, the path line."""
+        return 3 if self.state.path_on else 2
+
     def rows_height(self, height: int) -> int:
-        """Screen lines for lane rows (the rest hold the ruler and the step band)."""
-        return max(height - 2, 1)
+        """Screen lines for lane rows (the rest hold the ruler, the step band, the path line)."""
+        return max(height - self.header_lines(), 1)
 
     # -- the frame ---------------------------------------------------------------------------
     def render(self, width: int, height: int) -> list[Strip]:
@@ -181,9 +196,12 @@ class Renderer:
         t0, t1 = st.t0, st.t1
         w = (t1 - t0) / cw
         bounds = self._step_columns(t0, w, cw)
-        chars, styles = self._canvas(rows, t0, t1, cw, bounds)
+        path = st.path_in_view()
+        chars, styles = self._canvas(rows, t0, t1, cw, bounds, path)
         self._draw_link(rows, chars, styles, t0, w, cw)
         out = [self._ruler(lw, cw, t0, t1), self._step_band(lw, cw, t0, w)]
+        if st.path_on:
+            out.append(self._path_line(path, lw, cw, t0, w))
         labels = [self._label(vr, lw, st.top + i == st.cursor) for i, vr in enumerate(rows)]
         out.extend(_strips(labels, chars, styles, width))
         blank = Strip([Segment(" " * width, STYLES[PLAIN])], width)
@@ -199,9 +217,12 @@ class Renderer:
         c = np.floor((starts - t0) / w).astype(np.int64)
         return c[(c >= 0) & (c < cw)]
 
-    def _canvas(self, rows: list[VisibleRow], t0: float, t1: float, cw: int, bounds: np.ndarray):
+    def _canvas(
+        self, rows: list[VisibleRow], t0: float, t1: float, cw: int, bounds: np.ndarray, path: StepPath | None
+    ):
         """The canvas of every line (characters and style ids, ``(lines, cw)``): the event lines
-        rasterised together, then coloured, labelled and marked together."""
+        rasterised together, then coloured, labelled and marked together; the critical ``path``
+        of the step in view over them, when drawn."""
         st = self.state
         chars = np.full((len(rows), cw), " ", dtype="<U1")
         styles = np.zeros((len(rows), cw), dtype=np.int32)
@@ -226,6 +247,8 @@ class Renderer:
             cells = self.raster.lines(drawn, skip_outer, t0, t1, cw)
             c, s = chars[lines], styles[lines]
             self._event_lines(cells, drawn, c, s, t0, t1, bounds)
+            if path is not None:
+                self._path_on_lanes(path, drawn, c, s, t0, (t1 - t0) / cw)
             chars[lines], styles[lines] = c, s
         if metric_lines:
             lines = np.array(metric_lines, dtype=np.int64)
@@ -328,6 +351,72 @@ class Renderer:
                     if b == a and chars[y, a] == " ":
                         chars[y, a] = "◆"
 
+    def _path_on_lanes(
+        self, path: StepPath, drawn: list[tuple[int, ...]], chars: np.ndarray, styles: np.ndarray, t0, w
+    ) -> None:
+        """Mark the stretches of ``path`` on the lines that draw their rows (one per row of
+        ``chars``/``styles``): an event on the path underlined, the path between events ━; the
+        selection, its link and search matches keep their marks."""
+        cw = chars.shape[1]
+        placed = path.row >= 0
+        if not placed.any():
+            return
+        a, b = span_columns(path.t0[placed], path.t1[placed], t0, w)
+        seen = (b >= 0) & (a < cw)
+        rows, a, b = path.row[placed][seen], np.maximum(a[seen], 0), np.minimum(b[seen], cw - 1)
+        line = np.repeat(np.arange(len(drawn)), [len(d) for d in drawn])
+        own = np.array([r for d in drawn for r in d], dtype=np.int64)
+        # each stretch on every line that draws its row: a difference array per line
+        order = np.argsort(own, kind="stable")
+        lo = np.searchsorted(own[order], rows, side="left")
+        hi = np.searchsorted(own[order], rows, side="right")
+        n = hi - lo
+        if not n.any():
+            return
+        k = np.repeat(np.arange(rows.size), n)
+        y = line[order[np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)]]
+        diff = np.zeros((len(drawn), cw + 1), dtype=np.int64)
+        np.add.at(diff, (y, a[k]), 1)
+        np.add.at(diff, (y, b[k] + 1), -1)
+        on = np.cumsum(diff, axis=1)[:, :cw] > 0
+        on &= ~np.isin(styles, (SELECTED, LINKED, MATCH))
+        empty = on & ((chars == " ") | (chars == BOUNDARY))
+        chars[empty], styles[empty] = PATH_GAP_CHAR, PATH_GAP
+        styles[on & ~empty] = PATH_EVENT
+
+    def _path_line(self, path: StepPath | None, lw: int, cw: int, t0: float, w: float) -> Strip:
+        """The path line under the step band: the critical path of the step in view on one
+        rank (a finding's, else the cursor's), each run of one kind from ├ with its word."""
+        st = self.state
+        chars = np.full(cw, " ", dtype="<U1")
+        styles = np.full(cw, PLAIN, dtype=np.int32)
+        if path is None:
+            why = st.path_message()[: cw - 1]
+            chars[1 : 1 + len(why)] = list(why)
+            styles[:] = DIM
+            return _strip(
+                Segment(" path"[: lw - 1].ljust(lw - 1) + "│", STYLES[LABEL_DIM]), chars, styles, lw + cw
+            )
+        rank = st.path_focus(path)
+        mine = np.flatnonzero(path.rank == rank)
+        a, b = span_columns(path.t0[mine], path.t1[mine], t0, w)
+        kinds = [path.kind[i] for i in mine.tolist()]
+        run_start = [i for i in range(len(kinds)) if i == 0 or kinds[i] != kinds[i - 1]]
+        for j, i in enumerate(run_start):
+            end = run_start[j + 1] - 1 if j + 1 < len(run_start) else len(kinds) - 1
+            lo, hi = max(int(a[i]), 0), min(int(b[end]), cw - 1)
+            if hi < 0 or lo >= cw or hi < lo:
+                continue
+            chars[lo : hi + 1] = PATH_RUN
+            styles[lo : hi + 1] = PATH_LINE
+            chars[lo] = PATH_START
+            word = kind_word(kinds[i], st.words.work)
+            if hi - lo >= len(word):
+                chars[lo + 1 : lo + 1 + len(word)] = list(word)
+        who = f" r{rank}" if rank >= 0 and len(path.ranks) > 1 else ""
+        label = f" path #{path.step}{who}"[: lw - 1].ljust(lw - 1) + "│"
+        return _strip(Segment(label, STYLES[LABEL_HEADER]), chars, styles, lw + cw)
+
     def _match_starts(
         self, styles: np.ndarray, lines: np.ndarray, drawn: list[tuple[int, ...]], t0, t1
     ) -> None:
@@ -362,9 +451,8 @@ class Renderer:
 
     def _cols(self, pos: int, t0: float, w: float, cw: int) -> tuple[int, int]:
         ix = self.state.ix
-        a = int(math.floor((float(ix.t[pos]) - t0) / w))
-        b = int(math.ceil((float(ix.end[pos]) - t0) / w)) - 1
-        return a, max(a, b)
+        a, b = span_columns(np.array([ix.t[pos]]), np.array([ix.end[pos]]), t0, w)
+        return int(a[0]), int(b[0])
 
     def _labels(
         self, chars: np.ndarray, ev: np.ndarray, solid: np.ndarray, named: np.ndarray, written: np.ndarray
@@ -513,6 +601,15 @@ class Renderer:
                 free = a + 2 + len(text)
         label = " steps"[: lw - 1].ljust(lw - 1) + "│"
         return _strip(Segment(label, STYLES[LABEL_DIM]), chars, styles, lw + cw)
+
+
+def span_columns(start: np.ndarray, end: np.ndarray, t0: float, w: float) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last column of each span ``[start, end)`` (relative ns) in a frame from
+    ``t0`` with ``w`` ns a column: every column it touches, at least one (the selection's and the
+    critical path's rule; events themselves are rasterised by :class:`FrameRaster`)."""
+    a = np.floor((np.asarray(start, dtype=np.float64) - t0) / w).astype(np.int64)
+    b = np.ceil((np.asarray(end, dtype=np.float64) - t0) / w).astype(np.int64) - 1
+    return a, np.maximum(a, b)
 
 
 def _strip(label: Segment, chars: np.ndarray, styles: np.ndarray, width: int) -> Strip:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from profui.analysis.devices import manifest_words
 from profui.analysis.lod import EVENT_KINDS, Lane, LodIndex
+
+if TYPE_CHECKING:
+    from .critical import CriticalPaths, StepPath
 
 #: Lane kinds that are headers (no events of their own).
 GROUP_KINDS = ("node", "rank", "gpu", "metrics")
@@ -82,6 +86,11 @@ class TimelineState:
         self.message = ""
         self.version = 0  # bumped on every change; the renderer caches on it
         self.peak_mark: tuple[int, int] | None = None  # (memory series, t) shown after a jump
+        #: the critical_path stage's paths (loaded when first asked for) and whether they are drawn
+        self.paths: CriticalPaths | None = None
+        self.path_on = False
+        #: the rank whose path the path line shows (a finding's rank); else the cursor's
+        self.path_rank: int | None = None
         self._rows: list[VisibleRow] = []
         self._rebuild()
 
@@ -443,6 +452,47 @@ class TimelineState:
         self.message = f"memory peak {fmt_bytes(value)} on {lane.label.removeprefix('mem ')} at {_fmt(t)}"
         self.version += 1
         return True
+
+    # -- critical path -----------------------------------------------------------------------
+    def step_in_view(self) -> int | None:
+        """The number of the job's step at the middle of the window (None: no numbered step)."""
+        i = self.step_index_at((self.t0 + self.t1) / 2)
+        return self.ix.steps()[i].number if i >= 0 else None
+
+    def path_in_view(self) -> StepPath | None:
+        """The critical path of the step in view, when it is drawn and the stage has one."""
+        if not self.path_on or self.paths is None:
+            return None
+        number = self.step_in_view()
+        return None if number is None else self.paths.step(number)
+
+    def path_focus(self, path: StepPath) -> int:
+        """The rank whose path the path line shows: the one asked for (a finding's), else the
+        cursor's, else the first with a path (-1: a path that names no rank)."""
+        ranks = path.ranks
+        vr = self.current()
+        for rank in (self.path_rank, vr.lane.rank if vr is not None else None):
+            if rank is not None and rank in ranks:
+                return rank
+        return ranks[0] if ranks else -1
+
+    def show_path(self, on: bool, rank: int | None = None) -> None:
+        """Draw (or stop drawing) the critical path of the step in view; say what it is."""
+        self.path_on = on
+        if rank is not None:
+            self.path_rank = rank
+        self.message = self.path_message() if on else "critical path hidden"
+        self.version += 1
+
+    def path_message(self) -> str:
+        """The status line's words for the path of the step in view (or why none is drawn)."""
+        if self.paths is None or self.paths.empty:
+            return "no critical path in this trace (the critical_path stage found none)"
+        number = self.step_in_view()
+        path = self.paths.step(number) if number is not None else None
+        if path is None:
+            return "no critical path for the step in view" + (f" ({number})" if number is not None else "")
+        return path.summary(self.path_focus(path), self.words.work)
 
     # -- search ----------------------------------------------------------------------------
     def search(self, pattern: str) -> int:

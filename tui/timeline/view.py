@@ -1,7 +1,8 @@
 """The Timeline view of the trace screen: status line, canvas, details panel, prompt.
 
 The LOD index is opened (built on first use, cached under ``trace/.profui/lod/``) in a worker
-with progress on the status line; the UI stays live meanwhile.
+with progress on the status line; the UI stays live meanwhile. ``p`` draws the critical path of
+the step in view (the ``critical_path`` stage's outputs, loaded in a worker when first asked for).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class TimelineView(TraceView):
     BINDINGS = [
         Binding("slash", "prompt('search')", "Search"),
         Binding("g", "prompt('step')", "Go to step"),
+        Binding("p", "critical_path", "Critical path"),
     ]
 
     def __init__(self, session, id: str | None = None) -> None:
@@ -45,6 +47,8 @@ class TimelineView(TraceView):
         self._pending: dict[str, Any] | None = None
         self._prompt_kind = ""
         self.ready = False
+        #: the critical path to draw once its stage outputs are in: (on, rank), None when none waits
+        self._path_wanted: tuple[bool, int | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("timeline: loading…", id="tl-status")
@@ -101,12 +105,14 @@ class TimelineView(TraceView):
         node: str | None = None,
         memory_peak: bool = False,
         op: str | None = None,
+        critical_path: bool = False,
         **_: Any,
     ) -> None:
         """Show a kernel instance (``kernel`` name, optional ``ts_ns`` start and ``rank``), a
         step (the job's, or with ``rank``/``node`` that rank's own, its lanes in view), a host
         ``op``'s calls (searched by exact name: the first selected, ``n`` the next) or, with
-        ``memory_peak``, the highest allocated-memory peak."""
+        ``memory_peak``, the highest allocated-memory peak. With ``critical_path`` the step's
+        critical path is drawn too (``rank``'s on the path line)."""
         if self.state is None:
             self._pending = dict(
                 kernel=kernel,
@@ -117,6 +123,7 @@ class TimelineView(TraceView):
                 node=node,
                 memory_peak=memory_peak,
                 op=op,
+                critical_path=critical_path,
             )
             return
         st = self.state
@@ -137,6 +144,63 @@ class TimelineView(TraceView):
             st.search(f"/^{re.escape(op)}$/")
         elif step is not None:
             st.goto_step(step, rank=rank, node=node)
+        if critical_path:
+            self._show_path(True, rank)
+        self.query_one(TimelineCanvas).refresh()
+        self._update()
+
+    # -- critical path --------------------------------------------------------------------
+    def action_critical_path(self) -> None:
+        """Draw (or stop drawing) the critical path of the step in view."""
+        if self.state is not None:
+            self._show_path(not self.state.path_on, None)
+            self.query_one(TimelineCanvas).refresh()
+            self._update()
+
+    def _show_path(self, on: bool, rank: int | None) -> None:
+        st = self.state
+        if st is None:
+            return
+        if not on or st.paths is not None:
+            st.show_path(on, rank)
+            return
+        self._path_wanted = (on, rank)
+        st.message = "critical path: loading…"
+        st.version += 1
+        self._load_paths()
+
+    @work(thread=True, exclusive=True, group="timeline-path")
+    def _load_paths(self) -> None:
+        from .critical import CriticalPaths
+
+        try:
+            outputs = self.session.stage_outputs(("critical_path",))
+            paths = CriticalPaths(self.index, outputs.get("critical_path", {}))
+        except Exception as exc:  # shown, not raised: the timeline keeps working without it
+            if self.ended_on_bad_input(exc):
+                return
+            self.app.call_from_thread(
+                self._path_failed, f"critical path unavailable: {type(exc).__name__}: {exc}"
+            )
+            return
+        self.app.call_from_thread(self._paths_ready, paths)
+
+    def _path_failed(self, line: str) -> None:
+        if self.state is not None:
+            self.state.message = line
+            self.state.version += 1
+        self._path_wanted = None
+        self.query_one(TimelineCanvas).refresh()
+        self._update()
+
+    def _paths_ready(self, paths) -> None:
+        st = self.state
+        if st is None:
+            return
+        st.paths = paths
+        wanted, self._path_wanted = self._path_wanted, None
+        if wanted is not None:
+            st.show_path(*wanted)
         self.query_one(TimelineCanvas).refresh()
         self._update()
 

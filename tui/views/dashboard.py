@@ -1,7 +1,8 @@
 """The dashboard: every chart of a hosted training profiler, drawn in the terminal.
 
 Charts fill in one by one as the analysis pipeline's stages finish (in a worker); each has the
-one-line takeaway analysis computed for it. ``]``/``[`` move between charts, ``a`` picks the
+one-line takeaway analysis computed for it; the headline above them is the top finding (what
+would save the most time per step: ``F`` lists them all). ``]``/``[`` move between charts, ``a`` picks the
 annotation of the custom chart, ``n`` cycles its rank, Enter on a chart opens its table view.
 """
 
@@ -20,7 +21,7 @@ from textual.widgets import Static
 
 from profui.analysis.formatting import plural
 
-from ..widgets.charts import ChartPanel
+from ..widgets.charts import ChartData, ChartPanel
 from . import dashboard_charts as dc
 from .base import TraceView
 
@@ -34,6 +35,7 @@ class DashboardView(TraceView):
 
     BINDINGS = [
         Binding("right_square_bracket", "next_chart", "Next chart"),
+        Binding("F", "screen.show_view('findings')", "Findings"),
         Binding("left_square_bracket", "prev_chart", "Prev chart", show=False),
         Binding("a", "pick_annotation", "Annotation"),
         Binding("n", "next_rank", "Next rank (steps, custom)", show=False),
@@ -42,6 +44,7 @@ class DashboardView(TraceView):
 
     DEFAULT_CSS = """
     DashboardView #dash-status { height: 1; padding: 0 1; color: $text-muted; }
+    DashboardView #dash-headline { height: auto; max-height: 2; padding: 0 1; }
     DashboardView #dash-notes { height: auto; max-height: 4; padding: 0 1; color: $warning; display: none; }
     DashboardView #charts { height: 1fr; }
     DashboardView.-wide #charts { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
@@ -64,11 +67,14 @@ class DashboardView(TraceView):
         self.started = 0.0
         #: Seconds from load() to the last chart drawn (the benchmark reads it).
         self.seconds = 0.0
+        #: What the headline shows (the top finding), kept with the charts.
+        self.headline: ChartData | None = None
         #: What to do once the stage outputs of a dashboard drawn from what was kept are in.
         self._then: Callable[[], None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="dash-status")
+        yield Static("", id="dash-headline")
         yield Static("", id="dash-notes")
         words = dc.device_words({}, self)
         with VerticalScroll(id="charts"):
@@ -132,12 +138,13 @@ class DashboardView(TraceView):
             kept = dashboard_cache.load(self.session.dir)
         except Exception:  # a trace that cannot be opened now: the normal path says why
             return False
-        if kept is None or set(kept[0]) != {c.id for c in dc.CHARTS}:
+        if kept is None or set(kept[0]) != {c.id for c in dc.CHARTS} | {dc.HEADLINE}:
             return False
         charts, overview = kept
         self.session.overview, self.session.source = overview, "cache"
         with self.app.batch_update():
             self._retitle()
+            self._show_headline(charts[dc.HEADLINE])
             for chart in dc.CHARTS:
                 self.drawn.add(chart.id)
                 self.panel(chart.id).show(charts[chart.id])
@@ -170,6 +177,17 @@ class DashboardView(TraceView):
     def _status(self, line: str) -> None:
         self.query_one("#dash-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
 
+    def _show_headline(self, data: ChartData) -> None:
+        self.headline = data
+        self.query_one("#dash-headline", Static).update(data.text)
+
+    def _draw_headline(self) -> None:
+        try:
+            data = dc.build_headline(self.outputs, self)
+        except Exception as exc:  # a findings table not as declared says so, like a chart
+            data = ChartData(kind="text", text=f"headline: cannot draw: {type(exc).__name__}: {exc}")
+        self._show_headline(data)
+
     def _retitle(self) -> None:
         """Name the charts for the trace's devices (GPUs, XLA's CPU devices, none), and draw
         only those that apply: no device chart for a run without device work."""
@@ -184,6 +202,8 @@ class DashboardView(TraceView):
         with self.app.batch_update():
             if stage in ("ingest", "summary"):  # they bring the overview: what the devices are
                 self._retitle()
+            if stage == "findings":
+                self._draw_headline()
             for chart in dc.CHARTS:
                 # the summary stage brings every chart's takeaway: redraw the charts drawn so far
                 touched = stage in chart.stages or (stage == "summary" and chart.id in self.drawn)
@@ -204,6 +224,12 @@ class DashboardView(TraceView):
         self.outputs.update(outputs)
         with self.app.batch_update():
             self._retitle()
+            if "findings" in self.outputs:
+                self._draw_headline()
+            else:
+                self._show_headline(
+                    ChartData(kind="text", text="headline: not available (findings: no output)")
+                )
             for chart in dc.CHARTS:
                 missing = [s for s in chart.stages if s not in self.outputs]
                 if missing:
@@ -217,7 +243,7 @@ class DashboardView(TraceView):
             if then is not None and self.outputs:
                 then()
             return
-        if all(s in self.outputs for c in dc.CHARTS for s in c.stages):
+        if all(s in self.outputs for c in dc.CHARTS for s in c.stages) and "findings" in self.outputs:
             self._keep()
         self._finished()
 
@@ -226,6 +252,7 @@ class DashboardView(TraceView):
 
         try:
             charts = {c.id: self.panel(c.id).data for c in dc.CHARTS}
+            charts[dc.HEADLINE] = self.headline
             if all(d is not None for d in charts.values()):
                 dashboard_cache.save(self.session.dir, charts, self.session.overview)
         except Exception:  # keeping is an optimisation: never a failure of the dashboard
@@ -238,7 +265,7 @@ class DashboardView(TraceView):
         # counted from the rule that hides them (applies), so no other hidden chart is blamed on it
         left = sum(1 for c in dc.CHARTS if c.id in dc.DEVICE_CHARTS and not dc.applies(c, words))
         why = f" ({plural(left, 'device chart')} not drawn: no device work traced)" if left else ""
-        return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · ? keys"
+        return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · F findings · ? keys"
 
     def _finished(self) -> None:
         seconds = time.perf_counter() - self.started

@@ -854,13 +854,29 @@ CHARTS: list[Chart] = [
 ]
 
 
+#: The key the dashboard's headline is kept under beside the charts (no chart has this id).
+HEADLINE = "headline"
+
+
+def build_headline(outputs: Outputs, _view: Any = None) -> ChartData:
+    """The dashboard's headline: the top finding, in the words ``profui summary``'s first line
+    says it (:func:`profui.analysis.headline.headline`), as a text panel's data so that a warm
+    open keeps and draws it like the charts."""
+    from profui.analysis.headline import headline
+
+    windows = frame(outputs, "steps", "windows.parquet")
+    line = headline(frame(outputs, "findings", "findings.parquet"), windows if windows.width else None)
+    return ChartData(kind="text", text=Text(line, style="bold"))
+
+
 def chart_by_id(chart_id: str) -> Chart:
     """The chart with id ``chart_id``."""
     return next(c for c in CHARTS if c.id == chart_id)
 
 
-#: Stages whose tables the analysis views show (Communication, Launches, Idle, Sync).
-VIEW_STAGES: tuple[str, ...] = ("comm", "launch", "idle", "sync")
+#: Stages whose tables the analysis views show (Communication, Launches, Idle, Sync, Findings:
+#: the findings also make the dashboard's headline).
+VIEW_STAGES: tuple[str, ...] = ("comm", "launch", "idle", "sync", "findings")
 
 #: Pipeline stages the trace screen asks for, once for all its views: those the charts draw,
 #: those the analysis views show, and the summary stage whose takeaways they show (which

@@ -2,7 +2,9 @@
 
 ``*_ns`` columns read as durations, ``*share*``/``*frac*`` as percentages of 1, ``*pct*`` as
 percentages, ``*bytes*`` as sizes — unless the caller gives the columns' declared units
-(:mod:`profui.analysis.schemas`), which win (``launch_delay`` is ns though its name does not say). Sorting re-orders the frame the table shows (``s`` picks the
+(:mod:`profui.analysis.schemas`), which win (``launch_delay`` is ns though its name does not say);
+a column declared ``varies`` reads each cell by its row's own ``unit`` column (a finding's
+evidence: a time, a share and a count in one column). Sorting re-orders the frame the table shows (``s`` picks the
 next column, ``r`` reverses, or click a header); Enter posts :class:`FrameTable.Chosen` with the
 row as a dict.
 """
@@ -44,7 +46,9 @@ def cell_len(cell: Any) -> int:
 
 def header_of(col: str) -> str:
     """A column header from a column name (``total_ns`` → ``total``, ``algbw_gbps`` → ``algbw``,
-    ``launch_count`` → ``launch count``): the unit suffix goes, the cells carry the unit."""
+    ``launch_count`` → ``launch count``, ``saved_ns_per_step`` → ``saved per step``): the unit
+    goes, the cells carry it."""
+    col = col.replace("_ns_", "_")
     for suffix in ("_ns", "_gbps"):
         if col.endswith(suffix):
             col = col[: -len(suffix)]
@@ -65,6 +69,10 @@ UNIT_FORMAT = {
     "FLOP/byte": lambda v: f"{v:.3g}",
     "times": lambda v: f"{v:.2f}×",  # a ratio to a reference (a step's time ÷ its rank's median)
 }
+
+#: The declared unit of a column whose rows name their own unit, and the column naming it.
+VARIES = "varies"
+ROW_UNIT = "unit"
 
 
 def format_cell(col: str, value: Any, unit: str | None = None) -> Any:
@@ -187,13 +195,26 @@ class FrameTable(DataTable):
                 widths[k - 1] += shown
             return
 
+    def _row_units(self) -> list[list[str | None]]:
+        """Each shown row's unit per shown column: the declared one, or for a ``varies`` column
+        the row's ``unit`` value."""
+        declared = [self.units.get(c) for c in self.columns_shown]
+        if VARIES not in declared or ROW_UNIT not in self._shown.columns:
+            return [declared] * self._shown.height
+        return [
+            [unit if d == VARIES else d for d in declared]
+            for unit in self._shown.get_column(ROW_UNIT).to_list()
+        ]
+
     def _fill(self) -> None:
         cursor = self.cursor_row
         self.clear(columns=True)
         self._shown = self.shown_frame()
         rows = [
-            [format_cell(c, v, self.units.get(c)) for c, v in zip(self.columns_shown, row, strict=True)]
-            for row in self._shown.select(self.columns_shown).iter_rows()
+            [format_cell(c, v, u) for c, v, u in zip(self.columns_shown, row, units, strict=True)]
+            for row, units in zip(
+                self._shown.select(self.columns_shown).iter_rows(), self._row_units(), strict=True
+            )
         ]
         headers = []
         widths = []

@@ -148,13 +148,27 @@ def test_the_late_rank_is_the_straggler_with_its_cost_and_cause(late_rank):
     assert f"rank 1 arrives last at the collectives in {n} of {n} steps" in summary.takeaways["comm"]
 
 
+def straggler_table(text: str, title: str) -> list[str]:
+    """The lines of the table titled ``title`` in a text summary, to its bottom border."""
+    lines = text[text.index(title) :].splitlines()
+    return lines[: next(i for i, line in enumerate(lines) if line.startswith("└")) + 1]
+
+
 def test_summary_text_names_the_straggler(late_rank):
     trace, _, _ = late_rank
     profui = Path(sys.executable).with_name("profui")
     proc = subprocess.run([str(profui), "summary", str(trace)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "rank 1 arrives last at the collectives" in proc.stdout
-    assert "Straggler per step (the rank that arrives last at the collectives)" in proc.stdout
+    title = "Straggler per step (the rank that arrives last at the collectives)"
+    assert title in proc.stdout
+    # by ranks (each rank a Dask task): the same table, reduced from the ranks' arrivals
+    by_ranks = subprocess.run(
+        [str(profui), "summary", str(trace), "--workers", "2"], capture_output=True, text=True, timeout=300
+    )
+    assert by_ranks.returncode == 0, by_ranks.stderr
+    assert straggler_table(by_ranks.stdout, title) == straggler_table(proc.stdout, title)
+    assert "no NCCL kernels" not in by_ranks.stdout
 
 
 async def wait_for(pilot, cond) -> bool:

@@ -572,24 +572,26 @@ def render_text(summary: Any, console: Any) -> None:
     )
 
     bc = tb("comm", "by_collective")
-    if not bc.is_empty():
-        P(
-            _table(
-                "Communication by collective",
-                bc,
-                [
-                    ("source", "source", _text),
-                    ("collective", "collective", _text),
-                    ("count", "calls", _num),
-                    ("total_ns", "total", fmt_ns),
-                    ("mean_ns", "mean", fmt_ns),
-                    ("max_ns", "max", fmt_ns),
-                    ("share", "share", fmt_pct),
-                    ("bytes", "bytes", fmt_bytes),
-                    ("algbw_gbps", "alg. bandwidth", fmt_gbps),
-                ],
+    # a run by ranks has no by-collective table (it needs every rank's rows) but has the rest
+    if not bc.is_empty() or not tb("comm", "per_rank").is_empty():
+        if not bc.is_empty():
+            P(
+                _table(
+                    "Communication by collective",
+                    bc,
+                    [
+                        ("source", "source", _text),
+                        ("collective", "collective", _text),
+                        ("count", "calls", _num),
+                        ("total_ns", "total", fmt_ns),
+                        ("mean_ns", "mean", fmt_ns),
+                        ("max_ns", "max", fmt_ns),
+                        ("share", "share", fmt_pct),
+                        ("bytes", "bytes", fmt_bytes),
+                        ("algbw_gbps", "alg. bandwidth", fmt_gbps),
+                    ],
+                )
             )
-        )
         ov = tb("comm", "overlap")
         P(
             _table(
@@ -639,7 +641,7 @@ def render_text(summary: Any, console: Any) -> None:
                 )
             )
     else:
-        P("[bold]Communication[/bold]: no NCCL kernels")
+        P("[bold]Communication[/bold]: none (no NCCL kernels, no host collectives)")
 
     br = tb("annotations", "breakdown")
     if not br.is_empty():

@@ -138,8 +138,7 @@ def next_step(category: str, words: DeviceWords) -> str:
         "straggler": "Even out the late rank's work before the collective (see its cause).",
         "memory": "Drop references to each step's activations and outputs (del, .detach(), "
         "loss.item() once per N steps), torch.no_grad() in eval, activation checkpointing.",
-        "precision": "Enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or train under "
-        "torch.autocast(dtype=torch.bfloat16).",
+        "precision": precision_next_step({"TF32": 1.0, "BF16": 1.0}),
         "idle": f"Keep the {words.device} fed: look for host work between {words.launches} "
         "(see the path's host stretches) and queue work earlier.",
     }[category]
@@ -400,13 +399,27 @@ def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
     return out
 
 
-def has_tensor_cores(gpu: str | None) -> bool:
-    """Whether the peak table's GPU row ``gpu`` has tensor cores: a half-precision rate above
-    twice its FP32 rate (CUDA cores run FP16 at most at 2x FP32)."""
+def tensor_core_rates(gpu: str | None) -> dict[str, float]:
+    """The peak table's rates of GPU row ``gpu`` when it has tensor cores (a half-precision rate
+    above twice its FP32 rate: CUDA cores run FP16 at most at 2x FP32), else ``{}``."""
     from .peaks import PEAKS
 
     row = next((r for r in PEAKS if r.gpu == gpu), None)
-    return row is not None and row.tflops.get("FP16", 0) > 2 * row.tflops["FP32"]
+    return row.tflops if row is not None and row.tflops.get("FP16", 0) > 2 * row.tflops["FP32"] else {}
+
+
+def precision_next_step(rates: Mapping[str, float]) -> str:
+    """What to enable on a GPU with these rates: TF32 and bf16 where it has them (Volta: fp16
+    autocast with a GradScaler, it has neither)."""
+    ways = []
+    if "TF32" in rates:
+        ways.append("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True)")
+    if "BF16" in rates:
+        ways.append("train under torch.autocast('cuda', dtype=torch.bfloat16)")
+    else:
+        ways.append("train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler")
+    text = " or ".join(ways)
+    return text[:1].upper() + text[1:] + "."
 
 
 def precision_finding(
@@ -419,7 +432,8 @@ def precision_finding(
         return []
     gpu = totals["peak_gpu"][0]
     fp32 = shares.filter(pl.col("precision") == "FP32", pl.col("in_shares"))
-    if not fp32.height or not has_tensor_cores(gpu):
+    rates = tensor_core_rates(gpu)
+    if not fp32.height or not rates:
         return []
     share, ns = float(fp32["share"][0] or 0), int(fp32["time_ns"][0])
     if share < FP32_SHARE or not span_ns or ns / span_ns < FP32_SPAN:
@@ -428,7 +442,7 @@ def precision_finding(
         "precision",
         "medium",
         f"FP32 is {fmt_pct(share, 0)} of the {words.work_time} on {gpu}, which has tensor cores",
-        next_step("precision", words),
+        precision_next_step(rates),
     )
     f.evidence = [
         ("FP32 share of compute time", share, "fraction", "precision/shares.parquet"),

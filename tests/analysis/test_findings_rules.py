@@ -294,6 +294,16 @@ def test_fp32_on_a_tensor_core_gpu_is_a_precision_finding_and_never_on_a_cpu_run
         f["category"] == "precision"
         and f["title"] == "FP32 is 80% of the kernel time on A100, which has tensor cores"
     )
+    assert "TF32" in f["next_step"] and "bfloat16" in f["next_step"]  # Ampere has both
+    # Volta (V100: FP16 125 > 2 x FP32 15.7) has neither TF32 nor bf16: fp16 autocast is the advice
+    (v100,) = rows(
+        fd.stage(inputs(empty, shares=shares(0.8), totals=pl.DataFrame({"peak_gpu": ["V100 SXM2"]})), GPU_RUN)
+    )
+    assert (
+        "float16" in v100["next_step"]
+        and "TF32" not in v100["next_step"]
+        and "bfloat16" not in v100["next_step"]
+    )
     assert rows(fd.stage(inputs(empty, shares=shares(0.4), totals=a100), GPU_RUN)) == []
     assert rows(fd.stage(inputs(empty, shares=shares(0.8), totals=a100), CPU_ONLY)) == []
     # 80 ms of FP32 in a 10 s trace is under 1% of its span: no risk worth a finding

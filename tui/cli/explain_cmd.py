@@ -244,8 +244,10 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
         out.append("")
         wrap(f"Critical path of step {doc['step']} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}")
         kinds = sorted(((k, v) for k, v in cp["by_kind"].items() if v), key=lambda kv: -kv[1])
+        labels = {k: elide(kind_label(k, words), width - 21, bare=False) for k, _ in kinds}
+        pad = max(map(len, labels.values()), default=0) + 2
         for k, v in kinds:
-            out.append(f"  {kind_label(k, words):<22}{fmt_ns(v):>10}{fmt_pct(v / cp['length_ns'], 0):>7}")
+            out.append(f"  {labels[k]:<{pad}}{fmt_ns(v):>10}{fmt_pct(v / cp['length_ns'], 0):>7}")
     return out
 
 

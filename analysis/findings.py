@@ -316,10 +316,14 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
     return out
 
 
-def straggler_finding(found: list[Finding], stragglers: pl.DataFrame, words: DeviceWords) -> None:
+def straggler_finding(
+    found: list[Finding], stragglers: pl.DataFrame, events: pl.DataFrame, words: DeviceWords
+) -> None:
     """The straggler finding names the rank that arrives last at the collectives most often and
-    its cause (``comm/stragglers.parquet``); its title and evidence say so. The late rank's own
-    cause is this finding's, so a finding of that category is removed (:func:`consistent`)."""
+    its cause (``comm/stragglers.parquet``); its title and evidence say so, and its worst
+    instance is on that rank: the step it was latest in, at the longest stretch of its cause on
+    its path. The late rank's own cause is this finding's, so a finding of that category is
+    removed (:func:`consistent`)."""
     f = next((f for f in found if f.category == "straggler"), None)
     if f is None or not stragglers.height:
         return
@@ -341,7 +345,13 @@ def straggler_finding(found: list[Finding], stragglers: pl.DataFrame, words: Dev
         "recoverable"
     )
     f.ranks = sorted({rank, *f.ranks})
+    if "lateness_ns" in mine.columns:
+        f.at_step = mine.sort("lateness_ns", "step", descending=[True, False], nulls_last=True)["step"][0]
     f.at_rank = rank
+    if cause in PATH_KINDS:
+        st = stretches(events.filter(pl.col("rank") == rank))
+        f.at_ns = longest_start(st, PATH_KINDS[cause], rank, f.at_step) if f.at_step is not None else None
+        f.look_at = look_at(st, PATH_KINDS[cause]) or f.look_at
     f.evidence += [
         ("late rank", float(rank), "id", "comm/stragglers.parquet"),
         ("steps it is late", float(n), "count", "comm/stragglers.parquet"),
@@ -568,7 +578,7 @@ def stage(inputs: Mapping[str, Mapping[str, Any]], overview: Mapping[str, Any]) 
     cp = inputs["critical_path"]
     stragglers = inputs["comm"]["stragglers.parquet"]
     found = time_findings(cp, words)
-    straggler_finding(found, stragglers, words)
+    straggler_finding(found, stragglers, cp["events.parquet"], words)
     found = consistent(found, stragglers, cp["events.parquet"])
     found += memory_findings(inputs["allocations"])
     found += precision_finding(

@@ -171,18 +171,23 @@ def test_the_late_ranks_cause_is_the_straggler_finding_not_a_second_one() -> Non
         {
             "step": s,
             "straggler_rank": 1,
-            "lateness_ns": 40 * MS,
+            "lateness_ns": late * MS,
             "wait_ns": 38 * MS,
             "cause": "host",
             "recurs": True,
         }
-        for s in (1, 2)
+        for s, late in ((1, 39), (2, 41))
     ]
-    out = fd.stage(inputs(cp_tables(lengths, wi), stragglers), CPU_ONLY)
+    # rank 1's path in step 2: a 41 ms stall from 50 ms, after aten::mm
+    events = [(1, 2, 0, "host_compute", "aten::mm", 0, 50), (1, 2, 1, "host_overhead", "", 50, 91)]
+    out = fd.stage(inputs(cp_tables(lengths, wi, events=events), stragglers), CPU_ONLY)
     (f,) = rows(out)
     assert f["category"] == "straggler" and f["recoverable_ns_per_step"] == 40 * MS
     assert f["title"].startswith("Rank 1 arrives last at the collectives in 2 of 2 steps, host:")
-    assert f["at_rank"] == 1 and "Rank 1 is late from host" in f["next_step"]
+    assert "Rank 1 is late from host" in f["next_step"]
+    # worst instance on the late rank: the step it was latest in (2), at its stall
+    assert (f["at_rank"], f["at_step"], f["at_ns"]) == (1, 2, 50 * MS)
+    assert f["look_at"] == ["after aten::mm"]
     ev = evidence(out, 1)
     assert ev["late rank"] == 1 and ev["steps it is late"] == 2
     assert ev["its median lateness"] == 40 * MS and ev["others' median wait"] == 38 * MS

@@ -18,7 +18,7 @@ own cause, launch delays queued behind copies); :func:`ranked` orders and number
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +80,8 @@ HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
 FP32_SHARE, FP32_SPAN = 0.5, 0.01
 #: Device idle on the path (no other cause) of at least this share of the step is an idle finding.
 IDLE_SHARE = 0.05
+#: A device's peak within this share of its capacity is near out of memory.
+NEAR_CAPACITY = 0.05
 #: A floor must rise over at least this many consecutive steps to read as "every step".
 MIN_RISING_STEPS = 3
 #: Names shown under ``look_at``.
@@ -409,6 +411,44 @@ def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
     return out
 
 
+def near_capacity(alloc: Mapping[str, pl.DataFrame], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """A GPU whose reserved peak (the allocator's hold; else the allocated peak) comes within
+    :data:`NEAR_CAPACITY` of its memory (the manifest's ``totalGlobalMem``, where known)."""
+    from profui.capture.format.manifest import gpu_key
+
+    dev = alloc.get("devices.parquet")
+    capacity = {gpu_key(dict(g)): g.get("totalGlobalMem") for g in gpus if isinstance(g, Mapping)}
+    if dev is None or not dev.height or not capacity:
+        return []
+    out = []
+    for r in dev.filter(pl.col("device") >= 0).iter_rows(named=True):
+        total = capacity.get((r["node"], r["device"]))
+        peak = r["peak_reserved_bytes"] or r["peak_allocated_bytes"]
+        if not isinstance(total, int) or total <= 0 or not peak or peak < (1 - NEAR_CAPACITY) * total:
+            continue
+        name = fmt_memory_device(r["device_type"], r["device"])
+        f = Finding(
+            "memory",
+            "high",
+            f"Memory peak on {name} is {fmt_bytes(peak)} of its {fmt_bytes(total)} ({fmt_pct(peak / total, 0)}): "
+            "near out of memory",
+            next_step("memory", words_for(None)),
+            ranks=[r["rank"]],
+            steps=[r["peak_step"]] if r["peak_step"] is not None else [],
+            look_at=[x for x in (r["peak_op"], r["peak_annotation"]) if x],
+            at_rank=r["rank"],
+            at_step=r["peak_step"],
+            at_ns=r["peak_reserved_ns"] if r["peak_reserved_bytes"] else r["peak_ns"],
+        )
+        f.evidence = [
+            ("memory peak", float(peak), "bytes", "allocations/devices.parquet"),
+            ("device memory", float(total), "bytes", "manifest.json gpus"),
+            ("of the device's memory", peak / total, "fraction", "allocations/devices.parquet"),
+        ]
+        out.append(f)
+    return out
+
+
 def tensor_core_rates(gpu: str | None) -> dict[str, float]:
     """The peak table's rates of GPU row ``gpu`` when it has tensor cores (a half-precision rate
     above twice its FP32 rate: CUDA cores run FP16 at most at 2x FP32), else ``{}``."""
@@ -572,8 +612,13 @@ def tables(found: list[Finding]) -> dict[str, pl.DataFrame]:
     return out
 
 
-def stage(inputs: Mapping[str, Mapping[str, Any]], overview: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``)."""
+def stage(
+    inputs: Mapping[str, Mapping[str, Any]],
+    overview: Mapping[str, Any],
+    gpus: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``),
+    the trace's overview and its manifest's GPUs (their memory, where known)."""
     words = words_for(overview)
     cp = inputs["critical_path"]
     stragglers = inputs["comm"]["stragglers.parquet"]
@@ -581,6 +626,7 @@ def stage(inputs: Mapping[str, Mapping[str, Any]], overview: Mapping[str, Any]) 
     straggler_finding(found, stragglers, cp["events.parquet"], words)
     found = consistent(found, stragglers, cp["events.parquet"])
     found += memory_findings(inputs["allocations"])
+    found += near_capacity(inputs["allocations"], gpus)
     found += precision_finding(
         inputs["precision"]["shares.parquet"],
         inputs.get("flops", {}).get("totals.parquet"),

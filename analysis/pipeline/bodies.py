@@ -398,7 +398,7 @@ def critical_path(ctx: StageContext) -> dict[str, Any]:
 def findings(ctx: StageContext) -> dict[str, Any]:
     """What to change, ranked by recoverable time per step (:mod:`profui.analysis.findings`)."""
     inputs = {stage: {f: ctx.input(stage, f) for f in ctx.input_files[stage]} for stage in ctx.input_files}
-    return fd.stage(inputs, ctx.input("ingest", "trace.json")["overview"])
+    return fd.stage(inputs, ctx.input("ingest", "trace.json")["overview"], ctx.trace.manifest.gpus)
 
 
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).

@@ -332,3 +332,38 @@ def test_device_idle_on_the_path_is_a_risk_finding_on_device_runs_only() -> None
         == "GPU idle on the critical path with no other cause: 12 ms per step (12% of the median step)"
     )
     assert rows(fd.stage(inputs(cp), CPU_ONLY)) == []
+
+
+def device_peak(reserved: int) -> pl.DataFrame:
+    row = {c: None for c in TABLES[("allocations", "devices.parquet")].empty().columns}
+    row.update(
+        node="n",
+        rank=0,
+        device_type="CUDA",
+        device=1,
+        peak_allocated_bytes=reserved - 10**9,
+        peak_ns=5 * MS,
+        peak_reserved_bytes=reserved,
+        peak_reserved_ns=7 * MS,
+        peak_op="aten::mm",
+        peak_step=3,
+    )
+    return frame("allocations", "devices.parquet", [row])
+
+
+def test_a_peak_within_5_percent_of_the_gpus_memory_is_a_risk_finding() -> None:
+    gpus = [{"node": "n", "id": 1, "totalGlobalMem": 34_000_000_000}]
+    empty = inputs(cp_tables({}, []))
+    # 33.0 of 34.0 GB: 97.06% >= 95%
+    empty["allocations"]["devices.parquet"] = device_peak(33_000_000_000)
+    out = fd.stage(empty, GPU_RUN, gpus)
+    (f,) = rows(out)
+    assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("memory", "high", 0)
+    assert f["title"] == "Memory peak on cuda1 is 33 GB of its 34 GB (97%): near out of memory"
+    assert (f["at_rank"], f["at_step"], f["at_ns"], f["look_at"]) == (0, 3, 7 * MS, ["aten::mm"])
+    assert evidence(out, 1)["of the device's memory"] == pytest.approx(33 / 34)
+    # 32.0 of 34.0 GB is 94%: no finding; a GPU whose memory is unknown: none
+    empty["allocations"]["devices.parquet"] = device_peak(32_000_000_000)
+    assert rows(fd.stage(empty, GPU_RUN, gpus)) == []
+    empty["allocations"]["devices.parquet"] = device_peak(33_000_000_000)
+    assert rows(fd.stage(empty, GPU_RUN, [{"node": "n", "id": 1}])) == []

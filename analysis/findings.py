@@ -10,10 +10,11 @@ Never a share of time times the step time.
 Risk findings (``memory``, ``precision``, ``idle``) save nothing the graph can replay: they
 carry ``recoverable_ns_per_step`` 0 and a ``severity``.
 
-One rule per finding, each in one function here: :func:`time_findings` (the what-if changes),
-:func:`straggler_finding`, :func:`memory_findings`, :func:`precision_finding`,
-:func:`idle_finding`; :func:`consistent` removes findings another one explains (the late rank's
-own cause, launch delays queued behind copies); :func:`ranked` orders and numbers them.
+One rule per finding, each in one function: here :func:`time_findings` (the what-if changes)
+and :func:`straggler_finding`; the risks in :mod:`.findings_risks`; :func:`consistent` removes
+findings another one explains (the late rank's own cause, launch delays queued behind copies);
+:func:`ranked` orders and numbers them. :mod:`.findings_path` reads the critical path's tables,
+:mod:`.findings_doc` makes ``profui explain``'s document of the outputs.
 """
 
 from __future__ import annotations
@@ -24,8 +25,17 @@ from typing import Any
 
 import polars as pl
 
-from .devices import GPU, NONE, DeviceWords, words_for
-from .formatting import fmt_bytes, fmt_memory_device, fmt_ns, fmt_pct, plural
+from .devices import NONE, DeviceWords, words_for
+from .findings_path import (
+    job_paths,
+    longest_start,
+    look_at,
+    median_length,
+    path_time,
+    savings,
+    stretches,
+)
+from .formatting import fmt_ns, fmt_pct, plural
 from .schemas import TABLES
 
 #: A finding's ``category``: the fixed vocabulary ``profui explain`` speaks.
@@ -75,17 +85,6 @@ SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
 MIN_SHARE = 0.01
 #: A time finding's severity by its share of the step: high from 20%, medium from 5%.
 HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
-#: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding,
-#: when that FP32 time is at least FP32_SPAN of the trace's span (a few µs of FP32 is no risk).
-FP32_SHARE, FP32_SPAN = 0.5, 0.01
-#: Device idle on the path (no other cause) of at least this share of the step is an idle finding.
-IDLE_SHARE = 0.05
-#: A device's peak within this share of its capacity is near out of memory.
-NEAR_CAPACITY = 0.05
-#: A floor must rise over at least this many consecutive steps to read as "every step".
-MIN_RISING_STEPS = 3
-#: Names shown under ``look_at``.
-LOOK_AT = 5
 
 #: ``explain --json``'s version: raised when a key changes meaning or goes.
 VERSION = 1
@@ -146,6 +145,20 @@ def next_step(category: str, words: DeviceWords) -> str:
     }[category]
 
 
+def precision_next_step(rates: Mapping[str, float]) -> str:
+    """What to enable on a GPU with these rates: TF32 and bf16 where it has them (Volta: fp16
+    autocast with a GradScaler, it has neither)."""
+    ways = []
+    if "TF32" in rates:
+        ways.append("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True)")
+    if "BF16" in rates:
+        ways.append("train under torch.autocast('cuda', dtype=torch.bfloat16)")
+    else:
+        ways.append("train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler")
+    text = " or ".join(ways)
+    return text[:1].upper() + text[1:] + "."
+
+
 def _lead(category: str, words: DeviceWords) -> str:
     """The words a time finding's title starts with: what is on the path (and, where the
     what-if halves it rather than removing it, that it is halved: ``critical_path``'s replays)."""
@@ -169,99 +182,6 @@ def recoverable_title(lead: str, ns: int, share: float) -> str:
     return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)} of the median step) recoverable"
 
 
-# -- the job's path per step --------------------------------------------------------------------
-
-
-def job_paths(cp_steps: pl.DataFrame) -> pl.DataFrame:
-    """Per analysed step, the slowest rank's critical path: ``step, node, rank, length_ns``
-    (ties: the first node and rank)."""
-    return (
-        cp_steps.sort("step", pl.col("length_ns"), "node", "rank", descending=[False, True, False, False])
-        .group_by("step", maintain_order=True)
-        .first()
-        .select("step", "node", "rank", "length_ns")
-    )
-
-
-def median_length(jobs: pl.DataFrame) -> float:
-    """The job's median critical-path length (0 without steps)."""
-    return float(jobs["length_ns"].median() or 0) if jobs.height else 0.0
-
-
-def savings(cp_steps: pl.DataFrame, what_if: pl.DataFrame) -> pl.DataFrame:
-    """Per change and analysed step, the job's saving: the slowest rank's path length minus the
-    slowest rank's length with the change (a rank without a replay of that change keeps its
-    length). Columns ``change, step, saved_ns``."""
-    changes = pl.DataFrame({"change": list(TIME_CATEGORIES)})
-    after = (
-        cp_steps.select("node", "rank", "step", "length_ns")
-        .join(changes, how="cross")
-        .join(
-            what_if.select("node", "rank", "step", "change", pl.col("length_ns").alias("after_ns")),
-            on=["node", "rank", "step", "change"],
-            how="left",
-        )
-        .group_by("change", "step")
-        .agg(pl.coalesce("after_ns", "length_ns").max().alias("after_ns"))
-    )
-    before = cp_steps.group_by("step").agg(pl.col("length_ns").max().alias("before_ns"))
-    return after.join(before, on="step").select(
-        "change", "step", (pl.col("before_ns") - pl.col("after_ns")).clip(lower_bound=0).alias("saved_ns")
-    )
-
-
-def path_time(jobs: pl.DataFrame, by_kind: pl.DataFrame, kinds: tuple[str, ...]) -> float:
-    """Mean time per analysed step on the slowest rank's path of ``kinds``."""
-    if not jobs.height:
-        return 0.0
-    t = by_kind.filter(pl.col("kind").is_in(list(kinds))).join(
-        jobs.select("step", "node", "rank"), on=["step", "node", "rank"]
-    )
-    return float(t["ns"].sum()) / jobs.height
-
-
-def stretches(events: pl.DataFrame) -> pl.DataFrame:
-    """The path's stretches with ``dur_ns`` and a ``label``: the event's name, or for a gap
-    ``after NAME`` (the last event before it on the same path), at the step's start ``step
-    start, before NAME`` (the first event after it)."""
-    keys = ["node", "rank", "step"]
-    named = pl.when(pl.col("name") != "").then(pl.col("name"))
-    prev = named.forward_fill().shift(1).over(keys, order_by="seq")
-    following = named.backward_fill().shift(-1).over(keys, order_by="seq")
-    return events.with_columns(
-        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
-        pl.when(pl.col("name") != "")
-        .then(pl.col("name"))
-        .otherwise(
-            pl.concat_str(pl.lit("after "), prev).fill_null(
-                pl.concat_str(pl.lit("step start, before "), following).fill_null("step start")
-            )
-        )
-        .alias("label"),
-        pl.col("kind").shift(1).over(keys, order_by="seq").alias("prev_kind"),
-    )
-
-
-def look_at(st: pl.DataFrame, kinds: tuple[str, ...]) -> list[str]:
-    """The names on the path for ``kinds`` with the most time, longest first."""
-    top = (
-        st.filter(pl.col("kind").is_in(list(kinds)))
-        .group_by("label")
-        .agg(pl.col("dur_ns").sum())
-        .sort("dur_ns", "label", descending=[True, False])
-        .head(LOOK_AT)
-    )
-    return top["label"].to_list()
-
-
-def longest_start(st: pl.DataFrame, kinds: tuple[str, ...], rank: int, step: int) -> int | None:
-    """The start of the longest stretch of ``kinds`` on ``rank``'s path in ``step``."""
-    rows = st.filter(pl.col("kind").is_in(list(kinds)), pl.col("rank") == rank, pl.col("step") == step)
-    if not rows.height:
-        return None
-    return int(rows.sort("dur_ns", "start_ns", descending=[True, False])["start_ns"][0])
-
-
 # -- the rules ----------------------------------------------------------------------------------
 
 
@@ -279,7 +199,7 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
         return []
     jobs = job_paths(steps)
     median = median_length(jobs)
-    per_change = savings(steps, what_if).group_by("change").agg(pl.col("saved_ns").mean())
+    per_change = savings(steps, what_if, TIME_CATEGORIES).group_by("change").agg(pl.col("saved_ns").mean())
     saved = dict(zip(per_change["change"], per_change["saved_ns"], strict=True))
     st = stretches(cp["events.parquet"])
     out = []
@@ -365,182 +285,6 @@ def straggler_finding(
         f.next_step = f"Rank {rank} is late from {cause}: {next_step(cause, words)}"
 
 
-def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
-    """A device whose floor (lowest allocated level of a step) rises in every analysed step, over
-    at least :data:`MIN_RISING_STEPS` steps: activations kept alive across steps."""
-    per = alloc.get("per_step.parquet")
-    if per is None or not per.height:
-        return []
-    dev = ["node", "rank", "device_type", "device"]
-    rises = (
-        per.sort(*dev, "step")
-        .group_by(dev, maintain_order=True)
-        .agg(
-            pl.len().alias("steps"),
-            pl.col("step"),
-            pl.col("start_ns").last().alias("last_start_ns"),
-            pl.col("min_allocated_bytes").first().alias("first_floor"),
-            pl.col("min_allocated_bytes").last().alias("last_floor"),
-            (pl.col("min_allocated_bytes").diff().drop_nulls() > 0).all().alias("rising"),
-        )
-        .filter(pl.col("rising"), pl.col("steps") >= MIN_RISING_STEPS)
-    )
-    out = []
-    for r in rises.iter_rows(named=True):
-        per_step = (r["last_floor"] - r["first_floor"]) / (r["steps"] - 1)
-        name = fmt_memory_device(r["device_type"], r["device"])
-        f = Finding(
-            "memory",
-            "high",
-            f"Memory floor on {name} rises every step, {fmt_bytes(per_step)} per step over "
-            f"{r['steps']} steps: activations kept alive",
-            next_step("memory", words_for(None)),
-            ranks=[r["rank"]],
-            steps=r["step"],
-            at_rank=r["rank"],
-            at_step=r["step"][-1],
-            at_ns=r["last_start_ns"],
-        )
-        f.evidence = [
-            ("floor rise per step", per_step, "bytes", "allocations/per_step.parquet"),
-            ("steps", float(r["steps"]), "count", "allocations/per_step.parquet"),
-            ("first step's floor", float(r["first_floor"]), "bytes", "allocations/per_step.parquet"),
-            ("last step's floor", float(r["last_floor"]), "bytes", "allocations/per_step.parquet"),
-        ]
-        out.append(f)
-    return out
-
-
-def near_capacity(alloc: Mapping[str, pl.DataFrame], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
-    """A GPU whose reserved peak (the allocator's hold; else the allocated peak) comes within
-    :data:`NEAR_CAPACITY` of its memory (the manifest's ``totalGlobalMem``, where known)."""
-    from profui.capture.format.manifest import gpu_key
-
-    dev = alloc.get("devices.parquet")
-    capacity = {gpu_key(dict(g)): g.get("totalGlobalMem") for g in gpus if isinstance(g, Mapping)}
-    if dev is None or not dev.height or not capacity:
-        return []
-    out = []
-    for r in dev.filter(pl.col("device") >= 0).iter_rows(named=True):
-        total = capacity.get((r["node"], r["device"]))
-        peak = r["peak_reserved_bytes"] or r["peak_allocated_bytes"]
-        if not isinstance(total, int) or total <= 0 or not peak or peak < (1 - NEAR_CAPACITY) * total:
-            continue
-        name = fmt_memory_device(r["device_type"], r["device"])
-        f = Finding(
-            "memory",
-            "high",
-            f"Memory peak on {name} is {fmt_bytes(peak)} of its {fmt_bytes(total)} ({fmt_pct(peak / total, 0)}): "
-            "near out of memory",
-            next_step("memory", words_for(None)),
-            ranks=[r["rank"]],
-            steps=[r["peak_step"]] if r["peak_step"] is not None else [],
-            look_at=[x for x in (r["peak_op"], r["peak_annotation"]) if x],
-            at_rank=r["rank"],
-            at_step=r["peak_step"],
-            at_ns=r["peak_reserved_ns"] if r["peak_reserved_bytes"] else r["peak_ns"],
-        )
-        f.evidence = [
-            ("memory peak", float(peak), "bytes", "allocations/devices.parquet"),
-            ("device memory", float(total), "bytes", "manifest.json gpus"),
-            ("of the device's memory", peak / total, "fraction", "allocations/devices.parquet"),
-        ]
-        out.append(f)
-    return out
-
-
-def tensor_core_rates(gpu: str | None) -> dict[str, float]:
-    """The peak table's rates of GPU row ``gpu`` when it has tensor cores (a half-precision rate
-    above twice its FP32 rate: CUDA cores run FP16 at most at 2x FP32), else ``{}``."""
-    from .peaks import PEAKS
-
-    row = next((r for r in PEAKS if r.gpu == gpu), None)
-    return row.tflops if row is not None and row.tflops.get("FP16", 0) > 2 * row.tflops["FP32"] else {}
-
-
-def precision_next_step(rates: Mapping[str, float]) -> str:
-    """What to enable on a GPU with these rates: TF32 and bf16 where it has them (Volta: fp16
-    autocast with a GradScaler, it has neither)."""
-    ways = []
-    if "TF32" in rates:
-        ways.append("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True)")
-    if "BF16" in rates:
-        ways.append("train under torch.autocast('cuda', dtype=torch.bfloat16)")
-    else:
-        ways.append("train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler")
-    text = " or ".join(ways)
-    return text[:1].upper() + text[1:] + "."
-
-
-def precision_finding(
-    shares: pl.DataFrame, totals: pl.DataFrame | None, words: DeviceWords, span_ns: int
-) -> list[Finding]:
-    """FP32 of at least :data:`FP32_SHARE` of the compute kernels' time, and of at least
-    :data:`FP32_SPAN` of the trace's span ``span_ns``, on a GPU with tensor cores (the flops
-    stage's peak row names the GPU). GPU runs only."""
-    if words.kind != GPU or not shares.height or totals is None or not totals.height:
-        return []
-    gpu = totals["peak_gpu"][0]
-    fp32 = shares.filter(pl.col("precision") == "FP32", pl.col("in_shares"))
-    rates = tensor_core_rates(gpu)
-    if not fp32.height or not rates:
-        return []
-    share, ns = float(fp32["share"][0] or 0), int(fp32["time_ns"][0])
-    if share < FP32_SHARE or not span_ns or ns / span_ns < FP32_SPAN:
-        return []
-    f = Finding(
-        "precision",
-        "medium",
-        f"FP32 is {fmt_pct(share, 0)} of the {words.work_time} on {gpu}, which has tensor cores",
-        precision_next_step(rates),
-    )
-    f.evidence = [
-        ("FP32 share of compute time", share, "fraction", "precision/shares.parquet"),
-        ("FP32 kernel time", float(ns), "ns", "precision/shares.parquet"),
-        ("of the trace's span", ns / span_ns, "fraction", "ingest/trace.json"),
-    ]
-    return [f]
-
-
-def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
-    """The device idle on the path between its own work, with no other cause (``device_overhead``
-    time), of at least :data:`IDLE_SHARE` of the median step."""
-    steps = cp["steps.parquet"]
-    if words.kind == NONE or not steps.height:
-        return []
-    jobs = job_paths(steps)
-    median = median_length(jobs)
-    kinds = PATH_KINDS["idle"]
-    idle = path_time(jobs, cp["by_kind.parquet"], kinds)
-    if not median or idle / median < IDLE_SHARE:
-        return []
-    st = stretches(cp["events.parquet"])
-    share = idle / median
-    worst = (
-        cp["by_kind.parquet"]
-        .filter(pl.col("kind").is_in(list(kinds)))
-        .sort("ns", "step", "rank", descending=[True, False, False])
-        .row(0, named=True)
-    )
-    f = Finding(
-        "idle",
-        "medium" if share >= HIGH_SHARE else "low",
-        f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per step "
-        f"({fmt_pct(share, 0)} of the median step)",
-        next_step("idle", words),
-        look_at=look_at(st, kinds),
-        at_rank=worst["rank"],
-        at_step=worst["step"],
-        at_ns=longest_start(st, kinds, worst["rank"], worst["step"]),
-    )
-    f.evidence = [
-        ("idle on the path per step", idle, "ns", BY_KIND_SRC),
-        ("share of the median step", share, "fraction", BY_KIND_SRC),
-        ("median critical path", median, "ns", STEPS_SRC),
-    ]
-    return [f]
-
-
 def queued_behind_copies(events: pl.DataFrame) -> bool:
     """Whether most of the path's launch delay comes right after a copy on the path: the
     kernels waited for copies, not for their launches."""
@@ -619,19 +363,21 @@ def stage(
 ) -> dict[str, Any]:
     """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``),
     the trace's overview and its manifest's GPUs (their memory, where known)."""
+    from . import findings_risks as risks
+
     words = words_for(overview)
     cp = inputs["critical_path"]
     stragglers = inputs["comm"]["stragglers.parquet"]
     found = time_findings(cp, words)
     straggler_finding(found, stragglers, cp["events.parquet"], words)
     found = consistent(found, stragglers, cp["events.parquet"])
-    found += memory_findings(inputs["allocations"])
-    found += near_capacity(inputs["allocations"], gpus)
-    found += precision_finding(
+    found += risks.memory_findings(inputs["allocations"])
+    found += risks.near_capacity(inputs["allocations"], gpus)
+    found += risks.precision_finding(
         inputs["precision"]["shares.parquet"],
         inputs.get("flops", {}).get("totals.parquet"),
         words,
         int(overview.get("duration_ns") or 0),
     )
-    found += idle_finding(cp, words)
+    found += risks.idle_finding(cp, words)
     return tables(ranked(found))

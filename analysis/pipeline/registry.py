@@ -328,7 +328,7 @@ STAGES: tuple[Stage, ...] = (
         ("findings.parquet", "evidence.parquet"),
         b.findings,
         "what to change, ranked by the time it would save per step",
-        modules=(A + "findings",),
+        modules=(A + "findings", A + "findings_path", A + "findings_risks"),
         cost=0.5,
     ),
     Stage(

@@ -386,7 +386,8 @@ class Renderer:
 
     def _path_line(self, path: StepPath | None, lw: int, cw: int, t0: float, w: float) -> Strip:
         """The path line under the step band: the critical path of the step in view on one
-        rank (a finding's, else the cursor's), each run of one kind from ├ with its word."""
+        rank (a finding's, else the cursor's), each run of one kind two cells wide or more from ├
+        with its word (where it fits), the shorter ones ─."""
         st = self.state
         chars = np.full(cw, " ", dtype="<U1")
         styles = np.full(cw, PLAIN, dtype=np.int32)
@@ -409,6 +410,8 @@ class Renderer:
                 continue
             chars[lo : hi + 1] = PATH_RUN
             styles[lo : hi + 1] = PATH_LINE
+            if path.t1[mine[end]] - path.t0[mine[i]] < 2 * w:  # under two cells: ├├├├ reads as noise
+                continue
             chars[lo] = PATH_START
             word = kind_word(kinds[i], st.words.work)
             if hi - lo >= len(word):

@@ -23,6 +23,7 @@ from .critical_path_replay import (
     BLOCKED,
     COLL,
     END,
+    ENQUEUE,
     EVENT_WAIT,
     LAUNCH,
     OP,
@@ -36,10 +37,15 @@ from .critical_path_replay import (
 )
 
 #: A host op that ends this soon after a host collective on another thread of its rank ended
-#: (and started before it ended) waited for it: gloo's DDP main thread is woken when the
-#: worker thread's ``gloo:all_reduce`` ends, tens of µs later on a loaded host (the waits seen
-#: on recorded gloo runs end 5–40 µs after the collective).
+#: (and started before it ended) waited for it: a thread woken by the collective's end returns
+#: from its wait within tens of µs.
 WAKE_WITHIN_NS = 50_000
+#: A thread outside any op when a host collective of another thread ended, whose next op starts
+#: this soon after, was woken by it. gloo's DDP main thread waits outside any op for the worker
+#: thread's ``gloo:all_reduce``: on a recorded 3-rank run (load 9 on 16 cores) it resumed 17 µs
+#: to 1.2 ms after the collective ended. A thread that was not waiting and happens to start an
+#: op this soon after only gets its idle time before it counted as a wait.
+RESUME_WITHIN_NS = 2_000_000
 
 
 @dataclass
@@ -141,12 +147,26 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     p_ord = [2 * np.arange(n), 2 * waits + 1]
     p_node = [s_nodes, e_of[waits]]
     p_blk = [np.zeros(n, dtype=bool), np.ones(len(waits), dtype=bool)]
+    extra: list[tuple[int, int, int, int, bool]] = []
+    # a collective a worker thread runs starts once another thread enqueued it (gloo's worker
+    # runs the all-reduce that the main thread's c10d::allreduce_ asked for): its idle time
+    # before is no work of its own
+    enqueued = 1 << 60
+    for ctid, cts, _c_end, c_start, _e, cname in coll_anchors:
+        got = _enqueue(rs, ctid, cts)
+        if got is None:
+            continue
+        tid, at, name = got
+        q = g.node(at, ri)
+        extra.append((tid, at, enqueued, q, False))
+        enqueued += 1
+        g.edge(q, c_start, ENQUEUE, 0, Lane("host", tid=ctid, name=cname, kind="host_overhead"))
+        p_blk[0][np.flatnonzero(s_nodes == c_start)] = True
     if main_tid is None and n:
         tids, counts = np.unique(a_tid, return_counts=True)
         main_tid = int(tids[np.argmax(counts)])
         rs.main_tid = main_tid
     host_end = g.node(cpu_end, ri)
-    extra: list[tuple[int, int, int, int, bool]] = []
     if main_tid is not None:
         extra.append((main_tid, cpu_end, 1 << 62, host_end, False))
     # an op of another thread woken by a host collective's end waits for it
@@ -157,12 +177,20 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
                 continue
             m = (tt.name_end >= c_end) & (tt.name_end <= c_end + WAKE_WITHIN_NS) & (tt.name_start < c_end)
             hits = np.flatnonzero(m)
-            if not len(hits):
-                continue
-            j = int(hits[np.argmin(tt.name_end[hits])])
-            w = g.node(int(tt.name_end[j]), ri)
+            if len(hits):  # an op that waited inside: it ends right after the collective
+                j = int(hits[np.argmin(tt.name_end[hits])])
+                at = int(tt.name_end[j])
+            else:  # a thread idle outside its ops until woken: its next op starts right after
+                running = (tt.name_start < c_end) & (tt.name_end > c_end)
+                m = (tt.name_start >= c_end) & (tt.name_start <= c_end + RESUME_WITHIN_NS)
+                hits = np.flatnonzero(m)
+                if running.any() or not len(hits):
+                    continue
+                j = int(hits[np.argmin(tt.name_start[hits])])
+                at = int(tt.name_start[j])
+            w = g.node(at, ri)
             g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
-            extra.append((tid, int(tt.name_end[j]), order, w, True))
+            extra.append((tid, at, order, w, True))
             order += 1
     if extra:
         cols = list(zip(*extra, strict=True))
@@ -208,6 +236,24 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     _device_lanes(g, ri, rs, inp, win, launch_node, end_node)
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
+
+
+def _enqueue(rs: RankStep, ctid: int, cts: int) -> tuple[int, int, str] | None:
+    """The latest ``c10d::`` op of another thread of the rank started in the step by ``cts``
+    (a host collective's start on thread ``ctid``): (thread, its start, its name)."""
+    best: tuple[int, int, str] | None = None
+    for tid, tt in rs.threads.items():
+        if tid in (ctid, RANK_TIME):
+            continue
+        i = int(np.searchsorted(tt.name_start, cts, side="right")) - 1
+        lowest = int(np.searchsorted(tt.name_start, rs.start, side="left"))
+        for j in range(i, max(lowest, i - 4096) - 1, -1):
+            if tt.names[j].startswith("c10d::"):
+                at = int(tt.name_start[j])
+                if best is None or at > best[1]:
+                    best = (tid, at, tt.names[j])
+                break
+    return best
 
 
 def _device_lanes(

@@ -41,6 +41,7 @@ OP = "op"  # a device op's start -> its end
 SYNC = "sync"  # waited-for device op end -> synchronize call end
 EVENT_WAIT = "event_wait"  # recorded op end -> first op after a stream wait event
 WAKE = "wake"  # host collective end -> an op on another thread that waited for it
+ENQUEUE = "enqueue"  # an op asking for a collective -> its start on the thread that runs it
 COLL = "coll"  # a rank's arrival at a collective -> a rank's end of it
 END = "end"  # some work's end -> the step's end
 ORPHAN = "orphan"  # the step's start -> a node nothing else explains

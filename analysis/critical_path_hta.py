@@ -6,11 +6,10 @@ ops, runtime calls and device events, and takes its longest path. Its rules, rep
 HTA's view of the events (:func:`profui.analysis.hta.hta_events`: whole µs, HTA's streams,
 last ProfilerStep dropped):
 
-- **Window.** The annotation's instances are the rank's events whose name contains the
-  annotation text, in trace order (host and ``gpu_user_annotation`` alike); instance *k*'s
-  window is that event's span (the whole rank for the empty annotation). Kept: host events
-  starting in it with a positive duration, device events whose launch call does, and every
-  ``Stream Wait Event``.
+- **Window.** The annotation's instances are the rank's host events whose name contains the
+  annotation text (see :func:`instances` for their numbering); an instance's window is its
+  span (the whole rank for the empty annotation). Kept: host events starting in it with a
+  positive duration, device events whose launch call does, and every ``Stream Wait Event``.
 - **Host edges**, per thread, walking op nesting (host ops, runtime and driver calls only): an
   edge from each boundary to the next inside an outermost op, weighted by the time between
   them, zero into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaMemcpy`` ...);
@@ -34,8 +33,12 @@ last ProfilerStep dropped):
 HTA nests each thread's ops inside all its host events (annotations, Python frames); here the
 ops and calls nest among themselves, which is the same wherever events nest properly.
 
-HTA's sorts are numpy's unstable quicksort; the same sorts run here on the same values, so
-equal timestamps come out in HTA's order. ``what_if.parquet`` is empty under
+HTA's sorts are numpy's unstable quicksort; the same sorts run here on the same values, but
+from the import's row order, not HTA's file order, so events at one timestamp may come out in
+another order than HTA's (and an equally long path be picked): on no window of the shared
+traces does it change a number (``benchmarks/critical_path_vs_hta.py``). HTA's node kinds are
+Kineto categories (``cpu_op``, ``cuda_runtime``, ``cuda_driver``); here the import's kinds, so
+an MTIA or XPU runtime call is a node here and not in HTA. ``what_if.parquet`` is empty under
 ``hta_compat``: HTA's analysis has no replays.
 """
 
@@ -137,32 +140,28 @@ def _rank_frame(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def instances(events: pl.DataFrame, annotation: str) -> pl.DataFrame:
-    """HTA's instances of ``annotation`` on one rank (``_rank_frame`` output): ``instance``,
-    ``name``, ``kind``, ``start_ns``, ``end_ns``, in HTA's numbering. The empty annotation is
-    one instance: the rank's whole span."""
+    """The host instances of ``annotation`` on one rank (``_rank_frame`` output), in time order:
+    ``instance`` (0, 1, ...), ``name``, ``start_ns``, ``end_ns``. The empty annotation is one
+    instance: the rank's whole span.
+
+    HTA numbers the events whose name contains the annotation in its trace file's order, device
+    annotations of the same name included; the file's order is not kept by the import, so the
+    instances here are the host ones by start (for ProfilerSteps, HTA's host numbers in order).
+    """
+    schema = {"instance": pl.Int64, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64}
     if annotation == "":
-        return pl.DataFrame(
-            {
-                "instance": [0],
-                "name": [""],
-                "kind": [""],
-                "start_ns": [events["ts"].min()],
-                "end_ns": [events["end"].max()],
-            },
-            schema={
-                "instance": pl.Int64,
-                "name": pl.String,
-                "kind": pl.String,
-                "start_ns": pl.Int64,
-                "end_ns": pl.Int64,
-            },
+        return pl.DataFrame([(0, "", events["ts"].min(), events["end"].max())], schema=schema, orient="row")
+    return (
+        events.filter(
+            pl.col("name").str.contains(annotation, literal=True), pl.col("kind") != "gpu_annotation"
         )
-    return events.filter(pl.col("name").str.contains(annotation, literal=True)).select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("instance"),
-        "name",
-        pl.col("kind").cast(pl.String),
-        pl.col("ts").alias("start_ns"),
-        pl.col("end").alias("end_ns"),
+        .sort("ts", "index")
+        .select(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("instance"),
+            "name",
+            pl.col("ts").alias("start_ns"),
+            pl.col("end").alias("end_ns"),
+        )
     )
 
 
@@ -604,23 +603,19 @@ def paths(
     events: pl.LazyFrame | pl.DataFrame, annotation: str = "ProfilerStep", instance: int | None = None
 ) -> list[tuple[str, int, int, str, int, int, Path | None]]:
     """HTA's critical path of each window: ``(node, rank, instance, name, start_ns, end_ns,
-    path)`` per rank and instance of ``annotation`` on HTA's view of the events.
-
-    Every host instance when ``instance`` is None (a ``gpu_user_annotation`` of the same name is
-    an instance in HTA's numbering but no step); HTA's ``instance_id`` otherwise, whatever its
-    kind. ``path`` is None where HTA refuses the graph (a cycle).
+    path)`` per rank and host instance of ``annotation`` (:func:`instances`; only the
+    ``instance``-th when given) on HTA's view of the events. ``path`` is None where HTA refuses
+    the graph (a cycle).
     """
     ev = events.collect() if isinstance(events, pl.LazyFrame) else events
     out = []
     for (node, rank), part in ev.group_by("node", "rank", maintain_order=True):
         df = _rank_frame(part)
         inst = instances(df, annotation)
-        known: dict[str, Any] = {}
-        if instance is None:
-            inst = inst.filter(pl.col("kind") != "gpu_annotation")
-        else:
+        if instance is not None:
             inst = inst.filter(pl.col("instance") == instance)
-        for i, name, _kind, s, e in inst.iter_rows():
+        known: dict[str, Any] = {}
+        for i, name, s, e in inst.iter_rows():
             try:
                 p: Path | None = critical_path(df, s, e, known)
             except GraphRefused:

@@ -1,8 +1,9 @@
 """profui's ``--hta-compat`` critical path against HTA 0.5.0's ``critical_path_analysis``.
 
-For each shared trace with ProfilerSteps, and the two ``hta-critical_path-*`` traces with the
-annotations HTA's own tests use, both tools analyse the same windows (per rank, each host
-instance of the annotation, in HTA's numbering): HTA in its venv (``.venv-bench``, a
+For each shared trace with ProfilerSteps (and one other annotation of most: ``OTHER_ANNOTATIONS``),
+and the two ``hta-critical_path-*`` traces with the annotations HTA's own tests use, both tools
+analyse the same windows (per rank, each host instance of the annotation, paired by start: HTA
+numbers them in its file's order): HTA in its venv (``.venv-bench``, a
 subprocess: ``TraceAnalysis(trace_dir=...)`` then ``critical_path_analysis(rank, annotation,
 instance)``), profui in this process (the imported trace's HTA view, then
 :func:`profui.analysis.critical_path_hta.paths`). Printed per window: the path's length and its
@@ -11,7 +12,8 @@ for the analysis of all its windows (each tool's trace already loaded: HTA's par
 profui's collected events), medians of ``--repeat`` runs, with the machine's load.
 
 ``--write-reference DIR`` writes HTA's numbers, one JSON file per trace (trace, HTA version,
-and per window: rank, annotation, instance, name, length_ns, by_kind_ns; or HTA's error): the
+and per window: rank, annotation, instance (HTA's), order (by start among the rank's host
+instances: profui's instance), name, length_ns, by_kind_ns; or HTA's error): the
 oracle ``tests/analysis/test_critical_path_hta.py`` reads.
 
     .venv/bin/python benchmarks/critical_path_vs_hta.py [--repeat 3] [--traces NAME ...]
@@ -85,6 +87,7 @@ for r in range(repeat):
             rec = {"rank": int(rank), "annotation": annotation, "instance": i}
             if annotation:
                 rec["name"] = table[int(anns.iloc[i]["name"])]
+                rec["ts"] = int(anns.iloc[i]["ts"])
                 if table[int(anns.iloc[i]["cat"])] == "gpu_user_annotation":
                     continue
             else:
@@ -104,6 +107,12 @@ for r in range(repeat):
             got.append(rec)
     cpu.append(time.process_time() - t0)
     wins = got
+# the host instances of each rank by start: the windows profui numbers in that order
+for rank in {w["rank"] for w in wins}:
+    mine = sorted((w for w in wins if w["rank"] == rank), key=lambda w: (w.get("ts", 0), w["instance"]))
+    for k, w in enumerate(mine):
+        w["order"] = k
+        w.pop("ts", None)
 print(json.dumps({"hta_version": importlib.metadata.version("HolisticTraceAnalysis"), "windows": wins, "cpu_s": cpu}))
 """
 
@@ -210,7 +219,7 @@ def main() -> None:
         by_key = {(w["rank"], w["instance"]): w for w in mine}
         compared, diffs = 0, [0.0]
         for w in hta["windows"]:
-            m = by_key.get((w["rank"], w["instance"]))
+            m = by_key.get((w["rank"], w["order"]))
             if "error" in w or m is None or m["length_ns"] is None:
                 why = w.get("error") or "profui has no path"
                 print(f"  {w['name'][:46]:46} {w['rank']:>4} {w['instance']:>4}  {why}")
@@ -240,7 +249,7 @@ def main() -> None:
             }
             path = opts.write_reference / reference_name(name, ann)
             path.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
-    print(f"\n{'trace':60} {'equal/windows':>13} {'max rel diff':>12} {'HTA/ours CPU':>12}")
+    print(f"\n{'trace':60} {'compared':>13} {'max rel diff':>12} {'HTA/ours CPU':>12}")
     for name, n, of, d, h, o in summary:
         print(f"{name[:60]:60} {f'{n}/{of}':>13} {d:>12.2e} {h / max(o, 1e-9):>11.1f}x")
     ok = [r for r in summary if r[1] == r[2] and r[1] > 0]

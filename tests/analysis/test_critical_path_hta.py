@@ -47,7 +47,7 @@ def test_equals_hta(ref_file, imported_trace):
     for w in ref["windows"]:
         if "error" in w:
             continue  # HTA raised on this window: no number to hold ours to
-        p = got[(w["rank"], w["instance"])]
+        p = got[(w["rank"], w["order"])]
         assert p is not None, f"{w['name']}: HTA has a path, we refused the graph"
         assert within(p.length_ns, w["length_ns"]), (w["name"], p.length_ns, w["length_ns"])
         for k in set(w["by_kind_ns"]) | set(p.by_kind):

@@ -137,13 +137,15 @@ def _claimed(stretches: pl.LazyFrame, classes: list[tuple[str, pl.LazyFrame]]) -
     """Per stretch (``_sid``), each class's ``<class>_ns``: the time its rows cover in the
     stretch that no class before it covers (cumulative unions, each minus the one before)."""
     out = stretches.select("_sid")
-    rows: list[pl.LazyFrame] = []
+    cuts: list[pl.DataFrame] = []
     before = pl.lit(0, pl.Int64)
     windows = stretches.select(*_RANK, pl.col("_sid").alias("step"), "w_start", "w_end")
     for name, frame in classes:
-        rows.append(frame)
-        cut = clip_to_windows(merge_intervals(pl.concat(rows), _RANK), windows, _RANK)
-        upto = union_length(cut.select("step", "start", "end"), ["step"], f"_upto_{name}")
+        # each class's union cut to the stretches once: the cumulative unions then merge only
+        # the few pieces inside each stretch, never a rank's whole rows again
+        cut = clip_to_windows(merge_intervals(frame, _RANK), windows, _RANK).select("step", "start", "end")
+        cuts.append(cut.collect(engine=ENGINE))
+        upto = union_length(pl.concat(cuts).lazy(), ["step"], f"_upto_{name}")
         out = out.join(upto.rename({"step": "_sid"}), on="_sid", how="left").with_columns(
             pl.col(f"_upto_{name}").fill_null(0)
         )
@@ -190,10 +192,15 @@ def arrivals(events: pl.LazyFrame, windows: pl.LazyFrame, comm: pl.DataFrame | N
         "_sid", *_RANK, "source", pl.col("from_ns").alias("w_start"), pl.col("arrive_ns").alias("w_end")
     )
     parts = []
+    present = set(found["source"])
     for source, classes in _class_rows(events, sources).items():
-        mine = stretches.filter(pl.col("source") == source)
-        parts.append(_claimed(mine, classes))
-    cut = pl.concat(parts, how="diagonal").collect(engine=ENGINE)
+        if source in present:
+            parts.append(_claimed(stretches.filter(pl.col("source") == source), classes))
+    cut = (
+        pl.concat(parts, how="diagonal").collect(engine=ENGINE)
+        if parts
+        else pl.DataFrame({"_sid": [], "_covered": []}, schema={"_sid": pl.UInt32, "_covered": pl.Int64})
+    )
     absent = [pl.lit(None, pl.Int64).alias(f"{c}_ns") for c in CAUSES if f"{c}_ns" not in cut.columns]
     cut = cut.with_columns(absent).drop("host_ns", strict=False)
     zero = [pl.col(f"{c}_ns").fill_null(0) for c in CAUSES if c != "host"]

@@ -168,3 +168,20 @@ def test_a_saved_baseline_keeps_its_findings(runs, tmp_path) -> None:
     lines = text.stdout.splitlines()
     assert lines[1] == from_trace["why"]  # the why right under the verdict
     assert "Findings by change of recoverable time per step" in text.stdout
+
+
+def test_a_baseline_saved_before_findings_is_noted_not_compared(runs, tmp_path) -> None:
+    sleeps, plain = runs
+    env = dict(os.environ, PROFUI_CACHE=str(tmp_path))
+    saved = subprocess.run(
+        [PROFUI, "diff", "--save-baseline", "old", str(sleeps)], capture_output=True, text=True, env=env
+    )
+    assert saved.returncode == 0, saved.stderr
+    path = tmp_path / "baselines" / "old.json"
+    data = json.loads(path.read_text())
+    del data["findings"]  # as a baseline saved before findings were kept reads
+    path.write_text(json.dumps(data))
+    code, res, err = diff_json("baseline:old", plain, tmp_path)
+    assert code == 0, err
+    assert res["findings"] == [] and res["why"] is None
+    assert "findings not compared: the base baseline was saved before findings were kept" in res["notes"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -22,8 +21,9 @@ HERE = Path(__file__).resolve().parent
 #: The traced optimizer steps of the 12 the scripts run (warm-up steps 0-3 left out).
 TRACED_STEPS = "4-9"
 NPROC = 3
-#: Plain runs per side when measuring a gain.
+#: Plain runs per side when measuring a gain, and the steps of each.
 REPEATS = 2
+PLAIN_STEPS = 20
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _env() -> dict[str, str]:
 
 def run_plain(cause: Cause, with_cause: bool, timeout: float = 120) -> dict:
     """Run the script without profcap; its JSON line (median step after warm-up, own clock)."""
-    args = [] if with_cause else ["--no-cause"]
+    args = ["--steps", str(PLAIN_STEPS)] + ([] if with_cause else ["--no-cause"])
     proc = subprocess.run(
         cause.command(*args), env=_env(), capture_output=True, text=True, timeout=timeout, cwd=HERE
     )
@@ -86,19 +86,22 @@ def run_plain(cause: Cause, with_cause: bool, timeout: float = 120) -> dict:
 def measure(cause: Cause, repeats: int = REPEATS) -> dict:
     """The gain of removing the cause: the median step with it minus the median step without it.
 
-    Runs alternate (with, without, with, ...) so a load change on the machine touches both sides;
-    each side's median is the median of its runs' medians. A cause without a gain runs once.
+    Runs alternate (with, without, with, ...), ``PLAIN_STEPS`` steps each. Each side's figure is
+    the least of its runs' median steps: on a shared machine other work only ever adds time to a
+    step, so the least-disturbed run is the closest to the script's own cost, and alternating
+    keeps a burst of load from landing on one side only. A cause without a gain runs once.
     """
     runs: dict[bool, list[dict]] = {True: [], False: []}
     for _ in range(repeats if cause.has_gain else 1):
         for with_cause in (True, False) if cause.has_gain else (True,):
             runs[with_cause].append(run_plain(cause, with_cause))
-    out = {"cause": cause.name, "category": cause.category, "runs": runs[True] + runs[False]}
-    med = {k: round(statistics.median(r["median_step_ns"] for r in v)) for k, v in runs.items() if v}
-    out["median_step_with_ns"] = med[True]
+    out = {"cause": cause.name, "category": cause.category, "load": os.getloadavg()[0]}
+    fig = {k: min(r["median_step_ns"] for r in v) for k, v in runs.items() if v}
+    out["median_step_with_ns"] = fig[True]
     if cause.has_gain:
-        out["median_step_without_ns"] = med[False]
-        out["gain_ns"] = med[True] - med[False]
+        out["median_step_without_ns"] = fig[False]
+        out["gain_ns"] = fig[True] - fig[False]
+    out["runs"] = runs[True] + runs[False]
     return out
 
 

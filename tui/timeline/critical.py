@@ -91,6 +91,28 @@ class CriticalPaths:
         """True when the stage found no path in any step."""
         return self.events.is_empty()
 
+    def window(self, number: int, rank: int | None = None) -> tuple[int, int] | None:
+        """Step ``number``'s window as the stage took it (``rank``'s, else every rank's
+        together), in ns relative to the index's base; None when the stage has no such step."""
+        if self.steps_table.is_empty():
+            return None
+        rows = self.steps_table.filter(pl.col("step") == number)
+        if rank is not None and (mine := rows.filter(pl.col("rank") == rank)).height:
+            rows = mine
+        if rows.is_empty():
+            return None
+        return int(rows["start_ns"].min()) - self.ix.base_ns, int(rows["end_ns"].max()) - self.ix.base_ns
+
+    def step_at(self, t: float) -> int | None:
+        """The step of the stage whose window (on any rank) holds ``t`` (relative ns): for a
+        trace whose index has no step markers (the stage's one window is the whole trace)."""
+        if self.steps_table.is_empty():
+            return None
+        at = self.steps_table.filter(
+            (pl.col("start_ns") - self.ix.base_ns <= t) & (pl.col("end_ns") - self.ix.base_ns >= t)
+        )
+        return int(at["step"].min()) if at.height else None
+
     def step(self, number: int) -> StepPath | None:
         """Step ``number``'s path placed on the index (None when the stage has none for it)."""
         if number in self._placed:

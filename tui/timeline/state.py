@@ -455,9 +455,27 @@ class TimelineState:
 
     # -- critical path -----------------------------------------------------------------------
     def step_in_view(self) -> int | None:
-        """The number of the job's step at the middle of the window (None: no numbered step)."""
-        i = self.step_index_at((self.t0 + self.t1) / 2)
+        """The number of the job's step at the middle of the window (None: no numbered step);
+        where the index has no step markers, the critical-path stage's step there."""
+        mid = (self.t0 + self.t1) / 2
+        if not self.ix.steps():
+            return self.paths.step_at(mid) if self.paths is not None else None
+        i = self.step_index_at(mid)
         return self.ix.steps()[i].number if i >= 0 else None
+
+    def goto_path_step(self, number: int, rank: int | None) -> bool:
+        """Where the index has no step ``number`` (no step markers), show the window the
+        critical-path stage took for it (``rank``'s); False when it has none either."""
+        if self.step_in_view() == number or self.paths is None:
+            return self.step_in_view() == number
+        window = self.paths.window(number, rank)
+        if window is None:
+            return False
+        pad = (window[1] - window[0]) * 0.01
+        self.set_window(window[0] - pad, window[1] + pad)
+        if rank is not None:
+            self._show_rank(rank, None)
+        return True
 
     def path_in_view(self) -> StepPath | None:
         """The critical path of the step in view, when it is drawn and the stage has one."""

@@ -49,6 +49,9 @@ class TimelineView(TraceView):
         self.ready = False
         #: the critical path to draw once its stage outputs are in: (on, rank), None when none waits
         self._path_wanted: tuple[bool, int | None] | None = None
+        #: the step (and rank) whose path a finding asked for: shown from the stage's own window
+        #: where the index has no such step marker
+        self._path_step: tuple[int, int | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("timeline: loading…", id="tl-status")
@@ -145,6 +148,8 @@ class TimelineView(TraceView):
         elif step is not None:
             st.goto_step(step, rank=rank, node=node)
         if critical_path:
+            if step is not None and str(step).lstrip("-").isdigit():
+                self._path_step = (int(step), rank)
             self._show_path(True, rank)
         self.query_one(TimelineCanvas).refresh()
         self._update()
@@ -162,6 +167,7 @@ class TimelineView(TraceView):
         if st is None:
             return
         if not on or st.paths is not None:
+            self._frame_path_step()
             st.show_path(on, rank)
             return
         self._path_wanted = (on, rank)
@@ -185,6 +191,12 @@ class TimelineView(TraceView):
             return
         self.app.call_from_thread(self._paths_ready, paths)
 
+    def _frame_path_step(self) -> None:
+        """The step a finding asked for, from the stage's window where no marker shows it."""
+        asked, self._path_step = self._path_step, None
+        if asked is not None and self.state is not None:
+            self.state.goto_path_step(*asked)
+
     def _path_failed(self, line: str) -> None:
         if self.state is not None:
             self.state.message = line
@@ -200,6 +212,7 @@ class TimelineView(TraceView):
         st.paths = paths
         wanted, self._path_wanted = self._path_wanted, None
         if wanted is not None:
+            self._frame_path_step()
             st.show_path(*wanted)
         self.query_one(TimelineCanvas).refresh()
         self._update()

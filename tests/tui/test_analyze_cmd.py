@@ -286,7 +286,7 @@ def test_refusals_are_one_line_with_exit_2(trace: Path, monkeypatch, capsys) -> 
     analyze(trace)
     r = run(["analyze", str(trace), "--stages", "correlate,summary"])  # once as a real process
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "profui: selection is not closed under paths: also select launch, idle (they lie between selected stages)"
+        "profui: selection is not closed under paths: also select launch, idle, critical_path, findings (they lie between selected stages)"
     ]
     for args, expect in [
         (["--set", "topn=3"], "unknown parameter topn; valid parameters: "),

@@ -285,6 +285,21 @@ def straggler_finding(
         f.next_step = f"Rank {rank} is late from {cause}: {next_step(cause, words)}"
 
 
+def transfer_evidence(found: list[Finding], ops: pl.DataFrame | None) -> None:
+    """The transfer finding's evidence gains the copies the path runs through: the direction
+    with the most memory-operation time, its share of that time and its achieved bandwidth
+    (``memory/ops.parquet``)."""
+    f = next((f for f in found if f.category == "transfer"), None)
+    if f is None or ops is None or not ops.height:
+        return
+    top = ops.sort("time_ns", "direction", descending=[True, False]).row(0, named=True)
+    src = "memory/ops.parquet"
+    f.evidence += [
+        (f"{top['direction']} share of copy time", float(top["time_share"] or 0), "fraction", src),
+        (f"{top['direction']} bandwidth", float(top["achieved_gbps"] or 0), "GB/s", src),
+    ]
+
+
 def queued_behind_copies(events: pl.DataFrame) -> bool:
     """Whether most of the path's launch delay comes right after a copy on the path: the
     kernels waited for copies, not for their launches."""
@@ -370,6 +385,7 @@ def stage(
     stragglers = inputs["comm"]["stragglers.parquet"]
     found = time_findings(cp, words)
     straggler_finding(found, stragglers, cp["events.parquet"], words)
+    transfer_evidence(found, inputs.get("memory", {}).get("ops.parquet"))
     found = consistent(found, stragglers, cp["events.parquet"])
     found += risks.memory_findings(inputs["allocations"])
     found += risks.near_capacity(inputs["allocations"], gpus)

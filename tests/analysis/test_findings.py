@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -119,3 +120,10 @@ def test_the_copy_bound_nsys_export_is_a_transfer_problem_not_a_launch_problem()
     # the evidence of each finding carries its title's numbers (their source tables named)
     ev = t.result("findings")["evidence.parquet"]
     assert ev.filter(pl.col("source") == "").height == 0
+    # the copies' bandwidth, against the export's own rows: host->device (copyKind 1) bytes over time
+    with sqlite3.connect(nsys_export("h100_2gpu_1s")) as db:
+        nbytes, ns = db.execute(
+            "SELECT sum(bytes), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1"
+        ).fetchone()
+    bw = ev.filter(pl.col("position") == 1, pl.col("label") == "HtoD bandwidth")
+    assert bw["value"].to_list() == pytest.approx([nbytes / ns], rel=1e-9) and bw["unit"][0] == "GB/s"

@@ -161,7 +161,7 @@ def _listing(values: list[int]) -> str:
 
 
 def _value(value: float, unit: str) -> str:
-    from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+    from profui.analysis.formatting import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct
 
     if unit in ("ns", "ns_float"):
         return fmt_ns(value)
@@ -171,6 +171,8 @@ def _value(value: float, unit: str) -> str:
         return fmt_bytes(value)
     if unit in ("count", "id"):
         return fmt_count(value)
+    if unit == "GB/s":
+        return fmt_gbps(value)
     return f"{value:.3g} {unit}"
 
 

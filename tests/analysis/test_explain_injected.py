@@ -15,6 +15,7 @@ step, not the time the cause adds to it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -25,7 +26,9 @@ import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "injected"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
+from pilotwait import wait_dashboard  # noqa: E402
 from runs import CAUSES, NPROC, measure, record  # noqa: E402
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
@@ -182,3 +185,26 @@ def test_steps_and_communication_name_the_same_straggler(runs):
         waits.setdefault(r["step"], {})[r["rank"]] = r["communication_ns"]
     least = {n: min(by, key=by.get) for n, by in waits.items()}
     assert least == named
+
+
+def _dashboard_headline(trace: Path) -> str:
+    """The headline the dashboard draws for ``trace`` (a Pilot run of the app)."""
+    from profui.tui.app import OpenTarget, ProfuiApp
+
+    async def go() -> str:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            return str(view.query_one("#dash-headline").render())
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("name", list(CAUSES))
+def test_dashboard_headline_is_explains_top_finding(runs, name):
+    doc = runs.explain(name)
+    assert doc["findings"], f"{name}: no findings"
+    top = doc["findings"][0]
+    shown = _dashboard_headline(runs.trace(name))
+    assert shown.startswith("Top finding: " + top["title"].rstrip(".")), (shown, top["title"])
+    assert "GPU" not in shown  # CPU-only runs

@@ -134,6 +134,10 @@ def main(argv: list[str]) -> int:
     """Record and measure the named causes (all by default) under OUT."""
     out = Path(argv[0]) if argv else Path("/tmp/injected")
     names = argv[1:] or list(CAUSES)
+    unknown = [n for n in names if n not in CAUSES]
+    if unknown:
+        print(f"runs.py: no such cause {unknown[0]!r} (causes: {', '.join(CAUSES)})", file=sys.stderr)
+        return 2
     for name in names:
         cause = CAUSES[name]
         proc = record(cause, out / name / "trace")

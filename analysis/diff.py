@@ -511,8 +511,9 @@ def findings_diff(
 ) -> list[dict[str, Any]]:
     """Each finding of either run by :func:`finding_key`: ``status``, its recoverable time per
     step before and after and the change, and whether that change is ``material``: beyond
-    ``noise_ns`` (:func:`step_noise_ns`; without a noise estimate any change of time is; a risk
-    finding, with no time to recover, that appears or vanishes always is). Largest change first.
+    ``noise_ns`` (:func:`step_noise_ns`; without a noise estimate, at least :data:`MATERIAL_REL`
+    of the base as for the headline times, any change from none; a risk finding, with no time to
+    recover, that appears or vanishes always is). Largest change first.
 
     ``vanished``: in the base run only, or what is left in the new run after a material fall is
     within the noise and at most :data:`GONE_SHARE` of what was (``left_ns_per_step`` says how
@@ -523,7 +524,10 @@ def findings_diff(
         bn = b["recoverable_ns_per_step"] if b else 0
         nn = n["recoverable_ns_per_step"] if n else 0
         delta = nn - bn
-        beyond = delta != 0 and (noise_ns is None or abs(delta) > noise_ns)
+        if noise_ns is not None:
+            beyond = abs(delta) > noise_ns
+        else:  # no noise estimate: the headline numbers' rule for times (from 0: any change)
+            beyond = delta != 0 and (not bn or abs(delta) >= MATERIAL_REL * bn)
         small = {  # a side whose time is within the noise and a tenth of the other's, after a material change
             side: beyond and noise_ns is not None and 0 < ns <= min(noise_ns, GONE_SHARE * other)
             for side, ns, other in (("base", bn, nn), ("new", nn, bn))
@@ -549,6 +553,7 @@ def findings_diff(
                 "new_ns_per_step": nn if n else None,
                 "delta_ns_per_step": delta,
                 "left_ns_per_step": left,
+                "noise_ns": noise_ns,
                 "base_title": b["title"] if b else None,
                 "new_title": n["title"] if n else None,
             }
@@ -610,7 +615,10 @@ def finding_sentence(f: dict[str, Any]) -> str:
     def per_step(ns: int | None) -> str:
         return "none" if ns is None else "no time" if ns == 0 else f"{fmt_ns(ns)} per step"
 
-    noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
+    if f.get("noise_ns") is None:  # no step-time noise estimate: the 2% rule decided
+        noise = "a material change" if f["material"] else "under 2% of before: not material"
+    else:
+        noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
     noise += _left(f).replace(", within run-to-run noise", "").replace(";", ",")
     word = _STATUS_WORDS.get(f["status"], "unchanged")
     return (
@@ -813,7 +821,8 @@ JSON_DOC = {
     "(category, or straggler:rR), category, rank (the late rank of a straggler, else null), label, status "
     "(appeared|vanished|grew|shrank|same; vanished also when what is left after a material fall is within "
     "the noise and at most a tenth of what was, appeared the other way), material (the change of recoverable time is beyond the "
-    "step-time noise: half the width of step_p50's ci95; a risk finding appearing or vanishing), "
+    "step-time noise: half the width of step_p50's ci95, or without it at least 2% of the base; a risk "
+    "finding appearing or vanishing), noise_ns (that half-width; null without an estimate), "
     "base/new_ns_per_step (recoverable time per step; null where the run has no such finding), "
     "delta_ns_per_step, left_ns_per_step (what a vanished finding kept, or an appeared one had, within "
     "the noise; else null), base/new_title; material first, largest change first. Empty when a baseline "

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
 
 from test_profcap_support import TRAIN, run_profcap  # noqa: E402
 
-from profui.analysis.diff import findings_diff, why_step_changed  # noqa: E402
+from profui.analysis.diff import finding_sentence, findings_diff, why_step_changed  # noqa: E402
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
 MS = 1_000_000
@@ -77,6 +77,20 @@ def test_findings_are_matched_by_category_and_late_rank() -> None:
     assert (rows["memory"]["status"], rows["memory"]["material"]) == ("vanished", True)
     # material first, then by size of change: host (20.8 ms) leads
     assert next(iter(rows)) == "host"
+
+
+def test_without_a_noise_estimate_two_percent_of_before_is_material() -> None:
+    base = {"compute": finding("compute", 133 * MS), "host": finding("host", 14 * MS)}
+    new = {"compute": finding("compute", 134 * MS), "sync": finding("sync", 5 * MS)}
+    rows = {r["key"]: r for r in findings_diff(base, new, noise_ns=None)}
+    # +1 ms of 133 ms is 0.75%: under MATERIAL_REL (2%); gone or new is always a change of time
+    assert (rows["compute"]["status"], rows["compute"]["material"]) == ("grew", False)
+    assert (rows["host"]["status"], rows["host"]["material"]) == ("vanished", True)
+    assert (rows["sync"]["status"], rows["sync"]["material"]) == ("appeared", True)
+    assert finding_sentence(rows["compute"]) == (
+        "Compute grew: 133 ms per step before, 134 ms per step after (+1 ms per step), "
+        "under 2% of before: not material."
+    )
 
 
 def test_why_names_the_finding_that_explains_most_of_the_step() -> None:

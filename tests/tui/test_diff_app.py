@@ -67,11 +67,10 @@ def test_rows_are_the_json_diff_and_enter_opens_both_timelines(pair, tmp_path) -
                 cli["metrics"][n]["label"] for n in cli["headline"]
             ]
             takeaway = str(app.query_one("#diff-takeaway").render())
-            if found:  # its change per step, as the JSON has it, beyond noise
+            if found:  # its change per step, as the JSON has it, and why it counts
                 f = found[0]
-                assert (
-                    takeaway.lower().startswith(f"→ {f['label']}") and "beyond run-to-run noise" in takeaway
-                )
+                said = "beyond run-to-run noise" if f["noise_ns"] is not None else "a material change"
+                assert takeaway.lower().startswith(f"→ {f['label']}") and said in takeaway
                 assert fmt_signed_ns(f["delta_ns_per_step"]) in takeaway
             else:
                 first = cli["metrics"][cli["headline"][0]]

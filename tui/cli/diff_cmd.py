@@ -157,7 +157,7 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
                     Column("base", [per_step_text(f["base_ns_per_step"]) for f in found], right=True),
                     Column("new", [per_step_text(f["new_ns_per_step"]) for f in found], right=True),
                     Column("change", [fmt_signed_ns(f["delta_ns_per_step"]) for f in found], right=True),
-                    Column("beyond noise", ["yes" if f["material"] else "no" for f in found]),
+                    Column("material", ["yes" if f["material"] else "no" for f in found]),
                 ],
             )
         )

@@ -140,3 +140,15 @@ def test_a_sample_with_steps_never_says_it_has_none(tmp_path) -> None:
     text, doc = summary(SAMPLES / "mlp_cpu", tmp_path)
     assert {w["name"] for w in doc["sections"]["steps"]["windows"]} != {"(whole trace)"}
     assert "no step markers" not in text.splitlines()[0]
+
+
+def test_a_summary_by_ranks_says_it_has_no_findings(tmp_path) -> None:
+    text = run_profui("summary", SAMPLES / "mlp_cpu", "--workers", "2", cache=tmp_path, COLUMNS="200")
+    doc = run_profui("summary", SAMPLES / "mlp_cpu", "--workers", "2", "--json", cache=tmp_path)
+    assert text.returncode == 0 and doc.returncode == 0, text.stderr + doc.stderr
+    # the ranks' summary holds no findings section: the first line says so, not "no finding was found"
+    assert "findings" not in json.loads(doc.stdout)["sections"]
+    assert text.stdout.splitlines()[0] == (
+        "No finding: a summary by ranks leaves out the critical path and the findings "
+        "(they need every rank's events together; profui explain computes them)."
+    )

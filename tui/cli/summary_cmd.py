@@ -155,7 +155,10 @@ def summary_headline(summary: Any) -> str:
     from profui.analysis.headline import headline
 
     if "findings" not in summary.sections:
-        return "No finding: findings are not computed in a summary by ranks (profui explain computes them)."
+        return (
+            "No finding: a summary by ranks leaves out the critical path and the findings "
+            "(they need every rank's events together; profui explain computes them)."
+        )
     return headline(
         summary.table("findings", "findings"),
         summary.table("steps", "windows") if "steps" in summary.sections else None,

@@ -619,7 +619,9 @@ def finding_sentence(f: dict[str, Any]) -> str:
         noise = "a material change" if f["material"] else "under 2% of before: not material"
     else:
         noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
-    noise += _left(f).replace(", within run-to-run noise", "").replace(";", ",")
+    if f.get("left_ns_per_step") is not None:  # what a vanished one kept (an appeared one had)
+        kept = "kept" if f["status"] == "vanished" else "had before"
+        noise += f"; the {fmt_ns(f['left_ns_per_step'])} it {kept} is within it"
     word = _STATUS_WORDS.get(f["status"], "unchanged")
     return (
         f"{f['label'][:1].upper()}{f['label'][1:]} {word}: {per_step(f['base_ns_per_step'])} before, "

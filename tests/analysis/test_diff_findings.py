@@ -66,6 +66,10 @@ def test_findings_are_matched_by_category_and_late_rank() -> None:
         170_000 - 21 * MS,
         170_000,
     )
+    assert finding_sentence(h) == (
+        "Host stall gone: 21 ms per step before, 170 µs per step after (-20.8 ms per step), "
+        "beyond run-to-run noise; the 170 µs it kept is within it."
+    )
     # input: -150 µs, within the noise: shrank, not material
     assert (rows["input"]["status"], rows["input"]["material"]) == ("shrank", False)
     # a late rank 1 and a late rank 3 are two findings: one gone, one new

@@ -69,8 +69,8 @@ STAGES = (
 #: A finding's change explains the step's change when it has the same sign and at least this
 #: share of its size ("most of it").
 EXPLAINS_SHARE = 0.5
-#: A finding still there after a material fall reads as gone when what is left is within the
-#: step-time noise and at most this share of what it was (the other way: appeared).
+#: A finding still there after a material fall reads as gone when what is left is at most this
+#: share of what it was (the words say how much is left; the other way: appeared).
 GONE_SHARE = 0.1
 #: The version of the diff's JSON (``profui diff --json``).
 VERSION = 1
@@ -516,8 +516,8 @@ def findings_diff(
     recover, that appears or vanishes always is). Largest change first.
 
     ``vanished``: in the base run only, or what is left in the new run after a material fall is
-    within the noise and at most :data:`GONE_SHARE` of what was (``left_ns_per_step`` says how
-    much); ``appeared`` the same the other way; else ``grew``, ``shrank`` or ``same``."""
+    at most :data:`GONE_SHARE` of what was (``left_ns_per_step`` says how much); ``appeared`` the
+    same the other way; else ``grew``, ``shrank`` or ``same``."""
     rows = []
     for key in sorted(set(base) | set(new)):
         b, n = base.get(key), new.get(key)
@@ -528,8 +528,8 @@ def findings_diff(
             beyond = abs(delta) > noise_ns
         else:  # no noise estimate: the headline numbers' rule for times (from 0: any change)
             beyond = delta != 0 and (not bn or abs(delta) >= MATERIAL_REL * bn)
-        small = {  # a side whose time is within the noise and a tenth of the other's, after a material change
-            side: beyond and noise_ns is not None and 0 < ns <= min(noise_ns, GONE_SHARE * other)
+        small = {  # a side with a tenth of the other's time or less, after a material change
+            side: beyond and 0 < ns <= GONE_SHARE * other
             for side, ns, other in (("base", bn, nn), ("new", nn, bn))
         }
         if b is None or (delta > 0 and small["base"]):
@@ -563,13 +563,12 @@ def findings_diff(
 
 
 def _left(f: dict[str, Any]) -> str:
-    """What a finding that vanished (appeared) kept (had) within the noise, in words."""
+    """What a finding that vanished (appeared) kept (had), in words."""
     from .formatting import fmt_ns
 
     if f.get("left_ns_per_step") is None:
         return ""
-    when = "left" if f["status"] == "vanished" else "before"
-    return f"; {fmt_ns(f['left_ns_per_step'])} {when}, within run-to-run noise"
+    return f"; {fmt_ns(f['left_ns_per_step'])} {'left' if f['status'] == 'vanished' else 'before'}"
 
 
 def why_step_changed(metrics: dict[str, dict[str, Any]], findings: list[dict[str, Any]]) -> str | None:
@@ -621,7 +620,7 @@ def finding_sentence(f: dict[str, Any]) -> str:
         noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
     if f.get("left_ns_per_step") is not None:  # what a vanished one kept (an appeared one had)
         kept = "kept" if f["status"] == "vanished" else "had before"
-        noise += f"; the {fmt_ns(f['left_ns_per_step'])} it {kept} is within it"
+        noise += f"; it {kept} {fmt_ns(f['left_ns_per_step'])}, a tenth or less"
     word = _STATUS_WORDS.get(f["status"], "unchanged")
     return (
         f"{f['label'][:1].upper()}{f['label'][1:]} {word}: {per_step(f['base_ns_per_step'])} before, "
@@ -821,13 +820,13 @@ JSON_DOC = {
     "steps": "per step number both traces have: base_ns, new_ns, delta_ns (step periods)",
     "findings": "per finding of either run, matched by category (straggler: and the late rank): key "
     "(category, or straggler:rR), category, rank (the late rank of a straggler, else null), label, status "
-    "(appeared|vanished|grew|shrank|same; vanished also when what is left after a material fall is within "
-    "the noise and at most a tenth of what was, appeared the other way), material (the change of recoverable time is beyond the "
+    "(appeared|vanished|grew|shrank|same; vanished also when what is left after a material fall is "
+    "at most a tenth of what was, appeared the other way), material (the change of recoverable time is beyond the "
     "step-time noise: half the width of step_p50's ci95, or without it at least 2% of the base; a risk "
     "finding appearing or vanishing), noise_ns (that half-width; null without an estimate), "
     "base/new_ns_per_step (recoverable time per step; null where the run has no such finding), "
-    "delta_ns_per_step, left_ns_per_step (what a vanished finding kept, or an appeared one had, within "
-    "the noise; else null), base/new_title; material first, largest change first. Empty when a baseline "
+    "delta_ns_per_step, left_ns_per_step (what a vanished finding kept, or an appeared one had: a "
+    "tenth or less of the other side; else null), base/new_title; material first, largest change first. Empty when a baseline "
     "was saved before findings were kept (a note says so)",
     "why": "why the median step changed, in the findings' terms ('step -20.5 ms: host stall gone "
     "(-20.3 ms per step)'), when one material finding change has the step change's sign and at least "

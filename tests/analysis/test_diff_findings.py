@@ -58,7 +58,7 @@ def test_findings_are_matched_by_category_and_late_rank() -> None:
         "compute": finding("compute", 3 * MS),
     }
     rows = {r["key"]: r for r in findings_diff(base, new, noise_ns=1 * MS)}
-    # host: -20.83 ms is beyond 1 ms of noise and the 170 µs left are within it: vanished
+    # host: -20.83 ms is beyond 1 ms of noise and the 170 µs left are under a tenth of 21 ms: vanished
     h = rows["host"]
     assert (h["status"], h["material"], h["delta_ns_per_step"], h["left_ns_per_step"]) == (
         "vanished",
@@ -68,8 +68,11 @@ def test_findings_are_matched_by_category_and_late_rank() -> None:
     )
     assert finding_sentence(h) == (
         "Host stall gone: 21 ms per step before, 170 µs per step after (-20.8 ms per step), "
-        "beyond run-to-run noise; the 170 µs it kept is within it."
+        "beyond run-to-run noise; it kept 170 µs, a tenth or less."
     )
+    # a fall beyond the noise that leaves more than a tenth: shrank (30 ms -> 4 ms)
+    (kept,) = findings_diff({"host": finding("host", 30 * MS)}, {"host": finding("host", 4 * MS)}, MS)
+    assert (kept["status"], kept["left_ns_per_step"]) == ("shrank", None)
     # input: -150 µs, within the noise: shrank, not material
     assert (rows["input"]["status"], rows["input"]["material"]) == ("shrank", False)
     # a late rank 1 and a late rank 3 are two findings: one gone, one new

@@ -46,22 +46,20 @@ def kind_word(kind: str, work: str) -> str:
 class StepPath:
     """One step's critical path on every rank, placed on the index: per stretch its event
     ``row`` (-1 where its lane is not in the index), ``t0``/``t1`` (ns relative to the index's
-    base), ``kind`` and ``rank`` (-1 for none)."""
+    base), ``kind`` (an index into ``kinds``) and ``rank`` (-1 for none)."""
 
     step: int
     row: np.ndarray
     t0: np.ndarray
     t1: np.ndarray
-    kind: list[str]
+    kind: np.ndarray
+    kinds: list[str]
     rank: np.ndarray
     #: per rank: the path's length and its time by kind, longest first (the stage's tables)
     length: dict[int, int] = field(default_factory=dict)
     by_kind: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
-
-    @property
-    def ranks(self) -> list[int]:
-        """The ranks with a path in this step."""
-        return sorted({int(r) for r in self.rank.tolist()} | set(self.length))
+    #: the ranks with a path in this step
+    ranks: list[int] = field(default_factory=list)
 
     def summary(self, rank: int, work: str) -> str:
         """``critical path of step 5, rank 1: 30.2 ms · host 25.0 ms · op 5.2 ms``."""
@@ -166,7 +164,21 @@ class CriticalPaths:
             gap = ~found & (open_row >= 0)
             row[at[gap]] = open_row[gap]
         length, by_kind = self._numbers(number)
-        return StepPath(number, row, start, end, rows.get_column("kind").to_list(), ranks, length, by_kind)
+        kinds, kind = np.unique(
+            np.array(rows.get_column("kind").fill_null("").to_list()), return_inverse=True
+        )
+        return StepPath(
+            number,
+            row,
+            start,
+            end,
+            kind.astype(np.int64),
+            kinds.tolist(),
+            ranks,
+            length,
+            by_kind,
+            sorted(set(np.unique(ranks).tolist()) | set(length)),
+        )
 
     def _numbers(self, number: int) -> tuple[dict[int, int], dict[int, list[tuple[str, int]]]]:
         """Per rank, the stage's path length and its time by kind for step ``number``."""

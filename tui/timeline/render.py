@@ -400,22 +400,27 @@ class Renderer:
             )
         rank = st.path_focus(path)
         mine = np.flatnonzero(path.rank == rank)
-        a, b = span_columns(path.t0[mine], path.t1[mine], t0, w)
-        kinds = [path.kind[i] for i in mine.tolist()]
-        run_start = [i for i in range(len(kinds)) if i == 0 or kinds[i] != kinds[i - 1]]
-        for j, i in enumerate(run_start):
-            end = run_start[j + 1] - 1 if j + 1 < len(run_start) else len(kinds) - 1
-            lo, hi = max(int(a[i]), 0), min(int(b[end]), cw - 1)
-            if hi < 0 or lo >= cw or hi < lo:
-                continue
-            chars[lo : hi + 1] = PATH_RUN
-            styles[lo : hi + 1] = PATH_LINE
-            if path.t1[mine[end]] - path.t0[mine[i]] < 2 * w:  # under two cells: ├├├├ reads as noise
-                continue
-            chars[lo] = PATH_START
-            word = kind_word(kinds[i], st.words.work)
-            if hi - lo >= len(word):
-                chars[lo + 1 : lo + 1 + len(word)] = list(word)
+        kind = path.kind[mine]
+        first = np.ones(mine.size, dtype=bool)
+        first[1:] = kind[1:] != kind[:-1]
+        starts = np.flatnonzero(first)  # runs of one kind: stretches [starts[j], ends[j]]
+        ends = np.append(starts[1:], mine.size) - 1
+        t_lo, t_hi = path.t0[mine[starts]], path.t1[mine[ends]]
+        lo, hi = span_columns(t_lo, t_hi, t0, w)
+        seen = (hi >= 0) & (lo < cw)
+        lo, hi = np.maximum(lo, 0), np.minimum(hi, cw - 1)
+        diff = np.zeros(cw + 1, dtype=np.int64)
+        np.add.at(diff, lo[seen], 1)
+        np.add.at(diff, hi[seen] + 1, -1)
+        on = np.cumsum(diff)[:cw] > 0
+        chars[on], styles[on] = PATH_RUN, PATH_LINE
+        # a run under two cells wide keeps ─ (├├├├ reads as noise); the others start ├ + word
+        wide = np.flatnonzero(seen & (t_hi - t_lo >= 2 * w))
+        for j, a, b in zip(wide.tolist(), lo[wide].tolist(), hi[wide].tolist(), strict=True):
+            chars[a] = PATH_START
+            word = kind_word(path.kinds[int(kind[starts[j]])], st.words.work)
+            if b - a >= len(word):
+                chars[a + 1 : a + 1 + len(word)] = list(word)
         who = f" r{rank}" if rank >= 0 and len(path.ranks) > 1 else ""
         label = f" path #{path.step}{who}"[: lw - 1].ljust(lw - 1) + "│"
         return _strip(Segment(label, STYLES[LABEL_HEADER]), chars, styles, lw + cw)

@@ -11,8 +11,9 @@ What-if replays (``what_if.parquet``), one change each: ``input`` (time in DataL
 kernel time halved: what a 2x faster op or kernel would give), ``launch`` (binding launch
 delays -> the rank's floor, its least launch->start latency of a kernel that was not queued),
 ``sync`` (synchronize calls no longer wait for the device), ``transfer`` (memcpy/memset -> 0,
-as if overlapped), ``straggler`` (every rank arrives at each collective at the ranks' median
-arrival), ``communication`` (each collective's own time halved). A change with no time on the
+as if overlapped), ``straggler`` (each late rank's lateness removed: its own time before a late
+arrival shrunk by how much later than the other ranks' median it arrived, from the classes
+``comm/arrivals.parquet`` gives that stretch, its straggler cause first), ``communication`` (each collective's own time halved). A change with no time on the
 path saves 0 without a replay.
 
 At most :data:`MAX_STEPS` steps per job are analysed, the same step numbers on every rank;
@@ -25,10 +26,10 @@ from typing import Any
 
 import polars as pl
 
-from . import critical_path_hta
+from . import collectives, comm, critical_path_hta
 from .critical_path_graph import THREAD_KINDS, RankStep, step_graph
-from .critical_path_inputs import HOST_OVERHEAD, RankInputs, rank_inputs
-from .critical_path_replay import BLOCKED, CHANGES, COLL, END, THREAD, Graph
+from .critical_path_inputs import HOST_OVERHEAD, RankInputs, lateness, rank_inputs
+from .critical_path_replay import BLOCKED, CHANGES, COLL, END, THREAD, WAKE, Graph
 from .engine import ENGINE
 from .schemas import TABLES
 
@@ -98,6 +99,28 @@ def chosen_steps(windows: pl.DataFrame, most: int = MAX_STEPS) -> list[int]:
     return sorted(keep)
 
 
+def _spans(windows: pl.DataFrame) -> list[tuple[int, int]]:
+    """The analysed steps' time on every rank, merged: each step window from its CPU start to
+    the later of its CPU end and the end of the device work it launched."""
+    rows = windows.select(
+        pl.min_horizontal("cpu_start_ns", "start_ns").alias("lo"),
+        pl.max_horizontal("cpu_end_ns", "end_ns").alias("hi"),
+    ).sort("lo")
+    out: list[tuple[int, int]] = []
+    for lo, hi in rows.iter_rows():
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _overlaps(spans: list[tuple[int, int]], start: pl.Expr, end: pl.Expr) -> pl.Expr:
+    """Rows whose ``[start, end]`` meets one of ``spans`` (what the stage reads: its cost is
+    bounded by the analysed steps, not the trace's length)."""
+    return pl.any_horizontal(*((start <= hi) & (end >= lo) for lo, hi in spans))
+
+
 def _marker_tids(events: pl.LazyFrame) -> dict[tuple[str, int, int], int]:
     rows = events.filter(pl.col("kind") == "step").select("node", "rank", "ts", "tid").collect(engine=ENGINE)
     return {(n, r, ts): tid for n, r, ts, tid in rows.iter_rows()}
@@ -141,6 +164,12 @@ def path_stretches(
             emit("communication", lane, lane.name, a, b)
             emit("rank_wait", lane, lane.name, g.t[own], a)
             s = own
+        elif kind == WAKE and n in g.woken:
+            # woken once another rank arrived: the wait for it, from this rank's own arrival
+            own = g.woken[n]
+            emit("host_overhead", lane, lane.name, a, b)
+            emit("rank_wait", lane, lane.name, g.t[own], a)
+            s = own
         elif kind == "op":
             emit(lane.kind, lane, lane.name, a, b)
         else:
@@ -161,8 +190,9 @@ def _analyse_step(
     windows: list[tuple[tuple[str, int], int, int, int | None]],
     inputs: dict[tuple[str, int], RankInputs],
     rows: dict[str, list],
+    late: pl.DataFrame,
 ) -> None:
-    g, parts = step_graph(step, windows, inputs)
+    g, parts = step_graph(step, windows, inputs, late)
     base = g.t
     lengths = {}
     for rs in parts:
@@ -181,6 +211,8 @@ def _analyse_step(
         rs.by_kind = by  # type: ignore[attr-defined]
     for ci, change in enumerate(CHANGES, start=1):
         needed = any(rs.by_kind.get(k, 0) > 0 for rs in parts for k in CHANGE_KINDS[change])  # type: ignore[attr-defined]
+        if change == "straggler":
+            needed = needed and any(c > 0 for c in g.cut)
         t = g.replay(ci) if needed else base
         for rs in parts:
             node, rank = rs.key
@@ -194,14 +226,25 @@ def _analyse_step(
 
 
 def stage(
-    events: pl.LazyFrame, windows: pl.DataFrame, launches: pl.DataFrame, hta_compat: bool
+    events: pl.LazyFrame,
+    windows: pl.DataFrame,
+    launches: pl.DataFrame,
+    hta_compat: bool,
+    arrivals: pl.DataFrame | None = None,
+    stragglers: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The ``critical_path`` stage's outputs (see :data:`profui.analysis.schemas.TABLES`)."""
-    return analyse(events, windows, launches, hta_compat)[0]
+    """The ``critical_path`` stage's outputs (see :data:`profui.analysis.schemas.TABLES`);
+    ``arrivals`` and ``stragglers`` are the comm stage's tables (computed when not given)."""
+    return analyse(events, windows, launches, hta_compat, arrivals, stragglers)[0]
 
 
 def analyse(
-    events: pl.LazyFrame, windows: pl.DataFrame, launches: pl.DataFrame, hta_compat: bool
+    events: pl.LazyFrame,
+    windows: pl.DataFrame,
+    launches: pl.DataFrame,
+    hta_compat: bool,
+    arrivals: pl.DataFrame | None = None,
+    stragglers: pl.DataFrame | None = None,
 ) -> tuple[dict[str, Any], list[tuple]]:
     """:func:`stage`'s tables and the what-if savings that came out negative and were clamped
     to 0 (node, rank, step, change, saved_ns; none on any trace seen)."""
@@ -209,10 +252,21 @@ def analyse(
         return critical_path_hta.stage(events, windows, launches), []
     if windows.height == 0:
         return empty_outputs(), []
-    inputs = rank_inputs(events, launches)
+    if arrivals is None:
+        arrivals = collectives.arrivals(events, windows.lazy())
+    if stragglers is None:
+        stragglers = comm.stragglers(arrivals).collect(engine=ENGINE)
+    steps = chosen_steps(windows)
+    late = lateness(arrivals, stragglers, steps)
+    spans = _spans(windows.filter(pl.col("step").is_in(steps)))
+    inputs = rank_inputs(
+        events.filter(_overlaps(spans, pl.col("ts"), pl.col("ts") + pl.col("dur"))),
+        launches.filter(_overlaps(spans, pl.col("launch_ts"), pl.col("launch_ts") + pl.col("launch_dur"))),
+        arrivals,
+    )
     tids = _marker_tids(events)
     rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": [], "clamped": []}
-    for step in chosen_steps(windows):
+    for step in steps:
         w = windows.filter(pl.col("step") == step).sort("node", "rank")
         ranks = [
             ((n, r), s, e, tids.get((n, r, s)))
@@ -220,7 +274,7 @@ def analyse(
             if (n, r) in inputs
         ]
         if ranks:
-            _analyse_step(step, ranks, inputs, rows)
+            _analyse_step(step, ranks, inputs, rows, late)
     return _tables(rows), rows["clamped"]
 
 

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from .critical_path_inputs import CLASS_KINDS, HOST_OVERHEAD, RANK_TIME, RankInputs, ThreadTime
+from .comm import HOST_OP
+from .critical_path_inputs import (
+    ARRIVAL_CLASSES,
+    CLASS_KINDS,
+    HOST_OVERHEAD,
+    RANK_TIME,
+    RankInputs,
+    ThreadTime,
+)
 from .critical_path_replay import (
     BLOCKED,
     COLL,
@@ -36,6 +44,14 @@ from .critical_path_replay import (
     Lane,
 )
 
+#: An op starting this soon after an op of another stream of its device ended, and later than
+#: its launch and its stream predecessor allow, waited for it (a ``cudaStreamWaitEvent`` or an
+#: event a CUDA graph's edges imply, where the trace has no CUPTI sync rows). An event wait
+#: releases the waiting stream a few µs after the recorded op ends (1-5 µs between the two on
+#: hta-negative_queue_length_values_check, whose clock has 1 µs resolution); two independent
+#: streams rarely hand over that close, and the rule only applies to a start nothing else
+#: explains.
+IMPLICIT_WAIT_NS = 10_000
 #: A host op that ends this soon after a host collective on another thread of its rank ended
 #: (and started before it ended) waited for it: a thread woken by the collective's end returns
 #: from its wait within tens of µs.
@@ -46,6 +62,11 @@ WAKE_WITHIN_NS = 50_000
 #: to 1.2 ms after the collective ended. A thread that was not waiting and happens to start an
 #: op this soon after only gets its idle time before it counted as a wait.
 RESUME_WITHIN_NS = 2_000_000
+#: The same for a thread idle outside any op since before the collective's middle (DDP's main
+#: thread waiting for the all-reduce it asked for): a freshly recorded 3-rank run on a loaded
+#: 2-core host (load ~6) resumed 3.3 ms after the collective ended; a thread that idle was
+#: waiting for something, and the collective is what ended just before it resumed.
+WOKEN_IDLE_WITHIN_NS = 10_000_000
 
 
 @dataclass
@@ -66,6 +87,8 @@ class RankStep:
     host_coll: dict[tuple[int, int], tuple[int, int, str]] = field(default_factory=dict)
     # a device op's start and end nodes -> its lane
     op_lane: dict[int, Lane] = field(default_factory=dict)
+    # a host collective's start node -> threads' resumes inside it: (node, idle since, lane)
+    resumes: dict[int, list[tuple[int, int, Lane]]] = field(default_factory=dict)
 
     def time_of(self, tid: int | None) -> ThreadTime | None:
         """The time line a thread's time is classified by: the step thread's is its rank's
@@ -171,7 +194,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
         extra.append((main_tid, cpu_end, 1 << 62, host_end, False))
     # an op of another thread woken by a host collective's end waits for it
     order = 1 << 61
-    for ctid, _cts, c_end, _s, c_node, _name in coll_anchors:
+    for ctid, cts, c_end, c_start, c_node, _name in coll_anchors:
         for tid, tt in rs.threads.items():
             if tid in (ctid, RANK_TIME):
                 continue
@@ -182,7 +205,12 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
                 at = int(tt.name_end[j])
             else:  # a thread idle outside its ops until woken: its next op starts right after
                 running = (tt.name_start < c_end) & (tt.name_end > c_end)
-                m = (tt.name_start >= c_end) & (tt.name_start <= c_end + RESUME_WITHIN_NS)
+                ended = tt.name_end[tt.name_end < c_end]
+                idle_since = int(ended.max()) if len(ended) else start
+                # idle since before the collective's middle: it waited for it, however late
+                # the scheduler woke it (within a bound)
+                within = WOKEN_IDLE_WITHIN_NS if 2 * idle_since <= cts + c_end else RESUME_WITHIN_NS
+                m = (tt.name_start >= c_end) & (tt.name_start <= c_end + within)
                 hits = np.flatnonzero(m)
                 if running.any() or not len(hits):
                     continue
@@ -190,6 +218,27 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
                 at = int(tt.name_start[j])
             w = g.node(at, ri)
             g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
+            extra.append((tid, at, order, w, True))
+            order += 1
+        for tid, tt in rs.threads.items():
+            # woken while the collective still runs here (its result is in once the last rank
+            # arrived): the first op started inside it on an idle thread; joined to the last
+            # rank's arrival in :func:`_collectives`
+            if tid in (ctid, RANK_TIME):
+                continue
+            inside = np.flatnonzero((tt.name_start > cts) & (tt.name_start < c_end))
+            if not len(inside):
+                continue
+            j = int(inside[np.argmin(tt.name_start[inside])])
+            at = int(tt.name_start[j])
+            before = tt.name_end[tt.name_start < at]
+            if len(before) and before.max() >= at:
+                continue  # running: not idle when it resumed
+            idle_from = int(before.max()) if len(before) else start
+            w = g.node(at, ri)
+            rs.resumes.setdefault(c_start, []).append(
+                (w, idle_from, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
+            )
             extra.append((tid, at, order, w, True))
             order += 1
     if extra:
@@ -236,6 +285,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     _device_lanes(g, ri, rs, inp, win, launch_node, end_node)
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
+    _implicit_waits(g, inp, win, rs)
 
 
 def _enqueue(rs: RankStep, ctid: int, cts: int) -> tuple[int, int, str] | None:
@@ -376,6 +426,36 @@ def _stream_waits(g: Graph, inp: RankInputs, win: pl.DataFrame, rs: RankStep) ->
         )
 
 
+def _implicit_waits(g: Graph, inp: RankInputs, win: pl.DataFrame, rs: RankStep) -> None:
+    """A stream wait no sync row records: an op that starts later than its launch allows (its
+    launch + the rank's floor) and later than its stream predecessor's end, within
+    :data:`IMPLICIT_WAIT_NS` after an op of another stream of its device ended, waited for that
+    op (the latest such end)."""
+    if win.height < 2:
+        return
+    dev, stream = win["device"].to_numpy(), win["stream"].to_numpy()
+    ts, te = win["ts"].to_numpy(), win["end"].to_numpy()
+    low = np.iinfo(np.int64).min // 2
+    launched = win["launch_ts"].fill_null(low).to_numpy() + inp.launch_floor
+    ready = np.maximum(launched, win["prev_end"].fill_null(low).to_numpy())
+    for d in np.unique(dev).tolist():
+        on = np.flatnonzero(dev == d)
+        by_end = on[np.argsort(te[on], kind="stable")]
+        ends = te[by_end]
+        waiting = on[ts[on] > ready[on]]
+        lo = np.searchsorted(ends, ts[waiting] - IMPLICIT_WAIT_NS, side="left")
+        hi = np.searchsorted(ends, ts[waiting], side="right")
+        for i, a, b in zip(waiting.tolist(), lo.tolist(), hi.tolist(), strict=True):
+            other = [j for j in by_end[a:b].tolist() if stream[j] != stream[i]]
+            if not other:
+                continue
+            j = other[-1]
+            src = rs.ops[(int(dev[j]), int(stream[j]), int(ts[j]))][1]
+            dst = rs.ops[(int(dev[i]), int(stream[i]), int(ts[i]))][0]
+            lane = Lane("device", device=int(dev[i]), stream=int(stream[i]), kind="device_overhead")
+            g.edge(src, dst, EVENT_WAIT, 0, lane)
+
+
 def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], RankInputs]) -> None:
     """Each collective's end on each rank after every rank's arrival (floor: its own time)."""
     groups: dict[tuple[str, str, int], list[tuple[int, int, int, Lane]]] = {}
@@ -398,6 +478,12 @@ def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], 
     for members in groups.values():
         last = max(members, key=lambda m: g.t[m[1]])
         own_time = g.t[last[2]] - g.t[last[1]]
+        for ri, a, _e, _lane in members:
+            # a thread idle when the last rank arrived and resuming soon after waited for it
+            for w, idle_from, lane in parts[ri].resumes.get(a, []):
+                if idle_from <= g.t[last[1]] <= g.t[w] <= g.t[last[1]] + WOKEN_IDLE_WITHIN_NS:
+                    g.edge(last[1], w, WAKE, 0, lane)
+                    g.woken[w] = a
         for _ri, a, e, lane in members:
             arrivals = [m[1] for m in members] if g.t[e] >= g.t[last[1]] else [a]
             g.coll[e] = (arrivals, a, own_time if len(arrivals) > 1 else g.t[e] - g.t[a])
@@ -416,8 +502,10 @@ def step_graph(
     step: int,
     windows: list[tuple[tuple[str, int], int, int, int | None]],
     inputs: dict[tuple[str, int], RankInputs],
+    late: pl.DataFrame | None = None,
 ) -> tuple[Graph, list[RankStep]]:
-    """The graph of one step: ``windows`` holds each rank's (key, cpu_start, cpu_end, marker tid)."""
+    """The graph of one step: ``windows`` holds each rank's (key, cpu_start, cpu_end, marker tid);
+    ``late`` (:func:`~.critical_path_inputs.lateness`' rows) what the straggler change cuts."""
     g = Graph()
     parts: list[RankStep] = []
     for ri, (key, cpu_start, cpu_end, main_tid) in enumerate(windows):
@@ -440,8 +528,64 @@ def step_graph(
             g.edge(rs.start_node, n, ORPHAN, 0, lane or Lane("host", tid=rs.main_tid, kind="host_overhead"))
         else:
             g.fixed[n] = True
+    if late is not None and late.height:
+        _lateness_cuts(g, parts, late.filter(pl.col("step") == step))
     g.finish({ri: inputs[rs.key].launch_floor for ri, rs in enumerate(parts)})
     return g, parts
+
+
+def _lateness_cuts(g: Graph, parts: list[RankStep], late: pl.DataFrame) -> None:
+    """What the straggler change removes (``g.cut``): on each late rank, its own time in the
+    stretch before its late arrival, by the arrivals' classes (the step thread's input, host
+    overhead and, on a host-op rank, its ops; a device-kernel rank's compute kernels and
+    transfers), latest first, as much of each class as :func:`~.critical_path_inputs.lateness`
+    says."""
+    src_t = np.asarray(g.t, dtype=np.int64)[np.asarray(g.src, dtype=np.int64)]
+    dst_t = np.asarray(g.t, dtype=np.int64)[np.asarray(g.dst, dtype=np.int64)]
+    rank_of = np.asarray(g.rank_of, dtype=np.int64)[np.asarray(g.dst, dtype=np.int64)]
+    kinds = np.asarray(g.kind)
+    cut = np.zeros(len(g.src), dtype=np.int64)
+    for ri, rs in enumerate(parts):
+        mine = late.filter(
+            pl.col("node").eq_missing(rs.key[0]), pl.col("rank") == rs.key[1], pl.col("arrive_ns") >= rs.start
+        )
+        if mine.height == 0:
+            continue
+        on_rank = rank_of == ri
+        host = np.flatnonzero(
+            on_rank
+            & np.isin(kinds, [THREAD, BLOCKED])
+            & np.array([ln is not None and ln.tid == rs.main_tid for ln in g.lane], dtype=bool)
+        )
+        ops = np.flatnonzero(on_rank & (kinds == OP))
+        op_class = np.array([{"device_compute": 2, "transfer": 3}.get(g.lane[e].kind, -1) for e in ops])
+        tt = rs.time_of(rs.main_tid)
+        for source, f, a, *want in mine.select(
+            "source", "from_ns", "arrive_ns", *(f"cut_{c}" for c in ARRIVAL_CLASSES)
+        ).iter_rows():
+            lo, hi = np.maximum(src_t[host], f), np.minimum(dst_t[host], a)
+            h = np.flatnonzero(hi > lo)
+            split = _split(tt, lo[h], hi[h])  # input, host_compute, host_overhead
+            amount = np.zeros((len(h), 4), dtype=np.int64)
+            amount[:, 0] = split[0]
+            amount[:, 1] = split[2] + (split[1] if source != HOST_OP else 0)
+            amount[:, 2] = split[1] if source == HOST_OP else 0
+            edges, ends = [host[h]], [hi[h]]
+            if source != HOST_OP and len(ops):
+                olo, ohi = np.maximum(src_t[ops], f), np.minimum(dst_t[ops], a)
+                o = np.flatnonzero((ohi > olo) & (op_class >= 0))
+                extra = np.zeros((len(o), 4), dtype=np.int64)
+                extra[np.arange(len(o)), op_class[o]] = (ohi - olo)[o]
+                amount = np.vstack([amount, extra])
+                edges.append(ops[o])
+                ends.append(ohi[o])
+            edge, end = np.concatenate(edges), np.concatenate(ends)
+            by = np.argsort(-end, kind="stable")  # latest first: just before the arrival
+            edge, amount = edge[by], amount[by]
+            before = np.cumsum(amount, axis=0) - amount
+            take = np.clip(np.asarray(want, dtype=np.int64)[None, :] - before, 0, amount)
+            np.add.at(cut, edge, take.sum(axis=1))
+    g.cut = cut.tolist()
 
 
 #: The path kinds of a thread's classes.

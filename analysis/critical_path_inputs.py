@@ -271,8 +271,11 @@ def _lazy_df(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     return frame.collect(engine=ENGINE) if isinstance(frame, pl.LazyFrame) else frame
 
 
-def rank_inputs(events: pl.LazyFrame, launches: pl.DataFrame) -> dict[tuple[str, int], RankInputs]:
-    """Every rank's :class:`RankInputs`."""
+def rank_inputs(
+    events: pl.LazyFrame, launches: pl.DataFrame, arrivals: pl.DataFrame | None = None
+) -> dict[tuple[str, int], RankInputs]:
+    """Every rank's :class:`RankInputs`. With ``arrivals`` (the comm stage's table), each
+    collective's ``seq`` is the one it gives, so that ``events`` may hold only some steps."""
     host = (
         events.filter(pl.col("device") < 0, pl.col("kind").is_in(_NAMING_KINDS))
         .select(*_RANK, "tid", "kind", "name", "ts", (pl.col("ts") + pl.col("dur")).alias("end"))
@@ -319,6 +322,10 @@ def rank_inputs(events: pl.LazyFrame, launches: pl.DataFrame) -> dict[tuple[str,
     syncs = syncs.collect(engine=ENGINE)
     waits = waits.collect(engine=ENGINE)
     coll = collectives_of(events, ops)
+    if arrivals is not None:
+        key = [*_RANK, "source", "collective", "arrive_ns"]
+        seq = arrivals.select(*key, "seq").unique(key, keep="first")
+        coll = coll.drop("seq").join(seq, on=key, how="inner", nulls_equal=True).select(coll.columns)
     host_coll = coll.filter(pl.col("source") == "host op").select(
         *_RANK,
         "tid",
@@ -388,3 +395,53 @@ def rank_inputs(events: pl.LazyFrame, launches: pl.DataFrame) -> dict[tuple[str,
             waits=parts["waits"].get(key, waits.clear()),
         )
     return out
+
+
+#: The classes of :func:`profui.analysis.collectives.arrivals`' stretches, in its order.
+ARRIVAL_CLASSES = ("input", "host", "compute", "transfer")
+
+
+def lateness(arrivals: pl.DataFrame, stragglers: pl.DataFrame, steps: list[int]) -> pl.DataFrame:
+    """Each rank's lateness at each collective of ``steps`` and what of its stretch before the
+    arrival removes it: ``node, rank, step, source, from_ns, arrive_ns`` and ``cut_<class>``
+    (:data:`ARRIVAL_CLASSES`), only rows with some lateness.
+
+    Lateness is the arrival minus the median arrival of the other ranks at the same instance
+    (``comm/arrivals.parquet``'s ``source, collective, seq``). It is taken from the stretch's
+    classes (the arrivals' numbers, not a second reading of the trace) in order: the step's
+    straggler cause first on the straggler rank (``comm/stragglers.parquet``), then the larger
+    classes first; never more than a class holds."""
+    inst = ["source", "collective", "seq"]
+    a = arrivals.filter(pl.col("step").is_in(steps)).with_row_index("_id")
+    if a.height == 0:
+        return a.clear().drop("_id")
+    others = (
+        a.select("_id", *inst, *_RANK)
+        .join(a.select(*inst, pl.col("node").alias("_n"), pl.col("rank").alias("_r"), "arrive_ns"), on=inst)
+        .filter(~(pl.col("node").eq_missing(pl.col("_n")) & (pl.col("rank") == pl.col("_r"))))
+        .group_by("_id")
+        .agg(pl.col("arrive_ns").median().alias("_median"))
+    )
+    cause = stragglers.select(
+        "step", pl.col("straggler_node").alias("node"), pl.col("straggler_rank").alias("rank"), "cause"
+    )
+    late = (
+        a.join(others, on="_id")
+        .with_columns((pl.col("arrive_ns") - pl.col("_median")).round().cast(pl.Int64).alias("late_ns"))
+        .filter(pl.col("late_ns") > 0)
+        .join(cause, on=["step", *_RANK], how="left", nulls_equal=True)
+    )
+    rows = []
+    for r in late.iter_rows(named=True):
+        budget = r["late_ns"]
+        order = sorted(ARRIVAL_CLASSES, key=lambda c: (c != r["cause"], -(r[f"{c}_ns"] or 0)))
+        cut = dict.fromkeys(ARRIVAL_CLASSES, 0)
+        for c in order:
+            take = min(budget, max(r[f"{c}_ns"] or 0, 0))
+            cut[c], budget = take, budget - take
+        rows.append(
+            (r["node"], r["rank"], r["step"], r["source"], r["from_ns"], r["arrive_ns"], *cut.values())
+        )
+    names = ["node", "rank", "step", "source", "from_ns", "arrive_ns", *(f"cut_{c}" for c in ARRIVAL_CLASSES)]
+    schema = dict.fromkeys(names, pl.Int64) | {"node": pl.String, "source": pl.String}
+    return pl.DataFrame(rows, schema=schema, orient="row")

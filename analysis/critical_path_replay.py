@@ -79,6 +79,10 @@ class Graph:
     # COLL groups: end node -> (arrival nodes, own arrival, own time)
     coll: dict[int, tuple[list[int], int, int]] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
+    # a thread's resume woken by another rank's arrival -> its own rank's arrival there
+    woken: dict[int, int] = field(default_factory=dict)
+    # per edge: what the straggler change removes from it (its rank's lateness; empty: none)
+    cut: list[int] = field(default_factory=list)
 
     def node(self, t: int, rank: int, fixed: bool = False) -> int:
         """A new node at observed time ``t`` on rank index ``rank``."""
@@ -194,6 +198,11 @@ class Graph:
             [self.coll[int(x)][2] if c else 0 for x, c in zip(dst, is_coll, strict=True)], dtype=np.int64
         )
         # each collective's own time halved: every edge into its end loses the half removed
+        if self.cut:
+            cut = np.asarray(self.cut, dtype=np.int64)
+            weights[_STRAGGLER] = np.where(
+                cut > 0, np.maximum(weights[_STRAGGLER] - cut, 0), weights[_STRAGGLER]
+            )
         weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
         self.weights = [row.tolist() for row in weights]
         self._order(t, src, dst)
@@ -239,7 +248,7 @@ class Graph:
     def replay(self, change: int = 0) -> list[int]:
         """Every node's time with change ``change`` (0: none; else ``CHANGES[change - 1]``)."""
         t = list(self.t)
-        src, inc, fixed, coll = self.src, self.inc, self.fixed, self.coll
+        src, inc, fixed = self.src, self.inc, self.fixed
         wc = self.weights[change]
         for n in self.order:
             edges = inc[n]
@@ -250,35 +259,12 @@ class Graph:
                 w = wc[e]
                 if w == NONE:
                     continue
-                if change == _STRAGGLER and n in coll:
-                    continue
                 v = t[src[e]] + w
                 if best is None or v > best:
                     best = v
-            if change == _STRAGGLER and n in coll:
-                best = self._straggler(n, t, best)
             if best is not None:
                 t[n] = best
         return t
-
-    def _straggler(self, n: int, t: list[int], best: int | None) -> int | None:
-        """A collective's end with every rank arriving at the ranks' median arrival (the late
-        rank's lateness removed), never before this rank's own arrival plus its observed gap."""
-        arrivals, own, _ = self.coll[n]
-        times = sorted(t[a] for a in arrivals)
-        med = times[(len(times) - 1) // 2]
-        for e in self.inc[n]:
-            w = self.weights[_STRAGGLER][e]
-            if w == NONE:
-                continue
-            s = self.src[e]
-            if self.kind[e] == COLL and s != own:
-                v = med + w
-            else:
-                v = t[s] + w
-            if best is None or v > best:
-                best = v
-        return best
 
     def binding_of(self) -> dict[int, int]:
         """Each node's binding edge."""

@@ -392,6 +392,8 @@ def critical_path(ctx: StageContext) -> dict[str, Any]:
         ctx.input("steps", "windows.parquet"),
         ctx.input("correlate", "launches.parquet"),
         hta,
+        ctx.input("comm", "arrivals.parquet"),
+        ctx.input("comm", "stragglers.parquet"),
     )
 
 

@@ -311,7 +311,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "critical_path",
-        ("ingest", "steps", "correlate"),
+        # comm: the straggler change removes the lateness its arrivals table measures
+        ("ingest", "steps", "correlate", "comm"),
         ("hta_compat", "include_last_step"),
         ("steps.parquet", "by_kind.parquet", "events.parquet", "what_if.parquet"),
         b.critical_path,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from . import collectives, comm, critical_path_hta
@@ -177,11 +178,16 @@ def path_stretches(
         n = s
     out.reverse()
     # a host stretch is named by the innermost op or frame at its middle (what a user looks at)
+    unnamed: dict[int | None, list[int]] = {}
     for i, row in enumerate(out):
         if row[5] is None:
-            tt = rs.time_of(row[2])
-            mid = (row[6] + row[7]) // 2
-            out[i] = (*row[:5], tt.name_at(mid, mid + 1) if tt is not None else "", *row[6:])
+            unnamed.setdefault(row[2], []).append(i)
+    for tid, rows in unnamed.items():
+        tt = rs.time_of(tid)
+        mids = np.array([(out[i][6] + out[i][7]) // 2 for i in rows], dtype=np.int64)
+        names = tt.names_at(mids) if tt is not None else [""] * len(rows)
+        for i, name in zip(rows, names, strict=True):
+            out[i] = (*out[i][:5], name, *out[i][6:])
     return out
 
 
@@ -259,12 +265,14 @@ def analyse(
     steps = chosen_steps(windows)
     late = lateness(arrivals, stragglers, steps)
     spans = _spans(windows.filter(pl.col("step").is_in(steps)))
+    # the analysed steps' events read once; every query below runs on them alone
+    mine = events.filter(_overlaps(spans, pl.col("ts"), pl.col("ts") + pl.col("dur"))).collect(engine=ENGINE)
     inputs = rank_inputs(
-        events.filter(_overlaps(spans, pl.col("ts"), pl.col("ts") + pl.col("dur"))),
+        mine.lazy(),
         launches.filter(_overlaps(spans, pl.col("launch_ts"), pl.col("launch_ts") + pl.col("launch_dur"))),
         arrivals,
     )
-    tids = _marker_tids(events)
+    tids = _marker_tids(mine.lazy())
     rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": [], "clamped": []}
     for step in steps:
         w = windows.filter(pl.col("step") == step).sort("node", "rank")

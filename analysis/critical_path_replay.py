@@ -65,7 +65,9 @@ class Graph:
     t: list[int] = field(default_factory=list)
     fixed: list[bool] = field(default_factory=list)
     rank_of: list[int] = field(default_factory=list)
-    inc: list[list[int]] = field(default_factory=list)
+    # each node's incoming edges: flat edge ids, node n's at [bounds[n], bounds[n + 1])
+    _inc_bounds: list[int] = field(default_factory=list)
+    _inc_flat: list[int] = field(default_factory=list)
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     kind: list[str] = field(default_factory=list)
@@ -151,9 +153,8 @@ class Graph:
         n_edges = len(src)
         # each node's incoming edges, in the order they were made
         by_dst = np.argsort(dst, kind="stable")
-        bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1)).tolist()
-        flat = by_dst.tolist()
-        self.inc = [flat[bounds[n] : bounds[n + 1]] for n in range(len(t))]
+        self._inc_bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1)).tolist()
+        self._inc_flat = by_dst.tolist()
         gap = t[dst] - t[src]
         is_thread = kind == THREAD
         eff = np.where(is_thread, gap, np.minimum(floor, gap))
@@ -225,7 +226,8 @@ class Graph:
         if not len(src) or bool((pos[src] < pos[dst]).all()):
             self.order = order.tolist()
             return
-        indeg = [len(e) for e in self.inc]
+        b = self._inc_bounds
+        indeg = [b[n + 1] - b[n] for n in range(len(self.t))]
         out_edges: list[list[int]] = [[] for _ in self.t]
         for e, s in enumerate(self.src):
             out_edges[s].append(e)
@@ -248,14 +250,15 @@ class Graph:
     def replay(self, change: int = 0) -> list[int]:
         """Every node's time with change ``change`` (0: none; else ``CHANGES[change - 1]``)."""
         t = list(self.t)
-        src, inc, fixed = self.src, self.inc, self.fixed
+        src, fixed = self.src, self.fixed
+        bounds, flat = self._inc_bounds, self._inc_flat
         wc = self.weights[change]
         for n in self.order:
-            edges = inc[n]
-            if fixed[n] or not edges:
+            lo, hi = bounds[n], bounds[n + 1]
+            if fixed[n] or lo == hi:
                 continue
             best = None
-            for e in edges:
+            for e in flat[lo:hi]:
                 w = wc[e]
                 if w == NONE:
                     continue

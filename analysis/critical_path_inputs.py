@@ -48,7 +48,8 @@ class ThreadTime:
     name_start: np.ndarray
     name_end: np.ndarray
     names: list[str]
-    # the same as Python lists, made on first use (scalar lookups on lists cost a tenth)
+    # runs of one class and the naming events' bounds as Python lists, made on first use
+    # (scalar lookups on lists cost a tenth)
     _bp: list[int] | None = None
     _cls: list[int] | None = None
     _ns: list[int] | None = None
@@ -66,31 +67,20 @@ class ThreadTime:
     def pieces(self, a: int, b: int) -> list[tuple[int, int, int]]:
         """``[a, b)`` cut where its class changes: ``(start, end, class)`` in time order."""
         if self._bp is None:
-            self._bp, self._cls = self.bp.tolist(), self.cls.tolist()
-            self._ns, self._ne = self.name_start.tolist(), self.name_end.tolist()
-        bp, cls = self._bp, self._cls
-        i0 = max(bisect_right(bp, a) - 1, 0)
-        i1 = bisect_left(bp, b)
-        if i1 - i0 > 32:
-            # a long stretch: cut where the class changes, found in one pass over the array
-            c = self.cls[i0:i1]
-            cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
-            edges = [a, *(int(self.bp[i0 + k]) for k in cuts), b]
-            classes = [int(c[0]), *(int(c[k]) for k in cuts)]
-            return [
-                (edges[k], edges[k + 1], classes[k]) for k in range(len(classes)) if edges[k + 1] > edges[k]
-            ]
+            # runs of one class (adjacent intervals of the same class merged), as lists
+            change = np.r_[True, self.cls[1:] != self.cls[:-1]]
+            self._bp, self._cls = (
+                self.bp[:-1][change].tolist() + [int(self.bp[-1])],
+                self.cls[change].tolist(),
+            )
+        rb, rc = self._bp, self._cls
+        i0 = max(bisect_right(rb, a) - 1, 0)
+        i1 = min(bisect_left(rb, b), len(rc))
         out: list[tuple[int, int, int]] = []
         for i in range(i0, max(i1, i0 + 1)):
-            s = max(a, bp[i])
-            e = min(b, bp[i + 1]) if i + 1 < len(bp) else b
-            if e <= s:
-                continue
-            c = cls[i]
-            if out and out[-1][2] == c and out[-1][1] == s:
-                out[-1] = (out[-1][0], e, c)
-            else:
-                out.append((s, e, c))
+            s, e = max(a, rb[i]), min(b, rb[i + 1])
+            if e > s:
+                out.append((s, e, rc[i]))
         return out
 
     def names_at(self, x: np.ndarray) -> list[str]:
@@ -108,8 +98,8 @@ class ThreadTime:
 
     def name_at(self, a: int, b: int) -> str:
         """The innermost naming event (latest start) covering ``[a, b)``; empty when none."""
-        if self._bp is None:
-            self.pieces(a, a)
+        if self._ns is None:
+            self._ns, self._ne = self.name_start.tolist(), self.name_end.tolist()
         ne = self._ne
         i = bisect_right(self._ns, a) - 1
         # nested ranges: the innermost is the latest-starting one still open; siblings that

@@ -5,6 +5,9 @@
                      │         └───────────────────────────────────┤
                      ├─ kernels, activity, memory, precision,      ├─ summary
                      │  utilization, sync, flops (+ steps) ────────┤
+                     ├─ critical_path (steps, correlate, comm) ────┤
+                     │    └─ findings (+ comm, allocations,        │
+                     │       precision, flops, memory) ────────────┤
                      └─────────────────────────────────────────────┘
 
 (summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.)

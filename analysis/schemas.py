@@ -930,7 +930,13 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("step", I64, "count", "step number (the job's: the same on every rank)"),
             _c("start_ns", I64, "epoch_ns", "the step's start on this rank (its host marker's start)"),
             _c("end_ns", I64, "epoch_ns", "the end of the step's last work on this rank (host or device)"),
-            _c("length_ns", I64, "ns", "the critical path's length: end_ns - start_ns"),
+            _c(
+                "length_ns",
+                I64,
+                "ns",
+                "the critical path's length: end_ns - start_ns (under hta_compat HTA's longest path, "
+                "which skips host gaps between top-level ops)",
+            ),
         ),
         "one row per analysed step per rank: the length of its critical path",
     ),

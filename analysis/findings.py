@@ -4,8 +4,10 @@ step on the critical path (the ``critical_path`` stage's what-if replays).
 A time finding's ``recoverable_ns_per_step`` is the what-if's saving, job-level: per analysed
 step, the slowest rank's critical path before minus the slowest rank's path with that change
 (the job waits for its slowest rank), then the mean over the analysed steps. Its
-``recoverable_share`` is that over the job's median path length (the slowest rank's, per step).
-Never a share of time times the step time.
+``recoverable_share`` is the analysed steps' total saving over their total critical-path length
+(the slowest rank's, per step): a share of step time, at most 1 (a mean saving over the median
+step mixes two statistics and passes 1 on skewed steps). Never a share of time times the step
+time.
 
 Risk findings (``memory``, ``precision``, ``idle``) save nothing the graph can replay: they
 carry ``recoverable_ns_per_step`` 0 and a ``severity``.
@@ -30,7 +32,7 @@ from .findings_path import (
     job_paths,
     longest_start,
     look_at,
-    median_length,
+    mean_length,
     path_time,
     savings,
     stretches,
@@ -81,7 +83,7 @@ PATH_KINDS: dict[str, tuple[str, ...]] = {
 #: ``severity``, most severe first.
 SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
 
-#: A time finding saving less than this share of the median step is dropped.
+#: A time finding saving less than this share of the step time is dropped.
 MIN_SHARE = 0.01
 #: A time finding's severity by its share of the step: high from 20%, medium from 5%.
 HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
@@ -176,10 +178,10 @@ def _lead(category: str, words: DeviceWords) -> str:
 
 
 def recoverable_title(lead: str, ns: int, share: float) -> str:
-    """A time finding's title: ``LEAD: X per step (Y% of the median step) recoverable`` — the
-    numbers of its first two evidence rows (Y is over the median step, so a mean saving over
-    skewed steps can pass 100%)."""
-    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)} of the median step) recoverable"
+    """A time finding's title: ``LEAD: X per step (Y% of step time) recoverable`` — the numbers
+    of its first two evidence rows (X the mean saving per analysed step, Y the steps' total
+    saving over their total critical-path length)."""
+    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)} of step time) recoverable"
 
 
 # -- the rules ----------------------------------------------------------------------------------
@@ -198,7 +200,7 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
     if not steps.height:
         return []
     jobs = job_paths(steps)
-    median = median_length(jobs)
+    per_step = mean_length(jobs)
     per_change = savings(steps, what_if, TIME_CATEGORIES).group_by("change").agg(pl.col("saved_ns").mean())
     saved = dict(zip(per_change["change"], per_change["saved_ns"], strict=True))
     st = stretches(cp["events.parquet"])
@@ -206,9 +208,9 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
     for category in TIME_CATEGORIES:
         mean = int(round(saved.get(category) or 0))
         rows = what_if.filter(pl.col("change") == category, pl.col("saved_ns") > 0)
-        if mean <= 0 or not rows.height or not median:
+        if mean <= 0 or not rows.height or not per_step:
             continue
-        share = mean / median
+        share = mean / per_step
         worst = rows.sort("saved_ns", "step", "rank", descending=[True, False, False]).row(0, named=True)
         kinds = PATH_KINDS[category]
         on_path = path_time(jobs, by_kind, kinds)
@@ -228,9 +230,9 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
         )
         f.evidence = [
             ("recoverable per step", float(mean), "ns", WHAT_IF_SRC),
-            ("share of the median step", share, "fraction", WHAT_IF_SRC),
+            ("share of step time", share, "fraction", WHAT_IF_SRC),
             ("on the path per step", on_path, "ns", BY_KIND_SRC),
-            ("median critical path", median, "ns", STEPS_SRC),
+            ("critical path per step", per_step, "ns", STEPS_SRC),
             ("most saved in one step", float(worst["saved_ns"]), "ns", WHAT_IF_SRC),
             ("steps analysed", float(jobs.height), "count", STEPS_SRC),
         ]
@@ -263,7 +265,7 @@ def straggler_finding(
     because = f", {cause}" if cause else ""
     f.title = (
         f"Rank {rank} arrives last at the collectives in {n} of {plural(stragglers.height, 'step')}{because}: "
-        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)} of the median step) "
+        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)} of step time) "
         "recoverable"
     )
     f.ranks = sorted({rank, *f.ranks})

@@ -12,7 +12,7 @@ import polars as pl
 
 from .devices import GPU, NONE, DeviceWords, words_for
 from .findings import BY_KIND_SRC, HIGH_SHARE, PATH_KINDS, STEPS_SRC, Finding, next_step, precision_next_step
-from .findings_path import job_paths, longest_start, look_at, median_length, path_time, stretches
+from .findings_path import job_paths, longest_start, look_at, mean_length, path_time, stretches
 from .formatting import fmt_bytes, fmt_memory_device, fmt_ns, fmt_pct
 
 #: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding,
@@ -151,18 +151,19 @@ def precision_finding(
 
 def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
     """The device idle on the path between its own work, with no other cause (``device_overhead``
-    time), of at least :data:`IDLE_SHARE` of the median step."""
+        time), of at least :data:`IDLE_SHARE` of step time (the analysed steps' total idle on the
+    path over their total path length)."""
     steps = cp["steps.parquet"]
     if words.kind == NONE or not steps.height:
         return []
     jobs = job_paths(steps)
-    median = median_length(jobs)
+    per_step = mean_length(jobs)
     kinds = PATH_KINDS["idle"]
     idle = path_time(jobs, cp["by_kind.parquet"], kinds)
-    if not median or idle / median < IDLE_SHARE:
+    if not per_step or idle / per_step < IDLE_SHARE:
         return []
     st = stretches(cp["events.parquet"])
-    share = idle / median
+    share = idle / per_step
     worst = (
         cp["by_kind.parquet"]
         .filter(pl.col("kind").is_in(list(kinds)))
@@ -173,7 +174,7 @@ def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fin
         "idle",
         "medium" if share >= HIGH_SHARE else "low",
         f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per step "
-        f"({fmt_pct(share, 0)} of the median step)",
+        f"({fmt_pct(share, 0)} of step time)",
         next_step("idle", words),
         look_at=look_at(st, kinds),
         at_rank=worst["rank"],
@@ -182,7 +183,7 @@ def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fin
     )
     f.evidence = [
         ("idle on the path per step", idle, "ns", BY_KIND_SRC),
-        ("share of the median step", share, "fraction", BY_KIND_SRC),
-        ("median critical path", median, "ns", STEPS_SRC),
+        ("share of step time", share, "fraction", BY_KIND_SRC),
+        ("critical path per step", per_step, "ns", STEPS_SRC),
     ]
     return [f]

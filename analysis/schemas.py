@@ -985,7 +985,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("severity", STR, "text", "high, medium, low or info"),
             _c("title", STR, "text", "one line, true of the numbers"),
             _c("recoverable_ns_per_step", I64, "ns", "mean per analysed step, from the what-if replay"),
-            _c("recoverable_share", F64, "fraction", "of the job's median critical-path length"),
+            _c("recoverable_share", F64, "fraction", "saving over critical path, analysed steps' totals"),
             _c("ranks", pl.List(I64), "id", "the ranks where it occurs"),
             _c("steps", pl.List(I64), "count", "the steps where it occurs"),
             _c("look_at", pl.List(STR), "text", "op, kernel or annotation names to look at"),

@@ -97,7 +97,7 @@ def evidence(out: dict, position: int) -> dict[str, float]:
 #   step 1: r0 100, r1 120 -> 120; host replay r0 80, r1 90 -> max 90: saved 30
 #   step 2: r0 100, r1 100 -> 100; host replay r0 70 only (r1 keeps 100) -> 100: saved 0
 #   step 3: r0 110, r1  90 -> 110; host replay r0 60, r1 90 -> 90: saved 20
-# mean (30 + 0 + 20) / 3 = 16.667 ms; median job path of 120, 100, 110 = 110 ms; share 0.1515
+# mean (30 + 0 + 20) / 3 = 16.667 ms; job path 120 + 100 + 110 = 330 ms; share 50 / 330 = 0.1515
 LENGTHS = {(0, 1): 100, (1, 1): 120, (0, 2): 100, (1, 2): 100, (0, 3): 110, (1, 3): 90}
 HOST_WHAT_IF = [
     (0, 1, "host", 80),
@@ -123,7 +123,7 @@ def test_recoverable_is_the_job_level_what_if_saving() -> None:
     (f,) = rows(out)
     assert f["category"] == "host" and f["position"] == 1
     assert f["recoverable_ns_per_step"] == round(50 * MS / 3)  # 16,666,667
-    assert f["recoverable_share"] == pytest.approx((50 * MS / 3) / (110 * MS))
+    assert f["recoverable_share"] == pytest.approx(50 / 330)
     assert f["severity"] == "medium"  # 15% is between 5% and 20%
     # occurs where a rank's own replay saved time: r0 steps 1,2,3 (20, 30, 50), r1 step 1 (30)
     assert f["ranks"] == [0, 1] and f["steps"] == [1, 2, 3]
@@ -133,8 +133,28 @@ def test_recoverable_is_the_job_level_what_if_saving() -> None:
     ev = evidence(out, 1)
     # by kind on the job's path (slowest rank per step: r1 s1, r0 s2 (tie -> rank 0), r0 s3): (40+30+50)/3
     assert ev["on the path per step"] == pytest.approx(40 * MS)
-    assert ev["median critical path"] == 110 * MS
+    assert ev["critical path per step"] == 110 * MS  # 330 / 3
     assert ev["most saved in one step"] == 50 * MS
+
+
+def test_the_share_is_total_saving_over_total_path_and_never_passes_one() -> None:
+    # skewed steps, one rank: paths 10, 10, 100 ms; the host replay saves 0, 0 and 90 ms.
+    # mean saving 30 ms; over the median step (10 ms) that read 300%; over step time it is
+    # (0 + 0 + 90) / (10 + 10 + 100) = 75%
+    cp = cp_tables(
+        {(0, 1): 10, (0, 2): 10, (0, 3): 100},
+        [(0, 1, "host", 10), (0, 2, "host", 10), (0, 3, "host", 10)],
+    )
+    out = fd.stage(inputs(cp), CPU_ONLY)
+    (f,) = rows(out)
+    assert f["recoverable_ns_per_step"] == 30 * MS
+    assert f["recoverable_share"] == pytest.approx(0.75)
+    assert numbers_in(f["title"]) == ["30 ms", "75%"] and "(75% of step time)" in f["title"]
+    ev = evidence(out, 1)
+    assert ev["critical path per step"] == 40 * MS  # 120 / 3
+    assert ev["share of step time"] == pytest.approx(
+        ev["recoverable per step"] / ev["critical path per step"]
+    )
 
 
 def numbers_in(title: str) -> list[str]:
@@ -148,7 +168,7 @@ def test_titles_say_the_numbers_of_their_evidence() -> None:
     ev = evidence(out, 1)
     assert numbers_in(f["title"]) == [
         fmt_ns(ev["recoverable per step"]),
-        fmt_pct(ev["share of the median step"], 0),
+        fmt_pct(ev["share of step time"], 0),
     ]
     assert numbers_in(f["title"]) == ["16.7 ms", "15%"]  # by hand: 16.667 ms, 15.15%
 
@@ -328,8 +348,7 @@ def test_device_idle_on_the_path_is_a_risk_finding_on_device_runs_only() -> None
     (f,) = rows(fd.stage(inputs(cp), GPU_RUN))
     assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("idle", "low", 0)
     assert (
-        f["title"]
-        == "GPU idle on the critical path with no other cause: 12 ms per step (12% of the median step)"
+        f["title"] == "GPU idle on the critical path with no other cause: 12 ms per step (12% of step time)"
     )
     assert rows(fd.stage(inputs(cp), CPU_ONLY)) == []
 

@@ -223,7 +223,7 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
             share,
             sorted(set(rows["rank"].to_list())),
             sorted(set(rows["step"].to_list())),
-            look_at(st, kinds),
+            look_at(st, kinds, ops_only=category == "compute"),
             worst["rank"],
             worst["step"],
             longest_start(st, kinds, worst["rank"], worst["step"]),
@@ -275,7 +275,7 @@ def straggler_finding(
     if cause in PATH_KINDS:
         st = stretches(events.filter(pl.col("rank") == rank))
         f.at_ns = longest_start(st, PATH_KINDS[cause], rank, f.at_step) if f.at_step is not None else None
-        f.look_at = look_at(st, PATH_KINDS[cause]) or f.look_at
+        f.look_at = look_at(st, PATH_KINDS[cause], ops_only=cause == "compute") or f.look_at
     f.evidence += [
         ("late rank", float(rank), "id", "comm/stragglers.parquet"),
         ("steps it is late", float(n), "count", "comm/stragglers.parquet"),

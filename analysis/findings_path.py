@@ -11,6 +11,10 @@ import polars as pl
 #: Names shown under a finding's ``look_at``.
 LOOK_AT = 5
 
+#: Host runtime and driver calls (CUDA runtime and driver API, HIP, HSA): their time is launch
+#: overhead, so they are never where a compute finding says to look.
+RUNTIME_CALL = r"^(?:cuda[A-Z]|cu[A-Z]|hip[A-Z]|hsa_)"
+
 
 def job_paths(cp_steps: pl.DataFrame) -> pl.DataFrame:
     """Per analysed step, the slowest rank's critical path: ``step, node, rank, length_ns``
@@ -83,11 +87,14 @@ def stretches(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def look_at(st: pl.DataFrame, kinds: tuple[str, ...]) -> list[str]:
-    """The names on the path for ``kinds`` with the most time, longest first."""
+def look_at(st: pl.DataFrame, kinds: tuple[str, ...], ops_only: bool = False) -> list[str]:
+    """The names on the path for ``kinds`` with the most time, longest first. ``ops_only``: only
+    the ops and kernels the time is in (no runtime or driver call, no gap between events)."""
+    rows = st.filter(pl.col("kind").is_in(list(kinds)))
+    if ops_only:
+        rows = rows.filter(pl.col("name") != "", ~pl.col("name").str.contains(RUNTIME_CALL))
     top = (
-        st.filter(pl.col("kind").is_in(list(kinds)))
-        .group_by("label")
+        rows.group_by("label")
         .agg(pl.col("dur_ns").sum())
         .sort("dur_ns", "label", descending=[True, False])
         .head(LOOK_AT)

@@ -127,3 +127,30 @@ def test_the_copy_bound_nsys_export_is_a_transfer_problem_not_a_launch_problem()
         ).fetchone()
     bw = ev.filter(pl.col("position") == 1, pl.col("label") == "HtoD bandwidth")
     assert bw["value"].to_list() == pytest.approx([nbytes / ns], rel=1e-9) and bw["unit"][0] == "GB/s"
+
+
+def test_compute_looks_at_the_ops_and_kernels_not_the_runtime_calls_on_a_gpu_trace(tmp_path: Path) -> None:
+    """On HTA's negative-queue trace the compute finding's longest named stretch is a
+    ``cudaMemcpyAsync`` call: launch overhead, so it is not where the compute finding looks."""
+    from profui.capture.kineto import import_kineto
+
+    from realdata import shared_trace
+
+    folder = tmp_path / "t"
+    import_kineto([shared_trace("hta-negative_queue_length_values_check-rank0.json.gz")], folder)
+    t = open_trace(folder)
+    found = t.result("findings")["findings.parquet"].filter(pl.col("category") == "compute")
+    assert found.height == 1, t.result("findings")["findings.parquet"].select("category", "title")
+    looked = found["look_at"][0].to_list()
+    # the oracle: the trace's runtime and driver calls by kind, and the path's compute stretches
+    calls = t.events().filter(pl.col("kind").is_in(["runtime", "driver"])).select("name").collect()
+    runtime = set(calls["name"])
+    path = t.result("critical_path")["events.parquet"]
+    compute = path.filter(pl.col("kind").is_in(["host_compute", "device_compute"]), pl.col("name") != "")
+    ops = compute.filter(~pl.col("name").is_in(list(runtime)))
+    time = {}
+    for r in ops.iter_rows(named=True):
+        time[r["name"]] = time.get(r["name"], 0) + r["end_ns"] - r["start_ns"]
+    assert "cudaMemcpyAsync" in set(compute["name"])  # on the path as compute time
+    assert looked == sorted(time, key=lambda n: (-time[n], n))[:5]
+    assert not set(looked) & runtime

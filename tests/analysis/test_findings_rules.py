@@ -157,6 +157,25 @@ def test_the_share_is_total_saving_over_total_path_and_never_passes_one() -> Non
     )
 
 
+def test_compute_looks_at_ops_and_kernels_not_runtime_calls() -> None:
+    # one 100 ms step on a GPU run; on its path: cudaLaunchKernel 30 ms (host time inside an op,
+    # spent launching), a 30 ms gap outside ops after it, aten::mm 10, a kernel 25, and 5 ms of
+    # host op time named by nothing. By time the compute names would be cudaLaunchKernel 30,
+    # gemm 25, aten::mm 10, the gap 5; the runtime call is launch overhead and the gap no op:
+    # gemm, aten::mm. The host stall keeps its gap label.
+    events = [
+        (0, 1, 0, "host_compute", "cudaLaunchKernel", 0, 30),
+        (0, 1, 1, "host_overhead", "", 30, 60),
+        (0, 1, 2, "host_compute", "aten::mm", 60, 70),
+        (0, 1, 3, "device_compute", "gemm", 70, 95),
+        (0, 1, 4, "host_compute", "", 95, 100),
+    ]
+    cp = cp_tables({(0, 1): 100}, [(0, 1, "compute", 65), (0, 1, "host", 70)], events=events)
+    by = {f["category"]: f for f in rows(fd.stage(inputs(cp), GPU_RUN))}
+    assert by["compute"]["look_at"] == ["gemm", "aten::mm"]
+    assert by["host"]["look_at"] == ["after cudaLaunchKernel"]
+
+
 def numbers_in(title: str) -> list[str]:
     return re.findall(r"\d[\d.,]*\s?(?:ns|µs|ms|s|%|kB|MB|GB|B)", title)
 

@@ -4,7 +4,11 @@ the same): the stage outputs rearranged, nothing recomputed.
 Keys (``version`` :data:`profui.analysis.findings.VERSION`):
 
 - ``version``: int; ``trace``: the trace's overview (``ingest/trace.json``);
-- ``step``, ``rank``: the step and rank whose critical path is shown (null without one);
+- ``headline``: the top finding's line, or why there is none (:func:`.headline.headline`: the
+  words ``profui summary`` and the dashboard say);
+- ``step``, ``rank``: the step and rank whose critical path is shown (null without one; with
+  ``annotation``, ``step`` is the instance);
+- ``annotation``: ``{name, instance}`` when the path shown is an annotation's instance, else null;
 - ``critical_path``: ``length_ns``, ``by_kind`` (``{kind: ns}``, ``critical_path.KINDS``; HTA's
   kinds under ``--hta-compat``), ``events`` (the path stretch by stretch: ``seq, kind, lane,
   tid, device, stream, name, start_ns, end_ns``) — ``critical_path``'s tables' rows;
@@ -23,7 +27,7 @@ from typing import Any
 import polars as pl
 
 #: The document's top-level keys, in order.
-KEYS = ("version", "trace", "step", "rank", "critical_path", "findings", "notes")
+KEYS = ("version", "trace", "headline", "step", "rank", "annotation", "critical_path", "findings", "notes")
 #: A finding's keys, in order.
 FINDING_KEYS = (
     "category",
@@ -115,15 +119,21 @@ def document(
     rank: int | None,
     notes: list[str],
     top: int | None = None,
+    headline: str = "",
+    annotation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``profui explain --json``'s document (keys in the module docstring)."""
+    """``profui explain --json``'s document (keys in the module docstring); ``headline`` is
+    :func:`.headline.headline` of the same outputs, ``annotation`` the ``{name, instance}`` whose
+    path ``cp`` holds (None: a step's)."""
     from .findings import VERSION
 
     return {
         "version": VERSION,
         "trace": dict(overview),
+        "headline": headline,
         "step": step,
         "rank": rank,
+        "annotation": dict(annotation) if annotation is not None else None,
         "critical_path": critical_path_json(cp, step, rank),
         "findings": findings_json(found["findings.parquet"], found["evidence.parquet"], top),
         "notes": notes,

@@ -24,6 +24,9 @@ from realdata import REPO, SAMPLES, nsys_export, run_profui, shared_trace, trace
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
 from test_findings import record_sleepy  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests" / "capture"))
+from test_profcap_support import TRAIN, run_profcap  # noqa: E402
+
 #: Shared files that are not profiler traces (the importer refuses them).
 NOT_TRACES = (
     "hta-execution_trace-benchmark_simple_add_et.json.gz",
@@ -65,7 +68,8 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path: Path) -> None:
 def test_bad_options_are_one_line(tmp_path: Path) -> None:
     mlp = SAMPLES / "mlp_cpu"
     one_line_error(run_profui("explain", mlp, "--top", "0", cache=tmp_path), "--top")
-    one_line_error(run_profui("explain", mlp, "--step", "999", cache=tmp_path), "--step 999")
+    steps = "steps: " + ", ".join(map(str, sorted(step_names(mlp))))  # 3, 4, 5, 6
+    one_line_error(run_profui("explain", mlp, "--step", "999", cache=tmp_path), "--step 999", steps)
     one_line_error(run_profui("explain", mlp, "--rank", "7", cache=tmp_path), "--rank 7")
     one_line_error(run_profui("explain", mlp, "--annotation", "fwd", cache=tmp_path), "--instance")
     one_line_error(
@@ -231,7 +235,64 @@ def test_annotation_instance_is_the_critical_path_of_that_window(tmp_path: Path)
     # a CPU-only run: the window is the annotation's own span, every ns of it one kind
     assert cp["length_ns"] == ann["dur"] == sum(cp["by_kind"].values())
     assert cp["events"][0]["start_ns"] == ann["ts"] and cp["events"][-1]["end_ns"] == ann["ts"] + ann["dur"]
+    assert json.loads(proc.stdout)["annotation"] == {"name": "forward_backward", "instance": 1}
+    text = run_profui(
+        "explain", mlp, "--annotation", "forward_backward", "--instance", "1", cache=tmp_path, NO_COLOR="1"
+    ).stdout
+    # the path is named for the annotation's instance, and one note says whose the findings are
+    assert "Critical path of 'forward_backward' instance 1 on rank 0:" in text
+    assert "Critical path of step" not in text
+    assert " ".join(text.split()).count("the findings are the analysed steps'") == 1
     one_line_error(
         run_profui("explain", mlp, "--annotation", "forward_backward", "--instance", "4", cache=tmp_path),
         "4 instance(s)",
     )
+
+
+def step_names(folder: Path) -> dict[int, tuple[int, int]]:
+    """The recorded step markers read in plain Python: ``{N: (ts, dur)}`` of ``ProfilerStep#N``."""
+    import pyarrow.parquet as pq
+
+    return {
+        int(r["name"].split("#")[1]): (r["ts"], r["dur"])
+        for f in sorted(folder.glob("node=*/rank=*/events-*.parquet"))
+        for r in pq.read_table(f, columns=["kind", "name", "ts", "dur"]).to_pylist()
+        if str(r["kind"]) == "step" and r["name"].startswith("ProfilerStep#")
+    }
+
+
+def test_a_step_not_analysed_has_its_path_computed_and_a_missing_step_is_refused(tmp_path: Path) -> None:
+    # 20 traced steps: the stage analyses at most 16, so at least 4 exist and are not analysed
+    proc, trace = run_profcap(
+        tmp_path, ["--steps", "2-21"], TRAIN, env={"STEPS": "24", "OMP_NUM_THREADS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    marked = step_names(trace)
+    assert sorted(marked) == list(range(2, 22))
+    analysed = set(open_trace(trace).result("critical_path")["steps.parquet"]["step"].to_list())
+    left = sorted(set(marked) - analysed)
+    assert left, analysed
+    step = left[0]
+    proc = run_profui("explain", trace, "--json", "--step", step, cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert (doc["step"], doc["rank"]) == (step, 0)
+    # a CPU-only run: the path is the step marker's own span, every ns of it one kind
+    ts, dur = marked[step]
+    cp = doc["critical_path"]
+    assert cp["length_ns"] == dur == sum(cp["by_kind"].values())
+    assert cp["events"][0]["start_ns"] == ts and cp["events"][-1]["end_ns"] == ts + dur
+    assert any("not among the analysed steps" in n for n in doc["notes"])
+    # a step that does not exist: one line naming the steps there are (2 to 21)
+    one_line_error(run_profui("explain", trace, "--step", "40", cache=tmp_path / "c"), "--step 40", "2 to 21")
+
+
+def test_the_headline_is_the_summarys_first_line(sleepy: Path, sleepy_doc: dict, tmp_path: Path) -> None:
+    summary = run_profui("summary", sleepy, cache=tmp_path, COLUMNS="300", NO_COLOR="1")
+    assert summary.returncode == 0, summary.stderr[-2000:]
+    first = summary.stdout.splitlines()[0]
+    assert first.startswith("Top finding: ") and sleepy_doc["headline"] == first
+    # the text says it wrapped: the lines after the trace's line up to the first note
+    text = run_profui("explain", sleepy, cache=tmp_path, NO_COLOR="1", COLUMNS="80").stdout.splitlines()
+    end = next(i for i, line in enumerate(text) if line.startswith("note: "))
+    assert " ".join(line.strip() for line in text[1:end]) == first

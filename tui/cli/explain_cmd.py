@@ -2,16 +2,16 @@
 [--hta-compat]``: why the step is slow and what to change.
 
 TRACE is whatever ``profui summary`` takes (a trace folder, Kineto JSON, an Nsight ``.sqlite``, a
-JAX log folder). The text starts with the headline (the top finding's title, which says its
-recoverable time per step as "X per step (Y%)"), then the top K findings, each with its
+JAX log folder). The text starts with the headline (:func:`profui.analysis.headline.headline`,
+the words ``profui summary`` and the dashboard say), then the top K findings, each with its
 evidence, where to look and the next step, then the critical path of the step in question by
 kind: the job's median analysed step on its slowest rank unless ``--step``/``--rank`` say.
 
 ``--json`` prints :func:`profui.analysis.findings_doc.document` (its keys are documented in that
-module: ``version, trace, step, rank, critical_path {length_ns, by_kind, events}, findings
-[{category, title, severity, recoverable_ns_per_step, recoverable_share, ranks, steps,
-evidence [{label, value, unit, source}], look_at, timeline {rank, step, ts_ns}, next_step}],
-notes``). Every value comes from the ``findings`` and ``critical_path`` stage outputs.
+module: ``version, trace, headline, step, rank, annotation, critical_path {length_ns, by_kind,
+events}, findings [{category, title, severity, recoverable_ns_per_step, recoverable_share, ranks,
+steps, evidence [{label, value, unit, source}], look_at, timeline {rank, step, ts_ns},
+next_step}], notes``). Every value comes from the ``findings`` and ``critical_path`` stage outputs.
 """
 
 from __future__ import annotations
@@ -96,9 +96,14 @@ def explain(
     hta_compat: bool,
 ) -> dict[str, Any]:
     """Resolve and analyse ``trace``; the explain document for the step (or annotation instance)
-    asked for. Bad options raise :class:`UserError` (one line, exit 2)."""
+    asked for. A step the stage did not analyse (it takes at most ``critical_path.MAX_STEPS``
+    per job) has its critical path computed here, on its own window. Bad options raise
+    :class:`UserError` (one line, exit 2)."""
+    import polars as pl
+
     from profui.analysis import critical_path as cpath
     from profui.analysis.findings_doc import document, median_step, slowest_rank
+    from profui.analysis.headline import headline
     from profui.analysis.pipeline.store import compute
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
@@ -117,25 +122,44 @@ def explain(
     store = compute(t, ("findings",), params)
     overview = store["ingest"]["trace.json"]["overview"]
     cp: Mapping[str, Any] = store["critical_path"]
+    windows = store["steps"]["windows.parquet"]
+    head = headline(store["findings"]["findings.parquet"], windows, cp["steps.parquet"])
     notes: list[str] = []
+    named = None
+
+    def events() -> Any:
+        if hta_compat:
+            return t.hta_events(include_last_step=params["include_last_step"])
+        return t.cached_events()
+
+    def on_demand(window: Any) -> Mapping[str, Any]:
+        """The critical path of ``window`` alone (the stage's tables for it)."""
+        return cpath.stage(events(), window, store["correlate"]["launches.parquet"], hta_compat)
+
     if annotation is not None:
-        events = (
-            t.hta_events(include_last_step=params["include_last_step"]) if hta_compat else t.cached_events()
-        )
-        window = annotation_window(events, annotation, int(instance or 0), rank)
-        cp = cpath.stage(events, window, store["correlate"]["launches.parquet"], hta_compat)
+        window = annotation_window(events(), annotation, int(instance or 0), rank)
+        cp = on_demand(window)
         step, rank = int(window["step"][0]), int(window["rank"][0])
+        named = {"name": annotation, "instance": step}
         notes.append(
-            f"critical path of {annotation!r} instance {step} on rank {rank} (its step is the instance)"
+            f"the path shown is {annotation!r} instance {step} on rank {rank}; "
+            "the findings are the analysed steps', not this instance's"
         )
     else:
         analysed = cp["steps.parquet"]
         if step is not None and step not in set(analysed["step"].to_list()):
-            have = sorted(set(analysed["step"].to_list()))
-            raise UserError(f"--step {step}: not an analysed step ({_listing(have)})")
+            have = sorted(set(windows["step"].to_list()))
+            if step not in have:
+                raise UserError(f"--step {step}: no such step ({_listing(have)})")
+            cp = on_demand(windows.filter(pl.col("step") == step))
+            analysed = cp["steps.parquet"]
+            notes.append(
+                f"step {step} is not among the analysed steps: its critical path is computed on its "
+                "own; the findings are the analysed steps'"
+            )
         if rank is not None and rank not in set(analysed["rank"].to_list()):
             have = sorted(set(analysed["rank"].to_list()))
-            raise UserError(f"--rank {rank}: no analysed step on that rank ({_listing(have)})")
+            raise UserError(f"--rank {rank}: no analysed step on that rank (ranks: {_numbers(have)})")
         if step is None:
             median, slowest = median_step(analysed)
             step = median
@@ -146,15 +170,17 @@ def explain(
             rank = slowest_rank(analysed, step)
         if step is None:
             notes.append("no step was analysed: no critical path, no time findings")
-    return document(overview, cp, store["findings"], step, rank, notes, top)
+    return document(overview, cp, store["findings"], step, rank, notes, top, head, named)
+
+
+def _numbers(values: list[int]) -> str:
+    if not values:
+        return "none"
+    return ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]} to {values[-1]}"
 
 
 def _listing(values: list[int]) -> str:
-    if not values:
-        return "none analysed"
-    return "analysed: " + (
-        ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]} to {values[-1]}"
-    )
+    return "steps: " + _numbers(values) if values else "the trace has no steps"
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -217,10 +243,7 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
 
     found = doc["findings"]
     wrap(f"{tr['name']} · {fmt_devices(tr)} · {plural(len(tr['ranks']), 'rank')}")
-    if found:
-        wrap(found[0]["title"], "  ", "Top finding: ")
-    else:
-        wrap("No finding: nothing on the critical path would save 1% of a step, and no risk was found.")
+    wrap(doc["headline"], "  ", "")
     for note in doc["notes"]:
         wrap(note, "  ", "note: ")
     for i, f in enumerate(found, 1):
@@ -244,7 +267,9 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
     cp = doc["critical_path"]
     if cp["length_ns"]:
         out.append("")
-        wrap(f"Critical path of step {doc['step']} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}")
+        ann = doc["annotation"]
+        what = f"{ann['name']!r} instance {ann['instance']}" if ann else f"step {doc['step']}"
+        wrap(f"Critical path of {what} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}")
         kinds = sorted(((k, v) for k, v in cp["by_kind"].items() if v), key=lambda kv: -kv[1])
         labels = {k: elide(kind_label(k, words), width - 21, bare=False) for k, _ in kinds}
         pad = max(map(len, labels.values()), default=0) + 2

@@ -7,14 +7,16 @@ the walk back from the step's end (the later of its host marker's end and the en
 device work it launched) along binding edges; every ns of the step is one of :data:`KINDS`.
 
 What-if replays (``what_if.parquet``), one change each: ``input`` (time in DataLoader fetches
--> 0), ``host`` (the step thread's time outside any op -> 0), ``compute`` (host op time and
-kernel time halved: what a 2x faster op or kernel would give), ``launch`` (binding launch
-delays -> the rank's floor, its least launch->start latency of a kernel that was not queued),
-``sync`` (synchronize calls no longer wait for the device), ``transfer`` (memcpy/memset -> 0,
-as if overlapped), ``straggler`` (each late rank's lateness removed: its own time before a late
-arrival shrunk by how much later than the other ranks' median it arrived, from the classes
-``comm/arrivals.parquet`` gives that stretch, its straggler cause first), ``communication`` (each collective's own time halved). A change with no time on the
-path saves 0 without a replay.
+-> 0), ``host`` (the step thread's stalls -> 0: its stretches outside any op of its rank of at
+least :data:`~.critical_path_inputs.STALL_MIN_NS`; the µs of dispatch between ops stay),
+``compute`` (host op time and kernel time halved: what a 2x faster op or kernel would give),
+``launch`` (binding launch delays -> the rank's floor, its least launch->start latency of a
+kernel that was not queued), ``sync`` (synchronize calls no longer wait for the device),
+``transfer`` (memcpy/memset -> 0, as if overlapped), ``straggler`` (each late rank's lateness
+removed: its own time before a late arrival shrunk by how much later than the other ranks'
+median it arrived, from the classes ``comm/arrivals.parquet`` gives that stretch, its
+straggler cause first), ``communication`` (each collective's own time halved). A change with
+no time on the path saves 0 without a replay.
 
 At most :data:`MAX_STEPS` steps per job are analysed, the same step numbers on every rank;
 which ones is said by the rows present.

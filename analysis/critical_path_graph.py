@@ -114,9 +114,10 @@ def _op_kind(kind: str, comm: bool) -> str:
 
 
 def _split(tt: ThreadTime | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Class times of each ``[a, b)`` on a thread (3 × n); a thread without events: overhead."""
+    """Class times of each ``[a, b)`` on a thread, then its stall time (4 × n); a thread
+    without events: overhead, no stall (nothing says it was stalled)."""
     if tt is None:
-        out = np.zeros((3, len(a)), dtype=np.int64)
+        out = np.zeros((4, len(a)), dtype=np.int64)
         out[HOST_OVERHEAD] = b - a
         return out
     return tt.at(b) - tt.at(a)
@@ -259,15 +260,16 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     keep = np.array(
         [own.get(d) != p for d, p in zip(node_all.tolist(), prev_node.tolist(), strict=True)], dtype=bool
     )
-    splits: list[tuple[int, int, int, bool]] = []
+    splits: list[tuple[int, int, int, int]] = []
     lanes: list[Lane | None] = []
     bounds = np.flatnonzero(np.r_[first, True])
     for k in range(len(bounds) - 1):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         tid = int(tid_all[lo])
         part = _split(rs.time_of(tid), prev_t[lo:hi], t_all[lo:hi]).tolist()
-        shrink = tid == main_tid
-        splits.extend(zip(*part, [shrink] * (hi - lo), strict=True))
+        if tid != main_tid:
+            part[3] = [0] * (hi - lo)  # the host change removes the step thread's stalls only
+        splits.extend(zip(*part, strict=True))
         lanes.extend([Lane("host", tid=tid)] * (hi - lo))
     kinds = [BLOCKED if b else THREAD for b in blk_all.tolist()]
     sel = np.flatnonzero(keep)

@@ -7,6 +7,11 @@ A host thread's time between two anchors is intrinsic to the thread and classifi
 covers it: inside a DataLoader fetch (:data:`profui.analysis.steps.DATA_LOADING`) ``input``,
 else inside a ``cpu_op`` ``host_compute``, else ``host_overhead`` (python frames are no ops: a
 ``time.sleep`` between ops is host overhead).
+
+Of the host overhead, a **stall** is a stretch outside any op at least :data:`STALL_MIN_NS`
+long (on the step thread's time line, which counts every thread of the rank: no thread of the
+rank runs an op then). That is what the ``host`` what-if removes; shorter gaps are the Python
+dispatch between ops, work a loop needs, and stay.
 """
 
 from __future__ import annotations
@@ -24,8 +29,18 @@ from .launch import LAUNCHED_KINDS
 from .steps import DATA_LOADING
 from .sync import SYNC_CALLS
 
-#: Classes of a host thread's own time (indices into :attr:`ThreadTime.cum`).
-INPUT, HOST_COMPUTE, HOST_OVERHEAD = 0, 1, 2
+#: Classes of a host thread's own time (indices into :attr:`ThreadTime.cum`); row ``STALL`` of
+#: ``cum`` is the part of ``HOST_OVERHEAD`` in stalls.
+INPUT, HOST_COMPUTE, HOST_OVERHEAD, STALL = 0, 1, 2, 3
+#: The shortest stretch outside any op that is a stall (a sleep, a blocking write, a log flush)
+#: rather than the dispatch between ops. Measured: the step thread's stretches outside any op
+#: of its rank in the analysed steps of ``samples/mlp_cpu``, the five injected CPU runs
+#: (``tests/analysis/injected/runs.py``) and HTA's CPU-only trace: 2,396 stretches, 97% under
+#: 300 µs; on runs without an injected wait the longest under 1 ms is 0.42 ms and the next
+#: 1.37 ms (then a 12 ms and a 33 ms stall); the 3-rank gloo run's hand-offs to its worker
+#: thread reach 0.94 ms, its waits for the late rank 1.2-48 ms; the injected sleeps 25 ms.
+#: Between the two populations: 1 ms.
+STALL_MIN_NS = 1_000_000
 CLASS_KINDS = ("input", "host_compute", "host_overhead")
 #: Far bounds of every thread's time line (epoch ns stay far inside them).
 _LOW, _HIGH = 0, 2**62
@@ -39,8 +54,8 @@ RANK_TIME = -(2**62)
 @dataclass
 class ThreadTime:
     """One host thread's time line: breakpoints ``bp``, the class of each interval between two
-    breakpoints (``cls``), the cumulative time of each class at each breakpoint (``cum``, 3 rows)
-    and the naming events sorted by start (innermost lookups)."""
+    breakpoints (``cls``), the cumulative time of each class at each breakpoint and of stalls
+    (``cum``, 4 rows) and the naming events sorted by start (innermost lookups)."""
 
     bp: np.ndarray
     cls: np.ndarray
@@ -48,6 +63,7 @@ class ThreadTime:
     name_start: np.ndarray
     name_end: np.ndarray
     names: list[str]
+    stall: np.ndarray  # per interval: inside a stall
     # runs of one class and the naming events' bounds as Python lists, made on first use
     # (scalar lookups on lists cost a tenth)
     _bp: list[int] | None = None
@@ -56,12 +72,13 @@ class ThreadTime:
     _ne: list[int] | None = None
 
     def at(self, x: np.ndarray) -> np.ndarray:
-        """Cumulative time of each class at instants ``x`` (shape 3 × len(x))."""
+        """Cumulative time of each class, then of stalls, at instants ``x`` (4 × len(x))."""
         i = np.clip(np.searchsorted(self.bp, x, side="right") - 1, 0, len(self.cls) - 1)
         part = x - self.bp[i]
         out = self.cum[:, i].copy()
         for c in range(3):
             out[c] += np.where(self.cls[i] == c, part, 0)
+        out[STALL] += np.where(self.stall[i], part, 0)
         return out
 
     def pieces(self, a: int, b: int) -> list[tuple[int, int, int]]:
@@ -131,6 +148,7 @@ def _thread_time(
     ends: np.ndarray,
     is_input: np.ndarray,
     names: tuple[np.ndarray, np.ndarray, list[str]],
+    extent: tuple[int, int],
 ) -> ThreadTime:
     bp = np.sort(np.concatenate([[_LOW, _HIGH], starts, ends]))
     bp = bp[np.r_[True, bp[1:] != bp[:-1]]]
@@ -141,14 +159,22 @@ def _thread_time(
     depth = np.cumsum(depth, axis=1)[:, :-1]
     cls = np.where(depth[0] > 0, INPUT, np.where(depth[1] > 0, HOST_COMPUTE, HOST_OVERHEAD)).astype(np.int8)
     length = np.diff(bp)
-    cum = np.zeros((3, len(bp)), dtype=np.int64)
+    # runs of overhead (adjacent intervals merged) at least STALL_MIN_NS long are stalls; a run
+    # is measured inside the thread's extent (its first to last event, step markers included):
+    # the time before its first event or after its last is no stall the trace shows
+    run = np.cumsum(np.r_[True, cls[1:] != cls[:-1]]) - 1
+    run_len = np.bincount(run, weights=np.diff(np.clip(bp, *extent))).astype(np.int64)
+    stall = (cls == HOST_OVERHEAD) & (run_len[run] >= STALL_MIN_NS)
+    cum = np.zeros((4, len(bp)), dtype=np.int64)
     for c in range(3):
         cum[c, 1:] = np.cumsum(np.where(cls == c, length, 0))
-    return ThreadTime(bp, cls, cum, *names)
+    cum[STALL, 1:] = np.cumsum(np.where(stall, length, 0))
+    return ThreadTime(bp, cls, cum, *names, stall)
 
 
 def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
-    """Every host thread's :class:`ThreadTime` from its host events."""
+    """Every host thread's :class:`ThreadTime` from its host events (step markers only bound
+    its extent)."""
     covering = host.filter(
         pl.col("kind").is_in(["cpu_op", "annotation"]),
     ).with_columns(
@@ -157,6 +183,14 @@ def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
     # an annotation covers as input only (a user range is no op)
     covering = covering.filter(pl.col("_input") | (pl.col("kind") == "cpu_op"))
     out: dict[tuple[str, int, int], ThreadTime] = {}
+    spans = host.group_by([*_RANK, "tid"]).agg(
+        pl.col("ts").min().alias("lo"), pl.col("end").max().alias("hi")
+    )
+    extent = {(n, r, t): (lo, hi) for n, r, t, lo, hi in spans.iter_rows()}
+    rank_extent = {
+        (n, r): (lo, hi)
+        for n, r, lo, hi in spans.group_by(_RANK).agg(pl.col("lo").min(), pl.col("hi").max()).iter_rows()
+    }
     cov = {k: g for k, g in covering.partition_by(["node", "rank", "tid"], as_dict=True).items()}
     naming = host.filter(pl.col("kind").is_in(_NAMING_KINDS)).sort("ts", pl.col("end").neg())
     for key, g in naming.partition_by(["node", "rank", "tid"], as_dict=True).items():
@@ -164,7 +198,9 @@ def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
         if c is None:
             c = covering.clear()
         names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
-        out[key] = _thread_time(c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names)
+        out[key] = _thread_time(
+            c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names, extent[key]
+        )
     # the step thread's time is classified by what any thread of its rank runs: a main thread
     # outside its own ops while the autograd thread runs backward ops waits for them (compute)
     cov_rank = covering.partition_by(_RANK, as_dict=True)
@@ -172,7 +208,7 @@ def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
         c = cov_rank.get(key, covering.clear())
         names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
         out[(*key, RANK_TIME)] = _thread_time(
-            c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names
+            c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names, rank_extent[key]
         )
     return out
 
@@ -280,7 +316,7 @@ def rank_inputs(
     """Every rank's :class:`RankInputs`. With ``arrivals`` (the comm stage's table), each
     collective's ``seq`` is the one it gives, so that ``events`` may hold only some steps."""
     host = (
-        events.filter(pl.col("device") < 0, pl.col("kind").is_in(_NAMING_KINDS))
+        events.filter(pl.col("device") < 0, pl.col("kind").is_in([*_NAMING_KINDS, "step"]))
         .select(*_RANK, "tid", "kind", "name", "ts", (pl.col("ts") + pl.col("dur")).alias("end"))
         .collect(engine=ENGINE)
     )

@@ -73,8 +73,9 @@ class Graph:
     kind: list[str] = field(default_factory=list)
     floor: list[int] = field(default_factory=list)
     lane: list[Lane | None] = field(default_factory=list)
-    # per edge: class split of a thread edge (input, host_compute, host_overhead, shrinkable)
-    split: list[tuple[int, int, int, bool] | None] = field(default_factory=list)
+    # per edge: class split of a thread edge (input, host_compute, host_overhead) and the part
+    # of its overhead the host change removes (the step thread's stalls)
+    split: list[tuple[int, int, int, int] | None] = field(default_factory=list)
     # per change (0: none), each edge's weight (NONE: the change removes it)
     weights: list[list[int]] = field(default_factory=list)
     binding: list[int] = field(default_factory=list)
@@ -108,7 +109,7 @@ class Graph:
         kind: str | list[str],
         floor: int | np.ndarray,
         lanes: list[Lane | None],
-        splits: list[tuple[int, int, int, bool]] | None = None,
+        splits: list[tuple[int, int, int, int]] | None = None,
     ) -> None:
         """Many edges at once (as :meth:`edge` each)."""
         t = np.asarray(self.t, dtype=np.int64)
@@ -128,7 +129,7 @@ class Graph:
         kind: str,
         floor: int = 0,
         lane: Lane | None = None,
-        split: tuple[int, int, int, bool] | None = None,
+        split: tuple[int, int, int, int] | None = None,
     ) -> None:
         """An edge, dropped when its source is observed after its target (no dependency)."""
         if self.t[src] > self.t[dst]:
@@ -171,13 +172,13 @@ class Graph:
         bind[last] = True
         w = np.where(bind | is_thread, gap, eff)
         weights = np.repeat(w[None, :], _N, axis=0)
-        split = np.array(
-            [s if s is not None else (0, 0, 0, False) for s in self.split], dtype=np.int64
-        ).reshape(-1, 4)
-        ti, hc, ho, shrink = split.T
+        split = np.array([s if s is not None else (0, 0, 0, 0) for s in self.split], dtype=np.int64).reshape(
+            -1, 4
+        )
+        ti, hc, _ho, stall = split.T
         own = (is_thread | (kind == BLOCKED)) & (bind | is_thread)
         weights[_INPUT] = np.where(own, w - ti, w)
-        weights[_HOST] = np.where(own & (shrink > 0), w - ho, w)
+        weights[_HOST] = np.where(own, w - stall, w)
         weights[_COMPUTE] = np.where(own, w - hc + hc // 2, w)
         floors = np.array(
             [launch_floor.get(r, 0) for r in range(max(self.rank_of, default=0) + 1)], dtype=np.int64

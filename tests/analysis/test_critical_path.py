@@ -10,6 +10,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -338,11 +339,12 @@ def test_synthetic_path_by_hand(tmp_path):
     saved = dict(out["what_if.parquet"].select("change", "saved_ns").iter_rows())
     # transfer -> 0: copy ends at 34, the sync keeps its 2 µs after it (36) but the thread only
     # reaches it at 40; +8 -> 48: saves 42. sync removed: host ends at 48, the copy at 80: 10.
-    # host overhead -> 0: [36,38]+... the 2 µs before the sync call and the 8 after: sync ends
-    # at 82 regardless, the step at 82: 8. compute halved: 13.5 (see the module's hand sums).
+    # host: the thread's stretches outside any op are 2 µs before the sync call and 8 µs after
+    # it, both far under a stall (1 ms): dispatch, kept: 0. compute halved: 13.5 (see the
+    # module's hand sums).
     assert saved["transfer"] == 42 * US
     assert saved["sync"] == 10 * US
-    assert saved["host"] == 8 * US
+    assert saved["host"] == 0
     assert saved["launch"] == 0  # every launch already at the floor (7 µs)
     assert saved["compute"] == 13_500
     assert saved["input"] == saved["straggler"] == saved["communication"] == 0
@@ -431,3 +433,23 @@ def test_gloo_late_rank_is_the_others_rank_wait_and_the_straggler_change_removes
     # the late rank's own path holds its sleep, outside any op
     overhead = out["by_kind.parquet"].filter(rank=1, kind="host_overhead")["ns"]
     assert statistics.median(overhead) >= 0.9 * slept
+
+
+def test_stalls_are_gaps_outside_ops_of_a_millisecond_or_more():
+    """By hand: ops [0, 10] µs, [10.5, 20] µs, [1020, 1030] µs, [1030.9, 1040] µs on a thread
+    whose events span [0, 1100] µs: the 0.5 µs and 0.9 µs gaps are dispatch, the 1000 µs one a
+    stall, the 60 µs after the last op (to the thread's last event) too short to be one."""
+    from profui.analysis.critical_path_inputs import STALL, STALL_MIN_NS, _thread_time
+
+    assert STALL_MIN_NS == 1000 * US
+    starts = np.array([0, 10_500, 1_020_000, 1_030_900], dtype=np.int64)
+    ends = np.array([10_000, 20_000, 1_030_000, 1_040_000], dtype=np.int64)
+    names = (starts, ends, ["a", "b", "c", "d"])
+    tt = _thread_time(starts, ends, np.zeros(4, dtype=bool), names, (0, 1_100_000))
+    at = tt.at(np.array([0, 1_100_000], dtype=np.int64))
+    overhead, stall = (at[:, 1] - at[:, 0])[[2, STALL]]
+    assert overhead == 500 + 1_000_000 + 900 + 60_000
+    assert stall == 1_000_000
+    # half of the stall: what lies inside [500 µs, 1100 µs)
+    part = tt.at(np.array([500_000, 1_100_000], dtype=np.int64))
+    assert part[STALL, 1] - part[STALL, 0] == 520_000

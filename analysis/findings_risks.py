@@ -28,7 +28,10 @@ MIN_RISING_STEPS = 3
 
 def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
     """A device whose floor (lowest allocated level of a step) rises in every analysed step, over
-    at least :data:`MIN_RISING_STEPS` steps: activations kept alive across steps."""
+    at least :data:`MIN_RISING_STEPS` steps: activations kept alive across steps. Its rise per
+    step is the median of the step-to-step rises: the first traced step's floor is the trace's
+    own baseline (memory allocated before tracing is not seen), so its rise to the next step
+    also holds what that step first allocated and kept (gradients, optimizer state)."""
     per = alloc.get("per_step.parquet")
     if per is None or not per.height:
         return []
@@ -43,18 +46,19 @@ def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
             pl.col("min_allocated_bytes").first().alias("first_floor"),
             pl.col("min_allocated_bytes").last().alias("last_floor"),
             (pl.col("min_allocated_bytes").diff().drop_nulls() > 0).all().alias("rising"),
+            pl.col("min_allocated_bytes").diff().drop_nulls().median().alias("per_step"),
         )
         .filter(pl.col("rising"), pl.col("steps") >= MIN_RISING_STEPS)
     )
     out = []
     for r in rises.iter_rows(named=True):
-        per_step = (r["last_floor"] - r["first_floor"]) / (r["steps"] - 1)
+        per_step = float(r["per_step"])
         name = fmt_memory_device(r["device_type"], r["device"])
         f = Finding(
             "memory",
             "high",
-            f"Memory floor on {name} rises every step, {fmt_bytes(per_step)} per step over "
-            f"{r['steps']} steps: activations kept alive",
+            f"Memory floor on {name} rises every step, by a median {fmt_bytes(per_step)} per step "
+            f"over {r['steps']} steps: activations kept alive",
             next_step("memory", words_for(None)),
             ranks=[r["rank"]],
             steps=r["step"],
@@ -63,7 +67,7 @@ def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
             at_ns=r["last_start_ns"],
         )
         f.evidence = [
-            ("floor rise per step", per_step, "bytes", "allocations/per_step.parquet"),
+            ("median floor rise per step", per_step, "bytes", "allocations/per_step.parquet"),
             ("steps", float(r["steps"]), "count", "allocations/per_step.parquet"),
             ("first step's floor", float(r["first_floor"]), "bytes", "allocations/per_step.parquet"),
             ("last step's floor", float(r["last_floor"]), "bytes", "allocations/per_step.parquet"),

@@ -302,13 +302,20 @@ def test_memory_floor_rising_every_step_is_a_risk_finding() -> None:
     (f,) = rows(out)
     assert (f["category"], f["severity"], f["recoverable_ns_per_step"]) == ("memory", "high", 0)
     assert (
-        f["title"]
-        == "Memory floor on cuda0 rises every step, 30 MB per step over 4 steps: activations kept alive"
+        f["title"] == "Memory floor on cuda0 rises every step, by a median 30 MB per step over 4 steps: "
+        "activations kept alive"
     )
-    assert evidence(out, 1)["floor rise per step"] == 30_000_000
+    assert evidence(out, 1)["median floor rise per step"] == 30_000_000
     assert (f["at_step"], f["at_ns"]) == (4, 400 * MS)
     # a floor that falls once is steady, not rising
     assert rows(fd.stage(inputs(empty, per_step=per_step([100, 130, 120, 190])), GPU_RUN)) == []
+    # the first traced step's floor is the trace's baseline (0): rises 8, 4, 4, 4 MB -> median 4 MB
+    # (first to last over the steps would say 20 / 4 = 5 MB)
+    out = fd.stage(
+        inputs(empty, per_step=per_step([0, 8 * 10**6, 12 * 10**6, 16 * 10**6, 20 * 10**6])), GPU_RUN
+    )
+    assert evidence(out, 1)["median floor rise per step"] == 4 * 10**6
+    assert "by a median 4 MB per step over 5 steps" in rows(out)[0]["title"]
 
 
 def shares(fp32: float) -> pl.DataFrame:

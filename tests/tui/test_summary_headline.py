@@ -152,3 +152,16 @@ def test_a_summary_by_ranks_says_it_has_no_findings(tmp_path) -> None:
         "No finding: a summary by ranks leaves out the critical path and the findings "
         "(they need every rank's events together; profui explain computes them)."
     )
+
+
+def test_a_wrapped_headline_hangs_under_its_first_line(tmp_path) -> None:
+    wide = run_profui("summary", SAMPLES / "mlp_cpu", cache=tmp_path, COLUMNS="300", NO_COLOR="1")
+    narrow = run_profui("summary", SAMPLES / "mlp_cpu", cache=tmp_path, COLUMNS="60", NO_COLOR="1")
+    assert wide.returncode == 0 and narrow.returncode == 0, wide.stderr + narrow.stderr
+    one = wide.stdout.splitlines()[0]
+    assert one.startswith("Top finding: ") and len(one) > 60  # it has to wrap at 60
+    lines = narrow.stdout.splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("mlp_cpu "))  # the trace's line
+    assert end > 1 and all(line.startswith("  ") for line in lines[1:end]), lines[:end]
+    assert all(len(line) <= 60 for line in lines[:end])
+    assert " ".join(line.strip() for line in lines[:end]) == one

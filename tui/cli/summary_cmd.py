@@ -169,6 +169,8 @@ def summary_headline(summary: Any) -> str:
 def render_text(summary: Any, console: Any) -> None:
     """Print a Summary as readable tables on ``console`` (a rich Console): its headline (the top
     finding) first."""
+    import textwrap
+
     import polars as pl
     from rich.markup import escape
 
@@ -179,7 +181,12 @@ def render_text(summary: Any, console: Any) -> None:
     def where(df: pl.DataFrame) -> list[Col]:
         return _where(df, words.lane)
 
-    console.print(f"[bold]{escape(summary_headline(s))}[/bold]")
+    # the headline may wrap: its continuation lines hang under it, as explain's do, so a reader
+    # sees one sentence and not a second line of its own
+    for line in textwrap.wrap(
+        summary_headline(s), max(20, console.width), subsequent_indent="  ", break_on_hyphens=False
+    ):
+        console.print(f"[bold]{escape(line)}[/bold]")
     head = (
         f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
         f"status {tr['status']} · {plural(len(tr['nodes']), 'node')} · {_ranks(tr['ranks'])}"

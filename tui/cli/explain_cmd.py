@@ -158,8 +158,9 @@ def explain(
                 "own; the findings are the analysed steps'"
             )
         if rank is not None and rank not in set(analysed["rank"].to_list()):
-            have = sorted(set(analysed["rank"].to_list()))
-            raise UserError(f"--rank {rank}: no analysed step on that rank (ranks: {_numbers(have)})")
+            have = _numbers(sorted(set(analysed["rank"].to_list())))
+            where = f"step {step} has no path" if step is not None else "no analysed step"
+            raise UserError(f"--rank {rank}: {where} on that rank (ranks: {have})")
         if step is None:
             median, slowest = median_step(analysed)
             step = median

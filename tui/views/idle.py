@@ -61,8 +61,8 @@ def idle_sections(outputs: Outputs) -> list[Section]:
 def idle_empty(outputs: Outputs) -> str:
     """The empty state: why there is nothing to show."""
     if output(outputs, STAGE, "breakdown.parquet").is_empty():
-        if device_words(outputs).kind == NONE:  # nothing ran on a device: the host's stalls instead
-            return does_not_apply("host stalls per step are in the Steps view")
+        if device_words(outputs).kind == NONE:  # nothing ran on a device: the host's idle time instead
+            return does_not_apply("the host's time outside any op per step is in the Steps view")
         return "No stream idle time in this trace: no device streams ran kernels."
     return ""
 

@@ -1,5 +1,5 @@
 """Launches view: launch→start delay distribution, per-rank statistics, kernels by launch
-delay and launch-bound count, outliers, and the kernels each ATen op launches — the ``launch``
+delay and how many of their launches ran shorter on the device than the launch call, outliers, and the kernels each ATen op launches — the ``launch``
 stage's tables."""
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             note=top,
         ),
         Section(
-            "Launch-bound kernels",
+            "Kernels by launches shorter than their launch call",
             STAGE,
             "by_kernel.parquet",
             bound,
             kernel_cols,
             sort_by="launch_bound",
             kernel="name",
-            note=f"GPU work shorter than the launch · of the {top}",
+            note=f"launch_bound = launches whose device work ran shorter than the launch call · of the {top}",
         ),
         Section(
             "Outliers: slow launch calls and late starts",
@@ -115,7 +115,7 @@ def launch_empty(outputs: Outputs) -> str:
 
 
 class LaunchesView(SectionsView):
-    """Launch latency, launch-bound kernels, outliers, ATen op → kernels (the ``launch`` stage)."""
+    """Launch latency, launches shorter on the device than their launch call, outliers, ATen op → kernels (the ``launch`` stage)."""
 
     TITLE = "Launches"
     TAKEAWAY = "launch"

@@ -163,7 +163,7 @@ class StepsView(TraceView):
         if on == {"host"}:  # analysis measured the host: there is no device work to break down
             head += (
                 " · no device work: busy = host ops, collectives or DataLoader fetches running,"
-                " idle = host stalls"
+                " idle = host time outside any op"
             )
         self._status(
             f"{head}{ratio} · {plural(n_out, 'outlier')} ● · "

@@ -453,7 +453,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         )
     job = frame(outputs, "steps", "job_stats.parquet")
     if len(ranks) > 1 and job.height:
-        note.append(f"\njob median {fmt_ns(job['p50_ns'][0])} (slowest rank per step)")
+        note.append(f"\njob median {fmt_ns(job['p50_ns'][0])} (longest rank per step)")
     slowest = mine.sort("dur_ns", descending=True).head(3)
     line = "slowest: " + ", ".join(
         f"step {r[0]} ({fmt_ns(r[1])})" for r in slowest.select("step", "dur_ns").rows()
@@ -486,13 +486,13 @@ HOST_PARTS = (
     ("computation_ns", "compute", "█", "green"),
     ("communication_ns", "communication", "▓", "yellow"),
     ("data_loading_ns", "data loading", "▒", "cyan"),
-    ("idle_ns", "stalls", "·", "red"),
+    ("idle_ns", "outside any op", "·", "red"),
 )
 
 
 def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
     """Each step of a rank without device work as one bar, as long as the step: its host's
-    compute, communication, data loading and stalls (the steps stage's host rows)."""
+    compute, communication, data loading and time outside any op (the steps stage's host rows)."""
     import polars as pl
 
     bd = frame(outputs, "steps", "breakdown.parquet")
@@ -510,7 +510,7 @@ def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
     bars = []
     for r in shown.iter_rows(named=True):
         segments = tuple((float(r[col] or 0) / longest, glyph, style) for col, _, glyph, style in HOST_PARTS)
-        text = f"{fmt_ns(r['dur_ns'])} · comm {fmt_ns(r['communication_ns'])} · stall {fmt_ns(r['idle_ns'])}"
+        text = f"{fmt_ns(r['dur_ns'])} · comm {fmt_ns(r['communication_ns'])} · outside ops {fmt_ns(r['idle_ns'])}"
         bars.append(Bar(f"step {r['step']}", float(r["dur_ns"]), text, segments=segments))
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
@@ -824,7 +824,7 @@ CHARTS: list[Chart] = [
     ),
     Chart(
         "host_steps",
-        "Host work per step: compute, communication, data loading, stalls",
+        "Host time per step: compute, communication, data loading, outside ops",
         ("steps",),
         build_host_steps,
         "Enter: Steps view",
@@ -865,7 +865,13 @@ def build_headline(outputs: Outputs, _view: Any = None) -> ChartData:
     from profui.analysis.headline import headline
 
     windows = frame(outputs, "steps", "windows.parquet")
-    line = headline(frame(outputs, "findings", "findings.parquet"), windows if windows.width else None)
+    cp_steps = frame(outputs, "critical_path", "steps.parquet")
+    line = headline(
+        frame(outputs, "findings", "findings.parquet"),
+        windows if windows.width else None,
+        # the stage wrote its table (with no row when no step was analysed): the reason can be said
+        cp_steps if "critical_path" in outputs and cp_steps.width else None,
+    )
     return ChartData(kind="text", text=Text(line, style="bold"))
 
 
@@ -875,8 +881,8 @@ def chart_by_id(chart_id: str) -> Chart:
 
 
 #: Stages whose tables the analysis views show (Communication, Launches, Idle, Sync, Findings:
-#: the findings also make the dashboard's headline).
-VIEW_STAGES: tuple[str, ...] = ("comm", "launch", "idle", "sync", "findings")
+#: the findings, with the critical path's analysed steps, also make the dashboard's headline).
+VIEW_STAGES: tuple[str, ...] = ("comm", "launch", "idle", "sync", "critical_path", "findings")
 
 #: Pipeline stages the trace screen asks for, once for all its views: those the charts draw,
 #: those the analysis views show, and the summary stage whose takeaways they show (which

@@ -99,6 +99,16 @@ class GraphRefused(ValueError):
     """HTA refuses the graph: it has a cycle."""
 
 
+#: A path's stretches: one row per edge (``event``: the event the edge belongs to, -1 for none).
+STRETCH_SCHEMA = {
+    "kind": pl.String,
+    "event": pl.Int64,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "ns": pl.Int64,
+}
+
+
 @dataclass
 class Path:
     """One window's critical path: its length, time by HTA's kind and its stretches."""
@@ -108,7 +118,7 @@ class Path:
     #: one row per edge of the path: ``kind`` (empty for zero-weight dependencies), ``event``
     #: (the trace-order index of the event its time belongs to, -1: none), ``start_ns``,
     #: ``end_ns``, ``ns``
-    stretches: pl.DataFrame = field(default_factory=pl.DataFrame)
+    stretches: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STRETCH_SCHEMA))
 
 
 def _quick_order(values: np.ndarray) -> np.ndarray:
@@ -560,13 +570,7 @@ def _longest(
     ns = np.maximum(wt[e], 0)
     stretches = pl.DataFrame(
         {"kind": kinds, "event": attr[e], "start_ns": ts_node[src[e]], "end_ns": ts_node[dst[e]], "ns": ns},
-        schema={
-            "kind": pl.String,
-            "event": pl.Int64,
-            "start_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "ns": pl.Int64,
-        },
+        schema=STRETCH_SCHEMA,
     )
     totals = (
         stretches.filter(pl.col("kind") != "").group_by("kind", maintain_order=True).agg(pl.col("ns").sum())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from eventrows import events_frame, kernel
 
@@ -119,3 +120,16 @@ def test_stage_under_hta_compat(imported_trace):
             w["by_kind_ns"], rel=0.01
         )
     assert out["what_if.parquet"].height == 0
+
+
+def test_stage_on_a_cpu_only_trace(imported_trace):
+    """HTA raises on a CPU-only trace (its queue-length step); the stage under ``hta_compat``
+    gives every window a row whose kinds sum to nothing on the device and no stretch row that
+    names a device, and never fails (it did: a path without edges had no stretch columns)."""
+    from profui.analysis.pipeline import store
+
+    t = imported_trace("hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    out = store.compute(t, ["critical_path"], {"hta_compat": True})["critical_path"]
+    assert out["events.parquet"].filter(pl.col("lane") == "device").is_empty()
+    gpu_kinds = {"gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead"}
+    assert not set(out["by_kind.parquet"]["kind"]) & gpu_kinds

@@ -7,7 +7,7 @@ Keys (``version`` :data:`profui.analysis.findings.VERSION`):
 - ``headline``: the top finding's line, or why there is none (:func:`.headline.headline`: the
   words ``profui summary`` and the dashboard say);
 - ``step``, ``rank``: the step and rank whose critical path is shown (null without one; with
-  ``annotation``, ``step`` is the instance);
+  ``annotation``, ``step`` is the instance, under ``--hta-compat`` HTA's number for its window);
 - ``annotation``: ``{name, instance}`` when the path shown is an annotation's instance, else null;
 - ``critical_path``: ``length_ns``, ``by_kind`` (``{kind: ns}``, ``critical_path.KINDS``; HTA's
   kinds under ``--hta-compat``), ``events`` (the path stretch by stretch: ``seq, kind, lane,

@@ -91,7 +91,7 @@ def correlate(ctx: StageContext) -> dict[str, Any]:
 # -- steps ----------------------------------------------------------------------------------
 
 
-def _retag_steps(events: pl.LazyFrame, pattern: str) -> pl.LazyFrame:
+def retag_steps(events: pl.LazyFrame, pattern: str) -> pl.LazyFrame:
     """Host annotations whose name matches ``pattern`` become the step markers (kind ``step``);
     the trace's own step markers become plain annotations."""
     try:
@@ -115,7 +115,7 @@ def steps(ctx: StageContext) -> dict[str, Any]:
     ev = _events(ctx, ctx.params["hta_compat"])
     pattern = ctx.params["step_annotation"]
     if pattern:
-        ev = _retag_steps(ev, pattern)
+        ev = retag_steps(ev, pattern)
     found = stp.step_windows(ev)
     windows = found.windows
     outliers = stp.step_outliers(windows.lazy(), k=ctx.params["outlier_threshold"])

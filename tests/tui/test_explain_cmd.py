@@ -220,13 +220,25 @@ def test_annotation_instance_is_the_critical_path_of_that_window(tmp_path: Path)
     mlp = tmp_path / "mlp"
     shutil.copytree(SAMPLES / "mlp_cpu", mlp, ignore=shutil.ignore_patterns(".profui"))
     # the oracle: the annotation's rows read in plain Python, the second (instance 1) in start order
-    rows = [
+    every = [
         r
         for f in sorted(mlp.glob("node=*/rank=*/events-*.parquet"))
-        for r in pq.read_table(f, columns=["kind", "name", "ts", "dur"]).to_pylist()
-        if str(r["kind"]) == "annotation" and r["name"] == "forward_backward"
+        for r in pq.read_table(f, columns=["kind", "name", "ts", "dur", "tid"]).to_pylist()
     ]
+    rows = [r for r in every if str(r["kind"]) == "annotation" and r["name"] == "forward_backward"]
     ann = sorted(rows, key=lambda r: r["ts"])[1]
+    lo, hi = ann["ts"], ann["ts"] + ann["dur"]
+    # the ops on the annotation's thread inside the window, their union (nested ops once)
+    ops = sorted(
+        (max(r["ts"], lo), min(r["ts"] + r["dur"], hi))
+        for r in every
+        if str(r["kind"]) == "cpu_op" and r["tid"] == ann["tid"] and r["ts"] < hi and r["ts"] + r["dur"] > lo
+    )
+    op_time, end = 0, lo
+    for a, b in ops:
+        op_time += max(0, b - max(a, end))
+        end = max(end, b)
+    assert op_time > 0
     proc = run_profui(
         "explain", mlp, "--json", "--annotation", "forward_backward", "--instance", "1", cache=tmp_path
     )
@@ -235,6 +247,9 @@ def test_annotation_instance_is_the_critical_path_of_that_window(tmp_path: Path)
     # a CPU-only run: the window is the annotation's own span, every ns of it one kind
     assert cp["length_ns"] == ann["dur"] == sum(cp["by_kind"].values())
     assert cp["events"][0]["start_ns"] == ann["ts"] and cp["events"][-1]["end_ns"] == ann["ts"] + ann["dur"]
+    # the annotation's thread is the path's host thread: its ops are host compute, the rest outside ops
+    assert cp["by_kind"]["host_compute"] == op_time
+    assert cp["by_kind"]["host_overhead"] == ann["dur"] - op_time
     assert json.loads(proc.stdout)["annotation"] == {"name": "forward_backward", "instance": 1}
     text = run_profui(
         "explain", mlp, "--annotation", "forward_backward", "--instance", "1", cache=tmp_path, NO_COLOR="1"
@@ -247,6 +262,52 @@ def test_annotation_instance_is_the_critical_path_of_that_window(tmp_path: Path)
         run_profui("explain", mlp, "--annotation", "forward_backward", "--instance", "4", cache=tmp_path),
         "4 instance(s)",
     )
+    # --step with --annotation would be ignored: refused
+    one_line_error(
+        run_profui(
+            "explain",
+            mlp,
+            "--annotation",
+            "forward_backward",
+            "--instance",
+            "0",
+            "--step",
+            "4",
+            cache=tmp_path,
+        ),
+        "--step 4",
+        "--annotation",
+    )
+
+
+def test_hta_compat_annotation_instance_is_htas_window(tmp_path: Path) -> None:
+    name = "hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    args = ("--annotation", "## forward ##", "--instance", "1", "--hta-compat")
+    proc = run_profui("explain", shared_trace(name), "--json", *args, cache=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    cp = doc["critical_path"]
+    # HTA's reference holds no '## forward ##' window: a path of HTA's kinds that sum to its length
+    assert cp["length_ns"] and cp["length_ns"] == sum(cp["by_kind"].values())
+    assert set(cp["by_kind"]) <= {
+        "cpu_bound",
+        "data_loading",
+        "gpu_compute_bound",
+        "gpu_communication_bound",
+        "gpu_kernel_kernel_overhead",
+        "gpu_kernel_launch_overhead",
+    }
+    assert doc["annotation"] == {"name": "## forward ##", "instance": 1}
+    # an annotation HTA's reference has: its instance 1 as HTA 0.5.0 measured it
+    ref = json.loads(
+        (REPO / "tests/analysis/reference" / f"critical_path-{name[:-8]}@Optimizer_step.json").read_text()
+    )
+    want = next(w for w in ref["windows"] if w["instance"] == 1)
+    args = ("--annotation", want["name"], "--instance", "1", "--hta-compat")
+    proc = run_profui("explain", shared_trace(name), "--json", *args, cache=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cp = json.loads(proc.stdout)["critical_path"]
+    assert (cp["length_ns"], cp["by_kind"]) == (want["length_ns"], want["by_kind_ns"])
 
 
 def step_names(folder: Path) -> dict[int, tuple[int, int]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -102,8 +103,10 @@ def explain(
     import polars as pl
 
     from profui.analysis import critical_path as cpath
+    from profui.analysis import critical_path_hta as cpath_hta
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
+    from profui.analysis.pipeline.bodies import retag_steps
     from profui.analysis.pipeline.store import compute
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
@@ -137,12 +140,25 @@ def explain(
         return cpath.stage(events(), window, store["correlate"]["launches.parquet"], hta_compat)
 
     if annotation is not None:
-        window = annotation_window(events(), annotation, int(instance or 0), rank)
-        cp = on_demand(window)
-        step, rank = int(window["step"][0]), int(window["rank"][0])
-        named = {"name": annotation, "instance": step}
+        if step is not None:
+            raise UserError(f"--step {step}: not with --annotation (the path is the annotation's instance)")
+        k = int(instance or 0)
+        window = annotation_window(events(), annotation, k, rank)
+        rank = int(window["rank"][0])
+        if hta_compat:
+            # HTA's own windows: its instances of the annotation, as its critical_path_analysis takes them
+            cp = cpath_hta.stage(events(), annotation=annotation, instance=k)
+            mine = cp["steps.parquet"].filter(pl.col("rank") == rank)
+            step = int(mine["step"][0]) if mine.height else k
+        else:
+            # the annotation is the window's marker, so its thread is the path's host thread
+            # (the steps stage's step_annotation rule)
+            tagged = retag_steps(events(), f"^{re.escape(annotation)}$")
+            cp = cpath.stage(tagged, window, store["correlate"]["launches.parquet"], hta_compat)
+            step = k
+        named = {"name": annotation, "instance": k}
         notes.append(
-            f"the path shown is {annotation!r} instance {step} on rank {rank}; "
+            f"the path shown is {annotation!r} instance {k} on rank {rank}; "
             "the findings are the analysed steps', not this instance's"
         )
     else:

@@ -29,7 +29,7 @@ FINDINGS = "findings.parquet"
 EVIDENCE = "evidence.parquet"
 #: The columns of the findings table, in order (the numbers first: titles run long), and the
 #: short names they are shown by (80 columns leave the title room).
-COLUMNS = ["position", "category", "recoverable_ns_per_step", "recoverable_share", "title"]
+COLUMNS = ["position", "category", "recoverable_ns_per_step", "recoverable_share", "finding"]
 SHOWN_AS = {"position": "#", "recoverable_ns_per_step": "per_step_ns", "recoverable_share": "share"}
 EVIDENCE_COLUMNS = ["label", "value", "source"]
 
@@ -38,13 +38,27 @@ def units(file: str) -> dict[str, str]:
     """The declared unit of each column of the findings stage's ``file`` (and of the short name
     it is shown by)."""
     declared = {c.name: c.unit for c in schemas.table(STAGE, file).columns}
-    return declared | {SHOWN_AS[c]: u for c, u in declared.items() if c in SHOWN_AS}
+    return (
+        declared
+        | {SHOWN_AS[c]: u for c, u in declared.items() if c in SHOWN_AS}
+        | {"finding": declared.get("title", "text")}
+    )
+
+
+#: A time finding's title ends with the two numbers the table's columns show
+#: (:func:`profui.analysis.findings.recoverable_title`); the table's title cell leaves them out,
+#: so that its 80 columns show the words (the panel below shows the title whole).
+RECOVERABLE_TAIL = r": [^:]+ per step \([^)]*of step time\) recoverable$"
 
 
 def shown(findings: pl.DataFrame) -> pl.DataFrame:
     """The findings with the table's columns under their short names as well (every column
-    kept: Enter reads the worst instance's)."""
-    return findings.with_columns(pl.col(c).alias(a) for c, a in SHOWN_AS.items())
+    kept: Enter reads the worst instance's), and ``finding``: the title less the numbers the
+    columns show."""
+    return findings.with_columns(
+        *(pl.col(c).alias(a) for c, a in SHOWN_AS.items()),
+        pl.col("title").str.replace(RECOVERABLE_TAIL, "").alias("finding"),
+    )
 
 
 def evidence_of(evidence: pl.DataFrame, position: int) -> pl.DataFrame:
@@ -76,7 +90,7 @@ class FindingsView(TraceView):
     DEFAULT_CSS = """
     FindingsView #findings-status { height: 1; padding: 0 1; color: $text-muted; }
     FindingsView #findings { height: auto; max-height: 40%; }
-    FindingsView #finding-where { height: auto; max-height: 6; padding: 0 1; }
+    FindingsView #finding-where { height: auto; max-height: 8; padding: 0 1; }
     FindingsView #evidence { height: 1fr; min-height: 3; }
     """
 
@@ -116,6 +130,12 @@ class FindingsView(TraceView):
         self.findings = dc.frame(outputs, STAGE, FINDINGS)
         self.evidence = dc.frame(outputs, STAGE, EVIDENCE)
         table = self.query_one("#findings", FrameTable)
+        if STAGE not in outputs:  # the stage (or one before it) failed: no claim about findings
+            self._status("findings: not available (the findings stage has no output; profui runs says why)")
+            table.set_frame(pl.DataFrame())
+            self._select(None)
+            self.ready = True
+            return
         if self.findings.is_empty():  # why, in the dashboard headline's words
             self._status(dc.build_headline(outputs).text.plain)
             table.set_frame(pl.DataFrame())

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.timeline import TimelineView
+from profui.tui.timeline.canvas import TimelineCanvas
 from profui.tui.views.findings import FindingsView
 from profui.tui.widgets.frame_table import FrameTable
 
@@ -60,5 +61,25 @@ def test_the_top_finding_is_the_copies_and_enter_draws_its_path(tmp_path: Path) 
             assert st.path_on and st.step_in_view() == at["step"]
             assert st.t0 <= start and end <= st.t1 and (st.t1 - st.t0) <= 1.1 * (end - start)
             assert st.path_message().startswith(f"critical path of step {at['step']}, rank {at['rank']}")
+            # the path line names each column by the kind with the most path time in it: the
+            # copies alternate with µs stream gaps (no run of one kind was two columns wide, so
+            # the line had no word); the columns' kinds computed here from explain's stretches
+            canvas = tl.query_one(TimelineCanvas)
+            lw = canvas.renderer.label_width(canvas.size.width)
+            line = "".join(seg.text for seg in canvas.frame()[2])[lw:]
+            w = (st.t1 - st.t0) / len(line)
+            most = []
+            for c in range(len(line)):
+                lo, hi = st.t0 + c * w, st.t0 + (c + 1) * w
+                by: dict[str, float] = {}
+                for e in cp["events"]:
+                    cut = min(e["end_ns"] - base, hi) - max(e["start_ns"] - base, lo)
+                    if cut > 0:
+                        by[e["kind"]] = by.get(e["kind"], 0) + cut
+                most.append(max(by, key=by.get) if by else None)
+            copies = [c for c, k in enumerate(most) if k == "transfer"]
+            assert len(copies) >= len(line) // 2, most  # 685 of 969 ms
+            first = copies[0]
+            assert line[first : first + 5] == "├copy", line
 
     asyncio.run(go())

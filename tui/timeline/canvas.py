@@ -39,6 +39,9 @@ class TimelineCanvas(Widget, can_focus=True):
         Binding("H,pageup", "pan(-1.0)", "Page left", show=False),
         Binding("L,pagedown", "pan(1.0)", "Page right", show=False),
         Binding("f,0,home", "fit", "Fit all"),
+        # p here, not on the view: the key line lists the focused canvas's keys first, and at 80
+        # columns it ended before the view's
+        Binding("p", "critical_path", "Critical path"),
         Binding("n", "next(1)", "Next step/match"),
         Binding("N", "next(-1)", "Prev step/match", show=False),
         Binding("enter,x", "follow", "Launch↔kernel"),
@@ -53,6 +56,9 @@ class TimelineCanvas(Widget, can_focus=True):
 
     class Changed(Message):
         """The view changed (viewport, cursor, selection or search)."""
+
+    class PathToggled(Message):
+        """``p``: draw (or stop drawing) the critical path (the view loads it)."""
 
     def __init__(self, state: TimelineState | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -126,6 +132,9 @@ class TimelineCanvas(Widget, can_focus=True):
 
     def action_pan(self, fraction: float) -> None:
         self._go(lambda: self.state.pan(fraction))
+
+    def action_critical_path(self) -> None:
+        self.post_message(self.PathToggled())
 
     def action_fit(self) -> None:
         self._go(lambda: self.state.fit())

@@ -20,6 +20,9 @@ import polars as pl
 from profui.analysis.formatting import fmt_ns
 from profui.analysis.lod import Lane, LodIndex
 
+#: The least share of a step's path a kind of time needs to be named on the status line.
+MIN_PART_SHARE = 0.05
+
 #: What the path line calls each kind of stretch (``critical_path.KINDS``; HTA's kinds under
 #: ``--hta-compat`` and any later kind read as their own names).
 KIND_WORDS = {
@@ -62,12 +65,20 @@ class StepPath:
     ranks: list[int] = field(default_factory=list)
 
     def summary(self, rank: int, work: str) -> str:
-        """``critical path of step 5, rank 1: 30.2 ms · host 25.0 ms · op 5.2 ms``."""
+        """``critical path of step 5, rank 1: 30.2 ms · host 25.0 ms · op 5.2 ms``: the path's
+        length and its three largest kinds of time that are each at least
+        :data:`MIN_PART_SHARE` of it."""
         who = f", rank {rank}" if rank >= 0 and len(self.ranks) > 1 else ""
         head = f"critical path of step {self.step}{who}"
         if rank not in self.length:
             return head
-        parts = [f"{kind_word(k, work)} {fmt_ns(ns)}" for k, ns in self.by_kind.get(rank, [])[:3] if ns > 0]
+        total = self.length[rank]
+        # at most three kinds, each at least MIN_PART_SHARE of the path: the line fits 80 columns
+        parts = [
+            f"{kind_word(k, work)} {fmt_ns(ns)}"
+            for k, ns in self.by_kind.get(rank, [])[:3]
+            if ns > 0 and ns >= MIN_PART_SHARE * total
+        ]
         return " · ".join([f"{head}: {fmt_ns(self.length[rank])}", *parts])
 
 

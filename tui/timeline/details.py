@@ -99,8 +99,8 @@ def status_text(state: TimelineState, width: int = 200) -> Text:
         search = _cut(search, max(room - len(head + step), 0)) if room - len(head + step) >= 8 else ""
     if len(head + step + search) > room:
         step = _cut(step, max(room - len(head), 0)) if room - len(head) >= 8 else ""
-    if len(head) > room:
-        head = _cut(head, max(room, 0))
+    if len(head) > room:  # a cut window width reads as noise ("Δ 4…"): the message alone
+        head = ""
     if not head and message:
         message = message.removeprefix(" · ")
     t = Text(no_wrap=True, overflow="ellipsis")

@@ -414,12 +414,22 @@ class Renderer:
         np.add.at(diff, hi[seen] + 1, -1)
         on = np.cumsum(diff)[:cw] > 0
         chars[on], styles[on] = PATH_RUN, PATH_LINE
-        # a run under two cells wide keeps ─ (├├├├ reads as noise); the others start ├ + word
-        wide = np.flatnonzero(seen & (t_hi - t_lo >= 2 * w))
-        for j, a, b in zip(wide.tolist(), lo[wide].tolist(), hi[wide].tolist(), strict=True):
+        # each cell is named by the kind with the most path time in it, so that a kind whose
+        # stretches alternate with short others (copies between 1 µs stream gaps) is still
+        # named; a run of cells of one kind two wide or more starts ├ + word (├├├├ reads as
+        # noise), a shorter one keeps ─
+        top = _top_kind_per_cell(kind, path.t0[mine], path.t1[mine], len(path.kinds), t0, w, cw)
+        key = np.where(on & (top >= 0), top, -1)
+        first = np.ones(cw, dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        run_lo = np.flatnonzero(first)
+        run_hi = np.append(run_lo[1:], cw)
+        for a, b in zip(run_lo.tolist(), run_hi.tolist(), strict=True):
+            if key[a] < 0 or b - a < 2:
+                continue
             chars[a] = PATH_START
-            word = kind_word(path.kinds[int(kind[starts[j]])], st.words.work)
-            if b - a >= len(word):
+            word = kind_word(path.kinds[int(key[a])], st.words.work)
+            if b - 1 - a >= len(word):
                 chars[a + 1 : a + 1 + len(word)] = list(word)
         who = f" r{rank}" if rank >= 0 and len(path.ranks) > 1 else ""
         label = f" path #{path.step}{who}"[: lw - 1].ljust(lw - 1) + "│"
@@ -609,6 +619,28 @@ class Renderer:
                 free = a + 2 + len(text)
         label = " steps"[: lw - 1].ljust(lw - 1) + "│"
         return _strip(Segment(label, STYLES[LABEL_DIM]), chars, styles, lw + cw)
+
+
+def _top_kind_per_cell(
+    kind: np.ndarray, start: np.ndarray, end: np.ndarray, n_kinds: int, t0: float, w: float, cw: int
+) -> np.ndarray:
+    """Per column of a frame from ``t0`` with ``w`` ns a column: the kind (an index below
+    ``n_kinds``) with the most time of the stretches ``[start, end)`` in it (one rank's path:
+    they do not overlap), -1 where none has any."""
+    edges = t0 + w * np.arange(cw + 1, dtype=np.float64)
+    time = np.zeros((n_kinds, cw), dtype=np.float64)
+    for k in np.unique(kind).tolist():
+        sel = kind == k
+        a, b = start[sel].astype(np.float64), end[sel].astype(np.float64)
+        order = np.argsort(a, kind="stable")
+        a, b = a[order], b[order]
+        before = np.concatenate(([0.0], np.cumsum(b - a)))  # this kind's time before each stretch
+        i = np.searchsorted(a, edges, side="right") - 1  # the stretch started last at each edge
+        inside = np.where(i >= 0, np.clip(edges - a[np.maximum(i, 0)], 0, (b - a)[np.maximum(i, 0)]), 0.0)
+        upto = np.where(i >= 0, before[np.maximum(i, 0)], 0.0) + inside  # its time before each edge
+        time[k] = np.diff(upto)
+    top = np.argmax(time, axis=0)
+    return np.where(time.max(axis=0) > 0, top, -1)
 
 
 def span_columns(start: np.ndarray, end: np.ndarray, t0: float, w: float) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,6 @@ class TimelineView(TraceView):
     BINDINGS = [
         Binding("slash", "prompt('search')", "Search"),
         Binding("g", "prompt('step')", "Go to step"),
-        Binding("p", "critical_path", "Critical path"),
     ]
 
     def __init__(self, session, id: str | None = None) -> None:
@@ -286,6 +285,11 @@ class TimelineView(TraceView):
             prompt.cursor_position = len(prompt.value)
 
     # -- panel ----------------------------------------------------------------------------
+    @on(TimelineCanvas.PathToggled)
+    def _path_toggled(self, event: TimelineCanvas.PathToggled) -> None:
+        event.stop()
+        self.action_critical_path()
+
     @on(TimelineCanvas.Changed)
     def _changed(self, _event: TimelineCanvas.Changed) -> None:
         self._update()

@@ -32,7 +32,7 @@ import polars as pl
 from . import collectives, comm, critical_path_hta
 from .critical_path_graph import THREAD_KINDS, RankStep, step_graph
 from .critical_path_inputs import HOST_OVERHEAD, RankInputs, lateness, rank_inputs
-from .critical_path_replay import BLOCKED, CHANGES, COLL, END, THREAD, WAKE, Graph
+from .critical_path_replay import BLOCKED, CHANGES, COLL, END, LAUNCH, THREAD, WAKE, Graph
 from .engine import ENGINE
 from .schemas import TABLES
 
@@ -140,6 +140,10 @@ def path_stretches(
     lo, hi = rs.start, rs.end
 
     def emit(kind: str, lane: Any, name: str | None, a: int, b: int) -> None:
+        # a stretch's name is an event of its lane holding it whole; a host stretch without one
+        # is named below by its thread's innermost event holding it, a device gap stays unnamed
+        if not name:
+            name = None if lane.lane == "host" else ""
         a, b = max(a, lo), min(b, hi)
         if b <= a:
             return
@@ -170,24 +174,28 @@ def path_stretches(
         elif kind == WAKE and n in g.woken:
             # woken once another rank arrived: the wait for it, from this rank's own arrival
             own = g.woken[n]
-            emit("host_overhead", lane, lane.name, a, b)
-            emit("rank_wait", lane, lane.name, g.t[own], a)
+            emit("host_overhead", lane, None, a, b)
+            emit("rank_wait", lane, None, g.t[own], a)
             s = own
         elif kind == "op":
             emit(lane.kind, lane, lane.name, a, b)
+        elif kind == LAUNCH:
+            emit("launch_delay", lane, "", a, b)  # before its op starts: a gap of the stream
         else:
             emit(_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b)
         n = s
     out.reverse()
-    # a host stretch is named by the innermost op or frame at its middle (what a user looks at)
+    # a host stretch is named by the innermost op or frame of its own thread holding it whole
+    # (what a user looks at; the step thread's class counts its rank's threads, its name not)
     unnamed: dict[int | None, list[int]] = {}
     for i, row in enumerate(out):
         if row[5] is None:
             unnamed.setdefault(row[2], []).append(i)
     for tid, rows in unnamed.items():
-        tt = rs.time_of(tid)
-        mids = np.array([(out[i][6] + out[i][7]) // 2 for i in rows], dtype=np.int64)
-        names = tt.names_at(mids) if tt is not None else [""] * len(rows)
+        tt = rs.threads.get(tid) if tid is not None else None
+        a = np.array([out[i][6] for i in rows], dtype=np.int64)
+        b = np.array([out[i][7] for i in rows], dtype=np.int64)
+        names = tt.names_at(a, b) if tt is not None else [""] * len(rows)
         for i, name in zip(rows, names, strict=True):
             out[i] = (*out[i][:5], name, *out[i][6:])
     return out

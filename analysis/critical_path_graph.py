@@ -22,7 +22,9 @@ from .comm import HOST_OP
 from .critical_path_inputs import (
     ARRIVAL_CLASSES,
     CLASS_KINDS,
+    HOST_COMPUTE,
     HOST_OVERHEAD,
+    INPUT,
     RANK_TIME,
     RankInputs,
     ThreadTime,
@@ -176,7 +178,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     # runs the all-reduce that the main thread's c10d::allreduce_ asked for): its idle time
     # before is no work of its own
     enqueued = 1 << 60
-    for ctid, cts, _c_end, c_start, _e, cname in coll_anchors:
+    for ctid, cts, _c_end, c_start, _e, _cname in coll_anchors:
         got = _enqueue(rs, ctid, cts)
         if got is None:
             continue
@@ -184,7 +186,8 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
         q = g.node(at, ri)
         extra.append((tid, at, enqueued, q, False))
         enqueued += 1
-        g.edge(q, c_start, ENQUEUE, 0, Lane("host", tid=ctid, name=cname, kind="host_overhead"))
+        # before the collective starts: no event of its thread holds that time by name
+        g.edge(q, c_start, ENQUEUE, 0, Lane("host", tid=ctid, kind="host_overhead"))
         p_blk[0][np.flatnonzero(s_nodes == c_start)] = True
     if main_tid is None and n:
         tids, counts = np.unique(a_tid, return_counts=True)
@@ -203,7 +206,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             hits = np.flatnonzero(m)
             if len(hits):  # an op that waited inside: it ends right after the collective
                 j = int(hits[np.argmin(tt.name_end[hits])])
-                at = int(tt.name_end[j])
+                at, name = int(tt.name_end[j]), tt.names[j]
             else:  # a thread idle outside its ops until woken: its next op starts right after
                 running = (tt.name_start < c_end) & (tt.name_end > c_end)
                 ended = tt.name_end[tt.name_end < c_end]
@@ -216,9 +219,9 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
                 if running.any() or not len(hits):
                     continue
                 j = int(hits[np.argmin(tt.name_start[hits])])
-                at = int(tt.name_start[j])
+                at, name = int(tt.name_start[j]), ""  # the wait lies before the op: unnamed
             w = g.node(at, ri)
-            g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
+            g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=name, kind="host_overhead"))
             extra.append((tid, at, order, w, True))
             order += 1
         for tid, tt in rs.threads.items():
@@ -238,10 +241,12 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             idle_from = int(before.max()) if len(before) else start
             w = g.node(at, ri)
             rs.resumes.setdefault(c_start, []).append(
-                (w, idle_from, Lane("host", tid=tid, name=tt.names[j], kind="host_overhead"))
+                (w, idle_from, Lane("host", tid=tid, kind="host_overhead"))
             )
             extra.append((tid, at, order, w, True))
             order += 1
+    if main_tid is not None:
+        extra.extend(_thread_waits(g, ri, rs, main_tid, coll_anchors))
     if extra:
         cols = list(zip(*extra, strict=True))
         for dst_list, col in zip((p_tid, p_t, p_ord, p_node, p_blk), cols, strict=True):
@@ -288,6 +293,70 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
     _implicit_waits(g, inp, win, rs)
+
+
+def _thread_waits(
+    g: Graph, ri: int, rs: RankStep, main_tid: int, coll_anchors: list[tuple[int, int, int, int, int, str]]
+) -> list[tuple[int, int, int, int, bool]]:
+    """The step thread waiting for another thread of its rank (DDP's main thread blocked in
+    ``backward`` while the autograd thread runs the backward ops): a stretch between two
+    consecutive instants of the step thread's own events (nothing of its own starts or ends
+    inside) in which another thread, idle at its start, runs ops that all end inside it, the
+    last within :data:`RESUME_WITHIN_NS` of the step thread's resume. The other thread's first
+    op there waits for the stretch's start (``ENQUEUE``), the resume for its last op's end
+    (``WAKE``); of several such threads, the one ending last. Stretches a host collective meets
+    are left to the collective rules. Returns the chain points to add."""
+    own = rs.threads.get(main_tid)
+    if own is None:
+        return []
+    lo, hi = rs.start, rs.cpu_end
+    b = np.concatenate([[lo, hi], own.name_start, own.name_end])
+    b = np.unique(b[(b >= lo) & (b <= hi)])
+    if len(b) < 2:
+        return []
+    k_n = len(b) - 1
+    best_end = np.full(k_n, -1, dtype=np.int64)
+    best: dict[int, tuple[int, int, int]] = {}  # stretch -> (tid, first op start, last op end)
+    for tid, tt in rs.threads.items():
+        if tid in (main_tid, RANK_TIME) or not len(tt.name_start):
+            continue
+        i0, i1 = np.searchsorted(tt.name_start, [lo, hi], side="left")
+        ns, ne = tt.name_start[i0:i1], tt.name_end[i0:i1]
+        if not len(ns):
+            continue
+        k = np.searchsorted(b, ns, side="right") - 1
+        first = np.full(k_n, np.iinfo(np.int64).max, dtype=np.int64)
+        last = np.full(k_n, -1, dtype=np.int64)
+        np.minimum.at(first, k, ns)
+        np.maximum.at(last, k, ne)
+        # idle at the stretch's start: no event of its own covers it
+        s_sorted, e_sorted = np.sort(tt.name_start), np.sort(tt.name_end)
+        x = b[:-1]
+        running = np.searchsorted(s_sorted, x, side="left") - np.searchsorted(e_sorted, x, side="right") > 0
+        y = b[1:]
+        ok = (last >= 0) & (last <= y) & (y - last <= RESUME_WITHIN_NS) & ~running & (last > best_end)
+        # it ran ops there (runtime calls alone are no work the step thread waits for)
+        ok[ok] = (tt.at(last[ok]) - tt.at(first[ok]))[[INPUT, HOST_COMPUTE]].sum(axis=0) > 0
+        for j in np.flatnonzero(ok).tolist():
+            best[j] = (tid, int(first[j]), int(last[j]))
+            best_end[j] = last[j]
+    out: list[tuple[int, int, int, int, bool]] = []
+    for j, (tid, f, z) in sorted(best.items()):
+        x, y = int(b[j]), int(b[j + 1])
+        if any(cts <= y and c_end >= x for _t, cts, c_end, *_ in coll_anchors):
+            continue
+        mx, tf, tz, my = g.node(x, ri), g.node(f, ri), g.node(z, ri), g.node(y, ri)
+        g.edge(mx, tf, ENQUEUE, 0, Lane("host", tid=main_tid, kind="host_overhead"))
+        g.edge(tz, my, WAKE, 0, Lane("host", tid=main_tid, kind="host_overhead"))
+        # at equal times: the stretch's start after the step thread's other points there, its
+        # resume and the other thread's first op before theirs (they follow the wait)
+        out += [(main_tid, x, _LAST, mx, False), (main_tid, y, -1, my, True)]
+        out += [(tid, f, -1, tf, True), (tid, z, _LAST, tz, False)]
+    return out
+
+
+#: A chain point's order after every other point at the same instant but the step's end.
+_LAST = (1 << 62) - 1
 
 
 def _enqueue(rs: RankStep, ctid: int, cts: int) -> tuple[int, int, str] | None:

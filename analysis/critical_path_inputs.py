@@ -100,16 +100,16 @@ class ThreadTime:
                 out.append((s, e, rc[i]))
         return out
 
-    def names_at(self, x: np.ndarray) -> list[str]:
-        """:meth:`name_at` ``(x, x + 1)`` of many instants at once."""
-        i = np.searchsorted(self.name_start, x, side="right") - 1
-        found = np.full(len(x), -1, dtype=np.int64)
+    def names_at(self, a: np.ndarray, b: np.ndarray) -> list[str]:
+        """:meth:`name_at` of many stretches ``[a, b)`` at once."""
+        i = np.searchsorted(self.name_start, a, side="right") - 1
+        found = np.full(len(a), -1, dtype=np.int64)
         for back in range(256):
             j = i - back
             open_ = (found < 0) & (j >= 0)
             if not open_.any():
                 break
-            hit = open_ & (self.name_end[np.maximum(j, 0)] >= x + 1)
+            hit = open_ & (self.name_end[np.maximum(j, 0)] >= b)
             found[hit] = j[hit]
         return [self.names[k] if k >= 0 else "" for k in found.tolist()]
 

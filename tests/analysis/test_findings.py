@@ -130,8 +130,8 @@ def test_the_copy_bound_nsys_export_is_a_transfer_problem_not_a_launch_problem()
 
 
 def test_compute_looks_at_the_ops_and_kernels_not_the_runtime_calls_on_a_gpu_trace(tmp_path: Path) -> None:
-    """On HTA's negative-queue trace the compute finding's longest named stretch is a
-    ``cudaMemcpyAsync`` call: launch overhead, so it is not where the compute finding looks."""
+    """On HTA's negative-queue trace the compute finding looks at the ops and kernels whose
+    compute time is on the path, never a runtime call (launch overhead)."""
     from profui.capture.kineto import import_kineto
 
     from realdata import shared_trace
@@ -151,6 +151,5 @@ def test_compute_looks_at_the_ops_and_kernels_not_the_runtime_calls_on_a_gpu_tra
     time = {}
     for r in ops.iter_rows(named=True):
         time[r["name"]] = time.get(r["name"], 0) + r["end_ns"] - r["start_ns"]
-    assert "cudaMemcpyAsync" in set(compute["name"])  # on the path as compute time
     assert looked == sorted(time, key=lambda n: (-time[n], n))[:5]
     assert not set(looked) & runtime

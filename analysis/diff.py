@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .findings_base import CATEGORY_NAMES
 from .flops import gpu_key
 from .formatting import fmt_memory_device
 
@@ -484,25 +485,11 @@ def step_noise_ns(metrics: dict[str, dict[str, Any]]) -> float | None:
 
 #: How a finding's change reads, by its status.
 _STATUS_WORDS = {"vanished": "gone", "appeared": "appeared", "grew": "grew", "shrank": "shrank"}
-#: A finding's category as the diff names it.
-_CATEGORY_WORDS = {
-    "input": "input wait",
-    "host": "host stall",
-    "launch": "launch delay",
-    "sync": "sync wait",
-    "transfer": "transfer",
-    "compute": "compute",
-    "communication": "communication",
-    "straggler": "late rank",
-    "memory": "memory risk",
-    "precision": "precision risk",
-    "idle": "device idle",
-}
 
 
 def finding_label(row: dict[str, Any]) -> str:
     """A finding's name in the diff: ``host stall``, ``late rank 1``."""
-    label = _CATEGORY_WORDS.get(row["category"], row["category"])
+    label = CATEGORY_NAMES.get(row["category"], row["category"])
     return f"{label} {row['rank']}" if row.get("rank") is not None else label
 
 

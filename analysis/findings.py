@@ -12,6 +12,11 @@ time.
 Risk findings (``memory``, ``precision``, ``idle``) save nothing the graph can replay: they
 carry ``recoverable_ns_per_step`` 0 and a ``severity``.
 
+The order (:func:`ranked`): high-severity risks first (a memory floor rising every step ends in
+an out-of-memory error; a peak within 5% of the device's memory is one allocation from it), then
+the rest by recoverable time per step. A "compute if 2x faster" finding exists on every run, so
+by time alone a risk could never come first.
+
 One rule per finding, each in one function: here :func:`time_findings` (the what-if changes)
 and :func:`straggler_finding`; the risks in :mod:`.findings_risks`; :func:`consistent` removes
 findings another one explains (the late rank's own cause, launch delays queued behind copies);
@@ -22,12 +27,29 @@ findings another one explains (the late rank's own cause, launch delays queued b
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from . import findings_risks as risks
 from .devices import NONE, DeviceWords, words_for
+from .findings_base import (
+    BY_KIND_SRC,
+    CATEGORIES,
+    HIGH_SHARE,
+    MEDIUM_SHARE,
+    MIN_SHARE,
+    PATH_KINDS,
+    RISKS,
+    SEVERITIES,
+    STEPS_SRC,
+    TIME_CATEGORIES,
+    VERSION,
+    WHAT_IF_SRC,
+    Finding,
+    next_step,
+    precision_next_step,
+)
 from .findings_path import (
     job_paths,
     longest_start,
@@ -40,125 +62,23 @@ from .findings_path import (
 from .formatting import fmt_ns, fmt_pct, plural
 from .schemas import TABLES
 
-#: A finding's ``category``: the fixed vocabulary ``profui explain`` speaks.
-CATEGORIES: tuple[str, ...] = (
-    "input",
-    "host",
-    "launch",
-    "sync",
-    "transfer",
-    "compute",
-    "communication",
-    "straggler",
-    "memory",
-    "precision",
-    "idle",
-)
-
-#: The categories the critical path's what-if replays (``what_if.parquet``'s ``change``).
-TIME_CATEGORIES: tuple[str, ...] = (
-    "input",
-    "host",
-    "compute",
-    "launch",
-    "sync",
-    "transfer",
-    "straggler",
-    "communication",
-)
-
-#: The critical-path kinds (``critical_path.KINDS``) each category's time is on the path as.
-PATH_KINDS: dict[str, tuple[str, ...]] = {
-    "input": ("input",),
-    "host": ("host_overhead",),
-    "compute": ("host_compute", "device_compute"),
-    "launch": ("launch_delay",),
-    "sync": ("sync_wait",),
-    "transfer": ("transfer",),
-    "communication": ("communication",),
-    "straggler": ("rank_wait",),
-    "idle": ("device_overhead",),
-}
-
-#: ``severity``, most severe first.
-SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
-
-#: A time finding saving less than this share of the step time is dropped.
-MIN_SHARE = 0.01
-#: A time finding's severity by its share of the step: high from 20%, medium from 5%.
-HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
-
-#: ``explain --json``'s version: raised when a key changes meaning or goes.
-VERSION = 1
-
-STEPS_SRC = "critical_path/steps.parquet"
-WHAT_IF_SRC = "critical_path/what_if.parquet"
-BY_KIND_SRC = "critical_path/by_kind.parquet"
-
-
-@dataclass
-class Finding:
-    """One finding before it is ranked: its columns of ``findings.parquet`` (less ``position``)
-    and its evidence rows ``(label, value, unit, source)``."""
-
-    category: str
-    severity: str
-    title: str
-    next_step: str
-    recoverable_ns_per_step: int = 0
-    recoverable_share: float = 0.0
-    ranks: list[int] = field(default_factory=list)
-    steps: list[int] = field(default_factory=list)
-    look_at: list[str] = field(default_factory=list)
-    at_rank: int | None = None
-    at_step: int | None = None
-    at_ns: int | None = None
-    evidence: list[tuple[str, float, str, str]] = field(default_factory=list)
-
-
-def next_step(category: str, words: DeviceWords) -> str:
-    """The concrete change to try for a category (in the trace's device words)."""
-    return {
-        "input": "Load data ahead of the step: DataLoader(num_workers=N, pin_memory=True, "
-        "persistent_workers=True), and keep the dataset's __getitem__ cheap.",
-        "host": "Remove the stall between ops: move logging, checkpoint writes and other "
-        "blocking work off the step (a background thread, or every N steps).",
-        "compute": (
-            f"Shorten the longest {words.work}s listed: fuse them with torch.compile, use larger "
-            "batches per op, or a cheaper formulation."
-            if words.kind != NONE
-            else "Shorten the longest ops listed: torch.compile, fewer and larger ops, or a "
-            "cheaper formulation; set torch.set_num_threads to the cores you have."
-        ),
-        "launch": f"Fewer, larger {words.launches} per step: capture the loop in CUDA graphs "
-        "(torch.cuda.graphs) or compile it with torch.compile(mode='reduce-overhead').",
-        "sync": "Remove .item(), .cpu(), .tolist() and torch.cuda.synchronize() from the step; "
-        "accumulate metrics on the device and read them every N steps.",
-        "transfer": "Copy from pinned memory with non_blocking=True (DataLoader pin_memory=True) "
-        "and prefetch the next batch on a side stream, so copies overlap compute.",
-        "communication": "Overlap communication with the backward pass: DDP bucket_cap_mb, "
-        "gradient_as_bucket_view=True, and no sync point between buckets.",
-        "straggler": "Even out the late rank's work before the collective (see its cause).",
-        "memory": "Drop references to each step's activations and outputs (del, .detach(), "
-        "loss.item() once per N steps), torch.no_grad() in eval, activation checkpointing.",
-        "precision": precision_next_step({"TF32": 1.0, "BF16": 1.0}),
-        "idle": f"Keep the {words.device} fed: look for host work between {words.launches} "
-        "(see the path's host stretches) and queue work earlier.",
-    }[category]
-
-
-def precision_next_step(rates: Mapping[str, float]) -> str:
-    """What to enable on a GPU with these rates: TF32 and bf16 where it has them (Volta: fp16
-    autocast with a GradScaler, it has neither)."""
-    ways = []
-    if "TF32" in rates:
-        ways.append("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True)")
-    if "BF16" in rates:
-        ways.append("train under torch.autocast('cuda', dtype=torch.bfloat16)")
-    else:
-        ways.append("train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler")
-    text = " or ".join(ways)
-    return text[:1].upper() + text[1:] + "."
+__all__ = [
+    "CATEGORIES",
+    "HIGH_SHARE",
+    "MEDIUM_SHARE",
+    "MIN_SHARE",
+    "PATH_KINDS",
+    "SEVERITIES",
+    "TIME_CATEGORIES",
+    "VERSION",
+    "Finding",
+    "next_step",
+    "precision_next_step",
+    "ranked",
+    "recoverable_title",
+    "stage",
+    "tables",
+]
 
 
 def _lead(category: str, words: DeviceWords) -> str:
@@ -170,11 +90,29 @@ def _lead(category: str, words: DeviceWords) -> str:
         "host": "Host time outside any op on the critical path",
         "compute": f"{compute} on the critical path, if 2x faster",
         "launch": f"{words.Work} {words.launch} delay on the critical path",
-        "sync": "Host blocked in synchronize calls on the critical path",
+        "sync": "Synchronize calls removed",
         "transfer": "Memory copies on the critical path",
         "communication": "Communication on the critical path, if 2x faster",
         "straggler": "Waiting for a late rank on the critical path",
     }[category]
+
+
+def on_path_label(category: str, words: DeviceWords) -> str:
+    """The evidence label of a time finding's own kinds on the path (:data:`PATH_KINDS`), named
+    for what they are: the straggler's is only the wait for a rank, not the late rank's lateness
+    its replay removes."""
+    compute = "ops" if words.kind == NONE else f"host ops and {words.work}s"
+    what = {
+        "input": "data loading",
+        "host": "host time outside ops",
+        "compute": compute,
+        "launch": f"{words.launch} delay",
+        "sync": "sync wait",
+        "transfer": "memory copies",
+        "communication": "communication and waiting for a rank",
+        "straggler": "waiting for a rank",
+    }[category]
+    return f"{what} on the path per step"
 
 
 def recoverable_title(lead: str, ns: int, share: float) -> str:
@@ -231,7 +169,7 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
         f.evidence = [
             ("recoverable per step", float(mean), "ns", WHAT_IF_SRC),
             ("share of step time", share, "fraction", WHAT_IF_SRC),
-            ("on the path per step", on_path, "ns", BY_KIND_SRC),
+            (on_path_label(category, words), on_path, "ns", BY_KIND_SRC),
             ("critical path per step", per_step, "ns", STEPS_SRC),
             ("most saved in one step", float(worst["saved_ns"]), "ns", WHAT_IF_SRC),
             ("steps analysed", float(jobs.height), "count", STEPS_SRC),
@@ -326,14 +264,13 @@ def consistent(found: list[Finding], stragglers: pl.DataFrame, events: pl.DataFr
 
 
 def ranked(found: list[Finding]) -> list[Finding]:
-    """Findings that save at least :data:`MIN_SHARE` of the step or carry a risk, by recoverable
-    time, then severity, then the vocabulary's order."""
-    kept = [
-        f for f in found if f.recoverable_share >= MIN_SHARE or f.category in ("memory", "precision", "idle")
-    ]
+    """Findings that save at least :data:`MIN_SHARE` of the step or carry a risk: high-severity
+    risks first, then by recoverable time, then severity, then the vocabulary's order."""
+    kept = [f for f in found if f.recoverable_share >= MIN_SHARE or f.category in RISKS]
     return sorted(
         kept,
         key=lambda f: (
+            not (f.category in RISKS and f.severity == "high"),
             -f.recoverable_ns_per_step,
             SEVERITIES.index(f.severity),
             CATEGORIES.index(f.category),
@@ -380,8 +317,6 @@ def stage(
 ) -> dict[str, Any]:
     """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``),
     the trace's overview and its manifest's GPUs (their memory, where known)."""
-    from . import findings_risks as risks
-
     words = words_for(overview)
     cp = inputs["critical_path"]
     stragglers = inputs["comm"]["stragglers.parquet"]

@@ -11,6 +11,9 @@ import polars as pl
 #: Names shown under a finding's ``look_at``.
 LOOK_AT = 5
 
+#: A Python event's object address (``<built-in method ... at 0x7f...>``): differs per run.
+ADDRESS = r" at 0x[0-9a-fA-F]+"
+
 #: Host runtime and driver calls (CUDA runtime and driver API, HIP, HSA): their time is launch
 #: overhead, so they are never where a compute finding says to look.
 RUNTIME_CALL = r"^(?:cuda[A-Z]|cu[A-Z]|hip[A-Z]|hsa_)"
@@ -88,13 +91,15 @@ def stretches(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def look_at(st: pl.DataFrame, kinds: tuple[str, ...], ops_only: bool = False) -> list[str]:
-    """The names on the path for ``kinds`` with the most time, longest first. ``ops_only``: only
-    the ops and kernels the time is in (no runtime or driver call, no gap between events)."""
+    """The names on the path for ``kinds`` with the most time, longest first, without Python
+    objects' addresses (so they read, and repeat across runs). ``ops_only``: only the ops and
+    kernels the time is in (no runtime or driver call, no gap between events)."""
     rows = st.filter(pl.col("kind").is_in(list(kinds)))
     if ops_only:
         rows = rows.filter(pl.col("name") != "", ~pl.col("name").str.contains(RUNTIME_CALL))
     top = (
-        rows.group_by("label")
+        rows.with_columns(pl.col("label").str.replace_all(ADDRESS, ""))
+        .group_by("label")
         .agg(pl.col("dur_ns").sum())
         .sort("dur_ns", "label", descending=[True, False])
         .head(LOOK_AT)

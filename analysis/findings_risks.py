@@ -11,7 +11,15 @@ from typing import Any
 import polars as pl
 
 from .devices import GPU, NONE, DeviceWords, words_for
-from .findings import BY_KIND_SRC, HIGH_SHARE, PATH_KINDS, STEPS_SRC, Finding, next_step, precision_next_step
+from .findings_base import (
+    BY_KIND_SRC,
+    HIGH_SHARE,
+    PATH_KINDS,
+    STEPS_SRC,
+    Finding,
+    next_step,
+    precision_next_step,
+)
 from .findings_path import job_paths, longest_start, look_at, mean_length, path_time, stretches
 from .formatting import fmt_bytes, fmt_memory_device, fmt_ns, fmt_pct
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from .findings import MIN_SHARE
+from .findings_base import MIN_SHARE
 from .formatting import fmt_ns, fmt_pct
-
-#: The name the steps stage gives the one window of a trace without step markers.
-WHOLE_TRACE = "(whole trace)"
+from .steps import WHOLE_TRACE
 
 
 def has_step_markers(windows: pl.DataFrame) -> bool:
     """Whether the steps stage found step markers (else its only window per rank is the whole
-    trace, named :data:`WHOLE_TRACE`, and no critical path is taken)."""
+    trace, named :data:`~profui.analysis.steps.WHOLE_TRACE`)."""
     return windows.height > 0 and bool((windows["name"] != WHOLE_TRACE).any())
 
 
@@ -42,18 +40,22 @@ def headline(
     findings: pl.DataFrame, windows: pl.DataFrame | None = None, cp_steps: pl.DataFrame | None = None
 ) -> str:
     """The line a summary starts with: ``Top finding: <the top finding>``; without one, why:
-    no step markers (so no critical path), no step analysed, or nothing on the path worth
-    :data:`~profui.analysis.findings.MIN_SHARE` of a step and no risk. ``windows`` is the steps
+    no step was analysed (without step markers: none, so no critical path), or nothing on the
+    path worth :data:`~profui.analysis.findings_base.MIN_SHARE` of a step and no risk (without
+    step markers the path taken is the whole trace's, as one step). ``windows`` is the steps
     stage's ``windows.parquet`` and ``cp_steps`` the critical path's ``steps.parquet``; a reason
     that needs a table not given is not said."""
     if findings.height:
         top = findings.sort("position").row(0, named=True)
         return f"Top finding: {finding_line(top)}"
-    if windows is not None and not has_step_markers(windows):
+    markers = windows is None or has_step_markers(windows)
+    analysed = None if cp_steps is None else bool(cp_steps.height)
+    if not markers and not analysed:
         return "No finding: no step markers, so no critical path to rank changes on."
-    if cp_steps is not None and not cp_steps.height:
+    if analysed is False:
         return "No finding: no step was analysed, so no critical path to rank changes on."
+    whole = "" if markers else " of the whole trace (no step markers: one step)"
     return (
-        f"No finding: nothing on the critical path would save ≥ {fmt_pct(MIN_SHARE, 0)} of a step, "
+        f"No finding: nothing on the critical path{whole} would save ≥ {fmt_pct(MIN_SHARE, 0)} of a step, "
         "and no risk was found."
     )

@@ -25,6 +25,9 @@ from .engine import ENGINE, SCAN_ENGINE
 from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 from .stats import int_std
 
+#: The name of the one window per rank of a trace without step markers.
+WHOLE_TRACE = "(whole trace)"
+
 _STEP_NUMBER_RE = r"(\d+)\s*$"
 
 
@@ -103,7 +106,7 @@ def _whole_rank_windows(ev: pl.LazyFrame) -> pl.LazyFrame:
     host = ev.filter(pl.col("kind") != "instant")
     return host.group_by(RANK_BY).agg(
         pl.lit(0, pl.Int64).alias("step"),
-        pl.lit("(whole trace)").alias("name"),
+        pl.lit(WHOLE_TRACE).alias("name"),
         pl.col("ts").min().alias("cpu_start_ns"),
         (pl.col("ts") + pl.col("dur")).max().alias("cpu_end_ns"),
     )

@@ -36,6 +36,7 @@ from .formatting import (
     short_name,
 )
 from .idle import KERNEL_WAIT_NS
+from .steps import WHOLE_TRACE
 
 Outputs = Mapping[str, Mapping[str, Any]]
 
@@ -222,7 +223,7 @@ def top_count_takeaway(top: pl.DataFrame, stats: pl.DataFrame, words: DeviceWord
 def steps_takeaway(windows: pl.DataFrame, job: pl.DataFrame, job_stats: pl.DataFrame) -> str:
     """Step count, the job's median step time (its ``job_stats`` p50: per step the rank whose step
     is longest, when there are several; not the straggler rule's late rank) and the slowest step against it."""
-    if windows.is_empty() or (windows["name"] == "(whole trace)").all():
+    if windows.is_empty() or (windows["name"] == WHOLE_TRACE).all():
         return "No step markers: the trace is analysed as one window."
     med = float(job_stats["p50_ns"][0]) if job_stats.height else None
     ranks = windows.select("node", "rank").n_unique()

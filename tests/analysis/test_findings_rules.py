@@ -132,7 +132,7 @@ def test_recoverable_is_the_job_level_what_if_saving() -> None:
     assert f["look_at"] == ["after aten::mm"]
     ev = evidence(out, 1)
     # by kind on the job's path (slowest rank per step: r1 s1, r0 s2 (tie -> rank 0), r0 s3): (40+30+50)/3
-    assert ev["on the path per step"] == pytest.approx(40 * MS)
+    assert ev["host time outside ops on the path per step"] == pytest.approx(40 * MS)
     assert ev["critical path per step"] == 110 * MS  # 330 / 3
     assert ev["most saved in one step"] == 50 * MS
 
@@ -412,3 +412,51 @@ def test_a_peak_within_5_percent_of_the_gpus_memory_is_a_risk_finding() -> None:
     assert rows(fd.stage(empty, GPU_RUN, gpus)) == []
     empty["allocations"]["devices.parquet"] = device_peak(33_000_000_000)
     assert rows(fd.stage(empty, GPU_RUN, [{"node": "n", "id": 1}])) == []
+
+
+def test_a_high_severity_risk_ranks_above_every_time_finding() -> None:
+    # a 100 ms step whose compute replay saves 50 ms (50%, high) and a floor rising 30 MB every
+    # step (a high risk, 0 ms): the risk ends in an out-of-memory error, so it comes first; a
+    # medium risk (the device idle 10% of the path with no other cause) stays below the time
+    cp = cp_tables(
+        {(0, 1): 100},
+        [(0, 1, "compute", 50)],
+        by_kind=[(0, 1, "device_compute", 90), (0, 1, "device_overhead", 10)],
+    )
+    floors = per_step([100_000_000, 130_000_000, 160_000_000, 190_000_000])
+    got = [
+        (f["position"], f["category"], f["severity"])
+        for f in rows(fd.stage(inputs(cp, per_step=floors), GPU_RUN))
+    ]
+    assert got == [(1, "memory", "high"), (2, "compute", "high"), (3, "idle", "low")]
+
+
+def test_sync_and_straggler_say_what_their_numbers_are() -> None:
+    # one 100 ms step: removing the sync saves 40 ms though only 2 ms of sync wait is on the path
+    # (the rest is work it kept from overlapping): the title says what removing it saves, the
+    # evidence what is on the path
+    cp = cp_tables({(0, 1): 100}, [(0, 1, "sync", 60)], by_kind=[(0, 1, "sync_wait", 2)])
+    (f,) = rows(out := fd.stage(inputs(cp), GPU_RUN))
+    assert f["title"] == "Synchronize calls removed: 40 ms per step (40% of step time) recoverable"
+    assert "blocked" not in f["title"]
+    assert evidence(out, 1)["sync wait on the path per step"] == 2 * MS
+    # the straggler's own kind on the path is the others' wait for it, and says so
+    cp = cp_tables({(0, 1): 100}, [(0, 1, "straggler", 70)], by_kind=[(0, 1, "rank_wait", 20)])
+    stragglers = [{"step": 1, "straggler_rank": 1, "lateness_ns": 25 * MS, "wait_ns": 20 * MS, "cause": None}]
+    out = fd.stage(inputs(cp, stragglers), GPU_RUN)
+    assert evidence(out, 1)["waiting for a rank on the path per step"] == 20 * MS
+    assert evidence(out, 1)["recoverable per step"] == 30 * MS
+
+
+def test_look_at_names_drop_python_object_addresses() -> None:
+    # the same built-in in two steps at two addresses (as two runs would have): one name, 30 ms
+    name = "<built-in method run_backward of torch._C._EngineBase object at 0x7f3a2c1b5e40>"
+    other = name.replace("0x7f3a2c1b5e40", "0x7f99aa01cd10")
+    events = [
+        (0, 1, 0, "host_compute", name, 0, 20),
+        (0, 1, 1, "host_compute", "aten::mm", 20, 45),
+        (0, 2, 0, "host_compute", other, 0, 10),
+    ]
+    cp = cp_tables({(0, 1): 100, (0, 2): 100}, [(0, 1, "compute", 50), (0, 2, "compute", 50)], events=events)
+    (f,) = rows(fd.stage(inputs(cp), CPU_ONLY))
+    assert f["look_at"] == ["<built-in method run_backward of torch._C._EngineBase object>", "aten::mm"]

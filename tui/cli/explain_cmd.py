@@ -319,8 +319,9 @@ def register(app: typer.Typer) -> None:
             False, "--hta-compat", help="Holistic Trace Analysis semantics and its critical-path kinds."
         ),
     ) -> None:
-        """Why the step is slow and what to change: findings ranked by the time each would save
-        per step on the critical path, with their evidence and next step.
+        """Why the step is slow and what to change: high-severity risks first (memory rising every
+        step, near out of memory), then findings ranked by the time each would save per step on
+        the critical path, with their evidence and next step.
 
         \b
         Examples:

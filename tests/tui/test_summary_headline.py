@@ -97,6 +97,16 @@ def test_no_finding_says_why() -> None:
     assert headline(none, marked, cp_one) == (
         "No finding: nothing on the critical path would save ≥ 1% of a step, and no risk was found."
     )
+    # no step markers, yet the stage took the whole trace's path as step 0 (an Nsight export):
+    # there is a critical path, and the line says whose
+    whole = cp_one.with_columns(pl.lit(0, pl.Int64).alias("step"))
+    assert headline(none, windows("(whole trace)"), whole) == (
+        "No finding: nothing on the critical path of the whole trace (no step markers: one step) "
+        "would save ≥ 1% of a step, and no risk was found."
+    )
+    assert headline(none, windows("(whole trace)"), cp_empty) == (
+        "No finding: no step markers, so no critical path to rank changes on."
+    )
 
 
 def summary(trace: Path, cache: Path) -> tuple[str, dict]:
@@ -122,18 +132,19 @@ def test_a_host_stall_run_leads_with_its_top_finding(tmp_path) -> None:
     assert top["category"] == "host" and fmt_ns(top["recoverable_ns_per_step"]) + " per step" in first
 
 
-def test_no_step_markers_is_said_on_the_shared_nsight_export(tmp_path) -> None:
+def test_the_shared_nsight_export_leads_with_its_transfer_finding(tmp_path) -> None:
     src = traces_dir() / "nsys" / "h100_2gpu_1s.sqlite"
     if not src.is_file():
         pytest.fail(f"{src} not found")
     text, doc = summary(src, tmp_path)
     first = text.splitlines()[0]
+    # no step markers: the whole trace is the one window, and its path is still taken
+    assert {w["name"] for w in doc["sections"]["steps"]["windows"]} == {"(whole trace)"}
     rows = sorted(doc["sections"]["findings"]["findings"], key=lambda r: r["position"])
-    if rows:  # a finding over the whole trace: it leads
-        assert first.startswith("Top finding: ") and rows[0]["title"].rstrip(".") in first
-    else:  # the export has no step markers (its steps table holds the whole-trace window only)
-        assert {w["name"] for w in doc["sections"]["steps"]["windows"]} == {"(whole trace)"}
-        assert first == "No finding: no step markers, so no critical path to rank changes on."
+    # the GPUs spend the run copying host to device (issue 36): the top finding is transfer
+    assert rows and rows[0]["category"] == "transfer", rows[:2]
+    assert first.startswith("Top finding: ") and rows[0]["title"].rstrip(".") in first
+    assert "launch-bound" not in " ".join(r["title"] for r in rows)
 
 
 def test_a_sample_with_steps_never_says_it_has_none(tmp_path) -> None:

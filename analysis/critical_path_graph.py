@@ -395,31 +395,36 @@ def _device_lanes(
     comm = win["comm"].to_numpy()
     s_nodes = g.nodes(ts.tolist(), ri) + np.arange(m)
     e_nodes = g.nodes(te.tolist(), ri) + np.arange(m)
-    lanes = [
-        Lane("device", None, d, st, nm, _op_kind(k, c))
-        for d, st, nm, k, c in zip(
-            dev.tolist(),
-            stream.tolist(),
-            win["name"].to_list(),
-            win["kind"].to_list(),
-            comm.tolist(),
-            strict=True,
-        )
-    ]
-    keys = list(zip(dev.tolist(), stream.tolist(), ts.tolist(), strict=True))
-    rs.ops.update(zip(keys, zip(s_nodes.tolist(), e_nodes.tolist(), strict=True), strict=True))
-    for sn, en, lane in zip(s_nodes.tolist(), e_nodes.tolist(), lanes, strict=True):
-        rs.op_lane[sn] = rs.op_lane[en] = lane
+    # one lane per distinct op (device, stream, name, kind): ops share them
+    what = ["device", "stream", "name", "kind", "comm"]
+    ids = win.select(pl.struct(what).rank("dense").cast(pl.Int64) - 1).to_series().to_numpy()
+    distinct = win.select(what).with_columns(_id=ids).unique("_id").sort("_id")
+    lane_of = _objects(
+        [Lane("device", None, d, st, nm, _op_kind(k, c)) for d, st, nm, k, c, _ in distinct.iter_rows()]
+    )
+    lanes = lane_of[ids]
+    s_list, e_list, lane_list = s_nodes.tolist(), e_nodes.tolist(), lanes.tolist()
+    keys = zip(dev.tolist(), stream.tolist(), ts.tolist(), strict=True)
+    rs.ops.update(zip(keys, zip(s_list, e_list, strict=True), strict=True))
+    rs.op_lane.update(zip(s_list, lane_list, strict=True))
+    rs.op_lane.update(zip(e_list, lane_list, strict=True))
     # launch edges: from the launch call's start in the step, else from a fixed instant
-    corr = win["correlation"].to_list()
     launch_ts = win["launch_ts"]
-    src = np.array([launch_node.get(c, -1) if c is not None else -1 for c in corr], dtype=np.int64)
+    src = np.full(m, -1, dtype=np.int64)
+    if launch_node:
+        known = np.fromiter(launch_node.keys(), dtype=np.int64, count=len(launch_node))
+        node_of = np.fromiter(launch_node.values(), dtype=np.int64, count=len(launch_node))
+        by = np.argsort(known)
+        known, node_of = known[by], node_of[by]
+        corr = win["correlation"].fill_null(np.iinfo(np.int64).min).to_numpy()
+        at = np.clip(np.searchsorted(known, corr), 0, len(known) - 1)
+        src = np.where(known[at] == corr, node_of[at], -1)
     outside = np.flatnonzero((src < 0) & ~launch_ts.is_null().to_numpy())
     lts = launch_ts.to_numpy()
     outside = outside[lts[outside] <= ts[outside]]
     src[outside] = g.nodes(lts[outside].astype(np.int64).tolist(), ri, fixed=True) + np.arange(len(outside))
     has = np.flatnonzero(src >= 0)
-    g.edges(src[has], s_nodes[has], LAUNCH, inp.launch_floor, [lanes[i] for i in has])
+    g.edges(src[has], s_nodes[has], LAUNCH, inp.launch_floor, lanes[has].tolist())
     # stream order: the previous op of the stream in the window, else its end as a fixed instant
     same = np.r_[False, (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])]
     prev = np.where(same, np.roll(e_nodes, 1), -1)
@@ -427,14 +432,19 @@ def _device_lanes(
     pe = prev_end.fill_null(np.iinfo(np.int64).max).to_numpy()
     first = np.flatnonzero(~same & (pe <= ts))
     prev[first] = g.nodes(pe[first].tolist(), ri, fixed=True) + np.arange(len(first))
-    gap_lane = {
-        k: Lane("device", None, k[0], k[1], "", "device_overhead")
-        for k in set(zip(dev.tolist(), stream.tolist(), strict=True))
-    }
+    # one gap lane per stream (the window is sorted by device and stream)
+    run = np.cumsum(~same) - 1
+    heads = np.flatnonzero(~same)
+    gap_lane = _objects(
+        [
+            Lane("device", None, d, st, "", "device_overhead")
+            for d, st in zip(dev[heads].tolist(), stream[heads].tolist(), strict=True)
+        ]
+    )
     has = np.flatnonzero(prev >= 0)
-    g.edges(prev[has], s_nodes[has], STREAM, 0, [gap_lane[(int(dev[i]), int(stream[i]))] for i in has])
+    g.edges(prev[has], s_nodes[has], STREAM, 0, gap_lane[run[has]].tolist())
     work = np.flatnonzero(~comm)
-    g.edges(s_nodes[work], e_nodes[work], OP, 0, [lanes[i] for i in work])
+    g.edges(s_nodes[work], e_nodes[work], OP, 0, lanes[work].tolist())
     # a stream's ops end in order in every replay (each starts after the one before it ends):
     # its last one launched in the step is the one the step's end can wait for
     lt = lts if lts.dtype.kind == "i" else launch_ts.fill_null(-1).to_numpy()
@@ -443,11 +453,18 @@ def _device_lanes(
         (ts >= rs.start) & (ts < rs.cpu_end),
         (lt >= rs.start) & (lt < rs.cpu_end),
     )
-    last_end: dict[tuple[int, int], int] = {}
-    for i in np.flatnonzero(here).tolist():
-        last_end[(int(dev[i]), int(stream[i]))] = int(e_nodes[i])
-    for e in last_end.values():
+    i = np.flatnonzero(here)
+    last = i[np.r_[run[i][1:] != run[i][:-1], True]] if len(i) else i
+    for e in e_nodes[last].tolist():
         g.edge(e, end_node, END)
+
+
+def _objects(items: list) -> np.ndarray:
+    """``items`` as a 1-d object array (tuples stay whole: numpy would unpack them)."""
+    out = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):
+        out[i] = x
+    return out
 
 
 def _syncs(g: Graph, ri: int, win: pl.DataFrame, sync_ends: list[tuple], rs: RankStep) -> None:

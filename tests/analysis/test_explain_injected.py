@@ -86,13 +86,18 @@ def _brief(findings: list[dict]) -> str:
     return ", ".join(f"{f['category']} {f['recoverable_ns_per_step'] / 1e6:.2f} ms" for f in findings)
 
 
-@pytest.mark.parametrize("name", ["dataloader_sleep", "host_stall", "late_rank", "compute_heavy"])
+@pytest.mark.parametrize(
+    "name", ["dataloader_sleep", "host_stall", "late_rank", "compute_heavy", "activations_alive"]
+)
 def test_top_finding_names_the_cause(runs, name):
     findings = runs.explain(name)["findings"]
     assert findings, f"{name}: no findings"
     top = findings[0]
     assert top["category"] == CAUSES[name].category, f"{name}: findings {_brief(findings)}"
-    ranked = [f["recoverable_ns_per_step"] for f in findings]
+    # high-severity risks (memory rising every step ends in an OOM) first, then by recoverable time
+    risks = [f["category"] in ("memory", "precision", "idle") and f["severity"] == "high" for f in findings]
+    assert risks == sorted(risks, reverse=True)
+    ranked = [f["recoverable_ns_per_step"] for f, risk in zip(findings, risks, strict=True) if not risk]
     assert ranked == sorted(ranked, reverse=True)
     if name == "late_rank":
         assert top["timeline"]["rank"] == LATE_RANK

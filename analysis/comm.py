@@ -481,13 +481,33 @@ STRAGGLER_CAUSES = ("input", "host", "compute", "transfer")
 _INSTANCE = ["source", "collective", "seq"]
 
 
+def lateness(arrive: str = "arrive_ns") -> pl.Expr:
+    """A rank's lateness at a collective instance (rows of equal ``source, collective, seq``;
+    the expression runs over them): its arrival minus the latest arrival of the *other* ranks
+    there, 0 for every rank but a last one (ties at the last arrival: 0 for all).
+
+    Why that rule: a collective cannot end before its last rank arrives, so the instance's end
+    moves with the last arrival and with nothing else. If the last rank came earlier, the
+    instance would still wait for the next-to-last rank; removing this lateness, and no more,
+    is what the critical path's ``straggler`` what-if does, so its saving at the instance and
+    the straggler table's ``lateness_ns`` are one number. Measured against the earliest
+    arrival (or the others' median), lateness would count time the instance would wait for the
+    other ranks anyway, and the table would promise more than removing it recovers."""
+    col = pl.col(arrive)
+    last = col.max().over(_INSTANCE)
+    next_to_last = col.sort(descending=True).get(1, null_on_oob=True).over(_INSTANCE)
+    return pl.when(pl.len().over(_INSTANCE) >= 2).then(
+        pl.when(col == last).then(last - next_to_last).otherwise(0)
+    )
+
+
 def stragglers(arrivals: Frame) -> pl.LazyFrame:
     """The straggler of each step: the rank that arrives last at the step's collectives.
 
     ``arrivals`` is :func:`profui.analysis.collectives.arrivals`' table (every rank's). A
     collective instance is the rows of equal ``source, collective, seq`` on two or more ranks;
-    its step is the earliest its ranks place it in. A rank's lateness at an instance is its
-    arrival minus the earliest arrival there. Per step: the straggler is the rank with the
+    its step is the earliest its ranks place it in. A rank's lateness at an instance is
+    :func:`lateness` (its arrival minus the latest of the other ranks'). Per step: the straggler is the rank with the
     largest ``lateness_ns`` (summed over the step's instances; ties: the first node and rank);
     ``wait_ns`` its cost: the other ranks' mean wait for it (their time from their own arrival
     to its arrival, 0 where they came later, summed over the step's instances). ``cause`` is the
@@ -502,7 +522,7 @@ def stragglers(arrivals: Frame) -> pl.LazyFrame:
     a = _lazy(arrivals).with_columns(
         pl.len().over(_INSTANCE).alias("_n"),
         pl.col("step").min().over(_INSTANCE).alias("step"),
-        (pl.col("arrive_ns") - pl.col("arrive_ns").min().over(_INSTANCE)).alias("_late"),
+        lateness().alias("_late"),
     )
     a = a.filter(pl.col("_n") >= 2)
     per_rank = a.group_by("step", *_RANK).agg(

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from .comm import HOST_OP
+from .comm import HOST_OP, STRAGGLER_CAUSES
 from .critical_path_inputs import (
-    ARRIVAL_CLASSES,
     CLASS_KINDS,
     HOST_COMPUTE,
     HOST_OVERHEAD,
@@ -649,7 +648,7 @@ def _lateness_cuts(g: Graph, parts: list[RankStep], late: pl.DataFrame) -> None:
         op_class = np.array([{"device_compute": 2, "transfer": 3}.get(g.lane[e].kind, -1) for e in ops])
         tt = rs.time_of(rs.main_tid)
         for source, f, a, *want in mine.select(
-            "source", "from_ns", "arrive_ns", *(f"cut_{c}" for c in ARRIVAL_CLASSES)
+            "source", "from_ns", "arrive_ns", *(f"cut_{c}" for c in STRAGGLER_CAUSES)
         ).iter_rows():
             lo, hi = np.maximum(src_t[host], f), np.minimum(dst_t[host], a)
             h = np.flatnonzero(hi > lo)

@@ -23,7 +23,8 @@ import numpy as np
 import polars as pl
 
 from .args import int_member
-from .comm import COMM_PATTERN, host_comm_ops, with_collective
+from .comm import COMM_PATTERN, STRAGGLER_CAUSES, host_comm_ops, with_collective
+from .comm import lateness as comm_lateness
 from .engine import ENGINE
 from .launch import LAUNCHED_KINDS
 from .steps import DATA_LOADING
@@ -436,51 +437,46 @@ def rank_inputs(
     return out
 
 
-#: The classes of :func:`profui.analysis.collectives.arrivals`' stretches, in its order.
-ARRIVAL_CLASSES = ("input", "host", "compute", "transfer")
-
-
 def lateness(arrivals: pl.DataFrame, stragglers: pl.DataFrame, steps: list[int]) -> pl.DataFrame:
     """Each rank's lateness at each collective of ``steps`` and what of its stretch before the
     arrival removes it: ``node, rank, step, source, from_ns, arrive_ns`` and ``cut_<class>``
-    (:data:`ARRIVAL_CLASSES`), only rows with some lateness.
+    (:data:`~profui.analysis.comm.STRAGGLER_CAUSES`), only rows with some lateness.
 
-    Lateness is the arrival minus the median arrival of the other ranks at the same instance
-    (``comm/arrivals.parquet``'s ``source, collective, seq``). It is taken from the stretch's
-    classes (the arrivals' numbers, not a second reading of the trace) in order: the step's
-    straggler cause first on the straggler rank (``comm/stragglers.parquet``), then the larger
-    classes first; never more than a class holds."""
+    Lateness is :func:`profui.analysis.comm.lateness` (the straggler table's rule: the arrival
+    minus the latest of the other ranks' at the same instance), so that the straggler what-if
+    removes exactly the ``lateness_ns`` the straggler table reports. It is taken from the
+    stretch's classes (the arrivals' numbers, not a second reading of the trace) in order: the
+    step's straggler cause first on the straggler rank (``comm/stragglers.parquet``), then the
+    larger classes first; never more than a class holds."""
     inst = ["source", "collective", "seq"]
-    a = arrivals.filter(pl.col("step").is_in(steps)).with_row_index("_id")
-    if a.height == 0:
-        return a.clear().drop("_id")
-    others = (
-        a.select("_id", *inst, *_RANK)
-        .join(a.select(*inst, pl.col("node").alias("_n"), pl.col("rank").alias("_r"), "arrive_ns"), on=inst)
-        .filter(~(pl.col("node").eq_missing(pl.col("_n")) & (pl.col("rank") == pl.col("_r"))))
-        .group_by("_id")
-        .agg(pl.col("arrive_ns").median().alias("_median"))
-    )
+    # lateness over every rank's row of an instance, before keeping the analysed steps: an
+    # instance's ranks may place it in different steps; its step is the earliest (comm's rule)
+    a = arrivals.with_columns(
+        comm_lateness().alias("late_ns"), pl.col("step").min().over(inst).alias("_istep")
+    ).filter(pl.col("step").is_in(steps), pl.col("late_ns") > 0)
     cause = stragglers.select(
         "step", pl.col("straggler_node").alias("node"), pl.col("straggler_rank").alias("rank"), "cause"
     )
-    late = (
-        a.join(others, on="_id")
-        .with_columns((pl.col("arrive_ns") - pl.col("_median")).round().cast(pl.Int64).alias("late_ns"))
-        .filter(pl.col("late_ns") > 0)
-        .join(cause, on=["step", *_RANK], how="left", nulls_equal=True)
-    )
+    late = a.join(cause.rename({"step": "_istep"}), on=["_istep", *_RANK], how="left", nulls_equal=True)
     rows = []
     for r in late.iter_rows(named=True):
         budget = r["late_ns"]
-        order = sorted(ARRIVAL_CLASSES, key=lambda c: (c != r["cause"], -(r[f"{c}_ns"] or 0)))
-        cut = dict.fromkeys(ARRIVAL_CLASSES, 0)
+        order = sorted(STRAGGLER_CAUSES, key=lambda c: (c != r["cause"], -(r[f"{c}_ns"] or 0)))
+        cut = dict.fromkeys(STRAGGLER_CAUSES, 0)
         for c in order:
             take = min(budget, max(r[f"{c}_ns"] or 0, 0))
             cut[c], budget = take, budget - take
         rows.append(
             (r["node"], r["rank"], r["step"], r["source"], r["from_ns"], r["arrive_ns"], *cut.values())
         )
-    names = ["node", "rank", "step", "source", "from_ns", "arrive_ns", *(f"cut_{c}" for c in ARRIVAL_CLASSES)]
+    names = [
+        "node",
+        "rank",
+        "step",
+        "source",
+        "from_ns",
+        "arrive_ns",
+        *(f"cut_{c}" for c in STRAGGLER_CAUSES),
+    ]
     schema = dict.fromkeys(names, pl.Int64) | {"node": pl.String, "source": pl.String}
     return pl.DataFrame(rows, schema=schema, orient="row")

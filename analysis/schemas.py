@@ -669,7 +669,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("ranks", I64, "count", "ranks that reached the step's collectives"),
             _c("straggler_node", STR, "id", "node of the rank that arrives last"),
             _c("straggler_rank", I64, "id", "the rank that arrives last at the step's collectives"),
-            _c("lateness_ns", I64, "ns", "arrival minus the earliest, summed over the step"),
+            _c("lateness_ns", I64, "ns", "arrival minus the latest other rank's, summed over the step"),
             _c("wait_ns", F64, "ns_float", "the other ranks' mean wait for it, summed over the step"),
             _c("cause", STR, "text", "input, host, compute or transfer (null: none exceeds)"),
             _c("cause_ns", F64, "ns_float", "its time in that class beyond the other ranks' mean"),

@@ -87,12 +87,12 @@ def test_hand_checked_arrivals_and_stragglers() -> None:
         for s in st.iter_rows(named=True)
     ]
     assert rows == [
-        # late 200 (300 - 100); waits 300-100 and 300-150; input 200 vs 0
-        (1, 3, 1, 200, (200 + 150) / 2, "input", 200.0, True),
-        # late 280 (1400 - 1120); waits 280, 270; host 300 vs (20 + 30) / 2
-        (2, 3, 0, 280, (280 + 270) / 2, "host", 275.0, False),
-        # late 200 + rank 2's 10 is not its; waits 200, 190; host 200 vs (50 + 60) / 2
-        (3, 3, 1, 200, (200 + 190) / 2, "host", 145.0, True),
+        # late 150 (300 - 150, the latest other arrival); waits 300-100 and 300-150; input 200 vs 0
+        (1, 3, 1, 150, (200 + 150) / 2, "input", 200.0, True),
+        # late 270 (1400 - 1130); waits 280, 270; host 300 vs (20 + 30) / 2
+        (2, 3, 0, 270, (280 + 270) / 2, "host", 275.0, False),
+        # late 190 (2250 - 2060); waits 200, 190; host 200 vs (50 + 60) / 2
+        (3, 3, 1, 190, (200 + 190) / 2, "host", 145.0, True),
     ]  # no step 4: only rank 0 reached its collective
     assert usual_straggler(st) == ("n", 1, 2, 3)
 
@@ -190,7 +190,11 @@ def test_nccl_traces_hold_the_rule(imported_trace, names) -> None:
     for s in st.iter_rows(named=True):
         arr = {rank: dict(rows) for rank, rows in steps[s["step"]].items()}
         keys = set.intersection(*(set(a) for a in arr.values()))
-        late = {rank: sum(a[k] - min(b[k] for b in arr.values()) for k in keys) for rank, a in arr.items()}
+        # lateness: the arrival minus the latest of the other ranks' (0 unless last)
+        late = {
+            rank: sum(max(a[k] - max(b[k] for o, b in arr.items() if o != rank), 0) for k in keys)
+            for rank, a in arr.items()
+        }
         last = min(late, key=lambda rank: (-late[rank], rank))
         waits = [sum(max(arr[last][k] - a[k], 0) for k in keys) for rank, a in arr.items() if rank != last]
         assert (s["straggler_rank"], s["lateness_ns"], s["ranks"]) == (last, late[last], len(arr))

@@ -90,8 +90,10 @@ def stretches(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def look_at(st: pl.DataFrame, kinds: tuple[str, ...], ops_only: bool = False) -> list[str]:
-    """The names on the path for ``kinds`` with the most time, longest first, without Python
+def look_at(
+    st: pl.DataFrame, kinds: tuple[str, ...], ops_only: bool = False, most: int = LOOK_AT
+) -> list[str]:
+    """The ``most`` names on the path for ``kinds`` with the most time, longest first, without Python
     objects' addresses (so they read, and repeat across runs). ``ops_only``: only the ops and
     kernels the time is in (no runtime or driver call, no gap between events)."""
     rows = st.filter(pl.col("kind").is_in(list(kinds)))
@@ -102,7 +104,7 @@ def look_at(st: pl.DataFrame, kinds: tuple[str, ...], ops_only: bool = False) ->
         .group_by("label")
         .agg(pl.col("dur_ns").sum())
         .sort("dur_ns", "label", descending=[True, False])
-        .head(LOOK_AT)
+        .head(most)
     )
     return top["label"].to_list()
 

@@ -153,3 +153,27 @@ def test_compute_looks_at_the_ops_and_kernels_not_the_runtime_calls_on_a_gpu_tra
         time[r["name"]] = time.get(r["name"], 0) + r["end_ns"] - r["start_ns"]
     assert looked == sorted(time, key=lambda n: (-time[n], n))[:5]
     assert not set(looked) & runtime
+
+
+def test_look_at_names_of_a_recorded_run_carry_no_addresses(tmp_path: Path) -> None:
+    """mlp_cpu's path has host stretches named by Python events with object addresses ('<built-in
+    method ... at 0x7f...>'): look_at names them without, their time summed per name, as the
+    path's stretches read in plain Python and stripped by hand say."""
+    import re
+    import shutil
+
+    from profui.analysis.findings_path import look_at, stretches
+
+    mlp = tmp_path / "mlp"
+    shutil.copytree(REPO / "samples" / "mlp_cpu", mlp, ignore=shutil.ignore_patterns(".profui"))
+    ev = open_trace(mlp).result("critical_path")["events.parquet"]
+    raw = [r for r in ev.to_dicts() if r["kind"] == "host_overhead" and r["name"]]
+    assert any(" at 0x" in r["name"] for r in raw)  # the premise: the run has such names on its path
+    want: dict[str, int] = {}
+    for r in raw:
+        name = re.sub(r" at 0x[0-9a-f]+", "", r["name"])
+        want[name] = want.get(name, 0) + r["end_ns"] - r["start_ns"]
+    got = look_at(stretches(ev.filter(pl.col("name") != "")), ("host_overhead",), most=len(want) + 1)
+    assert not any(" at 0x" in n for n in got)
+    assert sorted(got) == sorted(want)
+    assert got[0] == min(want, key=lambda n: (-want[n], n))  # the most time (ties: by name)

@@ -44,7 +44,7 @@ WAKE = "wake"  # host collective end -> an op on another thread that waited for 
 ENQUEUE = "enqueue"  # an op asking for a collective -> its start on the thread that runs it
 COLL = "coll"  # a rank's arrival at a collective -> a rank's end of it
 END = "end"  # some work's end -> the step's end
-ORPHAN = "orphan"  # the step's start -> a node nothing else explains
+ORPHAN = "orphan"  # the step's start (a device op: its rank's host) -> a node nothing explains
 
 
 class Lane(NamedTuple):

@@ -25,6 +25,7 @@ from .critical_path_inputs import (
     HOST_OVERHEAD,
     INPUT,
     RANK_TIME,
+    STALL,
     RankInputs,
     ThreadTime,
 )
@@ -197,7 +198,8 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
         rs.main_tid = main_tid
     host_end = g.node(cpu_end, ri)
     if main_tid is not None:
-        extra.append((main_tid, cpu_end, 1 << 62, host_end, False))
+        woken = _step_end_wake(g, rs, main_tid, coll_anchors, host_end)
+        extra.append((main_tid, cpu_end, 1 << 62, host_end, woken))
     # an op of another thread woken by a host collective's end waits for it
     order = 1 << 61
     for ctid, cts, c_end, c_start, c_node, _name in coll_anchors:
@@ -297,6 +299,44 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
     _implicit_waits(g, inp, win, rs)
+
+
+def _step_end_wake(
+    g: Graph,
+    rs: RankStep,
+    main_tid: int,
+    coll_anchors: list[tuple[int, int, int, int, int, str]],
+    host_end: int,
+) -> bool:
+    """The step's end waits for a host collective of another thread when the step thread has
+    no event of its own from the collective's start to the step's end (idle across it: DDP's
+    main thread in ``work.wait()`` while gloo's worker runs the all-reduce); of several, the
+    one ending last. Returns whether one was found (its ``WAKE`` edge added).
+
+    No wake window applies here, unlike a resume at an op (:data:`WOKEN_IDLE_WITHIN_NS`): that
+    bound keeps an unrelated later op from being taken for the collective's waiter, but a step
+    end with nothing of the thread's own since the collective began has no other candidate in
+    the trace, and without the edge the collective's whole span would read as the step
+    thread's own overhead (hta-cpu_only rank 34, ProfilerStep#551: 170 ms of gloo:all_reduce
+    called a removable stall). The time from the collective's end to the step's end (12.9 ms
+    there) stays on the path as the step thread's overhead, removed by the host change where
+    it is a stall."""
+    own = rs.threads.get(main_tid)  # None: no event of its own in the step at all
+    best: tuple[int, int] | None = None  # (end, end node)
+    for tid, cts, c_end, _s, c_node, _name in coll_anchors:
+        if tid == main_tid or c_end > rs.cpu_end:
+            continue
+        if own is not None and ((own.name_end > cts) & (own.name_start < rs.cpu_end)).any():
+            continue  # the step thread did something of its own meanwhile
+        if best is None or c_end > best[0]:
+            best = (c_end, c_node)
+    if best is None:
+        return False
+    tt = rs.time_of(main_tid)
+    part = _split(tt, np.array([best[0]]), np.array([rs.cpu_end]))[:, 0]
+    split = (0, 0, int(rs.cpu_end - best[0]), int(part[STALL]))
+    g.edge(best[1], host_end, WAKE, 0, Lane("host", tid=main_tid, kind="host_overhead"), split)
+    return True
 
 
 def _thread_waits(

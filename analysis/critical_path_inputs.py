@@ -150,8 +150,13 @@ def _thread_time(
     is_input: np.ndarray,
     names: tuple[np.ndarray, np.ndarray, list[str]],
     extent: tuple[int, int],
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ThreadTime:
-    bp = np.sort(np.concatenate([[_LOW, _HIGH], starts, ends]))
+    """The time line of a thread whose covering events are ``starts``/``ends`` (``is_input``:
+    a DataLoader fetch); ``busy`` intervals (host collectives of another thread) are no ops
+    but no stall either: overhead inside them is a wait for communication."""
+    b_lo, b_hi = busy if busy is not None else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    bp = np.sort(np.concatenate([[_LOW, _HIGH], starts, ends, b_lo, b_hi]))
     bp = bp[np.r_[True, bp[1:] != bp[:-1]]]
     depth = np.zeros((2, len(bp)), dtype=np.int64)
     for k, sel in ((0, is_input), (1, ~is_input)):
@@ -160,12 +165,22 @@ def _thread_time(
     depth = np.cumsum(depth, axis=1)[:, :-1]
     cls = np.where(depth[0] > 0, INPUT, np.where(depth[1] > 0, HOST_COMPUTE, HOST_OVERHEAD)).astype(np.int8)
     length = np.diff(bp)
-    # runs of overhead (adjacent intervals merged) at least STALL_MIN_NS long are stalls; a run
-    # is measured inside the thread's extent (its first to last event, step markers included):
-    # the time before its first event or after its last is no stall the trace shows
-    run = np.cumsum(np.r_[True, cls[1:] != cls[:-1]]) - 1
+    in_busy = (
+        np.cumsum(
+            np.bincount(np.searchsorted(bp, b_lo), minlength=len(bp))
+            - np.bincount(np.searchsorted(bp, b_hi), minlength=len(bp))
+        )[:-1]
+        > 0
+    )
+    # runs of overhead outside busy intervals (adjacent intervals merged) at least
+    # STALL_MIN_NS long are stalls; a run is measured inside the thread's extent (its first to
+    # last event, step markers included): the time before its first event or after its last is
+    # no stall the trace shows
+    free = (cls == HOST_OVERHEAD) & ~in_busy
+    key = np.where(free, -1, cls)
+    run = np.cumsum(np.r_[True, key[1:] != key[:-1]]) - 1
     run_len = np.bincount(run, weights=np.diff(np.clip(bp, *extent))).astype(np.int64)
-    stall = (cls == HOST_OVERHEAD) & (run_len[run] >= STALL_MIN_NS)
+    stall = free & (run_len[run] >= STALL_MIN_NS)
     cum = np.zeros((4, len(bp)), dtype=np.int64)
     for c in range(3):
         cum[c, 1:] = np.cumsum(np.where(cls == c, length, 0))
@@ -173,9 +188,10 @@ def _thread_time(
     return ThreadTime(bp, cls, cum, *names, stall)
 
 
-def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
+def _threads(host: pl.DataFrame, host_coll: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
     """Every host thread's :class:`ThreadTime` from its host events (step markers only bound
-    its extent)."""
+    its extent); ``host_coll`` (``node, rank, ts, end``: the rank's host collectives) is no
+    stall on the rank's time line."""
     covering = host.filter(
         pl.col("kind").is_in(["cpu_op", "annotation"]),
     ).with_columns(
@@ -204,12 +220,21 @@ def _threads(host: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:
         )
     # the step thread's time is classified by what any thread of its rank runs: a main thread
     # outside its own ops while the autograd thread runs backward ops waits for them (compute)
+    # nor is it stalled while another thread of its rank runs a host collective (gloo's worker
+    # thread: an annotation, no op): it most plausibly waits for the collective
     cov_rank = covering.partition_by(_RANK, as_dict=True)
+    coll_rank = host_coll.partition_by(_RANK, as_dict=True)
     for key, g in naming.partition_by(_RANK, as_dict=True).items():
         c = cov_rank.get(key, covering.clear())
         names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
+        h = coll_rank.get(key, host_coll.clear())
         out[(*key, RANK_TIME)] = _thread_time(
-            c["ts"].to_numpy(), c["end"].to_numpy(), c["_input"].to_numpy(), names, rank_extent[key]
+            c["ts"].to_numpy(),
+            c["end"].to_numpy(),
+            c["_input"].to_numpy(),
+            names,
+            rank_extent[key],
+            (h["ts"].to_numpy(), h["end"].to_numpy()),
         )
     return out
 
@@ -321,7 +346,6 @@ def rank_inputs(
         .select(*_RANK, "tid", "kind", "name", "ts", (pl.col("ts") + pl.col("dur")).alias("end"))
         .collect(engine=ENGINE)
     )
-    threads = _threads(host)
     links = launches.select(
         *_RANK,
         "correlation",
@@ -366,6 +390,12 @@ def rank_inputs(
         key = [*_RANK, "source", "collective", "arrive_ns"]
         seq = arrivals.select(*key, "seq").unique(key, keep="first")
         coll = coll.drop("seq").join(seq, on=key, how="inner", nulls_equal=True).select(coll.columns)
+    threads = _threads(
+        host,
+        coll.filter(pl.col("source") == "host op").select(
+            *_RANK, pl.col("arrive_ns").alias("ts"), pl.col("end_ns").alias("end")
+        ),
+    )
     host_coll = coll.filter(pl.col("source") == "host op").select(
         *_RANK,
         "tid",

@@ -176,7 +176,10 @@ class Graph:
             -1, 4
         )
         ti, hc, _ho, stall = split.T
-        own = (is_thread | (kind == BLOCKED)) & (bind | is_thread)
+        # a wake carrying a split is the step thread's own time after a collective it waited
+        # for (the step's end woken by it): shrunk like the thread's time when it binds
+        woke = (kind == WAKE) & np.array([s is not None for s in self.split], dtype=bool)
+        own = (is_thread | (kind == BLOCKED) | woke) & (bind | is_thread)
         weights[_INPUT] = np.where(own, w - ti, w)
         weights[_HOST] = np.where(own, w - stall, w)
         weights[_COMPUTE] = np.where(own, w - hc + hc // 2, w)

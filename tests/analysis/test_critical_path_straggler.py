@@ -49,13 +49,15 @@ def test_late_rank_straggler_saving_is_the_measured_gain(tmp_path):
     # the late rank's own path shrinks too: it no longer arrives late
     late = out["what_if.parquet"].filter(change="straggler", rank=LATE_RANK)
     assert statistics.median(late["saved_ns"]) >= 0.75 * gain
-    # one notion of lateness: the what-if removes the straggler table's lateness_ns, no more
-    # and no less (seen: 98.6-100% of it in every step on 2 loaded CPUs)
+    # one notion of lateness: the what-if removes the straggler table's lateness_ns, never more
+    # (seen: 98.6-100% of it in every step on 2 loaded CPUs; the median step within 5%)
     table = open_trace(trace).result("comm")["stragglers.parquet"]
     both = late.join(table.select("step", "straggler_rank", "lateness_ns"), on="step")
     assert both.height == late.height and set(both["straggler_rank"]) == {LATE_RANK}
     for r in both.iter_rows(named=True):
-        assert abs(r["saved_ns"] - r["lateness_ns"]) <= 0.05 * r["lateness_ns"], r
+        assert r["saved_ns"] <= 1.01 * r["lateness_ns"], r
+    ratio = statistics.median((both["saved_ns"] / both["lateness_ns"]).to_list())
+    assert abs(ratio - 1) <= 0.05, both
 
     env = dict(os.environ, NO_COLOR="1")
     got = subprocess.run(

@@ -55,6 +55,7 @@ def _open(trace: Path) -> tuple[dict[str, dict], bool, BaseException | None]:
             for _ in range(5):  # let every panel render a few frames
                 await pilot.pause()
             charts = {c.id: dashboard_cache._chart_to_json(view.panel(c.id).data) for c in dc.CHARTS}
+            charts[dc.HEADLINE] = dashboard_cache._chart_to_json(view.headline)  # kept beside them
             return charts, app.is_running, app._exception
 
     return asyncio.run(go())
@@ -286,6 +287,6 @@ def test_any_bytes_are_a_miss(kept_doc, data: bytes) -> None:
 
 def test_the_real_kept_file_decodes_and_draws(kept_doc) -> None:
     got = dashboard_cache.decode(json.dumps(kept_doc).encode(), kept_doc["key"])
-    assert got is not None and set(got[0]) == {c.id for c in dc.CHARTS}
+    assert got is not None and set(got[0]) == {c.id for c in dc.CHARTS} | {dc.HEADLINE}
     _draw(*got)
     assert dashboard_cache.decode(json.dumps(kept_doc).encode(), "another key") is None

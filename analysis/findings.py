@@ -36,6 +36,7 @@ from .devices import NONE, DeviceWords, words_for
 from .findings_base import (
     BY_KIND_SRC,
     CATEGORIES,
+    CATEGORY_NAMES,
     HIGH_SHARE,
     MEDIUM_SHARE,
     MIN_SHARE,
@@ -222,7 +223,9 @@ def straggler_finding(
         if col in mine.columns and mine[col].drop_nulls().len():
             f.evidence.append((label, float(mine[col].median()), "ns", "comm/stragglers.parquet"))
     if cause in TIME_CATEGORIES and cause != "straggler":
-        f.next_step = f"Rank {rank} is late from {cause}: {next_step(cause, words)}"
+        f.next_step = (
+            f"Rank {rank} arrives late; its cause: {CATEGORY_NAMES[cause]}. {next_step(cause, words)}"
+        )
 
 
 def transfer_evidence(found: list[Finding], ops: pl.DataFrame | None) -> None:

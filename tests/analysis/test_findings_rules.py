@@ -223,7 +223,7 @@ def test_the_late_ranks_cause_is_the_straggler_finding_not_a_second_one() -> Non
     (f,) = rows(out)
     assert f["category"] == "straggler" and f["recoverable_ns_per_step"] == 40 * MS
     assert f["title"].startswith("Rank 1 arrives last at the collectives in 2 of 2 steps, host:")
-    assert "Rank 1 is late from host" in f["next_step"]
+    assert f["next_step"].startswith("Rank 1 arrives late; its cause: host stall. Remove the stall")
     # worst instance on the late rank: the step it was latest in (2), at its stall
     assert (f["at_rank"], f["at_step"], f["at_ns"]) == (1, 2, 50 * MS)
     assert f["look_at"] == ["after aten::mm"]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from .errors import EXIT_BAD_INPUT, UserError
+from .markdown import chosen_format, format_option
 
 _BASELINE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 EXIT_GATE = 1
@@ -114,6 +116,30 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
     import io
 
     from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or text_width(), highlight=False, color_system=None, emoji=False, markup=False
+    )
+    emit_diff(result, console)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
+
+
+def markdown_diff(result: dict[str, Any]) -> str:
+    """The diff as Markdown: the blocks of the text report (:func:`emit_diff`), each table with
+    every cell whole (:class:`~.markdown.MarkdownSink`)."""
+    from .markdown import MarkdownSink
+
+    md = MarkdownSink()
+    emit_diff(result, md)
+    return md.getvalue()
+
+
+def emit_diff(result: dict[str, Any], console: Any) -> None:
+    """Print a diff result's blocks on ``console`` (a rich Console, or a
+    :class:`~.markdown.MarkdownSink`): the two traces and the verdict (bold), what else changed
+    and the noise, the metrics, the findings, kernels, host ops, runtime calls and annotations
+    that changed, the steps that changed most, and the gate's verdict on each ``--fail-if``."""
     from rich.text import Text
 
     from profui.analysis.diff import change_text, head_lines, per_step_text, status_tag, value_text
@@ -121,12 +147,8 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
 
     from .fit_table import Column, FittedTable
 
-    out = io.StringIO()
-    console = Console(
-        file=out, width=width or text_width(), highlight=False, color_system=None, emoji=False, markup=False
-    )
-    for line in head_lines(result):
-        console.print(Text(line))
+    for n, line in enumerate(head_lines(result)):
+        console.print(Text(line, style="bold" if n == 0 else ""))
     metrics = result["metrics"]
     shown = result["headline"] or []
     if shown:
@@ -203,14 +225,53 @@ def format_diff(result: dict[str, Any], width: int | None = None) -> str:
                     f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({fmt_signed_ns(s['delta_ns'])})"
                 )
             )
-    return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
+    checks = gate_checks(result.get("gate"))
+    if checks:
+        console.print()
+        console.print(
+            FittedTable(
+                "Gate (--fail-if)",
+                [
+                    Column("condition", [g["condition"] for g in checks], key=True),
+                    Column("verdict", ["broken" if g["broken"] else "passed" for g in checks], key=True),
+                    Column("why", [g["line"] for g in checks]),  # its numbers whole: never elided
+                ],
+            )
+        )
 
 
-def run_diff(specs: list[str], as_json: bool, top: int, fail_if: list[str], save: str | None) -> int:
-    """Run ``profui diff``; returns the exit status (0, or 1 when a --fail-if condition broke)."""
+def gate_checks(gate: Any) -> list[dict[str, Any]]:
+    """The gate's verdict on each ``--fail-if`` condition (``condition, broken, line``) in a diff
+    result's ``gate``; none without conditions."""
+    return list(gate or [])
+
+
+def diff_result(base_spec: str, new_spec: str, top: int, fail_if: list[str]) -> dict[str, Any]:
+    """The diff of ``base_spec`` against ``new_spec`` (traces or baselines, :func:`load_profile`)
+    with the verdict of each ``fail_if`` condition under ``"gate"``: what ``--json`` prints (the
+    MCP server's ``diff`` tool returns it too). Bad conditions or sides raise :class:`UserError`."""
     from profui.analysis.diff import diff
     from profui.analysis.gate import GateError, check, parse_condition
 
+    try:
+        conditions = [parse_condition(c) for c in fail_if]
+    except GateError as exc:
+        raise UserError(str(exc)) from None
+    base, new = (load_profile(s) for s in (base_spec, new_spec))
+    result = diff(base, new, top=top)
+    try:
+        result["gate"] = check(conditions, result)
+    except GateError as exc:
+        raise UserError(str(exc)) from None
+    return result
+
+
+def run_diff(
+    specs: list[str], as_json: bool, top: int, fail_if: list[str], save: str | None, fmt: str = "text"
+) -> int:
+    """Run ``profui diff``, printing the diff as ``fmt`` (``text``, ``markdown``; ``json`` when
+    ``as_json``); returns the exit status (0, or 1 when a --fail-if condition broke: the report is
+    printed whole first)."""
     if save is not None:
         if len(specs) != 1:
             raise UserError("--save-baseline NAME takes one trace: profui diff --save-baseline NAME TRACE")
@@ -218,18 +279,15 @@ def run_diff(specs: list[str], as_json: bool, top: int, fail_if: list[str], save
         return 0
     if len(specs) != 2:
         raise UserError("profui diff takes two traces (BASE NEW), or --save-baseline NAME TRACE")
-    try:
-        conditions = [parse_condition(c) for c in fail_if]
-    except GateError as exc:
-        raise UserError(str(exc)) from None
-    base, new = (load_profile(s) for s in specs)
-    result = diff(base, new, top=top)
-    try:
-        gate = check(conditions, result)
-    except GateError as exc:
-        raise UserError(str(exc)) from None
-    result["gate"] = gate
-    typer.echo(json.dumps(result, indent=2, default=str) if as_json else format_diff(result))
+    result = diff_result(specs[0], specs[1], top, fail_if)
+    gate = result["gate"]
+    if as_json or fmt == "json":
+        typer.echo(json.dumps(result, indent=2, default=str))
+    elif fmt == "markdown":
+        sys.stdout.write(markdown_diff(result))
+        sys.stdout.flush()
+    else:
+        typer.echo(format_diff(result))
     broken = [g for g in gate if g["broken"]]
     for g in broken:
         typer.echo(f"profui: gate: {g['line']}", err=True)
@@ -249,6 +307,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(
             False, "--json", help="Print the diff as JSON (stable keys, version 1)."
         ),
+        fmt: str | None = format_option(),
         top: int = typer.Option(15, "--top", help="Kernels and annotations listed (0: all)."),
         fail_if: list[str] = typer.Option(
             [],
@@ -277,10 +336,21 @@ def register(app: typer.Typer) -> None:
           profui diff --save-baseline main trace/
 
           profui diff main trace/ --fail-if 'step_p50>+5%' --fail-if 'idle_pct>+3pt'
+
+          profui diff main trace/ --fail-if 'step_p50>+5%' --format markdown >> "$GITHUB_STEP_SUMMARY"
         """
-        code = run_diff(traces, as_json, top, fail_if, save_baseline_name)
+        out_format = chosen_format(fmt, as_json)
+        code = run_diff(traces, out_format == "json", top, fail_if, save_baseline_name, out_format)
         if code:
             raise typer.Exit(code)
 
 
-__all__ = ["EXIT_BAD_INPUT", "format_diff", "load_profile", "register", "run_diff", "save_baseline"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "diff_result",
+    "format_diff",
+    "load_profile",
+    "register",
+    "run_diff",
+    "save_baseline",
+]

@@ -27,6 +27,7 @@ from typing import Any
 import typer
 
 from .errors import UserError
+from .markdown import chosen_format, format_option
 
 #: The text's width at most (a terminal narrower than this wraps at its own width).
 WIDTH = 80
@@ -235,22 +236,22 @@ def kind_label(kind: str, words: Any) -> str:
     }.get(kind, kind.replace("_", " "))
 
 
-def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
-    """The explain document as lines of at most ``width`` characters."""
-    import textwrap
+class TextLines:
+    """Where :func:`render` writes the text: lines of at most ``width`` characters, wrapped at
+    words, names elided in the middle."""
 
-    from profui.analysis.devices import fmt_devices, words_for
-    from profui.analysis.formatting import elide, fmt_ns, fmt_pct, plural
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.lines: list[str] = []
 
-    words = words_for(doc["trace"])
-    tr = doc["trace"]
-    out: list[str] = []
+    def wrap(self, text: str, indent: str = "", first: str | None = None) -> None:
+        """``text`` wrapped, its first line after ``first`` (else ``indent``), the rest after ``indent``."""
+        import textwrap
 
-    def wrap(text: str, indent: str = "", first: str | None = None) -> None:
-        out.extend(
+        self.lines.extend(
             textwrap.wrap(
                 text,
-                width,
+                self.width,
                 initial_indent=indent if first is None else first,
                 subsequent_indent=indent,
                 break_on_hyphens=False,
@@ -258,20 +259,119 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
             or [""]
         )
 
-    found = doc["findings"]
-    wrap(f"{tr['name']} · {fmt_devices(tr)} · {plural(len(tr['ranks']), 'rank')}")
-    wrap(doc["headline"], "  ", "")
+    def trace(self, text: str) -> None:
+        """The trace's line."""
+        self.wrap(text)
+
+    def headline(self, text: str) -> None:
+        """The top finding's line."""
+        self.wrap(text, "  ", "")
+
+    def note(self, text: str) -> None:
+        """A note on what is shown."""
+        self.wrap(text, "  ", "note: ")
+
+    def finding(self, n: int, title: str) -> None:
+        """Finding ``n``'s title."""
+        self.lines.append("")
+        self.wrap(title, "   ", f"{n}. ")
+
+    def evidence(self, rows: list[tuple[str, str]]) -> None:
+        """A finding's evidence: (label, value) rows, on one line."""
+        if rows:
+            self.wrap("; ".join(f"{label} {value}" for label, value in rows), "     ", "   evidence: ")
+
+    def look_at(self, names: list[str]) -> None:
+        """Where to look: names, each elided to fit."""
+        from profui.analysis.formatting import elide
+
+        if names:
+            text = "; ".join(elide(n, max(20, self.width - 16), bare=False) for n in names)
+            self.wrap(text, "     ", "   look at: ")
+
+    def field(self, label: str, text: str) -> None:
+        """A finding's field (``worst``, ``next``)."""
+        self.wrap(text, "     ", f"   {label}: ")
+
+    def path(self, title: str, rows: list[tuple[str, str, str]]) -> None:
+        """The critical path by kind: (kind, time, share) rows under its title."""
+        from profui.analysis.formatting import elide
+
+        self.lines.append("")
+        self.wrap(title)
+        labels = [elide(k, self.width - 21, bare=False) for k, _, _ in rows]
+        pad = max(map(len, labels), default=0) + 2
+        for label, (_, time, share) in zip(labels, rows, strict=True):
+            self.lines.append(f"  {label:<{pad}}{time:>10}{share:>7}")
+
+
+class MarkdownDoc:
+    """Where :func:`render` writes Markdown: the headline first, in bold; each finding a heading
+    with its evidence as a table; the critical path by kind as a table; every name whole."""
+
+    def __init__(self) -> None:
+        from .markdown import MarkdownSink
+
+        self.md = MarkdownSink()
+        self._top: list[str] = []
+
+    def trace(self, text: str) -> None:
+        """The trace's line."""
+        self.md.paragraph(text)
+
+    def headline(self, text: str) -> None:
+        """The top finding's line: the document's first."""
+        self.md.bold(text)
+        self.md.blocks.insert(0, self.md.blocks.pop())
+
+    def note(self, text: str) -> None:
+        """A note on what is shown."""
+        self.md.paragraph(text, "note")
+
+    def finding(self, n: int, title: str) -> None:
+        """Finding ``n``'s title, a heading."""
+        self.md.heading(f"{n}. {title}", 3)
+
+    def evidence(self, rows: list[tuple[str, str]]) -> None:
+        """A finding's evidence as a table."""
+        if rows:
+            self.md.table(None, ["evidence", "value"], rows, [False, True])
+
+    def look_at(self, names: list[str]) -> None:
+        """Where to look, names whole."""
+        if names:
+            self.md.paragraph("; ".join(names), "look at")
+
+    def field(self, label: str, text: str) -> None:
+        """A finding's field (``worst``, ``next``)."""
+        self.md.paragraph(text, label)
+
+    def path(self, title: str, rows: list[tuple[str, str, str]]) -> None:
+        """The critical path by kind as a table."""
+        self.md.table(title, ["kind", "time", "share"], rows, [False, True, True])
+
+    def getvalue(self) -> str:
+        """The document."""
+        return self.md.getvalue()
+
+
+def render(doc: Mapping[str, Any], out: Any) -> None:
+    """Write the explain document to ``out`` (:class:`TextLines` or :class:`MarkdownDoc`): the
+    trace, the headline, notes, each finding (title, evidence, where to look, its worst instance,
+    the next step), then the step's critical path by kind."""
+    from profui.analysis.devices import fmt_devices, words_for
+    from profui.analysis.formatting import fmt_ns, fmt_pct, plural
+
+    words = words_for(doc["trace"])
+    tr = doc["trace"]
+    out.trace(f"{tr['name']} · {fmt_devices(tr)} · {plural(len(tr['ranks']), 'rank')}")
+    out.headline(doc["headline"])
     for note in doc["notes"]:
-        wrap(note, "  ", "note: ")
-    for i, f in enumerate(found, 1):
-        out.append("")
-        wrap(f["title"], "   ", f"{i}. ")
-        ev = "; ".join(f"{e['label']} {_value(e['value'], e['unit'])}" for e in f["evidence"])
-        if ev:
-            wrap(ev, "     ", "   evidence: ")
-        if f["look_at"]:
-            names = "; ".join(elide(n, max(20, width - 16), bare=False) for n in f["look_at"])
-            wrap(names, "     ", "   look at: ")
+        out.note(note)
+    for i, f in enumerate(doc["findings"], 1):
+        out.finding(i, f["title"])
+        out.evidence([(e["label"], _value(e["value"], e["unit"])) for e in f["evidence"]])
+        out.look_at(list(f["look_at"] or []))
         tl = f["timeline"]
         if tl["step"] is not None:
             at = (
@@ -279,20 +379,31 @@ def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
                 if tl["ts_ns"] is not None
                 else ""
             )
-            wrap(f"rank {tl['rank']}, step {tl['step']}{at}", "     ", "   worst: ")
-        wrap(f["next_step"], "     ", "   next: ")
+            out.field("worst", f"rank {tl['rank']}, step {tl['step']}{at}")
+        out.field("next", f["next_step"])
     cp = doc["critical_path"]
     if cp["length_ns"]:
-        out.append("")
         ann = doc["annotation"]
         what = f"{ann['name']!r} instance {ann['instance']}" if ann else f"step {doc['step']}"
-        wrap(f"Critical path of {what} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}")
         kinds = sorted(((k, v) for k, v in cp["by_kind"].items() if v), key=lambda kv: -kv[1])
-        labels = {k: elide(kind_label(k, words), width - 21, bare=False) for k, _ in kinds}
-        pad = max(map(len, labels.values()), default=0) + 2
-        for k, v in kinds:
-            out.append(f"  {labels[k]:<{pad}}{fmt_ns(v):>10}{fmt_pct(v / cp['length_ns'], 0):>7}")
-    return out
+        out.path(
+            f"Critical path of {what} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}",
+            [(kind_label(k, words), fmt_ns(v), fmt_pct(v / cp["length_ns"], 0)) for k, v in kinds],
+        )
+
+
+def render_text(doc: Mapping[str, Any], width: int) -> list[str]:
+    """The explain document as lines of at most ``width`` characters."""
+    out = TextLines(width)
+    render(doc, out)
+    return out.lines
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """The explain document as Markdown (:class:`MarkdownDoc`)."""
+    out = MarkdownDoc()
+    render(doc, out)
+    return out.getvalue()
 
 
 def register(app: typer.Typer) -> None:
@@ -306,6 +417,7 @@ def register(app: typer.Typer) -> None:
             readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of text."),
+        fmt: str | None = format_option(),
         step: int | None = typer.Option(None, "--step", help="The step whose critical path is shown."),
         rank: int | None = typer.Option(None, "--rank", help="The rank whose critical path is shown."),
         top: int | None = typer.Option(None, "--top", help="Show the first K findings (default: all)."),
@@ -330,10 +442,15 @@ def register(app: typer.Typer) -> None:
           profui explain trace/ --step 12 --rank 1
           profui explain trace/ --annotation forward --instance 2
           profui explain report.sqlite --json > explain.json
+          profui explain trace/ --top 3 --format markdown >> "$GITHUB_STEP_SUMMARY"
         """
+        out_format = chosen_format(fmt, as_json)
         doc = explain(trace, step, rank, top, annotation, instance, hta_compat)
-        if as_json:
+        if out_format == "json":
             sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
+            return
+        if out_format == "markdown":
+            sys.stdout.write(render_markdown(doc))
             return
         columns = os.environ.get("COLUMNS", "")
         if sys.stdout.isatty():

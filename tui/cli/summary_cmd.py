@@ -33,6 +33,7 @@ from profui.analysis.formatting import (
 )
 
 from .errors import UserError
+from .markdown import MarkdownSink, chosen_format, format_option
 from .ranks_opts import by_ranks, scheduler_option, skip_option, summarize_by_ranks, workers_option
 from .sources import resolve_sources
 
@@ -167,8 +168,9 @@ def summary_headline(summary: Any) -> str:
 
 
 def render_text(summary: Any, console: Any) -> None:
-    """Print a Summary as readable tables on ``console`` (a rich Console): its headline (the top
-    finding) first."""
+    """Print a Summary as readable tables on ``console``: a rich Console, or a
+    :class:`~.markdown.MarkdownSink` (the same blocks as Markdown); its headline (the top finding)
+    first."""
     import textwrap
 
     import polars as pl
@@ -201,8 +203,9 @@ def render_text(summary: Any, console: Any) -> None:
         from rich.table import Table
 
         t = Table(title="Takeaways", title_justify="left", title_style="bold", show_header=False, box=None)
-        t.add_column(style="cyan")
-        t.add_column()
+        # headers unshown in the text; the Markdown table (a header row always) names them
+        t.add_column("chart", style="cyan")
+        t.add_column("takeaway")
         for chart, text in s.takeaways.items():
             # the answer's id names GPUs (gpu_active); the label names no GPU where none ran
             t.add_row(chart if words.kind == "gpu" else chart.replace("gpu_", "device_"), text)
@@ -830,6 +833,7 @@ def register(app: typer.Typer) -> None:
             readable=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+        fmt: str | None = format_option(),
         top: int | None = typer.Option(
             None,
             "--top",
@@ -872,10 +876,12 @@ def register(app: typer.Typer) -> None:
           profui summary run-node1/ run-node2/
           profui summary job/ --workers 8 --skip-bad-ranks
           profui summary job/ --scheduler tcp://10.0.0.5:8786 --json > job.json
+          profui summary trace/ --format markdown >> "$GITHUB_STEP_SUMMARY"
 
         A job of many ranks is summarised rank by rank on Dask (a local cluster, or --scheduler):
         per-rank tables and the job's steps, stragglers and GPU time, never every event at once.
         """
+        out_format = chosen_format(fmt, as_json)
         s = run_summary(
             trace,
             top,
@@ -886,8 +892,13 @@ def register(app: typer.Typer) -> None:
             workers,
             skip_bad_ranks,
         )
-        if as_json:
+        if out_format == "json":
             sys.stdout.write(json.dumps(s.to_json_dict(), allow_nan=False) + "\n")
+            return
+        if out_format == "markdown":
+            md = MarkdownSink()
+            render_text(s, md)
+            sys.stdout.write(md.getvalue())
             return
         from rich.console import Console
 

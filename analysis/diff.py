@@ -73,8 +73,9 @@ EXPLAINS_SHARE = 0.5
 #: A finding still there after a material fall reads as gone when what is left is at most this
 #: share of what it was (the words say how much is left; the other way: appeared).
 GONE_SHARE = 0.1
-#: The version of the diff's JSON (``profui diff --json``).
-VERSION = 1
+#: The version of the diff's JSON (``profui diff --json``): 2 since ``gate`` is an object
+#: (:func:`.gate.gate_json`, null without ``--fail-if``), no longer a list.
+VERSION = 2
 #: The version of a profile, as a saved baseline holds it: 2 since a step's time is its period.
 #: A version-1 baseline without runtime calls was saved before that (both came in one change):
 #: its step times are device windows, which :func:`diff` does not compare with periods.
@@ -781,7 +782,7 @@ def sentence(m: dict[str, Any]) -> str:
 
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
-    "version": "format version (1)",
+    "version": "format version (2)",
     "base": "the base trace: path, name, ranks, gpus (listed), devices (GPU models that ran its work), "
     "world_size, precision (dominant in kernel time); mfu_basis (what its MFU rests on) where it has one",
     "new": "the new trace, as base",
@@ -818,4 +819,7 @@ JSON_DOC = {
     "why": "why the median step changed, in the findings' terms ('step -20.5 ms: host stall gone "
     "(-20.3 ms per step)'), when one material finding change has the step change's sign and at least "
     "half its size; else null",
+    "gate": "the --fail-if verdict (profui schema gate): version, passed, conditions [{condition, metric, "
+    "op, threshold, unit, change (in that unit), shown, broken, within_noise (it would break but the step "
+    "time moved within run-to-run noise), line}]; null without --fail-if",
 }

@@ -13,6 +13,9 @@ A condition is broken when the change satisfies it, unless it is a step-time cha
 run-to-run noise (its 95% bootstrap interval holds 0): a gate must not fail a build on noise.
 A metric missing from either trace, a unit
 that does not fit the metric, or a malformed condition is a :class:`GateError` (bad input).
+
+:func:`gate_json` is the gate's verdict as ``profui diff --json`` holds it (``gate``, null without
+``--fail-if``; its schema is ``profui schema gate``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,28 @@ from .formatting import fmt_signed_ns
 _EXPR = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(>=|<=|>|<)\s*([+-]?\d+(?:\.\d+)?)\s*(%|pt|ns|us|µs|ms|s)?\s*$")
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+#: The version of the gate's JSON: raised when a key changes meaning or goes.
+VERSION = 1
+#: The gate's keys (``passed``: no condition broke).
+KEYS = ("version", "passed", "conditions")
+#: A condition's keys: the condition as given, its metric, operator, threshold and unit (``%``,
+#: ``pt``, a time unit, or empty for a count), the observed change in that unit (``change``; as
+#: text: ``shown``), whether it broke, whether only run-to-run noise kept it from breaking
+#: (``within_noise``), and the sentence.
+CONDITION_KEYS = (
+    "condition",
+    "metric",
+    "op",
+    "threshold",
+    "unit",
+    "change",
+    "shown",
+    "broken",
+    "within_noise",
+    "line",
+)
 
 
 class GateError(ValueError):
@@ -79,7 +104,7 @@ def _change(cond: Condition, m: dict[str, Any]) -> tuple[float, str]:
 
 
 def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Evaluate each condition on a diff result: ``condition, metric, change, broken, line``."""
+    """Evaluate each condition on a diff result: a dict of :data:`CONDITION_KEYS` each."""
     out = []
     for cond in conditions:
         m = result["metrics"].get(cond.metric)
@@ -89,9 +114,30 @@ def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str,
         change, shown = _change(cond, m)
         noise = " (within run-to-run noise)" if m.get("significant") is False else ""
         # a step-time change the bootstrap interval cannot tell from noise never fails a build
-        broken = _OPS[cond.op](change, cond.value) and m.get("significant") is not False
+        met = _OPS[cond.op](change, cond.value)
+        broken = met and m.get("significant") is not False
         line = f"{cond.metric} changed {shown}: {'breaks' if broken else 'holds'} {cond.text}{noise}"
         out.append(
-            {"condition": cond.text, "metric": cond.metric, "change": change, "broken": broken, "line": line}
+            {
+                "condition": cond.text,
+                "metric": cond.metric,
+                "op": cond.op,
+                "threshold": cond.value,
+                "unit": cond.unit,
+                "change": change,
+                "shown": shown,
+                "broken": broken,
+                "within_noise": met and not broken,
+                "line": line,
+            }
         )
     return out
+
+
+def gate_json(conditions: list[Condition], result: dict[str, Any]) -> dict[str, Any] | None:
+    """The gate's verdict on a diff result as JSON (:data:`KEYS`; each condition
+    :data:`CONDITION_KEYS`), None without conditions; :class:`GateError` as :func:`check`."""
+    if not conditions:
+        return None
+    checked = check(conditions, result)
+    return {"version": VERSION, "passed": not any(c["broken"] for c in checked), "conditions": checked}

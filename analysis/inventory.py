@@ -12,6 +12,40 @@ from typing import Any
 
 from profui.capture.format import TraceFormatError, open_trace_dir
 
+#: The version of ``profui info --json``: raised when a key changes meaning or goes.
+VERSION = 1
+#: Its top-level keys, in order.
+KEYS = (
+    "version",
+    "path",
+    "manifest",
+    "span",
+    "num_events",
+    "num_event_files",
+    "num_metric_rows",
+    "counts",
+    "ranks",
+    "devices",
+)
+#: Its ``manifest``'s keys.
+MANIFEST_KEYS = (
+    "name",
+    "status",
+    "source",
+    "synthetic",
+    "command",
+    "exit_code",
+    "start_ns",
+    "end_ns",
+    "hosts",
+    "ranks",
+    "gpus",
+    "versions",
+    "sources",
+    "notes",
+    "source_notes",
+)
+
 
 def trace_info(path: str | Path) -> dict[str, Any]:
     """Summary of the trace at ``path`` as plain JSON-ready data.
@@ -39,6 +73,7 @@ def trace_info(path: str | Path) -> dict[str, Any]:
             end = span[1] if end is None else max(end, span[1])
     m = trace.manifest
     return {
+        "version": VERSION,
         "path": str(trace.path),
         "manifest": {
             "name": m.name,

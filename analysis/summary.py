@@ -45,6 +45,15 @@ SECTIONS: tuple[str, ...] = (
 )
 
 
+#: The version of ``profui summary --json`` (:meth:`Summary.to_json_dict`): raised when a key
+#: changes meaning or goes.
+VERSION = 1
+#: ``profui summary --json``'s top-level keys, in order.
+JSON_KEYS = ("version", "trace", "params", "takeaways", "notes", "sections")
+#: Its ``params``' keys.
+PARAM_KEYS = ("top_n", "bucket_ns", "hta_compat")
+
+
 @dataclass
 class Summary:
     """All analyses of one trace.
@@ -68,6 +77,7 @@ class Summary:
     def to_json_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: tables as lists of row dicts; NaN and infinities become null."""
         return {
+            "version": VERSION,
             "trace": _clean(self.trace),
             "params": _clean(self.params),
             "takeaways": dict(self.takeaways),

@@ -196,7 +196,8 @@ def test_gate_exit_codes_and_lines(runs, cache) -> None:
     proc = _profui("diff", runs["base"], runs["batch"], "--fail-if", "step_p50>+10000%", env=cache)
     assert proc.returncode == 0 and proc.stderr == ""
     proc, res = _diff(runs["base"], runs["batch"], "--fail-if", "step_p50>+5%", env=cache)
-    assert proc.returncode == 1 and res["gate"][0]["broken"] is True
+    gate = res["gate"]
+    assert proc.returncode == 1 and gate["passed"] is False and gate["conditions"][0]["broken"] is True
 
 
 @pytest.mark.parametrize(
@@ -226,8 +227,8 @@ def test_named_baseline(runs, cache) -> None:
 
 def test_json_keys_are_the_documented_ones(cache, mlp) -> None:
     _proc, res = _diff(mlp, mlp, env=cache)
-    assert set(res) == set(JSON_DOC) | {"gate"}
-    assert res["version"] == 1
+    assert set(res) == set(JSON_DOC)
+    assert res["version"] == 2 and res["gate"] is None
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def test_a_host_stall_run_leads_with_its_top_finding(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     text, doc = summary(trace, tmp_path / "cache")
     # the JSON has the findings once, in their section; no headline key beside them
-    assert set(doc) == {"trace", "params", "takeaways", "notes", "sections"}
+    assert set(doc) == {"version", "trace", "params", "takeaways", "notes", "sections"}
     rows = sorted(doc["sections"]["findings"]["findings"], key=lambda r: r["position"])
     if not rows:
         pytest.fail("no findings on a run with a 20 ms host stall per step (critical_path/findings stages)")

@@ -218,9 +218,9 @@ def _analyse_step(
         rows["steps"].append((node, rank, step, rs.start, rs.end, length))
         stretches = path_stretches(g, rs)
         by: dict[str, int] = {}
-        for seq, (kind, lane, tid, dev, stream, name, a, b) in enumerate(stretches):
+        for kind, *_, a, b in stretches:
             by[kind] = by.get(kind, 0) + b - a
-            rows["events"].append((node, rank, step, seq, kind, lane, tid, dev, stream, name, a, b))
+        rows["events"].append((node, rank, step, stretches))  # a row per stretch: _tables
         for kind in KINDS:
             if kind in by:
                 rows["by_kind"].append((node, rank, step, kind, by[kind]))
@@ -284,12 +284,14 @@ def analyse(
     )
     tids = _marker_tids(mine.lazy())
     rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": [], "clamped": []}
+    # every analysed step's windows in one pass (a filter per step costs more than its rows)
+    by_step: dict[int, list[tuple]] = {}
+    chosen = windows.filter(pl.col("step").is_in(steps)).sort("node", "rank", maintain_order=True)
+    for step_, n, r, s, e in chosen.select("step", "node", "rank", "cpu_start_ns", "cpu_end_ns").iter_rows():
+        by_step.setdefault(step_, []).append((n, r, s, e))
     for step in steps:
-        w = windows.filter(pl.col("step") == step).sort("node", "rank")
         ranks = [
-            ((n, r), s, e, tids.get((n, r, s)))
-            for n, r, s, e in w.select("node", "rank", "cpu_start_ns", "cpu_end_ns").iter_rows()
-            if (n, r) in inputs
+            ((n, r), s, e, tids.get((n, r, s))) for n, r, s, e in by_step.get(step, []) if (n, r) in inputs
         ]
         if ranks:
             _analyse_step(step, ranks, inputs, rows, late)
@@ -316,13 +318,29 @@ def _tables(rows: dict[str, list]) -> dict[str, Any]:
         ],
         "what_if": ["node", "rank", "step", "change", "length_ns", "saved_ns"],
     }
+    columns = {name: list(zip(*rows[name], strict=True)) for name in cols if name != "events"}
+    # the events' chunks (one rank's path in one step): each stretch's node, rank, step and
+    # seq, then the stretch's own fields
+    chunks = rows["events"]
+    stretches = [row for *_, part in chunks for row in part]
+    if stretches:
+        lengths = [len(part) for *_, part in chunks]
+        keys = [[key[i] for key, n in zip(chunks, lengths, strict=True) for _ in range(n)] for i in range(3)]
+        seq = [j for n in lengths for j in range(n)]
+        columns["events"] = [*keys, seq, *zip(*stretches, strict=True)]
     out: dict[str, Any] = {}
     for name, names in cols.items():
         table = TABLES[("critical_path", f"{name}.parquet")]
         empty = table.empty()
-        if not rows[name]:
+        if not columns.get(name):
             out[f"{name}.parquet"] = empty
             continue
-        frame = pl.DataFrame(rows[name], schema=names, orient="row", infer_schema_length=None)
-        out[f"{name}.parquet"] = frame.cast(dict(empty.schema)).select(empty.columns)  # type: ignore[arg-type]
+        # column by column with the declared dtypes (building from rows infers each value's type)
+        frame = pl.DataFrame(
+            [
+                pl.Series(c, values, dtype=empty.schema[c])
+                for c, values in zip(names, columns[name], strict=True)
+            ]
+        )
+        out[f"{name}.parquet"] = frame.select(empty.columns)
     return out

@@ -14,6 +14,7 @@ plus the collective's own time. An op on another thread that ends within
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -128,40 +129,111 @@ def _split(tt: ThreadTime | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return tt.at(b) - tt.at(a)
 
 
+_NO_TIME = np.iinfo(np.int64).min
+
+
+class Window(NamedTuple):
+    """A rank's device ops in one step's window (the rank's ops' rows, in their order) as numpy
+    columns; a null is the ``no_*`` mask's, its value a sentinel (``launch_ts``,
+    ``correlation``: :data:`_NO_TIME`; ``prev_end``: the largest int64)."""
+
+    col: dict[str, np.ndarray]
+    height: int
+
+    def launch_ts_numpy(self) -> np.ndarray:
+        """The launch times as Polars' ``to_numpy`` gives them: int64 without a null, else
+        float64 with NaN at the nulls (rounded to float: what the graph has always used)."""
+        lts, null = self.col["launch_ts"], self.col["no_launch"]
+        if not null.any():
+            return lts
+        return np.where(null, np.nan, lts.astype(np.float64))
+
+    def launched(self) -> np.ndarray:
+        """Each op's launch time, its start where it has none."""
+        return np.where(self.col["no_launch"], self.col["ts"], self.col["launch_ts"])
+
+
+def _derived(inp: RankInputs) -> dict:
+    """What every step's graph of the rank reads from its frames, made once: the anchors' and
+    ops' times as numpy (a null time: one no window holds, as a filter drops a null) and each op's
+    lane id with the lanes (one per distinct device, stream, name, kind, comm)."""
+    d = inp.derived
+    if d:
+        return d
+    ops = inp.ops
+    a = inp.anchors
+    d["anchor_ts"] = a["ts"].fill_null(_NO_TIME).to_numpy()
+    d["anchors"] = {
+        "tid": a["tid"].to_numpy(),
+        "ts": a["ts"].to_numpy(),
+        "end": a["end"].to_numpy(),
+        "sync": a["sync"].to_numpy(),
+        "no_launch": a["launch"].is_null().to_numpy(),
+        "launch": a["launch"].to_numpy(),
+        **{c: _objects(a[c].to_list()) for c in ("name", "wait_stream", "wait_until")},
+    }
+    d["ts"] = ops["ts"].fill_null(-_NO_TIME - 1).to_numpy()
+    d["end"] = ops["end"].fill_null(_NO_TIME).to_numpy()
+    d["uncorrelated"] = ops["launch_ts"].is_null().to_numpy()
+    d["launch_ts"] = ops["launch_ts"].fill_null(_NO_TIME).to_numpy()
+    d["window"] = {
+        "device": ops["device"].to_numpy(),
+        "stream": ops["stream"].to_numpy(),
+        "ts": ops["ts"].to_numpy(),
+        "end": ops["end"].to_numpy(),
+        "comm": ops["comm"].to_numpy(),
+        "launch_ts": d["launch_ts"],
+        "no_launch": d["uncorrelated"],
+        "correlation": ops["correlation"].fill_null(_NO_TIME).to_numpy(),
+        "no_correlation": ops["correlation"].is_null().to_numpy(),
+        "prev_end": ops["prev_end"].fill_null(-_NO_TIME - 1).to_numpy(),
+        "no_prev": ops["prev_end"].is_null().to_numpy(),
+    }
+    what = ["device", "stream", "name", "kind", "comm"]
+    ids = ops.select(pl.struct(what).rank("dense").cast(pl.Int64) - 1).to_series().to_numpy()
+    distinct = ops.select(what).with_columns(_id=ids).unique("_id").sort("_id")
+    d["lane_id"] = ids
+    d["lanes"] = _objects(
+        [Lane("device", None, dv, st, nm, _op_kind(k, c)) for dv, st, nm, k, c, _ in distinct.iter_rows()]
+    )
+    coll = inp.collectives
+    d["arrive"] = coll["arrive_ns"].fill_null(_NO_TIME).to_numpy()
+    d["coll_rows"] = coll.select(
+        "source", "collective", "seq", "name", "tid", "device", "stream", "arrive_ns"
+    ).rows()
+    return d
+
+
 def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int | None) -> None:
     start, cpu_end = rs.start, rs.cpu_end
     rs.start_node = g.node(start, ri, fixed=True)
-    anchors = inp.anchors.filter(pl.col("ts") >= start, pl.col("ts") < cpu_end)
-    ops = inp.ops
-    in_step = pl.col("launch_ts").is_between(start, cpu_end, closed="left")
-    uncorrelated = pl.col("launch_ts").is_null() & (pl.col("ts") >= start) & (pl.col("ts") < cpu_end)
-    last = ops.filter(in_step | uncorrelated)["end"].max()
-    end = max(cpu_end, int(last) if last is not None else cpu_end)  # type: ignore[arg-type]
+    d = _derived(inp)
+    a_ts = d["anchor_ts"]
+    keep = (a_ts >= start) & (a_ts < cpu_end)
+    anchors = {c: col[keep] for c, col in d["anchors"].items()}
+    o_ts, o_end, o_lts, o_unc = d["ts"], d["end"], d["launch_ts"], d["uncorrelated"]
+    in_step = (~o_unc & (o_lts >= start) & (o_lts < cpu_end)) | (o_unc & (o_ts >= start) & (o_ts < cpu_end))
+    last = o_end[in_step].max() if in_step.any() else None
+    end = max(cpu_end, int(last) if last is not None else cpu_end)
     rs.end = end
-    win = ops.filter(
-        pl.col("end") > start,
-        pl.col("ts") < end,
-        pl.col("launch_ts").is_null() | (pl.col("launch_ts") < cpu_end),
-    )
+    rows = np.flatnonzero((o_end > start) & (o_ts < end) & (o_unc | (o_lts < cpu_end)))
+    win = Window({c: col[rows] for c, col in d["window"].items()}, len(rows))
+    win_lanes = d["lanes"][d["lane_id"][rows]]
     rs.main_tid = main_tid
 
     # host anchors: a start instant each, and an end instant for those something waits on
-    n = anchors.height
-    a_tid = anchors["tid"].to_numpy()
-    a_ts = anchors["ts"].to_numpy()
-    a_end = anchors["end"].to_numpy()
-    sync = anchors["sync"].to_numpy()
-    launch = anchors["launch"]
-    is_coll = launch.is_null().to_numpy() & ~sync
+    a_tid, a_ts, a_end, sync = anchors["tid"], anchors["ts"], anchors["end"], anchors["sync"]
+    n = len(a_ts)
+    is_coll = anchors["no_launch"] & ~sync
     s_nodes = g.nodes(a_ts.tolist(), ri) + np.arange(n)
     waits = np.flatnonzero(sync | is_coll)  # a launch call's own end is no dependency of anything
     e_of = np.full(n, -1, dtype=np.int64)
     e_of[waits] = g.nodes(a_end[waits].tolist(), ri) + np.arange(len(waits))
-    has_launch = ~launch.is_null().to_numpy()
-    launch_node = dict(zip(launch.to_numpy()[has_launch].tolist(), s_nodes[has_launch].tolist(), strict=True))
-    names = anchors["name"].to_list()
+    has_launch = ~anchors["no_launch"]
+    launch_node = dict(zip(anchors["launch"][has_launch].tolist(), s_nodes[has_launch].tolist(), strict=True))
+    names = anchors["name"]
     sync_ends: list[tuple] = []  # node, ts, end, wait_stream, until, tid, name
-    wstream, until = anchors["wait_stream"].to_list(), anchors["wait_until"].to_list()
+    wstream, until = anchors["wait_stream"], anchors["wait_until"]
     for i in np.flatnonzero(sync).tolist():
         u = until[i] if until[i] is not None else int(a_ts[i])
         sync_ends.append((int(e_of[i]), int(a_ts[i]), int(a_end[i]), wstream[i], u, int(a_tid[i]), names[i]))
@@ -295,7 +367,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     end_node = g.node(end, ri)
     rs.end_node = end_node
     g.edge(host_end, end_node, END)
-    _device_lanes(g, ri, rs, inp, win, launch_node, end_node)
+    _device_lanes(g, ri, rs, inp, win, win_lanes, launch_node, end_node)
     _syncs(g, ri, win, sync_ends, rs)
     _stream_waits(g, inp, win, rs)
     _implicit_waits(g, inp, win, rs)
@@ -426,45 +498,38 @@ def _device_lanes(
     ri: int,
     rs: RankStep,
     inp: RankInputs,
-    win: pl.DataFrame,
+    win: Window,
+    lanes: np.ndarray,
     launch_node: dict[int, int],
     end_node: int,
 ) -> None:
-    """Each stream's ops in start order: after its launch call's start and its predecessor."""
+    """Each stream's ops in start order: after its launch call's start and its predecessor;
+    ``lanes`` holds each op's lane (ops of one device, stream, name and kind share one)."""
     m = win.height
     if not m:
         return
-    dev, stream = win["device"].to_numpy(), win["stream"].to_numpy()
-    ts, te = win["ts"].to_numpy(), win["end"].to_numpy()
-    comm = win["comm"].to_numpy()
+    w = win.col
+    dev, stream, ts, te, comm = w["device"], w["stream"], w["ts"], w["end"], w["comm"]
     s_nodes = g.nodes(ts.tolist(), ri) + np.arange(m)
     e_nodes = g.nodes(te.tolist(), ri) + np.arange(m)
-    # one lane per distinct op (device, stream, name, kind): ops share them
-    what = ["device", "stream", "name", "kind", "comm"]
-    ids = win.select(pl.struct(what).rank("dense").cast(pl.Int64) - 1).to_series().to_numpy()
-    distinct = win.select(what).with_columns(_id=ids).unique("_id").sort("_id")
-    lane_of = _objects(
-        [Lane("device", None, d, st, nm, _op_kind(k, c)) for d, st, nm, k, c, _ in distinct.iter_rows()]
-    )
-    lanes = lane_of[ids]
     s_list, e_list, lane_list = s_nodes.tolist(), e_nodes.tolist(), lanes.tolist()
     keys = zip(dev.tolist(), stream.tolist(), ts.tolist(), strict=True)
     rs.ops.update(zip(keys, zip(s_list, e_list, strict=True), strict=True))
     rs.op_lane.update(zip(s_list, lane_list, strict=True))
     rs.op_lane.update(zip(e_list, lane_list, strict=True))
     # launch edges: from the launch call's start in the step, else from a fixed instant
-    launch_ts = win["launch_ts"]
+    no_launch = w["no_launch"]
     src = np.full(m, -1, dtype=np.int64)
     if launch_node:
         known = np.fromiter(launch_node.keys(), dtype=np.int64, count=len(launch_node))
         node_of = np.fromiter(launch_node.values(), dtype=np.int64, count=len(launch_node))
         by = np.argsort(known)
         known, node_of = known[by], node_of[by]
-        corr = win["correlation"].fill_null(np.iinfo(np.int64).min).to_numpy()
+        corr = w["correlation"]
         at = np.clip(np.searchsorted(known, corr), 0, len(known) - 1)
         src = np.where(known[at] == corr, node_of[at], -1)
-    outside = np.flatnonzero((src < 0) & ~launch_ts.is_null().to_numpy())
-    lts = launch_ts.to_numpy()
+    outside = np.flatnonzero((src < 0) & ~no_launch)
+    lts = win.launch_ts_numpy()
     outside = outside[lts[outside] <= ts[outside]]
     src[outside] = g.nodes(lts[outside].astype(np.int64).tolist(), ri, fixed=True) + np.arange(len(outside))
     has = np.flatnonzero(src >= 0)
@@ -472,8 +537,7 @@ def _device_lanes(
     # stream order: the previous op of the stream in the window, else its end as a fixed instant
     same = np.r_[False, (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])]
     prev = np.where(same, np.roll(e_nodes, 1), -1)
-    prev_end = win["prev_end"]
-    pe = prev_end.fill_null(np.iinfo(np.int64).max).to_numpy()
+    pe = w["prev_end"]
     first = np.flatnonzero(~same & (pe <= ts))
     prev[first] = g.nodes(pe[first].tolist(), ri, fixed=True) + np.arange(len(first))
     # one gap lane per stream (the window is sorted by device and stream)
@@ -494,7 +558,7 @@ def _device_lanes(
     # (hta-mtia_trace_single_rank: 22,359 such ops held the compute what-if to 4 ms on a path
     # of 13.3 s of host ops). An op whose correlation names a launch the trace lacks (Nsight's
     # copies issued before the capture) keeps its stream order alone: its launch is elsewhere
-    alone = np.flatnonzero(win["correlation"].is_null().to_numpy() & (ts > rs.start))
+    alone = np.flatnonzero(w["no_correlation"] & (ts > rs.start))
     at = np.searchsorted(rs.host_t, ts[alone], side="left") - 1
     alone, at = alone[at >= 0], at[at >= 0]
     g.edges(rs.host_node[at], s_nodes[alone], ORPHAN, 0, gap_lane[run[alone]].tolist())
@@ -502,9 +566,9 @@ def _device_lanes(
     g.edges(s_nodes[work], e_nodes[work], OP, 0, lanes[work].tolist())
     # a stream's ops end in order in every replay (each starts after the one before it ends):
     # its last one launched in the step is the one the step's end can wait for
-    lt = lts if lts.dtype.kind == "i" else launch_ts.fill_null(-1).to_numpy()
+    lt = w["launch_ts"]
     here = np.where(
-        launch_ts.is_null().to_numpy(),
+        no_launch,
         (ts >= rs.start) & (ts < rs.cpu_end),
         (lt >= rs.start) & (lt < rs.cpu_end),
     )
@@ -522,16 +586,14 @@ def _objects(items: list) -> np.ndarray:
     return out
 
 
-def _syncs(g: Graph, ri: int, win: pl.DataFrame, sync_ends: list[tuple], rs: RankStep) -> None:
+def _syncs(g: Graph, ri: int, win: Window, sync_ends: list[tuple], rs: RankStep) -> None:
     """Each synchronize call's end after the device op it waited for: of the rank's ops launched
     by the time it started (or the event it waits on was recorded), on the stream it names when
     it names one, the one ending last by the call's end."""
     if not sync_ends or win.height == 0:
         return
-    ends = win["end"].to_numpy()
-    launched = win["launch_ts"].fill_null(win["ts"]).to_numpy()
-    streams = win["stream"].to_numpy()
-    keys = list(zip(win["device"].to_list(), win["stream"].to_list(), win["ts"].to_list(), strict=True))
+    ends, launched, streams = win.col["end"], win.launched(), win.col["stream"]
+    keys = list(zip(win.col["device"].tolist(), streams.tolist(), win.col["ts"].tolist(), strict=True))
     for node, _ts, s_end, wstream, until, tid, name in sync_ends:
         m = (launched <= until) & (ends <= s_end) & (ends > rs.start)
         if wstream is not None:
@@ -544,15 +606,13 @@ def _syncs(g: Graph, ri: int, win: pl.DataFrame, sync_ends: list[tuple], rs: Ran
         g.edge(op_end, node, SYNC, 0, Lane("host", tid=tid, name=name, kind="sync_wait"))
 
 
-def _stream_waits(g: Graph, inp: RankInputs, win: pl.DataFrame, rs: RankStep) -> None:
+def _stream_waits(g: Graph, inp: RankInputs, win: Window, rs: RankStep) -> None:
     """A ``cudaStreamWaitEvent``: the waiting stream's next op starts after the recorded op."""
     if inp.waits.height == 0 or win.height == 0:
         return
     waits = inp.waits.filter(pl.col("ts") >= rs.start, pl.col("ts") < rs.cpu_end)
-    launched = win["launch_ts"].fill_null(win["ts"]).to_numpy()
-    streams = win["stream"].to_numpy()
-    ends = win["end"].to_numpy()
-    keys = list(zip(win["device"].to_list(), win["stream"].to_list(), win["ts"].to_list(), strict=True))
+    ends, launched, streams = win.col["end"], win.launched(), win.col["stream"]
+    keys = list(zip(win.col["device"].tolist(), streams.tolist(), win.col["ts"].tolist(), strict=True))
     for ts, stream, wstream, until in waits.select("ts", "stream", "wait_stream", "wait_until").iter_rows():
         rec = np.flatnonzero((streams == wstream) & (launched <= until))
         nxt = np.flatnonzero((streams == stream) & (launched > ts))
@@ -569,18 +629,18 @@ def _stream_waits(g: Graph, inp: RankInputs, win: pl.DataFrame, rs: RankStep) ->
         )
 
 
-def _implicit_waits(g: Graph, inp: RankInputs, win: pl.DataFrame, rs: RankStep) -> None:
+def _implicit_waits(g: Graph, inp: RankInputs, win: Window, rs: RankStep) -> None:
     """A stream wait no sync row records: an op that starts later than its launch allows (its
     launch + the rank's floor) and later than its stream predecessor's end, within
     :data:`IMPLICIT_WAIT_NS` after an op of another stream of its device ended, waited for that
     op (the latest such end)."""
     if win.height < 2:
         return
-    dev, stream = win["device"].to_numpy(), win["stream"].to_numpy()
-    ts, te = win["ts"].to_numpy(), win["end"].to_numpy()
+    w = win.col
+    dev, stream, ts, te = w["device"], w["stream"], w["ts"], w["end"]
     low = np.iinfo(np.int64).min // 2
-    launched = win["launch_ts"].fill_null(low).to_numpy() + inp.launch_floor
-    ready = np.maximum(launched, win["prev_end"].fill_null(low).to_numpy())
+    launched = np.where(w["no_launch"], low, w["launch_ts"]) + inp.launch_floor
+    ready = np.maximum(launched, np.where(w["no_prev"], low, w["prev_end"]))
     for d in np.unique(dev).tolist():
         on = np.flatnonzero(dev == d)
         by_end = on[np.argsort(te[on], kind="stable")]
@@ -603,12 +663,10 @@ def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], 
     """Each collective's end on each rank after every rank's arrival (floor: its own time)."""
     groups: dict[tuple[str, str, int], list[tuple[int, int, int, Lane]]] = {}
     for ri, rs in enumerate(parts):
-        coll = inputs[rs.key].collectives.filter(
-            pl.col("arrive_ns") >= rs.start, pl.col("arrive_ns") < rs.end
-        )
-        for source, collective, seq, name, tid, dev, stream, arrive in coll.select(
-            "source", "collective", "seq", "name", "tid", "device", "stream", "arrive_ns"
-        ).iter_rows():
+        d = _derived(inputs[rs.key])
+        arrive_ns, rows = d["arrive"], d["coll_rows"]
+        for i in np.flatnonzero((arrive_ns >= rs.start) & (arrive_ns < rs.end)).tolist():
+            source, collective, seq, name, tid, dev, stream, arrive = rows[i]
             if tid is not None and (tid, arrive) in rs.host_coll:
                 a, e, _ = rs.host_coll[(tid, arrive)]
                 lane = Lane("host", tid=tid, name=name, kind="communication")

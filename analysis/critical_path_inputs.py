@@ -142,6 +142,9 @@ class RankInputs:
     waits: pl.DataFrame = field(
         default_factory=pl.DataFrame
     )  # stream-wait-event: ts, stream, wait_stream, until
+    # what the graph derives from these frames once for every step it builds (columns as numpy,
+    # the ops' lanes), filled by :mod:`.critical_path_graph`
+    derived: dict = field(default_factory=dict, repr=False)
 
 
 def _thread_time(

@@ -130,7 +130,7 @@ def markdown_diff(result: dict[str, Any]) -> str:
     every cell whole (:class:`~.markdown.MarkdownSink`)."""
     from .markdown import MarkdownSink
 
-    md = MarkdownSink()
+    md = MarkdownSink(markup=False)  # as the text's console: names are text, never markup
     emit_diff(result, md)
     return md.getvalue()
 

@@ -66,6 +66,20 @@ def _plain(obj: Any) -> tuple[str, list[tuple[int, int]]]:
     return text.plain, bold
 
 
+def _text(obj: Any) -> Any:
+    """A string as a rich Text of exactly its characters (markup off)."""
+    from rich.text import Text
+
+    return obj if isinstance(obj, Text) else Text(str(obj))
+
+
+def _markup_plain(obj: Any) -> str:
+    """The text rich shows for a renderable string (markup) or a Text."""
+    from rich.text import Text
+
+    return obj.plain if isinstance(obj, Text) else Text.from_markup(str(obj)).plain
+
+
 def _with_bold(line: str, start: int, spans: Sequence[tuple[int, int]]) -> str:
     """One line (starting at ``start`` in the text) escaped, its bold spans as ``**...**``."""
     out, at = [], start
@@ -93,7 +107,9 @@ class MarkdownSink:
 
     width = WIDE
 
-    def __init__(self) -> None:
+    def __init__(self, markup: bool = True) -> None:
+        #: as a Console's ``markup``: whether printed strings and tables' titles are rich markup
+        self.markup_on = markup
         self.blocks: list[str] = []
 
     # -- what the renderers print ----------------------------------------------------------
@@ -114,7 +130,7 @@ class MarkdownSink:
 
     def markup(self, obj: Any) -> None:
         """A line (or lines) of rich markup or a rich Text: each line a paragraph, bold kept."""
-        text, bold = _plain(obj)
+        text, bold = _plain(obj if self.markup_on else _text(obj))
         at = 0
         for line in text.split("\n"):
             if line.strip():
@@ -123,19 +139,27 @@ class MarkdownSink:
 
     def fitted(self, t: Any) -> None:
         """A :class:`~.fit_table.FittedTable`: its title, every row and cell whole, its caption."""
-        rows = list(zip(*(c.cells for c in t.cols), strict=True))
-        self.table(t.title, [c.header for c in t.cols], rows, [c.right for c in t.cols], t.caption)
+        rows = list(zip(*(c.cells for c in t.cols), strict=True))  # cells are text, never markup
+        # rich reads a table's title, headers and caption as markup ("\\[memory]"): so does this
+        plain = self._plain
+        headers = [plain(c.header) for c in t.cols]
+        caption = plain(t.caption) if t.caption else None
+        self.table(plain(t.title), headers, rows, [c.right for c in t.cols], caption)
 
     def rich_table(self, t: Any) -> None:
         """A rich Table (the summary's takeaways): its title, headers and cells as plain text."""
-        from rich.text import Text
-
-        headers = [str(c.header) for c in t.columns]
-        cols = [[c.plain if isinstance(c, Text) else str(c) for c in col._cells] for col in t.columns]
-        title = t.title.plain if isinstance(t.title, Text) else t.title
+        plain = self._plain
+        headers = [plain(c.header) for c in t.columns]
+        cols = [[plain(c) for c in col._cells] for col in t.columns]
         right = [c.justify == "right" for c in t.columns]
-        caption = t.caption.plain if isinstance(t.caption, Text) else t.caption
-        self.table(title, headers, list(zip(*cols, strict=True)), right, caption)
+        caption = plain(t.caption) if t.caption else None
+        self.table(
+            plain(t.title) if t.title else None, headers, list(zip(*cols, strict=True)), right, caption
+        )
+
+    def _plain(self, obj: Any) -> str:
+        """The text rich shows for a string (markup, when on) or a Text."""
+        return _text(obj).plain if not self.markup_on else _markup_plain(obj)
 
     # -- blocks ------------------------------------------------------------------------------
 

@@ -40,8 +40,9 @@ def watched() -> frozenset[str]:
 # typer, with its own small dependencies: shellingham (the shell, for completion), annotated_doc
 TYPER = frozenset({"typer", "shellingham", "annotated_doc"})
 # typer renders help (and the usage shown for no arguments) with rich, its markup as markdown
-# (markdown_it, mdurl, linkify_it) and highlighting (pygments)
-HELP = TYPER | {"rich", "markdown_it", "mdurl", "linkify_it", "pygments"}
+# (markdown_it, mdurl, linkify_it) and highlighting (pygments); rich.pretty imports attrs (attr)
+# where it is installed (jsonschema, the tests' validator, depends on it)
+HELP = TYPER | {"rich", "markdown_it", "mdurl", "linkify_it", "pygments", "attr"}
 # typer >= 0.2x coerces every value given on the command line (a path, a number) with pydantic
 # (and pydantic's dependencies); only --help and bool flags are free of it (profui declares its
 # own -h/--help for that)
@@ -120,7 +121,7 @@ def _check(tool: str, args: list[str], uses: frozenset[str], tmp: Path, rc: int 
     assert not unused, f"`{tool} {' '.join(args)}` loads {unused}, which it does not use"
 
 
-COMMANDS = ["open", "import", "info", "summary", "explain", "analyze", "runs", "diff", "export"]
+COMMANDS = ["open", "import", "info", "summary", "explain", "analyze", "runs", "diff", "export", "schema"]
 
 
 @pytest.mark.parametrize(
@@ -187,6 +188,13 @@ def test_diff(work: Path, tmp_path: Path) -> None:
         TYPER_VALUES | ANALYSIS | {"rich"},
         tmp_path,
     )
+
+
+@pytest.mark.parametrize("args", [[], ["summary"]], ids=["list", "summary"])
+def test_schema(args: list[str], tmp_path: Path) -> None:
+    # the schemas are built from the declared tables (Polars dtypes) and the vocabularies of the
+    # analysis modules that own them (the critical path's kinds: numpy, which those modules load)
+    _check("profui", ["schema", *args], TYPER_VALUES | ANALYSIS, tmp_path)
 
 
 def test_export(work: Path, tmp_path: Path) -> None:

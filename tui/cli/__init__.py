@@ -10,7 +10,17 @@ import typer
 
 from profui.capture.format import TraceFormatError
 
-from . import analyze_cmd, diff_cmd, explain_cmd, export_cmd, import_cmd, info_cmd, open_cmd, summary_cmd
+from . import (
+    analyze_cmd,
+    diff_cmd,
+    explain_cmd,
+    export_cmd,
+    import_cmd,
+    info_cmd,
+    open_cmd,
+    schema_cmd,
+    summary_cmd,
+)
 from .errors import EXIT_BAD_INPUT, UserError, report
 
 app = typer.Typer(
@@ -54,7 +64,17 @@ def _top_level(
     pass
 
 
-for _module in (open_cmd, import_cmd, info_cmd, summary_cmd, explain_cmd, analyze_cmd, diff_cmd, export_cmd):
+for _module in (
+    open_cmd,
+    import_cmd,
+    info_cmd,
+    summary_cmd,
+    explain_cmd,
+    analyze_cmd,
+    diff_cmd,
+    export_cmd,
+    schema_cmd,
+):
     _module.register(app)
 
 

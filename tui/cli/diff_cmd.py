@@ -242,8 +242,8 @@ def emit_diff(result: dict[str, Any], console: Any) -> None:
 
 def gate_checks(gate: Any) -> list[dict[str, Any]]:
     """The gate's verdict on each ``--fail-if`` condition (``condition, broken, line``) in a diff
-    result's ``gate``; none without conditions."""
-    return list(gate or [])
+    result's ``gate`` (:func:`profui.analysis.gate.gate_json`); none without conditions."""
+    return list(gate["conditions"]) if gate else []
 
 
 def diff_result(base_spec: str, new_spec: str, top: int, fail_if: list[str]) -> dict[str, Any]:
@@ -251,7 +251,7 @@ def diff_result(base_spec: str, new_spec: str, top: int, fail_if: list[str]) -> 
     with the verdict of each ``fail_if`` condition under ``"gate"``: what ``--json`` prints (the
     MCP server's ``diff`` tool returns it too). Bad conditions or sides raise :class:`UserError`."""
     from profui.analysis.diff import diff
-    from profui.analysis.gate import GateError, check, parse_condition
+    from profui.analysis.gate import GateError, gate_json, parse_condition
 
     try:
         conditions = [parse_condition(c) for c in fail_if]
@@ -260,7 +260,7 @@ def diff_result(base_spec: str, new_spec: str, top: int, fail_if: list[str]) -> 
     base, new = (load_profile(s) for s in (base_spec, new_spec))
     result = diff(base, new, top=top)
     try:
-        result["gate"] = check(conditions, result)
+        result["gate"] = gate_json(conditions, result)
     except GateError as exc:
         raise UserError(str(exc)) from None
     return result
@@ -288,7 +288,7 @@ def run_diff(
         sys.stdout.flush()
     else:
         typer.echo(format_diff(result))
-    broken = [g for g in gate if g["broken"]]
+    broken = [g for g in gate_checks(gate) if g["broken"]]
     for g in broken:
         typer.echo(f"profui: gate: {g['line']}", err=True)
     return EXIT_GATE if broken else 0
@@ -305,7 +305,7 @@ def register(app: typer.Typer) -> None:
             help="Two traces (folders, Kineto JSON, Nsight .sqlite, JAX) or baselines.",
         ),
         as_json: bool = typer.Option(
-            False, "--json", help="Print the diff as JSON (stable keys, version 1)."
+            False, "--json", help="Print the diff as JSON (stable keys, version 2; profui schema diff)."
         ),
         fmt: str | None = format_option(),
         top: int = typer.Option(15, "--top", help="Kernels and annotations listed (0: all)."),

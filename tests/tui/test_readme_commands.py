@@ -269,3 +269,62 @@ def test_the_gate_on_cpu_runs_is_as_the_readme_says(workspace: Path) -> None:
     assert code == 2 and len(lines) == 1 and "idle_pct" in lines[0] and "Traceback" not in output, output
     code, output = _run(cpu + "'step_p50>+5%'", workspace, 1001)
     assert code == 0, output
+
+
+#: Lines of the README's CI job (its ``run:`` scripts) not run here, by a word of theirs, and why.
+CI_NOT_RUN = {
+    "pip install": "installs packages (needs a network); this test runs in that install",
+    "gh pr comment": "posts to a pull request on GitHub (needs the network and a token)",
+}
+
+
+def ci_job() -> dict:
+    """The GitHub Actions workflow of the README's "profui in CI" section (its yaml block)."""
+    import yaml
+
+    section = (REPO / "README.md").read_text().split("### profui in CI", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block, "no yaml block under 'profui in CI'"
+    return yaml.safe_load(block[1])
+
+
+def test_the_readme_ci_job_runs_as_written(workspace: Path, tmp_path: Path) -> None:
+    """Every step's ``run:`` script of the README's CI job, in order, in a checkout-like folder
+    holding ``train.py`` (the MLP training script), with the job's ``PROFUI_CACHE`` and a
+    ``$GITHUB_STEP_SUMMARY`` file; the steps for main and for a pull request both run (the diff
+    against the baseline just saved: the gate holds). The summary it wrote is the diff's
+    Markdown with the gate's verdict."""
+    (job,) = ci_job()["jobs"].values()
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "train.py").symlink_to(workspace / "train.py")
+    summary = checkout / "step-summary.md"
+    env = {
+        **_env(workspace),
+        "PROFUI_CACHE": job["env"]["PROFUI_CACHE"].replace("${{ github.workspace }}", str(checkout)),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    scripts = [step["run"] for step in job["steps"] if "run" in step]
+    assert any("profcap" in s for s in scripts) and any("--format markdown" in s for s in scripts)
+    for script in scripts:
+        lines = []
+        for line in script.splitlines():
+            why_not = next((why for word, why in CI_NOT_RUN.items() if word in line), None)
+            if why_not is not None:
+                print(f"not run: {line.strip()}  ({why_not})")
+                continue
+            assert "${{" not in line, line  # an Actions expression this test cannot fill in
+            lines.append(line)
+        res = subprocess.run(
+            ["bash", "-e", "-c", "\n".join(lines)],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert res.returncode == 0 and "Traceback" not in res.stderr, (
+            f"{script}\nexit {res.returncode}: {res.stderr[-2000:]}"
+        )
+    report = summary.read_text()
+    assert "**Gate (--fail-if)**" in report and "| step\\_p50\\>+5% | passed |" in report, report[-3000:]

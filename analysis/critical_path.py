@@ -154,6 +154,9 @@ def path_stretches(
         else:
             out.append((*row, a, b))
 
+    # the walk back along binding edges; a thread's stretch is cut by class afterwards, all of
+    # a thread's at once
+    walk: list[tuple] = []  # (kind, lane, name, a, b), or (None, lane, thread time, a, b)
     while g.t[n] > lo and n in binding:
         e = binding[n]
         s = g.src[e]
@@ -162,28 +165,32 @@ def path_stretches(
         if kind == END:
             pass
         elif kind in (THREAD, BLOCKED):
-            tt = rs.time_of(lane.tid)
-            pieces = tt.pieces(a, b) if tt is not None else [(a, b, HOST_OVERHEAD)]
-            for pa, pb, c in reversed(pieces):
-                emit(THREAD_KINDS[c], lane, None, pa, pb)  # named once whole, below
+            walk.append((None, lane, rs.time_of(lane.tid), a, b))
         elif kind == COLL:
             own = g.coll[n][1]
-            emit("communication", lane, lane.name, a, b)
-            emit("rank_wait", lane, lane.name, g.t[own], a)
+            walk.append(("communication", lane, lane.name, a, b))
+            walk.append(("rank_wait", lane, lane.name, g.t[own], a))
             s = own
         elif kind == WAKE and n in g.woken:
             # woken once another rank arrived: the wait for it, from this rank's own arrival
             own = g.woken[n]
-            emit("host_overhead", lane, None, a, b)
-            emit("rank_wait", lane, None, g.t[own], a)
+            walk.append(("host_overhead", lane, None, a, b))
+            walk.append(("rank_wait", lane, None, g.t[own], a))
             s = own
         elif kind == "op":
-            emit(lane.kind, lane, lane.name, a, b)
+            walk.append((lane.kind, lane, lane.name, a, b))
         elif kind == LAUNCH:
-            emit("launch_delay", lane, "", a, b)  # before its op starts: a gap of the stream
+            walk.append(("launch_delay", lane, "", a, b))  # before its op starts: a gap of the stream
         else:
-            emit(_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b)
+            walk.append((_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b))
         n = s
+    pieces = _thread_pieces(walk)
+    for i, (kind, lane, name, a, b) in enumerate(walk):
+        if kind is not None:
+            emit(kind, lane, name, a, b)
+            continue
+        for pa, pb, c in pieces[i]:  # latest first, as the walk goes
+            emit(THREAD_KINDS[c], lane, None, pa, pb)  # named once whole, below
     out.reverse()
     # a host stretch is named by the innermost op or frame of its own thread holding it whole
     # (what a user looks at; the step thread's class counts its rank's threads, its name not)
@@ -198,6 +205,27 @@ def path_stretches(
         names = tt.names_at(a, b) if tt is not None else [""] * len(rows)
         for i, name in zip(rows, names, strict=True):
             out[i] = (*out[i][:5], name, *out[i][6:])
+    return out
+
+
+def _thread_pieces(walk: list[tuple]) -> dict[int, list[tuple[int, int, int]]]:
+    """Each thread stretch of ``walk`` (a ``None`` kind: its thread's time line in the name's
+    place) cut where its class changes (:meth:`~.critical_path_inputs.ThreadTime.pieces`),
+    latest piece first; a thread without a time line: one piece of overhead."""
+    out: dict[int, list[tuple[int, int, int]]] = {}
+    by_time: dict[int, tuple[Any, list[int]]] = {}
+    for i, (kind, _lane, tt, a, b) in enumerate(walk):
+        if kind is not None:
+            continue
+        if tt is None:
+            out[i] = [(a, b, HOST_OVERHEAD)]
+        else:
+            by_time.setdefault(id(tt), (tt, []))[1].append(i)
+    for tt, items in by_time.values():
+        a = np.array([walk[i][3] for i in items], dtype=np.int64)
+        b = np.array([walk[i][4] for i in items], dtype=np.int64)
+        for i, got in zip(items, tt.pieces_of(a, b), strict=True):
+            out[i] = got[::-1]
     return out
 
 

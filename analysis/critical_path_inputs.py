@@ -71,6 +71,7 @@ class ThreadTime:
     _cls: list[int] | None = None
     _ns: list[int] | None = None
     _ne: list[int] | None = None
+    _runs: tuple[np.ndarray, np.ndarray] | None = None  # runs of one class: bounds, classes
 
     def at(self, x: np.ndarray) -> np.ndarray:
         """Cumulative time of each class, then of stalls, at instants ``x`` (4 × len(x))."""
@@ -101,17 +102,41 @@ class ThreadTime:
                 out.append((s, e, rc[i]))
         return out
 
+    def pieces_of(self, a: np.ndarray, b: np.ndarray) -> list[list[tuple[int, int, int]]]:
+        """:meth:`pieces` of many stretches ``[a, b)`` at once."""
+        if self._runs is None:
+            change = np.r_[True, self.cls[1:] != self.cls[:-1]]
+            self._runs = (np.r_[self.bp[:-1][change], self.bp[-1]], self.cls[change].astype(np.int64))
+        rb, rc = self._runs
+        i0 = np.maximum(np.searchsorted(rb, a, side="right") - 1, 0)
+        i1 = np.minimum(np.searchsorted(rb, b, side="left"), len(rc))
+        count = np.maximum(i1, i0 + 1) - i0
+        first = np.cumsum(count) - count
+        i = np.repeat(i0 - first, count) + np.arange(int(count.sum()))
+        s = np.maximum(np.repeat(a, count), rb[i])
+        e = np.minimum(np.repeat(b, count), rb[i + 1])
+        rows = list(zip(s.tolist(), e.tolist(), rc[i].tolist(), strict=True))
+        keep = (e > s).tolist()
+        return [
+            [r for r, k in zip(rows[f : f + c], keep[f : f + c], strict=True) if k]
+            for f, c in zip(first.tolist(), count.tolist(), strict=True)
+        ]
+
     def names_at(self, a: np.ndarray, b: np.ndarray) -> list[str]:
         """:meth:`name_at` of many stretches ``[a, b)`` at once."""
-        i = np.searchsorted(self.name_start, a, side="right") - 1
+        j = np.searchsorted(self.name_start, a, side="right") - 1
         found = np.full(len(a), -1, dtype=np.int64)
-        for back in range(256):
-            j = i - back
-            open_ = (found < 0) & (j >= 0)
-            if not open_.any():
+        # each stretch steps back from the latest event starting by it, at most 256 events;
+        # only the stretches still looking are carried to the next step
+        at = np.arange(len(a))
+        for _ in range(256):
+            keep = j >= 0
+            at, j = at[keep], j[keep]
+            if not len(at):
                 break
-            hit = open_ & (self.name_end[np.maximum(j, 0)] >= b)
-            found[hit] = j[hit]
+            hit = self.name_end[j] >= b[at]
+            found[at[hit]] = j[hit]
+            at, j = at[~hit], j[~hit] - 1
         return [self.names[k] if k >= 0 else "" for k in found.tolist()]
 
     def name_at(self, a: int, b: int) -> str:

@@ -121,7 +121,19 @@ def _check(tool: str, args: list[str], uses: frozenset[str], tmp: Path, rc: int 
     assert not unused, f"`{tool} {' '.join(args)}` loads {unused}, which it does not use"
 
 
-COMMANDS = ["open", "import", "info", "summary", "explain", "analyze", "runs", "diff", "export", "schema"]
+COMMANDS = [
+    "open",
+    "import",
+    "info",
+    "summary",
+    "explain",
+    "analyze",
+    "runs",
+    "diff",
+    "export",
+    "schema",
+    "mcp",
+]
 
 
 @pytest.mark.parametrize(

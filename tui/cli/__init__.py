@@ -17,6 +17,7 @@ from . import (
     export_cmd,
     import_cmd,
     info_cmd,
+    mcp_cmd,
     open_cmd,
     schema_cmd,
     summary_cmd,
@@ -73,6 +74,7 @@ for _module in (
     analyze_cmd,
     diff_cmd,
     export_cmd,
+    mcp_cmd,
     schema_cmd,
 ):
     _module.register(app)

@@ -1,0 +1,232 @@
+"""The MCP server: :mod:`.tools` registered on the official SDK's ``MCPServer``, served over stdio.
+
+Each tool's input schema comes from its typed signature below (the SDK reads it), its output
+schema from :mod:`.schemas`; results are structured content with a JSON text copy. The work runs
+in a worker thread; its status lines (the importer's, the pipeline's stages) become progress
+notifications when the client sent a progress token. Bad input is a tool error carrying the
+command line's one line; any other exception is a tool error saying it is a bug (its traceback on
+stderr), and the server goes on answering.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from . import tools
+from .schemas import tool_output
+
+INSTRUCTIONS = (
+    "profui answers why a deep-learning training step is slow, from a profiler trace: a profui trace "
+    "folder (profcap), PyTorch Profiler/Kineto JSON, an Nsight Systems .sqlite export or a JAX "
+    "profiler log folder. Start with explain (ranked findings with evidence and the next step), "
+    "then top and events to look inside a step, diff to compare two runs or a run against a saved "
+    "baseline. Times are integer nanoseconds (*_ns; instants are ns since the epoch), shares are "
+    "0-1 fractions, memory is bytes."
+)
+
+TraceArg = Annotated[
+    str,
+    Field(
+        description="Path to a profui trace folder, a Kineto .json/.json.gz file, an Nsight .sqlite "
+        "export, a JAX log folder, or a folder of trace files (imported once into profui's cache)."
+    ),
+]
+StepArg = Annotated[
+    int | None,
+    Field(
+        description="Step number (ProfilerStep#N's N, as summary's steps table numbers them); none: default."
+    ),
+]
+RankArg = Annotated[int | None, Field(description="Distributed rank; none: every rank (or the default).")]
+
+
+async def _run(ctx: Context | None, work: Callable[[tools.Say], dict[str, Any]]) -> Any:
+    """Run ``work(say)`` in a worker thread, its lines as progress notifications; a refusal or a
+    crash comes back as a tool error (``isError``) with one line."""
+    done = [0]
+
+    def say(line: str) -> None:
+        done[0] += 1
+        if ctx is not None:
+            anyio.from_thread.run(ctx.report_progress, float(done[0]), None, line)
+
+    try:
+        return await anyio.to_thread.run_sync(work, say)
+    except Exception as exc:
+        line = tools.error_line(exc)
+        if line is None:
+            traceback.print_exc(file=sys.stderr)
+            line = tools.bug_line(exc)
+        return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+
+async def list_traces(
+    folder: Annotated[str, Field(description="A folder to look in (searched below too).")],
+) -> dict[str, Any]:
+    """List the traces under a folder: profui trace folders (name, status, start, duration in ns,
+    nodes, GPUs, size in bytes), the foreign trace files there (Kineto JSON, Nsight .sqlite, JAX),
+    the trace folders they were imported into if they were (one per job), and the files named like
+    traces that were skipped, with why. Call first when you do not know which trace to look at."""
+    return await _run(None, lambda _say: tools.list_traces(folder))
+
+
+async def import_trace(path: TraceArg, ctx: Context) -> dict[str, Any]:
+    """Import a trace file or folder into profui's cache (once: later calls reuse it) and describe
+    it: the trace folder to pass to the other tools, and `profui info --json` (ranks, devices, time
+    span in ns since the epoch, event counts by kind, what the import left out). Reports progress."""
+    return await _run(ctx, lambda say: tools.import_trace(path, say))
+
+
+async def summary(
+    trace: TraceArg,
+    ctx: Context,
+    hta_compat: Annotated[
+        bool, Field(description="Holistic Trace Analysis semantics (µs rounding, last step dropped).")
+    ] = False,
+    top: Annotated[int | None, Field(description="Rows in the top-N tables (default 15).")] = None,
+) -> dict[str, Any]:
+    """Every number of a trace, equal to `profui summary --json`: device busy/idle, utilization,
+    kernels by time and count, steps, memory, precision, FLOPs/MFU, launches, sync, idle causes,
+    communication, annotations, and one-sentence takeaways. Large: prefer explain for why it is
+    slow. Durations in ns, shares 0-1, bytes."""
+    return await _run(ctx, lambda say: tools.summary(trace, hta_compat, top, say))
+
+
+async def explain(
+    trace: TraceArg,
+    ctx: Context,
+    step: StepArg = None,
+    rank: RankArg = None,
+    top: Annotated[int | None, Field(description="Keep the first K findings (default: all).")] = None,
+    hta_compat: Annotated[bool, Field(description="HTA's semantics and critical-path kinds.")] = False,
+) -> dict[str, Any]:
+    """Why the step is slow and what to change, equal to `profui explain --json`: the headline,
+    findings ranked by recoverable time per step (ns and share) with evidence, where to look and
+    the next step, and the critical path of one step on one rank by kind (ns). Defaults to the
+    job's median analysed step on its slowest rank. The best first call on a trace."""
+    return await _run(ctx, lambda say: tools.explain(trace, step, rank, top, hta_compat, say))
+
+
+async def diff(
+    base: Annotated[str, Field(description="The baseline: a trace path, or a saved baseline's NAME.")],
+    new: Annotated[str, Field(description="The run to compare: a trace path, or a saved baseline's NAME.")],
+    fail_if: Annotated[
+        list[str] | None,
+        Field(
+            description="Gate conditions, e.g. 'step_p50>+5%' or 'idle_pct>+3pt' (METRIC is a key of metrics)."
+        ),
+    ] = None,
+    top: Annotated[int, Field(description="Kernels and annotations listed (0: all).")] = 15,
+) -> dict[str, Any]:
+    """What changed between two runs, equal to `profui diff --json`: a verdict on step time against
+    run-to-run noise, metrics (base, new, change), kernels/ops/annotations that moved (ns), findings
+    that grew or shrank, per-step times, and the gate's verdict on each fail_if condition."""
+    return await _run(None, lambda _say: tools.diff(base, new, fail_if, top))
+
+
+async def top(
+    trace: TraceArg,
+    ctx: Context,
+    what: Annotated[
+        Literal["kernels", "ops", "annotations"],
+        Field(description="What to rank: kernels, host ops or annotations."),
+    ] = "kernels",
+    step: Annotated[
+        int | None, Field(description="One step (ProfilerStep#N's N); none: the whole trace.")
+    ] = None,
+    rank: RankArg = None,
+    n: Annotated[int, Field(description="Rows to return (1 to 1000).")] = 10,
+) -> dict[str, Any]:
+    """The top kernels, host ops or annotations of one step (and rank), or of the whole trace, by
+    total time: name, count, total_ns, mean_ns, max_ns and share of the window's time. Kernels are
+    counted in the step's device window, ops and annotations in its host window."""
+    return await _run(ctx, lambda say: tools.top(trace, what, step, rank, n, say))
+
+
+async def events(
+    trace: TraceArg,
+    ctx: Context,
+    rank: Annotated[int | None, Field(description="The rank (required when the trace has several).")] = None,
+    step: Annotated[
+        int | None, Field(description="The window of this step (host start to device end).")
+    ] = None,
+    start_ns: Annotated[
+        int | None, Field(description="Window start, ns since the epoch (as every *_ns instant).")
+    ] = None,
+    end_ns: Annotated[int | None, Field(description="Window end (exclusive), ns since the epoch.")] = None,
+    limit: Annotated[int, Field(description="Most rows returned, 1 to 5000.")] = 500,
+) -> dict[str, Any]:
+    """The raw events of one rank that start in a window (a step, or start_ns..end_ns, or the whole
+    trace) as compact rows: columns ts_ns, dur_ns (ns), kind, name, tid, device, stream,
+    correlation. Bounded: at most limit rows, with the total count and truncated when cut; a
+    window reaching past the trace is clipped to it."""
+    return await _run(ctx, lambda say: tools.events(trace, rank, step, start_ns, end_ns, limit, say))
+
+
+async def memory_peak(trace: TraceArg, ctx: Context, rank: RankArg = None) -> dict[str, Any]:
+    """The allocated-memory peak of each device (bytes, when in ns since the epoch, the op,
+    annotation and step holding it, reserved peak, OOM events) and the largest allocations live
+    at the highest peak. A trace recorded without memory events says so (has_memory_events false)."""
+    return await _run(ctx, lambda say: tools.memory_peak(trace, rank, say))
+
+
+class ProfuiServer(MCPServer):
+    """The SDK's server, with arguments that fail the input schema refused in one line (the SDK's
+    own message is pydantic's, several lines long)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call tool ``name``; arguments the schema refuses give ``profui: NAME: ARG: why; ...``."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            why = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg'].lower()}" for e in cause.errors()
+            )
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"profui: {name}: {why}")], is_error=True
+            )
+
+
+TOOLS = (list_traces, import_trace, summary, explain, diff, top, events, memory_peak)
+
+
+def build() -> MCPServer:
+    """The server with every tool registered, each with its output schema."""
+    registered = []
+    for fn in TOOLS:
+        tool = Tool.from_function(
+            fn,
+            annotations=ToolAnnotations(read_only_hint=fn is not import_trace, open_world_hint=False),
+            structured_output=True,
+        )
+        tool.fn_metadata.output_schema = tool_output(tool.name)
+        registered.append(tool)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("profui")
+    except PackageNotFoundError:
+        ours = ""
+    return ProfuiServer(
+        "profui", version=ours, instructions=INSTRUCTIONS, tools=registered, log_level="WARNING"
+    )
+
+
+def serve() -> None:
+    """Serve the tools over stdio until the client closes the connection."""
+    build().run("stdio")

@@ -1,0 +1,355 @@
+"""The MCP server's tools as plain functions: each takes the tool's arguments (and a ``say``
+callback for progress lines) and returns a JSON-ready dict; bad input raises what the command
+line raises (:class:`~profui.tui.cli.errors.UserError`, ``TraceFormatError``), whose line
+:func:`error_line` gives. No ``mcp`` import here: the functions run and test without the SDK.
+
+``summary``, ``explain``, ``diff`` and ``import_trace``'s ``info`` call the functions the
+commands call, so a tool's result equals the command's ``--json`` for the same question.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from profui.tui.cli.errors import UserError
+
+Say = Callable[[str], None]
+
+#: Most rows ``events`` returns in one call.
+MAX_EVENTS = 5000
+#: Most rows ``top`` returns in one call.
+MAX_TOP = 1000
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _path(text: str, what: str = "trace") -> Path:
+    """``text`` as a path that exists and is no FIFO, device or socket (refused before anything
+    opens it, so a FIFO never blocks a call)."""
+    from profui.capture.format import TraceFormatError
+    from profui.capture.format.regular import not_regular
+
+    if not isinstance(text, str) or not text.strip():
+        raise UserError(f"{what}: give a path")
+    p = Path(text).expanduser()
+    if not p.exists():
+        raise TraceFormatError(p, "no such file or directory")
+    problem = not_regular(p)
+    if problem:
+        raise TraceFormatError(p, problem)
+    return p
+
+
+def _resolve(trace: str, say: Say) -> Path:
+    """The trace folder of ``trace``: itself, or its foreign files imported into the cache
+    (``profui import``'s cached path, :func:`profui.tui.cli.sources.resolve_source`)."""
+    from profui.tui.cli.sources import resolve_source
+
+    return resolve_source(_path(trace), progress=say)
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` as the command line prints it with ``json.dumps(..., default=str)``."""
+    return json.loads(json.dumps(value, default=str, allow_nan=False))
+
+
+# -- list and import --------------------------------------------------------------------------------
+
+
+def list_traces(folder: str) -> dict[str, Any]:
+    """The profui trace folders at or below ``folder`` (the jobs list of ``profui open``), the
+    foreign trace files it holds (Kineto JSON, Nsight exports, a JAX log folder: what
+    ``import_trace`` of the folder imports), the trace folders of their import when they were
+    imported before (one per job), and the files named like traces it skipped, with why."""
+    from profui.analysis.catalog import scan_jobs
+    from profui.capture.format import TraceFormatError, is_trace_dir
+    from profui.capture.kineto.cache import cached_import, source_scan
+
+    root = _path(folder, "folder")
+    if not root.is_dir():
+        raise TraceFormatError(root, "not a folder (import_trace takes a trace file)")
+    rows = scan_jobs(root)
+    inside = [r.path for r in rows]
+
+    def own(p: Path) -> bool:
+        return not any(p.resolve().is_relative_to(t.resolve()) for t in inside)
+
+    scan = source_scan(root) if not is_trace_dir(root) else None
+    files = [f for f in scan.sources if own(f)] if scan else []
+    skipped = [(f, why) for f, why in scan.skipped if own(f)] if scan else []
+    done = cached_import(files) if files else None
+    if done is None:
+        imported = []
+    else:  # imported before: one trace, or one trace folder per job
+        imported = [done] if is_trace_dir(done) else sorted(d for d in done.iterdir() if is_trace_dir(d))
+    return {
+        "folder": str(root),
+        "traces": [
+            {
+                "path": str(r.path),
+                "name": r.name,
+                "status": r.status,
+                "created_ns": r.created_ns,
+                "duration_ns": r.duration_ns,
+                "nodes": r.nodes,
+                "gpus": r.gpus,
+                "size_bytes": r.size_bytes,
+                "problem": r.problem,
+            }
+            for r in rows
+        ],
+        "files": [str(f) for f in files],
+        "imported": [str(d) for d in imported],
+        "skipped": [{"path": str(f), "why": why} for f, why in skipped],
+    }
+
+
+def import_trace(path: str, say: Say = _quiet) -> dict[str, Any]:
+    """Import ``path`` (Kineto JSON, an Nsight export, a JAX log folder, a folder of them) into
+    profui's cache once, as ``profui summary`` does before it analyses; a profui trace folder is
+    itself. Returns the trace folder and ``profui info --json``'s document of it."""
+    from profui.analysis.inventory import trace_info
+
+    folder = _resolve(path, say)
+    return {"source": path, "trace": str(folder), "info": _json_ready(trace_info(folder))}
+
+
+# -- the commands' documents --------------------------------------------------------------------
+
+
+def summary(
+    trace: str, hta_compat: bool = False, top: int | None = None, say: Say = _quiet
+) -> dict[str, Any]:
+    """``profui summary TRACE --json [--hta-compat] [--top N]``'s document."""
+    from profui.tui.cli.summary_cmd import run_summary
+
+    folder = _resolve(trace, say)
+    say("analysing (every stage in memory)")
+    return _json_ready(run_summary(folder, top, hta_compat, None).to_json_dict())
+
+
+def explain(
+    trace: str,
+    step: int | None = None,
+    rank: int | None = None,
+    top: int | None = None,
+    hta_compat: bool = False,
+    say: Say = _quiet,
+) -> dict[str, Any]:
+    """``profui explain TRACE --json [--step S] [--rank R] [--top K] [--hta-compat]``'s document."""
+    from profui.tui.cli.explain_cmd import explain as explain_doc
+
+    folder = _resolve(trace, say)
+    say("analysing (critical path and findings)")
+    return _json_ready(explain_doc([folder], step, rank, top, None, None, hta_compat))
+
+
+def diff(base: str, new: str, fail_if: list[str] | None = None, top: int = 15) -> dict[str, Any]:
+    """``profui diff BASE NEW --json [--fail-if COND ...] [--top N]``'s document; each side a
+    trace or a saved baseline (``baseline:NAME``, or a NAME that is no path)."""
+    from profui.tui.cli.diff_cmd import diff_result
+
+    for side in (base, new):
+        if Path(side).expanduser().exists():
+            _path(side)  # a FIFO is refused before it is opened
+    return _json_ready(diff_result(base, new, top, list(fail_if or [])))
+
+
+# -- windows of one trace ---------------------------------------------------------------------------
+
+
+def _stage_outputs(folder: Path, stages: tuple[str, ...], say: Say) -> dict[str, Any]:
+    """The outputs of ``stages`` for ``folder``: the pipeline's cached outputs when there (the
+    dashboard's rule, :func:`profui.analysis.pipeline.answers.answers`), else computed once and
+    recorded so the next call reads them."""
+    from profui.analysis.pipeline.answers import answers
+    from profui.analysis.trace import Trace
+    from profui.capture.format import open_trace_dir
+
+    return answers(folder, stages, lambda: Trace(open_trace_dir(folder)), say=say).outputs
+
+
+def _events(folder: Path) -> Any:
+    from profui.analysis.trace import Trace
+    from profui.capture.format import open_trace_dir
+
+    return Trace(open_trace_dir(folder)).events()
+
+
+def _window_error(exc: Exception) -> UserError:
+    return UserError(str(exc))
+
+
+def top(
+    trace: str,
+    what: str = "kernels",
+    step: int | None = None,
+    rank: int | None = None,
+    n: int = 10,
+    say: Say = _quiet,
+) -> dict[str, Any]:
+    """The ``n`` kernels, ops or annotations with the most total time in one step (every rank
+    that ran it, or ``rank``), or in the whole trace without a step (:mod:`profui.analysis.step_window`)."""
+    from profui.analysis import step_window as sw
+
+    if what not in sw.TOP_KINDS:
+        raise UserError(f"what {what!r}: one of {', '.join(sw.TOP_KINDS)}")
+    if not 1 <= n <= MAX_TOP:
+        raise UserError(f"n {n}: from 1 to {MAX_TOP}")
+    folder = _resolve(trace, say)
+    out = _stage_outputs(folder, ("ingest", "steps"), say)
+    ov = out["ingest"]["trace.json"]["overview"]
+    try:
+        window = sw.step_window(
+            out["steps"]["windows.parquet"], list(ov["ranks"]), ov["start_ns"], ov["end_ns"], step, rank
+        )
+    except sw.WindowError as exc:
+        raise _window_error(exc) from None
+    rows, names, window_ns = sw.top(_events(folder), window, what, n)
+    return {
+        "trace": str(folder),
+        "what": what,
+        "step": step,
+        "rank": rank,
+        "ranks": window.ranks,
+        "window_ns": window_ns,
+        "names": names,
+        "rows": _json_ready(rows.to_dicts()),
+    }
+
+
+def events(
+    trace: str,
+    rank: int | None = None,
+    step: int | None = None,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    limit: int = 500,
+    say: Say = _quiet,
+) -> dict[str, Any]:
+    """The events of one rank that start in a window (a step's, ``start_ns``..``end_ns`` in ns
+    since the epoch, or the whole trace), by start time, as compact rows: at most ``limit``
+    (up to :data:`MAX_EVENTS`), with the total and ``truncated`` when cut. A window reaching past
+    the rank's events is clipped to them."""
+    from profui.analysis import step_window as sw
+
+    if not 1 <= limit <= MAX_EVENTS:
+        raise UserError(f"limit {limit}: from 1 to {MAX_EVENTS} rows per call (ask for a narrower window)")
+    if step is not None and (start_ns is not None or end_ns is not None):
+        raise UserError("step or start_ns/end_ns: one window at a time")
+    if start_ns is not None and end_ns is not None and start_ns >= end_ns:
+        raise UserError(f"window {start_ns}..{end_ns}: its start is not before its end")
+    folder = _resolve(trace, say)
+    out = _stage_outputs(folder, ("ingest", "steps"), say)
+    ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
+    if rank is None:
+        if len(ranks) != 1:
+            raise UserError(f"rank: the trace has ranks {', '.join(map(str, ranks))}; name one")
+        rank = ranks[0]
+    if rank not in ranks:
+        raise UserError(f"rank {rank}: no such rank (ranks: {', '.join(map(str, ranks)) or 'none'})")
+    ev = _events(folder)
+    span = sw.rank_span(ev, rank)
+    if span is None:
+        raise UserError(f"rank {rank}: no events")
+    if step is not None:
+        try:
+            w = sw.step_window(out["steps"]["windows.parquet"], ranks, span[0], span[1], step, rank)
+        except sw.WindowError as exc:
+            raise _window_error(exc) from None
+        b = w.bounds.row(0, named=True)
+        lo = min(x for x in (b["host_lo"], b["device_lo"]) if x is not None)
+        hi = max(x for x in (b["host_hi"], b["device_hi"]) if x is not None)
+    else:
+        lo = span[0] if start_ns is None else start_ns
+        hi = span[1] + 1 if end_ns is None else end_ns
+    asked = (lo, hi)
+    if hi <= span[0] or lo > span[1]:
+        raise UserError(
+            f"window {lo}..{hi}: outside rank {rank}'s events ({span[0]}..{span[1]} ns since the epoch)"
+        )
+    lo, hi = max(lo, span[0]), min(hi, span[1] + 1)
+    rows, total = sw.window_events(ev, rank, lo, hi, limit)
+    return {
+        "trace": str(folder),
+        "rank": rank,
+        "step": step,
+        "window": {"start_ns": lo, "end_ns": hi, "clipped": (lo, hi) != asked},
+        "columns": list(sw.EVENT_COLUMNS),
+        "rows": _json_ready(rows.rows()),
+        "count": rows.height,
+        "total": total,
+        "truncated": total > rows.height,
+    }
+
+
+NO_MEMORY = (
+    "no memory events ([memory]): recorded without profile_memory=True (profcap --memory records them)"
+)
+
+
+def memory_peak(trace: str, rank: int | None = None, say: Say = _quiet) -> dict[str, Any]:
+    """The allocated-memory peak of each device (of ``rank``, or every rank), the op, annotation
+    and step holding it, and the largest allocations live at the highest peak, from the
+    allocations stage's outputs (the allocator's ``[memory]`` events)."""
+    import polars as pl
+
+    folder = _resolve(trace, say)
+    out = _stage_outputs(folder, ("ingest", "allocations"), say)
+    ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
+    if rank is not None and rank not in ranks:
+        raise UserError(f"rank {rank}: no such rank (ranks: {', '.join(map(str, ranks)) or 'none'})")
+    devices = out["allocations"]["devices.parquet"]
+    live = out["allocations"]["live_at_peak.parquet"]
+    if rank is not None:
+        devices = devices.filter(pl.col("rank") == rank)
+        live = live.filter(pl.col("rank") == rank)
+    doc: dict[str, Any] = {"trace": str(folder), "rank": rank, "has_memory_events": not devices.is_empty()}
+    if devices.is_empty():
+        return {**doc, "note": NO_MEMORY, "peak": None, "devices": [], "live_at_peak": []}
+    devices = devices.sort(["peak_allocated_bytes", "rank", "device"], descending=[True, False, False])
+    peak = devices.row(0, named=True)
+    at = live.filter(
+        pl.col("node") == peak["node"],
+        pl.col("rank") == peak["rank"],
+        pl.col("device_type") == peak["device_type"],
+        pl.col("device") == peak["device"],
+    ).sort("order")
+    return {
+        **doc,
+        "note": None,
+        "peak": _json_ready(peak),
+        "devices": _json_ready(devices.to_dicts()),
+        "live_at_peak": _json_ready(at.head(10).to_dicts()),
+    }
+
+
+# -- errors -------------------------------------------------------------------------------------------
+
+
+def error_line(exc: BaseException) -> str | None:
+    """The one line the command line prints for ``exc`` (``profui: ...``) when it is bad input
+    (:class:`UserError`, a trace it cannot read, a path the system refused); None for a bug."""
+    from profui.capture.format import TraceFormatError
+
+    if isinstance(exc, (UserError, TraceFormatError)):
+        return f"profui: {' '.join(str(exc).split())}"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        name = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
+        return f"profui: {name}: {(exc.strerror or str(exc)).lower()}"
+    return None
+
+
+def bug_line(exc: BaseException) -> str:
+    """The line for an exception that is profui's fault, not the input's."""
+    text = " ".join(str(exc).split())[:300]
+    return (
+        f"profui: internal error ({type(exc).__name__}{': ' + text if text else ''}); "
+        "this is a bug in profui, please report it with the tool call you made"
+    )

@@ -348,9 +348,19 @@ def test_events_are_the_windows_raw_rows_bounded_and_clipped(cache: Path) -> Non
     end = max(r["ts"] + r["dur"] for r in rows)
     assert first["window"]["start_ns"] == start
     # a window of 10^15 ns from the trace's start reaches far past its end: clipped, not an error
-    _, wide = session_calls(
-        cache, [("events", {"trace": trace, "start_ns": start, "end_ns": start + 10**15, "limit": 3})]
+    # a window between two events' starts holds the first and not the second ([start, end))
+    starts = sorted({r["ts"] for r in inside})
+    a, b = starts[100], starts[160]
+    _, wide, between = session_calls(
+        cache,
+        [
+            ("events", {"trace": trace, "start_ns": start, "end_ns": start + 10**15, "limit": 3}),
+            ("events", {"trace": trace, "rank": 1, "start_ns": a, "end_ns": b, "limit": 5000}),
+        ],
     )
+    got = ok(between)
+    assert got["total"] == sum(a <= r["ts"] < b for r in rows) == got["count"] and not got["truncated"]
+    assert got["rows"][0][0] == a and max(r[0] for r in got["rows"]) < b
     w = ok(wide)
     assert w["window"] == {"start_ns": start, "end_ns": end + 1, "clipped": True}
     assert w["total"] == first["total"] and w["count"] == 3 and w["truncated"]
@@ -413,14 +423,17 @@ def test_import_reports_progress_and_is_reused(tmp_path: Path) -> None:
     fresh = tmp_path / "cache"
     path = str(shared_trace("hta-trace_filter-sampled_rank-0.json.gz"))
     seen: list = []
-    _, first, again = session_calls(
-        fresh, [("import_trace", {"path": path}), ("import_trace", {"path": path})], progress=seen
-    )
-    assert ok(first)["trace"] == ok(again)["trace"]
+    calls = [("import_trace", {"path": path}), ("import_trace", {"path": path})]
+    calls += [("top", {"trace": path, "n": 1}), ("top", {"trace": path, "what": "ops", "n": 1})]
+    _, first, again, analysed, warm = session_calls(fresh, calls, progress=seen)
+    assert ok(first)["trace"] == ok(again)["trace"] == ok(analysed)["trace"]
     assert Path(ok(first)["trace"]).is_relative_to(fresh)
     messages = [m for _, _, m in seen]
     assert any(m and m.startswith("importing") for m in messages), messages
     assert any(m and m.startswith("using cached import") for m in messages), messages
+    # the first analysis says each stage it runs; the next call reads the outputs it recorded
+    assert any(m and "ingest" in m for m in messages) and any(m and "steps" in m for m in messages), messages
+    assert messages[-1] == "reading cached analysis outputs" and ok(warm)["rows"]
 
 
 # -- hostile input ---------------------------------------------------------------------------------

@@ -50,3 +50,13 @@ def resolve_sources(paths: list[Path], progress: Callable[[str], None] | None = 
                 "import trace files first (profui import FILES -o trace/)",
             )
     return combined_trace(folders)
+
+
+def scan_sources(path: Path):  # -> tuple[FolderScan, Path | None]
+    """The foreign trace files ``path`` stands for and the files of it skipped, with why
+    (:func:`profui.capture.kineto.cache.source_scan`, the scan every import makes), and the
+    cache's finished import of those files when they were imported before (else None)."""
+    from profui.capture.kineto.cache import cached_import, source_scan
+
+    scan = source_scan(path)
+    return scan, cached_import(scan.sources) if scan.sources else None

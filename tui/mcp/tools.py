@@ -69,7 +69,7 @@ def list_traces(folder: str) -> dict[str, Any]:
     imported before (one per job), and the files named like traces it skipped, with why."""
     from profui.analysis.catalog import scan_jobs
     from profui.capture.format import TraceFormatError, is_trace_dir
-    from profui.capture.kineto.cache import cached_import, source_scan
+    from profui.tui.cli.sources import scan_sources
 
     root = _path(folder, "folder")
     if not root.is_dir():
@@ -80,10 +80,9 @@ def list_traces(folder: str) -> dict[str, Any]:
     def own(p: Path) -> bool:
         return not any(p.resolve().is_relative_to(t.resolve()) for t in inside)
 
-    scan = source_scan(root) if not is_trace_dir(root) else None
+    scan, done = scan_sources(root) if not is_trace_dir(root) else (None, None)
     files = [f for f in scan.sources if own(f)] if scan else []
     skipped = [(f, why) for f, why in scan.skipped if own(f)] if scan else []
-    done = cached_import(files) if files else None
     if done is None:
         imported = []
     else:  # imported before: one trace, or one trace folder per job

@@ -14,11 +14,24 @@ from .errors import UserError
 INSTALL = "profui mcp needs the mcp package: pip install 'profui[mcp]'"
 
 
+def skill_text() -> str:
+    """The agent skill file shipped in the package (``profui/tui/mcp/SKILL.md``)."""
+    from importlib.resources import files
+
+    return files("profui.tui.mcp").joinpath("SKILL.md").read_text(encoding="utf-8")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profui mcp``."""
 
     @app.command("mcp")
-    def mcp_command() -> None:
+    def mcp_command(
+        skill: bool = typer.Option(
+            False,
+            "--skill",
+            help="Print the agent skill file (SKILL.md: when and how to use profui) and exit.",
+        ),
+    ) -> None:
         """Serve profui's tools to an agent over the Model Context Protocol (stdio): list_traces,
         import_trace, summary, explain, diff, top (kernels, ops, annotations of a step), events (a
         window's rows, bounded) and memory_peak. Results equal the commands' --json.
@@ -28,10 +41,14 @@ def register(app: typer.Typer) -> None:
           claude mcp add profui -- profui mcp
           a client's configuration file (Claude Desktop, Cursor, ...):
             {"mcpServers": {"profui": {"command": "profui", "args": ["mcp"]}}}
+          mkdir -p ~/.claude/skills/profui && profui mcp --skill > ~/.claude/skills/profui/SKILL.md
 
         Nothing but the protocol goes to standard output; progress and warnings go to the client
         as notifications, tracebacks of bugs to standard error.
         """
+        if skill:
+            typer.echo(skill_text(), nl=False)
+            return
         try:
             from profui.tui.mcp.server import serve
         except ImportError as exc:

@@ -120,8 +120,14 @@ def _spans(windows: pl.DataFrame) -> list[tuple[int, int]]:
 
 def _overlaps(spans: list[tuple[int, int]], start: pl.Expr, end: pl.Expr) -> pl.Expr:
     """Rows whose ``[start, end]`` meets one of ``spans`` (what the stage reads: its cost is
-    bounded by the analysed steps, not the trace's length)."""
-    return pl.any_horizontal(*((start <= hi) & (end >= lo) for lo, hi in spans))
+    bounded by the analysed steps, not the trace's length). ``spans`` are sorted and disjoint
+    (:func:`_spans`): of those ending at or after ``start`` the first starts earliest, so a row
+    meets one exactly when it meets that one."""
+    if not spans:
+        return pl.lit(False)
+    ends = pl.Series([hi for _, hi in spans], dtype=pl.Int64)
+    starts = pl.Series([lo for lo, _ in spans] + [2**62], dtype=pl.Int64)  # past the last: none
+    return pl.lit(starts).gather(pl.lit(ends).search_sorted(start, side="left")) <= end
 
 
 def _marker_tids(events: pl.LazyFrame) -> dict[tuple[str, int, int], int]:
@@ -135,28 +141,12 @@ def path_stretches(
     """The rank's critical path in time order: (kind, lane, tid, device, stream, name, start,
     end), contiguous from the step's start to its end."""
     binding = g.binding_of()
-    out: list[tuple] = []
     n = rs.end_node
     lo, hi = rs.start, rs.end
-
-    def emit(kind: str, lane: Any, name: str | None, a: int, b: int) -> None:
-        # a stretch's name is an event of its lane holding it whole; a host stretch without one
-        # is named below by its thread's innermost event holding it, a device gap stays unnamed
-        if not name:
-            name = None if lane.lane == "host" else ""
-        a, b = max(a, lo), min(b, hi)
-        if b <= a:
-            return
-        row = (kind, lane.lane, lane.tid, lane.device, lane.stream, name)
-        # walking back: a stretch like the one after it (same kind, lane and name) joins it
-        if out and out[-1][:6] == row and out[-1][6] == b:
-            out[-1] = (*row, a, out[-1][7])
-        else:
-            out.append((*row, a, b))
-
-    # the walk back along binding edges; a thread's stretch is cut by class afterwards, all of
-    # a thread's at once
-    walk: list[tuple] = []  # (kind, lane, name, a, b), or (None, lane, thread time, a, b)
+    # the walk back along binding edges, latest first: (kind, lane, name, start, end) per
+    # stretch; a thread's time (kind None, its time line in the name's place) is cut by class
+    # below, all of a thread's at once
+    walk: list[tuple] = []
     while g.t[n] > lo and n in binding:
         e = binding[n]
         s = g.src[e]
@@ -184,13 +174,7 @@ def path_stretches(
         else:
             walk.append((_EDGE_KIND.get(kind, lane.kind or "host_overhead"), lane, lane.name, a, b))
         n = s
-    pieces = _thread_pieces(walk)
-    for i, (kind, lane, name, a, b) in enumerate(walk):
-        if kind is not None:
-            emit(kind, lane, name, a, b)
-            continue
-        for pa, pb, c in pieces[i]:  # latest first, as the walk goes
-            emit(THREAD_KINDS[c], lane, None, pa, pb)  # named once whole, below
+    out = _joined(*_cut(walk), lo, hi)
     out.reverse()
     # a host stretch is named by the innermost op or frame of its own thread holding it whole
     # (what a user looks at; the step thread's class counts its rank's threads, its name not)
@@ -208,25 +192,83 @@ def path_stretches(
     return out
 
 
-def _thread_pieces(walk: list[tuple]) -> dict[int, list[tuple[int, int, int]]]:
-    """Each thread stretch of ``walk`` (a ``None`` kind: its thread's time line in the name's
-    place) cut where its class changes (:meth:`~.critical_path_inputs.ThreadTime.pieces`),
-    latest piece first; a thread without a time line: one piece of overhead."""
-    out: dict[int, list[tuple[int, int, int]]] = {}
+def _cut(walk: list[tuple]) -> tuple[list[tuple], np.ndarray, np.ndarray, np.ndarray]:
+    """The walk's stretches with each thread stretch cut where its class changes (latest piece
+    first, as the walk goes; a thread without a time line: one piece of overhead): the distinct
+    rows (kind, lane, tid, device, stream, name; a thread's piece unnamed: None, a device
+    stretch without a name: ""), then each stretch's row (an index into them), start and end."""
+    count = np.ones(len(walk), dtype=np.int64)
     by_time: dict[int, tuple[Any, list[int]]] = {}
-    for i, (kind, _lane, tt, a, b) in enumerate(walk):
-        if kind is not None:
+    rows: dict[tuple, int] = {}
+    row_of = np.zeros(len(walk), dtype=np.int64)
+    threads: dict[Any, int] = {}
+    thread_of = np.zeros(len(walk), dtype=np.int64)
+    for i, (kind, lane, name, _a, _b) in enumerate(walk):
+        if kind is None:
+            thread_of[i] = threads.setdefault(lane, len(threads))
+            if name is not None:
+                by_time.setdefault(id(name), (name, []))[1].append(i)
             continue
-        if tt is None:
-            out[i] = [(a, b, HOST_OVERHEAD)]
-        else:
-            by_time.setdefault(id(tt), (tt, []))[1].append(i)
+        if not name:
+            name = None if lane.lane == "host" else ""
+        row_of[i] = rows.setdefault((kind, lane.lane, lane.tid, lane.device, lane.stream, name), len(rows))
+    cut: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for tt, items in by_time.values():
         a = np.array([walk[i][3] for i in items], dtype=np.int64)
         b = np.array([walk[i][4] for i in items], dtype=np.int64)
-        for i, got in zip(items, tt.pieces_of(a, b), strict=True):
-            out[i] = got[::-1]
-    return out
+        n, pa, pb, pc = tt.pieces_of(a, b)
+        count[items] = n
+        cut[id(tt)] = (pa, pb, pc)
+    first = np.cumsum(count) - count
+    starts = np.zeros(int(count.sum()), dtype=np.int64)
+    ends = np.zeros_like(starts)
+    classes = np.full(len(starts), HOST_OVERHEAD, dtype=np.int64)
+    whole = np.flatnonzero(count == 1)  # one piece: the walk's own times unless cut below
+    starts[first[whole]] = [walk[i][3] for i in whole.tolist()]
+    ends[first[whole]] = [walk[i][4] for i in whole.tolist()]
+    for tt, items in by_time.values():
+        pa, pb, pc = cut[id(tt)]
+        # each item's pieces come in time order: placed latest first from its first position
+        k = count[items]
+        at = np.repeat(first[items] + k - 1, k) - (np.arange(len(pa)) - np.repeat(np.cumsum(k) - k, k))
+        starts[at], ends[at], classes[at] = pa, pb, pc
+    # a thread's piece: the row of its thread and class (the same row as any other stretch's
+    # with those fields)
+    thread_row = np.array(
+        [
+            [
+                rows.setdefault((k, lane.lane, lane.tid, lane.device, lane.stream, None), len(rows))
+                for k in THREAD_KINDS
+            ]
+            for lane in threads
+        ],
+        dtype=np.int64,
+    ).reshape(-1, len(THREAD_KINDS))
+    is_thread = np.repeat(np.array([w[0] is None for w in walk], dtype=bool), count)
+    code = np.repeat(row_of, count)
+    code[is_thread] = thread_row[np.repeat(thread_of, count)[is_thread], classes[is_thread]]
+    return list(rows), code, starts, ends
+
+
+def _joined(
+    table: list[tuple], code: np.ndarray, a: np.ndarray, b: np.ndarray, lo: int, hi: int
+) -> list[tuple]:
+    """The cut stretches (latest first) inside ``[lo, hi]``, empty ones dropped, and a stretch
+    like the one after it in time (same row, touching it) joined to it: (*row, start, end)."""
+    a, b = np.maximum(a, lo), np.minimum(b, hi)
+    keep = np.flatnonzero(b > a)
+    code, a, b = code[keep], a[keep], b[keep]
+    if not len(code):
+        return []
+    # walking back, a stretch joins the one before it in the walk when their rows are the same
+    # and it ends where that one starts
+    new = np.r_[True, (code[1:] != code[:-1]) | (a[:-1] != b[1:])]
+    head = np.flatnonzero(new)
+    last = np.r_[head[1:], len(code)] - 1
+    return [
+        (*table[c], x, y)
+        for c, x, y in zip(code[head].tolist(), a[last].tolist(), b[head].tolist(), strict=True)
+    ]
 
 
 def _analyse_step(

@@ -339,30 +339,31 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
     prev_node = np.where(first, rs.start_node, np.roll(node_all, 1))
     prev_t = np.where(first, start, np.roll(t_all, 1))
     # a host collective's end right after its own start: its COLL edges say when it ends
-    own = {e: s for _, _, _, s, e, _ in coll_anchors}
-    keep = np.array(
-        [own.get(d) != p for d, p in zip(node_all.tolist(), prev_node.tolist(), strict=True)], dtype=bool
-    )
-    splits: list[tuple[int, int, int, int]] = []
+    keep = np.ones(len(node_all), dtype=bool)
+    if coll_anchors:
+        own = {e: s for _, _, _, s, e, _ in coll_anchors}
+        keep = np.array(
+            [own.get(d) != p for d, p in zip(node_all.tolist(), prev_node.tolist(), strict=True)], dtype=bool
+        )
+    splits: list[np.ndarray] = []
     lanes: list[Lane | None] = []
     bounds = np.flatnonzero(np.r_[first, True])
     for k in range(len(bounds) - 1):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         tid = int(tid_all[lo])
-        part = _split(rs.time_of(tid), prev_t[lo:hi], t_all[lo:hi]).tolist()
+        part = _split(rs.time_of(tid), prev_t[lo:hi], t_all[lo:hi])
         if tid != main_tid:
-            part[3] = [0] * (hi - lo)  # the host change removes the step thread's stalls only
-        splits.extend(zip(*part, strict=True))
+            part[3] = 0  # the host change removes the step thread's stalls only
+        splits.append(part.T)
         lanes.extend([Lane("host", tid=tid)] * (hi - lo))
-    kinds = [BLOCKED if b else THREAD for b in blk_all.tolist()]
     sel = np.flatnonzero(keep)
     g.edges(
         prev_node[sel],
         node_all[sel],
-        [kinds[i] for i in sel],
+        np.where(blk_all[sel], BLOCKED, THREAD).tolist(),
         0,
-        [lanes[i] for i in sel],
-        [splits[i] for i in sel],
+        [lanes[i] for i in sel.tolist()],
+        np.concatenate(splits)[sel] if splits else np.zeros((0, 4), dtype=np.int64),
     )
     end_node = g.node(end, ri)
     rs.end_node = end_node
@@ -426,8 +427,11 @@ def _thread_waits(
     if own is None:
         return []
     lo, hi = rs.start, rs.cpu_end
-    b = np.concatenate([[lo, hi], own.name_start, own.name_end])
-    b = np.unique(b[(b >= lo) & (b <= hi)])
+    starts, ends = own.sorted_bounds()
+    inside = [
+        x[np.searchsorted(x, lo, side="left") : np.searchsorted(x, hi, side="right")] for x in (starts, ends)
+    ]
+    b = np.unique(np.concatenate([[lo, hi], *inside]))
     if len(b) < 2:
         return []
     k_n = len(b) - 1
@@ -446,7 +450,7 @@ def _thread_waits(
         np.minimum.at(first, k, ns)
         np.maximum.at(last, k, ne)
         # idle at the stretch's start: no event of its own covers it
-        s_sorted, e_sorted = np.sort(tt.name_start), np.sort(tt.name_end)
+        s_sorted, e_sorted = tt.sorted_bounds()
         x = b[:-1]
         running = np.searchsorted(s_sorted, x, side="left") - np.searchsorted(e_sorted, x, side="right") > 0
         y = b[1:]
@@ -648,11 +652,15 @@ def _implicit_waits(g: Graph, inp: RankInputs, win: Window, rs: RankStep) -> Non
         waiting = on[ts[on] > ready[on]]
         lo = np.searchsorted(ends, ts[waiting] - IMPLICIT_WAIT_NS, side="left")
         hi = np.searchsorted(ends, ts[waiting], side="right")
-        for i, a, b in zip(waiting.tolist(), lo.tolist(), hi.tolist(), strict=True):
-            other = [j for j in by_end[a:b].tolist() if stream[j] != stream[i]]
-            if not other:
-                continue
-            j = other[-1]
+        # the latest end in [lo, hi) of another stream: the last one, else the one before the
+        # run of its stream that the last one ends (every end in that run is of the op's stream)
+        s_end = stream[by_end]
+        run_start = np.flatnonzero(np.r_[True, s_end[1:] != s_end[:-1]])
+        before_run = run_start[np.searchsorted(run_start, np.arange(len(by_end)), side="right") - 1] - 1
+        last = np.maximum(hi - 1, 0)
+        at = np.where(s_end[last] != stream[waiting], last, before_run[last])
+        found = (hi > lo) & (at >= lo)
+        for i, j in zip(waiting[found].tolist(), by_end[at[found]].tolist(), strict=True):
             src = rs.ops[(int(dev[j]), int(stream[j]), int(ts[j]))][1]
             dst = rs.ops[(int(dev[i]), int(stream[i]), int(ts[i]))][0]
             lane = Lane("device", device=int(dev[i]), stream=int(stream[i]), kind="device_overhead")

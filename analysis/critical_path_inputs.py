@@ -72,6 +72,13 @@ class ThreadTime:
     _ns: list[int] | None = None
     _ne: list[int] | None = None
     _runs: tuple[np.ndarray, np.ndarray] | None = None  # runs of one class: bounds, classes
+    _sorted: tuple[np.ndarray, np.ndarray] | None = None
+
+    def sorted_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The naming events' starts and their ends, each sorted (made once)."""
+        if self._sorted is None:
+            self._sorted = (np.sort(self.name_start), np.sort(self.name_end))
+        return self._sorted
 
     def at(self, x: np.ndarray) -> np.ndarray:
         """Cumulative time of each class, then of stalls, at instants ``x`` (4 × len(x))."""
@@ -102,8 +109,9 @@ class ThreadTime:
                 out.append((s, e, rc[i]))
         return out
 
-    def pieces_of(self, a: np.ndarray, b: np.ndarray) -> list[list[tuple[int, int, int]]]:
-        """:meth:`pieces` of many stretches ``[a, b)`` at once."""
+    def pieces_of(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`pieces` of many stretches ``[a, b)`` at once: each stretch's number of pieces,
+        then all pieces' starts, ends and classes, stretch after stretch in time order."""
         if self._runs is None:
             change = np.r_[True, self.cls[1:] != self.cls[:-1]]
             self._runs = (np.r_[self.bp[:-1][change], self.bp[-1]], self.cls[change].astype(np.int64))
@@ -115,12 +123,9 @@ class ThreadTime:
         i = np.repeat(i0 - first, count) + np.arange(int(count.sum()))
         s = np.maximum(np.repeat(a, count), rb[i])
         e = np.minimum(np.repeat(b, count), rb[i + 1])
-        rows = list(zip(s.tolist(), e.tolist(), rc[i].tolist(), strict=True))
-        keep = (e > s).tolist()
-        return [
-            [r for r, k in zip(rows[f : f + c], keep[f : f + c], strict=True) if k]
-            for f, c in zip(first.tolist(), count.tolist(), strict=True)
-        ]
+        keep = e > s
+        kept = np.add.reduceat(keep.astype(np.int64), first) if len(first) else count
+        return kept, s[keep], e[keep], rc[i][keep]
 
     def names_at(self, a: np.ndarray, b: np.ndarray) -> list[str]:
         """:meth:`name_at` of many stretches ``[a, b)`` at once."""

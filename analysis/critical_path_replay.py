@@ -73,11 +73,12 @@ class Graph:
     kind: list[str] = field(default_factory=list)
     floor: list[int] = field(default_factory=list)
     lane: list[Lane | None] = field(default_factory=list)
-    # per edge: class split of a thread edge (input, host_compute, host_overhead) and the part
-    # of its overhead the host change removes (the step thread's stalls)
-    split: list[tuple[int, int, int, int] | None] = field(default_factory=list)
+    # the edges with a class split (a thread's time: input, host_compute, host_overhead, and
+    # the part of its overhead the host change removes, the step thread's stalls): (first
+    # edge id, one row per edge), a chunk per call that made them
+    splits: list[tuple[int, np.ndarray]] = field(default_factory=list)
     # per change (0: none), each edge's weight (NONE: the change removes it)
-    weights: list[list[int]] = field(default_factory=list)
+    weights: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     binding: list[int] = field(default_factory=list)
     # COLL groups: end node -> (arrival nodes, own arrival, own time)
     coll: dict[int, tuple[list[int], int, int]] = field(default_factory=dict)
@@ -109,18 +110,20 @@ class Graph:
         kind: str | list[str],
         floor: int | np.ndarray,
         lanes: list[Lane | None],
-        splits: list[tuple[int, int, int, int]] | None = None,
+        splits: np.ndarray | None = None,
     ) -> None:
-        """Many edges at once (as :meth:`edge` each)."""
+        """Many edges at once (as :meth:`edge` each); ``splits``: one row of 4 per edge."""
         t = np.asarray(self.t, dtype=np.int64)
         keep = np.flatnonzero(t[src] <= t[dst])
         n = len(keep)
+        if splits is not None and n:
+            self.splits.append((len(self.src), np.asarray(splits, dtype=np.int64)[keep]))
         self.src.extend(src[keep].tolist())
         self.dst.extend(dst[keep].tolist())
-        self.kind.extend([kind] * n if isinstance(kind, str) else [kind[i] for i in keep])
+        at = keep.tolist()
+        self.kind.extend([kind] * n if isinstance(kind, str) else [kind[i] for i in at])
         self.floor.extend([floor] * n if isinstance(floor, int) else floor[keep].tolist())
-        self.lane.extend([lanes[i] for i in keep])
-        self.split.extend([None] * n if splits is None else [splits[i] for i in keep])
+        self.lane.extend([lanes[i] for i in at])
 
     def edge(
         self,
@@ -134,12 +137,13 @@ class Graph:
         """An edge, dropped when its source is observed after its target (no dependency)."""
         if self.t[src] > self.t[dst]:
             return
+        if split is not None:
+            self.splits.append((len(self.src), np.array([split], dtype=np.int64)))
         self.src.append(src)
         self.dst.append(dst)
         self.kind.append(kind)
         self.floor.append(int(floor))
         self.lane.append(lane)
-        self.split.append(split)
 
     # -- binding edges, weights, order --------------------------------------------------------
 
@@ -172,13 +176,15 @@ class Graph:
         bind[last] = True
         w = np.where(bind | is_thread, gap, eff)
         weights = np.repeat(w[None, :], _N, axis=0)
-        split = np.array([s if s is not None else (0, 0, 0, 0) for s in self.split], dtype=np.int64).reshape(
-            -1, 4
-        )
+        split = np.zeros((n_edges, 4), dtype=np.int64)
+        has_split = np.zeros(n_edges, dtype=bool)
+        for first, rows in self.splits:
+            split[first : first + len(rows)] = rows
+            has_split[first : first + len(rows)] = True
         ti, hc, _ho, stall = split.T
         # a wake carrying a split is the step thread's own time after a collective it waited
         # for (the step's end woken by it): shrunk like the thread's time when it binds
-        woke = (kind == WAKE) & np.array([s is not None for s in self.split], dtype=bool)
+        woke = (kind == WAKE) & has_split
         own = (is_thread | (kind == BLOCKED) | woke) & (bind | is_thread)
         weights[_INPUT] = np.where(own, w - ti, w)
         weights[_HOST] = np.where(own, w - stall, w)
@@ -190,8 +196,9 @@ class Graph:
         launch = (kind == LAUNCH) & bind
         weights[_LAUNCH] = np.where(launch, np.minimum(w, floors[rank[dst]]), weights[_LAUNCH])
         is_op = kind == OP
+        lanes = self.lane
         op_kind = np.array(
-            [self.lane[e].kind if self.lane[e] else "" for e in np.flatnonzero(is_op)], dtype=object
+            [lanes[e].kind if lanes[e] else "" for e in np.flatnonzero(is_op).tolist()], dtype=object
         )
         op_of = np.full(n_edges, "", dtype=object)
         op_of[is_op] = op_kind
@@ -199,9 +206,9 @@ class Graph:
         weights[_TRANSFER] = np.where(op_of == "transfer", 0, weights[_TRANSFER])
         weights[_SYNC] = np.where(kind == SYNC, NONE, weights[_SYNC])
         is_coll = kind == COLL
-        own_time = np.array(
-            [self.coll[int(x)][2] if c else 0 for x, c in zip(dst, is_coll, strict=True)], dtype=np.int64
-        )
+        own_time = np.zeros(n_edges, dtype=np.int64)
+        colls = np.flatnonzero(is_coll)
+        own_time[colls] = [self.coll[x][2] for x in dst[colls].tolist()]
         # each collective's own time halved: every edge into its end loses the half removed
         if self.cut:
             cut = np.asarray(self.cut, dtype=np.int64)
@@ -209,7 +216,7 @@ class Graph:
                 cut > 0, np.maximum(weights[_STRAGGLER] - cut, 0), weights[_STRAGGLER]
             )
         weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
-        self.weights = [row.tolist() for row in weights]
+        self.weights = weights
         self._order(t, src, dst)
 
     def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
@@ -256,7 +263,7 @@ class Graph:
         t = list(self.t)
         src, fixed = self.src, self.fixed
         bounds, flat = self._inc_bounds, self._inc_flat
-        wc = self.weights[change]
+        wc = self.weights[change].tolist()
         for n in self.order:
             lo, hi = bounds[n], bounds[n + 1]
             if fixed[n] or lo == hi:

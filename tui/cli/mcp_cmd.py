@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
           claude mcp add profui -- profui mcp
           a client's configuration file (Claude Desktop, Cursor, ...):
             {"mcpServers": {"profui": {"command": "profui", "args": ["mcp"]}}}
-          mkdir -p ~/.claude/skills/profui && profui mcp --skill > ~/.claude/skills/profui/SKILL.md
+          profui mcp --skill > ~/.claude/skills/profui/SKILL.md   (the agent skill file)
 
         Nothing but the protocol goes to standard output; progress and warnings go to the client
         as notifications, tracebacks of bugs to standard error.

@@ -278,6 +278,16 @@ def test_cpu_only_summary_words(tmp_path: Path) -> None:
     assert heads[:3] == ["rank", "step", "length"] and len(set(heads)) == len(heads), heads
     steps = text.stdout.split("\nSteps")[1].split("┡")[0]
     assert "step time" in steps and "device time" not in steps, steps
+    # no GPU word anywhere in the text, the Markdown or explain (the FLOPs note once said "no
+    # kernel ran on a GPU")
+    for args in (
+        ["summary", str(trace)],
+        ["summary", str(trace), "--format", "markdown"],
+        ["explain", str(trace)],
+    ):
+        said = CliRunner().invoke(cli_app, args, env={"COLUMNS": "200"})
+        assert said.exit_code == 0, said.output
+        assert "GPU" not in said.stdout, (args, [line for line in said.stdout.splitlines() if "GPU" in line])
     doc = json.loads(CliRunner().invoke(cli_app, ["summary", str(trace), "--json"]).stdout)
     assert doc["trace"]["device_type"] == "none"
     assert not any("GPU" in v or "launches arrive" in v for v in doc["takeaways"].values()), doc["takeaways"]

@@ -628,7 +628,7 @@ def _peak(
         gpu = names[0] if len(names) == 1 else ""
         return Peak(float(peak_tflops), gpu, precision or "", "--peak-tflops"), ""
     if not devices:
-        return None, "no peak known: the FLOPs ran on the host, whose peak profui does not know (give --peak-tflops)"
+        return None, "no peak known: the FLOPs ran on the host, whose peak is not known (give --peak-tflops)"
     if precision is None:
         return None, "no peak known: the precision of the FLOPs is unknown (give --peak-tflops)"
     peaks = {peak_for(g, precision) for g in listed}

@@ -65,7 +65,7 @@ MIN_SHARE = 0.01
 HIGH_SHARE, MEDIUM_SHARE = 0.20, 0.05
 
 #: ``explain --json``'s version: raised when a key changes meaning or goes.
-VERSION = 1
+VERSION = 2
 
 STEPS_SRC = "critical_path/steps.parquet"
 WHAT_IF_SRC = "critical_path/what_if.parquet"

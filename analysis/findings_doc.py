@@ -11,7 +11,9 @@ Keys (``version`` :data:`profui.analysis.findings.VERSION`):
 - ``annotation``: ``{name, instance}`` when the path shown is an annotation's instance, else null;
 - ``critical_path``: ``length_ns``, ``by_kind`` (``{kind: ns}``, ``critical_path.KINDS``; HTA's
   kinds under ``--hta-compat``), ``events`` (the path stretch by stretch: ``seq, kind, lane,
-  tid, device, stream, name, start_ns, end_ns``) — ``critical_path``'s tables' rows;
+  tid, device, stream, name, start_ns, end_ns``; with ``--path-events N`` the N longest
+  stretches, still in path order), ``events_total`` (the path's stretches in all) and
+  ``events_truncated`` (whether ``events`` holds fewer) — ``critical_path``'s tables' rows;
 - ``findings``: in rank order, each ``category, title, severity, recoverable_ns_per_step,
   recoverable_share, ranks, steps, evidence`` (``[{label, value, unit, source}]``: ``unit`` one
   of ``schemas.UNITS``, ``source`` the stage/table), ``look_at``, ``timeline`` (``{rank, step,
@@ -44,6 +46,8 @@ FINDING_KEYS = (
 )
 #: A critical-path event's keys.
 EVENT_KEYS = ("seq", "kind", "lane", "tid", "device", "stream", "name", "start_ns", "end_ns")
+#: ``critical_path``'s keys, in order.
+PATH_KEYS = ("length_ns", "by_kind", "events", "events_total", "events_truncated")
 
 
 def findings_json(
@@ -93,10 +97,13 @@ def slowest_rank(cp_steps: pl.DataFrame, step: int) -> int | None:
     return rows["rank"][0] if rows.height else None
 
 
-def critical_path_json(cp: Mapping[str, pl.DataFrame], step: int | None, rank: int | None) -> dict[str, Any]:
-    """The critical path of ``step`` on ``rank``: its length, time by kind and stretches."""
+def critical_path_json(
+    cp: Mapping[str, pl.DataFrame], step: int | None, rank: int | None, path_events: int | None = None
+) -> dict[str, Any]:
+    """The critical path of ``step`` on ``rank``: its length, time by kind and stretches (the
+    ``path_events`` longest, in path order; None: all), with how many there are in all."""
     if step is None or rank is None:
-        return {"length_ns": None, "by_kind": {}, "events": []}
+        return {"length_ns": None, "by_kind": {}, "events": [], "events_total": 0, "events_truncated": False}
 
     def mine(df: pl.DataFrame) -> pl.DataFrame:
         return df.filter(pl.col("step") == step, pl.col("rank") == rank)
@@ -104,10 +111,19 @@ def critical_path_json(cp: Mapping[str, pl.DataFrame], step: int | None, rank: i
     steps = mine(cp["steps.parquet"])
     by_kind = mine(cp["by_kind.parquet"])
     events = mine(cp["events.parquet"]).sort("seq")
+    total = events.height
+    if path_events is not None and path_events < total:
+        # the longest stretches (ties: the earlier), shown in path order
+        longest = events.with_columns(_ns=pl.col("end_ns") - pl.col("start_ns")).sort(
+            ["_ns", "seq"], descending=[True, False]
+        )
+        events = longest.head(path_events).sort("seq")
     return {
         "length_ns": steps["length_ns"][0] if steps.height else None,
         "by_kind": dict(zip(by_kind["kind"].to_list(), by_kind["ns"].to_list(), strict=True)),
         "events": events.select(EVENT_KEYS).to_dicts(),
+        "events_total": total,
+        "events_truncated": events.height < total,
     }
 
 
@@ -121,10 +137,11 @@ def document(
     top: int | None = None,
     headline: str = "",
     annotation: Mapping[str, Any] | None = None,
+    path_events: int | None = None,
 ) -> dict[str, Any]:
     """``profui explain --json``'s document (keys in the module docstring); ``headline`` is
     :func:`.headline.headline` of the same outputs, ``annotation`` the ``{name, instance}`` whose
-    path ``cp`` holds (None: a step's)."""
+    path ``cp`` holds (None: a step's), ``path_events`` the most path stretches kept (None: all)."""
     from .findings import VERSION
 
     return {
@@ -134,7 +151,7 @@ def document(
         "step": step,
         "rank": rank,
         "annotation": dict(annotation) if annotation is not None else None,
-        "critical_path": critical_path_json(cp, step, rank),
+        "critical_path": critical_path_json(cp, step, rank, path_events),
         "findings": findings_json(found["findings.parquet"], found["evidence.parquet"], top),
         "notes": notes,
     }

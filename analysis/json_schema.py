@@ -236,16 +236,22 @@ def _explain() -> dict[str, Any]:
     }
     events = table("critical_path", "events")
     by_kind = table("critical_path", "by_kind")
+    path_props = {
+        "length_ns": _t(_INT, True, "the path's length [ns]; null without a step"),
+        "by_kind": _map(
+            _t(_INT, description="[ns]"),
+            _enum((*KINDS, *HTA_KINDS)),
+            by_kind.doc + " (HTA's kinds under --hta-compat)",
+        ),
+        "events": _array(
+            row_schema(events, findings_doc.EVENT_KEYS),
+            events.doc + "; with --path-events N the N longest, in path order",
+        ),
+        "events_total": _t(_INT, description="the path's stretches in all"),
+        "events_truncated": _t(_BOOL, description="events holds fewer than events_total"),
+    }
     path = _obj(
-        {
-            "length_ns": _t(_INT, True, "the path's length [ns]; null without a step"),
-            "by_kind": _map(
-                _t(_INT, description="[ns]"),
-                _enum((*KINDS, *HTA_KINDS)),
-                by_kind.doc + " (HTA's kinds under --hta-compat)",
-            ),
-            "events": _array(row_schema(events, findings_doc.EVENT_KEYS), events.doc),
-        },
+        {k: path_props[k] for k in findings_doc.PATH_KEYS},
         description="the critical path of the step and rank shown",
     )
     props = {

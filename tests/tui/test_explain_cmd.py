@@ -152,6 +152,25 @@ def test_top_keeps_the_first_k(sleepy: Path, sleepy_doc: dict, tmp_path: Path) -
     assert "\n1. " in text and "\n2. " not in text
 
 
+def test_path_events_keeps_the_longest_stretches_in_path_order(
+    sleepy: Path, sleepy_doc: dict, tmp_path: Path
+) -> None:
+    """The oracle: the whole path of the default (all stretches), its N longest by duration
+    (ties: the earlier), put back in path order."""
+    full = sleepy_doc["critical_path"]
+    assert full["events_total"] == len(full["events"]) > 3 and not full["events_truncated"]
+    proc = run_profui("explain", sleepy, "--json", "--path-events", "3", cache=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cut = json.loads(proc.stdout)["critical_path"]
+    longest = sorted(full["events"], key=lambda e: (e["start_ns"] - e["end_ns"], e["seq"]))[:3]
+    assert cut["events"] == sorted(longest, key=lambda e: e["seq"])
+    assert cut["events_total"] == full["events_total"] and cut["events_truncated"]
+    assert {k: cut[k] for k in ("length_ns", "by_kind")} == {k: full[k] for k in ("length_ns", "by_kind")}
+    none = json.loads(run_profui("explain", sleepy, "--json", "--path-events", "0", cache=tmp_path).stdout)
+    assert none["critical_path"]["events"] == [] and none["critical_path"]["events_truncated"]
+    one_line_error(run_profui("explain", sleepy, "--path-events", "-1", cache=tmp_path), "--path-events")
+
+
 def test_text_fits_80_columns_without_colour_and_leads_with_the_top_finding(
     sleepy: Path, sleepy_doc: dict, tmp_path: Path
 ) -> None:

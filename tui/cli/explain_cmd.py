@@ -1,5 +1,5 @@
 """``profui explain TRACE [--json] [--step N] [--rank R] [--top K] [--annotation NAME --instance K]
-[--hta-compat]``: why the step is slow and what to change.
+[--hta-compat] [--path-events N]``: why the step is slow and what to change.
 
 TRACE is whatever ``profui summary`` takes (a trace folder, Kineto JSON, an Nsight ``.sqlite``, a
 JAX log folder). The text starts with the headline (:func:`profui.analysis.headline.headline`,
@@ -9,7 +9,7 @@ kind: the job's median analysed step on its slowest rank unless ``--step``/``--r
 
 ``--json`` prints :func:`profui.analysis.findings_doc.document` (its keys are documented in that
 module: ``version, trace, headline, step, rank, annotation, critical_path {length_ns, by_kind,
-events}, findings [{category, title, severity, recoverable_ns_per_step, recoverable_share, ranks,
+events, events_total, events_truncated}, findings [{category, title, severity, recoverable_ns_per_step, recoverable_share, ranks,
 steps, evidence [{label, value, unit, source}], look_at, timeline {rank, step, ts_ns},
 next_step}], notes``). Every value comes from the ``findings`` and ``critical_path`` stage outputs.
 """
@@ -96,9 +96,10 @@ def explain(
     annotation: str | None,
     instance: int | None,
     hta_compat: bool,
+    path_events: int | None = None,
 ) -> dict[str, Any]:
     """Resolve and analyse ``trace``; the explain document for the step (or annotation instance)
-    asked for. A step the stage did not analyse (it takes at most ``critical_path.MAX_STEPS``
+    asked for, its critical path's ``path_events`` longest stretches (None: all). A step the stage did not analyse (it takes at most ``critical_path.MAX_STEPS``
     per job) has its critical path computed here, on its own window. Bad options raise
     :class:`UserError` (one line, exit 2)."""
     import polars as pl
@@ -117,6 +118,8 @@ def explain(
 
     if top is not None and top < 1:
         raise UserError(f"--top: must be at least 1, got {top}")
+    if path_events is not None and path_events < 0:
+        raise UserError(f"--path-events: must be 0 or more, got {path_events}")
     if (annotation is None) != (instance is None):
         raise UserError("--annotation and --instance go together: --annotation NAME --instance K")
     params = _params(hta_compat)
@@ -188,7 +191,7 @@ def explain(
             rank = slowest_rank(analysed, step)
         if step is None:
             notes.append("no step was analysed: no critical path, no time findings")
-    return document(overview, cp, store["findings"], step, rank, notes, top, head, named)
+    return document(overview, cp, store["findings"], step, rank, notes, top, head, named, path_events)
 
 
 def _numbers(values: list[int]) -> str:
@@ -421,6 +424,12 @@ def register(app: typer.Typer) -> None:
         step: int | None = typer.Option(None, "--step", help="The step whose critical path is shown."),
         rank: int | None = typer.Option(None, "--rank", help="The rank whose critical path is shown."),
         top: int | None = typer.Option(None, "--top", help="Show the first K findings (default: all)."),
+        path_events: int | None = typer.Option(
+            None,
+            "--path-events",
+            help="Keep the N longest critical-path stretches in --json's critical_path.events, in path "
+            "order (default: all; events_total says how many there are).",
+        ),
         annotation: str | None = typer.Option(
             None, "--annotation", help="The critical path of an annotation's instance instead of a step."
         ),
@@ -442,10 +451,11 @@ def register(app: typer.Typer) -> None:
           profui explain trace/ --step 12 --rank 1
           profui explain trace/ --annotation forward --instance 2
           profui explain report.sqlite --json > explain.json
+          profui explain report.sqlite --json --path-events 40
           profui explain trace/ --top 3 --format markdown >> "$GITHUB_STEP_SUMMARY"
         """
         out_format = chosen_format(fmt, as_json)
-        doc = explain(trace, step, rank, top, annotation, instance, hta_compat)
+        doc = explain(trace, step, rank, top, annotation, instance, hta_compat, path_events)
         if out_format == "json":
             sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
             return

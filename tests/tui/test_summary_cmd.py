@@ -93,6 +93,23 @@ def test_json_has_every_section_equal_to_summarize(nccl_trace: Path) -> None:
     assert doc["takeaways"]["gpu_active"].startswith("GPU idle")
 
 
+def test_sections_keep_the_named_ones_and_say_which_went(nccl_trace: Path) -> None:
+    """The oracle: the whole document; the chosen sections are its own, the rest named in a note."""
+    whole = json.loads(profui("summary", nccl_trace, "--json").stdout)
+    proc = profui("summary", nccl_trace, "--json", "--sections", "steps, comm")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["sections"] == {k: whole["sections"][k] for k in ("steps", "comm")}
+    assert {k: doc[k] for k in ("trace", "params", "takeaways")} == {
+        k: whole[k] for k in ("trace", "params", "takeaways")
+    }
+    left = [k for k in whole["sections"] if k not in ("steps", "comm")]
+    assert doc["notes"] == [*whole["notes"], f"sections left out (ask for them by name): {', '.join(left)}"]
+    assert json.loads(profui("summary", nccl_trace, "--json", "--sections", "all").stdout) == whole
+    none = json.loads(profui("summary", nccl_trace, "--json", "--sections", "").stdout)
+    assert none["sections"] == {}
+
+
 def test_hta_compat_and_bucket_options(nccl_trace: Path) -> None:
     proc = profui("summary", nccl_trace, "--json", "--hta-compat", "--bucket", "10")
     assert proc.returncode == 0, proc.stderr
@@ -145,6 +162,8 @@ def test_kineto_json_directly_imported_into_cache(tmp_path: Path) -> None:
         (("summary", "{tmp}/notes.txt"), ("notes.txt",)),
         (("summary", "{trace}", "--top", "0"), ("--top",)),
         (("summary", "{trace}", "--bucket", "-5"), ("--bucket",)),
+        (("summary", "{trace}", "--json", "--sections", "steps,kernel"), ("--sections 'kernel'", *SECTIONS)),
+        (("summary", "{trace}", "--sections", "steps"), ("--sections", "--json")),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path: Path, nccl_trace: Path, args, words) -> None:

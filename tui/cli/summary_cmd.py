@@ -821,6 +821,39 @@ def run_summary(
     return summarize(t, params)
 
 
+def parse_sections(text: str | None) -> list[str] | None:
+    """``--sections``' comma-separated names (``all``: every section) as a list; None: all."""
+    if text is None:
+        return None
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def check_sections(names: Sequence[str]) -> Sequence[str]:
+    """``names``, each a section of the summary or ``all``; else UserError listing them."""
+    from profui.analysis.summary import SECTIONS
+
+    unknown = [n for n in names if n not in (*SECTIONS, "all")]
+    if unknown:
+        raise UserError(
+            f"--sections {unknown[0]!r}: no such section (sections: {', '.join(SECTIONS)}; or all)"
+        )
+    return names
+
+
+def json_document(s: Any, sections: Sequence[str] | None = None) -> dict[str, Any]:
+    """``profui summary --json``'s document; with ``sections``, only those of ``sections``
+    (``all`` keeps every one), and a note naming the ones left out. An unknown name raises
+    UserError listing the names."""
+    doc = s.to_json_dict()
+    if sections is None or "all" in check_sections(sections):
+        return doc
+    left = [n for n in doc["sections"] if n not in sections]
+    doc["sections"] = {n: t for n, t in doc["sections"].items() if n in sections}
+    if left:
+        doc["notes"] = [*doc["notes"], f"sections left out (ask for them by name): {', '.join(left)}"]
+    return doc
+
+
 def register(app: typer.Typer) -> None:
     """Add ``profui summary``."""
 
@@ -861,6 +894,14 @@ def register(app: typer.Typer) -> None:
             "--model-flops",
             help="Your model's FLOPs per step on each rank: MFU from these instead of the counted FLOPs.",
         ),
+        sections: str | None = typer.Option(
+            None,
+            "--sections",
+            metavar="A,B",
+            help="With --json, only these sections (comma-separated: utilization, kernels, activity, "
+            "memory, allocations, precision, flops, steps, launch, sync, idle, comm, annotations, "
+            "critical_path, findings; default all). The trace, takeaways and notes are always there.",
+        ),
         scheduler: str | None = scheduler_option(),
         workers: int | None = workers_option(),
         skip_bad_ranks: bool = skip_option(),
@@ -877,11 +918,17 @@ def register(app: typer.Typer) -> None:
           profui summary job/ --workers 8 --skip-bad-ranks
           profui summary job/ --scheduler tcp://10.0.0.5:8786 --json > job.json
           profui summary trace/ --format markdown >> "$GITHUB_STEP_SUMMARY"
+          profui summary trace/ --json --sections steps,findings
 
         A job of many ranks is summarised rank by rank on Dask (a local cluster, or --scheduler):
         per-rank tables and the job's steps, stragglers and GPU time, never every event at once.
         """
         out_format = chosen_format(fmt, as_json)
+        chosen = parse_sections(sections)
+        if chosen is not None:
+            if out_format != "json":
+                raise UserError("--sections: chooses the sections of --json's document; add --json")
+            check_sections(chosen)  # before the analysis
         s = run_summary(
             trace,
             top,
@@ -893,7 +940,7 @@ def register(app: typer.Typer) -> None:
             skip_bad_ranks,
         )
         if out_format == "json":
-            sys.stdout.write(json.dumps(s.to_json_dict(), allow_nan=False) + "\n")
+            sys.stdout.write(json.dumps(json_document(s, chosen), allow_nan=False) + "\n")
             return
         if out_format == "markdown":
             md = MarkdownSink()

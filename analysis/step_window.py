@@ -4,7 +4,9 @@ kernels, ops or annotations by total time, and the events themselves as compact 
 A step's window on a rank comes from the steps stage (``steps/windows.parquet``): its host window
 (``cpu_start_ns``..``cpu_end_ns``) for host events, its device window (``start_ns``..``end_ns``:
 from its first launch call to the end of the last device event it launched, as HTA takes it) for
-kernels, the host window for kernels of a step without device work. An event is in a window when it starts in it (``lo <= ts < hi``).
+kernels, the host window for kernels of a step without device work. An event is in a window when it
+starts in it (``lo <= ts < hi``); :func:`top` counts its time up to the window's end only (an
+annotation on a worker thread running past the step counts what fell inside).
 Instants are ns since the epoch, as every ``*_ns`` of profui's outputs.
 """
 
@@ -28,15 +30,16 @@ TOP_ROWS = Table(
     (
         Column("name", pl.String(), "text", "kernel, op or annotation name"),
         Column("count", pl.Int64(), "count", "events of that name starting in the window"),
-        Column("total_ns", pl.Int64(), "ns", "their summed durations"),
-        Column("mean_ns", pl.Float64(), "ns_float", "their mean duration"),
-        Column("max_ns", pl.Int64(), "ns", "the longest"),
+        Column("total_ns", pl.Int64(), "ns", "their summed durations, each cut at the window's end"),
+        Column("mean_ns", pl.Float64(), "ns_float", "their mean duration (cut at the window's end)"),
+        Column("max_ns", pl.Int64(), "ns", "the longest (cut at the window's end)"),
         Column(
             "share",
             pl.Float64(),
             "fraction",
-            "total_ns over the window's time summed over its ranks (nested ops and concurrent "
-            "streams can add up to more than 1)",
+            "total_ns over the window's time summed over its ranks: at most 1 for a name that "
+            "never overlaps itself; the rows together can add up to more than 1 (nested ops, "
+            "concurrent threads and streams)",
         ),
     ),
     "names by total time in a window, then by name",
@@ -118,9 +121,9 @@ def step_window(
 
 def top(events: pl.LazyFrame, window: Window, what: str, n: int) -> tuple[pl.DataFrame, int, int]:
     """The ``n`` names of kind ``what`` (a key of :data:`TOP_KINDS`) with the most total time in
-    ``window``: rows ``name, count, total_ns, mean_ns, max_ns, share`` (``share``: of the
-    window's time summed over its ranks; nested ops and concurrent streams can add up to more
-    than 1), by total time then name. Also returns how many names there were and the window's
+    ``window``: rows ``name, count, total_ns, mean_ns, max_ns, share`` (each event's time cut
+    at its rank's window end; ``share``: of the window's time summed over its ranks; the rows
+    of nested ops and concurrent streams can add up to more than 1), by total time then name. Also returns how many names there were and the window's
     time in ns. Kernels are counted in each rank's device window where the step has one."""
     kinds = TOP_KINDS[what]
     device = what == "kernels"
@@ -134,6 +137,7 @@ def top(events: pl.LazyFrame, window: Window, what: str, n: int) -> tuple[pl.Dat
         .select("rank", "ts", "dur", pl.col("name").cast(pl.String))
         .join(b.lazy(), on="rank")
         .filter(pl.col("ts") >= pl.col("lo"), pl.col("ts") < pl.col("hi"))
+        .with_columns(dur=(pl.col("ts") + pl.col("dur")).clip(upper_bound=pl.col("hi")) - pl.col("ts"))
         .group_by("name")
         .agg(
             count=pl.len().cast(pl.Int64),

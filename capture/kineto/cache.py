@@ -85,7 +85,16 @@ def scan_folder(folder: Path) -> FolderScan:
         own = _scan(folder, folder.iterdir())
         if own.sources:
             return own
-    return _scan(folder, folder.rglob("*"))
+    return _scan(folder, _below(folder))
+
+
+def _below(folder: Path) -> Iterator[Path]:
+    """Everything below ``folder`` but hidden folders, which are never walked (a home folder's
+    caches hold far more files than its traces)."""
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in (*dirs, *files):
+            yield Path(top, name)
 
 
 def _scan(folder: Path, found: Iterator[Path]) -> FolderScan:

@@ -121,13 +121,14 @@ def test_every_tool_has_an_input_and_an_output_schema(cache: Path) -> None:
 @pytest.mark.parametrize("kind", ["kineto", "nsys", "cpu"])
 def test_summary_explain_info_equal_the_commands_json(kind: str, cache: Path, cpu_run: Path) -> None:
     trace = str(traces(cpu_run)[kind])
-    _, imported, summary, summary_top, explain, explain_step = session_calls(
+    _, imported, summary, summary_top, brief, explain, explain_step = session_calls(
         cache,
         [
             ("import_trace", {"path": trace}),
-            ("summary", {"trace": trace}),
-            ("summary", {"trace": trace, "top": 3, "hta_compat": kind == "kineto"}),
-            ("explain", {"trace": trace}),
+            ("summary", {"trace": trace, "sections": ["all"]}),
+            ("summary", {"trace": trace, "top": 3, "hta_compat": kind == "kineto", "sections": ["all"]}),
+            ("summary", {"trace": trace, "sections": ["steps", "findings"]}),
+            ("explain", {"trace": trace, "path_events": None}),
             ("explain", {"trace": trace, "step": None, "rank": None, "top": 2}),
         ],
     )
@@ -137,14 +138,15 @@ def test_summary_explain_info_equal_the_commands_json(kind: str, cache: Path, cp
     assert ok(summary) == cli_json(cache, "summary", trace)
     hta = ["--hta-compat"] if kind == "kineto" else []
     assert ok(summary_top) == cli_json(cache, "summary", trace, "--top", "3", *hta)
+    assert ok(brief) == cli_json(cache, "summary", trace, "--sections", "steps,findings")
     assert ok(explain) == cli_json(cache, "explain", trace)
-    assert ok(explain_step) == cli_json(cache, "explain", trace, "--top", "2")
+    assert ok(explain_step) == cli_json(cache, "explain", trace, "--top", "2", "--path-events", "40")
 
 
 def test_explain_of_a_step_and_rank_equals_the_commands_json(cache: Path) -> None:
     trace = str(nsys_export(NSYS))
     _, doc = session_calls(cache, [("explain", {"trace": trace, "step": 0, "rank": 1})])
-    assert ok(doc) == cli_json(cache, "explain", trace, "--step", "0", "--rank", "1")
+    assert ok(doc) == cli_json(cache, "explain", trace, "--step", "0", "--rank", "1", "--path-events", "40")
     assert ok(doc)["rank"] == 1
 
 
@@ -219,12 +221,12 @@ def step_windows(
     return host, (min(r["ts"] for r in launches), max(r["ts"] + r["dur"] for r in device))
 
 
-def sums(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """``{name: (count, total duration)}``."""
+def sums(rows: list[dict[str, Any]], end: int | None = None) -> dict[str, tuple[int, int]]:
+    """``{name: (count, total duration)}``, each duration cut at ``end`` when given."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         out[r["name"]][0] += 1
-        out[r["name"]][1] += r["dur"]
+        out[r["name"]][1] += r["dur"] if end is None else min(r["ts"] + r["dur"], end) - r["ts"]
     return {k: (c, t) for k, (c, t) in out.items()}
 
 
@@ -255,15 +257,18 @@ def test_top_equals_plain_sums_over_the_steps_raw_events(
     k = [r for r in mine if r["kind"] == "kernel" and klo <= r["ts"] < khi]
     o = [r for r in mine if r["kind"] == "cpu_op" and host[0] <= r["ts"] < host[1]]
     a = [r for r in mine if r["kind"] in ("annotation", "gpu_annotation") and host[0] <= r["ts"] < host[1]]
-    assert top_rows(ok(kernels)) == ranked(sums(k), 8)
-    assert top_rows(ok(ops)) == ranked(sums(o), 8)
-    assert top_rows(ok(annotations)) == ranked(sums(a), 8)
+    assert top_rows(ok(kernels)) == ranked(sums(k, khi), 8)
+    assert top_rows(ok(ops)) == ranked(sums(o, host[1]), 8)
+    assert top_rows(ok(annotations)) == ranked(sums(a, host[1]), 8)
     assert ok(ops)["names"] == len(sums(o)) and ok(ops)["window_ns"] == host[1] - host[0]
     for r in ok(ops)["rows"]:
         assert r["share"] == pytest.approx(r["total_ns"] / (host[1] - host[0]), rel=1e-12)
-    assert top_rows(ok(whole)) == ranked(sums([r for r in rows if r["kind"] == "cpu_op"]), 5)
+    span_end = max(r["ts"] + r["dur"] for r in rows) + 1
+    assert top_rows(ok(whole)) == ranked(sums([r for r in rows if r["kind"] == "cpu_op"], span_end), 5)
     if kind == "cpu":
-        assert not ok(kernels)["rows"]  # a CPU-only run has no kernels
+        assert not ok(kernels)["rows"]  # a CPU-only run has no kernels, and the answer says why
+        assert ok(kernels)["note"].startswith("no device work in this trace")
+        assert not any(w in ok(kernels)["note"] for w in ("GPU", "CUDA", "kernel"))
     else:
         assert ok(kernels)["rows"], "the step ran kernels"
 
@@ -296,11 +301,11 @@ def test_top_kernels_of_a_step_against_the_kineto_json(cache: Path) -> None:
     )
     dlo, dhi = first_launch, max(ns(e) + ns(e, "dur") for e in dev)
     kernels = [
-        {"name": e["name"], "dur": ns(e, "dur")}
+        {"name": e["name"], "ts": ns(e), "dur": ns(e, "dur")}
         for e in events
         if e.get("cat") == "kernel" and dlo <= ns(e) < dhi
     ]
-    assert top_rows(ok(got)) == ranked(sums(kernels), 20)
+    assert top_rows(ok(got)) == ranked(sums(kernels, dhi), 20)
     assert ok(got)["window_ns"] == dhi - dlo
 
 
@@ -480,14 +485,16 @@ def test_bad_input_is_a_one_line_tool_error_and_the_server_goes_on(cache: Path, 
         lines[(name, json.dumps(args))] = one_line(bad)
         assert ok(good)["rows"], (name, args)  # answered correctly after the refusal
     texts = list(lines.values())
-    # the command line's own line where the command takes the same input
+    # the command line's own line where the command takes the same input, a flag named as the argument
     for i, cli in (
         (0, ("summary", missing)),
         (9, ("explain", trace, "--step", "99")),
         (13, ("diff", "no-such-baseline", trace)),
     ):
         proc = run_profui(*cli, cache=cache)
-        assert proc.returncode == 2 and texts[i] == proc.stderr.strip(), (texts[i], proc.stderr)
+        line = proc.stderr.strip().replace("--step 99", "step 99")
+        assert proc.returncode == 2 and texts[i] == line, (texts[i], proc.stderr)
+    assert texts[9].startswith("profui: step 99: no such step (steps: ")
     assert "FIFO" in texts[1] or "not a trace" in texts[1]
     assert "is a FIFO" in texts[3]
     assert "5000" in texts[6]
@@ -558,3 +565,162 @@ def test_stdout_carries_the_protocol_only(cache: Path) -> None:
     result = seen[-1]["result"]
     assert not result.get("isError") and result["structuredContent"]["trace"]["ranks"] == [1]
     assert any(m.get("method") == "notifications/progress" for m in seen)
+
+
+# -- what an agent's context holds -----------------------------------------------------------------
+
+
+def test_results_are_bounded_and_their_text_is_compact_json(cache: Path) -> None:
+    """explain keeps the 40 longest path stretches by default (in path order, the total said)
+    and summary only the sections asked for; the text copy is the result without indentation.
+    The oracle: the command's whole document, its stretches sorted by duration by hand."""
+    trace = str(nsys_export(NSYS))
+    _, explain, few, summary = session_calls(
+        cache,
+        [
+            ("explain", {"trace": trace}),
+            ("explain", {"trace": trace, "path_events": 3}),
+            ("summary", {"trace": trace}),
+        ],
+    )
+    full = cli_json(cache, "explain", trace)["critical_path"]["events"]
+    assert len(full) > 40
+    longest = sorted(full, key=lambda e: (e["start_ns"] - e["end_ns"], e["seq"]))
+    for result, n in ((explain, 40), (few, 3)):
+        path = ok(result)["critical_path"]
+        assert path["events"] == sorted(longest[:n], key=lambda e: e["seq"])
+        assert path["events_total"] == len(full) and path["events_truncated"]
+    doc = ok(summary)
+    assert doc["sections"] == {} and doc["notes"][-1].startswith("sections left out (ask for them by name): ")
+    for result in (explain, summary):
+        assert result.content[0].text == json.dumps(result.structured_content, separators=(",", ":"))
+    assert len(explain.content[0].text) < 40_000 and len(summary.content[0].text) < 10_000
+
+
+def test_unknown_arguments_are_refused_naming_the_valid_ones(cache: Path) -> None:
+    trace = str(SAMPLES / "mlp_cpu")
+    tools, typo, fine = session_calls(
+        cache, [("explain", {"trace": trace, "steps": 5}), ("top", {"trace": trace, "what": "ops"})]
+    )
+    assert all(t.input_schema["additionalProperties"] is False for t in tools)
+    assert one_line(typo) == (
+        "profui: explain: unknown argument 'steps' (arguments: trace, step, rank, top, hta_compat, path_events)"
+    )
+    assert ok(fine)["rows"]
+
+
+def test_a_relative_path_names_the_servers_working_folder(cache: Path) -> None:
+    _, missing = session_calls(cache, [("explain", {"trace": "samples/no-such-run"})])
+    line = one_line(missing)
+    assert line.startswith("profui: samples/no-such-run: no such file or directory") and os.getcwd() in line
+
+
+def test_list_traces_goes_below_skips_hidden_folders_and_reports_progress(
+    cache: Path, cpu_run: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    (root / "nsys").mkdir(parents=True)
+    (root / ".cache" / "deep").mkdir(parents=True)
+    shutil.copy(shared_trace("hta-trace_filter-sampled_rank-0.json.gz"), root / "rank0.json.gz")
+    shutil.copy(nsys_export(NSYS), root / "nsys" / "run.sqlite")
+    shutil.copy(
+        shared_trace("hta-execution_trace-benchmark_simple_add_et.json.gz"), root / "nsys" / "et.json"
+    )
+    shutil.copy(
+        shared_trace("hta-trace_filter-sampled_rank-1.json.gz"), root / ".cache" / "deep" / "r1.json.gz"
+    )
+    seen: list = []
+    _, listed = session_calls(cache, [("list_traces", {"folder": str(root)})], progress=seen)
+    doc = ok(listed)
+    assert doc["files"] == [str((root / "rank0.json.gz").resolve())]
+    assert doc["below"] == [str((root / "nsys" / "run.sqlite").resolve())]
+    assert [Path(s["path"]).name for s in doc["skipped"]] == ["et.json"]
+    assert ".cache" not in json.dumps(doc)  # hidden folders are never walked
+    # the walk saw: rank0.json.gz, nsys/ (in the folder), run.sqlite, et.json (below)
+    assert doc["walk"] == {"max_depth": 6, "entries": 4, "cut": False}
+    assert seen and seen[0][2] == f"looking at and below {root}"
+
+
+def test_a_folder_of_several_jobs_names_each_jobs_folder(tmp_path: Path) -> None:
+    """Two runs that never overlap in time are two jobs: the refusal names a trace folder per
+    job, and each is a trace the tools take."""
+    root = tmp_path / "mixed"
+    root.mkdir()
+    shutil.copy(shared_trace("hta-trace_filter-sampled_rank-0.json.gz"), root / "a.json.gz")
+    shutil.copy(shared_trace(KINETO), root / "b.json.gz")
+    _, refused = session_calls(tmp_path / "cache", [("import_trace", {"path": str(root)})])
+    line = one_line(refused)
+    assert line.startswith(f"profui: {root}: its trace files are 2 jobs, not one"), line
+    jobs = line.split("call import_trace (or this tool) on one of: ")[1].split(", ")
+    assert len(jobs) == 2 and all((Path(j) / "manifest.json").is_file() for j in jobs)
+    _, *infos = session_calls(tmp_path / "cache", [("import_trace", {"path": j}) for j in jobs])
+    assert all(ok(i)["info"]["num_events"] > 0 and Path(ok(i)["trace"]) in map(Path, jobs) for i in infos)
+
+
+DDP_JOB = """
+import os
+import torch
+import torch.distributed as dist
+from profui.capture import annotate
+
+dist.init_process_group("gloo")
+torch.manual_seed(dist.get_rank())
+torch.set_num_threads(1)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(32, 8))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for i in range(8):
+    x, y = torch.randn(16, 32), torch.randn(16, 8)
+    with annotate("fwd_bwd"):
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+    opt.step()
+dist.destroy_process_group()
+os._exit(0)  # gloo's exit-time destructors abort now and then; the trace is written by then
+"""
+
+
+@pytest.fixture(scope="module")
+def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recorded 2-rank gloo DDP run on the CPU: gloo's all_reduce annotation runs on its worker
+    thread, past the step's host window."""
+    tmp = tmp_path_factory.mktemp("ddp")
+    (tmp / "job.py").write_text(DDP_JOB)
+    trace = tmp / "trace"
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    cmd = [sys.executable, "-m", "profui.capture.profcap", "-o", str(trace), "--steps", "3-5", "--no-perf"]
+    proc = subprocess.run(
+        [*cmd, "--", *run, str(tmp / "job.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trace
+
+
+def test_top_cuts_each_events_time_at_the_windows_end(cache: Path, ddp_run: Path) -> None:
+    """The oracle: rank 0's raw annotation rows starting in a step's host window, each counted up
+    to the window's end, summed by name in plain Python; a row's share is then at most 1."""
+    rows = raw_events(ddp_run)
+    steps = sorted(int(r["name"].rsplit("#", 1)[1]) for r in rows if r["rank"] == 0 and r["kind"] == "step")
+    annotations = [r for r in rows if r["rank"] == 0 and r["kind"] in ("annotation", "gpu_annotation")]
+
+    def inside(step: int) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+        host, _ = step_windows(rows, step, 0)
+        return host, [r for r in annotations if host[0] <= r["ts"] < host[1]]
+
+    past = [s for s in steps if any(r["ts"] + r["dur"] > inside(s)[0][1] for r in inside(s)[1])]
+    assert past, "an annotation runs past a step's window (gloo's all_reduce on its thread)"
+    step = past[0]
+    (lo, hi), mine = inside(step)
+    _, got = session_calls(
+        cache, [("top", {"trace": str(ddp_run), "what": "annotations", "step": step, "rank": 0, "n": 50})]
+    )
+    doc = ok(got)
+    assert top_rows(doc) == ranked(sums(mine, hi), 50)
+    assert top_rows(doc) != ranked(sums(mine), 50)  # the uncut sums differ: one ran past the end
+    assert doc["window_ns"] == hi - lo
+    for r in doc["rows"]:
+        assert r["share"] == pytest.approx(r["total_ns"] / (hi - lo), rel=1e-12) and r["share"] <= 1

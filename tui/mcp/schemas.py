@@ -63,7 +63,9 @@ def tool_output(name: str) -> dict[str, Any]:
                 "traces": _array(trace),
                 "files": _array(STR),
                 "imported": _array(STR),
+                "below": _array(STR),
                 "skipped": _array(_obj({"path": STR, "why": STR})),
+                "walk": _obj({"max_depth": INT, "entries": INT, "cut": BOOL}),
             }
         )
     if name == "top":
@@ -79,6 +81,7 @@ def tool_output(name: str) -> dict[str, Any]:
                     "description": "ns: the window's time summed over its ranks",
                 },
                 "names": {"type": "integer", "description": "count: names in the window (rows cut at n)"},
+                "note": {**_nullable(STR), "description": "why there are no rows, when there are none"},
                 "rows": rows_schema(TOP_ROWS),
             }
         )

@@ -10,6 +10,7 @@ stderr), and the server goes on answering.
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from collections.abc import Callable
@@ -34,6 +35,20 @@ INSTRUCTIONS = (
     "then top and events to look inside a step, diff to compare two runs or a run against a saved "
     "baseline. Times are integer nanoseconds (*_ns; instants are ns since the epoch), shares are "
     "0-1 fractions, memory is bytes."
+)
+
+#: The explain tool's critical-path stretches by default (the command's default is all).
+PATH_EVENTS = 40
+
+#: summary's sections, each in a few words (the tool's ``sections`` description).
+SECTION_WORDS = (
+    "Sections: utilization (device/host busy, over time), kernels (top by time and count, "
+    "types), activity (time by kind of work), memory (copies and their bandwidth), allocations "
+    "(memory peak, per step, over time, OOMs), precision (time by dtype), flops (FLOPs, MFU), "
+    "steps (step windows, stats, outliers, breakdown, per-rank), launch (launch delays, "
+    "op-to-kernel), sync (synchronizations), idle (idle time by cause), comm (collectives, "
+    "overlap, per rank and step, arrivals, stragglers: the largest), annotations (per name and "
+    "step), critical_path (per step by kind), findings (ranked findings and evidence)."
 )
 
 TraceArg = Annotated[
@@ -63,23 +78,37 @@ async def _run(ctx: Context | None, work: Callable[[tools.Say], dict[str, Any]])
             anyio.from_thread.run(ctx.report_progress, float(done[0]), None, line)
 
     try:
-        return await anyio.to_thread.run_sync(work, say)
+        result = await anyio.to_thread.run_sync(work, say)
     except Exception as exc:
         line = tools.error_line(exc)
         if line is None:
             traceback.print_exc(file=sys.stderr)
             line = tools.bug_line(exc)
         return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+    # the text copy compact: an agent reads it whole, and indentation is a third more to read
+    text = json.dumps(result, separators=(",", ":"), allow_nan=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
 
 
 async def list_traces(
-    folder: Annotated[str, Field(description="A folder to look in (searched below too).")],
+    folder: Annotated[
+        str,
+        Field(
+            description="A folder to look in; the folders below it are searched too (hidden ones "
+            f"never, at most {tools.LIST_DEPTH} deep and {tools.LIST_ENTRIES} entries)."
+        ),
+    ],
+    ctx: Context,
 ) -> dict[str, Any]:
-    """List the traces under a folder: profui trace folders (name, status, start, duration in ns,
-    nodes, GPUs, size in bytes), the foreign trace files there (Kineto JSON, Nsight .sqlite, JAX),
-    the trace folders they were imported into if they were (one per job), and the files named like
-    traces that were skipped, with why. Call first when you do not know which trace to look at."""
-    return await _run(None, lambda _say: tools.list_traces(folder))
+    """List the traces at or below a folder: profui trace folders (name, status, start, duration
+    in ns, nodes, GPUs, size in bytes); files: the foreign trace files import_trace of this folder
+    imports (Kineto JSON, Nsight .sqlite, JAX); imported: the trace folders they were imported
+    into if they were (one per job); below: the other trace files in its subfolders (pass each to
+    import_trace or the other tools); skipped: files named like traces that are not, with why.
+    walk says how far the search went; when walk.cut, it stopped short and only trace folders
+    are listed: ask about a subfolder. Reports progress. Call first when you do not know which
+    trace to look at."""
+    return await _run(ctx, lambda say: tools.list_traces(folder, say))
 
 
 async def import_trace(path: TraceArg, ctx: Context) -> dict[str, Any]:
@@ -96,12 +125,20 @@ async def summary(
         bool, Field(description="Holistic Trace Analysis semantics (µs rounding, last step dropped).")
     ] = False,
     top: Annotated[int | None, Field(description="Rows in the top-N tables (default 15).")] = None,
+    sections: Annotated[
+        list[str],
+        Field(
+            description="The sections to include (default none: the trace, takeaways and notes "
+            "only); 'all' for every one. " + SECTION_WORDS
+        ),
+    ] = [],  # noqa: B006 (pydantic copies a default; the schema shows [])
 ) -> dict[str, Any]:
-    """Every number of a trace, equal to `profui summary --json`: device busy/idle, utilization,
-    kernels by time and count, steps, memory, precision, FLOPs/MFU, launches, sync, idle causes,
-    communication, annotations, and one-sentence takeaways. Large: prefer explain for why it is
-    slow. Durations in ns, shares 0-1, bytes."""
-    return await _run(ctx, lambda say: tools.summary(trace, hta_compat, top, say))
+    """Every number of a trace, equal to `profui summary --json --sections ...`: the trace,
+    one-sentence takeaways per chart and notes, plus the sections asked for (tables as rows).
+    Durations in ns, shares 0-1, bytes. Prefer explain for why a step is slow; ask for the one
+    or two sections you need: all of them is 30 KB to over 1 MB (comm's per-collective
+    arrivals alone can be 600 KB)."""
+    return await _run(ctx, lambda say: tools.summary(trace, hta_compat, top, sections, say))
 
 
 async def explain(
@@ -111,17 +148,27 @@ async def explain(
     rank: RankArg = None,
     top: Annotated[int | None, Field(description="Keep the first K findings (default: all).")] = None,
     hta_compat: Annotated[bool, Field(description="HTA's semantics and critical-path kinds.")] = False,
+    path_events: Annotated[
+        int | None,
+        Field(
+            description="Keep the N longest stretches of the critical path in critical_path.events, "
+            "in path order (null: all; a GPU step's path can have thousands)."
+        ),
+    ] = PATH_EVENTS,
 ) -> dict[str, Any]:
-    """Why the step is slow and what to change, equal to `profui explain --json`: the headline,
-    findings ranked by recoverable time per step (ns and share) with evidence, where to look and
-    the next step, and the critical path of one step on one rank by kind (ns). Defaults to the
-    job's median analysed step on its slowest rank. The best first call on a trace."""
-    return await _run(ctx, lambda say: tools.explain(trace, step, rank, top, hta_compat, say))
+    """Why the step is slow and what to change, equal to `profui explain --json --path-events
+    N`: the headline, findings ranked by recoverable time per step (ns and share) with evidence,
+    where to look and the next step, and the critical path of one step on one rank by kind (ns)
+    with its longest stretches (events_total and events_truncated say how many there are).
+    Defaults to the job's median analysed step on its slowest rank. The best first call on a
+    trace."""
+    return await _run(ctx, lambda say: tools.explain(trace, step, rank, top, hta_compat, path_events, say))
 
 
 async def diff(
     base: Annotated[str, Field(description="The baseline: a trace path, or a saved baseline's NAME.")],
     new: Annotated[str, Field(description="The run to compare: a trace path, or a saved baseline's NAME.")],
+    ctx: Context,
     fail_if: Annotated[
         list[str] | None,
         Field(
@@ -131,9 +178,9 @@ async def diff(
     top: Annotated[int, Field(description="Kernels and annotations listed (0: all).")] = 15,
 ) -> dict[str, Any]:
     """What changed between two runs, equal to `profui diff --json`: a verdict on step time against
-    run-to-run noise, metrics (base, new, change), kernels/ops/annotations that moved (ns), findings
+    step-to-step noise, metrics (base, new, change), kernels/ops/annotations that moved (ns), findings
     that grew or shrank, per-step times, and the gate's verdict on each fail_if condition."""
-    return await _run(None, lambda _say: tools.diff(base, new, fail_if, top))
+    return await _run(ctx, lambda say: tools.diff(base, new, fail_if, top, say))
 
 
 async def top(
@@ -151,7 +198,10 @@ async def top(
 ) -> dict[str, Any]:
     """The top kernels, host ops or annotations of one step (and rank), or of the whole trace, by
     total time: name, count, total_ns, mean_ns, max_ns and share of the window's time. Kernels are
-    counted in the step's device window, ops and annotations in its host window."""
+    counted in the step's device window, ops and annotations in its host window: an event counts
+    when it starts in the window, its time only up to the window's end (so a row's share is at
+    most 1 unless the name overlaps itself). No rows: note says why (a CPU-only run has no
+    kernels: ask for ops)."""
     return await _run(ctx, lambda say: tools.top(trace, what, step, rank, n, say))
 
 
@@ -187,7 +237,22 @@ class ProfuiServer(MCPServer):
     own message is pydantic's, several lines long)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Call tool ``name``; arguments the schema refuses give ``profui: NAME: ARG: why; ...``."""
+        """Call tool ``name``; arguments the schema refuses, or that it does not have, give
+        ``profui: NAME: ARG: why; ...``."""
+        tool = self._tool_manager.get_tool(name)
+        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {}))) if tool else []
+        if unknown:
+            valid = ", ".join(tool.parameters["properties"])
+            return CallToolResult(
+                content=[
+                    TextContent(
+                        type="text",
+                        text=f"profui: {name}: unknown argument {', '.join(map(repr, unknown))} "
+                        f"(arguments: {valid})",
+                    )
+                ],
+                is_error=True,
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -215,6 +280,7 @@ def build() -> MCPServer:
             structured_output=True,
         )
         tool.fn_metadata.output_schema = tool_output(tool.name)
+        tool.parameters["additionalProperties"] = False  # an unknown argument is refused (call_tool)
         registered.append(tool)
     from importlib.metadata import PackageNotFoundError, version
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ Say = Callable[[str], None]
 MAX_EVENTS = 5000
 #: Most rows ``top`` returns in one call.
 MAX_TOP = 1000
+#: Most job folders a refusal of a folder of several jobs names.
+MAX_JOBS_NAMED = 10
+#: How deep ``list_traces`` walks below its folder, and how many entries it looks at in all.
+LIST_DEPTH, LIST_ENTRIES = 6, 50_000
 
 
 def _quiet(_line: str) -> None:
@@ -39,6 +44,11 @@ def _path(text: str, what: str = "trace") -> Path:
         raise UserError(f"{what}: give a path")
     p = Path(text).expanduser()
     if not p.exists():
+        if not p.is_absolute():
+            raise TraceFormatError(
+                p,
+                f"no such file or directory (a relative path is taken from the server's working folder, {os.getcwd()})",
+            )
         raise TraceFormatError(p, "no such file or directory")
     problem = not_regular(p)
     if problem:
@@ -49,9 +59,40 @@ def _path(text: str, what: str = "trace") -> Path:
 def _resolve(trace: str, say: Say) -> Path:
     """The trace folder of ``trace``: itself, or its foreign files imported into the cache
     (``profui import``'s cached path, :func:`profui.tui.cli.sources.resolve_source`)."""
+    from profui.capture.format import TraceFormatError
     from profui.tui.cli.sources import resolve_source
 
-    return resolve_source(_path(trace), progress=say)
+    p = _path(trace)
+    try:
+        return resolve_source(p, progress=say)
+    except TraceFormatError:
+        jobs = _jobs_imported(p)
+        if len(jobs) < 2:
+            raise
+        named = ", ".join(map(str, jobs[:MAX_JOBS_NAMED]))
+        more = (
+            f" (and {len(jobs) - MAX_JOBS_NAMED} more: list_traces names them)"
+            if len(jobs) > MAX_JOBS_NAMED
+            else ""
+        )
+        raise UserError(
+            f"{p}: its trace files are {len(jobs)} jobs, not one (imported one folder per job); "
+            f"call import_trace (or this tool) on one of: {named}{more}"
+        ) from None
+
+
+def _jobs_imported(path: Path) -> list[Path]:
+    """The trace folders, one per job, that the cache imported ``path``'s files into when they
+    are several jobs (the import splits them: :func:`profui.tui.cli.sources.scan_sources`)."""
+    from profui.capture.format import is_trace_dir
+    from profui.tui.cli.sources import scan_sources
+
+    if not path.is_dir() or is_trace_dir(path):
+        return []
+    _, done = scan_sources(path)
+    if done is None or is_trace_dir(done):
+        return []
+    return sorted(d for d in done.iterdir() if is_trace_dir(d))
 
 
 def _json_ready(value: Any) -> Any:
@@ -62,31 +103,72 @@ def _json_ready(value: Any) -> Any:
 # -- list and import --------------------------------------------------------------------------------
 
 
-def list_traces(folder: str) -> dict[str, Any]:
+def _walk(root: Path, say: Say) -> tuple[list[Path], list[Path], int, bool]:
+    """The trace folders and the files named like traces at or below ``root`` (not inside a
+    trace folder, never in hidden folders), at most :data:`LIST_DEPTH` folders down and
+    :data:`LIST_ENTRIES` entries looked at; also how many were looked at and whether it stopped
+    short. A progress line every 5,000 entries."""
+    from profui.capture.format import is_trace_dir
+    from profui.capture.format.columns import IMPORTABLE_SUFFIXES
+
+    folders: list[Path] = []
+    files: list[Path] = []
+    seen, cut = 0, False
+    for top, dirs, names in os.walk(root):
+        here = Path(top)
+        if is_trace_dir(here):
+            folders.append(here)
+            dirs[:] = []
+            continue
+        depth = len(here.relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < LIST_DEPTH else []
+        files.extend(here / n for n in sorted(names) if n.lower().endswith(IMPORTABLE_SUFFIXES))
+        before, seen = seen, seen + len(dirs) + len(names)
+        if seen // 5000 > before // 5000:
+            say(f"listing: {seen} entries looked at")
+        if seen >= LIST_ENTRIES:
+            cut = True
+            break
+    return sorted(folders), files, seen, cut
+
+
+def list_traces(folder: str, say: Say = _quiet) -> dict[str, Any]:
     """The profui trace folders at or below ``folder`` (the jobs list of ``profui open``), the
-    foreign trace files it holds (Kineto JSON, Nsight exports, a JAX log folder: what
-    ``import_trace`` of the folder imports), the trace folders of their import when they were
-    imported before (one per job), and the files named like traces it skipped, with why."""
-    from profui.analysis.catalog import scan_jobs
+    foreign trace files ``import_trace`` of the folder imports (Kineto JSON, Nsight exports, a
+    JAX log folder), the trace folders of their import when they were imported before (one per
+    job), the other trace files below it (each importable on its own), and the files named like
+    traces it skipped, with why. The walk skips hidden folders and is bounded (``walk`` says
+    how far it went and whether it stopped short)."""
+    from profui.analysis.catalog import job_row
     from profui.capture.format import TraceFormatError, is_trace_dir
     from profui.tui.cli.sources import scan_sources
 
     root = _path(folder, "folder")
     if not root.is_dir():
         raise TraceFormatError(root, "not a folder (import_trace takes a trace file)")
-    rows = scan_jobs(root)
-    inside = [r.path for r in rows]
+    say(f"looking at and below {root}")
+    found, named, seen, cut = _walk(root, say)
+    rows = sorted((job_row(p) for p in found), key=lambda r: r.created_ns or 0, reverse=True)
+    inside = [r.path.resolve() for r in rows]
 
     def own(p: Path) -> bool:
-        return not any(p.resolve().is_relative_to(t.resolve()) for t in inside)
+        return not any(p.resolve().is_relative_to(t) for t in inside)
 
-    scan, done = scan_sources(root) if not is_trace_dir(root) else (None, None)
+    # the import's own scan walks the whole folder: only when the bounded walk saw all of it
+    scan, done = scan_sources(root) if not is_trace_dir(root) and not cut else (None, None)
     files = [f for f in scan.sources if own(f)] if scan else []
     skipped = [(f, why) for f, why in scan.skipped if own(f)] if scan else []
     if done is None:
         imported = []
     else:  # imported before: one trace, or one trace folder per job
         imported = [done] if is_trace_dir(done) else sorted(d for d in done.iterdir() if is_trace_dir(d))
+    taken = {f.resolve() for f in files} | {f.resolve() for f, _ in skipped}
+    below: list[Path] = []
+    for d in [] if cut else sorted({f.parent for f in named if own(f) and f.resolve() not in taken}):
+        # each folder's own files, through the import's scan (what is a trace, after the sniff)
+        there, _ = scan_sources(d)
+        below += [f for f in there.sources if f.parent == d.resolve()]
+        skipped += [(f, why) for f, why in there.skipped if f.parent == d.resolve()]
     return {
         "folder": str(root),
         "traces": [
@@ -105,7 +187,9 @@ def list_traces(folder: str) -> dict[str, Any]:
         ],
         "files": [str(f) for f in files],
         "imported": [str(d) for d in imported],
+        "below": [str(f) for f in below],
         "skipped": [{"path": str(f), "why": why} for f, why in skipped],
+        "walk": {"max_depth": LIST_DEPTH, "entries": seen, "cut": cut},
     }
 
 
@@ -123,14 +207,21 @@ def import_trace(path: str, say: Say = _quiet) -> dict[str, Any]:
 
 
 def summary(
-    trace: str, hta_compat: bool = False, top: int | None = None, say: Say = _quiet
+    trace: str,
+    hta_compat: bool = False,
+    top: int | None = None,
+    sections: list[str] | None = None,
+    say: Say = _quiet,
 ) -> dict[str, Any]:
-    """``profui summary TRACE --json [--hta-compat] [--top N]``'s document."""
-    from profui.tui.cli.summary_cmd import run_summary
+    """``profui summary TRACE --json [--hta-compat] [--top N] [--sections A,B]``'s document
+    (``sections`` None: all of them)."""
+    from profui.tui.cli.summary_cmd import check_sections, json_document, run_summary
 
+    if sections is not None:
+        check_sections(sections)
     folder = _resolve(trace, say)
     say("analysing (every stage in memory)")
-    return _json_ready(run_summary(folder, top, hta_compat, None).to_json_dict())
+    return _json_ready(json_document(run_summary(folder, top, hta_compat, None), sections))
 
 
 def explain(
@@ -139,24 +230,31 @@ def explain(
     rank: int | None = None,
     top: int | None = None,
     hta_compat: bool = False,
+    path_events: int | None = None,
     say: Say = _quiet,
 ) -> dict[str, Any]:
-    """``profui explain TRACE --json [--step S] [--rank R] [--top K] [--hta-compat]``'s document."""
+    """``profui explain TRACE --json [--step S] [--rank R] [--top K] [--hta-compat]
+    [--path-events N]``'s document."""
     from profui.tui.cli.explain_cmd import explain as explain_doc
 
     folder = _resolve(trace, say)
     say("analysing (critical path and findings)")
-    return _json_ready(explain_doc([folder], step, rank, top, None, None, hta_compat))
+    return _json_ready(explain_doc([folder], step, rank, top, None, None, hta_compat, path_events))
 
 
-def diff(base: str, new: str, fail_if: list[str] | None = None, top: int = 15) -> dict[str, Any]:
+def diff(
+    base: str, new: str, fail_if: list[str] | None = None, top: int = 15, say: Say = _quiet
+) -> dict[str, Any]:
     """``profui diff BASE NEW --json [--fail-if COND ...] [--top N]``'s document; each side a
-    trace or a saved baseline (``baseline:NAME``, or a NAME that is no path)."""
+    trace or a saved baseline (``baseline:NAME``, or a NAME that is no path). A side that is a
+    foreign trace is imported first, with progress."""
     from profui.tui.cli.diff_cmd import diff_result
 
-    for side in (base, new):
+    for label, side in (("base", base), ("new", new)):
         if Path(side).expanduser().exists():
-            _path(side)  # a FIFO is refused before it is opened
+            say(f"{label}: {side}")
+            _resolve(side, say)  # a FIFO refused before it is opened; an import done once, here
+    say("comparing (each side's steps, kernels and findings)")
     return _json_ready(diff_result(base, new, top, list(fail_if or [])))
 
 
@@ -211,6 +309,15 @@ def top(
     except sw.WindowError as exc:
         raise _window_error(exc) from None
     rows, names, window_ns = sw.top(_events(folder), window, what, n)
+    note = None
+    if what == "kernels" and not names:
+        from profui.analysis.devices import NONE, words_for
+
+        note = (
+            "no device work in this trace: the host's time is in ops and annotations (what='ops')"
+            if ov.get("device_type") == NONE
+            else f"no {words_for(ov).work} started in this window"
+        )
     return {
         "trace": str(folder),
         "what": what,
@@ -219,6 +326,7 @@ def top(
         "ranks": window.ranks,
         "window_ns": window_ns,
         "names": names,
+        "note": note,
         "rows": _json_ready(rows.to_dicts()),
     }
 
@@ -332,13 +440,32 @@ def memory_peak(trace: str, rank: int | None = None, say: Say = _quiet) -> dict[
 # -- errors -------------------------------------------------------------------------------------------
 
 
+#: The command line's flags that are tool arguments, by the argument's name: a message the
+#: commands share with the tools names the argument in a tool's error.
+FLAG_ARGS = {
+    "--step": "step",
+    "--rank": "rank",
+    "--top": "top",
+    "--hta-compat": "hta_compat",
+    "--path-events": "path_events",
+    "--sections": "sections",
+    "--fail-if": "fail_if",
+}
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
+
+
+def tool_words(line: str) -> str:
+    """``line`` with each command-line flag that is a tool argument named as the argument."""
+    return _FLAG.sub(lambda m: FLAG_ARGS.get(m.group(0), m.group(0)), line)
+
+
 def error_line(exc: BaseException) -> str | None:
     """The one line the command line prints for ``exc`` (``profui: ...``) when it is bad input
     (:class:`UserError`, a trace it cannot read, a path the system refused); None for a bug."""
     from profui.capture.format import TraceFormatError
 
     if isinstance(exc, (UserError, TraceFormatError)):
-        return f"profui: {' '.join(str(exc).split())}"
+        return f"profui: {tool_words(' '.join(str(exc).split()))}"
     if isinstance(exc, OSError) and exc.filename is not None:
         name = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
         return f"profui: {name}: {(exc.strerror or str(exc)).lower()}"

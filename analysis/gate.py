@@ -10,8 +10,9 @@ and ``VALUE`` the change that breaks it:
 - no unit: the change of a count (``kernel_count>+100``).
 
 A condition is broken when the change satisfies it, unless it is a step-time change within
-run-to-run noise (its 95% bootstrap interval holds 0): a gate must not fail a build on noise.
-A metric missing from either trace, a unit
+step-to-step noise (its 95% bootstrap interval over each run's steps holds 0): a gate must not
+fail a build on noise. Drift between runs is not in that interval: a threshold must sit above
+the runner's run-to-run drift. A metric missing from either trace, a unit
 that does not fit the metric, or a malformed condition is a :class:`GateError` (bad input).
 
 :func:`gate_json` is the gate's verdict as ``profui diff --json`` holds it (``gate``, null without
@@ -38,8 +39,8 @@ VERSION = 1
 KEYS = ("version", "passed", "conditions")
 #: A condition's keys: the condition as given, its metric, operator, threshold and unit (``%``,
 #: ``pt``, a time unit, or empty for a count), the observed change in that unit (``change``; as
-#: text: ``shown``), whether it broke, whether only run-to-run noise kept it from breaking
-#: (``within_noise``), and the sentence.
+#: text: ``shown``), whether it broke, whether only step-to-step noise kept it from breaking
+#: (``within_noise``: met, but a step-time change within noise), and the sentence.
 CONDITION_KEYS = (
     "condition",
     "metric",
@@ -112,10 +113,12 @@ def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str,
             known = ", ".join(sorted(n for n, v in result["metrics"].items() if v["delta"] is not None))
             raise GateError(f"--fail-if {cond.text!r}: {cond.metric} is not in both traces (there: {known})")
         change, shown = _change(cond, m)
-        noise = " (within run-to-run noise)" if m.get("significant") is False else ""
         # a step-time change the bootstrap interval cannot tell from noise never fails a build
         met = _OPS[cond.op](change, cond.value)
         broken = met and m.get("significant") is not False
+        within_noise = met and not broken
+        # the noise is why it holds only when the condition was met
+        noise = " (within step-to-step noise)" if within_noise else ""
         line = f"{cond.metric} changed {shown}: {'breaks' if broken else 'holds'} {cond.text}{noise}"
         out.append(
             {
@@ -127,11 +130,27 @@ def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str,
                 "change": change,
                 "shown": shown,
                 "broken": broken,
-                "within_noise": met and not broken,
+                "within_noise": within_noise,
                 "line": line,
             }
         )
     return out
+
+
+def verdict_line(gate: dict[str, Any] | None) -> str | None:
+    """The gate's verdict in one line (:func:`gate_json`'s object; None without conditions):
+    ``gate passed: 2 conditions hold`` or ``gate broken: 1 of 2 conditions: step_p50 changed
+    +12.0%: breaks step_p50>+5%`` (each broken one's line)."""
+    if not gate:
+        return None
+    conds = gate["conditions"]
+    broken = [c for c in conds if c["broken"]]
+    n = len(conds)
+    if not broken:
+        return f"gate passed: {n} condition{'s' if n != 1 else ''} {'hold' if n != 1 else 'holds'}"
+    return f"gate broken: {len(broken)} of {n} condition{'s' if n != 1 else ''}: " + "; ".join(
+        c["line"] for c in broken
+    )
 
 
 def gate_json(conditions: list[Condition], result: dict[str, Any]) -> dict[str, Any] | None:

@@ -50,7 +50,35 @@ def test_step_time_within_noise_never_breaks() -> None:
         step_p50={"unit": "ns", "base": 100.0, "new": 110.0, "delta": 10.0, "rel": 0.1, "significant": False}
     )
     (g,) = check([parse_condition("step_p50>+5%")], res)
-    assert g["broken"] is False and "within run-to-run noise" in g["line"]
+    assert g["broken"] is False and g["within_noise"] is True
+    assert g["line"] == "step_p50 changed +10.0%: holds step_p50>+5% (within step-to-step noise)"
+
+
+def test_noise_is_said_only_when_it_is_why_a_condition_holds() -> None:
+    """A step-time change within noise that does not meet the condition holds on its own: the
+    line says nothing of noise, as ``within_noise`` is false (the walk's +0.0% case)."""
+    res = _result(
+        step_p50={"unit": "ns", "base": 100.0, "new": 100.0, "delta": 0.0, "rel": 0.0, "significant": False}
+    )
+    (g,) = check([parse_condition("step_p50>+5%")], res)
+    assert (g["broken"], g["within_noise"]) == (False, False)
+    assert g["line"] == "step_p50 changed +0.0%: holds step_p50>+5%"
+
+
+def test_the_gates_verdict_in_one_line() -> None:
+    from profui.analysis.gate import gate_json, verdict_line
+
+    res = _result(
+        step_p50={"unit": "ns", "base": 100.0, "new": 110.0, "delta": 10.0, "rel": 0.1, "significant": True},
+        kernel_count={"unit": "count", "base": 100, "new": 250, "delta": 150, "rel": 1.5},
+    )
+    both = gate_json([parse_condition("step_p50>+5%"), parse_condition("kernel_count>+1000")], res)
+    assert (
+        verdict_line(both) == "gate broken: 1 of 2 conditions: step_p50 changed +10.0%: breaks step_p50>+5%"
+    )
+    one = gate_json([parse_condition("step_p50>+20%")], res)
+    assert verdict_line(one) == "gate passed: 1 condition holds"
+    assert verdict_line(None) is None
 
 
 @pytest.mark.parametrize("text", ["step_p50 > 5 %%", "step_p50=5%", "p50>+5x", ""])

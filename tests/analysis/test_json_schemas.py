@@ -179,7 +179,7 @@ def test_two_different_runs_diff_validates(imported, validators) -> None:
 
 def test_gate_says_why_a_met_condition_did_not_break(imported, validators) -> None:
     """Hand-checked on a trace against itself: every change is 0, so ``>=+0`` is met by each; the
-    median step's bootstrap interval holds 0 (the same steps on both sides): within run-to-run
+    median step's bootstrap interval holds 0 (the same steps on both sides): within step-to-step
     noise, so it holds; a count has no noise rule, so it breaks."""
     trace = imported("samples/synthetic_gpu")
     doc = diff_json(trace, trace, ["step_p50>=+0%", "kernel_count>=+0"])
@@ -188,7 +188,7 @@ def test_gate_says_why_a_met_condition_did_not_break(imported, validators) -> No
     lo, hi = doc["metrics"]["step_p50"]["ci95"]
     assert lo <= 0 <= hi
     assert (step["change"], step["broken"], step["within_noise"]) == (0.0, False, True)
-    assert "within run-to-run noise" in step["line"]
+    assert "within step-to-step noise" in step["line"]
     assert (count["change"], count["broken"], count["within_noise"]) == (0, True, False)
     assert (step["op"], step["threshold"], step["unit"], count["unit"]) == (">=", 0.0, "%", "")
     assert doc["gate"]["passed"] is False

@@ -432,6 +432,8 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         notes.append(f"MFU rests on different grounds: {bases[0]} (base) vs {bases[1]} (new)")
     for name in sorted(set(base["numbers"]) | set(new["numbers"])):
         metrics[name] = _metric(name, base["numbers"].get(name), new["numbers"].get(name))
+    if "step_p50" in metrics and metrics["step_p50"]["significant"] is False:
+        _step_derived_within_noise(metrics)
     for m in metrics.values():
         m["verdict"] = _direction(m)
     order = sorted(
@@ -444,7 +446,7 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
     )
     significant_steps = any(metrics[n]["significant"] for n in ("step_p50",) if n in metrics)
     step_noise = "step_p50" in metrics and metrics["step_p50"]["significant"] is False
-    if step_noise:  # steps within run-to-run noise: the run is not faster or slower
+    if step_noise:  # steps within step-to-step noise: the run is not faster or slower
         order = [n for n in order if not n.startswith("step_")]
     verdict = "no significant change" if not order else ("regression" if any(
         metrics[n]["verdict"] == "regression" for n in order) else "changed")  # fmt: skip
@@ -472,6 +474,22 @@ def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, 
         "findings": findings,
         "why": why_step_changed(metrics, findings),
     }
+
+
+#: Metrics computed from the step time (FLOPs per step over it): with the same FLOPs per step,
+#: their change is the step time's, so it is noise when the step time's is.
+STEP_DERIVED = ("achieved_tflops", "mfu")
+
+
+def _step_derived_within_noise(metrics: dict[str, dict[str, Any]]) -> None:
+    """Mark :data:`STEP_DERIVED` metrics not significant (verdict ``same``) when the median step
+    is within noise and the FLOPs per step did not change: their change is then only the step's."""
+    flops = metrics.get("flops_per_step")
+    if flops is not None and flops["changed"]:
+        return
+    for name in STEP_DERIVED:
+        if name in metrics and metrics[name]["delta"] is not None:
+            metrics[name]["significant"] = False
 
 
 def step_noise_ns(metrics: dict[str, dict[str, Any]]) -> float | None:
@@ -596,7 +614,7 @@ def per_step_text(ns: int | None) -> str:
 
 def finding_sentence(f: dict[str, Any]) -> str:
     """One finding's change in words true of its numbers: ``host stall gone: 20.3 ms per step
-    before, none after (−20.3 ms per step), beyond run-to-run noise.``"""
+    before, none after (−20.3 ms per step), beyond step-to-step noise.``"""
     from .formatting import fmt_ns, fmt_signed_ns
 
     def per_step(ns: int | None) -> str:
@@ -605,7 +623,7 @@ def finding_sentence(f: dict[str, Any]) -> str:
     if f.get("noise_ns") is None:  # no step-time noise estimate: the 2% rule decided
         noise = "a material change" if f["material"] else "under 2% of before: not material"
     else:
-        noise = "beyond run-to-run noise" if f["material"] else "within run-to-run noise"
+        noise = "beyond step-to-step noise" if f["material"] else "within step-to-step noise"
     if f.get("left_ns_per_step") is not None:  # what a vanished one kept (an appeared one had)
         kept = "kept" if f["status"] == "vanished" else "had before"
         noise += f"; it {kept} {fmt_ns(f['left_ns_per_step'])}, a tenth or less"
@@ -742,8 +760,7 @@ def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
     """The first lines of a diff: the two traces and the verdict, why the step changed in the
     findings' terms where one finding explains most of it (``why``), what the runs ran on where it
     differs (unless ``setup`` is False: the app lists it in its table), how the median step
-    moved against run-to-run noise, and the notes."""
-    from .formatting import fmt_ns
+    moved against step-to-step noise (its change and the interval of it), and the notes."""
 
     lines = [f"{result['base']['path']} → {result['new']['path']}: {verdict_text(result)}"]
     if setup:
@@ -752,16 +769,26 @@ def head_lines(result: dict[str, Any], setup: bool = True) -> list[str]:
         lines.append(result["why"])
     m = result["metrics"].get("step_p50")
     if m is not None and m["ci95"] is not None:
-        lo, hi = m["ci95"]
-        noise = "beyond" if m["significant"] else "within"
-        lines.append(
-            f"step time (step period): 95% interval of the median's change {fmt_ns(lo)} … {fmt_ns(hi)}"
-            f" ({noise} run-to-run noise)"
-        )
+        lines.append(step_noise_line(m))
     elif m is not None:
         lines.append("step time: fewer than 2 steps on a side, no noise estimate")
     lines += [f"note: {n}" for n in result.get("notes", [])]
     return lines
+
+
+def step_noise_line(m: dict[str, Any]) -> str:
+    """How the median step (``step_p50``, with its ``ci95``) moved against step-to-step noise:
+    ``step time (step period) within step-to-step noise: median 389 µs → 369 µs (-5.2%), 95%
+    interval of its change -30 µs … +5 µs``."""
+    from .formatting import fmt_signed_ns
+
+    lo, hi = m["ci95"]
+    base, new = value_text(m["base"], m["unit"]), value_text(m["new"], m["unit"])
+    return (
+        f"step time (step period) {'beyond' if m['significant'] else 'within'} step-to-step noise: "
+        f"median {base} → {new} ({change_text(m)}), 95% interval of its change "
+        f"{fmt_signed_ns(lo)} … {fmt_signed_ns(hi)}"
+    )
 
 
 def sentence(m: dict[str, Any]) -> str:
@@ -773,9 +800,9 @@ def sentence(m: dict[str, Any]) -> str:
     words = {"regression": ": a regression", "improvement": ": an improvement"}.get(m["verdict"], "")
     noise = ""
     if m.get("significant") is True:
-        noise = ", beyond run-to-run noise"
+        noise = ", beyond step-to-step noise"
     elif m.get("significant") is False:
-        noise = ", within run-to-run noise"
+        noise = ", within step-to-step noise"
     base, new = value_text(m["base"], m["unit"]), value_text(m["new"], m["unit"])
     return f"{m['label'][:1].upper()}{m['label'][1:]} {verb} from {base} to {new} ({change_text(m)}{noise}){words}."
 
@@ -793,11 +820,12 @@ JSON_DOC = {
     "against different definitions or peaks; a baseline saved before runtime calls were kept; one "
     "saved before step periods, whose device-window step times are not compared)",
     "step_time_significant": "true when the median step time (step period, longest rank) moved beyond "
-    "run-to-run noise",
+    "step-to-step noise (the interval is over each run's steps: drift between runs is not in it)",
     "headline": "the metric names that changed, regressions first, largest first",
     "metrics": "per metric: label, unit (ns|share|count|FLOP|TFLOP/s|bytes), better (lower|higher|null), base, new, "
     "delta, rel, changed, significant (step_p50: the 95% bootstrap interval excludes 0; null "
-    "without 2 steps a side), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
+    "without 2 steps a side; achieved_tflops and mfu: false when step_p50 is within noise and FLOPs "
+    "per step did not change, as their change is then the step time's), ci95 ([lo, hi] ns of median(new) - median(base)), verdict "
     "(regression|improvement|changed|same)",
     "kernels": "per normalised kernel name: status (new|gone|both), base/new_example (a name as "
     "each trace spells it), base/new total_ns, count, mean_ns, delta_ns; largest |delta_ns| first",
@@ -821,5 +849,5 @@ JSON_DOC = {
     "half its size; else null",
     "gate": "the --fail-if verdict (profui schema gate): version, passed, conditions [{condition, metric, "
     "op, threshold, unit, change (in that unit), shown, broken, within_noise (it would break but the step "
-    "time moved within run-to-run noise), line}]; null without --fail-if",
+    "time moved within step-to-step noise), line}]; null without --fail-if",
 }

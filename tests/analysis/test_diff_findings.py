@@ -68,7 +68,7 @@ def test_findings_are_matched_by_category_and_late_rank() -> None:
     )
     assert finding_sentence(h) == (
         "Host stall gone: 21 ms per step before, 170 µs per step after (-20.8 ms per step), "
-        "beyond run-to-run noise; it kept 170 µs, a tenth or less."
+        "beyond step-to-step noise; it kept 170 µs, a tenth or less."
     )
     # a fall beyond the noise that leaves more than a tenth: shrank (30 ms -> 4 ms)
     (kept,) = findings_diff({"host": finding("host", 30 * MS)}, {"host": finding("host", 4 * MS)}, MS)
@@ -107,7 +107,7 @@ def test_why_names_the_finding_that_explains_most_of_the_step() -> None:
         why_step_changed(step_metric(-20.5 * MS, True), rows)
         == "step -20.5 ms: host stall gone (-21 ms per step)"
     )
-    # a step within run-to-run noise has no why
+    # a step within step-to-step noise has no why
     assert why_step_changed(step_metric(-20.5 * MS, False), rows) is None
     # the step grew: a finding that shrank does not explain it
     assert why_step_changed(step_metric(+20.5 * MS, True), rows) is None

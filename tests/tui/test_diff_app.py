@@ -69,7 +69,7 @@ def test_rows_are_the_json_diff_and_enter_opens_both_timelines(pair, tmp_path) -
             takeaway = str(app.query_one("#diff-takeaway").render())
             if found:  # its change per step, as the JSON has it, and why it counts
                 f = found[0]
-                said = "beyond run-to-run noise" if f["noise_ns"] is not None else "a material change"
+                said = "beyond step-to-step noise" if f["noise_ns"] is not None else "a material change"
                 assert takeaway.lower().startswith(f"→ {f['label']}") and said in takeaway
                 assert fmt_signed_ns(f["delta_ns_per_step"]) in takeaway
             else:

@@ -33,7 +33,7 @@ from ..widgets.keyline import KeyLine
 
 def headline_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """``(metric, base, new, change, takeaway)``: what the runs ran on where it differs (GPU,
-    precision, world size, CUDA graphs), then each finding that changed beyond run-to-run noise
+    precision, world size, CUDA graphs), then each finding that changed beyond step-to-step noise
     (its recoverable time per step), then each changed headline number, in order."""
     out = [
         (

@@ -225,6 +225,67 @@ def test_named_baseline(runs, cache) -> None:
     assert proc.returncode == 2 and "no such trace or baseline" in proc.stderr
 
 
+def _md_table(src: str, title: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows (cell texts) of the pipe table right under the bold ``title``,
+    read back with markdown-it (GFM tables)."""
+    from markdown_it import MarkdownIt
+
+    toks = MarkdownIt("commonmark").enable("table").parse(src)
+    at = next(i for i, t in enumerate(toks) if t.type == "inline" and t.content == f"**{title}**")
+    assert toks[at + 2].type == "table_open", title
+    cells: list[list[str]] = []
+    for t in toks[at + 3 :]:
+        if t.type == "table_close":
+            break
+        if t.type == "tr_open":
+            cells.append([])
+        elif t.type == "inline":
+            cells[-1].append(t.content)
+    return cells[0], cells[1:]
+
+
+def test_a_baseline_is_called_by_its_name(runs, cache) -> None:
+    """On a CI runner the baseline was saved from ``trace/`` and the new run is ``trace/``: the
+    report names the baseline as the reader gave it, ``main (baseline) → NEW``, in the text and
+    the Markdown; the trace it was saved from stays its ``folder``."""
+    assert _profui("diff", "--save-baseline", "main", runs["base"], env=cache).returncode == 0
+    new = str(runs["batch"])
+    _, ref = _diff(runs["base"], new, env=cache)
+    for spec in ("main", "baseline:main"):
+        proc, res = _diff(spec, new, env=cache)
+        assert proc.returncode == 0, proc.stderr
+        assert res["base"]["path"] == "main (baseline)" and res["new"]["path"] == new
+        assert res["base"]["folder"] == ref["base"]["folder"]
+        text = _profui("diff", spec, new, env=cache).stdout.splitlines()[0]
+        assert text.startswith(f"main (baseline) → {new}: "), text
+    md = _profui("diff", "main", new, "--format", "markdown", env=cache).stdout
+    assert md.startswith("**main (baseline) → "), md[:200]
+
+
+def test_the_steps_that_changed_most_are_a_table(runs, cache) -> None:
+    """The five steps whose time changed most (by |new - base| of the JSON's aligned steps) are a
+    table, in the text and the Markdown; no table has a column empty on every row (every host op
+    is in both runs: no "in" column)."""
+    from profui.analysis.formatting import fmt_ns
+
+    base, new = runs["base"], runs["batch"]
+    _, res = _diff(base, new, env=cache)
+    want = sorted(res["steps"], key=lambda s: -abs(s["new_ns"] - s["base_ns"]))[:5]
+    assert len(want) == 5
+    md = _profui("diff", base, new, "--format", "markdown", env=cache).stdout
+    header, rows = _md_table(md, "Steps by change (aligned by step number)")
+    assert header == ["step", "base", "new", "change"]
+    assert [r[0] for r in rows] == [str(s["step"]) for s in want]
+    assert [r[1:3] for r in rows] == [[fmt_ns(s["base_ns"]), fmt_ns(s["new_ns"])] for s in want]
+    text = _profui("diff", base, new, env={**cache, "COLUMNS": "1000"}).stdout
+    boxed = [[c.strip() for c in ln.split("│")[1:-1]] for ln in text.splitlines() if ln.startswith("│")]
+    assert [r[:3] for r in rows] == [b[:3] for b in boxed if b and b[0] in {r[0] for r in rows}][:5]
+    assert all(r["status"] == "both" for r in res["ops"])
+    header, rows = _md_table(md, "Host ops by change of total time")
+    assert "in" not in header and all(any(r[i] for r in rows) for i in range(len(header)))
+    assert "┃ in ┃" not in text
+
+
 def test_json_keys_are_the_documented_ones(cache, mlp) -> None:
     _proc, res = _diff(mlp, mlp, env=cache)
     assert set(res) == set(JSON_DOC)

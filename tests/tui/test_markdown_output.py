@@ -317,7 +317,9 @@ def test_explain_markdown_has_each_finding_with_its_evidence_and_the_path(explai
         # the text's evidence, row for row (its wrapping may break a long word: spaces aside)
         assert "".join("; ".join(f"{a} {b}" for a, b in t["rows"]).split()) == "".join(shown.split())
     for n, f in enumerate(doc["findings"], 1):
-        assert f"{n}. {f['title']}" in paras
+        # the headline's finding is not titled twice: its heading says which one it is
+        top = n == 1 and f["title"].rstrip(".") in doc["headline"]
+        assert (f"{n}. The top finding" if top else f"{n}. {f['title']}") in paras
         assert f"next: {f['next_step']}" in paras
         if f["look_at"]:
             assert f"look at: {'; '.join(f['look_at'])}" in paras  # every name whole
@@ -326,6 +328,20 @@ def test_explain_markdown_has_each_finding_with_its_evidence_and_the_path(explai
         path = next(t for t in tables if t["title"] and t["title"].startswith("Critical path of"))
         assert len(path["rows"]) == sum(1 for v in cp["by_kind"].values() if v)
         assert [tuple(r) for r in path["rows"]] == text_path
+
+
+@pytest.mark.parametrize("key", list(TRACES))
+def test_explain_markdown_says_the_top_finding_once(explains, key: str) -> None:
+    """The headline is the top finding's line (summary and the dashboard say it): the finding's
+    own heading does not say it again word for word."""
+    doc, md = explains[key]["json"], explains[key]["md"]
+    if not doc["findings"]:
+        pytest.skip("no finding on this trace")
+    title = doc["findings"][0]["title"].rstrip(".")
+    assert title in doc["headline"]  # the headline holds the top finding's title (headline.py)
+    said = [p for p in paragraphs(md) if title in p]
+    assert said == [doc["headline"]], said
+    assert "1. The top finding" in paragraphs(md)
 
 
 # -- diff -------------------------------------------------------------------------------------------------
@@ -390,6 +406,57 @@ def test_diff_markdown_gives_the_gates_verdict_and_exits_1_when_broken(diffs) ->
     ]
     assert column(gate, "verdict") == ["broken", "passed"]
     assert assert_text_rows_in_markdown(text.stdout, md.stdout) > 20
+
+
+def test_diff_says_the_gates_verdict_right_under_its_title(diffs) -> None:
+    """A reviewer wants pass or fail first: the paragraph after the title is the gate's verdict
+    (GATE: the first of two conditions breaks), in the Markdown as in the text."""
+    md, text = diffs["gate_md"], diffs["gate_text"]
+    checks = _gate_checks(json.loads(diffs["gate_json"].stdout))
+    broken = [g for g in checks if g["broken"]]
+    assert [g["condition"] for g in broken] == ["kernel_count<-100"]
+    want = f"gate broken: 1 of 2 conditions: {broken[0]['line']}"
+    assert paragraphs(md.stdout)[1] == want
+    assert text.stdout.splitlines()[1] == want
+    assert md.stderr.strip() == f"profui: gate: {broken[0]['line']}"
+    # without --fail-if there is no gate line
+    assert not any(p.startswith("gate ") for p in paragraphs(diffs["md"].stdout))
+
+
+def test_diff_tables_have_no_column_empty_on_every_row(diffs) -> None:
+    """The "in" column (new / gone) is there where a row is in one run only, left out where
+    every row is in both, in the Markdown and the text alike."""
+    doc = json.loads(diffs["json"].stdout)
+    tables = check_tables(diffs["md"].stdout)
+    texts = {t["title"]: t for t in text_tables(diffs["text"].stdout)}
+    for title, key in (("Kernels", "kernels"), ("Host ops", "ops"), ("Annotations", "annotations")):
+        rows = [r for r in doc[key] if r["delta_ns"] or r["base_count"] != r["new_count"]]
+        one_side = [r["status"] for r in rows if r["status"] in ("new", "gone")]
+        name = f"{title} by change of total time"
+        t = titled(tables, name)
+        assert ("in" in t["header"]) == bool(one_side), (name, t["header"])
+        assert ("in" in texts[name]["header"]) == bool(one_side)
+        if one_side:
+            assert sorted(c for c in column(t, "in") if c) == sorted(one_side)
+        for i in range(len(t["header"])):
+            assert any(r[i] for r in t["rows"]), (name, t["header"][i])
+
+
+def test_markdown_outputs_appended_one_after_another_stay_apart(diffs, explains, summaries) -> None:
+    """The README's CI job writes the diff, then appends explain (``>> report.md``): the diff
+    ends on its gate table, and explain's first line must not read as one more row of it. Each
+    output ends with a blank line; the two parsed together keep each table's rows."""
+    diff_md, explain = diffs["gate_md"].stdout, explains["df_index"]
+    assert diff_md.rstrip("\n").endswith("|")  # a table last: the case that broke
+    report = diff_md + explain["md"]
+    gate = titled(check_tables(report), "Gate (--fail-if)")
+    assert len(gate["rows"]) == len(_gate_checks(json.loads(diffs["gate_json"].stdout))) == 2
+    assert explain["json"]["headline"] in paragraphs(report)
+    # every table of the two, row for row, as each alone
+    alone = [len(t["rows"]) for t in md_tables(diff_md) + md_tables(explain["md"])]
+    assert [len(t["rows"]) for t in md_tables(report)] == alone
+    for out in (diff_md, explain["md"], summaries["cpu"]["md"]):
+        assert out.endswith("\n\n") and not out.endswith("\n\n\n"), out[-80:]
 
 
 # -- escaping and options --------------------------------------------------------------------------------

@@ -39,14 +39,17 @@ def _trace_profile(source: str) -> dict[str, Any]:
 
 def load_profile(spec: str) -> dict[str, Any]:
     """The profile of ``spec``: a saved baseline (``baseline:NAME``, or a bare NAME that is not a
-    path), else a trace."""
+    path), its ``path`` then ``NAME (baseline)`` (the trace it was saved from stays its
+    ``folder``), else a trace."""
     name = spec.removeprefix("baseline:")
     if spec.startswith("baseline:") and not _BASELINE_NAME.fullmatch(name):
         raise UserError(f"bad baseline name {name!r}: letters, digits, '.', '_' and '-' only")
     if spec.startswith("baseline:") or (
         not Path(spec).expanduser().exists() and _BASELINE_NAME.fullmatch(name)
     ):
-        return _read_baseline(spec, _baselines() / f"{name}.json")
+        prof = _read_baseline(spec, _baselines() / f"{name}.json")
+        # the name the reader gave, not the path it was saved from (often the same trace/)
+        return {**prof, "trace": {**prof["trace"], "path": f"{name} (baseline)"}}
     return _trace_profile(spec)
 
 
@@ -137,17 +140,21 @@ def markdown_diff(result: dict[str, Any]) -> str:
 
 def emit_diff(result: dict[str, Any], console: Any) -> None:
     """Print a diff result's blocks on ``console`` (a rich Console, or a
-    :class:`~.markdown.MarkdownSink`): the two traces and the verdict (bold), what else changed
-    and the noise, the metrics, the findings, kernels, host ops, runtime calls and annotations
-    that changed, the steps that changed most, and the gate's verdict on each ``--fail-if``."""
+    :class:`~.markdown.MarkdownSink`): the two traces and the verdict (bold), the gate's verdict
+    in one line (with ``--fail-if``), what else changed and the noise, the metrics, the findings,
+    kernels, host ops, runtime calls and annotations that changed, the steps that changed most,
+    and the gate's verdict on each ``--fail-if``."""
     from rich.text import Text
 
     from profui.analysis.diff import change_text, head_lines, per_step_text, status_tag, value_text
     from profui.analysis.formatting import fmt_ns, fmt_signed_ns
+    from profui.analysis.gate import verdict_line
 
     from .fit_table import Column, FittedTable
 
-    for n, line in enumerate(head_lines(result)):
+    head = head_lines(result)
+    gate_line = verdict_line(result.get("gate"))
+    for n, line in enumerate(head[:1] + ([gate_line] if gate_line else []) + head[1:]):
         console.print(Text(line, style="bold" if n == 0 else ""))
     metrics = result["metrics"]
     shown = result["headline"] or []
@@ -193,6 +200,7 @@ def emit_diff(result: dict[str, Any], console: Any) -> None:
         rows = [r for r in result.get(key, []) if r["delta_ns"] or r["base_count"] != r["new_count"]]
         if not rows:
             continue
+        tags = [status_tag(r).strip(" []") for r in rows]
         cols = [
             Column(
                 "name",
@@ -201,7 +209,8 @@ def emit_diff(result: dict[str, Any], console: Any) -> None:
                 kernel=key == "kernels",
                 key=True,
             ),
-            Column("in", [status_tag(r).strip(" []") for r in rows], key=True),  # new / gone: whole
+            # which run alone has it (new / gone); a column empty on every row is left out
+            *([Column("in", tags, key=True)] if any(tags) else []),
             Column("change", [fmt_signed_ns(r["delta_ns"]) for r in rows], right=True),
             Column("base", [fmt_ns(r["base_total_ns"]) for r in rows], right=True),
             Column("new", [fmt_ns(r["new_total_ns"]) for r in rows], right=True),
@@ -218,13 +227,17 @@ def emit_diff(result: dict[str, Any], console: Any) -> None:
     if steps:
         worst = sorted(steps, key=lambda s: -abs(s["delta_ns"]))[:5]
         console.print()
-        console.print(Text("Steps by change (aligned by step number)"))
-        for s in worst:
-            console.print(
-                Text(
-                    f"  step {s['step']}: {fmt_ns(s['base_ns'])} → {fmt_ns(s['new_ns'])} ({fmt_signed_ns(s['delta_ns'])})"
-                )
+        console.print(
+            FittedTable(
+                "Steps by change (aligned by step number)",
+                [
+                    Column("step", [str(s["step"]) for s in worst], right=True, key=True),
+                    Column("base", [fmt_ns(s["base_ns"]) for s in worst], right=True),
+                    Column("new", [fmt_ns(s["new_ns"]) for s in worst], right=True),
+                    Column("change", [fmt_signed_ns(s["delta_ns"]) for s in worst], right=True),
+                ],
             )
+        )
     checks = gate_checks(result.get("gate"))
     if checks:
         console.print()
@@ -319,7 +332,7 @@ def register(app: typer.Typer) -> None:
             None, "--save-baseline", metavar="NAME", help="Save TRACE's numbers as baseline NAME instead."
         ),
     ) -> None:
-        """What changed between two runs: step time against run-to-run noise, GPU busy and idle,
+        """What changed between two runs: step time against step-to-step noise, GPU busy and idle,
         activity shares, kernels (new, gone, moved), communication, launch latency, precision,
         annotations and copies, regressions first.
 

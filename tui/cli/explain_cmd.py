@@ -310,13 +310,15 @@ class TextLines:
 
 class MarkdownDoc:
     """Where :func:`render` writes Markdown: the headline first, in bold; each finding a heading
-    with its evidence as a table; the critical path by kind as a table; every name whole."""
+    (the top one's not repeating the headline) with its evidence as a table; the critical path by
+    kind as a table; every name whole."""
 
     def __init__(self) -> None:
         from .markdown import MarkdownSink
 
         self.md = MarkdownSink()
         self._top: list[str] = []
+        self._headline = ""
 
     def trace(self, text: str) -> None:
         """The trace's line."""
@@ -324,6 +326,7 @@ class MarkdownDoc:
 
     def headline(self, text: str) -> None:
         """The top finding's line: the document's first."""
+        self._headline = text
         self.md.bold(text)
         self.md.blocks.insert(0, self.md.blocks.pop())
 
@@ -332,8 +335,10 @@ class MarkdownDoc:
         self.md.paragraph(text, "note")
 
     def finding(self, n: int, title: str) -> None:
-        """Finding ``n``'s title, a heading."""
-        self.md.heading(f"{n}. {title}", 3)
+        """Finding ``n``'s title, a heading; the headline's finding is ``1. The top finding``
+        (its title is the bold line above, said once)."""
+        said = n == 1 and title.rstrip(".") in self._headline
+        self.md.heading(f"{n}. The top finding" if said else f"{n}. {title}", 3)
 
     def evidence(self, rows: list[tuple[str, str]]) -> None:
         """A finding's evidence as a table."""

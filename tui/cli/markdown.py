@@ -194,8 +194,10 @@ class MarkdownSink:
             self.paragraph(caption)
 
     def getvalue(self) -> str:
-        """The document: blocks apart by a blank line, ending in a newline."""
-        return "\n\n".join(b for b in self.blocks if b) + "\n"
+        """The document: blocks apart by a blank line, and a blank line after the last, so that
+        what is appended next (``>> report.md``) starts a block of its own: a line right under a
+        table would be one more row of it."""
+        return "\n\n".join(b for b in self.blocks if b) + "\n\n"
 
 
 def _line_start_safe(md: str) -> str:

@@ -810,7 +810,7 @@ def sentence(m: dict[str, Any]) -> str:
 #: The keys of :func:`diff`'s result (``profui diff --json``), documented and held by a test.
 JSON_DOC = {
     "version": "format version (2)",
-    "base": "the base trace: path, name, ranks, gpus (listed), devices (GPU models that ran its work), "
+    "base": "the base trace: path (as given; a saved baseline: 'NAME (baseline)'), name, ranks, gpus (listed), devices (GPU models that ran its work), "
     "world_size, precision (dominant in kernel time); mfu_basis (what its MFU rests on) where it has one",
     "new": "the new trace, as base",
     "verdict": "'no significant change', 'changed' or 'regression'",

@@ -328,3 +328,20 @@ def test_the_readme_ci_job_runs_as_written(workspace: Path, tmp_path: Path) -> N
         )
     report = summary.read_text()
     assert "**Gate (--fail-if)**" in report and "| step\\_p50\\>+5% | passed |" in report, report[-3000:]
+    # the report as GitHub renders it (markdown-it, GFM tables): the diff then explain, apart
+    from markdown_it import MarkdownIt
+
+    toks = MarkdownIt("commonmark").enable("table").parse(report)
+    inline = [t.content for t in toks if t.type == "inline"]
+    assert inline[0].startswith("**main (baseline) → trace/: "), inline[0]  # the baseline by name
+    assert inline[1] == "gate passed: 1 condition holds"  # the verdict first
+    gate = next(i for i, t in enumerate(toks) if t.type == "inline" and t.content == "**Gate (--fail-if)**")
+    close = next(i for i in range(gate, len(toks)) if toks[i].type == "table_close")
+    rows = [t for t in toks[gate:close] if t.type == "tr_open"]
+    assert len(rows) == 2, [t.content for t in toks[gate:close] if t.type == "inline"]  # header, one row
+    cells = [t.content for t in toks[gate:close] if t.type == "inline"][4:]
+    # the same trace against its baseline: +0.0%, not met: it holds without a word on noise
+    assert cells[1] == "passed" and "noise" not in cells[2], cells
+    assert toks[close + 2].content.startswith("**Top finding") or toks[close + 2].content.startswith(
+        "**No finding"
+    ), toks[close + 2].content

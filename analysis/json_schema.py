@@ -98,6 +98,11 @@ def _enum(values: tuple[str, ...] | list[str], null: bool = False, description: 
     return out
 
 
+#: The builders, public for the schemas built beside these (the MCP tools' outputs): a type
+#: (``null=True`` adds null), a closed object, an array.
+type_schema, object_schema, array_schema = _t, _obj, _array
+
+
 def dtype_schema(dtype: pl.DataType) -> dict[str, Any]:
     """The JSON type of a Polars dtype's values, null allowed (NaN and infinities are null in
     JSON): integers, numbers, strings, booleans, lists of these and structs of named fields."""

@@ -92,6 +92,8 @@ class RankStep:
     op_lane: dict[int, Lane] = field(default_factory=dict)
     # a host collective's start node -> threads' resumes inside it: (node, idle since, lane)
     resumes: dict[int, list[tuple[int, int, Lane]]] = field(default_factory=dict)
+    # a host collective's (tid, start) -> the last arrival of its instance over the step's ranks
+    last_arrival: dict[tuple[int, int], int] = field(default_factory=dict)
     # the points of the rank's host thread chains in time order: times and nodes
     host_t: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     host_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -283,16 +285,17 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             if len(hits):  # an op that waited inside: it ends right after the collective
                 j = int(hits[np.argmin(tt.name_end[hits])])
                 at, name = int(tt.name_end[j]), tt.names[j]
-            else:  # a thread idle outside its ops until woken: its next op starts right after
-                running = (tt.name_start < c_end) & (tt.name_end > c_end)
-                ended = tt.name_end[tt.name_end < c_end]
-                idle_since = int(ended.max()) if len(ended) else start
+            else:  # a thread idle outside its ops until woken: its next event starts right after
+                # (a user's annotation or a python frame around the wait is no op it runs)
+                running = tt.in_op(c_end)
+                since = tt.idle_since(c_end)
+                idle_since = since if since is not None else start
                 # idle since before the collective's middle: it waited for it, however late
                 # the scheduler woke it (within a bound)
                 within = WOKEN_IDLE_WITHIN_NS if 2 * idle_since <= cts + c_end else RESUME_WITHIN_NS
                 m = (tt.name_start >= c_end) & (tt.name_start <= c_end + within)
                 hits = np.flatnonzero(m)
-                if running.any() or not len(hits):
+                if running or not len(hits):
                     continue
                 j = int(hits[np.argmin(tt.name_start[hits])])
                 at, name = int(tt.name_start[j]), ""  # the wait lies before the op: unnamed
@@ -300,21 +303,24 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             g.edge(c_node, w, WAKE, 0, Lane("host", tid=tid, name=name, kind="host_overhead"))
             extra.append((tid, at, order, w, True))
             order += 1
+        # the collective's result is in once its last rank arrived (this rank, or a later one)
+        ready = max(cts, rs.last_arrival.get((ctid, cts), cts))
         for tid, tt in rs.threads.items():
-            # woken while the collective still runs here (its result is in once the last rank
-            # arrived): the first op started inside it on an idle thread; joined to the last
-            # rank's arrival in :func:`_collectives`
+            # woken while the collective still runs here (its end recorded later than its
+            # result was in): the thread's first event started inside it after the last rank's
+            # arrival, on a thread outside its ops until then; joined to that arrival in
+            # :func:`_collectives`
             if tid in (ctid, RANK_TIME):
                 continue
-            inside = np.flatnonzero((tt.name_start > cts) & (tt.name_start < c_end))
+            inside = np.flatnonzero((tt.name_start > ready) & (tt.name_start < c_end))
             if not len(inside):
                 continue
             j = int(inside[np.argmin(tt.name_start[inside])])
             at = int(tt.name_start[j])
-            before = tt.name_end[tt.name_start < at]
-            if len(before) and before.max() >= at:
+            since = tt.idle_since(at)
+            if since is not None and since >= at:
                 continue  # running: not idle when it resumed
-            idle_from = int(before.max()) if len(before) else start
+            idle_from = since if since is not None else start
             w = g.node(at, ri)
             rs.resumes.setdefault(c_start, []).append(
                 (w, idle_from, Lane("host", tid=tid, kind="host_overhead"))
@@ -707,6 +713,28 @@ def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], 
                 g.edge(a, e, COLL, g.t[e] - g.t[a], rs.op_lane[e])
 
 
+def _last_arrivals(
+    windows: list[tuple[tuple[str, int], int, int, int | None]], inputs: dict[tuple[str, int], RankInputs]
+) -> dict[tuple[str, int], dict[tuple[int, int], int]]:
+    """Per rank, each host collective arriving in its step window (by thread and start): the
+    latest arrival at its instance among the ranks' windows."""
+    latest: dict[tuple[str, str, int], int] = {}
+    mine: list[tuple[tuple[str, int], tuple[int, int], tuple[str, str, int]]] = []
+    for key, cpu_start, cpu_end, _tid in windows:
+        d = _derived(inputs[key])
+        arrive, rows = d["arrive"], d["coll_rows"]
+        for i in np.flatnonzero((arrive >= cpu_start) & (arrive < cpu_end)).tolist():
+            source, collective, seq, _name, tid, _dev, _stream, at = rows[i]
+            inst = (source, collective, seq)
+            latest[inst] = max(latest.get(inst, at), at)
+            if tid is not None:
+                mine.append((key, (tid, at), inst))
+    out: dict[tuple[str, int], dict[tuple[int, int], int]] = {}
+    for key, anchor, inst in mine:
+        out.setdefault(key, {})[anchor] = latest[inst]
+    return out
+
+
 def step_graph(
     step: int,
     windows: list[tuple[tuple[str, int], int, int, int | None]],
@@ -717,9 +745,10 @@ def step_graph(
     ``late`` (:func:`~.critical_path_inputs.lateness`' rows) what the straggler change cuts."""
     g = Graph()
     parts: list[RankStep] = []
+    last = _last_arrivals(windows, inputs)
     for ri, (key, cpu_start, cpu_end, main_tid) in enumerate(windows):
         inp = inputs[key]
-        rs = RankStep(key, step, cpu_start, cpu_end, threads=inp.threads)
+        rs = RankStep(key, step, cpu_start, cpu_end, threads=inp.threads, last_arrival=last.get(key, {}))
         _rank_graph(g, ri, rs, inp, main_tid)
         parts.append(rs)
     _collectives(g, parts, inputs)

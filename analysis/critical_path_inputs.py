@@ -109,13 +109,37 @@ class ThreadTime:
                 out.append((s, e, rc[i]))
         return out
 
-    def pieces_of(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
-        """:meth:`pieces` of many stretches ``[a, b)`` at once: each stretch's number of pieces,
-        then all pieces' starts, ends and classes, stretch after stretch in time order."""
+    def class_runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Runs of one class (adjacent intervals of the same class merged): their bounds (one
+        more than runs) and classes (made once)."""
         if self._runs is None:
             change = np.r_[True, self.cls[1:] != self.cls[:-1]]
             self._runs = (np.r_[self.bp[:-1][change], self.bp[-1]], self.cls[change].astype(np.int64))
-        rb, rc = self._runs
+        return self._runs
+
+    def in_op(self, x: int) -> bool:
+        """Whether one of the thread's ops (or a DataLoader fetch) runs across instant ``x``."""
+        rb, rc = self.class_runs()
+        before = max(int(np.searchsorted(rb, x, side="left")) - 1, 0)
+        after = int(np.searchsorted(rb, x, side="right")) - 1
+        return bool(rc[before] != HOST_OVERHEAD and rc[after] != HOST_OVERHEAD)
+
+    def idle_since(self, x: int) -> int | None:
+        """The end of the thread's last op (or DataLoader fetch) by instant ``x`` (``x`` itself
+        while one runs), None when it ran none before. Annotations and python frames are no
+        ops: a user's range, or ``loss.backward()``'s frame, holds the thread's waits too."""
+        rb, rc = self.class_runs()
+        i = int(np.searchsorted(rb, x, side="left")) - 1  # the run holding the instant before x
+        if i < 0:
+            return None
+        if rc[i] != HOST_OVERHEAD:
+            return x
+        return int(rb[i]) if i > 0 else None
+
+    def pieces_of(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`pieces` of many stretches ``[a, b)`` at once: each stretch's number of pieces,
+        then all pieces' starts, ends and classes, stretch after stretch in time order."""
+        rb, rc = self.class_runs()
         i0 = np.maximum(np.searchsorted(rb, a, side="right") - 1, 0)
         i1 = np.minimum(np.searchsorted(rb, b, side="left"), len(rc))
         count = np.maximum(i1, i0 + 1) - i0

@@ -92,10 +92,28 @@ def test_mtia_compute_saving_is_half_its_host_ops(imported_trace):
     )
     device = union_us([(e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "mtia_ccp_events"])
     assert host == 13_266_053.337402344 and 7.7e6 < device < 7.71e6
-    # the path: the step, all host ops, no device work on it
+    # the main thread waits for each barrier it asks for: a c10d::barrier, then a gloo:barrier on
+    # a worker thread while the main thread runs no op (inside its own annotation), resuming
+    # within 0.1 ms of the barrier's end
+    main = step["tid"]
+    ops = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "cpu_op" and e["tid"] == main)
+    asked, gloo = (
+        sorted((e for e in ev if e.get("name") == name and lo <= e["ts"] < hi), key=lambda e: e["ts"])
+        for name in ("c10d::barrier", "gloo:barrier")
+    )
+    assert len(asked) == len(gloo) == 48
+    for a, g in zip(asked, gloo, strict=True):
+        g_end = g["ts"] + g["dur"]
+        assert g["tid"] != main and a["ts"] + a["dur"] <= g["ts"]
+        resume = min(s for s, _e in ops if s >= g_end)
+        assert resume - g_end < 100 and not any(s < resume and e > a["ts"] + a["dur"] for s, e in ops)
+    # the path: the step, all host ops but the barrier calls (their span is the wait for the
+    # barrier, reached through the worker's barrier), the barriers, no device work
     kinds = by_kind(out)
-    assert abs(kinds["host_compute"] - host * US) <= 1 * US
-    assert set(kinds) == {"host_compute", "host_overhead"}
+    calls = sum(e["dur"] for e in asked)
+    assert abs(kinds["host_compute"] - (host - calls) * US) <= 1 * US
+    assert abs(kinds["communication"] - sum(g["dur"] for g in gloo) * US) <= 1 * US
+    assert set(kinds) == {"host_compute", "host_overhead", "communication"}
     # twice faster, the host (13.27 s of ops -> 6.63 s) still outlasts the device's busy time
     # halved (3.85 s): the step shortens by half its host ops
     assert device / 2 < (hi - lo) - host / 2

@@ -25,6 +25,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from profui.analysis.pipeline.answers import answers
+
 sys.path.insert(0, str(Path(__file__).resolve().parent / "injected"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
@@ -35,6 +37,8 @@ PROFUI = str(Path(sys.executable).with_name("profui"))
 #: The issue's bound: recoverable time within 25% of the measured gain.
 TOLERANCE = 0.25
 LATE_RANK = 1  # late_rank.py's LATE_RANK
+#: Each straggler run's late rank (the scripts' LATE_RANK).
+LATE = {"late_rank": LATE_RANK, "late_before_backward": 0}
 #: activations_alive.py keeps its hidden activation each step: batch 256 x 4096 float32.
 KEPT_BYTES_PER_STEP = 256 * 4096 * 4
 GLOO = "gloo:all_reduce"
@@ -87,7 +91,15 @@ def _brief(findings: list[dict]) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["dataloader_sleep", "host_stall", "late_rank", "compute_heavy", "activations_alive"]
+    "name",
+    [
+        "dataloader_sleep",
+        "host_stall",
+        "late_rank",
+        "late_before_backward",
+        "compute_heavy",
+        "activations_alive",
+    ],
 )
 def test_top_finding_names_the_cause(runs, name):
     findings = runs.explain(name)["findings"]
@@ -99,13 +111,13 @@ def test_top_finding_names_the_cause(runs, name):
     assert risks == sorted(risks, reverse=True)
     ranked = [f["recoverable_ns_per_step"] for f, risk in zip(findings, risks, strict=True) if not risk]
     assert ranked == sorted(ranked, reverse=True)
-    if name == "late_rank":
-        assert top["timeline"]["rank"] == LATE_RANK
-        assert LATE_RANK in top["ranks"]
-        assert re.search(rf"\brank {LATE_RANK}\b", top["title"], re.IGNORECASE), top["title"]
+    if name in LATE:
+        assert top["timeline"]["rank"] == LATE[name]
+        assert LATE[name] in top["ranks"]
+        assert re.search(rf"\brank {LATE[name]}\b", top["title"], re.IGNORECASE), top["title"]
 
 
-@pytest.mark.parametrize("name", ["dataloader_sleep", "host_stall", "late_rank"])
+@pytest.mark.parametrize("name", ["dataloader_sleep", "host_stall", "late_rank", "late_before_backward"])
 def test_recoverable_time_is_the_measured_gain(runs, name):
     m = runs.measured(name)  # measured first: the plain runs do not share the CPUs with anything of ours
     findings = runs.explain(name)["findings"]
@@ -146,7 +158,7 @@ def test_memory_finding_states_the_kept_bytes_per_step(runs):
     )
 
 
-def _gloo_arrivals(trace: Path) -> dict[int, dict[int, int]]:
+def _gloo_arrivals(trace: Path, nproc: int = NPROC) -> dict[int, dict[int, int]]:
     """Per traced step and rank, the start of the rank's first gloo all-reduce in the step (plain
     Python over the events files: ProfilerStep#N windows, gloo:all_reduce rows); steps every
     rank reached only."""
@@ -166,7 +178,7 @@ def _gloo_arrivals(trace: Path) -> dict[int, dict[int, int]]:
                 if lo <= r["ts"] < hi:
                     cur = first.setdefault(n, {}).get(rank)
                     first[n][rank] = r["ts"] if cur is None else min(cur, r["ts"])
-    return {n: by for n, by in first.items() if len(by) == NPROC}
+    return {n: by for n, by in first.items() if len(by) == nproc}
 
 
 def test_steps_and_communication_name_the_same_straggler(runs):
@@ -190,6 +202,36 @@ def test_steps_and_communication_name_the_same_straggler(runs):
         waits.setdefault(r["step"], {})[r["rank"]] = r["communication_ns"]
     least = {n: min(by, key=by.get) for n, by in waits.items()}
     assert least == named
+
+
+def test_a_wait_inside_a_users_range_is_waiting_for_the_late_rank(runs):
+    """late_before_backward: rank 1's main thread waits for the all-reduce outside any op but
+    inside its ``fwd_bwd`` annotation (the premise, read from the events in plain Python); each
+    analysed step's path on rank 1 waits for rank 0 as long as rank 0 arrived after rank 1 (the
+    gloo rows' starts), within 10% or 0.5 ms, and none of that wait is host time (before the
+    fix: 0 waiting for a rank, ~20 ms of host time outside ops)."""
+    name = "late_before_backward"
+    trace = runs.trace(name)
+    arrivals = _gloo_arrivals(trace, CAUSES[name].nproc)
+    late = LATE[name]
+    rows = pq.read_table(next(trace.glob("node=*/rank=1/events-*.parquet"))).to_pylist()
+    main = {r["tid"] for r in rows if r["kind"] == "step"}
+    ops = [(r["ts"], r["ts"] + r["dur"]) for r in rows if r["kind"] == "cpu_op" and r["tid"] in main]
+    ranges = [(r["ts"], r["ts"] + r["dur"]) for r in rows if r["name"] == "fwd_bwd" and r["tid"] in main]
+    for n, by in arrivals.items():
+        at = by[late]  # when rank 1's all-reduce could end: rank 0 arrived
+        assert by[1] < at and not any(lo < at < hi for lo, hi in ops), n
+        assert any(lo < at < hi for lo, hi in ranges), n
+    out = answers(trace, ["critical_path"], lambda: None).outputs["critical_path"]
+    kinds = out["by_kind.parquet"].filter(rank=1)
+    steps = sorted(set(kinds["step"].to_list()) & set(arrivals))
+    assert len(steps) >= 10, steps
+    for n in steps:
+        want = arrivals[n][late] - arrivals[n][1]
+        got = kinds.filter(step=n, kind="rank_wait")["ns"].sum()
+        assert abs(got - want) <= max(0.10 * want, 500_000), (n, got, want)
+        host = kinds.filter(step=n, kind="host_overhead")["ns"].sum()
+        assert host < want / 2, (n, host, want)
 
 
 def _dashboard_headline(trace: Path) -> str:

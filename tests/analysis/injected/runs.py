@@ -37,6 +37,10 @@ class Cause:
     #: nothing injected have no gain to measure)
     has_gain: bool = True
     profcap_args: tuple[str, ...] = field(default=())
+    #: ranks of a distributed run
+    nproc: int = NPROC
+    #: the steps profcap traces (more where one disturbed step would weigh too much)
+    traced_steps: str = TRACED_STEPS
 
     @property
     def script(self) -> Path:
@@ -46,7 +50,7 @@ class Cause:
     def command(self, *args: str) -> list[str]:
         """The command that runs the script (torchrun for the distributed one)."""
         if self.distributed:
-            launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(NPROC)]
+            launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(self.nproc)]
             return [sys.executable, *launcher, str(self.script), *args]
         return [sys.executable, str(self.script), *args]
 
@@ -57,6 +61,7 @@ CAUSES = {
         Cause("dataloader_sleep", "input"),
         Cause("host_stall", "host"),
         Cause("late_rank", "straggler", distributed=True),
+        Cause("late_before_backward", "straggler", distributed=True, nproc=2, traced_steps="4-15"),
         Cause("compute_heavy", "compute", has_gain=False),
         Cause("activations_alive", "memory", has_gain=False, profcap_args=("--memory",)),
     )
@@ -117,7 +122,7 @@ def record(cause: Cause, trace: Path, timeout: float = 240) -> subprocess.Comple
         "-o",
         str(trace),
         "--steps",
-        TRACED_STEPS,
+        cause.traced_steps,
         "--no-perf",
     ]
     return subprocess.run(

@@ -183,10 +183,33 @@ def _applied() -> pl.Expr:
     return pl.when(pl.col("event") == "oom").then(0).otherwise(pl.col("bytes").fill_null(0))
 
 
-def memory_counts(events: pl.LazyFrame, rows: pl.LazyFrame | None = None) -> dict[str, Any]:
+#: Why a trace has no ``[memory]`` events, by the manifest's ``source``: only the PyTorch
+#: profiler records the allocator's events; the Nsight and JAX imports never bring any.
+_NO_MEMORY_WHY = {
+    "profcap": "recorded without --memory (profcap --memory records them)",
+    "kineto-import": "the PyTorch profiler ran without profile_memory=True",
+    "nsys-import": "an Nsight Systems export brings none (profui reads the allocator's events from "
+    "PyTorch profiler traces recorded with profile_memory=True)",
+    "jax-import": "a JAX trace brings none (profui reads the allocator's events from PyTorch "
+    "profiler traces recorded with profile_memory=True)",
+}
+
+
+def no_memory_note(source: str | None) -> str:
+    """The note for a trace without ``[memory]`` events, worded for its ``source`` (the
+    manifest's: ``profcap``, ``kineto-import``, ``nsys-import``, ``jax-import``, ...)."""
+    why = _NO_MEMORY_WHY.get(
+        source or "", "they come from the PyTorch profiler with profile_memory=True (profcap --memory)"
+    )
+    return f"no memory events ([memory]): {why}"
+
+
+def memory_counts(
+    events: pl.LazyFrame, rows: pl.LazyFrame | None = None, source: str | None = None
+) -> dict[str, Any]:
     """``{"events": n, "unreadable": n, "devices": n, "note": ...}``: how many ``[memory]`` /
     ``[OutOfMemory]`` events the trace holds, how many could not be read, and a plain note when
-    there are none (recorded without ``profile_memory``)."""
+    there are none (:func:`no_memory_note` for the trace's ``source``)."""
     c = (
         (rows if rows is not None else _raw_memory_rows(events))
         .select(
@@ -202,7 +225,7 @@ def memory_counts(events: pl.LazyFrame, rows: pl.LazyFrame | None = None) -> dic
     )
     n, bad, devices = int(c["events"]), int(c["unreadable"] or 0), int(c["devices"] or 0)
     if n == 0:
-        note = "no memory events ([memory]): the trace was recorded without profile_memory=True (profcap --memory records them)"
+        note = no_memory_note(source)
     elif bad:
         note = f"{bad} of {n} memory events could not be read (a total or the device is not an integer) and are left out"
     else:

@@ -81,7 +81,7 @@ def annotation_breakdown(
     )
 
 
-def _side_windows(windows: pl.LazyFrame) -> pl.LazyFrame:
+def side_windows(windows: pl.LazyFrame) -> pl.LazyFrame:
     """Step windows per side: ``node, rank, step, side, w_start, w_end``."""
     cols = windows.collect_schema().names()
     per_side = {"cpu": ("cpu_start_ns", "cpu_end_ns"), "gpu": ("start_ns", "end_ns")}
@@ -126,7 +126,7 @@ def annotation_per_step(
         ann = ann.filter(pl.col("name").is_in(list(names)))
     if side is not None:
         ann = ann.filter(pl.col("side") == side)
-    w = _side_windows(windows)
+    w = side_windows(windows)
     keys = ["node", "rank", "step", "side", "name"]
     ranges = ann.select(
         "node",

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -271,15 +272,18 @@ def _mfu_basis(totals: dict[str, Any]) -> str:
     return f"{what}, peak {(peak + ' ') if peak else ''}{fmt_tflops(totals.get('peak_tflops'))}{given}"
 
 
-def profile_of(path: str | Path, label: str | None = None) -> dict[str, Any]:
+def profile_of(
+    path: str | Path, label: str | None = None, say: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """:func:`profile` of the trace folder ``path`` from its stage outputs, taken where the
-    dashboard takes them (:func:`profui.analysis.pipeline.answers.answers`: cached when warm)."""
+    dashboard takes them (:func:`profui.analysis.pipeline.answers.answers`: cached when warm;
+    its progress lines to ``say``)."""
     from .pipeline.answers import answers
     from .trace import open_trace
 
     trace = open_trace(path)
     m = trace.manifest
-    got = answers(Path(path), STAGES, trace=lambda: trace)
+    got = answers(Path(path), STAGES, trace=lambda: trace, say=say)
     info = {
         "path": label or str(path),
         "folder": str(Path(path).resolve()),

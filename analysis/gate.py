@@ -104,12 +104,24 @@ def _change(cond: Condition, m: dict[str, Any]) -> tuple[float, str]:
     return m["delta"], f"{m['delta']:+,.0f}"
 
 
+def _not_compared(metric: str, result: dict[str, Any]) -> str:
+    """The diff's note saying why it did not compare step times (a side without step markers,
+    a baseline saved by an older profui, and what to do), for a step metric; else ''."""
+    if not metric.startswith("step_"):
+        return ""
+    why = (n for n in result.get("notes", []) if n.startswith(("step time not compared", "no step markers")))
+    return next(why, "")
+
+
 def check(conditions: list[Condition], result: dict[str, Any]) -> list[dict[str, Any]]:
     """Evaluate each condition on a diff result: a dict of :data:`CONDITION_KEYS` each."""
     out = []
     for cond in conditions:
         m = result["metrics"].get(cond.metric)
         if m is None or m["base"] is None or m["new"] is None:
+            why = _not_compared(cond.metric, result)
+            if why:
+                raise GateError(f"--fail-if {cond.text!r}: {cond.metric} cannot be gated: {why}")
             known = ", ".join(sorted(n for n, v in result["metrics"].items() if v["delta"] is not None))
             raise GateError(f"--fail-if {cond.text!r}: {cond.metric} is not in both traces (there: {known})")
         change, shown = _change(cond, m)

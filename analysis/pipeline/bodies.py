@@ -362,7 +362,7 @@ def allocations(ctx: StageContext) -> dict[str, Any]:
     if not ctx.input("steps", "steps.json")["has_markers"]:  # one window per rank, not steps
         windows = windows.head(0)
     rows = al.memory_rows(ev).collect(engine=ENGINE).lazy()
-    counts = al.memory_counts(ev, rows)
+    counts = al.memory_counts(ev, rows, ctx.trace.manifest.source)
     if not counts["events"]:  # recorded without profile_memory: every table is empty
         empty = {file: decl.empty() for (stage, file), decl in TABLES.items() if stage == "allocations"}
         return {**empty, "allocations.json": counts}

@@ -51,15 +51,21 @@ def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def session_calls(
-    cache: Path, calls: list[tuple[str, dict[str, Any]]], progress: list | None = None
+    cache: Path,
+    calls: list[tuple[str, dict[str, Any]]],
+    progress: list | None = None,
+    command: list[str] | None = None,
+    stderr: Path | None = None,
 ) -> list[Any]:
-    """Start ``profui mcp``, list its tools, make ``calls`` in order; the tools listing and each
-    call's result (a CallToolResult), each call bounded to 240 s."""
+    """Start ``profui mcp`` (or ``command``), list its tools, make ``calls`` in order; the tools
+    listing and each call's result (a CallToolResult), each call bounded to 240 s. The server's
+    stderr goes to ``stderr`` when given."""
 
     async def main() -> list[Any]:
-        params = StdioServerParameters(command=PROFUI, args=["mcp"], env={"PROFUI_CACHE": str(cache)})
+        exe, *args = command or [PROFUI, "mcp"]
+        params = StdioServerParameters(command=exe, args=args, env={"PROFUI_CACHE": str(cache)})
         out: list[Any] = []
-        with open(os.devnull, "w") as errlog:
+        with open(stderr or os.devnull, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
                 await s.initialize()
                 out.append((await s.list_tools()).tools)
@@ -96,9 +102,58 @@ def traces(cpu_run: Path) -> dict[str, Path]:
 # -- schemas ---------------------------------------------------------------------------------------
 
 
-def test_every_tool_has_an_input_and_an_output_schema(cache: Path) -> None:
-    (tools,) = session_calls(cache, [])
+def nested_objects(value: Any, path: tuple = ()) -> dict[tuple, tuple]:
+    """The objects inside ``value`` (not itself), one per place in its shape: ``{shape: path}``
+    (the shape a path with each list index 0)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []
+    out: dict[tuple, tuple] = {}
+    for k, v in items:
+        here = (*path, k)
+        if isinstance(v, dict):
+            out.setdefault(tuple(0 if isinstance(p, int) else p for p in here), here)
+        for shape, full in nested_objects(v, here).items():
+            out.setdefault(shape, full)
+    return out
+
+
+def test_every_tool_has_an_input_and_an_output_schema(cache: Path, cpu_run: Path) -> None:
+    """Each output schema (JSON Schema 2020-12, checked by jsonschema) validates a real result of
+    its tool and refuses it with one more key, at the top and in each object inside."""
+    import copy
+
+    from jsonschema import Draft202012Validator
+
+    trace = str(shared_trace(KINETO))
+    tools, *results = session_calls(
+        cache,
+        [
+            ("list_traces", {"folder": str(cpu_run.parent)}),
+            ("import_trace", {"path": trace}),
+            ("summary", {"trace": trace, "sections": ["all"]}),
+            ("explain", {"trace": trace}),
+            ("diff", {"base": str(cpu_run), "new": str(cpu_run), "fail_if": ["step_p50>+5%"]}),
+            ("top", {"trace": trace, "what": "annotations", "step": 3}),
+            ("events", {"trace": trace, "step": 3, "limit": 20}),
+            ("memory_peak", {"trace": trace}),
+        ],
+    )
     assert {t.name for t in tools} == TOOLS
+    by_tool = {t.name: t for t in tools}
+    names = ["list_traces", "import_trace", "summary", "explain", "diff", "top", "events", "memory_peak"]
+    for name, result in zip(names, results, strict=True):
+        doc = ok(result)
+        check = Draft202012Validator(by_tool[name].output_schema)
+        assert not list(check.iter_errors(doc)), name
+        assert not check.is_valid({**doc, "extra": 1}), name
+        inner = nested_objects(doc).values()
+        assert inner or name == "list_traces", name
+        for path in inner:
+            grown = copy.deepcopy(doc)
+            target = grown
+            for k in path:
+                target = target[k]
+            target["profui_extra_key"] = {"not": ["a value of this object"]}
+            assert not check.is_valid(grown), (name, path)
     for t in tools:
         assert t.input_schema["type"] == "object" and t.input_schema.get("properties"), t.name
         assert t.output_schema and t.output_schema.get("type") == "object", t.name
@@ -221,27 +276,53 @@ def step_windows(
     return host, (min(r["ts"] for r in launches), max(r["ts"] + r["dur"] for r in device))
 
 
-def sums(rows: list[dict[str, Any]], end: int | None = None) -> dict[str, tuple[int, int]]:
-    """``{name: (count, total duration)}``, each duration cut at ``end`` when given."""
-    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+def launched(rows: list[dict[str, Any]], host: tuple[int, int], rank: int) -> list[dict[str, Any]]:
+    """The device rows of ``rank`` whose correlation is that of a launch call (runtime/driver)
+    starting in the host window ``host``: the work the step launched."""
+    calls = {
+        r["correlation"]
+        for r in rows
+        if r["rank"] == rank
+        and r["kind"] in ("runtime", "driver")
+        and r["correlation"] is not None
+        and host[0] <= r["ts"] < host[1]
+    }
+    on_device = [
+        r for r in rows if r["rank"] == rank and (r["device"] if r["device"] is not None else -1) >= 0
+    ]
+    return [r for r in on_device if r["correlation"] in calls]
+
+
+def sums(rows: list[dict[str, Any]], window: tuple[int, int] | None = None, side: str = "cpu") -> dict:
+    """``{(side, name): (count, total duration)}``, each duration cut to ``window`` when given."""
+    out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
-        out[r["name"]][0] += 1
-        out[r["name"]][1] += r["dur"] if end is None else min(r["ts"] + r["dur"], end) - r["ts"]
+        lo, hi = window or (r["ts"], r["ts"] + r["dur"])
+        out[(side, r["name"])][0] += 1
+        out[(side, r["name"])][1] += min(r["ts"] + r["dur"], hi) - max(r["ts"], lo)
     return {k: (c, t) for k, (c, t) in out.items()}
 
 
-def ranked(totals: dict[str, tuple[int, int]], n: int) -> list[tuple[str, int, int]]:
-    return sorted(((k, c, t) for k, (c, t) in totals.items()), key=lambda x: (-x[2], x[0]))[:n]
+def ranked(totals: dict[tuple[str, str], tuple[int, int]], n: int) -> list[tuple[str, str, int, int]]:
+    return sorted(((*k, c, t) for k, (c, t) in totals.items()), key=lambda x: (-x[3], x[0], x[1]))[:n]
 
 
-def top_rows(doc: dict[str, Any]) -> list[tuple[str, int, int]]:
-    return [(r["name"], r["count"], r["total_ns"]) for r in doc["rows"]]
+def top_rows(doc: dict[str, Any]) -> list[tuple[str, str, int, int]]:
+    return [(r["side"], r["name"], r["count"], r["total_ns"]) for r in doc["rows"]]
+
+
+def meeting(rows: list[dict[str, Any]], window: tuple[int, int]) -> list[dict[str, Any]]:
+    """The ranges of ``rows`` that meet ``window`` (start before its end, end after its start)."""
+    return [r for r in rows if r["ts"] < window[1] and r["ts"] + r["dur"] > window[0]]
 
 
 @pytest.mark.parametrize(("kind", "step", "rank"), [("kineto", 3, 1), ("nsys", 0, 1), ("cpu", 4, 0)])
 def test_top_equals_plain_sums_over_the_steps_raw_events(
     kind: str, step: int, rank: int, cache: Path, cpu_run: Path
 ) -> None:
+    """Kernels: the step's launches' correlations (each kernel whole); ops: starting in the host
+    window, cut at its end; annotations: host ranges meeting the host window, device ranges the
+    device window, each cut to it."""
     trace = str(traces(cpu_run)[kind])
     calls = [
         ("top", {"trace": trace, "what": w, "step": step, "rank": rank, "n": 8})
@@ -252,19 +333,21 @@ def test_top_equals_plain_sums_over_the_steps_raw_events(
     folder = Path(ok(kernels)["trace"])
     rows = raw_events(folder)
     host, device = step_windows(rows, step, rank)
-    klo, khi = device or host
     mine = [r for r in rows if r["rank"] == rank]
-    k = [r for r in mine if r["kind"] == "kernel" and klo <= r["ts"] < khi]
+    k = [r for r in launched(rows, host, rank) if r["kind"] == "kernel"]
     o = [r for r in mine if r["kind"] == "cpu_op" and host[0] <= r["ts"] < host[1]]
-    a = [r for r in mine if r["kind"] in ("annotation", "gpu_annotation") and host[0] <= r["ts"] < host[1]]
-    assert top_rows(ok(kernels)) == ranked(sums(k, khi), 8)
-    assert top_rows(ok(ops)) == ranked(sums(o, host[1]), 8)
-    assert top_rows(ok(annotations)) == ranked(sums(a, host[1]), 8)
+    a = sums(meeting([r for r in mine if r["kind"] == "annotation"], host), host)
+    a |= sums(
+        meeting([r for r in mine if r["kind"] == "gpu_annotation"], device or host), device or host, "gpu"
+    )
+    assert top_rows(ok(kernels)) == ranked(sums(k, side="gpu"), 8)
+    assert top_rows(ok(ops)) == ranked(sums(o, (host[0], host[1])), 8)
+    assert top_rows(ok(annotations)) == ranked(a, 8)
     assert ok(ops)["names"] == len(sums(o)) and ok(ops)["window_ns"] == host[1] - host[0]
     for r in ok(ops)["rows"]:
         assert r["share"] == pytest.approx(r["total_ns"] / (host[1] - host[0]), rel=1e-12)
-    span_end = max(r["ts"] + r["dur"] for r in rows) + 1
-    assert top_rows(ok(whole)) == ranked(sums([r for r in rows if r["kind"] == "cpu_op"], span_end), 5)
+    span = (min(r["ts"] for r in rows), max(r["ts"] + r["dur"] for r in rows) + 1)
+    assert top_rows(ok(whole)) == ranked(sums([r for r in rows if r["kind"] == "cpu_op"], span), 5)
     if kind == "cpu":
         assert not ok(kernels)["rows"]  # a CPU-only run has no kernels, and the answer says why
         assert ok(kernels)["note"].startswith("no device work in this trace")
@@ -273,40 +356,125 @@ def test_top_equals_plain_sums_over_the_steps_raw_events(
         assert ok(kernels)["rows"], "the step ran kernels"
 
 
-def test_top_kernels_of_a_step_against_the_kineto_json(cache: Path) -> None:
-    """The same question answered from the JSON file itself: ProfilerStep#3's launches
-    (cuda_runtime with a correlation inside it) give the device window (the first launch to the
-    end of the last device event they started); the kernels starting in it, summed by name."""
-    path = shared_trace(KINETO)
-    _, got = session_calls(cache, [("top", {"trace": str(path), "what": "kernels", "step": 3, "n": 20})])
-    events = json.load(gzip.open(path))["traceEvents"]
+def kineto_step_kernels(events: list[dict[str, Any]], step: int) -> list[dict[str, Any]]:
+    """From a Kineto JSON's events: ProfilerStep#``step``'s range, the runtime/driver calls
+    starting in it (their correlation ids), the kernels with those ids (ts, dur in ns)."""
     ns = lambda e, k="ts": round(e[k] * 1000)  # noqa: E731  (Kineto's µs)
-    (mark,) = [e for e in events if e.get("name") == "ProfilerStep#3" and e.get("ph") == "X"]
+    (mark,) = [e for e in events if e.get("name") == f"ProfilerStep#{step}" and e.get("ph") == "X"]
     lo, hi = ns(mark), ns(mark) + ns(mark, "dur")
     corr = {
         e["args"]["correlation"]
         for e in events
-        if e.get("cat") == "cuda_runtime" and lo <= ns(e) < hi and "correlation" in e.get("args", {})
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+        and lo <= ns(e) < hi
+        and "correlation" in e.get("args", {})
     }
-    dev = [
-        e
-        for e in events
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-        and e.get("args", {}).get("correlation") in corr
-    ]
-    first_launch = min(
-        ns(e)
-        for e in events
-        if e.get("cat") == "cuda_runtime" and lo <= ns(e) < hi and "correlation" in e["args"]
-    )
-    dlo, dhi = first_launch, max(ns(e) + ns(e, "dur") for e in dev)
-    kernels = [
+    return [
         {"name": e["name"], "ts": ns(e), "dur": ns(e, "dur")}
         for e in events
-        if e.get("cat") == "kernel" and dlo <= ns(e) < dhi
+        if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in corr
     ]
-    assert top_rows(ok(got)) == ranked(sums(kernels, dhi), 20)
-    assert ok(got)["window_ns"] == dhi - dlo
+
+
+@pytest.mark.parametrize(
+    ("name", "steps"),
+    [("hta-negative_queue_length_values_check-rank0.json.gz", [550, 551, 552, 553, 554]), (KINETO, [3])],
+)
+def test_top_kernels_of_a_step_are_those_it_launched_per_the_kineto_json(
+    name: str, steps: list[int], cache: Path
+) -> None:
+    """The same question answered from the JSON file itself (ProfilerStep#N's range, the launch
+    calls in it, the kernels with their correlation ids). On negative_queue the device runs
+    behind the host, so a step's device window reaches into the next steps': each kernel still
+    counts once, in the step that launched it."""
+    path = shared_trace(name)
+    _, *got = session_calls(
+        cache, [("top", {"trace": str(path), "what": "kernels", "step": s, "n": 1000}) for s in steps]
+    )
+    events = json.load(gzip.open(path))["traceEvents"]
+    counted = 0
+    for step, doc in zip(steps, got, strict=True):
+        kernels = kineto_step_kernels(events, step)
+        assert top_rows(ok(doc)) == ranked(sums(kernels, side="gpu"), 1000)
+        assert all(r["share"] <= 1 for r in ok(doc)["rows"])
+        counted += sum(r["count"] for r in ok(doc)["rows"])
+    assert counted <= sum(e.get("cat") == "kernel" for e in events)
+
+
+def test_top_annotations_keep_their_side_as_summary_measures_them(cache: Path) -> None:
+    """ns_resolution step 102: each (side, name) row equals summary --json's annotations per_step
+    of that step (host ranges in the host window, device ranges in the device window); from the
+    JSON itself, ``## backward ##``'s one device range of the step, cut to the device window
+    (first launch in ProfilerStep#102 to the end of the last device event it launched)."""
+    path = shared_trace("hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    _, got = session_calls(
+        cache, [("top", {"trace": str(path), "what": "annotations", "step": 102, "rank": 0, "n": 100})]
+    )
+    per_step = cli_json(cache, "summary", path, "--sections", "annotations")["sections"]["annotations"][
+        "per_step"
+    ]
+    mine = [r for r in per_step if r["step"] == 102 and r["rank"] == 0 and r["count"]]
+    assert {(r[0], r[1]): r[2:] for r in top_rows(ok(got))} == {
+        (r["side"], r["name"]): (r["count"], r["time_ns"]) for r in mine
+    }
+    for r in ok(got)["rows"]:  # the share of its side's window, as per_step's
+        (same,) = [m for m in mine if (m["side"], m["name"]) == (r["side"], r["name"])]
+        assert r["share"] == pytest.approx(same["share"], rel=1e-12)
+    events = json.load(gzip.open(path))["traceEvents"]
+    ns = lambda e, k="ts": round(e[k] * 1000)  # noqa: E731
+    (mark,) = [e for e in events if e.get("name") == "ProfilerStep#102" and e.get("ph") == "X"]
+    lo, hi = ns(mark), ns(mark) + ns(mark, "dur")
+    calls = [
+        e
+        for e in events
+        if e.get("cat") == "cuda_runtime" and lo <= ns(e) < hi and "correlation" in e["args"]
+    ]
+    corr = {e["args"]["correlation"] for e in calls}
+    work = [
+        e
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
+        and e.get("args", {}).get("correlation") in corr
+    ]
+    dlo, dhi = min(ns(e) for e in calls), max(ns(e) + ns(e, "dur") for e in work)
+    backward = [
+        (max(ns(e), dlo), min(ns(e) + ns(e, "dur"), dhi))
+        for e in events
+        if e.get("cat") == "gpu_user_annotation" and e["name"] == "## backward ##"
+        and ns(e) < dhi and ns(e) + ns(e, "dur") > dlo
+    ]  # fmt: skip
+    (row,) = [r for r in ok(got)["rows"] if (r["side"], r["name"]) == ("gpu", "## backward ##")]
+    assert (row["count"], row["total_ns"]) == (len(backward), sum(b - a for a, b in backward)) == (1, 28833)
+
+
+def step_event_rows(rows: list[dict[str, Any]], step: int, rank: int) -> tuple[tuple[int, int], list[dict]]:
+    """A step's events on ``rank``, from the raw rows: host rows starting in its host window, the
+    device rows it launched, device rows without a correlation starting in its device window;
+    and the span of both windows."""
+    host, device = step_windows(rows, step, rank)
+    dev = device or host
+    mine = [r for r in rows if r["rank"] == rank]
+    device_row = lambda r: (r["device"] if r["device"] is not None else -1) >= 0  # noqa: E731
+    picked = [r for r in mine if not device_row(r) and host[0] <= r["ts"] < host[1]]
+    picked += launched(rows, host, rank)
+    picked += [r for r in mine if device_row(r) and r["correlation"] is None and dev[0] <= r["ts"] < dev[1]]
+    return (min(host[0], dev[0]), max(host[1], dev[1])), picked
+
+
+def test_a_steps_events_are_its_host_window_and_what_it_launched(cache: Path) -> None:
+    """On negative_queue the device runs behind: step 550's events hold none of step 551's host
+    events, and every device event is one step 550 launched."""
+    trace = str(shared_trace("hta-negative_queue_length_values_check-rank0.json.gz"))
+    _, got = session_calls(cache, [("events", {"trace": trace, "step": 550, "limit": 5000})])
+    doc = ok(got)
+    rows = raw_events(Path(doc["trace"]))
+    (lo, hi), expected = step_event_rows(rows, 550, 0)
+    assert doc["window"] == {"start_ns": lo, "end_ns": hi, "clipped": False}
+    assert doc["total"] == len(expected) and doc["truncated"] == (len(expected) > 5000)
+    host, _ = step_windows(rows, 550, 0)
+    first = sorted(expected, key=lambda r: (r["ts"], r["kind"], r["name"], r["tid"]))[:5000]
+    assert [(r[0], r[2], r[3]) for r in doc["rows"]] == [(r["ts"], r["kind"], r["name"]) for r in first]
+    assert all(r[0] < host[1] for r in doc["rows"] if r[5] is None or r[5] < 0)  # no host event of 551
 
 
 def test_events_are_the_windows_raw_rows_bounded_and_clipped(cache: Path) -> None:
@@ -322,9 +490,7 @@ def test_events_are_the_windows_raw_rows_bounded_and_clipped(cache: Path) -> Non
     )
     doc = ok(step_rows)
     rows = raw_events(Path(doc["trace"]))
-    host, device = step_windows(rows, 3, 1)
-    lo, hi = host[0], max(host[1], device[1] if device else host[1])
-    inside = [r for r in rows if r["rank"] == 1 and lo <= r["ts"] < hi]
+    (lo, hi), inside = step_event_rows(rows, 3, 1)
     assert doc["window"] == {"start_ns": lo, "end_ns": hi, "clipped": False}
     assert doc["columns"] == ["ts_ns", "dur_ns", "kind", "name", "tid", "device", "stream", "correlation"]
     assert doc["total"] == len(inside) > 5000 and doc["truncated"] and doc["count"] == 5000
@@ -354,7 +520,7 @@ def test_events_are_the_windows_raw_rows_bounded_and_clipped(cache: Path) -> Non
     assert first["window"]["start_ns"] == start
     # a window of 10^15 ns from the trace's start reaches far past its end: clipped, not an error
     # a window between two events' starts holds the first and not the second ([start, end))
-    starts = sorted({r["ts"] for r in inside})
+    starts = sorted({r["ts"] for r in inside if r["device"] is None or r["device"] < 0})
     a, b = starts[100], starts[160]
     _, wide, between = session_calls(
         cache,
@@ -377,8 +543,13 @@ def test_events_are_the_windows_raw_rows_bounded_and_clipped(cache: Path) -> Non
 
 def test_memory_peak_is_the_running_sums_maximum_and_a_trace_without_memory_says_so(cache: Path) -> None:
     path = shared_trace(KINETO)
-    _, got, none = session_calls(
-        cache, [("memory_peak", {"trace": str(path)}), ("memory_peak", {"trace": str(nsys_export(NSYS))})]
+    _, got, none, jax = session_calls(
+        cache,
+        [
+            ("memory_peak", {"trace": str(path)}),
+            ("memory_peak", {"trace": str(nsys_export(NSYS))}),
+            ("memory_peak", {"trace": str(SAMPLES / "jax_cpu")}),
+        ],
     )
     by_device: dict[tuple[int, int], list[dict]] = defaultdict(list)
     for e in json.load(gzip.open(path))["traceEvents"]:
@@ -403,7 +574,12 @@ def test_memory_peak_is_the_running_sums_maximum_and_a_trace_without_memory_says
     assert sorted(d["peak_allocated_bytes"] for d in doc["devices"]) == sorted(p[0] for p in peaks.values())
     assert all(a["bytes"] <= cuda[0] for a in doc["live_at_peak"])
     empty = ok(none)
-    assert not empty["has_memory_events"] and "no memory events" in empty["note"] and empty["peak"] is None
+    assert not empty["has_memory_events"] and empty["peak"] is None
+    # one note, worded for the trace's source (no profile_memory switch brings them to Nsight or JAX)
+    assert empty["note"].startswith("no memory events ([memory]): an Nsight Systems export brings none")
+    assert ok(jax)["note"].startswith("no memory events ([memory]): a JAX trace brings none")
+    notes = cli_json(cache, "summary", nsys_export(NSYS))["notes"]
+    assert empty["note"] in notes
 
 
 # -- listing, importing, progress ------------------------------------------------------------------
@@ -439,6 +615,57 @@ def test_import_reports_progress_and_is_reused(tmp_path: Path) -> None:
     # the first analysis says each stage it runs; the next call reads the outputs it recorded
     assert any(m and "ingest" in m for m in messages) and any(m and "steps" in m for m in messages), messages
     assert messages[-1] == "reading cached analysis outputs" and ok(warm)["rows"]
+
+
+#: The server with every trace summarised rank by rank on Dask, as one over 512 MiB is.
+BY_RANKS_SERVER = [
+    sys.executable,
+    "-c",
+    "import profui.analysis.distributed as d; d.IN_PROCESS_BYTES = 0; "
+    "from profui.tui.mcp.server import serve; serve()",
+]
+
+
+def test_a_summary_by_ranks_reports_each_rank_to_the_client(tmp_path: Path) -> None:
+    """Forced onto the by-ranks path: the client hears that path named and ``k/N ranks`` as each
+    rank finishes; the server's stderr carries none of it, and no line says 'in memory'."""
+    seen: list = []
+    trace = str(nsys_export(NSYS))
+    err = tmp_path / "stderr.log"
+    _, doc = session_calls(
+        tmp_path / "cache", [("summary", {"trace": trace})], seen, command=BY_RANKS_SERVER, stderr=err
+    )
+    assert ok(doc)["trace"]["ranks"] == [0, 1]
+    messages = [m for _, _, m in seen]
+    assert "analysing rank by rank on a local Dask cluster (its events files are over 0 MiB)" in messages
+    assert messages[-2:] == ["1/2 ranks", "2/2 ranks"], messages
+    assert not any("in memory" in m for m in messages)
+    assert "ranks" not in err.read_text()
+
+
+def test_many_ranks_are_named_first_to_last(tmp_path: Path) -> None:
+    """A 10-rank job (the project's synthetic generator: 2 nodes of 5 GPUs): a refusal names its
+    ranks as '0 to 9', the rule of every such message."""
+    trace = tmp_path / "ten"
+    made = subprocess.run(
+        [sys.executable, str(SAMPLES / "generate_synthetic.py"), "-o", str(trace), "--events", "20000"]
+        + ["--nodes", "2", "--gpus-per-node", "5", "--steps", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    _, no_rank, bad_rank, memory = session_calls(
+        tmp_path / "cache",
+        [
+            ("events", {"trace": str(trace)}),
+            ("events", {"trace": str(trace), "rank": 99}),
+            ("memory_peak", {"trace": str(trace), "rank": 99}),
+        ],
+    )
+    assert one_line(no_rank) == "profui: rank: the trace has ranks 0 to 9; name one"
+    assert one_line(bad_rank) == "profui: rank 99: no such rank (ranks: 0 to 9)"
+    assert one_line(memory) == "profui: rank 99: no such rank (ranks: 0 to 9)"
 
 
 # -- hostile input ---------------------------------------------------------------------------------
@@ -503,6 +730,40 @@ def test_bad_input_is_a_one_line_tool_error_and_the_server_goes_on(cache: Path, 
     assert "no such step" in texts[10] and "steps: 2, 3, 4, 5, 6" in texts[10]
     assert "no such rank (ranks: 1)" in texts[11] and "no such rank" in texts[12]
     assert "'kernels', 'ops' or 'annotations'" in texts[14] and texts[15].startswith("profui: events: trace:")
+
+
+def test_a_negative_top_and_a_step_gate_on_an_old_baseline_are_refused_saying_why(
+    cpu_run: Path, tmp_path: Path
+) -> None:
+    """diff --top -1 is refused as summary and explain refuse theirs (it meant 'all'); a gate on
+    step_p50 against a baseline saved before step periods were kept (version 1, no runtime
+    calls) says why it cannot be gated and what to do. The tool's line is the command's."""
+    cache = tmp_path / "cache"
+    saved = run_profui("diff", "--save-baseline", "old", str(cpu_run), cache=cache)
+    assert saved.returncode == 0, saved.stderr
+    file = cache / "baselines" / "old.json"
+    doc = json.loads(file.read_text())
+    del doc["runtime"]
+    file.write_text(json.dumps({**doc, "version": 1}))
+    _, negative, gated = session_calls(
+        cache,
+        [
+            ("diff", {"base": str(cpu_run), "new": str(cpu_run), "top": -1}),
+            ("diff", {"base": "old", "new": str(cpu_run), "fail_if": ["step_p50>+5%"]}),
+        ],
+    )
+    cli = run_profui("diff", cpu_run, cpu_run, "--top", "-1", cache=cache)
+    assert cli.returncode == 2 and cli.stderr == "profui: --top: must be at least 0 (0: all), got -1\n"
+    assert one_line(negative) == "profui: top: must be at least 0 (0: all), got -1"
+    cli = run_profui("diff", "old", cpu_run, "--fail-if", "step_p50>+5%", cache=cache)
+    line = cli.stderr.strip()
+    assert cli.returncode == 2 and one_line(gated) == line.replace("--fail-if", "fail_if"), cli.stderr
+    assert line.startswith(
+        "profui: --fail-if 'step_p50>+5%': step_p50 cannot be gated: step time not compared:"
+    )
+    assert "saved before step periods were kept" in line and line.endswith(
+        "save it again with --save-baseline"
+    )
 
 
 def test_without_the_sdk_profui_mcp_says_how_to_install_it(tmp_path: Path) -> None:
@@ -700,16 +961,17 @@ def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace
 
 
-def test_top_cuts_each_events_time_at_the_windows_end(cache: Path, ddp_run: Path) -> None:
-    """The oracle: rank 0's raw annotation rows starting in a step's host window, each counted up
-    to the window's end, summed by name in plain Python; a row's share is then at most 1."""
+def test_top_cuts_each_events_time_to_the_window(cache: Path, ddp_run: Path) -> None:
+    """The oracle: rank 0's raw host annotation rows meeting a step's host window, each counted
+    only inside it, summed by name in plain Python; a row's share is then at most 1."""
     rows = raw_events(ddp_run)
     steps = sorted(int(r["name"].rsplit("#", 1)[1]) for r in rows if r["rank"] == 0 and r["kind"] == "step")
-    annotations = [r for r in rows if r["rank"] == 0 and r["kind"] in ("annotation", "gpu_annotation")]
+    annotations = [r for r in rows if r["rank"] == 0 and r["kind"] == "annotation"]
+    assert not any(r["rank"] == 0 and r["kind"] == "gpu_annotation" for r in rows)  # a CPU run
 
     def inside(step: int) -> tuple[tuple[int, int], list[dict[str, Any]]]:
         host, _ = step_windows(rows, step, 0)
-        return host, [r for r in annotations if host[0] <= r["ts"] < host[1]]
+        return host, meeting(annotations, host)
 
     past = [s for s in steps if any(r["ts"] + r["dur"] > inside(s)[0][1] for r in inside(s)[1])]
     assert past, "an annotation runs past a step's window (gloo's all_reduce on its thread)"
@@ -719,7 +981,7 @@ def test_top_cuts_each_events_time_at_the_windows_end(cache: Path, ddp_run: Path
         cache, [("top", {"trace": str(ddp_run), "what": "annotations", "step": step, "rank": 0, "n": 50})]
     )
     doc = ok(got)
-    assert top_rows(doc) == ranked(sums(mine, hi), 50)
+    assert top_rows(doc) == ranked(sums(mine, (lo, hi)), 50)
     assert top_rows(doc) != ranked(sums(mine), 50)  # the uncut sums differ: one ran past the end
     assert doc["window_ns"] == hi - lo
     for r in doc["rows"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +30,18 @@ def _baselines() -> Path:
     return default_cache_root() / "baselines"
 
 
-def _trace_profile(source: str) -> dict[str, Any]:
+def _trace_profile(source: str, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     from profui.analysis.diff import profile_of
 
     from .sources import resolve_source
 
-    return profile_of(resolve_source(source), label=str(source))
+    return profile_of(resolve_source(source, progress=say), label=str(source), say=say)
 
 
-def load_profile(spec: str) -> dict[str, Any]:
+def load_profile(spec: str, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The profile of ``spec``: a saved baseline (``baseline:NAME``, or a bare NAME that is not a
     path), its ``path`` then ``NAME (baseline)`` (the trace it was saved from stays its
-    ``folder``), else a trace."""
+    ``folder``), else a trace (its import and stages reporting progress lines to ``say``)."""
     name = spec.removeprefix("baseline:")
     if spec.startswith("baseline:") and not _BASELINE_NAME.fullmatch(name):
         raise UserError(f"bad baseline name {name!r}: letters, digits, '.', '_' and '-' only")
@@ -50,7 +51,7 @@ def load_profile(spec: str) -> dict[str, Any]:
         prof = _read_baseline(spec, _baselines() / f"{name}.json")
         # the name the reader gave, not the path it was saved from (often the same trace/)
         return {**prof, "trace": {**prof["trace"], "path": f"{name} (baseline)"}}
-    return _trace_profile(spec)
+    return _trace_profile(spec, say)
 
 
 def _read_baseline(spec: str, saved: Path) -> dict[str, Any]:
@@ -259,18 +260,23 @@ def gate_checks(gate: Any) -> list[dict[str, Any]]:
     return list(gate["conditions"]) if gate else []
 
 
-def diff_result(base_spec: str, new_spec: str, top: int, fail_if: list[str]) -> dict[str, Any]:
-    """The diff of ``base_spec`` against ``new_spec`` (traces or baselines, :func:`load_profile`)
-    with the verdict of each ``fail_if`` condition under ``"gate"``: what ``--json`` prints (the
-    MCP server's ``diff`` tool returns it too). Bad conditions or sides raise :class:`UserError`."""
+def diff_result(
+    base_spec: str, new_spec: str, top: int, fail_if: list[str], say: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The diff of ``base_spec`` against ``new_spec`` (traces or baselines, :func:`load_profile`,
+    progress lines to ``say``) with the verdict of each ``fail_if`` condition under ``"gate"``:
+    what ``--json`` prints (the MCP server's ``diff`` tool returns it too). Bad conditions or
+    sides raise :class:`UserError`."""
     from profui.analysis.diff import diff
     from profui.analysis.gate import GateError, gate_json, parse_condition
 
+    if top < 0:  # as summary and explain refuse a --top below their least
+        raise UserError(f"--top: must be at least 0 (0: all), got {top}")
     try:
         conditions = [parse_condition(c) for c in fail_if]
     except GateError as exc:
         raise UserError(str(exc)) from None
-    base, new = (load_profile(s) for s in (base_spec, new_spec))
+    base, new = (load_profile(s, say) for s in (base_spec, new_spec))
     result = diff(base, new, top=top)
     try:
         result["gate"] = gate_json(conditions, result)

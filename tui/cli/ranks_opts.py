@@ -4,6 +4,7 @@ and its progress line, shared by ``profui summary`` and ``profui analyze``."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +54,27 @@ def rank_progress(done: int, total: int, result: Any) -> None:
 
 
 def summarize_by_ranks(
-    path: Path, params: dict[str, Any], scheduler: str | None, workers: int | None, skip: bool
+    path: Path,
+    params: dict[str, Any],
+    scheduler: str | None,
+    workers: int | None,
+    skip: bool,
+    on_rank: Callable[[int, int, Any], None] | None = None,
 ) -> Any:
-    """The job's Summary by ranks; a cluster that cannot be reached or a rank that cannot finish
-    is the user's one line (exit 2)."""
+    """The job's Summary by ranks, ``on_rank(done, total, result)`` as each rank finishes
+    (default :func:`rank_progress`); a cluster that cannot be reached or a rank that cannot
+    finish is the user's one line (exit 2)."""
     from profui.analysis.cluster import ClusterError
     from profui.analysis.distributed import RankFailed, summarize_ranks
 
     try:
         return summarize_ranks(
-            path, params, scheduler=scheduler, workers=workers, skip_bad_ranks=skip, on_rank=rank_progress
+            path,
+            params,
+            scheduler=scheduler,
+            workers=workers,
+            skip_bad_ranks=skip,
+            on_rank=on_rank or rank_progress,
         )
     except (ClusterError, RankFailed) as exc:
         raise UserError(str(exc)) from None

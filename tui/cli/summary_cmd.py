@@ -782,12 +782,14 @@ def run_summary(
     scheduler: str | None = None,
     workers: int | None = None,
     skip_bad_ranks: bool = False,
+    on_rank: Callable[[int, int, Any], None] | None = None,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
     Several paths are the trace folders of one job (:func:`.sources.resolve_sources`).
 
     A large trace, or one asked to with ``scheduler``/``workers``/``skip_bad_ranks``, is
-    summarised by ranks on Dask (:mod:`profui.analysis.distributed`).
+    summarised by ranks on Dask (:mod:`profui.analysis.distributed`), ``on_rank(done, total,
+    result)`` called as each rank finishes (default: ``k/N ranks`` on stderr).
 
     ``assignments`` are ``--set name=value`` texts, as for ``profui analyze``; ``--top``,
     ``--hta-compat`` and ``--bucket`` are shorthands for ``top_n``, ``hta_compat`` and
@@ -816,7 +818,7 @@ def run_summary(
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
     if by_ranks(path, scheduler, workers, skip_bad_ranks):
-        return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks)
+        return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks, on_rank)
     t = Trace(open_trace_dir(path))
     return summarize(t, params)
 

@@ -12,25 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from profui.analysis import schemas as S
+from profui.analysis.json_schema import array_schema as _array
 from profui.analysis.json_schema import document, rows_schema
+from profui.analysis.json_schema import object_schema as _obj
+from profui.analysis.json_schema import type_schema as _t
 from profui.analysis.step_window import EVENT_COLUMNS, TOP_ROWS
 
-STR = {"type": "string"}
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"type": [schema["type"], "null"]}
-
-
-def _obj(props: dict[str, Any]) -> dict[str, Any]:
-    """A closed object: these keys, each required, no other."""
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
-
-
-def _array(items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": items}
+STR, INT, BOOL = _t("string"), _t("integer"), _t("boolean")
+STR_OR_NULL, INT_OR_NULL = _t("string", null=True), _t("integer", null=True)
 
 
 def _memory_row(stage_file: str) -> dict[str, Any]:
@@ -49,12 +38,12 @@ def tool_output(name: str) -> dict[str, Any]:
                 "path": STR,
                 "name": STR,
                 "status": STR,
-                "created_ns": _nullable(INT),
-                "duration_ns": _nullable(INT),
+                "created_ns": INT_OR_NULL,
+                "duration_ns": INT_OR_NULL,
                 "nodes": INT,
                 "gpus": INT,
                 "size_bytes": INT,
-                "problem": _nullable(STR),
+                "problem": STR_OR_NULL,
             }
         )
         return _obj(
@@ -73,27 +62,28 @@ def tool_output(name: str) -> dict[str, Any]:
             {
                 "trace": STR,
                 "what": {"enum": ["kernels", "ops", "annotations"]},
-                "step": _nullable(INT),
-                "rank": _nullable(INT),
+                "step": INT_OR_NULL,
+                "rank": INT_OR_NULL,
                 "ranks": _array(INT),
-                "window_ns": {
-                    "type": "integer",
-                    "description": "ns: the window's time summed over its ranks",
-                },
-                "names": {"type": "integer", "description": "count: names in the window (rows cut at n)"},
-                "note": {**_nullable(STR), "description": "why there are no rows, when there are none"},
+                "window_ns": _t(
+                    "integer",
+                    description="ns: the time of the window's main side (the device's for kernels, "
+                    "the host's otherwise) summed over its ranks",
+                ),
+                "names": _t("integer", description="count: (side, name) pairs in the window (rows cut at n)"),
+                "note": _t("string", null=True, description="why there are no rows, when there are none"),
                 "rows": rows_schema(TOP_ROWS),
             }
         )
     if name == "events":
-        cell = {"type": ["integer", "string", "null"]}
+        cell = _t(["integer", "string"], null=True)
         return _obj(
             {
                 "trace": STR,
                 "rank": INT,
-                "step": _nullable(INT),
+                "step": INT_OR_NULL,
                 "window": _obj({"start_ns": INT, "end_ns": INT, "clipped": BOOL}),
-                "columns": {"type": "array", "items": {"enum": list(EVENT_COLUMNS)}},
+                "columns": _array({"enum": list(EVENT_COLUMNS)}),
                 "rows": _array(
                     {**_array(cell), "minItems": len(EVENT_COLUMNS), "maxItems": len(EVENT_COLUMNS)}
                 ),
@@ -107,9 +97,9 @@ def tool_output(name: str) -> dict[str, Any]:
         return _obj(
             {
                 "trace": STR,
-                "rank": _nullable(INT),
+                "rank": INT_OR_NULL,
                 "has_memory_events": BOOL,
-                "note": _nullable(STR),
+                "note": STR_OR_NULL,
                 "peak": {"anyOf": [device, {"type": "null"}]},
                 "devices": _array(device),
                 "live_at_peak": _array(_memory_row("live_at_peak.parquet")),

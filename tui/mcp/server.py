@@ -175,7 +175,7 @@ async def diff(
             description="Gate conditions, e.g. 'step_p50>+5%' or 'idle_pct>+3pt' (METRIC is a key of metrics)."
         ),
     ] = None,
-    top: Annotated[int, Field(description="Kernels and annotations listed (0: all).")] = 15,
+    top: Annotated[int, Field(description="Kernels and annotations listed (0: all; at least 0).")] = 15,
 ) -> dict[str, Any]:
     """What changed between two runs, equal to `profui diff --json`: a verdict on step time against
     step-to-step noise, metrics (base, new, change), kernels/ops/annotations that moved (ns), findings
@@ -197,11 +197,12 @@ async def top(
     n: Annotated[int, Field(description="Rows to return (1 to 1000).")] = 10,
 ) -> dict[str, Any]:
     """The top kernels, host ops or annotations of one step (and rank), or of the whole trace, by
-    total time: name, count, total_ns, mean_ns, max_ns and share of the window's time. Kernels are
-    counted in the step's device window, ops and annotations in its host window: an event counts
-    when it starts in the window, its time only up to the window's end (so a row's share is at
-    most 1 unless the name overlaps itself). No rows: note says why (a CPU-only run has no
-    kernels: ask for ops)."""
+    total time: side (cpu or gpu), name, count, total_ns, mean_ns, max_ns and share of its side's
+    window. A step's kernels are the ones it launched (matched by correlation, as the steps table
+    counts them: each kernel in one step even when the device runs behind); its ops start in its
+    host window, their time cut at the window's end; annotations are host ranges in the host
+    window and device ranges in the device window, each cut to it (as summary's annotations
+    per_step). No rows: note says why (a CPU-only run has no kernels: ask for ops)."""
     return await _run(ctx, lambda say: tools.top(trace, what, step, rank, n, say))
 
 
@@ -210,7 +211,11 @@ async def events(
     ctx: Context,
     rank: Annotated[int | None, Field(description="The rank (required when the trace has several).")] = None,
     step: Annotated[
-        int | None, Field(description="The window of this step (host start to device end).")
+        int | None,
+        Field(
+            description="This step's events: host events in its host window, the device work it "
+            "launched (by correlation), device events without a correlation in its device window."
+        ),
     ] = None,
     start_ns: Annotated[
         int | None, Field(description="Window start, ns since the epoch (as every *_ns instant).")

@@ -215,13 +215,25 @@ def summary(
 ) -> dict[str, Any]:
     """``profui summary TRACE --json [--hta-compat] [--top N] [--sections A,B]``'s document
     (``sections`` None: all of them)."""
+    from profui.analysis.cluster import scheduler_address
+    from profui.analysis.distributed import IN_PROCESS_BYTES
+    from profui.tui.cli.ranks_opts import by_ranks
     from profui.tui.cli.summary_cmd import check_sections, json_document, run_summary
 
     if sections is not None:
         check_sections(sections)
     folder = _resolve(trace, say)
-    say("analysing (every stage in memory)")
-    return _json_ready(json_document(run_summary(folder, top, hta_compat, None), sections))
+    if scheduler_address(None):
+        say(f"analysing rank by rank on the Dask scheduler {scheduler_address(None)}")
+    elif by_ranks(folder, None, None, False):
+        mib = IN_PROCESS_BYTES // 2**20
+        say(f"analysing rank by rank on a local Dask cluster (its events files are over {mib} MiB)")
+    else:
+        say("analysing (every stage in memory)")
+    doc = run_summary(
+        folder, top, hta_compat, None, on_rank=lambda done, total, _: say(f"{done}/{total} ranks")
+    )
+    return _json_ready(json_document(doc, sections))
 
 
 def explain(
@@ -255,7 +267,7 @@ def diff(
             say(f"{label}: {side}")
             _resolve(side, say)  # a FIFO refused before it is opened; an import done once, here
     say("comparing (each side's steps, kernels and findings)")
-    return _json_ready(diff_result(base, new, top, list(fail_if or [])))
+    return _json_ready(diff_result(base, new, top, list(fail_if or []), say))
 
 
 # -- windows of one trace ---------------------------------------------------------------------------
@@ -357,10 +369,10 @@ def events(
     ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
     if rank is None:
         if len(ranks) != 1:
-            raise UserError(f"rank: the trace has ranks {', '.join(map(str, ranks))}; name one")
+            raise UserError(f"rank: the trace has ranks {sw.numbers(ranks)}; name one")
         rank = ranks[0]
     if rank not in ranks:
-        raise UserError(f"rank {rank}: no such rank (ranks: {', '.join(map(str, ranks)) or 'none'})")
+        raise UserError(f"rank {rank}: no such rank (ranks: {sw.numbers(ranks)})")
     ev = _events(folder)
     span = sw.rank_span(ev, rank)
     if span is None:
@@ -370,9 +382,23 @@ def events(
             w = sw.step_window(out["steps"]["windows.parquet"], ranks, span[0], span[1], step, rank)
         except sw.WindowError as exc:
             raise _window_error(exc) from None
-        b = w.bounds.row(0, named=True)
-        lo = min(x for x in (b["host_lo"], b["device_lo"]) if x is not None)
-        hi = max(x for x in (b["host_hi"], b["device_hi"]) if x is not None)
+        rows, total = sw.step_events(ev, w, limit)
+        b = w.frame.row(0, named=True)
+        return {
+            "trace": str(folder),
+            "rank": rank,
+            "step": step,
+            "window": {
+                "start_ns": min(b["cpu_start_ns"], b["start_ns"]),
+                "end_ns": max(b["cpu_end_ns"], b["end_ns"]),
+                "clipped": False,
+            },
+            "columns": list(sw.EVENT_COLUMNS),
+            "rows": _json_ready(rows.rows()),
+            "count": rows.height,
+            "total": total,
+            "truncated": total > rows.height,
+        }
     else:
         lo = span[0] if start_ns is None else start_ns
         hi = span[1] + 1 if end_ns is None else end_ns
@@ -396,22 +422,19 @@ def events(
     }
 
 
-NO_MEMORY = (
-    "no memory events ([memory]): recorded without profile_memory=True (profcap --memory records them)"
-)
-
-
 def memory_peak(trace: str, rank: int | None = None, say: Say = _quiet) -> dict[str, Any]:
     """The allocated-memory peak of each device (of ``rank``, or every rank), the op, annotation
     and step holding it, and the largest allocations live at the highest peak, from the
     allocations stage's outputs (the allocator's ``[memory]`` events)."""
     import polars as pl
 
+    from profui.analysis.step_window import numbers
+
     folder = _resolve(trace, say)
     out = _stage_outputs(folder, ("ingest", "allocations"), say)
     ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
     if rank is not None and rank not in ranks:
-        raise UserError(f"rank {rank}: no such rank (ranks: {', '.join(map(str, ranks)) or 'none'})")
+        raise UserError(f"rank {rank}: no such rank (ranks: {numbers(ranks)})")
     devices = out["allocations"]["devices.parquet"]
     live = out["allocations"]["live_at_peak.parquet"]
     if rank is not None:
@@ -419,7 +442,8 @@ def memory_peak(trace: str, rank: int | None = None, say: Say = _quiet) -> dict[
         live = live.filter(pl.col("rank") == rank)
     doc: dict[str, Any] = {"trace": str(folder), "rank": rank, "has_memory_events": not devices.is_empty()}
     if devices.is_empty():
-        return {**doc, "note": NO_MEMORY, "peak": None, "devices": [], "live_at_peak": []}
+        note = out["allocations"]["allocations.json"]["note"]  # worded for the trace's source
+        return {**doc, "note": note, "peak": None, "devices": [], "live_at_peak": []}
     devices = devices.sort(["peak_allocated_bytes", "rank", "device"], descending=[True, False, False])
     peak = devices.row(0, named=True)
     at = live.filter(

@@ -45,6 +45,52 @@ MANIFEST_KEYS = (
     "notes",
     "source_notes",
 )
+#: The keys of a ``manifest.gpus`` item profui's writers know, each with its JSON type and
+#: meaning: NVML's (profcap), the synthetic sample's, Kineto's ``deviceProperties`` (imports;
+#: Nsight's exports say theirs in the same words). A trace's GPU names each key its source told.
+GPU_KEYS: dict[str, tuple[str, str]] = {
+    "node": ("string", "host name of the GPU's node (imports, the synthetic sample)"),
+    "index": ("integer", "device number as NVML counts (profcap, the synthetic sample)"),
+    "id": ("integer", "device number as CUDA counts (Kineto's deviceProperties, Nsight)"),
+    "name": ("string", "the GPU's model"),
+    "uuid": ("string", "NVML's GPU UUID"),
+    "memory_total_bytes": ("integer", "NVML's total memory [bytes]"),
+    "memory_bytes": ("integer", "total memory [bytes] (the synthetic sample)"),
+    "totalGlobalMem": ("integer", "total memory [bytes] (Kineto)"),
+    "computeMajor": ("integer", "compute capability, major (Kineto)"),
+    "computeMinor": ("integer", "compute capability, minor (Kineto)"),
+    "numSms": ("integer", "streaming multiprocessors (Kineto)"),
+    "warpSize": ("integer", "threads per warp (Kineto)"),
+    "maxThreadsPerBlock": ("integer", "(Kineto)"),
+    "maxThreadsPerMultiprocessor": ("integer", "(Kineto)"),
+    "regsPerBlock": ("integer", "(Kineto)"),
+    "regsPerMultiprocessor": ("integer", "(Kineto)"),
+    "sharedMemPerBlock": ("integer", "[bytes] (Kineto)"),
+    "sharedMemPerBlockOptin": ("integer", "[bytes] (Kineto)"),
+    "sharedMemPerMultiprocessor": ("integer", "[bytes] (Kineto)"),
+    "maxSharedMemoryPerMultiProcessor": ("integer", "[bytes] (Kineto on ROCm)"),
+    "busLocation": ("string", "PCI bus location (Nsight)"),
+    "runtimeMajorVersion": ("integer", "(Kineto on MTIA)"),
+    "runtimeMinorVersion": ("integer", "(Kineto on MTIA)"),
+    "maxGridHeight": ("integer", "(Kineto on MTIA)"),
+    "maxGridWidth": ("integer", "(Kineto on MTIA)"),
+}
+#: The key that holds what else a trace's file said of a GPU (keys not in :data:`GPU_KEYS`, or
+#: a known key whose value is not of its type), as it said it.
+GPU_MORE = "more"
+_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,)}
+
+
+def gpu_item(gpu: dict[str, Any]) -> dict[str, Any]:
+    """A ``manifest.gpus`` item as ``profui info --json`` gives it: the keys of :data:`GPU_KEYS`
+    it has (in that order), the rest under :data:`GPU_MORE` (left out when there is none)."""
+    known, more = {}, {}
+    for key, value in gpu.items():
+        kind = GPU_KEYS.get(key, ("", ""))[0]
+        ok = kind and isinstance(value, _PY_TYPES[kind]) and not isinstance(value, bool)
+        (known if ok else more)[key] = value
+    out = {k: known[k] for k in GPU_KEYS if k in known}
+    return {**out, GPU_MORE: more} if more else out
 
 
 def trace_info(path: str | Path) -> dict[str, Any]:
@@ -86,7 +132,7 @@ def trace_info(path: str | Path) -> dict[str, Any]:
             "end_ns": m.end_ns,
             "hosts": m.hosts,
             "ranks": m.ranks,
-            "gpus": m.gpus,
+            "gpus": [gpu_item(g) for g in m.gpus],
             "versions": m.versions,
             "sources": [s.get("file") for s in m.sources],
             "notes": m.notes,

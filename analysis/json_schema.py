@@ -9,8 +9,11 @@ without declaring it fails validation: every object is closed (``additionalPrope
 except maps whose keys are data (takeaways, time by kind, counts by kind, a diff's metrics),
 whose names are constrained where a vocabulary exists.
 
-Every column admits null: a table's declaration says nothing of nulls, and real traces hold them
-in columns of every type (a launch statistic of a rank without launches, a peak without an op).
+A column admits null only where its declaration says it may (:attr:`.schemas.Column.nullable`,
+which :func:`.schemas.conform` holds every stage's output to); a nullable float column's NaN and
+infinities print as null too, and a non-nullable one holds none. A summary requires the sections
+and tables its run always writes: all of them, but for those a note says were left out (``--sections``
+names others, a run over ranks computes only the per-rank and job tables).
 """
 
 from __future__ import annotations
@@ -103,30 +106,30 @@ def _enum(values: tuple[str, ...] | list[str], null: bool = False, description: 
 type_schema, object_schema, array_schema = _t, _obj, _array
 
 
-def dtype_schema(dtype: pl.DataType) -> dict[str, Any]:
-    """The JSON type of a Polars dtype's values, null allowed (NaN and infinities are null in
-    JSON): integers, numbers, strings, booleans, lists of these and structs of named fields."""
+def dtype_schema(dtype: pl.DataType, null: bool = False) -> dict[str, Any]:
+    """The JSON type of a Polars dtype's values, null allowed when ``null`` (a float's NaN and
+    infinities are null in JSON): integers, numbers, strings, booleans, lists of these (their
+    items never null: :func:`.schemas.conform` refuses a null item where the column is not
+    nullable, and no nullable column is a list)."""
     if dtype.is_integer():
-        return _t(_INT, True)
+        return _t(_INT, null)
     if dtype.is_float():
-        return _t(_NUM, True)
+        return _t(_NUM, null)
     if dtype == pl.String:
-        return _t(_STR, True)
+        return _t(_STR, null)
     if dtype == pl.Boolean:
-        return _t(_BOOL, True)
+        return _t(_BOOL, null)
     if isinstance(dtype, (pl.List, pl.Array)):
-        return _array(dtype_schema(dtype.inner), null=True)
-    if isinstance(dtype, pl.Struct):
-        fields = {f.name: dtype_schema(f.dtype) for f in dtype.fields}
-        return {**_obj(fields), "type": ["object", "null"]}
+        return _array(dtype_schema(dtype.inner), null=null)
     raise TypeError(f"no JSON type for the Polars dtype {dtype}")
 
 
 def column_schema(col: Column) -> dict[str, Any]:
-    """One declared column's property: its dtype's JSON type, its doc and unit as description."""
+    """One declared column's property: its dtype's JSON type (null only where the column is
+    :attr:`~.schemas.Column.nullable`), its doc and unit as description."""
     unit = "" if col.unit in ("text", "id", "flag") else f" [{col.unit}]"
     described = (col.doc + unit).strip() or col.name
-    return {**dtype_schema(col.dtype), "description": described}
+    return {**dtype_schema(col.dtype, col.nullable), "description": described}
 
 
 def row_schema(tbl: Table, keys: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -142,8 +145,8 @@ def row_schema(tbl: Table, keys: tuple[str, ...] | None = None) -> dict[str, Any
 
 def rows_schema(tbl: Table) -> dict[str, Any]:
     """A table as JSON: an array of row objects, each declared column a property typed from its
-    Polars dtype (integers, numbers, strings, booleans, lists), null allowed, described by its
-    doc and unit; optional columns not required; no other key."""
+    Polars dtype (integers, numbers, strings, booleans, lists), null allowed where the column is
+    nullable, described by its doc and unit; optional columns not required; no other key."""
     return _array(row_schema(tbl), tbl.doc)
 
 
@@ -188,19 +191,78 @@ def _version(name: str) -> dict[str, Any]:
 # -- the documents ----------------------------------------------------------------------------
 
 
-def _summary() -> dict[str, Any]:
+#: How the note of a summary that left sections out begins (``--sections``: only those named).
+SECTIONS_NOTE = "sections left out"
+#: How the note of a summary run over ranks begins (:func:`.jobreduce.whole_trace_only`).
+BY_RANKS_NOTE = "a run over ranks"
+
+
+def summary_tables(by_ranks: bool = False) -> dict[str, list[str]]:
+    """``{section: its tables}`` a summary always holds, in order: every table of every section
+    but the detail tables; ``by_ranks``: those a run over ranks computes (the per-rank and job
+    tables, :mod:`.jobreduce`), their sections only."""
+    from .jobreduce import JOB_TABLES, PER_RANK_TABLES
     from .pipeline.bodies import DETAIL_TABLES
+    from .pipeline.registry import REGISTRY
+
+    out: dict[str, list[str]] = {}
+    for stage in summary.SECTIONS:  # each stage's tables in the order it declares its outputs
+        files = REGISTRY.stages[stage].outputs
+        names = [f.removesuffix(".parquet") for f in files if (stage, f) in TABLES]
+        names = [
+            n
+            for n in names
+            if (stage, n) not in DETAIL_TABLES
+            and (not by_ranks or (stage, n) in PER_RANK_TABLES or (stage, n) in JOB_TABLES)
+        ]
+        if names:
+            out[stage] = names
+    return out
+
+
+def _note(prefix: str) -> dict[str, Any]:
+    """Matches a document whose notes hold one beginning with ``prefix``."""
+    return {"required": ["notes"], "properties": {"notes": {"contains": {"pattern": f"^{prefix}"}}}}
+
+
+def _sections_required(tables: dict[str, list[str]]) -> dict[str, Any]:
+    """``sections`` holding every one of ``tables``' sections, each with all its tables."""
+    return {"properties": {"sections": {"required": list(tables)}}}
+
+
+def _tables_required(tables: dict[str, list[str]]) -> dict[str, Any]:
+    """Each section of ``tables`` that is there holds all its tables."""
+    props = {stage: {"required": names} for stage, names in tables.items()}
+    return {"properties": {"sections": {"properties": props}}}
+
+
+def _summary_requires() -> list[dict[str, Any]]:
+    """What a summary always holds, by what its notes say of the run: a section that is there
+    has all its tables (a run over ranks: the tables it computes); every section is there
+    unless a note says which were left out (``--sections``)."""
+    whole, ranks = summary_tables(), summary_tables(by_ranks=True)
+    return [
+        {"if": _note(BY_RANKS_NOTE), "then": _tables_required(ranks), "else": _tables_required(whole)},
+        {
+            "if": {"not": _note(SECTIONS_NOTE)},
+            "then": {
+                "if": _note(BY_RANKS_NOTE),
+                "then": _sections_required(ranks),
+                "else": _sections_required(whole),
+            },
+        },
+    ]
+
+
+def _summary() -> dict[str, Any]:
     from .takeaways import CHARTS
 
     sections: dict[str, Any] = {}
-    for stage in summary.SECTIONS:
-        tables = {
-            file.removesuffix(".parquet"): rows_schema(tbl)
-            for (st, file), tbl in TABLES.items()
-            if st == stage and (stage, file.removesuffix(".parquet")) not in DETAIL_TABLES
-        }
-        # a stage's tables are there when the stage ran; which ran depends on the trace
-        sections[stage] = _obj(tables, [], f"the {stage} stage's tables")
+    for stage, names in summary_tables().items():
+        tables = {n: rows_schema(table(stage, n)) for n in names}
+        sections[stage] = _obj(
+            tables, [], f"the {stage} stage's tables (which are required: the summary's allOf)"
+        )
     params = {
         "top_n": _t(_INT, description="rows kept in the top-N tables"),
         "bucket_ns": _t(_INT, True, "utilization bucket [ns]"),
@@ -212,9 +274,19 @@ def _summary() -> dict[str, Any]:
         "params": _obj({k: params[k] for k in summary.PARAM_KEYS}),
         "takeaways": _map(_t(_STR), _enum(tuple(CHARTS)), "one sentence per dashboard chart"),
         "notes": _array(_t(_STR), "what the reader should know"),
-        "sections": _obj(sections, [], "{stage: {table: rows}}, the stages in profui's order"),
+        "sections": _obj(
+            sections,
+            [],
+            "{stage: {table: rows}}, the stages in profui's order: every one, each with all its "
+            f"tables, unless a note says otherwise ('{SECTIONS_NOTE}': --sections named others; "
+            f"'{BY_RANKS_NOTE}': only the per-rank and job tables)",
+        ),
     }
-    return {**_header("summary"), **_obj({k: props[k] for k in summary.JSON_KEYS})}
+    return {
+        **_header("summary"),
+        **_obj({k: props[k] for k in summary.JSON_KEYS}),
+        "allOf": _summary_requires(),
+    }
 
 
 def _explain() -> dict[str, Any]:
@@ -417,6 +489,14 @@ def _gate() -> dict[str, Any]:
     return {**_header("gate"), **_obj({k: props[k] for k in gate.KEYS})}
 
 
+def _gpu() -> dict[str, Any]:
+    """A ``manifest.gpus`` item (:func:`.inventory.gpu_item`): the keys its source told, each of
+    :data:`.inventory.GPU_KEYS`, and what else the trace's file said under ``more``."""
+    props = {k: _t(kind, description=doc) for k, (kind, doc) in inventory.GPU_KEYS.items()}
+    props[inventory.GPU_MORE] = _map({}, description="what else the trace said of the GPU, as it said it")
+    return _obj(props, [], "a GPU: the keys its source told")
+
+
 def _info() -> dict[str, Any]:
     from profui.capture.format.columns import EVENT_KINDS
 
@@ -432,7 +512,7 @@ def _info() -> dict[str, Any]:
         "end_ns": _t(_INT, True, "[epoch_ns]"),
         "hosts": _array(_t(_STR)),
         "ranks": _array(_t(_INT)),
-        "gpus": _array({"type": "object", "description": "a GPU as the manifest records it"}),
+        "gpus": _array(_gpu(), "the GPUs as the manifest records them"),
         "versions": _map(_t([_STR, "null"]), description="library versions"),
         "sources": _array(_t(_STR, True), "the files it was imported from"),
         "notes": _array(_t(_STR)),

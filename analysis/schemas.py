@@ -13,7 +13,8 @@ the in-memory store) by :func:`conform`:
   ``*_tflops``), MFU a 0–1 fraction (``mfu``).
 
 Consumers (takeaways, the text summary, the TUI, the notebook) name columns that are declared
-here and nowhere else; ``tests/analysis/test_schemas.py`` walks their references.
+here and nowhere else; ``tests/test_schema_references.py`` walks their references.
+A column holds null only where it is declared :attr:`Column.nullable` (:func:`conform`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Column:
     doc: str = ""
     #: Present only in a variant of the table (e.g. per rank under ``hta_compat``).
     optional: bool = False
+    #: May hold null (a float column also NaN or an infinity, which JSON prints as null): only
+    #: where declared, so a client of the JSON can rely on every other value being there.
+    nullable: bool = False
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -69,6 +73,11 @@ class Table:
         """Column names in declaration order."""
         return tuple(c.name for c in self.columns)
 
+    @property
+    def nullable(self) -> tuple[str, ...]:
+        """The columns that may hold null, in declaration order."""
+        return tuple(c.name for c in self.columns if c.nullable)
+
     def empty(self) -> pl.DataFrame:
         """The table without rows: its columns (the optional ones left out) and their types."""
         return pl.DataFrame(schema={c.name: c.dtype for c in self.columns if not c.optional})
@@ -81,8 +90,16 @@ class SchemaError(ValueError):
 I64, I32, U32, F64, STR, BOOL = pl.Int64(), pl.Int32(), pl.UInt32(), pl.Float64(), pl.String(), pl.Boolean()
 
 
-def _c(name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False) -> Column:
-    return Column(name, dtype, unit, doc, optional)
+def _c(
+    name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False, nullable: bool = False
+) -> Column:
+    return Column(name, dtype, unit, doc, optional, nullable)
+
+
+def _n(name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False) -> Column:
+    """A nullable column (:attr:`Column.nullable`); its doc says when it is null where that is
+    not plain from the name."""
+    return Column(name, dtype, unit, doc, optional, nullable=True)
 
 
 NODE = _c("node", STR, "id", "host name of the trace's node")
@@ -95,38 +112,51 @@ WHERE_GPU = (NODE, RANK, DEVICE)
 WHERE_STREAM = (NODE, RANK, DEVICE, STREAM)
 
 
-def _describe(suffix: str, int_unit: str, float_unit: str) -> tuple[Column, ...]:
-    """The pandas-style columns of :func:`profui.analysis.stats.describe` (after a ``count``)."""
+def _describe(suffix: str, int_unit: str, float_unit: str, empty: str = "") -> tuple[Column, ...]:
+    """The pandas-style columns of :func:`profui.analysis.stats.describe` (after a ``count``);
+    with ``empty`` (when a row can describe no values, e.g. "null without gaps") the statistics
+    are nullable and ``empty`` their doc."""
+    col = _n if empty else _c
     return (
         _c("count", I64, "count"),
-        _c(f"mean{suffix}", F64, float_unit),
-        _c(f"std{suffix}", F64, float_unit),
-        _c(f"min{suffix}", I64, int_unit),
-        _c(f"p25{suffix}", F64, float_unit),
-        _c(f"p50{suffix}", F64, float_unit),
-        _c(f"p75{suffix}", F64, float_unit),
-        _c(f"max{suffix}", I64, int_unit),
+        col(f"mean{suffix}", F64, float_unit, empty),
+        col(f"std{suffix}", F64, float_unit, empty),
+        col(f"min{suffix}", I64, int_unit, empty),
+        col(f"p25{suffix}", F64, float_unit, empty),
+        col(f"p50{suffix}", F64, float_unit, empty),
+        col(f"p75{suffix}", F64, float_unit, empty),
+        col(f"max{suffix}", I64, int_unit, empty),
     )
 
 
-_KERNEL_STATS = Table(
-    (
-        _c("node", STR, "id", "under hta_compat only: HTA's per-rank table", optional=True),
-        _c("rank", I64, "id", "under hta_compat only: HTA's per-rank table", optional=True),
-        _c("name", STR, "text", "kernel name"),
-        _c("kernel_type", STR, "text", "computation / communication / memory"),
-        _c("count", U32, "count", "launches"),
-        _c("total_ns", I64, "ns"),
-        _c("mean_ns", F64, "ns_float"),
-        _c("min_ns", I64, "ns"),
-        _c("max_ns", I64, "ns"),
-        _c("std_ns", F64, "ns_float"),
-        _c("p50_ns", F64, "ns_float"),
-        _c("p95_ns", F64, "ns_float"),
-        _c("share", F64, "fraction", "of all kernel time"),
-    ),
-    "per-kernel-name statistics",
-)
+def _kernel_stats(top: bool) -> Table:
+    """Per-kernel-name statistics; ``top``: a top-N table, whose ``(other)`` row folds the rest of
+    the kernels (of every rank) and so has no rank, spread or percentiles."""
+    where = "under hta_compat only: HTA's per-rank table"
+    folded = _n if top else _c
+    other = "; null on the (other) row" if top else ""
+    return Table(
+        (
+            folded("node", STR, "id", where + other, optional=True),
+            folded("rank", I64, "id", where + other, optional=True),
+            _c("name", STR, "text", "kernel name"),
+            _c("kernel_type", STR, "text", "computation / communication / memory"),
+            _c("count", U32, "count", "launches"),
+            _c("total_ns", I64, "ns"),
+            _c("mean_ns", F64, "ns_float"),
+            _c("min_ns", I64, "ns"),
+            _c("max_ns", I64, "ns"),
+            folded("std_ns", F64, "ns_float", other.lstrip("; ")),
+            folded("p50_ns", F64, "ns_float", other.lstrip("; ")),
+            folded("p95_ns", F64, "ns_float", other.lstrip("; ")),
+            _c("share", F64, "fraction", "of all kernel time"),
+        ),
+        "per-kernel-name statistics" + (", the first N and the (other) row" if top else ""),
+    )
+
+
+_KERNEL_STATS = _kernel_stats(top=False)
+_KERNEL_TOP = _kernel_stats(top=True)
 
 _STEP_WINDOW_COLUMNS = (
     NODE,
@@ -155,23 +185,27 @@ _LAUNCH_LINKS = (
     _c("launch_tid", I64, "id"),
     _c("launch_ts", I64, "epoch_ns"),
     _c("launch_dur", I64, "ns"),
-    _c("launch_delay", I64, "ns", "launch call end -> device start (HTA's; null: a graph's later events)"),
-    _c("launch_latency", I64, "ns", "launch call start -> device start (null: a graph's later events)"),
+    _n("launch_delay", I64, "ns", "launch call end -> device start (HTA's; null: a graph's later events)"),
+    _n("launch_latency", I64, "ns", "launch call start -> device start (null: a graph's later events)"),
     _c("launch_bound", BOOL, "flag", "device work shorter than its launch call"),
 )
 
 
 def _launch_stats(*keys: Column) -> Table:
+    """Per rank (``keys``) a row for each rank with launches; without keys the trace's one row,
+    whose statistics are null when nothing was launched."""
+    col = _c if keys else _n
+    none = "" if keys else "null without launches"
     cols: list[Column] = [*keys, _c("launches", U32, "count")]
     for p in ("cpu", "gpu", "delay", "latency"):
         cols += [
             _c(f"{p}_sum_ns", I64, "ns"),
-            _c(f"{p}_mean_ns", F64, "ns_float"),
-            _c(f"{p}_min_ns", I64, "ns"),
-            _c(f"{p}_max_ns", I64, "ns"),
-            _c(f"{p}_p50_ns", F64, "ns_float"),
-            _c(f"{p}_p90_ns", F64, "ns_float"),
-            _c(f"{p}_p99_ns", F64, "ns_float"),
+            col(f"{p}_mean_ns", F64, "ns_float", none),
+            col(f"{p}_min_ns", I64, "ns", none),
+            col(f"{p}_max_ns", I64, "ns", none),
+            col(f"{p}_p50_ns", F64, "ns_float", none),
+            col(f"{p}_p90_ns", F64, "ns_float", none),
+            col(f"{p}_p99_ns", F64, "ns_float", none),
         ]
     cols += [
         _c("launch_bound", I64, "count"),
@@ -226,7 +260,7 @@ TABLES: dict[tuple[str, str], Table] = {
             RANK,
             _c("count", U32, "count", "steps"),
             _c("mean_ns", F64, "ns_float"),
-            _c("std_ns", F64, "ns_float"),
+            _n("std_ns", F64, "ns_float", "null for a single step"),
             _c("min_ns", I64, "ns"),
             _c("p50_ns", F64, "ns_float"),
             _c("p95_ns", F64, "ns_float"),
@@ -245,7 +279,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("communication_ns", I64, "ns", "union of its communication kernels"),
             _c("memory_ns", I64, "ns", "union of its memcpy / memset"),
             _c("idle_ns", I64, "ns", "dur_ns - busy_ns (host rows: the host stalls)"),
-            _c(
+            _n(
                 "data_loading_ns",
                 I64,
                 "ns",
@@ -271,7 +305,7 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             _c("count", U32, "count", "steps"),
             _c("mean_ns", F64, "ns_float"),
-            _c("std_ns", F64, "ns_float"),
+            _n("std_ns", F64, "ns_float", "null for a single step"),
             _c("min_ns", I64, "ns"),
             _c("p50_ns", F64, "ns_float", "the job's median step time"),
             _c("p95_ns", F64, "ns_float"),
@@ -285,7 +319,12 @@ TABLES: dict[tuple[str, str], Table] = {
             RANK,
             _c("step", I64, "count", "step number"),
             _c("dur_ns", I64, "ns", "the rank's device time of the step"),
-            _c("vs_step_median", F64, "fraction", "dur_ns / the step's median over the ranks"),
+            _n(
+                "vs_step_median",
+                F64,
+                "fraction",
+                "dur_ns / the step's median over the ranks (null: a zero median)",
+            ),
         ),
         "each rank's step time against the step's median over ranks (the heatmap's cells)",
     ),
@@ -309,8 +348,8 @@ TABLES: dict[tuple[str, str], Table] = {
         "step-time histogram per rank",
     ),
     ("kernels", "stats.parquet"): _KERNEL_STATS,
-    ("kernels", "top_by_time.parquet"): _KERNEL_STATS,
-    ("kernels", "top_by_count.parquet"): _KERNEL_STATS,
+    ("kernels", "top_by_time.parquet"): _KERNEL_TOP,
+    ("kernels", "top_by_count.parquet"): _KERNEL_TOP,
     ("kernels", "types.parquet"): Table(
         (
             _c("kernel_type", STR, "text"),
@@ -385,7 +424,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("name", STR, "text", "Memcpy HtoD / DtoH / DtoD … or Memset"),
             _c("count", I64, "count", "points of the concurrent-bandwidth series"),
             _c("mean_gbps", F64, "GB/s"),
-            _c("std_gbps", F64, "GB/s"),
+            _n("std_gbps", F64, "GB/s", "null for a single point"),
             _c("min_gbps", F64, "GB/s"),
             _c("p25_gbps", F64, "GB/s"),
             _c("p50_gbps", F64, "GB/s"),
@@ -405,13 +444,18 @@ TABLES: dict[tuple[str, str], Table] = {
                 "text",
                 "matmul / conv / conv_backward / attention / attention_backward / kernel_flop",
             ),
-            _c("precision", STR, "text", "of its FLOPs: the carrying kernel's, else its input dtypes'"),
+            _n(
+                "precision",
+                STR,
+                "text",
+                "of its FLOPs: the carrying kernel's, else its input dtypes' (null: no FLOPs)",
+            ),
             _c("count", I64, "count", "ops"),
-            _c("flops", F64, "FLOP", "null when none of them had readable shapes"),
+            _n("flops", F64, "FLOP", "null when none of them had readable shapes"),
             _c("without_flops", I64, "count", "ops whose shapes could not be read: no FLOPs"),
             _c("time_ns", I64, "ns", "compute time of the ops with FLOPs: their kernels', else their own"),
-            _c("tflops", F64, "TFLOP/s", "achieved: flops / time_ns"),
-            _c("share", F64, "fraction", "of all counted FLOPs"),
+            _n("tflops", F64, "TFLOP/s", "achieved: flops / time_ns (null: no FLOPs)"),
+            _n("share", F64, "fraction", "of all counted FLOPs (null: no FLOPs)"),
         ),
         "FLOPs per op from recorded shapes (record_shapes=True) or kernel_flop, most first",
     ),
@@ -420,12 +464,17 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("name", STR, "text", "kernel name"),
             _c("count", I64, "count", "launches"),
             _c("flops_count", I64, "count", "launches carrying an op's FLOPs"),
-            _c("flops", F64, "FLOP", "null: no FLOPs known for this kernel"),
+            _n("flops", F64, "FLOP", "null: no FLOPs known for this kernel"),
             _c("time_ns", I64, "ns", "all its launches"),
             _c("flops_time_ns", I64, "ns", "the launches carrying FLOPs"),
-            _c("bytes", I64, "bytes", "kernel_num_gb where every carrying launch has it"),
-            _c("tflops", F64, "TFLOP/s", "achieved: flops / flops_time_ns"),
-            _c("intensity", F64, "FLOP/byte", "arithmetic intensity, where FLOPs and bytes are known"),
+            _n("bytes", I64, "bytes", "kernel_num_gb where every carrying launch has it, else null"),
+            _n("tflops", F64, "TFLOP/s", "achieved: flops / flops_time_ns (null: no FLOPs)"),
+            _n(
+                "intensity",
+                F64,
+                "FLOP/byte",
+                "arithmetic intensity, where FLOPs and bytes are known, else null",
+            ),
             _c("share", F64, "fraction", "of all kernel time"),
         ),
         "per kernel name, most time first: FLOPs, achieved TFLOP/s, arithmetic intensity",
@@ -438,8 +487,8 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("ops", I64, "count", "counted ops starting in the step's host window"),
             _c("flops", F64, "FLOP"),
             _c("step_ns", I64, "ns", "the step's time (device window where mapped)"),
-            _c("tflops", F64, "TFLOP/s", "achieved: flops / step_ns"),
-            _c("mfu", F64, "fraction", "of the peak, by totals' definition; null without a peak or above 1"),
+            _n("tflops", F64, "TFLOP/s", "achieved: flops / step_ns (null: a zero step_ns)"),
+            _n("mfu", F64, "fraction", "of the peak, by totals' definition; null without a peak or above 1"),
         ),
         "FLOPs, achieved TFLOP/s and MFU per step and rank",
     ),
@@ -456,15 +505,22 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("steps", I64, "count", "step × rank windows"),
             _c("step_flops", F64, "FLOP", "FLOPs inside the steps"),
             _c("step_ns", I64, "ns", "summed step time"),
-            _c("tflops", F64, "TFLOP/s", "achieved per step: step_flops / step_ns"),
-            _c("precision", STR, "text", "dominant precision of the FLOPs (selects the peak)"),
+            _n("tflops", F64, "TFLOP/s", "achieved per step: step_flops / step_ns (null: no step time)"),
+            _n(
+                "precision", STR, "text", "dominant precision of the FLOPs (selects the peak; null: no FLOPs)"
+            ),
             _c("definition", STR, "text", "MFU from counted FLOPs, or from the user's model FLOPs"),
-            _c("model_flops", F64, "FLOP", "--model-flops: the user's FLOPs per step on each rank"),
-            _c("peak_tflops", F64, "TFLOP/s", "the peak MFU divides by; null: none known"),
-            _c("peak_gpu", STR, "text", "the GPU row of the peak table"),
-            _c("peak_source", STR, "text", "the datasheet, or --peak-tflops"),
-            _c("mfu", F64, "fraction", "achieved (or model) TFLOP/s / peak; null without a peak or above 1"),
-            _c("mfu_impossible", F64, "fraction", "an MFU above 1 (impossible), else null"),
+            _n(
+                "model_flops",
+                F64,
+                "FLOP",
+                "--model-flops: the user's FLOPs per step on each rank; null: not given",
+            ),
+            _n("peak_tflops", F64, "TFLOP/s", "the peak MFU divides by; null: none known"),
+            _n("peak_gpu", STR, "text", "the GPU row of the peak table (null: no peak)"),
+            _n("peak_source", STR, "text", "the datasheet, or --peak-tflops (null: no peak)"),
+            _n("mfu", F64, "fraction", "achieved (or model) TFLOP/s / peak; null without a peak or above 1"),
+            _n("mfu_impossible", F64, "fraction", "an MFU above 1 (impossible), else null"),
             _c(
                 "mfu_problem", STR, "text", "why such an MFU is impossible and its likely cause; '' when none"
             ),
@@ -479,7 +535,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("time_ns", I64, "ns"),
             _c("time_by_dtypes_ns", I64, "ns", "classified from the launching op's dtypes"),
             _c("time_by_name_ns", I64, "ns", "classified from the kernel name"),
-            _c("share", F64, "fraction", "of the kernel time in shares; null where in_shares is false"),
+            _n("share", F64, "fraction", "of the kernel time in shares; null where in_shares is false"),
             _c("in_shares", BOOL, "flag", "false for communication and memory kernels: in no share"),
         ),
         "kernel time by numeric precision (communication and memory kernels listed, not shared)",
@@ -490,7 +546,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("name", STR, "text", "kernel name"),
             _c("ts", I64, "ns", "start, ns since the epoch"),
             _c("dur", I64, "ns"),
-            _c("correlation", I64, "id", "launch correlation id"),
+            _n("correlation", I64, "id", "launch correlation id (null: the trace gave none)"),
             _c("precision", STR, "text", "as in shares.parquet"),
         ),
         "every kernel with its precision (what the shares and the flops stage read)",
@@ -512,8 +568,8 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("idle_ns", I64, "ns"),
             _c("window_ns", I64, "ns", "profiled window"),
             _c("idle_window_ns", I64, "ns"),
-            _c("busy_share", F64, "fraction", "busy / active span"),
-            _c("busy_share_window", F64, "fraction", "busy / profiled window"),
+            _n("busy_share", F64, "fraction", "busy / active span (null: a zero span)"),
+            _n("busy_share_window", F64, "fraction", "busy / profiled window (null: a zero window)"),
         ),
         "GPU busy and idle per GPU",
     ),
@@ -528,8 +584,8 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("idle_ns", I64, "ns"),
             _c("window_ns", I64, "ns"),
             _c("idle_window_ns", I64, "ns"),
-            _c("busy_share", F64, "fraction"),
-            _c("busy_share_window", F64, "fraction"),
+            _n("busy_share", F64, "fraction", "null without device work"),
+            _n("busy_share_window", F64, "fraction", "null without device work"),
         ),
         "GPU busy and idle over all GPUs",
     ),
@@ -546,7 +602,7 @@ TABLES: dict[tuple[str, str], Table] = {
             NODE,
             *_BUCKET,
             _c("util", F64, "fraction"),
-            _c("busy_threads", F64, "count", "mean threads busy"),
+            _n("busy_threads", F64, "count", "mean threads busy (null: source metrics, a sampled share)"),
             _c("source", STR, "text", "metrics (sampled) or events (host-thread activity)"),
         ),
         "CPU utilization per time bucket",
@@ -566,8 +622,8 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             NODE,
             RANK,
-            _c("first_step", I64, "count", "first step of the window (profcap windows; null: imported)"),
-            _c("last_step", I64, "count", "last step of the window"),
+            _n("first_step", I64, "count", "first step of the window (profcap windows; null: imported)"),
+            _n("last_step", I64, "count", "last step of the window (null: imported)"),
             _c("start_ns", I64, "epoch_ns", "window start"),
             _c("end_ns", I64, "epoch_ns", "window end"),
         ),
@@ -576,12 +632,12 @@ TABLES: dict[tuple[str, str], Table] = {
     ("utilization", "cpu_active.parquet"): Table(
         (
             NODE,
-            RANK,
+            _n("rank", I64, "id", "distributed rank (null: source metrics, sampled per node)"),
             _c("source", STR, "text"),
             _c("active_ns", I64, "ns"),
-            _c("thread_ns", I64, "ns"),
+            _n("thread_ns", I64, "ns", "null: source metrics (no threads)"),
             _c("window_ns", I64, "ns"),
-            _c("active_share", F64, "fraction"),
+            _n("active_share", F64, "fraction", "null: an empty window"),
         ),
         "host-thread activity per rank",
     ),
@@ -600,9 +656,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("mean_ns", F64, "ns_float"),
             _c("min_ns", I64, "ns"),
             _c("max_ns", I64, "ns"),
-            _c("bytes", I64, "bytes"),
+            _n("bytes", I64, "bytes", "null: the trace gave no message sizes"),
             _c("share", F64, "fraction", "of communication time"),
-            _c("algbw_gbps", F64, "GB/s"),
+            _n("algbw_gbps", F64, "GB/s", "bytes / time (null: no bytes)"),
         ),
         "communication by source and collective",
     ),
@@ -613,7 +669,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("comm_ns", I64, "ns"),
             _c("compute_ns", I64, "ns"),
             _c("overlap_ns", I64, "ns"),
-            _c("overlap_share", F64, "fraction", "of communication time overlapped with compute"),
+            _n(
+                "overlap_share", F64, "fraction", "of communication time overlapped with compute (null: none)"
+            ),
             _c("exposed_comm_ns", I64, "ns", "communication not hidden under computation"),
             _c("source", STR, "text", "device kernel / host op (absent under hta_compat)", optional=True),
         ),
@@ -628,7 +686,12 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("total_ns", I64, "ns"),
             _c("busy_ns", I64, "ns"),
             _c("span_ns", I64, "ns"),
-            _c("share", F64, "fraction", "of the rank's device span, or host span for a host-op rank"),
+            _n(
+                "share",
+                F64,
+                "fraction",
+                "of the rank's device span, or host span for a host-op rank (null: a zero span)",
+            ),
         ),
         "communication time per rank",
     ),
@@ -671,8 +734,13 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("straggler_rank", I64, "id", "the rank that arrives last at the step's collectives"),
             _c("lateness_ns", I64, "ns", "arrival minus the latest other rank's, summed over the step"),
             _c("wait_ns", F64, "ns_float", "the other ranks' mean wait for it, summed over the step"),
-            _c("cause", STR, "text", "input, host, compute or transfer (null: none exceeds)"),
-            _c("cause_ns", F64, "ns_float", "its time in that class beyond the other ranks' mean"),
+            _n("cause", STR, "text", "input, host, compute or transfer (null: none exceeds)"),
+            _n(
+                "cause_ns",
+                F64,
+                "ns_float",
+                "its time in that class beyond the other ranks' mean (null: as cause)",
+            ),
             _c("recurs", BOOL, "flag", "the same rank straggles in at least half the steps"),
         ),
         "the rank that arrives last at each step's collectives, its cost and cause",
@@ -711,7 +779,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("time_ns", I64, "ns"),
             _c("count", I64, "count"),
             _c("step_ns", I64, "ns"),
-            _c("share", F64, "fraction", "of the step"),
+            _n("share", F64, "fraction", "of the step (null: a step of zero length)"),
         ),
         "annotation time per step",
     ),
@@ -734,10 +802,10 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("cpu_mean_ns", F64, "ns_float"),
             _c("gpu_mean_ns", F64, "ns_float"),
             _c("delay_sum_ns", I64, "ns"),
-            _c("delay_mean_ns", F64, "ns_float"),
-            _c("delay_p50_ns", F64, "ns_float"),
-            _c("delay_max_ns", I64, "ns"),
-            _c("latency_mean_ns", F64, "ns_float"),
+            _n("delay_mean_ns", F64, "ns_float", "null: only a graph's later events"),
+            _n("delay_p50_ns", F64, "ns_float", "null: only a graph's later events"),
+            _n("delay_max_ns", I64, "ns", "null: only a graph's later events"),
+            _n("latency_mean_ns", F64, "ns_float", "null: only a graph's later events"),
             _c("launch_bound", I64, "count"),
         ),
         "launch statistics per kernel name",
@@ -758,7 +826,11 @@ TABLES: dict[tuple[str, str], Table] = {
         (*_LAUNCH_LINKS, _c("reason", STR, "text")), "slow launch calls and late starts"
     ),
     ("launch", "histogram.parquet"): Table(
-        (_c("lo_ns", I64, "ns"), _c("hi_ns", I64, "ns"), _c("count", I64, "count")),
+        (
+            _n("lo_ns", I64, "ns", "inclusive (null: the first bucket, open below)"),
+            _n("hi_ns", I64, "ns", "exclusive (null: the last bucket, open above)"),
+            _c("count", I64, "count"),
+        ),
         "launch delay histogram",
     ),
     ("idle", "breakdown.parquet"): Table(
@@ -766,8 +838,8 @@ TABLES: dict[tuple[str, str], Table] = {
             *WHERE_STREAM,
             _c("category", STR, "text", "host_wait / kernel_wait / other"),
             _c("idle_ns", I64, "ns"),
-            _c("ratio", F64, "fraction", "of the stream's idle time"),
-            *_describe("_ns", "ns", "ns_float"),
+            _n("ratio", F64, "fraction", "of the stream's idle time (null: the stream had none)"),
+            *_describe("_ns", "ns", "ns_float", "null without gaps (std: with one)"),
         ),
         "stream idle time by cause; count..max describe the idle gaps (ns)",
     ),
@@ -784,7 +856,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("category", STR, "text"),
             _c("idle_ns", I64, "ns"),
             _c("count", I64, "count"),
-            _c("ratio", F64, "fraction"),
+            _n("ratio", F64, "fraction", "of all idle time (null: the streams had none)"),
         ),
         "idle time by cause over all streams",
     ),
@@ -792,7 +864,7 @@ TABLES: dict[tuple[str, str], Table] = {
         (
             *WHERE_STREAM,
             *_describe("", "count", "count"),
-            _c("time_mean", F64, "count", "time-weighted mean"),
+            _n("time_mean", F64, "count", "time-weighted mean (null: one point, no time)"),
         ),
         "launch queue length per stream (launched, not yet started)",
     ),
@@ -866,9 +938,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("peak_tid", I64, "id", "the thread allocating at the peak"),
             _c("peak_reserved_bytes", I64, "bytes", "the highest Total Reserved"),
             _c("peak_reserved_ns", I64, "epoch_ns"),
-            _c("peak_op", STR, "text", "innermost cpu_op holding the peak on its thread (null: none)"),
-            _c("peak_annotation", STR, "text", "innermost user annotation holding it (null: none)"),
-            _c("peak_step", I64, "count", "the step whose host window holds the peak (null: none)"),
+            _n("peak_op", STR, "text", "innermost cpu_op holding the peak on its thread (null: none)"),
+            _n("peak_annotation", STR, "text", "innermost user annotation holding it (null: none)"),
+            _n("peak_step", I64, "count", "the step whose host window holds the peak (null: none)"),
         ),
         "per device: the allocated peak and where it happened, the reserved peak, OOM count",
     ),
@@ -895,7 +967,7 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("bytes", I64, "bytes"),
             _c("alloc_ns", I64, "epoch_ns", "when it was allocated"),
             _c("tid", I64, "id"),
-            _c("op", STR, "text", "innermost cpu_op allocating it (null: none)"),
+            _n("op", STR, "text", "innermost cpu_op allocating it (null: none)"),
             _c("peak_share", F64, "fraction", "of the peak allocated level"),
         ),
         "the largest allocations made in the trace and still live at the device's peak",
@@ -918,8 +990,8 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("bytes", I64, "bytes", "Bytes of the failed request"),
             _c("allocated_bytes", I64, "bytes"),
             _c("reserved_bytes", I64, "bytes"),
-            _c("op", STR, "text"),
-            _c("annotation", STR, "text"),
+            _n("op", STR, "text", "innermost cpu_op of the request (null: none)"),
+            _n("annotation", STR, "text", "innermost user annotation (null: none)"),
         ),
         "every [OutOfMemory] event",
     ),
@@ -958,9 +1030,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("seq", I64, "count", "position along the path, 0 at the step's start"),
             _c("kind", STR, "text", "critical_path.KINDS"),
             _c("lane", STR, "text", "host or device"),
-            _c("tid", I64, "id", "host thread (null on a device lane)"),
-            DEVICE,
-            STREAM,
+            _n("tid", I64, "id", "host thread (null on a device lane)"),
+            _n("device", I32, "id", "GPU index on its node (null on a host lane)"),
+            _n("stream", I32, "id", "device stream (null on a host lane)"),
             _c("name", STR, "text", "the event the path runs through (empty: a gap between events)"),
             _c("start_ns", I64, "epoch_ns", "start of this stretch of the path"),
             _c("end_ns", I64, "epoch_ns", "end of this stretch; the next row starts here"),
@@ -990,9 +1062,9 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("steps", pl.List(I64), "count", "the steps where it occurs"),
             _c("look_at", pl.List(STR), "text", "op, kernel or annotation names to look at"),
             _c("next_step", STR, "text", "what to change"),
-            _c("at_rank", I64, "id", "its worst instance: the rank"),
-            _c("at_step", I64, "count", "its worst instance: the step"),
-            _c("at_ns", I64, "epoch_ns", "its worst instance: where on the timeline"),
+            _n("at_rank", I64, "id", "its worst instance: the rank (null: a finding of no one instance)"),
+            _n("at_step", I64, "count", "its worst instance: the step (null: as at_rank)"),
+            _n("at_ns", I64, "epoch_ns", "its worst instance: where on the timeline (null: as at_rank)"),
         ),
         "what to change, ranked by the time it would save per step",
     ),
@@ -1020,7 +1092,9 @@ def table(stage: str, file: str) -> Table:
 
 def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` checked against its declared schema: the declared columns (optional ones may be
-    absent) and nothing else, cast to the declared dtypes, in declaration order.
+    absent) and nothing else, cast to the declared dtypes, in declaration order, with no null
+    where a column is not :attr:`Column.nullable` (nor NaN or an infinity in such a float
+    column, nor a null inside such a list column).
 
     Raises :class:`SchemaError` naming the stage, the file and the difference.
     """
@@ -1034,15 +1108,33 @@ def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
         )
     wanted = [c for c in decl.columns if c.name in got]
     schema = frame.schema
-    if [c.name for c in wanted] == frame.columns and all(schema[c.name] == c.dtype for c in wanted):
-        return frame  # already conforming: a cast per column would still run a query
-    try:
-        return frame.select(
-            pl.col(c.name) if schema[c.name] == c.dtype else pl.col(c.name).cast(c.dtype, strict=True)
-            for c in wanted
-        )
-    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
-        raise SchemaError(f"{stage}/{file}: {str(exc).splitlines()[0]}") from None
+    if [c.name for c in wanted] != frame.columns or any(schema[c.name] != c.dtype for c in wanted):
+        try:
+            frame = frame.select(
+                pl.col(c.name) if schema[c.name] == c.dtype else pl.col(c.name).cast(c.dtype, strict=True)
+                for c in wanted
+            )
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
+            raise SchemaError(f"{stage}/{file}: {str(exc).splitlines()[0]}") from None
+    _refuse_nulls(stage, file, frame, [c for c in wanted if not c.nullable])
+    return frame
+
+
+def _refuse_nulls(stage: str, file: str, frame: pl.DataFrame, cols: list[Column]) -> None:
+    """SchemaError when a column of ``cols`` holds a null (a float one NaN or an infinity, which
+    JSON prints as null; a list one a null item)."""
+    for c in cols:
+        s = frame.get_column(c.name)
+        bad = s.null_count()
+        if not bad and c.dtype.is_float():
+            bad = s.len() - int(s.is_finite().sum())
+        if not bad and isinstance(c.dtype, pl.List):
+            bad = int((s.list.len() - s.list.drop_nulls().list.len()).sum() or 0)
+        if bad:
+            raise SchemaError(
+                f"{stage}/{file}: column {c.name} holds {bad} null, NaN or infinite value(s) "
+                "but is not declared nullable"
+            )
 
 
 #: The overview of a trace (``ingest/trace.json``'s ``overview``, the Summary's ``trace``).

@@ -3,8 +3,10 @@
 trace (Kineto, the Nsight exports) and every sample: ``summary`` (default and ``--hta-compat``),
 ``explain``, ``info``, ``diff`` of a trace against itself with and without ``--fail-if``, and a
 diff of two different runs. A key an output grows without its schema fails: real documents with
-one key added (top level, a section's row, a finding, a diff metric, a gate condition) or one
-value of the wrong type are each refused.
+one key added (top level, a section's row, a finding, a diff metric, a gate condition, a GPU of
+the manifest), one value of the wrong type, a null where the column is not declared nullable, a
+whole summary's sections or tables missing are each refused; a summary of some sections
+(``--sections``) and one run over ranks validate with the sections and tables their notes say.
 
 The outputs come from the functions the CLI prints (``run_summary``, ``explain``,
 ``trace_info``, ``diff_result``), serialised as the CLI serialises them, one import per trace.
@@ -22,7 +24,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from profui.analysis.json_schema import NAMES, VERSIONS, document, rows_schema
+from profui.analysis.json_schema import (
+    BY_RANKS_NOTE,
+    NAMES,
+    SECTIONS_NOTE,
+    VERSIONS,
+    document,
+    rows_schema,
+    summary_tables,
+)
 from profui.analysis.schemas import TABLES, table
 from profui.capture.kineto import import_kineto
 
@@ -151,6 +161,11 @@ def test_every_output_validates_on_every_trace(name: str, imported, validators) 
     }
     conditions = conditions_for(docs["diff"])
     docs["diff --fail-if"] = diff_json(trace, trace, conditions)
+    from profui.capture.format import open_trace_dir
+
+    raw = open_trace_dir(trace).manifest.gpus
+    shown = docs["info"]["manifest"]["gpus"]
+    assert [{**{k: v for k, v in g.items() if k != "more"}, **g.get("more", {})} for g in shown] == raw
     for what, doc in docs.items():
         kind = what.split()[0]
         assert doc["version"] == VERSIONS[kind], what
@@ -221,6 +236,19 @@ MUTATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
         lambda d: d["sections"]["kernels"]["stats"][0].update(count="1"),
     ),
     "summary: takeaway of no chart": ("summary", lambda d: d["takeaways"].update(no_chart="text")),
+    "summary: null in a column not nullable": (
+        "summary",
+        lambda d: d["sections"]["kernels"]["stats"][0].update(name=None),
+    ),
+    "summary: a row of nulls": (
+        "summary",
+        lambda d: d["sections"]["kernels"]["top_by_time"].append(
+            dict.fromkeys(d["sections"]["kernels"]["top_by_time"][0])
+        ),
+    ),
+    "summary: no sections": ("summary", lambda d: d.update(sections={})),
+    "summary: a section left out without a note": ("summary", lambda d: d["sections"].pop("idle")),
+    "summary: a table left out": ("summary", lambda d: d["sections"]["kernels"].pop("runtime")),
     "summary: wrong version": ("summary", lambda d: d.update(version=VERSIONS["summary"] + 1)),
     "explain: top-level key": ("explain", lambda d: d.update(extra=1)),
     "explain: key in a finding": ("explain", lambda d: d["findings"][0].update(extra=1)),
@@ -231,9 +259,18 @@ MUTATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     ),
     "explain: kind no path has": ("explain", lambda d: d["critical_path"]["by_kind"].update(nap=1)),
     "explain: key in a path event": ("explain", lambda d: d["critical_path"]["events"][0].update(extra=1)),
+    "explain: null title": ("explain", lambda d: d["findings"][0].update(title=None)),
+    "explain: null evidence value": ("explain", lambda d: d["findings"][0]["evidence"][0].update(value=None)),
+    "explain: null seq of a path event": (
+        "explain",
+        lambda d: d["critical_path"]["events"][0].update(seq=None),
+    ),
+    "explain: null rank of a finding": ("explain", lambda d: d["findings"][0]["ranks"].append(None)),
     "info: top-level key": ("info", lambda d: d.update(extra=1)),
     "info: key in the manifest": ("info", lambda d: d["manifest"].update(extra=1)),
     "info: wrong type": ("info", lambda d: d.update(num_events=1.5)),
+    "info: key in a GPU": ("info", lambda d: d["manifest"]["gpus"][0].update(extra=1)),
+    "info: GPU name a number": ("info", lambda d: d["manifest"]["gpus"][0].update(name=3)),
     "diff: top-level key": ("diff", lambda d: d.update(extra=1)),
     "diff: key in a metric": ("diff", lambda d: d["metrics"]["step_p50"].update(extra=1)),
     "diff: key in a gate condition": ("diff", lambda d: d["gate"]["conditions"][0].update(extra=1)),
@@ -265,21 +302,21 @@ def test_each_schema_is_a_2020_12_schema(name: str) -> None:
 
 def test_rows_schema_types_columns_by_dtype() -> None:
     """Hand-checked on ``findings/findings.parquet``: Int64 → integer, Float64 → number, String →
-    string, List(Int64) → array of integers; every column nullable, none beyond the declared."""
+    string, List(Int64) → array of integers (items never null); null only in the columns
+    declared nullable (the worst instance: at_rank, at_step, at_ns), none beyond the declared."""
     tbl = table("findings", "findings")
     s = rows_schema(tbl)
     row = s["items"]
     assert s["type"] == "array" and row["additionalProperties"] is False
     props = row["properties"]
     assert list(props) == list(tbl.names) and row["required"] == list(tbl.names)
-    assert props["position"]["type"] == ["integer", "null"]
-    assert props["recoverable_share"]["type"] == ["number", "null"]
-    assert props["title"]["type"] == ["string", "null"]
-    assert props["ranks"]["type"] == ["array", "null"] and props["ranks"]["items"]["type"] == [
-        "integer",
-        "null",
-    ]
-    assert props["look_at"]["items"]["type"] == ["string", "null"]
+    assert props["position"]["type"] == "integer"
+    assert props["recoverable_share"]["type"] == "number"
+    assert props["title"]["type"] == "string"
+    assert props["ranks"]["type"] == "array" and props["ranks"]["items"]["type"] == "integer"
+    assert props["look_at"]["items"]["type"] == "string"
+    assert [k for k, p in props.items() if "null" in p["type"]] == ["at_rank", "at_step", "at_ns"]
+    assert props["at_ns"]["type"] == ["integer", "null"]
     assert "mean per analysed step" in props["recoverable_ns_per_step"]["description"]
     assert "[ns]" in props["recoverable_ns_per_step"]["description"]
 
@@ -290,3 +327,70 @@ def test_optional_columns_are_not_required() -> None:
     optional = {c.name for c in tbl.columns if c.optional}
     assert optional == {"node", "rank"} and not optional & set(row["required"])
     assert set(row["required"]) == set(tbl.names) - optional
+
+
+# -- nulls where declared; the sections a summary holds ----------------------------------------
+
+
+def test_a_null_where_declared_validates(real_docs, validators) -> None:
+    """A finding with no one worst instance (at_* null), a rank with one step (std null)."""
+    explain = copy.deepcopy(real_docs["explain"])
+    explain["findings"][0]["timeline"] = {"rank": None, "step": None, "ts_ns": None}
+    assert not errors(validators["explain"], explain)
+    summary = copy.deepcopy(real_docs["summary"])
+    summary["sections"]["steps"]["stats"][0]["std_ns"] = None
+    assert not errors(validators["summary"], summary)
+
+
+def test_summary_tables_are_the_whole_summarys(real_docs) -> None:
+    """The sections and tables the schema requires are those a whole summary holds: 15 sections,
+    65 tables (every table of them but the four detail tables)."""
+    doc = real_docs["summary"]
+    got = {stage: list(tables) for stage, tables in doc["sections"].items()}
+    assert got == summary_tables()
+    assert (len(got), sum(map(len, got.values()))) == (15, 65)
+
+
+def test_sections_and_a_run_over_ranks_validate_as_their_notes_say(imported, validators) -> None:
+    """``--sections steps,idle`` holds those two, all their tables, and a note naming the rest; a
+    run over ranks the per-rank and job tables and a note saying so. Each validates; without
+    its note (or with the sections emptied) it does not."""
+    from profui.tui.cli.summary_cmd import json_document, run_summary
+
+    trace = imported("samples/synthetic_gpu")
+    whole = run_summary([trace], None, False, None, [], None, None, False)
+    some = _as_printed(json_document(whole, ["steps", "idle"]), allow_nan=False)
+    assert list(some["sections"]) == ["steps", "idle"]
+    assert some["notes"][-1].startswith(SECTIONS_NOTE)
+    assert not errors(validators["summary"], some)
+    assert errors(validators["summary"], {**some, "notes": some["notes"][:-1]})
+    partial = copy.deepcopy(some)
+    partial["sections"]["idle"].pop("queue")
+    assert errors(validators["summary"], partial)
+
+    ranks = _as_printed(
+        run_summary([trace], None, False, None, [], None, 2, False).to_json_dict(), allow_nan=False
+    )
+    got = {stage: list(tables) for stage, tables in ranks["sections"].items()}
+    assert got == summary_tables(by_ranks=True)
+    assert "critical_path" not in got and "findings" not in got
+    assert any(n.startswith(BY_RANKS_NOTE) for n in ranks["notes"])
+    assert not errors(validators["summary"], ranks)
+    assert errors(validators["summary"], {**ranks, "sections": {}})
+    unnoted = {**ranks, "notes": [n for n in ranks["notes"] if not n.startswith(BY_RANKS_NOTE)]}
+    assert errors(validators["summary"], unnoted)
+
+
+def test_gpu_item_keeps_what_the_trace_said() -> None:
+    """Hand-checked: known keys of their type kept in GPU_KEYS' order; an unknown key and a known
+    key of another type under ``more``; nothing else added."""
+    from profui.analysis.inventory import gpu_item
+
+    raw = {"name": "A100", "node": "n0", "id": 1, "fanSpeed": 3, "numSms": "108", "warpSize": True}
+    assert gpu_item(raw) == {
+        "node": "n0",
+        "id": 1,
+        "name": "A100",
+        "more": {"fanSpeed": 3, "numSms": "108", "warpSize": True},
+    }
+    assert gpu_item({"index": 0}) == {"index": 0}

@@ -47,7 +47,8 @@ TOP_ROWS = Table(
             "fraction",
             "total_ns over the time of its side's window summed over the ranks: at most 1 for a "
             "name that never overlaps itself; the rows together can add up to more than 1 (nested "
-            "ops, concurrent threads and streams)",
+            "ops, concurrent threads and streams); null when that window has no length",
+            nullable=True,
         ),
     ),
     "names by total time in a window, then by side and name",
@@ -211,7 +212,8 @@ def top(events: pl.LazyFrame, window: Window, what: str, n: int) -> tuple[pl.Dat
         .collect()
     )
     window_ns = int(ns.get("gpu" if what == "kernels" else "cpu") or 0)
-    share = pl.col("total_ns") / pl.col("side").replace_strict(ns, default=None, return_dtype=pl.Int64)
+    side_ns = pl.col("side").replace_strict(ns, default=None, return_dtype=pl.Int64)
+    share = pl.when(side_ns > 0).then(pl.col("total_ns") / side_ns)
     rows = grouped.sort(["total_ns", "side", "name"], descending=[True, False, False]).head(n)
     rows = rows.with_columns(share=share)
     return rows.select(pl.col(c.name).cast(c.dtype) for c in TOP_ROWS.columns), grouped.height, window_ns

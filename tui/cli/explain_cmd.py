@@ -110,6 +110,7 @@ def explain(
     from profui.analysis.headline import headline
     from profui.analysis.pipeline.bodies import retag_steps
     from profui.analysis.pipeline.store import compute
+    from profui.analysis.step_window import numbers, step_listing
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
 
@@ -170,7 +171,7 @@ def explain(
         if step is not None and step not in set(analysed["step"].to_list()):
             have = sorted(set(windows["step"].to_list()))
             if step not in have:
-                raise UserError(f"--step {step}: no such step ({_listing(have)})")
+                raise UserError(f"--step {step}: no such step ({step_listing(have)})")
             cp = on_demand(windows.filter(pl.col("step") == step))
             analysed = cp["steps.parquet"]
             notes.append(
@@ -178,7 +179,7 @@ def explain(
                 "own; the findings are the analysed steps'"
             )
         if rank is not None and rank not in set(analysed["rank"].to_list()):
-            have = _numbers(sorted(set(analysed["rank"].to_list())))
+            have = numbers(sorted(set(analysed["rank"].to_list())))
             where = f"step {step} has no path" if step is not None else "no analysed step"
             raise UserError(f"--rank {rank}: {where} on that rank (ranks: {have})")
         if step is None:
@@ -192,16 +193,6 @@ def explain(
         if step is None:
             notes.append("no step was analysed: no critical path, no time findings")
     return document(overview, cp, store["findings"], step, rank, notes, top, head, named, path_events)
-
-
-def _numbers(values: list[int]) -> str:
-    if not values:
-        return "none"
-    return ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]} to {values[-1]}"
-
-
-def _listing(values: list[int]) -> str:
-    return "steps: " + _numbers(values) if values else "the trace has no steps"
 
 
 # -- text -----------------------------------------------------------------------------------------

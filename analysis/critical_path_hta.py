@@ -34,9 +34,11 @@ HTA nests each thread's ops inside all its host events (annotations, Python fram
 ops and calls nest among themselves, which is the same wherever events nest properly.
 
 HTA's sorts are numpy's unstable quicksort; the same sorts run here on the same values, but
-from the import's row order, not HTA's file order, so events at one timestamp may come out in
-another order than HTA's (and an equally long path be picked): on no window of the shared
-traces does it change a number (``benchmarks/critical_path_vs_hta.py``). HTA's node kinds are
+from :data:`TRACE_ORDER` (a total order of the events' own fields: start, longest first, then
+the rest), not HTA's file order, so events at one timestamp may come out in another order than
+HTA's (and an equally long path be picked): on no window of the shared traces does it change a
+number (``benchmarks/critical_path_vs_hta.py``). The import's row order is no input: it may
+differ between two imports of one file, and the tables here are a function of the events. HTA's node kinds are
 Kineto categories (``cpu_op``, ``cuda_runtime``, ``cuda_driver``); here the import's kinds, so
 an MTIA or XPU runtime call is a node here and not in HTA. ``what_if.parquet`` is empty under
 ``hta_compat``: HTA's analysis has no replays.
@@ -119,6 +121,39 @@ class Path:
     #: (the trace-order index of the event its time belongs to, -1: none), ``start_ns``,
     #: ``end_ns``, ``ns``
     stretches: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STRETCH_SCHEMA))
+
+
+#: The order the events are numbered in (HTA's ``index``, the order its sorts start from): by
+#: rank, start, longest first, then every other field, so that only identical events tie (and
+#: which of two identical events comes first changes nothing).
+TRACE_ORDER: tuple[str, ...] = (
+    "node",
+    "rank",
+    "ts",
+    "dur",
+    "kind",
+    "tid",
+    "pid",
+    "device",
+    "stream",
+    "hta_stream",
+    "correlation",
+    "external_id",
+    "name",
+    "bytes",
+    "memcpy_kind",
+    "args",
+)
+
+
+def in_trace_order(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` sorted by :data:`TRACE_ORDER` (text columns by their text, ``dur`` longest
+    first), ``hta_order`` renumbered 0, 1, ... in that order."""
+    keys = [c for c in TRACE_ORDER if c in events.columns]
+    text = {c for c in keys if events.schema[c] in (pl.Categorical, pl.Enum) or events.schema[c] == pl.String}
+    by = [pl.col(c).cast(pl.String) if c in text else pl.col(c) for c in keys]
+    ordered = events.sort(by, descending=[c == "dur" for c in keys], nulls_last=True, maintain_order=True)
+    return ordered.drop("hta_order", strict=False).with_row_index("hta_order")
 
 
 def _quick_order(values: np.ndarray) -> np.ndarray:
@@ -611,7 +646,15 @@ def paths(
     ``instance``-th when given) on HTA's view of the events. ``path`` is None where HTA refuses
     the graph (a cycle).
     """
-    ev = events.collect() if isinstance(events, pl.LazyFrame) else events
+    return _paths(
+        in_trace_order(events.collect() if isinstance(events, pl.LazyFrame) else events), annotation, instance
+    )
+
+
+def _paths(
+    ev: pl.DataFrame, annotation: str, instance: int | None
+) -> list[tuple[str, int, int, str, int, int, Path | None]]:
+    """:func:`paths` of events already in :func:`in_trace_order`."""
     out = []
     for (node, rank), part in ev.group_by("node", "rank", maintain_order=True):
         df = _rank_frame(part)
@@ -647,11 +690,11 @@ def stage(
     ``what_if`` is empty under ``hta_compat`` (HTA has no replays). A window whose graph HTA
     refuses has no rows.
     """
-    ev = events.collect() if isinstance(events, pl.LazyFrame) else events
+    ev = in_trace_order(events.collect() if isinstance(events, pl.LazyFrame) else events)
     steps, kinds = [], []
     stretches: list[pl.DataFrame] = []
     in_order: dict[tuple[str, int], pl.DataFrame] = {}
-    for node, rank, i, name, s, e, p in paths(ev, annotation, instance):
+    for node, rank, i, name, s, e, p in _paths(ev, annotation, instance):
         if p is None:
             continue
         if (node, rank) not in in_order:

@@ -143,12 +143,9 @@ class Window(NamedTuple):
     height: int
 
     def launch_ts_numpy(self) -> np.ndarray:
-        """The launch times as Polars' ``to_numpy`` gives them: int64 without a null, else
-        float64 with NaN at the nulls (rounded to float: what the graph has always used)."""
-        lts, null = self.col["launch_ts"], self.col["no_launch"]
-        if not null.any():
-            return lts
-        return np.where(null, np.nan, lts.astype(np.float64))
+        """The launch times, int64 ns (a null: :data:`_NO_TIME`; read ``no_launch`` first). Never
+        float: epoch ns round to 256 ns in float64."""
+        return self.col["launch_ts"]
 
     def launched(self) -> np.ndarray:
         """Each op's launch time, its start where it has none."""
@@ -541,7 +538,7 @@ def _device_lanes(
     outside = np.flatnonzero((src < 0) & ~no_launch)
     lts = win.launch_ts_numpy()
     outside = outside[lts[outside] <= ts[outside]]
-    src[outside] = g.nodes(lts[outside].astype(np.int64).tolist(), ri, fixed=True) + np.arange(len(outside))
+    src[outside] = g.nodes(lts[outside].tolist(), ri, fixed=True) + np.arange(len(outside))
     has = np.flatnonzero(src >= 0)
     g.edges(src[has], s_nodes[has], LAUNCH, inp.launch_floor, lanes[has].tolist())
     # stream order: the previous op of the stream in the window, else its end as a fixed instant

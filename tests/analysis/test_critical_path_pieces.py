@@ -61,3 +61,19 @@ def test_joined_keeps_a_row_whole_while_it_repeats_and_touches() -> None:
 
 def test_an_empty_walk_has_no_stretch() -> None:
     assert cp._joined(*cp._cut([]), 0, 10) == []
+
+
+def test_launch_instants_stay_whole_ns_beside_an_op_without_a_launch():
+    """By hand: a window holding an op without a launch (MTIA's DMA requests) and one launched at
+    epoch ns 1,796,477,756,530,075,402 (a walk's trace): the launch instant is that ns, int64.
+    As float64 (what a null made it before) it was 1,796,477,756,530,075,392: 10 ns off, and up
+    to 256 ns off at such instants."""
+    import numpy as np
+
+    from profui.analysis.critical_path_graph import _NO_TIME, Window
+
+    at = 1_796_477_756_530_075_402
+    assert int(np.float64(at)) == at - 10  # the premise: float64 cannot hold it
+    win = Window({"launch_ts": np.array([_NO_TIME, at]), "no_launch": np.array([True, False])}, 2)
+    got = win.launch_ts_numpy()
+    assert got.dtype == np.int64 and int(got[1]) == at

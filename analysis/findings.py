@@ -50,6 +50,7 @@ from .findings_base import (
     Finding,
     next_step,
     precision_next_step,
+    unit_of,
 )
 from .findings_path import (
     job_paths,
@@ -98,10 +99,10 @@ def _lead(category: str, words: DeviceWords) -> str:
     }[category]
 
 
-def on_path_label(category: str, words: DeviceWords) -> str:
+def on_path_label(category: str, words: DeviceWords, unit: str = "step") -> str:
     """The evidence label of a time finding's own kinds on the path (:data:`PATH_KINDS`), named
     for what they are: the straggler's is only the wait for a rank, not the late rank's lateness
-    its replay removes."""
+    its replay removes; per ``unit`` (:func:`~.findings_base.unit_of`)."""
     compute = "ops" if words.kind == NONE else f"host ops and {words.work}s"
     what = {
         "input": "data loading",
@@ -113,14 +114,15 @@ def on_path_label(category: str, words: DeviceWords) -> str:
         "communication": "communication and waiting for a rank",
         "straggler": "waiting for a rank",
     }[category]
-    return f"{what} on the path per step"
+    return f"{what} on the path per {unit}"
 
 
-def recoverable_title(lead: str, ns: int, share: float) -> str:
+def recoverable_title(lead: str, ns: int, share: float, unit: str = "step") -> str:
     """A time finding's title: ``LEAD: X per step (Y% of step time) recoverable`` — the numbers
     of its first two evidence rows (X the mean saving per analysed step, Y the steps' total
-    saving over their total critical-path length)."""
-    return f"{lead}: {fmt_ns(ns)} per step ({fmt_pct(share, 0)} of step time) recoverable"
+    saving over their total critical-path length); ``per trace`` and ``of trace time`` where the
+    one window analysed is the whole trace (``unit``: :func:`~.findings_base.unit_of`)."""
+    return f"{lead}: {fmt_ns(ns)} per {unit} ({fmt_pct(share, 0)} of {unit} time) recoverable"
 
 
 # -- the rules ----------------------------------------------------------------------------------
@@ -131,10 +133,12 @@ def severity_of(share: float) -> str:
     return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
 
 
-def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
+def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords, unit: str = "step") -> list[Finding]:
     """One finding per what-if change that saves time: its mean job-level saving per step, where
     it occurs (ranks and steps whose own replay saved time), its worst instance (the rank and
-    step whose replay saved the most, at the start of its longest stretch of that kind)."""
+    step whose replay saved the most, at the start of its longest stretch of that kind). Its
+    words are per ``unit`` (:func:`~.findings_base.unit_of`): the whole trace, one window, says
+    no step and has no "most saved in one step" or step count."""
     steps, what_if, by_kind = cp["steps.parquet"], cp["what_if.parquet"], cp["by_kind.parquet"]
     if not steps.height:
         return []
@@ -156,7 +160,7 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
         f = Finding(
             category,
             severity_of(share),
-            recoverable_title(_lead(category, words), mean, share),
+            recoverable_title(_lead(category, words), mean, share, unit),
             next_step(category, words),
             mean,
             share,
@@ -168,19 +172,26 @@ def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fi
             longest_start(st, kinds, worst["rank"], worst["step"]),
         )
         f.evidence = [
-            ("recoverable per step", float(mean), "ns", WHAT_IF_SRC),
-            ("share of step time", share, "fraction", WHAT_IF_SRC),
-            (on_path_label(category, words), on_path, "ns", BY_KIND_SRC),
-            ("critical path per step", per_step, "ns", STEPS_SRC),
-            ("most saved in one step", float(worst["saved_ns"]), "ns", WHAT_IF_SRC),
-            ("steps analysed", float(jobs.height), "count", STEPS_SRC),
+            (f"recoverable per {unit}", float(mean), "ns", WHAT_IF_SRC),
+            (f"share of {unit} time", share, "fraction", WHAT_IF_SRC),
+            (on_path_label(category, words, unit), on_path, "ns", BY_KIND_SRC),
+            (f"critical path per {unit}", per_step, "ns", STEPS_SRC),
         ]
+        if unit == "step":
+            f.evidence += [
+                ("most saved in one step", float(worst["saved_ns"]), "ns", WHAT_IF_SRC),
+                ("steps analysed", float(jobs.height), "count", STEPS_SRC),
+            ]
         out.append(f)
     return out
 
 
 def straggler_finding(
-    found: list[Finding], stragglers: pl.DataFrame, events: pl.DataFrame, words: DeviceWords
+    found: list[Finding],
+    stragglers: pl.DataFrame,
+    events: pl.DataFrame,
+    words: DeviceWords,
+    unit: str = "step",
 ) -> None:
     """The straggler finding names the rank that arrives last at the collectives most often and
     its cause (``comm/stragglers.parquet``); its title and evidence say so, and its worst
@@ -202,9 +213,10 @@ def straggler_finding(
     if "cause" in mine.columns and mine["cause"].drop_nulls().len():
         cause = mine["cause"].drop_nulls().mode().sort()[0]
     because = f", {cause}" if cause else ""
+    often = f" in {n} of {plural(stragglers.height, 'step')}" if unit == "step" else ""
     f.title = (
-        f"Rank {rank} arrives last at the collectives in {n} of {plural(stragglers.height, 'step')}{because}: "
-        f"{fmt_ns(f.recoverable_ns_per_step)} per step ({fmt_pct(f.recoverable_share, 0)} of step time) "
+        f"Rank {rank} arrives last at the collectives{often}{because}: "
+        f"{fmt_ns(f.recoverable_ns_per_step)} per {unit} ({fmt_pct(f.recoverable_share, 0)} of {unit} time) "
         "recoverable"
     )
     f.ranks = sorted({rank, *f.ranks})
@@ -215,10 +227,9 @@ def straggler_finding(
         st = stretches(events.filter(pl.col("rank") == rank))
         f.at_ns = longest_start(st, PATH_KINDS[cause], rank, f.at_step) if f.at_step is not None else None
         f.look_at = look_at(st, PATH_KINDS[cause], ops_only=cause == "compute") or f.look_at
-    f.evidence += [
-        ("late rank", float(rank), "id", "comm/stragglers.parquet"),
-        ("steps it is late", float(n), "count", "comm/stragglers.parquet"),
-    ]
+    f.evidence.append(("late rank", float(rank), "id", "comm/stragglers.parquet"))
+    if unit == "step":
+        f.evidence.append(("steps it is late", float(n), "count", "comm/stragglers.parquet"))
     for col, label in (("lateness_ns", "its median lateness"), ("wait_ns", "others' median wait")):
         if col in mine.columns and mine[col].drop_nulls().len():
             f.evidence.append((label, float(mine[col].median()), "ns", "comm/stragglers.parquet"))
@@ -321,10 +332,11 @@ def stage(
     """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``),
     the trace's overview and its manifest's GPUs (their memory, where known)."""
     words = words_for(overview)
+    unit = unit_of(inputs.get("steps", {}).get("windows.parquet"))
     cp = inputs["critical_path"]
     stragglers = inputs["comm"]["stragglers.parquet"]
-    found = time_findings(cp, words)
-    straggler_finding(found, stragglers, cp["events.parquet"], words)
+    found = time_findings(cp, words, unit)
+    straggler_finding(found, stragglers, cp["events.parquet"], words, unit)
     transfer_evidence(found, inputs.get("memory", {}).get("ops.parquet"))
     found = consistent(found, stragglers, cp["events.parquet"])
     found += risks.memory_findings(inputs["allocations"])
@@ -335,5 +347,5 @@ def stage(
         words,
         int(overview.get("duration_ns") or 0),
     )
-    found += risks.idle_finding(cp, words)
+    found += risks.idle_finding(cp, words, unit)
     return tables(ranked(found))

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import polars as pl
+
 from .critical_path import CHANGE_KINDS
 from .critical_path_replay import CHANGES
 from .devices import NONE, DeviceWords
+from .steps import WHOLE_TRACE
 
 #: A finding's ``category``: the fixed vocabulary ``profui explain`` speaks.
 CATEGORIES: tuple[str, ...] = (
@@ -55,6 +58,24 @@ CATEGORY_NAMES: dict[str, str] = {
     "precision": "precision risk",
     "idle": "device idle",
 }
+
+#: What is said where the trace has no step markers (explain's note; the findings' times are then
+#: per trace: :func:`unit_of`).
+NO_MARKERS_NOTE = "no step markers: the whole trace is analysed as one window"
+
+
+def has_step_markers(windows: pl.DataFrame) -> bool:
+    """Whether the steps stage found step markers (else its only window per rank is the whole
+    trace, named :data:`~profui.analysis.steps.WHOLE_TRACE`)."""
+    return windows.height > 0 and bool((windows["name"] != WHOLE_TRACE).any())
+
+
+def unit_of(windows: pl.DataFrame | None) -> str:
+    """What a finding's time is per, in words: ``step``, or ``trace`` where the steps stage's
+    ``windows`` hold no step marker (the one window analysed is the whole trace). Without the
+    table: ``step``."""
+    return "step" if windows is None or windows.height == 0 or has_step_markers(windows) else "trace"
+
 
 #: ``severity``, most severe first.
 SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")

@@ -161,10 +161,10 @@ def precision_finding(
     return [f]
 
 
-def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Finding]:
+def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords, unit: str = "step") -> list[Finding]:
     """The device idle on the path between its own work, with no other cause (``device_overhead``
-        time), of at least :data:`IDLE_SHARE` of step time (the analysed steps' total idle on the
-    path over their total path length)."""
+    time), of at least :data:`IDLE_SHARE` of step time (the analysed steps' total idle on the
+    path over their total path length); per ``unit`` (:func:`~.findings_base.unit_of`)."""
     steps = cp["steps.parquet"]
     if words.kind == NONE or not steps.height:
         return []
@@ -185,8 +185,8 @@ def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fin
     f = Finding(
         "idle",
         "medium" if share >= HIGH_SHARE else "low",
-        f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per step "
-        f"({fmt_pct(share, 0)} of step time)",
+        f"{words.Device} idle on the critical path with no other cause: {fmt_ns(idle)} per {unit} "
+        f"({fmt_pct(share, 0)} of {unit} time)",
         next_step("idle", words),
         look_at=look_at(st, kinds),
         at_rank=worst["rank"],
@@ -194,8 +194,8 @@ def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords) -> list[Fin
         at_ns=longest_start(st, kinds, worst["rank"], worst["step"]),
     )
     f.evidence = [
-        ("idle on the path per step", idle, "ns", BY_KIND_SRC),
-        ("share of step time", share, "fraction", BY_KIND_SRC),
-        ("critical path per step", per_step, "ns", STEPS_SRC),
+        (f"idle on the path per {unit}", idle, "ns", BY_KIND_SRC),
+        (f"share of {unit} time", share, "fraction", BY_KIND_SRC),
+        (f"critical path per {unit}", per_step, "ns", STEPS_SRC),
     ]
     return [f]

@@ -326,8 +326,9 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "findings",
         # what the rules read: the path and its what-if replays, the late rank, memory per step,
-        # precision shares and the GPU the flops stage found a peak for, the copies' bandwidth
-        ("ingest", "critical_path", "comm", "allocations", "precision", "flops", "memory"),
+        # precision shares and the GPU the flops stage found a peak for, the copies' bandwidth,
+        # whether the trace has step markers (the findings' times are per step or per trace)
+        ("ingest", "steps", "critical_path", "comm", "allocations", "precision", "flops", "memory"),
         ("hta_compat", "include_last_step"),
         ("findings.parquet", "evidence.parquet"),
         b.findings,

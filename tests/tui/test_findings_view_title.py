@@ -28,3 +28,9 @@ def test_the_title_cell_is_the_lead_without_the_numbers() -> None:
         }
     )
     assert shown(frame)["finding"].to_list() == [lead, titles[1]]
+    # without step markers the numbers are per trace: left out alike
+    whole = frame.with_columns(
+        pl.Series("title", [recoverable_title(lead, 39_500_000, 0.844, "trace"), titles[1]])
+    )
+    assert whole["title"][0].endswith(": 39.5 ms per trace (84% of trace time) recoverable")
+    assert shown(whole)["finding"].to_list() == [lead, titles[1]]

@@ -77,6 +77,9 @@ def test_the_top_finding_is_position_one_with_its_time_per_step() -> None:
         headline(risk)
         == "Top finding: Memory floor rises every step (medium risk, no time to recover per step)"
     )
+    # without step markers the one window is the whole trace: per trace, the same rule
+    assert headline(bare, windows("(whole trace)")) == "Top finding: Host stall: 2.5 ms per trace (25%)"
+    assert headline(risk, windows("(whole trace)")).endswith("(medium risk, no time to recover per trace)")
 
 
 def test_no_finding_says_why() -> None:
@@ -97,12 +100,12 @@ def test_no_finding_says_why() -> None:
     assert headline(none, marked, cp_one) == (
         "No finding: nothing on the critical path would save ≥ 1% of a step, and no risk was found."
     )
-    # no step markers, yet the stage took the whole trace's path as step 0 (an Nsight export):
-    # there is a critical path, and the line says whose
+    # no step markers, yet the stage took the whole trace's path as one window (an Nsight
+    # export): there is a critical path, the line says whose, and no step is named
     whole = cp_one.with_columns(pl.lit(0, pl.Int64).alias("step"))
     assert headline(none, windows("(whole trace)"), whole) == (
-        "No finding: nothing on the critical path of the whole trace (no step markers: one step) "
-        "would save ≥ 1% of a step, and no risk was found."
+        "No finding: nothing on the critical path of the whole trace (no step markers: one window) "
+        "would save ≥ 1% of its time, and no risk was found."
     )
     assert headline(none, windows("(whole trace)"), cp_empty) == (
         "No finding: no step markers, so no critical path to rank changes on."
@@ -145,6 +148,8 @@ def test_the_shared_nsight_export_leads_with_its_transfer_finding(tmp_path) -> N
     assert rows and rows[0]["category"] == "transfer", rows[:2]
     assert first.startswith("Top finding: ") and rows[0]["title"].rstrip(".") in first
     assert "launch-bound" not in " ".join(r["title"] for r in rows)
+    # the one window is the whole trace: its time is per trace, no step is named
+    assert " per trace (" in first and "step" not in first
 
 
 def test_a_sample_with_steps_never_says_it_has_none(tmp_path) -> None:

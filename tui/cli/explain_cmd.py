@@ -106,6 +106,7 @@ def explain(
 
     from profui.analysis import critical_path as cpath
     from profui.analysis import critical_path_hta as cpath_hta
+    from profui.analysis.findings_base import NO_MARKERS_NOTE, has_step_markers
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
     from profui.analysis.pipeline.bodies import retag_steps
@@ -187,7 +188,11 @@ def explain(
             step = median
             rank = slowest if rank is None else rank
             if step is not None:
-                notes.append(f"step {step} is the job's median analysed step")
+                notes.append(
+                    f"step {step} is the job's median analysed step"
+                    if has_step_markers(windows)
+                    else NO_MARKERS_NOTE
+                )
         elif rank is None:
             rank = slowest_rank(analysed, step)
         if step is None:
@@ -359,9 +364,11 @@ def render(doc: Mapping[str, Any], out: Any) -> None:
     trace, the headline, notes, each finding (title, evidence, where to look, its worst instance,
     the next step), then the step's critical path by kind."""
     from profui.analysis.devices import fmt_devices, words_for
+    from profui.analysis.findings_base import NO_MARKERS_NOTE
     from profui.analysis.formatting import fmt_ns, fmt_pct, plural
 
     words = words_for(doc["trace"])
+    whole = NO_MARKERS_NOTE in doc["notes"]  # the one window is the whole trace: no step to name
     tr = doc["trace"]
     out.trace(f"{tr['name']} · {fmt_devices(tr)} · {plural(len(tr['ranks']), 'rank')}")
     out.headline(doc["headline"])
@@ -378,12 +385,19 @@ def render(doc: Mapping[str, Any], out: Any) -> None:
                 if tl["ts_ns"] is not None
                 else ""
             )
-            out.field("worst", f"rank {tl['rank']}, step {tl['step']}{at}")
+            step = "" if whole else f", step {tl['step']}"
+            out.field("worst", f"rank {tl['rank']}{step}{at}")
         out.field("next", f["next_step"])
     cp = doc["critical_path"]
     if cp["length_ns"]:
         ann = doc["annotation"]
-        what = f"{ann['name']!r} instance {ann['instance']}" if ann else f"step {doc['step']}"
+        what = (
+            f"{ann['name']!r} instance {ann['instance']}"
+            if ann
+            else "the whole trace"
+            if whole
+            else f"step {doc['step']}"
+        )
         kinds = sorted(((k, v) for k, v in cp["by_kind"].items() if v), key=lambda kv: -kv[1])
         out.path(
             f"Critical path of {what} on rank {doc['rank']}: {fmt_ns(cp['length_ns'])}",

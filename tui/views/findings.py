@@ -48,7 +48,7 @@ def units(file: str) -> dict[str, str]:
 #: A time finding's title ends with the two numbers the table's columns show
 #: (:func:`profui.analysis.findings.recoverable_title`); the table's title cell leaves them out,
 #: so that its 80 columns show the words (the panel below shows the title whole).
-RECOVERABLE_TAIL = r": [^:]+ per step \([^)]*of step time\) recoverable$"
+RECOVERABLE_TAIL = r": [^:]+ per (?:step|trace) \([^)]*of (?:step|trace) time\) recoverable$"
 
 
 def shown(findings: pl.DataFrame) -> pl.DataFrame:

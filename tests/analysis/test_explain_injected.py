@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -208,8 +209,8 @@ def test_a_wait_inside_a_users_range_is_waiting_for_the_late_rank(runs):
     """late_before_backward: rank 1's main thread waits for the all-reduce outside any op but
     inside its ``fwd_bwd`` annotation (the premise, read from the events in plain Python); each
     analysed step's path on rank 1 waits for rank 0 as long as rank 0 arrived after rank 1 (the
-    gloo rows' starts), within 10% or 0.5 ms, and none of that wait is host time (before the
-    fix: 0 waiting for a rank, ~20 ms of host time outside ops)."""
+    gloo rows' starts), within 10% or 0.5 ms, and that wait is no host time (before the fix: 0
+    waiting for a rank, ~20 ms of host time outside ops per step)."""
     name = "late_before_backward"
     trace = runs.trace(name)
     arrivals = _gloo_arrivals(trace, CAUSES[name].nproc)
@@ -226,12 +227,15 @@ def test_a_wait_inside_a_users_range_is_waiting_for_the_late_rank(runs):
     kinds = out["by_kind.parquet"].filter(rank=1)
     steps = sorted(set(kinds["step"].to_list()) & set(arrivals))
     assert len(steps) >= 10, steps
+    hosts, wants = [], []
     for n in steps:
         want = arrivals[n][late] - arrivals[n][1]
         got = kinds.filter(step=n, kind="rank_wait")["ns"].sum()
         assert abs(got - want) <= max(0.10 * want, 500_000), (n, got, want)
-        host = kinds.filter(step=n, kind="host_overhead")["ns"].sum()
-        assert host < want / 2, (n, host, want)
+        hosts.append(kinds.filter(step=n, kind="host_overhead")["ns"].sum())
+        wants.append(want)
+    # the wait is no host time (a loaded host adds some to a step now and then: the medians)
+    assert statistics.median(hosts) < statistics.median(wants) / 4, (hosts, wants)
 
 
 def _dashboard_headline(trace: Path) -> str:

@@ -204,7 +204,11 @@ def totals_of_breakdown(breakdown: pl.LazyFrame | pl.DataFrame, by: Sequence[str
         breakdown.lazy()
         .group_by(grp)
         .agg(pl.col("idle_ns").sum(), pl.col("count").sum())
-        .with_columns((pl.col("idle_ns") / pl.col("idle_ns").sum().over(keys or pl.lit(0))).alias("ratio"))
+        .with_columns(
+            pl.when(pl.col("idle_ns").sum().over(keys or pl.lit(0)) != 0)
+            .then(pl.col("idle_ns") / pl.col("idle_ns").sum().over(keys or pl.lit(0)))
+            .alias("ratio")
+        )
         .sort(grp)
     )
 

@@ -88,9 +88,9 @@ def sync_summary(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> 
             ((pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min()).alias("window_ns")
         )
         per = per.join(win, how="cross")
-    return per.with_columns((pl.col("total_ns") / pl.col("window_ns")).alias("share")).sort(
-        ["total_ns", "name"], descending=[True, False]
-    )
+    return per.with_columns(
+        pl.when(pl.col("window_ns") > 0).then(pl.col("total_ns") / pl.col("window_ns")).alias("share")
+    ).sort(["total_ns", "name"], descending=[True, False])
 
 
 def sync_totals(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> pl.LazyFrame:
@@ -104,7 +104,9 @@ def sync_totals(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> p
             pl.col("total_ns").sum().alias("blocked_ns"),
             pl.col("window_ns").first().alias("window_ns"),
         )
-        .with_columns((pl.col("blocked_ns") / pl.col("window_ns")).alias("share"))
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0).then(pl.col("blocked_ns") / pl.col("window_ns")).alias("share")
+        )
         .select(*keys, "calls", "blocked_ns", "window_ns", "share")
         .sort(keys or "blocked_ns")
     )

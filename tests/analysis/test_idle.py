@@ -295,3 +295,23 @@ def test_blocked_on_full_queue_hand_checked():
     assert b["share"].item() == 35_000 / 300_000
     assert blocked_on_full_queue(ev(SMALL), 4).collect()["blocked_ns"].to_list() == [13_000]
     assert blocked_on_full_queue(ev(SMALL)).collect().height == 0  # CUDA's 1024
+
+
+def test_totals_of_a_breakdown_without_idle_time_have_no_ratio():
+    """Streams that were never idle (every category 0 ns): the share of idle time per category
+    is 0/0, null — not NaN, which the schema check refuses in a float column."""
+    from profui.analysis.idle import totals_of_breakdown
+
+    breakdown = pl.DataFrame(
+        {
+            "node": ["n", "n"],
+            "rank": [0, 0],
+            "category": ["host_wait", "kernel_wait"],
+            "idle_ns": [0, 0],
+            "count": [0, 0],
+        }
+    )
+    t = totals_of_breakdown(breakdown, ["node", "rank"]).collect()
+    assert t["ratio"].to_list() == [None, None]
+    busy = breakdown.with_columns(pl.Series("idle_ns", [300, 100]))
+    assert totals_of_breakdown(busy, ["node", "rank"]).collect()["ratio"].to_list() == [0.75, 0.25]

@@ -84,3 +84,18 @@ def test_simple_add_sync_trace(imported_trace):
     assert 0 < t["share"] < 1
     dev = gpu_sync_summary(ev).collect()
     assert dev["count"].sum() == 41  # the trace's 41 cuda_sync events
+
+
+def test_a_host_window_without_length_has_no_share():
+    """A rank whose host events all start and end at one instant (a lone zero-length sync call)
+    has a host window of 0 ns: its share is null (the schema declares it so), not an infinity
+    that the schema check refuses and JSON would print as null anyway."""
+    from profui.analysis.schemas import conform
+
+    one = ev([{"ts": 5_000, "dur": 0, "kind": "runtime", "name": "cudaDeviceSynchronize", "correlation": 1}])
+    s = sync_summary(one).collect()
+    t = sync_totals(one).collect()
+    assert (s["window_ns"].to_list(), s["share"].to_list()) == ([0], [None])
+    assert (t["calls"].to_list(), t["share"].to_list()) == ([1], [None])
+    conform("sync", "host.parquet", s)
+    conform("sync", "totals.parquet", t)

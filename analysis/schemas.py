@@ -19,6 +19,8 @@ A column holds null only where it is declared :attr:`Column.nullable` (:func:`co
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 
 import polars as pl
@@ -85,6 +87,16 @@ class Table:
 
 class SchemaError(ValueError):
     """A stage produced a table that does not match its declared schema."""
+
+
+class SchemaWarning(UserWarning):
+    """A stage wrote a null where its table's schema declares none, on a user's run: a profui bug
+    that must not cost the user their analysis (under :data:`STRICT_ENV` it is a SchemaError)."""
+
+
+#: Set (the test suite sets it) to refuse undeclared nulls instead of warning: the columns'
+#: nullability was measured on every shared trace, and a trace unlike them must still be analysed.
+STRICT_ENV = "PROFUI_STRICT_SCHEMAS"
 
 
 I64, I32, U32, F64, STR, BOOL = pl.Int64(), pl.Int32(), pl.UInt32(), pl.Float64(), pl.String(), pl.Boolean()
@@ -1096,7 +1108,8 @@ def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
     where a column is not :attr:`Column.nullable` (nor NaN or an infinity in such a float
     column, nor a null inside such a list column).
 
-    Raises :class:`SchemaError` naming the stage, the file and the difference.
+    Raises :class:`SchemaError` naming the stage, the file and the difference (an undeclared
+    null only warns, unless :data:`STRICT_ENV` is set).
     """
     decl = table(stage, file)
     got = set(frame.columns)
@@ -1121,8 +1134,9 @@ def conform(stage: str, file: str, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _refuse_nulls(stage: str, file: str, frame: pl.DataFrame, cols: list[Column]) -> None:
-    """SchemaError when a column of ``cols`` holds a null (a float one NaN or an infinity, which
-    JSON prints as null; a list one a null item)."""
+    """SchemaError (a :class:`SchemaWarning` unless :data:`STRICT_ENV` is set) when a column of
+    ``cols`` holds a null (a float one NaN or an infinity, which JSON prints as null; a list one a
+    null item)."""
     for c in cols:
         s = frame.get_column(c.name)
         bad = s.null_count()
@@ -1131,10 +1145,13 @@ def _refuse_nulls(stage: str, file: str, frame: pl.DataFrame, cols: list[Column]
         if not bad and isinstance(c.dtype, pl.List):
             bad = int((s.list.len() - s.list.drop_nulls().list.len()).sum() or 0)
         if bad:
-            raise SchemaError(
+            message = (
                 f"{stage}/{file}: column {c.name} holds {bad} null, NaN or infinite value(s) "
                 "but is not declared nullable"
             )
+            if os.environ.get(STRICT_ENV):
+                raise SchemaError(message)
+            warnings.warn(f"{message} (a profui bug: please report it)", SchemaWarning, stacklevel=3)
 
 
 #: The overview of a trace (``ingest/trace.json``'s ``overview``, the Summary's ``trace``).

@@ -8,7 +8,7 @@ import math
 import polars as pl
 import pytest
 
-from profui.analysis.schemas import TABLES, SchemaError, conform, table
+from profui.analysis.schemas import STRICT_ENV, TABLES, SchemaError, SchemaWarning, conform, table
 
 
 def _frame(stage: str, file: str, **values: list) -> pl.DataFrame:
@@ -37,6 +37,16 @@ def test_a_null_in_a_column_not_declared_nullable_is_refused() -> None:
         "steps/stats.parquet: column mean_ns holds 1 null, NaN or infinite value(s) "
         "but is not declared nullable"
     )
+
+
+def test_outside_the_tests_an_undeclared_null_warns_and_keeps_the_table(monkeypatch) -> None:
+    """A user's trace unlike every shared one must still be analysed: the null is a profui bug,
+    said on stderr as a warning, and the table is kept as the stage wrote it."""
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    frame = _frame("steps", "stats", count=[3, 4], mean_ns=[1.0, None])
+    with pytest.warns(SchemaWarning, match="steps/stats.parquet: column mean_ns holds 1 null"):
+        out = conform("steps", "stats.parquet", frame)
+    assert out["mean_ns"].to_list() == [1.0, None]
 
 
 def test_a_null_in_a_nullable_column_passes() -> None:

@@ -136,12 +136,12 @@ def test_status_line_keeps_the_newest_message_whole(mlp: Path) -> None:
                 f"no step 2 (steps {numbers[0]}–{numbers[-1]})  ?: keys" in line
             ), line
             # a long message: the older parts give way, the message stays whole
-            view.state.message = "no memory events in this trace (recorded without profile_memory=True)"
+            view.state.message = "no memory events in this trace (the allocator's [memory] events)"
             view._update()
             await pilot.pause()
             line = status(app)
             assert len(line) <= 78
-            assert "no memory events in this trace (recorded without profile_memory=True)" in line, line
+            assert "no memory events in this trace (the allocator's [memory] events)" in line, line
 
     run(go())
 

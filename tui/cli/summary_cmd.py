@@ -325,10 +325,7 @@ def render_text(summary: Any, console: Any) -> None:
         ("device", "id", _text),
     ]
     if mem.is_empty():
-        P(
-            "[bold]Memory over time[/bold]: no memory events (\\[memory]) — recorded without "
-            "profile_memory=True (profcap --memory records them)"
-        )
+        P("[bold]Memory over time[/bold]: no memory events (\\[memory]); the notes above say why")
     else:
         P(
             _table(

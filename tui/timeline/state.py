@@ -438,7 +438,7 @@ class TimelineState:
 
         order = self.ix.memory_series()
         if not order:
-            self.message = "no memory events in this trace (recorded without profile_memory=True)"
+            self.message = "no memory events in this trace (the allocator's [memory] events)"
             self.version += 1
             return False
         i = series if series in self.ix.memory_peak else order[0]

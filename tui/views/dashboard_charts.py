@@ -689,8 +689,7 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
     if devices.height == 0:
         return ChartData(
             kind="text",
-            text="no memory events in this trace: recorded without profile_memory=True "
-            "(profcap --memory records them)",
+            text="no memory events in this trace",  # why: the takeaway, worded for its source
             takeaway=takeaway("allocations", outputs),
         )
     over = frame(outputs, "allocations", "over_time.parquet")

@@ -324,7 +324,9 @@ def render_text(summary: Any, console: Any) -> None:
         ("device_type", "device", _text),
         ("device", "id", _text),
     ]
-    if mem.is_empty():
+    if "allocations" not in s.sections:
+        P("[bold]Memory over time[/bold]: not analysed in this run (the notes above say why)")
+    elif mem.is_empty():
         P("[bold]Memory over time[/bold]: no memory events (\\[memory]); the notes above say why")
     else:
         P(

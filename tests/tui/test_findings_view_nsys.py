@@ -49,6 +49,14 @@ def test_the_top_finding_is_the_copies_and_enter_draws_its_path(tmp_path: Path) 
             assert await wait_for(pilot, lambda: view.ready)
             first = view.query_one("#findings", FrameTable).get_row_at(0)
             assert str(first[1]) == "transfer" == top["category"]
+            # no step markers: the time saved is per trace (explain's words), and the worst
+            # instance names no step (its 0 is the window's number, not a step of the run)
+            table = view.query_one("#findings", FrameTable)
+            heads = [str(c.label) for c in table.columns.values()]
+            assert any("per trace" in h for h in heads) and not any("per step" in h for h in heads), heads
+            assert " per trace (" in top["title"]
+            where = str(view.query_one("#finding-where").render())
+            assert f"worst at rank {at['rank']}\n" in where + "\n" and "step" not in where.split("look at")[0]
             assert not any(f["category"] == "launch" for f in doc["findings"])
             await pilot.press("enter")
             tl = app.screen.query_one(TimelineView)

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from profui.analysis import schemas
+from profui.analysis.findings_base import unit_of
 from profui.analysis.formatting import plural
 
 from ..widgets.frame_table import FrameTable
@@ -34,13 +35,20 @@ SHOWN_AS = {"position": "#", "recoverable_ns_per_step": "per_step_ns", "recovera
 EVIDENCE_COLUMNS = ["label", "value", "source"]
 
 
-def units(file: str) -> dict[str, str]:
+def shown_as(per: str = "step") -> dict[str, str]:
+    """The short names of the table's columns; the recoverable time is ``per_step_ns``, or
+    ``per_trace_ns`` on a trace without step markers (``per``: :func:`~profui.analysis.findings_base.unit_of`)."""
+    return {**SHOWN_AS, "recoverable_ns_per_step": f"per_{per}_ns"}
+
+
+def units(file: str, per: str = "step") -> dict[str, str]:
     """The declared unit of each column of the findings stage's ``file`` (and of the short name
     it is shown by)."""
     declared = {c.name: c.unit for c in schemas.table(STAGE, file).columns}
+    names = shown_as(per)
     return (
         declared
-        | {SHOWN_AS[c]: u for c, u in declared.items() if c in SHOWN_AS}
+        | {names[c]: u for c, u in declared.items() if c in names}
         | {"finding": declared.get("title", "text")}
     )
 
@@ -51,12 +59,12 @@ def units(file: str) -> dict[str, str]:
 RECOVERABLE_TAIL = r": [^:]+ per (?:step|trace) \([^)]*of (?:step|trace) time\) recoverable$"
 
 
-def shown(findings: pl.DataFrame) -> pl.DataFrame:
+def shown(findings: pl.DataFrame, per: str = "step") -> pl.DataFrame:
     """The findings with the table's columns under their short names as well (every column
     kept: Enter reads the worst instance's), and ``finding``: the title less the numbers the
     columns show."""
     return findings.with_columns(
-        *(pl.col(c).alias(a) for c, a in SHOWN_AS.items()),
+        *(pl.col(c).alias(a) for c, a in shown_as(per).items()),
         pl.col("title").str.replace(RECOVERABLE_TAIL, "").alias("finding"),
     )
 
@@ -68,10 +76,12 @@ def evidence_of(evidence: pl.DataFrame, position: int) -> pl.DataFrame:
     return evidence.filter(pl.col("position") == position)
 
 
-def where_text(row: dict[str, Any], width: int) -> Text:
-    """The finding ``row`` whole: its title, its worst instance (rank, step), where to look
-    (one line of ``width``: the names run long) and its next step."""
-    where = [f"{k} {row[f'at_{k}']}" for k in ("rank", "step") if row.get(f"at_{k}") is not None]
+def where_text(row: dict[str, Any], width: int, per: str = "step") -> Text:
+    """The finding ``row`` whole: its title, its worst instance (rank, step: no step on a trace
+    without step markers, ``per`` "trace"), where to look (one line of ``width``: the names run
+    long) and its next step."""
+    keys = ("rank", "step") if per == "step" else ("rank",)
+    where = [f"{k} {row[f'at_{k}']}" for k in keys if row.get(f"at_{k}") is not None]
     names = ", ".join(n for n in (row.get("look_at") or []) if n) or "-"
     t = Text(overflow="fold")
     t.append(str(row.get("title") or ""), style="bold")
@@ -98,6 +108,7 @@ class FindingsView(TraceView):
         super().__init__(session, id=id)
         self.findings = pl.DataFrame()
         self.evidence = pl.DataFrame()
+        self.per = "step"
 
     def compose(self) -> ComposeResult:
         yield Static("loading findings…", id="findings-status")
@@ -143,10 +154,15 @@ class FindingsView(TraceView):
             self.ready = True
             return
         self.findings = self.findings.sort("position")
+        steps = dc.frame(outputs, "steps", "windows.parquet")
+        self.per = unit_of(steps if "steps" in outputs else None)
         n = plural(self.findings.height, "finding")
         self._status(f"{n}, most time saved first · Enter: timeline at the worst instance")
         table.sort_by = None
-        table.set_frame(shown(self.findings), [SHOWN_AS.get(c, c) for c in COLUMNS], units(FINDINGS))
+        names = shown_as(self.per)
+        table.set_frame(
+            shown(self.findings, self.per), [names.get(c, c) for c in COLUMNS], units(FINDINGS, self.per)
+        )
         self._select(table.row_at_cursor())
         self.ready = True
 
@@ -158,7 +174,7 @@ class FindingsView(TraceView):
             where.update("")
             ev.set_frame(pl.DataFrame())
             return
-        where.update(where_text(row, (where.size.width or self.app.size.width) - 2))
+        where.update(where_text(row, (where.size.width or self.app.size.width) - 2, self.per))
         ev.set_frame(evidence_of(self.evidence, row["position"]), EVIDENCE_COLUMNS, units(EVIDENCE))
 
     @property

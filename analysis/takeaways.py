@@ -350,15 +350,13 @@ def memory_trend(per_step: pl.DataFrame, peak: int) -> str:
     return ""
 
 
-def allocations_takeaway(
-    devices: pl.DataFrame, per_step: pl.DataFrame, counts: dict[str, Any] | None = None
-) -> str:
+def allocations_takeaway(devices: pl.DataFrame, per_step: pl.DataFrame) -> str:
     """Memory over time: the highest allocated peak, on which device, in which op, annotation
     and step; the reserved peak; out-of-memory events; the per-step floor's trend. Without
-    memory events, why, as the stage worded it for the trace's source (``allocations.json``)."""
+    memory events, only that: why depends on the trace's source, and the allocations stage's
+    note says it (the summary's notes, the dashboard's chart)."""
     if devices.is_empty():
-        why = (counts or {}).get("note") or "no memory events ([memory])"
-        return why[0].upper() + why[1:] + "."
+        return "No memory events in this trace."
     top = devices.sort(["peak_allocated_bytes", "first_ns"], descending=[True, False]).row(0, named=True)
     where = fmt_memory_device(top["device_type"], top["device"])
     if devices.select("node", "rank").n_unique() > 1:
@@ -547,11 +545,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
     "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
     "allocations": (
         allocations_takeaway,
-        (
-            ("allocations", "devices.parquet"),
-            ("allocations", "per_step.parquet"),
-            ("allocations", "allocations.json"),
-        ),
+        (("allocations", "devices.parquet"), ("allocations", "per_step.parquet")),
     ),
     "annotation": (
         annotation_takeaway,
@@ -588,8 +582,8 @@ NEEDS: tuple[str, ...] = tuple(dict.fromkeys(stage for _, inputs in CHARTS.value
 
 
 def takeaway_for(chart_id: str, outputs: Outputs, words: DeviceWords = GPU_WORDS) -> str:
-    """The takeaway ``chart_id`` from ``{stage: {file: frame or dict}}`` outputs holding every
-    table (or a stage's JSON) it reads, naming the devices by ``words`` (:func:`profui.analysis.devices.words_for`).
+    """The takeaway ``chart_id`` from ``{stage: {file: frame}}`` outputs holding every table it
+    reads, naming the devices by ``words`` (:func:`profui.analysis.devices.words_for`).
 
     Raises KeyError naming the table when one is missing: a takeaway is never silently computed
     from less than its inputs.
@@ -598,8 +592,7 @@ def takeaway_for(chart_id: str, outputs: Outputs, words: DeviceWords = GPU_WORDS
     frames = []
     for stage, file in inputs:
         try:
-            value = outputs[stage][file]
-            frames.append(value if isinstance(value, dict) else _df(value))  # a stage's .json: as read
+            frames.append(_df(outputs[stage][file]))
         except KeyError:
             raise KeyError(f"takeaway {chart_id} needs {stage}/{file}") from None
     return fn(*frames, words=words) if chart_id in WORDED else fn(*frames)

@@ -689,7 +689,9 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
     if devices.height == 0:
         return ChartData(
             kind="text",
-            text="no memory events in this trace",  # why: the takeaway, worded for its source
+            # why, as the stage words it for the trace's source (an Nsight export brings none)
+            text=outputs.get("allocations", {}).get("allocations.json", {}).get("note")
+            or "no memory events in this trace",
             takeaway=takeaway("allocations", outputs),
         )
     over = frame(outputs, "allocations", "over_time.parquet")

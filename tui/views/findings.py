@@ -18,7 +18,6 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from profui.analysis import schemas
-from profui.analysis.findings_base import unit_of
 from profui.analysis.formatting import plural
 
 from ..widgets.frame_table import FrameTable
@@ -154,6 +153,8 @@ class FindingsView(TraceView):
             self.ready = True
             return
         self.findings = self.findings.sort("position")
+        from profui.analysis.findings_base import unit_of  # numpy and the critical path: when shown
+
         steps = dc.frame(outputs, "steps", "windows.parquet")
         self.per = unit_of(steps if "steps" in outputs else None)
         n = plural(self.findings.height, "finding")

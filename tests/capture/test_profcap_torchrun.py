@@ -7,29 +7,7 @@ import sys
 
 from test_profcap_support import events_files, manifest, read_events, run_profcap, steps_of
 
-DDP = r"""
-import os
-import torch
-import torch.distributed as dist
-from profui.capture import annotate
-
-dist.init_process_group("gloo")
-torch.manual_seed(dist.get_rank())
-torch.set_num_threads(1)
-model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(32, 8))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for i in range(8):
-    x, y = torch.randn(16, 32), torch.randn(16, 8)
-    with annotate("fwd_bwd"):
-        loss = ((model(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-    opt.step()
-dist.destroy_process_group()
-# torch 2.13 CPU + gloo aborts now and then in its exit-time destructors ("terminate called
-# without an active exception"), with or without any profiler; skip them: the trace is written.
-os._exit(0)
-"""
+from ddp_job import DDP_JOB
 
 
 def test_torchrun_two_ranks_write_both_ranks(tmp_path):
@@ -42,7 +20,9 @@ def test_torchrun_two_ranks_write_both_ranks(tmp_path):
         "2",
         str(tmp_path / "job.py"),
     ]
-    proc, trace = run_profcap(tmp_path, ["--steps", "3-4"], DDP, cmd=launcher, env={"OMP_NUM_THREADS": "1"})
+    proc, trace = run_profcap(
+        tmp_path, ["--steps", "3-4"], DDP_JOB, cmd=launcher, env={"OMP_NUM_THREADS": "1"}
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = manifest(trace)
     assert m["status"] == "completed" and m["ranks"] == [0, 1]

@@ -29,6 +29,7 @@ import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+from ddp_job import DDP_JOB  # noqa: E402
 from realdata import PROFUI, SAMPLES, nsys_export, run_profui, shared_trace  # noqa: E402
 
 KINETO = "hta-df_index_resolver-df_index_resolver.json.gz"  # 1 rank, 5 steps, [memory] events
@@ -916,29 +917,6 @@ def test_a_folder_of_several_jobs_names_each_jobs_folder(tmp_path: Path) -> None
     assert len(jobs) == 2 and all((Path(j) / "manifest.json").is_file() for j in jobs)
     _, *infos = session_calls(tmp_path / "cache", [("import_trace", {"path": j}) for j in jobs])
     assert all(ok(i)["info"]["num_events"] > 0 and Path(ok(i)["trace"]) in map(Path, jobs) for i in infos)
-
-
-DDP_JOB = """
-import os
-import torch
-import torch.distributed as dist
-from profui.capture import annotate
-
-dist.init_process_group("gloo")
-torch.manual_seed(dist.get_rank())
-torch.set_num_threads(1)
-model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(32, 8))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for i in range(8):
-    x, y = torch.randn(16, 32), torch.randn(16, 8)
-    with annotate("fwd_bwd"):
-        loss = ((model(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-    opt.step()
-dist.destroy_process_group()
-os._exit(0)  # gloo's exit-time destructors abort now and then; the trace is written by then
-"""
 
 
 @pytest.fixture(scope="module")

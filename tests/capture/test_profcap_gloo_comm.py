@@ -9,10 +9,11 @@ import sys
 
 import pytest
 from test_profcap_support import read_events, run_profcap, steps_of
-from test_profcap_torchrun import DDP
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
+
+from ddp_job import DDP_JOB
 
 GLOO = "gloo:all_reduce"
 COMM_NAME = re.compile(r"^(?:gloo|nccl|mpi|ucc):|^c10d::")
@@ -53,7 +54,7 @@ def gloo_run(tmp_path_factory):
         "2",
         str(tmp / "job.py"),
     ]
-    proc, trace = run_profcap(tmp, ["--steps", "3-5"], DDP, cmd=launcher, env={"OMP_NUM_THREADS": "1"})
+    proc, trace = run_profcap(tmp, ["--steps", "3-5"], DDP_JOB, cmd=launcher, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {rank: read_events(trace, rank) for rank in (0, 1)}
     return trace, rows, open_trace(trace).result("summary")["summary.json"]

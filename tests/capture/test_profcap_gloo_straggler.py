@@ -12,7 +12,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from test_profcap_support import read_events, run_profcap
-from test_profcap_torchrun import DDP
 from textual.widgets import Static
 
 from profui.analysis import open_trace
@@ -21,6 +20,8 @@ from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.steps import StepsView
 from profui.tui.views.table_sections import SectionsView
 from profui.tui.widgets.frame_table import FrameTable
+
+from ddp_job import DDP_JOB
 
 
 def torchrun(tmp: Path, ranks: int) -> list[str]:
@@ -40,7 +41,7 @@ def torchrun(tmp: Path, ranks: int) -> list[str]:
 def two_ranks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gloo2")
     proc, trace = run_profcap(
-        tmp, ["--steps", "3-5"], DDP, cmd=torchrun(tmp, 2), env={"OMP_NUM_THREADS": "1"}
+        tmp, ["--steps", "3-5"], DDP_JOB, cmd=torchrun(tmp, 2), env={"OMP_NUM_THREADS": "1"}
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return trace, {rank: read_events(trace, rank) for rank in (0, 1)}

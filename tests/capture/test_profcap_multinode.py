@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 from test_profcap_support import PROFCAP, events_files, read_events, steps_of
-from test_profcap_torchrun import DDP
 
 from profui.capture.format import read_manifest
 from profui.capture.kineto import import_kineto
 
+from ddp_job import DDP_JOB
 from realdata import shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
@@ -44,7 +44,7 @@ def free_port() -> int:
 def two_nodes(tmp: Path, outs: tuple[Path, Path], job_id: str) -> list[subprocess.CompletedProcess]:
     """Run the two nodes' profcap at once (rank r on NODES[r], writing outs[r]); their results."""
     job = tmp / "job.py"
-    job.write_text(DDP)
+    job.write_text(DDP_JOB)
     port = str(free_port())
     procs = []
     for rank, (node, out) in enumerate(zip(NODES, outs, strict=True)):

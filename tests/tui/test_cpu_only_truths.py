@@ -33,7 +33,8 @@ from realdata import REPO, SAMPLES
 sys.path.insert(0, str(REPO / "tests" / "capture"))
 from test_profcap_gloo_comm import union  # noqa: E402  (the plain-Python oracle of an interval union)
 from test_profcap_support import run_profcap  # noqa: E402
-from test_profcap_torchrun import DDP  # noqa: E402
+
+from ddp_job import DDP_JOB  # noqa: E402
 
 GLOO = "gloo:all_reduce"
 #: The charts of device work: on a run without any they say so in one line.
@@ -88,7 +89,7 @@ def gloo_trace(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("gloo")
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     proc, trace = run_profcap(
-        tmp, ["--steps", "3-5"], DDP, cmd=[*launcher, str(tmp / "job.py")], env={"OMP_NUM_THREADS": "1"}
+        tmp, ["--steps", "3-5"], DDP_JOB, cmd=[*launcher, str(tmp / "job.py")], env={"OMP_NUM_THREADS": "1"}
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return trace

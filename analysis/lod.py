@@ -53,7 +53,6 @@ TILE_BUCKETS = 1 << 16
 KIND_ID: dict[str, int] = {k: i for i, k in enumerate(EVENT_KINDS)}
 DEVICE_EVENT_KINDS = ("kernel", "memcpy", "memset", "sync")
 LAUNCH_KINDS = ("runtime", "driver")
-_STEP_RE = re.compile(r"#\s*(\d+)\s*$")
 
 Progress = Callable[[float, str], None]
 
@@ -591,10 +590,8 @@ def _index_rank(
         id_to_name = _invert(names)
         for i in st:
             nm = id_to_name[int(name[i])]
-            mm = _STEP_RE.search(nm)
             steps.append(
                 dict(
-                    number=int(mm.group(1)) if mm else None,
                     name=nm,
                     t0=int(t[i]),
                     t1=int(t[i] + dur[i]),
@@ -887,13 +884,16 @@ class LodIndex:
 
     def _make_steps(self, raw: list[dict]) -> tuple[list[Step], list[Step]]:
         """The job's steps (each over all ranks: earliest start to latest end) and every rank's
-        own, both in time order."""
+        own, both in time order. Numbered by the steps stage's rule (:func:`.steps.step_markers`,
+        then :func:`.steps.number_in_order_if_repeated`), so the timeline's step N is the Steps
+        view's (an index written before kept a number of its own: not read)."""
         if not raw:
             return [], []
+        from .steps import number_in_order_if_repeated, step_markers
+
         df = pl.DataFrame(
             raw,
             schema={
-                "number": pl.Int64,
                 "name": pl.String,
                 "t0": pl.Int64,
                 "t1": pl.Int64,
@@ -901,15 +901,24 @@ class LodIndex:
                 "rank": pl.Int64,
             },
         )
+        events = df.select(
+            "node", "rank", "name", pl.lit("step").alias("kind"), pl.col("t0").alias("ts"),
+            (pl.col("t1") - pl.col("t0")).alias("dur"),
+        )  # fmt: skip
+        markers, _ = number_in_order_if_repeated(step_markers(events).collect())
+        own_df = markers.select(
+            pl.col("step").alias("number"), "name", pl.col("cpu_start_ns").alias("t0"),
+            pl.col("cpu_end_ns").alias("t1"), "node", "rank",
+        ).sort("t0", "node", "rank", maintain_order=True)  # fmt: skip
         agg = (
-            df.group_by("name")
-            .agg(pl.col("number").first(), pl.col("t0").min(), pl.col("t1").max())
-            .sort("t0")
+            own_df.group_by("number", maintain_order=True)
+            .agg(pl.col("name").first(), pl.col("t0").min(), pl.col("t1").max())
+            .sort("t0", "number")
         )
         job = [Step(r["number"], r["name"], r["t0"], r["t1"]) for r in agg.iter_rows(named=True)]
         own = [
             Step(r["number"], r["name"], r["t0"], r["t1"], r["node"], r["rank"])
-            for r in df.sort("t0", "node", "rank").iter_rows(named=True)
+            for r in own_df.iter_rows(named=True)
         ]
         return job, own
 

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 from profui.analysis import open_trace
+from profui.analysis.lod import open_lod
 from profui.analysis.pipeline.store import compute
 from profui.capture.kineto import import_kineto
 
@@ -42,7 +43,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     src = shared_trace(DF_INDEX)
     root = tmp_path_factory.mktemp("replicas")
     rep = _replicate_module()
-    out: dict[str, dict] = {}
+    out: dict[str, dict] = {"folders": {}}
     one = root / "one"
     import_kineto([src], one)
     out["one"] = compute(open_trace(one), ["summary"])
@@ -53,6 +54,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         import_kineto([js], folder)
         js.unlink()
         out[mode] = compute(open_trace(folder), ["summary"])
+        out["folders"][mode] = folder
     return out
 
 
@@ -122,3 +124,20 @@ def test_no_share_above_one(replicas: dict[str, dict]) -> None:
     assert "of a step" in doc["takeaways"]["annotation"]
     assert doc["takeaways"]["annotation"] == one["takeaways"]["annotation"]
     json.dumps(doc)  # the document stays JSON
+
+
+def test_timeline_numbers_steps_as_the_steps_view(replicas: dict[str, dict]) -> None:
+    """The timeline's steps are the Steps view's: ProfilerStep#2..#6 three times on rank 1 are
+    steps 2..16 in time order, each its own window (the timeline grouped the job's steps by name,
+    so its step 2 spanned all three copies' ProfilerStep#2 and the copies' numbers repeated)."""
+    for mode in ("distinct", "repeated"):
+        ix = open_lod(replicas["folders"][mode])
+        w = _windows(replicas[mode]).with_columns(
+            (pl.col("cpu_start_ns") - ix.base_ns).alias("t0"), (pl.col("cpu_end_ns") - ix.base_ns).alias("t1")
+        )
+        expected = list(range(2, 2 + COPIES * 5))
+        own = ix.steps(rank=1)
+        assert [s.number for s in own] == expected, mode
+        assert [(s.t0, s.t1) for s in own] == list(zip(w["t0"], w["t1"], strict=True)), mode
+        job = ix.steps()  # one rank: the job's steps are its own
+        assert [(s.number, s.t0, s.t1) for s in job] == [(s.number, s.t0, s.t1) for s in own], mode

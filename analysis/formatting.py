@@ -11,6 +11,7 @@ import math
 import os
 import re
 from datetime import datetime
+from functools import lru_cache
 
 
 def fmt_ns(ns: float | int | None) -> str:
@@ -167,11 +168,15 @@ def fmt_tflops(v: float | None) -> str:
     return _si(float(v) * 1e12) + "FLOP/s"
 
 
+#: Namespace and class qualifiers (``at::native::``, ``torch.distributed.ddp.reducer::``).
+_QUALIFIERS = re.compile(r"\(anonymous namespace\)::|\b(?:[A-Za-z_][\w.]*::)+")
+
+
 def _bare(name: str) -> str:
     """A kernel name without ``void``, namespace qualifiers and a call's argument list (types
     that repeat the template arguments); ``Memcpy HtoD (Pageable -> Device)`` stays whole."""
     s = re.sub(r"^void\s+", "", name.strip())
-    s = re.sub(r"\(anonymous namespace\)::|\b(?:[A-Za-z_]\w*::)+", "", s)
+    s = _QUALIFIERS.sub("", s)
     if s.endswith(")"):
         depth = 0
         for i in range(len(s) - 1, 0, -1):
@@ -229,9 +234,10 @@ def elide_all(names: list[str], width: int, bare: bool = True) -> list[str]:
     return out
 
 
-def short_name(name: str, width: int = 40) -> str:
-    """A kernel name without ``void``, argument list and template arguments, cut to ``width``
-    in the middle (:func:`elide`)."""
+@lru_cache(maxsize=65536)
+def _short_form(name: str, width: int) -> str:
+    """The one rule for what of a kernel or op name is kept: no ``void``, argument lists or
+    template arguments; when still longer than ``width``, no namespace qualifiers either."""
     s = re.sub(r"^void\s+", "", name.strip()).replace("->", "→")
     depth, out = 0, []
     for ch in s:  # drop (...) and <...> nests
@@ -242,5 +248,20 @@ def short_name(name: str, width: int = 40) -> str:
         elif depth == 0:
             out.append(ch)
     s = re.sub(r"(::)+", "::", re.sub(r"\s+", " ", "".join(out))).strip() or name
-    s = s.split("::")[-1] if len(s) > width and "::" in s else s
-    return elide(s, width, bare=False)
+    if len(s) > width:  # every qualifier, not all but the last "::" part (a name of its own)
+        s = _QUALIFIERS.sub("", s).strip() or s
+    return s
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A kernel or op name in ``width`` characters (takeaways, messages): its short form
+    (``evaluate_function: AccumulateGrad`` when the qualified one is too long), cut in the
+    middle (:func:`elide`)."""
+    return elide(_short_form(name, width), width, bare=False)
+
+
+def block_label(name: str, room: int) -> str:
+    """A kernel or op name as the label of a timeline block ``room`` cells wide: the same short
+    form as :func:`short_name`, cut at its end with no mark, as trace viewers label blocks: the
+    head names the event, and in a few cells an ellipsis or a tail leaves nothing readable."""
+    return _short_form(name, room)[:room]

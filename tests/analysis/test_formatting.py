@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from profui.analysis.formatting import (
+    block_label,
     elide,
     elide_all,
     fmt_bytes,
@@ -51,6 +52,17 @@ def test_sizes_counts_and_names():
     assert short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long)") == (
         "ncclKernel_AllReduce_RING_LL_Sum_float"
     )
+    # every qualifier goes, not all but the last "::" part (which named another op: AccumulateGrad)
+    grad = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+    assert short_name(grad) == "evaluate_function: AccumulateGrad"
+    assert short_name(grad, width=80) == grad
+    assert short_name("torch.distributed.ddp.reducer::copy_bucket_to_grad") == "copy_bucket_to_grad"
+    assert short_name(name, width=12) == "vector…ernel"  # cut in the middle
+    # a timeline block: the same short form for its room, its head kept
+    assert block_label(name, 12) == "vectorized_e"
+    assert block_label(name, 60) == "at::native::vectorized_elementwise_kernel"
+    assert block_label(grad, 40) == "evaluate_function: AccumulateGrad"
+    assert block_label("## reduce_scatter_base_bw (all_gather) ##", 30) == "## reduce_scatter_base_bw ##"
 
 
 def test_gpu_counts_say_how_many_of_the_listed_gpus_ran():

@@ -8,15 +8,13 @@ of a frame depends on its size, not on the trace.
 from __future__ import annotations
 
 import math
-import re
-from functools import lru_cache
 
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from profui.analysis.formatting import fmt_ns
+from profui.analysis.formatting import block_label, fmt_ns
 from profui.analysis.lod_raster import FrameCells, FrameRaster
 from profui.capture.format import EVENT_KINDS
 
@@ -98,22 +96,6 @@ BOUNDARY = "┊"
 #: The critical path where it runs between events on a lane, and on the path line.
 PATH_GAP_CHAR = "━"
 PATH_RUN, PATH_START = "─", "├"
-
-_SIG = re.compile(r"[<(]")
-
-
-@lru_cache(maxsize=65536)
-def short_name(name: str) -> str:
-    """A kernel or op name short enough for a block: no ``void``, template or argument lists, namespaces."""
-    n = name.strip().replace("(anonymous namespace)::", "")
-    if n.startswith("void "):
-        n = n[5:]
-    m = _SIG.search(n)
-    if m and m.start() > 0:
-        n = n[: m.start()]
-    if "::" in n and not n.startswith("aten::"):
-        n = n.rsplit("::", 1)[-1] or n
-    return n.strip()
 
 
 def nice_step(raw: float) -> float:
@@ -496,7 +478,7 @@ class Renderer:
         room = ends - starts - sep
         keep &= room >= 3
         texts = [
-            short_name(ix.names[n])[:r]
+            block_label(ix.names[n], r)
             for n, r in zip(ix.name[key[starts[keep]]].tolist(), room[keep].tolist(), strict=True)
         ]
         sizes = np.array([len(t) for t in texts], dtype=np.int64)

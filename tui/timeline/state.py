@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profui.analysis.devices import manifest_words
+from profui.analysis.formatting import short_name
 from profui.analysis.lod import EVENT_KINDS, Lane, LodIndex
 
 if TYPE_CHECKING:
@@ -424,9 +425,7 @@ class TimelineState:
         if lo < self.t0 or hi > self.t1:
             pad = max((hi - lo) * 0.5, self.MIN_SPAN)
             self.set_window(float(lo - pad), float(hi + pad))
-        from .render import short_name
-
-        self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link))[:50]}"
+        self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link), 50)}"
         return True
 
     # -- memory --------------------------------------------------------------------------

@@ -37,6 +37,8 @@ Outputs = dict[str, dict[str, Any]]
 
 MAX_STEP_BARS = 20
 STEP_STATS = ("min_ns", "p50_ns", "mean_ns", "p95_ns", "max_ns")
+#: The columns that name one step of one rank.
+STEP_KEYS = ["node", "rank", "step"]
 
 #: Name of the row analysis' top-N tables fold the remaining kernels into.
 OTHER = "(other)"
@@ -393,10 +395,25 @@ def build_top_count(outputs: Outputs, view: Any) -> ChartData:
     return _top(outputs, "top_by_count.parquet", True, "top_count", view)
 
 
-def build_steps(outputs: Outputs, view: Any) -> ChartData:
+def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
+    """``windows`` with ``outlier`` (the step is among analysis' outlier steps) and, for those,
+    analysis' ``vs_rank_median`` (the step chart and the Steps view)."""
     import polars as pl
 
-    from .steps import mark_outliers
+    if windows.height == 0 or "outlier" in windows.columns:
+        return windows
+    keys = [k for k in STEP_KEYS if k in windows.columns and k in outliers.columns]
+    if not keys or outliers.height == 0:
+        return windows.with_columns(pl.lit(False).alias("outlier"))
+    if "outlier" in outliers.columns:
+        outliers = outliers.filter(pl.col("outlier"))
+    extra = [c for c in ("vs_rank_median",) if c in outliers.columns and c not in windows.columns]
+    flagged = outliers.select(*keys, *extra).unique(keys).with_columns(pl.lit(True).alias("outlier"))
+    return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
+
+
+def build_steps(outputs: Outputs, view: Any) -> ChartData:
+    import polars as pl
 
     steps = mark_outliers(
         frame(outputs, "steps", "windows.parquet"), frame(outputs, "steps", "outliers.parquet")

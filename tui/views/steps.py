@@ -38,22 +38,6 @@ LEADING = [
 #: Rank rows of the heatmap before ranks are banded (at 80×24 the table keeps ~8 rows).
 HEATMAP_ROWS = 8
 HIDDEN = {"start", "end", "ts", "cpu_start_ns", "cpu_end_ns", "start_ns", "end_ns", "mapped"}
-KEYS = ["node", "rank", "step"]
-
-
-def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
-    """``windows`` with ``outlier`` (the step is among analysis' outlier steps) and, for those,
-    analysis' ``vs_rank_median``."""
-    if windows.height == 0 or "outlier" in windows.columns:
-        return windows
-    keys = [k for k in KEYS if k in windows.columns and k in outliers.columns]
-    if not keys or outliers.height == 0:
-        return windows.with_columns(pl.lit(False).alias("outlier"))
-    if "outlier" in outliers.columns:
-        outliers = outliers.filter(pl.col("outlier"))
-    extra = [c for c in ("vs_rank_median",) if c in outliers.columns and c not in windows.columns]
-    flagged = outliers.select(*keys, *extra).unique(keys).with_columns(pl.lit(True).alias("outlier"))
-    return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
 
 
 def with_rank_ratio(frame: pl.DataFrame) -> pl.DataFrame:
@@ -74,11 +58,11 @@ def per_step_frame(outputs: dict) -> pl.DataFrame:
     windows = dc.frame(outputs, "steps", "windows.parquet")
     if windows.height == 0:
         return windows
-    frame = with_rank_ratio(mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet")))
+    frame = with_rank_ratio(dc.mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet")))
     breakdown = dc.frame(outputs, "steps", "breakdown.parquet")
     if breakdown.height:
-        extra = [c for c in breakdown.columns if c not in frame.columns or c in KEYS]
-        frame = frame.join(breakdown.select(extra), on=KEYS, how="left")
+        extra = [c for c in breakdown.columns if c not in frame.columns or c in dc.STEP_KEYS]
+        frame = frame.join(breakdown.select(extra), on=dc.STEP_KEYS, how="left")
     return frame
 
 

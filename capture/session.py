@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from profui.capture.format.liveness import pid_alive
+
 ENV_VAR = "PROFUI_CAPTURE"
 #: Spool file suffixes: Kineto Chrome traces, profui's own recorder, window markers, notes.
 KINETO_SUFFIX = ".kineto.json"
@@ -188,7 +190,7 @@ def claim_rank(session: Session, rank_: int) -> bool:
                 return False
             if holder == me:
                 return True
-            if holder and _alive(holder):
+            if holder and pid_alive(holder):
                 return False
             try:
                 path.unlink()
@@ -197,13 +199,3 @@ def claim_rank(session: Session, rank_: int) -> bool:
             continue
         return True
     return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

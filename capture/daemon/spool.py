@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import session as _session
+from ..format.liveness import pid_alive
 from . import once as _once
 
 FAILED_DIR = "failed"
@@ -72,7 +73,7 @@ def lost_windows(spool: Path) -> list[str]:
     for n in names:
         ids = _session.parse_spool_name(n)
         failed = n.endswith(_session.FAILED_SUFFIX)
-        if ids is None or (not failed and _session._alive(ids[1])):
+        if ids is None or (not failed and pid_alive(ids[1])):
             continue
         first, last, errno = _session.marker_info(n)
         if failed:

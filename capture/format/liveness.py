@@ -1,9 +1,9 @@
-"""Whether the process that was writing something is still there (a capture, an import)."""
+"""Whether the process that was writing something is still there (a capture, an import, a
+spool's recorder, a lock's holder): the one pid check of the package."""
 
 from __future__ import annotations
 
 import os
-import socket
 
 
 def pid_alive(pid: int) -> bool:
@@ -20,6 +20,8 @@ def pid_alive(pid: int) -> bool:
 
 def this_host() -> str:
     """This machine's host name, as a capture records it."""
+    import socket  # here: the capture's session (inside the training job) asks only pid_alive
+
     return socket.gethostname()
 
 

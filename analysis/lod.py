@@ -436,7 +436,12 @@ def _index_rank(
     n = tab.num_rows
     t = tab["ts"].to_numpy() - base
     dur = np.clip(tab["dur"].to_numpy(), 0, None)
-    kind = _dict_ids(tab["kind"], lambda k: KIND_ID.get(k, KIND_ID["instant"])).astype(np.int8)
+    odd: set[str] = set()
+    kind = _dict_ids(tab["kind"], lambda k: KIND_ID[k] if k in KIND_ID else odd.add(k) or -1).astype(np.int8)
+    if odd and (kind < 0).any():  # a kind the format lacks: refused, as the analysis refuses it
+        from profui.capture.format.readcheck import kind_not_in_format
+
+        raise kind_not_in_format(files, odd)
     name = _dict_ids(tab["name"], lambda v: names.setdefault(v if v is not None else "", len(names)))
     pid, tid = _ints(tab["pid"]), _ints(tab["tid"])
     device, stream = _ints(tab["device"]), _ints(tab["stream"])

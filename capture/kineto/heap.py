@@ -54,7 +54,7 @@ def c_heap_pool() -> Iterator[None]:
 def give_back(collect: bool = False) -> None:
     """Return what Arrow's memory pool and the C heap hold unused to the system; ``collect``:
     after collecting the young generations' cyclic garbage (what the import itself left: a
-    few dozen small objects of the stdlib's JSON encoder and importlib.metadata, no columns,
+    few dozen small objects of the stdlib's JSON encoder, no columns,
     which a conversion holds without cycles). Not a full collection: that walks every object
     of the process (10-40 ms after the modules' own) to find nothing more of the import's."""
     pa.default_memory_pool().release_unused()

@@ -13,6 +13,9 @@ as one; the smallest included) it prints, in one run:
   started (186 MB for both tools on a 10 MB trace);
 * the ratios HTA / profui for time (wall and CPU) and memory, and Parquet bytes against the
   JSON text and the ``.json.gz``;
+* with ``--base-python`` (an interpreter of another profui checkout, the baseline): the
+  baseline's import of every trace too, in the same rotation, its wall, CPU and peak beside
+  this profui's, and base / new for each;
 * the worst ratio over the traces against the targets of issue #40 (import >= 10x HTA's parse,
   peak memory >= 1.3x below HTA's), naming the trace;
 * with ``--scale`` (default ``/tmp/profui-scale/x20.json`` when it exists): import of that
@@ -22,6 +25,13 @@ as one; the smallest included) it prints, in one run:
 * the smallest trace's peak right after the modules' import, before any work, on both sides:
   the floor of a small import's memory (``--system-pool`` runs profui with Arrow's default pool
   set to the system allocator, as a CLI would by ``ARROW_DEFAULT_MEMORY_POOL=system``);
+* the floor of an import's time: a 1-event Kineto trace (written by the benchmark: one
+  ``cpu_op``, the smallest trace profui imports) imported by profui (and the baseline) and
+  parsed by HTA, the same alternation and medians, wall, CPU and peak: what neither side can
+  go below per file, whatever the trace. Its CPU is also given on the threads besides the main
+  one: right after the modules' import that is OpenBLAS's worker, started by numpy's import
+  (pyarrow imports numpy), still spinning for work (~0.1 s after it starts; none with
+  ``OPENBLAS_NUM_THREADS=1``): CPU of the modules' import that lands in a small import's;
 * with ``--decoders``: JSON decoding alone of the two largest traces (msgspec typed and
   generic, stdlib ``json``, ``orjson`` when installed).
 
@@ -75,6 +85,13 @@ def sys_s():
     return own.ru_stime + resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def threads_s():  # CPU of the process's threads but the main one (Linux; 0 elsewhere)
+    import os
+    try:
+        tasks = [t for t in os.listdir("/proc/self/task") if t != str(os.getpid())]
+        return sum(int(open(f"/proc/self/task/{t}/schedstat").read().split()[0]) for t in tasks) / 1e9
+    except OSError:
+        return 0.0
 """
 
 PROFUI_CHILD = (
@@ -85,12 +102,13 @@ from pathlib import Path
 from profui.capture.kineto import import_kineto
 mods_mb = peak_mb()
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
-c, k, f, t = cpu_s(), sys_s(), faults(), time.perf_counter()
+c, k, f, th, t = cpu_s(), sys_s(), faults(), threads_s(), time.perf_counter()
 manifest = import_kineto([src], out)
 run_s, run_cpu, run_sys, run_faults = time.perf_counter() - t, cpu_s() - c, sys_s() - k, faults() - f
+run_threads = threads_s() - th
 rows = sum(s["num_events"] for s in manifest.sources)
 print("@@BENCH@@" + json.dumps({"run_s": run_s, "cpu_s": run_cpu, "sys_s": run_sys, "faults": run_faults,
-                                "rss_mb": peak_mb(), "mods_mb": mods_mb, "rows": rows}))
+                                "rss_mb": peak_mb(), "mods_mb": mods_mb, "rows": rows, "threads_s": run_threads}))
 """
 )
 
@@ -185,7 +203,8 @@ def text_bytes(src: Path) -> int:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {k: statistics.median(r[k] for r in runs) for k in ("run_s", "cpu_s", "rss_mb", "mods_mb")}
+    keys = ("run_s", "cpu_s", "rss_mb", "mods_mb", "threads_s")
+    return {k: statistics.median(r[k] for r in runs if k in r) for k in keys if any(k in r for r in runs)}
 
 
 def load() -> str:
@@ -193,26 +212,31 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None) -> dict:
-    """Import and HTA parse of ``src``, alternating run by run."""
+def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None, base_python: str | None) -> dict:
+    """Import (this profui's and, given, the baseline's) and HTA parse of ``src``, alternating
+    run by run, which side goes first rotating each repeat."""
     hta_dir = work / f"hta-{src.name}"
     if hta_python:
         hta_dir.mkdir()
         shutil.copyfile(src, hta_dir / src.name)
-    ours, theirs, hta_error = [], [], None
+    sides = ["profui", *(["base"] if base_python else []), "hta"]
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    hta_error = None
     for i in range(repeats):
-        for side in ("profui", "hta") if i % 2 == 0 else ("hta", "profui"):  # who goes first rotates
-            if side == "profui":
-                out = work / f"out-{src.name}-{i}"
-                ours.append(run_child(sys.executable, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
-                if i:
+        for side in sides[i % len(sides) :] + sides[: i % len(sides)]:  # who goes first rotates
+            if side in ("profui", "base"):
+                out = work / f"out-{side}-{src.name}-{i}"
+                python = sys.executable if side == "profui" else base_python
+                runs[side].append(run_child(python, PROFUI_CHILD, str(src), str(out), env=PROFUI_ENV))
+                if i or side == "base":
                     shutil.rmtree(out)
             elif hta_python and hta_error is None:
                 try:
-                    theirs.append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
+                    runs["hta"].append(run_child(hta_python, HTA_CHILD, str(hta_dir)))
                 except RuntimeError as exc:
                     hta_error = str(exc)
-    first = work / f"out-{src.name}-0"
+    first = work / f"out-profui-{src.name}-0"
+    ours = runs["profui"]
     row = {
         "file": src.name,
         "json_bytes": text_bytes(src),
@@ -220,11 +244,39 @@ def bench_file(src: Path, work: Path, repeats: int, hta_python: str | None) -> d
         "parquet_bytes": sum(p.stat().st_size for p in first.rglob("*.parquet")),
         "rows": ours[0]["rows"],
         "profui": median_of(ours),
-        "hta": median_of(theirs) if theirs else None,
+        "base": median_of(runs["base"]) if runs.get("base") else None,
+        "hta": median_of(runs["hta"]) if runs["hta"] else None,
         "hta_error": hta_error,
     }
     shutil.rmtree(first)
     return row
+
+
+#: The smallest trace profui imports: one complete CPU op (no metadata, no flows).
+ONE_EVENT_TRACE = {
+    "schemaVersion": 1,
+    "traceEvents": [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::add",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1700000000000000,
+            "dur": 10,
+            "args": {"External id": 1},
+        }
+    ],
+}
+
+
+def bench_floor(work: Path, repeats: int, hta_python: str | None, base_python: str | None) -> dict:
+    """:func:`bench_file` of :data:`ONE_EVENT_TRACE`, written into ``work``: the per-file floor."""
+    folder = work / "one-event"
+    folder.mkdir()
+    src = folder / "one_event.json"
+    src.write_text(json.dumps(ONE_EVENT_TRACE))
+    return bench_file(src, work, repeats, hta_python, base_python)
 
 
 def bench_decoders(src: Path, python: str, repeats: int) -> list[dict]:
@@ -282,6 +334,43 @@ def kineto_sources(folder: Path) -> list[Path]:
     return sorted(files, key=text_bytes, reverse=True)
 
 
+def header(with_base: bool) -> str:
+    """The table's header: the trace, sizes, then per side time, CPU and peak."""
+    line = (
+        f"{'file':<44} {'json MB':>7} {'pq/json':>7} {'pq/gz':>5} {'rows':>8} | {'profui s':>8} {'cpu':>6} "
+        f"{'HTA s':>7} {'cpu':>6} {'wall x':>6} {'cpu x':>6} | {'profui MB':>9} {'HTA MB':>7} {'mem x':>5}"
+    )
+    if with_base:
+        line += f" | {'base s':>7} {'cpu':>6} {'MB':>5} {'b/n wall':>8} {'cpu':>5} {'mem':>5}"
+    return line
+
+
+def trace_line(r: dict, with_base: bool) -> str:
+    """One trace's row of the table (:func:`header`)."""
+    p, h, b = r["profui"], r["hta"], r["base"]
+    gz = f"{r['parquet_bytes'] / r['gz_bytes']:5.2f}" if r["gz_bytes"] else f"{'-':>5}"
+    line = (
+        f"{r['file'][:44]:<44} {r['json_bytes'] / 1e6:7.2f} {r['parquet_bytes'] / r['json_bytes']:7.4f} "
+        f"{gz} {r['rows']:8,} | {p['run_s']:8.4f} {p['cpu_s']:6.3f} "
+    )
+    if h:
+        line += (
+            f"{h['run_s']:7.4f} {h['cpu_s']:6.3f} {h['run_s'] / p['run_s']:5.1f}x "
+            f"{h['cpu_s'] / p['cpu_s']:5.1f}x | {p['rss_mb']:9.0f} {h['rss_mb']:7.0f} "
+            f"{h['rss_mb'] / p['rss_mb']:4.2f}x"
+        )
+    else:
+        line += f"{'-':>7} {'-':>6} {'-':>6} {'-':>6} | {p['rss_mb']:9.0f} {'-':>7} {'-':>5}"
+    if with_base and b:
+        line += (
+            f" | {b['run_s']:7.4f} {b['cpu_s']:6.3f} {b['rss_mb']:5.0f} {b['run_s'] / p['run_s']:7.2f}x "
+            f"{b['cpu_s'] / p['cpu_s']:4.2f}x {b['rss_mb'] / p['rss_mb']:4.2f}x"
+        )
+    if not h and r["hta_error"]:
+        line += f"  (HTA failed: {r['hta_error'][:60]})"
+    return line
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="folder of the shared traces")
@@ -291,7 +380,9 @@ def main() -> None:
     ap.add_argument("--scale", type=Path, default=DEFAULT_SCALE if DEFAULT_SCALE.exists() else None)
     ap.add_argument("--no-scale", action="store_true", help="skip the synthetic scale trace")
     ap.add_argument("--scale-repeats", type=int, default=3)
-    ap.add_argument("--base-python", default=None, help="a baseline checkout's interpreter, for --scale")
+    ap.add_argument(
+        "--base-python", default=None, help="a baseline checkout's interpreter: every trace and --scale"
+    )
     ap.add_argument("--decoders", action="store_true", help="also time JSON decoders on the two largest")
     ap.add_argument(
         "--system-pool",
@@ -321,38 +412,27 @@ def main() -> None:
         "times: median s of fresh processes, module import excluded; CPU = user + system; "
         "peak: the process's own (benchmarks/peak.py); x = HTA / profui"
     )
-    print(
-        f"{'file':<44} {'json MB':>7} {'pq/json':>7} {'pq/gz':>5} {'rows':>8} | {'profui s':>8} {'cpu':>6} "
-        f"{'HTA s':>7} {'cpu':>6} {'wall x':>6} {'cpu x':>6} | {'profui MB':>9} {'HTA MB':>7} {'mem x':>5}"
-    )
+    with_base = bool(args.base_python)
+    if with_base:
+        print(f"base: {args.base_python}; b/n = base / new (this profui)")
+    print(header(with_base))
     work = Path(tempfile.mkdtemp(prefix="profui-bench-"))
     SCRATCH.append(work)
-    rows, skipped = [], []
+    rows, skipped, floor = [], [], None
     try:
         for src in files:
             try:
-                r = bench_file(src, work, args.repeats, hta_python)
+                r = bench_file(src, work, args.repeats, hta_python, args.base_python)
             except RuntimeError as exc:
                 skipped.append(f"{src.name}: profui does not import it ({exc})")
                 continue
             rows.append(r)
-            p, h = r["profui"], r["hta"]
-            gz = f"{r['parquet_bytes'] / r['gz_bytes']:5.2f}" if r["gz_bytes"] else f"{'-':>5}"
-            line = (
-                f"{src.name[:44]:<44} {r['json_bytes'] / 1e6:7.2f} {r['parquet_bytes'] / r['json_bytes']:7.4f} "
-                f"{gz} {r['rows']:8,} | {p['run_s']:8.4f} {p['cpu_s']:6.3f} "
-            )
-            if h:
-                line += (
-                    f"{h['run_s']:7.4f} {h['cpu_s']:6.3f} {h['run_s'] / p['run_s']:5.1f}x "
-                    f"{h['cpu_s'] / p['cpu_s']:5.1f}x | {p['rss_mb']:9.0f} {h['rss_mb']:7.0f} "
-                    f"{h['rss_mb'] / p['rss_mb']:4.2f}x"
-                )
-            else:
-                line += f"{'-':>7} {'-':>6} {'-':>6} {'-':>6} | {p['rss_mb']:9.0f} {'-':>7} {'-':>5}"
-                if r["hta_error"]:
-                    line += f"  (HTA failed: {r['hta_error'][:60]})"
-            print(line, flush=True)
+            print(trace_line(r, with_base), flush=True)
+        try:
+            floor = bench_floor(work, args.repeats, hta_python, args.base_python)
+            print(trace_line(floor, with_base) + "  (written by this benchmark)", flush=True)
+        except RuntimeError as exc:
+            skipped.append(f"the 1-event trace: profui does not import it ({exc})")
         for s in skipped:
             print(f"skipped {s}")
         if args.decoders:
@@ -399,6 +479,16 @@ def main() -> None:
         print(
             f"FLOOR ({small['file']}, the smallest): peak after the modules' import alone, before any "
             f"work: profui {p['mods_mb']:.0f} MB of {p['rss_mb']:.0f}, HTA {h['mods_mb']:.0f} MB of {h['rss_mb']:.0f}"
+        )
+    if floor and floor["hta"]:
+        p, h = floor["profui"], floor["hta"]
+        base = floor["base"]
+        was = f"; base {base['run_s'] * 1e3:.1f} ms wall, {base['cpu_s'] * 1e3:.1f} ms CPU" if base else ""
+        print(
+            f"FLOOR CPU (a 1-event trace, the least any import costs): profui {p['run_s'] * 1e3:.1f} ms wall, "
+            f"{p['cpu_s'] * 1e3:.1f} ms CPU (of it {p['threads_s'] * 1e3:.1f} ms on other threads){was}; HTA {h['run_s'] * 1e3:.1f} ms wall, {h['cpu_s'] * 1e3:.1f} ms CPU "
+            f"(HTA / profui: wall {h['run_s'] / p['run_s']:.2f}x, CPU {h['cpu_s'] / p['cpu_s']:.2f}x; "
+            f"peak {p['rss_mb']:.0f} against {h['rss_mb']:.0f} MB)"
         )
     else:
         print("WORST: no trace compared with HTA")

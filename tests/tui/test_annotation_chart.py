@@ -15,7 +15,7 @@ from pilotwait import wait_dashboard, wait_for
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
 from profui.tui.app import OpenTarget, ProfuiApp
-from profui.tui.screens.pick import PickScreen
+from profui.tui.views.pick import PickScreen
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "mlp_cpu"
 

@@ -17,8 +17,8 @@ from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
 from profui.capture.format import read_manifest, write_manifest
 from profui.capture.kineto import convert_kineto_file, import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
-from profui.tui.screens.pick import PickScreen
 from profui.tui.views.dashboard import DashboardView
+from profui.tui.views.pick import PickScreen
 from profui.tui.widgets.bars import Bars
 
 from realdata import shared_trace

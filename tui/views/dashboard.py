@@ -297,7 +297,7 @@ class DashboardView(TraceView):
 
     def action_pick_annotation(self) -> None:
         """Choose the annotation the custom chart shows."""
-        from ..screens.pick import PickScreen
+        from .pick import PickScreen
 
         if self._still_loading(self.action_pick_annotation):
             return

@@ -1,4 +1,4 @@
-"""A modal list to pick one name from (annotation names for the custom chart)."""
+"""A modal list to pick one name from: the dashboard's annotation picker for its custom chart."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import torch
-from steploop import Clock, parse, report
+from steploop import Clock, mlp, parse, report
 
 SAMPLE_SLEEP_S = 0.002
 BATCH = 8
@@ -31,18 +31,9 @@ class SleepyDataset(torch.utils.data.Dataset):
 
 def main() -> None:
     args = parse(__doc__)
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
     data = SleepyDataset(BATCH * args.steps, 0.0 if args.no_cause else SAMPLE_SLEEP_S)
     loader = iter(torch.utils.data.DataLoader(data, batch_size=BATCH, num_workers=0))
-    model = torch.nn.Sequential(
-        torch.nn.Linear(256, 1024),
-        torch.nn.ReLU(),
-        torch.nn.Linear(1024, 1024),
-        torch.nn.ReLU(),
-        torch.nn.Linear(1024, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, opt = mlp(256, 1024, 1024)
     clock = Clock()
     for _ in range(args.steps):
         with clock:

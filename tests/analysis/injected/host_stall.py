@@ -6,23 +6,14 @@ from __future__ import annotations
 import time
 
 import torch
-from steploop import Clock, parse, report
+from steploop import Clock, mlp, parse, report
 
 STALL_S = 0.025
 
 
 def main() -> None:
     args = parse(__doc__)
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(256, 1024),
-        torch.nn.ReLU(),
-        torch.nn.Linear(1024, 1024),
-        torch.nn.ReLU(),
-        torch.nn.Linear(1024, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, opt = mlp(256, 1024, 1024)
     x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
     clock = Clock()
     for _ in range(args.steps):

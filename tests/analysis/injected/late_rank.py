@@ -4,14 +4,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import statistics
 import time
 
 import torch
-import torch.distributed as dist
-from steploop import Clock, parse
+from steploop import Clock, ddp_mlp, parse, report_ranks
 
 LATE_RANK = 1
 LATE_S = 0.040
@@ -19,15 +15,7 @@ LATE_S = 0.040
 
 def main() -> None:
     args = parse(__doc__)
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(rank)
-    torch.set_num_threads(1)
-    model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
+    rank, model, opt, x, y = ddp_mlp()
     clock = Clock()
     for _ in range(args.steps):
         with clock:
@@ -37,21 +25,7 @@ def main() -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
-    medians = [None] * dist.get_world_size()
-    dist.all_gather_object(medians, clock.median_ns())
-    if rank == 0:
-        out = {
-            "median_step_ns": round(statistics.median(medians)),
-            "cause": not args.no_cause,
-            "late_rank": LATE_RANK,
-            "per_rank_median_ns": medians,
-            "steps_ns": clock.times_ns,
-        }
-        print(json.dumps(out), flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-    # torch 2.13 CPU + gloo aborts now and then in its exit-time destructors; the output is out.
-    os._exit(0)
+    report_ranks(clock, not args.no_cause, LATE_RANK)
 
 
 if __name__ == "__main__":

@@ -42,3 +42,58 @@ def report(clock: Clock, cause: bool, **extra) -> None:
     """Print the run's JSON line (last line of stdout)."""
     out = {"median_step_ns": clock.median_ns(), "cause": cause, "steps_ns": clock.times_ns, **extra}
     print(json.dumps(out), flush=True)
+
+
+def ddp_mlp():
+    """A gloo DDP job's model, optimizer and batch (run under torchrun), one thread per rank:
+    the rank, the DDP-wrapped MLP, its SGD optimizer, and a fixed input and target."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    torch.set_num_threads(1)
+    model = torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    return rank, model, opt, torch.randn(32, 256), torch.randint(0, 10, (32,))
+
+
+def report_ranks(clock: Clock, cause: bool, late_rank: int) -> None:
+    """Every rank's median gathered; rank 0 prints the job's JSON line (the ranks' median), then
+    the process group ends and the process exits."""
+    import os
+
+    import torch.distributed as dist
+
+    medians = [None] * dist.get_world_size()
+    dist.all_gather_object(medians, clock.median_ns())
+    if dist.get_rank() == 0:
+        out = {
+            "median_step_ns": round(statistics.median(medians)),
+            "cause": cause,
+            "late_rank": late_rank,
+            "per_rank_median_ns": medians,
+            "steps_ns": clock.times_ns,
+        }
+        print(json.dumps(out), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    # torch 2.13 CPU + gloo aborts now and then in its exit-time destructors; the output is out.
+    os._exit(0)
+
+
+def mlp(*widths: int):
+    """One CPU thread, seed 0, and a ReLU MLP through ``widths`` (input first, 10 classes last)
+    with its SGD optimizer: the single-process scripts' model."""
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    layers = [
+        m for a, b in zip(widths, widths[1:], strict=False) for m in (torch.nn.Linear(a, b), torch.nn.ReLU())
+    ]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(widths[-1], 10))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01)

@@ -23,7 +23,8 @@ import numpy as np
 import polars as pl
 
 from .args import int_member
-from .comm import COMM_PATTERN, STRAGGLER_CAUSES, host_comm_ops, with_collective
+from .collectives import collective_instances
+from .comm import COMM_PATTERN, STRAGGLER_CAUSES
 from .comm import lateness as comm_lateness
 from .engine import ENGINE
 from .launch import LAUNCHED_KINDS
@@ -341,50 +342,10 @@ def _sync_anchors(events: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     return syncs.drop("_sync_stream", "_wait_on", "_record", "_record_ts"), waits
 
 
-def _own_instances(events: pl.LazyFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """Each rank's collectives numbered per name in start order: its communication kernels,
-    else (a rank without them) its host collectives."""
-    dev = with_collective(
-        ops.lazy().filter(pl.col("comm")).with_columns(pl.lit(None, pl.String).alias("args"))
-    ).select(
-        *_RANK,
-        pl.lit("device kernel").alias("source"),
-        "collective",
-        "name",
-        pl.lit(None, pl.Int64).alias("tid"),
-        "device",
-        "stream",
-        pl.col("ts").alias("arrive_ns"),
-        pl.col("end").alias("end_ns"),
-    )
-    dev = dev.collect(engine=ENGINE)
-    host = host_comm_ops(events.filter(pl.col("device") < 0)).select(
-        *_RANK,
-        pl.lit("host op").alias("source"),
-        "collective",
-        "name",
-        "tid",
-        pl.lit(None, pl.Int32).alias("device"),
-        pl.lit(None, pl.Int32).alias("stream"),
-        pl.col("ts").alias("arrive_ns"),
-        (pl.col("ts") + pl.col("dur")).alias("end_ns"),
-    )
-    host = host.join(dev.lazy().select(_RANK).unique(), on=_RANK, how="anti").collect(engine=ENGINE)
-    both = pl.concat([dev, host], how="vertical_relaxed").sort(*_RANK, "arrive_ns", "end_ns")
-    return both.with_columns(
-        pl.int_range(pl.len()).over([*_RANK, "source", "name"]).cast(pl.Int64).alias("seq")
-    )
-
-
-def collectives_of(events: pl.LazyFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """The collectives of every rank (``collectives.collective_instances`` where it exists):
+def collectives_of(events: pl.LazyFrame) -> pl.DataFrame:
+    """The collectives of every rank (:func:`.collectives.collective_instances`):
     ``node, rank, source, collective, name, seq, tid, device, stream, arrive_ns, end_ns``."""
-    try:
-        from .collectives import collective_instances  # type: ignore[attr-defined]
-    except ImportError:
-        return _own_instances(events, ops)
-    got = collective_instances(events)
-    return _lazy_df(got).select(
+    return _lazy_df(collective_instances(events)).select(
         *_RANK, "source", "collective", "name", "seq", "tid", "device", "stream", "arrive_ns", "end_ns"
     )
 
@@ -442,7 +403,7 @@ def rank_inputs(
     syncs, waits = _sync_anchors(events)
     syncs = syncs.collect(engine=ENGINE)
     waits = waits.collect(engine=ENGINE)
-    coll = collectives_of(events, ops)
+    coll = collectives_of(events)
     if arrivals is not None:
         key = [*_RANK, "source", "collective", "arrive_ns"]
         seq = arrivals.select(*key, "seq").unique(key, keep="first")

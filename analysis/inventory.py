@@ -1,16 +1,25 @@
 """What a trace holds (``profui info``): manifest, ranks, devices, time span, counts by kind.
 
-Plain JSON-ready data, computed with numpy over four columns read by pyarrow, so it stays quick
-on big traces and starts quickly on small ones; the command line only renders it.
+Plain JSON-ready data; the command line only renders it. Each events file is counted once
+(:func:`count_file`: numpy over four columns read by pyarrow, quick on big traces) and its tally
+kept in the trace's record (:mod:`.inventory_record`), so a later ``info`` of an unchanged trace
+reads no events and loads neither pyarrow nor numpy: most of a small trace's ``info`` was their
+start-up.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from profui.capture.format import TraceFormatError, open_trace_dir
+from profui.capture.format.opener import TraceDir, TraceFile
+
+from . import inventory_record
+from .inventory_record import FileTally
 
 #: The version of ``profui info --json``: raised when a key changes meaning or goes.
 VERSION = 1
@@ -96,27 +105,28 @@ def gpu_item(gpu: dict[str, Any]) -> dict[str, Any]:
 def trace_info(path: str | Path) -> dict[str, Any]:
     """Summary of the trace at ``path`` as plain JSON-ready data.
 
-    Reads only the ``ts``, ``dur``, ``kind`` and ``device`` columns. Raises
-    :class:`TraceFormatError` for anything that is not a readable trace.
+    Each events file's counts come from the trace's record (:mod:`.inventory_record`) while the
+    file is as it was counted, else from :func:`count_file`. Raises :class:`TraceFormatError`
+    for anything that is not a readable trace.
     """
-    # pyarrow (and numpy under it) loaded only when an inventory is taken
-    import pyarrow as pa
-
-    from profui.capture.format.readcheck import unreadable
-
     trace = open_trace_dir(path)
     counts: Counter[str] = Counter()
     per_rank: dict[tuple[str, int], dict[str, Any]] = {}
     per_device: dict[tuple[str, int], Counter[str]] = {}
     start = end = None
-    for f in trace.events:
-        try:  # corrupt pages fail the read: name the file
-            span = _count_file(f, per_rank, per_device, counts)
-        except (OSError, pa.ArrowException) as exc:
-            raise unreadable([f]) or TraceFormatError(f.path, f"cannot read events ({exc})") from None
-        if span is not None:
-            start = span[0] if start is None else min(start, span[0])
-            end = span[1] if end is None else max(end, span[1])
+    for f, tally in zip(trace.events, file_tallies(trace), strict=True):
+        entry = per_rank.setdefault(
+            (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
+        )
+        entry["files"] += 1
+        entry["events"] += tally.rows
+        entry["counts"].update(tally.kinds)
+        counts.update(tally.kinds)
+        for dev, by_kind in tally.devices.items():
+            per_device.setdefault((f.node, dev), Counter()).update(by_kind)
+        if tally.span is not None:
+            start = tally.span[0] if start is None else min(start, tally.span[0])
+            end = tally.span[1] if end is None else max(end, tally.span[1])
     m = trace.manifest
     return {
         "version": VERSION,
@@ -155,33 +165,85 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     }
 
 
-def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[int, int] | None:
-    """Add one events file's counts to the tallies; its first start and last end (None if empty).
+#: The most events a trace may hold for :func:`keep_tallies` to count it at once.
+KEEP_AT_ONCE_MAX_EVENTS = 1_000_000
+
+
+def keep_tallies(path: str | Path) -> None:
+    """Count the events files of the trace at ``path`` into its record now, when it holds at most
+    :data:`KEEP_AT_ONCE_MAX_EVENTS` events (a trace just imported: its first ``info`` then reads
+    no events). A small trace's ``info`` is mostly start-up, which the record removes; a large
+    one's count is a share of its import (0.3 of 5 CPU-s at 3M events), and its first ``info``
+    keeps the record instead. Never raises for the trace: a file that cannot be counted is said
+    by ``info``, as before; the import that wrote it stands."""
+    try:
+        trace = open_trace_dir(path)
+        if trace.num_events <= KEEP_AT_ONCE_MAX_EVENTS:
+            file_tallies(trace)
+    except (TraceFormatError, OSError):
+        pass
+
+
+def file_tallies(trace: TraceDir) -> list[FileTally]:
+    """The tally of each of ``trace``'s events files, in their order: kept ones from the trace's
+    record, the others counted (:func:`count_file`) and the record kept anew, except while the
+    trace is being recorded (its files still landing: nothing is kept of a live capture)."""
+    code = _code_key()
+    kept = inventory_record.load(trace.path, code)
+    entries: dict[str, tuple[inventory_record.StatKey, FileTally]] = {}
+    tallies, counted = [], False
+    for f in trace.events:
+        rel = f.path.relative_to(trace.path).as_posix()
+        key = inventory_record.stat_key(f.path)
+        was_key, tally = kept.get(rel, (None, None))
+        if tally is None or was_key != key:
+            tally, counted = count_file(f), True
+            if inventory_record.stat_key(f.path) != key:  # changed while it was read: not kept
+                key = None
+        tallies.append(tally)
+        if key is not None:
+            entries[rel] = (key, tally)
+    if counted and trace.manifest.status != "running":
+        inventory_record.save(trace.path, code, entries)
+    return tallies
+
+
+@functools.cache
+def _code_key() -> list[Any]:
+    """What counted a record's tallies: this module as it is on disk (size, modification time), so
+    that an edit of the counting rule makes every record a miss."""
+    st = os.stat(__file__)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def count_file(f: TraceFile) -> FileTally:
+    """What the events file ``f`` holds: its rows by kind and by device, its first start and last
+    end. Reads only the ``ts``, ``dur``, ``kind`` and ``device`` columns; a file that cannot be
+    read as the format's events table raises :class:`TraceFormatError` naming it.
 
     Counted with numpy on the columns' buffers (numpy comes with pyarrow): pyarrow.compute would
-    add ~0.04 s to every ``profui info``, a start-up cost larger than the counting on small traces.
+    add ~0.04 s to every count, a start-up cost larger than the counting on small traces.
     """
+    # pyarrow (and numpy under it) loaded only when a file is counted
     import numpy as np
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from profui.capture.format.readcheck import wrong_column
+    from profui.capture.format.readcheck import unreadable, wrong_column
 
-    with pq.ParquetFile(f.path) as events:  # not pq.read_table: its datasets load pyarrow.compute
-        table = events.read(columns=["ts", "dur", "kind", "device"])
+    try:  # corrupt pages fail the read: name the file
+        with pq.ParquetFile(f.path) as events:  # not pq.read_table: its datasets load pyarrow.compute
+            table = events.read(columns=["ts", "dur", "kind", "device"])
+    except (OSError, pa.ArrowException) as exc:
+        raise unreadable([f]) or TraceFormatError(f.path, f"cannot read events ({exc})") from None
     wrong = wrong_column(f, table)  # types, and nulls in these four not-null columns
     if wrong is not None:
         raise wrong
-    entry = per_rank.setdefault(
-        (f.node, f.rank), {"node": f.node, "rank": f.rank, "files": 0, "events": 0, "counts": Counter()}
-    )
-    entry["files"] += 1
-    entry["events"] += table.num_rows
     if table.num_rows == 0:
-        return None
+        return FileTally(0, {}, {}, None)
     names, codes = _kind_codes(table["kind"])
     by_kind = {names[k]: int(n) for k, n in enumerate(np.bincount(codes, minlength=len(names))) if n}
-    entry["counts"].update(by_kind)
-    counts.update(by_kind)
+    devices: dict[int, dict[str, int]] = {}
     device = table["device"].to_numpy()
     on_device = device >= 0
     if on_device.any():  # (device, kind) pairs as one integer each, counted
@@ -190,12 +252,12 @@ def _count_file(f, per_rank: dict, per_device: dict, counts: Counter) -> tuple[i
         )
         for pair, n in zip(pairs.tolist(), n_pairs.tolist(), strict=True):
             dev, kind = divmod(pair, len(names))
-            per_device.setdefault((f.node, dev), Counter())[names[kind]] += n
+            devices.setdefault(dev, {})[names[kind]] = n
     ts, dur = table["ts"].to_numpy(), table["dur"].to_numpy()
     end = ts + dur  # numpy wraps on overflow: a sum whose sign is neither operand's wrapped
     if (((ts ^ end) & (dur ^ end)) < 0).any():  # a wrapped sum made `info` print a negative duration
         raise TraceFormatError(f.path, "an event ends beyond the int64 nanosecond range")
-    return int(ts.min()), int(end.max())
+    return FileTally(table.num_rows, by_kind, devices, (int(ts.min()), int(end.max())))
 
 
 def _kind_codes(kinds) -> tuple[list[str], Any]:

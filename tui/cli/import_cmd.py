@@ -66,6 +66,7 @@ def run_import(
     :func:`profui.capture.kineto.workers_for`)."""
     # loaded by this command only (numpy, pyarrow)
     from profui.analysis.cluster import scheduler_address
+    from profui.analysis.inventory import keep_tallies
     from profui.capture.kineto import import_jobs, import_kineto, workers_for
 
     options = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
@@ -92,6 +93,7 @@ def run_import(
         jobs = run()
     lines = [] if len(jobs) == 1 else [f"{len(jobs)} jobs, one trace folder each under {out}:"]
     for folder, manifest in jobs:
+        keep_tallies(folder)  # what `profui info` counts, counted now (pyarrow is loaded)
         events = sum(s["num_events"] for s in manifest.sources)
         ranks = ",".join(str(r) for r in manifest.ranks)
         files = len({s.get("file") for s in manifest.sources})

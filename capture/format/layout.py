@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -36,6 +35,8 @@ def private_dir_for(trace_path: Path) -> Path:
     private = trace_path / PRIVATE_DIR
     if os.access(private if private.exists() else trace_path, os.W_OK):
         return private
+    import hashlib  # here: hashlib loads OpenSSL (3.6 MB resident) into every process that writes a trace
+
     key = hashlib.sha256(str(trace_path.resolve()).encode()).hexdigest()[:24]
     return default_cache_root() / "traces" / key
 

@@ -23,8 +23,6 @@ from profui.capture.format import (
     NSYS_SUFFIXES,
     TraceFormatError,
     default_cache_root,
-    files_fingerprint,
-    fingerprint_digest,
     is_trace_dir,
     open_trace_dir,
 )
@@ -177,6 +175,10 @@ def refused_folder(path: Path, scan: FolderScan, none_line: str) -> TraceFormatE
 
 def cache_key(sources: list[Path]) -> str:
     """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime)."""
+    # here, not at the top: the fingerprint's hashlib loads OpenSSL (3.6 MB resident), which an
+    # import that is not cached (the importer reads this module's folder scan) never uses
+    from profui.capture.format import files_fingerprint, fingerprint_digest
+
     return fingerprint_digest(files_fingerprint(sources))
 
 

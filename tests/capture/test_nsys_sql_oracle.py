@@ -218,7 +218,11 @@ REVIEWED = [
 ]
 
 
-@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# no deadline: a conversion's time follows the machine's load (one example took 278 ms, then 43 ms,
+# on a shared 2-core machine at load 10), and this test is about what it writes
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(exports())
 @example(REVIEWED[0])
 @example(REVIEWED[1])

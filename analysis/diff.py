@@ -47,6 +47,7 @@ import numpy as np
 from .findings_base import CATEGORY_NAMES
 from .flops import gpu_key
 from .formatting import fmt_memory_device
+from .top_n import TOP_N
 
 #: A change in a time or count smaller than this fraction of the base is not reported as one.
 MATERIAL_REL = 0.02
@@ -402,7 +403,7 @@ def _size(m: dict[str, Any]) -> float:
     return abs(m["delta"]) if m["unit"] == "share" else abs(m["rel"]) if m["rel"] is not None else math.inf
 
 
-def diff(base: dict[str, Any], new: dict[str, Any], top: int = 15) -> dict[str, Any]:
+def diff(base: dict[str, Any], new: dict[str, Any], top: int = TOP_N) -> dict[str, Any]:
     """The difference of two :func:`profile` results (a JSON-ready dict; see the module docstring
     and ``docs`` in :data:`JSON_DOC` for its keys)."""
     metrics: dict[str, dict[str, Any]] = {}

@@ -401,6 +401,7 @@ class Flops:
     """The ``flops`` stage's tables (see :func:`analyse`)."""
 
     ops: pl.DataFrame
+    op_types: pl.DataFrame
     kernels: pl.DataFrame
     steps: pl.DataFrame
     totals: pl.DataFrame
@@ -442,6 +443,8 @@ def analyse(
     - ``ops``: per op name, op type and precision: count, flops, time_ns (compute time: its
       kernels' time, else its host time), tflops, share of the counted FLOPs; ops without
       FLOPs are rows with null flops.
+    - ``op_types``: per op type with counted FLOPs (:func:`op_type_shares`): flops, time_ns,
+      tflops, share of the counted FLOPs.
     - ``kernels``: per kernel name, time first: count, flops_count (instances carrying FLOPs),
       flops, time_ns, flops_time_ns, tflops, bytes, intensity (FLOP/byte, where both are known),
       share of kernel time.
@@ -550,7 +553,29 @@ def analyse(
     if peak is not None:
         sheet = _peak(o, k, gpus, 0.0)[0] if peak.source == "--peak-tflops" else peak
         totals, steps_table = _flag_impossible(totals, steps_table, k, peak, sheet, model_flops)
-    return Flops(ops=ops_table, kernels=kernels_table, steps=steps_table, totals=totals)
+    return Flops(
+        ops=ops_table,
+        op_types=op_type_shares(ops_table),
+        kernels=kernels_table,
+        steps=steps_table,
+        totals=totals,
+    )
+
+
+def op_type_shares(ops: pl.DataFrame) -> pl.DataFrame:
+    """Per op type of the ``ops`` table's counted rows (null ``flops`` out): its FLOPs, compute
+    time (``time_ns``: its ops' kernels', else their own), achieved TFLOP/s over that time, and
+    share of all counted FLOPs; most FLOPs first, then by type."""
+    return (
+        ops.filter(pl.col("flops").is_not_null())
+        .group_by("op_type")
+        .agg(pl.col("flops").sum(), pl.col("time_ns").sum())
+        .with_columns(
+            _tflops(pl.col("flops"), pl.col("time_ns")).alias("tflops"),
+            (pl.col("flops") / pl.col("flops").sum()).alias("share"),
+        )
+        .sort(["flops", "op_type"], descending=[True, False])
+    )
 
 
 def _flag_impossible(

@@ -20,8 +20,7 @@ from .busy import WORK_KINDS, device_work
 from .hta import KERNEL_TYPES
 from .intervals import Frame, _lazy, label_coverage, union_length
 from .stats import int_std
-
-TOP_N = 15
+from .top_n import OTHER, TOP_N
 
 
 def kernel_events(events: Frame, kinds: Sequence[str] = ("kernel",)) -> pl.LazyFrame:
@@ -109,8 +108,9 @@ def top_kernels(
 ) -> pl.LazyFrame:
     """The ``n`` first rows of a :func:`kernel_stats` frame by ``by`` (``total_ns`` or ``count``).
 
-    The remaining kernels are folded into one row named ``"(other)"`` so the rows still sum to
-    the whole; ``group`` keeps one top-N per group (e.g. per rank).
+    The remaining kernels are folded into one row named ``"(other)"``
+    (:data:`profui.analysis.top_n.OTHER`) so the rows still sum to the whole; ``group`` keeps
+    one top-N per group (e.g. per rank).
     """
     group = list(group)
     lf = _lazy(stats).sort([*group, by, "name"], descending=[*[False] * len(group), True, False])
@@ -121,7 +121,7 @@ def top_kernels(
         lf.filter(pl.col("_i") >= n)
         .group_by(group if group else pl.lit(0).alias("_g"))
         .agg(
-            pl.lit("(other)").alias("name"),
+            pl.lit(OTHER).alias("name"),
             pl.lit("MIXED").alias("kernel_type"),
             pl.col("count").sum(),
             pl.col("total_ns").sum(),

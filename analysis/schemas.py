@@ -471,6 +471,21 @@ TABLES: dict[tuple[str, str], Table] = {
         ),
         "FLOPs per op from recorded shapes (record_shapes=True) or kernel_flop, most first",
     ),
+    ("flops", "op_types.parquet"): Table(
+        (
+            _c(
+                "op_type",
+                STR,
+                "text",
+                "matmul / conv / conv_backward / attention / attention_backward / kernel_flop",
+            ),
+            _c("flops", F64, "FLOP", "the counted FLOPs of the type's ops"),
+            _c("time_ns", I64, "ns", "compute time of those ops: their kernels', else their own"),
+            _n("tflops", F64, "TFLOP/s", "achieved: flops / time_ns (null: no time)"),
+            _c("share", F64, "fraction", "of all counted FLOPs"),
+        ),
+        "FLOPs per op type (the ops with counted FLOPs), most first: share, achieved TFLOP/s",
+    ),
     ("flops", "kernels.parquet"): Table(
         (
             _c("name", STR, "text", "kernel name"),

@@ -37,6 +37,7 @@ from .formatting import (
 )
 from .idle import KERNEL_WAIT_NS
 from .steps import WHOLE_TRACE
+from .top_n import OTHER
 
 Outputs = Mapping[str, Mapping[str, Any]]
 
@@ -84,10 +85,6 @@ def _idle_phrase(category: str, words: DeviceWords) -> str:
 def _no_device() -> str:
     """What a takeaway about device work says of a run without any."""
     return does_not_apply("host work is in the CPU and step charts")
-
-
-#: Name of the row the top-N kernel tables fold the remaining kernels into.
-OTHER = "(other)"
 
 
 def _df(value: Any) -> pl.DataFrame:

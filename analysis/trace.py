@@ -29,6 +29,8 @@ from profui.capture.format import (
     read_footer,
 )
 
+from .top_n import TOP_N
+
 #: Polars types of the events columns as analysis sees them (strings as plain ``pl.String``).
 EVENTS_POLARS_SCHEMA: dict[str, pl.DataType] = {
     "ts": pl.Int64(),
@@ -266,7 +268,7 @@ class Trace:
 
         return self._run(kernel_stats, "hta_kernel_stats", hta_compat, by=by)
 
-    def top_kernels(self, n: int = 15, by: str = "total_ns") -> pl.DataFrame:
+    def top_kernels(self, n: int = TOP_N, by: str = "total_ns") -> pl.DataFrame:
         """Top-N kernels by ``total_ns`` or ``count``; see :func:`profui.analysis.kernels.top_kernels`."""
         from .kernels import kernel_stats, top_kernels
 

@@ -346,6 +346,7 @@ def flops(ctx: StageContext) -> dict[str, Any]:
     )
     return {
         "ops.parquet": r.ops,
+        "op_types.parquet": r.op_types,
         "kernels.parquet": r.kernels,
         "steps.parquet": r.steps,
         "totals.parquet": r.totals,

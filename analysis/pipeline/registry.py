@@ -20,6 +20,7 @@ fingerprint, so their keys follow the trace. Stage bodies live in :mod:`.bodies`
 from __future__ import annotations
 
 from profui.analysis.summary import SECTIONS
+from profui.analysis.top_n import TOP_N
 
 from . import bodies as b
 from .dag import TRACE, Registry, Stage
@@ -29,7 +30,12 @@ A = "profui.analysis."
 
 PARAMS: tuple[Param, ...] = (
     Param(
-        "top_n", "int", 15, "kernels in the top-N tables (by time and by count)", minimum=1, maximum=1_000_000
+        "top_n",
+        "int",
+        TOP_N,
+        "kernels in the top-N tables (by time and by count)",
+        minimum=1,
+        maximum=1_000_000,
     ),
     Param(
         "bucket_ms",
@@ -288,7 +294,7 @@ STAGES: tuple[Stage, ...] = (
         "flops",
         ("ingest", "steps", "precision"),
         ("peak_tflops", "model_flops"),
-        ("ops.parquet", "kernels.parquet", "steps.parquet", "totals.parquet"),
+        ("ops.parquet", "op_types.parquet", "kernels.parquet", "steps.parquet", "totals.parquet"),
         b.flops,
         "FLOPs per op from shapes, joined to kernels; achieved TFLOP/s and MFU per step",
         modules=(A + "flops", A + "peaks", A + "precision"),

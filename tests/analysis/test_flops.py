@@ -22,7 +22,7 @@ from profui.analysis import open_trace
 from profui.analysis.peaks import peak_for
 from profui.capture.kineto import import_kineto
 
-from realdata import shared_trace
+from realdata import run_profui, shared_trace
 
 RECORD = r"""
 import json, sys
@@ -124,6 +124,67 @@ def test_cpu_run_matches_flop_counter_mode(cpu_run) -> None:
     assert t["tflops"] == pytest.approx(t["step_flops"] / t["step_ns"] / 1e3)
     assert t["mfu"] is None and t["peak_tflops"] is None and "no peak known" in t["note"]
     assert steps["mfu"].null_count() == 2
+
+
+#: The ops the CPU run's FLOPs are counted on, by type (what FlopCounterMode calls them aside).
+CPU_RUN_TYPES = {
+    "aten::linear": "matmul",
+    "aten::matmul": "matmul",
+    "aten::mm": "matmul",
+    "aten::addmm": "matmul",
+    "aten::bmm": "matmul",
+    "aten::convolution": "conv",
+    "aten::_convolution": "conv",
+    "aten::convolution_backward": "conv_backward",
+    "aten::scaled_dot_product_attention": "attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "attention_backward",
+}
+
+
+def test_cpu_run_flops_by_op_type(cpu_run) -> None:
+    # FLOPs per type from FlopCounterMode; time per type from the raw Kineto events in plain
+    # Python: the host time of each counted op that no other counted op of its thread encloses
+    path, oracle = cpu_run
+    counts = oracle["counts"]
+    flops = {
+        "matmul": 2.0 * (counts["aten.mm"] + counts["aten.addmm"] + counts["aten.bmm"]),
+        "conv": 2.0 * counts["aten.convolution"],
+        "conv_backward": 2.0 * counts["aten.convolution_backward"],
+        "attention": 2.0 * oracle["sdpa"],
+        "attention_backward": 2.0 * oracle["sdpa_backward"],
+    }
+    raw = json.loads((path.parent / "run.json").read_text())
+    ev = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("name") in CPU_RUN_TYPES]
+
+    def inside(a: dict, b: dict) -> bool:
+        return (
+            a is not b
+            and (a["pid"], a["tid"]) == (b["pid"], b["tid"])
+            and b["ts"] <= a["ts"]
+            and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
+        )
+
+    time_ns = dict.fromkeys(flops, 0)
+    for a in ev:
+        if not any(inside(a, b) for b in ev):
+            time_ns[CPU_RUN_TYPES[a["name"]]] += round(a["dur"] * 1000)
+    total = sum(flops.values())
+    expected = sorted(
+        ((t, f, time_ns[t], f / time_ns[t] / 1e3, f / total) for t, f in flops.items()),
+        key=lambda r: (-r[1], r[0]),
+    )
+    table = open_trace(path).result("flops")["op_types.parquet"]
+    assert table.columns == ["op_type", "flops", "time_ns", "tflops", "share"]
+    got = table.rows()
+    assert [r[:3] for r in got] == [r[:3] for r in expected]
+    assert [r[3:] for r in got] == [pytest.approx(r[3:], rel=1e-12) for r in expected]
+    # profui summary shows it, text and JSON, as the other FLOPs tables
+    doc = json.loads(run_profui("summary", path, "--json", "--sections", "flops").stdout)
+    rows = doc["sections"]["flops"]["op_types"]
+    assert [(r["op_type"], r["flops"], r["time_ns"]) for r in rows] == [r[:3] for r in expected]
+    text = run_profui("summary", path, COLUMNS="160").stdout
+    assert "FLOPs per op type" in text and "conv_backward" in text
 
 
 def test_cpu_run_with_given_peak_and_model_flops(cpu_run) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+from profui.analysis.top_n import TOP_N
+
 from .errors import EXIT_BAD_INPUT, UserError
 from .markdown import chosen_format, format_option
 
@@ -327,7 +329,7 @@ def register(app: typer.Typer) -> None:
             False, "--json", help="Print the diff as JSON (stable keys, version 2; profui schema diff)."
         ),
         fmt: str | None = format_option(),
-        top: int = typer.Option(15, "--top", help="Kernels and annotations listed (0: all)."),
+        top: int = typer.Option(TOP_N, "--top", help="Kernels and annotations listed (0: all)."),
         fail_if: list[str] = typer.Option(
             [],
             "--fail-if",

@@ -25,6 +25,8 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from profui.analysis.top_n import TOP_N
+
 from . import tools
 from .schemas import tool_output
 
@@ -124,7 +126,7 @@ async def summary(
     hta_compat: Annotated[
         bool, Field(description="Holistic Trace Analysis semantics (µs rounding, last step dropped).")
     ] = False,
-    top: Annotated[int | None, Field(description="Rows in the top-N tables (default 15).")] = None,
+    top: Annotated[int | None, Field(description=f"Rows in the top-N tables (default {TOP_N}).")] = None,
     sections: Annotated[
         list[str],
         Field(
@@ -175,7 +177,7 @@ async def diff(
             description="Gate conditions, e.g. 'step_p50>+5%' or 'idle_pct>+3pt' (METRIC is a key of metrics)."
         ),
     ] = None,
-    top: Annotated[int, Field(description="Kernels and annotations listed (0: all; at least 0).")] = 15,
+    top: Annotated[int, Field(description="Kernels and annotations listed (0: all; at least 0).")] = TOP_N,
 ) -> dict[str, Any]:
     """What changed between two runs, equal to `profui diff --json`: a verdict on step time against
     step-to-step noise, metrics (base, new, change), kernels/ops/annotations that moved (ns), findings

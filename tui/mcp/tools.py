@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from profui.analysis.top_n import TOP_N
 from profui.tui.cli.errors import UserError
 
 Say = Callable[[str], None]
@@ -255,7 +256,7 @@ def explain(
 
 
 def diff(
-    base: str, new: str, fail_if: list[str] | None = None, top: int = 15, say: Say = _quiet
+    base: str, new: str, fail_if: list[str] | None = None, top: int = TOP_N, say: Say = _quiet
 ) -> dict[str, Any]:
     """``profui diff BASE NEW --json [--fail-if COND ...] [--top N]``'s document; each side a
     trace or a saved baseline (``baseline:NAME``, or a NAME that is no path). A side that is a

@@ -25,6 +25,7 @@ from profui.analysis.formatting import (
     fmt_pct,
     fmt_tflops,
 )
+from profui.analysis.top_n import OTHER
 
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
@@ -39,9 +40,6 @@ MAX_STEP_BARS = 20
 STEP_STATS = ("min_ns", "p50_ns", "mean_ns", "p95_ns", "max_ns")
 #: The columns that name one step of one rank.
 STEP_KEYS = ["node", "rank", "step"]
-
-#: Name of the row analysis' top-N tables fold the remaining kernels into.
-OTHER = "(other)"
 
 ACTIVITY_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "blue", "sync": "yellow", "idle": "red"}
 
@@ -603,25 +601,15 @@ def build_precision(outputs: Outputs, view: Any) -> ChartData:
 
 def build_flops(outputs: Outputs, _view: Any) -> ChartData:
     """FLOPs by op type (share of the counted FLOPs, achieved TFLOP/s); the MFU is the takeaway."""
-    ops = frame(outputs, "flops", "ops.parquet")
+    by_type = frame(outputs, "flops", "op_types.parquet")
     words = takeaway("flops", outputs)
-    counted = ops.filter(ops["flops"].is_not_null()) if ops.height else ops
-    if counted.height == 0:
+    if by_type.height == 0:
         return ChartData(kind="text", text="no FLOPs counted (record_shapes=True)", takeaway=words)
-    import polars as pl
-
-    by_type = (
-        counted.group_by("op_type")
-        .agg(pl.col("flops").sum(), pl.col("time_ns").sum())
-        .with_columns((pl.col("flops") / pl.col("flops").sum()).alias("share"))
-        .sort(["flops", "op_type"], descending=[True, False])
-    )
     bars = [
         Bar(
             str(r["op_type"]),
             float(r["share"]),
-            f"{fmt_pct(r['share'])} · {fmt_flops(r['flops'])} · "
-            + (fmt_tflops(r["flops"] / r["time_ns"] / 1e3) if r["time_ns"] else "-"),
+            f"{fmt_pct(r['share'])} · {fmt_flops(r['flops'])} · {fmt_tflops(r['tflops'])}",
             "magenta",
         )
         for r in by_type.iter_rows(named=True)

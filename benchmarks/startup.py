@@ -1,5 +1,6 @@
 """Start-up of the small commands (issue #40, target 2): ``profui --help``, every subcommand's
-``--help`` and ``profui info`` of a small trace, against a baseline install, side by side.
+``--help`` and ``profui info`` of each sample and of a small imported trace, cold and warm, against
+a baseline install, side by side.
 
 Every run is a fresh process, as a user starts it (the console script), measured by benchmarks/peak.py:
 wall seconds, CPU seconds (user + system of the process and its children: the steady figure on a
@@ -7,9 +8,18 @@ loaded machine) and peak RSS. For each command the baseline and this checkout al
 run, so both see the same load; figures are medians of ``--repeat`` runs. Two floors, run the
 same way: ``python -c pass`` (the interpreter alone) and ``json.load`` of the small trace's JSON
 (reading the file the trace came from, with nothing else); and what the libraries alone cost:
-typer with the rich renderer of its help (every ``--help``), and typer with pyarrow's Parquet
-reader (``info`` reads four event columns with it and counts them with numpy, which pyarrow loads),
-with and without pydantic (typer 0.29 coerces every value given on the command line with it).
+typer (all a warm ``info`` loads), typer with the rich renderer of its help (every ``--help``),
+and typer with pyarrow's Parquet reader (a first ``info`` reads four event columns with it and
+counts them with numpy, which pyarrow loads), with and without pydantic (typer 0.29 coerces every
+value of a command with it; ``info`` declares its parameters so that it does not).
+
+``info`` runs cold and warm. Cold is the first ``info`` of a folder as it comes: a sample trace
+folder copied without its cache store (never inventoried: this checkout counts its events and keeps
+their tallies), the small trace's folder copied as ``profui import`` left it (this checkout counted
+it then), the JAX sample with an empty import cache (that run imports it: no target); each cold run
+gets a fresh copy, made untimed. Warm is every later ``info`` of the same folder. ``profui import``
+of the small trace is timed too (into a fresh folder each run): this checkout counts a small trace
+at import.
 
 The last lines say whether the targets are met by this checkout (``info`` of a small trace
 <= 0.2 s, each ``--help`` <= 0.15 s), on its median wall seconds as the targets are stated (for an
@@ -17,7 +27,7 @@ idle machine), and on its median CPU seconds: the load average is printed before
 a loaded machine the CPU seconds are the figure to compare.
 
     .venv/bin/python benchmarks/startup.py [--repeat 9] [--base /tmp/basevenv/bin/profui]
-                                           [--trace hta-trace_filter-sampled_rank-0.json.gz]
+                                           [--trace hta-trace_filter-sampled_rank-0.json.gz] [--only info]
 """
 
 from __future__ import annotations
@@ -75,6 +85,7 @@ def main() -> None:
     ap.add_argument("--base", default="/tmp/basevenv/bin/profui", help="the baseline's profui script")
     ap.add_argument("--new", default=str(Path(sys.executable).with_name("profui")), help="this profui")
     ap.add_argument("--trace", default="hta-trace_filter-sampled_rank-0.json.gz", help="small Kineto trace")
+    ap.add_argument("--only", action="append", help="run only the commands whose name holds this text")
     args = ap.parse_args()
 
     source = Path(args.trace) if Path(args.trace).exists() else TRACES / args.trace
@@ -94,12 +105,54 @@ def main() -> None:
         folders = {
             side: import_once(exe, source, work / f"trace-{side}", envs[side]) for side, exe in sides.items()
         }
-        samples = {}
-        for side in sides:  # a copy each: a command may write under .profui/ of the trace
-            samples[side] = work / f"mlp-{side}"
-            shutil.copytree(REPO / "samples" / "mlp_cpu", samples[side])
 
-        cases: list[tuple[str, dict[str, list[str]]]] = [
+        def fresh(src: Path, dst: Path, keep_store: bool) -> Path:
+            """``dst`` made a copy of ``src`` (mtimes kept), its cache store left out unless kept."""
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst, ignore=None if keep_store else shutil.ignore_patterns(".profui"))
+            return dst
+
+        def info_cases(label: str, src: dict[str, Path], keep_store: bool) -> list:
+            """``info`` of a copy of ``src[side]``: cold (a fresh copy each run), then warm."""
+            slug = "".join(c if c.isalnum() else "_" for c in label)
+            cold = {side: work / f"cold-{slug}-{side}" for side in sides}
+            warm = {side: fresh(src[side], work / f"warm-{slug}-{side}", keep_store) for side in sides}
+            return [
+                (
+                    f"profui info {label} cold",
+                    {s: [exe, "info", str(cold[s])] for s, exe in sides.items()},
+                    lambda side: fresh(src[side], cold[side], keep_store),
+                ),
+                (f"profui info {label} warm", {s: [exe, "info", str(warm[s])] for s, exe in sides.items()}),
+            ]
+
+        def empty_import_cache(side: str) -> None:
+            shutil.rmtree(work / f"cache-{side}", ignore_errors=True)
+
+        def fresh_out(side: str) -> None:
+            shutil.rmtree(work / f"import-{side}", ignore_errors=True)
+
+        sample_cases = [
+            case
+            for name in ("mlp_cpu", "synthetic_gpu")
+            for case in info_cases(f"samples/{name}", {s: REPO / "samples" / name for s in sides}, False)
+        ]
+        jax = REPO / "samples" / "jax_cpu"
+        sample_cases += [
+            (
+                "info samples/jax_cpu cold (imports it)",
+                {s: [exe, "info", str(jax)] for s, exe in sides.items()},
+                empty_import_cache,
+            ),
+            ("profui info samples/jax_cpu warm", {s: [exe, "info", str(jax)] for s, exe in sides.items()}),
+        ]
+        trace_cases = info_cases("TRACE (imported)", folders, True)
+        import_case = (
+            "import TRACE -o (a new folder)",
+            {s: [exe, "import", str(source), "-o", str(work / f"import-{s}")] for s, exe in sides.items()},
+            fresh_out,
+        )
+        cases: list[tuple] = [  # name, argv by side[, what to do before each run of a side]
             ("floor: python -c pass", {s: [sys.executable, "-c", "pass"] for s in ("new",)}),
             (
                 f"floor: json.load of its JSON ({plain.stat().st_size / 1e6:.1f} MB)",
@@ -108,15 +161,16 @@ def main() -> None:
                     for s in ("new",)
                 },
             ),
+            ("floor: typer", {"new": [sys.executable, "-c", "import typer.main"]}),
             (
                 "floor: typer + its rich help renderer",
                 {"new": [sys.executable, "-c", "import typer.main, typer.rich_utils"]},
             ),
-            (  # what `info` cannot do without, with typer 0.29
+            (  # what a first `info` could not do without, with typer 0.29's own coercion
                 "floor: typer + pydantic + pyarrow.parquet",
                 {"new": [sys.executable, "-c", "import typer.main, typer._adapters, pyarrow.parquet"]},
             ),
-            (  # the same without pydantic: what a typer that converts values itself would cost
+            (  # the same without pydantic: a first `info` (it counts the events) as this checkout runs it
                 "floor: typer + pyarrow.parquet",
                 {"new": [sys.executable, "-c", "import typer.main, pyarrow.parquet"]},
             ),
@@ -125,23 +179,23 @@ def main() -> None:
                 (f"profui {c} --help", {s: [exe, c, "--help"] for s, exe in sides.items()})
                 for c in SUBCOMMANDS
             ),
-            (
-                "profui info TRACE (the trace, imported)",
-                {s: [exe, "info", str(folders[s])] for s, exe in sides.items()},
-            ),
-            (
-                "profui info samples/mlp_cpu (a copy)",
-                {s: [exe, "info", str(samples[s])] for s, exe in sides.items()},
-            ),
+            *trace_cases,
+            *sample_cases,
+            import_case,
         ]
+        if args.only:
+            cases = [c for c in cases if any(text in c[0] for text in args.only)]
         load_before = os.getloadavg()
         results: dict[str, dict[str, Runs]] = {}
-        for name, argvs in cases:
+        for name, argvs, *prep in cases:
+            prepare = prep[0] if prep else (lambda side: None)
             runs = {s: Runs() for s in argvs}
             for s, argv in argvs.items():  # one untimed run each: the first reads files from disk
+                prepare(s)
                 measure(argv, envs[s])
             for _ in range(args.repeat):
                 for s, argv in argvs.items():  # the sides alternate, run by run
+                    prepare(s)
                     wall, cpu, rss = measure(argv, envs[s])
                     runs[s].wall.append(wall)
                     runs[s].cpu.append(cpu)

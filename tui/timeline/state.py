@@ -425,7 +425,7 @@ class TimelineState:
         if lo < self.t0 or hi > self.t1:
             pad = max((hi - lo) * 0.5, self.MIN_SPAN)
             self.set_window(float(lo - pad), float(hi + pad))
-        self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link), 50)}"
+        self.message = f"→ {self.ix.kind_of(link)} {short_name(self.ix.name_of(link))}"
         return True
 
     # -- memory --------------------------------------------------------------------------

@@ -224,6 +224,11 @@ def memory_counts(
         .row(0, named=True)
     )
     n, bad, devices = int(c["events"]), int(c["unreadable"] or 0), int(c["devices"] or 0)
+    return counts_of(n, bad, devices, source)
+
+
+def counts_of(n: int, bad: int, devices: int, source: str | None) -> dict[str, Any]:
+    """:func:`memory_counts`' answer from its numbers (a job's: its ranks' summed)."""
     if n == 0:
         note = no_memory_note(source)
     elif bad:

@@ -23,7 +23,7 @@ from typing import Any
 from profui.capture.format import TraceFormatError
 
 from .cluster import TaskFailed, dask_client, run_tasks, scheduler_address
-from .jobreduce import concat_ranks, job_overview, job_tables, whole_trace_only
+from .jobreduce import concat_ranks, job_json, job_overview, job_tables, whole_trace_only
 from .ranks import RankPart, RankResult, rank_parts, rank_result
 
 #: Up to this many bytes of events files a trace is summarised whole, in this process; beyond,
@@ -94,15 +94,22 @@ def summarize_ranks(
 def summary_of(
     layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
 ) -> Any:
-    """The job's Summary from its ranks' results (in (node, rank) order)."""
+    """The job's Summary from its ranks' results (in (node, rank) order), assembled by the
+    whole-trace summary's own :func:`~profui.analysis.pipeline.bodies.summary_doc` from the
+    job's tables (:func:`job_outputs`)."""
     from .devices import words_for
+    from .pipeline.bodies import DETAIL_TABLES, summary_doc
     from .pipeline.registry import REGISTRY
-    from .summary import SECTIONS, Summary, source_notes
-    from .takeaways import CHARTS, takeaway_for
+    from .summary import SECTIONS
 
     bad = [r for r in results if r.error is not None]
     if bad and not skip_bad_ranks:
         r = bad[0]
+        if len(bad) == len(results):
+            more = f" (and every other rank: {len(bad)} of {len(results)})" if len(bad) > 1 else ""
+            raise TraceFormatError(
+                r.error_path or layout.path, f"rank node={r.node}/rank={r.rank}: {r.error}{more}"
+            )
         more = f" ({len(bad) - 1} more bad rank(s))" if len(bad) > 1 else ""
         raise TraceFormatError(
             r.error_path or layout.path,
@@ -111,36 +118,41 @@ def summary_of(
     good = [r for r in results if r.error is None]
     if not good:
         raise TraceFormatError(layout.path, "no rank could be read")
-    tables = job_tables(concat_ranks(r.tables for r in good))
-    sections: dict[str, dict[str, Any]] = {}
-    for stage in SECTIONS:  # the stages' order, each stage's tables in its declared order
-        for file in REGISTRY.stages[stage].outputs:
-            key = (stage, file.removesuffix(".parquet"))
-            if key in tables:
-                sections.setdefault(stage, {})[key[1]] = tables[key]
-    read = {s: {f"{t}.parquet": v for t, v in tabs.items()} for s, tabs in sections.items()}
+    outputs = job_outputs([r.tables for r in good], params, layout.manifest.source)
     ranks = [(r.node, r.rank) for r in good]
     overview = job_overview(
         str(layout.path), layout.manifest, layout.nodes, ranks, [r.overview for r in good]
     )
-    words = words_for(overview)
-    takeaways = {}
-    for chart, (_, inputs) in CHARTS.items():
-        if all(f in read.get(s, {}) for s, f in inputs):
-            text = takeaway_for(chart, read, words)
-            if text:
-                takeaways[chart] = text
-    notes = [*source_notes(layout.manifest), whole_trace_only(words)]
-    notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
-    ms = params["bucket_ms"]
-    return Summary(
-        trace=overview,
-        params={
-            "top_n": params["top_n"],
-            "bucket_ns": int(round(ms * 1_000_000)) if ms and ms > 0 else None,
-            "hta_compat": params["hta_compat"],
-        },
-        sections=sections,
-        takeaways=takeaways,
-        notes=notes,
-    )
+    files = {stage: list(tables) for stage, tables in outputs.items()}
+    doc = summary_doc(files, lambda s, f: outputs[s][f], overview, layout.manifest, params)
+    missing: dict[str, list[str]] = {}
+    for stage in SECTIONS:
+        for file in REGISTRY.stages[stage].outputs:
+            name = file.removesuffix(".parquet")
+            if file.endswith(".parquet") and (stage, name) not in DETAIL_TABLES:
+                if name not in doc.sections.get(stage, {}):
+                    missing.setdefault(stage, []).append(name)
+    if missing:
+        doc.notes.append(whole_trace_only(missing, words_for(overview)))
+    doc.notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
+    return doc
+
+
+def job_outputs(
+    per_rank: list[Mapping[Any, Any]], params: Mapping[str, Any], source: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """The job's stage outputs ``{stage: {file: table}}`` from its ranks' (in (node, rank)
+    order): the per-rank tables concatenated, the job tables reduced, the JSON outputs joined;
+    each stage's files in its declared order."""
+    from .pipeline.registry import REGISTRY
+
+    tables = job_tables(concat_ranks(per_rank), params)
+    outputs: dict[str, dict[str, Any]] = {}
+    for stage in REGISTRY.stages:
+        for file in REGISTRY.stages[stage].outputs:
+            key = (stage, file.removesuffix(".parquet"))
+            if file.endswith(".json") and (stage, file) in tables:
+                outputs.setdefault(stage, {})[file] = job_json(stage, file, tables[(stage, file)], source)
+            elif key in tables:
+                outputs.setdefault(stage, {})[file] = tables[key]
+    return outputs

@@ -1,22 +1,31 @@
-"""Job-level answers reduced from per-rank tables: what a cluster run of many ranks builds on
+"""Job-level answers reduced from per-rank results: what a cluster run of many ranks builds on
 the client without ever loading a rank's events.
 
 A run over ranks (:mod:`profui.analysis.distributed`) computes the stage graph on each rank
-alone (:mod:`profui.analysis.ranks`). Two kinds of table come back:
+alone (:mod:`profui.analysis.ranks`). Three kinds of thing come back (:func:`rank_keys`):
 
 - :data:`PER_RANK_TABLES`: tables keyed by node and rank whose rows for a rank depend on that
   rank's events only. The job's table is the ranks' tables one after another, in (node, rank)
   order, the order the whole-trace stage writes them in (``sort``: the columns a table is sorted
-  by where the stage orders its rows otherwise).
-- :data:`JOB_TABLES`: tables across ranks (the job's step is its slowest rank's, stragglers,
-  the job's GPU time). Each is the *same function* the whole-trace stage body calls on its own
-  per-rank table (``stp.job_steps(windows)`` in :func:`profui.analysis.pipeline.bodies.steps`),
-  applied here to the concatenated per-rank tables; ``tests/analysis/test_distributed.py`` holds
-  the two equal on every table, so the rule lives in its analysis module once.
+  by where the stage orders its rows otherwise; ``node_rows``: a node's own rows, which each of
+  its ranks sends, kept once).
+- :data:`RANK_ROWS`: what a job table needs of each rank to be exact, in no summary table: the
+  rank's kernels, cpu ops, runtime calls, memory ops, annotations, launches and communication
+  rows, only the columns the whole-trace function reads (a percentile of the job is not a
+  reduction of the ranks' percentiles: the values come back; about 8-40 bytes a row).
+- :data:`RANK_JSON`: the steps' and memory events' counts, worded for the job by the stage's
+  own rule (:func:`job_json`).
 
-Tables that are neither (kernel statistics over every rank's launches, percentiles over all
-launches, time buckets sized from the whole trace's span) need every event in one place and are
-left out of a run over ranks; :func:`whole_trace_only` says so in the summary's notes.
+:data:`JOB_TABLES` are the tables across ranks. Each is the *same function* the whole-trace
+stage calls (``stp.job_steps(windows)`` in :func:`profui.analysis.pipeline.bodies.steps`,
+``kn.stats_of`` of the kernel rows in ``kernels.kernel_stats``), applied here to the concatenated
+per-rank tables or rows; ``tests/analysis/test_distributed.py`` holds the two equal on every
+table and ``tests/analysis/test_ranks_equal.py`` a whole summary, so the rule lives in its
+analysis module once.
+
+What needs every rank's events in one place (the time series bucketed over the job's span, the
+FLOPs of the job's ops and kernels, the critical path's graph of all ranks and the findings) is
+left out; :func:`whole_trace_only` names it in the summary's notes.
 """
 
 from __future__ import annotations
@@ -27,45 +36,139 @@ from typing import Any
 
 import polars as pl
 
+from profui.analysis import allocations as al
+from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
 from profui.analysis import idle as il
+from profui.analysis import kernels as kn
+from profui.analysis import launch as la
+from profui.analysis import memory as mem
 from profui.analysis import steps as stp
+from profui.analysis.activity import activity_total
+from profui.analysis.busy import WORK_KINDS
 from profui.analysis.devices import CPU, GPU, NONE, DeviceWords
 from profui.analysis.engine import ENGINE
+from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.schemas import conform
 
 Key = tuple[str, str]  # (stage, table) without ".parquet"
+Store = Mapping[str, Mapping[str, Any]]
+Params = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class PerRank:
-    """A table whose job rows are the ranks' rows; ``sort``: the order the stage gives them."""
+    """A table whose job rows are the ranks' rows; ``sort`` (``descending``): the order the stage
+    gives them where it is not (node, rank). ``node_rows``: rows with a null ``rank`` are their
+    node's (sampled metrics), which each rank of the node sends: kept once per node."""
 
     sort: tuple[str, ...] = ()
+    descending: tuple[bool, ...] = ()
+    node_rows: bool = False
 
 
 @dataclass(frozen=True)
 class JobTable:
-    """A job table reduced by ``fn`` from the (already reduced) tables ``inputs``."""
+    """A job table reduced by ``fn`` from the (already reduced) tables ``inputs``; ``fn`` also
+    gets the run's parameters where ``params``."""
 
     fn: Callable[..., Any]
     inputs: tuple[Key, ...]
+    params: bool = False
 
+
+def _kernel_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return kn.kernel_events(ev).select("name", "kernel_type", "dur")
+
+
+def _type_cover(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    # the exclusive coverage per GPU (kernel_type_breakdown's own rows), summed on the client
+    return kn.kernel_type_breakdown(ev, by=("node", "rank", "device")).drop("share")
+
+
+def _cpu_op_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return ev.filter(pl.col("kind") == "cpu_op").select("kind", "name", "dur")
+
+
+def _runtime_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    calls = pl.col("kind").is_in(["runtime", "driver"])
+    work = pl.col("kind").is_in(list(WORK_KINDS)) & (pl.col("device") >= 0)
+    return ev.filter(calls | work).select("kind", "name", "dur", "node", "rank", "correlation", "device")
+
+
+def _memory_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return ev.filter(pl.col("kind").is_in(["memcpy", "memset"]), pl.col("device") >= 0).select(
+        "kind", "memcpy_kind", "bytes", "dur", "device"
+    )
+
+
+def _precision_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return kernel_precision(ev).select("precision", "rule", "dur")
+
+
+def _annotation_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return ev.filter(pl.col("kind").is_in(["annotation", "gpu_annotation"])).select("kind", "name", "dur")
+
+
+def _launch_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
+    # what launch_stats(by=()), launch_stats_by_kernel and launch_histogram read
+    cols = ("name", "dur", "launch_dur", "launch_delay", "launch_latency", "launch_bound")
+    return store["correlate"]["launches.parquet"].select(cols)
+
+
+def _comm_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    # the rank's communication rows as the comm stage finds them (host collectives where it has
+    # no communication kernels; device kernels only under hta_compat)
+    return cm.comm_ops(ev, not params["hta_compat"])
+
+
+#: Rows a rank sends back that no summary table shows: what a job table needs of each rank to be
+#: reduced exactly by the whole-trace stage's own function (a percentile of the job is not a
+#: reduction of the ranks' percentiles: the values themselves come back). One row per kernel,
+#: cpu op, runtime call, memory op, annotation or launch of the rank, only the columns the
+#: function reads.
+RANK_ROWS: dict[Key, Callable[[pl.LazyFrame, Store, Params], pl.LazyFrame | pl.DataFrame]] = {
+    ("kernels", "_kernel_rows"): _kernel_rows,
+    ("kernels", "_type_cover"): _type_cover,
+    ("kernels", "_cpu_op_rows"): _cpu_op_rows,
+    ("kernels", "_runtime_rows"): _runtime_rows,
+    ("memory", "_memory_rows"): _memory_rows,
+    ("precision", "_precision_rows"): _precision_rows,
+    ("annotations", "_annotation_rows"): _annotation_rows,
+    ("launch", "_launch_rows"): _launch_rows,
+    ("comm", "_comm_rows"): _comm_rows,
+}
+#: The rows whose function is the whole-trace stage's under hta_compat too (the others are
+#: the exact semantics' and are not sent under hta_compat: their tables are left out).
+HTA_ROWS: frozenset[Key] = frozenset({("launch", "_launch_rows"), ("comm", "_comm_rows")})
 
 PER_RANK_TABLES: dict[Key, PerRank] = {
     ("utilization", "busy"): PerRank(),
-    ("utilization", "cpu_active"): PerRank(),
+    ("utilization", "cpu_active"): PerRank(sort=("node", "source", "rank"), node_rows=True),
     ("utilization", "traced"): PerRank(),
+    ("activity", "shares"): PerRank(),
     ("memory", "bandwidth"): PerRank(),
+    ("allocations", "devices"): PerRank(),
+    ("allocations", "per_step"): PerRank(),
+    ("allocations", "live_at_peak"): PerRank(),
+    ("allocations", "over_time"): PerRank(),
+    ("allocations", "oom"): PerRank(),
     ("flops", "steps"): PerRank(),
     ("steps", "windows"): PerRank(),
     ("steps", "stats"): PerRank(),
     ("steps", "outliers"): PerRank(),
+    ("steps", "histogram"): PerRank(),
     ("steps", "breakdown"): PerRank(),
     ("launch", "stats"): PerRank(),
+    ("launch", "outliers"): PerRank(sort=("launch_delay", "launch_dur"), descending=(True, True)),
+    ("launch", "aten_op_kernels"): PerRank(),
+    ("sync", "host"): PerRank(sort=("total_ns", "name"), descending=(True, False)),  # then (node, rank)
+    ("sync", "totals"): PerRank(),
+    ("sync", "device"): PerRank(),
     ("idle", "breakdown"): PerRank(),
     ("idle", "queue"): PerRank(),
+    ("idle", "blocked_on_full_queue"): PerRank(),
     ("comm", "overlap"): PerRank(),
     ("comm", "per_rank"): PerRank(),
     ("comm", "per_step"): PerRank(sort=("step", "node", "rank")),
@@ -74,23 +177,69 @@ PER_RANK_TABLES: dict[Key, PerRank] = {
     ("annotations", "per_step"): PerRank(),
 }
 
+
+def _launch_overall(launches: pl.DataFrame, params: Mapping[str, Any]) -> pl.LazyFrame:
+    slow, late = _launch_limits(params)
+    return la.launch_stats(launches.lazy(), by=(), runtime_outlier_ns=slow, launch_delay_outlier_ns=late)
+
+
+def _launch_limits(params: Mapping[str, Any]) -> tuple[int, int]:
+    from profui.analysis.pipeline.bodies import launch_limits
+
+    return launch_limits(params)
+
+
+def _top(by: str) -> Callable[..., pl.LazyFrame]:
+    return lambda stats, params: kn.top_kernels(stats, params["top_n"], by=by)
+
+
 JOB_TABLES: dict[Key, JobTable] = {
+    ("utilization", "total"): JobTable(bz.total_busy, (("utilization", "busy"),)),
+    ("kernels", "stats"): JobTable(kn.stats_of, (("kernels", "_kernel_rows"),)),
+    ("kernels", "top_by_time"): JobTable(_top("total_ns"), (("kernels", "stats"),), params=True),
+    ("kernels", "top_by_count"): JobTable(_top("count"), (("kernels", "stats"),), params=True),
+    ("kernels", "types"): JobTable(kn.type_rows, (("kernels", "_type_cover"),)),
+    ("kernels", "ops"): JobTable(kn.cpu_op_stats, (("kernels", "_cpu_op_rows"),)),
+    ("kernels", "runtime"): JobTable(kn.runtime_call_stats, (("kernels", "_runtime_rows"),)),
+    ("activity", "total"): JobTable(activity_total, (("activity", "shares"),)),
+    ("memory", "ops"): JobTable(mem.memory_ops, (("memory", "_memory_rows"),)),
+    ("precision", "shares"): JobTable(
+        lambda rows: precision_shares(rows, kernels=rows), (("precision", "_precision_rows"),)
+    ),
     ("steps", "job"): JobTable(stp.job_steps, (("steps", "windows"),)),
     ("steps", "job_stats"): JobTable(lambda job: stp.step_stats(job, by=()), (("steps", "job"),)),
     ("steps", "rank_ratios"): JobTable(stp.rank_step_ratios, (("steps", "windows"),)),
-    ("comm", "stragglers"): JobTable(cm.stragglers, (("comm", "arrivals"),)),
-    ("utilization", "total"): JobTable(bz.total_busy, (("utilization", "busy"),)),
+    ("launch", "overall"): JobTable(_launch_overall, (("launch", "_launch_rows"),), params=True),
+    ("launch", "by_kernel"): JobTable(
+        lambda rows: la.launch_stats_by_kernel(rows.lazy()), (("launch", "_launch_rows"),)
+    ),
+    ("launch", "histogram"): JobTable(
+        lambda rows: la.launch_histogram(rows.lazy()), (("launch", "_launch_rows"),)
+    ),
     ("idle", "totals"): JobTable(il.totals_of_breakdown, (("idle", "breakdown"),)),
+    ("comm", "stragglers"): JobTable(cm.stragglers, (("comm", "arrivals"),)),
+    ("annotations", "names"): JobTable(
+        lambda rows: ann.annotation_names(rows.lazy()), (("annotations", "_annotation_rows"),)
+    ),
+    ("comm", "by_collective"): JobTable(
+        lambda rows: cm.comm_by_collective(rows.lazy(), comm=rows), (("comm", "_comm_rows"),)
+    ),
+    ("annotations", "step_means"): JobTable(ann.annotation_step_means, (("annotations", "per_step"),)),
 }
 
 
-def whole_trace_only(words: DeviceWords) -> str:
-    """What a run over ranks leaves out, said in its notes, in the words of the job's devices
-    (no "GPU" for a CPU-only run)."""
+def whole_trace_only(missing: Mapping[str, list[str]], words: DeviceWords) -> str:
+    """What a run over ranks left out (``{stage: its tables left out}``), said in its notes in
+    the words of the job's devices (no "GPU" for a CPU-only run)."""
+    said = {
+        "utilization": f"the {words.device} and CPU utilization time series",
+        "flops": "the FLOPs per op, op type and kernel and their totals",
+        "critical_path": "the critical path",
+        "findings": "the findings",
+    }
+    parts = [said.get(stage, f"the {stage} tables {', '.join(tables)}") for stage, tables in missing.items()]
     return (
-        f"a run over ranks computes per-rank tables and the job's steps, stragglers, {words.time} "
-        f"and idle totals; {words.work}, launch-latency, precision, memory-op and annotation "
-        "statistics over all ranks and the utilization time series need the whole trace in one "
+        f"a run over ranks leaves out {'; '.join(parts)}: they need every rank's events in one "
         "process (profui summary without --scheduler/--workers)"
     )
 
@@ -100,31 +249,118 @@ def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
 
 
 def stages_needed() -> list[str]:
-    """The stages a rank must run for :data:`PER_RANK_TABLES` (the job tables read those)."""
-    return list(dict.fromkeys(stage for stage, _ in PER_RANK_TABLES))
+    """The stages a rank must run for :data:`PER_RANK_TABLES`, :data:`RANK_JSON` and
+    :data:`RANK_ROWS` (the launches: correlate's)."""
+    return list(dict.fromkeys([*(s for s, _ in (*PER_RANK_TABLES, *RANK_JSON)), "correlate"]))
 
 
-def rank_outputs(store: Mapping[str, Mapping[str, Any]]) -> dict[Key, pl.DataFrame]:
-    """The :data:`PER_RANK_TABLES` of one rank's in-memory store (``store.compute``'s)."""
-    return {(s, t): store[s][f"{t}.parquet"] for s, t in PER_RANK_TABLES}
+#: The JSON outputs a rank sends back (the summary's notes read them).
+RANK_JSON: tuple[Key, ...] = (("steps", "steps.json"), ("allocations", "allocations.json"))
 
 
-def concat_ranks(per_rank: Iterable[Mapping[Key, pl.DataFrame]]) -> dict[Key, pl.DataFrame]:
-    """The job's :data:`PER_RANK_TABLES` from each rank's (given in (node, rank) order)."""
-    ranks = list(per_rank)
-    out: dict[Key, pl.DataFrame] = {}
-    for key, rule in PER_RANK_TABLES.items():
-        frames = [r[key] for r in ranks]
-        frame = pl.concat(frames, how="vertical") if frames else pl.DataFrame()
-        out[key] = frame.sort(list(rule.sort), maintain_order=True) if rule.sort and frame.height else frame
+def rank_outputs(
+    store: Store, events: pl.LazyFrame | None = None, params: Params | None = None
+) -> dict[Key, Any]:
+    """What one rank sends back (:func:`rank_keys`) from its in-memory store (``store.compute``'s)
+    and events (without them, no :data:`RANK_ROWS`)."""
+    params = params or {"hta_compat": False}
+    out: dict[Key, Any] = {}
+    for key in rank_keys(params):
+        stage, name = key
+        if key in PER_RANK_TABLES:
+            out[key] = store[stage][f"{name}.parquet"]
+        elif key in RANK_JSON:
+            out[key] = dict(store[stage][name])
+        elif events is not None:
+            got = RANK_ROWS[key](events, store, params)
+            frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
+            # names repeat: sent as categories (4 bytes a row), strings again on the client
+            out[key] = frame.with_columns(pl.col(pl.String).cast(pl.Categorical))
+    windows = store["steps"]["windows.parquet"]
+    out[("steps", "steps.json")].update(windows=windows.height, rank=_rank_of(windows))
     return out
 
 
-def job_tables(tables: Mapping[Key, pl.DataFrame]) -> dict[Key, pl.DataFrame]:
-    """``tables`` (the job's per-rank tables) with every :data:`JOB_TABLES` entry reduced from them."""
+def always_given() -> set[Key]:
+    """The tables a run by ranks gives whatever its parameters: the per-rank tables and the job
+    tables reduced from them or from :data:`HTA_ROWS` (the others need rows a rank sends only
+    without ``hta_compat``)."""
+    given: set[Key] = set(PER_RANK_TABLES) | set(HTA_ROWS)
+    for key, rule in JOB_TABLES.items():  # in order: a job table's inputs come before it
+        if all(i in given for i in rule.inputs):
+            given.add(key)
+    return given - set(RANK_ROWS)
+
+
+def rank_keys(params: Params) -> list[Key]:
+    """What a rank sends back under ``params``, in order: its :data:`PER_RANK_TABLES`, its
+    :data:`RANK_ROWS` (under ``hta_compat`` only :data:`HTA_ROWS`), its :data:`RANK_JSON`."""
+    rows = [k for k in RANK_ROWS if not params["hta_compat"] or k in HTA_ROWS]
+    return [*PER_RANK_TABLES, *rows, *RANK_JSON]
+
+
+def _rank_of(windows: pl.DataFrame) -> int | None:
+    ranks = windows["rank"].unique().to_list() if windows.height else []
+    return ranks[0] if len(ranks) == 1 else None
+
+
+def _concat(frames: list[pl.DataFrame], rule: PerRank) -> pl.DataFrame:
+    frame = pl.concat(frames, how="vertical") if frames else pl.DataFrame()
+    if rule.node_rows and frame.height:
+        node = pl.col("rank").is_null()
+        first = pl.int_range(pl.len()).over("node", node) == 0
+        frame = frame.filter(~node | first)
+    if rule.sort and frame.height:
+        frame = frame.sort(
+            list(rule.sort), descending=list(rule.descending) or False, nulls_last=True, maintain_order=True
+        )
+    return frame
+
+
+def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
+    """The job's :data:`PER_RANK_TABLES` and :data:`RANK_ROWS` from each rank's (given in
+    (node, rank) order); each :data:`RANK_JSON` as the list of the ranks'."""
+    ranks = list(per_rank)
+    out: dict[Key, Any] = {}
+    for key, rule in PER_RANK_TABLES.items():
+        out[key] = _concat([r[key] for r in ranks], rule)
+    for key in RANK_ROWS:
+        if all(key in r for r in ranks):
+            rows = _concat([r[key] for r in ranks], PerRank())
+            out[key] = rows.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    for key in RANK_JSON:
+        out[key] = [r[key] for r in ranks]
+    return out
+
+
+def job_json(stage: str, file: str, ranks: list[dict[str, Any]], source: str | None = None) -> dict[str, Any]:
+    """A :data:`RANK_JSON` output of the job from its ranks' (in (node, rank) order), by the
+    rule the stage words it with: the step windows' note (:func:`steps.steps_note`), the
+    memory events' counts (:func:`allocations.counts_of`, the ranks' devices summed: a device
+    belongs to one rank)."""
+    if (stage, file) == ("steps", "steps.json"):
+        windows = sum(r["windows"] for r in ranks)
+        has = any(r["has_markers"] for r in ranks)
+        again = [r["rank"] for r in ranks if r["renumbered"]]
+        return {
+            "has_markers": has,
+            "renumbered": bool(again),
+            "note": stp.steps_note(windows, has, stp.ranks_shown(again)),
+            "step_annotation": ranks[0]["step_annotation"],
+        }
+    n, bad, devices = (sum(int(r[k]) for r in ranks) for k in ("events", "unreadable", "devices"))
+    return al.counts_of(n, bad, devices, source)
+
+
+def job_tables(tables: Mapping[Key, Any], params: Mapping[str, Any] | None = None) -> dict[Key, Any]:
+    """``tables`` (the job's per-rank tables and rows) with every :data:`JOB_TABLES` entry whose
+    inputs are there reduced from them."""
     out = dict(tables)
     for key, rule in JOB_TABLES.items():
-        got = rule.fn(*(out[i] for i in rule.inputs))
+        if not all(i in out for i in rule.inputs):
+            continue
+        args = [out[i] for i in rule.inputs]
+        got = rule.fn(*args, params) if rule.params else rule.fn(*args)
         frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
         out[key] = conform(key[0], f"{key[1]}.parquet", frame)  # as the stage's own output is
     return out

@@ -13,7 +13,7 @@ A column admits null only where its declaration says it may (:attr:`.schemas.Col
 which :func:`.schemas.conform` holds every stage's output to); a nullable float column's NaN and
 infinities print as null too, and a non-nullable one holds none. A summary requires the sections
 and tables its run always writes: all of them, but for those a note says were left out (``--sections``
-names others, a run over ranks computes only the per-rank and job tables).
+names others; a run over ranks leaves out those its note names, each needing every rank's events).
 """
 
 from __future__ import annotations
@@ -199,21 +199,19 @@ BY_RANKS_NOTE = "a run over ranks"
 
 def summary_tables(by_ranks: bool = False) -> dict[str, list[str]]:
     """``{section: its tables}`` a summary always holds, in order: every table of every section
-    but the detail tables; ``by_ranks``: those a run over ranks computes (the per-rank and job
-    tables, :mod:`.jobreduce`), their sections only."""
-    from .jobreduce import JOB_TABLES, PER_RANK_TABLES
+    but the detail tables; ``by_ranks``: those a run over ranks gives whatever its parameters
+    (:func:`.jobreduce.always_given`), their sections only."""
+    from .jobreduce import always_given
     from .pipeline.bodies import DETAIL_TABLES
     from .pipeline.registry import REGISTRY
 
+    given = always_given() if by_ranks else set()
     out: dict[str, list[str]] = {}
     for stage in summary.SECTIONS:  # each stage's tables in the order it declares its outputs
         files = REGISTRY.stages[stage].outputs
         names = [f.removesuffix(".parquet") for f in files if (stage, f) in TABLES]
         names = [
-            n
-            for n in names
-            if (stage, n) not in DETAIL_TABLES
-            and (not by_ranks or (stage, n) in PER_RANK_TABLES or (stage, n) in JOB_TABLES)
+            n for n in names if (stage, n) not in DETAIL_TABLES and (not by_ranks or (stage, n) in given)
         ]
         if names:
             out[stage] = names
@@ -279,7 +277,7 @@ def _summary() -> dict[str, Any]:
             [],
             "{stage: {table: rows}}, the stages in profui's order: every one, each with all its "
             f"tables, unless a note says otherwise ('{SECTIONS_NOTE}': --sections named others; "
-            f"'{BY_RANKS_NOTE}': only the per-rank and job tables)",
+            f"'{BY_RANKS_NOTE} leaves out ...': all but the tables it names)",
         ),
     }
     return {

@@ -340,7 +340,9 @@ def launch_outliers(
             .otherwise(pl.lit("late_start"))
             .alias("reason")
         )
-        .sort(["launch_delay", "launch_dur"], descending=True)
+        # ties in the launches' order (node, rank, ts, correlation): the same run to run and
+        # by ranks, where each rank's outliers are concatenated in (node, rank) order
+        .sort(["launch_delay", "launch_dur"], descending=True, maintain_order=True)
     )
 
 

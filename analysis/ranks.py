@@ -62,14 +62,18 @@ def rank_parts(path: str | Path) -> tuple[TraceDir, list[RankPart]]:
     in (node, rank) order. Raises :class:`TraceFormatError` for a folder that is not a trace."""
     layout = open_trace_layout(path)
     keys = sorted({(f.node, f.rank) for f in layout.events if f.rank is not None})
+    # a worker runs in a working directory of its own (an external scheduler's): it gets the
+    # client's paths resolved, never a path relative to where the client runs
+    events = [replace(f, path=f.path.resolve()) for f in layout.events]
+    metrics = [replace(f, path=f.path.resolve()) for f in layout.metrics]
     parts = [
         RankPart(
-            layout.path,
+            layout.path.resolve(),
             layout.manifest,
             node,
             rank,
-            tuple(f for f in layout.events if (f.node, f.rank) == (node, rank)),
-            tuple(f for f in layout.metrics if f.node == node),
+            tuple(f for f in events if (f.node, f.rank) == (node, rank)),
+            tuple(f for f in metrics if f.node == node),
         )
         for node, rank in keys
     ]
@@ -105,4 +109,6 @@ def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
         overview = trace_overview(trace, trace.cached_events())
     except TraceFormatError as exc:
         return RankResult(part.node, part.rank, error=exc.problem, error_path=str(exc.path))
-    return RankResult(part.node, part.rank, jobreduce.rank_outputs(store), overview)
+    return RankResult(
+        part.node, part.rank, jobreduce.rank_outputs(store, trace.cached_events(), params), overview
+    )

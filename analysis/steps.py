@@ -92,9 +92,7 @@ def number_in_order_if_repeated(markers: pl.DataFrame) -> tuple[pl.DataFrame, st
     repeated = flagged.filter(pl.col("_dup")).select(RANK_BY).unique(maintain_order=True)
     if repeated.height == 0:
         return markers, ""
-    shown = ", ".join(f"rank {r}" for r in repeated["rank"].head(3).to_list())
-    if repeated.height > 3:
-        shown += f" and {repeated.height - 3} more"
+    shown = ranks_shown(repeated["rank"].to_list())
     in_order = pl.col("step").first().over(RANK_BY) + pl.int_range(pl.len()).over(RANK_BY)
     renumbered = flagged.with_columns(
         pl.when(pl.col("_dup")).then(in_order).otherwise(pl.col("step")).alias("step")
@@ -225,16 +223,27 @@ def step_windows(events: Frame) -> Steps:
         .sort(*RANK_BY, "cpu_start_ns")
         .collect(engine=ENGINE)
     )
+    note = steps_note(windows.height, has_markers, renumbered)
+    return Steps(windows=windows, has_markers=has_markers, note=note, renumbered=bool(renumbered), work=work)
+
+
+def ranks_shown(ranks: list[int]) -> str:
+    """The ranks whose step numbers repeated, as the steps note names them (three at most)."""
+    shown = ", ".join(f"rank {r}" for r in ranks[:3])
+    return shown + (f" and {len(ranks) - 3} more" if len(ranks) > 3 else "")
+
+
+def steps_note(windows: int, has_markers: bool, renumbered: str) -> str:
+    """The steps note: how many windows, from markers or not, and which ranks were renumbered
+    (:func:`ranks_shown`; ``""``: none)."""
     if renumbered:
-        note = (
-            f"{windows.height} step window(s) from step markers; their numbers repeat on "
+        return (
+            f"{windows} step window(s) from step markers; their numbers repeat on "
             f"{renumbered} (a profiler restarted in one process?), so steps are numbered in time order"
         )
-    elif has_markers:
-        note = f"{windows.height} step window(s) from step markers"
-    else:
-        note = "no step markers in the trace: one window over the whole trace per rank"
-    return Steps(windows=windows, has_markers=has_markers, note=note, renumbered=bool(renumbered), work=work)
+    if has_markers:
+        return f"{windows} step window(s) from step markers"
+    return "no step markers in the trace: one window over the whole trace per rank"
 
 
 def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RANK_BY) -> pl.LazyFrame:

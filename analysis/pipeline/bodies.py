@@ -8,6 +8,7 @@ quietly cannot run).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -34,7 +35,7 @@ from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.schemas import TABLES
 from profui.analysis.summary import SECTIONS, Summary, source_notes, trace_overview
-from profui.analysis.takeaways import CHARTS, all_takeaways
+from profui.analysis.takeaways import CHARTS, takeaway_for
 from profui.capture.format import trace_fingerprint
 
 from .context import StageContext
@@ -49,8 +50,18 @@ def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
     return ctx.trace.cached_events()
 
 
+def launch_limits(params: Mapping[str, Any]) -> tuple[int, int]:
+    """The slow-launch and late-start outlier limits in ns from the run's parameters."""
+    return int(round(params["slow_launch_us"] * 1000)), int(round(params["late_start_us"] * 1000))
+
+
 def _bucket_ns(ctx: StageContext) -> int | None:
-    ms = ctx.params["bucket_ms"]
+    return bucket_ns_of(ctx.params)
+
+
+def bucket_ns_of(params: Mapping[str, Any]) -> int | None:
+    """The utilization bucket in ns from ``bucket_ms`` (None: sized from the trace)."""
+    ms = params["bucket_ms"]
     return int(round(ms * 1_000_000)) if ms and ms > 0 else None
 
 
@@ -281,8 +292,7 @@ def launch(ctx: StageContext) -> dict[str, Any]:
     hta = ctx.params["hta_compat"]
     launches = ctx.input("correlate", "launches.parquet").lazy()
     aten = hv.hta_aten_op_kernels(_events(ctx, hta)) if hta else la.aten_op_kernels(_events(ctx), launches)
-    slow = int(round(ctx.params["slow_launch_us"] * 1000))
-    late = int(round(ctx.params["late_start_us"] * 1000))
+    slow, late = launch_limits(ctx.params)
     return {
         "stats.parquet": la.launch_stats(launches, runtime_outlier_ns=slow, launch_delay_outlier_ns=late),
         "overall.parquet": la.launch_stats(
@@ -417,53 +427,79 @@ DETAIL_TABLES = {
 }
 
 
-def summary(ctx: StageContext) -> dict[str, Any]:
-    """The :class:`profui.analysis.summary.Summary` of the trace, assembled from the stages' outputs,
-    and the takeaways (also alone in ``takeaways.json``, for the dashboard).
+def summary_doc(
+    files: Mapping[str, Sequence[str]],
+    get: Callable[[str, str], Any],
+    overview: dict[str, Any],
+    manifest: Any,
+    params: Mapping[str, Any],
+) -> Summary:
+    """The :class:`profui.analysis.summary.Summary` of the outputs ``get(stage, file)`` of the
+    stages and files ``files`` holds: the one assembly of a summary, whether the outputs are a
+    whole-trace run's or a job's reduced from its ranks (:mod:`profui.analysis.distributed`).
 
-    Nothing is recomputed: every section is the corresponding stage's tables and each takeaway is
-    computed here, once, from the tables it reads, so ``summary.json`` is what ``profui summary
-    --json`` prints for the same parameters and ``takeaways.json`` what the dashboard shows.
+    Sections in :data:`SECTIONS` order, each stage's tables in its declared order (detail tables
+    out, the top-N tables cut to ``top_n``); the takeaways whose tables are all there; the notes
+    of the source, the memory events and the step markers.
     """
-    n = ctx.params["top_n"]
-    hta = ctx.params["hta_compat"]
+    n = params["top_n"]
+    hta = params["hta_compat"]
     sections: dict[str, dict[str, pl.DataFrame]] = {}
     for stage in SECTIONS:
-        if not ctx.has_input(stage):
+        if stage not in files:
             continue
         tables = {}
-        for file in ctx.input_files[stage]:
+        for file in files[stage]:
             if not file.endswith(".parquet"):
                 continue
             name = file.removesuffix(".parquet")
             if (stage, name) in DETAIL_TABLES:
                 continue
-            frame = ctx.input(stage, file)
+            frame = get(stage, file)
             tables[name] = frame.head(n) if (stage, name) in TOP_N_TABLES and n > 0 else frame
         sections[stage] = tables
     read: dict[str, dict[str, Any]] = {}
     for _, inputs in CHARTS.values():
         for stage, file in inputs:
-            read.setdefault(stage, {})[file] = ctx.input(stage, file)
-    overview = ctx.input("ingest", "trace.json")["overview"]
-    takeaways = all_takeaways(read, words_for(overview))
-    notes = source_notes(ctx.trace.manifest)
-    if ctx.has_input("allocations"):
-        mem_note = ctx.input("allocations", "allocations.json")["note"]
+            if file in files.get(stage, ()):
+                read.setdefault(stage, {})[file] = get(stage, file)
+    words = words_for(overview)
+    takeaways = {}
+    for chart, (_, inputs) in CHARTS.items():
+        if all(f in read.get(s, {}) for s, f in inputs):
+            text = takeaway_for(chart, read, words)
+            if text:
+                takeaways[chart] = text
+    notes = source_notes(manifest)
+    if "allocations.json" in files.get("allocations", ()):
+        mem_note = get("allocations", "allocations.json")["note"]
         if mem_note:
             notes.append(mem_note)
-    if ctx.has_input("steps"):
-        steps_info = ctx.input("steps", "steps.json")
+    if "steps.json" in files.get("steps", ()):
+        steps_info = get("steps", "steps.json")
         if not steps_info["has_markers"] or steps_info["renumbered"]:
             notes.append(steps_info["note"])
     if hta:
-        last = "kept" if ctx.params["include_last_step"] else "dropped"
+        last = "kept" if params["include_last_step"] else "dropped"
         notes.append(f"hta_compat: HTA's semantics (µs rounding, last ProfilerStep {last}, HTA's GPU events)")
-    doc = Summary(
+    return Summary(
         trace=overview,
-        params={"top_n": n, "bucket_ns": _bucket_ns(ctx), "hta_compat": hta},
+        params={"top_n": n, "bucket_ns": bucket_ns_of(params), "hta_compat": hta},
         sections=sections,
         takeaways=takeaways,
         notes=notes,
     )
-    return {"summary.json": doc, "takeaways.json": takeaways}
+
+
+def summary(ctx: StageContext) -> dict[str, Any]:
+    """The :class:`profui.analysis.summary.Summary` of the trace, assembled from the stages' outputs
+    (:func:`summary_doc`), and the takeaways (also alone in ``takeaways.json``, for the dashboard).
+
+    Nothing is recomputed: every section is the corresponding stage's tables and each takeaway is
+    computed here, once, from the tables it reads, so ``summary.json`` is what ``profui summary
+    --json`` prints for the same parameters and ``takeaways.json`` what the dashboard shows.
+    """
+    files = {stage: ctx.input_files[stage] for stage in ctx.input_files if ctx.has_input(stage)}
+    overview = ctx.input("ingest", "trace.json")["overview"]
+    doc = summary_doc(files, ctx.input, overview, ctx.trace.manifest, ctx.params)
+    return {"summary.json": doc, "takeaways.json": doc.takeaways}

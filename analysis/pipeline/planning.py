@@ -179,6 +179,24 @@ def plan_run(
             )
 
     params = resolve_params(registry.params, ref.params if ref else None, overrides)
+    if ref is not None and reused and resume is None:
+        # a stage reused from the reference ran with the reference's parameters: one whose
+        # parameter changed is computed again, with every stage between it and the selection
+        # (a summary labelled bucket_ms=2 never shows tables bucketed by 5 ms)
+        was = resolve_params(registry.params, ref.params, {})
+        changed = {k for k in params if params[k] != was.get(k)}
+        stale = {n for n in reused if changed & set(registry.stages[n].params)}
+        if stale:
+            between = (registry.descendants(stale) & registry.ancestors(selected)) | stale
+            more = [n for n in registry.order if n in between and n not in selected]
+            return plan_run(
+                trace_dir,
+                registry,
+                stages=[*selection, *more],
+                reference=ref.id,
+                overrides=overrides,
+                lock_held=lock_held,
+            )
     return Plan(
         params=params,
         selection=selection,

@@ -102,14 +102,16 @@ def _next_id(private: Path) -> str:
     return f"ranks-{max(nums, default=0) + 1:04d}"
 
 
-def rank_key(part: Any, params: Mapping[str, Any], code: str) -> str:
-    """The cache key of one rank's tables: its files, the parameters, the stages' code."""
+def rank_key(part: Any, params: Mapping[str, Any], code: str, outputs: list[str] | None = None) -> str:
+    """The cache key of one rank's tables: its files, the parameters, the stages' code and the
+    names of what a rank sends back (``outputs``: an artifact of fewer tables is not reused)."""
     files = files_fingerprint([f.path for f in (*part.events, *part.metrics)], part.path)
-    return artifact_key(STAGE, code, params, {"files": digest(files)})
+    inputs = {"files": digest(files)} | ({"outputs": digest(outputs)} if outputs is not None else {})
+    return artifact_key(STAGE, code, params, inputs)
 
 
 def _file(key: tuple[str, str]) -> str:
-    return f"{key[0]}.{key[1]}.parquet"
+    return f"{key[0]}.{key[1]}" + ("" if key[1].endswith(".json") else ".parquet")
 
 
 def analyze_ranks(
@@ -149,14 +151,15 @@ def analyze_ranks(
     values = typed_params(REGISTRY.params, params)
     code = digest([REGISTRY.stages[s].code_version for s in REGISTRY.order])
     rec = RanksRecord(_next_id(private), now_iso(), params=dict(values), resume_of=resume_of)
-    files = [_file(k) for k in jobreduce.PER_RANK_TABLES] + ["overview.json"]
-    keys = {p.label: rank_key(p, values, code) for p in parts}
+    sent = jobreduce.rank_keys(values)
+    files = [_file(k) for k in sent] + ["overview.json"]
+    keys = {p.label: rank_key(p, values, code, files) for p in parts}
     results: dict[str, RankResult] = {}
     for p in parts:  # ranks an earlier run finished: from their artifacts
         folder = artifact_dir(private, STAGE, keys[p.label])
         if verify(folder) is not None:
             got = load_files([folder / f for f in files])
-            tables = {k: got[folder / _file(k)] for k in jobreduce.PER_RANK_TABLES}
+            tables = {k: got[folder / _file(k)] for k in sent}
             results[p.label] = RankResult(p.node, p.rank, tables, got[folder / "overview.json"])
             rec.ranks[p.label] = {"status": "cache", "error": None}
     save(private, rec)

@@ -22,6 +22,8 @@ from ranksjob import assert_same_trace, import_two_ranks, job_of, kineto_rank_fi
 
 from profui.analysis import jobreduce
 from profui.analysis.distributed import summarize_ranks
+from profui.analysis.pipeline.params import typed_params
+from profui.analysis.pipeline.registry import REGISTRY
 from profui.analysis.pipeline.store import compute
 from profui.analysis.trace import open_trace
 
@@ -73,8 +75,12 @@ def assert_same_tables(got: dict, want: dict) -> int:
 def test_reductions_are_the_whole_trace_stage_rules(two_ranks: Path) -> None:
     """The job tables reduced from a whole-trace run's own per-rank tables are that run's job
     tables: the reduction and the stage use one rule (the no-drift check)."""
-    store = compute(open_trace(two_ranks), jobreduce.stages_needed())
-    reduced = jobreduce.job_tables(jobreduce.rank_outputs(store))
+    trace = open_trace(two_ranks)
+    params = typed_params(REGISTRY.params, {})
+    stages = [*jobreduce.stages_needed(), *(s for s, _ in jobreduce.JOB_TABLES)]
+    store = compute(trace, list(dict.fromkeys(stages)), params)
+    sent = jobreduce.rank_outputs(store, trace.cached_events(), params)
+    reduced = jobreduce.job_tables(jobreduce.concat_ranks([sent]), params)
     for stage, table in jobreduce.JOB_TABLES:
         assert reduced[(stage, table)].equals(store[stage][f"{table}.parquet"]), f"{stage}/{table}"
 

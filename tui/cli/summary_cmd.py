@@ -106,7 +106,9 @@ def _table(title: str, df: pl.DataFrame, cols: Sequence[Col], limit: int | None 
     from .fit_table import Column, FittedTable
 
     if df.is_empty():
-        return f"[bold]{title}[/bold]: none"
+        # a table the summary does not hold (no columns: a run by ranks or --sections left it
+        # out, as a note says) is not a table without rows
+        return f"[bold]{title}[/bold]: " + ("left out (see the notes)" if df.width == 0 else "none")
     present = [c for c in cols if c[0] in df.columns]
     rows = df.head(limit) if limit else df
     columns = []

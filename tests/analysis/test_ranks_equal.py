@@ -1,0 +1,314 @@
+"""A summary run by ranks equals the whole-trace summary table for table (issue 35): the same
+sections, the same tables in the same order, each with the same schema, rows and values, but
+for the tables a run by ranks leaves out, which its note names.
+
+The oracle is the whole-trace run of the same trace (``store.compute`` of the summary). Two
+jobs: (a) four ranks built from real traces of two GPU models (two A100 ranks of HTA's NCCL
+trace on one node, two MI250 ranks of HTA's ROCm trace on another: real events files, a
+relabelled layout); (b) a 4-rank gloo DDP run on the CPU recorded here with profcap under
+torchrun, summarised through a ``dask scheduler`` and ``dask worker`` processes started in
+another working directory and given the trace's relative path.
+
+Where the two runs cannot agree to the bit, :mod:`ranks_compare` says why and bounds it (a
+quotient 1 ulp apart).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from ranks_compare import ULP, ulps
+
+from profui.analysis.distributed import summary_of
+from profui.analysis.pipeline.params import typed_params
+from profui.analysis.pipeline.registry import REGISTRY
+from profui.analysis.pipeline.store import compute
+from profui.analysis.ranks import rank_parts, rank_result
+from profui.analysis.summary import Summary
+from profui.analysis.trace import open_trace
+from profui.capture.kineto import import_kineto
+
+from ddp_job import DDP_JOB
+from realdata import shared_trace
+
+PROFUI = str(Path(sys.executable).with_name("profui"))
+DASK = str(Path(sys.executable).with_name("dask"))
+
+#: What a run by ranks leaves out: each needs every rank's events in one process (the time
+#: series bucketed over the job's span; FLOPs per op and kernel of the job, every flops table but
+#: the per-rank steps; the critical path's graph of all ranks and the findings read from it).
+LEFT_OUT = {
+    "utilization": {"gpu", "node", "cpu", "gpu_over_time", "cpu_over_time", "gpu_sampled"},
+    "flops": {"ops", "kernels", "totals", "op_types"},
+    "critical_path": {"steps", "by_kind"},
+    "findings": {"findings", "evidence"},
+}
+
+
+def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
+    """Every table of ``whole`` but :data:`LEFT_OUT` in ``by_ranks``, in the same order, equal;
+    nothing else there. Returns the number of tables compared."""
+    want_sections = [s for s in whole.sections if set(whole.sections[s]) - LEFT_OUT.get(s, set())]
+    assert list(by_ranks.sections) == want_sections
+    n = 0
+    for stage, tables in whole.sections.items():
+        names = [t for t in tables if t not in LEFT_OUT.get(stage, set())]
+        assert list(by_ranks.sections.get(stage, {})) == names, stage
+        for name in names:
+            got, want = by_ranks.sections[stage][name], tables[name]
+            assert got.schema == want.schema, f"{stage}/{name}"
+            loose = ULP.get((stage, name), set())
+            exact = [c for c in want.columns if c not in loose]
+            assert got.select(exact).equals(want.select(exact)), f"{stage}/{name} differs"
+            for c in loose:
+                worst = max((ulps(a, b) for a, b in zip(got[c], want[c], strict=True)), default=0)
+                assert worst <= 1, f"{stage}/{name}.{c}: {worst} ulps"
+            n += 1
+    assert by_ranks.trace == whole.trace
+    assert by_ranks.params == whole.params
+    # every takeaway whose tables a run by ranks has, word for word
+    for chart, text in by_ranks.takeaways.items():
+        assert text == whole.takeaways[chart], chart
+    note = [x for x in by_ranks.notes if x.startswith("a run over ranks leaves out ")]
+    gpu = "GPU" if by_ranks.trace["device_type"] == "gpu" else "device"
+    said = f"the {gpu} and CPU utilization time series; the FLOPs per op, op type and kernel and their totals"
+    assert note == [
+        f"a run over ranks leaves out {said}; the critical path; the findings: they need every rank's "
+        "events in one process (profui summary without --scheduler/--workers)"
+    ]
+    assert [x for x in by_ranks.notes if x not in note] == whole.notes
+    return n
+
+
+def _params() -> dict:
+    return typed_params(REGISTRY.params, {})
+
+
+def whole_summary(path: Path) -> Summary:
+    return compute(open_trace(path), ["summary"], _params())["summary"]["summary.json"]
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ranks 0 and 1: HTA's A100 NCCL rank (node ``a100``); ranks 2 and 3: HTA's MI250 trace
+    (node ``mi250``); the manifest lists both nodes' GPUs."""
+    tmp = tmp_path_factory.mktemp("models")
+    sources = {
+        "a100": "hta-nccl_parser_config-nccl_data.json.gz",
+        "mi250": "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    }
+    out = tmp / "job"
+    out.mkdir()
+    manifest: dict = {}
+    gpus = []
+    for i, (node, name) in enumerate(sources.items()):
+        one = tmp / node
+        import_kineto([shared_trace(name)], one)
+        m = json.loads((one / "manifest.json").read_text())
+        manifest = manifest or m
+        gpus += [{**g, "node": node} for g in m["gpus"]]
+        part = next(one.glob("node=*/rank=0"))
+        for rank in (2 * i, 2 * i + 1):
+            dst = out / f"node={node}" / f"rank={rank}"
+            dst.mkdir(parents=True)
+            for f in part.glob("events-*.parquet"):
+                shutil.copyfile(f, dst / f.name)
+    manifest.update(name="two-models", hosts=list(sources), ranks=[0, 1, 2, 3], gpus=gpus, sources=[])
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
+    whole = whole_summary(two_models)
+    names = {g["name"] for g in json.loads((two_models / "manifest.json").read_text())["gpus"]}
+    assert len(names) == 2  # the oracle's job really has two GPU models
+    layout, parts = rank_parts(two_models)
+    assert len(parts) == 4
+    by_ranks = summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
+    assert assert_equal_table_for_table(by_ranks, whole) >= 50
+    # the reductions of many ranks' rows really ran: job tables over both models' kernels
+    kernels = by_ranks.sections["kernels"]["stats"]
+    assert kernels["count"].sum() == whole.sections["kernels"]["stats"]["count"].sum() > 0
+
+
+@pytest.fixture(scope="module")
+def ddp4(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4-rank gloo DDP run on the CPU, recorded by profcap under torchrun (steps 3-5)."""
+    tmp = tmp_path_factory.mktemp("ddp4")
+    (tmp / "job.py").write_text(DDP_JOB)
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "profui.capture.profcap",
+        "-o",
+        str(tmp / "trace"),
+        "--steps",
+        "3-5",
+        "--no-perf",
+    ]
+    proc = subprocess.run(
+        [*cmd, "--", *run, str(tmp / "job.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp / "trace"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def elsewhere_cluster(tmp_path: Path):
+    """A ``dask scheduler`` and two ``dask worker`` processes whose working directory is one the
+    trace is not under."""
+    cwd = tmp_path / "workers-cwd"
+    cwd.mkdir()
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    common = {"cwd": cwd, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
+    log = (cwd / "dask.log").open("w")
+    procs = [
+        subprocess.Popen(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
+            stderr=log,
+            **common,
+        )
+    ]
+    try:
+        procs += [
+            subprocess.Popen(
+                [
+                    DASK,
+                    "worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                ],
+                stderr=log,
+                **common,
+            )
+            for _ in range(2)
+        ]
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with Client(address, timeout="5s") as c:
+                    c.wait_for_workers(2, timeout=60)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        log.close()
+
+
+def test_ddp_run_on_an_external_scheduler_equals_whole_trace(ddp4: Path, elsewhere_cluster: str) -> None:
+    """The client in the trace's folder's parent, given ``trace`` (relative); the workers in
+    another folder: the paths they get are the client's, resolved."""
+    res = subprocess.run(
+        [PROFUI, "summary", ddp4.name, "--scheduler", elsewhere_cluster, "--json"],
+        cwd=ddp4.parent,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    whole = json.loads(
+        subprocess.run(
+            [PROFUI, "summary", ddp4.name, "--json"],
+            cwd=ddp4.parent,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        ).stdout
+    )
+    by_ranks = Summary(
+        got["trace"],
+        got["params"],
+        {
+            s: {t: pl.DataFrame(rows, schema=_schema(whole, s, t)) for t, rows in ts.items()}
+            for s, ts in got["sections"].items()
+        },
+        got["takeaways"],
+        got["notes"],
+    )
+    oracle = Summary(
+        whole["trace"],
+        whole["params"],
+        {
+            s: {t: pl.DataFrame(rows, schema=_schema(whole, s, t)) for t, rows in ts.items()}
+            for s, ts in whole["sections"].items()
+        },
+        whole["takeaways"],
+        whole["notes"],
+    )
+    assert assert_equal_table_for_table(by_ranks, oracle) >= 50
+    # the node's sampled CPU row once, as in the whole trace (it came back from each of 4 ranks)
+    active = by_ranks.sections["utilization"]["cpu_active"]
+    assert active.filter(pl.col("source") == "metrics").height == 1
+    assert active.filter(pl.col("source") == "host_events")["rank"].to_list() == [0, 1, 2, 3]
+
+
+def _schema(doc: dict, stage: str, table: str) -> dict:
+    """The table's declared schema (JSON rows carry no dtypes)."""
+    from profui.analysis.schemas import TABLES
+
+    dtypes = {c.name: c.dtype for c in TABLES[(stage, f"{table}.parquet")].columns}
+    rows = doc["sections"][stage][table]
+    return {c: dtypes[c] for c in (list(rows[0]) if rows else dtypes)}
+
+
+def test_every_rank_unreadable_is_one_line_without_the_skip_hint(two_models: Path, tmp_path: Path) -> None:
+    """Every rank's events file cut in half (a lost write): the run fails naming the first rank
+    and saying every other failed too; ``--skip-bad-ranks`` would leave nothing, so it is not
+    suggested. One rank cut: the hint is there."""
+    from profui.capture.format import TraceFormatError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(two_models, bad)
+    files = sorted(bad.glob("node=*/rank=*/events-*.parquet"))
+    for f in files:
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    layout, parts = rank_parts(bad)
+    with pytest.raises(TraceFormatError) as err:
+        summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
+    line = str(err.value)
+    assert "\n" not in line and "rank=0" in line and "every other rank: 4 of 4" in line, line
+    assert "--skip-bad-ranks" not in line
+    shutil.copyfile(two_models / files[1].relative_to(bad), files[1])  # rank 1 whole again
+    with pytest.raises(TraceFormatError) as err:
+        summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
+    assert "(2 more bad rank(s)); --skip-bad-ranks analyses the others" in str(err.value)

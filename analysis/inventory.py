@@ -227,13 +227,12 @@ def count_file(f: TraceFile) -> FileTally:
     # pyarrow (and numpy under it) loaded only when a file is counted
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    from profui.capture.format.parquet_read import read_columns
     from profui.capture.format.readcheck import unreadable, wrong_column
 
     try:  # corrupt pages fail the read: name the file
-        with pq.ParquetFile(f.path) as events:  # not pq.read_table: its datasets load pyarrow.compute
-            table = events.read(columns=["ts", "dur", "kind", "device"])
+        table = read_columns(f.path, ["ts", "dur", "kind", "device"])  # not pq.read_table: pyarrow.compute
     except (OSError, pa.ArrowException) as exc:
         raise unreadable([f]) or TraceFormatError(f.path, f"cannot read events ({exc})") from None
     wrong = wrong_column(f, table)  # types, and nulls in these four not-null columns

@@ -91,7 +91,9 @@ def sync_summary(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> 
     per = per.join(window, on=keys, how="left") if keys else per.join(window, how="cross")
     return per.with_columns(
         pl.when(pl.col("window_ns") > 0).then(pl.col("total_ns") / pl.col("window_ns")).alias("share")
-    ).sort(["total_ns", "name"], descending=[True, False])
+    ).sort(  # ties by group and category: the same run to run (a group_by's order is not)
+        ["total_ns", "name", *keys, "category"], descending=[True, False, *[False] * len(keys), False]
+    )
 
 
 def sync_totals(events: pl.LazyFrame, by: Sequence[str] = ("node", "rank")) -> pl.LazyFrame:

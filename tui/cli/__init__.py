@@ -100,6 +100,11 @@ for _command in app.registered_commands:
 
 def main() -> None:
     """Entry point of the ``profui`` console script."""
+    # profui makes no BLAS call, but numpy (under pyarrow and polars) starts OpenBLAS's worker
+    # threads on import, which spin for a while: ~0.06 CPU-s of every command on 2 cores. Set
+    # before numpy loads; a user's own setting wins; profui's child processes are its own workers.
+    if not os.environ.get("OPENBLAS_NUM_THREADS"):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:

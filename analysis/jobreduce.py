@@ -23,9 +23,12 @@ per-rank tables or rows; ``tests/analysis/test_distributed.py`` holds the two eq
 table and ``tests/analysis/test_ranks_equal.py`` a whole summary, so the rule lives in its
 analysis module once.
 
-What needs every rank's events in one place (the time series bucketed over the job's span, the
-FLOPs of the job's ops and kernels, the critical path's graph of all ranks and the findings) is
-left out; :func:`whole_trace_only` names it in the summary's notes.
+The utilization time series are bucketed on the client over the job's first to last ns (each
+rank's :func:`utilization.trace_window`) from each GPU's busy union, each host thread's union
+and each node's samples (sent by every rank of the node, kept once). What needs every rank's
+events in one place (the FLOPs of the job's ops and kernels, the critical path's graph of all
+ranks and the findings; under ``hta_compat`` also the tables whose HTA variant is not reduced
+here) is left out; :func:`whole_trace_only` names it in the summary's notes.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ from profui.analysis import kernels as kn
 from profui.analysis import launch as la
 from profui.analysis import memory as mem
 from profui.analysis import steps as stp
+from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_total
-from profui.analysis.busy import WORK_KINDS
+from profui.analysis.busy import GPU_BY, WORK_KINDS, device_intervals
 from profui.analysis.devices import CPU, GPU, NONE, DeviceWords
 from profui.analysis.engine import ENGINE
+from profui.analysis.intervals import merge_intervals
 from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.schemas import conform
 
@@ -117,10 +122,31 @@ def _launch_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame
     return store["correlate"]["launches.parquet"].select(cols)
 
 
+def _gpu_busy(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    # each GPU's busy union (what gpu_busy_and_utilization buckets), far fewer rows than its work
+    return merge_intervals(device_intervals(ev), GPU_BY).select(*GPU_BY, "start", "end")
+
+
+def _host_busy(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    return ut.host_thread_busy(ev)
+
+
+def _host_instants(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
+    # host events without length: threads cpu_utilization counts though no union holds them
+    return ev.filter(
+        pl.col("kind").is_in(list(ut.HOST_BUSY_KINDS)), pl.col("device") < 0, pl.col("dur") <= 0
+    ).select(*ut.THREAD, "kind", "device", "ts", "dur")
+
+
+def _window(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
+    start, end = ut.trace_window(ev)
+    return pl.DataFrame({"start": [start], "end": [end]}, schema={"start": pl.Int64, "end": pl.Int64})
+
+
 def _comm_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
     # the rank's communication rows as the comm stage finds them (host collectives where it has
-    # no communication kernels; device kernels only under hta_compat)
-    return cm.comm_ops(ev, not params["hta_compat"])
+    # no communication kernels); not sent under hta_compat, whose stage reads HTA's events
+    return cm.comm_ops(ev, True)
 
 
 #: Rows a rank sends back that no summary table shows: what a job table needs of each rank to be
@@ -138,10 +164,14 @@ RANK_ROWS: dict[Key, Callable[[pl.LazyFrame, Store, Params], pl.LazyFrame | pl.D
     ("annotations", "_annotation_rows"): _annotation_rows,
     ("launch", "_launch_rows"): _launch_rows,
     ("comm", "_comm_rows"): _comm_rows,
+    ("utilization", "_gpu_busy"): _gpu_busy,
+    ("utilization", "_host_busy"): _host_busy,
+    ("utilization", "_host_instants"): _host_instants,
+    ("utilization", "_window"): _window,
 }
 #: The rows whose function is the whole-trace stage's under hta_compat too (the others are
 #: the exact semantics' and are not sent under hta_compat: their tables are left out).
-HTA_ROWS: frozenset[Key] = frozenset({("launch", "_launch_rows"), ("comm", "_comm_rows")})
+HTA_ROWS: frozenset[Key] = frozenset({("launch", "_launch_rows")})
 
 PER_RANK_TABLES: dict[Key, PerRank] = {
     ("utilization", "busy"): PerRank(),
@@ -189,12 +219,71 @@ def _launch_limits(params: Mapping[str, Any]) -> tuple[int, int]:
     return launch_limits(params)
 
 
+def _job_window(windows: pl.DataFrame) -> tuple[int, int] | None:
+    """The job's first and last ns (utilization.trace_window of every rank's events)."""
+    if windows.filter(pl.col("end") > 0).height == 0:
+        return None
+    w = windows.filter(pl.col("end") > 0)  # (0, 0): a rank without events
+    return int(w["start"].min()), int(w["end"].max())
+
+
+def _gpu_util(busy: pl.DataFrame, windows: pl.DataFrame, params: Params) -> pl.LazyFrame:
+    bucket = _bucket_ns(params)
+    return ut.utilization_table(
+        None, busy.lazy(), lambda work, by: work, bucket, GPU_BY, _job_window(windows)
+    )
+
+
+def _cpu_util(
+    busy: pl.DataFrame, instants: pl.DataFrame, windows: pl.DataFrame, metrics: pl.DataFrame, params: Params
+) -> pl.LazyFrame:
+    # the sampled CPU spans its own samples (no window); host events the job's first to last ns
+    cpu = metrics.filter(pl.col("source") == "cpu", pl.col("metric") == "util_pct")
+    window = None if cpu.height else _job_window(windows)
+    return ut.cpu_utilization(
+        instants.lazy(), metrics.lazy(), bucket_ns=_bucket_ns(params), window=window, busy=busy.lazy()
+    )
+
+
+def _bucket_ns(params: Params) -> int | None:
+    from profui.analysis.pipeline.bodies import bucket_ns_of
+
+    return bucket_ns_of(params)
+
+
 def _top(by: str) -> Callable[..., pl.LazyFrame]:
     return lambda stats, params: kn.top_kernels(stats, params["top_n"], by=by)
 
 
 JOB_TABLES: dict[Key, JobTable] = {
     ("utilization", "total"): JobTable(bz.total_busy, (("utilization", "busy"),)),
+    ("utilization", "gpu"): JobTable(
+        _gpu_util, (("utilization", "_gpu_busy"), ("utilization", "_window")), params=True
+    ),
+    ("utilization", "node"): JobTable(ut.node_utilization, (("utilization", "gpu"),)),
+    ("utilization", "cpu"): JobTable(
+        _cpu_util,
+        (
+            ("utilization", "_host_busy"),
+            ("utilization", "_host_instants"),
+            ("utilization", "_window"),
+            ("utilization", "_metrics"),
+        ),
+        params=True,
+    ),
+    ("utilization", "gpu_over_time"): JobTable(
+        lambda gpu: ut.util_over_time(gpu, ("node", "rank", "device")), (("utilization", "gpu"),)
+    ),
+    ("utilization", "cpu_over_time"): JobTable(
+        lambda cpu: ut.util_over_time(cpu, ("node",)), (("utilization", "cpu"),)
+    ),
+    ("utilization", "gpu_sampled"): JobTable(
+        lambda metrics, params: ut.sampled_gpu_utilization(
+            None, metrics.lazy(), bucket_ns=_bucket_ns(params)
+        ),
+        (("utilization", "_metrics"),),
+        params=True,
+    ),
     ("kernels", "stats"): JobTable(kn.stats_of, (("kernels", "_kernel_rows"),)),
     ("kernels", "top_by_time"): JobTable(_top("total_ns"), (("kernels", "stats"),), params=True),
     ("kernels", "top_by_count"): JobTable(_top("count"), (("kernels", "stats"),), params=True),
@@ -232,7 +321,7 @@ def whole_trace_only(missing: Mapping[str, list[str]], words: DeviceWords) -> st
     """What a run over ranks left out (``{stage: its tables left out}``), said in its notes in
     the words of the job's devices (no "GPU" for a CPU-only run)."""
     said = {
-        "utilization": f"the {words.device} and CPU utilization time series",
+        "utilization": f"the {words.device} and CPU utilization time series",  # under hta_compat
         "flops": "the FLOPs per op, op type and kernel and their totals",
         "critical_path": "the critical path",
         "findings": "the findings",
@@ -259,7 +348,10 @@ RANK_JSON: tuple[Key, ...] = (("steps", "steps.json"), ("allocations", "allocati
 
 
 def rank_outputs(
-    store: Store, events: pl.LazyFrame | None = None, params: Params | None = None
+    store: Store,
+    events: pl.LazyFrame | None = None,
+    params: Params | None = None,
+    metrics: pl.LazyFrame | None = None,
 ) -> dict[Key, Any]:
     """What one rank sends back (:func:`rank_keys`) from its in-memory store (``store.compute``'s)
     and events (without them, no :data:`RANK_ROWS`)."""
@@ -271,11 +363,15 @@ def rank_outputs(
             out[key] = store[stage][f"{name}.parquet"]
         elif key in RANK_JSON:
             out[key] = dict(store[stage][name])
-        elif events is not None:
+        elif key in RANK_ROWS and events is not None:
             got = RANK_ROWS[key](events, store, params)
             frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
             # names repeat: sent as categories (4 bytes a row), strings again on the client
             out[key] = frame.with_columns(pl.col(pl.String).cast(pl.Categorical))
+    if events is not None and not params["hta_compat"]:
+        # the node's sampled utilization (each rank of a node sends it; kept once per node)
+        m = metrics if metrics is not None else pl.LazyFrame(schema=METRICS_SCHEMA)
+        out[METRICS] = m.filter(pl.col("metric") == "util_pct").collect(engine=ENGINE)
     windows = store["steps"]["windows.parquet"]
     out[("steps", "steps.json")].update(windows=windows.height, rank=_rank_of(windows))
     return out
@@ -292,11 +388,23 @@ def always_given() -> set[Key]:
     return given - set(RANK_ROWS)
 
 
+#: The node's sampled metrics a rank sends (its node's metrics files: utilization samples).
+METRICS: Key = ("utilization", "_metrics")
+METRICS_SCHEMA = {
+    "ts": pl.Int64,
+    "source": pl.String,
+    "device": pl.Int32,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "node": pl.String,
+}
+
+
 def rank_keys(params: Params) -> list[Key]:
     """What a rank sends back under ``params``, in order: its :data:`PER_RANK_TABLES`, its
     :data:`RANK_ROWS` (under ``hta_compat`` only :data:`HTA_ROWS`), its :data:`RANK_JSON`."""
     rows = [k for k in RANK_ROWS if not params["hta_compat"] or k in HTA_ROWS]
-    return [*PER_RANK_TABLES, *rows, *RANK_JSON]
+    return [*PER_RANK_TABLES, *rows, *RANK_JSON, *(() if params["hta_compat"] else (METRICS,))]
 
 
 def _rank_of(windows: pl.DataFrame) -> int | None:
@@ -328,6 +436,14 @@ def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
         if all(key in r for r in ranks):
             rows = _concat([r[key] for r in ranks], PerRank())
             out[key] = rows.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    if all(METRICS in r for r in ranks):
+        seen: set[str] = set()
+        frames = []
+        for r in ranks:  # in (node, rank) order: each node's rows from its first rank
+            m = r[METRICS]
+            frames.append(m.filter(~pl.col("node").is_in(list(seen))))
+            seen |= set(m["node"].unique().to_list())
+        out[METRICS] = pl.concat(frames, how="vertical") if frames else pl.DataFrame()
     for key in RANK_JSON:
         out[key] = [r[key] for r in ranks]
     return out

@@ -110,5 +110,8 @@ def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
     except TraceFormatError as exc:
         return RankResult(part.node, part.rank, error=exc.problem, error_path=str(exc.path))
     return RankResult(
-        part.node, part.rank, jobreduce.rank_outputs(store, trace.cached_events(), params), overview
+        part.node,
+        part.rank,
+        jobreduce.rank_outputs(store, trace.cached_events(), params, trace.metrics()),
+        overview,
     )

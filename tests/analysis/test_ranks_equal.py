@@ -43,11 +43,10 @@ from realdata import shared_trace
 PROFUI = str(Path(sys.executable).with_name("profui"))
 DASK = str(Path(sys.executable).with_name("dask"))
 
-#: What a run by ranks leaves out: each needs every rank's events in one process (the time
-#: series bucketed over the job's span; FLOPs per op and kernel of the job, every flops table but
-#: the per-rank steps; the critical path's graph of all ranks and the findings read from it).
+#: What a run by ranks leaves out: each needs every rank's events in one process (FLOPs per op
+#: and kernel of the job, every flops table but the per-rank steps; the critical path's graph of
+#: all ranks and the findings read from it).
 LEFT_OUT = {
-    "utilization": {"gpu", "node", "cpu", "gpu_over_time", "cpu_over_time", "gpu_sampled"},
     "flops": {"ops", "kernels", "totals", "op_types"},
     "critical_path": {"steps", "by_kind"},
     "findings": {"findings", "evidence"},
@@ -79,11 +78,10 @@ def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
     for chart, text in by_ranks.takeaways.items():
         assert text == whole.takeaways[chart], chart
     note = [x for x in by_ranks.notes if x.startswith("a run over ranks leaves out ")]
-    gpu = "GPU" if by_ranks.trace["device_type"] == "gpu" else "device"
-    said = f"the {gpu} and CPU utilization time series; the FLOPs per op, op type and kernel and their totals"
     assert note == [
-        f"a run over ranks leaves out {said}; the critical path; the findings: they need every rank's "
-        "events in one process (profui summary without --scheduler/--workers)"
+        "a run over ranks leaves out the FLOPs per op, op type and kernel and their totals; the "
+        "critical path; the findings: they need every rank's events in one process (profui "
+        "summary without --scheduler/--workers)"
     ]
     assert [x for x in by_ranks.notes if x not in note] == whole.notes
     return n
@@ -222,11 +220,10 @@ def elsewhere_cluster(tmp_path: Path):
                 time.sleep(0.5)
         yield address
     finally:
-        for p in reversed(procs):
+        for p in reversed(procs):  # the workers while their scheduler still answers, then it
             p.terminate()
-        for p in procs:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()

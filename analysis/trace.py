@@ -8,7 +8,7 @@ the facade, the pipeline stages and the TUI.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,23 @@ class Trace:
         filters on kinds, which then compares small integers, not text), and each distinct name's
         text held once (:func:`strings_sharing_text`)."""
         return self._collected_events.lazy()
+
+    def without_cached_columns(self, names: Iterable[str]) -> None:
+        """Let go of the columns ``names`` of the events held in memory, the others kept as they
+        are (not copied): for a run of the stage graph whose stages still to run read none of
+        them (:func:`profui.analysis.pipeline.store.compute`), which then calls
+        :meth:`forget_cached_events`."""
+        if "_collected_events" in self.__dict__:
+            drop = set(names)
+            kept = [c for c in self._collected_events.get_columns() if c.name not in drop]
+            # a frame of the columns, not ``drop``: the columns' chunks differ, and a select
+            # of them rechunks (copies) every column
+            self.__dict__["_collected_events"] = pl.DataFrame(kept)
+
+    def forget_cached_events(self) -> None:
+        """Let go of the events held in memory: :meth:`cached_events` reads them again when next
+        called."""
+        self.__dict__.pop("_collected_events", None)
 
     def hta_time_offsets(self) -> dict[tuple[str, int], int]:
         """Per ``(node, rank)``: the ns HTA's float µs were relative to (Kineto ``baseTimeNanoseconds``).

@@ -118,34 +118,62 @@ def compute(
     waiting, running = list(todo), {}
     failed: dict[str, BaseException] = {}
     threads = _workers(len(todo), trace.dir.num_events)
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
-        while waiting or running:
-            # after a failure only the stages before it in the graph's order still start: the
-            # error is then the first failing stage's, as when stages run one after another
-            bar = min((rank[n] for n in failed), default=len(todo))
-            ready = [
-                n
-                for n in waiting
-                if rank[n] < bar and all(i == TRACE or i in store for i in registry.stages[n].inputs)
-            ]
-            for name in sorted(ready, key=lambda n: (-priority[n], rank[n]))[: threads - len(running)]:
-                waiting.remove(name)
-                running[pool.submit(run, name)] = name
-            if not running:
-                break
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: rank[running[f]]):
-                name = running.pop(fut)
-                if fut.exception() is not None:
-                    failed[name] = fut.exception()
-                elif on_stage is not None and not failed:
-                    try:
-                        on_stage(name, store[name])
-                    except BaseException as exc:  # the caller's error ends the run like a stage's
-                        failed[name] = exc
+    # on a huge trace the stages reading the events' args run first (with what they read), and
+    # the column is let go once they are done: the stages after them run in that much less memory
+    readers = _args_readers(todo, values, trace.dir.num_events)
+    first = readers | registry.ancestors(readers)
+    dropped = False
+    try:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
+            while waiting or running:
+                # after a failure only the stages before it in the graph's order still start: the
+                # error is then the first failing stage's, as when stages run one after another
+                bar = min((rank[n] for n in failed), default=len(todo))
+                ready = [
+                    n
+                    for n in waiting
+                    if rank[n] < bar and all(i == TRACE or i in store for i in registry.stages[n].inputs)
+                ]
+                order = sorted(ready, key=lambda n: (n not in first, -priority[n], rank[n]))
+                for name in order[: threads - len(running)]:
+                    waiting.remove(name)
+                    running[pool.submit(run, name)] = name
+                if not running:
+                    break
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: rank[running[f]]):
+                    name = running.pop(fut)
+                    if fut.exception() is not None:
+                        failed[name] = fut.exception()
+                    elif on_stage is not None and not failed:
+                        try:
+                            on_stage(name, store[name])
+                        except BaseException as exc:  # the caller's error ends the run like a stage's
+                            failed[name] = exc
+                if readers and not dropped and waiting and readers <= store.keys():
+                    trace.without_cached_columns(["args"])
+                    dropped = True
+    finally:
+        if dropped:  # the trace's next reader gets its events whole, read again
+            trace.forget_cached_events()
     if failed:
         raise failed[min(failed, key=rank.__getitem__)] from None
     return store
+
+
+#: Stages that read the events' ``args`` column (each event's arguments as JSON text, a quarter
+#: of the events' memory at df_index x33), with ``hta_compat`` off; HTA's variants read it in
+#: most stages. ``tests/analysis/test_memory_args.py`` finds them by running every stage without it.
+ARGS_READERS = frozenset({"precision", "comm", "flops", "allocations", "critical_path"})
+
+
+def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> set[str]:
+    """The stages of ``todo`` that read ``args``, where the column is to be let go after them:
+    on a trace of :data:`HUGE_TRACE_EVENTS` events or more (the stages run one at a time there,
+    in an order chosen for memory), without ``hta_compat``. Else none."""
+    if events < HUGE_TRACE_EVENTS or values.get("hta_compat"):
+        return set()
+    return ARGS_READERS & set(todo)
 
 
 def _priorities(registry: Registry, todo: list[str]) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import sys
@@ -124,6 +125,9 @@ def main() -> None:
     except Exception:
         _bug()
 
+    # the interpreter's exit collects every object a command left (a summary's: ~0.09 CPU-s of
+    # ~0.8) only to free the process's memory, which exit frees anyway: frozen objects are skipped
+    gc.freeze()
     if isinstance(code, int) and code:
         raise SystemExit(code)  # typer.Exit(code) from a command, returned outside standalone mode
 

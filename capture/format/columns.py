@@ -6,6 +6,8 @@ names (the validating opener, analysis) import this module and never load pyarro
 
 from __future__ import annotations
 
+from pathlib import Path
+
 #: Version of the on-disk layout and schemas. Bump on any incompatible change; readers refuse
 #: files written by a newer version.
 SCHEMA_VERSION = 1
@@ -63,3 +65,8 @@ CPU_LANES_NOTE = "JAX on CPU: the host threads that execute XLA ops are shown as
 KINETO_SUFFIXES = (".json", ".json.gz")
 NSYS_SUFFIXES = (".sqlite", ".nsys-rep")
 IMPORTABLE_SUFFIXES = (*KINETO_SUFFIXES, *NSYS_SUFFIXES)
+
+
+def is_nsys_file(path: Path) -> bool:
+    """True for a file whose name ends like an Nsight Systems export or report."""
+    return path.name.lower().endswith(NSYS_SUFFIXES)

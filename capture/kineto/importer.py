@@ -27,11 +27,11 @@ from profui.capture.format import (
     write_events,
     write_manifest,
 )
+from profui.capture.format.columns import is_nsys_file
 from profui.capture.format.jobs import Part, group_jobs, not_one_job, part_from_distributed_info
 from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
 from profui.capture.jax.detect import is_jax_trace
-from profui.capture.nsys.tables import is_nsys_file
 
 from .cache import refused_folder, scan_folder
 from .convert import convert_events

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from profui.capture.format import NSYS_SUFFIXES, TraceFormatError
+from profui.capture.format import NSYS_SUFFIXES as NSYS_SUFFIXES  # re-exported by the package
+from profui.capture.format import TraceFormatError
+from profui.capture.format.columns import is_nsys_file as is_nsys_file  # the suffix rule
 from profui.capture.format.regular import not_regular
 
 if TYPE_CHECKING:
@@ -44,11 +46,6 @@ def text(value: object) -> object:
     """A cell as the export means it: a BLOB where Nsight writes text (a process's name) is its
     UTF-8 text, so that it reaches the trace as a name, never as bytes."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def is_nsys_file(path: Path) -> bool:
-    """True for a file whose name ends like an Nsight Systems export or report."""
-    return path.name.lower().endswith(NSYS_SUFFIXES)
 
 
 class Export:

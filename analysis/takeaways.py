@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -105,7 +105,7 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
         .agg(pl.col("idle_ns").clip(lower_bound=0).sum())
         .sort("idle_ns", descending=True)
     )
-    total = tot["idle_ns"].sum()
+    total = cast(float, tot["idle_ns"].sum())
     if not total:
         return None
     return str(tot["category"][0]), float(tot["idle_ns"][0]) / total
@@ -117,8 +117,8 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     (GPUs, or XLA's CPU devices)."""
     if busy.is_empty() or not busy["span_ns"].sum():
         return _no_device() if words.kind == NONE else f"No {words.device} activity recorded."
-    span = busy["span_ns"].sum()
-    busy_share = busy["busy_ns"].sum() / span
+    span = cast(float, busy["span_ns"].sum())
+    busy_share = cast(float, busy["busy_ns"].sum()) / span
     idle_share = 1.0 - busy_share
     n = busy.height
     dev = words.device
@@ -130,7 +130,10 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     if cause and cause[1] >= DOMINANT_SHARE:
         text += f", {fmt_pct(cause[1], 0)} of it {cause[0]} ({_idle_phrase(cause[0], words)})"
     if n > 1:
-        lo, hi = busy["busy_share"].min(), busy["busy_share"].max()
+        lo, hi = (
+            cast("float | None", busy["busy_share"].min()),
+            cast("float | None", busy["busy_share"].max()),
+        )
         if hi is not None and lo is not None and hi - lo >= GPU_SPREAD_SHARE:
             text += f"; busiest {dev} {fmt_pct(hi, 0)}, least {fmt_pct(lo, 0)}"
     return text + "."
@@ -144,11 +147,12 @@ def gpu_util_takeaway(util: pl.DataFrame, sampled: pl.DataFrame, words: DeviceWo
     if v.is_empty():
         return ""
     what = "GPU utilization (NVML, whole job)" if src is sampled else f"{words.device} utilization"
-    mean = v.mean()
+    mean = cast("float | None", v.mean())
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
         return f"{what} {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
-    p10, p90 = v.quantile(0.1), v.quantile(0.9)
-    low = float((v < LOW_UTIL).mean())
+    # v is non-empty and null-free: each quantile is a float
+    p10, p90 = cast(float, v.quantile(0.1)), cast(float, v.quantile(0.9))
+    low = cast(float, (v < LOW_UTIL).mean())
     if p90 - p10 < STEADY_SPREAD:
         return f"{what} steady around {fmt_pct(mean, 0)} over time."
     text = f"{what} averages {fmt_pct(mean, 0)}, from {fmt_pct(p10, 0)} (p10) to {fmt_pct(p90, 0)} (p90)"
@@ -166,7 +170,7 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
     # sampled: the machine's cores over the whole job; else only the traced threads, in the
     # traced window, which is not the machine's CPU utilization
     what = "Machine CPU (all cores)" if sampled else "Host-thread activity"
-    mean, peak = v.mean(), v.max()
+    mean, peak = cast("float | None", v.mean()), cast("float | None", v.max())
     if v.len() < MIN_SAMPLES_FOR_SHAPE:
         return f"{what} averages {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
     over = f" over the job ({plural(v.len(), 'sample')})" if sampled else ""
@@ -179,7 +183,7 @@ def kernel_total_takeaway(stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -
     n = int(stats["count"].sum()) if not stats.is_empty() else 0
     if not n:
         return f"No {words.work}s."
-    total = stats["total_ns"].sum()
+    total = cast(float, stats["total_ns"].sum())
     short = float(stats.filter(pl.col("mean_ns") < SHORT_KERNEL_NS)["count"].sum()) / n
     text = f"{plural(n, words.work)}, {fmt_ns(total)} of {words.time}, {fmt_ns(total / n)} on average"
     if short >= DOMINANT_SHARE:
@@ -193,12 +197,12 @@ def top_time_takeaway(top: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     if rows.is_empty():
         return ""
     first = rows.row(0, named=True)
-    all_ns = top["total_ns"].sum()  # the top rows plus the "(other)" row: every kernel
+    all_ns = cast(float, top["total_ns"].sum())  # the top rows plus the "(other)" row: every kernel
     if not all_ns:
         return f"Longest total: {short_name(first['name'])}."
     text = f"{short_name(first['name'])} takes {fmt_pct(first['total_ns'] / all_ns, 0)} of {words.work_time}"
     if rows.height > 1:
-        top5 = rows.head(5)["total_ns"].sum() / all_ns
+        top5 = cast(float, rows.head(5)["total_ns"].sum()) / all_ns
         text += f"; the top {min(5, rows.height)} take {fmt_pct(top5, 0)}"
     return text + "."
 
@@ -320,7 +324,7 @@ def memory_takeaway(ops: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
             if words.kind == NONE
             else f"No memcpy or memset on the {words.device}s."
         )
-    n, t = int(ops["count"].sum()), ops["time_ns"].sum()
+    n, t = int(ops["count"].sum()), cast(float, ops["time_ns"].sum())
     top = ops.sort("time_ns", descending=True).row(0, named=True)
     share = top["time_ns"] / t if t else 0.0
     text = f"{plural(n, 'memory op')}, {fmt_ns(t)}; {top['direction']} has {fmt_pct(share, 0)} of it"
@@ -334,7 +338,9 @@ def memory_trend(per_step: pl.DataFrame, peak: int) -> str:
     """What the per-step floor of one device does, in words true of its numbers: "rises every
     step" (each floor above the last, by :data:`MEMORY_TREND_SHARE` of the peak in all), "steady"
     (all floors within that share of the peak), else ""."""
-    floors = per_step.sort("step")["min_allocated_bytes"].drop_nulls() if per_step.height else per_step
+    if not per_step.height:
+        return ""
+    floors = per_step.sort("step")["min_allocated_bytes"].drop_nulls()
     if len(floors) < MEMORY_TREND_MIN_STEPS or not peak:
         return ""
     f = floors.to_list()
@@ -420,7 +426,7 @@ def launch_takeaway(stats: pl.DataFrame) -> str:
         return "No launches matched to device work."
     bound = int(stats["launch_bound"].sum())
     w = stats["launches"].cast(pl.Float64)
-    delay = float((stats["delay_p50_ns"] * w).sum() / w.sum())
+    delay = float(cast(float, (stats["delay_p50_ns"] * w).sum()) / cast(float, w.sum()))
     median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
     text = f"{plural(n, 'launch')} (kernel, memcpy and memset), {median} launch→start delay {fmt_ns(delay)}"
     text += f"; {fmt_pct(bound / n, 0)} ran shorter on the device than their launch call"
@@ -431,10 +437,10 @@ def sync_takeaway(totals: pl.DataFrame) -> str:
     """Host time blocked in synchronize calls (from :func:`sync.sync_totals`)."""
     if totals.is_empty():
         return "No synchronize calls."
-    blocked = totals["blocked_ns"].sum()
-    window = totals["window_ns"].sum()
+    blocked = cast(float, totals["blocked_ns"].sum())
+    window = cast(float, totals["window_ns"].sum())
     share = blocked / window if window else 0.0
-    calls = plural(totals["calls"].sum(), "synchronize call")
+    calls = plural(cast(int, totals["calls"].sum()), "synchronize call")
     return f"Host blocked {fmt_ns(blocked)} in {calls} ({fmt_pct(share, 0)} of host time)."
 
 
@@ -466,7 +472,7 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
     for it and the class its extra time before arriving is in (its cause)."""
     if by_collective.is_empty():
         return "No communication: no NCCL kernels and no host collectives (gloo:*, nccl:*, c10d::*)."
-    total = by_collective["total_ns"].sum()
+    total = cast(float, by_collective["total_ns"].sum())
     by_name = by_collective.group_by("collective").agg(pl.col("total_ns").sum())
     top = by_name.sort(["total_ns", "collective"], descending=[True, False]).row(0, named=True)
     sources = set(by_collective["source"].to_list()) if "source" in by_collective.columns else {DEVICE_KERNEL}
@@ -475,7 +481,7 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
     )
     text = f"{label} {fmt_ns(total)} ({top['collective']} {fmt_pct(top['total_ns'] / total, 0)})"
     if not overlap.is_empty() and overlap["comm_ns"].sum():
-        share = overlap["overlap_ns"].sum() / overlap["comm_ns"].sum()
+        share = cast(float, overlap["overlap_ns"].sum()) / cast(float, overlap["comm_ns"].sum())
         text += f"; {fmt_pct(share, 0)} overlapped with compute"
     late = usual_straggler(stragglers)
     if late is not None:
@@ -485,12 +491,12 @@ def comm_takeaway(by_collective: pl.DataFrame, overlap: pl.DataFrame, stragglers
         )
         text += (
             f"; rank {rank} arrives last at the collectives in {late.steps} of {plural(late.of, 'step')}"
-            f" (the others wait {fmt_ns(mine['wait_ns'].median())} for it per step"
+            f" (the others wait {fmt_ns(cast('float | None', mine['wait_ns'].median()))} for it per step"
         )
         causes = mine["cause"].drop_nulls()
         if causes.len():
             cause = causes.mode().sort()[0]
-            extra = mine.filter(pl.col("cause") == cause)["cause_ns"].median()
+            extra = cast("float | None", mine.filter(pl.col("cause") == cause)["cause_ns"].median())
             text += f"; before arriving it spends {fmt_ns(extra)} more than they do in {_CAUSE_WORDS[cause]}"
         text += ")"
     return text + "."
@@ -506,7 +512,7 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
     if host.is_empty():
         return ""
     parts = [
-        f"{what} {fmt_ns(host[col].median())}"
+        f"{what} {fmt_ns(cast('float | None', host[col].median()))}"
         for what, col in (
             ("compute", "computation_ns"),
             ("communication", "communication_ns"),
@@ -515,8 +521,12 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
         )
         if col == "computation_ns" or host[col].sum()
     ]
-    dur = host["dur_ns"].sum()
-    stalls = f" ({fmt_pct(host['idle_ns'].sum() / dur, 0)} of all steps' time outside any op)" if dur else ""
+    dur = cast(float, host["dur_ns"].sum())
+    stalls = (
+        f" ({fmt_pct(cast(float, host['idle_ns'].sum()) / dur, 0)} of all steps' time outside any op)"
+        if dur
+        else ""
+    )
     ranks = host.select("node", "rank").n_unique()
     steps = plural(host["step"].n_unique(), "step") + (f" on {ranks} ranks" if ranks > 1 else "")
     return f"Host, median of {steps}: " + ", ".join(parts) + stalls + "."

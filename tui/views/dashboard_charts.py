@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 
@@ -178,8 +178,8 @@ def _time_series(
 ) -> tuple[list[Series], str]:
     ts = "bucket_start_ns"
     if origin is None:
-        origin = df[ts].min() if df.height else 0
-    span = (df[ts].max() - origin) if df.height else 0
+        origin = cast(int, df[ts].min()) if df.height else 0
+    span = (cast(int, df[ts].max()) - origin) if df.height else 0
     unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
     out = []
     groups = df.partition_by(group, maintain_order=True) if group else [df]
@@ -241,8 +241,8 @@ def job_origin(outputs: Outputs, sampled: pl.DataFrame) -> int:
     """Time 0 of a whole-job chart: its first sample or the first traced window's start, the
     earlier (a trace may start before the first sample: the axis began at -1 ms)."""
     traced = frame(outputs, "utilization", "traced.parquet")
-    first = int(sampled["bucket_start_ns"].min())
-    return min(first, int(traced["start_ns"].min())) if traced.height else first
+    first = int(cast(int, sampled["bucket_start_ns"].min()))
+    return min(first, int(cast(int, traced["start_ns"].min()))) if traced.height else first
 
 
 def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float], str]:
@@ -276,7 +276,7 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
         else "host-thread activity in the traced window (no CPU samples: not the machine's CPU)"
     )
     marks: list[float] = []
-    if sampled:
+    if origin is not None:  # sampled
         div = 1e6 if unit == "ms" else 1e9
         marks, traced = traced_marks(outputs, origin, div)
         how += f" · {traced}" if traced else ""
@@ -324,19 +324,19 @@ def build_kernel_total(outputs: Outputs, view: Any) -> ChartData:
         return ChartData(
             kind="text", text=no_device_text(words, "kernels"), takeaway=takeaway("kernel_total", outputs)
         )
-    total = stats["total_ns"].sum() if stats.height else 0
+    total = cast(int, stats["total_ns"].sum()) if stats.height else 0
     text = Text()
     if types.height:
         # The bars are time by kind with overlaps counted once (memory copies included): the
         # header leads with what they add up to, so a reader can add them up to it.
-        text.append(fmt_ns(types["time_ns"].sum()), style="bold")
+        text.append(fmt_ns(cast(int, types["time_ns"].sum())), style="bold")
         text.append(" in the bars below · ")
         text.append(f"{fmt_ns(total)} summed {words.work} durations · ")
     else:
         text.append(fmt_ns(total), style="bold")
         text.append(f" summed {words.work} durations · ")
     text.append(
-        f"{fmt_count(stats['count'].sum() if stats.height else 0)} {words.work} {words.launches} · "
+        f"{fmt_count(cast(int, stats['count'].sum()) if stats.height else 0)} {words.work} {words.launches} · "
         f"{fmt_count(stats.height)} distinct {words.work}s"
     )
     bars = []
@@ -426,7 +426,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     if shown.height > MAX_STEP_BARS:  # many steps: the slowest ones, in step order
         shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
     flagged = "outlier" in mine.columns
-    bars = []
+    bars: list[Bar] = []
     label_width = 12
     hist = frame(outputs, "steps", "histogram.parquet")
     if hist.height:
@@ -438,12 +438,15 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         shown = shown.head(0)
     for r in shown.iter_rows(named=True):
         out = flagged and r["outlier"]
-        text = fmt_ns(r["dur_ns"]) + (
+        bar_text = fmt_ns(r["dur_ns"]) + (
             f" ×{r['vs_rank_median']:.2f} rank median" if r.get("vs_rank_median") is not None else ""
         )
         bars.append(
             Bar(
-                f"{'●' if out else ' '} step {r['step']}", float(r["dur_ns"]), text, "red" if out else "green"
+                f"{'●' if out else ' '} step {r['step']}",
+                float(r["dur_ns"]),
+                bar_text,
+                "red" if out else "green",
             )
         )
     text = Text()
@@ -521,12 +524,12 @@ def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
     node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
     mine = host.filter((pl.col("node") == node) & (pl.col("rank") == rank))
     shown = mine.sort("dur_ns", descending=True).head(MAX_STEP_BARS).sort("step")
-    longest = float(shown["dur_ns"].max() or 1)
+    longest = float(cast(int, shown["dur_ns"].max()) or 1)
     bars = []
     for r in shown.iter_rows(named=True):
         segments = tuple((float(r[col] or 0) / longest, glyph, style) for col, _, glyph, style in HOST_PARTS)
-        text = f"{fmt_ns(r['dur_ns'])} · comm {fmt_ns(r['communication_ns'])} · outside ops {fmt_ns(r['idle_ns'])}"
-        bars.append(Bar(f"step {r['step']}", float(r["dur_ns"]), text, segments=segments))
+        bar_text = f"{fmt_ns(r['dur_ns'])} · comm {fmt_ns(r['communication_ns'])} · outside ops {fmt_ns(r['idle_ns'])}"
+        bars.append(Bar(f"step {r['step']}", float(r["dur_ns"]), bar_text, segments=segments))
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
     text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
@@ -700,10 +703,10 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
             takeaway=takeaway("allocations", outputs),
         )
     over = frame(outputs, "allocations", "over_time.parquet")
-    origin = int(over["bucket_start_ns"].min())
-    span = int(over["bucket_start_ns"].max()) - origin
+    origin = int(cast(int, over["bucket_start_ns"].min()))
+    span = int(cast(int, over["bucket_start_ns"].max())) - origin
     unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
-    peak_all = int(devices["peak_allocated_bytes"].max() or 0)
+    peak_all = int(cast("int | None", devices["peak_allocated_bytes"].max()) or 0)
     scale, y_unit = next(
         ((d, u) for d, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")) if peak_all >= d), (1, "B")
     )

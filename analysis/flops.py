@@ -85,6 +85,18 @@ FLOP_OPS: dict[str, str] = {
     **dict.fromkeys(_ATTN, "attention"),
     **dict.fromkeys(_ATTN_BWD, "attention_backward"),
 }
+#: Ops that call others of :data:`FLOP_OPS` (``aten::matmul`` calls ``aten::mm``): of two ops
+#: with the same start and length on a thread (a trace in whole µs), the outer one.
+_COMPOSITE = ("aten::linear", "aten::matmul", "aten::convolution", "aten::scaled_dot_product_attention")
+
+
+def _outer_first() -> pl.Expr:
+    """0 for a composite op (:data:`_COMPOSITE`), 1 for the others: an op's sort key after start
+    and length, so that which one counts is the same in every run, never the sort's tie order
+    (then by name, whatever the ops)."""
+    return pl.when(pl.col("name").is_in(list(_COMPOSITE))).then(0).otherwise(1)
+
+
 #: The op type of ops whose FLOPs are their ``kernel_flop`` arg.
 KERNEL_FLOP = "kernel_flop"
 OP_TYPES = ("matmul", "conv", "conv_backward", "attention", "attention_backward", KERNEL_FLOP)
@@ -297,7 +309,10 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     # outermost among the ops with FLOPs: no earlier-starting one on the thread ends at or after it
     valid = (
         ops.filter(pl.col("flops").is_not_null())
-        .sort([*_THREAD, "ts", pl.col("dur")], descending=[False] * 5 + [True])
+        .sort(
+            [*_THREAD, "ts", pl.col("dur"), _outer_first(), "name"],
+            descending=[False] * 5 + [True, False, False],
+        )
         .with_columns(pl.col("_end").cum_max().over(_THREAD).alias("_reach"))
         .with_columns(pl.col("_reach").shift(1).over(_THREAD).alias("_before"))
     )
@@ -453,6 +468,18 @@ def analyse(
       and which peak (and its source) were used, and a note saying what is missing; an MFU
       above 100% is null with ``mfu_impossible`` and ``mfu_problem`` (its likely cause).
     """
+    o, k = flop_rows(events, kernels)
+    return flop_tables(o, k, windows, gpus, peak_tflops, model_flops)
+
+
+def flop_rows(events: Frame, kernels: Frame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The rows :func:`flop_tables` reads: each op that may bear FLOPs (:func:`op_flops`) with
+    its compute time (``compute_ns``: its kernels', else its own) and the precision of its FLOPs,
+    and each kernel with the FLOPs it carries (:func:`kernel_flops`); only the columns read.
+
+    An op's kernels are its own rank's, so a job's rows are its ranks' rows one after another
+    (a run by ranks sends them: :mod:`profui.analysis.jobreduce`).
+    """
     ev = _lazy(events)
     ops = op_flops(ev).collect(engine=ENGINE)
     has_kernels = (
@@ -500,6 +527,21 @@ def analyse(
             .alias("precision"),
         )
     )
+    return (
+        o.select("node", "rank", "ts", "name", "op_type", "precision", "flops", "compute_ns", "has_shapes"),
+        k.select("node", "device", "name", "dur", "flops", "bytes", "precision"),
+    )
+
+
+def flop_tables(
+    o: pl.DataFrame,
+    k: pl.DataFrame,
+    windows: pl.DataFrame,
+    gpus: Sequence[dict[str, Any]],
+    peak_tflops: float = 0.0,
+    model_flops: float = 0.0,
+) -> Flops:
+    """The FLOPs tables (:func:`analyse`) from the op and kernel rows of :func:`flop_rows`."""
     total_flops = float(o["flops"].sum() or 0.0)
     ops_table = (
         o.group_by("name", "op_type", "precision")

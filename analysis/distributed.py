@@ -16,7 +16,7 @@ analyses one machine's trace never loads it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ def summary_of(
     good = [r for r in results if r.error is None]
     if not good:
         raise TraceFormatError(layout.path, "no rank could be read")
-    outputs = job_outputs([r.tables for r in good], params, layout.manifest.source)
+    outputs = job_outputs([r.tables for r in good], params, layout.manifest.source, layout.manifest.gpus)
     ranks = [(r.node, r.rank) for r in good]
     overview = job_overview(
         str(layout.path), layout.manifest, layout.nodes, ranks, [r.overview for r in good]
@@ -139,14 +139,17 @@ def summary_of(
 
 
 def job_outputs(
-    per_rank: list[Mapping[Any, Any]], params: Mapping[str, Any], source: str | None = None
+    per_rank: list[Mapping[Any, Any]],
+    params: Mapping[str, Any],
+    source: str | None = None,
+    gpus: Sequence[Any] = (),
 ) -> dict[str, dict[str, Any]]:
     """The job's stage outputs ``{stage: {file: table}}`` from its ranks' (in (node, rank)
-    order): the per-rank tables concatenated, the job tables reduced, the JSON outputs joined;
-    each stage's files in its declared order."""
+    order): the per-rank tables concatenated, the job tables reduced (``gpus``: the manifest's),
+    the JSON outputs joined; each stage's files in its declared order."""
     from .pipeline.registry import REGISTRY
 
-    tables = job_tables(concat_ranks(per_rank), params)
+    tables = job_tables(concat_ranks(per_rank), params, gpus)
     outputs: dict[str, dict[str, Any]] = {}
     for stage in REGISTRY.stages:
         for file in REGISTRY.stages[stage].outputs:

@@ -10,8 +10,9 @@ alone (:mod:`profui.analysis.ranks`). Three kinds of thing come back (:func:`ran
   by where the stage orders its rows otherwise; ``node_rows``: a node's own rows, which each of
   its ranks sends, kept once).
 - :data:`RANK_ROWS`: what a job table needs of each rank to be exact, in no summary table: the
-  rank's kernels, cpu ops, runtime calls, memory ops, annotations, launches and communication
-  rows, only the columns the whole-trace function reads (a percentile of the job is not a
+  rank's kernels, cpu ops, runtime calls, memory ops, annotations, launches, communication
+  rows and FLOP-bearing ops and kernels (:func:`profui.analysis.flops.flop_rows`: an op's
+  kernels are its own rank's), only the columns the whole-trace function reads (a percentile of the job is not a
   reduction of the ranks' percentiles: the values come back; about 8-40 bytes a row).
 - :data:`RANK_JSON`: the steps' and memory events' counts, worded for the job by the stage's
   own rule (:func:`job_json`).
@@ -25,15 +26,17 @@ analysis module once.
 
 The utilization time series are bucketed on the client over the job's first to last ns (each
 rank's :func:`utilization.trace_window`) from each GPU's busy union, each host thread's union
-and each node's samples (sent by every rank of the node, kept once). What needs every rank's
-events in one place (the FLOPs of the job's ops and kernels, the critical path's graph of all
-ranks and the findings; under ``hta_compat`` also the tables whose HTA variant is not reduced
-here) is left out; :func:`whole_trace_only` names it in the summary's notes.
+and each node's samples (sent by every rank of the node, kept once). The FLOPs tables, the
+per-rank steps among them (their MFU divides by the job's one peak), are
+:func:`profui.analysis.flops.flop_tables` of the ranks' op and kernel rows, the steps' windows
+and the manifest's GPUs. What needs every rank's events in one place (the critical path's
+graph of all ranks and the findings; under ``hta_compat`` also the tables whose HTA variant is
+not reduced here) is left out; :func:`whole_trace_only` names it in the summary's notes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,7 @@ from profui.analysis import allocations as al
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
+from profui.analysis import flops as fl
 from profui.analysis import idle as il
 from profui.analysis import kernels as kn
 from profui.analysis import launch as la
@@ -76,11 +80,13 @@ class PerRank:
 @dataclass(frozen=True)
 class JobTable:
     """A job table reduced by ``fn`` from the (already reduced) tables ``inputs``; ``fn`` also
-    gets the run's parameters where ``params``."""
+    gets the run's parameters where ``params``, and the manifest's GPUs (``gpus=``) where
+    ``gpus``."""
 
     fn: Callable[..., Any]
     inputs: tuple[Key, ...]
     params: bool = False
+    gpus: bool = False
 
 
 def _kernel_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
@@ -138,6 +144,26 @@ def _host_instants(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFra
     ).select(*ut.THREAD, "kind", "device", "ts", "dur")
 
 
+def _flop_rows(ev: pl.LazyFrame, store: Store) -> tuple[pl.DataFrame, pl.DataFrame]:
+    # the op rows and the kernel rows are one computation (each needs the other's links): done
+    # once per rank, its store naming the rank (rank_outputs forgets it when done)
+    if not _FLOP_ROWS or _FLOP_ROWS[0] is not store:
+        kernels = store.get("precision", {}).get("kernels.parquet")
+        _FLOP_ROWS[:] = [store, fl.flop_rows(ev, kernels)]
+    return _FLOP_ROWS[1]
+
+
+_FLOP_ROWS: list[Any] = []
+
+
+def _flop_op_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
+    return _flop_rows(ev, store)[0]
+
+
+def _flop_kernel_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
+    return _flop_rows(ev, store)[1]
+
+
 def _window(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
     start, end = ut.trace_window(ev)
     return pl.DataFrame({"start": [start], "end": [end]}, schema={"start": pl.Int64, "end": pl.Int64})
@@ -164,6 +190,8 @@ RANK_ROWS: dict[Key, Callable[[pl.LazyFrame, Store, Params], pl.LazyFrame | pl.D
     ("annotations", "_annotation_rows"): _annotation_rows,
     ("launch", "_launch_rows"): _launch_rows,
     ("comm", "_comm_rows"): _comm_rows,
+    ("flops", "_op_rows"): _flop_op_rows,
+    ("flops", "_kernel_rows"): _flop_kernel_rows,
     ("utilization", "_gpu_busy"): _gpu_busy,
     ("utilization", "_host_busy"): _host_busy,
     ("utilization", "_host_instants"): _host_instants,
@@ -171,7 +199,9 @@ RANK_ROWS: dict[Key, Callable[[pl.LazyFrame, Store, Params], pl.LazyFrame | pl.D
 }
 #: The rows whose function is the whole-trace stage's under hta_compat too (the others are
 #: the exact semantics' and are not sent under hta_compat: their tables are left out).
-HTA_ROWS: frozenset[Key] = frozenset({("launch", "_launch_rows")})
+HTA_ROWS: frozenset[Key] = frozenset(
+    {("launch", "_launch_rows"), ("flops", "_op_rows"), ("flops", "_kernel_rows")}
+)
 
 PER_RANK_TABLES: dict[Key, PerRank] = {
     ("utilization", "busy"): PerRank(),
@@ -184,7 +214,6 @@ PER_RANK_TABLES: dict[Key, PerRank] = {
     ("allocations", "live_at_peak"): PerRank(),
     ("allocations", "over_time"): PerRank(),
     ("allocations", "oom"): PerRank(),
-    ("flops", "steps"): PerRank(),
     ("steps", "windows"): PerRank(),
     ("steps", "stats"): PerRank(),
     ("steps", "outliers"): PerRank(),
@@ -251,6 +280,19 @@ def _bucket_ns(params: Params) -> int | None:
     return bucket_ns_of(params)
 
 
+def _flops(table: str) -> Callable[..., pl.DataFrame]:
+    def reduce(
+        ops: pl.DataFrame, kernels: pl.DataFrame, windows: pl.DataFrame, params: Params, gpus: Any
+    ) -> pl.DataFrame:
+        tables = fl.flop_tables(ops, kernels, windows, gpus, params["peak_tflops"], params["model_flops"])
+        return getattr(tables, table)
+
+    return reduce
+
+
+_FLOP_INPUTS: tuple[Key, ...] = (("flops", "_op_rows"), ("flops", "_kernel_rows"), ("steps", "windows"))
+
+
 def _top(by: str) -> Callable[..., pl.LazyFrame]:
     return lambda stats, params: kn.top_kernels(stats, params["top_n"], by=by)
 
@@ -314,6 +356,10 @@ JOB_TABLES: dict[Key, JobTable] = {
         lambda rows: cm.comm_by_collective(rows.lazy(), comm=rows), (("comm", "_comm_rows"),)
     ),
     ("annotations", "step_means"): JobTable(ann.annotation_step_means, (("annotations", "per_step"),)),
+    **{
+        ("flops", t): JobTable(_flops(t), _FLOP_INPUTS, params=True, gpus=True)
+        for t in ("ops", "op_types", "kernels", "steps", "totals")
+    },
 }
 
 
@@ -322,7 +368,6 @@ def whole_trace_only(missing: Mapping[str, list[str]], words: DeviceWords) -> st
     the words of the job's devices (no "GPU" for a CPU-only run)."""
     said = {
         "utilization": f"the {words.device} and CPU utilization time series",  # under hta_compat
-        "flops": "the FLOPs per op, op type and kernel and their totals",
         "critical_path": "the critical path",
         "findings": "the findings",
     }
@@ -372,6 +417,7 @@ def rank_outputs(
         # the node's sampled utilization (each rank of a node sends it; kept once per node)
         m = metrics if metrics is not None else pl.LazyFrame(schema=METRICS_SCHEMA)
         out[METRICS] = m.filter(pl.col("metric") == "util_pct").collect(engine=ENGINE)
+    _FLOP_ROWS.clear()
     windows = store["steps"]["windows.parquet"]
     out[("steps", "steps.json")].update(windows=windows.height, rank=_rank_of(windows))
     return out
@@ -468,15 +514,18 @@ def job_json(stage: str, file: str, ranks: list[dict[str, Any]], source: str | N
     return al.counts_of(n, bad, devices, source)
 
 
-def job_tables(tables: Mapping[Key, Any], params: Mapping[str, Any] | None = None) -> dict[Key, Any]:
+def job_tables(
+    tables: Mapping[Key, Any], params: Mapping[str, Any] | None = None, gpus: Sequence[Any] = ()
+) -> dict[Key, Any]:
     """``tables`` (the job's per-rank tables and rows) with every :data:`JOB_TABLES` entry whose
-    inputs are there reduced from them."""
+    inputs are there reduced from them; ``gpus``: the manifest's (the FLOPs' peak)."""
     out = dict(tables)
     for key, rule in JOB_TABLES.items():
         if not all(i in out for i in rule.inputs):
             continue
         args = [out[i] for i in rule.inputs]
-        got = rule.fn(*args, params) if rule.params else rule.fn(*args)
+        kw = {"gpus": gpus} if rule.gpus else {}
+        got = rule.fn(*args, params, **kw) if rule.params else rule.fn(*args, **kw)
         frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
         out[key] = conform(key[0], f"{key[1]}.parquet", frame)  # as the stage's own output is
     return out

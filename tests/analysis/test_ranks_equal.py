@@ -43,11 +43,9 @@ from realdata import shared_trace
 PROFUI = str(Path(sys.executable).with_name("profui"))
 DASK = str(Path(sys.executable).with_name("dask"))
 
-#: What a run by ranks leaves out: each needs every rank's events in one process (FLOPs per op
-#: and kernel of the job, every flops table but the per-rank steps; the critical path's graph of
-#: all ranks and the findings read from it).
+#: What a run by ranks leaves out: each needs every rank's events in one process (the critical
+#: path's graph of all ranks and the findings read from it).
 LEFT_OUT = {
-    "flops": {"ops", "kernels", "totals", "op_types"},
     "critical_path": {"steps", "by_kind"},
     "findings": {"findings", "evidence"},
 }
@@ -79,8 +77,7 @@ def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
         assert text == whole.takeaways[chart], chart
     note = [x for x in by_ranks.notes if x.startswith("a run over ranks leaves out ")]
     assert note == [
-        "a run over ranks leaves out the FLOPs per op, op type and kernel and their totals; the "
-        "critical path; the findings: they need every rank's events in one process (profui "
+        "a run over ranks leaves out the critical path; the findings: they need every rank's events in one process (profui "
         "summary without --scheduler/--workers)"
     ]
     assert [x for x in by_ranks.notes if x not in note] == whole.notes
@@ -136,6 +133,12 @@ def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
     # the reductions of many ranks' rows really ran: job tables over both models' kernels
     kernels = by_ranks.sections["kernels"]["stats"]
     assert kernels["count"].sum() == whole.sections["kernels"]["stats"]["count"].sum() > 0
+    # the FLOPs tables are the job's, not a rank's: counted FLOPs (the MI250 ranks' matmuls), the
+    # A100 and MI250 kernels in one kernels table and one totals row
+    flops = by_ranks.sections["flops"]
+    assert list(flops) == ["ops", "op_types", "kernels", "steps", "totals"]
+    assert flops["totals"].height == 1 and flops["totals"]["flops"][0] > 0
+    assert flops["totals"]["kernels"][0] == kernels["count"].sum()
 
 
 @pytest.fixture(scope="module")

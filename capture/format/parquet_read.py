@@ -20,12 +20,18 @@ if TYPE_CHECKING:
 def read_columns(path: str | Path, names: Sequence[str]) -> pa.Table:
     """The columns ``names`` of the Parquet file at ``path`` (every row group). Raises what
     ``pyarrow.parquet`` would: ``OSError`` or ``pyarrow.ArrowException``."""
-    from pyarrow._parquet import ParquetReader
+    try:
+        from pyarrow._parquet import ParquetReader
 
-    reader = ParquetReader()
-    reader.open(
-        str(path), use_memory_map=False, buffer_size=0, pre_buffer=True, arrow_extensions_enabled=True
-    )
+        reader = ParquetReader()
+        reader.open(
+            str(path), use_memory_map=False, buffer_size=0, pre_buffer=True, arrow_extensions_enabled=True
+        )
+    except (ImportError, TypeError):  # a pyarrow whose private reader differs (17-20 lack a flag)
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(str(path)) as whole:
+            return whole.read(columns=list(names))
     try:
         indices = [reader.column_name_idx(name) for name in names]
         return reader.read_all(column_indices=indices, use_threads=True)

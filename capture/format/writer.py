@@ -9,12 +9,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# The writer pyarrow.parquet.ParquetWriter wraps (it adds only the resolution of filesystems):
-# importing pyarrow.parquet imports pyarrow.fs, which loads the S3, GCS, Azure and HDFS
-# filesystems and OpenSSL: 8 MB resident in every process that writes a trace, none of it used
-# to write a local file.
-from pyarrow._parquet import ParquetWriter
-
 from .atomic import write_with
 from .layout import events_path, metrics_path, next_seq, node_dir, rank_dir
 from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEMAS
@@ -25,6 +19,22 @@ ZSTD_LEVEL = 3
 #: Rows per row group: readers decode row groups in parallel (reading the df_index trace's 151k
 #: events: 13 -> 8 ms on 2 cores), for about 1% more bytes than one row group per file.
 ROW_GROUP_ROWS = 1 << 16
+
+
+def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> Any:
+    """A Parquet writer of ``schema`` at ``path``: the one ``pyarrow.parquet.ParquetWriter`` wraps
+    (it adds only the resolution of filesystems), whose module is not ``pyarrow.parquet``:
+    importing that imports ``pyarrow.fs``, which loads the S3, GCS, Azure and HDFS filesystems and
+    OpenSSL, 8 MB resident in every process that writes a trace, none of it used for a local file.
+    The public writer where this pyarrow's private one differs."""
+    try:
+        from pyarrow._parquet import ParquetWriter
+
+        return ParquetWriter(path, schema, **options)
+    except (ImportError, TypeError):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(path, schema, **options)
 
 
 def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:
@@ -85,7 +95,7 @@ def write_table(
     dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
 
     def _write(tmp: Path) -> None:
-        writer = ParquetWriter(
+        writer = _parquet_writer(
             str(tmp),
             table.schema,
             compression="zstd",

@@ -64,6 +64,41 @@ def test_events_file_bytes_are_pyarrow_parquets(tmp_path: Path, rows: int | None
     assert pq.read_metadata(ours).num_row_groups == -(-table.num_rows // ROW_GROUP_ROWS)
 
 
+def test_a_pyarrow_whose_private_parquet_differs_gets_the_public_one(tmp_path: Path, monkeypatch) -> None:
+    """pyarrow 17-20's private reader lacks a keyword profui passes (TypeError), and another
+    version may lack the private classes: the public writer and reader then do the work, with the
+    same bytes and the same columns (pyarrow 17 and 21 were run by hand; this is the fallback)."""
+    import pyarrow._parquet as private
+
+    from profui.capture.format.parquet_read import read_columns
+
+    table = _events("hta-nccl_parser_config-nccl_data.json.gz")
+    first = write_table("events", table, tmp_path / "first.parquet", {})
+    expected = read_columns(first, ["ts", "kind"])
+
+    real_writer, calls = private.ParquetWriter, []
+
+    def first_refused(real):
+        def make(*args, **kwargs):  # profui's own call refused; the public class's call served
+            calls.append(real)
+            if calls.count(real) == 1:
+                raise TypeError("unexpected keyword argument")
+            return real(*args, **kwargs)
+
+        return make
+
+    class OldReader:  # pyarrow 17-20's: open() takes no arrow_extensions_enabled
+        def open(self, *args, **kwargs):
+            raise TypeError("open() got an unexpected keyword argument 'arrow_extensions_enabled'")
+
+    monkeypatch.setattr(private, "ParquetWriter", first_refused(real_writer))
+    again = write_table("events", table, tmp_path / "again.parquet", {})
+    assert calls == [real_writer, real_writer]  # refused, then the public writer's
+    assert again.read_bytes() == first.read_bytes()
+    monkeypatch.setattr(private, "ParquetReader", OldReader)  # pyarrow.parquet keeps its own
+    assert read_columns(again, ["ts", "kind"]).equals(expected)
+
+
 def test_version_is_importlib_metadatas() -> None:
     assert _profui_version() == importlib.metadata.version("profui")
 

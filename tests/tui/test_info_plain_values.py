@@ -62,3 +62,39 @@ def test_the_values_and_errors_are_typers(capsys) -> None:
     for argv in ARGVS:
         ours, theirs = _commands()  # fresh commands: a parse may cache what it built
         assert _parse(ours, argv) == _parse(theirs, argv), argv
+
+
+#: A later Typer whose coercion layer changed shape: its RuntimeParam wants one more field.
+CHANGED_TYPER = r"""
+import sys
+import typer._coercion as c
+orig = c.RuntimeParam.__init__
+def needs_more(self, *a, extra, **k):
+    orig(self, *a, **k)
+c.RuntimeParam.__init__ = needs_more
+sys.argv = ["profui", *sys.argv[1:]]
+from profui.tui.cli import main
+main()
+"""
+
+
+def test_a_typer_whose_layer_changed_keeps_every_command_working(tmp_path) -> None:
+    """The plain coercion is an optimisation: where Typer's layer is not the one it knows, Typer's
+    own coercion stays, and every command, ``info`` included, parses and runs as before."""
+    import os
+    import subprocess
+    import sys
+
+    from realdata import REPO
+
+    env = {**os.environ, "PROFUI_CACHE": str(tmp_path / "cache")}
+    for args in (
+        ["summary", "--help"],
+        ["info", "--help"],
+        ["info", str(REPO / "samples" / "mlp_cpu"), "--json"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", CHANGED_TYPER, *args], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0, (args, proc.stderr[-1500:])
+        assert "Traceback" not in proc.stderr and proc.stdout.strip(), args

@@ -138,7 +138,7 @@ def _make_plain(param: Any) -> None:
     plain = _plain_coercion()
     desc = getattr(param, "type_descriptor", None)
     info = getattr(desc, "parameter_info", None)
-    if plain is None or info is None or getattr(param, "_runtime_param", 0) is not None:
+    if plain is None or desc is None or info is None or getattr(param, "_runtime_param", 0) is not None:
         return
     if info.parser is not None or desc.annotation not in (Path, bool):
         return
@@ -148,7 +148,10 @@ def _make_plain(param: Any) -> None:
         return  # a check Typer makes (file_okay, dir_okay: only with exists)
     if desc.annotation is Path and (info.path_type is not None or not (info.file_okay and info.dir_okay)):
         return
-    param._runtime_param = plain(parameter_info=info, annotation=desc.annotation)
+    try:
+        param._runtime_param = plain(parameter_info=info, annotation=desc.annotation)
+    except Exception:  # a Typer whose layer changed shape: its own coercion stays, every command runs
+        return
 
 
 def register(app: typer.Typer) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -496,7 +497,7 @@ def histogram_buckets(values: list[int], max_buckets: int = MAX_HISTOGRAM_BUCKET
     if hi == lo:
         return 1
     s = pl.Series(values, dtype=pl.Float64)
-    iqr = float(s.quantile(0.75, "linear")) - float(s.quantile(0.25, "linear"))
+    iqr = float(cast(float, s.quantile(0.75, "linear"))) - float(cast(float, s.quantile(0.25, "linear")))
     if iqr > 0:
         k = math.ceil((hi - lo) / (2 * iqr * n ** (-1 / 3)))
     else:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -99,7 +99,7 @@ def strings_sharing_text(frame: pl.DataFrame) -> pl.DataFrame:
         present = codes.gather(first)
         texts = column.gather(first).cast(pl.String)
         known = present.is_not_null()
-        size = (present.max() or 0) + 1
+        size = (cast("int | None", present.max()) or 0) + 1
         lookup = pl.Series(column.name, [None], dtype=pl.String).extend_constant(None, size - 1)
         converted.append(lookup.scatter(present.filter(known), texts.filter(known)).gather(codes))
     # with_columns keeps the other columns' chunks (a new frame of them all would rechunk them)

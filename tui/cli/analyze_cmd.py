@@ -154,7 +154,8 @@ def runs_table(runs: list[RunRecord], damaged: list[Damaged] | None = None) -> T
         t.add_column(col)
     from profui.analysis.pipeline.records import Damaged, run_number
 
-    rows = [(run_number(r.id), r.id, r) for r in [*runs, *(damaged or [])]]
+    records: list[RunRecord | Damaged] = [*runs, *(damaged or [])]
+    rows = [(run_number(r.id), r.id, r) for r in records]
     for *_, r in sorted(rows, key=lambda row: row[:2]):
         if isinstance(r, Damaged):
             t.add_row(r.id, "-", "damaged", "-", "-", "-", "-", "-", "-")
@@ -374,14 +375,14 @@ def register(app: typer.Typer) -> None:
                         d = r.to_dict()
                         d.pop("stages")
                         rows.append(d)
-                    rows += [{"id": d.id, "status": "damaged", "error": d.problem} for d in damaged]
+                    rows += [{"id": dmg.id, "status": "damaged", "error": dmg.problem} for dmg in damaged]
                     sys.stdout.write(json.dumps(rows, indent=1) + "\n")
                 elif not runs and not damaged:
                     out.print(f"no analysis runs yet; run `profui analyze {trace}`")
                 else:
                     out.print(runs_table(runs, damaged))
-                    for d in damaged:
-                        out.print(f"{d.id}: damaged run record ({d.problem}): {d.path}", markup=False)
+                    for dmg in damaged:
+                        out.print(f"{dmg.id}: damaged run record ({dmg.problem}): {dmg.path}", markup=False)
                 return
             rec = load_run(trace_dir, run)
         except PipelineError as exc:

@@ -69,7 +69,7 @@ def run_import(
     from profui.analysis.inventory import keep_tallies
     from profui.capture.kineto import import_jobs, import_kineto, workers_for
 
-    options = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
+    options: dict[str, Any] = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
 
     def run(mapper: Any = None) -> list:
         with progress_bar(sys.stderr.isatty()) as progress:

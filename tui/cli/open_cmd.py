@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -32,7 +33,7 @@ def bundled_sample() -> Path:
     return path
 
 
-def _target(kind: str, path: Path, **more: object):
+def _target(kind: str, path: Path, **more: Any):
     """The app's OpenTarget; imported here, when there is something to show, because it loads
     Textual (~0.2 s), which a path refused in one line does not need."""
     from ..app import OpenTarget

@@ -148,7 +148,7 @@ class DiffApp(App[str | None]):
     #diff-kernels { height: 1fr; }
     """
 
-    def __init__(self, base: Path, new: Path, result: dict[str, Any]) -> None:
+    def __init__(self, base: Path | None, new: Path, result: dict[str, Any]) -> None:
         super().__init__()
         self.base, self.new, self.result = base, new, result
         self._kernel_rows: list[dict[str, Any]] = []

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import polars as pl
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,7 +20,7 @@ RUN_COLUMNS = ["id", "status", "created", "seconds", "computed", "cache", "reuse
 STAGE_COLUMNS = ["name", "status", "provenance", "seconds", "source_run", "params", "error"]
 
 
-def runs_frame(records: list, damaged: list = ()) -> pl.DataFrame:
+def runs_frame(records: list, damaged: Sequence[Any] = ()) -> pl.DataFrame:
     """One row per run record (newest first), for the table; a damaged record's file (a
     :class:`~profui.analysis.pipeline.records.Damaged`) is a row of status ``damaged``."""
     from profui.analysis.pipeline.records import run_number
@@ -91,7 +94,7 @@ class RunsView(TraceView):
         records, damaged = scan(self.session.dir.private_dir)
         self.app.call_from_thread(self._show, [settle(r) for r in records], damaged)
 
-    def _show(self, records: list, damaged: list = ()) -> None:
+    def _show(self, records: list, damaged: Sequence[Any] = ()) -> None:
         self.records = {r.id: r for r in records}
         self.damaged = {d.id: d for d in damaged}
         status = self.query_one("#runs-status", Static)

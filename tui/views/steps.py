@@ -155,7 +155,9 @@ class StepsView(TraceView):
         )
         # one node (or one rank) needs no column saying so: 80 columns are precious; host names
         # are long, so several nodes' names go last and the numbers stay on screen
-        same = {c for c in ("node", "rank", "work_on") if c in frame.columns and frame[c].n_unique() == 1}
+        same: set[str] = {
+            c for c in ("node", "rank", "work_on") if c in frame.columns and frame[c].n_unique() == 1
+        }
         if on == {"host"}:  # no memcpy on a host; a device-only column would read as measured 0
             same.add("memory_ns")
         elif on == {"device"}:

@@ -23,7 +23,7 @@ events ratio: ≤ 1.0 is linear or better. The targets are printed met / not met
 they were measured at (the issue's wall target is for an idle 2-core machine).
 
     .venv/bin/python benchmarks/scale.py [--copies 1,5,20,33] [--repeat 3] [--keep DIR]
-        [--base /tmp/basevenv/bin/profui] [--base-copies 20,33] [--no-import]
+        [--base /tmp/basevenv/bin/profui] [--base-copies 20,33] [--no-import] [--malloc-conf CONF]
 
 ``--keep DIR`` keeps the replicated JSON files and the imported folders in DIR, and a rerun reuses
 the JSON (the 33× file takes ~30 s to write); with ``--no-import`` it also reuses the imported
@@ -75,10 +75,16 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+#: ``--malloc-conf``: Polars' allocator settings (jemalloc's ``_RJEM_MALLOC_CONF``) for every
+#: command measured, both sides; None leaves the environment as it is.
+MALLOC_CONF: str | None = None
+
+
 def measured(cmd: list[str], quiet: bool = True) -> tuple[dict[str, float], str]:
     """``({wall, cpu, mb}, stdout)`` of ``cmd`` measured by ``benchmarks/peak.py``: the CPU
     seconds and the peak are that command's alone (MB: 10**6 bytes)."""
-    m = measure(cmd, stdout=subprocess.DEVNULL if quiet else subprocess.PIPE)
+    env = None if MALLOC_CONF is None else {**os.environ, "_RJEM_MALLOC_CONF": MALLOC_CONF}
+    m = measure(cmd, env=env, stdout=subprocess.DEVNULL if quiet else subprocess.PIPE)
     if m.code != 0:
         raise SystemExit(f"{' '.join(cmd[:4])}… failed ({m.code}): {m.stderr.strip()[-600:]}")
     return {"wall": m.wall, "cpu": m.cpu, "mb": m.peak_mb * 2**20 / 1e6}, m.stdout or ""
@@ -175,7 +181,14 @@ def main() -> None:
     ap.add_argument("--no-import", action="store_true", help="reuse kept imported folders (with --keep)")
     ap.add_argument("--base", default=BASE, help="the baseline's profui executable ('' for none)")
     ap.add_argument("--base-copies", default="1,5,20,33", help="sizes the baseline runs at")
+    ap.add_argument(
+        "--malloc-conf",
+        help="jemalloc settings for every measured command (e.g. dirty_decay_ms:0,muzzy_decay_ms:0: freed "
+        "memory is returned at once, so the peak is what was held, at a CPU cost)",
+    )
     args = ap.parse_args()
+    global MALLOC_CONF
+    MALLOC_CONF = args.malloc_conf
     compile_sources()
     src = Path(args.trace)
     if not src.is_file():
@@ -189,7 +202,7 @@ def main() -> None:
     print(
         f"synthetic scale from real data: {src.name} replicated along time (replicate_trace.py); "
         f"medians of {args.repeat} runs, each a fresh process; base {base.profui if base else 'none'}; "
-        f"{os.cpu_count()} cores; load {load()}",
+        f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or 'as set by Polars'}",
         flush=True,
     )
     results: dict[int, dict[str, dict]] = {}

@@ -184,9 +184,9 @@ def path_stretches(
             unnamed.setdefault(row[2], []).append(i)
     for tid, rows in unnamed.items():
         tt = rs.threads.get(tid) if tid is not None else None
-        a = np.array([out[i][6] for i in rows], dtype=np.int64)
-        b = np.array([out[i][7] for i in rows], dtype=np.int64)
-        names = tt.names_at(a, b) if tt is not None else [""] * len(rows)
+        starts = np.array([out[i][6] for i in rows], dtype=np.int64)
+        ends = np.array([out[i][7] for i in rows], dtype=np.int64)
+        names = tt.names_at(starts, ends) if tt is not None else [""] * len(rows)
         for i, name in zip(rows, names, strict=True):
             out[i] = (*out[i][:5], name, *out[i][6:])
     return out
@@ -388,7 +388,9 @@ def _tables(rows: dict[str, list]) -> dict[str, Any]:
         ],
         "what_if": ["node", "rank", "step", "change", "length_ns", "saved_ns"],
     }
-    columns = {name: list(zip(*rows[name], strict=True)) for name in cols if name != "events"}
+    columns: dict[str, list[Any]] = {
+        name: list(zip(*rows[name], strict=True)) for name in cols if name != "events"
+    }
     # the events' chunks (one rank's path in one step): each stretch's node, rank, step and
     # seq, then the stretch's own fields
     chunks = rows["events"]

@@ -93,7 +93,7 @@ class ThreadTime:
 
     def pieces(self, a: int, b: int) -> list[tuple[int, int, int]]:
         """``[a, b)`` cut where its class changes: ``(start, end, class)`` in time order."""
-        if self._bp is None:
+        if self._bp is None or self._cls is None:  # set together
             # runs of one class (adjacent intervals of the same class merged), as lists
             change = np.r_[True, self.cls[1:] != self.cls[:-1]]
             self._bp, self._cls = (
@@ -171,7 +171,7 @@ class ThreadTime:
 
     def name_at(self, a: int, b: int) -> str:
         """The innermost naming event (latest start) covering ``[a, b)``; empty when none."""
-        if self._ns is None:
+        if self._ns is None or self._ne is None:  # set together
             self._ns, self._ne = self.name_start.tolist(), self.name_end.tolist()
         ne = self._ne
         i = bisect_right(self._ns, a) - 1
@@ -400,14 +400,14 @@ def rank_inputs(
         pl.col("launch_ts").is_not_null(), pl.col("prev_end").is_null() | (pl.col("prev_end") < pl.col("ts"))
     )
     floors = not_queued.group_by(_RANK).agg((pl.col("ts") - pl.col("launch_ts")).min().clip(0).alias("floor"))
-    syncs, waits = _sync_anchors(events)
-    syncs = syncs.collect(engine=ENGINE)
-    waits = waits.collect(engine=ENGINE)
+    lazy_syncs, lazy_waits = _sync_anchors(events)
+    syncs = lazy_syncs.collect(engine=ENGINE)
+    waits = lazy_waits.collect(engine=ENGINE)
     coll = collectives_of(events)
     if arrivals is not None:
-        key = [*_RANK, "source", "collective", "arrive_ns"]
-        seq = arrivals.select(*key, "seq").unique(key, keep="first")
-        coll = coll.drop("seq").join(seq, on=key, how="inner", nulls_equal=True).select(coll.columns)
+        seq_key = [*_RANK, "source", "collective", "arrive_ns"]
+        seq = arrivals.select(*seq_key, "seq").unique(seq_key, keep="first")
+        coll = coll.drop("seq").join(seq, on=seq_key, how="inner", nulls_equal=True).select(coll.columns)
     threads = _threads(
         host,
         coll.filter(pl.col("source") == "host op").select(

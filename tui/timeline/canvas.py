@@ -6,6 +6,7 @@ Nothing here knows about events: keys call :class:`TimelineState` methods, lines
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from rich.segment import Segment
@@ -114,30 +115,31 @@ class TimelineCanvas(Widget, can_focus=True):
         self.post_message(self.Changed())
 
     # -- actions ------------------------------------------------------------------------------
-    def _go(self, fn, *args) -> None:
-        if self.state is None:
+    def _go(self, fn: Callable[[TimelineState], object]) -> None:
+        st = self.state
+        if st is None:
             return
-        self.state.message = ""
-        fn(*args)
+        st.message = ""
+        fn(st)
         self._changed()
 
     def action_cursor(self, delta: int) -> None:
-        self._go(lambda: self.state.move_cursor(delta))
+        self._go(lambda st: st.move_cursor(delta))
 
     def action_event(self, direction: int) -> None:
-        self._go(lambda: self.state.step_event(direction))
+        self._go(lambda st: st.step_event(direction))
 
     def action_zoom(self, factor: float) -> None:
-        self._go(lambda: self.state.zoom(factor))
+        self._go(lambda st: st.zoom(factor))
 
     def action_pan(self, fraction: float) -> None:
-        self._go(lambda: self.state.pan(fraction))
+        self._go(lambda st: st.pan(fraction))
 
     def action_critical_path(self) -> None:
         self.post_message(self.PathToggled())
 
     def action_fit(self) -> None:
-        self._go(lambda: self.state.fit())
+        self._go(lambda st: st.fit())
 
     def action_next(self, direction: int) -> None:
         """Next/previous search match while a search is active, else next/previous step."""
@@ -145,9 +147,9 @@ class TimelineCanvas(Widget, can_focus=True):
         if st is None:
             return
         if st.matches.size:
-            self._go(lambda: st.next_match(direction))
+            self._go(lambda st: st.next_match(direction))
         else:
-            self._go(lambda: st.next_step(direction))
+            self._go(lambda st: st.next_step(direction))
 
     def action_follow(self) -> None:
         st = self.state
@@ -155,31 +157,31 @@ class TimelineCanvas(Widget, can_focus=True):
             return
         vr = st.current()
         if vr is not None and vr.is_header:
-            self._go(st.toggle)
+            self._go(lambda st: st.toggle())
         elif vr is not None and vr.series is not None and vr.series in st.ix.memory_peak:
-            self._go(lambda: st.goto_memory_peak(vr.series))  # Enter on a memory lane: its peak
+            self._go(lambda st: st.goto_memory_peak(vr.series))  # Enter on a memory lane: its peak
         else:
-            self._go(st.follow)
+            self._go(lambda st: st.follow())
 
     def action_toggle(self) -> None:
-        self._go(lambda: self.state.toggle())
+        self._go(lambda st: st.toggle())
 
     def action_fold_all(self) -> None:
-        self._go(lambda: self.state.set_all(True))
+        self._go(lambda st: st.set_all(True))
 
     def action_unfold_all(self) -> None:
-        self._go(lambda: self.state.set_all(False))
+        self._go(lambda st: st.set_all(False))
 
     def action_hide_empty(self) -> None:
-        self._go(lambda: self.state.toggle_hide_empty())
+        self._go(lambda st: st.toggle_hide_empty())
 
     def action_memory_peak(self) -> None:
         """Go to the highest allocated-memory peak of the trace."""
-        self._go(lambda: self.state.goto_memory_peak())
+        self._go(lambda st: st.goto_memory_peak())
 
     def action_zoom_selected(self) -> None:
         if self.state is not None:
-            self._go(self.state.zoom_to_selected)
+            self._go(lambda st: st.zoom_to_selected())
 
     # -- mouse (a bonus: everything has a key) --------------------------------------------------
     def on_click(self, event) -> None:

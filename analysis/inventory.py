@@ -10,7 +10,6 @@ start-up.
 from __future__ import annotations
 
 import functools
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -93,7 +92,8 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,)}
 def gpu_item(gpu: dict[str, Any]) -> dict[str, Any]:
     """A ``manifest.gpus`` item as ``profui info --json`` gives it: the keys of :data:`GPU_KEYS`
     it has (in that order), the rest under :data:`GPU_MORE` (left out when there is none)."""
-    known, more = {}, {}
+    known: dict[str, Any] = {}
+    more: dict[str, Any] = {}
     for key, value in gpu.items():
         kind = GPU_KEYS.get(key, ("", ""))[0]
         ok = kind and isinstance(value, _PY_TYPES[kind]) and not isinstance(value, bool)
@@ -111,7 +111,7 @@ def trace_info(path: str | Path) -> dict[str, Any]:
     """
     trace = open_trace_dir(path)
     counts: Counter[str] = Counter()
-    per_rank: dict[tuple[str, int], dict[str, Any]] = {}
+    per_rank: dict[tuple[str, int | None], dict[str, Any]] = {}
     per_device: dict[tuple[str, int], Counter[str]] = {}
     start = end = None
     for f, tally in zip(trace.events, file_tallies(trace), strict=True):
@@ -194,7 +194,7 @@ def file_tallies(trace: TraceDir) -> list[FileTally]:
     tallies, counted = [], False
     for f in trace.events:
         rel = f.path.relative_to(trace.path).as_posix()
-        key = inventory_record.stat_key(f.path)
+        key: inventory_record.StatKey | None = inventory_record.stat_key(f.path)
         was_key, tally = kept.get(rel, (None, None))
         if tally is None or was_key != key:
             tally, counted = count_file(f), True
@@ -208,12 +208,30 @@ def file_tallies(trace: TraceDir) -> list[FileTally]:
     return tallies
 
 
+#: The modules whose code counts a file (:func:`count_file` and what it calls), read by
+#: :func:`_code_key`.
+_COUNTING_MODULES = (
+    __name__,
+    "profui.analysis.inventory_record",
+    "profui.capture.format.readcheck",
+    "profui.capture.format.parquet_read",
+)
+
+
 @functools.cache
 def _code_key() -> list[Any]:
-    """What counted a record's tallies: this module as it is on disk (size, modification time), so
-    that an edit of the counting rule makes every record a miss."""
-    st = os.stat(__file__)
-    return [st.st_size, st.st_mtime_ns]
+    """What counted a record's tallies: a checksum of the counting modules' sources as they are
+    on disk (found without importing them: a warm ``info`` loads no pyarrow), so that an edit of
+    the counting rule, or of a check it makes, makes every record a miss."""
+    import importlib.util
+    import zlib
+
+    crc = 0
+    for name in _COUNTING_MODULES:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        crc = zlib.crc32(Path(origin).read_bytes() if origin else name.encode(), crc)
+    return [crc]
 
 
 def count_file(f: TraceFile) -> FileTally:
@@ -272,5 +290,4 @@ def _kind_codes(kinds) -> tuple[list[str], Any]:
     for chunk in kinds.chunks:  # each chunk its own dictionary: its codes mapped onto `names`
         to_name = [where.setdefault(v, len(where)) for v in chunk.dictionary.to_pylist()]
         parts.append(np.asarray(to_name, dtype=np.intp)[chunk.indices.to_numpy()])
-    names = list(where)
-    return names, np.concatenate(parts)
+    return list(where), np.concatenate(parts)

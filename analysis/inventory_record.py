@@ -5,9 +5,8 @@ The record is only a cache of :func:`profui.analysis.inventory.count_file`, the 
 a :class:`FileTally` per events file, in ``inventory.json`` in the trace's one cache store
 (:func:`~profui.capture.format.private_dir_for`: ``trace/.profui/``, or profui's cache folder
 for a read-only trace). A file's tally is believed only while the file has the size and
-modification time it had when it was counted (the key of every cache of a trace:
-:func:`~profui.capture.format.files_fingerprint`) and the counting code is the one that counted
-it; any other file is counted again. Whatever does not decode to exactly the schema below (a
+modification and change times it had when it was counted (:data:`StatKey`) and the counting
+code is the one that counted it; any other file is counted again. Whatever does not decode to exactly the schema below (a
 truncated write, a hand edit, a FIFO in its place) is a miss, never an error: the record is
 derived data, recomputed and replaced, as the stage outputs and the dashboard's are.
 """
@@ -26,10 +25,13 @@ from profui.capture.format import private_dir_for, write_bytes_atomic
 #: The record's file in the trace's cache store.
 RECORD = "inventory.json"
 #: Raised when the record's layout changes (the counting code's own changes are in its key).
-VERSION = 1
+VERSION = 2
 
-#: A file's key: its size and modification time (ns), as :func:`os.stat` gives them.
-StatKey = tuple[int, int]
+#: A file's key: its inode, size, modification and change times (ns), as :func:`os.stat` gives
+#: them (the stage outputs' key, ``pipeline/artifacts.py``): a file rewritten in place with its
+#: old size and its old modification time set back (``cp -p``, ``rsync -a``, ``touch -d``) still
+#: has a new change time, which no user can set.
+StatKey = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,9 @@ class FileTally:
 
 
 def stat_key(path: Path) -> StatKey:
-    """``path``'s size and modification time."""
+    """``path``'s inode, size, modification and change times."""
     st = os.stat(path)
-    return st.st_size, st.st_mtime_ns
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def load(trace_path: Path, code: list[Any]) -> dict[str, tuple[StatKey, FileTally]]:
@@ -66,8 +68,7 @@ def save(trace_path: Path, code: list[Any], entries: dict[str, tuple[StatKey, Fi
     (a read-only folder and cache, a full disk) keeps none: the next ``info`` counts again."""
     files = {
         rel: {
-            "size": key[0],
-            "mtime_ns": key[1],
+            "stat": list(key),
             "rows": t.rows,
             "kinds": t.kinds,
             "devices": [[dev, kind, n] for dev, by_kind in t.devices.items() for kind, n in by_kind.items()],
@@ -108,7 +109,7 @@ def _decode(data: Any, code: list[Any]) -> dict[str, tuple[StatKey, FileTally]]:
         raise ValueError("another layout or counting code")
     out = {}
     for rel, e in data["files"].items():
-        if not isinstance(e, dict) or set(e) != {"size", "mtime_ns", "rows", "kinds", "devices", "span"}:
+        if not isinstance(e, dict) or set(e) != {"stat", "rows", "kinds", "devices", "span"}:
             raise ValueError(rel)
         kinds = e["kinds"]
         if not isinstance(kinds, dict) or not all(
@@ -130,5 +131,7 @@ def _decode(data: Any, code: list[Any]) -> dict[str, tuple[StatKey, FileTally]]:
             span = (_int(start, None), _int(end, None))
         if (span is None) != (rows == 0):
             raise ValueError(rel)
-        out[rel] = ((_int(e["size"]), _int(e["mtime_ns"], None)), FileTally(rows, kinds, devices, span))
+        ino, size, mtime_ns, ctime_ns = e["stat"]  # a list of four, else ValueError/TypeError
+        key = (_int(ino), _int(size), _int(mtime_ns, None), _int(ctime_ns, None))
+        out[rel] = (key, FileTally(rows, kinds, devices, span))
     return out

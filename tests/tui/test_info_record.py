@@ -181,6 +181,49 @@ def test_a_rewritten_file_is_not_believed(traces: dict[str, Path], name: str, tm
     assert kind not in after["counts"] or after["counts"][kind] < before["counts"][kind]
 
 
+def test_a_file_rewritten_to_its_old_size_and_time_is_not_believed(
+    traces: dict[str, Path], tmp_path: Path
+) -> None:
+    """An events file rewritten in place with the same size, its modification time set back (as
+    ``cp -p``, ``rsync -a`` or ``tar x`` of another run leave it, or a file system of whole
+    seconds): the change time still differs, so the file is counted again (the review's case)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace = copy_of(traces["synthetic_gpu"], tmp_path / "t")
+
+    def last_end(path: Path) -> int:
+        t = pq.read_table(path, columns=["ts", "dur"])
+        return max(a + b for a, b in zip(t["ts"].to_pylist(), t["dur"].to_pylist(), strict=True))
+
+    f = max(trace.glob("node=*/rank=*/events-*.parquet"), key=last_end)  # holds the trace's end
+    table, footer = pq.read_table(f), pq.read_metadata(f).metadata
+    plain = {c: "PLAIN" for c in table.column_names if not pa.types.is_dictionary(table.schema.field(c).type)}
+
+    def rewrite(t: pa.Table) -> None:  # fixed-width values, no compression: the size is the rows'
+        pq.write_table(
+            t.replace_schema_metadata(footer),
+            f,
+            compression="NONE",
+            use_dictionary=False,
+            column_encoding=plain,
+        )
+
+    rewrite(table)
+    before = run_info(trace)
+    st = f.stat()
+    dur = table["dur"].to_pylist()
+    last = max(range(len(dur)), key=lambda i: table["ts"][i].as_py() + dur[i])
+    dur[last] += 5_000_000  # the trace's last event ends 5 ms later
+    at = table.column_names.index("dur")
+    rewrite(table.set_column(at, table.schema.field(at), pa.array(dur, pa.int64())))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (f.stat().st_size, f.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    after = run_info(trace)
+    assert numbers(after) == counted_here(trace)
+    assert after["span"]["end_ns"] == before["span"]["end_ns"] + 5_000_000
+
+
 DAMAGED = {
     "empty": b"",
     "truncated": b'{"version":1,"code":[1,2],"fi',

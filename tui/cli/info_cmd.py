@@ -166,7 +166,10 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     ) -> None:
-        """Show what a trace holds: manifest, ranks, devices, time span, event counts by kind."""
+        """Show what a trace holds: manifest, ranks, devices, time span, event counts by kind.
+
+        The counts are kept in the trace's .profui/ folder (profui's cache for a read-only trace),
+        so the next info of an unchanged trace reads no events."""
         if not trace.exists():
             raise TraceFormatError(trace, "no such file or directory")
         from profui.analysis.inventory import trace_info

@@ -798,6 +798,7 @@ def run_summary(
     workers: int | None = None,
     skip_bad_ranks: bool = False,
     on_rank: Callable[[int, int, Any], None] | None = None,
+    freeze: bool = False,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
     Several paths are the trace folders of one job (:func:`.sources.resolve_sources`).
@@ -809,6 +810,11 @@ def run_summary(
     ``assignments`` are ``--set name=value`` texts, as for ``profui analyze``; ``--top``,
     ``--hta-compat`` and ``--bucket`` are shorthands for ``top_n``, ``hta_compat`` and
     ``bucket_ms`` and win over them.
+
+    ``freeze`` (the command line's, whose process ends with the summary): the objects alive once
+    the modules and the trace are imported are frozen (:func:`gc.freeze`), so the collector's
+    full passes skip them instead of walking ~70k objects for a handful of garbage (h100 export:
+    2 passes, 40 ms of CPU). Process-wide: a server answering on several threads leaves it off.
     """
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
@@ -830,20 +836,19 @@ def run_summary(
                 raise UserError(f"{flag}: {exc}") from None
     if hta_compat:
         params["hta_compat"] = True
-    # The objects alive once the modules are imported, and again once the trace is imported,
-    # live as long as the summary: frozen, the collector's full passes skip them instead of
-    # walking ~70k objects for a handful of garbage (h100 export: 2 passes, 40 ms of CPU).
-    gc.freeze()
+    if freeze:
+        gc.freeze()
     try:
         with import_progress(sys.stderr.isatty()) as progress:
             path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if by_ranks(path, scheduler, workers, skip_bad_ranks):
             return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks, on_rank)
-        t = Trace(open_trace_dir(path))
-        return summarize(t, params)
+        return summarize(Trace(open_trace_dir(path)), params)
     finally:
-        gc.unfreeze()  # a caller that goes on (the MCP server, tests) collects them again
+        if freeze:
+            gc.unfreeze()  # the command goes on to print, a test's process to other tests
 
 
 def parse_sections(text: str | None) -> list[str] | None:
@@ -963,6 +968,7 @@ def register(app: typer.Typer) -> None:
             scheduler,
             workers,
             skip_bad_ranks,
+            freeze=True,
         )
         if out_format == "json":
             sys.stdout.write(json.dumps(json_document(s, chosen), allow_nan=False) + "\n")

@@ -13,11 +13,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from dask_cluster import dask_cluster
 from ranksjob import assert_same_trace, import_two_ranks, job_of, kineto_rank_files
 
 from profui.analysis import jobreduce
@@ -30,7 +30,6 @@ from profui.analysis.trace import open_trace
 from realdata import same_numbers
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
-DASK = str(Path(sys.executable).with_name("dask"))
 RANKS = 64
 
 
@@ -104,69 +103,11 @@ def test_local_cluster_equals_whole_trace(job: Path, oracle: dict) -> None:
     assert not [c for c in left if "multiprocessing.resource_tracker" not in " ".join(c)], left
 
 
-def _start(cmd: list[str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("w"), stdin=subprocess.DEVNULL)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     """A Dask scheduler and two workers, each its own process on 127.0.0.1, started the Dask way."""
-    d = tmp_path_factory.mktemp("dask")
-    sched_file = d / "scheduler.json"
-    procs = [
-        _start(
-            [
-                DASK,
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--no-dashboard",
-                "--scheduler-file",
-                str(sched_file),
-            ],
-            d / "scheduler.log",
-        )
-    ]
-    try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
-        workers = [
-            _start(
-                [
-                    DASK,
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--no-nanny",
-                    "--no-dashboard",
-                    "--host",
-                    "127.0.0.1",
-                ],
-                d / f"worker{i}.log",
-            )
-            for i in range(2)
-        ]
-        procs += workers
-        from distributed import Client
-
-        with Client(address, timeout="30s") as c:
-            c.wait_for_workers(2, timeout=60)
+    with dask_cluster(tmp_path_factory.mktemp("dask")) as (address, workers):
         yield address, workers
-    finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 def test_scheduler_in_other_processes_equals_whole_trace(job: Path, oracle: dict, cluster) -> None:

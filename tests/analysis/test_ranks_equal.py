@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from dask_cluster import dask_cluster
 from ranks_compare import ULP, ulps
 
 from profui.analysis.distributed import summary_of
@@ -41,7 +40,6 @@ from ddp_job import DDP_JOB
 from realdata import shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
-DASK = str(Path(sys.executable).with_name("dask"))
 
 #: What a run by ranks leaves out: each needs every rank's events in one process (the critical
 #: path's graph of all ranks and the findings read from it).
@@ -168,69 +166,14 @@ def ddp4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "trace"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def elsewhere_cluster(tmp_path: Path):
     """A ``dask scheduler`` and two ``dask worker`` processes whose working directory is one the
     trace is not under."""
     cwd = tmp_path / "workers-cwd"
     cwd.mkdir()
-    address = f"tcp://127.0.0.1:{_free_port()}"
-    common = {"cwd": cwd, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
-    log = (cwd / "dask.log").open("w")
-    procs = [
-        subprocess.Popen(
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
-            stderr=log,
-            **common,
-        )
-    ]
-    try:
-        procs += [
-            subprocess.Popen(
-                [
-                    DASK,
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--no-nanny",
-                    "--no-dashboard",
-                    "--host",
-                    "127.0.0.1",
-                ],
-                stderr=log,
-                **common,
-            )
-            for _ in range(2)
-        ]
-        from distributed import Client
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with Client(address, timeout="5s") as c:
-                    c.wait_for_workers(2, timeout=60)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+    with dask_cluster(cwd / "dask", cwd=cwd) as (address, _):
         yield address
-    finally:
-        for p in reversed(procs):  # the workers while their scheduler still answers, then it
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
 
 
 def test_ddp_run_on_an_external_scheduler_equals_whole_trace(ddp4: Path, elsewhere_cluster: str) -> None:

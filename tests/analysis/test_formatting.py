@@ -90,3 +90,18 @@ def test_elision_keeps_the_part_that_tells_kernels_apart():
     assert cx != cy and len(cx) <= 53 and len(cy) <= 53
     assert "tilesize128x128x16" in cx and "tilesize64x128x32" in cy
     assert elide_all(["same", "same"], 53) == ["same", "same"]
+
+
+def test_bare_names_drop_every_qualifier_dotted_or_not() -> None:
+    """A kernel's bare name (the summary tables' kernel column) loses each namespace qualifier,
+    a dotted one included: the old rule kept ``torch.distributed.ddp.`` of
+    ``torch.distributed.ddp.reducer::copy_bucket_to_grad`` and named a function that is not there."""
+    from profui.analysis.formatting import _bare
+
+    assert _bare("torch.distributed.ddp.reducer::copy_bucket_to_grad") == "copy_bucket_to_grad"
+    assert _bare("aten::mm") == "mm"
+    assert (
+        _bare("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)")
+        == "vectorized_elementwise_kernel<4, FillFunctor<float> >"
+    )
+    assert _bare("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"

@@ -187,6 +187,11 @@ def test_follow_launch_to_kernel_and_back(imported: Path, raw: pl.DataFrame) -> 
             assert st.linked == host and st.current().lane.kind == "stream"
             assert st.t0 <= launch["t"] and kernel["end"] <= st.t1  # both ends in view
             assert f"launch latency {fmt_ns(kernel['ts'] - launch['ts'])}" in details(view)
+            # the status names the kernel in at most 40 cells (the takeaways' width), in words of
+            # its name: at 80 columns the step label stays beside it
+            said = st.message.removeprefix("→ kernel ")
+            assert st.message.startswith("→ kernel ") and len(said) <= 40
+            assert said and all(part in kernel["name"] for part in said.split("…"))
             frame = app.query_one(TimelineCanvas).frame()
             assert any(seg.style == STYLES[LINK_LINE] for line in frame for seg in line)  # the drawn link
             await pilot.press("enter")  # and back, to the launch on the GPU's launch lane

@@ -187,10 +187,10 @@ def comm_ops(events: pl.LazyFrame, host: bool = True, keep: Sequence[str] = ()) 
     collected (``comm=``) so that one stage finds the communication rows once.
     """
     columns = [*_COMM_COLUMNS, *keep]
-    kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(columns)
+    lazy_kernels = comm_kernels(events).with_columns(pl.lit(DEVICE_KERNEL).alias("source")).select(columns)
     if not host:
-        return kernels
-    kernels = kernels.collect(engine=ENGINE)
+        return lazy_kernels
+    kernels = lazy_kernels.collect(engine=ENGINE)
     # the host collectives are searched for (a test of every host op's name) unless every rank
     # has communication kernels, as on a GPU trace
     if not kernels.is_empty():

@@ -454,10 +454,13 @@ def _thread_waits(
         np.maximum.at(last, k, ne)
         # idle at the stretch's start: no event of its own covers it
         s_sorted, e_sorted = tt.sorted_bounds()
-        x = b[:-1]
-        running = np.searchsorted(s_sorted, x, side="left") - np.searchsorted(e_sorted, x, side="right") > 0
-        y = b[1:]
-        ok = (last >= 0) & (last <= y) & (y - last <= RESUME_WITHIN_NS) & ~running & (last > best_end)
+        starts = b[:-1]
+        running = (
+            np.searchsorted(s_sorted, starts, side="left") - np.searchsorted(e_sorted, starts, side="right")
+            > 0
+        )
+        ends = b[1:]
+        ok = (last >= 0) & (last <= ends) & (ends - last <= RESUME_WITHIN_NS) & ~running & (last > best_end)
         # it ran ops there (runtime calls alone are no work the step thread waits for)
         ok[ok] = (tt.at(last[ok]) - tt.at(first[ok]))[[INPUT, HOST_COMPUTE]].sum(axis=0) > 0
         for j in np.flatnonzero(ok).tolist():

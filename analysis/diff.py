@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -214,7 +214,9 @@ def step_periods(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.sort(key=lambda w: w["step"])
         for w, nxt in zip(rows, [*rows[1:], None], strict=True):
             follows = nxt is not None and nxt["step"] == w["step"] + 1
-            period = nxt["cpu_start_ns"] - w["cpu_start_ns"] if follows else w["cpu_dur_ns"]
+            period = (
+                nxt["cpu_start_ns"] - w["cpu_start_ns"] if nxt is not None and follows else w["cpu_dur_ns"]
+            )
             job[w["step"]] = max(job.get(w["step"], 0), int(period))
     return [{"step": step, "dur_ns": dur} for step, dur in sorted(job.items())]
 
@@ -550,8 +552,11 @@ def findings_diff(
         else:
             status = "grew" if delta > 0 else "shrank" if delta < 0 else "same"
         left = nn if status == "vanished" and n else bn if status == "appeared" and b else None
-        risk = (b or n)["recoverable_ns_per_step"] == 0 and status in ("appeared", "vanished")
-        one = n or b
+        one = cast("dict[str, Any]", n or b)  # the key is in one of them at least
+        risk = cast("dict[str, Any]", b or n)["recoverable_ns_per_step"] == 0 and status in (
+            "appeared",
+            "vanished",
+        )
         rows.append(
             {
                 "key": key,
@@ -674,7 +679,7 @@ def setup_changes(base: dict[str, Any], new: dict[str, Any]) -> list[dict[str, A
 def _table_diff(
     a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], top: int
 ) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in set(a) | set(b):
         x, y = a.get(name), b.get(name)
         status = "new" if x is None else "gone" if y is None else "both"

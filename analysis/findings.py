@@ -27,7 +27,7 @@ findings another one explains (the late rank's own cause, launch delays queued b
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -232,7 +232,9 @@ def straggler_finding(
         f.evidence.append(("steps it is late", float(n), "count", "comm/stragglers.parquet"))
     for col, label in (("lateness_ns", "its median lateness"), ("wait_ns", "others' median wait")):
         if col in mine.columns and mine[col].drop_nulls().len():
-            f.evidence.append((label, float(mine[col].median()), "ns", "comm/stragglers.parquet"))
+            f.evidence.append(
+                (label, float(cast(float, mine[col].median())), "ns", "comm/stragglers.parquet")
+            )
     if cause in TIME_CATEGORIES and cause != "straggler":
         f.next_step = (
             f"Rank {rank} arrives late; its cause: {CATEGORY_NAMES[cause]}. {next_step(cause, words)}"

@@ -104,7 +104,7 @@ class Series:
 @dataclass
 class _Meta:
     version: int
-    fingerprint: list
+    fingerprint: dict[str, Any]
     base_ns: int
     span_ns: int
     bucket_ns: int
@@ -165,7 +165,7 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     tiles: list[pa.Table] = []
     files_meta: list[list] = []
     ranks = trace.ranks
-    by_rank: dict[tuple[str, int], list] = {}
+    by_rank: dict[tuple[str, int | None], list] = {}
     for f in trace.events:
         by_rank.setdefault((f.node, f.rank), []).append(f)
     node_lane: dict[str, int] = {}
@@ -344,7 +344,7 @@ def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list
             fh.write(np.ascontiguousarray(arrays[key], dtype=dtype).tobytes())
 
 
-def _fresh(out: Path, fp: list) -> bool:
+def _fresh(out: Path, fp: dict[str, Any]) -> bool:
     try:
         meta = json.loads((out / "meta.json").read_text())
     except (OSError, ValueError):

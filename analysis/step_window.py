@@ -172,8 +172,10 @@ def top(events: pl.LazyFrame, window: Window, what: str, n: int) -> tuple[pl.Dat
     if window.step is None:  # the ranks' nodes, where the steps stage did not name them
         frame = frame.drop("node").join(events.select(*RANK_BY).unique(), on="rank")
     sides = side_windows(frame.with_columns(pl.col("step").fill_null(0)))
-    side_ns = sides.group_by("side").agg((pl.col("w_end") - pl.col("w_start")).sum().alias("ns")).collect()
-    ns = dict(side_ns.iter_rows())
+    side_totals = (
+        sides.group_by("side").agg((pl.col("w_end") - pl.col("w_start")).sum().alias("ns")).collect()
+    )
+    ns = dict(side_totals.iter_rows())
     cols = [*RANK_BY, "side", "name", "ts", "dur"]
     if what == "annotations":
         ranges = annotation_events(events).select(
@@ -214,9 +216,9 @@ def top(events: pl.LazyFrame, window: Window, what: str, n: int) -> tuple[pl.Dat
     window_ns = int(ns.get("gpu" if what == "kernels" else "cpu") or 0)
     side_ns = pl.col("side").replace_strict(ns, default=None, return_dtype=pl.Int64)
     share = pl.when(side_ns > 0).then(pl.col("total_ns") / side_ns)
-    rows = grouped.sort(["total_ns", "side", "name"], descending=[True, False, False]).head(n)
-    rows = rows.with_columns(share=share)
-    return rows.select(pl.col(c.name).cast(c.dtype) for c in TOP_ROWS.columns), grouped.height, window_ns
+    top_rows = grouped.sort(["total_ns", "side", "name"], descending=[True, False, False]).head(n)
+    top_rows = top_rows.with_columns(share=share)
+    return top_rows.select(pl.col(c.name).cast(c.dtype) for c in TOP_ROWS.columns), grouped.height, window_ns
 
 
 def _event_rows(rows: pl.LazyFrame) -> pl.LazyFrame:

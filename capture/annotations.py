@@ -30,7 +30,7 @@ class annotate:  # noqa: N801 - used like a function: ``with annotate("x")`` / `
 
     def __init__(self, name: str) -> None:
         self.name = str(name)
-        self._rf = None
+        self._rf: Any = None
 
     def __enter__(self) -> annotate:
         torch = _torch()

@@ -44,7 +44,7 @@ def _mtime(p: Path) -> float:
 
 def take_notes(spool: Path) -> list[str]:
     """Read and remove the notes processes left in the spool."""
-    notes = []
+    notes: list[str] = []
     try:
         names = sorted(n for n in os.listdir(spool) if n.endswith(_session.NOTE_SUFFIX))
     except OSError:

@@ -465,7 +465,7 @@ def _import(
         raise TraceFormatError(
             out_dir, f"cannot write beside the output folder ({exc.strerror or exc})"
         ) from None
-    options = {
+    options: dict[str, Any] = {
         "rank": rank,
         "node": node,
         "progress": progress,

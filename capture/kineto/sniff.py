@@ -15,6 +15,7 @@ import json
 import re
 import zlib
 from pathlib import Path
+from typing import cast
 
 from profui.capture.format.regular import not_regular
 
@@ -64,6 +65,11 @@ def not_a_trace(path: Path) -> str | None:
     return None
 
 
+def _after_space(text: str, at: int) -> int:
+    """Where the white space from ``at`` on ends."""
+    return cast("re.Match[str]", _SPACE.match(text, at)).end()  # \s* matches at every position
+
+
 def _top_keys(text: str) -> tuple[list[str], bool]:
     """The keys of the JSON object ``text`` opens, in order, as far as ``text`` holds them and
     their values whole (up to ``traceEvents``, whose value is the trace), and whether the object
@@ -71,21 +77,21 @@ def _top_keys(text: str) -> tuple[list[str], bool]:
     keys: list[str] = []
     at = 1
     while True:
-        at = _SPACE.match(text, at).end()
+        at = _after_space(text, at)
         if text.startswith("}", at):
             return keys, True
         try:
             key, at = _DECODER.raw_decode(text, at)
-            at = _SPACE.match(text, at).end()
+            at = _after_space(text, at)
             if not isinstance(key, str) or not text.startswith(":", at):
                 return keys, False
             keys.append(key)
             if key == "traceEvents":
                 return keys, False
-            _, at = _DECODER.raw_decode(text, _SPACE.match(text, at + 1).end())
+            _, at = _DECODER.raw_decode(text, _after_space(text, at + 1))
         except (ValueError, RecursionError):  # the head ends inside a value, or it is not JSON
             return keys, False
-        at = _SPACE.match(text, at).end()
+        at = _after_space(text, at)
         if text.startswith(",", at):
             at += 1
         elif not text.startswith("}", at):

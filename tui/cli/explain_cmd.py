@@ -180,9 +180,9 @@ def explain(
                 "own; the findings are the analysed steps'"
             )
         if rank is not None and rank not in set(analysed["rank"].to_list()):
-            have = numbers(sorted(set(analysed["rank"].to_list())))
+            ranks_listed = numbers(sorted(set(analysed["rank"].to_list())))
             where = f"step {step} has no path" if step is not None else "no analysed step"
-            raise UserError(f"--rank {rank}: {where} on that rank (ranks: {have})")
+            raise UserError(f"--rank {rank}: {where} on that rank (ranks: {ranks_listed})")
         if step is None:
             median, slowest = median_step(analysed)
             step = median

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -51,7 +52,7 @@ class ImportScreen(Screen):
     def _progress(self, *args: object) -> None:
         # The importer reports (bytes done, bytes total); resolve reports text lines.
         if len(args) == 2 and all(isinstance(a, int) for a in args):
-            done, total = args
+            done, total = cast("tuple[int, int]", args)
             self.query_one(ProgressBar).update(total=max(int(total), 1), progress=int(done))
             return
         line = " ".join(map(str, args))

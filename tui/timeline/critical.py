@@ -13,6 +13,7 @@ middle (under the step marker that spans it: where the lane is seen empty), else
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -110,7 +111,10 @@ class CriticalPaths:
             rows = mine
         if rows.is_empty():
             return None
-        return int(rows["start_ns"].min()) - self.ix.base_ns, int(rows["end_ns"].max()) - self.ix.base_ns
+        return (
+            int(cast(int, rows["start_ns"].min())) - self.ix.base_ns,
+            int(cast(int, rows["end_ns"].max())) - self.ix.base_ns,
+        )
 
     def step_at(self, t: float) -> int | None:
         """The step of the stage whose window (on any rank) holds ``t`` (relative ns): for a
@@ -120,7 +124,7 @@ class CriticalPaths:
         at = self.steps_table.filter(
             (pl.col("start_ns") - self.ix.base_ns <= t) & (pl.col("end_ns") - self.ix.base_ns >= t)
         )
-        return int(at["step"].min()) if at.height else None
+        return int(cast(int, at["step"].min())) if at.height else None
 
     def step(self, number: int) -> StepPath | None:
         """Step ``number``'s path placed on the index (None when the stage has none for it)."""
@@ -229,6 +233,7 @@ def _lane_keys(lanes: list[Lane]) -> dict[tuple, Lane]:
     the same with no node (a stage whose node names differ from the index's still finds them)."""
     out: dict[tuple, Lane] = {}
     for ln in lanes:
+        key: tuple[str, int, int | None, int | None, int | None]
         if ln.kind == "thread":
             key = ("thread", _rank(ln.rank), ln.tid, None, None)
         elif ln.kind == "stream":

@@ -20,8 +20,8 @@ def details_text(state: TimelineState, width: int = 200) -> Text:
     each cut to ``width``."""
     vr = state.current()
     if vr is not None and vr.series is not None and vr.series in state.ix.memory_peak:
-        t, peak = state.ix.memory_peak[vr.series]
-        line = f"{vr.lane.label}: allocated bytes over time · peak {fmt_bytes(peak)} at {fmt_ns(t)}"
+        at, peak = state.ix.memory_peak[vr.series]
+        line = f"{vr.lane.label}: allocated bytes over time · peak {fmt_bytes(peak)} at {fmt_ns(at)}"
         return Text(_cut(line, width) + "\n" + _cut("Enter: go to its peak · M: the highest peak", width))
     if state.selected < 0:
         w = state.words

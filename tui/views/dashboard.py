@@ -105,7 +105,7 @@ class DashboardView(TraceView):
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
         self.complete = False
-        self.drawn: set[str] = set()
+        self.drawn = set()
         self.started = time.perf_counter()
         self._show_notes()
         if self._draw_kept():

@@ -23,7 +23,7 @@ import os
 from dataclasses import asdict, fields
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 from rich.errors import StyleSyntaxError
@@ -54,7 +54,7 @@ def code_fingerprint() -> str:
 
     entries = []
     for pkg in (profui.capture, profui.analysis, profui.tui):
-        root = Path(pkg.__file__).parent
+        root = Path(cast(str, pkg.__file__)).parent  # regular packages: each has a file
         for p in sorted(root.rglob("*")):
             if p.suffix in (".py", ".so", ".c") and "__pycache__" not in p.parts:
                 st = p.stat()

@@ -372,8 +372,9 @@ def whole_trace_only(missing: Mapping[str, list[str]], words: DeviceWords) -> st
         "findings": "the findings",
     }
     parts = [said.get(stage, f"the {stage} tables {', '.join(tables)}") for stage, tables in missing.items()]
+    listed = parts[0] if len(parts) == 1 else f"{'; '.join(parts[:-1])} and {parts[-1]}"
     return (
-        f"a run over ranks leaves out {'; '.join(parts)}: they need every rank's events in one "
+        f"a run over ranks leaves out {listed}: they need every rank's events in one "
         "process (profui summary without --scheduler/--workers)"
     )
 

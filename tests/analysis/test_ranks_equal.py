@@ -75,7 +75,7 @@ def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
         assert text == whole.takeaways[chart], chart
     note = [x for x in by_ranks.notes if x.startswith("a run over ranks leaves out ")]
     assert note == [
-        "a run over ranks leaves out the critical path; the findings: they need every rank's events in one process (profui "
+        "a run over ranks leaves out the critical path and the findings: they need every rank's events in one process (profui "
         "summary without --scheduler/--workers)"
     ]
     assert [x for x in by_ranks.notes if x not in note] == whole.notes

@@ -32,6 +32,7 @@ from profui.analysis.formatting import (
     fmt_tflops,
     plural,
 )
+from profui.analysis.top_n import TOP_N
 
 from .errors import UserError
 from .markdown import MarkdownSink, chosen_format, format_option
@@ -900,7 +901,7 @@ def register(app: typer.Typer) -> None:
         top: int | None = typer.Option(
             None,
             "--top",
-            help="Rows in the top-N tables (kernels, launches, annotations); top_n, 15 by default.",
+            help=f"Rows in the top-N tables (kernels, launches, annotations); top_n, {TOP_N} by default.",
         ),
         hta_compat: bool = typer.Option(
             False, "--hta-compat", help="Holistic Trace Analysis semantics (µs rounding, last step dropped)."

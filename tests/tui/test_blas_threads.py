@@ -1,7 +1,8 @@
 """The ``profui`` entry point keeps numpy's OpenBLAS to one thread (profui makes no BLAS call,
 and OpenBLAS's idle workers spin after numpy's import: CPU every command paid), unless the user
-set ``OPENBLAS_NUM_THREADS``. Counted as the threads the kernel lists for the process: OpenBLAS's
-workers carry the interpreter's own thread name, the other libraries' threads their own."""
+set ``OPENBLAS_NUM_THREADS``. The oracle is OpenBLAS itself: its own thread count, asked through
+the library numpy loaded (``openblas_get_num_threads``, under the prefix and suffix numpy's build
+gives it)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import sys
 
 from realdata import REPO
 
-#: A summary run through the entry point, then the process's threads named like its main thread.
+#: A summary run through the entry point, then OpenBLAS's thread count in that process.
 RUN = """
-import contextlib, io, json, os, sys
+import contextlib, ctypes, io, json, os, sys
 sys.argv = ["profui", "summary", sys.argv[1], "--json"]
 from profui.tui.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
@@ -22,12 +23,18 @@ with contextlib.redirect_stdout(io.StringIO()):
         main()
     except SystemExit:
         pass
-def comm(task):
-    with open(f"/proc/self/task/{task}/comm") as f:
-        return f.read().strip()
-mine = comm(os.getpid())
+with open("/proc/self/maps") as maps:
+    libs = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
+threads = None
+for lib in libs:
+    for name in ("openblas_get_num_threads", "openblas_get_num_threads64_",
+                 "scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads"):
+        f = getattr(ctypes.CDLL(lib), name, None)
+        if f is not None:
+            threads = f()
+            break
 print(json.dumps({"numpy": "numpy" in sys.modules, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
-                  "like_main": sum(comm(t) == mine for t in os.listdir("/proc/self/task"))}))
+                  "libs": libs, "threads": threads}))
 """
 
 
@@ -49,7 +56,6 @@ def _run(tmp_path, env_value: str | None) -> dict:
 
 def test_one_blas_thread_unless_the_user_says_otherwise(tmp_path) -> None:
     unset, empty, two = _run(tmp_path, None), _run(tmp_path, ""), _run(tmp_path, "2")
-    assert unset["numpy"] and two["numpy"]  # the summary loaded numpy: OpenBLAS started
+    assert unset["numpy"] and unset["libs"], unset  # the summary loaded numpy and its OpenBLAS
     assert unset["env"] == empty["env"] == "1" and two["env"] == "2"
-    # OpenBLAS with 2 threads adds one worker named like the main thread; with 1, none
-    assert two["like_main"] == unset["like_main"] + 1 == empty["like_main"] + 1, (unset, two)
+    assert (unset["threads"], empty["threads"], two["threads"]) == (1, 1, 2), (unset, empty, two)

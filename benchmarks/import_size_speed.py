@@ -164,6 +164,10 @@ print("@@BENCH@@" + json.dumps({"run_s": run_s, "rss_mb": peak_mb(), "extra_mb":
 SCRATCH: list[Path] = []
 #: Environment of profui's children (``--system-pool``: Arrow's default pool set as a CLI would).
 PROFUI_ENV: dict[str, str] = {}
+#: Every child's (profui's, the baseline's and HTA's): numpy's OpenBLAS held to one thread, as
+#: profui's entry point holds it (``tui/cli/__init__.py:main``). Its idle worker otherwise spins
+#: for ~0.1 s after numpy's import, into the measured call: 8 of a 1-event import's 16.5 ms CPU.
+BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def run_child(python: str, code: str, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -172,7 +176,7 @@ def run_child(python: str, code: str, *args: str, env: dict[str, str] | None = N
     measures it."""
     proc = measure(
         [python, "-c", code, *args],
-        env={**os.environ, **env} if env else None,
+        env={**os.environ, **BLAS_ENV, **(env or {})},
         cwd=str(SCRATCH[0]) if SCRATCH else None,
     )
     for line in proc.stdout.splitlines():
@@ -410,7 +414,8 @@ def main() -> None:
     print(f"start: {load()}; profui: {sys.executable}{pool}; HTA: {hta_python or '-'}")
     print(
         "times: median s of fresh processes, module import excluded; CPU = user + system; "
-        "peak: the process's own (benchmarks/peak.py); x = HTA / profui"
+        "peak: the process's own (benchmarks/peak.py); x = HTA / profui; every process with "
+        "OPENBLAS_NUM_THREADS=1 (as profui's command line runs)"
     )
     with_base = bool(args.base_python)
     if with_base:

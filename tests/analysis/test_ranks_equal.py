@@ -16,7 +16,6 @@ quotient 1 ulp apart).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from profui.analysis.summary import Summary
 from profui.analysis.trace import open_trace
 from profui.capture.kineto import import_kineto
 
-from ddp_job import DDP_JOB
+from ddp_job import record_ddp
 from realdata import shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
@@ -142,28 +141,7 @@ def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
 @pytest.fixture(scope="module")
 def ddp4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 4-rank gloo DDP run on the CPU, recorded by profcap under torchrun (steps 3-5)."""
-    tmp = tmp_path_factory.mktemp("ddp4")
-    (tmp / "job.py").write_text(DDP_JOB)
-    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4"]
-    cmd = [
-        sys.executable,
-        "-m",
-        "profui.capture.profcap",
-        "-o",
-        str(tmp / "trace"),
-        "--steps",
-        "3-5",
-        "--no-perf",
-    ]
-    proc = subprocess.run(
-        [*cmd, "--", *run, str(tmp / "job.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return tmp / "trace"
+    return record_ddp(tmp_path_factory.mktemp("ddp4"), 4)
 
 
 @pytest.fixture
@@ -198,31 +176,21 @@ def test_ddp_run_on_an_external_scheduler_equals_whole_trace(ddp4: Path, elsewhe
             timeout=240,
         ).stdout
     )
-    by_ranks = Summary(
-        got["trace"],
-        got["params"],
-        {
-            s: {t: pl.DataFrame(rows, schema=_schema(whole, s, t)) for t, rows in ts.items()}
-            for s, ts in got["sections"].items()
-        },
-        got["takeaways"],
-        got["notes"],
-    )
-    oracle = Summary(
-        whole["trace"],
-        whole["params"],
-        {
-            s: {t: pl.DataFrame(rows, schema=_schema(whole, s, t)) for t, rows in ts.items()}
-            for s, ts in whole["sections"].items()
-        },
-        whole["takeaways"],
-        whole["notes"],
-    )
+    by_ranks, oracle = _summary(got, whole), _summary(whole, whole)
     assert assert_equal_table_for_table(by_ranks, oracle) >= 50
     # the node's sampled CPU row once, as in the whole trace (it came back from each of 4 ranks)
     active = by_ranks.sections["utilization"]["cpu_active"]
     assert active.filter(pl.col("source") == "metrics").height == 1
     assert active.filter(pl.col("source") == "host_events")["rank"].to_list() == [0, 1, 2, 3]
+
+
+def _summary(doc: dict, whole: dict) -> Summary:
+    """A ``summary --json`` document as a Summary, each table typed as the whole run's."""
+    sections = {
+        s: {t: pl.DataFrame(rows, schema=_schema(whole, s, t)) for t, rows in ts.items()}
+        for s, ts in doc["sections"].items()
+    }
+    return Summary(doc["trace"], doc["params"], sections, doc["takeaways"], doc["notes"])
 
 
 def _schema(doc: dict, stage: str, table: str) -> dict:

@@ -4,22 +4,13 @@ made-up path, and a real ``profui summary`` recorded in process passes through t
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
+
+from benchscripts import load
 
 from realdata import REPO
 
-
-def _module():
-    spec = importlib.util.spec_from_file_location("call_path", REPO / "benchmarks" / "call_path.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("call_path", mod)
-    spec.loader.exec_module(mod)
-    return sys.modules["call_path"]
-
-
-cp = _module()
+cp = load("call_path")
 
 
 def test_counts_worked_by_hand() -> None:

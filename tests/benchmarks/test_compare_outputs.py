@@ -5,29 +5,18 @@ others' outputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import polars as pl
 import pytest
+from benchscripts import load
 
-from realdata import REPO, shared_trace
+from realdata import shared_trace
 
 TINY = "hta-call_stack-backward_thread.json"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "compare_outputs", REPO / "benchmarks" / "compare_outputs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("compare_outputs", mod)
-    spec.loader.exec_module(mod)
-    return sys.modules["compare_outputs"]
-
-
-co = _module()
+co = load("compare_outputs")
 
 
 def test_table_diff_is_exact_with_nan_equal_to_nan() -> None:

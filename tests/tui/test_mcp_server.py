@@ -29,7 +29,7 @@ import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-from ddp_job import DDP_JOB  # noqa: E402
+from ddp_job import record_ddp  # noqa: E402
 from realdata import PROFUI, SAMPLES, nsys_export, run_profui, shared_trace  # noqa: E402
 
 KINETO = "hta-df_index_resolver-df_index_resolver.json.gz"  # 1 rank, 5 steps, [memory] events
@@ -923,20 +923,7 @@ def test_a_folder_of_several_jobs_names_each_jobs_folder(tmp_path: Path) -> None
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A recorded 2-rank gloo DDP run on the CPU: gloo's all_reduce annotation runs on its worker
     thread, past the step's host window."""
-    tmp = tmp_path_factory.mktemp("ddp")
-    (tmp / "job.py").write_text(DDP_JOB)
-    trace = tmp / "trace"
-    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    cmd = [sys.executable, "-m", "profui.capture.profcap", "-o", str(trace), "--steps", "3-5", "--no-perf"]
-    proc = subprocess.run(
-        [*cmd, "--", *run, str(tmp / "job.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return trace
+    return record_ddp(tmp_path_factory.mktemp("ddp"), 2)
 
 
 def test_top_cuts_each_events_time_to_the_window(cache: Path, ddp_run: Path) -> None:

@@ -3,10 +3,12 @@
 Whatever profui derives and keeps (an import, a stage's outputs, the timeline index, the
 inventory's tallies, a drawn dashboard) is believed only while the code that derived it is the
 code running now. :func:`code_version` names that code by content: the bytes of the modules it
-is given and of every profui module they import, transitively (imports inside functions and
-``TYPE_CHECKING`` blocks too: profui imports its heavy modules where it uses them). An edit
-anywhere in that closure changes the key; an edit elsewhere, a fresh checkout of the same code
-(new modification times) or another install path does not. Nothing is bumped by hand.
+is given and of every profui module that importing and running them loads, transitively: the
+imports it makes at any indentation (profui imports its heavy modules inside the functions that
+use them), the packages above each module (Python runs them first) and, for a name taken from a
+package that loads its names lazily (:mod:`.lazy`), the module that holds the name. An edit
+anywhere in that set changes the key; an edit elsewhere, a fresh checkout of the same code (new
+modification times) or another install folder does not. Nothing is bumped by hand.
 
 Modules are found by their files, never imported (a warm ``profui info`` loads no pyarrow), and
 read once per process: a running process keeps the code it loaded. Standard library only, so
@@ -21,38 +23,40 @@ import importlib.machinery
 import importlib.util
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-#: The package whose modules count (imports of anything else are the environment's: a
-#: dependency's version, where it matters, is a key's own part).
+#: The package whose modules count; a dependency's version, where it matters, is a key's own part.
 ROOT = "profui"
 
-# ``from X import a, b`` / ``from X import (a, b)`` (X relative or absolute), ``import X``; at
-# any indentation. A docstring line that reads like an import only adds a module to the key.
+# ``from X import a, b`` / ``from X import (a,\n b)`` (X relative or absolute); ``import X, Y``;
+# at any indentation. A docstring line that reads like an import only adds a module to the key.
 _FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
 _IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.M)
-_NAME = re.compile(r"[A-Za-z_]\w*")
+# A module-level ``if TYPE_CHECKING:`` block: its imports never run. In a package they say where
+# each lazily loaded name lives (``from .trace import Trace as Trace``).
+_TYPING_BLOCK = re.compile(rb"^if TYPE_CHECKING:[ \t]*\n(?:(?:[ \t]+[^\n]*)?\n)*", re.M)
 
 
 def code_version(modules: Iterable[str], opaque: Iterable[str] = ()) -> str:
     """The code version of ``modules`` (dotted names under ``profui``): a short sha256 of the
-    bytes of each module's file (source, or the compiled extension that stands for it) and of
-    every profui module it imports, transitively, each with its name.
+    name and file bytes (source, or the compiled extension that stands for it) of each module
+    in their :func:`closure`.
 
     ``opaque`` names modules whose own code counts but whose imports are not followed: a facade
-    that imports every analysis lazily would otherwise make everything a dependency of
-    everything. A module with no file (a name that is gone) counts by its name alone.
+    that imports every analysis inside its methods would otherwise make everything a dependency
+    of everything. A module with no file (a name that is gone) counts by its name alone.
     """
-    stop = frozenset(opaque)
     h = hashlib.sha256()
-    for name in sorted(closure(modules, stop)):
-        entry = _module(name)
-        h.update(name.encode() + b"\0" + (entry[0] if entry else b"-") + b"\0")
+    for name in sorted(closure(modules, frozenset(opaque))):
+        found = _module(name)
+        h.update(name.encode() + b"\0" + (found.digest if found else b"-") + b"\0")
     return h.hexdigest()[:24]
 
 
 def closure(modules: Iterable[str], opaque: frozenset[str] = frozenset()) -> set[str]:
-    """``modules`` and every profui module they import, transitively (not past ``opaque``)."""
+    """``modules`` and every profui module that importing and running them loads, transitively
+    (not past the modules in ``opaque``): their imports and the packages above them."""
     seen: set[str] = set()
     todo = list(modules)
     while todo:
@@ -60,48 +64,100 @@ def closure(modules: Iterable[str], opaque: frozenset[str] = frozenset()) -> set
         if name in seen:
             continue
         seen.add(name)
-        entry = _module(name)
-        if entry is not None and name not in opaque:
-            todo.extend(entry[1])
+        todo.extend(_ancestors(name))
+        found = _module(name)
+        if found is not None and name not in opaque:
+            todo.extend(found.imports)
     return seen
 
 
+def _ancestors(name: str) -> list[str]:
+    """The packages above ``name`` that have a file (``profui`` itself is a namespace)."""
+    parts = name.split(".")
+    return [p for k in range(2, len(parts)) if module_file(p := ".".join(parts[:k])) is not None]
+
+
+@dataclass(frozen=True)
+class _Module:
+    digest: bytes
+    #: the profui modules running it imports
+    imports: tuple[str, ...]
+
+
 @functools.cache
-def _module(name: str) -> tuple[bytes, tuple[str, ...]] | None:
-    """``(sha256 of the module's file, the profui modules it imports)``; None without a file."""
+def _module(name: str) -> _Module | None:
+    """What ``name``'s file is and imports; None without a file."""
+    found = _read(name)
+    if found is None:
+        return None
+    data, package = found
+    digest = hashlib.sha256(data).digest()
+    if package is None:  # a compiled extension: its imports are not read from its bytes
+        return _Module(digest, ())
+    return _Module(digest, tuple(sorted(_imports(_TYPING_BLOCK.sub(b"", data), package))))
+
+
+@functools.cache
+def _read(name: str) -> tuple[bytes, str | None] | None:
+    """``(the bytes of name's file, the package its relative imports start from)``, the package
+    None for a compiled extension; None without a file."""
     found = module_file(name)
     if found is None:
         return None
     path, is_package = found
-    data = path.read_bytes()
-    digest = hashlib.sha256(data).digest()
-    if path.suffix != ".py":  # a compiled extension: its imports are not read from its bytes
-        return digest, ()
     package = name if is_package else name.rpartition(".")[0]
-    return digest, tuple(sorted(_imports(data, package)))
+    return path.read_bytes(), package if path.suffix == ".py" else None
+
+
+@functools.cache
+def _lazy_names(name: str) -> dict[str, str]:
+    """The names package ``name`` loads lazily, each with the module that holds it (its
+    ``TYPE_CHECKING`` imports); empty for a module that has none."""
+    found = _read(name)
+    if found is None or found[1] is None:
+        return {}
+    data, package = found
+    lazy: dict[str, str] = {}
+    for block in _TYPING_BLOCK.findall(data):
+        for dots, base, names in _FROM.findall(block):
+            target = _resolve(dots.decode(), base.decode(), package)
+            if target is not None and _ours(target):
+                lazy.update((bound, target) for _, bound in _imported_names(names.decode()))
+    return lazy
 
 
 def _imports(source: bytes, package: str) -> set[str]:
-    """The profui modules ``source`` (of a module in ``package``) imports, each resolved to the
-    deepest name that is a module: ``from .x import y`` is ``x``, or ``x.y`` when y is one."""
+    """The profui modules that ``source`` (of a module in ``package``) loads by its imports:
+    ``from X import y`` loads X and, for each y, X.y when it is a module, or the module a lazy
+    package takes y from."""
     out: set[str] = set()
     for dots, base, names in _FROM.findall(source):
         target = _resolve(dots.decode(), base.decode(), package)
-        if target is None or not _ours(target):
+        if target is None or not _ours(target) or module_file(target) is None:
             continue
         out.add(target)
-        found = module_file(target)
-        if found is not None and found[1]:  # a package: its names may be its modules
-            for item in _NAME.findall(names.decode()):
-                if item != "as" and module_file(f"{target}.{item}") is not None:
-                    out.add(f"{target}.{item}")
-    for group in _IMPORT.findall(source):
+        lazy = _lazy_names(target)
+        for name, _ in _imported_names(names.decode()):
+            if module_file(f"{target}.{name}") is not None:
+                out.add(f"{target}.{name}")
+            elif name in lazy:
+                out.add(lazy[name])
+    for group in _IMPORT.findall(source):  # ``import profui.x.y``
         for item in group.decode().split(","):
             target = item.strip()
-            if _ours(target):
+            if _ours(target) and module_file(target) is not None:
                 out.add(target)
-    # ``from .x import y as z``: z is no module of ours; names that are not modules were dropped
-    return {m for m in out if module_file(m) is not None}
+    return out
+
+
+def _imported_names(names: str) -> list[tuple[str, str]]:
+    """``(imported, bound)`` for each name of ``a, b as c`` / ``(a,\\n b)``."""
+    out = []
+    for part in names.strip().strip("()").split(","):
+        words = part.split()
+        if words:
+            out.append((words[0], words[-1]))
+    return out
 
 
 def _ours(name: str) -> bool:
@@ -122,7 +178,7 @@ def _resolve(dots: str, base: str, package: str) -> str | None:
 @functools.cache
 def module_file(name: str) -> tuple[Path, bool] | None:
     """``(the file of module name, whether it is a package)`` without importing it (only the
-    namespace above ``profui``'s packages is looked up); None when there is none."""
+    namespace above profui's packages is looked up); None when there is none."""
     parent, _, last = name.rpartition(".")
     if not parent or parent == ROOT:  # profui itself, or one of its packages: the import system
         try:

@@ -1,0 +1,105 @@
+"""The one code-version key (capture/format/code_version.py), checked on profui's own modules.
+
+The key is computed in a fresh interpreter over a copy of profui's packages, edited for real:
+an edit of a module the key covers changes it, an edit of any other module or a new
+modification time does not. Which modules it covers is checked against Python's own import
+system: importing a module loads no profui module outside its closure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profui.capture.format.code_version import closure
+
+from realdata import REPO
+
+LOD = "profui.analysis.lod"
+
+
+@pytest.fixture(scope="module")
+def profui_copy(tmp_path_factory) -> Path:
+    """A copy of profui's three packages, as a namespace package ``profui`` in a folder of its own."""
+    root = tmp_path_factory.mktemp("code") / "site"
+    for folder in ("capture", "analysis", "tui"):
+        shutil.copytree(REPO / folder, root / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def _keys(site: Path, *modules: str) -> dict[str, str]:
+    """``code_version((m,))`` of each of ``modules``, computed by the copy at ``site``."""
+    code = (
+        "import json, sys\n"
+        "from profui.capture.format import code_version as c\n"
+        "assert c.__file__.startswith(sys.argv[1]), c.__file__\n"
+        "print(json.dumps({m: c.code_version((m,)) for m in sys.argv[2:]}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(site), *modules], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(run.stdout)
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def test_an_edit_changes_the_keys_of_the_modules_that_load_it_and_no_other(profui_copy):
+    site = profui_copy / "profui"
+    inventory, timeline = "profui.analysis.inventory", "profui.tui.timeline.render"
+    before = _keys(profui_copy, LOD, inventory, timeline)
+    # steps: a helper lod imports inside a function (`from .steps import ...`)
+    assert "profui.analysis.steps" in closure([LOD]) and "profui.analysis.steps" not in closure([inventory])
+    _append(site / "analysis" / "steps.py", "\nSTEPS_EDITED = 1\n")
+    after = _keys(profui_copy, LOD, inventory, timeline)
+    assert after[LOD] != before[LOD] and after[timeline] != before[timeline]  # the timeline reads lod
+    assert after[inventory] == before[inventory]
+    # a module the timeline loads and lod does not
+    assert "profui.tui.timeline.state" in closure([timeline]) and "profui.tui.timeline.state" not in closure(
+        [LOD]
+    )
+    _append(site / "tui" / "timeline" / "state.py", "\nSTATE_EDITED = 1\n")
+    again = _keys(profui_copy, LOD, timeline)
+    assert again[LOD] == after[LOD] and again[timeline] != after[timeline]
+    # the same bytes with a new modification time (a fresh checkout) are the same code
+    for p in (site / "analysis").glob("*.py"):
+        os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
+    assert _keys(profui_copy, LOD) == {LOD: again[LOD]}
+
+
+def test_a_name_taken_from_a_lazy_package_counts_the_module_that_holds_it(profui_copy):
+    # lod takes trace_fingerprint from profui.capture.format, which loads it from fingerprint.py
+    # on first use (capture/format/__init__.py's TYPE_CHECKING imports say where)
+    assert "profui.capture.format.fingerprint" in closure([LOD])
+    assert "profui.capture.format.jobs" not in closure([LOD])  # named there too, used by no lod code
+    before = _keys(profui_copy, LOD)
+    _append(profui_copy / "profui" / "capture" / "format" / "fingerprint.py", "\nFP_EDITED = 1\n")
+    assert _keys(profui_copy, LOD) != before
+
+
+@pytest.mark.parametrize(
+    "module",
+    [LOD, "profui.analysis.inventory", "profui.analysis.pipeline.bodies", "profui.tui.timeline.render"],
+)
+def test_importing_a_module_loads_nothing_outside_its_closure(module):
+    """Python's import system is the oracle: every profui module (with a file) that importing
+    ``module`` loads is in its closure."""
+    code = (
+        "import importlib, json, sys\n"
+        "importlib.import_module(sys.argv[1])\n"
+        "print(json.dumps(sorted(k for k, m in sys.modules.items()"
+        " if k.startswith('profui.') and getattr(m, '__file__', None))))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code, module], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(run.stdout))
+    assert module in loaded
+    assert loaded - closure([module]) == set()

@@ -114,9 +114,11 @@ def _lazy_names(name: str) -> dict[str, str]:
     """The names package ``name`` loads lazily, each with the module that holds it (its
     ``TYPE_CHECKING`` imports); empty for a module that has none."""
     found = _read(name)
-    if found is None or found[1] is None:
+    if found is None:
         return {}
     data, package = found
+    if package is None:  # a compiled extension
+        return {}
     lazy: dict[str, str] = {}
     for block in _TYPING_BLOCK.findall(data):
         for dots, base, names in _FROM.findall(block):

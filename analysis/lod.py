@@ -1,8 +1,9 @@
 """Level-of-detail index of a trace: what the timeline draws, at any zoom, in O(cells).
 
-Built once per trace and cached under ``trace/.profui/lod/`` (``meta.json`` with lanes, rows,
-steps and names; ``tiles.parquet``; the hot event columns as raw little arrays ``*.bin`` that are
-memory-mapped when opened, so a 10M-event trace opens in a fraction of a second):
+Built once per trace and code version (:func:`index_version`) and cached under
+``trace/.profui/lod/`` (``meta.json`` with lanes, rows, steps and names; ``tiles.parquet``; the
+hot event columns as raw little arrays ``*.bin`` that are memory-mapped when opened, so a
+10M-event trace opens in a fraction of a second):
 
 * **memory** — per device of each rank, the allocator's allocated level over time (the
   ``[memory]`` events, :func:`profui.analysis.allocations.memory_events`; ``memory.parquet``),
@@ -39,12 +40,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir, trace_fingerprint
+from profui.capture.format.code_version import code_version
 
 from .allocations import memory_events
 from .formatting import fmt_memory_device
 
-#: Bump when the cached files change meaning; an older cache is rebuilt.
-LOD_VERSION = 5
 #: Row keys: per lane three groups (host steps, activity, GPU annotations) of up to 2048 depths.
 ROWS_PER_SUB = 2048
 ROWS_PER_LANE = 3 * ROWS_PER_SUB
@@ -103,7 +103,7 @@ class Series:
 
 @dataclass
 class _Meta:
-    version: int
+    version: str
     fingerprint: dict[str, Any]
     base_ns: int
     span_ns: int
@@ -115,6 +115,13 @@ class _Meta:
     rows: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
     files: list[list] = field(default_factory=list)
+
+
+def index_version() -> str:
+    """The code version of the index: of this module and every module running it loads
+    (:func:`~profui.capture.format.code_version.code_version`). An index built by other code is
+    built again: nothing to bump by hand."""
+    return code_version((__name__,))
 
 
 def lod_dir(trace: TraceDir) -> Path:
@@ -207,7 +214,7 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
     pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
     meta = _Meta(
-        LOD_VERSION,
+        index_version(),
         fp,
         int(base),
         int(span),
@@ -349,7 +356,9 @@ def _fresh(out: Path, fp: dict[str, Any]) -> bool:
         meta = json.loads((out / "meta.json").read_text())
     except (OSError, ValueError):
         return False
-    return meta.get("version") == LOD_VERSION and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
+    return (
+        meta.get("version") == index_version() and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
+    )
 
 
 def _tile_schema() -> pa.Schema:

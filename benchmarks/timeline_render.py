@@ -67,7 +67,7 @@ def phase_render(trace: str, frames: int) -> dict:
     import numpy as np
 
     import profui.tui.timeline.render as render_module
-    from profui.analysis.lod import LOD_VERSION, open_lod
+    from profui.analysis.lod import index_version, open_lod
     from profui.tui.timeline.heap import freeze_loaded
     from profui.tui.timeline.render import Renderer
     from profui.tui.timeline.state import TimelineState
@@ -89,7 +89,7 @@ def phase_render(trace: str, frames: int) -> dict:
         "n_index": ix.n_events,
         "rows": {v: len(st.visible_rows()) for v, (st, _) in states.items()},
         "module": render_module.__file__,
-        "lod_version": LOD_VERSION,
+        "lod_version": index_version(),
     }
     digest = hashlib.sha256()
     style_text: dict = {}

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import inspect
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from profui.capture.format.code_version import code_version
 
 from .errors import PipelineError
 from .params import Param
@@ -27,9 +26,10 @@ class Stage:
     names of the parameters it uses; ``outputs`` its file names (``.parquet`` for frames,
     ``.json`` for small dicts); ``run(ctx)`` returns ``{output file name: frame or dict}``.
     ``modules`` lists the analysis modules the body calls (which :mod:`.bodies` imports
-    directly): their source text is part of the code version, so editing an analysis recomputes
-    its stage without anyone bumping ``version``. ``cost`` is the body's work relative to the
-    others' (a scheduling hint of the in-memory store: the costliest chains start first).
+    directly): their code and that of every module they load is part of the code version, so
+    editing an analysis recomputes its stage without anyone bumping ``version``. ``cost`` is the
+    body's work relative to the others' (a scheduling hint of the in-memory store: the costliest
+    chains start first).
     """
 
     name: str
@@ -44,15 +44,18 @@ class Stage:
 
     @functools.cached_property
     def code_version(self) -> str:
-        """``<version>+<hash of the body's and the analysis modules' source>``."""
+        """``<version>+<hash of the body's code and of its modules' code version>``.
+
+        The modules by :func:`~profui.capture.format.code_version.code_version`, the one rule of
+        every cache; the body by its own bytecode, not its module's source: an edit of one body
+        then recomputes that stage only, not every stage :mod:`.bodies` holds."""
         h = hashlib.sha256()
         code = getattr(inspect.unwrap(self.run), "__code__", None)
         if code is not None:
             _hash_code(h, code)
         else:
             h.update(self.run.__qualname__.encode())
-        for mod, source in sorted(_sources_with_local_imports(self.modules).items()):
-            h.update(mod.encode() + b"\0" + source)
+        h.update(code_version(self.modules, opaque=_FACADES).encode())
         return f"{self.version}+{h.hexdigest()[:12]}"
 
 
@@ -69,59 +72,9 @@ def _hash_code(h: Any, code: Any) -> None:
             h.update(repr(const).encode())
 
 
-_LOCAL_IMPORT = re.compile(
-    rb"^\s*from\s+(\.+|profui\.analysis\.)([A-Za-z_][\w.]*)?\s+import\s+([\w, ()]+)", re.M
-)
-
-
-_FACADE = "profui.analysis.trace"
-
-
-def _sources_with_local_imports(modules: Iterable[str]) -> dict[str, bytes]:
-    """Source bytes of ``modules`` and of the sibling analysis modules they import, transitively.
-
-    A change in a helper module (intervals, busy ...) then changes the code version of every
-    stage whose analysis uses it.
-    """
-    out: dict[str, bytes] = {}
-    todo = list(modules)
-    while todo:
-        mod = todo.pop()
-        if mod in out:
-            continue
-        found = _module_source(mod)
-        if found is None:
-            continue
-        out[mod], imported = found
-        todo.extend(imported)
-    return out
-
-
-@functools.cache
-def _module_source(mod: str) -> tuple[bytes, tuple[str, ...]] | None:
-    """``(source bytes, sibling analysis modules it imports)`` of ``mod``; None when it has no
-    source file. Read once per process: every stage's code version shares the helper modules."""
-    try:
-        spec = importlib.util.find_spec(mod)
-    except ModuleNotFoundError:
-        spec = None
-    origin = spec.origin if spec else None
-    if not origin or not Path(origin).is_file():
-        return None
-    source = Path(origin).read_bytes()
-    if mod == _FACADE:
-        return source, ()  # the facade imports every analysis lazily; its own code is what counts
-    package = mod.rsplit(".", 1)[0]
-    imported: list[str] = []
-    for dots, name, names in _LOCAL_IMPORT.findall(source):
-        base = "profui.analysis" if dots == b"profui.analysis." else package
-        if name:
-            imported.append(f"{base}.{name.decode()}")
-        else:  # ``from . import a, b``
-            for item in names.decode().strip("()").split(","):
-                if item.split():
-                    imported.append(f"{base}.{item.split()[0]}")  # ``x as y`` -> x
-    return source, tuple(imported)
+#: The notebook's facade: it imports every analysis inside its methods, so its own code counts
+#: and what it imports only where a stage's modules import it themselves.
+_FACADES = ("profui.analysis.trace", "profui.analysis.notebook")
 
 
 class Registry:
@@ -140,9 +93,9 @@ class Registry:
             for i in s.inputs:
                 if i != TRACE and i not in self.stages:
                     raise ValueError(f"stage {s.name}: input {i!r} must be a stage declared before it")
-            for p in s.params:
-                if p not in self.params:
-                    raise ValueError(f"stage {s.name}: unknown parameter {p!r}")
+            for name in s.params:
+                if name not in self.params:
+                    raise ValueError(f"stage {s.name}: unknown parameter {name!r}")
             if not s.outputs:
                 raise ValueError(f"stage {s.name}: declares no outputs")
             self.stages[s.name] = s

@@ -7,8 +7,10 @@ multi-rank trace (from samples/generate_synthetic.py) covers multi-node lanes an
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -20,9 +22,9 @@ from profui.analysis.intervals import union_length
 from profui.analysis.lod import LodIndex, build_lod, lod_dir, open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
-from realdata import SAMPLES, shared_trace
+from realdata import REPO, SAMPLES, shared_trace
 
 NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 
@@ -272,6 +274,47 @@ def test_cache_is_reused_then_rebuilt_when_the_trace_changes(tmp_path):
     build_lod(out)
     assert (folder / "meta.json").stat().st_mtime_ns != stamp
     assert not [p for p in lod_dir(open_trace_dir(out)).parent.iterdir() if p.name.startswith(".lod-tmp")]
+
+
+def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
+    """Built by a copy of profui in a fresh interpreter, the copy then edited for real: an edit of
+    a module the index's code loads (steps) rebuilds it, one of a module it does not (the
+    timeline's state) reuses it."""
+    out = tmp_path / "t"
+    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    site = tmp_path / "site"
+    for folder in ("capture", "analysis", "tui"):
+        shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "import json, sys\n"
+        "from profui.analysis import lod\n"
+        "assert lod.__file__.startswith(sys.argv[1])\n"
+        "folder = lod.build_lod(sys.argv[2])\n"
+        "print(json.dumps([json.loads((folder / 'meta.json').read_text())['version'], lod.index_version()]))\n"
+    )
+
+    def build() -> tuple[str, int]:
+        env = {**os.environ, "PYTHONPATH": str(site)}
+        run = subprocess.run(
+            [sys.executable, "-c", code, str(site), str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        built, running = json.loads(run.stdout)
+        assert built == running  # the index on disk is the running code's
+        return built, (lod_dir(open_trace_dir(out)) / "meta.json").stat().st_mtime_ns
+
+    first = build()
+    assert build() == first  # reused
+    with open(site / "profui" / "tui" / "timeline" / "state.py", "a") as fh:
+        fh.write("\nSTATE_EDITED = 1\n")
+    assert build() == first  # not the index's code: reused
+    with open(site / "profui" / "analysis" / "steps.py", "a") as fh:
+        fh.write("\nSTEPS_EDITED = 1\n")
+    again = build()
+    assert again[0] != first[0] and again[1] != first[1]  # rebuilt by the new code
 
 
 def _generator():

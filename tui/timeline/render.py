@@ -212,9 +212,11 @@ class Renderer:
         drawn: list[tuple[int, ...]] = []  # per event line, the event rows it draws
         skip_outer: list[bool] = []
         metric_lines: list[int] = []
+        metric_series: list[int] = []
         for i, vr in enumerate(rows):
             if vr.series is not None:
                 metric_lines.append(i)
+                metric_series.append(vr.series)
             elif vr.row is None and not (vr.lane.id in st.collapsed and self._subtree(vr.lane.id)):
                 chars[i, bounds] = BOUNDARY
                 styles[i, bounds] = DIM
@@ -235,7 +237,7 @@ class Renderer:
         if metric_lines:
             lines = np.array(metric_lines, dtype=np.int64)
             c, s = chars[lines], styles[lines]
-            self._metric_lines([rows[i].series for i in metric_lines], t0, t1, c, s)
+            self._metric_lines(metric_series, t0, t1, c, s)
             chars[lines], styles[lines] = c, s
         return chars, styles
 
@@ -536,7 +538,7 @@ class Renderer:
         ln = vr.lane
         st = self.state
         indent = " " * min(vr.level, 6)
-        if vr.depth > 0:
+        if vr.depth > 0 and vr.row is not None:  # a lane's nested event row
             text = f"{indent}  · {vr.depth} {self.row_word.get(vr.row, '')}"
             style = LABEL_DIM
         else:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from profui.capture.format import TraceFormatError, open_trace_dir
+from profui.capture.format.code_version import code_version
 from profui.capture.format.opener import TraceDir, TraceFile
 
 from . import inventory_record
@@ -208,30 +209,13 @@ def file_tallies(trace: TraceDir) -> list[FileTally]:
     return tallies
 
 
-#: The modules whose code counts a file (:func:`count_file` and what it calls), read by
-#: :func:`_code_key`.
-_COUNTING_MODULES = (
-    __name__,
-    "profui.analysis.inventory_record",
-    "profui.capture.format.readcheck",
-    "profui.capture.format.parquet_read",
-)
-
-
 @functools.cache
-def _code_key() -> list[Any]:
-    """What counted a record's tallies: a checksum of the counting modules' sources as they are
-    on disk (found without importing them: a warm ``info`` loads no pyarrow), so that an edit of
-    the counting rule, or of a check it makes, makes every record a miss."""
-    import importlib.util
-    import zlib
-
-    crc = 0
-    for name in _COUNTING_MODULES:
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        crc = zlib.crc32(Path(origin).read_bytes() if origin else name.encode(), crc)
-    return [crc]
+def _code_key() -> str:
+    """What counted a record's tallies: the code version of this module and of every module it
+    loads (:func:`~profui.capture.format.code_version.code_version`; found without importing
+    them: a warm ``info`` loads no pyarrow), so that an edit of the counting rule, or of a check
+    it makes, makes every record a miss."""
+    return code_version((__name__,))
 
 
 def count_file(f: TraceFile) -> FileTally:

@@ -25,7 +25,7 @@ from profui.capture.format import private_dir_for, write_bytes_atomic
 #: The record's file in the trace's cache store.
 RECORD = "inventory.json"
 #: Raised when the record's layout changes (the counting code's own changes are in its key).
-VERSION = 2
+VERSION = 3
 
 #: A file's key: its inode, size, modification and change times (ns), as :func:`os.stat` gives
 #: them (the stage outputs' key, ``pipeline/artifacts.py``): a file rewritten in place with its
@@ -53,9 +53,10 @@ def stat_key(path: Path) -> StatKey:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def load(trace_path: Path, code: list[Any]) -> dict[str, tuple[StatKey, FileTally]]:
-    """The record of the trace at ``trace_path``, counted by ``code``: each file's key and tally
-    by its path relative to the trace; empty when there is none or it does not decode."""
+def load(trace_path: Path, code: str) -> dict[str, tuple[StatKey, FileTally]]:
+    """The record of the trace at ``trace_path``, counted by code version ``code``: each file's
+    key and tally by its path relative to the trace; empty when there is none or it does not
+    decode."""
     try:
         data = json.loads(_read(private_dir_for(trace_path) / RECORD))
         return _decode(data, code)
@@ -63,7 +64,7 @@ def load(trace_path: Path, code: list[Any]) -> dict[str, tuple[StatKey, FileTall
         return {}
 
 
-def save(trace_path: Path, code: list[Any], entries: dict[str, tuple[StatKey, FileTally]]) -> None:
+def save(trace_path: Path, code: str, entries: dict[str, tuple[StatKey, FileTally]]) -> None:
     """Keep ``entries`` as the trace's record (replacing it whole); a store that cannot be written
     (a read-only folder and cache, a full disk) keeps none: the next ``info`` counts again."""
     files = {
@@ -102,7 +103,7 @@ def _int(value: Any, low: int | None = 0) -> int:
     return value
 
 
-def _decode(data: Any, code: list[Any]) -> dict[str, tuple[StatKey, FileTally]]:
+def _decode(data: Any, code: str) -> dict[str, tuple[StatKey, FileTally]]:
     if not isinstance(data, dict) or set(data) != {"version", "code", "files"}:
         raise ValueError("not a record")
     if data["version"] != VERSION or data["code"] != code or not isinstance(data["files"], dict):

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -210,12 +211,20 @@ def module_file(name: str) -> tuple[Path, bool] | None:
     above = module_file(parent)
     if above is None or not above[1]:
         return None
-    folder = above[0].parent
-    init = folder / last / "__init__.py"
-    if init.is_file():
-        return init, True
+    folder = os.path.dirname(above[0])
+    names = _listing(folder)
+    if last in names and "__init__.py" in _listing(os.path.join(folder, last)):
+        return Path(folder, last, "__init__.py"), True
     for suffix in (".py", *importlib.machinery.EXTENSION_SUFFIXES):
-        candidate = folder / f"{last}{suffix}"
-        if candidate.is_file():
-            return candidate, False
+        if last + suffix in names:
+            return Path(folder, last + suffix), False
     return None
+
+
+@functools.cache
+def _listing(folder: str) -> frozenset[str]:
+    """The names in ``folder`` (one listing per package, not a stat per name looked up)."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()

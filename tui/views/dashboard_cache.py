@@ -9,7 +9,8 @@ they were drawn from can have changed:
 
 - the trace (:func:`~profui.capture.format.trace_fingerprint`: its data files and manifest);
 - the analysis: the run records folder (a new run, of any parameters, changes it);
-- profui's own code (every source file's size and mtime: an upgrade changes the charts' words).
+- profui's own code: the code version of the dashboard and every module it loads (an upgrade
+  changes the charts' words).
 
 A live capture is never kept. JSON, not pickle: a trace folder may come from anyone. The file is
 read with a typed schema (:class:`Kept`, msgspec): anything that does not fit it (a wrong type, a
@@ -23,7 +24,7 @@ import os
 from dataclasses import asdict, fields
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 import msgspec
 from rich.errors import StyleSyntaxError
@@ -33,6 +34,7 @@ from rich.text import Span, Text
 from profui.analysis.devices import CPU, GPU, NONE
 from profui.capture.format import fingerprint_digest as digest
 from profui.capture.format import private_dir_for, trace_fingerprint, write_bytes_atomic
+from profui.capture.format.code_version import code_version
 from profui.capture.format.regular import not_regular
 
 from ..widgets.bars import Bar
@@ -44,22 +46,16 @@ RUNS = "runs"
 VERSION = 1
 
 
+#: The module that draws the dashboard: its code version covers what the charts are made by.
+DASHBOARD = "profui.tui.views.dashboard"
+
+
 @cache
 def code_fingerprint() -> str:
-    """Size and mtime of every source file of profui (capture, analysis, tui): what the charts'
-    numbers and words are made by."""
-    import profui.analysis
-    import profui.capture
-    import profui.tui
-
-    entries = []
-    for pkg in (profui.capture, profui.analysis, profui.tui):
-        root = Path(cast(str, pkg.__file__)).parent  # regular packages: each has a file
-        for p in sorted(root.rglob("*")):
-            if p.suffix in (".py", ".so", ".c") and "__pycache__" not in p.parts:
-                st = p.stat()
-                entries.append([str(p.relative_to(root.parent)), st.st_size, st.st_mtime_ns])
-    return digest(entries)
+    """The code version of the dashboard (:func:`~profui.capture.format.code_version.code_version`
+    of its view and every module it loads: the chart builders, the pipeline, the analyses): what
+    the charts' numbers and words are made by."""
+    return code_version((DASHBOARD,))
 
 
 def key(trace_dir: Any) -> str | None:

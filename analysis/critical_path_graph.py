@@ -349,7 +349,7 @@ def _rank_graph(g: Graph, ri: int, rs: RankStep, inp: RankInputs, main_tid: int 
             [own.get(d) != p for d, p in zip(node_all.tolist(), prev_node.tolist(), strict=True)], dtype=bool
         )
     splits: list[np.ndarray] = []
-    lanes: list[Lane | None] = []
+    lanes: list[Lane] = []
     bounds = np.flatnonzero(np.r_[first, True])
     for k in range(len(bounds) - 1):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
@@ -793,7 +793,7 @@ def _lateness_cuts(g: Graph, parts: list[RankStep], late: pl.DataFrame) -> None:
         host = np.flatnonzero(
             on_rank
             & np.isin(kinds, [THREAD, BLOCKED])
-            & np.array([ln is not None and ln.tid == rs.main_tid for ln in g.lane], dtype=bool)
+            & np.array([ln.tid == rs.main_tid for ln in g.lane], dtype=bool)
         )
         ops = np.flatnonzero(on_rank & (kinds == OP))
         op_class = np.array([{"device_compute": 2, "transfer": 3}.get(g.lane[e].kind, -1) for e in ops])

@@ -395,8 +395,8 @@ def critical_path(df: pl.DataFrame, start: int, end: int, known: dict[str, Any] 
     end_node = dict(zip(nodes_ev.tolist(), node_of[m:].tolist(), strict=True))
     _device_edges(df, cl, start_node, end_node, ts_node, full_ts, full_ic, edge, known)
     dev = [np.array(x, np.int64) for x in (src, dst, wt, typ, attr)]
-    edges = [np.concatenate([h, d]) for h, d in zip(host, dev, strict=True)]
-    return _longest(*edges, ts_node, df, names)
+    e_src, e_dst, e_wt, e_typ, e_attr = (np.concatenate([h, d]) for h, d in zip(host, dev, strict=True))
+    return _longest(e_src, e_dst, e_wt, e_typ, e_attr, ts_node, df, names)
 
 
 def _host_edges(
@@ -711,7 +711,7 @@ def stage(
         if rows:
             out[f] = pl.DataFrame(rows, schema=out[f].schema, orient="row")
     if stretches:
-        out["events.parquet"] = pl.concat(stretches).cast(dict(out["events.parquet"].schema))
+        out["events.parquet"] = pl.concat(stretches).cast(out["events.parquet"].schema)
     return out
 
 

@@ -58,6 +58,10 @@ class Lane(NamedTuple):
     kind: str = ""  # the device op's path kind, or the edge's fixed kind
 
 
+#: An END edge's lane: it joins some work's end to the step's end and is no stretch of any lane.
+NO_LANE = Lane("")
+
+
 @dataclass
 class Graph:
     """Nodes (observed times, fixed or not) and edges with one weight per change."""
@@ -72,7 +76,7 @@ class Graph:
     dst: list[int] = field(default_factory=list)
     kind: list[str] = field(default_factory=list)
     floor: list[int] = field(default_factory=list)
-    lane: list[Lane | None] = field(default_factory=list)
+    lane: list[Lane] = field(default_factory=list)
     # the edges with a class split (a thread's time: input, host_compute, host_overhead, and
     # the part of its overhead the host change removes, the step thread's stalls): (first
     # edge id, one row per edge), a chunk per call that made them
@@ -109,7 +113,7 @@ class Graph:
         dst: np.ndarray,
         kind: str | list[str],
         floor: int | np.ndarray,
-        lanes: list[Lane | None],
+        lanes: list[Lane],
         splits: np.ndarray | None = None,
     ) -> None:
         """Many edges at once (as :meth:`edge` each); ``splits``: one row of 4 per edge."""
@@ -131,7 +135,7 @@ class Graph:
         dst: int,
         kind: str,
         floor: int = 0,
-        lane: Lane | None = None,
+        lane: Lane = NO_LANE,
         split: tuple[int, int, int, int] | None = None,
     ) -> None:
         """An edge, dropped when its source is observed after its target (no dependency)."""
@@ -197,9 +201,7 @@ class Graph:
         weights[_LAUNCH] = np.where(launch, np.minimum(w, floors[rank[dst]]), weights[_LAUNCH])
         is_op = kind == OP
         lanes = self.lane
-        op_kind = np.array(
-            [lanes[e].kind if lanes[e] else "" for e in np.flatnonzero(is_op).tolist()], dtype=object
-        )
+        op_kind = np.array([lanes[e].kind for e in np.flatnonzero(is_op).tolist()], dtype=object)
         op_of = np.full(n_edges, "", dtype=object)
         op_of[is_op] = op_kind
         weights[_COMPUTE] = np.where(op_of == "device_compute", w - w // 2, weights[_COMPUTE])

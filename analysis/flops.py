@@ -264,13 +264,13 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         pl.col("kind") == "cpu_op",
         pl.col("name").is_in(list(FLOP_OPS)) | args.str.contains('"kernel_flop"', literal=True),
     ).select(*_THREAD, "ts", "dur", "name", "args")
-    cand = cand.collect(engine=ENGINE)
-    present = cand["name"].unique().to_list()
+    cand_rows = cand.collect(engine=ENGINE)
+    present = cand_rows["name"].unique().to_list()
     member = _member_reader(
-        cand.get_column("args"),
+        cand_rows.get_column("args"),
         ("Input Dims", "Concrete Inputs", "kernel_flop", "kernel_num_gb", "Input type"),
     )
-    cand = cand.lazy()
+    cand = cand_rows.lazy()
     dims = member("$['Input Dims']", "Input Dims")
     conc = member("$['Concrete Inputs']", "Concrete Inputs")
     kflop = member("$.kernel_flop", "kernel_flop").cast(pl.Float64, strict=False)
@@ -301,11 +301,11 @@ def op_flops(events: Frame) -> pl.LazyFrame:
     ).drop("args", "_dims", "_conc", "_types", "_kflop")
     # collected here: the formulas make a large plan, which the three uses below would each
     # make Polars optimise again (that, not the few rows, was most of this function's time)
-    ops = ops.collect(engine=ENGINE)
+    op_rows = ops.collect(engine=ENGINE)
     cols = [*_THREAD, "ts", "dur", "name", "op_type", "precision", "flops", "bytes", "has_shapes"]
-    if ops.get_column("flops").is_null().all():  # none counts, none is nested in one that does
-        return ops.lazy().select(cols).sort([*_THREAD, "ts"])
-    ops = ops.lazy()
+    if op_rows.get_column("flops").is_null().all():  # none counts, none is nested in one that does
+        return op_rows.lazy().select(cols).sort([*_THREAD, "ts"])
+    ops = op_rows.lazy()
     # outermost among the ops with FLOPs: no earlier-starting one on the thread ends at or after it
     valid = (
         ops.filter(pl.col("flops").is_not_null())

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from . import diff, findings_doc, gate, inventory, summary
 from .findings_base import VERSION as EXPLAIN_VERSION
@@ -106,11 +107,12 @@ def _enum(values: tuple[str, ...] | list[str], null: bool = False, description: 
 type_schema, object_schema, array_schema = _t, _obj, _array
 
 
-def dtype_schema(dtype: pl.DataType, null: bool = False) -> dict[str, Any]:
+def dtype_schema(dtype: pl.DataType | DataTypeClass, null: bool = False) -> dict[str, Any]:
     """The JSON type of a Polars dtype's values, null allowed when ``null`` (a float's NaN and
     infinities are null in JSON): integers, numbers, strings, booleans, lists of these (their
     items never null: :func:`.schemas.conform` refuses a null item where the column is not
-    nullable, and no nullable column is a list)."""
+    nullable, and no nullable column is a list). A list's item dtype may be the class itself
+    (``pl.List(pl.Int64).inner`` is ``pl.Int64``)."""
     if dtype.is_integer():
         return _t(_INT, null)
     if dtype.is_float():

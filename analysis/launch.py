@@ -171,10 +171,10 @@ def join_by_rank(
         left.collect(engine=ENGINE).partition_by("node", "rank", as_dict=True, maintain_order=True).items()
     ):
         # a join matches no null key
-        r = by_rank.get(key, none) if None not in key else none
-        if how == "inner" and r.is_empty():
+        mine = by_rank.get(key, none) if None not in key else none
+        if how == "inner" and mine.is_empty():
             continue
-        r = r.lazy() if per_rank is None else per_rank(r.lazy())
+        r = mine.lazy() if per_rank is None else per_rank(mine.lazy())
         parts.append(rows.lazy().join(r.drop("node", "rank"), on="correlation", how=how))
     if not parts:  # nothing to join: the empty frame of the join's columns
         return left.head(0).join(right.head(0), on=["node", "rank", "correlation"], how=how)
@@ -516,7 +516,7 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     )
     # the ops of every group in one array, a group's ops together and in start order: a call's
     # candidates are the ops of its group from the group's first to the last starting by it
-    o = (
+    grouped = (
         sort_in_groups(o, keys, order, descending)
         .with_row_index("_i")
         .with_columns(pl.col("_i").cast(pl.Int64), pl.col("_i").min().over(keys).cast(pl.Int64).alias("_g0"))
@@ -524,7 +524,10 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     )
     run_end = (pl.col("op_ts").shift(-1) != pl.col("op_ts")) | (pl.col("_g0").shift(-1) != pl.col("_g0"))
     last_start = (
-        o.lazy().filter(run_end.fill_null(True)).select(*keys, "op_ts", pl.col("_i") + 1, "_g0").sort("op_ts")
+        grouped.lazy()
+        .filter(run_end.fill_null(True))
+        .select(*keys, "op_ts", pl.col("_i") + 1, "_g0")
+        .sort("op_ts")
     )
     c = (
         calls.sort("call_ts")
@@ -540,14 +543,17 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
         .sort("_call")
         .collect(engine=ENGINE)
     )
-    if o.is_empty():  # no op to wrap any call
+    if grouped.is_empty():  # no op to wrap any call
         return (
-            c.head(0).join(o.head(0).select("op_tid", "aten_op", "op_ts"), how="cross").select(columns).lazy()
+            c.head(0)
+            .join(grouped.head(0).select("op_tid", "aten_op", "op_ts"), how="cross")
+            .select(columns)
+            .lazy()
         )
     start = c["_g0"].fill_null(0)
-    i = _last_wrapping(o["op_end"], start, c["_i"].fill_null(0), c["call_end"])
+    i = _last_wrapping(grouped["op_end"], start, c["_i"].fill_null(0), c["call_end"])
     found = i >= 0
-    picked = o.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
+    picked = grouped.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
     return pl.concat([c.filter(found), picked], how="horizontal").select(columns).lazy()
 
 

@@ -152,7 +152,11 @@ def concurrent_bandwidth(ops: pl.LazyFrame, keys: Sequence[str] = _BW_KEYS) -> p
             for k, v in zip(keys, key, strict=True)
         }
         parts.append(pl.DataFrame({**cols, "ts": ts, "gbps": total}))
-    schema = {**{k: frame.schema[k] for k in keys}, "ts": pl.Int64, "gbps": pl.Float64}
+    schema: dict[str, pl.DataType] = {
+        **{k: frame.schema[k] for k in keys},
+        "ts": pl.Int64(),
+        "gbps": pl.Float64(),
+    }
     return (pl.concat(parts) if parts else pl.DataFrame(schema=schema)).lazy()
 
 

@@ -453,16 +453,16 @@ class Capture:
             self._note("tracing off (--no-trace): metrics only")
         self.start_daemon()
         self._write_manifest_quietly()
-        failed = self._start_job(self.job_env())
-        if failed is not None:
-            code, why = failed
+        job = self._start_job(self.job_env())
+        if isinstance(job, tuple):
+            code, why = job
             self._note(f"the command could not be started: {why}")
             self.finish(code, "failed")
             return code
-        self._tell_daemon(f"job {self.job.pid}")
+        self._tell_daemon(f"job {job.pid}")
         if self.daemon is not None:
             threading.Thread(target=self._watch_daemon, name="daemon-watch", daemon=True).start()
-        rc = self.job.wait()  # blocks in waitpid; forwarded signals still run their handler
+        rc = job.wait()  # blocks in waitpid; forwarded signals still run their handler
         code = _exit_code(rc)
         if self.stop_signal is not None or (rc < 0 and -rc in STOP_SIGNALS):
             status = "stopped"
@@ -478,11 +478,11 @@ class Capture:
     def run_uncaptured(self, why: str) -> int:
         """Run the job as if profcap were not there (signals still reach it); its exit code."""
         _say(f"{why}; running the job without capture")
-        failed = self._start_job(None)
-        return failed[0] if failed is not None else _exit_code(self.job.wait())
+        job = self._start_job(None)
+        return job[0] if isinstance(job, tuple) else _exit_code(job.wait())
 
-    def _start_job(self, env: dict[str, str] | None) -> tuple[int, str] | None:
-        """Start the job with stop signals forwarded to it; None, or (exit code, why) when the
+    def _start_job(self, env: dict[str, str] | None) -> subprocess.Popen | tuple[int, str]:
+        """Start the job with stop signals forwarded to it; the job, or (exit code, why) when the
         command cannot be started (127: not found, 126: not runnable)."""
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
@@ -492,7 +492,7 @@ class Capture:
             why = exc.strerror or str(exc)
             _say(f"{self.cmd[0]}: {why}")
             return (127 if isinstance(exc, FileNotFoundError) else 126), why
-        return None
+        return self.job
 
     def finish(self, code: int, status: str) -> None:
         """Stop the daemon (it drains the spool), then close the manifest."""

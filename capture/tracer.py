@@ -14,9 +14,13 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from . import session as _session
 from .windows import Window, WindowPlan
+
+if TYPE_CHECKING:  # torch is imported when a window starts, never at bootstrap
+    from torch.profiler import profile
 
 #: Length of a window opened by start_profiling(): until stop_profiling().
 _OPEN_END = 1 << 62
@@ -36,7 +40,7 @@ class Tracer:
         self.step_num = 0  # the step now running (= optimizer steps completed)
         self.first_optimizer: int | None = None
         self.manual_steps = False
-        self.prof = None
+        self.prof: profile | None = None
         self.active: Window | None = None
         self.owner: bool | None = None
         self.disabled = False
@@ -133,7 +137,7 @@ class Tracer:
             activities.append(ProfilerActivity.CUDA)
         first = w.first
 
-        def schedule(step: int) -> ProfilerAction:
+        def schedule(step: int) -> Literal[ProfilerAction.WARMUP, ProfilerAction.RECORD]:
             return ProfilerAction.WARMUP if step < first else ProfilerAction.RECORD
 
         prof = profile(
@@ -166,6 +170,7 @@ class Tracer:
         w, self.active = self.active, None
         if prof is None:
             return
+        assert w is not None  # _start sets both, and only this clears them
         self._last_steps = (max(w.first, self.window_start_step), min(w.last, self.step_num - 1))
         t0 = time.perf_counter()
         prof.stop()  # RECORD -> None: stop_trace, then on_trace_ready (_export)
@@ -331,7 +336,8 @@ def arm(torch) -> Tracer | None:
             t.user_profiler_started(self)
         return original(self, *args, **kwargs)
 
-    base.prepare_trace = prepare_trace
+    # a method patched on purpose: torch calls it when any profiler starts, the user's included
+    base.prepare_trace = prepare_trace  # type: ignore[method-assign]
     atexit.register(tracer.at_exit)
     _tracer = tracer
     return tracer

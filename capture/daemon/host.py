@@ -63,13 +63,13 @@ class HostSampler:
             emit(ts, "net", -1, "tx_bytes_per_s", max(0, net[1] - self.prev_net[1]) / dt)
         self.prev_disk, self.prev_net = disk, net
         if self.job is not None:
-            self._sample_job(ts, emit)
+            self._sample_job(self.job, ts, emit)
 
-    def _sample_job(self, ts: int, emit: Emit) -> None:
+    def _sample_job(self, job: psutil.Process, ts: int, emit: Emit) -> None:
         if time.monotonic() - self.last_tree >= TREE_PERIOD_S:
             self.last_tree = time.monotonic()
             try:
-                tree = [self.job, *self.job.children(recursive=True)]
+                tree = [job, *job.children(recursive=True)]
             except psutil.Error:
                 tree = []
             fresh: dict[int, psutil.Process] = {}

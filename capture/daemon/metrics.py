@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 #: Flush interval: short at first (so a live trace shows data soon), longer as the run goes on
@@ -68,7 +69,7 @@ class MetricsBuffer:
     def flush(self) -> None:
         """Write pending rows as one metrics file; on failure count them as lost."""
         with self.lock:
-            cols = {
+            cols: dict[str, Sequence[object]] = {
                 "ts": self.ts,
                 "source": self.source,
                 "device": self.device,

@@ -94,50 +94,51 @@ class Nvml:
         do_pcie = time.monotonic() - self.last_pcie >= PCIE_PERIOD_S
         if do_pcie:
             self.last_pcie = time.monotonic()
-        for i, h in enumerate(self.handles):
-            util = self._get(ts, i, "util", lambda h=h: nv.nvmlDeviceGetUtilizationRates(h))
+        for i in range(len(self.handles)):
+            util = self._get(ts, i, "util", lambda h: nv.nvmlDeviceGetUtilizationRates(h))
             if util is not None:
                 emit(ts, "gpu", i, "util_pct", float(util.gpu))
                 emit(ts, "gpu", i, "mem_util_pct", float(util.memory))
-            mem = self._get(ts, i, "memory", lambda h=h: nv.nvmlDeviceGetMemoryInfo(h))
+            mem = self._get(ts, i, "memory", lambda h: nv.nvmlDeviceGetMemoryInfo(h))
             if mem is not None:
                 emit(ts, "gpu", i, "mem_used_bytes", float(mem.used))
                 emit(ts, "gpu", i, "mem_total_bytes", float(mem.total))
-            power = self._get(ts, i, "power", lambda h=h: nv.nvmlDeviceGetPowerUsage(h))
+            power = self._get(ts, i, "power", lambda h: nv.nvmlDeviceGetPowerUsage(h))
             if power is not None:
                 emit(ts, "gpu", i, "power_w", power / 1000.0)
             temp = self._get(
-                ts, i, "temperature", lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
+                ts, i, "temperature", lambda h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
             )
             if temp is not None:
                 emit(ts, "gpu", i, "temp_c", float(temp))
-            clock = self._get(ts, i, "sm_clock", lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
+            clock = self._get(ts, i, "sm_clock", lambda h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
             if clock is not None:
                 emit(ts, "gpu", i, "sm_clock_mhz", float(clock))
             if do_pcie:
-                for metric, counter in (
-                    ("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES"),
-                    ("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES"),
+                for metric, read in (
+                    (
+                        "pcie_rx_bytes_per_s",
+                        lambda h: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_RX_BYTES),
+                    ),
+                    (
+                        "pcie_tx_bytes_per_s",
+                        lambda h: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES),
+                    ),
                 ):
-                    kb = self._get(
-                        ts,
-                        i,
-                        metric,
-                        lambda h=h, c=counter: nv.nvmlDeviceGetPcieThroughput(h, getattr(nv, c)),
-                    )
+                    kb = self._get(ts, i, metric, read)
                     if kb is not None:
                         emit(ts, "gpu", i, metric, float(kb) * 1024.0)
-            procs = self._get(ts, i, "processes", lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h))
+            procs = self._get(ts, i, "processes", lambda h: nv.nvmlDeviceGetComputeRunningProcesses(h))
             if procs is not None:
                 used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in pids)
                 emit(ts, "gpu", i, "job_mem_used_bytes", float(used))
 
-    def _get(self, ts: int, gpu: int, what: str, fn: Callable[[], Any]) -> Any:
+    def _get(self, ts: int, gpu: int, what: str, fn: Callable[[Any], Any]) -> Any:
         key = (gpu, what)
         if key in self.unsupported:
             return None
         try:
-            value = fn()
+            value = fn(self.handles[gpu])
         except Exception as exc:
             if key not in self.seen_ok and _not_supported(self.nv, exc):
                 self.unsupported.add(key)

@@ -107,9 +107,11 @@ class PerfSampler:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             parsed = parse_line(line)
-            if parsed is None or parsed[0] is None:
+            if parsed is None:
                 continue
             t, cpu, event, count = parsed
+            if t is None:
+                continue
             ts = self.start_ns + int(t * 1_000_000_000)
             self.emit(ts, "perf", cpu, _metric_name(event.split(":")[0]), count)
 

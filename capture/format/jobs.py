@@ -174,7 +174,8 @@ def group_jobs(parts: list[Part]) -> list[list[int]]:
         groups.setdefault(root(i), []).append(i)
 
     def start(g: list[int]) -> int:
-        return min((parts[i].start_ns for i in g if parts[i].start_ns is not None), default=0)
+        starts = [parts[i].start_ns for i in g]
+        return min((s for s in starts if s is not None), default=0)
 
     return sorted(groups.values(), key=lambda g: (-len(g), start(g), g[0]))
 

@@ -100,7 +100,7 @@ def summary_of(
     from .devices import words_for
     from .pipeline.bodies import DETAIL_TABLES, summary_doc
     from .pipeline.registry import REGISTRY
-    from .summary import SECTIONS
+    from .summary_document import SECTIONS
 
     bad = [r for r in results if r.error is not None]
     if bad and not skip_bad_ranks:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -253,7 +253,8 @@ def _job_window(windows: pl.DataFrame) -> tuple[int, int] | None:
     if windows.filter(pl.col("end") > 0).height == 0:
         return None
     w = windows.filter(pl.col("end") > 0)  # (0, 0): a rank without events
-    return int(w["start"].min()), int(w["end"].max())
+    # integer columns of a frame with rows: their min and max are ints
+    return cast(int, w["start"].min()), cast(int, w["end"].max())
 
 
 def _gpu_util(busy: pl.DataFrame, windows: pl.DataFrame, params: Params) -> pl.LazyFrame:

@@ -101,7 +101,7 @@ def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
     """
     from profui.analysis import jobreduce
     from profui.analysis.pipeline.store import compute
-    from profui.analysis.summary import trace_overview
+    from profui.analysis.summary_document import trace_overview
 
     try:
         trace = rank_trace(part)

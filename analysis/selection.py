@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from .busy import RANK_BY
+from .steps import step_windows
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 _STEP_SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -71,13 +76,13 @@ class Selection:
     ranks: list[tuple[str, int]]
 
 
-def select(trace: object, ranks: Ranges | None = None, steps: Ranges | None = None) -> Selection:
+def select(trace: Trace, ranks: Ranges | None = None, steps: Ranges | None = None) -> Selection:
     """The events of ``trace`` (a :class:`profui.analysis.trace.Trace`) of ``ranks`` (default all)
     within ``steps`` (default the whole trace), sorted by rank and time; metrics over the same span.
 
     Raises :class:`SelectionError` naming a rank or step the trace does not have.
     """
-    events = trace.cached_events()  # type: ignore[attr-defined]
+    events = trace.cached_events()
     have = events.select(RANK_BY).unique().sort(RANK_BY).collect()
     if ranks is not None:
         missing = _missing(set(have["rank"].to_list()), ranks)
@@ -87,7 +92,7 @@ def select(trace: object, ranks: Ranges | None = None, steps: Ranges | None = No
             )
         events = events.filter(_within("rank", ranks))
     if steps is not None:
-        windows = trace.steps().windows  # type: ignore[attr-defined]
+        windows = step_windows(trace.cached_events()).windows
         if ranks is not None:
             windows = windows.filter(_within("rank", ranks))
         known = sorted(set(windows["step"].to_list()))

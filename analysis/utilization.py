@@ -71,15 +71,21 @@ def trace_window(events: Frame) -> tuple[int, int]:
 
 
 def _grid(
-    events: Frame, bucket_ns: int | None, window: tuple[int, int] | None
+    events: Frame | None, bucket_ns: int | None, window: tuple[int, int] | None
 ) -> tuple[pl.LazyFrame, int, int]:
-    origin, end = window if window is not None else trace_window(events)
+    """The bucket grid over ``window``, else over the span of ``events`` (None: a job's
+    reduction across ranks, which always gives the window)."""
+    if window is None:
+        if events is None:
+            raise ValueError("a utilization grid needs the events or a window")
+        window = trace_window(events)
+    origin, end = window
     size = int(bucket_ns) if bucket_ns else nice_bucket_ns(end - origin, TARGET_BUCKETS)
     return bucket_grid(origin, max(end, origin + 1), size), origin, size
 
 
 def _sampled_grid(
-    events: Frame, samples: pl.LazyFrame, bucket_ns: int | None, window: tuple[int, int] | None = None
+    events: Frame | None, samples: pl.LazyFrame, bucket_ns: int | None, window: tuple[int, int] | None = None
 ) -> tuple[pl.LazyFrame, int, int] | None:
     """The bucket grid over the samples' own span (the whole job, not only the traced windows;
     ``window`` overrides it), or None without samples."""
@@ -124,7 +130,7 @@ def gpu_busy_and_utilization(
 
 
 def utilization_table(
-    events: Frame,
+    events: Frame | None,
     work: pl.LazyFrame,
     merge: Callable[..., pl.LazyFrame],
     bucket_ns: int | None = None,
@@ -410,7 +416,7 @@ def traced_windows(events: Frame, windows: list[dict] | None = None) -> pl.LazyF
 
 
 def sampled_gpu_utilization(
-    events: Frame, metrics: Frame | None, bucket_ns: int | None = None
+    events: Frame | None, metrics: Frame | None, bucket_ns: int | None = None
 ) -> pl.LazyFrame:
     """GPU utilization over the whole job from capture's NVML samples (``source == "gpu"``,
     ``metric == "util_pct"``: the share of the sample period a kernel ran), per node and bucket:

@@ -116,17 +116,20 @@ def answers(
 
 
 def _recorded_run(path: Path, stages: tuple[str, ...], on_stage: OnStage | None, say: Say) -> Answers:
-    from .engine import analyze
+    from .engine import StageEvent, analyze
     from .outputs import load_run
 
     got: Store = {}
 
-    def progress(ev) -> None:
+    def progress(ev: StageEvent) -> None:
         if ev.status == "running":
             say(f"[{ev.index}/{ev.total}] {ev.stage} …")
         elif ev.status == "succeeded":
             rec = load_run(path, ev.run_id)
-            folder = private_dir_for(path) / rec.stages[ev.stage].artifact
+            artifact = rec.stages[ev.stage].artifact
+            if artifact is None:  # a record damaged between its writing and this read
+                raise PipelineError(f"{path}: run {ev.run_id} names no output of stage {ev.stage}")
+            folder = private_dir_for(path) / artifact
             outputs = _load(folder)
             if outputs is None:  # damaged between its writing and this read: never served
                 raise PipelineError(f"{folder}: stage output damaged as it was read")

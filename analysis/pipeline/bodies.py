@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -32,22 +32,34 @@ from profui.analysis import utilization as ut
 from profui.analysis.activity import activity_shares, activity_total
 from profui.analysis.devices import words_for
 from profui.analysis.engine import ENGINE, SCAN_ENGINE
+from profui.analysis.hta import hta_events
 from profui.analysis.precision import kernel_precision, precision_shares
 from profui.analysis.schemas import TABLES
-from profui.analysis.summary import SECTIONS, Summary, source_notes, trace_overview
+from profui.analysis.summary_document import SECTIONS, Summary, source_notes, trace_overview
 from profui.analysis.takeaways import CHARTS, takeaway_for
 from profui.capture.format import trace_fingerprint
 
+from .conform import Derived
 from .context import StageContext
-from .store import Derived
+
+if TYPE_CHECKING:
+    from profui.analysis.trace import Trace
 
 
 def _events(ctx: StageContext, hta_compat: bool = False) -> pl.LazyFrame:
-    """The run's events (read once, shared by the stages); HTA's view of them when asked
-    (with the last ProfilerStep when ``include_last_step``)."""
+    """The run's events (read once, shared by the stages); HTA's view of them when asked."""
+    return stage_events(ctx.trace, ctx.params, hta_compat)
+
+
+def stage_events(trace: Trace, params: Mapping[str, Any], hta_compat: bool = False) -> pl.LazyFrame:
+    """``trace``'s events held in memory; with ``hta_compat``, HTA's view of them
+    (:func:`profui.analysis.hta.hta_events`, with the last ProfilerStep when the parameter
+    ``include_last_step`` says so)."""
     if hta_compat:
-        return ctx.trace.hta_events(include_last_step=ctx.params["include_last_step"])
-    return ctx.trace.cached_events()
+        return hta_events(
+            trace.cached_events(), trace.hta_time_offsets(), include_last_step=params["include_last_step"]
+        )
+    return trace.cached_events()
 
 
 def launch_limits(params: Mapping[str, Any]) -> tuple[int, int]:
@@ -263,7 +275,7 @@ def comm(ctx: StageContext) -> dict[str, Any]:
     }
 
 
-def annotations(ctx: StageContext) -> dict[str, Any]:
+def annotation_tables(ctx: StageContext) -> dict[str, Any]:
     """Custom annotations: names, HTA-style breakdown, and time per step per name.
 
     Time per step is measured on the exact events; under ``hta_compat`` the step windows are
@@ -417,7 +429,7 @@ def findings(ctx: StageContext) -> dict[str, Any]:
 #: Tables the summary keeps only the first ``top_n`` rows of (as ``profui summary`` does).
 #: The tables the summary cuts to its ``top_n`` rows (the stage outputs keep them whole).
 TOP_N_TABLES = {("launch", "by_kernel"), ("launch", "outliers"), ("kernels", "ops"), ("flops", "kernels")}
-#: Tables with a row per event (a later stage's input, or detail ``Trace.result(stage)`` has):
+#: Tables with a row per event (a later stage's input, or detail ``t.result(stage)`` has):
 #: in the stage's outputs, not in the summary.
 DETAIL_TABLES = {
     ("precision", "kernels"),

@@ -14,20 +14,21 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir, trace_fingerprint
 from profui.capture.format.liveness import this_host
 
 from . import records
 from .artifacts import artifact_dir, artifact_key, digest, verify, write_artifact
+from .conform import conform_outputs
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
 from .errors import PipelineError
 from .lock import TraceLock
 from .planning import Plan, plan_run, repair_stale
 from .records import RunRecord, StageRecord, now_iso
-from .store import conform_outputs
+from .store import registry_or_default
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,7 @@ def execute(
         return rec
     except BaseException as exc:
         stopped = isinstance(exc, KeyboardInterrupt)
-        status = "stopped" if stopped else "failed"
+        status: Literal["stopped", "failed"] = "stopped" if stopped else "failed"
         err = "interrupted" if stopped else f"{type(exc).__name__}: {exc}"
         if current is not None:
             current.status, current.end, current.error = status, now_iso(), err
@@ -258,8 +259,7 @@ def analyze(
     another analysis holds the trace's lock, ``wait=True`` blocks (calling ``on_wait`` first)
     and ``wait=False`` refuses.
     """
-    if registry is None:
-        from .registry import REGISTRY as registry  # noqa: N811
+    registry = registry_or_default(registry)
     trace_dir = open_trace_dir(path)
     private = trace_dir.private_dir
     try:

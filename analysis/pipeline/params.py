@@ -62,6 +62,12 @@ class Param:
             value = float(value)
         if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
             raise PipelineError(f"parameter {self.name} takes a {self.type}, not {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self._check_number(value)
+        return value
+
+    def _check_number(self, value: float) -> None:
+        """Refuse an int or float parameter's value out of its declared range."""
         if self.type == "float" and not math.isfinite(value):
             raise PipelineError(f"parameter {self.name} takes a finite number, not {value!r}")
         if self.minimum is not None and value < self.minimum:
@@ -73,7 +79,6 @@ class Param:
             raise PipelineError(
                 f"parameter {self.name} must be 0 or at least {_shown(self.least_nonzero)}, not {_shown(value)}"
             )
-        return value
 
 
 _INT64_MAX = 2**63 - 1

@@ -19,7 +19,7 @@ fingerprint, so their keys follow the trace. Stage bodies live in :mod:`.bodies`
 
 from __future__ import annotations
 
-from profui.analysis.summary import SECTIONS
+from profui.analysis.summary_document import SECTIONS
 from profui.analysis.top_n import TOP_N
 
 from . import bodies as b
@@ -248,7 +248,7 @@ STAGES: tuple[Stage, ...] = (
         ("ingest", "steps"),
         ("hta_compat", "include_last_step"),
         ("names.parquet", "breakdown.parquet", "per_step.parquet", "step_means.parquet"),
-        b.annotations,
+        b.annotation_tables,
         "custom annotations: breakdown and time per step",
         modules=(A + "annotations", A + "hta_variants"),
         cost=1,

@@ -10,69 +10,32 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from typing import Any
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from profui.analysis.engine import ENGINE
-from profui.analysis.schemas import conform
-
+from .conform import conform_outputs
 from .context import RunShared, StageContext
-from .dag import TRACE, Registry, Stage
+from .dag import TRACE, Registry
 from .params import typed_params
+
+if TYPE_CHECKING:
+    from profui.analysis.trace import Trace
 
 Store = dict[str, dict[str, Any]]
 
 
-class Derived:
-    """A stage output computed from the stage's other outputs once they are collected
-    (``Derived(lambda out: top_kernels(out["stats.parquet"], 15))``), so a table that summarises
-    another never recomputes it."""
+def registry_or_default(registry: Registry | None) -> Registry:
+    """``registry``, else the stage graph of :mod:`.registry` (imported here, on first use: it
+    imports every stage body, which reading run records does not need)."""
+    if registry is not None:
+        return registry
+    from .registry import REGISTRY
 
-    def __init__(self, fn: Callable[[dict[str, Any]], Any]) -> None:
-        self.fn = fn
-
-
-def _collect(outputs: list[dict[str, Any]]) -> None:
-    """Replace every LazyFrame value of ``outputs`` by its frame, all in one ``pl.collect_all``."""
-    lazy = [(o, f) for o in outputs for f, v in o.items() if isinstance(v, pl.LazyFrame)]
-    if lazy:
-        frames = pl.collect_all([o[f] for o, f in lazy], engine=ENGINE)
-        for (o, f), frame in zip(lazy, frames, strict=True):
-            o[f] = frame
-
-
-def finish_outputs(outputs: list[dict[str, Any]]) -> None:
-    """Collect the outputs of one or more stage bodies together: their lazy frames first (one
-    ``pl.collect_all``, sharing common sub-plans), then their :class:`Derived` outputs from
-    those frames (a second ``collect_all``). Changes the dicts in place."""
-    _collect(outputs)
-    derived = [(o, f) for o in outputs for f, v in o.items() if isinstance(v, Derived)]
-    for o, f in derived:
-        o[f] = o[f].fn(o)
-    _collect([o for o, _ in derived])
-
-
-def conform_outputs(stage: Stage, outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """A stage body's outputs checked against the stage's declaration and its tables' schemas.
-
-    Lazy and :class:`Derived` outputs are computed first (:func:`finish_outputs`); every Parquet
-    output is cast to its declared schema (:func:`profui.analysis.schemas.conform`).
-    """
-    got, want = set(outputs), set(stage.outputs)
-    if got != want:
-        raise ValueError(f"stage {stage.name} returned outputs {sorted(got)}, declared {sorted(want)}")
-    out = dict(outputs)
-    finish_outputs([out])
-    return {
-        file: conform(stage.name, file, out[file]) if file.endswith(".parquet") else out[file]
-        for file in stage.outputs
-    }
+    return REGISTRY
 
 
 def compute(
-    trace: Any,
+    trace: Trace,
     targets: Iterable[str],
     params: Mapping[str, Any] | None = None,
     *,
@@ -87,8 +50,7 @@ def compute(
     store: ``{stage: {output file: frame or value}}``. ``on_stage(name, outputs)`` is called as
     each stage finishes.
     """
-    if registry is None:
-        from .registry import REGISTRY as registry  # noqa: N811
+    registry = registry_or_default(registry)
     values = typed_params(registry.params, params)
     targets = list(targets)
     needed = set(targets) | registry.ancestors(targets)
@@ -115,7 +77,8 @@ def compute(
     # long stages then start early instead of running alone at the end.
     rank = {name: i for i, name in enumerate(todo)}
     priority = _priorities(registry, todo)
-    waiting, running = list(todo), {}
+    waiting = list(todo)
+    running: dict[Future[dict[str, Any]], str] = {}
     failed: dict[str, BaseException] = {}
     threads = _workers(len(todo), trace.dir.num_events)
     # on a huge trace the stages reading the events' args run first (with what they read), and
@@ -143,8 +106,9 @@ def compute(
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in sorted(done, key=lambda f: rank[running[f]]):
                     name = running.pop(fut)
-                    if fut.exception() is not None:
-                        failed[name] = fut.exception()
+                    error = fut.exception()
+                    if error is not None:
+                        failed[name] = error
                     elif on_stage is not None and not failed:
                         try:
                             on_stage(name, store[name])
@@ -167,12 +131,12 @@ def compute(
 ARGS_READERS = frozenset({"precision", "comm", "flops", "allocations", "critical_path"})
 
 
-def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> set[str]:
+def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> frozenset[str]:
     """The stages of ``todo`` that read ``args``, where the column is to be let go after them:
     on a trace of :data:`HUGE_TRACE_EVENTS` events or more (the stages run one at a time there,
     in an order chosen for memory), without ``hta_compat``. Else none."""
     if events < HUGE_TRACE_EVENTS or values.get("hta_compat"):
-        return set()
+        return frozenset()
     return ARGS_READERS & set(todo)
 
 

@@ -193,14 +193,14 @@ def _run_by_ranks(
     quiet: bool,
     out: Any,
 ) -> None:
-    """``profui analyze`` by ranks (:mod:`profui.analysis.pipeline.ranks_run`); its record printed."""
+    """``profui analyze`` by ranks (:mod:`profui.analysis.ranks_run`); its record printed."""
     from dataclasses import asdict
 
     from profui.analysis.cluster import ClusterError
     from profui.analysis.distributed import RankFailed
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
-    from profui.analysis.pipeline.ranks_run import analyze_ranks
+    from profui.analysis.ranks_run import analyze_ranks
 
     try:
         params = None if resume else resolve_params(REGISTRY.params, None, parse_assignments(sets))
@@ -299,7 +299,7 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = _out()
         trace_dir = _resolve(trace, err, quiet)
-        from profui.analysis.pipeline.ranks_run import is_ranks_run
+        from profui.analysis.ranks_run import is_ranks_run
 
         if (
             not plan

@@ -109,7 +109,7 @@ def explain(
     from profui.analysis.findings_base import NO_MARKERS_NOTE, has_step_markers
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
-    from profui.analysis.pipeline.bodies import retag_steps
+    from profui.analysis.pipeline.bodies import retag_steps, stage_events
     from profui.analysis.pipeline.store import compute
     from profui.analysis.step_window import numbers, step_listing
     from profui.analysis.trace import Trace
@@ -137,9 +137,7 @@ def explain(
     named = None
 
     def events() -> Any:
-        if hta_compat:
-            return t.hta_events(include_last_step=params["include_last_step"])
-        return t.cached_events()
+        return stage_events(t, params, hta_compat)
 
     def on_demand(window: Any) -> Mapping[str, Any]:
         """The critical path of ``window`` alone (the stage's tables for it)."""

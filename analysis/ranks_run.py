@@ -2,7 +2,7 @@
 
 Each rank's tables (:func:`profui.analysis.ranks.rank_result`) are an artifact of their own,
 ``TRACE/.profui/artifacts/by-rank/<key>/`` (written whole under a temporary name and renamed, as
-every stage output is: :func:`.artifacts.write_artifact`), keyed by the rank's files (path, size,
+every stage output is: :func:`.pipeline.artifacts.write_artifact`), keyed by the rank's files (path, size,
 mtime), the parameters and the code of the stages it runs; the job's summary is one JSON file
 written atomically. The run's record, ``TRACE/.profui/ranks-runs/ranks-<n>.json``, is rewritten
 atomically as ranks finish: ``executing``, then ``succeeded``, ``failed`` (naming the rank and
@@ -24,9 +24,9 @@ import msgspec
 from profui.capture.format import TraceFormatError, files_fingerprint, write_bytes_atomic
 from profui.capture.format.regular import not_regular
 
-from .artifacts import artifact_dir, artifact_key, digest, load_files, verify, write_artifact
-from .errors import PipelineError
-from .records import Scalar, now_iso
+from .pipeline.artifacts import artifact_dir, artifact_key, digest, load_files, verify, write_artifact
+from .pipeline.errors import PipelineError
+from .pipeline.records import Scalar, now_iso
 
 RANKS_RUNS = "ranks-runs"
 STAGE = "by-rank"
@@ -56,7 +56,8 @@ class RanksRecord:
         """Ranks per status."""
         out: dict[str, int] = {}
         for r in self.ranks.values():
-            out[r["status"]] = out.get(r["status"], 0) + 1
+            status = str(r["status"])
+            out[status] = out.get(status, 0) + 1
         return out
 
 
@@ -135,8 +136,8 @@ def analyze_ranks(
     from profui.analysis.distributed import RankFailed, rank_results, summary_of
     from profui.analysis.ranks import RankResult, rank_parts
 
-    from .params import typed_params
-    from .registry import REGISTRY
+    from .pipeline.params import typed_params
+    from .pipeline.registry import REGISTRY
 
     layout, parts = rank_parts(path)
     private = layout.private_dir

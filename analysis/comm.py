@@ -2,8 +2,8 @@
 
 Two sources describe a collective, and each rank's communication is read from one of them:
 
-- ``device kernel``: NCCL/RCCL kernels, device kernels whose name matches HTA's ``^nccl.*Kernel``
-  (e.g. ``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``). The collective
+- ``device kernel``: NCCL/RCCL kernels, device kernels whose name matches :data:`COMM_PATTERN`
+  (HTA's ``^nccl.*Kernel``: ``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``). The collective
   comes from the kernel name (``AllReduce``, ``Broadcast``, ``SendRecv`` ...), else from the
   ``Collective name`` argument Kineto records, else ``other``. Computation is every other kernel.
 - ``host op``: the CPU-side ranges of the process group, where a rank has no communication
@@ -32,8 +32,14 @@ from .args import int_member, str_member
 from .engine import ENGINE
 from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 
-#: HTA's rule for communication kernels (by name).
-COMM_PATTERN = r"^nccl.*Kernel"
+#: HTA's rule for communication kernels (``hta/utils/utils.py``, by name, case as written):
+#: read by name wherever profui reproduces HTA (``hta_compat``, HTA's kernel types).
+HTA_COMM_PATTERN = r"^nccl.*Kernel"
+#: profui's one rule for communication kernels, read by every surface (communication, the
+#: critical path, precision, the timeline): HTA's, since the kernels of both NCCL
+#: (``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``) and RCCL (which keeps
+#: NCCL's names: ``ncclDevKernel_Generic``) match it.
+COMM_PATTERN = HTA_COMM_PATTERN
 
 _COLLECTIVE_FROM_NAME = r"^nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)"
 

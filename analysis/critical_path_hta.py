@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .hta import COMM_RE
+from .comm import HTA_COMM_PATTERN
 from .schemas import TABLES
 
 #: HTA's breakdown kinds, in its order (``hta.analyzers.critical_path_analysis.bound_by``).
@@ -619,7 +619,7 @@ def _kinds(typ: np.ndarray, ev: np.ndarray, stream: np.ndarray, names: np.ndarra
     device = stream[on] >= 0
     comm = np.zeros(len(ev), bool)
     if device.any():
-        comm[device] = pl.Series(names[on[device]], dtype=pl.String).str.contains(COMM_RE).to_numpy()
+        comm[device] = pl.Series(names[on[device]], dtype=pl.String).str.contains(HTA_COMM_PATTERN).to_numpy()
     return np.select(
         [typ == _KK, typ == _LAUNCH, (typ == _DEP) | (typ == _SYNC), ~device, comm],
         [

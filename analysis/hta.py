@@ -29,12 +29,13 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from .comm import HTA_COMM_PATTERN
 from .intervals import Frame, _lazy, _over
 
-#: HTA's kernel-type regexes (hta/utils/utils.py), applied with ``re.match`` (anchored at start).
-COMM_RE = r"^nccl.*Kernel"
+#: HTA's kernel-type regexes (hta/utils/utils.py), applied with ``re.match`` (anchored at start);
+#: communication is :data:`~profui.analysis.comm.HTA_COMM_PATTERN`.
 MEMORY_RE = r"^(Memcpy|Memset|dma)"
-NOT_COMPUTE_RE = r"^(nccl.*Kernel|.*Memcpy|Memset|.*Sync)"
+NOT_COMPUTE_RE = rf"{HTA_COMM_PATTERN}|^(?:.*Memcpy|Memset|.*Sync)"
 
 KERNEL_TYPES = ("COMPUTATION", "COMMUNICATION", "MEMORY")  # HTA's bit order in the by-type breakdown
 
@@ -46,7 +47,7 @@ def kernel_type_expr(name: pl.Expr | None = None) -> pl.Expr:
     """HTA's kernel type of an event name: COMMUNICATION, MEMORY, COMPUTATION or OTHER."""
     name = pl.col("name") if name is None else name
     return (
-        pl.when(name.str.contains(COMM_RE))
+        pl.when(name.str.contains(HTA_COMM_PATTERN))
         .then(pl.lit("COMMUNICATION"))
         .when(name.str.contains(MEMORY_RE))
         .then(pl.lit("MEMORY"))

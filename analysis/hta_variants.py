@@ -111,7 +111,7 @@ def hta_kernel_type_breakdown(hta_events: Frame, by: Sequence[str] = ()) -> pl.L
 
 
 def _hta_comm(device: pl.LazyFrame) -> pl.LazyFrame:
-    return device.filter(pl.col("name").str.contains(cm.COMM_PATTERN))
+    return device.filter(pl.col("name").str.contains(cm.HTA_COMM_PATTERN))
 
 
 def _hta_compute(device: pl.LazyFrame) -> pl.LazyFrame:

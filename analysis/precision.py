@@ -3,7 +3,8 @@
 Which rule decides, per kernel (column ``rule``):
 
 0. ``kernel_name`` — first, kernels that move bytes rather than compute are set apart by name
-   (:data:`_BYTE_MOVERS`): NCCL/RCCL collectives (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+   (:data:`_BYTE_MOVERS`): NCCL/RCCL collectives (communication's one rule,
+   :data:`~profui.analysis.comm.COMM_PATTERN`: ``ncclKernel_AllReduce_RING_LL_Sum_float``,
    ``ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t``, ``ncclDevKernel_SendRecv``) are
    ``communication``; memcpy/memset kernels and PyTorch's type-erased copies
    (``CatArrayBatchedCopy_aligned16_contig<OpaqueType<4u>, …>``) are ``memory``. Their time
@@ -51,6 +52,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from .comm import COMM_PATTERN
 from .engine import ENGINE
 from .intervals import Frame, _lazy
 
@@ -86,11 +88,9 @@ _RANK_PRECISION = ["FP8", "BF16", "FP16", "FP32", "other", "INT8", "INT32", "oth
 #: Kernels that move bytes, not numbers, and take no part in the precision shares; see rule 0.
 EXCLUDED = ("communication", "memory")
 
-#: (class, pattern on the lower-cased kernel name) for rule 0.
-_BYTE_MOVERS: tuple[tuple[str, str], ...] = (
-    ("communication", r"^(?:void )?(?:nccl|rccl)"),
-    ("memory", r"memcpy|memset|opaquetype<"),
-)
+#: (class, pattern on the lower-cased kernel name) for rule 0, after communication kernels
+#: (:data:`~profui.analysis.comm.COMM_PATTERN`, on the name as written).
+_BYTE_MOVERS: tuple[tuple[str, str], ...] = (("memory", r"memcpy|memset|opaquetype<"),)
 
 _NVJET = r"^nvjet_(?:sm\d+_)?"  # cuBLASLt nvjet_[smNN_]<A type><compute type><D type>_...
 _TENSILE = r"^cijk_a[a-z]+_b[a-z]+_"  # AMD Tensile Cijk_A<idx>_B<idx>_<type code>_...
@@ -193,7 +193,10 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
         kernels.select("name")
         .unique()
         .with_columns(
-            _first_match(pl.col("name"), _BYTE_MOVERS).alias("_m"),
+            pl.when(pl.col("name").str.contains(COMM_PATTERN))
+            .then(pl.lit("communication"))
+            .otherwise(_first_match(pl.col("name"), _BYTE_MOVERS))
+            .alias("_m"),
             _name_precision(pl.col("name")).alias("_n"),
         )
     )

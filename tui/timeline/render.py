@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from profui.analysis.comm import COMM_PATTERN
 from profui.analysis.formatting import block_label, fmt_ns
 from profui.analysis.lod_raster import FrameCells, FrameRaster
 from profui.capture.format import EVENT_KINDS
@@ -36,7 +38,8 @@ KIND_COLORS = {
     "instant": "white",
 }
 COMM_COLOR = "dark_orange"
-#: Colour slots: the event kinds, then communication kernels (NCCL), then metric colours.
+#: Colour slots: the event kinds, then communication kernels (communication's one rule,
+#: :data:`~profui.analysis.comm.COMM_PATTERN`), then metric colours.
 COLORS = [KIND_COLORS[k] for k in EVENT_KINDS] + [COMM_COLOR, "green3", "gold1", "red3", "cyan3"]
 COMM = len(EVENT_KINDS)
 METRIC_COLORS = {"util": COMM + 1, "mem": COMM + 2, "power": COMM + 3}
@@ -124,9 +127,8 @@ class Renderer:
     def __init__(self, state: TimelineState) -> None:
         self.state = state
         ix = state.ix
-        comm = np.array(
-            [("nccl" in n.lower() or "allreduce" in n.lower()) for n in ix.names] or [False], dtype=bool
-        )
+        # communication kernels by communication's one rule, tested once per distinct name
+        comm = pl.Series(ix.names or [""], dtype=pl.String).str.contains(COMM_PATTERN).to_numpy()
         self.is_comm = comm
         self.raster = FrameRaster(ix)
         self._labels_cache: dict[tuple, Segment] = {}

@@ -46,16 +46,17 @@ class Stage:
     def code_version(self) -> str:
         """``<version>+<hash of the body's code and of its modules' code version>``.
 
-        The modules by :func:`~profui.capture.format.code_version.code_version`, the one rule of
-        every cache; the body by its own bytecode, not its module's source: an edit of one body
-        then recomputes that stage only, not every stage :mod:`.bodies` holds."""
+        The modules, with the conforming of every output (:data:`_CONFORM`), by
+        :func:`~profui.capture.format.code_version.code_version`, the one rule of every cache; the
+        body by its own bytecode, not its module's source: an edit of one body then recomputes
+        that stage only, not every stage :mod:`.bodies` holds."""
         h = hashlib.sha256()
         code = getattr(inspect.unwrap(self.run), "__code__", None)
         if code is not None:
             _hash_code(h, code)
         else:
             h.update(self.run.__qualname__.encode())
-        h.update(code_version(self.modules, opaque=_FACADES).encode())
+        h.update(code_version((*self.modules, _CONFORM), opaque=_FACADES).encode())
         return f"{self.version}+{h.hexdigest()[:12]}"
 
 
@@ -72,6 +73,9 @@ def _hash_code(h: Any, code: Any) -> None:
             h.update(repr(const).encode())
 
 
+#: What every stage's outputs pass through before they are kept (the declared schemas' casts and
+#: checks): a change there changes what is kept, whichever stage made it.
+_CONFORM = "profui.analysis.pipeline.conform"
 #: The notebook's facade: it imports every analysis inside its methods, so its own code counts
 #: and what it imports only where a stage's modules import it themselves.
 _FACADES = ("profui.analysis.trace", "profui.analysis.notebook")

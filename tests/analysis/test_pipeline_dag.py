@@ -6,10 +6,20 @@ The rules are checked on the real registry. Only the declaration checks use made
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from profui.analysis.pipeline import REGISTRY, TRACE, Param, PipelineError, Registry, Stage
 from profui.analysis.pipeline.params import parse_assignments, resolve_params
+
+from realdata import REPO
 
 
 def test_registry_has_the_designed_dag() -> None:
@@ -142,3 +152,54 @@ def test_include_last_step_only_with_hta_compat() -> None:
     assert "bandwidth.parquet" in REGISTRY.stages["memory"].outputs
     assert "blocked_on_full_queue.parquet" in REGISTRY.stages["idle"].outputs
     assert "aten_op_kernels.parquet" in REGISTRY.stages["launch"].outputs
+
+
+def _stage_keys(site: Path) -> dict[str, str]:
+    """Every stage's code version as a copy of profui at ``site`` computes it, in a fresh interpreter."""
+    code = (
+        "import json, sys\n"
+        "from profui.analysis.pipeline import REGISTRY, dag\n"
+        "assert dag.__file__.startswith(sys.argv[1])\n"
+        "print(json.dumps({n: s.code_version for n, s in REGISTRY.stages.items()}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(site)], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(run.stdout)
+
+
+def test_code_versions_follow_real_edits(tmp_path: Path) -> None:
+    """A copy of profui edited for real: a body's edit moves its stage's key alone (the body is
+    keyed by its bytecode, not by bodies.py's source); an edit of an analysis module moves the
+    stages that load it; an edit of the declared schemas, which every output is conformed to
+    before it is kept, moves every stage."""
+    site = tmp_path / "site"
+    for folder in ("capture", "analysis", "tui"):
+        shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _stage_keys(site)
+
+    bodies = site / "profui" / "analysis" / "pipeline" / "bodies.py"
+    source = bodies.read_text()
+    fn = next(
+        f
+        for f in ast.parse(source).body
+        if isinstance(f, ast.FunctionDef) and f.name == REGISTRY.stages["sync"].run.__name__
+    )
+    lines = source.splitlines(keepends=True)
+    first = fn.body[0]
+    lines.insert(first.lineno - 1, " " * first.col_offset + "_edited = 1\n")
+    bodies.write_text("".join(lines))
+    after_body = _stage_keys(site)
+    assert {n for n in before if after_body[n] != before[n]} == {"sync"}
+
+    with open(site / "profui" / "analysis" / "sync.py", "a") as fh:
+        fh.write("\nSYNC_EDITED = 1\n")
+    after_module = _stage_keys(site)
+    moved = {n for n in before if after_module[n] != after_body[n]}
+    assert "sync" in moved and "kernels" not in moved
+
+    with open(site / "profui" / "analysis" / "schemas.py", "a") as fh:
+        fh.write("\nSCHEMAS_EDITED = 1\n")
+    after_schemas = _stage_keys(site)
+    assert all(after_schemas[n] != after_module[n] for n in before)

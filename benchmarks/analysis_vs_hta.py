@@ -76,7 +76,7 @@ OURS_E2E = (
 import time; _T0 = time.perf_counter()
 import sys
 from pathlib import Path
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.analysis import open_trace
 from profui.analysis.summary import summarize
 _T1 = time.perf_counter()

@@ -37,7 +37,7 @@ files, out, workers = [Path(p) for p in sys.argv[3:]], Path(sys.argv[1]), int(sy
 if workers:
     run_import(files, out, None, None, False, workers=workers)
 else:  # one by one, in this process, whatever the default would choose
-    from profui.capture.kineto import import_kineto
+    from profui.capture.ingest import import_kineto
     import_kineto(files, out)
 # VmHWM, not getrusage's ru_maxrss: that survives exec, so it would report this benchmark's own
 # peak (it held the JSON while writing the files) for a child that never came near it

@@ -99,7 +99,7 @@ PROFUI_CHILD = (
     + """
 import json, sys, time
 from pathlib import Path
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 mods_mb = peak_mb()
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 c, k, f, th, t = cpu_s(), sys_s(), faults(), threads_s(), time.perf_counter()

@@ -60,7 +60,7 @@ def main() -> None:
         raise SystemExit(f"trace {src} not found; set PROFUI_TRACES to the shared traces folder")
 
     from profui.capture.format import open_trace_dir
-    from profui.capture.kineto import import_kineto
+    from profui.capture.ingest import import_kineto
 
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp:
         trace = Path(tmp) / "trace"

@@ -1,7 +1,7 @@
 """The one import rule of the design, checked by import-linter on every test run.
 
 The contracts in pyproject.toml follow its arrows: tui -> analysis -> capture.format;
-tui.cli -> capture.kineto -> capture.format; capture (everything else) -> capture.format.
+tui.cli -> capture.ingest -> the converters -> capture.conversion -> capture.format; capture (everything else) -> capture.format.
 """
 
 from __future__ import annotations
@@ -12,22 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from package_root import package_root
 
 from realdata import REPO
 
 
-def _lint_root(tmp: Path) -> Path:
-    # import-linter walks files; profui.* is mapped by setuptools onto three folders, so build the
-    # package tree it expects out of symlinks.
-    pkg = tmp / "profui"
-    pkg.mkdir()
-    for folder in ("capture", "analysis", "tui"):
-        (pkg / folder).symlink_to(REPO / folder, target_is_directory=True)
-    return tmp
-
-
 def test_import_contracts_kept(tmp_path: Path) -> None:
-    root = _lint_root(tmp_path)
+    root = package_root(tmp_path)
     env = dict(os.environ, PYTHONPATH=str(root))
     lint = Path(sys.executable).with_name("lint-imports")
     proc = subprocess.run(
@@ -49,14 +40,21 @@ def _contracts() -> list[dict]:
         return tomllib.load(f)["tool"]["importlinter"]["contracts"]
 
 
-#: The capture packages that import foreign traces, composed with analysis by tui.cli alone.
-IMPORTERS = ["profui.capture.kineto", "profui.capture.nsys", "profui.capture.jax"]
+#: The capture packages that import foreign traces, composed with analysis by tui.cli alone: the
+#: pipeline of every format, the converters, and what the converters write through.
+IMPORTERS = [
+    "profui.capture.ingest",
+    "profui.capture.kineto",
+    "profui.capture.nsys",
+    "profui.capture.jax",
+    "profui.capture.conversion",
+]
 
 
 def test_capture_runtime_lists_name_every_capture_module() -> None:
     # "capture (everything else)" is spelled out in the contracts: every capture module but the
-    # format and the importers (Kineto, Nsight, JAX) must be in each list, or a new module escapes the
-    # arrows.
+    # format and the importers (the pipeline, Kineto, Nsight, JAX, their shared base) must be in
+    # each list, or a new module escapes the arrows.
     runtime = {
         f"profui.capture.{p.stem if p.is_file() else p.name}"
         for p in (REPO / "capture").iterdir()
@@ -66,11 +64,11 @@ def test_capture_runtime_lists_name_every_capture_module() -> None:
     for name in (
         "capture.format is the contract: pyarrow and stdlib only",
         "analysis reads traces only through capture.format: no importer, no capture runtime",
-        "tui imports from capture only capture.format (and, in tui.cli, capture.kineto)",
+        "tui imports from capture only capture.format (and, in tui.cli, the importers)",
     ):
         assert runtime <= set(by_name[name]["forbidden_modules"]), name
     protected = by_name[
-        "only tui.cli composes the importers: capture.kineto imported by tui.cli and capture alone"
+        "only tui.cli composes the importers: ingest and the converters imported by tui.cli and capture alone"
     ]
     assert protected["protected_modules"] == IMPORTERS
     for name in (

@@ -16,7 +16,7 @@ PACKAGES = [
     "profui.capture",
     "profui.capture.format",
     "profui.capture.jax",
-    "profui.capture.kineto",
+    "profui.capture.ingest",
     "profui.capture.nsys",
     "profui.analysis",
     "profui.analysis.pipeline",

@@ -18,7 +18,7 @@ from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.pipeline.bodies import DETAIL_TABLES, TOP_N_TABLES
 from profui.analysis.summary import SECTIONS, Summary
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.cli import app
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession

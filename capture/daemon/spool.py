@@ -127,7 +127,7 @@ def convert_file(path: Path, trace_dir: Path, node: str) -> dict[str, Any]:
 
 def _convert(path: Path, trace_dir: Path, node: str, rank: int, sha: str) -> dict[str, Any]:
     if path.name.endswith(_session.KINETO_SUFFIX):
-        from ..kineto import convert_kineto_file
+        from ..kineto.file_import import convert_kineto_file
 
         result = convert_kineto_file(path, trace_dir, node=node, rank=rank, note={"sha256": sha})
         events = getattr(result, "num_events", None)

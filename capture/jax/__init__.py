@@ -1,7 +1,7 @@
 """Import of JAX / XLA profiler traces (``jax.profiler.trace``'s Chrome-trace JSON).
 
 :func:`is_jax_trace` tells a JAX trace from a Kineto one by its process names; the import
-pipeline in :mod:`profui.capture.kineto.importer` calls :func:`convert_jax_file` for them.
+pipeline in :mod:`profui.capture.ingest.importer` calls :func:`convert_jax_file` for them.
 """
 
 from typing import TYPE_CHECKING

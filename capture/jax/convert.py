@@ -38,10 +38,10 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from profui.capture.conversion.converted import empty_columns, events_table, write_rank
+from profui.capture.conversion.errors import INT64_MAX, INT64_MIN, BadValue, KinetoFormatError
+from profui.capture.conversion.result import ConvertResult, detect_node
 from profui.capture.format.columns import CPU_LANES_NOTE
-from profui.capture.kineto.converted import empty_columns, events_table, write_rank
-from profui.capture.kineto.errors import INT64_MAX, INT64_MIN, BadValue, KinetoFormatError
-from profui.capture.kineto.importer import ConvertResult, detect_node
 from profui.capture.kineto.reader import read_bytes
 
 Progress = Callable[[int, int], None]
@@ -106,7 +106,7 @@ def convert_jax_file(
 ) -> list[ConvertResult]:
     """Convert the JAX trace ``src`` into ``trace_dir`` as one rank (``rank``, default 0) of node
     ``node`` (default: the file's host, ``<host>.trace.json.gz``). Raises
-    :class:`~profui.capture.kineto.errors.KinetoFormatError` naming the file when it cannot."""
+    :class:`~profui.capture.conversion.errors.KinetoFormatError` naming the file when it cannot."""
     src = Path(src)
     data = read_bytes(src)
     try:
@@ -153,7 +153,8 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
             continue
         ph = e.get("ph")
         if ph == "M":
-            name, args = e.get("name"), e.get("args") if isinstance(e.get("args"), dict) else {}
+            name, raw_args = e.get("name"), e.get("args")
+            args = raw_args if isinstance(raw_args, dict) else {}
             if name == "process_name":
                 process = args.get("name", "")
                 if not isinstance(process, str):  # it decides which lanes are devices
@@ -188,7 +189,8 @@ def _rows(src: Path, events: list[Any]) -> tuple[pa.Table, list[str], Counter[st
     thread = None
     for ts, dur, e in times:
         pid, tid, name = e["pid"], e["tid"], str(e.get("name", ""))
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        raw_args = e.get("args")
+        args = raw_args if isinstance(raw_args, dict) else {}
         if (pid, tid) != thread:
             thread, stack = (pid, tid), []
         while stack and stack[-1][0] <= ts:

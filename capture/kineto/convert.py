@@ -19,17 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from profui.capture.conversion.errors import BadValue, KinetoFormatError, checked_int64, undecodable
+from profui.capture.conversion.heap import give_back
 from profui.capture.format import to_table
 
-from .errors import BadValue, KinetoFormatError, checked_int64, undecodable
-from .heap import give_back
 from .mapping import (
     BYTES,
     CANONICAL_CAT,
@@ -230,7 +230,8 @@ def _select_rows(
     kinds: list[str] = []
     keep_event = keep.append
     add_kind = kinds.append
-    kind_by_cat = KIND_BY_CAT
+    # an event without a category (cat None) finds no kind, as a dict answers for any key
+    kind_by_cat = cast("dict[str | None, str]", KIND_BY_CAT)
     for j, ev in enumerate(decoded):
         ph = ev.ph
         if ph == "X":
@@ -348,8 +349,8 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
         at = 1
         rest: dict[str, Any] = {}
         for key, value in args.items():
-            k = key_index.get(key)
-            if k is None:
+            slot = key_index.get(key)
+            if slot is None:
                 rest[key] = value
                 continue
             if rest:
@@ -360,7 +361,7 @@ def _build_columns(keep: list[BatchEvent], kinds: list[str], src: _Source) -> di
             text = encode(value)
             piece = encode(key) + b":" + text + b","
             pieces.append(piece)
-            listed[k].append((i, text, at, at + len(piece)))
+            listed[slot].append((i, text, at, at + len(piece)))
             at += len(piece)
         if rest:
             pieces.append(encode(rest)[1:-1] + b",")
@@ -601,6 +602,7 @@ class _ScanRows(dict):
 
     def __init__(self, scan: NativeScan) -> None:
         rows, scan.rows = scan.rows, None  # the table goes: its columns go as they are popped
+        assert rows is not None, "a scan's rows are made into columns once"
         n = scan.num_rows
         super().__init__((name, _array(rows.column(name))) for name in rows.column_names if name != "ord")
         del rows
@@ -773,7 +775,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     body = _cut(cut_from, spans, suffix, own=True)
     fresh = body is not cut_from  # a new buffer or the body's cut in place: _close may change it
     del cut_from, suffix
-    spans = None  # noqa: F841 (the gathered spans go; the closure above holds the name)
+    spans = None  # type: ignore[assignment]  # noqa: F841 (the gathered spans go; the closure above holds the name)
     args = _close(body, own=fresh)
     del body
     if in_place is not None and pc.any(in_place).as_py():

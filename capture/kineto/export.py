@@ -244,7 +244,7 @@ def _write(
         if progress is not None and n % _BATCH == 0:
             progress(n, total)
     flows = 0
-    for node, rank, corr, pid, tid, ts in device_work:
+    for node, rank, corr, pid, tid, work_ts in device_work:
         launch = launches.get((node, rank, corr))
         if launch is None:
             continue
@@ -257,7 +257,7 @@ def _write(
             f'{{"ph":"s","id":{flow_id},"pid":{lpid},"tid":{ltid},"ts":{_us(lts - base)},"cat":"ac2g","name":"ac2g"}}'
         )
         emit(
-            f'{{"ph":"f","id":{flow_id},"pid":{pid},"tid":{tid},"ts":{_us(ts - base)},'
+            f'{{"ph":"f","id":{flow_id},"pid":{pid},"tid":{tid},"ts":{_us(work_ts - base)},'
             '"cat":"ac2g","name":"ac2g","bp":"e"}'
         )
         flows += 1
@@ -286,15 +286,15 @@ def _counters(
         pids.names[pid] = f"{node} · sampled metrics"
         pids.sort[pid] = -1
     for row in _rows(metrics):
-        pid = node_pid.get(row["node"])
-        if pid is None or row["ts"] < base:
+        metric_pid = node_pid.get(row["node"])
+        if metric_pid is None or row["ts"] < base:
             continue
         label = row["metric"] if row["device"] < 0 else f"{row['metric']} (GPU {row['device']})"
         value = row["value"]
         if value != value or value in (float("inf"), float("-inf")):  # NaN/inf are not JSON
             continue
         emit(
-            f'{{"ph":"C","name":{_text(label)},"pid":{pid},"tid":0,"ts":{_us(row["ts"] - base)},'
+            f'{{"ph":"C","name":{_text(label)},"pid":{metric_pid},"tid":0,"ts":{_us(row["ts"] - base)},'
             f'"args":{{"value":{value!r}}}}}'
         )
         n += 1

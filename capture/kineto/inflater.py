@@ -4,9 +4,15 @@ with the same interface; the standard library's where ``isal`` cannot be install
 
 from __future__ import annotations
 
+from typing import cast
+
 try:
     from isal import isal_zlib as zlib
 except ImportError:  # no wheel for this platform, and no compiler for its source
     import zlib  # type: ignore[no-redef]
 
-__all__ = ["zlib"]
+#: The inflater's exception class: isal's stub declares ``isal_zlib.error`` an Exception instance,
+#: where it is the class (as the standard library's ``zlib.error`` is).
+InflateError = cast("type[Exception]", zlib.error)
+
+__all__ = ["InflateError", "zlib"]

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from .mapping import CORRELATION_FLOWS, KIND_BY_CAT, RULE_KEYS
 
 try:
-    from . import _scan
+    from . import _scan  # type: ignore[attr-defined]  # the C extension: no stub for mypy to read
 except ImportError:  # built without a C compiler: the pure-Python path does everything
     _scan = None
 
@@ -87,7 +87,9 @@ class NativeScan:
     def table(self) -> pa.Table:
         """The rows with every args key's dense columns (``schema`` plus ``ord``)."""
         absent = cache(absent_columns)
-        columns = {name: self.rows.column(name) for name in self.rows.column_names}
+        rows = self.rows
+        assert rows is not None, "the scan's rows were taken by the converter's columns"
+        columns = {name: rows.column(name) for name in rows.column_names}
         n = self.num_rows
         for k, (at, start, end, values) in self.keys.items():
             columns[f"v{k}"], columns[f"s{k}"], columns[f"e{k}"] = spread(n, at, start, end, values, absent)
@@ -98,7 +100,7 @@ class NativeScan:
 
 
 def scan_events(
-    text: bytes | memoryview,
+    text: bytes | bytearray | memoryview,
     schema: pa.Schema,
     release: Callable[[], None] | None = None,
     mapped: bool = False,

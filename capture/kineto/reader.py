@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import msgspec
 import numpy as np
 from msgspec import Raw, Struct
 
+from profui.capture.conversion.errors import KinetoFormatError, undecodable
 from profui.capture.format.regular import not_regular
 
-from .errors import KinetoFormatError, undecodable
-from .inflater import zlib
+from .inflater import InflateError, zlib
 from .spill import spill, worth_spilling
 from .timeparse import int_text
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 class Event(Struct, gc=False):
@@ -77,7 +80,7 @@ class KinetoDoc:
     into one item per event on demand) and every other top-level key (decoded)."""
 
     path: Path
-    events_text: bytes | bytearray | Raw | None
+    events_text: bytes | bytearray | memoryview | Raw | None
     metadata: dict[str, Any] = field(default_factory=dict)
     base_time_ns: int | None = None
     raw_bytes: int = 0
@@ -126,7 +129,7 @@ def read_bytes(path: Path, spill_dir: Path | None = None) -> bytes | bytearray |
             if head == b"\x1f\x8b":
                 fh.seek(0)
                 compressed = fh.read()
-                data = None
+                data: bytes | bytearray | memoryview | None = None
                 stated = _stated_size(len(compressed), compressed[-4:])
                 if spill_dir is not None and worth_spilling(spill_dir, stated):
                     data = spill(lambda write: inflate(path, compressed, write), spill_dir, stated)
@@ -171,12 +174,12 @@ def _stated_size(size: int, tail: bytes) -> int:
     return max(size, int.from_bytes(tail, "little"))
 
 
-def is_mapped(data: object) -> bool:
+def is_mapped(data: object) -> TypeGuard[memoryview]:
     """True when ``data`` is a view of a file mapping made by :func:`read_bytes`."""
     return isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap)
 
 
-def lies_in_mapping(text: object, data: object) -> bool:
+def lies_in_mapping(text: ReadableBuffer, data: object) -> bool:
     """True when the bytes of ``text`` lie inside the file mapping ``data`` (:func:`is_mapped`):
     only such text may have its pages dropped (``madvise`` on memory of our own would zero it),
     so this is checked on the addresses, not assumed of the decoder."""
@@ -187,7 +190,7 @@ def lies_in_mapping(text: object, data: object) -> bool:
     return base <= at and at + size <= base + len(data)
 
 
-def _address(buffer: object) -> int:
+def _address(buffer: ReadableBuffer) -> int:
     view = memoryview(buffer)
     return np.frombuffer(view, np.uint8).ctypes.data if len(view) else 0
 
@@ -196,7 +199,7 @@ def dropped(data: object) -> None:
     """Let the pages of a mapped file's text (:func:`is_mapped`) go from this process's memory;
     they are read back from the page cache when touched again. Nothing for other data."""
     if is_mapped(data) and hasattr(mmap, "MADV_DONTNEED"):
-        data.obj.madvise(mmap.MADV_DONTNEED)
+        cast(mmap.mmap, data.obj).madvise(mmap.MADV_DONTNEED)  # is_mapped: a view of a mapping
 
 
 def gunzip(path: Path, data: bytes) -> bytes | bytearray:
@@ -211,10 +214,10 @@ def gunzip(path: Path, data: bytes) -> bytes | bytearray:
         nonlocal first, joined
         if not text:
             return
-        if joined is None and first is None:
-            first = text
-            return
         if joined is None:
+            if first is None:
+                first = text
+                return
             joined, first = bytearray(first), None
         joined += text
 
@@ -237,7 +240,7 @@ def inflate(path: Path, data: bytes, write: Callable[[bytes], Any], piece: int =
                 pending = dec.unconsumed_tail
             if not dec.eof:
                 write(dec.flush())
-        except zlib.error as exc:
+        except InflateError as exc:
             raise KinetoFormatError(path, f"corrupt gzip file ({exc})") from None
         if not dec.eof:
             raise KinetoFormatError(path, "truncated gzip file (compressed data ends early)")
@@ -254,7 +257,7 @@ def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
     return KinetoFormatError(path, f"not valid JSON ({msg})")
 
 
-def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
+def decode(path: Path, data: bytes | bytearray | memoryview) -> KinetoDoc:
     """Decode Kineto JSON ``data`` read from ``path``; refuse anything that is not a Kineto trace."""
     if bytes(data[:3]) == b"\xef\xbb\xbf":
         data = data[3:]
@@ -299,7 +302,7 @@ def decode(path: Path, data: bytes | bytearray) -> KinetoDoc:
     )
 
 
-def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
+def _decode_array(path: Path, data: bytes | bytearray | memoryview) -> KinetoDoc:
     # Chrome's "JSON array format": a bare list of events (no metadata). A list of lists is the
     # raw output of torch.profiler's export_memory_timeline instead.
     try:
@@ -327,7 +330,7 @@ def _decode_array(path: Path, data: bytes | bytearray) -> KinetoDoc:
     )
 
 
-def _what_instead(top: dict[str, Raw]) -> str:
+def _what_instead(top: Iterable[str]) -> str:
     keys = set(top)
     if "nodes" in keys and ("schema" in keys or "finish_ts" in keys):
         return "a PyTorch execution trace (top-level 'nodes'), not a Kineto trace; import the matching Kineto file"

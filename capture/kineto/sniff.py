@@ -2,7 +2,7 @@
 
 A folder of PyTorch Profiler output often holds other JSON beside the traces: an execution
 trace recorded with them, a memory timeline, a tool's results. The folder scan
-(:func:`profui.capture.kineto.cache.scan_folder`) skips those, saying why, instead of refusing
+(:func:`profui.capture.ingest.sources.scan_folder`) skips those, saying why, instead of refusing
 the whole folder. Only what the head proves is skipped: a file that may be a trace (its
 ``traceEvents`` not reached in the head, a damaged gzip stream) is left to its importer, which
 refuses a damaged trace in one line naming it.

@@ -17,7 +17,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import BadValue, checked_int64
+from profui.capture.conversion.errors import BadValue, checked_int64
 
 _THOUSAND_128 = pa.scalar(1000, pa.decimal128(4, 0))
 _THOUSAND_256 = pa.scalar(1000, pa.decimal256(4, 0))
@@ -109,11 +109,13 @@ def int_text(text: bytes) -> int:
     try:
         value = int(text)
     except ValueError:
+        whole: int | None
         try:
             exact = Decimal(text.decode("ascii", "replace"))
-            value = int(exact) if exact.is_finite() and exact == exact.to_integral_value() else None
+            whole = int(exact) if exact.is_finite() and exact == exact.to_integral_value() else None
         except (ArithmeticError, ValueError):  # decimal.InvalidOperation is an ArithmeticError
-            value = None
-        if value is None:
+            whole = None
+        if whole is None:
             raise BadValue(f"{text[:24].decode('ascii', 'replace')!r} is not an integer") from None
+        value = whole
     return checked_int64(value, "the integer")

@@ -1,7 +1,7 @@
 """Import of Nsight Systems SQLite exports (``nsys export --type sqlite``) into the trace format.
 
 :func:`convert_nsys_file` turns one export into one events file per profiled process (a rank);
-the import pipeline in :mod:`profui.capture.kineto.importer` calls it for ``.sqlite`` and
+the import pipeline in :mod:`profui.capture.ingest.importer` calls it for ``.sqlite`` and
 ``.nsys-rep`` sources. Only the standard library's ``sqlite3`` reads the export.
 """
 

@@ -39,8 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from profui.capture.kineto.converted import EVENT_FIELDS, events_table, write_rank
-from profui.capture.kineto.importer import ConvertResult, detect_node
+from profui.capture.conversion.converted import EVENT_FIELDS, events_table, write_rank
+from profui.capture.conversion.result import ConvertResult, detect_node
 
 from . import names, queries
 from .arrays import (

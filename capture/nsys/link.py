@@ -57,7 +57,7 @@ def enclosing_ops(calls: dict[str, np.ndarray], ops: dict[str, np.ndarray]) -> t
     return np.where(found, ext[np.maximum(at, 0)], 0), found
 
 
-def launched_by(calls: dict[str, np.ndarray], work: dict[str, object]) -> tuple[np.ndarray, np.ndarray]:
+def launched_by(calls: dict[str, np.ndarray], work: dict[str, pa.Array]) -> tuple[np.ndarray, np.ndarray]:
     """For each row of device work (``pid``, ``corr``: a nullable Arrow array), the ``ext`` of
     the call of its process with its correlation (calls: ``pid``, ``tid``, ``corr``, ``ext``, in
     the export's order; where several have it, the one met last walking the process's threads in

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eventrows import events_frame  # noqa: E402
 
 from profui.analysis import Trace, open_trace  # noqa: E402
-from profui.capture.kineto import import_kineto  # noqa: E402
+from profui.capture.ingest import import_kineto  # noqa: E402
 
 from realdata import shared_trace, traces_dir  # noqa: E402
 

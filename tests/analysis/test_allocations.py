@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import SAMPLES, shared_trace
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from profui.analysis import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis.diff import diff, profile_of, sentence
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import SAMPLES, shared_trace
 

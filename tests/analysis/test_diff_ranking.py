@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from profui.analysis.diff import diff, normalise_name, profile_of
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.screens.diff import DiffApp
 
 from realdata import shared_trace

@@ -20,7 +20,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.peaks import peak_for
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import run_profui, shared_trace
 

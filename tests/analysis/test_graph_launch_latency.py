@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from profui.analysis.diff import diff, head_lines, profile_of
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

@@ -21,10 +21,11 @@ import pytest
 from ranksjob import assert_same_trace, kineto_rank_files
 
 from profui.analysis.cluster import TaskFailed, dask_client, import_mapper
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.format import TraceFormatError
 from profui.capture.format.jobs import NotOneJob
-from profui.capture.kineto import KinetoFormatError, import_kineto, importer, workers_for
-from profui.capture.kineto.cache import WholeLine
+from profui.capture.ingest import import_kineto, importer, workers_for
+from profui.capture.ingest.cache import WholeLine
 
 from realdata import shared_trace
 

@@ -34,7 +34,7 @@ from profui.analysis.json_schema import (
     summary_tables,
 )
 from profui.analysis.schemas import TABLES, table
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import REPO, nsys_export, require_shared_traces, shared_trace, traces_dir
 

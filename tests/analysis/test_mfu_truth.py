@@ -182,7 +182,7 @@ def test_inflated_shapes_name_the_kernels(tmp_path: Path) -> None:
 def test_dashboard_flags_the_impossible_mfu(tmp_path: Path) -> None:
     """The dashboard's FLOPs chart, as a user opens it: the impossible MFU and its cause, no
     plain percentage."""
-    from profui.capture.kineto import import_kineto
+    from profui.capture.ingest import import_kineto
     from profui.tui.app import OpenTarget, ProfuiApp
     from profui.tui.views.dashboard import DashboardView
 

@@ -7,7 +7,7 @@ import profui.capture.format.layout as layout
 from profui.analysis.pipeline import analyze, list_runs
 from profui.analysis.pipeline.answers import answers
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

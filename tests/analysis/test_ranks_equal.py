@@ -33,7 +33,7 @@ from profui.analysis.pipeline.store import compute
 from profui.analysis.ranks import rank_parts, rank_result
 from profui.analysis.summary import Summary
 from profui.analysis.trace import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from ddp_job import record_ddp
 from realdata import shared_trace

@@ -20,7 +20,7 @@ import pytest
 from profui.analysis import open_trace
 from profui.analysis.lod import open_lod
 from profui.analysis.pipeline.store import compute
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import REPO, shared_trace
 

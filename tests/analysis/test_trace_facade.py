@@ -21,7 +21,7 @@ from profui.capture.format import (
     write_manifest,
     write_metrics,
 )
-from profui.capture.kineto.cache import resolve_trace
+from profui.capture.ingest.cache import resolve_trace
 
 
 def _events(ts: list[int], kind: str = "kernel") -> object:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 import msgspec
-from profui.capture.kineto.converted import EVENT_FIELDS, empty_columns, events_table, write_rank
-from profui.capture.kineto.importer import ConvertResult, detect_node
+from profui.capture.conversion.converted import EVENT_FIELDS, empty_columns, events_table, write_rank
+from profui.capture.conversion.result import ConvertResult, detect_node
 from profui.capture.nsys.tables import Export, NsysFormatError, open_export, text as _text
 
 

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from profui.analysis import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import SAMPLES, same_numbers, traces_dir
 

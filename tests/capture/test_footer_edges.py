@@ -31,7 +31,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.capture.format import TraceFormatError
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import run_profui, shared_trace
 

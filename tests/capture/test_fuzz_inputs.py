@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_bad_input_import import SMALL
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.format import TraceFormatError, open_trace_dir
 from profui.capture.kineto import native
 from profui.capture.kineto.convert import convert_events
-from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.reader import decode
 
 from realdata import SAMPLES, shared_trace

@@ -17,7 +17,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.capture.format import read_manifest
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import SAMPLES
 

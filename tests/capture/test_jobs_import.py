@@ -22,7 +22,7 @@ import pytest
 
 from profui.capture.format import is_trace_dir, read_manifest
 from profui.capture.format.jobs import NotOneJob
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

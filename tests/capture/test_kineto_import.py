@@ -18,8 +18,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import KinetoFormatError, convert_kineto_file, import_kineto
+from profui.capture.ingest import import_kineto
+from profui.capture.kineto.file_import import convert_kineto_file
 
 from realdata import shared_trace
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto import reader
-from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.inflater import zlib
 from profui.capture.kineto.reader import gunzip, inflate, read_bytes
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto import native
 from profui.capture.kineto.convert import convert_events
-from profui.capture.kineto.errors import KinetoFormatError
-from profui.capture.kineto.importer import convert_kineto_file
+from profui.capture.kineto.file_import import convert_kineto_file
 from profui.capture.kineto.reader import decode, is_mapped, lies_in_mapping, read_bytes
 
 from realdata import shared_trace

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto import native
 from profui.capture.kineto.convert import convert_events
-from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.reader import decode, read_bytes
 
 from realdata import require_shared_traces

@@ -12,8 +12,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 import pytest
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto.convert import convert_events
-from profui.capture.kineto.errors import KinetoFormatError
 from profui.capture.kineto.reader import decode, read_bytes
 
 from realdata import require_shared_traces

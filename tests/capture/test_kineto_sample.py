@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import SAMPLES
 

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_profcap_support import mount_tmpfs
 
+from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto import reader
 from profui.capture.kineto import spill as spill_mod
-from profui.capture.kineto.errors import KinetoFormatError
-from profui.capture.kineto.importer import convert_kineto_file
+from profui.capture.kineto.file_import import convert_kineto_file
 from profui.capture.kineto.reader import inflate, is_mapped, read_bytes, text_size
 
 from realdata import shared_trace

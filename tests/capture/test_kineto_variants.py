@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

@@ -21,8 +21,8 @@ import pytest
 
 from profui.capture.format.schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION
 from profui.capture.format.writer import ROW_GROUP_ROWS, ZSTD_LEVEL, write_table
+from profui.capture.ingest.importer import _profui_version
 from profui.capture.kineto.convert import convert_events
-from profui.capture.kineto.importer import _profui_version
 from profui.capture.kineto.reader import decode, read_bytes
 
 from realdata import shared_trace

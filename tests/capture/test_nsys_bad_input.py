@@ -109,7 +109,7 @@ def test_two_nsight_exports_get_their_own_ranks(tmp_path: Path) -> None:
     import shutil
 
     from profui.capture.format import read_manifest
-    from profui.capture.kineto import import_kineto
+    from profui.capture.ingest import import_kineto
 
     other = tmp_path / "node-b.sqlite"
     shutil.copy(nsys_export("mfu_2gpu_before"), other)
@@ -130,7 +130,7 @@ def test_a_jax_run_folder_gives_only_its_trace_files(tmp_path: Path) -> None:
     import shutil
 
     from profui.capture.format import read_manifest
-    from profui.capture.kineto import import_kineto
+    from profui.capture.ingest import import_kineto
 
     from realdata import SAMPLES
 

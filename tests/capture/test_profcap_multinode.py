@@ -26,7 +26,7 @@ import pytest
 from test_profcap_support import PROFCAP, events_files, read_events, steps_of
 
 from profui.capture.format import read_manifest
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from ddp_job import DDP_JOB
 from realdata import shared_trace

@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.analysis.formatting import fmt_count, fmt_ns
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.table_sections import SectionsView
 from profui.tui.widgets.frame_table import FrameTable

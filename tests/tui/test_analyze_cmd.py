@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from profui.analysis.pipeline import REGISTRY, analyze, list_runs
 from profui.analysis.pipeline.artifacts import verify
 from profui.analysis.pipeline.lock import TraceLock
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.cli import app, main
 
 from pipeline_knobs import KNOBBED, PROFUI_WITH_KNOBS

@@ -16,7 +16,7 @@ import pytest
 from pilotwait import wait_for
 from textual.app import App, ComposeResult
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.widgets.charts import ChartData, ChartPanel, LinePlot, Series
 
 from realdata import SAMPLES

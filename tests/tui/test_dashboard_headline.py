@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from profui.analysis.formatting import fmt_ns
 from profui.capture.format import private_dir_for
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 

@@ -17,7 +17,7 @@ from profui.analysis.activity import activity_total
 from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.steps import step_histogram, step_windows
 from profui.analysis.utilization import cpu_active
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import bundled_sample
 from profui.tui.views.dashboard import DashboardView

@@ -21,7 +21,7 @@ from pilotwait import wait_dashboard
 
 from profui.analysis.pipeline import records
 from profui.capture.format import open_trace_dir, private_dir_for
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_cache
 from profui.tui.views import dashboard_charts as dc

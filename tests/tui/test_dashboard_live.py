@@ -15,7 +15,8 @@ from profui.analysis import open_trace
 from profui.analysis.annotations import annotation_per_step
 from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
 from profui.capture.format import read_manifest, write_manifest
-from profui.capture.kineto import convert_kineto_file, import_kineto
+from profui.capture.ingest import import_kineto
+from profui.capture.kineto.file_import import convert_kineto_file
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.views.pick import PickScreen

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pilotwait import wait_for
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.widgets.bars import Bars

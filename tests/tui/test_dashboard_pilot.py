@@ -14,7 +14,7 @@ from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import _bare, fmt_count, fmt_ns, fmt_pct
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.views.dashboard_charts import kernel_label

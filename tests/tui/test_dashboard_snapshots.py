@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pilotwait import wait_for
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession

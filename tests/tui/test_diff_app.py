@@ -15,7 +15,7 @@ import pytest
 
 from profui.analysis.diff import diff, profile_of
 from profui.analysis.formatting import fmt_signed_ns
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.screens.diff import DiffApp, TimelinesScreen
 from profui.tui.timeline.view import TimelineView
 

@@ -17,7 +17,7 @@ import pytest
 from profui.analysis import open_trace
 from profui.analysis.findings import VERSION
 from profui.analysis.findings_doc import EVENT_KEYS, FINDING_KEYS, KEYS
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import REPO, SAMPLES, nsys_export, run_profui, shared_trace, traces_dir
 

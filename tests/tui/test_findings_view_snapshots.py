@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

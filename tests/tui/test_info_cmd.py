@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis.inventory import trace_info
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.cli.info_cmd import format_info
 
 from realdata import shared_trace

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.widgets.bars import Bars

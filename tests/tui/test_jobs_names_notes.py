@@ -13,7 +13,7 @@ import gzip
 import json
 from pathlib import Path
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.jobs import JobsScreen
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from profui.capture.format import read_manifest, write_manifest
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.jobs import JobsScreen
 from profui.tui.screens.trace import TraceScreen

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import VIEWS, OpenTarget, ProfuiApp
 
 from realdata import SAMPLES, nsys_export

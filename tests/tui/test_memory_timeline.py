@@ -14,7 +14,7 @@ import pytest
 from pilotwait import wait_timeline
 
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
 from profui.tui.timeline.canvas import TimelineCanvas

@@ -12,7 +12,7 @@ from pilotwait import wait_timeline
 from test_timeline_pilot import SIZE, details, run
 
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.timeline import TimelineApp
 
 from realdata import nsys_export

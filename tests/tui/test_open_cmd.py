@@ -12,8 +12,8 @@ import pytest
 from pilotwait import wait_for
 
 from profui.capture.format import open_trace_dir
-from profui.capture.kineto import import_kineto
-from profui.capture.kineto.cache import resolve_trace
+from profui.capture.ingest import import_kineto
+from profui.capture.ingest.cache import resolve_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import SAMPLE_NAME, bundled_sample, plan_open, samples_dir
 from profui.tui.screens.trace import TraceScreen

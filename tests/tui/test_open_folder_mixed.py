@@ -20,7 +20,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.capture.format import open_trace_dir, read_manifest
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import ProfuiApp
 from profui.tui.cli.open_cmd import plan_open
 from profui.tui.screens.jobs import JobsScreen

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import run_profui, shared_trace
 

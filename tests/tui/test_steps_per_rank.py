@@ -17,7 +17,7 @@ from pilotwait import wait_for
 from textual.widgets import Static
 
 from profui.analysis import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline.view import TimelineView
 from profui.tui.views.steps import StepsView

@@ -17,7 +17,7 @@ from profui.analysis import open_trace
 from profui.analysis.busy import gpu_busy
 from profui.analysis.launch import kernel_launches
 from profui.analysis.summary import SECTIONS, summarize
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import hta_reference, run_profui, same_numbers, shared_trace
 

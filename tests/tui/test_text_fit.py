@@ -17,7 +17,7 @@ import pytest
 from rich.cells import cell_len
 
 from profui.analysis.formatting import elide, elide_all
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 
 from realdata import shared_trace
 

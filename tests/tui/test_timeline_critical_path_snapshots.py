@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.timeline import TimelineApp
 from profui.tui.views.session import TraceSession
 

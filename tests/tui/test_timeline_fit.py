@@ -15,7 +15,7 @@ import pytest
 from pilotwait import wait_timeline
 
 from profui.analysis import open_trace
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.timeline import TimelineApp
 from profui.tui.timeline.canvas import TimelineCanvas
 from profui.tui.widgets.keyline import KeyLine

@@ -20,7 +20,7 @@ from pilotwait import wait_for, wait_timeline
 
 from profui.analysis import open_trace
 from profui.analysis.lod import build_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp
 from profui.tui.timeline.canvas import TimelineCanvas

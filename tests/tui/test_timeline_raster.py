@@ -28,7 +28,7 @@ import pytest
 
 from profui.analysis.lod import open_lod
 from profui.analysis.lod_raster import FrameRaster
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.timeline.render import DIM, PLAIN, STYLES, Renderer
 from profui.tui.timeline.state import TimelineState
 

@@ -17,7 +17,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.lod import open_lod
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.timeline.render import Renderer
 from profui.tui.timeline.state import TimelineState
 

@@ -14,7 +14,7 @@ from pilotwait import wait_dashboard, wait_for
 from textual.widgets import Static
 
 from profui.analysis.formatting import fmt_ns
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.help import HelpScreen
 from profui.tui.views.kernels import KernelsView

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from pilotwait import wait_dashboard, wait_for
 from textual.widgets import Static
 
-from profui.capture.kineto import import_kineto
+from profui.capture.ingest import import_kineto
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.kernels import KernelsView
 from profui.tui.views.table_sections import SectionsView

@@ -63,11 +63,11 @@ def run_import(
 ) -> str:
     """Import and return the summary lines to print: one by one in this process, or the files
     at once as tasks on Dask (``scheduler``, ``workers``, or by default for several large files:
-    :func:`profui.capture.kineto.workers_for`)."""
+    :func:`profui.capture.ingest.workers_for`)."""
     # loaded by this command only (numpy, pyarrow)
     from profui.analysis.cluster import scheduler_address
     from profui.analysis.inventory import keep_tallies
-    from profui.capture.kineto import import_jobs, import_kineto, workers_for
+    from profui.capture.ingest import import_jobs, import_kineto, workers_for
 
     options: dict[str, Any] = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
 

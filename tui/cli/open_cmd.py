@@ -43,7 +43,7 @@ def _target(kind: str, path: Path, **more: Any):
 
 def plan_open(path: Path | None):
     """Decide what to show for ``path``: a trace, a jobs list, or Kineto JSON to import first
-    (with :func:`profui.capture.kineto.cache.resolve_trace`, composed here, not in the app).
+    (with :func:`profui.capture.ingest.cache.resolve_trace`, composed here, not in the app).
 
     Bad input raises :class:`TraceFormatError` / :class:`UserError` (one line) before the app starts.
     """
@@ -65,7 +65,8 @@ def plan_open(path: Path | None):
         if traces:
             return _target("jobs", path)
     # the import cache's look-up (msgspec) only for a path that is no trace
-    from profui.capture.kineto.cache import cached_import, refused_folder, resolve_jobs, source_scan
+    from profui.capture.ingest.cache import cached_import, resolve_jobs
+    from profui.capture.ingest.sources import refused_folder, source_scan
 
     scan = source_scan(path)
     sources = scan.sources

@@ -3,7 +3,7 @@ Systems export) imported on the fly.
 
 The command line is where importing is composed with analysis (analysis never writes traces):
 a trace folder is used as is; anything else goes to the capture side's cached import,
-:func:`profui.capture.kineto.cache.resolve_trace`, which is only loaded then (the importer
+:func:`profui.capture.ingest.cache.resolve_trace`, which is only loaded then (the importer
 brings pyarrow and numpy with it).
 """
 
@@ -23,7 +23,7 @@ def resolve_source(path: str | Path, progress: Callable[[str], None] | None = No
     p = Path(path).expanduser()
     if is_trace_dir(p):
         return p
-    from profui.capture.kineto.cache import resolve_trace
+    from profui.capture.ingest.cache import resolve_trace
 
     return resolve_trace(p, progress=progress)
 
@@ -37,7 +37,7 @@ def resolve_sources(paths: list[Path], progress: Callable[[str], None] | None = 
     if len(paths) == 1:
         return resolve_source(paths[0], progress)
     from profui.capture.format import TraceFormatError, is_trace_dir
-    from profui.capture.kineto.combine import combined_trace
+    from profui.capture.ingest.combine import combined_trace
 
     folders = [Path(p).expanduser() for p in paths]
     for f in folders:
@@ -54,9 +54,10 @@ def resolve_sources(paths: list[Path], progress: Callable[[str], None] | None = 
 
 def scan_sources(path: Path):  # -> tuple[FolderScan, Path | None]
     """The foreign trace files ``path`` stands for and the files of it skipped, with why
-    (:func:`profui.capture.kineto.cache.source_scan`, the scan every import makes), and the
+    (:func:`profui.capture.ingest.sources.source_scan`, the scan every import makes), and the
     cache's finished import of those files when they were imported before (else None)."""
-    from profui.capture.kineto.cache import cached_import, source_scan
+    from profui.capture.ingest.cache import cached_import
+    from profui.capture.ingest.sources import source_scan
 
     scan = source_scan(path)
     return scan, cached_import(scan.sources) if scan.sources else None

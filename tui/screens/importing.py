@@ -1,7 +1,7 @@
 """Progress screen while Kineto JSON is imported into the cache.
 
 The import itself is the ``resolve`` callable the command line hands over
-(:func:`profui.capture.kineto.cache.resolve_trace`); this screen only shows its progress.
+(:func:`profui.capture.ingest.cache.resolve_trace`); this screen only shows its progress.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The Kineto, Nsight and JAX converters build the events of a rank as plain columns
 (:data:`EVENT_FIELDS`); :func:`events_table` makes the table (a value no trace can hold is the
 source file's error, named), :func:`write_rank` writes it with its ``profui.source`` note and
-returns the :class:`~.importer.ConvertResult` the import pipeline needs.
+returns the :class:`~.result.ConvertResult` the import pipeline needs.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 from profui.capture.format import TABLE_COLUMNS, TraceFormatError, write_events
 from profui.capture.format.writer import to_table
+
+from .result import ConvertResult
 
 #: The events table's columns, in order: what a converter fills for each row.
 EVENT_FIELDS: tuple[str, ...] = TABLE_COLUMNS["events"]
@@ -45,11 +47,9 @@ def write_rank(
     table: pa.Table,
     source: dict[str, Any],
     gpus: list[dict[str, Any]] | None = None,
-) -> Any:
+) -> ConvertResult:
     """Write ``table`` as rank ``rank`` of ``node`` with ``source`` as its note; the
-    :class:`~.importer.ConvertResult` of it (``gpus`` default: the devices it used, by id)."""
-    from .importer import ConvertResult
-
+    :class:`~.result.ConvertResult` of it (``gpus`` default: the devices it used, by id)."""
     kinds = {
         v["values"]: v["counts"]
         for v in pc.value_counts(table["kind"].combine_chunks().dictionary_decode()).to_pylist()

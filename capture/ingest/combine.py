@@ -6,7 +6,7 @@ imports, ranks that ran together. The combined trace is a folder in the import c
 ``node=<host>`` entries link to the folders' own (nothing is copied) and whose manifest is the
 folders' merged (:func:`~profui.capture.format.manifest.merge_manifests`); it is keyed by the
 folders' paths and files, so a changed folder makes a new one. It is built under the entry's
-lock and published by a rename (:func:`~profui.capture.kineto.cache.entry_lock`), so concurrent
+lock and published by a rename (:func:`~profui.capture.ingest.cache.entry_lock`), so concurrent
 commands build it once and never remove it under one another; an entry that no longer holds what
 it was built with (a link gone or re-pointed, a file damaged) is built again, never served.
 Folders of several jobs, a capture still running, or two folders holding the same node are

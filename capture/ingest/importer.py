@@ -1,11 +1,14 @@
-"""``convert_kineto_file`` (one file into an existing trace) and ``import_kineto`` (a whole import)."""
+"""The import pipeline every format goes through: ``import_kineto`` and ``import_jobs``.
+
+The sources (files, or folders: :mod:`.sources`) are each converted by their format's converter
+(:func:`_convert`: Kineto, JAX or Nsight Systems), then placed, told apart by job and given a
+manifest. The converters depend on :mod:`profui.capture.conversion`, never on this module.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import glob
-import json
 import os
 import re
 import shutil
@@ -13,18 +16,18 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profui.capture.conversion.errors import KinetoFormatError
+from profui.capture.conversion.heap import give_back
+from profui.capture.conversion.result import ConvertResult, Progress, source_size, source_stem
 from profui.capture.format import (
-    IMPORTABLE_SUFFIXES,
     Manifest,
     TraceFormatError,
     adopt_events,
     is_trace_dir,
-    safe_node_name,
-    write_events,
     write_manifest,
 )
 from profui.capture.format.columns import is_nsys_file
@@ -32,244 +35,15 @@ from profui.capture.format.jobs import Part, group_jobs, not_one_job, part_from_
 from profui.capture.format.liveness import pid_alive
 from profui.capture.format.regular import not_utf8
 from profui.capture.jax.detect import is_jax_trace
+from profui.capture.kineto.file_import import convert_kineto_file
+from profui.capture.kineto.reader import text_size
 
-from .cache import refused_folder, scan_folder
-from .convert import convert_events
-from .errors import KinetoFormatError
-from .heap import c_heap_pool, give_back
-from .reader import decode, read_bytes, text_size
+from .sources import refused_folder, scan_folder
 
-Progress = Callable[[int, int], None]
 #: Runs many conversions at once, e.g. as tasks on a Dask cluster: ``mapper(fn, items, labels)``
 #: calls the picklable ``fn`` on every item (in other processes, perhaps other machines) and yields
 #: ``(index, result)`` as each finishes; an item that cannot finish raises, named by its label.
 Mapper = Callable[[Callable[[Any], Any], list[Any], list[str]], Iterable[tuple[int, Any]]]
-
-_RANK_IN_NAME = re.compile(r"rank[-_]?([0-9]+)", re.IGNORECASE)
-
-#: Top-level keys too bulky or too private for the manifest; they stay in the Parquet metadata.
-_NOT_IN_MANIFEST = ("INFO", "ERROR", "WARNING", "deviceProperties")
-
-
-@dataclass
-class ConvertResult:
-    """What :func:`convert_kineto_file` wrote and what it found in the source."""
-
-    rank: int
-    node: str
-    num_events: int
-    counts: dict[str, int]
-    first_ts_ns: int | None
-    last_end_ns: int | None
-    devices: list[int]
-    path: Path
-    source: dict[str, Any] = field(default_factory=dict)
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-
-    def manifest_entry(self, trace_dir: Path | None = None) -> dict[str, Any]:
-        """The compact ``sources`` entry of the manifest for this file."""
-        meta = self.source.get("metadata", {})
-        entry = {
-            "file": self.source.get("file"),
-            "format": self.source.get("format", "kineto"),
-            "node": self.node,
-            "rank": self.rank,
-            "rank_from": self.source.get("rank_from"),
-            "events_file": str(self.path.relative_to(trace_dir)) if trace_dir else str(self.path),
-            "num_events": self.num_events,
-            "counts": self.counts,
-            "devices": self.devices,
-            "first_ts_ns": self.first_ts_ns,
-            "last_end_ns": self.last_end_ns,
-            "metadata": {k: v for k, v in meta.items() if k not in _NOT_IN_MANIFEST},
-        }
-        for key in ("flows", "skipped", "unknown_categories", "notes"):
-            if self.source.get(key):
-                entry[key] = self.source[key]
-        return entry
-
-
-def source_stem(path: Path) -> str:
-    """File name without ``.json``/``.json.gz`` (or ``.sqlite``/``.nsys-rep``)."""
-    name = path.name
-    for suffix in IMPORTABLE_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return path.stem
-
-
-#: Ranks are folder names and int32 in the trace format; no job has more.
-MAX_RANK = (1 << 31) - 1
-
-
-def detect_rank(metadata: dict[str, Any], path: Path, fallback: int | None) -> tuple[int, str]:
-    """Rank of a trace: ``distributedInfo.rank``, else the file name, else ``fallback``, else 0."""
-    info = metadata.get("distributedInfo")
-    if isinstance(info, dict):
-        rank = info.get("rank")
-        if isinstance(rank, str) and rank.isascii() and rank.isdigit():  # "²" is isdigit() too
-            rank = _rank_number(path, "distributedInfo.rank", rank)
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            return _rank_number(path, "distributedInfo.rank", str(rank)), "distributedInfo"
-    matches = _RANK_IN_NAME.findall(path.name)
-    if matches:
-        return _rank_number(path, "the rank in the file name", matches[-1]), "file name"
-    if fallback is not None:
-        return int(fallback), "--rank"
-    return 0, "default"
-
-
-def _rank_number(path: Path, what: str, digits: str) -> int:
-    """The rank ``digits`` (ASCII) stand for, refused past :data:`MAX_RANK` (tested on the text:
-    ``int()`` refuses more than 4,300 digits)."""
-    value = digits.lstrip("0") or "0"
-    if len(value) > len(str(MAX_RANK)) or int(value) > MAX_RANK:
-        raise KinetoFormatError(path, f"{what} {digits[:24]} is beyond the {MAX_RANK:,} ranks a job can have")
-    return int(value)
-
-
-def detect_node(metadata: dict[str, Any], path: Path, node: str | None) -> str:
-    """Node of a trace: the caller's ``node``, else the trace's host name, else the file stem."""
-    if node:
-        return safe_node_name(node)
-    for key in ("host_name", "hostname", "hostName"):
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            return safe_node_name(value)
-    return safe_node_name(source_stem(path))
-
-
-def convert_kineto_file(
-    src: Path,
-    trace_dir: Path,
-    *,
-    node: str | None = None,
-    rank: int | None = None,
-    seq: int | None = None,
-    progress: Progress | None = None,
-    note: dict[str, Any] | None = None,
-) -> ConvertResult:
-    """Convert one Kineto JSON file into one events file of the existing trace ``trace_dir``.
-
-    Writes ``node=<node>/rank=<rank>/events-<seq>.parquet`` atomically (the next free ``seq``
-    unless given) and nothing else: the caller owns the manifest. ``progress(done, total)`` is
-    called now and then (``total`` is the source's size in bytes); ``note`` adds its keys to the
-    events file's ``profui.source`` note (profcap's hand-over hash). Raises
-    :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
-    """
-    src = Path(src)
-    with c_heap_pool():
-        return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note)
-
-
-def _convert_kineto_file(
-    src: Path,
-    trace_dir: Path,
-    node: str | None,
-    rank: int | None,
-    seq: int | None,
-    progress: Progress | None,
-    note: dict[str, Any] | None,
-) -> ConvertResult:
-    size = _size(src)
-
-    def report(fraction: float) -> None:
-        if progress is not None:
-            progress(int(size * fraction), size)
-
-    before = _identity(src)
-    data = read_bytes(src, spill_dir=trace_dir)
-    report(0.15)
-    doc = decode(src, data)
-    del data
-    report(0.35)
-    if doc.is_empty():
-        raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
-    exported = doc.metadata.get("profui")
-    if isinstance(exported, dict) and isinstance(exported.get("ranks"), list) and len(exported["ranks"]) > 1:
-        raise KinetoFormatError(
-            src,
-            f"a profui export of {len(exported['ranks'])} ranks in one file (for viewing): to import "
-            "it again, export one rank per file (profui export --ranks R)",
-        )
-    gc_enabled = gc.isenabled()
-    gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
-    try:
-        conv = convert_events(
-            doc, None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
-        )
-    finally:
-        if gc_enabled:
-            gc.enable()
-    if _identity(src) != before:  # a plain file is read through a mapping, which sees changes
-        raise KinetoFormatError(
-            src, "changed while it was being imported: import it again once it is written"
-        )
-    if conv.table.num_rows == 0:
-        raise KinetoFormatError(src, "no trace events besides metadata: nothing to import")
-    rank_value, rank_from = detect_rank(doc.metadata, src, rank)
-    node_value = detect_node(doc.metadata, src, node)
-    source = {
-        "file": str(src),
-        "format": "kineto",
-        "rank_from": rank_from,
-        "metadata": doc.metadata,
-        "base_time_ns": doc.base_time_ns,
-        **conv.source,
-        **(note or {}),
-    }
-    exported = doc.metadata.get("profui")  # a file profui export wrote: what its source's importer said
-    if isinstance(exported, dict) and isinstance(exported.get("notes"), list) and exported["notes"]:
-        source["notes"] = [n for n in exported["notes"] if isinstance(n, str)]
-    extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
-    give_back()  # what the conversion let go of (its text, the scan's columns), before the writer's own
-    path = write_events(trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra)
-    report(1.0)
-    gpus = _gpus(doc.metadata, node_value, conv.devices)
-    return ConvertResult(
-        rank=rank_value,
-        node=node_value,
-        num_events=conv.table.num_rows,
-        counts=conv.counts,
-        first_ts_ns=conv.first_ts_ns,
-        last_end_ns=conv.last_end_ns,
-        devices=conv.devices,
-        path=path,
-        source=source,
-        gpus=gpus,
-    )
-
-
-def _identity(src: Path) -> tuple[int, int, int] | None:
-    """What tells a file rewritten since: inode, size and modification time."""
-    try:
-        st = src.stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _size(src: Path) -> int:
-    try:
-        return max(src.stat().st_size, 1)
-    except OSError:
-        return 1
-
-
-def _gpus(metadata: dict[str, Any], node: str, devices: list[int]) -> list[dict[str, Any]]:
-    props = metadata.get("deviceProperties")
-    gpus: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    if isinstance(props, list):
-        for p in props:
-            if isinstance(p, dict):
-                gpus.append({"node": node, **p})
-                if isinstance(p.get("id"), int):
-                    seen.add(p["id"])
-    for d in devices:
-        if d not in seen:
-            gpus.append({"node": node, "id": d})
-    return gpus
 
 
 def expand_sources(sources: list[Path]) -> list[Path]:
@@ -507,7 +281,7 @@ def _import(
     finally:
         # the caller often goes on to analyse the trace with Polars; the young generations hold
         # little of a small import's (its collection: ~1 ms, most of such an import's last step)
-        give_back(collect=sum(map(_size, files)) >= _COLLECT_BYTES)
+        give_back(collect=sum(map(source_size, files)) >= _COLLECT_BYTES)
     return done
 
 
@@ -624,7 +398,7 @@ def _convert_all(
         return _convert_at_once(
             files, tmp, scratch=scratch or tmp, rank=rank, node=node, progress=progress, mapper=mapper
         )
-    sizes = [_size(f) for f in files]
+    sizes = [source_size(f) for f in files]
     total = sum(sizes)
     done = 0
     results: list[ConvertResult] = []
@@ -681,7 +455,7 @@ def _convert_at_once(
     numbered as a one-by-one import numbers them. A task still running when the import fails
     cannot be stopped: the folders are outside ``scratch`` (a write into one never re-creates
     it) and :func:`_remove_task_folders` or the task itself removes them."""
-    sizes = [_size(f) for f in files]
+    sizes = [source_size(f) for f in files]
     total, done = sum(sizes), 0
     scratch = scratch.absolute()
     batch = uuid.uuid4().hex[:8]

@@ -16,7 +16,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .tables import text
+from .cell_text import text
 
 _encode = msgspec.json.Encoder().encode
 #: A character JSON escapes in a string (RE2 syntax, as pyarrow.compute reads it).

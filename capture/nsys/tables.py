@@ -22,6 +22,8 @@ from profui.capture.format import TraceFormatError
 from profui.capture.format.columns import is_nsys_file as is_nsys_file  # the suffix rule
 from profui.capture.format.regular import not_regular
 
+from .cell_text import text
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -40,12 +42,6 @@ ACTIVITY_TABLES = (
 
 class NsysFormatError(TraceFormatError):
     """A file is missing, unreadable or not an Nsight Systems export; ``str(err)`` is one line."""
-
-
-def text(value: object) -> object:
-    """A cell as the export means it: a BLOB where Nsight writes text (a process's name) is its
-    UTF-8 text, so that it reaches the trace as a name, never as bytes."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 class Export:

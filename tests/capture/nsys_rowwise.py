@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 from profui.capture.conversion.converted import EVENT_FIELDS, empty_columns, events_table, write_rank
 from profui.capture.conversion.result import ConvertResult, detect_node
-from profui.capture.nsys.tables import Export, NsysFormatError, open_export, text as _text
+from profui.capture.nsys.cell_text import text as _text
+from profui.capture.nsys.tables import Export, NsysFormatError, open_export
 
 
 def _strings(export: Export) -> dict:

@@ -125,7 +125,8 @@ def _annotation_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyF
 def _launch_rows(ev: pl.LazyFrame, store: Store, params: Params) -> pl.DataFrame:
     # what launch_stats(by=()), launch_stats_by_kernel and launch_histogram read
     cols = ("name", "dur", "launch_dur", "launch_delay", "launch_latency", "launch_bound")
-    return store["correlate"]["launches.parquet"].select(cols)
+    launches: pl.DataFrame = store["correlate"]["launches.parquet"]
+    return launches.select(cols)
 
 
 def _gpu_busy(ev: pl.LazyFrame, store: Store, params: Params) -> pl.LazyFrame:
@@ -150,7 +151,8 @@ def _flop_rows(ev: pl.LazyFrame, store: Store) -> tuple[pl.DataFrame, pl.DataFra
     if not _FLOP_ROWS or _FLOP_ROWS[0] is not store:
         kernels = store.get("precision", {}).get("kernels.parquet")
         _FLOP_ROWS[:] = [store, fl.flop_rows(ev, kernels)]
-    return _FLOP_ROWS[1]
+    rows: tuple[pl.DataFrame, pl.DataFrame] = _FLOP_ROWS[1]
+    return rows
 
 
 _FLOP_ROWS: list[Any] = []
@@ -286,7 +288,8 @@ def _flops(table: str) -> Callable[..., pl.DataFrame]:
         ops: pl.DataFrame, kernels: pl.DataFrame, windows: pl.DataFrame, params: Params, gpus: Any
     ) -> pl.DataFrame:
         tables = fl.flop_tables(ops, kernels, windows, gpus, params["peak_tflops"], params["model_flops"])
-        return getattr(tables, table)
+        reduced: pl.DataFrame = getattr(tables, table)
+        return reduced
 
     return reduce
 

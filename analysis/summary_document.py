@@ -23,6 +23,8 @@ import polars as pl
 from .engine import SCAN_ENGINE
 
 if TYPE_CHECKING:
+    from profui.capture.format import Manifest
+
     from .trace import Trace
 
 #: Order of the sections (and of the CLI's tables).
@@ -141,6 +143,6 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
     }
 
 
-def source_notes(manifest: Any) -> list[str]:
+def source_notes(manifest: Manifest) -> list[str]:
     """What the importers say the reader should know (:meth:`Manifest.source_notes`)."""
     return manifest.source_notes()

@@ -28,6 +28,7 @@ from .errors import PipelineError
 from .lock import TraceLock
 from .planning import Plan, plan_run, repair_stale
 from .records import RunRecord, StageRecord, now_iso
+from .schedule import run_stages
 from .store import registry_or_default
 
 
@@ -46,6 +47,10 @@ class StageEvent:
 
 
 Progress = Callable[[StageEvent], None]
+
+
+class _StageFailed(Exception):
+    """A stage's failure, already recorded: tells the loop to start no stage after it."""
 
 
 def _stage_params(registry: Registry, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,54 +173,68 @@ def execute(
     say = progress or (lambda ev: None)
     selected = plan.selection
     total = len(selected)
+    order = registry.order
     failed_stage: str | None = None
     current: StageRecord | None = None
-    try:
-        for name in registry.order:
+    settled = 0  # the stages of ``order`` before this one are reused, skipped or run
+
+    def settle(upto: int) -> None:
+        """Record the stages before position ``upto`` of the graph's order that this run does not
+        execute: taken from the reference run, or skipped (with why)."""
+        nonlocal settled
+        for name in order[settled:upto]:
             srec = rec.stages[name]
             if name in plan.reused:
                 run.reuse(name)
-                continue
-            if name not in selected:
+            elif name not in selected:
                 srec.status, srec.error = "skipped", run.skip_reason(name)
-                continue
-            if failed_stage is not None:
+            elif srec.status == "pending":  # selected, not started: an earlier stage failed
                 srec.status, srec.error = "skipped", f"not run: stage {failed_stage} failed"
-                continue
-            idx = selected.index(name) + 1
-            prev = plan.reference.stages.get(name) if plan.reference else None
-            srec.attempt = prev.attempt + 1 if prev and prev.status in ("failed", "stopped") else 1
-            srec.status, srec.start = "running", now_iso()
-            current = srec
-            run.save()
-            say(StageEvent(rec.id, name, "running", None, idx, total))
-            t0 = time.perf_counter()
-            try:
-                run.produce(name)
-                srec.status = "succeeded"
-            except Exception as exc:  # a stage's failure is recorded, not raised
-                srec.status = "failed"
-                srec.error = f"{type(exc).__name__}: {exc}"
-                srec.traceback = traceback.format_exc(limit=8)
-                if isinstance(exc, TraceFormatError):
-                    srec.bad_input = {"path": str(exc.path), "problem": exc.problem}
-                failed_stage = name
-                rec.error = f"stage {name} failed: {srec.error}"
-            srec.end = now_iso()
-            current = None
-            run.save()
-            say(
-                StageEvent(
-                    rec.id,
-                    name,
-                    srec.status,
-                    srec.provenance,
-                    idx,
-                    total,
-                    time.perf_counter() - t0,
-                    srec.error,
-                )
+        settled = max(settled, upto)
+
+    def execute_stage(name: str) -> None:
+        """Run stage ``name`` (its record and progress events around it); a failure is recorded,
+        then raised to the loop, which starts no stage after it."""
+        nonlocal failed_stage, current
+        settle(order.index(name))
+        srec = rec.stages[name]
+        idx = selected.index(name) + 1
+        prev = plan.reference.stages.get(name) if plan.reference else None
+        srec.attempt = prev.attempt + 1 if prev and prev.status in ("failed", "stopped") else 1
+        srec.status, srec.start = "running", now_iso()
+        current = srec
+        run.save()
+        say(StageEvent(rec.id, name, "running", None, idx, total))
+        t0 = time.perf_counter()
+        try:
+            run.produce(name)
+            srec.status = "succeeded"
+        except Exception as exc:  # a stage's failure is recorded, not raised by execute
+            srec.status = "failed"
+            srec.error = f"{type(exc).__name__}: {exc}"
+            srec.traceback = traceback.format_exc(limit=8)
+            if isinstance(exc, TraceFormatError):
+                srec.bad_input = {"path": str(exc.path), "problem": exc.problem}
+            failed_stage = name
+            rec.error = f"stage {name} failed: {srec.error}"
+        srec.end = now_iso()
+        current = None
+        run.save()
+        say(
+            StageEvent(
+                rec.id, name, srec.status, srec.provenance, idx, total, time.perf_counter() - t0, srec.error
             )
+        )
+        if srec.status == "failed":
+            raise _StageFailed(name)
+
+    try:
+        # one stage at a time, in the graph's order and in this thread: Ctrl-C stops the stage
+        failed = run_stages(registry, [n for n in order if n in selected], execute_stage, by_cost=False)
+        for exc in failed.values():
+            if not isinstance(exc, _StageFailed):  # a progress callback's: it ends the run
+                raise exc
+        settle(len(order))
         rec.status = "failed" if failed_stage else "succeeded"
         rec.ended = now_iso()
         run.save()

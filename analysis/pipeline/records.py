@@ -152,7 +152,7 @@ class RunRecord(_RunFields):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (stages in pipeline order)."""
-        d = msgspec.to_builtins(self)
+        d: dict[str, Any] = msgspec.to_builtins(self)
         d["stages"] = list(d["stages"].values())
         d["seconds"] = self.seconds
         d["counts"] = self.counts()

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from .conform import conform_outputs
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
 from .params import typed_params
+from .schedule import run_stages
 
 if TYPE_CHECKING:
     from profui.analysis.trace import Trace
@@ -60,68 +60,47 @@ def compute(
     if not todo:
         return store
 
-    def run(name: str) -> dict[str, Any]:
+    def run(name: str) -> None:
         stage = registry.stages[name]
         inputs = {i: store[i] for i in stage.inputs if i != TRACE}
         files = {i: registry.stages[i].outputs for i in inputs}
-        outputs = conform_outputs(
-            stage, stage.run(StageContext(name, shared, values, inputs, "memory", files))
-        )
-        store[name] = outputs
-        return outputs
+        context = StageContext(name, shared, values, inputs, "memory", files)
+        store[name] = conform_outputs(stage, stage.run(context))
 
     # Each stage runs in a thread of its own once its inputs are there: Polars releases the GIL
     # while it computes, so one stage's queries (and the eager reads inside a body) overlap
-    # another's. No more stages run than there are threads, and of the stages ready the one
-    # heading the costliest chain of stages still to run goes first (:func:`_priorities`): the
-    # long stages then start early instead of running alone at the end.
-    rank = {name: i for i, name in enumerate(todo)}
-    priority = _priorities(registry, todo)
-    waiting = list(todo)
-    running: dict[Future[dict[str, Any]], str] = {}
-    failed: dict[str, BaseException] = {}
-    threads = _workers(len(todo), trace.dir.num_events)
-    # on a huge trace the stages reading the events' args run first (with what they read), and
+    # another's (:func:`.schedule.run_stages`, the costliest chains first).
+    # On a huge trace the stages reading the events' args run first (with what they read), and
     # the column is let go once they are done: the stages after them run in that much less memory
     readers = _args_readers(todo, values, trace.dir.num_events)
-    first = readers | registry.ancestors(readers)
     dropped = False
+
+    def let_go(waiting: bool) -> None:
+        nonlocal dropped
+        if readers and not dropped and waiting and readers <= store.keys():
+            trace.without_cached_columns(["args"])
+            dropped = True
+
+    def done(name: str) -> None:
+        if on_stage is not None:
+            on_stage(name, store[name])
+
     try:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
-            while waiting or running:
-                # after a failure only the stages before it in the graph's order still start: the
-                # error is then the first failing stage's, as when stages run one after another
-                bar = min((rank[n] for n in failed), default=len(todo))
-                ready = [
-                    n
-                    for n in waiting
-                    if rank[n] < bar and all(i == TRACE or i in store for i in registry.stages[n].inputs)
-                ]
-                order = sorted(ready, key=lambda n: (n not in first, -priority[n], rank[n]))
-                for name in order[: threads - len(running)]:
-                    waiting.remove(name)
-                    running[pool.submit(run, name)] = name
-                if not running:
-                    break
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: rank[running[f]]):
-                    name = running.pop(fut)
-                    error = fut.exception()
-                    if error is not None:
-                        failed[name] = error
-                    elif on_stage is not None and not failed:
-                        try:
-                            on_stage(name, store[name])
-                        except BaseException as exc:  # the caller's error ends the run like a stage's
-                            failed[name] = exc
-                if readers and not dropped and waiting and readers <= store.keys():
-                    trace.without_cached_columns(["args"])
-                    dropped = True
+        failed = run_stages(
+            registry,
+            todo,
+            run,
+            threads=_workers(len(todo), trace.dir.num_events),
+            first=readers | registry.ancestors(readers),
+            available=store.__contains__,
+            on_done=done,
+            between=let_go,
+        )
     finally:
         if dropped:  # the trace's next reader gets its events whole, read again
             trace.forget_cached_events()
     if failed:
-        raise failed[min(failed, key=rank.__getitem__)] from None
+        raise failed[min(failed, key=todo.index)] from None
     return store
 
 
@@ -138,16 +117,6 @@ def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> fr
     if events < HUGE_TRACE_EVENTS or values.get("hta_compat"):
         return frozenset()
     return ARGS_READERS & set(todo)
-
-
-def _priorities(registry: Registry, todo: list[str]) -> dict[str, float]:
-    """Per stage to run: its :attr:`~.dag.Stage.cost` plus the costliest chain of the stages
-    to run that read it, directly or through others (its "upward rank")."""
-    priority: dict[str, float] = {}
-    for name in reversed(todo):  # readers come after what they read
-        chain = max((priority[r] for r in registry.children(name) if r in priority), default=0)
-        priority[name] = registry.stages[name].cost + chain
-    return priority
 
 
 #: Events from which at most :data:`LARGE_TRACE_STAGES` stages run at once.

@@ -3,7 +3,7 @@
 ``profui summary trace.json.gz`` and ``profui open run/`` over PyTorch Profiler output work
 straight away: the command line resolves the path with :func:`resolve_trace`, which converts the
 JSON files once into the trace format, in a cache folder keyed by the sources' paths, sizes and
-modification times, and reuses it while they are unchanged. Analysis only ever sees the folder.
+modification times and by the importing code's version, and reuses it while they are unchanged. Analysis only ever sees the folder.
 """
 
 from __future__ import annotations
@@ -30,13 +30,19 @@ from .sources import refused_folder, source_scan
 _DONE_MARK = ".profui-import.json"
 
 
+#: The module whose code (with all it loads: every format's converter) makes an import.
+IMPORT_CODE = ("profui.capture.ingest.importer",)
+
+
 def cache_key(sources: list[Path]) -> str:
-    """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime)."""
+    """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime) and
+    of the importing code's version, so that an import made by other code is made again."""
     # here, not at the top: the fingerprint's hashlib loads OpenSSL (3.6 MB resident), which an
     # import that is not cached (the importer reads this module's folder scan) never uses
     from profui.capture.format import files_fingerprint, fingerprint_digest
+    from profui.capture.format.code_version import code_version
 
-    return fingerprint_digest(files_fingerprint(sources))
+    return fingerprint_digest([*files_fingerprint(sources), ["code", code_version(IMPORT_CODE)]])
 
 
 #: What a command that reads one trace says to do with sources of several jobs.

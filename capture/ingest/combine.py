@@ -5,7 +5,8 @@ the identity rule (:mod:`profui.capture.format.jobs`) says so: the same profcap 
 imports, ranks that ran together. The combined trace is a folder in the import cache whose
 ``node=<host>`` entries link to the folders' own (nothing is copied) and whose manifest is the
 folders' merged (:func:`~profui.capture.format.manifest.merge_manifests`); it is keyed by the
-folders' paths and files, so a changed folder makes a new one. It is built under the entry's
+folders' paths and files and by this module's code version, so a changed folder (or combining
+code) makes a new one. It is built under the entry's
 lock and published by a rename (:func:`~profui.capture.ingest.cache.entry_lock`), so concurrent
 commands build it once and never remove it under one another; an entry that no longer holds what
 it was built with (a link gone or re-pointed, a file damaged) is built again, never served.
@@ -33,6 +34,7 @@ from profui.capture.format import (
     trace_fingerprint,
     write_manifest,
 )
+from profui.capture.format.code_version import code_version
 from profui.capture.format.jobs import group_jobs, not_one_job, part_of_manifest
 from profui.capture.format.layout import parse_partition
 from profui.capture.format.manifest import merge_manifests
@@ -69,7 +71,10 @@ def combined_trace(folders: list[Path], cache_root: str | Path | None = None) ->
             owner[node] = t.path
     root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
     key = hashlib.sha256(
-        json.dumps([[str(t.path.resolve()), trace_fingerprint(t)] for t in traces], sort_keys=True).encode()
+        json.dumps(
+            [[str(t.path.resolve()), trace_fingerprint(t)] for t in traces] + [code_version((__name__,))],
+            sort_keys=True,
+        ).encode()
     ).hexdigest()[:24]
     out = root / "combined" / key
     want = _entry(traces)

@@ -103,3 +103,42 @@ def test_importing_a_module_loads_nothing_outside_its_closure(module):
     loaded = set(json.loads(run.stdout))
     assert module in loaded
     assert loaded - closure([module]) == set()
+
+
+def _import_key(site: Path, source: Path) -> str:
+    """The import cache's key of ``source``, computed by the copy at ``site``."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from profui.capture.ingest import cache\n"
+        "assert cache.__file__.startswith(sys.argv[1]), cache.__file__\n"
+        "print(cache.cache_key([Path(sys.argv[2])]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(site), str(source)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return run.stdout.strip()
+
+
+def test_an_import_made_by_other_converter_code_is_not_served(profui_copy, tmp_path):
+    # The import cache keyed on the sources alone served an import made by an older converter
+    # after an upgrade; its key now holds the code version of the importer and all it loads.
+    source = tmp_path / "rank0.json"
+    source.write_text('{"traceEvents": []}')
+    before = _import_key(profui_copy, source)
+    assert _import_key(profui_copy, source) == before  # the same code and sources: the same entry
+    site = profui_copy / "profui"
+    # the Nsight converter, which the importer loads inside the function that dispatches to it
+    assert "profui.capture.nsys.convert" in closure(["profui.capture.ingest.importer"])
+    _append(site / "capture" / "nsys" / "convert.py", "\nCONVERT_EDITED = 1\n")
+    after = _import_key(profui_copy, source)
+    assert after != before
+    # code the import never runs (the timeline's view) leaves the entry in place
+    assert "profui.tui.timeline.view" not in closure(["profui.capture.ingest.importer"])
+    _append(site / "tui" / "timeline" / "view.py", "\nVIEW_EDITED = 1\n")
+    assert _import_key(profui_copy, source) == after

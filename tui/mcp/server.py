@@ -247,9 +247,10 @@ class ProfuiServer(MCPServer):
         """Call tool ``name``; arguments the schema refuses, or that it does not have, give
         ``profui: NAME: ARG: why; ...``."""
         tool = self._tool_manager.get_tool(name)
-        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {}))) if tool else []
+        properties = tool.parameters.get("properties", {}) if tool else {}
+        unknown = sorted(set(arguments or {}) - set(properties)) if tool else []
         if unknown:
-            valid = ", ".join(tool.parameters["properties"])
+            valid = ", ".join(properties)
             return CallToolResult(
                 content=[
                     TextContent(

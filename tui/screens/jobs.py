@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
@@ -138,7 +139,7 @@ class JobsScreen(Screen):
         table = self.query_one(DataTable)
         keep = None
         if table.row_count:
-            keep = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            keep = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         table.clear()
         rows = self.visible_rows()
         year = str(date.today().year)
@@ -179,7 +180,7 @@ class JobsScreen(Screen):
         filt = f" · filter “{self.filter_text}”" if self.filter_text else ""
         line = f"{shown} of {len(self.rows)} traces · sorted by {self.sort_column} {arrow}{filt}"
         if shown:
-            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
             if key in self._elided:  # on its own line: the whole name, however long
                 line += f"\n{self._elided[key]}"
         self.query_one("#jobs-status", Static).update(Text(line))  # plain text: a typed "[" is no markup
@@ -245,7 +246,7 @@ class JobsScreen(Screen):
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key
         self._open(Path(str(key.value)))
 
     def _open(self, path: Path) -> None:

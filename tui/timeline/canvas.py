@@ -46,7 +46,7 @@ class TimelineCanvas(Widget, can_focus=True):
         Binding("n", "next(1)", "Next step/match"),
         Binding("N", "next(-1)", "Prev step/match", show=False),
         Binding("enter,x", "follow", "Launch↔kernel"),
-        Binding("space", "toggle", "Fold", show=False),
+        Binding("space", "fold", "Fold", show=False),
         Binding("c", "fold_all", "Fold ranks", show=False),
         Binding("C", "unfold_all", "Unfold all", show=False),
         Binding("e", "hide_empty", "Hide empty", show=False),
@@ -163,7 +163,7 @@ class TimelineCanvas(Widget, can_focus=True):
         else:
             self._go(lambda st: st.follow())
 
-    def action_toggle(self) -> None:
+    def action_fold(self) -> None:
         self._go(lambda st: st.toggle())
 
     def action_fold_all(self) -> None:

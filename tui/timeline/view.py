@@ -16,6 +16,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from profui.analysis.lod import LodIndex
+
 from ..views.base import TraceView
 from .canvas import TimelineCanvas
 from .details import details_text, status_text
@@ -42,7 +44,6 @@ class TimelineView(TraceView):
     def __init__(self, session, id: str | None = None) -> None:
         super().__init__(session, id=id)
         self.state: TimelineState | None = None
-        self.index = None
         self._pending: dict[str, Any] | None = None
         self._prompt_kind = ""
         self.ready = False
@@ -85,8 +86,7 @@ class TimelineView(TraceView):
     def _status_line(self, line: str) -> None:
         self.query_one("#tl-status", Static).update(Text(line))  # an error's text is no markup
 
-    def _ready(self, index) -> None:
-        self.index = index
+    def _ready(self, index: LodIndex) -> None:
         self.state = TimelineState(index)
         freeze_loaded()
         self.query_one(TimelineCanvas).set_state(self.state)
@@ -135,7 +135,7 @@ class TimelineView(TraceView):
         elif pos is not None:
             st.select(int(pos), fill=True)
         elif kernel is not None:
-            p = self.index.find_kernel(name=kernel, ts_ns=ts_ns, rank=rank)
+            p = st.ix.find_kernel(name=kernel, ts_ns=ts_ns, rank=rank)
             if p < 0:
                 st.message = f"kernel not found: {kernel[:50]}"
                 st.version += 1
@@ -172,15 +172,15 @@ class TimelineView(TraceView):
         self._path_wanted = (on, rank)
         st.message = "critical path: loading…"
         st.version += 1
-        self._load_paths()
+        self._load_paths(st.ix)
 
     @work(thread=True, exclusive=True, group="timeline-path")
-    def _load_paths(self) -> None:
+    def _load_paths(self, index: LodIndex) -> None:
         from .critical import CriticalPaths
 
         try:
             outputs = self.session.stage_outputs(("critical_path",))
-            paths = CriticalPaths(self.index, outputs.get("critical_path", {}))
+            paths = CriticalPaths(index, outputs.get("critical_path", {}))
         except Exception as exc:  # shown, not raised: the timeline keeps working without it
             if self.ended_on_bad_input(exc):
                 return

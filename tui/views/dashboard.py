@@ -253,8 +253,9 @@ class DashboardView(TraceView):
         try:
             charts = {c.id: self.panel(c.id).data for c in dc.CHARTS}
             charts[dc.HEADLINE] = self.headline
-            if all(d is not None for d in charts.values()):
-                dashboard_cache.save(self.session.dir, charts, self.session.overview)
+            drawn = {k: d for k, d in charts.items() if d is not None}
+            if len(drawn) == len(charts):
+                dashboard_cache.save(self.session.dir, drawn, self.session.overview)
         except Exception:  # keeping is an optimisation: never a failure of the dashboard
             pass
 

@@ -868,20 +868,24 @@ HEADLINE = "headline"
 
 
 def build_headline(outputs: Outputs, _view: Any = None) -> ChartData:
-    """The dashboard's headline: the top finding, in the words ``profui summary``'s first line
-    says it (:func:`profui.analysis.headline.headline`), as a text panel's data so that a warm
+    """The dashboard's headline (:func:`headline_line`) as a text panel's data, so that a warm
     open keeps and draws it like the charts."""
+    return ChartData(kind="text", text=Text(headline_line(outputs), style="bold"))
+
+
+def headline_line(outputs: Outputs) -> str:
+    """The top finding, in the words ``profui summary``'s first line says it
+    (:func:`profui.analysis.headline.headline`)."""
     from profui.analysis.headline import headline
 
     windows = frame(outputs, "steps", "windows.parquet")
     cp_steps = frame(outputs, "critical_path", "steps.parquet")
-    line = headline(
+    return headline(
         frame(outputs, "findings", "findings.parquet"),
         windows if windows.width else None,
         # the stage wrote its table (with no row when no step was analysed): the reason can be said
         cp_steps if "critical_path" in outputs and cp_steps.width else None,
     )
-    return ChartData(kind="text", text=Text(line, style="bold"))
 
 
 def chart_by_id(chart_id: str) -> Chart:

@@ -147,7 +147,7 @@ class FindingsView(TraceView):
             self.ready = True
             return
         if self.findings.is_empty():  # why, in the dashboard headline's words
-            self._status(dc.build_headline(outputs).text.plain)
+            self._status(dc.headline_line(outputs))
             table.set_frame(pl.DataFrame())
             self._select(None)
             self.ready = True

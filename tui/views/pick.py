@@ -30,13 +30,13 @@ class PickScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]  (↑↓ Enter, Esc cancels)")
-            yield OptionList(*[Option(label, id=str(i)) for i, (_v, label) in enumerate(self.choices)])
+            yield OptionList(*[Option(label) for _v, label in self.choices])
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.choices[int(event.option.id)][0])
+        self.dismiss(self.choices[event.option_index][0])
 
     def action_cancel(self) -> None:
         """Close without picking."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
@@ -205,5 +206,7 @@ class ChartPanel(Vertical, can_focus=True):
 
     def takeaway_shown(self) -> str:
         """The takeaway line as drawn (without its arrow); empty when there is none."""
-        lines = self.query_one(".chart-foot", Static).render().plain.splitlines()
+        drawn = self.query_one(".chart-foot", Static).visual
+        assert isinstance(drawn, Content)  # a Static draws its text (str or rich Text) as Content
+        lines = drawn.plain.splitlines()
         return lines[-1].removeprefix("→ ") if lines and lines[-1].startswith("→ ") else ""

@@ -12,6 +12,7 @@ row as a dict.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -57,7 +58,7 @@ def header_of(col: str) -> str:
 
 
 #: Declared units (:data:`profui.analysis.schemas.UNITS`) and how a number in that unit reads.
-UNIT_FORMAT = {
+UNIT_FORMAT: dict[str, Callable[[float], str]] = {
     "ns": fmt_ns,
     "ns_float": fmt_ns,
     "fraction": fmt_pct,

@@ -56,8 +56,8 @@ def rank_heatmap(ratios: pl.DataFrame, width: int, max_rows: int) -> Text:
             label = f"r{group[0][1]}–{group[-1][1]}"
         line = []
         for ca, cb in cols:
-            vals = [cell.get((n, r, s)) for n, r in group for s in steps[ca:cb]]
-            vals = [v for v in vals if v is not None and not math.isnan(v)]
+            cells = [cell.get((n, r, s)) for n, r in group for s in steps[ca:cb]]
+            vals = [v for v in cells if v is not None and not math.isnan(v)]
             line.append(shade(max(vals)) if vals else " ")
         text.append(f"{label[:label_w]:<{label_w}} ", style="bold")
         text.append("".join(line) + "\n")

@@ -3,7 +3,9 @@
 The annotations are the design's contracts between modules (the typed result, what a stage
 body takes and gives, which values may be None); a change that breaks one (a LazyFrame used as
 a DataFrame, a None nobody handles) fails here, in the test run, rather than in a user's trace.
-Plain mypy: the package's every module, untyped bodies not yet checked.
+Plain mypy: the package's every module, untyped bodies not yet checked. ``mypy --strict``: the
+stage graph (``analysis/pipeline``) and the result it produces (the summary document, the
+declared schemas, the code-version key of its outputs), which every surface reads.
 """
 
 from __future__ import annotations
@@ -19,12 +21,26 @@ from package_root import package_root
 FLAGS = ["--namespace-packages", "--explicit-package-bases", "--ignore-missing-imports"]
 
 
-def test_mypy_finds_no_error(tmp_path: Path) -> None:
+#: Checked with ``--strict``: the pipeline and the typed result (modules the strict run imports
+#: are read silently: their own errors are the plain run's).
+STRICT = [
+    "-p",
+    "profui.analysis.pipeline",
+    "-m",
+    "profui.analysis.summary_document",
+    "-m",
+    "profui.analysis.schemas",
+    "-m",
+    "profui.capture.format.code_version",
+]
+
+
+def _mypy(tmp_path: Path, *args: str) -> str:
     root = package_root(tmp_path / "root")
     mypy = Path(sys.executable).with_name("mypy")
     # a cache of its own: the result never rests on what an earlier run of other code stored
     proc = subprocess.run(
-        [str(mypy), *FLAGS, "--cache-dir", str(tmp_path / "cache"), "-p", "profui"],
+        [str(mypy), *FLAGS, "--cache-dir", str(tmp_path / "cache"), *args],
         cwd=root,
         capture_output=True,
         text=True,
@@ -33,3 +49,15 @@ def test_mypy_finds_no_error(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Success: no issues found" in out, out
+    return out
+
+
+def test_mypy_finds_no_error(tmp_path: Path) -> None:
+    _mypy(tmp_path, "-p", "profui")
+
+
+def test_mypy_strict_finds_no_error_in_the_pipeline_and_the_result(tmp_path: Path) -> None:
+    out = _mypy(tmp_path, "--strict", "--follow-imports=silent", *STRICT)
+    # every module of the pipeline was checked, not a package found empty
+    pipeline = len(list((package_root(tmp_path / "count") / "profui" / "analysis" / "pipeline").glob("*.py")))
+    assert f"in {pipeline + 3} source files" in out, out

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 
 from benchscripts import load
-
 from realdata import REPO
 
 cp = load("call_path")

@@ -9,8 +9,8 @@ import json
 
 import polars as pl
 import pytest
-from benchscripts import load
 
+from benchscripts import load
 from realdata import shared_trace
 
 TINY = "hta-call_stack-backward_thread.json"

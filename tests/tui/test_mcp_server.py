@@ -623,7 +623,7 @@ BY_RANKS_SERVER = [
     sys.executable,
     "-c",
     "import profui.analysis.distributed as d; d.IN_PROCESS_BYTES = 0; "
-    "from profui.tui.mcp.server import serve; serve()",
+    "from profui.tui.cli.mcp.server import serve; serve()",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The agent skill file (``tui/mcp/SKILL.md``, issue 39) tells only what is true.
+"""The agent skill file (``tui/cli/mcp/SKILL.md``, issue 39) tells only what is true.
 
 An agent follows it to the letter, so every command line it quotes must parse (each flag is in
 that command's ``--help``), every MCP tool it names must be served, and every key and category
@@ -20,7 +20,7 @@ from profui.analysis.findings_base import CATEGORIES
 
 from realdata import run_profui
 
-SKILL = Path(__file__).resolve().parents[2] / "tui" / "mcp" / "SKILL.md"
+SKILL = Path(__file__).resolve().parents[2] / "tui" / "cli" / "mcp" / "SKILL.md"
 
 
 def _text() -> str:
@@ -79,7 +79,7 @@ def test_every_profui_command_line_it_quotes_parses() -> None:
 
 def test_every_tool_it_names_is_served() -> None:
     pytest.importorskip("mcp", reason="the mcp extra is part of the test extra; CI installs it")
-    from profui.tui.mcp.server import TOOLS
+    from profui.tui.cli.mcp.server import TOOLS
 
     served = {fn.__name__ for fn in TOOLS}
     section = _section("Tools of")

@@ -1,6 +1,6 @@
 """``profui mcp``: serve profui's answers to an agent as a Model Context Protocol server on stdio.
 
-The server is :mod:`profui.tui.mcp.server`, on the official ``mcp`` SDK, an optional extra
+The server is :mod:`profui.tui.cli.mcp.server`, on the official ``mcp`` SDK, an optional extra
 (``pip install 'profui[mcp]'``): it is imported only when the server starts, so ``--help`` stays
 light, and without it the command says how to install it (exit 2).
 """
@@ -15,10 +15,10 @@ INSTALL = "profui mcp needs the mcp package: pip install 'profui[mcp]'"
 
 
 def skill_text() -> str:
-    """The agent skill file shipped in the package (``profui/tui/mcp/SKILL.md``)."""
+    """The agent skill file shipped in the package (``profui/tui/cli/mcp/SKILL.md``)."""
     from importlib.resources import files
 
-    return files("profui.tui.mcp").joinpath("SKILL.md").read_text(encoding="utf-8")
+    return files("profui.tui.cli.mcp").joinpath("SKILL.md").read_text(encoding="utf-8")
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(skill_text(), nl=False)
             return
         try:
-            from profui.tui.mcp.server import serve
+            from profui.tui.cli.mcp.server import serve
         except ImportError as exc:
             if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio"):
                 raise UserError(INSTALL) from None

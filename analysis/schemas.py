@@ -57,10 +57,16 @@ class Column:
     #: May hold null (a float column also NaN or an infinity, which JSON prints as null): only
     #: where declared, so a client of the JSON can rely on every other value being there.
     nullable: bool = False
+    #: An optional column's variant: present exactly where the run's ``hta_compat`` is this.
+    hta_compat: bool | None = None
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
             raise ValueError(f"column {self.name}: unit {self.unit!r} is not one of {UNITS}")
+        if self.optional != (self.hta_compat is not None):
+            raise ValueError(
+                f"column {self.name}: an optional column names its hta_compat variant, no other does"
+            )
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,15 @@ class Table:
         """The columns that may hold null, in declaration order."""
         return tuple(c.name for c in self.columns if c.nullable)
 
-    def empty(self) -> pl.DataFrame:
-        """The table without rows: its columns (the optional ones left out) and their types."""
-        return pl.DataFrame(schema={c.name: c.dtype for c in self.columns if not c.optional})
+    def empty(self, hta_compat: bool | None = None) -> pl.DataFrame:
+        """The table without rows: its columns and their types; the optional ones left out, or
+        with ``hta_compat`` those of that variant kept (:attr:`Column.hta_compat`)."""
+        keep = [
+            c
+            for c in self.columns
+            if not c.optional or (hta_compat is not None and c.hta_compat is hta_compat)
+        ]
+        return pl.DataFrame(schema={c.name: c.dtype for c in keep})
 
 
 class SchemaError(ValueError):
@@ -103,15 +115,28 @@ I64, I32, U32, F64, STR, BOOL = pl.Int64(), pl.Int32(), pl.UInt32(), pl.Float64(
 
 
 def _c(
-    name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False, nullable: bool = False
+    name: str,
+    dtype: pl.DataType,
+    unit: str,
+    doc: str = "",
+    optional: bool = False,
+    nullable: bool = False,
+    hta_compat: bool | None = None,
 ) -> Column:
-    return Column(name, dtype, unit, doc, optional, nullable)
+    return Column(name, dtype, unit, doc, optional, nullable, hta_compat)
 
 
-def _n(name: str, dtype: pl.DataType, unit: str, doc: str = "", optional: bool = False) -> Column:
+def _n(
+    name: str,
+    dtype: pl.DataType,
+    unit: str,
+    doc: str = "",
+    optional: bool = False,
+    hta_compat: bool | None = None,
+) -> Column:
     """A nullable column (:attr:`Column.nullable`); its doc says when it is null where that is
     not plain from the name."""
-    return Column(name, dtype, unit, doc, optional, nullable=True)
+    return Column(name, dtype, unit, doc, optional, nullable=True, hta_compat=hta_compat)
 
 
 NODE = _c("node", STR, "id", "host name of the trace's node")
@@ -119,7 +144,9 @@ RANK = _c("rank", I64, "id", "distributed rank")
 DEVICE = _c("device", I32, "id", "GPU index on its node")
 STREAM = _c("stream", I32, "id", "device stream")
 #: Per GPU by default; HTA's numbers (``hta_compat``) are per rank.
-DEVICE_EXACT = Column("device", I32, "id", "GPU index (absent under hta_compat: per rank)", optional=True)
+DEVICE_EXACT = Column(
+    "device", I32, "id", "GPU index (absent under hta_compat: per rank)", optional=True, hta_compat=False
+)
 WHERE_GPU = (NODE, RANK, DEVICE)
 WHERE_STREAM = (NODE, RANK, DEVICE, STREAM)
 
@@ -149,8 +176,8 @@ def _kernel_stats(top: bool) -> Table:
     other = "; null on the (other) row" if top else ""
     return Table(
         (
-            folded("node", STR, "id", where + other, optional=True),
-            folded("rank", I64, "id", where + other, optional=True),
+            folded("node", STR, "id", where + other, optional=True, hta_compat=True),
+            folded("rank", I64, "id", where + other, optional=True, hta_compat=True),
             _c("name", STR, "text", "kernel name"),
             _c("kernel_type", STR, "text", "computation / communication / memory"),
             _c("count", U32, "count", "launches"),
@@ -700,7 +727,14 @@ TABLES: dict[tuple[str, str], Table] = {
                 "overlap_share", F64, "fraction", "of communication time overlapped with compute (null: none)"
             ),
             _c("exposed_comm_ns", I64, "ns", "communication not hidden under computation"),
-            _c("source", STR, "text", "device kernel / host op (absent under hta_compat)", optional=True),
+            _c(
+                "source",
+                STR,
+                "text",
+                "device kernel / host op (absent under hta_compat)",
+                optional=True,
+                hta_compat=False,
+            ),
         ),
         "communication overlapped with compute per rank",
     ),

@@ -31,6 +31,7 @@ __all__ = [
     "VERSION",
     "Summary",
     "source_notes",
+    "stored_summary",
     "summarize",
     "trace_overview",
 ]
@@ -48,3 +49,10 @@ def summarize(trace: Trace, params: Mapping[str, Any] | None = None, **kwargs: A
 
     summary: Summary = stage_result(trace, "summary", {**(params or {}), **kwargs})["summary.json"]
     return summary
+
+
+def stored_summary(outputs: Mapping[str, Mapping[str, Any]]) -> Summary | None:
+    """The summary stage's Summary among stage outputs ``{stage: {file: value}}`` (computed in
+    memory or read from disk, it is one), or None when they hold none."""
+    value = outputs.get("summary", {}).get("summary.json")
+    return value if isinstance(value, Summary) else None

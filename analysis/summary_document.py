@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from profui.capture.format.errors import TraceFormatError
+
+from . import schemas
 from .engine import SCAN_ENGINE
 
 if TYPE_CHECKING:
@@ -72,6 +76,11 @@ class Summary:
     takeaways: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def top_n(self) -> int:
+        """The rows its top-N tables keep (its ``top_n`` parameter; 0: all)."""
+        return int(self.params["top_n"])
+
     def table(self, section: str, name: str) -> pl.DataFrame:
         """One table (an empty frame when absent)."""
         return self.sections.get(section, {}).get(name, pl.DataFrame())
@@ -89,6 +98,107 @@ class Summary:
                 for s, tables in self.sections.items()
             },
         }
+
+    @classmethod
+    def from_json_dict(cls, doc: Any, source: str | Path = "summary.json") -> Summary:
+        """The Summary that :meth:`to_json_dict` wrote as ``doc`` (``summary.json``, ``profui
+        summary --json``): each table rebuilt to its declared schema (:func:`schemas.conform`),
+        so its dtypes and values are the written ones, floats exactly.
+
+        What JSON cannot hold does not come back: a NaN or an infinity (written as null) is a
+        null. A table without rows has its declared columns of the run's variant
+        (:meth:`schemas.Table.empty`, for ``params``' ``hta_compat``). Sections come in
+        :data:`SECTIONS` order and a section's tables in their schemas' declaration order (the
+        file's keys are sorted). A document of another :data:`VERSION`, without one of
+        :data:`JSON_KEYS`, or with a table no schema declares or unlike its schema raises
+        :class:`TraceFormatError` naming ``source``.
+        """
+        if not isinstance(doc, dict):
+            raise TraceFormatError(
+                source, f"not a summary document (a JSON object expected, got {_kind(doc)})"
+            )
+        missing = [k for k in JSON_KEYS if k not in doc]
+        if missing:
+            raise TraceFormatError(source, f"not a summary document: no {', '.join(missing)}")
+        if doc["version"] != VERSION:
+            raise TraceFormatError(
+                source,
+                f"summary version {doc['version']!r}; this profui reads version {VERSION} (analyse again)",
+            )
+        for key, want in (
+            ("trace", dict),
+            ("params", dict),
+            ("takeaways", dict),
+            ("notes", list),
+            ("sections", dict),
+        ):
+            if not isinstance(doc[key], want):
+                raise TraceFormatError(
+                    source, f"summary {key}: a JSON {_kind(want())} expected, got {_kind(doc[key])}"
+                )
+        unknown = sorted(set(doc["sections"]) - set(SECTIONS))
+        if unknown:
+            raise TraceFormatError(source, f"summary sections {unknown} are not among {list(SECTIONS)}")
+        hta_compat = doc["params"].get("hta_compat")
+        if not isinstance(hta_compat, bool):  # it says which variant of the tables the summary holds
+            raise TraceFormatError(
+                source, f"summary params: hta_compat true or false expected, got {_kind(hta_compat)}"
+            )
+        sections = {
+            s: _tables(s, doc["sections"][s], hta_compat, source) for s in SECTIONS if s in doc["sections"]
+        }
+        return cls(
+            trace=_ordered(doc["trace"], schemas.OVERVIEW_KEYS),
+            params=_ordered(doc["params"], PARAM_KEYS),
+            sections=sections,
+            takeaways=dict(doc["takeaways"]),
+            notes=list(doc["notes"]),
+        )
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """``values`` with the keys of ``order`` first, in that order (the file's keys are sorted)."""
+    return {**{k: values[k] for k in order if k in values}, **values}
+
+
+def _tables(stage: str, tables: Any, hta_compat: bool, source: str | Path) -> dict[str, pl.DataFrame]:
+    """A section's tables, from their rows, in the schemas' declaration order."""
+    if not isinstance(tables, dict):
+        raise TraceFormatError(
+            source, f"summary section {stage}: a JSON object expected, got {_kind(tables)}"
+        )
+    declared = [f.removesuffix(".parquet") for s, f in schemas.TABLES if s == stage]
+    unknown = sorted(set(tables) - set(declared))
+    if unknown:
+        raise TraceFormatError(source, f"summary section {stage}: no schema declared for table(s) {unknown}")
+    return {
+        name: _table(stage, name, tables[name], hta_compat, source) for name in declared if name in tables
+    }
+
+
+def _table(stage: str, name: str, rows: Any, hta_compat: bool, source: str | Path) -> pl.DataFrame:
+    """One table from its rows (``DataFrame.to_dicts``), of its declared schema (without rows,
+    its columns of the ``hta_compat`` variant)."""
+    decl = schemas.table(stage, name)
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise TraceFormatError(source, f"summary table {stage}/{name}: a JSON array of objects expected")
+    if not rows:
+        return decl.empty(hta_compat)
+    dtypes = {c.name: c.dtype for c in decl.columns}
+    extra = sorted(set(rows[0]) - set(dtypes))
+    if extra:
+        raise TraceFormatError(source, f"summary table {stage}/{name}: columns {extra} are not in its schema")
+    try:
+        frame = pl.DataFrame(rows, schema={c: dtypes[c] for c in rows[0]}, orient="row")
+        return schemas.conform(stage, f"{name}.parquet", frame)
+    except (schemas.SchemaError, pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TraceFormatError(source, f"summary table {stage}/{name}: {first}") from None
 
 
 def _clean(value: Any) -> Any:

@@ -305,8 +305,20 @@ def remove_temporaries(private_dir: Path) -> int:
 
 
 def load_file(path: Path) -> Any:
-    """Read one output file: a Polars DataFrame for Parquet, the parsed value for JSON."""
+    """Read one output file: a Polars DataFrame for Parquet, the parsed value for JSON (the
+    summary stage's ``summary.json`` a :class:`~profui.analysis.summary_document.Summary`)."""
     return load_files([path])[path]
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON output's value: the parsed document, or the object the stage wrote where the
+    document is one's (``summary/summary.json``: the Summary, as the stage returned it)."""
+    doc = json.loads(path.read_bytes())
+    if path.name == "summary.json" and path.parent.parent.name == "summary":  # artifacts/<stage>/<key>/
+        from ..summary_document import Summary
+
+        return Summary.from_json_dict(doc, path)
+    return doc
 
 
 def load_files(paths: list[Path]) -> dict[Path, Any]:
@@ -321,5 +333,5 @@ def load_files(paths: list[Path]) -> dict[Path, Any]:
     out: dict[Path, Any] = dict(zip(parquet, frames, strict=True))
     for p in paths:
         if p.suffix != ".parquet":
-            out[p] = json.loads(p.read_bytes())
+            out[p] = _read_json(p)
     return {p: out[p] for p in paths}

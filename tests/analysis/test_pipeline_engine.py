@@ -117,8 +117,8 @@ def test_top_n_change_recomputes_kernels_and_summary_only(trace: Path) -> None:
     assert top["total_ns"].sum() == stats["total_ns"].sum()
     assert top["name"][:3].to_list() == stats.sort("total_ns", descending=True)["name"][:3].to_list()
     summary = load_output(trace, "summary", "summary.json")
-    assert [r["name"] for r in summary["sections"]["kernels"]["top_by_time"]] == top["name"].to_list()
-    assert summary["params"]["top_n"] == 3
+    assert summary.table("kernels", "top_by_time")["name"].to_list() == top["name"].to_list()
+    assert summary.top_n == 3
 
 
 def test_selective_run_reuses_upstream_outputs_and_records_their_run(trace: Path) -> None:
@@ -281,7 +281,7 @@ def test_summary_stage_equals_profui_summary_of_the_same_trace(trace: Path) -> N
     from profui.analysis.summary import summarize
 
     analyze(trace, overrides={"top_n": "7", "bucket_ms": "5"})
-    ours = load_output(trace, "summary", "summary.json")
+    ours = json.loads(json.dumps(load_output(trace, "summary", "summary.json").to_json_dict()))
     theirs = json.loads(json.dumps(summarize(open_trace(trace), top_n=7, bucket_ms=5.0).to_json_dict()))
     _close(ours, theirs)
     assert len(ours["sections"]["kernels"]["top_by_time"]) == 8  # 7 + "(other)"

@@ -36,16 +36,16 @@ def _provenance(rec, what: str) -> set[str]:
 
 def test_changed_bucket_recomputes_what_reads_it(trace: Path) -> None:
     full = analyze(trace)
-    assert load_output(trace, "summary", "summary.json")["params"]["bucket_ns"] is None  # auto buckets
+    assert load_output(trace, "summary", "summary.json").params["bucket_ns"] is None  # auto buckets
     sel = analyze(trace, stages=["summary"], overrides={"bucket_ms": "2"})
     assert sel.status == "succeeded" and sel.reference == full.id
     readers = {n for n, st in REGISTRY.stages.items() if "bucket_ms" in st.params}
     assert "utilization" in readers
     assert _provenance(sel, "computed") == readers | {"summary"}
     summary = load_output(trace, "summary", "summary.json")
-    assert summary["params"]["bucket_ns"] == 2_000_000
-    gpu = summary["sections"]["utilization"]["gpu"]
-    assert gpu and max(r["bucket_len_ns"] for r in gpu) == 2_000_000
+    assert summary.params["bucket_ns"] == 2_000_000
+    gpu = summary.table("utilization", "gpu")
+    assert gpu.height and gpu["bucket_len_ns"].max() == 2_000_000
     # the stages that read no changed parameter are still the reference's
     assert _provenance(sel, "reused") == {n for n, s in full.stages.items() if s.status == "succeeded"} - (
         readers | {"summary"}

@@ -90,8 +90,10 @@ def device_words(outputs: Outputs, view: Any = None) -> DeviceWords:
         "overview"
     )
     if not overview:
-        doc = outputs.get("summary", {}).get("summary.json")
-        overview = doc.get("trace") if isinstance(doc, dict) else getattr(doc, "trace", None)
+        from profui.analysis.summary import stored_summary  # here: importing this module loads no polars
+
+        summary = stored_summary(outputs)
+        overview = summary.trace if summary is not None else None
     if overview:
         return words_for(overview)
     try:

@@ -172,8 +172,11 @@ class TraceSession:
         the trace's overview it holds; its outputs."""
         self.source = got.source
         out = got.outputs
+        from profui.analysis.summary import stored_summary  # here: importing this module loads no polars
+
         # the summary carries the overview too (a cached read may not include ingest's outputs)
+        summary = stored_summary(out)
         self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview") or (
-            out.get("summary", {}).get("summary.json", {}).get("trace")
+            summary.trace if summary is not None else None
         )
         return out

@@ -21,6 +21,7 @@ from textual.widgets import Static
 
 from profui.analysis import schemas
 from profui.analysis.formatting import plural
+from profui.analysis.summary import stored_summary
 from profui.analysis.top_n import TOP_N
 
 from ..widgets.frame_table import FrameTable
@@ -65,9 +66,8 @@ def output(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
 
 def top_n(outputs: Outputs) -> int:
     """The rows the summary keeps of its top-N tables (its ``top_n`` parameter)."""
-    doc = outputs.get("summary", {}).get("summary.json")
-    params = doc.get("params", {}) if isinstance(doc, dict) else getattr(doc, "params", {})
-    return int(params.get("top_n") or TOP_N)
+    summary = stored_summary(outputs)
+    return (summary.top_n if summary is not None else 0) or TOP_N
 
 
 class SectionsView(TraceView):

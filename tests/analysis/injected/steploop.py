@@ -21,17 +21,25 @@ def parse(description: str, steps: int = 12) -> argparse.Namespace:
 
 
 class Clock:
-    """Per-iteration wall times: ``with clock: ...`` around one whole loop iteration."""
+    """Per-iteration wall times: ``with clock: ...`` around one whole loop iteration. At each
+    iteration's end it also keeps the wall clock and the main thread's CPU clock (thread_time):
+    between two ends, wall minus CPU is the time the thread was off the CPU (a sleep, or other
+    processes holding the CPUs of a loaded machine), the iterations' gaps included."""
 
     def __init__(self) -> None:
         self.times_ns: list[int] = []
+        self.ends_ns: list[int] = []
+        self.ends_cpu_ns: list[int] = []
 
     def __enter__(self) -> Clock:
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter_ns()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.times_ns.append(round((time.perf_counter() - self._t0) * 1e9))
+        end = time.perf_counter_ns()
+        self.times_ns.append(end - self._t0)
+        self.ends_ns.append(end)
+        self.ends_cpu_ns.append(time.thread_time_ns())
 
     def median_ns(self) -> int:
         """Median iteration time after the warm-up steps."""
@@ -40,7 +48,14 @@ class Clock:
 
 def report(clock: Clock, cause: bool, **extra) -> None:
     """Print the run's JSON line (last line of stdout)."""
-    out = {"median_step_ns": clock.median_ns(), "cause": cause, "steps_ns": clock.times_ns, **extra}
+    out = {
+        "median_step_ns": clock.median_ns(),
+        "cause": cause,
+        "steps_ns": clock.times_ns,
+        "ends_ns": clock.ends_ns,
+        "ends_cpu_ns": clock.ends_cpu_ns,
+        **extra,
+    }
     print(json.dumps(out), flush=True)
 
 
@@ -77,6 +92,8 @@ def report_ranks(clock: Clock, cause: bool, late_rank: int) -> None:
             "late_rank": late_rank,
             "per_rank_median_ns": medians,
             "steps_ns": clock.times_ns,
+            "ends_ns": clock.ends_ns,
+            "ends_cpu_ns": clock.ends_cpu_ns,
         }
         print(json.dumps(out), flush=True)
     dist.barrier()

@@ -16,13 +16,53 @@ _SAFE_NODE_RE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def default_cache_root() -> Path:
-    """profui's cache outside any trace: ``$PROFUI_CACHE`` or ``~/.cache/profui``.
+    """profui's cache outside any trace, by the XDG base-directory rule: ``$PROFUI_CACHE``, else
+    ``$XDG_CACHE_HOME/profui`` when that is set to an absolute path, else ``~/.cache/profui``.
 
-    Kineto imports go in its ``imports/`` folder, the private folders of read-only traces in its
-    ``traces/`` folder (see :func:`private_dir_for`).
+    Its folders, each named by one function below: :func:`imports_dir`, :func:`combined_dir`,
+    :func:`traces_dir`, :func:`baselines_dir` and :func:`locks_dir`.
     """
     env = os.environ.get("PROFUI_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "profui"
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # the specification: a relative path in an XDG variable is invalid and ignored
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "profui"
+
+
+def _root(cache_root: str | Path | None) -> Path:
+    return Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
+
+
+def imports_dir(cache_root: str | Path | None = None) -> Path:
+    """``<cache root>/imports/``: foreign trace files (Kineto, Nsight, JAX) imported once, one
+    entry per set of sources; ``cache_root`` defaults to :func:`default_cache_root`."""
+    return _root(cache_root) / "imports"
+
+
+def combined_dir(cache_root: str | Path | None = None) -> Path:
+    """``<cache root>/combined/``: several trace folders of one job (a folder per node) opened as
+    one trace, one entry per set of folders; ``cache_root`` defaults to :func:`default_cache_root`."""
+    return _root(cache_root) / "combined"
+
+
+def traces_dir(cache_root: str | Path | None = None) -> Path:
+    """``<cache root>/traces/``: the private folders of traces that cannot be written (see
+    :func:`private_dir_for`); ``cache_root`` defaults to :func:`default_cache_root`."""
+    return _root(cache_root) / "traces"
+
+
+def baselines_dir(cache_root: str | Path | None = None) -> Path:
+    """``<cache root>/baselines/``: the profiles ``profui diff --save-baseline`` keeps by name;
+    ``cache_root`` defaults to :func:`default_cache_root`."""
+    return _root(cache_root) / "baselines"
+
+
+def locks_dir(cache_root: str | Path | None = None) -> Path:
+    """``<cache root>/locks/``: the lock files of the cache's entries, beside the entries'
+    folders, which hold entries only; ``cache_root`` defaults to :func:`default_cache_root`."""
+    return _root(cache_root) / "locks"
 
 
 def private_dir_for(trace_path: Path) -> Path:
@@ -38,7 +78,7 @@ def private_dir_for(trace_path: Path) -> Path:
     import hashlib  # here: hashlib loads OpenSSL (3.6 MB resident) into every process that writes a trace
 
     key = hashlib.sha256(str(trace_path.resolve()).encode()).hexdigest()[:24]
-    return default_cache_root() / "traces" / key
+    return traces_dir() / key
 
 
 def safe_node_name(host: str) -> str:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .layout import locks_dir
+
 #: What ``flock`` answers on a file system that does not lock (some NFS mounts, some FUSE ones).
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP)
 
@@ -115,5 +117,5 @@ class FileLock:
 
 def cache_lock(cache_root: str | Path, kind: str, key: str) -> FileLock:
     """The lock of the cache entry ``key`` of ``kind`` (``import``, ``combined``): its file lives
-    in ``<cache_root>/locks/``, beside the entries' folders, which hold entries only."""
-    return FileLock(Path(cache_root) / "locks" / f"{kind}-{key}")
+    in :func:`~.layout.locks_dir`, beside the entries' folders, which hold entries only."""
+    return FileLock(locks_dir(cache_root) / f"{kind}-{key}")

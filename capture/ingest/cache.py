@@ -19,10 +19,10 @@ from pathlib import Path
 
 from profui.capture.format import (
     TraceFormatError,
-    default_cache_root,
     is_trace_dir,
     open_trace_dir,
 )
+from profui.capture.format.layout import imports_dir
 from profui.capture.format.lock import cache_lock
 
 from .sources import refused_folder, source_scan
@@ -78,16 +78,11 @@ def _import(
     return done.apart
 
 
-def _imports_root(cache_root: str | Path | None) -> Path:
-    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
-    return root / "imports"
-
-
 def cached_import(sources: list[Path], cache_root: str | Path | None = None) -> Path | None:
     """The finished import of the Kineto files ``sources`` in the cache, or None when they were
     never imported as they are now (see :func:`resolve_jobs`): a trace folder, or for sources of
     several jobs a folder of one trace folder per job. Reads nothing but the cache."""
-    out = _imports_root(cache_root) / cache_key(sources)
+    out = imports_dir(cache_root) / cache_key(sources)
     return out if out.is_dir() and (out / _DONE_MARK).is_file() and _whole(out) else None
 
 
@@ -160,12 +155,12 @@ def resolve_jobs(
 
     - a profui trace folder (has ``manifest.json``) is returned unchanged;
     - a Kineto JSON file, or a folder of them (searched recursively; a multi-rank run), is
-      imported once into ``<cache_root>/imports/<key>/`` (``cache_root`` defaults to
-      :func:`~profui.capture.format.default_cache_root`) where the key hashes the sources' paths,
-      sizes and mtimes, so an unchanged source is not imported again; the import is written
-      under a temporary name and renamed, so an interrupted import never looks complete, and
-      under the entry's lock, so concurrent commands over the same files import them once and
-      a published entry is never removed under a reader;
+      imported once into ``<key>/`` in :func:`~profui.capture.format.layout.imports_dir` of
+      ``cache_root`` (by default :func:`~profui.capture.format.default_cache_root`) where the
+      key hashes the sources' paths, sizes and mtimes, so an unchanged source is not imported
+      again; the import is written under a temporary name and renamed, so an interrupted import
+      never looks complete, and under the entry's lock, so concurrent commands over the same
+      files import them once and a published entry is never removed under a reader;
     - anything else raises :class:`TraceFormatError` with a one-line message naming the path.
 
     ``progress`` (optional) receives short status lines ("importing x.json.gz ...").
@@ -194,7 +189,7 @@ def resolve_jobs(
         if progress is not None:
             progress(f"using cached import {done}")
         return done
-    imports = _imports_root(cache_root)
+    imports = imports_dir(cache_root)
     out = imports / cache_key(sources)
     imports.mkdir(parents=True, exist_ok=True)
 

@@ -28,7 +28,6 @@ from profui.capture.format import (
     Manifest,
     TraceDir,
     TraceFormatError,
-    default_cache_root,
     manifest_path,
     open_trace_dir,
     trace_fingerprint,
@@ -36,7 +35,7 @@ from profui.capture.format import (
 )
 from profui.capture.format.code_version import code_version
 from profui.capture.format.jobs import group_jobs, not_one_job, part_of_manifest
-from profui.capture.format.layout import parse_partition
+from profui.capture.format.layout import combined_dir, parse_partition
 from profui.capture.format.manifest import merge_manifests
 
 from .cache import entry_lock, publish_entry
@@ -69,14 +68,13 @@ def combined_trace(folders: list[Path], cache_root: str | Path | None = None) ->
                     t.path, f"holds node {node}, as {owner[node]} does: not one job's nodes"
                 )
             owner[node] = t.path
-    root = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
     key = hashlib.sha256(
         json.dumps(
             [[str(t.path.resolve()), trace_fingerprint(t)] for t in traces] + [code_version((__name__,))],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:24]
-    out = root / "combined" / key
+    out = combined_dir(cache_root) / key
     want = _entry(traces)
     if _whole(out, want):
         return out

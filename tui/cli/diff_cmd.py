@@ -27,9 +27,9 @@ EXIT_GATE = 1
 
 
 def _baselines() -> Path:
-    from profui.capture.format import default_cache_root
+    from profui.capture.format.layout import baselines_dir
 
-    return default_cache_root() / "baselines"
+    return baselines_dir()
 
 
 def _trace_profile(source: str, say: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 ``profui summary trace.json.gz`` and ``profui open run/`` over PyTorch Profiler output work
 straight away: the command line resolves the path with :func:`resolve_trace`, which converts the
 JSON files once into the trace format, in a cache folder keyed by the sources' paths, sizes and
-modification times and by the importing code's version, and reuses it while they are unchanged. Analysis only ever sees the folder.
+modification times, and reuses it while they and the importing code are unchanged. Analysis only
+ever sees the folder.
 """
 
 from __future__ import annotations
@@ -35,14 +36,22 @@ IMPORT_CODE = ("profui.capture.ingest.importer",)
 
 
 def cache_key(sources: list[Path]) -> str:
-    """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime) and
-    of the importing code's version, so that an import made by other code is made again."""
+    """Key of an import: the digest of the sources' fingerprint (absolute path, size, mtime)."""
     # here, not at the top: the fingerprint's hashlib loads OpenSSL (3.6 MB resident), which an
     # import that is not cached (the importer reads this module's folder scan) never uses
     from profui.capture.format import files_fingerprint, fingerprint_digest
+
+    return fingerprint_digest(files_fingerprint(sources))
+
+
+def import_code() -> str:
+    """The version of the code that imports (:data:`IMPORT_CODE`), kept in each entry's done
+    mark: an entry another version made is a miss, imported again in its place. In the mark, not
+    in the key, so that each upgrade replaces the entries of the sources it reads again instead of
+    leaving a copy of every import behind."""
     from profui.capture.format.code_version import code_version
 
-    return fingerprint_digest([*files_fingerprint(sources), ["code", code_version(IMPORT_CODE)]])
+    return code_version(IMPORT_CODE)
 
 
 #: What a command that reads one trace says to do with sources of several jobs.
@@ -83,7 +92,19 @@ def cached_import(sources: list[Path], cache_root: str | Path | None = None) -> 
     never imported as they are now (see :func:`resolve_jobs`): a trace folder, or for sources of
     several jobs a folder of one trace folder per job. Reads nothing but the cache."""
     out = imports_dir(cache_root) / cache_key(sources)
-    return out if out.is_dir() and (out / _DONE_MARK).is_file() and _whole(out) else None
+    return out if out.is_dir() and _made_by_this_code(out) and _whole(out) else None
+
+
+def _made_by_this_code(entry: Path) -> bool:
+    """True when the entry's done mark is there and names the code running now."""
+    path = entry / _DONE_MARK
+    if not path.is_file():  # a FIFO (or anything but a file) would block the read
+        return False
+    try:
+        mark = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(mark, dict) and mark.get("code") == import_code()
 
 
 def _whole(entry: Path) -> bool:
@@ -158,7 +179,8 @@ def resolve_jobs(
       imported once into ``<key>/`` in :func:`~profui.capture.format.layout.imports_dir` of
       ``cache_root`` (by default :func:`~profui.capture.format.default_cache_root`) where the
       key hashes the sources' paths, sizes and mtimes, so an unchanged source is not imported
-      again; the import is written under a temporary name and renamed, so an interrupted import
+      again (by the same code: an entry another version made is imported again in its place);
+      the import is written under a temporary name and renamed, so an interrupted import
       never looks complete, and under the entry's lock, so concurrent commands over the same
       files import them once and a published entry is never removed under a reader;
     - anything else raises :class:`TraceFormatError` with a one-line message naming the path.
@@ -209,7 +231,11 @@ def resolve_jobs(
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=imports))
         try:
             apart = _import(sources, tmp, progress, scan.notes())
-            mark = {"sources": [str(s) for s in sources], **({"apart": apart} if apart else {})}
+            mark = {
+                "sources": [str(s) for s in sources],
+                "code": import_code(),
+                **({"apart": apart} if apart else {}),
+            }
             (tmp / _DONE_MARK).write_text(json.dumps(mark) + "\n")
             publish_entry(tmp, out)
         finally:

@@ -19,7 +19,7 @@ import pytest
 
 from profui.capture.format.code_version import closure
 
-from realdata import REPO
+from realdata import REPO, shared_trace
 
 LOD = "profui.analysis.lod"
 
@@ -105,40 +105,50 @@ def test_importing_a_module_loads_nothing_outside_its_closure(module):
     assert loaded - closure([module]) == set()
 
 
-def _import_key(site: Path, source: Path) -> str:
-    """The import cache's key of ``source``, computed by the copy at ``site``."""
+def _import_in(site: Path, source: Path, cache: Path) -> dict[str, str]:
+    """Resolve ``source`` through the import cache at ``cache`` with the copy at ``site``: the
+    entry's path and the code version its done mark names."""
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "from pathlib import Path\n"
         "from profui.capture.ingest import cache\n"
         "assert cache.__file__.startswith(sys.argv[1]), cache.__file__\n"
-        "print(cache.cache_key([Path(sys.argv[2])]))\n"
+        "out = cache.resolve_trace(Path(sys.argv[2]), cache_root=sys.argv[3])\n"
+        "mark = json.loads((out / '.profui-import.json').read_text())\n"
+        "print(json.dumps({'entry': str(out), 'code': mark['code'], 'now': cache.import_code()}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     run = subprocess.run(
-        [sys.executable, "-c", code, str(site), str(source)],
+        [sys.executable, "-c", code, str(site), str(source), str(cache)],
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    return run.stdout.strip()
+    return json.loads(run.stdout)
 
 
-def test_an_import_made_by_other_converter_code_is_not_served(profui_copy, tmp_path):
+def test_an_import_made_by_other_converter_code_is_made_again_in_its_place(profui_copy, tmp_path):
     # The import cache keyed on the sources alone served an import made by an older converter
-    # after an upgrade; its key now holds the code version of the importer and all it loads.
+    # after an upgrade; an entry now names the importing code's version, and an entry another
+    # version made is imported again under the same key (not beside it: the cache does not grow).
     source = tmp_path / "rank0.json"
-    source.write_text('{"traceEvents": []}')
-    before = _import_key(profui_copy, source)
-    assert _import_key(profui_copy, source) == before  # the same code and sources: the same entry
-    site = profui_copy / "profui"
+    shutil.copy(shared_trace("hta-call_stack-backward_thread.json"), source)
+    cache = tmp_path / "cache"
+    first = _import_in(profui_copy, source, cache)
+    assert first["code"] == first["now"]
+    entry = Path(first["entry"])
+    made = (entry / "manifest.json").stat().st_mtime_ns
+    assert _import_in(profui_copy, source, cache) == first  # the same code and sources: served
+    assert (entry / "manifest.json").stat().st_mtime_ns == made
+    # code the import never runs (the timeline's view) leaves the entry as it is
+    assert "profui.tui.timeline.view" not in closure(["profui.capture.ingest.importer"])
+    _append(profui_copy / "profui" / "tui" / "timeline" / "view.py", "\nVIEW_EDITED = 1\n")
+    assert _import_in(profui_copy, source, cache) == first
     # the Nsight converter, which the importer loads inside the function that dispatches to it
     assert "profui.capture.nsys.convert" in closure(["profui.capture.ingest.importer"])
-    _append(site / "capture" / "nsys" / "convert.py", "\nCONVERT_EDITED = 1\n")
-    after = _import_key(profui_copy, source)
-    assert after != before
-    # code the import never runs (the timeline's view) leaves the entry in place
-    assert "profui.tui.timeline.view" not in closure(["profui.capture.ingest.importer"])
-    _append(site / "tui" / "timeline" / "view.py", "\nVIEW_EDITED = 1\n")
-    assert _import_key(profui_copy, source) == after
+    _append(profui_copy / "profui" / "capture" / "nsys" / "convert.py", "\nCONVERT_EDITED = 1\n")
+    again = _import_in(profui_copy, source, cache)
+    assert again["entry"] == first["entry"] and again["code"] == again["now"] != first["code"]
+    assert (entry / "manifest.json").stat().st_mtime_ns != made  # imported again
+    assert [e.name for e in entry.parent.iterdir() if not e.name.startswith(".")] == [entry.name]

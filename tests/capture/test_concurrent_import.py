@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from realdata import same_numbers, shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
@@ -92,3 +94,41 @@ def test_an_import_killed_midway_neither_blocks_nor_litters_the_next(tmp_path: P
     ]
     stats = json.loads(out)["sections"]["kernels"]["stats"]
     assert sum(r["count"] for r in stats) == len(kernels)
+
+
+def _mark_a_fifo(mark: Path) -> None:
+    mark.unlink()
+    os.mkfifo(mark)
+
+
+def _mark_of_other_code(mark: Path) -> None:
+    doc = json.loads(mark.read_text())
+    mark.write_text(json.dumps({**doc, "code": "another version"}))
+
+
+def _mark_without_code(mark: Path) -> None:
+    doc = json.loads(mark.read_text())
+    doc.pop("code")
+    mark.write_text(json.dumps(doc))  # an entry an older profui made
+
+
+@pytest.mark.parametrize("damage", [_mark_a_fifo, _mark_of_other_code, _mark_without_code])
+def test_an_entry_whose_mark_is_not_this_codes_is_imported_again_in_its_place(tmp_path: Path, damage) -> None:
+    src = tmp_path / TRACE
+    src.write_bytes(shared_trace(TRACE).read_bytes())
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PROFUI_CACHE": str(cache)}
+    summary = [PROFUI, "summary", str(src), "--json"]
+    first = subprocess.run(summary, capture_output=True, text=True, timeout=300, env=env)
+    assert first.returncode == 0, first.stderr
+    [entry] = (cache / "imports").iterdir()
+    made = (entry / "manifest.json").stat().st_mtime_ns
+    damage(entry / ".profui-import.json")
+    again = subprocess.run(summary, capture_output=True, text=True, timeout=300, env=env)
+    assert again.returncode == 0, again.stderr
+    assert (entry / "manifest.json").stat().st_mtime_ns != made  # imported again, not served
+    assert same_numbers(json.loads(again.stdout), json.loads(first.stdout))
+    # in the same entry's place: the cache holds one entry, with a whole mark of this code
+    assert [e.name for e in (cache / "imports").iterdir()] == [entry.name]
+    mark = json.loads((entry / ".profui-import.json").read_text())
+    assert mark["code"] not in ("another version", None)

@@ -89,8 +89,9 @@ def device_words(outputs: Outputs, view: Any = None) -> DeviceWords:
     overview = getattr(session, "overview", None) or outputs.get("ingest", {}).get("trace.json", {}).get(
         "overview"
     )
-    if not overview:
-        from profui.analysis.summary import stored_summary  # here: importing this module loads no polars
+    if not overview and "summary" in outputs:
+        # imported only here: it loads polars, which a dashboard drawn from what was kept has not
+        from profui.analysis.summary import stored_summary
 
         summary = stored_summary(outputs)
         overview = summary.trace if summary is not None else None

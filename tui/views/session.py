@@ -172,11 +172,12 @@ class TraceSession:
         the trace's overview it holds; its outputs."""
         self.source = got.source
         out = got.outputs
-        from profui.analysis.summary import stored_summary  # here: importing this module loads no polars
+        self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview")
+        if not self.overview and "summary" in out:
+            # the summary carries the overview too (a cached read may not include ingest's outputs);
+            # imported only here: it loads polars, which importing this module does not
+            from profui.analysis.summary import stored_summary
 
-        # the summary carries the overview too (a cached read may not include ingest's outputs)
-        summary = stored_summary(out)
-        self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview") or (
-            summary.trace if summary is not None else None
-        )
+            summary = stored_summary(out)
+            self.overview = summary.trace if summary is not None else None
         return out

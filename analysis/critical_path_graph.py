@@ -693,10 +693,14 @@ def _collectives(g: Graph, parts: list[RankStep], inputs: dict[tuple[str, int], 
     for members in groups.values():
         last = max(members, key=lambda m: g.t[m[1]])
         own_time = g.t[last[2]] - g.t[last[1]]
+        # the result is in on every rank by the first end any rank recorded: on a loaded host
+        # the exchange itself can take longer after the last arrival than the wake bound
+        done = max(g.t[last[1]], min(g.t[m[2]] for m in members))
         for ri, a, _e, _lane in members:
-            # a thread idle when the last rank arrived and resuming soon after waited for it
+            # a thread idle when the last rank arrived and resuming soon after the result was in
+            # waited for it
             for w, idle_from, lane in parts[ri].resumes.get(a, []):
-                if idle_from <= g.t[last[1]] <= g.t[w] <= g.t[last[1]] + WOKEN_IDLE_WITHIN_NS:
+                if idle_from <= g.t[last[1]] <= g.t[w] <= done + WOKEN_IDLE_WITHIN_NS:
                     g.edge(last[1], w, WAKE, 0, lane)
                     g.woken[w] = a
         for _ri, a, e, lane in members:

@@ -12,7 +12,6 @@ import glob
 import os
 import re
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -30,6 +29,7 @@ from profui.capture.format import (
     is_trace_dir,
     write_manifest,
 )
+from profui.capture.format.code_version import installed_version as _profui_version
 from profui.capture.format.columns import is_nsys_file
 from profui.capture.format.jobs import Part, group_jobs, not_one_job, part_from_distributed_info
 from profui.capture.format.liveness import pid_alive
@@ -541,43 +541,3 @@ def _swap_into_place(tmp: Path, out_dir: Path) -> None:
         raise
     with contextlib.suppress(OSError):
         shutil.rmtree(old)
-
-
-def _profui_version() -> str:
-    """The installed profui's version, as ``importlib.metadata.version("profui")`` finds it (the
-    first ``profui`` distribution on ``sys.path``: a ``.dist-info``'s ``METADATA`` or an
-    ``.egg-info``'s ``PKG-INFO``), its ``Version:`` line read alone: importlib.metadata parses the
-    whole file with the email package (2-3 ms of CPU in every import, 2.4 MB resident for the
-    modules), ``"unknown"`` where none is found."""
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in sorted(names):
-            stem, dot, suffix = name.rpartition(".")
-            if dot and suffix in ("dist-info", "egg-info") and _DIST_NAME.fullmatch(stem):
-                version = _version_line(Path(entry or ".") / name)
-                if version is not None:
-                    return version
-    return "unknown"
-
-
-#: A distribution folder's name (before ``.dist-info``/``.egg-info``) for profui: its name, as
-#: written or normalised, then the version and, in egg-info, more tags.
-_DIST_NAME = re.compile(r"profui(?:-.*)?", re.IGNORECASE)
-
-
-def _version_line(folder: Path) -> str | None:
-    """The ``Version:`` of a distribution folder's metadata; None when it has none to read."""
-    meta = folder / ("METADATA" if folder.name.endswith(".dist-info") else "PKG-INFO")
-    try:
-        with open(meta, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    return None  # the headers end at the first empty line
-                if line.startswith("Version:"):
-                    return line[len("Version:") :].strip()
-    except (OSError, UnicodeDecodeError):
-        pass
-    return None

@@ -8,11 +8,15 @@ system: importing a module loads no profui module outside its closure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -152,3 +156,108 @@ def test_an_import_made_by_other_converter_code_is_made_again_in_its_place(profu
     assert again["entry"] == first["entry"] and again["code"] == again["now"] != first["code"]
     assert (entry / "manifest.json").stat().st_mtime_ns != made  # imported again
     assert [e.name for e in entry.parent.iterdir() if not e.name.startswith(".")] == [entry.name]
+
+
+def test_modules_without_files_are_keyed_by_the_installed_version(tmp_path):
+    """profui run from a zip (a zipapp, a wheel without sources): no module has a file to read,
+    so the key is the modules' names and the installed distribution's version, computed here
+    by hand from the documented rule; another version gives another key."""
+    archive = tmp_path / "profui.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("profui/", "")  # zipimport finds a package, namespace or not, by its folder's entry
+        for folder in ("capture", "analysis"):
+            for path in sorted((REPO / folder).rglob("*")):
+                if "__pycache__" not in path.parts and (path.is_dir() or path.suffix == ".py"):
+                    zf.write(path, f"profui/{path.relative_to(REPO)}")
+    keys = {}
+    for version in ("9.9.9", "9.9.10"):
+        dist = tmp_path / version / f"profui-{version}.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: profui\nVersion: {version}\n\n")
+        code = (
+            "import json, sys\n"
+            "from profui.capture.format import code_version as c\n"
+            "assert c.__file__.startswith(sys.argv[1]), c.__file__\n"
+            "print(json.dumps(c.code_version([sys.argv[2]])))\n"
+        )
+        env = {**os.environ, "PYTHONPATH": f"{dist.parent}{os.pathsep}{archive}"}
+        run = subprocess.run(
+            [sys.executable, "-c", code, str(archive), LOD],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,  # not a checkout, whose profui.egg-info would be found first
+        )
+        keys[version] = json.loads(run.stdout)
+        expected = hashlib.sha256(f"{LOD}\0-\0version\0{version}".encode()).hexdigest()[:24]
+        assert keys[version] == expected
+    assert keys["9.9.9"] != keys["9.9.10"]
+
+
+def test_an_unreadable_module_file_misses_rather_than_fails(tmp_path):
+    """A file of the closure that cannot be read (mid-upgrade) does not fail the key: it counts by
+    its name and a mark no file's bytes give, so the key differs from the readable file's, and
+    is the readable file's again once it can be read. Root reads any file whatever its mode, so
+    as root the keys are computed as the unprivileged user ``nobody``."""
+    as_user: dict[str, int] = {}
+    python, folder = sys.executable, tmp_path
+    if os.geteuid() == 0:
+        # code_version is standard library only: the system's interpreter, which nobody may run
+        # (this one may live in root's home), computes it as well as this one
+        python = shutil.which("python3", path="/usr/local/bin:/usr/bin") or ""
+        try:
+            nobody = pwd.getpwnam("nobody")
+        except KeyError:
+            pytest.skip("run as root, where chmod 000 does not stop a read, and no user 'nobody' to run as")
+        if not python:
+            pytest.skip("run as root, where chmod 000 does not stop a read, and no python3 'nobody' may run")
+        as_user = {"user": nobody.pw_uid, "group": nobody.pw_gid}
+        # nobody must reach the copy: pytest's tmp folders are root's alone
+        folder = Path(tempfile.mkdtemp(prefix="profui-code-version-"))
+        os.chmod(folder, 0o755)
+    try:
+        site = folder / "site"
+        for sub in ("capture", "analysis"):
+            shutil.copytree(REPO / sub, site / "profui" / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        steps = site / "profui" / "analysis" / "steps.py"
+        assert "profui.analysis.steps" in closure([LOD])
+        code = (
+            "import json, sys\n"
+            "from profui.capture.format import code_version as c\n"
+            "assert c.__file__.startswith(sys.argv[1]), c.__file__\n"
+            "print(json.dumps(c.code_version([sys.argv[2]])))\n"
+        )
+
+        def key() -> str:
+            env = {**os.environ, "PYTHONPATH": str(site)}
+            run = subprocess.run(
+                [python, "-c", code, str(site), LOD],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=site,
+                **as_user,
+            )
+            return json.loads(run.stdout)
+
+        readable = key()
+        steps.chmod(0o000)
+        try:
+            # the file is unreadable indeed, to the user the key is computed as
+            probe = subprocess.run(
+                [python, "-c", f"open({str(steps)!r}, 'rb')"],
+                capture_output=True,
+                text=True,
+                **as_user,
+            )
+            assert probe.returncode != 0 and "PermissionError" in probe.stderr
+            unreadable = key()
+        finally:
+            steps.chmod(0o644)
+        assert unreadable != readable
+        assert key() == readable
+    finally:
+        if folder != tmp_path:
+            shutil.rmtree(folder)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import opcode
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 from profui.capture.format.code_version import code_version
@@ -46,28 +49,123 @@ class Stage:
     def code_version(self) -> str:
         """``<version>+<hash of the body's code and of its modules' code version>``.
 
-        The modules, with the conforming of every output (:data:`_CONFORM`), by
-        :func:`~profui.capture.format.code_version.code_version`, the one rule of every cache; the
-        body by its own bytecode, not its module's source: an edit of one body then recomputes
-        that stage only, not every stage :mod:`.bodies` holds."""
+        The body by its own bytecode, not its module's source, and with it the bytecode of every
+        function of its module that it calls, followed through the functions they call, and the
+        plain-data constants of that module they read (:func:`_body_code`): an edit of one body
+        recomputes that stage only, an edit of a helper every stage that calls it. The modules
+        (its declared ``modules``, those the body's functions take names from, the conforming of
+        every output, :data:`_CONFORM`, and the reading of the trace, :data:`_READER`), by
+        :func:`~profui.capture.format.code_version.code_version`, the one rule of every cache."""
         h = hashlib.sha256()
-        code = getattr(inspect.unwrap(self.run), "__code__", None)
-        if code is not None:
-            _hash_code(h, code)
+        modules = set(self.modules)
+        fn = inspect.unwrap(self.run)
+        if isinstance(fn, FunctionType):
+            modules |= _body_code(h, fn)
         else:
             h.update(self.run.__qualname__.encode())
-        h.update(code_version((*self.modules, _CONFORM), opaque=_FACADES).encode())
+        h.update(code_version(sorted({*modules, _CONFORM, *_READER}), opaque=_FACADES).encode())
         return f"{self.version}+{h.hexdigest()[:12]}"
 
 
-def _hash_code(h: Any, code: Any) -> None:
+def _body_code(h: Any, body: FunctionType) -> set[str]:
+    """Feed ``body``'s code into ``h``, then, by name, that of each function of its module it
+    reads as a global (transitively) and the value of each plain-data global it reads; return
+    the other profui modules those functions read (a module alias, or a function or class
+    imported from one), for the code-version key. A global read by attribute name alone
+    (``r.kernels``) is not one: only the global loads of the bytecode count."""
+    space, home = body.__globals__, body.__module__
+    modules: set[str] = set()
+    seen = {body.__name__}
+    todo = [body.__code__]
+    while todo:
+        code = todo.pop(0)
+        _hash_code(h, code)
+        for name in _global_loads(code):
+            if name in seen or name not in space:
+                continue
+            seen.add(name)
+            value = space[name]
+            if isinstance(value, FunctionType) and value.__module__ == home:
+                h.update(b"\0def " + name.encode())
+                todo.append(value.__code__)
+            elif isinstance(value, ModuleType):
+                modules.add(value.__name__)
+            elif (plain := _plain(value)) is not None:
+                h.update(b"\0" + name.encode() + b"=" + plain.encode())
+            else:
+                owner = getattr(value, "__module__", None)
+                if isinstance(owner, str) and owner.startswith("profui."):
+                    modules.add(owner)
+    return {m for m in modules if m.startswith("profui.")}
+
+
+_LOAD_GLOBAL, _LOAD_NAME, _EXTENDED_ARG = (
+    opcode.opmap["LOAD_GLOBAL"],
+    opcode.opmap["LOAD_NAME"],
+    opcode.EXTENDED_ARG,
+)
+#: From 3.11 LOAD_GLOBAL's argument holds the name's index shifted left by one (its low bit says
+#: whether a NULL is pushed before it).
+_GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0
+
+
+def _global_loads(code: CodeType) -> list[str]:
+    """The global names ``code`` and the code nested in it load, in order. Read from the raw
+    bytecode: ``dis.get_instructions`` costs more than the rest of every stage's key."""
+    out: list[str] = []
+    raw, ext = code.co_code, 0
+    for i in range(0, len(raw), 2):
+        op, arg = raw[i], raw[i + 1] | ext
+        if op == _EXTENDED_ARG:
+            ext = arg << 8
+            continue
+        ext = 0
+        if op == _LOAD_GLOBAL:
+            out.append(code.co_names[arg >> _GLOBAL_SHIFT])
+        elif op == _LOAD_NAME:
+            out.append(code.co_names[arg])
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            out.extend(_global_loads(const))
+    return out
+
+
+def _plain(value: Any) -> str | None:
+    """A text that says ``value`` when it is plain data (numbers, strings, None and the
+    containers of them; a set's items sorted, so the text does not follow string hashing);
+    None for anything else, whose ``repr`` may hold a memory address."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, dict):
+        items = _plain_each([x for pair in value.items() for x in pair])
+        return None if items is None else f"dict({','.join(items)})"
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = _plain_each(value)
+        if items is None:
+            return None
+        return f"{type(value).__name__}({','.join(sorted(items) if isinstance(value, (set, frozenset)) else items)})"
+    return None
+
+
+def _plain_each(values: Iterable[Any]) -> list[str] | None:
+    """:func:`_plain` of each of ``values``; None when one is not plain data."""
+    out = []
+    for v in values:
+        text = _plain(v)
+        if text is None:
+            return None
+        out.append(text)
+    return out
+
+
+def _hash_code(h: Any, code: CodeType) -> None:
     """Feed what ``code`` does into ``h``: its bytecode, names and constants, nested code
     included. Reading the body's source instead (``inspect.getsource``) tokenizes the whole
     module once per stage, which a warm dashboard open pays before it draws anything."""
     h.update(code.co_code)
     h.update("\0".join(code.co_names).encode())
     for const in code.co_consts:
-        if hasattr(const, "co_code"):
+        if isinstance(const, CodeType):
             _hash_code(h, const)
         else:
             h.update(repr(const).encode())
@@ -76,9 +174,13 @@ def _hash_code(h: Any, code: Any) -> None:
 #: What every stage's outputs pass through before they are kept (the declared schemas' casts and
 #: checks): a change there changes what is kept, whichever stage made it.
 _CONFORM = "profui.analysis.pipeline.conform"
+#: What every stage reads the trace and its inputs through (the run's Trace and its event
+#: reader, the stage context and the artifacts it loads): later stages are keyed by their
+#: inputs' output hashes, which an edit of the reader need not move, so each is keyed by it.
+_READER = ("profui.analysis.trace", "profui.analysis.pipeline.context")
 #: The notebook's facade: it imports every analysis inside its methods, so its own code counts
 #: and what it imports only where a stage's modules import it themselves.
-_FACADES = ("profui.analysis.trace", "profui.analysis.notebook")
+_FACADES = ("profui.analysis.notebook",)
 
 
 class Registry:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,77 @@ def test_code_versions_follow_real_edits(tmp_path: Path) -> None:
         fh.write("\nSCHEMAS_EDITED = 1\n")
     after_schemas = _stage_keys(site)
     assert all(after_schemas[n] != after_module[n] for n in before)
+
+
+def _insert_statement(path: Path, qualname: str) -> None:
+    """Edit function ``qualname`` (``f`` or ``Class.f``) of ``path`` for real: a statement before
+    its first."""
+    source = path.read_text()
+    scope: list[ast.stmt] = ast.parse(source).body
+    for part in qualname.split("."):
+        node = next(n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+        scope = node.body
+    first = scope[0]
+    lines = source.splitlines(keepends=True)
+    lines.insert(first.lineno - 1, " " * first.col_offset + "_edited = 1\n")
+    path.write_text("".join(lines))
+
+
+def _callers_in_source(bodies: Path, helper: str) -> set[str]:
+    """The stages whose body reaches ``helper`` through the functions of bodies.py: read from its
+    source (the names each function loads, followed through bodies.py's functions), not from
+    the bytecode the key reads."""
+    functions = {f.name: f for f in ast.parse(bodies.read_text()).body if isinstance(f, ast.FunctionDef)}
+
+    def reaches(name: str, seen: set[str]) -> bool:
+        loads = {
+            n.id for n in ast.walk(functions[name]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        if helper in loads:
+            return True
+        return any(reaches(f, seen | {f}) for f in loads & functions.keys() - seen)
+
+    return {n for n, s in REGISTRY.stages.items() if reaches(s.run.__name__, {s.run.__name__})}
+
+
+def test_code_versions_cover_the_helpers_and_the_trace_reader(tmp_path: Path) -> None:
+    """A copy of profui edited for real: an edit of a bodies.py helper moves exactly the stages
+    whose body calls it (directly or through another helper); an edit of the Trace every stage
+    reads its events through, or of the check of the files it reads (readcheck.py), moves every
+    stage: the later stages are keyed by ingest's output hash, which such an edit need not move.
+    An edit of code no stage runs moves none."""
+    site = tmp_path / "site"
+    for folder in ("capture", "analysis", "tui"):
+        shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    pkg = site / "profui"
+    bodies = pkg / "analysis" / "pipeline" / "bodies.py"
+    keys = _stage_keys(site)
+
+    def moved_by(edit: Callable[[], None]) -> set[str]:
+        nonlocal keys
+        edit()
+        before, keys = keys, _stage_keys(site)
+        return {n for n in before if keys[n] != before[n]}
+
+    # read through _bucket_ns by utilization, and by summary_doc, which summary calls (hand-checked)
+    assert _callers_in_source(bodies, "bucket_ns_of") == {"utilization", "summary"}
+    assert moved_by(lambda: _insert_statement(bodies, "bucket_ns_of")) == {"utilization", "summary"}
+    # read through _events by most stages, not by those that take the trace's events themselves
+    callers = _callers_in_source(bodies, "stage_events")
+    assert {"kernels", "sync", "critical_path"} <= callers and not callers & {"ingest", "flops", "summary"}
+    assert moved_by(lambda: _insert_statement(bodies, "stage_events")) == callers
+
+    every = set(REGISTRY.stages)
+    assert (
+        moved_by(lambda: _insert_statement(pkg / "analysis" / "trace.py", "Trace._collected_events")) == every
+    )
+    assert (
+        moved_by(lambda: _append(pkg / "capture" / "format" / "readcheck.py", "\nREADCHECK_EDITED = 1\n"))
+        == every
+    )
+    assert moved_by(lambda: _append(pkg / "tui" / "timeline" / "view.py", "\nVIEW_EDITED = 1\n")) == set()
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(text)

@@ -3,7 +3,8 @@
 Two sources describe a collective, and each rank's communication is read from one of them:
 
 - ``device kernel``: NCCL/RCCL kernels, device kernels whose name matches :data:`COMM_PATTERN`
-  (HTA's ``^nccl.*Kernel``: ``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``). The collective
+  (HTA's ``^nccl.*Kernel``, after a ``void``: ``ncclKernel_AllReduce_RING_LL_Sum_float``,
+  ``ncclDevKernel_SendRecv``; and RCCL's ``rccl_main_kernel``). The collective
   comes from the kernel name (``AllReduce``, ``Broadcast``, ``SendRecv`` ...), else from the
   ``Collective name`` argument Kineto records, else ``other``. Computation is every other kernel.
 - ``host op``: the CPU-side ranges of the process group, where a rank has no communication
@@ -36,12 +37,15 @@ from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_len
 #: read by name wherever profui reproduces HTA (``hta_compat``, HTA's kernel types).
 HTA_COMM_PATTERN = r"^nccl.*Kernel"
 #: profui's one rule for communication kernels, read by every surface (communication, the
-#: critical path, precision, the timeline): HTA's, since the kernels of both NCCL
+#: critical path, precision, the timeline): HTA's, which the kernels of both NCCL
 #: (``ncclKernel_AllReduce_RING_LL_Sum_float``, ``ncclDevKernel_SendRecv``) and RCCL (which keeps
-#: NCCL's names: ``ncclDevKernel_Generic``) match it.
-COMM_PATTERN = HTA_COMM_PATTERN
+#: NCCL's names: ``ncclDevKernel_Generic``) match, also after the ``void`` a template kernel's
+#: demangled name begins with (``void ncclKernel_AllReduce_DDA_Flat<float, 8u>(...)``), and
+#: RCCL's general kernel of ROCm 5 to 6.0, ``rccl_main_kernel``. precision's rule before it
+#: (``^(void )?(nccl|rccl)``) counted both.
+COMM_PATTERN = r"^(?:void )?(?:nccl.*Kernel|rccl_main_kernel)"
 
-_COLLECTIVE_FROM_NAME = r"^nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)"
+_COLLECTIVE_FROM_NAME = r"^(?:void )?nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)"
 
 #: Bytes per element of the ``dtype`` argument of NCCL kernels.
 DTYPE_BYTES: dict[str, int] = {

@@ -261,3 +261,30 @@ def test_two_rank_trace_per_rank_and_per_step(imported_trace):
     # every SendRecv lies inside a step: the per-step comm adds up to the per-rank union
     per_rank = ps.group_by("rank").agg(pl.col("comm_ns").sum()).sort("rank")["comm_ns"].to_list()
     assert per_rank == pr.sort("rank")["busy_ns"].to_list()
+
+
+#: Communication kernel names the shared traces do not hold, each as its library writes it:
+#: RCCL keeps NCCL's names, its one kernel for every collective ``__global__ void
+#: ncclDevKernel_Generic(ncclDevKernelArgs4K ...)`` (NCCL/RCCL src/device/common.h) listed by ROCm
+#: kernel tables with its argument storage and, where RCCL builds several, a ``_1`` suffix;
+#: RCCL's general kernel of ROCm 5 to 6.0, ``extern __global__ void rccl_main_kernel(struct
+#: ncclDevComm*, uint64_t, struct ncclWork*)``; and a template kernel, ``template <typename T,
+#: uint32_t NRANKS> __global__ void ncclKernel_AllReduce_DDA_Flat(...)`` (an NCCL fork's
+#: all-reduce), whose demangled name starts with its return type as every template kernel's in
+#: the shared traces does (``void at::native::...``).
+RCCL_AND_TEMPLATE_COMM = {
+    "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)": "Generic",
+    "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)": "Generic",
+    "rccl_main_kernel(ncclDevComm*, unsigned long, ncclWork*)": "other",
+    "void ncclKernel_AllReduce_DDA_Flat<float, 8u>(unsigned long, DdaDeviceState*, int, float const*, float*, "
+    "unsigned long)": "AllReduce",
+}
+
+
+def test_rccl_and_template_kernel_names_are_communication():
+    """Each name above is a communication kernel (and only those); the collective is read from
+    the name where it says one, else ``other`` (no ``Collective name`` recorded here)."""
+    others = ["void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", "gemm"]
+    rows = [k(10 * i, 5, n) for i, n in enumerate([*RCCL_AND_TEMPLATE_COMM, *others])]
+    c = comm_kernels(ev(rows)).collect()
+    assert dict(zip(c["name"], c["collective"], strict=True)) == RCCL_AND_TEMPLATE_COMM

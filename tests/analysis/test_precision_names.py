@@ -264,3 +264,21 @@ def test_takeaway_names_what_it_leaves_out(make_events) -> None:
         precision_takeaway(only_comm)
         == "No compute-kernel time to classify, excluding 5 µs communication kernels."
     )
+
+
+def test_rccl_and_template_communication_names() -> None:
+    """Communication kernels by name alone, whichever library wrote them (the names and where
+    each comes from: tests/analysis/test_comm.py's RCCL_AND_TEMPLATE_COMM); precision's rule
+    before comm.COMM_PATTERN (``^(void )?(nccl|rccl)``) counted each of them too."""
+    from test_comm import RCCL_AND_TEMPLATE_COMM
+
+    names = [
+        *RCCL_AND_TEMPLATE_COMM,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+    ]
+    kp = kernel_precision(_events([(n, 1.0) for n in names])).collect()
+    got = {r["name"]: (r["precision"], r["rule"]) for r in kp.iter_rows(named=True)}
+    assert {n: got[n] for n in RCCL_AND_TEMPLATE_COMM} == dict.fromkeys(
+        RCCL_AND_TEMPLATE_COMM, ("communication", "kernel_name")
+    )
+    assert got[names[-1]] == ("FP32", "kernel_name")

@@ -487,7 +487,12 @@ class Capture:
         for sig in FORWARDED:
             signal.signal(sig, self._forward)
         try:
-            self.job = subprocess.Popen(self.cmd, env=env, process_group=None if self.interactive else 0)
+            if self.interactive:
+                self.job = subprocess.Popen(self.cmd, env=env)
+            elif sys.version_info >= (3, 11):
+                self.job = subprocess.Popen(self.cmd, env=env, process_group=0)
+            else:  # Popen has no process_group before 3.11: the same setpgid(0, 0) in the child
+                self.job = subprocess.Popen(self.cmd, env=env, preexec_fn=os.setpgrp)
         except OSError as exc:
             why = exc.strerror or str(exc)
             _say(f"{self.cmd[0]}: {why}")

@@ -286,7 +286,7 @@ def _threads(host: pl.DataFrame, host_coll: pl.DataFrame) -> dict[tuple[str, int
         c = cov_rank.get(key, covering.clear())
         names = (g["ts"].to_numpy(), g["end"].to_numpy(), g["name"].to_list())
         h = coll_rank.get(key, host_coll.clear())
-        out[(*key, RANK_TIME)] = _thread_time(
+        out[key + (RANK_TIME,)] = _thread_time(
             c["ts"].to_numpy(),
             c["end"].to_numpy(),
             c["_input"].to_numpy(),

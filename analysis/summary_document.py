@@ -194,7 +194,8 @@ def _table(stage: str, name: str, rows: Any, hta_compat: bool, source: str | Pat
     if extra:
         raise TraceFormatError(source, f"summary table {stage}/{name}: columns {extra} are not in its schema")
     try:
-        frame = pl.DataFrame(rows, schema={c: dtypes[c] for c in rows[0]}, orient="row")
+        # built in declaration order and dtypes: conform then only checks it (the file's keys are sorted)
+        frame = pl.DataFrame(rows, schema={c: t for c, t in dtypes.items() if c in rows[0]}, orient="row")
         return schemas.conform(stage, f"{name}.parquet", frame)
     except (schemas.SchemaError, pl.exceptions.PolarsError, TypeError, ValueError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from package_root import package_root
 
+from package_root import package_root
 from realdata import REPO
 
 

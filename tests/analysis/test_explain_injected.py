@@ -3,8 +3,11 @@
 Each script in ``injected/`` is recorded once under profcap (module-scoped) and explained by the
 real CLI in a subprocess. The oracle is independent of profui: the script's own per-step clock
 (``time.perf_counter`` around each loop iteration), run without profcap with and without the
-cause; the gain of removing the cause is the difference of the medians. For the late rank, the
-gloo rows read in plain Python; for the kept activations, the bytes the script keeps.
+cause; the gain of removing the cause is the difference of the medians. Where the script clocks
+its cause (the batch's fetch, the host sleep), the recoverable time is held to the cause's cost in
+the traced run itself, less that part's cost without it, the plain gain a floor: a loaded host
+oversleeps more in one run than in another. For the late rank, the gloo rows read in plain
+Python; for the kept activations, the bytes the script keeps.
 
 Why profcap's overhead does not bias the comparison: the gain is measured on plain runs (no
 profiler at all), and what profui must find is a wait that the profiler does not stretch (a
@@ -34,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
 from pilotwait import wait_dashboard  # noqa: E402
 from runs import CAUSES, NPROC, measure, record  # noqa: E402
+from steploop import WARMUP  # noqa: E402
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
 #: The issue's bound: recoverable time within 25% of the measured gain.
@@ -133,6 +137,21 @@ def test_recoverable_time_is_the_measured_gain(runs, name):
     mine = [f for f in findings if f["category"] == CAUSES[name].category]
     assert mine, f"{name}: no {CAUSES[name].category} finding; findings {_brief(findings)}"
     got, gain = mine[0]["recoverable_ns_per_step"], m["gain_ns"]
+    own = runs.clock(name).get("cause_ns")
+    if own is not None:
+        # the cause's cost in the traced run itself: the script's clock around it (the batch's
+        # fetch, the sleep) in the analysed steps, less that part's cost without the cause (the
+        # plain runs' median). A loaded host oversleeps, more in one traced run than in the
+        # plain runs' least disturbed (seen: 2 ms sleeps x 8 a step, 25.4 ms recovered against
+        # a plain gain of 17.0 at load ~8); that gain stays a floor
+        assert got >= (1 - TOLERANCE) * gain, (
+            f"{name}: recoverable {got / 1e6:.2f} ms vs plain gain {gain / 1e6:.2f} ms"
+        )
+        steps = answers(runs.trace(name), ["critical_path"], lambda: None).outputs["critical_path"][
+            "steps.parquet"
+        ]
+        without = statistics.median(v for r in m["runs"] if not r["cause"] for v in r["cause_ns"][WARMUP:])
+        gain = round(statistics.mean(own[n] for n in steps["step"]) - without)
     assert abs(got - gain) <= TOLERANCE * gain, (
         f"{name}: recoverable {got / 1e6:.2f} ms vs measured {gain / 1e6:.2f} ms "
         f"({(got - gain) / gain:+.0%}; steps {m['median_step_with_ns'] / 1e6:.2f} -> "

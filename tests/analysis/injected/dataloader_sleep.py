@@ -1,5 +1,6 @@
 """Input-bound CPU training: the Dataset's ``__getitem__`` sleeps 2 ms per sample (batch 8,
-``num_workers=0``), so each step waits ~16 ms for its batch. ``--no-cause``: no sleep."""
+``num_workers=0``), so each step waits ~16 ms for its batch. ``--no-cause``: no sleep. Its JSON
+line's ``cause_ns``: each iteration's wait for its batch (the script's clock)."""
 
 from __future__ import annotations
 
@@ -35,14 +36,17 @@ def main() -> None:
     loader = iter(torch.utils.data.DataLoader(data, batch_size=BATCH, num_workers=0))
     model, opt = mlp(256, 1024, 1024)
     clock = Clock()
+    fetch_ns = []
     for _ in range(args.steps):
         with clock:
+            t0 = time.perf_counter_ns()
             x, y = next(loader)
+            fetch_ns.append(time.perf_counter_ns() - t0)
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
-    report(clock, not args.no_cause)
+    report(clock, not args.no_cause, cause_ns=fetch_ns)
 
 
 if __name__ == "__main__":

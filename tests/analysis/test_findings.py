@@ -24,8 +24,9 @@ sys.path.insert(0, str(REPO / "tests" / "capture"))
 from test_profcap_support import run_profcap  # noqa: E402
 
 #: A small CPU training loop timing each whole iteration with its own clock; SLEEP seconds of
-#: time.sleep after the optimizer step (outside any op). Prints the median iteration after 3
-#: warm-up iterations as JSON.
+#: time.sleep after the optimizer step (outside any op). Prints as JSON the median iteration after
+#: 3 warm-up iterations, each iteration's sleep, and the wall and thread CPU clocks after each
+#: optimizer step.
 SLEEPY = r"""
 import json, os, statistics, time
 import torch
@@ -39,17 +40,20 @@ model = torch.nn.Sequential(
 )
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
-times = []
+times, slept, marks = [], [], []
 for _ in range(12):
     t0 = time.perf_counter()
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
     opt.step()
+    marks.append((time.perf_counter_ns(), time.thread_time_ns()))
     if sleep:
         time.sleep(sleep)
+    slept.append(time.perf_counter_ns() - marks[-1][0])
     times.append(time.perf_counter() - t0)
-print(json.dumps({"median_step_ns": round(statistics.median(times[3:]) * 1e9)}))
+out = {"median_step_ns": round(statistics.median(times[3:]) * 1e9), "slept_ns": slept, "marks": marks}
+print(json.dumps(out))
 """
 SLEEP_S = "0.02"
 #: The traced steps (of 12; the first ones pay for warm-up).
@@ -58,11 +62,16 @@ TRACED = "4-9"
 
 def record_sleepy(tmp: Path) -> Path:
     """The sleepy loop recorded under profcap (steps 4-9)."""
+    return record_sleepy_with_clock(tmp)[0]
+
+
+def record_sleepy_with_clock(tmp: Path) -> tuple[Path, dict]:
+    """The sleepy loop recorded under profcap (steps 4-9), and its JSON line."""
     proc, trace = run_profcap(
         tmp, ["--steps", TRACED], SLEEPY, env={"SLEEP": SLEEP_S, "OMP_NUM_THREADS": "1"}
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return trace
+    return trace, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def median_step_ns(script: Path, sleep: str) -> int:
@@ -83,21 +92,35 @@ def measured_gain(script: Path, repeats: int = 3) -> int:
 
 
 @pytest.fixture(scope="module")
-def sleepy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    """The recorded sleepy run and the gain its own clock measures without the sleep."""
+def sleepy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, dict]:
+    """The recorded sleepy run, the gain its own clock measures without the sleep, and the
+    recorded run's JSON line."""
     tmp = tmp_path_factory.mktemp("sleepy")
-    trace = record_sleepy(tmp)
-    return trace, measured_gain(tmp / "job.py")
+    trace, own = record_sleepy_with_clock(tmp)
+    return trace, measured_gain(tmp / "job.py"), own
 
 
 def test_a_sleep_between_steps_is_the_top_finding_host_with_the_measured_gain(sleepy) -> None:
-    trace, gain = sleepy
+    trace, gain, own = sleepy
     out = open_trace(trace).result("findings")
     assert out["findings.parquet"].height, "no finding on a run that sleeps 20 ms a step"
     top = out["findings.parquet"].row(0, named=True)
     assert top["category"] == "host", out["findings.parquet"].select("category", "title")
     assert gain > 15_000_000, f"the sleep is 20 ms: the script measured {gain} ns"
-    assert abs(top["recoverable_ns_per_step"] - gain) <= 0.25 * gain, (top["recoverable_ns_per_step"], gain)
+    got = top["recoverable_ns_per_step"]
+    # the plain runs' gain is a floor: a loaded host only adds to the traced run's stalls
+    assert got >= 0.75 * gain, (got, gain)
+    # the traced run's own sleeps: ProfilerStep#N ends in iteration N's optimizer step, so it
+    # holds iteration N-1's sleep; a loaded host oversleeps, more in one run than another, and
+    # its preemptions between two ops are stretches outside any op that the trace cannot tell
+    # from a stall: allowed above, the thread's time off the CPU besides the sleep (wall minus
+    # thread CPU time between the optimizer steps' ends; ~0 idle)
+    steps = open_trace(trace).result("critical_path")["steps.parquet"]["step"].to_list()
+    marks, slept = own["marks"], own["slept_ns"]
+    off = [(marks[n][0] - marks[n - 1][0]) - (marks[n][1] - marks[n - 1][1]) - slept[n - 1] for n in steps]
+    traced = statistics.mean(slept[n - 1] for n in steps)
+    other = max(0, statistics.mean(off))
+    assert -0.25 * traced <= got - traced <= 0.25 * traced + other, (got, traced, other, gain)
     # a CPU-only run: no device word anywhere in the findings
     text = " ".join(
         out["findings.parquet"]["title"].to_list() + out["findings.parquet"]["next_step"].to_list()

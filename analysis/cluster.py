@@ -127,6 +127,6 @@ def run_tasks(
 
 
 def import_mapper(client: Any) -> Callable[..., Iterator[tuple[int, Any]]]:
-    """A mapper for :func:`profui.capture.ingest.import_kineto`: the files' conversions as tasks
+    """A mapper for :func:`profui.capture.ingest.import_trace`: the files' conversions as tasks
     on ``client``'s cluster (whose workers must see the files and the output folder)."""
     return functools.partial(run_tasks, client)

@@ -178,7 +178,7 @@ def open_trace(path: str | Path) -> TraceAnalyses:
     (``TraceFormatError`` with a one-line message when it is not a trace folder).
 
     Analysis never writes traces: Kineto JSON is imported into a trace folder first, with
-    ``profui import FILE -o trace/`` or :func:`profui.capture.ingest.import_kineto`.
+    ``profui import FILE -o trace/`` or :func:`profui.capture.ingest.import_trace`.
     """
     return TraceAnalyses(open_trace_data(path))
 

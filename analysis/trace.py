@@ -237,14 +237,14 @@ def open_trace(path: str | Path) -> Trace:
     analyses.
 
     Analysis never writes traces: Kineto JSON is imported into a trace folder first, with
-    ``profui import FILE -o trace/`` or :func:`profui.capture.ingest.import_kineto`.
+    ``profui import FILE -o trace/`` or :func:`profui.capture.ingest.import_trace`.
     """
     p = Path(path).expanduser()
     if not is_trace_dir(p) and _looks_importable(p):
         raise TraceFormatError(
             p,
             "a trace to import (Kineto JSON or an Nsight Systems export), not a profui trace folder: import it first "
-            f"(`profui import {p} -o trace/` or profui.capture.ingest.import_kineto) "
+            f"(`profui import {p} -o trace/` or profui.capture.ingest.import_trace) "
             "and open the folder",
         )
     return Trace(open_trace_dir(p))

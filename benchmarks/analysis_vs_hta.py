@@ -76,12 +76,12 @@ OURS_E2E = (
 import time; _T0 = time.perf_counter()
 import sys
 from pathlib import Path
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.analysis import open_trace
 from profui.analysis.summary import summarize
 _T1 = time.perf_counter()
 out = Path(sys.argv[2])
-import_kineto([Path(sys.argv[1])], out)
+import_trace([Path(sys.argv[1])], out)
 summarize(open_trace(out))
 """
     + _REPORT

@@ -135,11 +135,11 @@ def ours(trace: Path, annotation: str, repeat: int, cache: Path) -> tuple[list[d
     """profui's hta_compat critical path of the same windows, and the CPU seconds of each repeat."""
     from profui.analysis import critical_path_hta as ch
     from profui.analysis import open_trace
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
 
     out = cache / trace.name.split(".json")[0]
     if not out.exists():
-        import_kineto([trace], out)
+        import_trace([trace], out)
     events = open_trace(out).hta_events().collect()
     cpu, rows = [], []
     for _ in range(repeat):

@@ -37,8 +37,8 @@ files, out, workers = [Path(p) for p in sys.argv[3:]], Path(sys.argv[1]), int(sy
 if workers:
     run_import(files, out, None, None, False, workers=workers)
 else:  # one by one, in this process, whatever the default would choose
-    from profui.capture.ingest import import_kineto
-    import_kineto(files, out)
+    from profui.capture.ingest import import_trace
+    import_trace(files, out)
 # VmHWM, not getrusage's ru_maxrss: that survives exec, so it would report this benchmark's own
 # peak (it held the JSON while writing the files) for a child that never came near it
 hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))

@@ -3,7 +3,7 @@
 For every shared Kineto trace (``*.json``/``*.json.gz`` of ``PROFUI_TRACES`` that profui imports
 as one; the smallest included) it prints, in one run:
 
-* ``import_kineto`` time against HTA's ``TraceAnalysis(trace_dir=...)`` parse of the same file:
+* ``import_trace`` time against HTA's ``TraceAnalysis(trace_dir=...)`` parse of the same file:
   wall and CPU seconds (user + system, children included), median of ``--repeats`` runs each,
   every run in a fresh process, module import excluded on both sides, the two sides alternating
   run by run, which goes first rotating each repeat, so both see the same machine load;
@@ -99,11 +99,11 @@ PROFUI_CHILD = (
     + """
 import json, sys, time
 from pathlib import Path
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 mods_mb = peak_mb()
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 c, k, f, th, t = cpu_s(), sys_s(), faults(), threads_s(), time.perf_counter()
-manifest = import_kineto([src], out)
+manifest = import_trace([src], out)
 run_s, run_cpu, run_sys, run_faults = time.perf_counter() - t, cpu_s() - c, sys_s() - k, faults() - f
 run_threads = threads_s() - th
 rows = sum(s["num_events"] for s in manifest.sources)

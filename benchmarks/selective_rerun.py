@@ -60,11 +60,11 @@ def main() -> None:
         raise SystemExit(f"trace {src} not found; set PROFUI_TRACES to the shared traces folder")
 
     from profui.capture.format import open_trace_dir
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
 
     with tempfile.TemporaryDirectory(prefix="profui-bench-") as tmp:
         trace = Path(tmp) / "trace"
-        import_kineto([src], trace)
+        import_trace([src], trace)
         n_events = open_trace_dir(trace).num_events
         print(f"trace: {src.name} ({n_events:,} events), {args.repeat} repeats, one process per run")
 

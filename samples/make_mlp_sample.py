@@ -4,7 +4,7 @@
 
 The profiler records CPU ops with input shapes (``record_shapes=True``), the script's
 ``record_function`` annotations and one ``ProfilerStep#N`` per training step (wait 2, warmup 1,
-active 4). The trace is imported with ``profui.capture.ingest.import_kineto`` under the node name
+active 4). The trace is imported with ``profui.capture.ingest.import_trace`` under the node name
 ``sample-host`` so the committed sample does not carry the machine's host name.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -47,7 +47,7 @@ def make_sample(out: Path, seed: int = 0) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         json_path = Path(tmp) / "mlp_cpu.json"
         record(json_path, seed=seed)
-        import_kineto([json_path], out, node="sample-host", rank=0, force=True)
+        import_trace([json_path], out, node="sample-host", rank=0, force=True)
     return out
 
 

@@ -18,7 +18,7 @@ from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.pipeline.bodies import DETAIL_TABLES, TOP_N_TABLES
 from profui.analysis.summary import SECTIONS, Summary
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.cli import app
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession
@@ -56,7 +56,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory):
             # the dashboard records its run inside the trace; the sample's own cache is not copied
             shutil.copytree(REPO / name, out, ignore=shutil.ignore_patterns(".profui"))
         else:
-            import_kineto([require_shared_traces() / name], out)
+            import_trace([require_shared_traces() / name], out)
         return out
 
     return get

@@ -1,6 +1,6 @@
 """The import pipeline of every format (Kineto JSON, Nsight Systems, JAX) into the trace format.
 
-:func:`import_kineto` builds a new trace from files or folders of any of them (``profui
+:func:`import_trace` builds a new trace from files or folders of any of them (``profui
 import``), :func:`import_jobs` a trace per job; which files a folder holds is
 :mod:`.sources`, the on-the-fly import cache :mod:`.cache`, several trace folders of one job as one
 :mod:`.combine`. Each file goes to its format's converter (``profui.capture.kineto``, ``.nsys``,
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         import_jobs as import_jobs,
     )
     from .importer import (
-        import_kineto as import_kineto,
+        import_trace as import_trace,
     )
     from .importer import (
         workers_for as workers_for,
@@ -31,5 +31,5 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
-    dict.fromkeys(["Imported", "import_jobs", "import_kineto", "workers_for"], "importer"),
+    dict.fromkeys(["Imported", "import_jobs", "import_trace", "workers_for"], "importer"),
 )

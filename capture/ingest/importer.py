@@ -1,4 +1,4 @@
-"""The import pipeline every format goes through: ``import_kineto`` and ``import_jobs``.
+"""The import pipeline every format goes through: ``import_trace`` and ``import_jobs``.
 
 The sources (files, or folders: :mod:`.sources`) are each converted by their format's converter
 (:func:`_convert`: Kineto, JAX or Nsight Systems), then placed, told apart by job and given a
@@ -149,7 +149,7 @@ def _holds_only_traces(folder: Path) -> bool:
     return bool(children) and all(is_trace_dir(c) for c in children)
 
 
-def import_kineto(
+def import_trace(
     sources: list[Path],
     out_dir: Path,
     *,
@@ -161,8 +161,8 @@ def import_kineto(
     step_pattern: str | None = None,
     mapper: Mapper | None = None,
 ) -> Manifest:
-    """Import Kineto JSON files and Nsight Systems exports (or folders of them) as the new trace
-    ``out_dir``. ``step_pattern`` (regex) names the NVTX ranges of Nsight files that are steps.
+    """Import trace files of any format profui reads (Kineto JSON, Nsight Systems exports, JAX
+    profiler logs; or folders of them) as the new trace ``out_dir``. ``step_pattern`` (regex) names the NVTX ranges of Nsight files that are steps.
 
     The sources must be one job (:mod:`profui.capture.format.jobs`): files of several jobs are
     refused with :class:`~profui.capture.format.jobs.NotOneJob` (one line naming the files that do
@@ -193,11 +193,11 @@ def import_jobs(
     mapper: Mapper | None = None,
     notes: list[str] | None = None,
 ) -> Imported:
-    """As :func:`import_kineto`, but sources of several jobs are imported as one trace folder
+    """As :func:`import_trace`, but sources of several jobs are imported as one trace folder
     per job under ``out_dir`` (named ``<start, UTC>-<first file's name>[+N]``), and the line a
     one-job import would have refused them with (ending in ``hint``) is returned with them.
     Sources that are one job are imported as one trace at ``out_dir``, as by
-    :func:`import_kineto`. Several jobs are converted twice (once to tell them apart).
+    :func:`import_trace`. Several jobs are converted twice (once to tell them apart).
     ``notes`` (files of a folder the caller's scan skipped) go into each trace's manifest, with
     those of the folders among ``sources``."""
     return _import(

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eventrows import events_frame  # noqa: E402
 
 from profui.analysis import Trace, open_trace  # noqa: E402
-from profui.capture.ingest import import_kineto  # noqa: E402
+from profui.capture.ingest import import_trace  # noqa: E402
 
 from realdata import shared_trace, traces_dir  # noqa: E402
 
@@ -48,7 +48,7 @@ def imported_trace(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Tr
         if files not in cache:
             sources = [shared_trace(f) for f in files]
             out = root / f"t{len(cache)}"
-            import_kineto(sources, out)
+            import_trace(sources, out)
             cache[files] = open_trace(out)
         return cache[files]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -29,7 +29,7 @@ SOURCES = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_
 
 def import_two_ranks(out: Path) -> Path:
     """The real two-rank trace, imported into ``out``."""
-    import_kineto([shared_trace(n) for n in SOURCES], out)
+    import_trace([shared_trace(n) for n in SOURCES], out)
     return out
 
 

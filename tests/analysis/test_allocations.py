@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import SAMPLES, shared_trace
 
@@ -259,7 +259,7 @@ def cpu_runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def _imported(src: Path, out: Path) -> Path:
-    import_kineto([src], out)
+    import_trace([src], out)
     return out
 
 

@@ -23,7 +23,7 @@ from profui.analysis import critical_path as cp  # noqa: E402
 from profui.analysis import open_trace  # noqa: E402
 from profui.analysis.critical_path_graph import step_graph  # noqa: E402
 from profui.analysis.critical_path_inputs import rank_inputs  # noqa: E402
-from profui.capture.ingest import import_kineto  # noqa: E402
+from profui.capture.ingest import import_trace  # noqa: E402
 
 from realdata import SAMPLES, nsys_export, traces_dir  # noqa: E402
 
@@ -327,7 +327,7 @@ def synthetic(tmp: Path) -> Path:
             f,
         )
     out = tmp / "trace"
-    import_kineto([src], out)
+    import_trace([src], out)
     return out
 
 

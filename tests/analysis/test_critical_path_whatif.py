@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from profui.analysis import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -44,7 +44,7 @@ def hand_trace(tmp: Path) -> Path:
     with gzip.open(src, "wt") as f:
         json.dump({"traceEvents": ev, "distributedInfo": {"rank": 0}}, f)
     out = tmp / "trace"
-    import_kineto([src], out)
+    import_trace([src], out)
     return out
 
 

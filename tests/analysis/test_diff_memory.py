@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis.diff import diff, profile_of, sentence
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import SAMPLES, shared_trace
 
@@ -66,9 +66,9 @@ def df_pair(tmp_path_factory) -> dict:
             e["args"]["Total Reserved"] += GB
     variant = d / "variant.json"
     variant.write_text(json.dumps(doc))
-    import_kineto([src], d / "base")
-    import_kineto([src], d / "same")
-    import_kineto([variant], d / "more")
+    import_trace([src], d / "base")
+    import_trace([src], d / "same")
+    import_trace([variant], d / "more")
     return {"dirs": d, "base": _load(src), "more": doc}
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from profui.analysis.diff import diff, normalise_name, profile_of
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.screens.diff import DiffApp
 
 from realdata import shared_trace
@@ -80,7 +80,7 @@ def pair(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("diffpair")
     paths = []
     for name, label in ((BASE, "base"), (NEW, "new")):
-        import_kineto([shared_trace(name)], root / label)
+        import_trace([shared_trace(name)], root / label)
         paths.append(root / label)
     env = {**os.environ, "PROFUI_CACHE": str(root / "cache"), "COLUMNS": "200"}
     run = [PROFUI, "diff", *map(str, paths), "--top", "0"]

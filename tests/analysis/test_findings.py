@@ -155,12 +155,12 @@ def test_the_copy_bound_nsys_export_is_a_transfer_problem_not_a_launch_problem()
 def test_compute_looks_at_the_ops_and_kernels_not_the_runtime_calls_on_a_gpu_trace(tmp_path: Path) -> None:
     """On HTA's negative-queue trace the compute finding looks at the ops and kernels whose
     compute time is on the path, never a runtime call (launch overhead)."""
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
 
     from realdata import shared_trace
 
     folder = tmp_path / "t"
-    import_kineto([shared_trace("hta-negative_queue_length_values_check-rank0.json.gz")], folder)
+    import_trace([shared_trace("hta-negative_queue_length_values_check-rank0.json.gz")], folder)
     t = open_trace(folder)
     found = t.result("findings")["findings.parquet"].filter(pl.col("category") == "compute")
     assert found.height == 1, t.result("findings")["findings.parquet"].select("category", "title")

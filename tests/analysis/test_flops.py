@@ -20,7 +20,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.peaks import peak_for
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import run_profui, shared_trace
 
@@ -90,7 +90,7 @@ def cpu_run(tmp_path_factory) -> tuple[Path, dict]:
     )
     assert proc.returncode == 0, proc.stderr
     oracle = json.loads(proc.stdout)
-    import_kineto([d / "run.json"], d / "trace")
+    import_trace([d / "run.json"], d / "trace")
     return d / "trace", oracle
 
 
@@ -210,7 +210,7 @@ def _kineto(tmp: Path, name: str, events: list[dict], gpu: dict | None) -> Path:
         doc["deviceProperties"] = [gpu]
     p = tmp / f"{name}.json"
     p.write_text(json.dumps(doc))
-    import_kineto([p], tmp / name)
+    import_trace([p], tmp / name)
     return tmp / name
 
 
@@ -381,7 +381,7 @@ def test_shared_amd_trace(tmp_path) -> None:
         if e.get("name") == "aten::mm":  # the backward's mm, inside AddmmBackward0
             (m, k), (_, n) = a["Input Dims"]
             expected += 2 * m * k * n
-    import_kineto([src], tmp_path / "amd")
+    import_trace([src], tmp_path / "amd")
     out = open_trace(tmp_path / "amd").result("flops")
     t = out["totals.parquet"].row(0, named=True)
     assert t["flops"] == float(expected) and t["counted_ops"] == 2 and t["kernels_with_flops"] == 2

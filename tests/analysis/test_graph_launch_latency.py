@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from profui.analysis.diff import diff, head_lines, profile_of
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -54,8 +54,8 @@ def raw_latencies(path: Path) -> tuple[list[int], list[int]]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> dict:
     d = tmp_path_factory.mktemp("graphdiff")
-    import_kineto([shared_trace(BASE)], d / "base")
-    import_kineto([shared_trace(GRAPHS)], d / "graphs")
+    import_trace([shared_trace(BASE)], d / "base")
+    import_trace([shared_trace(GRAPHS)], d / "graphs")
     return {"base": profile_of(d / "base"), "graphs": profile_of(d / "graphs"), "dir": d}
 
 

@@ -24,7 +24,7 @@ from profui.analysis.cluster import TaskFailed, dask_client, import_mapper
 from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.format import TraceFormatError
 from profui.capture.format.jobs import NotOneJob
-from profui.capture.ingest import import_kineto, importer, workers_for
+from profui.capture.ingest import import_trace, importer, workers_for
 from profui.capture.ingest.cache import WholeLine
 
 from realdata import shared_trace
@@ -48,7 +48,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def one_by_one(sources: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The oracle: the same files imported one by one in this process."""
     out = tmp_path_factory.mktemp("seq") / "t"
-    import_kineto(sources, out)
+    import_trace(sources, out)
     return out
 
 
@@ -82,8 +82,8 @@ def test_two_files_of_one_rank_are_numbered_as_one_by_one(client, tmp_path: Path
     for name in ("a", "b", "c"):
         files.append(tmp_path / f"{name}.json.gz")
         files[-1].write_bytes(src.read_bytes())
-    import_kineto(files, tmp_path / "seq", node="n")
-    import_kineto(files, tmp_path / "par", node="n", mapper=import_mapper(client))
+    import_trace(files, tmp_path / "seq", node="n")
+    import_trace(files, tmp_path / "par", node="n", mapper=import_mapper(client))
     assert_same_trace(tmp_path / "par", tmp_path / "seq")
     entries = json.loads((tmp_path / "par" / "manifest.json").read_text())["sources"]
     assert [(Path(e["file"]).name, e["events_file"]) for e in entries] == [
@@ -107,7 +107,7 @@ def test_killed_worker_during_import_is_survived(
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append((done, total))
 
-        import_kineto(sources, tmp_path / "par", mapper=import_mapper(c), progress=progress)
+        import_trace(sources, tmp_path / "par", mapper=import_mapper(c), progress=progress)
         assert pids[0] not in c.run(os.getpid).values()
     assert killed and killed[0][0] < killed[0][1]  # killed with files still to convert
     assert_same_trace(tmp_path / "par", one_by_one)

@@ -34,7 +34,7 @@ from profui.analysis.json_schema import (
     summary_tables,
 )
 from profui.analysis.schemas import TABLES, table
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import REPO, nsys_export, require_shared_traces, shared_trace, traces_dir
 
@@ -86,7 +86,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str
         else:
             require_shared_traces()
             folder = root / name.split(".json")[0]
-            import_kineto([shared_trace(name)], folder)
+            import_trace([shared_trace(name)], folder)
         done[name] = folder
         return folder
 

@@ -22,7 +22,7 @@ from profui.analysis.intervals import union_length
 from profui.analysis.lod import LodIndex, build_lod, lod_dir, open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import REPO, SAMPLES, shared_trace
 
@@ -33,7 +33,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 def nccl(tmp_path_factory):
     """(LodIndex, raw events with relative ``t``) of the NCCL trace, in a private copy."""
     out = tmp_path_factory.mktemp("lod") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     seen = []
     ix = open_lod(out, progress=lambda f, m: seen.append(f))
     ev = open_trace(out).events().collect().with_columns((pl.col("ts") - ix.base_ns).alias("t"))
@@ -265,7 +265,7 @@ def test_steps_search_and_find(nccl):
 
 def test_cache_is_reused_then_rebuilt_when_the_trace_changes(tmp_path):
     out = tmp_path / "t"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     folder = build_lod(out)
     stamp = (folder / "meta.json").stat().st_mtime_ns
     assert build_lod(out) == folder and (folder / "meta.json").stat().st_mtime_ns == stamp
@@ -281,7 +281,7 @@ def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
     a module the index's code loads (steps) rebuilds it, one of a module it does not (the
     timeline's state) reuses it."""
     out = tmp_path / "t"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     site = tmp_path / "site"
     for folder in ("capture", "analysis", "tui"):
         shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -357,7 +357,7 @@ def test_read_only_trace_indexes_into_the_user_cache(tmp_path, monkeypatch):
     import profui.capture.format.layout as layout
 
     out = tmp_path / "t"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(layout.os, "access", lambda path, mode: False)
     ix = open_lod(out)

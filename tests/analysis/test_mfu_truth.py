@@ -182,12 +182,12 @@ def test_inflated_shapes_name_the_kernels(tmp_path: Path) -> None:
 def test_dashboard_flags_the_impossible_mfu(tmp_path: Path) -> None:
     """The dashboard's FLOPs chart, as a user opens it: the impossible MFU and its cause, no
     plain percentage."""
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
     from profui.tui.app import OpenTarget, ProfuiApp
     from profui.tui.views.dashboard import DashboardView
 
     trace = tmp_path / "amd"
-    import_kineto([_inflated(tmp_path)], trace)
+    import_trace([_inflated(tmp_path)], trace)
 
     async def go() -> str:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)

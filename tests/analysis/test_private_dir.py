@@ -7,14 +7,14 @@ import profui.capture.format.layout as layout
 from profui.analysis.pipeline import analyze, list_runs
 from profui.analysis.pipeline.answers import answers
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
 
 def test_a_read_only_trace_is_analysed_into_the_user_cache(tmp_path, monkeypatch):
     out = tmp_path / "t"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     # tests run as root, who may write anywhere: the permission check is what is faked
     monkeypatch.setattr(layout.os, "access", lambda path, mode: False)
@@ -37,7 +37,7 @@ def test_a_read_only_trace_is_analysed_into_the_user_cache(tmp_path, monkeypatch
 
 def test_a_writable_trace_keeps_its_outputs_inside(tmp_path, monkeypatch):
     out = tmp_path / "t"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     assert open_trace_dir(out).private_dir == out / ".profui"
     analyze(out, stages=["ingest"])

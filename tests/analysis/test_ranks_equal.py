@@ -33,7 +33,7 @@ from profui.analysis.pipeline.store import compute
 from profui.analysis.ranks import rank_parts, rank_result
 from profui.analysis.summary import Summary
 from profui.analysis.trace import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from ddp_job import record_ddp
 from realdata import shared_trace
@@ -104,7 +104,7 @@ def two_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     gpus = []
     for i, (node, name) in enumerate(sources.items()):
         one = tmp / node
-        import_kineto([shared_trace(name)], one)
+        import_trace([shared_trace(name)], one)
         m = json.loads((one / "manifest.json").read_text())
         manifest = manifest or m
         gpus += [{**g, "node": node} for g in m["gpus"]]

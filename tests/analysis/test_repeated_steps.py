@@ -20,7 +20,7 @@ import pytest
 from profui.analysis import open_trace
 from profui.analysis.lod import open_lod
 from profui.analysis.pipeline.store import compute
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import REPO, shared_trace
 
@@ -45,13 +45,13 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     rep = _replicate_module()
     out: dict[str, dict] = {"folders": {}}
     one = root / "one"
-    import_kineto([src], one)
+    import_trace([src], one)
     out["one"] = compute(open_trace(one), ["summary"])
     for mode in ("distinct", "repeated"):
         js = root / f"{mode}.json"
         rep.replicate(src, COPIES, mode, js)
         folder = root / mode
-        import_kineto([js], folder)
+        import_trace([js], folder)
         js.unlink()
         out[mode] = compute(open_trace(folder), ["summary"])
         out["folders"][mode] = folder

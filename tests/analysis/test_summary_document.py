@@ -24,7 +24,7 @@ from profui.analysis.pipeline.engine import analyze
 from profui.analysis.pipeline.outputs import latest_outputs, load_output
 from profui.analysis.summary import VERSION, Summary, stored_summary
 from profui.capture.format import TraceFormatError
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import REPO, nsys_export, require_shared_traces, traces_dir
 
@@ -51,13 +51,13 @@ def _sources() -> list[str]:
 def _imported(name: str, root: Path) -> Path:
     out = root / name.replace("/", "-").split(".json")[0]
     if name == "samples/jax_cpu":  # a JAX profiler log: imported, as profui open imports it
-        import_kineto([REPO / name], out)
+        import_trace([REPO / name], out)
     elif name.startswith("samples/"):
         shutil.copytree(REPO / name, out, ignore=shutil.ignore_patterns(".profui"))
     elif name.startswith("nsys/"):
-        import_kineto([nsys_export(name.removeprefix("nsys/"))], out)
+        import_trace([nsys_export(name.removeprefix("nsys/"))], out)
     else:
-        import_kineto([require_shared_traces() / name], out)
+        import_trace([require_shared_traces() / name], out)
     return out
 
 

@@ -163,7 +163,7 @@ def test_open_trace_on_kineto_json_says_how_to_import_it(tmp_path: Path) -> None
     src = shared_trace("hta-trace_compare-base-base.json.gz")
     with pytest.raises(TraceFormatError, match="profui import") as err:
         open_trace(src)
-    assert "\n" not in str(err.value) and "import_kineto" in str(err.value)
+    assert "\n" not in str(err.value) and "import_trace" in str(err.value)
     run = tmp_path / "run"
     run.mkdir()
     (run / "rank-0.json.gz").write_bytes(src.read_bytes())

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from profui.analysis import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import SAMPLES, same_numbers, traces_dir
 
@@ -45,7 +45,7 @@ def _round_trip(a: Path, work: Path) -> Path:
         assert proc.returncode == 0, proc.stderr
         files.append(f)
     b = work / "back"
-    import_kineto(files, b)
+    import_trace(files, b)
     return b
 
 
@@ -74,7 +74,7 @@ def test_round_trip_of_every_shared_trace(name: str, tmp_path: Path) -> None:
         require_shared_traces()
         pytest.fail(f"{src} not found")
     a = tmp_path / "a"
-    import_kineto([src], a)
+    import_trace([src], a)
     _same_summary(a, _round_trip(a, tmp_path))
 
 
@@ -83,7 +83,7 @@ def test_round_trip_of_the_samples(sample: str, tmp_path: Path) -> None:
     a = SAMPLES / sample
     if not (a / "manifest.json").is_file():
         a = tmp_path / "a"
-        import_kineto([SAMPLES / sample], a)
+        import_trace([SAMPLES / sample], a)
     _same_summary(a, _round_trip(a, tmp_path))
 
 
@@ -216,7 +216,7 @@ def test_each_launch_to_kernel_arrow_has_its_own_id(tmp_path: Path) -> None:
     assert max(want.values()) >= 20  # the trace's cudaGraphLaunch calls
 
     a = tmp_path / "a"
-    import_kineto([src], a)
+    import_trace([src], a)
     out = tmp_path / "e.json.gz"
     proc = _export(a, out)
     assert proc.returncode == 0, proc.stderr
@@ -254,7 +254,7 @@ def test_device_events_without_a_stream_are_named_so(tmp_path: Path) -> None:
         ).fetchone()
     assert want > 0
     a = tmp_path / "a"
-    import_kineto([src], a)
+    import_trace([src], a)
     out = tmp_path / "e.json.gz"
     assert _export(a, out).returncode == 0
     events = _doc(out)["traceEvents"]

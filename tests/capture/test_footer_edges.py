@@ -31,7 +31,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.capture.format import TraceFormatError
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import run_profui, shared_trace
 
@@ -48,7 +48,7 @@ def imported(tmp_path_factory) -> Path:
     src = tmp_path_factory.mktemp("src") / "a.json.gz"
     src.write_bytes(shared_trace(TRACE).read_bytes())
     out = tmp_path_factory.mktemp("footer") / "base"
-    import_kineto([src], out)
+    import_trace([src], out)
     assert (out / EVENTS).is_file()
     return out
 

@@ -17,7 +17,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.capture.format import read_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import SAMPLES
 
@@ -47,7 +47,7 @@ def run(tmp_path_factory) -> tuple[Path, Path, dict]:
     assert proc.returncode == 0, proc.stderr
     (raw_file,) = logdir.glob("plugins/profile/*/*.trace.json.gz")
     out = tmp_path_factory.mktemp("jaxtrace") / "t"
-    import_kineto([logdir], out)  # the log folder: its run, once (not perfetto_trace.json.gz again)
+    import_trace([logdir], out)  # the log folder: its run, once (not perfetto_trace.json.gz again)
     return raw_file, out, json.loads(gzip.decompress(raw_file.read_bytes()))
 
 
@@ -129,7 +129,7 @@ def test_python_frames_keep_their_place(run) -> None:
 def test_the_committed_sample_is_a_jax_trace(tmp_path) -> None:
     (sample,) = (SAMPLES / "jax_cpu").glob("plugins/profile/*/*.trace.json.gz")
     out = tmp_path / "t"
-    import_kineto([SAMPLES / "jax_cpu"], out)
+    import_trace([SAMPLES / "jax_cpu"], out)
     doc = json.loads(gzip.decompress(sample.read_bytes()))
     counts = read_manifest(out).sources[0]["counts"]
     assert counts["kernel"] == sum("hlo_op" in e.get("args", {}) for e in _raw_x(doc))

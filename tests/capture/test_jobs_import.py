@@ -22,7 +22,7 @@ import pytest
 
 from profui.capture.format import is_trace_dir, read_manifest
 from profui.capture.format.jobs import NotOneJob
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -83,7 +83,7 @@ def test_separate_jobs_writes_one_trace_folder_per_job(tmp_path: Path) -> None:
     assert by_files[RANKS] == "20230428-235138-hta-trace_filter-sampled_rank-0+1"
     for name in (MTIA, AMD):  # each job holds what importing its file alone gives
         alone = tmp_path / f"alone-{name}"
-        m = import_kineto([shared_trace(name)], alone)
+        m = import_trace([shared_trace(name)], alone)
         got = read_manifest(out / by_files[(name,)])
         assert (got.ranks, got.hosts, got.start_ns, got.end_ns) == (m.ranks, m.hosts, m.start_ns, m.end_ns)
         assert [s["num_events"] for s in got.sources] == [s["num_events"] for s in m.sources]
@@ -91,7 +91,7 @@ def test_separate_jobs_writes_one_trace_folder_per_job(tmp_path: Path) -> None:
 
 
 def test_ranks_of_one_job_stay_one(tmp_path: Path) -> None:
-    m = import_kineto([shared_trace(n) for n in RANKS], tmp_path / "two")
+    m = import_trace([shared_trace(n) for n in RANKS], tmp_path / "two")
     assert m.ranks == [0, 1] and len(m.sources) == 2
     # --separate-jobs on one job is that one trace, at -o itself
     proc = profui("import", *(shared_trace(n) for n in RANKS), "-o", tmp_path / "sep", "--separate-jobs")
@@ -101,12 +101,12 @@ def test_ranks_of_one_job_stay_one(tmp_path: Path) -> None:
 
 def test_nsys_exports_each_one_job_before_and_after_two_runs(tmp_path: Path) -> None:
     nsys = shared_trace("nsys/h100_2gpu_1s.sqlite").parent
-    m = import_kineto([nsys / "h100_2gpu_1s.sqlite"], tmp_path / "h100")
+    m = import_trace([nsys / "h100_2gpu_1s.sqlite"], tmp_path / "h100")
     assert m.ranks == [0, 1]
     for name in ("mfu_2gpu_before.sqlite", "mfu_2gpu_after.sqlite"):
-        assert import_kineto([nsys / name], tmp_path / name).ranks == [0, 1]
+        assert import_trace([nsys / name], tmp_path / name).ranks == [0, 1]
     with pytest.raises(NotOneJob) as err:
-        import_kineto([nsys / "mfu_2gpu_before.sqlite", nsys / "mfu_2gpu_after.sqlite"], tmp_path / "both")
+        import_trace([nsys / "mfu_2gpu_before.sqlite", nsys / "mfu_2gpu_after.sqlite"], tmp_path / "both")
     before, after = (
         read_manifest(tmp_path / "mfu_2gpu_before.sqlite"),
         read_manifest(tmp_path / "mfu_2gpu_after.sqlite"),
@@ -143,7 +143,7 @@ def test_the_reason_names_different_hosts_and_a_rank_twice(tmp_path: Path) -> No
     hosts = {n: json.loads(gzip.decompress(shared_trace(n).read_bytes()))["host_name"] for n in (ns, MTIA)}
     assert len(set(hosts.values())) == 2
     with pytest.raises(NotOneJob) as err:
-        import_kineto([shared_trace(ns), shared_trace(MTIA)], tmp_path / "hosts")
+        import_trace([shared_trace(ns), shared_trace(MTIA)], tmp_path / "hosts")
     assert str(err.value).startswith(
         f"{MTIA}: not one job with {ns} (different hosts, no overlap in time: {first_day(MTIA)} vs {first_day(ns)})"
     )
@@ -151,5 +151,5 @@ def test_the_reason_names_different_hosts_and_a_rank_twice(tmp_path: Path) -> No
     copy = tmp_path / "copy-of-rank0.json.gz"
     copy.write_bytes(shared_trace(RANKS[0]).read_bytes())
     with pytest.raises(NotOneJob) as err:
-        import_kineto([shared_trace(RANKS[0]), copy], tmp_path / "twice")
+        import_trace([shared_trace(RANKS[0]), copy], tmp_path / "twice")
     assert f"not one job with {RANKS[0]} (both rank 0)" in str(err.value)

@@ -20,7 +20,7 @@ import pytest
 
 from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.capture.kineto.file_import import convert_kineto_file
 
 from realdata import shared_trace
@@ -124,7 +124,7 @@ def imported(tmp_path_factory):
         if name not in cache:
             src = shared_trace(name)
             out = tmp_path_factory.mktemp("kineto") / "trace"
-            import_kineto([src], out)
+            import_trace([src], out)
             trace = open_trace_dir(out)
             table = pq.read_table([f.path for f in trace.events][0])
             cache[name] = (out, table)
@@ -323,23 +323,23 @@ def test_metadata_kept(imported) -> None:
 def test_rank_and_node_detection(tmp_path: Path) -> None:
     no_info = shared_trace("hta-distributed_info_unavailable-distributed_info_not_found.json.gz")
     # distributedInfo wins
-    m = import_kineto([shared_trace("hta-df_index_resolver-df_index_resolver.json.gz")], tmp_path / "a")
+    m = import_trace([shared_trace("hta-df_index_resolver-df_index_resolver.json.gz")], tmp_path / "a")
     assert m.ranks == [1]
     # no distributedInfo: the file name
     named = tmp_path / "job_rank-7.json.gz"
     shutil.copyfile(no_info, named)
-    assert import_kineto([named], tmp_path / "b").ranks == [7]
+    assert import_trace([named], tmp_path / "b").ranks == [7]
     # nothing in the trace or its name: --rank, else 0
-    assert import_kineto([no_info], tmp_path / "c", rank=5).ranks == [5]
-    assert import_kineto([no_info], tmp_path / "d").ranks == [0]
+    assert import_trace([no_info], tmp_path / "c", rank=5).ranks == [5]
+    assert import_trace([no_info], tmp_path / "d").ranks == [0]
     # distributedInfo without a rank key
-    assert import_kineto(
+    assert import_trace(
         [shared_trace("hta-rank_unavailable-rank_not_found.json.gz")], tmp_path / "e"
     ).ranks == [0]
     # node: --node, else the trace's host_name, else the file stem
     ns = shared_trace("hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
-    assert import_kineto([named], tmp_path / "f", node="gpu-box").hosts == ["gpu-box"]
-    assert import_kineto([named], tmp_path / "g").hosts == ["job_rank-7"]
+    assert import_trace([named], tmp_path / "f", node="gpu-box").hosts == ["gpu-box"]
+    assert import_trace([named], tmp_path / "g").hosts == ["job_rank-7"]
     trace = open_trace_dir(tmp_path / "f")
     assert [(f.node, f.rank) for f in trace.events] == [("gpu-box", 7)]
     res = convert_kineto_file(ns, tmp_path / "a", seq=3)
@@ -354,7 +354,7 @@ def test_multi_rank_folder_import(tmp_path: Path) -> None:
         shutil.copyfile(
             shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz"), folder / f"sampled_rank-{r}.json.gz"
         )
-    m = import_kineto([folder], tmp_path / "out", node="n1")
+    m = import_trace([folder], tmp_path / "out", node="n1")
     assert m.ranks == [0, 1] and m.hosts == ["n1"]
     trace = open_trace_dir(tmp_path / "out")
     assert [(f.node, f.rank) for f in trace.events] == [("n1", 0), ("n1", 1)]
@@ -375,7 +375,7 @@ def test_multi_rank_folder_import(tmp_path: Path) -> None:
 def test_non_kineto_files_refused(name: str, says: str, tmp_path: Path) -> None:
     src = shared_trace(name)
     with pytest.raises(KinetoFormatError) as err:
-        import_kineto([src], tmp_path / "out")
+        import_trace([src], tmp_path / "out")
     msg = str(err.value)
     assert says in msg and str(src) in msg and "\n" not in msg
     assert not (tmp_path / "out").exists()
@@ -385,7 +385,7 @@ def test_non_kineto_files_refused(name: str, says: str, tmp_path: Path) -> None:
 def test_progress_is_reported(tmp_path: Path) -> None:
     calls: list[tuple[int, int]] = []
     src = shared_trace("hta-nccl_parser_config-nccl_data.json.gz")
-    import_kineto([src], tmp_path / "out", progress=lambda d, t: calls.append((d, t)))
+    import_trace([src], tmp_path / "out", progress=lambda d, t: calls.append((d, t)))
     assert calls and calls[-1][0] == calls[-1][1] == src.stat().st_size
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
@@ -397,7 +397,7 @@ def test_multi_member_gzip(tmp_path: Path) -> None:
     src = tmp_path / "two_members.json.gz"
     half = len(text) // 2
     src.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
-    m = import_kineto([src], tmp_path / "out")
+    m = import_trace([src], tmp_path / "out")
     assert m.sources[0]["counts"] == dict(sorted(expected(shared_trace(name))["kinds"].items()))
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import SAMPLES
 
@@ -34,7 +34,7 @@ def fresh(tmp_path_factory) -> tuple[dict, Path]:
     assert len(losses) == make_mlp_sample.WAIT + make_mlp_sample.WARMUP + make_mlp_sample.ACTIVE + 1
     doc = json.loads(json_path.read_text(), parse_float=Decimal)
     out = work / "trace"
-    import_kineto([json_path], out, node="n0")
+    import_trace([json_path], out, node="n0")
     return doc, out
 
 

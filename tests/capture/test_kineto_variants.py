@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -38,7 +38,7 @@ def test_string_pids_and_tids(tmp_path: Path) -> None:
     cpu = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
     for e in cpu:
         e["pid"], e["tid"] = "1234", "main thread"
-    import_kineto([write(tmp_path, doc)], tmp_path / "out")
+    import_trace([write(tmp_path, doc)], tmp_path / "out")
     rows = [r for r in rows_of(tmp_path / "out") if r["kind"] == "cpu_op"]
     assert len(rows) == len(cpu)
     assert {r["pid"] for r in rows} == {1234}
@@ -53,7 +53,7 @@ def test_string_pids_and_tids(tmp_path: Path) -> None:
 def test_bare_event_list(tmp_path: Path) -> None:
     # edited: only the traceEvents list is written (Chrome's "JSON array format")
     doc = real_doc()
-    m = import_kineto([write(tmp_path, doc["traceEvents"], "array.json")], tmp_path / "out", rank=4)
+    m = import_trace([write(tmp_path, doc["traceEvents"], "array.json")], tmp_path / "out", rank=4)
     assert m.ranks == [4]  # no distributedInfo in a bare list: --rank applies
     assert sum(m.sources[0]["counts"].values()) == sum(1 for e in doc["traceEvents"] if e.get("ph") == "X")
 
@@ -63,7 +63,7 @@ def test_base_time_with_absolute_times_is_not_added_twice(tmp_path: Path) -> Non
     doc = real_doc()
     doc["baseTimeNanoseconds"] = 1_700_000_000_000_000_000
     first = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
-    m = import_kineto([write(tmp_path, doc)], tmp_path / "out")
+    m = import_trace([write(tmp_path, doc)], tmp_path / "out")
     assert m.start_ns == first * 1000
 
 
@@ -78,7 +78,7 @@ def test_relative_times_with_sub_ns_digits(tmp_path: Path) -> None:
     head = json.dumps({"distributedInfo": doc["distributedInfo"], "baseTimeNanoseconds": base_us * 1000})
     p = tmp_path / "relative.json"
     p.write_text(head[:-1] + ', "traceEvents": [' + ",".join(events) + "]}")
-    m = import_kineto([p], tmp_path / "out")
+    m = import_trace([p], tmp_path / "out")
     assert m.start_ns == first * 1000 + 2
     assert sorted(r["ts"] for r in rows_of(tmp_path / "out")) == sorted(e["ts"] * 1000 + 2 for e in xs)
 
@@ -88,7 +88,7 @@ def test_unknown_category_kept(tmp_path: Path) -> None:
     doc = real_doc()
     op = next(e for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
     op["cat"] = "xla_op"
-    import_kineto([write(tmp_path, doc)], tmp_path / "out")
+    import_trace([write(tmp_path, doc)], tmp_path / "out")
     rows = [
         r for r in rows_of(tmp_path / "out") if r["args"] and json.loads(r["args"]).get("cat") == "xla_op"
     ]
@@ -105,6 +105,6 @@ def test_only_user_annotations_named_profiler_step_are_steps(tmp_path: Path) -> 
     for cat in ("user_annotation", "my_own_annotation", "gpu_user_annotation"):
         doc["traceEvents"].append({**ev, "cat": cat, "name": "ProfilerStep#7", "args": {}})
     out = tmp_path / "out"
-    import_kineto([write(tmp_path, doc)], out)
+    import_trace([write(tmp_path, doc)], out)
     rows = [r for r in rows_of(out) if r["name"] == "ProfilerStep#7"]
     assert sorted(r["kind"] for r in rows) == ["annotation", "gpu_annotation", "step"]

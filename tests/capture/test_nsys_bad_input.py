@@ -109,12 +109,12 @@ def test_two_nsight_exports_get_their_own_ranks(tmp_path: Path) -> None:
     import shutil
 
     from profui.capture.format import read_manifest
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
 
     other = tmp_path / "node-b.sqlite"
     shutil.copy(nsys_export("mfu_2gpu_before"), other)
     out = tmp_path / "two"
-    import_kineto([nsys_export("mfu_2gpu_before"), other], out)
+    import_trace([nsys_export("mfu_2gpu_before"), other], out)
     m = read_manifest(out)
     assert m.ranks == [0, 1, 2, 3] and [s["rank"] for s in m.sources] == [0, 1, 2, 3]
 
@@ -130,7 +130,7 @@ def test_a_jax_run_folder_gives_only_its_trace_files(tmp_path: Path) -> None:
     import shutil
 
     from profui.capture.format import read_manifest
-    from profui.capture.ingest import import_kineto
+    from profui.capture.ingest import import_trace
 
     from realdata import SAMPLES
 
@@ -140,5 +140,5 @@ def test_a_jax_run_folder_gives_only_its_trace_files(tmp_path: Path) -> None:
     (run / "sample-host.memory_profile.json.gz").write_bytes(b"not even gzip")
     shutil.copy(next(run.glob("*.trace.json.gz")), run / "perfetto_trace.json.gz")
     out = tmp_path / "t"
-    import_kineto([logs], out)
+    import_trace([logs], out)
     assert [Path(s["file"]).name for s in read_manifest(out).sources] == ["sample-host.trace.json.gz"]

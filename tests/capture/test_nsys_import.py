@@ -22,7 +22,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.capture.format import read_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import nsys_export, traces_dir
 
@@ -38,7 +38,7 @@ def _reference(name: str) -> dict:
 def imported(request, tmp_path_factory) -> tuple[str, Path, Path]:
     src = nsys_export(request.param)
     out = tmp_path_factory.mktemp("nsys") / request.param
-    import_kineto([src], out)
+    import_trace([src], out)
     return request.param, src, out
 
 
@@ -159,7 +159,7 @@ def test_copy_kinds_match_thensys_export(imported) -> None:
 def test_nccl_api_ranges_are_not_the_users_annotations(tmp_path) -> None:
     src = nsys_export("mfu_2gpu_before")
     out = tmp_path / "t"
-    import_kineto([src], out)
+    import_trace([src], out)
     names = open_trace(out).result("annotations")["names.parquet"]
     nccl = names.filter(pl.col("name").str.starts_with("nccl"))
     assert nccl.height and set(nccl["origin"]) == {"framework"}

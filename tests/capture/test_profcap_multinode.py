@@ -26,7 +26,7 @@ import pytest
 from test_profcap_support import PROFCAP, events_files, read_events, steps_of
 
 from profui.capture.format import read_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from ddp_job import DDP_JOB
 from realdata import shared_trace
@@ -173,7 +173,7 @@ def test_two_node_folders_are_one_job_on_the_command_line(apart: tuple[Path, Pat
 def test_folders_of_other_jobs_are_refused_in_one_line(apart: tuple[Path, Path], tmp_path: Path) -> None:
     a, _ = apart
     other = tmp_path / "df_index"
-    import_kineto([shared_trace("hta-df_index_resolver-df_index_resolver.json.gz")], other)
+    import_trace([shared_trace("hta-df_index_resolver-df_index_resolver.json.gz")], other)
     for cmd in ("summary", "open"):
         proc = profui(cmd, a, other, cache=tmp_path / "cache")
         assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.analysis.formatting import fmt_count, fmt_ns
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.table_sections import SectionsView
 from profui.tui.widgets.frame_table import FrameTable
@@ -41,7 +41,7 @@ def imported(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name in (NCCL, CPU_ONLY):
         out[name] = root / name.split(".json")[0]
-        import_kineto([shared_trace(name)], out[name])
+        import_trace([shared_trace(name)], out[name])
     out["mlp"] = root / "mlp"
     shutil.copytree(REPO / "samples" / "mlp_cpu", out["mlp"])
     return out

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from profui.analysis.pipeline import REGISTRY, analyze, list_runs
 from profui.analysis.pipeline.artifacts import verify
 from profui.analysis.pipeline.lock import TraceLock
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.cli import app, main
 
 from pipeline_knobs import KNOBBED, PROFUI_WITH_KNOBS
@@ -37,7 +37,7 @@ PROFUI = [sys.executable, "-c", "from profui.tui.cli import main; main()"]
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("analyze_cmd") / "nccl"
-    import_kineto([shared_trace(TRACE_FILE)], out)
+    import_trace([shared_trace(TRACE_FILE)], out)
     return out
 
 

@@ -16,7 +16,7 @@ import pytest
 from pilotwait import wait_for
 from textual.app import App, ComposeResult
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.widgets.charts import ChartData, ChartPanel, LinePlot, Series
 
 from realdata import SAMPLES
@@ -154,7 +154,7 @@ def title_line(trace: Path) -> str:
 def test_the_title_keeps_its_counts_at_80_columns(tmp_path: Path, sample: str, counts: str) -> None:
     if sample == "jax_cpu":  # a JAX profile folder, imported as `profui open` does (its name)
         trace = tmp_path / "sample-host.trace"
-        import_kineto([SAMPLES / sample], trace)
+        import_trace([SAMPLES / sample], trace)
     else:
         trace = tmp_path / sample
         shutil.copytree(SAMPLES / sample, trace)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from profui.analysis.formatting import fmt_ns
 from profui.capture.format import private_dir_for
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 
@@ -40,7 +40,7 @@ def trace(request, tmp_path: Path) -> Path:
     elif name in SAMPLE_NAMES:
         shutil.copytree(SAMPLES / name, dst, ignore=shutil.ignore_patterns(".profui"))
     else:
-        import_kineto([shared_trace(name)], dst)
+        import_trace([shared_trace(name)], dst)
     return dst
 
 

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from profui.analysis.formatting import fmt_ns
 from profui.capture.format import private_dir_for
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.cli.sources import resolve_source
@@ -86,7 +86,7 @@ def opened(name: str, root: Path) -> tuple[Path, Path]:
         return dst, dst
     if name == PAIR_JOB:
         dst = root / "sampled_rank-0+1"
-        import_kineto([shared_trace(n) for n in PAIR], dst)
+        import_trace([shared_trace(n) for n in PAIR], dst)
         return dst, dst
     src = nsys_export(Path(name).name) if name.startswith("nsys/") else shared_trace(name)
     return src, resolve_source(src)  # the CLI's own import, into the module's cache

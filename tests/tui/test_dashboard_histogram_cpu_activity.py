@@ -17,7 +17,7 @@ from profui.analysis.activity import activity_total
 from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.steps import step_histogram, step_windows
 from profui.analysis.utilization import cpu_active
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import bundled_sample
 from profui.tui.views.dashboard import DashboardView
@@ -31,7 +31,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def nccl(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("hist") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     return out
 
 

@@ -21,7 +21,7 @@ from pilotwait import wait_dashboard
 
 from profui.analysis.pipeline import records
 from profui.capture.format import open_trace_dir, private_dir_for
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_cache
 from profui.tui.views import dashboard_charts as dc
@@ -58,7 +58,7 @@ def trace(request, tmp_path: Path) -> Path:
     if request.param == "sample":
         shutil.copytree(SAMPLES / "synthetic_gpu", dst, ignore=shutil.ignore_patterns(".profui"))
     else:
-        import_kineto([shared_trace(request.param)], dst)
+        import_trace([shared_trace(request.param)], dst)
     return dst
 
 
@@ -107,7 +107,7 @@ asyncio.run(go())
 
 def test_a_new_analysis_run_draws_anew(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
-    import_kineto([shared_trace(REAL[0])], trace)
+    import_trace([shared_trace(REAL[0])], trace)
     cold, _ = _drawn(trace)
     assert len(cold["top_time"]["bars"]) == 15
     res = subprocess.run(

@@ -15,7 +15,7 @@ from profui.analysis import open_trace
 from profui.analysis.annotations import annotation_per_step
 from profui.analysis.formatting import fmt_count, fmt_ns, fmt_pct
 from profui.capture.format import read_manifest, write_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.capture.kineto.file_import import convert_kineto_file
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
@@ -44,7 +44,7 @@ def kernel_total_text(view: DashboardView) -> str:
 
 def test_running_trace_reloads_when_a_rank_lands(tmp_path: Path) -> None:
     trace = tmp_path / "live"
-    import_kineto([shared_trace(RANK0)], trace)
+    import_trace([shared_trace(RANK0)], trace)
     write_manifest(trace, replace(read_manifest(trace), status="running", end_ns=None))
     one_rank = open_trace(trace).kernels()
 
@@ -70,7 +70,7 @@ def test_running_trace_reloads_when_a_rank_lands(tmp_path: Path) -> None:
 
 def test_annotation_picked_from_the_list_shows_its_time_per_step(tmp_path: Path) -> None:
     trace = tmp_path / "nccl"
-    import_kineto([shared_trace(NCCL)], trace)
+    import_trace([shared_trace(NCCL)], trace)
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)

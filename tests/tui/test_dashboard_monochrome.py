@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pilotwait import wait_for
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.widgets.bars import Bars
@@ -21,7 +21,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 def test_every_view_renders_with_no_color(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     trace = tmp_path / "nccl"
-    import_kineto([shared_trace(NCCL)], trace)
+    import_trace([shared_trace(NCCL)], trace)
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)

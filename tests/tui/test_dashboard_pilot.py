@@ -14,7 +14,7 @@ from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import _bare, fmt_count, fmt_ns, fmt_pct
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.dashboard import DashboardView
 from profui.tui.views.dashboard_charts import kernel_label
@@ -29,7 +29,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dash") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     return out
 
 

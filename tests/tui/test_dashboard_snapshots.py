@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pilotwait import wait_for
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession
@@ -35,7 +35,7 @@ def analysed(tmp_path_factory) -> Path:
     """The NCCL trace, analysed once (so each snapshot is a warm open), run times pinned."""
     root = tmp_path_factory.mktemp("snap")
     trace = root / "nccl"
-    import_kineto([shared_trace(NCCL)], trace)
+    import_trace([shared_trace(NCCL)], trace)
     TraceSession(trace).stage_outputs(dc.STAGES)
     for rec in (trace / ".profui" / "runs").glob("run-*.json"):
         data = json.loads(rec.read_text())
@@ -48,7 +48,7 @@ def analysed(tmp_path_factory) -> Path:
         ("base", "hta-trace_compare-base-base.json.gz"),
         ("amd", "hta-amd_trace-mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
     ):
-        import_kineto([shared_trace(src)], root / "jobs" / name)
+        import_trace([shared_trace(src)], root / "jobs" / name)
     shutil.copytree(trace, root / "jobs" / "nccl", ignore=shutil.ignore_patterns(".profui"))
     return root
 

@@ -15,7 +15,7 @@ import pytest
 
 from profui.analysis.diff import diff, profile_of
 from profui.analysis.formatting import fmt_signed_ns
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.screens.diff import DiffApp, TimelinesScreen
 from profui.tui.timeline.view import TimelineView
 
@@ -29,7 +29,7 @@ def pair(tmp_path_factory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("diffapp")
     out = []
     for name in ("mfu_2gpu_before", "mfu_2gpu_after"):
-        import_kineto([nsys_export(name)], d / name)
+        import_trace([nsys_export(name)], d / name)
         out.append(d / name)
     return out[0], out[1]
 

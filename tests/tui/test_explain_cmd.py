@@ -17,7 +17,7 @@ import pytest
 from profui.analysis import open_trace
 from profui.analysis.findings import VERSION
 from profui.analysis.findings_doc import EVENT_KEYS, FINDING_KEYS, KEYS
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import REPO, SAMPLES, nsys_export, run_profui, shared_trace, traces_dir
 
@@ -219,7 +219,7 @@ def test_every_shared_trace_and_sample_explains_as_the_stage_says(
     else:
         path = shared_trace(name)
         folder = tmp_path / "imported"
-        import_kineto([path], folder)
+        import_trace([path], folder)
     proc = run_profui("explain", path, "--json", cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)

@@ -21,7 +21,7 @@ from pilotwait import wait_dashboard, wait_for
 from typer.testing import CliRunner
 
 from profui.analysis.formatting import fmt_ns, fmt_pct
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.timeline import TimelineView
@@ -191,7 +191,7 @@ def test_a_trace_without_findings_says_so_in_the_dashboard_headlines_words(tmp_p
     }
     src.write_text(json.dumps({"traceEvents": [frame]}))
     trace = tmp_path / "python_only"
-    import_kineto([src], trace)
+    import_trace([src], trace)
     assert explain(trace)["findings"] == []
 
     async def go() -> None:

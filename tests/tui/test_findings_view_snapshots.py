@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc
 from profui.tui.views.session import TraceSession
@@ -26,7 +26,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("findsnap") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     TraceSession(out).stage_outputs(dc.STAGES)
     TraceSession(out).stage_outputs(("critical_path",))
     build_lod(out)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -36,7 +36,7 @@ def profui(*args: str | Path, cache: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def amd(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("flops_cmd") / "amd"
-    import_kineto([shared_trace(AMD)], out)
+    import_trace([shared_trace(AMD)], out)
     return out
 
 

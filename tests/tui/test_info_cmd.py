@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from profui.analysis.inventory import trace_info
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.cli.info_cmd import format_info
 
 from realdata import shared_trace
@@ -25,7 +25,7 @@ PROFUI = str(Path(sys.executable).with_name("profui"))
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("info") / "job"
-    import_kineto(
+    import_trace(
         [shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], out, node="host-a"
     )
     return out
@@ -37,7 +37,7 @@ def raw_events(name: str) -> list[dict]:
 
 def test_info_json_on_simple_add(tmp_path: Path) -> None:
     out = tmp_path / "t"
-    import_kineto([shared_trace(SIMPLE_ADD)], out)
+    import_trace([shared_trace(SIMPLE_ADD)], out)
     proc = subprocess.run([PROFUI, "info", str(out), "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)

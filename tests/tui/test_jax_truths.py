@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli import app as cli_app
 from profui.tui.widgets.bars import Bars
@@ -29,7 +29,7 @@ from realdata import SAMPLES
 @pytest.fixture()
 def trace(tmp_path: Path) -> Path:
     out = tmp_path / "jax_cpu"
-    import_kineto([SAMPLES / "jax_cpu"], out)
+    import_trace([SAMPLES / "jax_cpu"], out)
     return out
 
 

@@ -13,7 +13,7 @@ import gzip
 import json
 from pathlib import Path
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.jobs import JobsScreen
 
@@ -49,7 +49,7 @@ def test_the_jobs_list_shows_the_notes_of_an_imports_sources(tmp_path: Path) -> 
     exported = tmp_path / "exported.json.gz"
     exported.write_bytes(gzip.compress(json.dumps(doc).encode()))
     root = tmp_path / "jobs"
-    import_kineto([exported], root / "exported")
+    import_trace([exported], root / "exported")
 
     _names, notes = asyncio.run(_jobs(root))
     assert f"note: {NOTE}" in notes.splitlines(), notes  # was empty: only the import's own notes
@@ -57,7 +57,7 @@ def test_the_jobs_list_shows_the_notes_of_an_imports_sources(tmp_path: Path) -> 
 
 def test_a_long_trace_name_is_cut_in_the_middle_as_text(tmp_path: Path) -> None:
     root = tmp_path / "jobs"
-    import_kineto([shared_trace(SOURCE)], root / "run", name=LONG_NAME)
+    import_trace([shared_trace(SOURCE)], root / "run", name=LONG_NAME)
 
     (shown,), _notes = asyncio.run(_jobs(root))
     assert shown != LONG_NAME and shown.count("…") == 1, shown  # 80 columns: the name is cut

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from profui.capture.format import read_manifest, write_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.jobs import JobsScreen
 from profui.tui.screens.trace import TraceScreen
@@ -31,7 +31,7 @@ SOURCES = {
 def jobs_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("jobs")
     for name, file in SOURCES.items():
-        import_kineto([shared_trace(file)], root / name)
+        import_trace([shared_trace(file)], root / name)
     m = read_manifest(root / "triton")
     write_manifest(root / "triton", replace(m, status="running", end_ns=None))
     m = read_manifest(root / "amd")
@@ -210,7 +210,7 @@ def test_folder_of_unrelated_trace_files_opens_as_a_jobs_list(tmp_path: Path, mo
     assert len(folders) == 3
     for f in folders:
         [src] = read_manifest(f).sources
-        alone = import_kineto([Path(src["file"])], tmp_path / f"alone-{f.name}")
+        alone = import_trace([Path(src["file"])], tmp_path / f"alone-{f.name}")
         assert read_manifest(f).sources[0]["num_events"] == alone.sources[0]["num_events"]
 
 

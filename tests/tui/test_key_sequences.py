@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import VIEWS, OpenTarget, ProfuiApp
 
 from realdata import SAMPLES, nsys_export
@@ -137,7 +137,7 @@ def traces(tmp_path_factory) -> dict[str, Path]:
         out[sample] = root / sample
         shutil.copytree(SAMPLES / sample, out[sample], ignore=shutil.ignore_patterns(".profui"))
     out["nsys"] = root / "nsys"
-    import_kineto([nsys_export("mfu_2gpu_before")], out["nsys"])
+    import_trace([nsys_export("mfu_2gpu_before")], out["nsys"])
     for path in out.values():
         _warm(path)
     return out
@@ -219,7 +219,7 @@ def test_a_filter_with_markup_brackets_in_the_jobs_list(tmp_path: Path) -> None:
     from realdata import shared_trace
 
     for name in ("base", "other"):
-        import_kineto(
+        import_trace(
             [shared_trace("hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")], tmp_path / name
         )
 

@@ -14,7 +14,7 @@ import pytest
 from pilotwait import wait_timeline
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
 from profui.tui.timeline.canvas import TimelineCanvas
@@ -28,7 +28,7 @@ SIZE = (80, 24)
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("memtl") / "dfi"
-    import_kineto([shared_trace(DF_INDEX)], out)
+    import_trace([shared_trace(DF_INDEX)], out)
     build_lod(out)
     return out
 
@@ -139,7 +139,7 @@ def test_dashboard_memory_chart_enter_opens_the_timeline_at_the_peak(
 
 def test_no_memory_events_said_in_the_timeline(tmp_path: Path) -> None:
     out = tmp_path / "base"
-    import_kineto([shared_trace("hta-trace_compare-base-base.json.gz")], out)
+    import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
 
     async def go() -> None:
         app = TimelineApp(out)
@@ -166,7 +166,7 @@ def test_an_added_oom_event_is_marked_on_its_lane(tmp_path: Path, oracle: dict) 
     path = tmp_path / "oom.json"
     path.write_text(json.dumps(doc))
     out = tmp_path / "oom"
-    import_kineto([path], out)
+    import_trace([path], out)
 
     async def go() -> None:
         app = TimelineApp(out)

@@ -12,7 +12,7 @@ from pilotwait import wait_timeline
 from test_timeline_pilot import SIZE, details, run
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 
 from realdata import nsys_export
@@ -22,7 +22,7 @@ from realdata import nsys_export
 def imported(tmp_path_factory) -> tuple[Path, Path]:
     src = nsys_export("mfu_2gpu_before")
     out = tmp_path_factory.mktemp("nsys_timeline") / "t"
-    import_kineto([src], out)
+    import_trace([src], out)
     build_lod(out)
     return src, out
 

@@ -12,7 +12,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.capture.format import open_trace_dir
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.capture.ingest.cache import resolve_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.cli.open_cmd import SAMPLE_NAME, bundled_sample, plan_open, samples_dir
@@ -77,9 +77,9 @@ def test_plan_open_kinds(tmp_path: Path, monkeypatch) -> None:
     src_copy.write_bytes(src.read_bytes())
     assert plan_open(src_copy) == OpenTarget("import", src_copy)  # another file: imported anew
     one = tmp_path / "one"
-    import_kineto([src], one / "a")
+    import_trace([src], one / "a")
     assert plan_open(one) == OpenTarget("trace", one / "a")  # a folder with one trace opens it
-    import_kineto([src], one / "b")
+    import_trace([src], one / "b")
     assert plan_open(one) == OpenTarget("jobs", one)  # several: the jobs list
     assert plan_open(one / "a") == OpenTarget("trace", one / "a")
 

@@ -20,7 +20,7 @@ import pytest
 from pilotwait import wait_dashboard, wait_for
 
 from profui.capture.format import open_trace_dir, read_manifest
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import ProfuiApp
 from profui.tui.cli.open_cmd import plan_open
 from profui.tui.screens.jobs import JobsScreen
@@ -67,7 +67,7 @@ def cache(tmp_path: Path, monkeypatch) -> Path:
 def test_open_a_folder_with_stray_files_opens_the_trace_and_lists_them(tmp_path: Path, cache: Path) -> None:
     folder = _folder(tmp_path, TRACE)
     alone = tmp_path / "alone"
-    import_kineto([shared_trace(TRACE)], alone)
+    import_trace([shared_trace(TRACE)], alone)
 
     async def go() -> list[str]:
         app = ProfuiApp(plan_open(folder), poll_s=60)
@@ -108,7 +108,7 @@ def test_open_a_folder_of_several_jobs_lists_the_skipped_files(tmp_path: Path, c
 def test_summary_and_import_of_the_folder_say_what_they_skipped(tmp_path: Path, cache: Path) -> None:
     folder = _folder(tmp_path, TRACE)
     alone = tmp_path / "alone"
-    import_kineto([shared_trace(TRACE)], alone)
+    import_trace([shared_trace(TRACE)], alone)
     line = (
         f"note: skipped {folder / STRAY}: a PyTorch execution trace (top-level 'nodes'), not a Kineto trace"
     )
@@ -149,7 +149,7 @@ def test_a_config_json_beside_a_rank_folder_does_not_stop_the_scan(tmp_path: Pat
     shutil.copy(shared_trace(TRACE), folder / "rank0" / "rank0.pt.trace.json.gz")
     (folder / "config.json").write_text('{"lr": 0.1, "batch_size": 32}\n')
     alone = tmp_path / "alone"
-    import_kineto([shared_trace(TRACE)], alone)
+    import_trace([shared_trace(TRACE)], alone)
     line = f"note: skipped {folder / 'config.json'}: "
 
     summary = _profui("summary", str(folder), cache=cache)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import run_profui, shared_trace
 
@@ -22,7 +22,7 @@ def profui(*args: str | Path, columns: int = 80, cache: Path | None = None) -> s
 @pytest.fixture(scope="module")
 def one_rank(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rough") / "one"
-    import_kineto([shared_trace("hta-trace_filter-sampled_rank-1.json.gz")], out)
+    import_trace([shared_trace("hta-trace_filter-sampled_rank-1.json.gz")], out)
     return out
 
 
@@ -169,7 +169,7 @@ def test_question_mark_lists_the_keys_in_open_diff(one_rank: Path, tmp_path: Pat
     from profui.tui.screens.help import HelpScreen
 
     other = tmp_path / "rank0"
-    import_kineto([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], other)
+    import_trace([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], other)
     result = diff(profile_of(other), profile_of(one_rank))
 
     async def go() -> None:
@@ -202,7 +202,7 @@ def test_monochrome_line_chart_gives_each_series_its_own_marker(tmp_path: Path, 
 
     monkeypatch.setenv("NO_COLOR", "1")
     trace = tmp_path / "two"
-    import_kineto([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], trace)
+    import_trace([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], trace)
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)

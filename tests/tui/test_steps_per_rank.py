@@ -17,7 +17,7 @@ from pilotwait import wait_for
 from textual.widgets import Static
 
 from profui.analysis import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline.view import TimelineView
 from profui.tui.views.steps import StepsView
@@ -31,7 +31,7 @@ RANKS = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_ra
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("steps_rank") / "job"
-    import_kineto([shared_trace(f) for f in RANKS], out)
+    import_trace([shared_trace(f) for f in RANKS], out)
     return out
 
 
@@ -119,7 +119,7 @@ def test_the_steps_view_says_repeated_numbers_were_renumbered(tmp_path: Path) ->
     js = tmp_path / "twice.json"
     sys.modules["replicate_trace"].replicate(shared_trace(RANKS[0]), 2, "repeated", js)
     out = tmp_path / "job"
-    import_kineto([js], out)
+    import_trace([js], out)
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", out), poll_s=60)

@@ -17,7 +17,7 @@ from profui.analysis import open_trace
 from profui.analysis.busy import gpu_busy
 from profui.analysis.launch import kernel_launches
 from profui.analysis.summary import SECTIONS, summarize
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import hta_reference, run_profui, same_numbers, shared_trace
 
@@ -32,14 +32,14 @@ def profui(*args: str | Path, cache: Path | None = None) -> subprocess.Completed
 @pytest.fixture(scope="module")
 def nccl_trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("summary") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     return out
 
 
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("summary") / "two"
-    import_kineto([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], out)
+    import_trace([shared_trace(f"hta-trace_filter-sampled_rank-{r}.json.gz") for r in (0, 1)], out)
     return out
 
 

@@ -17,7 +17,7 @@ import pytest
 from rich.cells import cell_len
 
 from profui.analysis.formatting import elide, elide_all
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 
 from realdata import shared_trace
 
@@ -36,7 +36,7 @@ NUMBER = re.compile(
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fit") / "two"
-    import_kineto([shared_trace(f"{n}.json.gz") for n in NODES], out)
+    import_trace([shared_trace(f"{n}.json.gz") for n in NODES], out)
     return out
 
 
@@ -149,7 +149,7 @@ def test_kernels_view_cuts_no_cell_at_the_screen_edge(tmp_path: Path) -> None:
     from realdata import SAMPLES
 
     trace = tmp_path / "jax_cpu"
-    import_kineto([SAMPLES / "jax_cpu"], trace)
+    import_trace([SAMPLES / "jax_cpu"], trace)
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
@@ -187,8 +187,8 @@ def test_jobs_list_at_80_columns_keeps_every_column_and_says_the_whole_name(
 
     root = tmp_path / "jobs"
     long_name = "hta-trace_filter-sampled_rank-0+1-of-the-nightly-run"
-    import_kineto([shared_trace(f"{n}.json.gz") for n in NODES], root / long_name)
-    import_kineto([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], root / "r0")
+    import_trace([shared_trace(f"{n}.json.gz") for n in NODES], root / long_name)
+    import_trace([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], root / "r0")
 
     async def go() -> None:
         app = ProfuiApp(OpenTarget("jobs", root), poll_s=600)

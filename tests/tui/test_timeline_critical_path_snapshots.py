@@ -13,7 +13,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 from profui.tui.views.session import TraceSession
 
@@ -25,7 +25,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cpsnap") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     TraceSession(out).stage_outputs(("critical_path",))
     build_lod(out)
     return out

@@ -15,7 +15,7 @@ import pytest
 from pilotwait import wait_timeline
 
 from profui.analysis import open_trace
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 from profui.tui.timeline.canvas import TimelineCanvas
 from profui.tui.widgets.keyline import KeyLine
@@ -50,7 +50,7 @@ def gpu(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def jax(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fit") / "jax_cpu"
-    import_kineto([SAMPLES / "jax_cpu"], out)
+    import_trace([SAMPLES / "jax_cpu"], out)
     return out
 
 

@@ -20,7 +20,7 @@ from pilotwait import wait_for, wait_timeline
 
 from profui.analysis import open_trace
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp
 from profui.tui.timeline.canvas import TimelineCanvas
@@ -96,7 +96,7 @@ def test_search_ignores_case_and_separators(tmp_path: Path) -> None:
     want = sum(1 for e in raw if e.get("ph") == "X" and "allreduce" in loose(str(e.get("name", ""))))
     assert want == sum(1 for e in raw if e.get("name") == "gloo:all_reduce") > 0
     trace = tmp_path / "cpu"
-    import_kineto([src], trace)
+    import_trace([src], trace)
 
     async def go() -> None:
         app = TimelineApp(trace)
@@ -189,7 +189,7 @@ def test_device_events_without_a_stream_are_labelled_so(tmp_path: Path) -> None:
         ).fetchone()
     assert want > 0
     trace = tmp_path / "nsys"
-    import_kineto([src], trace)
+    import_trace([src], trace)
 
     async def go() -> None:
         app = TimelineApp(trace)
@@ -245,7 +245,7 @@ def test_a_jax_run_on_cpu_has_no_gpu_lane(tmp_path: Path) -> None:
     """The JAX sample ran on CPU (samples/train_jax.py): its device lane read "GPU 0" and the
     details "GPU 0 · stream 0"; they read "CPU device 0"."""
     trace = tmp_path / "jax"
-    import_kineto([SAMPLES / "jax_cpu"], trace)
+    import_trace([SAMPLES / "jax_cpu"], trace)
     ev = open_trace(trace).events().filter(pl.col("device") >= 0).collect()
     assert ev.height and set(ev["device"]) == {0}
 

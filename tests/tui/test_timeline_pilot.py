@@ -15,7 +15,7 @@ from pilotwait import wait_timeline
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
 from profui.tui.timeline.canvas import TimelineCanvas
@@ -30,7 +30,7 @@ SIZE = (100, 32)
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("timeline") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     build_lod(out)  # warm: each app below opens the cached index
     return out
 

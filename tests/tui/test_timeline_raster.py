@@ -28,7 +28,7 @@ import pytest
 
 from profui.analysis.lod import open_lod
 from profui.analysis.lod_raster import FrameRaster
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline.render import DIM, PLAIN, STYLES, Renderer
 from profui.tui.timeline.state import TimelineState
 
@@ -41,7 +41,7 @@ WINDOWS = 300
 @pytest.fixture(scope="module")
 def ix(tmp_path_factory):
     out = tmp_path_factory.mktemp("tlraster") / "dfi"
-    import_kineto([shared_trace(DF_INDEX)], out)
+    import_trace([shared_trace(DF_INDEX)], out)
     return open_lod(out)
 
 

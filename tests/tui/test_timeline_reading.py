@@ -17,7 +17,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.lod import open_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline.render import Renderer
 from profui.tui.timeline.state import TimelineState
 
@@ -42,7 +42,7 @@ for i in range(20):
 @pytest.fixture(scope="module")
 def nccl(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tlread") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     return out
 
 

@@ -12,7 +12,7 @@ import pytest
 from pilotwait import wait_for
 
 from profui.analysis.lod import build_lod
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 
 from realdata import shared_trace
@@ -23,7 +23,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tlsnap") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     build_lod(out)
     return out
 

@@ -14,7 +14,7 @@ from pilotwait import wait_dashboard, wait_for
 from textual.widgets import Static
 
 from profui.analysis.formatting import fmt_ns
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.screens.help import HelpScreen
 from profui.tui.views.kernels import KernelsView
@@ -28,7 +28,7 @@ NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("words") / "nccl"
-    import_kineto([shared_trace(NCCL)], out)
+    import_trace([shared_trace(NCCL)], out)
     return out
 
 

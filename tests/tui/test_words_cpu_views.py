@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from pilotwait import wait_dashboard, wait_for
 from textual.widgets import Static
 
-from profui.capture.ingest import import_kineto
+from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.kernels import KernelsView
 from profui.tui.views.table_sections import SectionsView
@@ -66,7 +66,7 @@ def test_cpu_mlp_run_says_no_collectives_and_no_device_work(tmp_path: Path) -> N
 
 def test_jax_cpu_sample_counts_xla_ops(tmp_path: Path) -> None:
     trace = tmp_path / "jax_cpu"
-    import_kineto([SAMPLES / "jax_cpu"], trace)
+    import_trace([SAMPLES / "jax_cpu"], trace)
     ops = {
         r["name"]
         for r in rows(trace)

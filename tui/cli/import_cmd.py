@@ -67,7 +67,7 @@ def run_import(
     # loaded by this command only (numpy, pyarrow)
     from profui.analysis.cluster import scheduler_address
     from profui.analysis.inventory import keep_tallies
-    from profui.capture.ingest import import_jobs, import_kineto, workers_for
+    from profui.capture.ingest import import_jobs, import_trace, workers_for
 
     options: dict[str, Any] = {"rank": rank, "node": node, "force": force, "step_pattern": nvtx_step}
 
@@ -75,7 +75,7 @@ def run_import(
         with progress_bar(sys.stderr.isatty()) as progress:
             if separate_jobs:
                 return import_jobs(sources, out, progress=progress, mapper=mapper, **options).jobs
-            return [(out, import_kineto(sources, out, progress=progress, mapper=mapper, **options))]
+            return [(out, import_trace(sources, out, progress=progress, mapper=mapper, **options))]
 
     on_dask = bool(scheduler_address(scheduler) or workers)
     if not on_dask:

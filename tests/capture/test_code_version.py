@@ -45,11 +45,17 @@ def _keys(site: Path, *modules: str) -> dict[str, str]:
         "assert c.__file__.startswith(sys.argv[1]), c.__file__\n"
         "print(json.dumps({m: c.code_version((m,)) for m in sys.argv[2:]}))\n"
     )
+    return json.loads(_run_in(site, code, *modules))
+
+
+def _run_in(site: Path, code: str, *args: str) -> str:
+    """What ``code`` prints, run by a fresh interpreter on the copy at ``site`` (``sys.argv[1]``
+    is ``site``, then ``args``)."""
     env = {**os.environ, "PYTHONPATH": str(site)}
     run = subprocess.run(
-        [sys.executable, "-c", code, str(site), *modules], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(site), *args], env=env, capture_output=True, text=True, check=True
     )
-    return json.loads(run.stdout)
+    return run.stdout
 
 
 def _append(path: Path, text: str) -> None:
@@ -121,15 +127,7 @@ def _import_in(site: Path, source: Path, cache: Path) -> dict[str, str]:
         "mark = json.loads((out / '.profui-import.json').read_text())\n"
         "print(json.dumps({'entry': str(out), 'code': mark['code'], 'now': cache.import_code()}))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(site), str(source), str(cache)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(run.stdout)
+    return json.loads(_run_in(site, code, str(source), str(cache)))
 
 
 def test_an_import_made_by_other_converter_code_is_made_again_in_its_place(profui_copy, tmp_path):

@@ -1,6 +1,10 @@
 """Level-of-detail index of a trace: what the timeline draws, at any zoom, in O(cells).
 
-Built once per trace and code version (:func:`index_version`) and cached under
+Built from the trace's events and what the stage graph found in them (:class:`TimelineInputs`:
+the steps and correlate stages' outputs, with the default parameters: the timeline draws the
+exact events, so under ``hta_compat`` it is the same timeline; HTA's launch matching is the
+Launches view's), once per trace, code version and inputs' key (:func:`index_version`; the
+caller, :mod:`.lod_open`, gives the key and the inputs), and cached under
 ``trace/.profui/lod/`` (``meta.json`` with lanes, rows, steps and names; ``tiles.parquet``; the
 hot event columns as raw little arrays ``*.bin`` that are memory-mapped when opened, so a
 10M-event trace opens in a fraction of a second):
@@ -13,7 +17,10 @@ hot event columns as raw little arrays ``*.bin`` that are memory-mapped when ope
   started work on that GPU) and one lane per device stream; per node the sampled metric series.
 * **events** — every event once per row it is drawn on, sorted by ``(row, start)``; a position in
   this order identifies an event instance everywhere (selection, links, search). ``link`` joins a
-  launch to the device activity it started (by correlation) and back.
+  launch to the device activity it started and back: the pairs the correlate stage made
+  (``correlate/launches.parquet``), never a join of the index's own.
+* **steps** — the steps stage's windows (``steps/windows.parquet``), numbered as the Steps view
+  numbers them.
 * **density tiles** — per row, busy nanoseconds per power-of-two time bucket and per event kind
   (level 0 stored; coarser levels are exact pairwise sums), so a coarse viewport is drawn from
   prefix sums instead of events.
@@ -24,6 +31,7 @@ Pure Polars/NumPy/PyArrow: no rendering here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -39,11 +47,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profui.capture.format import EVENT_KINDS, TraceDir, open_trace_dir, trace_fingerprint
+from profui.capture.format import EVENT_KINDS, TraceDir, trace_fingerprint
 from profui.capture.format.code_version import code_version
 
 from .allocations import memory_events
 from .formatting import fmt_memory_device
+from .launch import LAUNCH_KINDS
 
 #: Row keys: per lane three groups (host steps, activity, GPU annotations) of up to 2048 depths.
 ROWS_PER_SUB = 2048
@@ -51,8 +60,6 @@ ROWS_PER_LANE = 3 * ROWS_PER_SUB
 #: Level-0 tile buckets over the whole trace span (at most).
 TILE_BUCKETS = 1 << 16
 KIND_ID: dict[str, int] = {k: i for i, k in enumerate(EVENT_KINDS)}
-DEVICE_EVENT_KINDS = ("kernel", "memcpy", "memset", "sync")
-LAUNCH_KINDS = ("runtime", "driver")
 
 Progress = Callable[[float, str], None]
 
@@ -117,11 +124,29 @@ class _Meta:
     files: list[list] = field(default_factory=list)
 
 
-def index_version() -> str:
-    """The code version of the index: of this module and every module running it loads
-    (:func:`~profui.capture.format.code_version.code_version`). An index built by other code is
-    built again: nothing to bump by hand."""
-    return code_version((__name__,))
+@dataclass(frozen=True)
+class TimelineInputs:
+    """What the index takes from the stage graph instead of working it out: the steps stage's
+    windows (``steps/windows.parquet``: per rank each step's number, name and CPU window), whether
+    the trace marks steps at all (``steps/steps.json``'s ``has_markers``: without markers the
+    windows are whole ranks, which the timeline does not draw as steps) and the correlate stage's
+    launch links (``correlate/launches.parquet``: each launched device event and its call)."""
+
+    windows: pl.DataFrame
+    has_markers: bool
+    launches: pl.DataFrame
+
+
+def index_version(inputs_key: Any = None) -> str:
+    """The key of an index: the code version of this module and of every module running it
+    loads (:func:`~profui.capture.format.code_version.code_version`), with ``inputs_key``, what
+    determines its :class:`TimelineInputs` (their stages' code versions and parameters). An index
+    built by other code or from other inputs is built again: nothing to bump by hand."""
+    own = code_version((__name__,))
+    if inputs_key is None:
+        return own
+    blob = json.dumps({"index": own, "inputs": inputs_key}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
 
 
 def lod_dir(trace: TraceDir) -> Path:
@@ -144,19 +169,30 @@ def _time_extent(trace: TraceDir) -> tuple[int, int]:
     return (lo or 0, hi or 0)
 
 
-def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, force: bool = False) -> Path:
+def build_index(
+    trace: TraceDir,
+    inputs: Callable[[], TimelineInputs],
+    inputs_key: Any,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> Path:
     """Build (or reuse when fresh) the LOD cache of a trace; returns its folder.
 
-    ``progress(fraction, message)`` is called as ranks are processed. The cache is written to
-    a temporary folder and renamed into place, so a killed build leaves no half cache.
+    ``inputs()`` gives the stage graph's outputs the index reads (called only when it is built);
+    ``inputs_key`` is what determines them (:func:`index_version`). ``progress(fraction,
+    message)`` is called as ranks are processed. The cache is written to a temporary folder and
+    renamed into place, so a killed build leaves no half cache.
     """
-    trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
     out = lod_dir(trace)
     fp = trace_fingerprint(trace, tables=("events",), manifest=False)
-    if not force and _fresh(out, fp):
+    version = index_version(inputs_key)
+    if not force and _fresh(out, fp, version):
         return out
     say = progress or (lambda _f, _m: None)
-    say(0.0, "scanning the trace")
+    say(0.0, "finding the steps and launch links")
+    # a trace of metrics alone has no steps or launches to find (and the stages want events)
+    given = inputs() if trace.num_events else TimelineInputs(pl.DataFrame(), False, pl.DataFrame())
+    say(0.03, "scanning the trace")
     base, end = _time_extent(trace)
     span = max(end - base, 1)
     bucket = 1 << max(0, int(np.ceil(np.log2(span / TILE_BUCKETS))) if span > TILE_BUCKETS else 0)
@@ -168,7 +204,6 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     names: dict[str, int] = {}
     lanes: list[dict] = []
     rows: list[dict] = []
-    steps: list[dict] = []
     tiles: list[pa.Table] = []
     files_meta: list[list] = []
     ranks = trace.ranks
@@ -182,13 +217,13 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
             trace,
             ranks,
             by_rank,
+            _launches_by_rank(given.launches),
             base,
             bucket,
             n_buckets,
             names,
             lanes,
             rows,
-            steps,
             tiles,
             files_meta,
             node_lane,
@@ -213,8 +248,9 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     np.save(tmp / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
     tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
     pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
+    steps = _steps_of(given, base) if given.has_markers else []
     meta = _Meta(
-        index_version(),
+        version,
         fp,
         int(base),
         int(span),
@@ -235,17 +271,50 @@ def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, for
     return out
 
 
+def _steps_of(given: TimelineInputs, base: int) -> list[dict]:
+    """Every rank's steps as the steps stage numbered them (relative ns), in time order."""
+    return (
+        given.windows.select(
+            pl.col("step").alias("number"),
+            "name",
+            (pl.col("cpu_start_ns") - base).alias("t0"),
+            (pl.col("cpu_end_ns") - base).alias("t1"),
+            "node",
+            "rank",
+        )  # fmt: skip
+        .sort("t0", "node", "rank", maintain_order=True)
+        .to_dicts()
+    )
+
+
+def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl.DataFrame]:
+    """The correlate stage's links per ``(node, rank)``: the columns that identify the launched
+    device event and its call among a rank's events (nulls as the index reads them, -1)."""
+    if launches.is_empty():
+        return {}
+    frame = launches.select(
+        "node", "rank", "correlation",
+        pl.col("device").fill_null(-1), pl.col("stream").fill_null(-1),
+        pl.col("kind").cast(pl.String).replace_strict(KIND_ID, return_dtype=pl.Int8),
+        "ts", "dur", pl.col("launch_tid").fill_null(-1), "launch_ts", "launch_dur",
+    )  # fmt: skip
+    return {
+        (str(k[0]), None if k[1] is None else int(k[1])): part  # type: ignore[arg-type]
+        for k, part in frame.partition_by("node", "rank", as_dict=True, maintain_order=True).items()
+    }
+
+
 def _index_all(
     trace,
     ranks,
     by_rank,
+    links,
     base,
     bucket,
     n_buckets,
     names,
     lanes,
     rows,
-    steps,
     tiles,
     files_meta,
     node_lane,
@@ -269,13 +338,13 @@ def _index_all(
             files,
             node,
             rank,
+            links.get((node, rank)),
             base,
             bucket,
             n_buckets,
             names,
             lanes,
             rows,
-            steps,
             node_lane[node],
             pos_base,
             src_base,
@@ -351,14 +420,12 @@ def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list
             fh.write(np.ascontiguousarray(arrays[key], dtype=dtype).tobytes())
 
 
-def _fresh(out: Path, fp: dict[str, Any]) -> bool:
+def _fresh(out: Path, fp: dict[str, Any], version: str) -> bool:
     try:
         meta = json.loads((out / "meta.json").read_text())
     except (OSError, ValueError):
         return False
-    return (
-        meta.get("version") == index_version() and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
-    )
+    return meta.get("version") == version and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
 
 
 def _tile_schema() -> pa.Schema:
@@ -434,16 +501,74 @@ def _lookup(
     return np.where(table_keys[i] == keys, table_values[i], missing)
 
 
+def _linked(
+    links: pl.DataFrame | None,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    kind: np.ndarray,
+    tid: np.ndarray,
+    device: np.ndarray,
+    stream: np.ndarray,
+    corr: np.ndarray,
+    corr_valid: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which of a rank's events the correlate stage linked (``links``, its rows of the rank):
+    the launch calls (sorted indices into the events) and the launched device events (a mask).
+    Each is found by what identifies it (correlation, start, duration; a call's thread, a device
+    event's device, stream and kind), so the pairs are the stage's, whatever the index's order."""
+    n = ts.size
+    dev_mask = np.zeros(n, dtype=bool)
+    if links is None or links.is_empty():
+        return np.zeros(0, dtype=np.int64), dev_mask
+    sel = np.flatnonzero(corr_valid)
+    events = pl.DataFrame(
+        {
+            "i": sel,
+            "correlation": corr[sel],
+            "ts": ts[sel],
+            "dur": dur[sel],
+            "kind": kind[sel],
+            "tid": tid[sel],
+            "device": device[sel],
+            "stream": stream[sel],
+        }
+    )
+    launch_ids = [KIND_ID[k] for k in LAUNCH_KINDS]
+    calls = (
+        events.filter((pl.col("device") < 0) & pl.col("kind").is_in(launch_ids))
+        .join(
+            links.select(
+                "correlation",
+                pl.col("launch_tid").alias("tid"),
+                pl.col("launch_ts").alias("ts"),
+                pl.col("launch_dur").alias("dur"),
+            ).unique(),
+            on=["correlation", "tid", "ts", "dur"],
+        )  # fmt: skip
+        .group_by("correlation")
+        .agg(pl.col("i").min())
+    )
+    launched = events.filter(pl.col("device") >= 0).join(
+        links.select("correlation", "device", "stream", "kind", "ts", "dur").unique(),
+        on=["correlation", "device", "stream", "kind", "ts", "dur"],
+        how="semi",
+    )
+    dev_mask[launched["i"].to_numpy()] = True
+    return np.sort(calls["i"].to_numpy().astype(np.int64)), dev_mask
+
+
 def _index_rank(
-    files, node, rank, base, bucket, n_buckets, names, lanes, rows, steps, node_lane_id, pos_base, src_base
+    files, node, rank, links, base, bucket, n_buckets, names, lanes, rows, node_lane_id, pos_base, src_base
 ):
-    """Index one rank: its lanes and rows, its events in LOD order with links, its tiles."""
+    """Index one rank: its lanes and rows, its events in LOD order with the correlate stage's
+    links (``links``: its rows of this rank), its tiles."""
     cols = ["ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation"]
     tab = pa.concat_tables([pq.read_table(f.path, columns=cols) for f in files], promote_options="permissive")
     if tab.num_rows == 0:
         return None
     n = tab.num_rows
-    t = tab["ts"].to_numpy() - base
+    ts = tab["ts"].to_numpy()
+    t = ts - base
     dur = np.clip(tab["dur"].to_numpy(), 0, None)
     odd: set[str] = set()
     kind = _dict_ids(tab["kind"], lambda k: KIND_ID[k] if k in KIND_ID else odd.add(k) or -1).astype(np.int8)
@@ -457,12 +582,13 @@ def _index_rank(
     corr_valid = tab["correlation"].is_valid().to_numpy(zero_copy_only=False)
     corr = _ints(tab["correlation"])
     host = device < 0
-    dev_kind = np.isin(kind, [KIND_ID[k] for k in DEVICE_EVENT_KINDS])
-    launch_kind = np.isin(kind, [KIND_ID[k] for k in LAUNCH_KINDS])
-    # Device activity started by a launch: correlation -> device of its first activity.
-    dsel = np.flatnonzero(~host & dev_kind & corr_valid)
+    calls, launched = _linked(links, ts, _ints(tab["dur"]), kind, tid, device, stream, corr, corr_valid)
+    linked = launched.copy()
+    linked[calls] = True
+    # The device of each call's first launched event: its copy goes on that GPU's launch lane.
+    dsel = np.flatnonzero(launched)
     corr_keys, corr_dev = _first_by_key(corr[dsel], t[dsel], device[dsel])
-    lsel = np.flatnonzero(host & launch_kind & corr_valid)
+    lsel = calls
     target = _lookup(corr[lsel], corr_keys, corr_dev)
     lsel, target = lsel[target >= 0], target[target >= 0]
     # LOD entries: every event once, plus a copy of each launch on its GPU's launch lane.
@@ -503,17 +629,18 @@ def _index_rank(
     )
     m = src.size
     pos = pos_base + np.arange(m, dtype=np.int64)
-    # Links: a launch (host row or launch-lane copy) -> its device activity; device -> launch-lane copy.
-    ecorr, evalid, ekind = corr[src], corr_valid[src], kind[src]
+    # Links: a call (host row or launch-lane copy) -> its first launched event; a launched event
+    # -> the call's launch-lane copy.
+    ecorr, elinked = corr[src], linked[src]
     on_dev = ~host[src]
-    dsel = np.flatnonzero(on_dev & evalid & np.isin(ekind, [KIND_ID[k] for k in DEVICE_EVENT_KINDS]))
+    dsel = np.flatnonzero(on_dev & elinked)
     dkeys, dpos = _first_by_key(ecorr[dsel], et[dsel], pos[dsel])
     csel = np.flatnonzero(is_copy)
     ckeys, cpos = _first_by_key(ecorr[csel], et[csel], pos[csel])
     link = np.full(m, -1, dtype=np.int64)
-    is_launch = ~on_dev & evalid & np.isin(ekind, [KIND_ID[k] for k in LAUNCH_KINDS])
+    is_launch = ~on_dev & elinked
     link[is_launch] = _lookup(ecorr[is_launch], dkeys, dpos)
-    dl = on_dev & evalid
+    dl = on_dev & elinked
     link[dl] = _lookup(ecorr[dl], ckeys, cpos)
     # Lanes and rows metadata, in tree order.
     rank_id = len(lanes)
@@ -598,21 +725,6 @@ def _index_rank(
                 )
         for d, r in zip(depths_here, row_ids, strict=True):
             rows.append(dict(row=r, lane=lid, depth=d))
-    # Steps of this rank (relative times).
-    st = np.flatnonzero((kind == KIND_ID["step"]) & host)
-    if st.size:
-        id_to_name = _invert(names)
-        for i in st:
-            nm = id_to_name[int(name[i])]
-            steps.append(
-                dict(
-                    name=nm,
-                    t0=int(t[i]),
-                    t1=int(t[i] + dur[i]),
-                    node=node,
-                    rank=rank,
-                )
-            )
     tile = _tiles(row, et, edur, kind[src].astype(np.int64), bucket, n_buckets)
     arrays = {
         "t": et,
@@ -898,16 +1010,14 @@ class LodIndex:
 
     def _make_steps(self, raw: list[dict]) -> tuple[list[Step], list[Step]]:
         """The job's steps (each over all ranks: earliest start to latest end) and every rank's
-        own, both in time order. Numbered by the steps stage's rule (:func:`.steps.step_markers`,
-        then :func:`.steps.number_in_order_if_repeated`), so the timeline's step N is the Steps
-        view's (an index written before kept a number of its own: not read)."""
+        own, both in time order: the steps stage's windows, as the index stored them, so the
+        timeline's step N is the Steps view's."""
         if not raw:
             return [], []
-        from .steps import number_in_order_if_repeated, step_markers
-
-        df = pl.DataFrame(
+        own_df = pl.DataFrame(
             raw,
             schema={
+                "number": pl.Int64,
                 "name": pl.String,
                 "t0": pl.Int64,
                 "t1": pl.Int64,
@@ -915,15 +1025,6 @@ class LodIndex:
                 "rank": pl.Int64,
             },
         )
-        events = df.select(
-            "node", "rank", "name", pl.lit("step").alias("kind"), pl.col("t0").alias("ts"),
-            (pl.col("t1") - pl.col("t0")).alias("dur"),
-        )  # fmt: skip
-        markers, _ = number_in_order_if_repeated(step_markers(events).collect())
-        own_df = markers.select(
-            pl.col("step").alias("number"), "name", pl.col("cpu_start_ns").alias("t0"),
-            pl.col("cpu_end_ns").alias("t1"), "node", "rank",
-        ).sort("t0", "node", "rank", maintain_order=True)  # fmt: skip
         agg = (
             own_df.group_by("number", maintain_order=True)
             .agg(pl.col("name").first(), pl.col("t0").min(), pl.col("t1").max())
@@ -1259,10 +1360,3 @@ class LodIndex:
         if pos.size == 0:
             return -1
         return int(pos[np.argmin(self.t[pos])])
-
-
-def open_lod(path: str | Path | TraceDir, progress: Progress | None = None) -> LodIndex:
-    """Open the LOD index of a trace, building or refreshing its cache first when needed."""
-    trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
-    folder = build_lod(trace, progress=progress)
-    return LodIndex(trace, folder)

@@ -6,7 +6,7 @@ imported or indexed by another code version is reused), and writes under ``OUT/<
 ``profui analyze`` runs), ``default`` and ``hta_compat``; ``import/``, the import's events, metrics,
 manifest and footer side data, and ``import/files/<file>.json`` per events/metrics Parquet file: the
 sha256 of its bytes (the dump's temporary paths in them written ``<work>``), its row groups' row counts, and per row group and column the compression, the
-encodings and whether statistics are stored (what reading the tables back cannot show); ``timeline/``, the timeline index (``lod.build_lod``);
+encodings and whether statistics are stored (what reading the tables back cannot show); ``timeline/``, the timeline index (``lod_open.build_lod``);
 ``analyze/``, what ``profui analyze`` records on disk, read back as the dashboard reads it;
 ``cli/``, what ``profui summary`` and ``profui info`` print (text and JSON). ``OUT/_cli/`` holds
 every ``--help``. Tables are Parquet, the rest canonical JSON; a refused source is its one line
@@ -206,9 +206,9 @@ def _file_layout(w: Writer, path: Path) -> dict[str, Any]:
 def _dump_timeline(w: Writer, path: Path) -> None:
     import numpy as np
 
-    from profui.analysis import lod
+    from profui.analysis import lod, lod_open
 
-    folder = lod.build_lod(path)
+    folder = lod_open.build_lod(path)
     dtypes = getattr(lod, "_ARRAYS", {})
     for f in sorted(folder.iterdir()):
         if f.suffix == ".json":

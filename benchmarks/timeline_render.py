@@ -56,7 +56,7 @@ def phase_generate(out: str, events: int) -> dict:
 
 
 def phase_build(trace: str) -> dict:
-    from profui.analysis.lod import build_lod
+    from profui.analysis.lod_open import build_lod
 
     w, c = time.perf_counter(), time.process_time()
     build_lod(trace, force=True)
@@ -67,7 +67,16 @@ def phase_render(trace: str, frames: int) -> dict:
     import numpy as np
 
     import profui.tui.timeline.render as render_module
-    from profui.analysis.lod import index_version, open_lod
+    from profui.analysis.lod import index_version
+
+    try:
+        from profui.analysis.lod_open import inputs_key, open_lod
+    except ImportError:  # a baseline from before the index read the stage graph's outputs
+        from profui.analysis.lod import open_lod
+
+        def inputs_key() -> None:
+            return None
+
     from profui.tui.timeline.heap import freeze_loaded
     from profui.tui.timeline.render import Renderer
     from profui.tui.timeline.state import TimelineState
@@ -89,7 +98,7 @@ def phase_render(trace: str, frames: int) -> dict:
         "n_index": ix.n_events,
         "rows": {v: len(st.visible_rows()) for v, (st, _) in states.items()},
         "module": render_module.__file__,
-        "lod_version": index_version(),
+        "lod_version": index_version(inputs_key()),
     }
     digest = hashlib.sha256()
     style_text: dict = {}

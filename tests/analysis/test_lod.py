@@ -19,7 +19,8 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.intervals import union_length
-from profui.analysis.lod import LodIndex, build_lod, lod_dir, open_lod
+from profui.analysis.lod import LodIndex, lod_dir
+from profui.analysis.lod_open import build_lod, open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
 from profui.capture.ingest import import_trace
@@ -278,8 +279,8 @@ def test_cache_is_reused_then_rebuilt_when_the_trace_changes(tmp_path):
 
 def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
     """Built by a copy of profui in a fresh interpreter, the copy then edited for real: an edit of
-    a module the index's code loads (steps) rebuilds it, one of a module it does not (the
-    timeline's state) reuses it."""
+    a module the index's code or its inputs' stages load (steps; launch, the correlate stage's)
+    rebuilds it, one of a module neither loads (the timeline's state) reuses it."""
     out = tmp_path / "t"
     import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     site = tmp_path / "site"
@@ -287,10 +288,11 @@ def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
         shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
     code = (
         "import json, sys\n"
-        "from profui.analysis import lod\n"
+        "from profui.analysis import lod, lod_open\n"
         "assert lod.__file__.startswith(sys.argv[1])\n"
-        "folder = lod.build_lod(sys.argv[2])\n"
-        "print(json.dumps([json.loads((folder / 'meta.json').read_text())['version'], lod.index_version()]))\n"
+        "folder = lod_open.build_lod(sys.argv[2])\n"
+        "version = lod.index_version(lod_open.inputs_key())\n"
+        "print(json.dumps([json.loads((folder / 'meta.json').read_text())['version'], version]))\n"
     )
 
     def build() -> tuple[str, int]:
@@ -315,6 +317,10 @@ def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
         fh.write("\nSTEPS_EDITED = 1\n")
     again = build()
     assert again[0] != first[0] and again[1] != first[1]  # rebuilt by the new code
+    with open(site / "profui" / "analysis" / "launch.py", "a") as fh:
+        fh.write("\nLAUNCH_EDITED = 1\n")
+    third = build()
+    assert third[0] not in (first[0], again[0]) and third[1] != again[1]  # the launch links' code
 
 
 def _generator():

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from profui.analysis import open_trace
-from profui.analysis.lod import open_lod
+from profui.analysis.lod_open import open_lod
 from profui.analysis.pipeline.store import compute
 from profui.capture.ingest import import_trace
 

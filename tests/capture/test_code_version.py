@@ -67,7 +67,7 @@ def test_an_edit_changes_the_keys_of_the_modules_that_load_it_and_no_other(profu
     site = profui_copy / "profui"
     inventory, timeline = "profui.analysis.inventory", "profui.tui.timeline.render"
     before = _keys(profui_copy, LOD, inventory, timeline)
-    # steps: a helper lod imports inside a function (`from .steps import ...`)
+    # steps: a module lod loads through one it imports (allocations)
     assert "profui.analysis.steps" in closure([LOD]) and "profui.analysis.steps" not in closure([inventory])
     _append(site / "analysis" / "steps.py", "\nSTEPS_EDITED = 1\n")
     after = _keys(profui_copy, LOD, inventory, timeline)

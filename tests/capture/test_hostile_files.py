@@ -173,7 +173,7 @@ def test_a_kind_the_format_does_not_have_is_named(tmp_path: Path) -> None:
         line = assert_refused(profui(*command, trace), victim.name)
         assert "events of kind 'teleport', which is not one of the format's (cpu_op," in line
     # the timeline's index refuses it too (it drew the events as instants)
-    from profui.analysis.lod import build_lod
+    from profui.analysis.lod_open import build_lod
     from profui.capture.format import TraceFormatError
 
     with pytest.raises(TraceFormatError) as refused:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pilotwait import wait_dashboard, wait_for
 
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc

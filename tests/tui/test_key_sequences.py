@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from textual.binding import Binding
 from textual.dom import DOMNode
 
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.app import VIEWS, OpenTarget, ProfuiApp
 

@@ -11,7 +11,7 @@ import pytest
 from pilotwait import wait_timeline
 from test_timeline_pilot import SIZE, details, run
 
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 

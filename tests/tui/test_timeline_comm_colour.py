@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profui.analysis.comm import comm_kernels
-from profui.analysis.lod import open_lod
+from profui.analysis.lod_open import open_lod
 from profui.capture.format import open_trace_dir
 from profui.tui.timeline.render import Renderer
 from profui.tui.timeline.state import TimelineState

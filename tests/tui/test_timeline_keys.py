@@ -19,7 +19,7 @@ import pytest
 from pilotwait import wait_for, wait_timeline
 
 from profui.analysis import open_trace
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp

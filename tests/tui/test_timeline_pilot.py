@@ -14,7 +14,7 @@ from pilotwait import wait_timeline
 
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.timeline import TimelineApp, TimelineView
@@ -404,5 +404,6 @@ def test_cold_open_builds_the_index_in_a_worker(imported: Path, tmp_path: Path) 
 
     run(go())
     lines = _RecordingView.lines
-    assert lines[0].startswith("timeline: scanning") and any("indexing" in line for line in lines)
+    assert lines[0].startswith("timeline: finding the steps and launch links")
+    assert any("scanning" in line for line in lines) and any("indexing" in line for line in lines)
     assert lines[-1] == "timeline: timeline index ready (100%)"

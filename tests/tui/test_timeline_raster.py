@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from profui.analysis.lod import open_lod
+from profui.analysis.lod_open import open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.ingest import import_trace
 from profui.tui.timeline.render import DIM, PLAIN, STYLES, Renderer

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profui.analysis import open_trace
-from profui.analysis.lod import open_lod
+from profui.analysis.lod_open import open_lod
 from profui.capture.ingest import import_trace
 from profui.tui.timeline.render import Renderer
 from profui.tui.timeline.state import TimelineState

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pilotwait import wait_for
 
-from profui.analysis.lod import build_lod
+from profui.analysis.lod_open import build_lod
 from profui.capture.ingest import import_trace
 from profui.tui.timeline import TimelineApp
 

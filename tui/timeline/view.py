@@ -69,7 +69,7 @@ class TimelineView(TraceView):
 
     @work(thread=True, exclusive=True, group="timeline")
     def _load(self) -> None:
-        from profui.analysis.lod import open_lod
+        from profui.analysis.lod_open import open_lod
 
         def progress(fraction: float, message: str) -> None:
             self.app.call_from_thread(self._status_line, f"timeline: {message} ({fraction:.0%})")

@@ -1,0 +1,167 @@
+"""The timeline index reads what the stage graph found: its steps are the steps stage's windows
+and its launch links the correlate stage's, held against the steps stage's output row for row
+and against a correlation join of the raw events in plain Python, on real traces (HTA's test
+traces, imported with the project's importer). A killed build leaves no half index."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from profui.analysis import open_trace
+from profui.analysis.lod import LodIndex, lod_dir
+from profui.analysis.lod_open import open_lod
+from profui.analysis.pipeline.store import compute
+from profui.capture.format import open_trace_dir
+from profui.capture.ingest import import_trace
+
+from realdata import shared_trace
+
+NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
+#: CUDA event syncs on several streams: device-side sync events carrying their call's correlation.
+EVENT_SYNC = "hta-critical_path-cuda_event_sync_multi_stream-event_sync_trace.json.gz"
+PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_rank-1.json.gz")
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("lod_inputs")
+    out = {}
+    for name, sources in (("nccl", [NCCL]), ("event_sync", [EVENT_SYNC]), ("pair", list(PAIR))):
+        import_trace([shared_trace(s) for s in sources], root / name)
+        out[name] = root / name
+    return out
+
+
+@pytest.mark.parametrize("name", ["nccl", "pair"])
+def test_steps_are_the_steps_stage_windows_row_for_row(traces: dict[str, Path], name: str) -> None:
+    ix = open_lod(traces[name])
+    windows = compute(open_trace(traces[name]), ["steps"])["steps"]["windows.parquet"]
+    ranks = windows.select("node", "rank").unique(maintain_order=True).rows()
+    assert windows.height > 0 and len(ranks) == (2 if name == "pair" else 1)
+    got = [
+        (s.node, s.rank, s.number, s.name, s.t0 + ix.base_ns, s.t1 + ix.base_ns)
+        for node, rank in ranks
+        for s in ix.steps(rank=rank, node=node)
+    ]
+    want = windows.sort("node", "rank", "cpu_start_ns", maintain_order=True).select(
+        "node", "rank", "step", "name", "cpu_start_ns", "cpu_end_ns"
+    )
+    assert got == want.rows()
+
+
+def test_no_steps_without_step_markers(traces: dict[str, Path]) -> None:
+    """Without step markers the steps stage's window is the whole rank: no step to draw."""
+    steps = compute(open_trace(traces["event_sync"]), ["steps"])["steps"]
+    assert steps["steps.json"]["has_markers"] is False
+    assert steps["windows.parquet"]["name"].to_list() == ["(whole trace)"]
+    assert open_lod(traces["event_sync"]).steps() == []
+
+
+def _raw_rows(ix: LodIndex) -> list[dict]:
+    """Every events row of the trace in the index's source numbering (its files in order)."""
+    cols = ["ts", "kind", "device", "correlation"]
+    rows: list[dict] = []
+    for rel, _n in ix._files:
+        rows.extend(pq.read_table(ix.trace.path / rel, columns=cols).to_pylist())
+    return rows
+
+
+def _plain_join(rows: list[dict]) -> tuple[dict[int, int], set[tuple[int, int]]]:
+    """Launch call -> device work by correlation id, in plain Python (one rank): each
+    correlation's earliest runtime/driver call; the kernels, copies and memsets carrying it.
+    Returns {call row: its earliest device event's row} and {(call row, device event row)}."""
+    call: dict[int, int] = {}
+    for i, r in enumerate(rows):
+        if r["kind"] in ("runtime", "driver") and r["correlation"] is not None:
+            c = r["correlation"]
+            if c not in call or r["ts"] < rows[call[c]]["ts"]:
+                call[c] = i
+    first: dict[int, int] = {}
+    pairs: set[tuple[int, int]] = set()
+    for i, r in enumerate(rows):
+        if r["kind"] in ("kernel", "memcpy", "memset") and r["correlation"] in call:
+            c = call[r["correlation"]]
+            pairs.add((c, i))
+            if c not in first or r["ts"] < rows[first[c]]["ts"]:
+                first[c] = i
+    return first, pairs
+
+
+@pytest.mark.parametrize("name", ["nccl", "event_sync"])
+def test_every_link_is_the_correlation_join_of_the_raw_events(traces: dict[str, Path], name: str) -> None:
+    ix = open_lod(traces[name])
+    first, pairs = _plain_join(_raw_rows(ix))
+    assert pairs
+    kinds = {ln.id: ln.kind for ln in ix.lanes()}
+    lane_of_row = np.array([kinds[int(ln)] for ln in ix.row_lane])
+    lane = np.repeat(lane_of_row, np.diff(ix.row_start))
+    src, link = np.asarray(ix.src), np.asarray(ix.link)
+    # a call's host row -> its earliest device event
+    host = np.flatnonzero((lane == "thread") & (link >= 0))
+    assert {int(src[p]): int(src[link[p]]) for p in host} == first
+    # every device event -> the call's copy on its GPU's launch lane
+    dev = np.flatnonzero(lane == "stream")
+    linked = dev[link[dev] >= 0]
+    assert (lane[link[linked]] == "launch").all()
+    assert {(int(src[link[p]]), int(src[p])) for p in linked} == pairs
+    # each call drawn once on a launch lane, linked to the same device event as its host row
+    copies = np.flatnonzero(lane == "launch")
+    assert sorted(int(s) for s in src[copies]) == sorted(first)
+    assert {int(src[p]): int(src[link[p]]) for p in copies} == first
+
+
+def test_sync_events_are_not_launch_links(traces: dict[str, Path]) -> None:
+    """The device side of a synchronisation (cudaStreamWaitEvent's, cudaEventSynchronize's)
+    is no launched work: the correlate stage does not link it, nor does the timeline."""
+    ix = open_lod(traces["event_sync"])
+    rows = _raw_rows(ix)
+    sync = np.array([r["kind"] == "sync" and r["correlation"] is not None for r in rows])
+    assert sync.sum() > 0
+    on_sync = sync[np.asarray(ix.src)]
+    assert (np.asarray(ix.link)[on_sync] == -1).all()
+
+
+_KILLED_BUILD = """
+import os, signal, sys
+from profui.analysis.lod_open import build_lod
+
+def progress(fraction, message):
+    if message.startswith(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+build_lod(sys.argv[1], progress=progress, force=True)
+"""
+
+
+@pytest.mark.parametrize("at", ["indexing", "writing the index"])
+def test_a_killed_build_leaves_no_half_index(tmp_path: Path, at: str) -> None:
+    trace = tmp_path / "t"
+    import_trace([shared_trace(EVENT_SYNC)], trace)
+    folder = lod_dir(open_trace_dir(trace))
+
+    def killed() -> None:
+        run = subprocess.run(
+            [sys.executable, "-c", _KILLED_BUILD, str(trace), at],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == -signal.SIGKILL, run.stderr
+
+    killed()  # cold: nothing in the index's place
+    assert not folder.exists()
+    whole = open_lod(trace)
+    meta = json.loads((folder / "meta.json").read_text())
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    killed()  # warm: the index there is left as it was, whole
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    again = open_lod(trace)
+    assert json.loads((folder / "meta.json").read_text()) == meta
+    assert np.array_equal(again.link, whole.link) and again.n_events == whole.n_events == meta["n_events"]

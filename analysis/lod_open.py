@@ -1,12 +1,13 @@
 """Opening a trace's timeline index with what the stage graph found in it.
 
 The index (:mod:`.lod`) draws the events; which steps they fall in and which launch started
-which device work it takes from the steps and correlate stages (:data:`TIMELINE_STAGES`), run
-with the default parameters: the timeline draws the exact events, so ``hta_compat`` (HTA's
-rounded times and launch matching, which the Launches view shows) does not change it. Those
-stages run in memory with the same bodies as ``profui analyze``, so a running capture and a
-read-only trace folder open a timeline as any other (the index itself is cached in the trace's
-private folder, or profui's cache for a read-only one).
+which device work it takes from the steps and correlate stages (:data:`TIMELINE_STAGES`) with
+the default parameters: the timeline draws the exact events, so ``hta_compat`` (HTA's rounded
+times and launch matching, which the Launches view shows) does not change it. Their outputs come
+from the pipeline's recorded runs when this code made them with those parameters (the
+dashboard's first open records them), else the stages run in memory with the same bodies, so a
+running capture and a read-only trace folder open a timeline as any other (the index itself is
+cached in the trace's private folder, or profui's cache for a read-only one).
 """
 
 from __future__ import annotations
@@ -17,33 +18,53 @@ from typing import Any
 from profui.capture.format import TraceDir, open_trace_dir
 
 from .lod import LodIndex, Progress, TimelineInputs, build_index
+from .pipeline.artifacts import load_files, verify
+from .pipeline.outputs import latest_outputs
 from .pipeline.params import typed_params
 from .pipeline.registry import REGISTRY
-from .pipeline.store import compute
+from .pipeline.store import Store, compute
 from .trace import Trace
 
 #: The stages whose outputs the timeline index reads.
 TIMELINE_STAGES = ("steps", "correlate")
 
 
+def _default_params(stage: str) -> dict[str, Any]:
+    """The parameters ``stage``'s output depends on, at their defaults (as a run records them)."""
+    values = typed_params(REGISTRY.params, None)
+    return {p: values[p] for p in REGISTRY.stages[stage].params if REGISTRY.params[p].affects_output}
+
+
 def inputs_key() -> dict[str, Any]:
     """What determines the index's inputs: the code version of each stage they come from (and of
     the stages upstream of them) and the parameters those stages read, at their defaults."""
     stages = sorted(set(TIMELINE_STAGES) | REGISTRY.ancestors(TIMELINE_STAGES))
-    params = typed_params(REGISTRY.params, None)
-    return {
-        s: {
-            "code": REGISTRY.stages[s].code_version,
-            "params": {p: params[p] for p in REGISTRY.stages[s].params},
-        }
-        for s in stages
-    }
+    return {s: {"code": REGISTRY.stages[s].code_version, "params": _default_params(s)} for s in stages}
+
+
+def _recorded(trace: TraceDir) -> Store | None:
+    """The newest recorded outputs of :data:`TIMELINE_STAGES` when this code made every one with
+    the default parameters (not a ``--hta-compat`` run's), else None; none for a running capture,
+    whose recorded outputs would be stale."""
+    if trace.manifest.status == "running":
+        return None
+    have = latest_outputs(trace.path)
+    found = {}
+    for s in TIMELINE_STAGES:
+        meta = verify(have[s]) if s in have else None
+        if meta is None or meta.code_version != REGISTRY.stages[s].code_version:
+            return None
+        if meta.params != _default_params(s):
+            return None
+        found[s] = [have[s] / name for name in meta.outputs]
+    got = load_files([p for paths in found.values() for p in paths])
+    return {s: {p.name: got[p] for p in paths} for s, paths in found.items()}
 
 
 def timeline_inputs(trace: TraceDir) -> TimelineInputs:
-    """The steps stage's windows and the correlate stage's launch links of ``trace``, computed
-    in memory with the default parameters."""
-    out = compute(Trace(trace), TIMELINE_STAGES)
+    """The steps stage's windows and the correlate stage's launch links of ``trace`` with the
+    default parameters: recorded by an earlier run, else computed in memory."""
+    out = _recorded(trace) or compute(Trace(trace), TIMELINE_STAGES)
     steps, correlate = out["steps"], out["correlate"]
     return TimelineInputs(
         windows=steps["windows.parquet"],

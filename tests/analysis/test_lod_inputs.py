@@ -165,3 +165,55 @@ def test_a_killed_build_leaves_no_half_index(tmp_path: Path, at: str) -> None:
     again = open_lod(trace)
     assert json.loads((folder / "meta.json").read_text()) == meta
     assert np.array_equal(again.link, whole.link) and again.n_events == whole.n_events == meta["n_events"]
+
+
+def test_recorded_outputs_are_read_only_when_made_with_the_default_parameters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded run's steps and correlate outputs stand in for computing them, as long as the
+    newest were made with the default parameters: after a ``--hta-compat`` run they are computed
+    again (HTA's matching is not the timeline's). The index is the same either way."""
+    from profui.analysis import lod_open
+    from profui.analysis.pipeline.engine import analyze
+
+    trace = tmp_path / "t"
+    import_trace([shared_trace(EVENT_SYNC)], trace)
+    computed = open_lod(trace)  # nothing recorded: computed in memory
+    arrays = {k: np.array(getattr(computed, k)) for k in ("t", "link", "src", "kind")}
+    real_compute = lod_open.compute
+
+    def refused(*_a: object, **_k: object) -> None:
+        raise AssertionError("computed, though a recorded run holds the outputs")
+
+    monkeypatch.setattr(lod_open, "compute", refused)
+    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
+    lod_open.build_lod(trace, force=True)  # read from the recorded run
+    got = open_lod(trace)
+    assert all(np.array_equal(getattr(got, k), v) for k, v in arrays.items())
+    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES], overrides={"hta_compat": "true"})
+    with pytest.raises(AssertionError, match="computed, though"):
+        lod_open.build_lod(trace, force=True)
+    monkeypatch.setattr(lod_open, "compute", real_compute)
+    lod_open.build_lod(trace, force=True)
+    got = open_lod(trace)
+    assert all(np.array_equal(getattr(got, k), v) for k, v in arrays.items())
+
+
+def test_a_running_capture_computes_its_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture still running has more events than any recorded run saw: its timeline's
+    inputs are computed from the events there now, never read from a run."""
+    from dataclasses import replace
+
+    from profui.analysis import lod_open
+    from profui.analysis.pipeline.engine import analyze
+    from profui.capture.format import read_manifest, write_manifest
+
+    trace = tmp_path / "t"
+    import_trace([shared_trace(EVENT_SYNC)], trace)
+    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
+    write_manifest(trace, replace(read_manifest(trace), status="running", end_ns=None))
+    calls = []
+    real = lod_open.compute
+    monkeypatch.setattr(lod_open, "compute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ix = open_lod(trace)
+    assert calls == [1] and ix.n_events > 0 and (np.asarray(ix.link) >= 0).any()

@@ -62,6 +62,7 @@ from .findings_path import (
     stretches,
 )
 from .formatting import fmt_ns, fmt_pct, plural
+from .result_tables import CriticalPathOutputs, StageAccessors
 from .schemas import TABLES
 
 __all__ = [
@@ -133,20 +134,20 @@ def severity_of(share: float) -> str:
     return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
 
 
-def time_findings(cp: Mapping[str, pl.DataFrame], words: DeviceWords, unit: str = "step") -> list[Finding]:
+def time_findings(cp: CriticalPathOutputs, words: DeviceWords, unit: str = "step") -> list[Finding]:
     """One finding per what-if change that saves time: its mean job-level saving per step, where
     it occurs (ranks and steps whose own replay saved time), its worst instance (the rank and
     step whose replay saved the most, at the start of its longest stretch of that kind). Its
     words are per ``unit`` (:func:`~.findings_base.unit_of`): the whole trace, one window, says
     no step and has no "most saved in one step" or step count."""
-    steps, what_if, by_kind = cp["steps.parquet"], cp["what_if.parquet"], cp["by_kind.parquet"]
+    steps, what_if, by_kind = cp.steps, cp.what_if, cp.by_kind
     if not steps.height:
         return []
     jobs = job_paths(steps)
     per_step = mean_length(jobs)
     per_change = savings(steps, what_if, TIME_CATEGORIES).group_by("change").agg(pl.col("saved_ns").mean())
     saved = dict(zip(per_change["change"], per_change["saved_ns"], strict=True))
-    st = stretches(cp["events.parquet"])
+    st = stretches(cp.events)
     out = []
     for category in TIME_CATEGORIES:
         mean = int(round(saved.get(category) or 0))
@@ -326,6 +327,17 @@ def tables(found: list[Finding]) -> dict[str, pl.DataFrame]:
     return out
 
 
+class _Inputs(StageAccessors):
+    """The findings stage's inputs (``{stage: {file: value}}``) read through the typed accessors."""
+
+    def __init__(self, outputs: Mapping[str, Mapping[str, Any]]) -> None:
+        self.outputs = outputs
+
+    def part(self, stage: str, name: str) -> bool:
+        """Whether the inputs hold ``stage``'s table ``name``."""
+        return f"{name}.parquet" in self.outputs.get(stage, {})
+
+
 def stage(
     inputs: Mapping[str, Mapping[str, Any]],
     overview: Mapping[str, Any],
@@ -334,18 +346,23 @@ def stage(
     """The ``findings`` stage's outputs from its input stages' outputs (``{stage: {file: value}}``),
     the trace's overview and its manifest's GPUs (their memory, where known)."""
     words = words_for(overview)
-    unit = unit_of(inputs.get("steps", {}).get("windows.parquet"))
-    cp = inputs["critical_path"]
-    stragglers = inputs["comm"]["stragglers.parquet"]
+    got = _Inputs(inputs)
+    # read when there: a run by ranks (jobreduce) hands over no memory stage
+    steps, memory, flops = (
+        got.part(s, f) for s, f in (("steps", "windows"), ("memory", "ops"), ("flops", "totals"))
+    )
+    unit = unit_of(got.steps.windows if steps else None)
+    cp = got.critical_path
+    stragglers = got.comm.stragglers
     found = time_findings(cp, words, unit)
-    straggler_finding(found, stragglers, cp["events.parquet"], words, unit)
-    transfer_evidence(found, inputs.get("memory", {}).get("ops.parquet"))
-    found = consistent(found, stragglers, cp["events.parquet"])
-    found += risks.memory_findings(inputs["allocations"])
-    found += risks.near_capacity(inputs["allocations"], gpus)
+    straggler_finding(found, stragglers, cp.events, words, unit)
+    transfer_evidence(found, got.memory.ops if memory else None)
+    found = consistent(found, stragglers, cp.events)
+    found += risks.memory_findings(got.allocations)
+    found += risks.near_capacity(got.allocations, gpus)
     found += risks.precision_finding(
-        inputs["precision"]["shares.parquet"],
-        inputs.get("flops", {}).get("totals.parquet"),
+        got.precision.shares,
+        got.flops.totals if flops else None,
         words,
         int(overview.get("duration_ns") or 0),
     )

@@ -22,6 +22,7 @@ from .findings_base import (
 )
 from .findings_path import job_paths, longest_start, look_at, mean_length, path_time, stretches
 from .formatting import fmt_bytes, fmt_memory_device, fmt_ns, fmt_pct
+from .result_tables import AllocationsOutputs, CriticalPathOutputs
 
 #: FP32 of at least this share of compute time on a GPU with tensor cores is a precision finding,
 #: when that FP32 time is at least FP32_SPAN of the trace's span (a few µs of FP32 is no risk).
@@ -34,13 +35,13 @@ NEAR_CAPACITY = 0.05
 MIN_RISING_STEPS = 3
 
 
-def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
+def memory_findings(alloc: AllocationsOutputs) -> list[Finding]:
     """A device whose floor (lowest allocated level of a step) rises in every analysed step, over
     at least :data:`MIN_RISING_STEPS` steps: activations kept alive across steps. Its rise per
     step is the median of the step-to-step rises: the first traced step's floor is the trace's
     own baseline (memory allocated before tracing is not seen), so its rise to the next step
     also holds what that step first allocated and kept (gradients, optimizer state)."""
-    per = alloc.get("per_step.parquet")
+    per = alloc.per_step if alloc.has("per_step.parquet") else None
     if per is None or not per.height:
         return []
     dev = ["node", "rank", "device_type", "device"]
@@ -84,12 +85,12 @@ def memory_findings(alloc: Mapping[str, pl.DataFrame]) -> list[Finding]:
     return out
 
 
-def near_capacity(alloc: Mapping[str, pl.DataFrame], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def near_capacity(alloc: AllocationsOutputs, gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """A GPU whose reserved peak (the allocator's hold; else the allocated peak) comes within
     :data:`NEAR_CAPACITY` of its memory (the manifest's ``totalGlobalMem``, where known)."""
     from profui.capture.format.manifest import gpu_key
 
-    dev = alloc.get("devices.parquet")
+    dev = alloc.devices if alloc.has("devices.parquet") else None
     capacity = {gpu_key(dict(g)): g.get("totalGlobalMem") for g in gpus if isinstance(g, Mapping)}
     if dev is None or not dev.height or not capacity:
         return []
@@ -161,24 +162,23 @@ def precision_finding(
     return [f]
 
 
-def idle_finding(cp: Mapping[str, pl.DataFrame], words: DeviceWords, unit: str = "step") -> list[Finding]:
+def idle_finding(cp: CriticalPathOutputs, words: DeviceWords, unit: str = "step") -> list[Finding]:
     """The device idle on the path between its own work, with no other cause (``device_overhead``
     time), of at least :data:`IDLE_SHARE` of step time (the analysed steps' total idle on the
     path over their total path length); per ``unit`` (:func:`~.findings_base.unit_of`)."""
-    steps = cp["steps.parquet"]
+    steps = cp.steps
     if words.kind == NONE or not steps.height:
         return []
     jobs = job_paths(steps)
     per_step = mean_length(jobs)
     kinds = PATH_KINDS["idle"]
-    idle = path_time(jobs, cp["by_kind.parquet"], kinds)
+    idle = path_time(jobs, cp.by_kind, kinds)
     if not per_step or idle / per_step < IDLE_SHARE:
         return []
-    st = stretches(cp["events.parquet"])
+    st = stretches(cp.events)
     share = idle / per_step
     worst = (
-        cp["by_kind.parquet"]
-        .filter(pl.col("kind").is_in(list(kinds)))
+        cp.by_kind.filter(pl.col("kind").is_in(list(kinds)))
         .sort("ns", "step", "rank", descending=[True, False, False])
         .row(0, named=True)
     )

@@ -4,7 +4,7 @@ Every surface (text summary, JSON, dashboard, views, notebook, diff, explain) re
 :class:`Result`; none computes. It is the same type whether the outputs were computed now, in
 memory or by a recorded run, or read back from disk. Its per-stage properties
 (``result.sync.host``, ``result.utilization.busy_rows()``) are generated from the declared
-schemas (:mod:`.result_tables`), so a misspelt or renamed output fails ``mypy``, not a user's run.
+schemas (:mod:`profui.analysis.result_tables`), so a misspelt or renamed output fails ``mypy``, not a user's run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .result_tables import OutputMissing, StageAccessors
+from profui.analysis.result_tables import OutputMissing, StageAccessors
 
 __all__ = ["OutputMissing", "Result", "Store"]
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from test_types import FLAGS  # noqa: E402
 
 from profui.analysis import result_codegen, schemas  # noqa: E402
-from profui.analysis.pipeline import result_tables as rt  # noqa: E402
+from profui.analysis import result_tables as rt  # noqa: E402
 from profui.analysis.pipeline.answers import cached  # noqa: E402
 from profui.analysis.pipeline.engine import analyze  # noqa: E402
 from profui.analysis.pipeline.registry import REGISTRY  # noqa: E402

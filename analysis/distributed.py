@@ -1,4 +1,4 @@
-"""The job's summary from its ranks, each analysed as a task on Dask distributed.
+"""The job's result from its ranks, each analysed as a task on Dask distributed.
 
 A job of many ranks is never loaded into one process: every rank is one task
 (:func:`profui.analysis.ranks.rank_result`) that reads that rank's events on a worker and sends
@@ -24,7 +24,8 @@ from profui.capture.format import TraceFormatError
 
 from .cluster import TaskFailed, dask_client, run_tasks, scheduler_address
 from .jobreduce import concat_ranks, job_json, job_overview, job_tables, whole_trace_only
-from .ranks import RankPart, RankResult, rank_parts, rank_result
+from .pipeline.result import Result
+from .ranks import RankPart, RankResult, path_shares, rank_parts, rank_result
 
 #: Up to this many bytes of events files a trace is summarised whole, in this process; beyond,
 #: by ranks on a local cluster (one process holding every event would need several times this).
@@ -64,39 +65,76 @@ def rank_results(
     return [r for r in results if r is not None]
 
 
-def summarize_ranks(
+def run_by_ranks(
     path: str | Path,
+    stages: Sequence[str],
     params: Mapping[str, Any] | None = None,
     *,
     scheduler: str | None = None,
     workers: int | None = None,
     skip_bad_ranks: bool = False,
     on_rank: Callable[[int, int, RankResult], None] | None = None,
-) -> Any:
-    """The job's :class:`~profui.analysis.summary.Summary` from its ranks, each a Dask task.
+) -> Result:
+    """The job's outputs of ``stages`` from its ranks, each a Dask task (:func:`job_result`).
 
-    Its sections hold the per-rank and job tables of :mod:`profui.analysis.jobreduce` (equal to
-    the whole-trace summary's tables of the same names); its notes say what a run by ranks
-    leaves out and which ranks were skipped. Raises :class:`TraceFormatError` (one line, naming
-    the rank) for a rank that cannot be read unless ``skip_bad_ranks``, :class:`RankFailed` for a
-    rank whose workers kept dying.
+    Raises :class:`TraceFormatError` (one line, naming the rank) for a rank that cannot be read
+    unless ``skip_bad_ranks``, :class:`RankFailed` for a rank whose workers kept dying, and
+    :class:`~profui.analysis.pipeline.errors.PipelineError` for a stage a run by ranks does not
+    give (before any rank runs).
     """
     from .pipeline.params import typed_params
     from .pipeline.registry import REGISTRY
 
     values = typed_params(REGISTRY.params, params)
+    check_stages(stages)
     layout, parts = rank_parts(path)
     with dask_client(scheduler, workers, len(parts)) as client:
-        results = rank_results(client, parts, values, on_rank)
-    return summary_of(layout, results, values, skip_bad_ranks)
+        results = path_shares(
+            client, parts, rank_results(client, parts, values, on_rank), values, skip_bad_ranks
+        )
+    return job_result(layout, results, values, skip_bad_ranks, stages)
 
 
-def summary_of(
-    layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
-) -> Any:
-    """The job's Summary from its ranks' results (in (node, rank) order), assembled by the
-    whole-trace summary's own :func:`~profui.analysis.pipeline.bodies.summary_doc` from the
-    job's tables (:func:`job_outputs`)."""
+def ranks_stages() -> list[str]:
+    """The stages of the graph a run by ranks gives outputs of, in the graph's order: those of
+    its per-rank and job tables, and the summary assembled from them."""
+    from .jobreduce import JOB_TABLES, PER_RANK_TABLES
+    from .pipeline.registry import REGISTRY
+
+    given = {s for s, _ in (*PER_RANK_TABLES, *JOB_TABLES)} | {"summary"}
+    return [s for s in REGISTRY.order if s in given]
+
+
+def check_stages(stages: Sequence[str]) -> None:
+    """Refuse (:class:`PipelineError`, one line) a stage a run by ranks gives no outputs of."""
+    from .pipeline.errors import PipelineError
+
+    given = ranks_stages()
+    left = [s for s in stages if s not in given]
+    if left:
+        raise PipelineError(
+            f"stage {left[0]}: not computed by ranks (it needs every rank's events in one process); "
+            f"by ranks: {', '.join(given)}"
+        )
+
+
+def job_result(
+    layout: Any,
+    results: list[RankResult],
+    params: Mapping[str, Any],
+    skip_bad_ranks: bool,
+    stages: Sequence[str] = ("summary",),
+) -> Result:
+    """The job's result from its ranks' (in (node, rank) order): the one assembly of a job.
+    It holds ``stages`` and the stages upstream of them, as a whole-trace run's does.
+
+    Its outputs have the shape of a whole-trace run's, ``{stage: {file: value}}``: the per-rank
+    tables concatenated and the job tables reduced (:func:`job_outputs`), and the ``summary`` stage's ``summary.json`` and
+    ``takeaways.json`` assembled by the whole-trace summary's own
+    :func:`~profui.analysis.pipeline.bodies.summary_doc`; its notes say what a run by ranks
+    leaves out and which ranks were skipped. A bad rank raises :class:`TraceFormatError` naming
+    it unless ``skip_bad_ranks``.
+    """
     from .devices import words_for
     from .pipeline.bodies import DETAIL_TABLES, summary_doc
     from .pipeline.registry import REGISTRY
@@ -135,7 +173,16 @@ def summary_of(
     if missing:
         doc.notes.append(whole_trace_only(missing, words_for(overview)))
     doc.notes += [f"skipped rank node={r.node}/rank={r.rank}: {r.error_path}: {r.error}" for r in bad]
-    return doc
+    outputs["summary"] = {"summary.json": doc, "takeaways.json": doc.takeaways}
+    wanted = set(stages) | REGISTRY.ancestors(stages)
+    return Result({s: files for s, files in outputs.items() if s in wanted}, "by ranks")
+
+
+def summary_of(
+    layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
+) -> Any:
+    """The job's Summary from its ranks' results: :func:`job_result`'s ``summary.json``."""
+    return job_result(layout, results, params, skip_bad_ranks).outputs["summary"]["summary.json"]
 
 
 def job_outputs(

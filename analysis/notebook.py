@@ -3,7 +3,7 @@
 
 A :class:`TraceAnalyses` is a :class:`~profui.analysis.trace.Trace` (the data) with the analyses
 as methods: each is a thin call into the module that owns the computation, or a run of the stage
-graph (:func:`profui.analysis.pipeline.store.compute`), so the same numbers come from the facade,
+graph (:func:`profui.analysis.run.run`), so the same numbers come from the facade,
 the pipeline stages and the TUI. The pipeline never imports this module: its stage bodies take
 the data handle.
 """
@@ -160,16 +160,22 @@ class TraceAnalyses(Trace):
 
         With ``scheduler="tcp://HOST:PORT"``, ``workers=N`` (a local Dask cluster) or
         ``skip_bad_ranks=True`` the job is summarised by ranks on Dask instead
-        (:func:`profui.analysis.distributed.summarize_ranks`: per-rank and job tables, never
+        (:func:`profui.analysis.run.run` with ``where="ranks"``: per-rank and job tables, never
         every event in this process): ``t.summary(scheduler="tcp://10.0.0.5:8786")``.
         """
         if scheduler or workers or skip_bad_ranks:
-            from .distributed import summarize_ranks
+            from .run import run
 
-            summary: Summary = summarize_ranks(
-                self.path, params, scheduler=scheduler, workers=workers, skip_bad_ranks=skip_bad_ranks
+            result = run(
+                self.path,
+                ["summary"],
+                params,
+                where="ranks",
+                scheduler=scheduler,
+                workers=workers,
+                skip_bad_ranks=skip_bad_ranks,
             )
-            return summary
+            return cast("Summary", result.outputs["summary"]["summary.json"])
         return cast("Summary", self.result("summary", **params)["summary.json"])
 
 
@@ -186,9 +192,9 @@ def open_trace(path: str | Path) -> TraceAnalyses:
 def stage_result(trace: Trace, stage: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """``stage``'s outputs on ``trace``, the stage graph run in memory for ``params`` (by name);
     a :class:`TraceAnalyses` keeps the stages computed for these parameters for its later calls."""
-    from .pipeline.store import compute
+    from .run import run
 
     store: dict[str, dict[str, Any]] = {}
     if isinstance(trace, TraceAnalyses):
         store = trace._stores.setdefault(tuple(sorted(params.items())), {})
-    return compute(trace, (stage,), params, store=store)[stage]
+    return run(trace, (stage,), params, store=store).outputs[stage]

@@ -27,6 +27,7 @@ from profui.capture.format.regular import not_regular
 from .pipeline.artifacts import artifact_dir, artifact_key, digest, load_files, verify, write_artifact
 from .pipeline.errors import PipelineError
 from .pipeline.records import Scalar, now_iso
+from .pipeline.result import Result
 
 RANKS_RUNS = "ranks-runs"
 STAGE = "by-rank"
@@ -124,8 +125,9 @@ def analyze_ranks(
     skip_bad_ranks: bool = False,
     resume: str | None = None,
     on_rank: Callable[[int, int, Any], None] | None = None,
-) -> tuple[RanksRecord, Any]:
-    """Run the job's ranks on Dask, recording the run; returns the record and the job's Summary.
+) -> tuple[RanksRecord, Result]:
+    """Run the job's ranks on Dask, recording the run; returns the record and the job's
+    :class:`~profui.analysis.pipeline.result.Result` (:func:`profui.analysis.distributed.job_result`).
 
     ``resume``: a failed or stopped run by ranks to finish (its parameters are taken). A rank
     that cannot be read fails the run, its record naming the rank, unless ``skip_bad_ranks``;
@@ -133,8 +135,8 @@ def analyze_ranks(
     """
     from profui.analysis import jobreduce
     from profui.analysis.cluster import dask_client
-    from profui.analysis.distributed import RankFailed, rank_results, summary_of
-    from profui.analysis.ranks import RankResult, rank_parts
+    from profui.analysis.distributed import RankFailed, job_result, rank_results
+    from profui.analysis.ranks import RankResult, path_shares, rank_parts
 
     from .pipeline.params import typed_params
     from .pipeline.registry import REGISTRY
@@ -184,7 +186,9 @@ def analyze_ranks(
             with dask_client(scheduler, workers, len(todo)) as client:
                 for r in rank_results(client, todo, values, finished):
                     results[f"node={r.node}/rank={r.rank}"] = r
-        summary = summary_of(layout, [results[p.label] for p in parts], values, skip_bad_ranks)
+        ordered = path_shares(None, parts, [results[p.label] for p in parts], values, skip_bad_ranks)
+        result = job_result(layout, ordered, values, skip_bad_ranks)
+        summary = result.outputs["summary"]["summary.json"]
     except KeyboardInterrupt:
         rec.status, rec.end = "stopped", now_iso()
         save(private, rec)
@@ -200,4 +204,4 @@ def analyze_ranks(
     write_bytes_atomic(private / rel, json.dumps(summary.to_json_dict(), allow_nan=False).encode() + b"\n")
     rec.status, rec.summary, rec.end = "succeeded", rel, now_iso()
     save(private, rec)
-    return rec, summary
+    return rec, result

@@ -8,6 +8,7 @@ parameters and schema checks as ``profui analyze``, keeping the outputs in a dic
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,12 +17,11 @@ from .conform import conform_outputs
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
 from .params import typed_params
+from .result import Store
 from .schedule import run_stages
 
 if TYPE_CHECKING:
     from profui.analysis.trace import Trace
-
-Store = dict[str, dict[str, Any]]
 
 
 def registry_or_default(registry: Registry | None) -> Registry:
@@ -81,9 +81,8 @@ def compute(
             trace.without_cached_columns(["args"])
             dropped = True
 
-    def done(name: str) -> None:
-        if on_stage is not None:
-            on_stage(name, store[name])
+    def done(name: str, report: Callable[[str, dict[str, Any]], None]) -> None:
+        report(name, store[name])
 
     try:
         failed = run_stages(
@@ -93,8 +92,9 @@ def compute(
             threads=_workers(len(todo), trace.dir.num_events),
             first=readers | registry.ancestors(readers),
             available=store.__contains__,
-            on_done=done,
-            between=let_go,
+            # only the callbacks that do something: each is a call back into this module
+            on_done=None if on_stage is None else functools.partial(done, report=on_stage),
+            between=let_go if readers else None,
         )
     finally:
         if dropped:  # the trace's next reader gets its events whole, read again

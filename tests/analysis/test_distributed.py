@@ -21,10 +21,11 @@ from dask_cluster import dask_cluster
 from ranksjob import assert_same_trace, import_two_ranks, job_of, kineto_rank_files
 
 from profui.analysis import jobreduce
-from profui.analysis.distributed import summarize_ranks
+from profui.analysis.pipeline.bodies import DETAIL_TABLES
 from profui.analysis.pipeline.params import typed_params
 from profui.analysis.pipeline.registry import REGISTRY
 from profui.analysis.pipeline.store import compute
+from profui.analysis.run import run
 from profui.analysis.trace import open_trace
 
 from realdata import same_numbers
@@ -61,7 +62,8 @@ def assert_same_tables(got: dict, want: dict) -> int:
     """Every table of ``got`` (a run by ranks) equal, row for row, to ``want``'s of the same name;
     the job tables and the per-rank tables all present. Returns the number of tables compared."""
     names = {f"{s}/{t}" for s, tables in got["sections"].items() for t in tables}
-    assert names == {f"{s}/{t}" for s, t in (*jobreduce.PER_RANK_TABLES, *jobreduce.JOB_TABLES)}
+    given = (*jobreduce.PER_RANK_TABLES, *jobreduce.JOB_TABLES, *jobreduce.PATH_TABLES)
+    assert names == {f"{s}/{t}" for s, t in given if (s, t) not in DETAIL_TABLES}
     for s, tables in got["sections"].items():
         for t, rows in tables.items():
             assert same_numbers(rows, want["sections"][s][t]), f"{s}/{t} differs from the whole-trace summary"
@@ -86,7 +88,8 @@ def test_reductions_are_the_whole_trace_stage_rules(two_ranks: Path) -> None:
 
 def test_local_cluster_equals_whole_trace(job: Path, oracle: dict) -> None:
     done: list[tuple[int, int]] = []
-    s = summarize_ranks(job, workers=2, on_rank=lambda k, n, r: done.append((k, n)))
+    got = run(job, ["summary"], where="ranks", workers=2, on_rank=lambda k, n, r: done.append((k, n)))
+    s = got.outputs["summary"]["summary.json"]
     assert done[-1] == (RANKS, RANKS) and len(done) == RANKS
     assert assert_same_tables(s.to_json_dict(), oracle) >= 20
     assert s.takeaways["steps"] == oracle["takeaways"]["steps"]

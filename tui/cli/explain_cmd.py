@@ -110,7 +110,7 @@ def explain(
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
     from profui.analysis.pipeline.bodies import retag_steps, stage_events
-    from profui.analysis.pipeline.store import compute
+    from profui.analysis.run import run
     from profui.analysis.step_window import numbers, step_listing
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
@@ -128,7 +128,7 @@ def explain(
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace, progress=progress)
     t = Trace(open_trace_dir(path))
-    store = compute(t, ("findings",), params)
+    store = run(t, ("findings",), params).outputs
     overview = store["ingest"]["trace.json"]["overview"]
     cp: Mapping[str, Any] = store["critical_path"]
     windows = store["steps"]["windows.parquet"]

@@ -53,28 +53,37 @@ def rank_progress(done: int, total: int, result: Any) -> None:
     sys.stderr.flush()
 
 
-def summarize_by_ranks(
+def where_and_options(
     path: Path,
-    params: dict[str, Any],
     scheduler: str | None,
     workers: int | None,
     skip: bool,
     on_rank: Callable[[int, int, Any], None] | None = None,
-) -> Any:
-    """The job's Summary by ranks, ``on_rank(done, total, result)`` as each rank finishes
-    (default :func:`rank_progress`); a cluster that cannot be reached or a rank that cannot
-    finish is the user's one line (exit 2)."""
+) -> dict[str, Any]:
+    """:func:`profui.analysis.run.run`'s ``where`` for ``path`` and these options, with the run
+    by ranks' options when it runs by ranks (progress: ``on_rank``, default
+    :func:`rank_progress`)."""
+    if not by_ranks(path, scheduler, workers, skip):
+        return {"where": "memory"}
+    return {
+        "where": "ranks",
+        "scheduler": scheduler,
+        "workers": workers,
+        "skip_bad_ranks": skip,
+        "on_rank": on_rank or rank_progress,
+    }
+
+
+def run_summary_stage(path: Path, params: dict[str, Any], options: dict[str, Any]) -> Any:
+    """The ``summary`` stage's Summary of ``path`` by :func:`profui.analysis.run.run` with
+    ``options`` (:func:`where_and_options`'); a cluster that cannot be reached or a rank that
+    cannot finish is the user's one line (exit 2)."""
     from profui.analysis.cluster import ClusterError
-    from profui.analysis.distributed import RankFailed, summarize_ranks
+    from profui.analysis.distributed import RankFailed
+    from profui.analysis.run import run
 
     try:
-        return summarize_ranks(
-            path,
-            params,
-            scheduler=scheduler,
-            workers=workers,
-            skip_bad_ranks=skip,
-            on_rank=on_rank or rank_progress,
-        )
+        result = run(path, ["summary"], params, **options)
     except (ClusterError, RankFailed) as exc:
         raise UserError(str(exc)) from None
+    return result.outputs["summary"]["summary.json"]

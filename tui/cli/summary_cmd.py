@@ -36,7 +36,7 @@ from profui.analysis.top_n import TOP_N
 
 from .errors import UserError
 from .markdown import MarkdownSink, chosen_format, format_option
-from .ranks_opts import by_ranks, scheduler_option, skip_option, summarize_by_ranks, workers_option
+from .ranks_opts import run_summary_stage, scheduler_option, skip_option, where_and_options, workers_option
 from .sources import resolve_sources
 
 if TYPE_CHECKING:
@@ -819,9 +819,6 @@ def run_summary(
     """
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
-    from profui.analysis.summary import summarize
-    from profui.analysis.trace import Trace
-    from profui.capture.format import open_trace_dir
 
     if bucket_ms is not None and not bucket_ms > 0:
         raise UserError(f"--bucket: must be a positive number of milliseconds, got {bucket_ms}")
@@ -844,9 +841,8 @@ def run_summary(
             path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
         if freeze:
             gc.freeze()
-        if by_ranks(path, scheduler, workers, skip_bad_ranks):
-            return summarize_by_ranks(path, params, scheduler, workers, skip_bad_ranks, on_rank)
-        return summarize(Trace(open_trace_dir(path)), params)
+        options = where_and_options(path, scheduler, workers, skip_bad_ranks, on_rank)
+        return run_summary_stage(path, params, options)
     finally:
         if freeze:
             gc.unfreeze()  # the command goes on to print, a test's process to other tests

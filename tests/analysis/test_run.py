@@ -156,6 +156,19 @@ def test_the_sample_by_ranks_is_its_one_rank(tmp_path: Path) -> None:
     assert assert_equal_outputs(by_ranks.outputs, memory.outputs) >= 15
 
 
+def test_parameters_reach_every_place(tmp_path: Path) -> None:
+    folder = _copy(SAMPLE, tmp_path / "t")
+    params = {"top_n": 3, "bucket_ms": 2.5}
+    memory = run(folder, ["summary"], params)
+    recorded = run(folder, ["summary"], params, where="records")
+    by_ranks = run(folder, ["summary"], params, where="ranks", workers=1)
+    for result in (memory, recorded, by_ranks):
+        doc = result.outputs["summary"]["summary.json"]
+        assert doc.params == {"top_n": 3, "bucket_ns": 2_500_000, "hta_compat": False}
+        assert doc.table("kernels", "ops").height == 3  # of the 15 a default run keeps
+    assert assert_equal_outputs(recorded.outputs, memory.outputs) >= 70
+
+
 def test_a_place_that_is_none_of_the_three_is_refused(two_ranks: Path) -> None:
     with pytest.raises(ValueError, match=r"where='disk': a run is computed in one of memory, records, ranks"):
         run(two_ranks, ["kernels"], where="disk")  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ which ones is said by the rows present.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -342,9 +343,45 @@ def analyse(
         arrivals = collectives.arrivals(events, windows.lazy())
     if stragglers is None:
         stragglers = comm.stragglers(arrivals).collect(engine=ENGINE)
+    plan = path_plan(windows, arrivals, stragglers)
+    return paths(plan, windows, path_share(events, launches, arrivals, plan.spans))
+
+
+@dataclass(frozen=True)
+class PathPlan:
+    """What the job decides before any rank's inputs are read: the analysed steps, each late
+    rank's lateness there (:func:`~.critical_path_inputs.lateness`) and the analysed steps'
+    time on every rank, merged (:func:`_spans`: the events the inputs are read from)."""
+
+    steps: list[int]
+    late: pl.DataFrame
+    spans: list[tuple[int, int]]
+
+
+@dataclass
+class PathShare:
+    """The graph's inputs read from some ranks' events (a run by ranks: one rank's; the
+    whole trace: every rank's): each rank's :class:`RankInputs` and the host thread of each
+    step marker (``(node, rank, ts) -> tid``)."""
+
+    inputs: dict[tuple[str, int], RankInputs]
+    tids: dict[tuple[str, int, int], int]
+
+
+def path_plan(windows: pl.DataFrame, arrivals: pl.DataFrame, stragglers: pl.DataFrame) -> PathPlan:
+    """The job's :class:`PathPlan` from its step windows and the comm stage's arrivals and
+    stragglers (all ranks')."""
     steps = chosen_steps(windows)
     late = lateness(arrivals, stragglers, steps)
-    spans = _spans(windows.filter(pl.col("step").is_in(steps)))
+    return PathPlan(steps, late, _spans(windows.filter(pl.col("step").is_in(steps))))
+
+
+def path_share(
+    events: pl.LazyFrame, launches: pl.DataFrame, arrivals: pl.DataFrame, spans: list[tuple[int, int]]
+) -> PathShare:
+    """The :class:`PathShare` of the ranks ``events`` holds: their events, launches and
+    arrivals meeting ``spans`` (:attr:`PathPlan.spans`). A rank's share reads that rank's rows
+    alone, so the shares of a job's ranks, joined, are the whole trace's."""
     # the analysed steps' events read once; every query below runs on them alone
     mine = events.filter(_overlaps(spans, pl.col("ts"), pl.col("ts") + pl.col("dur"))).collect(engine=ENGINE)
     inputs = rank_inputs(
@@ -352,7 +389,22 @@ def analyse(
         launches.filter(_overlaps(spans, pl.col("launch_ts"), pl.col("launch_ts") + pl.col("launch_dur"))),
         arrivals,
     )
-    tids = _marker_tids(mine.lazy())
+    return PathShare(inputs, _marker_tids(mine.lazy()))
+
+
+def joined_shares(shares: list[PathShare]) -> PathShare:
+    """The ranks' shares as one (each rank's inputs are in its own share alone)."""
+    out = PathShare({}, {})
+    for share in shares:
+        out.inputs.update(share.inputs)
+        out.tids.update(share.tids)
+    return out
+
+
+def paths(plan: PathPlan, windows: pl.DataFrame, share: PathShare) -> tuple[dict[str, Any], list[tuple]]:
+    """The stage's tables from the job's plan, its step windows and every rank's share (see
+    :func:`analyse`)."""
+    steps, inputs = plan.steps, share.inputs
     rows: dict[str, list] = {"steps": [], "by_kind": [], "events": [], "what_if": [], "clamped": []}
     # every analysed step's windows in one pass (a filter per step costs more than its rows)
     by_step: dict[int, list[tuple]] = {}
@@ -361,10 +413,12 @@ def analyse(
         by_step.setdefault(step_, []).append((n, r, s, e))
     for step in steps:
         ranks = [
-            ((n, r), s, e, tids.get((n, r, s))) for n, r, s, e in by_step.get(step, []) if (n, r) in inputs
+            ((n, r), s, e, share.tids.get((n, r, s)))
+            for n, r, s, e in by_step.get(step, [])
+            if (n, r) in inputs
         ]
         if ranks:
-            _analyse_step(step, ranks, inputs, rows, late)
+            _analyse_step(step, ranks, inputs, rows, plan.late)
     return _tables(rows), rows["clamped"]
 
 

@@ -75,6 +75,22 @@ class ThreadTime:
     _runs: tuple[np.ndarray, np.ndarray] | None = None  # runs of one class: bounds, classes
     _sorted: tuple[np.ndarray, np.ndarray] | None = None
 
+    def __reduce__(self) -> tuple:
+        # sent from a rank's task to the job (a run by ranks): the cumulative times are made
+        # again from the classes where it lands, the names as codes into their distinct values,
+        # the caches made on first use not at all (less than half the bytes)
+        distinct, codes = np.unique(np.array(self.names, dtype=object), return_inverse=True)
+        state = (
+            self.bp,
+            self.cls,
+            self.name_start,
+            self.name_end,
+            distinct.tolist(),
+            codes.astype(np.int32),
+            self.stall,
+        )
+        return (_thread_time_from, state)
+
     def sorted_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The naming events' starts and their ends, each sorted (made once)."""
         if self._sorted is None:
@@ -222,7 +238,6 @@ def _thread_time(
         depth[k] -= np.bincount(np.searchsorted(bp, ends[sel]), minlength=len(bp))
     depth = np.cumsum(depth, axis=1)[:, :-1]
     cls = np.where(depth[0] > 0, INPUT, np.where(depth[1] > 0, HOST_COMPUTE, HOST_OVERHEAD)).astype(np.int8)
-    length = np.diff(bp)
     in_busy = (
         np.cumsum(
             np.bincount(np.searchsorted(bp, b_lo), minlength=len(bp))
@@ -239,11 +254,31 @@ def _thread_time(
     run = np.cumsum(np.r_[True, key[1:] != key[:-1]]) - 1
     run_len = np.bincount(run, weights=np.diff(np.clip(bp, *extent))).astype(np.int64)
     stall = free & (run_len[run] >= STALL_MIN_NS)
+    return ThreadTime(bp, cls, _cumulative(bp, cls, stall), *names, stall)
+
+
+def _cumulative(bp: np.ndarray, cls: np.ndarray, stall: np.ndarray) -> np.ndarray:
+    """:attr:`ThreadTime.cum`: each class's time, then the stalls', up to each breakpoint."""
+    length = np.diff(bp)
     cum = np.zeros((4, len(bp)), dtype=np.int64)
     for c in range(3):
         cum[c, 1:] = np.cumsum(np.where(cls == c, length, 0))
     cum[STALL, 1:] = np.cumsum(np.where(stall, length, 0))
-    return ThreadTime(bp, cls, cum, *names, stall)
+    return cum
+
+
+def _thread_time_from(
+    bp: np.ndarray,
+    cls: np.ndarray,
+    name_start: np.ndarray,
+    name_end: np.ndarray,
+    distinct: list[str],
+    codes: np.ndarray,
+    stall: np.ndarray,
+) -> ThreadTime:
+    """The :class:`ThreadTime` its ``__reduce__`` sent."""
+    names = [distinct[i] for i in codes.tolist()]
+    return ThreadTime(bp, cls, _cumulative(bp, cls, stall), name_start, name_end, names, stall)
 
 
 def _threads(host: pl.DataFrame, host_coll: pl.DataFrame) -> dict[tuple[str, int, int], ThreadTime]:

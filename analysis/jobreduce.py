@@ -29,9 +29,15 @@ rank's :func:`utilization.trace_window`) from each GPU's busy union, each host t
 and each node's samples (sent by every rank of the node, kept once). The FLOPs tables, the
 per-rank steps among them (their MFU divides by the job's one peak), are
 :func:`profui.analysis.flops.flop_tables` of the ranks' op and kernel rows, the steps' windows
-and the manifest's GPUs. What needs every rank's events in one place (the critical path's
-graph of all ranks and the findings; under ``hta_compat`` also the tables whose HTA variant is
-not reduced here) is left out; :func:`whole_trace_only` names it in the summary's notes.
+and the manifest's GPUs.
+
+The critical path is the whole-trace stage's :func:`profui.analysis.critical_path.paths` of the
+job's plan (:func:`path_plan`: its analysed steps, from the job's step windows and arrivals)
+and every rank's share of the graph's inputs (:data:`PATH_SHARE`, sent by a second task per
+rank, :func:`profui.analysis.ranks.path_shares`); the findings are
+:func:`profui.analysis.findings.stage` of the job's tables. What a run by ranks does not give
+(both of them without the second tasks; under ``hta_compat`` also the tables whose HTA variant
+is not reduced here) is left out; :func:`whole_trace_only` names it in the summary's notes.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from profui.analysis import allocations as al
 from profui.analysis import annotations as ann
 from profui.analysis import busy as bz
 from profui.analysis import comm as cm
+from profui.analysis import critical_path as cp
 from profui.analysis import flops as fl
 from profui.analysis import idle as il
 from profui.analysis import kernels as kn
@@ -497,6 +504,9 @@ def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
         out[METRICS] = pl.concat(frames, how="vertical") if frames else pl.DataFrame()
     for key in RANK_JSON:
         out[key] = [r[key] for r in ranks]
+    if ranks and all(PATH_SHARE in r for r in ranks):
+        out[PATH_SHARE] = cp.joined_shares([r[PATH_SHARE] for r in ranks])
+        out[OVERVIEWS] = [r[OVERVIEWS] for r in ranks]
     return out
 
 
@@ -533,6 +543,82 @@ def job_tables(
         got = rule.fn(*args, params, **kw) if rule.params else rule.fn(*args, **kw)
         frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
         out[key] = conform(key[0], f"{key[1]}.parquet", frame)  # as the stage's own output is
+    if PATH_SHARE in out:
+        out.update(_path_tables(out, gpus))
+    return out
+
+
+#: The tables the job builds from its ranks' shares of the critical path's inputs
+#: (:func:`_path_tables`, after :data:`JOB_TABLES`): the critical path's and the findings'.
+PATH_TABLES: tuple[Key, ...] = (
+    ("critical_path", "steps"),
+    ("critical_path", "by_kind"),
+    ("critical_path", "events"),
+    ("critical_path", "what_if"),
+    ("findings", "findings"),
+    ("findings", "evidence"),
+)
+#: Each rank's share of the critical path's inputs (:class:`~profui.analysis.critical_path.PathShare`),
+#: and its overview (the findings' words and duration), added by its second task.
+PATH_SHARE: Key = ("critical_path", "_share")
+OVERVIEWS: Key = ("findings", "_overview")
+
+
+def path_plan(per_rank: Sequence[Mapping[Key, Any]]) -> cp.PathPlan | None:
+    """The job's :class:`~profui.analysis.critical_path.PathPlan` from its ranks' tables (in
+    (node, rank) order): their step windows and arrivals, as the whole-trace stage reads them;
+    None without step windows (the stage's tables are empty)."""
+    windows = _concat([r[("steps", "windows")] for r in per_rank], PER_RANK_TABLES[("steps", "windows")])
+    if windows.height == 0:
+        return None
+    arrivals = _concat([r[("comm", "arrivals")] for r in per_rank], PER_RANK_TABLES[("comm", "arrivals")])
+    return cp.path_plan(windows, arrivals, _stragglers(arrivals))
+
+
+def _stragglers(arrivals: pl.DataFrame) -> pl.DataFrame:
+    return conform("comm", "stragglers.parquet", cm.stragglers(arrivals).collect(engine=ENGINE))
+
+
+def rank_arrivals(tables: Mapping[Key, Any]) -> pl.DataFrame:
+    """The rank's rows of the job's ``comm/arrivals`` (what its share's collectives are numbered by)."""
+    arrivals: pl.DataFrame = tables[("comm", "arrivals")]
+    return arrivals
+
+
+def no_share() -> cp.PathShare:
+    """The share of a rank of a job without step windows (no step is analysed)."""
+    return cp.PathShare({}, {})
+
+
+def with_share(share: cp.PathShare, overview: Mapping[str, Any]) -> dict[Key, Any]:
+    """What a rank's second task adds to its tables: its share and its overview."""
+    return {PATH_SHARE: share, OVERVIEWS: dict(overview)}
+
+
+def _path_tables(tables: Mapping[Key, Any], gpus: Sequence[Any]) -> dict[Key, Any]:
+    """The critical path's tables from the job's plan and its ranks' shares, and the findings
+    from the job's tables, each by the whole-trace stage's own function (as its bodies call it:
+    :func:`profui.analysis.pipeline.bodies.critical_path`, ``findings``)."""
+    from profui.analysis import findings as fd
+
+    windows = tables[("steps", "windows")]
+    if windows.height == 0:
+        got = cp.empty_outputs()
+    else:
+        plan = cp.path_plan(windows, tables[("comm", "arrivals")], tables[("comm", "stragglers")])
+        got = cp.paths(plan, windows, tables[PATH_SHARE])[0]
+    out: dict[Key, Any] = {
+        ("critical_path", f.removesuffix(".parquet")): conform("critical_path", f, t) for f, t in got.items()
+    }
+    # the findings stage's inputs as its body hands them over: {stage: {file: table}}
+    inputs: dict[str, dict[str, Any]] = {}
+    for (stage, name), table in (*tables.items(), *out.items()):
+        if not name.startswith("_") and isinstance(table, pl.DataFrame):
+            inputs.setdefault(stage, {})[f"{name}.parquet"] = table
+    found = fd.stage(inputs, _span_and_kind(tables[OVERVIEWS]), gpus)
+    out.update(
+        {("findings", f.removesuffix(".parquet")): conform("findings", f, t) for f, t in found.items()}
+    )
     return out
 
 
@@ -550,9 +636,7 @@ def job_overview(
     """The summary's ``trace`` block of a job from its ranks' overviews
     (:func:`profui.analysis.summary.trace_overview` of each rank): events and GPUs summed, the
     span from the first start to the last end."""
-    starts = [p["start_ns"] for p in parts if p["start_ns"] is not None]
-    ends = [p["end_ns"] for p in parts if p["end_ns"] is not None]
-    start, end = (min(starts), max(ends)) if starts and ends else (None, None)
+    span = _span_and_kind(parts)
     return {
         "path": path,
         "name": manifest.name,
@@ -563,9 +647,22 @@ def job_overview(
         "gpus": sum(int(p["gpus"]) for p in parts),
         "gpus_listed": len(manifest.gpus),
         "devices": sum(int(p.get("devices", p["gpus"])) for p in parts),
+        "device_type": span["device_type"],
+        "events": sum(int(p["events"]) for p in parts),
+        "start_ns": span["start_ns"],
+        "end_ns": span["end_ns"],
+        "duration_ns": span["duration_ns"],
+    }
+
+
+def _span_and_kind(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The job's device type and time span from its ranks' overviews (the overview's keys)."""
+    starts = [p["start_ns"] for p in parts if p["start_ns"] is not None]
+    ends = [p["end_ns"] for p in parts if p["end_ns"] is not None]
+    start, end = (min(starts), max(ends)) if starts and ends else (None, None)
+    return {
         # the job's devices are of one kind when its ranks' are; GPUs where any rank has them
         "device_type": _device_type([p.get("device_type", GPU) for p in parts]),
-        "events": sum(int(p["events"]) for p in parts),
         "start_ns": start,
         "end_ns": end,
         "duration_ns": (end - start) if start is not None and end is not None else None,

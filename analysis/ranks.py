@@ -8,10 +8,18 @@ the same bodies as a whole-trace run) on the view and keeps what the job needs: 
 tables of :mod:`profui.analysis.jobreduce` and the rank's overview. It never raises on bad input:
 the rank's result carries the one-line error instead, so the client decides (fail naming the
 rank, or skip it with ``--skip-bad-ranks``).
+
+The critical path is built across ranks (collectives join them), from the steps the job
+chooses: once every rank's tables are back, :func:`path_shares` runs a second task per rank,
+:func:`rank_path_share`, which reads that rank's events of the job's analysed steps and sends
+back its share of the graph's inputs (:class:`~profui.analysis.critical_path.PathShare`); the
+job builds the graph from them with the whole-trace stage's own function
+(:mod:`profui.analysis.jobreduce`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,3 +123,79 @@ def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
         jobreduce.rank_outputs(store, trace.cached_events(), params, trace.metrics()),
         overview,
     )
+
+
+def rank_path_share(
+    item: tuple[RankPart, Any], spans: list[tuple[int, int]], params: Mapping[str, Any]
+) -> Any:
+    """The second task of a rank (``item``: the rank and its rows of the job's
+    ``comm/arrivals``): its :class:`~profui.analysis.critical_path.PathShare` of the job's
+    analysed steps (``spans``: :attr:`~profui.analysis.critical_path.PathPlan.spans`), read
+    from its events and its own launches as the whole-trace stage reads them; or the one-line
+    :class:`TraceFormatError` that stopped it (its files changed since its first task)."""
+    from profui.analysis.critical_path import path_share
+    from profui.analysis.pipeline.bodies import stage_events
+    from profui.analysis.pipeline.store import compute
+
+    part, arrivals = item
+    try:
+        trace = rank_trace(part)
+        launches = compute(trace, ["correlate"], params)["correlate"]["launches.parquet"]
+        return path_share(stage_events(trace, params), launches, arrivals, spans)
+    except TraceFormatError as exc:
+        return exc
+
+
+def path_shares(
+    client: Any,
+    parts: list[RankPart],
+    results: list[RankResult],
+    params: Mapping[str, Any],
+    skip_bad_ranks: bool = False,
+) -> list[RankResult]:
+    """``results`` (each rank's first task, in ``parts``' order) with each rank's share of the
+    critical path's inputs added (:data:`~profui.analysis.jobreduce.PATH_SHARE`), its second
+    task run on ``client``'s cluster (``None``: here, in turn). The job is the ranks whose first
+    task succeeded (with ``skip_bad_ranks``; without it a bad rank fails the run, and nothing
+    is run here). Nothing is added under ``hta_compat`` (HTA's path is not built across ranks
+    here); a rank that fails its second task gets that error, and no rank a share."""
+    bad = [r.error is not None for r in results]
+    if params["hta_compat"] or all(bad) or (any(bad) and not skip_bad_ranks):
+        return results
+    good = [(p, r) for p, r in zip(parts, results, strict=True) if r.error is None]
+    done = _path_shares(client, [p for p, _ in good], [r for _, r in good], params)
+    back = iter(done)
+    return [r if r.error is not None else next(back) for r in results]
+
+
+def _path_shares(
+    client: Any, parts: list[RankPart], results: list[RankResult], params: Mapping[str, Any]
+) -> list[RankResult]:
+    from profui.analysis import jobreduce
+
+    from .cluster import run_tasks
+
+    plan = jobreduce.path_plan([r.tables for r in results])
+    shares: list[Any]  # each a PathShare, or the TraceFormatError that stopped its task
+    if plan is None:  # no step windows: the stage's empty tables, no task
+        shares = [jobreduce.no_share() for _ in results]
+    else:
+        items = [(p, jobreduce.rank_arrivals(r.tables)) for p, r in zip(parts, results, strict=True)]
+        task = functools.partial(rank_path_share, spans=plan.spans, params=dict(params))
+        if client is None:
+            shares = [task(item) for item in items]
+        else:
+            labels = [f"{p.path}: rank {p.label} (critical path)" for p in parts]
+            shares = [None] * len(items)
+            for i, share in run_tasks(client, task, items, labels):
+                shares[i] = share
+    if any(isinstance(s, TraceFormatError) for s in shares):
+        # the graph joins every rank: without one rank's share, no rank's is of use
+        return [
+            replace(r, error=s.problem, error_path=str(s.path)) if isinstance(s, TraceFormatError) else r
+            for r, s in zip(results, shares, strict=True)
+        ]
+    return [
+        replace(r, tables={**r.tables, **jobreduce.with_share(s, r.overview)})
+        for r, s in zip(results, shares, strict=True)
+    ]

@@ -353,8 +353,9 @@ def test_summary_tables_are_the_whole_summarys(real_docs) -> None:
 
 def test_sections_and_a_run_over_ranks_validate_as_their_notes_say(imported, validators) -> None:
     """``--sections steps,idle`` holds those two, all their tables, and a note naming the rest; a
-    run over ranks the per-rank and job tables and a note saying so. Each validates; without
-    its note (or with the sections emptied) it does not."""
+    run over ranks every section (as the whole summary's) and no such note; under
+    ``hta_compat`` the per-rank and job tables and a note saying what it leaves out. Each
+    validates; without its note (or with the sections emptied) it does not."""
     from profui.tui.cli.summary_cmd import json_document, run_summary
 
     trace = imported("samples/synthetic_gpu")
@@ -368,14 +369,21 @@ def test_sections_and_a_run_over_ranks_validate_as_their_notes_say(imported, val
     partial["sections"]["idle"].pop("queue")
     assert errors(validators["summary"], partial)
 
-    ranks = _as_printed(
+    whole_tables = {s: list(ts) for s, ts in whole.to_json_dict()["sections"].items()}
+    every = _as_printed(
         run_summary([trace], None, False, None, [], None, 2, False).to_json_dict(), allow_nan=False
+    )
+    assert {stage: list(tables) for stage, tables in every["sections"].items()} == whole_tables
+    assert not any(n.startswith(BY_RANKS_NOTE) for n in every["notes"])
+    assert not errors(validators["summary"], every)
+
+    ranks = _as_printed(
+        run_summary([trace], None, True, None, [], None, 2, False).to_json_dict(), allow_nan=False
     )
     got = {stage: list(tables) for stage, tables in ranks["sections"].items()}
     # every table a run by ranks always gives, in the whole summary's order
     always = summary_tables(by_ranks=True)
     assert all(set(names) <= set(got.get(stage, ())) for stage, names in always.items())
-    whole_tables = {s: list(ts) for s, ts in whole.to_json_dict()["sections"].items()}
     assert list(got) == [s for s in whole_tables if s in got]
     assert all(ts == [t for t in whole_tables[s] if t in ts] for s, ts in got.items())
     assert "critical_path" not in got and "findings" not in got

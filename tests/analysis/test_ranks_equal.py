@@ -10,12 +10,15 @@ torchrun, summarised through a ``dask scheduler`` and ``dask worker`` processes 
 another working directory and given the trace's relative path.
 
 Where the two runs cannot agree to the bit, :mod:`ranks_compare` says why and bounds it (a
-quotient 1 ulp apart).
+quotient 1 ulp apart). The critical path and the findings are equal to the bit, every one of
+their stage outputs (the summary's tables, the path's stretches and what-if replays): each
+rank's second task sends its share of the graph's inputs, the job builds the graph.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import subprocess
 import sys
@@ -26,11 +29,13 @@ import pytest
 from dask_cluster import dask_cluster
 from ranks_compare import ULP, ulps
 
-from profui.analysis.distributed import summary_of
+from profui.analysis.critical_path_inputs import RANK_TIME, ThreadTime
+from profui.analysis.distributed import job_outputs, summary_of
+from profui.analysis.jobreduce import PATH_SHARE, PATH_TABLES
 from profui.analysis.pipeline.params import typed_params
 from profui.analysis.pipeline.registry import REGISTRY
 from profui.analysis.pipeline.store import compute
-from profui.analysis.ranks import rank_parts, rank_result
+from profui.analysis.ranks import RankResult, path_shares, rank_parts, rank_result
 from profui.analysis.summary import Summary
 from profui.analysis.trace import open_trace
 from profui.capture.ingest import import_trace
@@ -40,22 +45,23 @@ from realdata import shared_trace
 
 PROFUI = str(Path(sys.executable).with_name("profui"))
 
-#: What a run by ranks leaves out: each needs every rank's events in one process (the critical
-#: path's graph of all ranks and the findings read from it).
+#: What a run by ranks leaves out without its second tasks (:func:`path_shares`): the critical
+#: path's graph joins every rank's inputs, and the findings read it.
 LEFT_OUT = {
     "critical_path": {"steps", "by_kind"},
     "findings": {"findings", "evidence"},
 }
 
 
-def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
-    """Every table of ``whole`` but :data:`LEFT_OUT` in ``by_ranks``, in the same order, equal;
+def assert_equal_table_for_table(by_ranks: Summary, whole: Summary, left_out: dict | None = None) -> int:
+    """Every table of ``whole`` but ``left_out`` in ``by_ranks``, in the same order, equal;
     nothing else there. Returns the number of tables compared."""
-    want_sections = [s for s in whole.sections if set(whole.sections[s]) - LEFT_OUT.get(s, set())]
+    left_out = left_out or {}
+    want_sections = [s for s in whole.sections if set(whole.sections[s]) - left_out.get(s, set())]
     assert list(by_ranks.sections) == want_sections
     n = 0
     for stage, tables in whole.sections.items():
-        names = [t for t in tables if t not in LEFT_OUT.get(stage, set())]
+        names = [t for t in tables if t not in left_out.get(stage, set())]
         assert list(by_ranks.sections.get(stage, {})) == names, stage
         for name in names:
             got, want = by_ranks.sections[stage][name], tables[name]
@@ -73,12 +79,20 @@ def assert_equal_table_for_table(by_ranks: Summary, whole: Summary) -> int:
     for chart, text in by_ranks.takeaways.items():
         assert text == whole.takeaways[chart], chart
     note = [x for x in by_ranks.notes if x.startswith("a run over ranks leaves out ")]
-    assert note == [
+    said = (
         "a run over ranks leaves out the critical path and the findings: they need every rank's events in one process (profui "
         "summary without --scheduler/--workers)"
-    ]
+    )
+    assert note == ([said] if left_out else [])
     assert [x for x in by_ranks.notes if x not in note] == whole.notes
     return n
+
+
+def by_ranks_results(path: Path) -> tuple[object, list, list[RankResult]]:
+    """The trace's layout and ranks, and every rank's result with its share of the critical
+    path's inputs (both tasks of each rank run here, in turn)."""
+    layout, parts = rank_parts(path)
+    return layout, parts, path_shares(None, parts, [rank_result(p, _params()) for p in parts], _params())
 
 
 def _params() -> dict:
@@ -123,10 +137,13 @@ def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
     whole = whole_summary(two_models)
     names = {g["name"] for g in json.loads((two_models / "manifest.json").read_text())["gpus"]}
     assert len(names) == 2  # the oracle's job really has two GPU models
-    layout, parts = rank_parts(two_models)
+    layout, parts, results = by_ranks_results(two_models)
     assert len(parts) == 4
-    by_ranks = summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
-    assert assert_equal_table_for_table(by_ranks, whole) >= 50
+    by_ranks = summary_of(layout, results, _params(), False)
+    assert assert_equal_table_for_table(by_ranks, whole) >= 54
+    # without the second tasks the path and the findings are left out, and the note says so
+    first = [rank_result(p, _params()) for p in parts]
+    assert assert_equal_table_for_table(summary_of(layout, first, _params(), False), whole, LEFT_OUT) >= 50
     # the reductions of many ranks' rows really ran: job tables over both models' kernels
     kernels = by_ranks.sections["kernels"]["stats"]
     assert kernels["count"].sum() == whole.sections["kernels"]["stats"]["count"].sum() > 0
@@ -136,6 +153,55 @@ def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
     assert list(flops) == ["ops", "op_types", "kernels", "steps", "totals"]
     assert flops["totals"].height == 1 and flops["totals"]["flops"][0] > 0
     assert flops["totals"]["kernels"][0] == kernels["count"].sum()
+
+
+def test_two_gpu_models_critical_path_and_findings_outputs_equal_whole_trace(two_models: Path) -> None:
+    """Every output of the two stages, the path's stretches and what-if replays too, equal to
+    the whole-trace run's to the bit, rows in order; the graph really held ranks of both
+    models (paths on all four ranks; the A100 ranks' NCCL collectives in their shares)."""
+    whole = compute(open_trace(two_models), ["findings"], _params())
+    layout, _, results = by_ranks_results(two_models)
+    job = job_outputs([r.tables for r in results], _params(), layout.manifest.source, layout.manifest.gpus)
+    assert {(s, f.removesuffix(".parquet")) for s in ("critical_path", "findings") for f in job[s]} == set(
+        PATH_TABLES
+    )
+    for stage in ("critical_path", "findings"):
+        assert list(job[stage]) == list(whole[stage])
+        for file, want in whole[stage].items():
+            got = job[stage][file]
+            assert got.schema == want.schema and got.equals(want), f"{stage}/{file}"
+    steps = job["critical_path"]["steps.parquet"]
+    assert sorted(set(steps["rank"])) == [0, 1, 2, 3]
+    collectives = {k: ri.collectives.height for r in results for k, ri in r.tables[PATH_SHARE].inputs.items()}
+    assert collectives[("a100", 0)] == collectives[("a100", 1)] > 0
+    assert job["findings"]["findings.parquet"].height > 0
+
+
+def test_a_ranks_share_sent_is_the_share_computed(two_models: Path) -> None:
+    """A rank's share crosses to the job pickled (as Dask sends it): each thread's time line
+    arrives with the same breakpoints, classes, cumulative times, stalls and names as the
+    rank computed (the cumulative times remade from the classes, the names from codes); and it
+    is smaller than the share pickled field by field. Prints each rank's bytes."""
+    _, _, results = by_ranks_results(two_models)
+    for r in results:
+        share = r.tables[PATH_SHARE]
+        first = len(
+            pickle.dumps(RankResult(r.node, r.rank, {k: v for k, v in r.tables.items() if k != PATH_SHARE}))
+        )
+        sent = len(pickle.dumps(share))
+        print(f"rank {r.node}/{r.rank}: first task {first} B, share {sent} B")
+        for ri in share.inputs.values():
+            for tt in ri.threads.values():
+                back = pickle.loads(pickle.dumps(tt))
+                for name in ("bp", "cls", "cum", "name_start", "name_end", "stall"):
+                    assert (getattr(back, name) == getattr(tt, name)).all(), name
+                    assert getattr(back, name).dtype == getattr(tt, name).dtype, name
+                assert back.names == tt.names
+                fields = (tt.bp, tt.cls, tt.cum, tt.name_start, tt.name_end, tt.names, tt.stall)
+                assert len(pickle.dumps(back)) <= len(pickle.dumps(fields))
+    assert isinstance(
+        next(iter(results[0].tables[PATH_SHARE].inputs.values())).threads[RANK_TIME], ThreadTime
+    )
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +243,10 @@ def test_ddp_run_on_an_external_scheduler_equals_whole_trace(ddp4: Path, elsewhe
         ).stdout
     )
     by_ranks, oracle = _summary(got, whole), _summary(whole, whole)
-    assert assert_equal_table_for_table(by_ranks, oracle) >= 50
+    assert assert_equal_table_for_table(by_ranks, oracle) >= 54
+    # the graph joined the ranks: collectives on the path, the late rank's finding
+    assert "communication" in set(by_ranks.sections["critical_path"]["by_kind"]["kind"])
+    assert by_ranks.sections["findings"]["findings"].height > 0
     # the node's sampled CPU row once, as in the whole trace (it came back from each of 4 ranks)
     active = by_ranks.sections["utilization"]["cpu_active"]
     assert active.filter(pl.col("source") == "metrics").height == 1

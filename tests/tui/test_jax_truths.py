@@ -81,10 +81,16 @@ def test_summary_names_a_cpu_device_and_xla_ops(trace: Path) -> None:
     assert not any("launch" in p for p in phrases.values()), phrases
     assert "back-to-back XLA ops" in phrases["kernel_wait"] and "runs arrive" in phrases["host_wait"]
     assert "launch" not in doc["takeaways"]["idle"]
-    # a run over ranks says what it leaves out in the devices' words (it said "GPU time")
+    # a run over ranks speaks the devices' words too, its findings the whole trace's; what it
+    # leaves out under --hta-compat is said in them (it said "GPU time")
+    hta = CliRunner().invoke(
+        cli_app, ["summary", str(trace), "--workers", "2", "--hta-compat"], env={"COLUMNS": "200"}
+    )
+    assert hta.exit_code == 0, hta.output
+    assert "a run over ranks leaves out the CPU device and CPU utilization time series" in hta.stdout
     workers = CliRunner().invoke(cli_app, ["summary", str(trace), "--workers", "2"], env={"COLUMNS": "200"})
     assert workers.exit_code == 0, workers.output
-    assert "a run over ranks leaves out the critical path and the findings:" in workers.stdout
+    assert workers.stdout.splitlines()[0] == text.stdout.splitlines()[0]
     assert "FLOPs" in workers.stdout  # the FLOPs tables are a run over ranks' too now
     assert "GPU" not in workers.stdout.upper().replace("GPU_", ""), [
         line for line in workers.stdout.splitlines() if "GPU" in line.upper()

@@ -287,6 +287,12 @@ def _steps_of(given: TimelineInputs, base: int) -> list[dict]:
     )
 
 
+#: The columns of the correlate stage's ``launches.parquet`` the index reads: what identifies a
+#: launched device event and its call among a rank's events.
+LINK_COLUMNS = ("node", "rank", "correlation", "device", "stream", "kind", "ts", "dur",
+                "launch_tid", "launch_ts", "launch_dur")  # fmt: skip
+
+
 def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl.DataFrame]:
     """The correlate stage's links per ``(node, rank)``: the columns that identify the launched
     device event and its call among a rank's events (nulls as the index reads them, -1)."""

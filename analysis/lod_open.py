@@ -15,14 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from profui.capture.format import TraceDir, open_trace_dir
 
-from .lod import LodIndex, Progress, TimelineInputs, build_index
-from .pipeline.artifacts import load_files, verify
+from .lod import LINK_COLUMNS, LodIndex, Progress, TimelineInputs, build_index
+from .pipeline.artifacts import load_file, verify
 from .pipeline.outputs import latest_outputs
 from .pipeline.params import typed_params
 from .pipeline.registry import REGISTRY
-from .pipeline.store import Store, compute
+from .pipeline.store import compute
 from .trace import Trace
 
 #: The stages whose outputs the timeline index reads.
@@ -42,34 +44,39 @@ def inputs_key() -> dict[str, Any]:
     return {s: {"code": REGISTRY.stages[s].code_version, "params": _default_params(s)} for s in stages}
 
 
-def _recorded(trace: TraceDir) -> Store | None:
+def _recorded(trace: TraceDir) -> TimelineInputs | None:
     """The newest recorded outputs of :data:`TIMELINE_STAGES` when this code made every one with
     the default parameters (not a ``--hta-compat`` run's), else None; none for a running capture,
-    whose recorded outputs would be stale."""
+    whose recorded outputs would be stale. Of the launch links only the columns the index reads."""
     if trace.manifest.status == "running":
         return None
     have = latest_outputs(trace.path)
-    found = {}
     for s in TIMELINE_STAGES:
         meta = verify(have[s]) if s in have else None
         if meta is None or meta.code_version != REGISTRY.stages[s].code_version:
             return None
         if meta.params != _default_params(s):
             return None
-        found[s] = [have[s] / name for name in meta.outputs]
-    got = load_files([p for paths in found.values() for p in paths])
-    return {s: {p.name: got[p] for p in paths} for s, paths in found.items()}
+    steps, correlate = have["steps"], have["correlate"]
+    return TimelineInputs(
+        windows=pl.read_parquet(steps / "windows.parquet"),
+        has_markers=bool(load_file(steps / "steps.json")["has_markers"]),
+        launches=pl.read_parquet(correlate / "launches.parquet", columns=list(LINK_COLUMNS)),
+    )
 
 
 def timeline_inputs(trace: TraceDir) -> TimelineInputs:
     """The steps stage's windows and the correlate stage's launch links of ``trace`` with the
     default parameters: recorded by an earlier run, else computed in memory."""
-    out = _recorded(trace) or compute(Trace(trace), TIMELINE_STAGES)
+    recorded = _recorded(trace)
+    if recorded is not None:
+        return recorded
+    out = compute(Trace(trace), TIMELINE_STAGES)
     steps, correlate = out["steps"], out["correlate"]
     return TimelineInputs(
         windows=steps["windows.parquet"],
         has_markers=bool(steps["steps.json"]["has_markers"]),
-        launches=correlate["launches.parquet"],
+        launches=correlate["launches.parquet"].select(LINK_COLUMNS),
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 from pilotwait import wait_dashboard
 
+from profui.analysis.pipeline.result import Result
 from profui.capture.format import private_dir_for
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views import dashboard_charts as dc
@@ -58,12 +59,12 @@ def test_no_analysed_step_is_said_cold_and_warm(tmp_path: Path) -> None:
         steps = outputs["critical_path"]["steps.parquet"]
         assert steps.height > 0, how  # the stage reached the dashboard
         findings = outputs["findings"]["findings.parquet"]
-        assert line == dc.build_headline(outputs).text.plain
+        assert line == dc.build_headline(Result(outputs, source)).text.plain
         # the same outputs with no finding: the reason follows the critical path's analysed steps
         none = {**outputs, "findings": {"findings.parquet": findings.head(0)}}
-        assert dc.build_headline(none).text.plain == NOTHING
+        assert dc.build_headline(Result(none, source)).text.plain == NOTHING
         no_step = {**none, "critical_path": {**outputs["critical_path"], "steps.parquet": steps.head(0)}}
-        assert dc.build_headline(no_step).text.plain == NO_STEP
+        assert dc.build_headline(Result(no_step, source)).text.plain == NO_STEP
         # a dashboard without the stage's output cannot say that reason, and does not
         without = {k: v for k, v in none.items() if k != "critical_path"}
-        assert dc.build_headline(without).text.plain == NOTHING
+        assert dc.build_headline(Result(without, source)).text.plain == NOTHING

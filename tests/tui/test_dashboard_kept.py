@@ -20,6 +20,7 @@ import pytest
 from pilotwait import wait_dashboard
 
 from profui.analysis.pipeline import records
+from profui.analysis.pipeline.result import Result
 from profui.capture.format import open_trace_dir, private_dir_for
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
@@ -48,8 +49,9 @@ def _drawn(trace: Path) -> tuple[dict[str, dict], str]:
 
 def _built(trace: Path) -> dict[str, dict]:
     """The charts built from the stage outputs, as the dashboard's normal path builds them."""
-    outputs = TraceSession(trace).stage_outputs(dc.STAGES)
-    return {c.id: dashboard_cache._chart_to_json(c.build(outputs, None)) for c in dc.CHARTS}
+    session = TraceSession(trace)
+    result = Result(session.stage_outputs(dc.STAGES), session.source)
+    return {c.id: dashboard_cache._chart_to_json(c.build(result, None)) for c in dc.CHARTS}
 
 
 @pytest.fixture(params=["sample", *REAL], ids=["sample", "nccl", "df_index"])

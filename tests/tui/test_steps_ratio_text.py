@@ -14,6 +14,7 @@ from pilotwait import wait_for
 from textual.widgets import Static
 
 from profui.analysis import open_trace
+from profui.analysis.pipeline.result import Result
 from profui.tui.app import OpenTarget, ProfuiApp
 from profui.tui.views.steps import StepsView
 from profui.tui.widgets.frame_table import FrameTable
@@ -62,7 +63,7 @@ def test_outliers_keep_analysis_ratio() -> None:
 
     res = open_trace(trace).result("steps")
     out = res["outliers.parquet"]
-    frame = per_step_frame({"steps": res})
+    frame = per_step_frame(Result({"steps": res}, "notebook"))
     keys = ["node", "rank", "step"]
     joined = out.select(*keys, pl.col("vs_rank_median").alias("a")).join(frame, on=keys)
     assert joined.height == out.height >= 1

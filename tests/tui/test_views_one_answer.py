@@ -75,7 +75,7 @@ def test_analysis_views_show_the_summary_numbers(name: str, imported) -> None:  
                 view = app.screen.query_one(f"#{view_id}", SectionsView)
                 assert await wait_for(pilot, lambda v=view: v.ready), view_id
                 takeaway = _text(view.query_one(".view-takeaway").render())
-                if view.empty(view.outputs):
+                if view.empty(view.result):
                     checked["empty"].append(view_id)
                     assert not view.query_one(FrameTable).row_count
                     continue

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.containers import Vertical
 
 from profui.capture.format import TraceFormatError
 
 from .session import TraceSession
+
+if TYPE_CHECKING:
+    from profui.analysis.pipeline.result import Result
 
 
 class TraceView(Vertical):
@@ -32,6 +37,13 @@ class TraceView(Vertical):
 
     def load(self) -> None:
         """Start computing what the view shows (in a worker)."""
+
+    def stage_result(self, stages: tuple[str, ...]) -> Result:
+        """The typed result of the pipeline's ``stages`` for this view's trace (the session's
+        answers: cached, recorded or computed in memory)."""
+        from profui.analysis.pipeline.result import Result
+
+        return Result(self.session.stage_outputs(stages), self.session.source or "")
 
     def focus_main(self) -> None:
         """Give focus to the view's main widget."""

@@ -9,12 +9,12 @@ from typing import Any
 from profui.analysis.devices import GPU
 
 from . import dashboard_charts as dc
-from .table_sections import Outputs, Section, SectionsView, output
+from .table_sections import Result, Section, SectionsView
 
 STAGE = "comm"
 
 
-def comm_sections(outputs: Outputs) -> list[Section]:
+def comm_sections(result: Result) -> list[Section]:
     """The Communication view's tables, from the ``comm`` stage's outputs (node names run long:
     they come last, so the numbers stay on screen at 80 columns)."""
     return [
@@ -22,7 +22,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             "Collectives by kind",
             STAGE,
             "by_collective.parquet",
-            output(outputs, STAGE, "by_collective.parquet"),
+            result.comm.by_collective,
             [
                 "collective",
                 "total_ns",
@@ -41,7 +41,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             "Exposed vs overlapped, per rank",
             STAGE,
             "overlap.parquet",
-            output(outputs, STAGE, "overlap.parquet"),
+            result.comm.overlap,
             [
                 "rank",
                 "comm_ns",
@@ -57,14 +57,14 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             "Communication time per rank",
             STAGE,
             "per_rank.parquet",
-            output(outputs, STAGE, "per_rank.parquet"),
+            result.comm.per_rank,
             ["rank", "busy_ns", "share", "total_ns", "count", "span_ns", "source", "node"],
         ),
         Section(
             "Straggler per step: last at the collectives",
             STAGE,
             "stragglers.parquet",
-            output(outputs, STAGE, "stragglers.parquet"),
+            result.comm.stragglers,
             [
                 "step",
                 "straggler_rank",
@@ -82,7 +82,7 @@ def comm_sections(outputs: Outputs) -> list[Section]:
             "Per step and rank",
             STAGE,
             "per_step.parquet",
-            output(outputs, STAGE, "per_step.parquet"),
+            result.comm.per_step,
             ["step", "rank", "step_ns", "comm_ns", "exposed_comm_ns", "overlap_ns", "compute_ns", "node"],
         ),
     ]
@@ -92,12 +92,12 @@ def comm_sections(outputs: Outputs) -> list[Section]:
 HOST_COLLECTIVES = "host collectives (gloo:*, nccl:*, c10d::* ranges)"
 
 
-def comm_empty(outputs: Outputs, view: Any = None) -> str:
+def comm_empty(result: Result, view: Any = None) -> str:
     """The empty state: why there is nothing to show, naming what was searched — NCCL/RCCL
     kernels only where the trace has GPUs (a CPU-only or JAX-on-CPU run has none to search)."""
-    if not output(outputs, STAGE, "by_collective.parquet").is_empty():
+    if not result.comm.by_collective.is_empty():
         return ""
-    if dc.device_words(outputs, view).kind == GPU:
+    if dc.device_words(result, view).kind == GPU:
         return f"No communication in this trace: no NCCL kernels and no {HOST_COLLECTIVES}."
     return f"No collectives in this trace: no {HOST_COLLECTIVES}."
 
@@ -106,10 +106,11 @@ class CommunicationView(SectionsView):
     """Collectives, overlap, per-rank time and stragglers (the ``comm`` stage)."""
 
     TITLE = "Communication"
+    STAGE = STAGE
     TAKEAWAY = "comm"
 
-    def sections(self, outputs: Outputs) -> list[Section]:
-        return comm_sections(outputs)
+    def sections(self, result: Result) -> list[Section]:
+        return comm_sections(result)
 
-    def empty(self, outputs: Outputs) -> str:
-        return comm_empty(outputs, self)
+    def empty(self, result: Result) -> str:
+        return comm_empty(result, self)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -24,6 +25,9 @@ from profui.analysis.formatting import plural
 from ..widgets.charts import ChartData, ChartPanel
 from . import dashboard_charts as dc
 from .base import TraceView
+
+if TYPE_CHECKING:
+    from profui.analysis.pipeline.result import Result
 
 #: Cached stage outputs up to this size are read on the UI thread, so the first frame a warm open
 #: draws is the finished dashboard (about 0.1 s of Parquet at most; larger ones load in a worker).
@@ -76,7 +80,7 @@ class DashboardView(TraceView):
         yield Static("", id="dash-status")
         yield Static("", id="dash-headline")
         yield Static("", id="dash-notes")
-        words = dc.device_words({}, self)
+        words = dc.device_words(self.result, self)  # no outputs yet: the session's or the manifest's
         with VerticalScroll(id="charts"):
             for chart in dc.CHARTS:
                 panel = ChartPanel(chart.id, dc.chart_title(chart, words), chart.hint, lines=chart.lines)
@@ -101,6 +105,13 @@ class DashboardView(TraceView):
         panels = self.panels()
         if panels:
             panels[0].focus(scroll_visible=False)
+
+    @property
+    def result(self) -> Result:
+        """The typed result of the stage outputs loaded so far (the charts read it)."""
+        from profui.analysis.pipeline.result import Result
+
+        return Result(self.outputs, self.session.source or "")
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -183,7 +194,7 @@ class DashboardView(TraceView):
 
     def _draw_headline(self) -> None:
         try:
-            data = dc.build_headline(self.outputs, self)
+            data = dc.build_headline(self.result, self)
         except Exception as exc:  # a findings table not as declared says so, like a chart
             data = ChartData(kind="text", text=f"headline: cannot draw: {type(exc).__name__}: {exc}")
         self._show_headline(data)
@@ -191,7 +202,7 @@ class DashboardView(TraceView):
     def _retitle(self) -> None:
         """Name the charts for the trace's devices (GPUs, XLA's CPU devices, none), and draw
         only those that apply: no device chart for a run without device work."""
-        words = dc.device_words(self.outputs, self)
+        words = dc.device_words(self.result, self)
         for chart in dc.CHARTS:
             panel = self.panel(chart.id)
             panel.retitle(dc.chart_title(chart, words))
@@ -214,7 +225,7 @@ class DashboardView(TraceView):
         self.drawn.add(chart.id)
         panel = self.panel(chart.id)
         try:
-            data = chart.build(self.outputs, self)
+            data = chart.build(self.result, self)
         except Exception as exc:  # a chart whose frame is not what we expect says so
             panel.show_error(f"cannot draw: {type(exc).__name__}: {exc}")
             return
@@ -262,7 +273,7 @@ class DashboardView(TraceView):
     def _ready_line(self) -> str:
         source = self.session.source or "analysis"
         shown = len(self.panels())
-        words = dc.device_words(self.outputs, self)
+        words = dc.device_words(self.result, self)
         # counted from the rule that hides them (applies), so no other hidden chart is blamed on it
         left = sum(1 for c in dc.CHARTS if c.id in dc.DEVICE_CHARTS and not dc.applies(c, words))
         why = f" ({plural(left, 'device chart')} not drawn: no device work traced)" if left else ""
@@ -302,7 +313,7 @@ class DashboardView(TraceView):
 
         if self._still_loading(self.action_pick_annotation):
             return
-        names = dc.annotation_choices(self.outputs)
+        names = dc.annotation_choices(self.result)
         if not names:
             self.app.notify("no annotations in this trace", severity="warning")
             return

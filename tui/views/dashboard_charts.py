@@ -1,7 +1,7 @@
-"""From the analysis pipeline's stage outputs to what each dashboard chart draws.
+"""From the typed result of the analysis pipeline (its stages' outputs) to what each dashboard chart draws.
 
 Only selection and formatting happen here: which frame, which columns, which label. Every
-number comes from analysis (the stage outputs) and every takeaway from
+number comes from analysis (the stage result) and every takeaway from
 ``profui.analysis.takeaways``.
 """
 
@@ -33,7 +33,7 @@ from ..widgets.charts import ChartData, Series
 if TYPE_CHECKING:
     import polars as pl
 
-Outputs = dict[str, dict[str, Any]]
+    from profui.analysis.pipeline.result import Result
 
 
 MAX_STEP_BARS = 20
@@ -55,23 +55,16 @@ class Chart:
     id: str
     title: str
     stages: tuple[str, ...]
-    build: Callable[[Outputs, Any], ChartData]
+    build: Callable[[Result, Any], ChartData]
     hint: str = ""
     view: str | None = None
     lines: bool = False  # drawn as a line chart (plotext)
 
 
-def frame(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
-    """One output frame (empty when the stage wrote none)."""
-    import polars as pl
-
-    value = outputs.get(stage, {}).get(file)
-    return value if isinstance(value, pl.DataFrame) else pl.DataFrame()
-
-
-def takeaway(chart_id: str, outputs: Outputs) -> str:
-    """The summary stage's takeaway for ``chart_id`` ("" when it has nothing to say)."""
-    return outputs.get("summary", {}).get("takeaways.json", {}).get(chart_id, "")
+def takeaway(chart_id: str, result: Result) -> str:
+    """The summary stage's takeaway for ``chart_id`` ("" when it has nothing to say, or the
+    summary is not there yet: the charts are drawn as their stages finish)."""
+    return result.summary.takeaways.get(chart_id, "") if result.ran("summary") else ""
 
 
 def chart_title(chart: Chart, words: DeviceWords) -> str:
@@ -82,19 +75,15 @@ def chart_title(chart: Chart, words: DeviceWords) -> str:
     )
 
 
-def device_words(outputs: Outputs, view: Any = None) -> DeviceWords:
+def device_words(result: Result, view: Any = None) -> DeviceWords:
     """The words for the trace's devices: from analysis' overview of it (the session's, or the
-    ingest or summary stage's among ``outputs``), else what its manifest lists."""
+    ingest or summary stage's among ``result``), else what its manifest lists."""
     session = getattr(view, "session", None)
-    overview = getattr(session, "overview", None) or outputs.get("ingest", {}).get("trace.json", {}).get(
-        "overview"
+    overview = getattr(session, "overview", None) or (
+        result.ingest.trace["overview"] if result.ran("ingest") else None
     )
-    if not overview and "summary" in outputs:
-        # imported only here: it loads polars, which a dashboard drawn from what was kept has not
-        from profui.analysis.summary import stored_summary
-
-        summary = stored_summary(outputs)
-        overview = summary.trace if summary is not None else None
+    if not overview and result.ran("summary"):
+        overview = result.summary.summary.trace
     if overview:
         return words_for(overview)
     try:
@@ -141,19 +130,19 @@ def gpu_label(row: dict[str, Any], multi_node: bool, lane: str = "gpu") -> str:
 # -- charts ---------------------------------------------------------------------------------
 
 
-def build_gpu_active(outputs: Outputs, view: Any) -> ChartData:
-    busy = frame(outputs, "utilization", "busy.parquet")
-    words = device_words(outputs, view)
+def build_gpu_active(result: Result, view: Any) -> ChartData:
+    busy = result.utilization.busy
+    words = device_words(result, view)
     if busy.height == 0:
         return ChartData(
             kind="text",
             text=no_device_text(words, f"{words.device} activity"),
-            takeaway=takeaway("gpu_active", outputs),
+            takeaway=takeaway("gpu_active", result),
         )
     multi_node = "node" in busy.columns and busy["node"].n_unique() > 1
     rows = []
     if busy.height > 1:
-        overall = frame(outputs, "utilization", "total.parquet").row(0, named=True)
+        overall = result.utilization.total.row(0, named=True)
         rows.append((f"all {words.devices(overall['n_gpus'])}", overall))
     rows += [(gpu_label(r, multi_node, words.lane), r) for r in busy.iter_rows(named=True)]
     bars = []
@@ -172,7 +161,7 @@ def build_gpu_active(outputs: Outputs, view: Any) -> ChartData:
         scale=1.0,
         note=Text(note, style="dim"),
         label_width=14,
-        takeaway=takeaway("gpu_active", outputs),
+        takeaway=takeaway("gpu_active", result),
     )
 
 
@@ -195,14 +184,14 @@ def _time_series(
     return out, unit
 
 
-def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
+def build_gpu_util(result: Result, view: Any) -> ChartData:
     import polars as pl
 
-    sampled = frame(outputs, "utilization", "gpu_sampled.parquet")
+    sampled = result.utilization.gpu_sampled
     if sampled.height:  # capture sampled the GPUs: the whole job, the traced windows marked
-        origin = job_origin(outputs, sampled)
+        origin = job_origin(result, sampled)
         series, unit = _time_series(sampled, "util", "node", 100.0, origin)
-        marks, traced = traced_marks(outputs, origin, 1e6 if unit == "ms" else 1e9)
+        marks, traced = traced_marks(result, origin, 1e6 if unit == "ms" else 1e9)
         n_gpus = sampled.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
         note = " · ".join(f"{node}: mean of {n} GPU{'s' if n != 1 else ''}" for node, n in n_gpus)
         note += " · NVML samples over the whole job" + (f" · {traced}" if traced else "")
@@ -213,18 +202,18 @@ def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
             y_label="% busy (NVML)",
             y_max=100.0,
             note=Text(note, style="dim"),
-            takeaway=takeaway("gpu_util", outputs),
+            takeaway=takeaway("gpu_util", result),
             marks=marks,
         )
-    gpu = frame(outputs, "utilization", "gpu.parquet")
-    words = device_words(outputs, view)
+    gpu = result.utilization.gpu
+    words = device_words(result, view)
     if gpu.height == 0:
         return ChartData(
             kind="text",
             text=no_device_text(words, f"{words.device} activity"),
-            takeaway=takeaway("gpu_util", outputs),
+            takeaway=takeaway("gpu_util", result),
         )
-    per_node = frame(outputs, "utilization", "node.parquet")
+    per_node = result.utilization.node
     series, unit = _time_series(per_node, "util", "node", 100.0)
     n_gpus = per_node.group_by("node").agg(pl.col("n_gpus").max()).sort("node").rows()
     note = " · ".join(f"{node}: mean of {words.devices(n)}" for node, n in n_gpus)
@@ -236,24 +225,24 @@ def build_gpu_util(outputs: Outputs, view: Any) -> ChartData:
         y_label="% busy",
         y_max=100.0,
         note=Text(note, style="dim"),
-        takeaway=takeaway("gpu_util", outputs),
+        takeaway=takeaway("gpu_util", result),
     )
 
 
-def job_origin(outputs: Outputs, sampled: pl.DataFrame) -> int:
+def job_origin(result: Result, sampled: pl.DataFrame) -> int:
     """Time 0 of a whole-job chart: its first sample or the first traced window's start, the
     earlier (a trace may start before the first sample: the axis began at -1 ms)."""
-    traced = frame(outputs, "utilization", "traced.parquet")
+    traced = result.utilization.traced
     first = int(cast(int, sampled["bucket_start_ns"].min()))
     return min(first, int(cast(int, traced["start_ns"].min()))) if traced.height else first
 
 
-def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float], str]:
+def traced_marks(result: Result, origin: int, div: float) -> tuple[list[float], str]:
     """Where the traced windows start and end on a time axis starting at ``origin`` (ns, in
     units of ``div``), and a line saying what was traced."""
     import polars as pl
 
-    traced = frame(outputs, "utilization", "traced.parquet")
+    traced = result.utilization.traced
     if traced.height == 0:
         return [], ""
     spans = traced.group_by("start_ns", "end_ns").agg(pl.col("first_step").min(), pl.col("last_step").max())
@@ -266,12 +255,12 @@ def traced_marks(outputs: Outputs, origin: int, div: float) -> tuple[list[float]
     return marks, f"traced (│): {', '.join(parts)}{more}"
 
 
-def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
-    cpu = frame(outputs, "utilization", "cpu.parquet")
+def build_cpu(result: Result, _view: Any) -> ChartData:
+    cpu = result.utilization.cpu
     if cpu.height == 0:
-        return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", outputs))
+        return ChartData(kind="text", text="no CPU samples or host events", takeaway=takeaway("cpu", result))
     sampled = bool((cpu["source"] == "metrics").all())
-    origin = job_origin(outputs, cpu) if sampled else None
+    origin = job_origin(result, cpu) if sampled else None
     series, unit = _time_series(cpu, "util", "node", 100.0, origin)
     how = (
         "the machine's cores, sampled over the whole job"
@@ -281,7 +270,7 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
     marks: list[float] = []
     if origin is not None:  # sampled
         div = 1e6 if unit == "ms" else 1e9
-        marks, traced = traced_marks(outputs, origin, div)
+        marks, traced = traced_marks(result, origin, div)
         how += f" · {traced}" if traced else ""
     return ChartData(
         kind="lines",
@@ -289,9 +278,9 @@ def build_cpu(outputs: Outputs, _view: Any) -> ChartData:
         x_label=f"time ({unit})",
         y_label="% CPU (all cores)" if sampled else "% of traced threads busy",
         y_max=100.0,
-        text=cpu_active_line(frame(outputs, "utilization", "cpu_active.parquet")),
+        text=cpu_active_line(result.utilization.cpu_active),
         note=Text(how, style="dim"),
-        takeaway=takeaway("cpu", outputs),
+        takeaway=takeaway("cpu", result),
         marks=marks,
     )
 
@@ -319,13 +308,13 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     return text
 
 
-def build_kernel_total(outputs: Outputs, view: Any) -> ChartData:
-    types = frame(outputs, "kernels", "types.parquet")
-    stats = frame(outputs, "kernels", "stats.parquet")
-    words = device_words(outputs, view)
+def build_kernel_total(result: Result, view: Any) -> ChartData:
+    types = result.kernels.types
+    stats = result.kernels.stats
+    words = device_words(result, view)
     if stats.height == 0 and words.kind == NONE:
         return ChartData(
-            kind="text", text=no_device_text(words, "kernels"), takeaway=takeaway("kernel_total", outputs)
+            kind="text", text=no_device_text(words, "kernels"), takeaway=takeaway("kernel_total", result)
         )
     total = cast(int, stats["total_ns"].sum()) if stats.height else 0
     text = Text()
@@ -353,16 +342,15 @@ def build_kernel_total(outputs: Outputs, view: Any) -> ChartData:
         bars=bars,
         text=text,
         label_width=30,
-        takeaway=takeaway("kernel_total", outputs),
+        takeaway=takeaway("kernel_total", result),
     )
 
 
-def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str, view: Any) -> ChartData:
-    top = frame(outputs, "kernels", file)
-    words = device_words(outputs, view)
+def _top(result: Result, top: pl.DataFrame, by_count: bool, chart_id: str, view: Any) -> ChartData:
+    words = device_words(result, view)
     if top.height == 0:
         return ChartData(
-            kind="text", text=no_device_text(words, f"{words.work}s"), takeaway=takeaway(chart_id, outputs)
+            kind="text", text=no_device_text(words, f"{words.work}s"), takeaway=takeaway(chart_id, result)
         )
     bars = []
     note = Text()
@@ -380,7 +368,7 @@ def _top(outputs: Outputs, file: str, by_count: bool, chart_id: str, view: Any) 
                 "cyan" if by_count else "magenta",
             )
         )
-    return ChartData(kind="bars", bars=bars, note=note, label_width=60, takeaway=takeaway(chart_id, outputs))
+    return ChartData(kind="bars", bars=bars, note=note, label_width=60, takeaway=takeaway(chart_id, result))
 
 
 def kernel_label(name: str) -> str:
@@ -388,12 +376,12 @@ def kernel_label(name: str) -> str:
     return name[5:] if name.startswith("void ") else name
 
 
-def build_top_time(outputs: Outputs, view: Any) -> ChartData:
-    return _top(outputs, "top_by_time.parquet", False, "top_time", view)
+def build_top_time(result: Result, view: Any) -> ChartData:
+    return _top(result, result.kernels.top_by_time, False, "top_time", view)
 
 
-def build_top_count(outputs: Outputs, view: Any) -> ChartData:
-    return _top(outputs, "top_by_count.parquet", True, "top_count", view)
+def build_top_count(result: Result, view: Any) -> ChartData:
+    return _top(result, result.kernels.top_by_count, True, "top_count", view)
 
 
 def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame:
@@ -413,15 +401,13 @@ def mark_outliers(windows: pl.DataFrame, outliers: pl.DataFrame) -> pl.DataFrame
     return windows.join(flagged, on=keys, how="left").with_columns(pl.col("outlier").fill_null(False))
 
 
-def build_steps(outputs: Outputs, view: Any) -> ChartData:
+def build_steps(result: Result, view: Any) -> ChartData:
     import polars as pl
 
-    steps = mark_outliers(
-        frame(outputs, "steps", "windows.parquet"), frame(outputs, "steps", "outliers.parquet")
-    )
-    stats = frame(outputs, "steps", "stats.parquet")
+    steps = mark_outliers(result.steps.windows, result.steps.outliers)
+    stats = result.steps.stats
     if steps.height == 0:
-        return ChartData(kind="text", text="no steps in this trace", takeaway=takeaway("steps", outputs))
+        return ChartData(kind="text", text="no steps in this trace", takeaway=takeaway("steps", result))
     ranks = steps.select("node", "rank").unique(maintain_order=True).sort("node", "rank").rows()
     node, rank = ranks[getattr(view, "rank_index", 0) % len(ranks)]
     mine = steps.filter((pl.col("node") == node) & (pl.col("rank") == rank))
@@ -431,7 +417,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
     flagged = "outlier" in mine.columns
     bars: list[Bar] = []
     label_width = 12
-    hist = frame(outputs, "steps", "histogram.parquet")
+    hist = result.steps.histogram
     if hist.height:
         hist = hist.filter((pl.col("node") == node) & (pl.col("rank") == rank))
     # up to MAX_STEP_BARS steps each get a bar; more get analysis' histogram (the slowest
@@ -472,7 +458,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
                 if r.get(k) is not None
             )
         )
-    job = frame(outputs, "steps", "job_stats.parquet")
+    job = result.steps.job_stats
     if len(ranks) > 1 and job.height:
         note.append(f"\njob median {fmt_ns(job['p50_ns'][0])} (longest rank per step)")
     slowest = mine.sort("dur_ns", descending=True).head(3)
@@ -497,7 +483,7 @@ def build_steps(outputs: Outputs, view: Any) -> ChartData:
         text=text,
         note=note,
         label_width=label_width,
-        takeaway=takeaway("steps", outputs),
+        takeaway=takeaway("steps", result),
     )
 
 
@@ -511,14 +497,14 @@ HOST_PARTS = (
 )
 
 
-def build_host_steps(outputs: Outputs, view: Any) -> ChartData:
+def build_host_steps(result: Result, view: Any) -> ChartData:
     """Each step of a rank without device work as one bar, as long as the step: its host's
     compute, communication, data loading and time outside any op (the steps stage's host rows)."""
     import polars as pl
 
-    bd = frame(outputs, "steps", "breakdown.parquet")
+    bd = result.steps.breakdown
     host = bd.filter(pl.col("work_on") == "host") if "work_on" in bd.columns else bd.head(0)
-    words = takeaway("host_steps", outputs)
+    words = takeaway("host_steps", result)
     if host.height == 0:
         return ChartData(
             kind="text", text=does_not_apply(why="the steps' work runs on a device"), takeaway=words
@@ -584,8 +570,8 @@ def histogram_bars(hist: pl.DataFrame, steps: pl.DataFrame, flagged: bool) -> tu
     return bars, max(12, max(len(b.label) for b in bars))
 
 
-def build_precision(outputs: Outputs, view: Any) -> ChartData:
-    df = frame(outputs, "precision", "shares.parquet")
+def build_precision(result: Result, view: Any) -> ChartData:
+    df = result.precision.shares
     bars = [
         Bar(
             str(r["precision"]),
@@ -599,16 +585,16 @@ def build_precision(outputs: Outputs, view: Any) -> ChartData:
     ]
     if not bars:
         some = "count" in df.columns and df["count"].sum() > 0  # only communication/memory kernels
-        words = device_words(outputs, view)
+        words = device_words(result, view)
         text = f"no compute {words.work}s in this trace" if some else no_device_text(words, f"{words.work}s")
-        return ChartData(kind="text", text=text, takeaway=takeaway("precision", outputs))
-    return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", outputs))
+        return ChartData(kind="text", text=text, takeaway=takeaway("precision", result))
+    return ChartData(kind="bars", bars=bars, scale=1.0, takeaway=takeaway("precision", result))
 
 
-def build_flops(outputs: Outputs, _view: Any) -> ChartData:
+def build_flops(result: Result, _view: Any) -> ChartData:
     """FLOPs by op type (share of the counted FLOPs, achieved TFLOP/s); the MFU is the takeaway."""
-    by_type = frame(outputs, "flops", "op_types.parquet")
-    words = takeaway("flops", outputs)
+    by_type = result.flops.op_types
+    words = takeaway("flops", result)
     if by_type.height == 0:
         return ChartData(kind="text", text="no FLOPs counted (record_shapes=True)", takeaway=words)
     bars = [
@@ -633,14 +619,14 @@ def build_flops(outputs: Outputs, _view: Any) -> ChartData:
 ACTIVITY_GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒", "sync": "░", "idle": "·"}
 
 
-def build_activity(outputs: Outputs, view: Any) -> ChartData:
-    df = frame(outputs, "activity", "shares.parquet")
-    words = device_words(outputs, view)
+def build_activity(result: Result, view: Any) -> ChartData:
+    df = result.activity.shares
+    words = device_words(result, view)
     if df.height == 0:
         return ChartData(
             kind="text",
             text=no_device_text(words, f"{words.device} activity"),
-            takeaway=takeaway("activity", outputs),
+            takeaway=takeaway("activity", result),
         )
     keys = ["node", "rank", "device"]
     multi_node = df["node"].n_unique() > 1
@@ -649,7 +635,7 @@ def build_activity(outputs: Outputs, view: Any) -> ChartData:
         for p in (df.partition_by(keys, maintain_order=True) if keys else [df])
     ]
     if len(parts) > 1:  # all GPUs together first, as analysis totals them
-        parts.insert(0, (f"all {words.devices(len(parts))}", frame(outputs, "activity", "total.parquet")))
+        parts.insert(0, (f"all {words.devices(len(parts))}", result.activity.total))
     bars = []
     for label, part in parts:
         shares = dict(zip(part["activity"].to_list(), part["share"].to_list(), strict=True))
@@ -664,18 +650,18 @@ def build_activity(outputs: Outputs, view: Any) -> ChartData:
         legend.append(f" {words.work if a == 'kernel' else a}  ")
     legend.append(f"(k {words.work}, m memcpy, i idle; memset and sync in the bar)", style="dim")
     return ChartData(
-        kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", outputs)
+        kind="bars", bars=bars, note=legend, label_width=14, takeaway=takeaway("activity", result)
     )
 
 
-def build_memory(outputs: Outputs, view: Any) -> ChartData:
-    ops = frame(outputs, "memory", "ops.parquet")
+def build_memory(result: Result, view: Any) -> ChartData:
+    ops = result.memory.ops
     if ops.height == 0:
-        words = device_words(outputs, view)
+        words = device_words(result, view)
         text = (
             no_device_text(words, "") if words.kind == NONE else f"no memcpy or memset on the {words.device}s"
         )
-        return ChartData(kind="text", text=text, takeaway=takeaway("memory", outputs))
+        return ChartData(kind="text", text=text, takeaway=takeaway("memory", result))
     bars = []
     for row in ops.iter_rows(named=True):
         text = f"{fmt_pct(row['time_share'])} · {fmt_ns(row['time_ns'])} · {fmt_bytes(row['bytes'])}"
@@ -689,23 +675,22 @@ def build_memory(outputs: Outputs, view: Any) -> ChartData:
         scale=1.0,
         label_width=8,
         note=Text("share of memory-operation time · total time · bytes · achieved bandwidth", style="dim"),
-        takeaway=takeaway("memory", outputs),
+        takeaway=takeaway("memory", result),
     )
 
 
-def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
+def build_allocations(result: Result, _view: Any) -> ChartData:
     """Allocated memory over time, one line per device (analysis' time buckets: each bucket's
     highest level); out-of-memory events are vertical marks; Enter opens the timeline at the peak."""
-    devices = frame(outputs, "allocations", "devices.parquet")
+    devices = result.allocations.devices
     if devices.height == 0:
         return ChartData(
             kind="text",
             # why, as the stage words it for the trace's source (an Nsight export brings none)
-            text=outputs.get("allocations", {}).get("allocations.json", {}).get("note")
-            or "no memory events in this trace",
-            takeaway=takeaway("allocations", outputs),
+            text=result.allocations.allocations["note"] or "no memory events in this trace",
+            takeaway=takeaway("allocations", result),
         )
-    over = frame(outputs, "allocations", "over_time.parquet")
+    over = result.allocations.over_time
     origin = int(cast(int, over["bucket_start_ns"].min()))
     span = int(cast(int, over["bucket_start_ns"].max())) - origin
     unit, div = ("ms", 1e6) if span < 2e9 else ("s", 1e9)
@@ -722,7 +707,7 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
         xs = [(t - origin) / div for t in part["bucket_start_ns"].to_list()]
         ys = [v / scale for v in part["max_allocated_bytes"].to_list()]
         series.append(Series(label, xs, ys))
-    oom = frame(outputs, "allocations", "oom.parquet")
+    oom = result.allocations.oom
     marks = sorted({(t - origin) / div for t in oom["ts_ns"].to_list()}) if oom.height else []
     top = devices.sort(["peak_allocated_bytes", "first_ns"], descending=[True, False]).row(0, named=True)
     text = Text()
@@ -742,15 +727,15 @@ def build_allocations(outputs: Outputs, _view: Any) -> ChartData:
         y_label=f"allocated ({y_unit})",
         text=text,
         note=Text(note, style="dim"),
-        takeaway=takeaway("allocations", outputs),
+        takeaway=takeaway("allocations", result),
         marks=marks,
     )
 
 
-def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
+def annotation_choices(result: Result) -> list[tuple[str, str]]:
     """``(side:name, label)`` of every annotation, in analysis' order (the user's own ranges
     before PyTorch's, each longest total time first)."""
-    names = frame(outputs, "annotations", "names.parquet")
+    names = result.annotations.names
     return [
         (
             f"{r['side']}:{r['name']}",
@@ -761,28 +746,28 @@ def annotation_choices(outputs: Outputs) -> list[tuple[str, str]]:
     ]
 
 
-def build_annotation(outputs: Outputs, view: Any) -> ChartData:
+def build_annotation(result: Result, view: Any) -> ChartData:
     import polars as pl
 
     from profui.analysis import takeaways as tk
 
-    per_step = frame(outputs, "annotations", "per_step.parquet")
-    choices = annotation_choices(outputs)
+    per_step = result.annotations.per_step
+    choices = annotation_choices(result)
     if per_step.height == 0 or not choices:
         return ChartData(
             kind="text",
             text="no annotations in this trace (record_function / profui annotate)",
-            takeaway=takeaway("annotation", outputs),
+            takeaway=takeaway("annotation", result),
         )
     chosen = getattr(view, "annotation", None) or choices[0][0]
     side, _, name = chosen.partition(":")
     # the takeaway of the annotation shown: the summary's for the default one, the same
     # sentence from the same tables for one the user picked
-    names = frame(outputs, "annotations", "names.parquet")
+    names = result.annotations.names
     words = (
-        takeaway("annotation", outputs)
+        takeaway("annotation", result)
         if chosen == choices[0][0]
-        else tk.annotation_sentence(side, name, names, frame(outputs, "annotations", "step_means.parquet"))
+        else tk.annotation_sentence(side, name, names, result.annotations.step_means)
     )
     rows = per_step.filter((pl.col("side") == side) & (pl.col("name") == name))
     ranks = rows.select("node", "rank").unique(maintain_order=True).sort("node", "rank").rows()
@@ -870,24 +855,25 @@ CHARTS: list[Chart] = [
 HEADLINE = "headline"
 
 
-def build_headline(outputs: Outputs, _view: Any = None) -> ChartData:
+def build_headline(result: Result, _view: Any = None) -> ChartData:
     """The dashboard's headline (:func:`headline_line`) as a text panel's data, so that a warm
     open keeps and draws it like the charts."""
-    return ChartData(kind="text", text=Text(headline_line(outputs), style="bold"))
+    return ChartData(kind="text", text=Text(headline_line(result), style="bold"))
 
 
-def headline_line(outputs: Outputs) -> str:
+def headline_line(result: Result) -> str:
     """The top finding, in the words ``profui summary``'s first line says it
     (:func:`profui.analysis.headline.headline`)."""
+    import polars as pl
+
     from profui.analysis.headline import headline
 
-    windows = frame(outputs, "steps", "windows.parquet")
-    cp_steps = frame(outputs, "critical_path", "steps.parquet")
+    # each of the three may not be there yet (the headline is drawn as stages finish)
     return headline(
-        frame(outputs, "findings", "findings.parquet"),
-        windows if windows.width else None,
+        result.findings.findings if result.ran("findings") else pl.DataFrame(),
+        result.steps.windows if result.ran("steps") else None,
         # the stage wrote its table (with no row when no step was analysed): the reason can be said
-        cp_steps if "critical_path" in outputs and cp_steps.width else None,
+        result.critical_path.steps if result.ran("critical_path") else None,
     )
 
 

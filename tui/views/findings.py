@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Static
 
 from profui.analysis import schemas
 from profui.analysis.formatting import plural
+from profui.analysis.pipeline.result import Result
 
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
@@ -124,30 +125,31 @@ class FindingsView(TraceView):
     @work(thread=True, exclusive=True)
     def _load(self) -> None:
         try:
-            outputs = self.session.stage_outputs(dc.STAGES)
+            result = self.stage_result(dc.STAGES)
         except Exception as exc:
             if self.ended_on_bad_input(exc):
                 return
             self.app.call_from_thread(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             self.ready = True
             return
-        self.app.call_from_thread(self._show, outputs)
+        self.app.call_from_thread(self._show, result)
 
     def _status(self, line: str) -> None:
         self.query_one("#findings-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
 
-    def _show(self, outputs: dc.Outputs) -> None:
-        self.findings = dc.frame(outputs, STAGE, FINDINGS)
-        self.evidence = dc.frame(outputs, STAGE, EVIDENCE)
+    def _show(self, result: Result) -> None:
         table = self.query_one("#findings", FrameTable)
-        if STAGE not in outputs:  # the stage (or one before it) failed: no claim about findings
+        ran = result.ran(STAGE)
+        self.findings = result.findings.findings if ran else pl.DataFrame()
+        self.evidence = result.findings.evidence if ran else pl.DataFrame()
+        if not ran:  # the stage (or one before it) failed: no claim about findings
             self._status("findings: not available (the findings stage has no output; profui runs says why)")
             table.set_frame(pl.DataFrame())
             self._select(None)
             self.ready = True
             return
         if self.findings.is_empty():  # why, in the dashboard headline's words
-            self._status(dc.headline_line(outputs))
+            self._status(dc.headline_line(result))
             table.set_frame(pl.DataFrame())
             self._select(None)
             self.ready = True
@@ -155,8 +157,7 @@ class FindingsView(TraceView):
         self.findings = self.findings.sort("position")
         from profui.analysis.findings_base import unit_of  # numpy and the critical path: when shown
 
-        steps = dc.frame(outputs, "steps", "windows.parquet")
-        self.per = unit_of(steps if "steps" in outputs else None)
+        self.per = unit_of(result.steps.windows if result.ran("steps") else None)
         n = plural(self.findings.height, "finding")
         self._status(f"{n}, most time saved first · Enter: timeline at the worst instance")
         table.sort_by = None

@@ -6,19 +6,19 @@ from __future__ import annotations
 from profui.analysis.devices import NONE, does_not_apply
 
 from .dashboard_charts import device_words
-from .table_sections import Outputs, Section, SectionsView, output
+from .table_sections import Result, Section, SectionsView
 
 STAGE = "idle"
 
 
-def idle_sections(outputs: Outputs) -> list[Section]:
+def idle_sections(result: Result) -> list[Section]:
     """The Idle view's tables, from the ``idle`` stage's outputs."""
     return [
         Section(
             "Idle by cause, all streams",
             STAGE,
             "totals.parquet",
-            output(outputs, STAGE, "totals.parquet"),
+            result.idle.totals,
             ["category", "idle_ns", "ratio", "count"],
             sort_by="idle_ns",
         ),
@@ -26,7 +26,7 @@ def idle_sections(outputs: Outputs) -> list[Section]:
             "Idle by cause per stream",
             STAGE,
             "breakdown.parquet",
-            output(outputs, STAGE, "breakdown.parquet"),
+            result.idle.breakdown,
             [
                 "rank",
                 "stream",
@@ -45,23 +45,23 @@ def idle_sections(outputs: Outputs) -> list[Section]:
             "Launch queue length per stream (launched, not yet started)",
             STAGE,
             "queue.parquet",
-            output(outputs, STAGE, "queue.parquet"),
+            result.idle.queue,
             ["rank", "stream", "time_mean", "mean", "p50", "max", "count", "device", "node"],
         ),
         Section(
             "Host blocked on a full launch queue",
             STAGE,
             "blocked_on_full_queue.parquet",
-            output(outputs, STAGE, "blocked_on_full_queue.parquet"),
+            result.idle.blocked_on_full_queue,
             ["rank", "stream", "blocked_ns", "share", "device", "node"],
         ),
     ]
 
 
-def idle_empty(outputs: Outputs) -> str:
+def idle_empty(result: Result) -> str:
     """The empty state: why there is nothing to show."""
-    if output(outputs, STAGE, "breakdown.parquet").is_empty():
-        if device_words(outputs).kind == NONE:  # nothing ran on a device: the host's idle time instead
+    if result.idle.breakdown.is_empty():
+        if device_words(result).kind == NONE:  # nothing ran on a device: the host's idle time instead
             return does_not_apply("the host's time outside any op per step is in the Steps view")
         return "No stream idle time in this trace: no device streams ran kernels."
     return ""
@@ -71,10 +71,11 @@ class IdleView(SectionsView):
     """Idle causes per stream, queue length, time blocked on a full queue (the ``idle`` stage)."""
 
     TITLE = "Idle"
+    STAGE = STAGE
     TAKEAWAY = "idle"
 
-    def sections(self, outputs: Outputs) -> list[Section]:
-        return idle_sections(outputs)
+    def sections(self, result: Result) -> list[Section]:
+        return idle_sections(result)
 
-    def empty(self, outputs: Outputs) -> str:
-        return idle_empty(outputs)
+    def empty(self, result: Result) -> str:
+        return idle_empty(result)

@@ -71,14 +71,15 @@ class KernelsView(TraceView):
     @work(thread=True, exclusive=True, group="kernels")
     def _load(self) -> None:
         try:
-            outputs = self.session.stage_outputs(dc.STAGES)
+            result = self.stage_result(dc.STAGES)
         except Exception as exc:
             if self.ended_on_bad_input(exc):
                 return
             self.app.call_from_thread(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        words = dc.device_words(outputs, self)
-        self.app.call_from_thread(self._show, dc.frame(outputs, "kernels", "stats.parquet"), words)
+        words = dc.device_words(result, self)
+        stats = result.kernels.stats if result.ran("kernels") else pl.DataFrame()  # failed: nothing to list
+        self.app.call_from_thread(self._show, stats, words)
 
     def _status(self, line: str) -> None:
         # plain text: the line holds a typed filter and error text, which may hold "[" (markup)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .table_sections import Outputs, Section, SectionsView, output, top_n
+from .table_sections import Result, Section, SectionsView, top_n
 
 STAGE = "launch"
 
@@ -25,11 +25,11 @@ _STATS = [
 ]
 
 
-def launch_sections(outputs: Outputs) -> list[Section]:
+def launch_sections(result: Result) -> list[Section]:
     """The Launches view's tables, from the ``launch`` stage's outputs."""
     # the summary's top-N rows of the per-kernel and outlier tables, as `profui summary` prints them
-    n = top_n(outputs)
-    by_kernel = output(outputs, STAGE, "by_kernel.parquet").head(n)
+    n = top_n(result)
+    by_kernel = result.launch.by_kernel.head(n)
     bound = by_kernel.filter(pl.col("launch_bound") > 0) if by_kernel.height else by_kernel
     top = f"top {n} by total delay"
     kernel_cols = [
@@ -48,21 +48,21 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             "Launch→start delay, all ranks (kernel, memcpy and memset launches)",
             STAGE,
             "overall.parquet",
-            output(outputs, STAGE, "overall.parquet"),
+            result.launch.overall,
             _STATS,
         ),
         Section(
             "Launch→start delay histogram",
             STAGE,
             "histogram.parquet",
-            output(outputs, STAGE, "histogram.parquet"),
+            result.launch.histogram,
             ["lo_ns", "hi_ns", "count"],
         ),
         Section(
             "Per rank",
             STAGE,
             "stats.parquet",
-            output(outputs, STAGE, "stats.parquet"),
+            result.launch.stats,
             ["rank", *_STATS, "node"],
         ),
         Section(
@@ -89,7 +89,7 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             "Outliers: slow launch calls and late starts",
             STAGE,
             "outliers.parquet",
-            output(outputs, STAGE, "outliers.parquet").head(n),
+            result.launch.outliers.head(n),
             ["name", "reason", "launch_delay", "launch_dur", "dur", "launch_name", "rank", "stream"],
             kernel="name",
             note=f"first {n}",
@@ -98,7 +98,7 @@ def launch_sections(outputs: Outputs) -> list[Section]:
             "ATen op → kernels",
             STAGE,
             "aten_op_kernels.parquet",
-            output(outputs, STAGE, "aten_op_kernels.parquet"),
+            result.launch.aten_op_kernels,
             ["aten_op", "count", "mean_aten_op_delay_ns", "mean_runtime_delay_ns", "kernel_sequence", "rank"],
             sort_by="count",
             op="aten_op",
@@ -106,9 +106,9 @@ def launch_sections(outputs: Outputs) -> list[Section]:
     ]
 
 
-def launch_empty(outputs: Outputs) -> str:
+def launch_empty(result: Result) -> str:
     """The empty state: why there is nothing to show."""
-    overall = output(outputs, STAGE, "overall.parquet")
+    overall = result.launch.overall
     if overall.is_empty() or not overall["launches"].sum():
         return "No launches in this trace: no launch call was matched to device work."
     return ""
@@ -118,10 +118,11 @@ class LaunchesView(SectionsView):
     """Launch latency, launches shorter on the device than their launch call, outliers, ATen op → kernels (the ``launch`` stage)."""
 
     TITLE = "Launches"
+    STAGE = STAGE
     TAKEAWAY = "launch"
 
-    def sections(self, outputs: Outputs) -> list[Section]:
-        return launch_sections(outputs)
+    def sections(self, result: Result) -> list[Section]:
+        return launch_sections(result)
 
-    def empty(self, outputs: Outputs) -> str:
-        return launch_empty(outputs)
+    def empty(self, result: Result) -> str:
+        return launch_empty(result)

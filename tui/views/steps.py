@@ -11,6 +11,7 @@ from textual.widgets import Static
 from profui.analysis.comm import usual_straggler
 from profui.analysis.devices import CPU
 from profui.analysis.formatting import fmt_ns, plural
+from profui.analysis.pipeline.result import Result
 
 from ..widgets.frame_table import FrameTable
 from ..widgets.heatmap import rank_heatmap
@@ -52,14 +53,16 @@ def with_rank_ratio(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.drop("vs_rank_median", strict=False).with_columns(ratio.collect().to_series())
 
 
-def per_step_frame(outputs: dict) -> pl.DataFrame:
+def per_step_frame(result: Result) -> pl.DataFrame:
     """One row per step and rank: the steps stage's windows with the outliers marked and its
-    per-step breakdown (busy, idle, by kernel type) joined."""
-    windows = dc.frame(outputs, "steps", "windows.parquet")
+    per-step breakdown (busy, idle, by kernel type) joined (no row when the stage did not run)."""
+    if not result.ran("steps"):
+        return pl.DataFrame()
+    windows = result.steps.windows
     if windows.height == 0:
         return windows
-    frame = with_rank_ratio(dc.mark_outliers(windows, dc.frame(outputs, "steps", "outliers.parquet")))
-    breakdown = dc.frame(outputs, "steps", "breakdown.parquet")
+    frame = with_rank_ratio(dc.mark_outliers(windows, result.steps.outliers))
+    breakdown = result.steps.breakdown
     if breakdown.height:
         extra = [c for c in breakdown.columns if c not in frame.columns or c in dc.STEP_KEYS]
         frame = frame.join(breakdown.select(extra), on=dc.STEP_KEYS, how="left")
@@ -98,25 +101,25 @@ class StepsView(TraceView):
 
     def _compute(self, call) -> None:
         try:
-            outputs = self.session.stage_outputs(dc.STAGES)
+            result = self.stage_result(dc.STAGES)
         except Exception as exc:
             if self.ended_on_bad_input(exc):
                 return
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        info = outputs.get("steps", {}).get("steps.json") or {}
+        steps = result.steps if result.ran("steps") else None  # failed in the recorded run
         call(
             self._show,
-            per_step_frame(outputs),
-            dc.frame(outputs, "steps", "job_stats.parquet"),
-            bool(info.get("renumbered")),
-            dc.device_words(outputs, self).kind == CPU,
+            per_step_frame(result),
+            steps.job_stats if steps else pl.DataFrame(),
+            steps is not None and steps.steps["renumbered"],
+            dc.device_words(result, self).kind == CPU,
         )
         call(
             self._heatmap,
-            dc.frame(outputs, "steps", "rank_ratios.parquet"),
-            dc.frame(outputs, "steps", "job.parquet"),
-            dc.frame(outputs, "comm", "stragglers.parquet"),
+            steps.rank_ratios if steps else pl.DataFrame(),
+            steps.job if steps else pl.DataFrame(),
+            result.comm.stragglers if result.ran("comm") else pl.DataFrame(),
         )
 
     def _status(self, line: str) -> None:

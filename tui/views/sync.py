@@ -3,19 +3,19 @@ the ``sync`` stage's tables."""
 
 from __future__ import annotations
 
-from .table_sections import Outputs, Section, SectionsView, output
+from .table_sections import Result, Section, SectionsView
 
 STAGE = "sync"
 
 
-def sync_sections(outputs: Outputs) -> list[Section]:
+def sync_sections(result: Result) -> list[Section]:
     """The Sync view's tables, from the ``sync`` stage's outputs."""
     return [
         Section(
             "Host blocked per synchronize call",
             STAGE,
             "host.parquet",
-            output(outputs, STAGE, "host.parquet"),
+            result.sync.host,
             ["name", "total_ns", "calls", "share", "mean_ns", "max_ns", "category", "rank", "node"],
             sort_by="total_ns",
         ),
@@ -23,26 +23,23 @@ def sync_sections(outputs: Outputs) -> list[Section]:
             "Host blocked per rank",
             STAGE,
             "totals.parquet",
-            output(outputs, STAGE, "totals.parquet"),
+            result.sync.totals,
             ["rank", "blocked_ns", "share", "calls", "window_ns", "node"],
         ),
         Section(
             "Device-side sync events (recorded on the device; host sync calls are above)",
             STAGE,
             "device.parquet",
-            output(outputs, STAGE, "device.parquet"),
+            result.sync.device,
             ["name", "total_ns", "count", "mean_ns", "max_ns", "rank", "device", "node"],
             sort_by="total_ns",
         ),
     ]
 
 
-def sync_empty(outputs: Outputs) -> str:
+def sync_empty(result: Result) -> str:
     """The empty state: why there is nothing to show."""
-    if (
-        output(outputs, STAGE, "host.parquet").is_empty()
-        and output(outputs, STAGE, "device.parquet").is_empty()
-    ):
+    if result.sync.host.is_empty() and result.sync.device.is_empty():
         return "No synchronization in this trace: no host synchronize calls, no device syncs."
     return ""
 
@@ -51,10 +48,11 @@ class SyncView(SectionsView):
     """Host time blocked in synchronize calls and device sync events (the ``sync`` stage)."""
 
     TITLE = "Sync"
+    STAGE = STAGE
     TAKEAWAY = "sync"
 
-    def sections(self, outputs: Outputs) -> list[Section]:
-        return sync_sections(outputs)
+    def sections(self, result: Result) -> list[Section]:
+        return sync_sections(result)
 
-    def empty(self, outputs: Outputs) -> str:
-        return sync_empty(outputs)
+    def empty(self, result: Result) -> str:
+        return sync_empty(result)

@@ -21,14 +21,12 @@ from textual.widgets import Static
 
 from profui.analysis import schemas
 from profui.analysis.formatting import plural
-from profui.analysis.summary import stored_summary
+from profui.analysis.pipeline.result import Result
 from profui.analysis.top_n import TOP_N
 
 from ..widgets.frame_table import FrameTable
 from . import dashboard_charts as dc
 from .base import TraceView
-
-Outputs = dc.Outputs
 
 
 @dataclass(frozen=True)
@@ -59,15 +57,9 @@ class Section:
         return [c for c in self.columns if c in self.frame.columns]
 
 
-def output(outputs: Outputs, stage: str, file: str) -> pl.DataFrame:
-    """One stage output frame (empty when absent)."""
-    return dc.frame(outputs, stage, file)
-
-
-def top_n(outputs: Outputs) -> int:
+def top_n(result: Result) -> int:
     """The rows the summary keeps of its top-N tables (its ``top_n`` parameter)."""
-    summary = stored_summary(outputs)
-    return (summary.top_n if summary is not None else 0) or TOP_N
+    return (result.summary.summary.top_n if result.ran("summary") else 0) or TOP_N
 
 
 class SectionsView(TraceView):
@@ -76,6 +68,8 @@ class SectionsView(TraceView):
     :meth:`sections` and :meth:`empty`."""
 
     TITLE = ""
+    #: The stage whose tables the view shows.
+    STAGE = ""
     #: The summary stage's takeaway id (``profui.analysis.takeaways.CHARTS``).
     TAKEAWAY = ""
 
@@ -93,16 +87,16 @@ class SectionsView(TraceView):
 
     def __init__(self, session, id: str | None = None) -> None:
         super().__init__(session, id=id)
-        self.outputs: Outputs = {}
+        self.result = Result({}, "")
         self.all_sections: list[Section] = []
         self.index = 0
         self._pending_moves = 0
 
-    def sections(self, outputs: Outputs) -> list[Section]:
-        """The view's tables from the stage outputs."""
+    def sections(self, result: Result) -> list[Section]:
+        """The view's tables from the stage's outputs."""
         return []
 
-    def empty(self, outputs: Outputs) -> str:
+    def empty(self, result: Result) -> str:
         """The line shown when the trace has nothing for this view ("" when it has)."""
         return ""
 
@@ -121,26 +115,29 @@ class SectionsView(TraceView):
     @work(thread=True, exclusive=True)
     def _load(self) -> None:
         try:
-            outputs = self.session.stage_outputs(dc.STAGES)
+            result = self.stage_result(dc.STAGES)
         except Exception as exc:
             if self.ended_on_bad_input(exc):
                 return
             self.app.call_from_thread(self._failed, f"analysis failed: {type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._show, outputs)
+        if not result.ran(self.STAGE):  # its stage failed in the recorded run (which said why)
+            self.app.call_from_thread(self._failed, f"the {self.STAGE} stage has no outputs: see profui runs")
+            return
+        self.app.call_from_thread(self._show, result)
 
     def _failed(self, line: str) -> None:
         self.query_one(".view-status", Static).update(line)
         self.ready = True
 
-    def _show(self, outputs: Outputs) -> None:
-        self.outputs = outputs
-        self.all_sections = self.sections(outputs)
+    def _show(self, result: Result) -> None:
+        self.result = result
+        self.all_sections = self.sections(result)
         self.index = min(self.index, max(len(self.all_sections) - 1, 0))
         if self.all_sections:
             self.index = (self.index + self._pending_moves) % len(self.all_sections)
         self._pending_moves = 0
-        self.query_one(".view-takeaway", Static).update(dc.takeaway(self.TAKEAWAY, outputs))
+        self.query_one(".view-takeaway", Static).update(dc.takeaway(self.TAKEAWAY, result))
         self._fill()
         self.ready = True
 
@@ -153,7 +150,7 @@ class SectionsView(TraceView):
         status = self.query_one(".view-status", Static)
         title = self.query_one(".section-title", Static)
         table = self.query_one(FrameTable)
-        empty = self.empty(self.outputs)
+        empty = self.empty(self.result)
         sec = self.section
         if empty or sec is None:
             status.update(empty or f"No {self.TITLE.lower()} data in this trace.")

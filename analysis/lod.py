@@ -212,12 +212,15 @@ def build_index(
         by_rank.setdefault((f.node, f.rank), []).append(f)
     node_lane: dict[str, int] = {}
     row_counts: list[int] = []
+    steps = _steps_of(given, base) if given.has_markers else []
+    links = _launches_by_rank(given.launches)
+    del given  # what the index keeps of it: its steps, and the links as slices
     try:
         _index_all(
             trace,
             ranks,
             by_rank,
-            _launches_by_rank(given.launches),
+            links,
             base,
             bucket,
             n_buckets,
@@ -248,7 +251,6 @@ def build_index(
     np.save(tmp / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
     tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
     pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
-    steps = _steps_of(given, base) if given.has_markers else []
     meta = _Meta(
         version,
         fp,
@@ -294,20 +296,38 @@ LINK_COLUMNS = ("node", "rank", "correlation", "device", "stream", "kind", "ts",
 
 
 def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl.DataFrame]:
-    """The correlate stage's links per ``(node, rank)``: the columns that identify the launched
-    device event and its call among a rank's events (nulls as the index reads them, -1)."""
+    """The correlate stage's links per ``(node, rank)``: the rows of each rank, slices of
+    ``launches`` (no copy) where its rows come rank by rank, as the stage writes them."""
     if launches.is_empty():
         return {}
-    frame = launches.select(
-        "node", "rank", "correlation",
-        pl.col("device").fill_null(-1), pl.col("stream").fill_null(-1),
-        pl.col("kind").cast(pl.String).replace_strict(KIND_ID, return_dtype=pl.Int8),
-        "ts", "dur", pl.col("launch_tid").fill_null(-1), "launch_ts", "launch_dur",
-    )  # fmt: skip
+    groups = (
+        launches.select("node", "rank")
+        .with_row_index("i")
+        .group_by("node", "rank", maintain_order=True)
+        .agg(pl.col("i").min().alias("lo"), pl.col("i").max().alias("hi"), pl.len().alias("n"))
+    )
+    if (groups["hi"] - groups["lo"] + 1 != groups["n"]).any():  # not rank by rank: copied apart
+        parts = launches.partition_by("node", "rank", as_dict=True, maintain_order=True)
+        return {(str(k[0]), None if k[1] is None else int(k[1])): v for k, v in parts.items()}  # type: ignore[arg-type]
     return {
-        (str(k[0]), None if k[1] is None else int(k[1])): part  # type: ignore[arg-type]
-        for k, part in frame.partition_by("node", "rank", as_dict=True, maintain_order=True).items()
+        (node, rank): launches.slice(lo, n)
+        for node, rank, lo, n in groups.select("node", "rank", "lo", "n").iter_rows()
     }
+
+
+def _identities(links: pl.DataFrame) -> pl.DataFrame:
+    """One rank's links with nulls as the index reads them (-1) and kinds as its kind ids."""
+    return links.select(
+        "correlation",
+        pl.col("device").fill_null(-1),
+        pl.col("stream").fill_null(-1),
+        pl.col("kind").cast(pl.String).replace_strict(KIND_ID, return_dtype=pl.Int8),
+        "ts",
+        "dur",
+        pl.col("launch_tid").fill_null(-1),
+        "launch_ts",
+        "launch_dur",
+    )
 
 
 def _index_all(
@@ -526,6 +546,7 @@ def _linked(
     dev_mask = np.zeros(n, dtype=bool)
     if links is None or links.is_empty():
         return np.zeros(0, dtype=np.int64), dev_mask
+    links = _identities(links)
     sel = np.flatnonzero(corr_valid)
     events = pl.DataFrame(
         {

@@ -30,7 +30,7 @@ FLAGS = [
 
 
 #: Checked with ``--strict``: the pipeline and the typed result (``pipeline/result.py``, its
-#: generated accessors ``result_tables.py`` and their generator; modules the strict run imports
+#: generated accessors ``result_tables.py`` and row types ``result_rows.py``, their generator; modules the strict run imports
 #: are read silently: their own errors are the plain run's).
 STRICT = [
     "-p",
@@ -44,6 +44,8 @@ STRICT = [
     # the typed result's accessors and their generator
     "-m",
     "profui.analysis.result_tables",
+    "-m",
+    "profui.analysis.result_rows",
     "-m",
     "profui.analysis.result_codegen",
 ]
@@ -74,4 +76,4 @@ def test_mypy_strict_finds_no_error_in_the_pipeline_and_the_result(tmp_path: Pat
     out = _mypy(tmp_path, "--strict", "--follow-imports=silent", *STRICT)
     # every module of the pipeline was checked, not a package found empty
     pipeline = len(list((package_root(tmp_path / "count") / "profui" / "analysis" / "pipeline").glob("*.py")))
-    assert f"in {pipeline + 5} source files" in out, out
+    assert f"in {pipeline + 6} source files" in out, out

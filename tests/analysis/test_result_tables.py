@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from test_types import FLAGS  # noqa: E402
 
 from profui.analysis import result_codegen, schemas  # noqa: E402
+from profui.analysis import result_rows as rr  # noqa: E402
 from profui.analysis import result_tables as rt  # noqa: E402
 from profui.analysis.pipeline.answers import cached  # noqa: E402
 from profui.analysis.pipeline.engine import analyze  # noqa: E402
@@ -47,15 +48,16 @@ def _declared_type(col: schemas.Column) -> object:
     return base | None if col.nullable else base  # type: ignore[operator]
 
 
-def test_the_committed_module_is_what_the_generator_writes() -> None:
+def test_the_committed_modules_are_what_the_generator_writes() -> None:
     assert result_codegen.TARGET.read_text(encoding="utf-8") == result_codegen.generate()
+    assert result_codegen.ROWS_TARGET.read_text(encoding="utf-8") == result_codegen.generate_rows()
     assert result_codegen.main(["--check"]) == 0
 
 
 @pytest.mark.parametrize("stage,file", TABLES, ids=lambda x: str(x))
 def test_each_row_type_holds_the_declared_columns(stage: str, file: str) -> None:
     decl = schemas.table(stage, file)
-    row = getattr(rt, result_codegen.row_class(stage, file))
+    row = getattr(rr, result_codegen.row_class(stage, file))
     hints = typing.get_type_hints(row)
     assert list(hints) == [c.name for c in decl.columns if not c.optional] + [
         c.name for c in decl.columns if c.optional
@@ -79,10 +81,10 @@ def test_json_documents_type_their_declared_keys() -> None:
     for (stage, file), keys in schemas.JSON_KEYS.items():
         typ = result_codegen.JSON_TYPES[(stage, file)]
         if isinstance(typ, dict):
-            doc = getattr(rt, result_codegen.doc_class(stage, file))
+            doc = getattr(rr, result_codegen.doc_class(stage, file))
             nested = schemas.OVERVIEW_KEYS if (stage, file) == ("ingest", "trace.json") else ()
             assert set(typing.get_type_hints(doc)) | set(nested) == set(keys)
-    assert list(typing.get_type_hints(rt.Overview)) == list(schemas.OVERVIEW_KEYS)
+    assert list(typing.get_type_hints(rr.Overview)) == list(schemas.OVERVIEW_KEYS)
 
 
 def _is(value: object, hint: object) -> bool:
@@ -113,7 +115,7 @@ def _check_result(result: Result, store: dict) -> int:
             stem = file.rsplit(".", 1)[0]
             assert getattr(got, stem) is store[stage.name][file], (stage.name, file)
             if file.endswith(".parquet"):
-                hints = typing.get_type_hints(getattr(rt, result_codegen.row_class(stage.name, file)))
+                hints = typing.get_type_hints(getattr(rr, result_codegen.row_class(stage.name, file)))
                 typed = getattr(got, f"{stem}_rows")()
                 assert typed == store[stage.name][file].to_dicts()
                 for row in typed:
@@ -122,12 +124,12 @@ def _check_result(result: Result, store: dict) -> int:
                         assert _is(v, hints[k]), (stage.name, file, k, v)
                 rows += len(typed)
     overview = result.ingest.trace["overview"]
-    hints = typing.get_type_hints(rt.Overview)
+    hints = typing.get_type_hints(rr.Overview)
     assert set(overview) == set(hints)
     assert all(_is(overview[k], hints[k]) for k in hints), overview
     for stage, file in (("steps", "steps.json"), ("allocations", "allocations.json")):
         doc = store[stage][file]
-        hints = typing.get_type_hints(getattr(rt, result_codegen.doc_class(stage, file)))
+        hints = typing.get_type_hints(getattr(rr, result_codegen.doc_class(stage, file)))
         assert set(doc) == set(hints) and all(_is(doc[k], hints[k]) for k in hints), (stage, doc)
     assert isinstance(result.summary.summary, Summary)
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in result.summary.takeaways.items())

@@ -35,9 +35,11 @@ The critical path is the whole-trace stage's :func:`profui.analysis.critical_pat
 job's plan (:func:`path_plan`: its analysed steps, from the job's step windows and arrivals)
 and every rank's share of the graph's inputs (:data:`PATH_SHARE`, sent by a second task per
 rank, :func:`profui.analysis.ranks.path_shares`); the findings are
-:func:`profui.analysis.findings.stage` of the job's tables. What a run by ranks does not give
-(both of them without the second tasks; under ``hta_compat`` also the tables whose HTA variant
-is not reduced here) is left out; :func:`whole_trace_only` names it in the summary's notes.
+:func:`profui.analysis.findings.stage` of the job's tables. Under ``hta_compat`` the critical
+path is HTA's, one rank's graph per window: a per-rank table (:data:`HTA_PER_RANK_TABLES`). What
+a run by ranks does not give (the path and the findings without the second tasks; under
+``hta_compat`` the findings and the tables whose HTA variant is not reduced here) is left out;
+:func:`whole_trace_only` names it in the summary's notes.
 """
 
 from __future__ import annotations
@@ -394,10 +396,23 @@ def _lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return frame.lazy() if isinstance(frame, pl.DataFrame) else frame
 
 
-def stages_needed() -> list[str]:
+def stages_needed(params: Params | None = None) -> list[str]:
     """The stages a rank must run for :data:`PER_RANK_TABLES`, :data:`RANK_JSON` and
-    :data:`RANK_ROWS` (the launches: correlate's)."""
-    return list(dict.fromkeys([*(s for s, _ in (*PER_RANK_TABLES, *RANK_JSON)), "correlate"]))
+    :data:`RANK_ROWS` (the launches: correlate's); under ``hta_compat`` also for
+    :data:`HTA_PER_RANK_TABLES`."""
+    hta = [s for s, _ in HTA_PER_RANK_TABLES] if params is not None and params["hta_compat"] else []
+    return list(dict.fromkeys([*(s for s, _ in (*PER_RANK_TABLES, *RANK_JSON)), "correlate", *hta]))
+
+
+#: Tables that are per-rank under ``hta_compat`` only: HTA's critical path is one rank's graph per
+#: window (:mod:`profui.analysis.critical_path_hta`, its rows rank by rank in (node, rank) order),
+#: where profui's joins the ranks (:data:`PATH_TABLES`).
+HTA_PER_RANK_TABLES: dict[Key, PerRank] = {
+    ("critical_path", "steps"): PerRank(),
+    ("critical_path", "by_kind"): PerRank(),
+    ("critical_path", "events"): PerRank(),
+    ("critical_path", "what_if"): PerRank(),
+}
 
 
 #: The JSON outputs a rank sends back (the summary's notes read them).
@@ -416,7 +431,7 @@ def rank_outputs(
     out: dict[Key, Any] = {}
     for key in rank_keys(params):
         stage, name = key
-        if key in PER_RANK_TABLES:
+        if key in PER_RANK_TABLES or key in HTA_PER_RANK_TABLES:
             out[key] = store[stage][f"{name}.parquet"]
         elif key in RANK_JSON:
             out[key] = dict(store[stage][name])
@@ -459,10 +474,13 @@ METRICS_SCHEMA = {
 
 
 def rank_keys(params: Params) -> list[Key]:
-    """What a rank sends back under ``params``, in order: its :data:`PER_RANK_TABLES`, its
-    :data:`RANK_ROWS` (under ``hta_compat`` only :data:`HTA_ROWS`), its :data:`RANK_JSON`."""
-    rows = [k for k in RANK_ROWS if not params["hta_compat"] or k in HTA_ROWS]
-    return [*PER_RANK_TABLES, *rows, *RANK_JSON, *(() if params["hta_compat"] else (METRICS,))]
+    """What a rank sends back under ``params``, in order: its :data:`PER_RANK_TABLES` (under
+    ``hta_compat`` and :data:`HTA_PER_RANK_TABLES`), its :data:`RANK_ROWS` (under ``hta_compat``
+    only :data:`HTA_ROWS`), its :data:`RANK_JSON`."""
+    hta = params["hta_compat"]
+    rows = [k for k in RANK_ROWS if not hta or k in HTA_ROWS]
+    tables = [*PER_RANK_TABLES, *(HTA_PER_RANK_TABLES if hta else ())]
+    return [*tables, *rows, *RANK_JSON, *(() if hta else (METRICS,))]
 
 
 def _rank_of(windows: pl.DataFrame) -> int | None:
@@ -490,6 +508,9 @@ def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
     out: dict[Key, Any] = {}
     for key, rule in PER_RANK_TABLES.items():
         out[key] = _concat([r[key] for r in ranks], rule)
+    for key, rule in HTA_PER_RANK_TABLES.items():
+        if ranks and all(key in r for r in ranks):
+            out[key] = _concat([r[key] for r in ranks], rule)
     for key in RANK_ROWS:
         if all(key in r for r in ranks):
             rows = _concat([r[key] for r in ranks], PerRank())

@@ -113,7 +113,7 @@ def rank_result(part: RankPart, params: Mapping[str, Any]) -> RankResult:
 
     try:
         trace = rank_trace(part)
-        store = compute(trace, jobreduce.stages_needed(), params)
+        store = compute(trace, jobreduce.stages_needed(params), params)
         overview = trace_overview(trace, trace.cached_events())
     except TraceFormatError as exc:
         return RankResult(part.node, part.rank, error=exc.problem, error_path=str(exc.path))

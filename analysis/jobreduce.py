@@ -209,9 +209,16 @@ RANK_ROWS: dict[Key, Callable[[pl.LazyFrame, Store, Params], pl.LazyFrame | pl.D
     ("utilization", "_window"): _window,
 }
 #: The rows whose function is the whole-trace stage's under hta_compat too (the others are
-#: the exact semantics' and are not sent under hta_compat: their tables are left out).
+#: the exact semantics' and are not sent under hta_compat: their tables are left out). The
+#: memory ops and precision shares read the trace's own events under hta_compat too.
 HTA_ROWS: frozenset[Key] = frozenset(
-    {("launch", "_launch_rows"), ("flops", "_op_rows"), ("flops", "_kernel_rows")}
+    {
+        ("launch", "_launch_rows"),
+        ("flops", "_op_rows"),
+        ("flops", "_kernel_rows"),
+        ("memory", "_memory_rows"),
+        ("precision", "_precision_rows"),
+    }
 )
 
 PER_RANK_TABLES: dict[Key, PerRank] = {
@@ -527,6 +534,7 @@ def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
         out[key] = [r[key] for r in ranks]
     if ranks and all(PATH_SHARE in r for r in ranks):
         out[PATH_SHARE] = cp.joined_shares([r[PATH_SHARE] for r in ranks])
+    if ranks and all(OVERVIEWS in r for r in ranks):
         out[OVERVIEWS] = [r[OVERVIEWS] for r in ranks]
     return out
 
@@ -564,7 +572,7 @@ def job_tables(
         got = rule.fn(*args, params, **kw) if rule.params else rule.fn(*args, **kw)
         frame = got.collect(engine=ENGINE) if isinstance(got, pl.LazyFrame) else got
         out[key] = conform(key[0], f"{key[1]}.parquet", frame)  # as the stage's own output is
-    if PATH_SHARE in out:
+    if OVERVIEWS in out:
         out.update(_path_tables(out, gpus))
     return out
 
@@ -611,26 +619,34 @@ def no_share() -> cp.PathShare:
     return cp.PathShare({}, {})
 
 
-def with_share(share: cp.PathShare, overview: Mapping[str, Any]) -> dict[Key, Any]:
-    """What a rank's second task adds to its tables: its share and its overview."""
-    return {PATH_SHARE: share, OVERVIEWS: dict(overview)}
+def with_share(share: cp.PathShare | None, overview: Mapping[str, Any]) -> dict[Key, Any]:
+    """What a rank's second task adds to its tables: its share and its overview (under
+    ``hta_compat`` no task runs, its overview alone is added: HTA's path is per rank)."""
+    return {OVERVIEWS: dict(overview)} | ({PATH_SHARE: share} if share is not None else {})
 
 
 def _path_tables(tables: Mapping[Key, Any], gpus: Sequence[Any]) -> dict[Key, Any]:
-    """The critical path's tables from the job's plan and its ranks' shares, and the findings
-    from the job's tables, each by the whole-trace stage's own function (as its bodies call it:
+    """The critical path's tables from the job's plan and its ranks' shares (under
+    ``hta_compat``, HTA's, already the ranks' tables concatenated), and the findings from the
+    job's tables, each by the whole-trace stage's own function (as its bodies call it:
     :func:`profui.analysis.pipeline.bodies.critical_path`, ``findings``)."""
     from profui.analysis import findings as fd
 
-    windows = tables[("steps", "windows")]
-    if windows.height == 0:
-        got = cp.empty_outputs()
-    else:
-        plan = cp.path_plan(windows, tables[("comm", "arrivals")], tables[("comm", "stragglers")])
-        got = cp.paths(plan, windows, tables[PATH_SHARE])[0]
-    out: dict[Key, Any] = {
-        ("critical_path", f.removesuffix(".parquet")): conform("critical_path", f, t) for f, t in got.items()
-    }
+    out: dict[Key, Any] = {}
+    if PATH_SHARE in tables:
+        windows = tables[("steps", "windows")]
+        if windows.height == 0:
+            got = cp.empty_outputs()
+        else:
+            plan = cp.path_plan(windows, tables[("comm", "arrivals")], tables[("comm", "stragglers")])
+            got = cp.paths(plan, windows, tables[PATH_SHARE])[0]
+        out = {
+            ("critical_path", f.removesuffix(".parquet")): conform("critical_path", f, t)
+            for f, t in got.items()
+        }
+    needed = (*HTA_PER_RANK_TABLES, ("precision", "shares"), ("comm", "stragglers"))
+    if not all(k in tables or k in out for k in needed):
+        return out  # a table the findings read is left out
     # the findings stage's inputs as its body hands them over: {stage: {file: table}}
     inputs: dict[str, dict[str, Any]] = {}
     for (stage, name), table in (*tables.items(), *out.items()):

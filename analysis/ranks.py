@@ -157,13 +157,19 @@ def path_shares(
     critical path's inputs added (:data:`~profui.analysis.jobreduce.PATH_SHARE`), its second
     task run on ``client``'s cluster (``None``: here, in turn). The job is the ranks whose first
     task succeeded (with ``skip_bad_ranks``; without it a bad rank fails the run, and nothing
-    is run here). Nothing is added under ``hta_compat`` (HTA's path is not built across ranks
-    here); a rank that fails its second task gets that error, and no rank a share."""
+    is run here). Under ``hta_compat`` no task runs: HTA's path is per rank, in the first
+    tasks' tables; only the ranks' overviews are added (the findings' words). A rank that fails
+    its second task gets that error, and no rank a share."""
+    from profui.analysis import jobreduce
+
     bad = [r.error is not None for r in results]
-    if params["hta_compat"] or all(bad) or (any(bad) and not skip_bad_ranks):
+    if all(bad) or (any(bad) and not skip_bad_ranks):
         return results
     good = [(p, r) for p, r in zip(parts, results, strict=True) if r.error is None]
-    done = _path_shares(client, [p for p, _ in good], [r for _, r in good], params)
+    if params["hta_compat"]:  # HTA's path is per rank, in the first tasks' tables
+        done = [replace(r, tables={**r.tables, **jobreduce.with_share(None, r.overview)}) for _, r in good]
+    else:
+        done = _path_shares(client, [p for p, _ in good], [r for _, r in good], params)
     back = iter(done)
     return [r if r.error is not None else next(back) for r in results]
 

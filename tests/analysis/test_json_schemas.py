@@ -354,8 +354,8 @@ def test_summary_tables_are_the_whole_summarys(real_docs) -> None:
 def test_sections_and_a_run_over_ranks_validate_as_their_notes_say(imported, validators) -> None:
     """``--sections steps,idle`` holds those two, all their tables, and a note naming the rest; a
     run over ranks every section (as the whole summary's) and no such note; under
-    ``hta_compat`` the per-rank and job tables and a note saying what it leaves out (the
-    findings among them). Each
+    ``hta_compat`` the per-rank and job tables, the path and the findings, and a note saying
+    what it leaves out. Each
     validates; without its note (or with the sections emptied) it does not."""
     from profui.tui.cli.summary_cmd import json_document, run_summary
 
@@ -387,7 +387,7 @@ def test_sections_and_a_run_over_ranks_validate_as_their_notes_say(imported, val
     assert all(set(names) <= set(got.get(stage, ())) for stage, names in always.items())
     assert list(got) == [s for s in whole_tables if s in got]
     assert all(ts == [t for t in whole_tables[s] if t in ts] for s, ts in got.items())
-    assert "critical_path" in got and "findings" not in got  # HTA's path is per rank
+    assert "critical_path" in got and "findings" in got  # HTA's path is per rank
     assert any(n.startswith(BY_RANKS_NOTE) for n in ranks["notes"])
     assert not errors(validators["summary"], ranks)
     assert errors(validators["summary"], {**ranks, "sections": {}})

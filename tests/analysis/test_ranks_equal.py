@@ -177,27 +177,33 @@ def test_two_gpu_models_critical_path_and_findings_outputs_equal_whole_trace(two
     assert job["findings"]["findings.parquet"].height > 0
 
 
-def test_hta_compat_critical_path_by_ranks_equals_whole_trace(two_models: Path) -> None:
+def test_hta_compat_critical_path_and_findings_by_ranks_equal_whole_trace(two_models: Path) -> None:
     """Under ``hta_compat`` the critical path is HTA's, one rank's graph per window: each rank
-    sends its tables, equal once concatenated to the whole-trace stage's outputs, every row;
-    the summary's note no longer names it (the findings, which read tables a run by ranks
-    leaves out under ``hta_compat``, it still does)."""
+    sends its tables, equal once concatenated to the whole-trace stage's outputs, every row; the
+    findings are the whole-trace stage's function of the job's tables (the memory ops and
+    precision shares among them, which read the trace's own events under ``hta_compat`` too).
+    The summary's note names neither."""
     params = typed_params(REGISTRY.params, {"hta_compat": True})
     whole = compute(open_trace(two_models), ["summary"], params)
     layout, parts = rank_parts(two_models)
-    results = [rank_result(p, params) for p in parts]
+    results = path_shares(None, parts, [rank_result(p, params) for p in parts], params)
     job = job_outputs([r.tables for r in results], params, layout.manifest.source, layout.manifest.gpus)
-    assert list(job["critical_path"]) == list(whole["critical_path"])
-    for file, want in whole["critical_path"].items():
-        got = job["critical_path"][file]
-        assert got.schema == want.schema and got.equals(want), file
+    for stage in ("critical_path", "findings", "memory", "precision"):
+        files = [f for f in whole[stage] if (stage, f) != ("precision", "kernels.parquet")]  # a detail table
+        assert [f for f in job[stage]] == files, stage
+        for file in files:
+            got, want = job[stage][file], whole[stage][file]
+            assert got.schema == want.schema and got.equals(want), f"{stage}/{file}"
     assert sorted(set(job["critical_path"]["steps.parquet"]["rank"])) == [0, 1, 2, 3]
+    # no finding on this job under hta_compat (HTA's path has no what-if replays, no risk rule
+    # fires), in both runs: the rows are the default run's test's
+    assert job["findings"]["findings.parquet"].height == 0
     doc = summary_of(layout, results, params, False)
-    assert list(doc.sections["critical_path"]) == list(
-        whole["summary"]["summary.json"].sections["critical_path"]
-    )
+    want_doc = whole["summary"]["summary.json"]
+    for stage in ("critical_path", "findings"):
+        assert list(doc.sections[stage]) == list(want_doc.sections[stage])
     note = next(n for n in doc.notes if n.startswith("a run over ranks leaves out "))
-    assert "the critical path" not in note and "the findings" in note
+    assert "the critical path" not in note and "the findings" not in note, note
 
 
 def test_a_ranks_share_sent_is_the_share_computed(two_models: Path) -> None:

@@ -269,7 +269,8 @@ def test_cpu_only_dashboard_names_no_gpu_and_draws_no_device_chart(tmp_path: Pat
 def test_cpu_only_summary_words(tmp_path: Path) -> None:
     """The CPU MLP sample's summary: the host-work table's columns have distinct headers (the
     step's number and its length), the Steps table says "step time" (a CPU window), no takeaway
-    speaks of launches or GPUs, and a run over ranks names no GPU in its notes."""
+    speaks of launches or GPUs, and a run over ranks names no GPU either (and leaves nothing
+    out: its first line is the whole run's)."""
     trace = copy(SAMPLES / "mlp_cpu", tmp_path)
     text = CliRunner().invoke(cli_app, ["summary", str(trace)], env={"COLUMNS": "200"})
     assert text.exit_code == 0, text.output
@@ -303,7 +304,9 @@ def test_cpu_only_summary_words(tmp_path: Path) -> None:
     assert device_takeaways and all(v.startswith(said) for v in device_takeaways), device_takeaways
     workers = CliRunner().invoke(cli_app, ["summary", str(trace), "--workers", "2"], env={"COLUMNS": "200"})
     assert workers.exit_code == 0, workers.output
-    assert "a run over ranks" in workers.stdout
+    # by ranks every section, the critical path and the findings too: nothing left out, no note
+    assert "a run over ranks" not in workers.stdout
+    assert workers.stdout.splitlines()[0] == text.stdout.splitlines()[0]
     # the sample has memory events: a run by ranks gives the section as the whole run does
     assert "Memory over time (allocator's [memory] events)" in workers.stdout
     assert "GPU" not in workers.stdout, [line for line in workers.stdout.splitlines() if "GPU" in line]

@@ -262,7 +262,8 @@ def step_stats(windows: Frame, column: str = "dur_ns", by: tuple[str, ...] = RAN
         c.quantile(0.95, "linear").alias("p95_ns"),
         c.max().alias("max_ns"),
     )
-    return out.sort(list(by)) if by else out.drop("_all")
+    # one group over no rows would still give a row, of nulls: no windows, no statistics
+    return out.sort(list(by)) if by else out.filter(pl.col("count") > 0).drop("_all")
 
 
 def rank_step_ratios(windows: Frame) -> pl.LazyFrame:

@@ -3,6 +3,7 @@ chaining to an existing sitecustomize, metrics-only runs and refused command lin
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -27,6 +28,8 @@ from test_profcap_support import (
 from profui.capture import profcap
 from profui.capture.daemon import perf
 from profui.capture.format import open_trace_dir
+
+from realdata import run_profui
 
 #: Plain Python (never imports torch): annotations and steps through profui's own recorder.
 PLAIN = r"""
@@ -121,6 +124,13 @@ def test_no_trace_records_metrics_only(tmp_path):
         assert {r["device"] for r in switches} == set(range(psutil.cpu_count()))
     else:
         assert not switches and any("context-switches" in n or "perf" in n for n in m["notes"])
+
+    # a summary of it says what it has and nothing else: no step windows, so no statistics of
+    # them (one group over no rows gave a row of nulls, which the schema check warned about)
+    out = run_profui("summary", trace, "--json")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["sections"]["steps"]["job_stats"] == []
 
 
 def test_daemon_death_does_not_touch_the_job(tmp_path):

@@ -411,6 +411,11 @@ def stages_needed(params: Params | None = None) -> list[str]:
     return list(dict.fromkeys([*(s for s, _ in (*PER_RANK_TABLES, *RANK_JSON)), "correlate", *hta]))
 
 
+#: Per-rank tables that are not per rank under ``hta_compat``: HTA's aten op table counts, on
+#: each rank's rows, the op instances of every rank up to it (HTA never resets its list between
+#: ranks; :func:`profui.analysis.hta_variants.hta_aten_op_kernels` reproduces that), which one
+#: rank alone cannot: not sent, so left out and named in the notes.
+HTA_CUMULATIVE: frozenset[Key] = frozenset({("launch", "aten_op_kernels")})
 #: Tables that are per-rank under ``hta_compat`` only: HTA's critical path is one rank's graph per
 #: window (:mod:`profui.analysis.critical_path_hta`, its rows rank by rank in (node, rank) order),
 #: where profui's joins the ranks (:data:`PATH_TABLES`).
@@ -461,7 +466,7 @@ def always_given() -> set[Key]:
     """The tables a run by ranks gives whatever its parameters: the per-rank tables and the job
     tables reduced from them or from :data:`HTA_ROWS` (the others need rows a rank sends only
     without ``hta_compat``)."""
-    given: set[Key] = set(PER_RANK_TABLES) | set(HTA_ROWS)
+    given: set[Key] = (set(PER_RANK_TABLES) - HTA_CUMULATIVE) | set(HTA_ROWS)
     for key, rule in JOB_TABLES.items():  # in order: a job table's inputs come before it
         if all(i in given for i in rule.inputs):
             given.add(key)
@@ -486,7 +491,10 @@ def rank_keys(params: Params) -> list[Key]:
     only :data:`HTA_ROWS`), its :data:`RANK_JSON`."""
     hta = params["hta_compat"]
     rows = [k for k in RANK_ROWS if not hta or k in HTA_ROWS]
-    tables = [*PER_RANK_TABLES, *(HTA_PER_RANK_TABLES if hta else ())]
+    tables = [
+        *(k for k in PER_RANK_TABLES if not (hta and k in HTA_CUMULATIVE)),
+        *(HTA_PER_RANK_TABLES if hta else ()),
+    ]
     return [*tables, *rows, *RANK_JSON, *(() if hta else (METRICS,))]
 
 
@@ -514,7 +522,8 @@ def concat_ranks(per_rank: Iterable[Mapping[Key, Any]]) -> dict[Key, Any]:
     ranks = list(per_rank)
     out: dict[Key, Any] = {}
     for key, rule in PER_RANK_TABLES.items():
-        out[key] = _concat([r[key] for r in ranks], rule)
+        if all(key in r for r in ranks):
+            out[key] = _concat([r[key] for r in ranks], rule)
     for key, rule in HTA_PER_RANK_TABLES.items():
         if ranks and all(key in r for r in ranks):
             out[key] = _concat([r[key] for r in ranks], rule)

@@ -47,6 +47,7 @@ import numpy as np
 from .findings_base import CATEGORY_NAMES
 from .flops import gpu_key
 from .formatting import fmt_memory_device
+from .pipeline.result import OutputMissing, Result
 from .top_n import TOP_N
 
 #: A change in a time or count smaller than this fraction of the base is not reported as one.
@@ -99,9 +100,13 @@ def normalise_name(name: str) -> str:
     return name.strip()
 
 
-def _rows(outputs: dict[str, dict[str, Any]], stage: str, file: str) -> list[dict[str, Any]]:
-    frame = outputs.get(stage, {}).get(file)
-    return frame.to_dicts() if frame is not None and hasattr(frame, "to_dicts") else []
+def _rows(read: Callable[[], list[Any]]) -> list[dict[str, Any]]:
+    """The rows ``read`` returns from a :class:`Result`; none where the stage or output is missing
+    (a stage that failed in the recorded run)."""
+    try:
+        return cast("list[dict[str, Any]]", read())
+    except OutputMissing:
+        return []
 
 
 def _sum(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -109,49 +114,52 @@ def _sum(rows: list[dict[str, Any]], key: str) -> float | None:
     return float(sum(vals)) if vals else None
 
 
-def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[str, Any]:
-    """The profile of one trace from its stage outputs (:data:`STAGES`); ``trace`` names it
+def profile(result: Result, trace: dict[str, Any]) -> dict[str, Any]:
+    """The profile of one trace from its result (:data:`STAGES`); ``trace`` names it
     (``path``, ``name``, ``ranks``, ``gpus``...)."""
-    steps_info = outputs.get("steps", {}).get("steps.json") or {}
-    total = (_rows(outputs, "utilization", "total.parquet") or [{}])[0]
+    try:
+        steps_info: dict[str, Any] = dict(result.steps.steps)
+    except OutputMissing:
+        steps_info = {}
+    total = (_rows(lambda: result.utilization.total_rows()) or [{}])[0]
     numbers: dict[str, float | None] = {}
     busy = total.get("busy_share")
     if total.get("n_gpus"):
         numbers["gpu_busy"] = busy
         numbers["idle_pct"] = None if busy is None else 1 - busy
     shares: dict[str, list[float]] = {}
-    for r in _rows(outputs, "activity", "shares.parquet"):
+    for r in _rows(lambda: result.activity.shares_rows()):
         if r.get("share") is not None:
             shares.setdefault(r["activity"], []).append(r["share"])
     for activity, vals in shares.items():
         if activity != "idle":  # idle_pct says it (over all GPUs' spans)
             numbers[f"share_{activity}"] = sum(vals) / len(vals)
-    kernels = _rows(outputs, "kernels", "stats.parquet")
+    kernels = _rows(lambda: result.kernels.stats_rows())
     if kernels:
         numbers["kernel_time"] = _sum(kernels, "total_ns")
         numbers["kernel_count"] = _sum(kernels, "count")
-    overlap = _rows(outputs, "comm", "overlap.parquet")
+    overlap = _rows(lambda: result.comm.overlap_rows())
     if overlap:
         numbers["comm_exposed"] = _sum(overlap, "exposed_comm_ns")
-    launch = (_rows(outputs, "launch", "overall.parquet") or [{}])[0]
+    launch = (_rows(lambda: result.launch.overall_rows()) or [{}])[0]
     if launch.get("launches"):
         numbers["launch_p50"] = launch.get("latency_p50_ns")
-    for r in _rows(outputs, "precision", "shares.parquet"):
+    for r in _rows(lambda: result.precision.shares_rows()):
         if r.get("in_shares") and r.get("count"):
             numbers[f"precision_{r['precision']}"] = r.get("share")
-    for r in _rows(outputs, "memory", "ops.parquet"):
+    for r in _rows(lambda: result.memory.ops_rows()):
         numbers[f"copy_{r['direction']}"] = r.get("time_ns")
-    flops = (_rows(outputs, "flops", "totals.parquet") or [{}])[0]
+    flops = (_rows(lambda: result.flops.totals_rows()) or [{}])[0]
     if flops.get("step_flops"):
         numbers["flops_per_step"] = flops["step_flops"] / flops["steps"]
         numbers["achieved_tflops"] = flops.get("tflops")
     if flops.get("mfu") is not None:
         numbers["mfu"] = flops["mfu"]
         trace = {**trace, "mfu_basis": _mfu_basis(flops)}
-    precision = _dominant_precision(_rows(outputs, "precision", "shares.parquet"))
+    precision = _dominant_precision(_rows(lambda: result.precision.shares_rows()))
     if precision:
         trace = {**trace, "precision": precision}
-    mem = _rows(outputs, "allocations", "devices.parquet")
+    mem = _rows(lambda: result.allocations.devices_rows())
     many = len({(r["node"], r["rank"]) for r in mem}) > 1
     for r in mem:  # "cuda1", "r1_cuda1" when several ranks (a name --fail-if can spell)
         where = (f"r{r['rank']}_" if many else "") + fmt_memory_device(r["device_type"], r["device"])
@@ -162,17 +170,15 @@ def profile(outputs: dict[str, dict[str, Any]], trace: dict[str, Any]) -> dict[s
         "trace": trace,
         "has_steps": bool(steps_info.get("has_markers")),
         # without step markers the one "step" is the whole traced span: no step time to compare
-        "steps": step_periods(_rows(outputs, "steps", "windows.parquet"))
+        "steps": step_periods(_rows(lambda: result.steps.windows_rows()))
         if steps_info.get("has_markers")
         else [],
         "numbers": numbers,
         "kernels": _by_name(kernels, "name"),
-        "ops": _by_name(_rows(outputs, "kernels", "ops.parquet"), "name"),
-        "runtime": _by_name(_rows(outputs, "kernels", "runtime.parquet"), "name"),
-        "annotations": _by_name(_rows(outputs, "annotations", "names.parquet"), "name"),
-        "findings": _findings(_rows(outputs, "findings", "findings.parquet"))
-        if "findings.parquet" in outputs.get("findings", {})
-        else None,
+        "ops": _by_name(_rows(lambda: result.kernels.ops_rows()), "name"),
+        "runtime": _by_name(_rows(lambda: result.kernels.runtime_rows()), "name"),
+        "annotations": _by_name(_rows(lambda: result.annotations.names_rows()), "name"),
+        "findings": _findings_of(result),
     }
 
 
@@ -182,6 +188,15 @@ def finding_key(row: dict[str, Any]) -> str:
     if row["category"] == "straggler" and row.get("at_rank") is not None:
         return f"straggler:r{row['at_rank']}"
     return str(row["category"])
+
+
+def _findings_of(result: Result) -> dict[str, dict[str, Any]] | None:
+    """:func:`_findings` of the result's findings; None where the findings stage gave none."""
+    try:
+        rows = result.findings.findings_rows()
+    except OutputMissing:
+        return None
+    return _findings(cast("list[dict[str, Any]]", rows))
 
 
 def _findings(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -297,7 +312,7 @@ def profile_of(
         "devices": _devices(m),
         "world_size": _world_size(m),
     }
-    return profile(got.outputs, info)
+    return profile(got, info)
 
 
 def _by_name(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:

@@ -28,6 +28,8 @@ from typing import Any
 
 import polars as pl
 
+from .result_tables import CriticalPathOutputs, FindingsOutputs
+
 #: The document's top-level keys, in order.
 KEYS = ("version", "trace", "headline", "step", "rank", "annotation", "critical_path", "findings", "notes")
 #: A finding's keys, in order.
@@ -98,7 +100,7 @@ def slowest_rank(cp_steps: pl.DataFrame, step: int) -> int | None:
 
 
 def critical_path_json(
-    cp: Mapping[str, pl.DataFrame], step: int | None, rank: int | None, path_events: int | None = None
+    cp: CriticalPathOutputs, step: int | None, rank: int | None, path_events: int | None = None
 ) -> dict[str, Any]:
     """The critical path of ``step`` on ``rank``: its length, time by kind and stretches (the
     ``path_events`` longest, in path order; None: all), with how many there are in all."""
@@ -108,9 +110,9 @@ def critical_path_json(
     def mine(df: pl.DataFrame) -> pl.DataFrame:
         return df.filter(pl.col("step") == step, pl.col("rank") == rank)
 
-    steps = mine(cp["steps.parquet"])
-    by_kind = mine(cp["by_kind.parquet"])
-    events = mine(cp["events.parquet"]).sort("seq")
+    steps = mine(cp.steps)
+    by_kind = mine(cp.by_kind)
+    events = mine(cp.events).sort("seq")
     total = events.height
     if path_events is not None and path_events < total:
         # the longest stretches (ties: the earlier), shown in path order
@@ -129,8 +131,8 @@ def critical_path_json(
 
 def document(
     overview: Mapping[str, Any],
-    cp: Mapping[str, pl.DataFrame],
-    found: Mapping[str, pl.DataFrame],
+    cp: CriticalPathOutputs,
+    found: FindingsOutputs,
     step: int | None,
     rank: int | None,
     notes: list[str],
@@ -152,6 +154,6 @@ def document(
         "rank": rank,
         "annotation": dict(annotation) if annotation is not None else None,
         "critical_path": critical_path_json(cp, step, rank, path_events),
-        "findings": findings_json(found["findings.parquet"], found["evidence.parquet"], top),
+        "findings": findings_json(found.findings, found.evidence, top),
         "notes": notes,
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -21,6 +21,7 @@ from .trace import Trace
 from .trace import open_trace as open_trace_data
 
 if TYPE_CHECKING:
+    from .pipeline.result import Result
     from .steps import Steps
     from .summary_document import Summary
 
@@ -175,8 +176,8 @@ class TraceAnalyses(Trace):
                 workers=workers,
                 skip_bad_ranks=skip_bad_ranks,
             )
-            return cast("Summary", result.outputs["summary"]["summary.json"])
-        return cast("Summary", self.result("summary", **params)["summary.json"])
+            return result.summary.summary
+        return stage_run(self, "summary", params).summary.summary
 
 
 def open_trace(path: str | Path) -> TraceAnalyses:
@@ -190,11 +191,17 @@ def open_trace(path: str | Path) -> TraceAnalyses:
 
 
 def stage_result(trace: Trace, stage: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``stage``'s outputs on ``trace``, the stage graph run in memory for ``params`` (by name);
-    a :class:`TraceAnalyses` keeps the stages computed for these parameters for its later calls."""
+    """``stage``'s outputs on ``trace``, ``{file: frame or value}`` (:func:`stage_run`'s)."""
+    return stage_run(trace, stage, params).outputs[stage]
+
+
+def stage_run(trace: Trace, stage: str, params: Mapping[str, Any]) -> Result:
+    """The result of ``stage`` on ``trace``, the stage graph run in memory for ``params`` (by
+    name); a :class:`TraceAnalyses` keeps the stages computed for these parameters for its later
+    calls."""
     from .run import run
 
     store: dict[str, dict[str, Any]] = {}
     if isinstance(trace, TraceAnalyses):
         store = trace._stores.setdefault(tuple(sorted(params.items())), {})
-    return run(trace, (stage,), params, store=store).outputs[stage]
+    return run(trace, (stage,), params, store=store)

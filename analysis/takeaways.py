@@ -16,8 +16,8 @@ phrase is used only when its numbers say it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -39,7 +39,8 @@ from .idle import KERNEL_WAIT_NS
 from .steps import WHOLE_TRACE
 from .top_n import OTHER
 
-Outputs = Mapping[str, Mapping[str, Any]]
+if TYPE_CHECKING:
+    from .result_tables import StageAccessors
 
 #: GPU idle share (of its active span) below which the takeaway gives the busy share instead.
 IDLE_LOW_SHARE = 0.10
@@ -534,37 +535,37 @@ def host_steps_takeaway(breakdown: pl.DataFrame) -> str:
 
 # -- dispatch ----------------------------------------------------------------------------------
 
-#: answer id -> (function, [(stage, file), ...] passed positionally, in that order).
-CHARTS: dict[str, tuple[Callable[..., str], tuple[tuple[str, str], ...]]] = {
-    "gpu_active": (gpu_active_takeaway, (("utilization", "busy.parquet"), ("idle", "breakdown.parquet"))),
-    "gpu_util": (gpu_util_takeaway, (("utilization", "gpu.parquet"), ("utilization", "gpu_sampled.parquet"))),
-    "cpu": (cpu_takeaway, (("utilization", "cpu.parquet"),)),
-    "kernel_total": (kernel_total_takeaway, (("kernels", "stats.parquet"),)),
-    "top_time": (top_time_takeaway, (("kernels", "top_by_time.parquet"),)),
-    "top_count": (top_count_takeaway, (("kernels", "top_by_count.parquet"), ("kernels", "stats.parquet"))),
+#: A table a takeaway reads, from the typed result.
+Read = Callable[["StageAccessors"], pl.DataFrame]
+
+#: answer id -> (function, the tables it reads, passed positionally in that order).
+CHARTS: dict[str, tuple[Callable[..., str], tuple[Read, ...]]] = {
+    "gpu_active": (gpu_active_takeaway, (lambda r: r.utilization.busy, lambda r: r.idle.breakdown)),
+    "gpu_util": (gpu_util_takeaway, (lambda r: r.utilization.gpu, lambda r: r.utilization.gpu_sampled)),
+    "cpu": (cpu_takeaway, (lambda r: r.utilization.cpu,)),
+    "kernel_total": (kernel_total_takeaway, (lambda r: r.kernels.stats,)),
+    "top_time": (top_time_takeaway, (lambda r: r.kernels.top_by_time,)),
+    "top_count": (top_count_takeaway, (lambda r: r.kernels.top_by_count, lambda r: r.kernels.stats)),
     "steps": (
         steps_takeaway,
-        (("steps", "windows.parquet"), ("steps", "job.parquet"), ("steps", "job_stats.parquet")),
+        (lambda r: r.steps.windows, lambda r: r.steps.job, lambda r: r.steps.job_stats),
     ),
-    "precision": (precision_takeaway, (("precision", "shares.parquet"),)),
-    "flops": (flops_takeaway, (("flops", "totals.parquet"),)),
-    "activity": (activity_takeaway, (("activity", "shares.parquet"),)),
-    "memory": (memory_takeaway, (("memory", "ops.parquet"),)),
+    "precision": (precision_takeaway, (lambda r: r.precision.shares,)),
+    "flops": (flops_takeaway, (lambda r: r.flops.totals,)),
+    "activity": (activity_takeaway, (lambda r: r.activity.shares,)),
+    "memory": (memory_takeaway, (lambda r: r.memory.ops,)),
     "allocations": (
         allocations_takeaway,
-        (("allocations", "devices.parquet"), ("allocations", "per_step.parquet")),
+        (lambda r: r.allocations.devices, lambda r: r.allocations.per_step),
     ),
-    "annotation": (
-        annotation_takeaway,
-        (("annotations", "names.parquet"), ("annotations", "step_means.parquet")),
-    ),
-    "host_steps": (host_steps_takeaway, (("steps", "breakdown.parquet"),)),
-    "launch": (launch_takeaway, (("launch", "stats.parquet"),)),
-    "sync": (sync_takeaway, (("sync", "totals.parquet"),)),
-    "idle": (idle_takeaway, (("idle", "breakdown.parquet"),)),
+    "annotation": (annotation_takeaway, (lambda r: r.annotations.names, lambda r: r.annotations.step_means)),
+    "host_steps": (host_steps_takeaway, (lambda r: r.steps.breakdown,)),
+    "launch": (launch_takeaway, (lambda r: r.launch.stats,)),
+    "sync": (sync_takeaway, (lambda r: r.sync.totals,)),
+    "idle": (idle_takeaway, (lambda r: r.idle.breakdown,)),
     "comm": (
         comm_takeaway,
-        (("comm", "by_collective.parquet"), ("comm", "overlap.parquet"), ("comm", "stragglers.parquet")),
+        (lambda r: r.comm.by_collective, lambda r: r.comm.overlap, lambda r: r.comm.stragglers),
     ),
 }
 
@@ -584,33 +585,64 @@ WORDED = frozenset(
     }
 )
 
+
+class _Noting(dict[str, Any]):
+    """Outputs that hold every stage and file (each None) and note the stages read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: dict[str, None] = {}
+
+    def __missing__(self, key: str) -> Any:
+        self.read[key] = None
+        return _NoneFor()
+
+
+class _NoneFor(dict[str, Any]):
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def _stages_read() -> tuple[str, ...]:
+    """The stages :data:`CHARTS`' readers read, in first-use order (each reader run on outputs
+    that note what is asked of them)."""
+    from .result_tables import StageAccessors
+
+    probe = StageAccessors()
+    probe.outputs = noting = _Noting()
+    for _, inputs in CHARTS.values():
+        for read in inputs:
+            read(probe)
+    return tuple(noting.read)
+
+
 #: The stages the takeaways read (the ``takeaways`` stage's inputs), in first-use order.
-NEEDS: tuple[str, ...] = tuple(dict.fromkeys(stage for _, inputs in CHARTS.values() for stage, _ in inputs))
+NEEDS: tuple[str, ...] = _stages_read()
 
 
-def takeaway_for(chart_id: str, outputs: Outputs, words: DeviceWords = GPU_WORDS) -> str:
-    """The takeaway ``chart_id`` from ``{stage: {file: frame}}`` outputs holding every table it
-    reads, naming the devices by ``words`` (:func:`profui.analysis.devices.words_for`).
+def takeaway_for(chart_id: str, result: StageAccessors, words: DeviceWords = GPU_WORDS) -> str:
+    """The takeaway ``chart_id`` from a result holding every table it reads, naming the devices
+    by ``words`` (:func:`profui.analysis.devices.words_for`).
 
-    Raises KeyError naming the table when one is missing: a takeaway is never silently computed
-    from less than its inputs.
+    Raises :class:`~.result_tables.OutputMissing` naming the table when one is missing: a
+    takeaway is never silently computed from less than its inputs.
     """
+    from .result_tables import OutputMissing
+
     fn, inputs = CHARTS[chart_id]
-    frames = []
-    for stage, file in inputs:
-        try:
-            frames.append(_df(outputs[stage][file]))
-        except KeyError:
-            raise KeyError(f"takeaway {chart_id} needs {stage}/{file}") from None
+    try:
+        frames = [_df(read(result)) for read in inputs]
+    except OutputMissing as exc:
+        raise OutputMissing(f"takeaway {chart_id}: {exc}") from None
     return fn(*frames, words=words) if chart_id in WORDED else fn(*frames)
 
 
-def all_takeaways(outputs: Outputs, words: DeviceWords = GPU_WORDS) -> dict[str, str]:
+def all_takeaways(result: StageAccessors, words: DeviceWords = GPU_WORDS) -> dict[str, str]:
     """Every answer's takeaway (those with nothing to say are left out), in :data:`CHARTS`
     order, naming the devices by ``words``."""
     out = {}
     for chart in CHARTS:
-        text = takeaway_for(chart, outputs, words)
+        text = takeaway_for(chart, result, words)
         if text:
             out[chart] = text
     return out

@@ -8,8 +8,8 @@ quietly cannot run).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -34,6 +34,7 @@ from profui.analysis.devices import words_for
 from profui.analysis.engine import ENGINE, SCAN_ENGINE
 from profui.analysis.hta import hta_events
 from profui.analysis.precision import kernel_precision, precision_shares
+from profui.analysis.result_tables import OutputMissing, StageAccessors
 from profui.analysis.schemas import TABLES
 from profui.analysis.summary_document import SECTIONS, Summary, source_notes, trace_overview
 from profui.analysis.takeaways import CHARTS, takeaway_for
@@ -439,6 +440,36 @@ DETAIL_TABLES = {
 }
 
 
+class _Files(Mapping[str, Any]):
+    """One stage's outputs ``get(stage, file)`` of the files ``names``, each read once when
+    first asked for."""
+
+    def __init__(self, stage: str, names: Sequence[str], get: Callable[[str, str], Any]) -> None:
+        self._stage, self._names, self._get = stage, tuple(names), get
+        self._got: dict[str, Any] = {}
+
+    def __getitem__(self, file: str) -> Any:
+        if file not in self._names:
+            raise KeyError(file)
+        if file not in self._got:
+            self._got[file] = self._get(self._stage, file)
+        return self._got[file]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class _Given(StageAccessors):
+    """The outputs ``get(stage, file)`` of the stages and files ``files`` holds, read by the
+    typed accessors (each file read once, when first asked for)."""
+
+    def __init__(self, files: Mapping[str, Sequence[str]], get: Callable[[str, str], Any]) -> None:
+        self.outputs = {stage: _Files(stage, names, get) for stage, names in files.items()}
+
+
 def summary_doc(
     files: Mapping[str, Sequence[str]],
     get: Callable[[str, str], Any],
@@ -470,25 +501,28 @@ def summary_doc(
             frame = get(stage, file)
             tables[name] = frame.head(n) if (stage, name) in TOP_N_TABLES and n > 0 else frame
         sections[stage] = tables
-    read: dict[str, dict[str, Any]] = {}
-    for _, inputs in CHARTS.values():
-        for stage, file in inputs:
-            if file in files.get(stage, ()):
-                read.setdefault(stage, {})[file] = get(stage, file)
+    given = _Given(files, get)
     words = words_for(overview)
     takeaways = {}
-    for chart, (_, inputs) in CHARTS.items():
-        if all(f in read.get(s, {}) for s, f in inputs):
-            text = takeaway_for(chart, read, words)
-            if text:
-                takeaways[chart] = text
+    for chart in CHARTS:
+        try:
+            text = takeaway_for(chart, given, words)
+        except OutputMissing:  # a table it reads is not among the outputs: no takeaway
+            continue
+        if text:
+            takeaways[chart] = text
     notes = source_notes(manifest)
-    if "allocations.json" in files.get("allocations", ()):
-        mem_note = get("allocations", "allocations.json")["note"]
-        if mem_note:
-            notes.append(mem_note)
-    if "steps.json" in files.get("steps", ()):
-        steps_info = get("steps", "steps.json")
+    try:
+        mem_note = given.allocations.allocations["note"]
+    except OutputMissing:
+        mem_note = None
+    if mem_note:
+        notes.append(mem_note)
+    try:
+        steps_info = given.steps.steps
+    except OutputMissing:
+        pass
+    else:
         if not steps_info["has_markers"] or steps_info["renumbered"]:
             notes.append(steps_info["note"])
     if hta:
@@ -512,6 +546,6 @@ def summary(ctx: StageContext) -> dict[str, Any]:
     --json`` prints for the same parameters and ``takeaways.json`` what the dashboard shows.
     """
     files = {stage: ctx.input_files[stage] for stage in ctx.input_files if ctx.has_input(stage)}
-    overview = ctx.input("ingest", "trace.json")["overview"]
+    overview = cast("dict[str, Any]", _Given(files, ctx.input).ingest.trace["overview"])
     doc = summary_doc(files, ctx.input, overview, ctx.trace.manifest, ctx.params)
     return {"summary.json": doc, "takeaways.json": doc.takeaways}

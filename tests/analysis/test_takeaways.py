@@ -101,11 +101,19 @@ def test_kernels_steps_and_sync_wording():
 
 
 def test_takeaway_for_needs_every_table_it_reads():
-    both = {"utilization": {"busy.parquet": BUSY}, "idle": {"breakdown.parquet": IDLE}}
+    from profui.analysis.pipeline.result import OutputMissing, Result
+
+    both = Result({"utilization": {"busy.parquet": BUSY}, "idle": {"breakdown.parquet": IDLE}}, "test")
     assert tk.takeaway_for("gpu_active", both).startswith("GPU idle 46%")
-    with pytest.raises(KeyError, match="idle/breakdown.parquet"):
-        tk.takeaway_for("gpu_active", {"utilization": {"busy.parquet": BUSY}})
-    assert set(tk.NEEDS) == {stage for _, inputs in tk.CHARTS.values() for stage, _ in inputs}
+    with pytest.raises(OutputMissing, match="takeaway gpu_active: the idle stage was not run"):
+        tk.takeaway_for("gpu_active", Result({"utilization": {"busy.parquet": BUSY}}, "test"))
+    with pytest.raises(OutputMissing, match="the idle stage's result holds no breakdown.parquet"):
+        tk.takeaway_for("gpu_active", Result({"utilization": {"busy.parquet": BUSY}, "idle": {}}, "test"))
+    # the stages the takeaways read, as each takeaway's tables name them (hand-listed)
+    assert tk.NEEDS == (
+        "utilization", "idle", "kernels", "steps", "precision", "flops", "activity",
+        "memory", "allocations", "annotations", "launch", "sync", "comm",
+    )  # fmt: skip
 
 
 def test_real_trace_takeaways(imported_trace):

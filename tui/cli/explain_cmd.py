@@ -110,6 +110,7 @@ def explain(
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
     from profui.analysis.pipeline.bodies import retag_steps, stage_events
+    from profui.analysis.result_tables import CriticalPathOutputs
     from profui.analysis.run import run
     from profui.analysis.step_window import numbers, step_listing
     from profui.analysis.trace import Trace
@@ -128,20 +129,24 @@ def explain(
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace, progress=progress)
     t = Trace(open_trace_dir(path))
-    store = run(t, ("findings",), params).outputs
-    overview = store["ingest"]["trace.json"]["overview"]
-    cp: Mapping[str, Any] = store["critical_path"]
-    windows = store["steps"]["windows.parquet"]
-    head = headline(store["findings"]["findings.parquet"], windows, cp["steps.parquet"])
+    result = run(t, ("findings",), params)
+    overview = result.ingest.trace["overview"]
+    cp = result.critical_path
+    windows = result.steps.windows
+    head = headline(result.findings.findings, windows, cp.steps)
     notes: list[str] = []
     named = None
+
+    def path_of(tables: Mapping[str, Any]) -> CriticalPathOutputs:
+        """A critical path computed here for one window, read as the stage's are."""
+        return CriticalPathOutputs("critical_path", tables)
 
     def events() -> Any:
         return stage_events(t, params, hta_compat)
 
-    def on_demand(window: Any) -> Mapping[str, Any]:
+    def on_demand(window: Any) -> CriticalPathOutputs:
         """The critical path of ``window`` alone (the stage's tables for it)."""
-        return cpath.stage(events(), window, store["correlate"]["launches.parquet"], hta_compat)
+        return path_of(cpath.stage(events(), window, result.correlate.launches, hta_compat))
 
     if annotation is not None:
         if step is not None:
@@ -151,14 +156,14 @@ def explain(
         rank = int(window["rank"][0])
         if hta_compat:
             # HTA's own windows: its instances of the annotation, as its critical_path_analysis takes them
-            cp = cpath_hta.stage(events(), annotation=annotation, instance=k)
-            mine = cp["steps.parquet"].filter(pl.col("rank") == rank)
+            cp = path_of(cpath_hta.stage(events(), annotation=annotation, instance=k))
+            mine = cp.steps.filter(pl.col("rank") == rank)
             step = int(mine["step"][0]) if mine.height else k
         else:
             # the annotation is the window's marker, so its thread is the path's host thread
             # (the steps stage's step_annotation rule)
             tagged = retag_steps(events(), f"^{re.escape(annotation)}$")
-            cp = cpath.stage(tagged, window, store["correlate"]["launches.parquet"], hta_compat)
+            cp = path_of(cpath.stage(tagged, window, result.correlate.launches, hta_compat))
             step = k
         named = {"name": annotation, "instance": k}
         notes.append(
@@ -166,13 +171,13 @@ def explain(
             "the findings are the analysed steps', not this instance's"
         )
     else:
-        analysed = cp["steps.parquet"]
+        analysed = cp.steps
         if step is not None and step not in set(analysed["step"].to_list()):
             have = sorted(set(windows["step"].to_list()))
             if step not in have:
                 raise UserError(f"--step {step}: no such step ({step_listing(have)})")
             cp = on_demand(windows.filter(pl.col("step") == step))
-            analysed = cp["steps.parquet"]
+            analysed = cp.steps
             notes.append(
                 f"step {step} is not among the analysed steps: its critical path is computed on its "
                 "own; the findings are the analysed steps'"
@@ -195,7 +200,7 @@ def explain(
             rank = slowest_rank(analysed, step)
         if step is None:
             notes.append("no step was analysed: no critical path, no time findings")
-    return document(overview, cp, store["findings"], step, rank, notes, top, head, named, path_events)
+    return document(overview, cp, result.findings, step, rank, notes, top, head, named, path_events)
 
 
 # -- text -----------------------------------------------------------------------------------------

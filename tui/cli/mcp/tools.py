@@ -14,10 +14,13 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profui.analysis.top_n import TOP_N
 from profui.tui.cli.errors import UserError
+
+if TYPE_CHECKING:
+    from profui.analysis.pipeline.result import Result
 
 Say = Callable[[str], None]
 
@@ -274,15 +277,15 @@ def diff(
 # -- windows of one trace ---------------------------------------------------------------------------
 
 
-def _stage_outputs(folder: Path, stages: tuple[str, ...], say: Say) -> dict[str, Any]:
-    """The outputs of ``stages`` for ``folder``: the pipeline's cached outputs when there (the
+def _stage_outputs(folder: Path, stages: tuple[str, ...], say: Say) -> Result:
+    """The result of ``stages`` for ``folder``: the pipeline's cached outputs when there (the
     dashboard's rule, :func:`profui.analysis.pipeline.answers.answers`), else computed once and
     recorded so the next call reads them."""
     from profui.analysis.pipeline.answers import answers
     from profui.analysis.trace import Trace
     from profui.capture.format import open_trace_dir
 
-    return answers(folder, stages, lambda: Trace(open_trace_dir(folder)), say=say).outputs
+    return answers(folder, stages, lambda: Trace(open_trace_dir(folder)), say=say)
 
 
 def _events(folder: Path) -> Any:
@@ -314,11 +317,12 @@ def top(
         raise UserError(f"n {n}: from 1 to {MAX_TOP}")
     folder = _resolve(trace, say)
     out = _stage_outputs(folder, ("ingest", "steps"), say)
-    ov = out["ingest"]["trace.json"]["overview"]
+    ov = out.ingest.trace["overview"]
+    start_ns, end_ns = ov["start_ns"], ov["end_ns"]
+    if start_ns is None or end_ns is None:
+        raise UserError(f"{folder}: the trace has no events")
     try:
-        window = sw.step_window(
-            out["steps"]["windows.parquet"], list(ov["ranks"]), ov["start_ns"], ov["end_ns"], step, rank
-        )
+        window = sw.step_window(out.steps.windows, list(ov["ranks"]), start_ns, end_ns, step, rank)
     except sw.WindowError as exc:
         raise _window_error(exc) from None
     rows, names, window_ns = sw.top(_events(folder), window, what, n)
@@ -367,7 +371,7 @@ def events(
         raise UserError(f"window {start_ns}..{end_ns}: its start is not before its end")
     folder = _resolve(trace, say)
     out = _stage_outputs(folder, ("ingest", "steps"), say)
-    ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
+    ranks = sorted(out.ingest.trace["overview"]["ranks"])
     if rank is None:
         if len(ranks) != 1:
             raise UserError(f"rank: the trace has ranks {sw.numbers(ranks)}; name one")
@@ -380,7 +384,7 @@ def events(
         raise UserError(f"rank {rank}: no events")
     if step is not None:
         try:
-            w = sw.step_window(out["steps"]["windows.parquet"], ranks, span[0], span[1], step, rank)
+            w = sw.step_window(out.steps.windows, ranks, span[0], span[1], step, rank)
         except sw.WindowError as exc:
             raise _window_error(exc) from None
         rows, total = sw.step_events(ev, w, limit)
@@ -433,17 +437,17 @@ def memory_peak(trace: str, rank: int | None = None, say: Say = _quiet) -> dict[
 
     folder = _resolve(trace, say)
     out = _stage_outputs(folder, ("ingest", "allocations"), say)
-    ranks = sorted(out["ingest"]["trace.json"]["overview"]["ranks"])
+    ranks = sorted(out.ingest.trace["overview"]["ranks"])
     if rank is not None and rank not in ranks:
         raise UserError(f"rank {rank}: no such rank (ranks: {numbers(ranks)})")
-    devices = out["allocations"]["devices.parquet"]
-    live = out["allocations"]["live_at_peak.parquet"]
+    devices = out.allocations.devices
+    live = out.allocations.live_at_peak
     if rank is not None:
         devices = devices.filter(pl.col("rank") == rank)
         live = live.filter(pl.col("rank") == rank)
     doc: dict[str, Any] = {"trace": str(folder), "rank": rank, "has_memory_events": not devices.is_empty()}
     if devices.is_empty():
-        note = out["allocations"]["allocations.json"]["note"]  # worded for the trace's source
+        note = out.allocations.allocations["note"]  # worded for the trace's source
         return {**doc, "note": note, "peak": None, "devices": [], "live_at_peak": []}
     devices = devices.sort(["peak_allocated_bytes", "rank", "device"], descending=[True, False, False])
     peak = devices.row(0, named=True)

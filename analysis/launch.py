@@ -204,12 +204,9 @@ def kernel_launches(events: pl.LazyFrame) -> pl.LazyFrame:
     return join_launches(launch_calls(events), device)
 
 
-def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool = False) -> pl.LazyFrame:
-    """:func:`kernel_launches` from chosen launch ``calls`` and ``device`` events;
-    ``clamp_delay`` shows negative launch delays as 0 (HTA's way). Rows by node, rank, ``ts``,
-    ``correlation``, then :data:`TIE_ORDER` (a graph launch's measured event first of its
-    equals): a function of the events, not of their row order."""
-    calls = calls.select(
+def _call_columns(calls: pl.LazyFrame) -> pl.LazyFrame:
+    """Launch ``calls`` as a link's call columns: ``node, rank, correlation`` and ``launch_*``."""
+    return calls.select(
         "node",
         "rank",
         "correlation",
@@ -218,6 +215,50 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
         pl.col("ts").alias("launch_ts"),
         pl.col("dur").alias("launch_dur"),
     )
+
+
+#: The columns of :func:`sync_links`.
+SYNC_LINK_COLUMNS: tuple[str, ...] = (
+    "node",
+    "rank",
+    "device",
+    "stream",
+    "correlation",
+    "name",
+    "ts",
+    "dur",
+    "launch_name",
+    "launch_tid",
+    "launch_ts",
+    "launch_dur",
+)
+
+
+def sync_links(events: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per device-side sync event (kind ``sync``: cudaStreamWaitEvent,
+    cudaStreamSynchronize, cudaEventQuery on a stream) joined to the host call that issued it
+    (columns :data:`SYNC_LINK_COLUMNS`), as :func:`kernel_launches` joins launched work: on
+    ``(node, rank, correlation)``, the earliest call of a correlation id, events without a call
+    left out. Not launched work, so no launch delay: the timeline links the pair and draws the
+    call on its GPU's launch lane. Rows by node, rank, ``ts``, ``correlation``, then name,
+    device, stream and duration."""
+    device = events.filter((pl.col("kind") == "sync") & pl.col("correlation").is_not_null()).select(
+        "node", "rank", "device", "stream", "correlation", "name", "ts", "dur"
+    )
+    joined = join_by_rank(
+        device, _call_columns(launch_calls(events)), per_rank=lambda c: first_calls(c, ["correlation"])
+    )
+    return joined.pipe(
+        sort_total, ["node", "rank"], ["ts", "correlation"], ["name", "device", "stream", "dur"]
+    ).select(SYNC_LINK_COLUMNS)
+
+
+def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool = False) -> pl.LazyFrame:
+    """:func:`kernel_launches` from chosen launch ``calls`` and ``device`` events;
+    ``clamp_delay`` shows negative launch delays as 0 (HTA's way). Rows by node, rank, ``ts``,
+    ``correlation``, then :data:`TIE_ORDER` (a graph launch's measured event first of its
+    equals): a function of the events, not of their row order."""
+    calls = _call_columns(calls)
     device = device.filter(pl.col("correlation").is_not_null()).select(
         "node", "rank", "device", "stream", "correlation", "kind", "name", "ts", "dur"
     )

@@ -130,11 +130,13 @@ class TimelineInputs:
     windows (``steps/windows.parquet``: per rank each step's number, name and CPU window), whether
     the trace marks steps at all (``steps/steps.json``'s ``has_markers``: without markers the
     windows are whole ranks, which the timeline does not draw as steps) and the correlate stage's
-    launch links (``correlate/launches.parquet``: each launched device event and its call)."""
+    links (``correlate/launches.parquet``: each launched device event and its call;
+    ``correlate/sync_links.parquet``: each device sync event and the call that issued it)."""
 
     windows: pl.DataFrame
     has_markers: bool
     launches: pl.DataFrame
+    syncs: pl.DataFrame
 
 
 def index_version(inputs_key: Any = None) -> str:
@@ -191,7 +193,11 @@ def build_index(
     say = progress or (lambda _f, _m: None)
     say(0.0, "finding the steps and launch links")
     # a trace of metrics alone has no steps or launches to find (and the stages want events)
-    given = inputs() if trace.num_events else TimelineInputs(pl.DataFrame(), False, pl.DataFrame())
+    given = (
+        inputs()
+        if trace.num_events
+        else TimelineInputs(pl.DataFrame(), False, pl.DataFrame(), pl.DataFrame())
+    )
     say(0.03, "scanning the trace")
     base, end = _time_extent(trace)
     span = max(end - base, 1)
@@ -213,7 +219,9 @@ def build_index(
     node_lane: dict[str, int] = {}
     row_counts: list[int] = []
     steps = _steps_of(given, base) if given.has_markers else []
-    links = _launches_by_rank(given.launches)
+    links = {key: [part] for key, part in _launches_by_rank(given.launches).items()}
+    for key, part in _launches_by_rank(given.syncs).items():
+        links.setdefault(key, []).append(part)
     del given  # what the index keeps of it: its steps, and the links as slices
     try:
         _index_all(
@@ -293,6 +301,8 @@ def _steps_of(given: TimelineInputs, base: int) -> list[dict]:
 #: launched device event and its call among a rank's events.
 LINK_COLUMNS = ("node", "rank", "correlation", "device", "stream", "kind", "ts", "dur",
                 "launch_tid", "launch_ts", "launch_dur")  # fmt: skip
+#: Those of its ``sync_links.parquet``: the same, but the kind, ``sync`` on every row.
+SYNC_LINK_COLUMNS = tuple(c for c in LINK_COLUMNS if c != "kind")
 
 
 def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl.DataFrame]:
@@ -316,12 +326,18 @@ def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl
 
 
 def _identities(links: pl.DataFrame) -> pl.DataFrame:
-    """One rank's links with nulls as the index reads them (-1) and kinds as its kind ids."""
+    """One rank's links with nulls as the index reads them (-1) and kinds as its kind ids (a
+    sync link, which has no kind column, ``sync``'s)."""
+    kind = (
+        pl.col("kind").cast(pl.String).replace_strict(KIND_ID, return_dtype=pl.Int8)
+        if "kind" in links.columns
+        else pl.lit(KIND_ID["sync"], dtype=pl.Int8).alias("kind")
+    )
     return links.select(
         "correlation",
         pl.col("device").fill_null(-1),
         pl.col("stream").fill_null(-1),
-        pl.col("kind").cast(pl.String).replace_strict(KIND_ID, return_dtype=pl.Int8),
+        kind,
         "ts",
         "dur",
         pl.col("launch_tid").fill_null(-1),
@@ -528,7 +544,7 @@ def _lookup(
 
 
 def _linked(
-    links: pl.DataFrame | None,
+    links: list[pl.DataFrame] | None,
     ts: np.ndarray,
     dur: np.ndarray,
     kind: np.ndarray,
@@ -538,15 +554,16 @@ def _linked(
     corr: np.ndarray,
     corr_valid: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which of a rank's events the correlate stage linked (``links``, its rows of the rank):
-    the launch calls (sorted indices into the events) and the launched device events (a mask).
+    """Which of a rank's events the correlate stage linked (``links``, its rows of the rank: of
+    its launch links, then of its sync links): the calls (sorted indices into the events) and the
+    launched device events and device syncs (a mask).
     Each is found by what identifies it (correlation, start, duration; a call's thread, a device
     event's device, stream and kind), so the pairs are the stage's, whatever the index's order."""
     n = ts.size
     dev_mask = np.zeros(n, dtype=bool)
-    if links is None or links.is_empty():
+    if not links:
         return np.zeros(0, dtype=np.int64), dev_mask
-    links = _identities(links)
+    rank_links = pl.concat([_identities(part) for part in links])
     sel = np.flatnonzero(corr_valid)
     events = pl.DataFrame(
         {
@@ -564,7 +581,7 @@ def _linked(
     calls = (
         events.filter((pl.col("device") < 0) & pl.col("kind").is_in(launch_ids))
         .join(
-            links.select(
+            rank_links.select(
                 "correlation",
                 pl.col("launch_tid").alias("tid"),
                 pl.col("launch_ts").alias("ts"),
@@ -576,7 +593,7 @@ def _linked(
         .agg(pl.col("i").min())
     )
     launched = events.filter(pl.col("device") >= 0).join(
-        links.select("correlation", "device", "stream", "kind", "ts", "dur").unique(),
+        rank_links.select("correlation", "device", "stream", "kind", "ts", "dur").unique(),
         on=["correlation", "device", "stream", "kind", "ts", "dur"],
         how="semi",
     )

@@ -19,7 +19,7 @@ import polars as pl
 
 from profui.capture.format import TraceDir, open_trace_dir
 
-from .lod import LINK_COLUMNS, LodIndex, Progress, TimelineInputs, build_index
+from .lod import LINK_COLUMNS, SYNC_LINK_COLUMNS, LodIndex, Progress, TimelineInputs, build_index
 from .pipeline.artifacts import load_file, verify
 from .pipeline.outputs import latest_outputs
 from .pipeline.params import typed_params
@@ -47,7 +47,7 @@ def inputs_key() -> dict[str, Any]:
 def _recorded(trace: TraceDir) -> TimelineInputs | None:
     """The newest recorded outputs of :data:`TIMELINE_STAGES` when this code made every one with
     the default parameters (not a ``--hta-compat`` run's), else None; none for a running capture,
-    whose recorded outputs would be stale. Of the launch links only the columns the index reads."""
+    whose recorded outputs would be stale. Of the links only the columns the index reads."""
     if trace.manifest.status == "running":
         return None
     have = latest_outputs(trace.path)
@@ -62,6 +62,7 @@ def _recorded(trace: TraceDir) -> TimelineInputs | None:
         windows=pl.read_parquet(steps / "windows.parquet"),
         has_markers=bool(load_file(steps / "steps.json")["has_markers"]),
         launches=pl.read_parquet(correlate / "launches.parquet", columns=list(LINK_COLUMNS)),
+        syncs=pl.read_parquet(correlate / "sync_links.parquet", columns=list(SYNC_LINK_COLUMNS)),
     )
 
 
@@ -77,6 +78,7 @@ def timeline_inputs(trace: TraceDir) -> TimelineInputs:
         windows=steps["windows.parquet"],
         has_markers=bool(steps["steps.json"]["has_markers"]),
         launches=correlate["launches.parquet"].select(LINK_COLUMNS),
+        syncs=correlate["sync_links.parquet"].select(SYNC_LINK_COLUMNS),
     )
 
 

@@ -88,6 +88,23 @@ class CorrelateLaunchesRow(TypedDict):
     launch_bound: bool
 
 
+class CorrelateSyncLinksRow(TypedDict):
+    """A row of ``correlate/sync_links.parquet``: host call -> device sync event links (cudaStreamWaitEvent, ... on a stream)."""
+
+    node: str
+    rank: int
+    device: int
+    stream: int
+    correlation: int
+    name: str
+    ts: int
+    dur: int
+    launch_name: str
+    launch_tid: int
+    launch_ts: int
+    launch_dur: int
+
+
 class StepsWindowsRow(TypedDict):
     """A row of ``steps/windows.parquet``: one row per step per rank."""
 

@@ -68,7 +68,7 @@ class IngestOutputs(StageOutputs):
 
 
 class CorrelateOutputs(StageOutputs):
-    """The ``correlate`` stage's outputs: launch call -> device event links by correlation id."""
+    """The ``correlate`` stage's outputs: launch call -> device event links by correlation id (and host call -> device sync)."""
 
     __slots__ = ()
 
@@ -80,6 +80,15 @@ class CorrelateOutputs(StageOutputs):
     def launches_rows(self) -> list[r.CorrelateLaunchesRow]:
         """``launches.parquet``'s rows."""
         return cast("list[r.CorrelateLaunchesRow]", self.launches.to_dicts())
+
+    @property
+    def sync_links(self) -> pl.DataFrame:
+        """``sync_links.parquet``: host call -> device sync event links (cudaStreamWaitEvent, ... on a stream)."""
+        return cast("pl.DataFrame", self._get("sync_links.parquet"))
+
+    def sync_links_rows(self) -> list[r.CorrelateSyncLinksRow]:
+        """``sync_links.parquet``'s rows."""
+        return cast("list[r.CorrelateSyncLinksRow]", self.sync_links.to_dicts())
 
 
 class StepsOutputs(StageOutputs):

@@ -292,6 +292,20 @@ TABLES: dict[tuple[str, str], Table] = {
         "events per node, rank and kind",
     ),
     ("correlate", "launches.parquet"): Table(_LAUNCH_LINKS, "launch call -> device event links"),
+    ("correlate", "sync_links.parquet"): Table(
+        (
+            *WHERE_STREAM,
+            _c("correlation", I64, "id"),
+            _c("name", STR, "text", "device sync event name"),
+            _c("ts", I64, "epoch_ns", "device sync event start"),
+            _c("dur", I64, "ns", "device sync event duration"),
+            _c("launch_name", STR, "text", "the host call that issued it"),
+            _c("launch_tid", I64, "id"),
+            _c("launch_ts", I64, "epoch_ns"),
+            _c("launch_dur", I64, "ns"),
+        ),
+        "host call -> device sync event links (cudaStreamWaitEvent, ... on a stream)",
+    ),
     ("steps", "windows.parquet"): Table(_STEP_WINDOW_COLUMNS, "one row per step per rank"),
     ("steps", "stats.parquet"): Table(
         (

@@ -105,11 +105,13 @@ def ingest(ctx: StageContext) -> dict[str, Any]:
 
 
 def correlate(ctx: StageContext) -> dict[str, Any]:
-    """Join every launched device event to its host launch call by correlation id."""
+    """Join every launched device event, and every device sync event, to its host call by
+    correlation id."""
     hta = ctx.params["hta_compat"]
     # sorted by node, rank, ts and correlation (join_launches' order)
-    launches = (hv.hta_kernel_launches if hta else la.kernel_launches)(_events(ctx, hta))
-    return {"launches.parquet": launches}
+    events = _events(ctx, hta)
+    launches = (hv.hta_kernel_launches if hta else la.kernel_launches)(events)
+    return {"launches.parquet": launches, "sync_links.parquet": la.sync_links(events)}
 
 
 # -- steps ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The timeline index reads what the stage graph found: its steps are the steps stage's windows
-and its launch links the correlate stage's, held against the steps stage's output row for row
+and its links the correlate stage's (launched work and device syncs), held against the steps stage's output row for row
 and against a correlation join of the raw events in plain Python, on real traces (HTA's test
 traces, imported with the project's importer). A killed build leaves no half index."""
 
@@ -27,6 +27,8 @@ from realdata import shared_trace
 NCCL = "hta-nccl_parser_config-nccl_data.json.gz"
 #: CUDA event syncs on several streams: device-side sync events carrying their call's correlation.
 EVENT_SYNC = "hta-critical_path-cuda_event_sync_multi_stream-event_sync_trace.json.gz"
+#: Stream waits, stream and context syncs (41 of them) among its kernels and copies.
+SIMPLE_ADD = "hta-critical_path-simple_add-benchmark_result_493459_1694039959_trace.json.gz"
 PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_rank-1.json.gz")
 
 
@@ -34,7 +36,12 @@ PAIR = ("hta-trace_filter-sampled_rank-0.json.gz", "hta-trace_filter-sampled_ran
 def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("lod_inputs")
     out = {}
-    for name, sources in (("nccl", [NCCL]), ("event_sync", [EVENT_SYNC]), ("pair", list(PAIR))):
+    for name, sources in (
+        ("nccl", [NCCL]),
+        ("event_sync", [EVENT_SYNC]),
+        ("simple_add", [SIMPLE_ADD]),
+        ("pair", list(PAIR)),
+    ):
         import_trace([shared_trace(s) for s in sources], root / name)
         out[name] = root / name
     return out
@@ -74,9 +81,12 @@ def _raw_rows(ix: LodIndex) -> list[dict]:
     return rows
 
 
-def _plain_join(rows: list[dict]) -> tuple[dict[int, int], set[tuple[int, int]]]:
-    """Launch call -> device work by correlation id, in plain Python (one rank): each
-    correlation's earliest runtime/driver call; the kernels, copies and memsets carrying it.
+def _plain_join(
+    rows: list[dict], kinds: tuple[str, ...] = ("kernel", "memcpy", "memset", "sync")
+) -> tuple[dict[int, int], set[tuple[int, int]]]:
+    """Host call -> device event by correlation id, in plain Python (one rank): each
+    correlation's earliest runtime/driver call; the device events of ``kinds`` carrying it (the
+    kernels, copies and memsets it launched, the device side of a sync it issued).
     Returns {call row: its earliest device event's row} and {(call row, device event row)}."""
     call: dict[int, int] = {}
     for i, r in enumerate(rows):
@@ -87,7 +97,7 @@ def _plain_join(rows: list[dict]) -> tuple[dict[int, int], set[tuple[int, int]]]
     first: dict[int, int] = {}
     pairs: set[tuple[int, int]] = set()
     for i, r in enumerate(rows):
-        if r["kind"] in ("kernel", "memcpy", "memset") and r["correlation"] in call:
+        if r["kind"] in kinds and r["device"] is not None and r["correlation"] in call:
             c = call[r["correlation"]]
             pairs.add((c, i))
             if c not in first or r["ts"] < rows[first[c]]["ts"]:
@@ -95,7 +105,7 @@ def _plain_join(rows: list[dict]) -> tuple[dict[int, int], set[tuple[int, int]]]
     return first, pairs
 
 
-@pytest.mark.parametrize("name", ["nccl", "event_sync"])
+@pytest.mark.parametrize("name", ["nccl", "event_sync", "simple_add"])
 def test_every_link_is_the_correlation_join_of_the_raw_events(traces: dict[str, Path], name: str) -> None:
     ix = open_lod(traces[name])
     first, pairs = _plain_join(_raw_rows(ix))
@@ -118,15 +128,22 @@ def test_every_link_is_the_correlation_join_of_the_raw_events(traces: dict[str, 
     assert {int(src[p]): int(src[link[p]]) for p in copies} == first
 
 
-def test_sync_events_are_not_launch_links(traces: dict[str, Path]) -> None:
-    """The device side of a synchronisation (cudaStreamWaitEvent's, cudaEventSynchronize's)
-    is no launched work: the correlate stage does not link it, nor does the timeline."""
-    ix = open_lod(traces["event_sync"])
-    rows = _raw_rows(ix)
-    sync = np.array([r["kind"] == "sync" and r["correlation"] is not None for r in rows])
-    assert sync.sum() > 0
-    on_sync = sync[np.asarray(ix.src)]
-    assert (np.asarray(ix.link)[on_sync] == -1).all()
+@pytest.mark.parametrize(("name", "syncs"), [("event_sync", 5), ("simple_add", 41)])
+def test_sync_events_are_linked_to_their_calls(traces: dict[str, Path], name: str, syncs: int) -> None:
+    """The device side of a synchronisation (cudaStreamWaitEvent's, cudaEventSynchronize's) is
+    linked to the call that issued it, as before the index read the correlate stage (58f0489):
+    from the stage's sync links, which are the plain join of the raw events."""
+    ix = open_lod(traces[name])
+    _first, pairs = _plain_join(_raw_rows(ix), kinds=("sync",))
+    assert len(pairs) == syncs  # the JSON's cuda_sync events, each with its runtime call
+    src, link = np.asarray(ix.src), np.asarray(ix.link)
+    kinds = {ln.id: ln.kind for ln in ix.lanes()}
+    lane = np.repeat(np.array([kinds[int(ln)] for ln in ix.row_lane]), np.diff(ix.row_start))
+    dev = {int(src[p]): p for p in np.flatnonzero(lane == "stream")}
+    got = {(int(src[link[dev[e]]]), e) for _c, e in pairs if link[dev[e]] >= 0}
+    assert got == pairs
+    links = compute(open_trace(traces[name]), ["correlate"])["correlate"]["sync_links.parquet"]
+    assert links.height == syncs
 
 
 _KILLED_BUILD = """

@@ -302,7 +302,11 @@ def _threads(host: pl.DataFrame, host_coll: pl.DataFrame) -> dict[tuple[str, int
         for n, r, lo, hi in spans.group_by(_RANK).agg(pl.col("lo").min(), pl.col("hi").max()).iter_rows()
     }
     cov = {k: g for k, g in covering.partition_by(["node", "rank", "tid"], as_dict=True).items()}
-    naming = host.filter(pl.col("kind").is_in(_NAMING_KINDS)).sort("ts", pl.col("end").neg())
+    # of ops alike in start and end the last in event order is the innermost (a profiler lists
+    # an op before those it calls): a stable sort keeps it last, where the name search looks
+    naming = host.filter(pl.col("kind").is_in(_NAMING_KINDS)).sort(
+        "ts", pl.col("end").neg(), maintain_order=True
+    )
     for key, g in naming.partition_by(["node", "rank", "tid"], as_dict=True).items():
         c = cov.get(key)
         if c is None:

@@ -97,11 +97,12 @@ def run_by_ranks(
 
 def ranks_stages() -> list[str]:
     """The stages of the graph a run by ranks gives outputs of, in the graph's order: those of
-    its per-rank and job tables, and the summary assembled from them."""
-    from .jobreduce import JOB_TABLES, PER_RANK_TABLES
+    its per-rank and job tables, the critical path and findings the job builds from its ranks'
+    shares, and the summary assembled from them."""
+    from .jobreduce import JOB_TABLES, PATH_TABLES, PER_RANK_TABLES
     from .pipeline.registry import REGISTRY
 
-    given = {s for s, _ in (*PER_RANK_TABLES, *JOB_TABLES)} | {"summary"}
+    given = {s for s, _ in (*PER_RANK_TABLES, *JOB_TABLES, *PATH_TABLES)} | {"summary"}
     return [s for s in REGISTRY.order if s in given]
 
 

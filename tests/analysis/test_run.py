@@ -177,5 +177,13 @@ def test_a_place_that_is_none_of_the_three_is_refused(two_ranks: Path) -> None:
 
 
 def test_a_stage_ranks_do_not_give_is_refused_before_any_rank_runs(two_ranks: Path) -> None:
-    with pytest.raises(PipelineError, match="stage critical_path: not computed by ranks"):
-        run(two_ranks, ["critical_path"], where="ranks", scheduler="tcp://127.0.0.1:1")
+    # correlate's launch table is each rank's own input, never sent back
+    with pytest.raises(PipelineError, match="stage correlate: not computed by ranks"):
+        run(two_ranks, ["correlate"], where="ranks", scheduler="tcp://127.0.0.1:1")
+
+
+def test_ranks_give_the_critical_path_and_findings_asked_for_by_name(two_ranks: Path) -> None:
+    memory = run(two_ranks, ["findings"])
+    by_ranks = run(two_ranks, ["findings"], where="ranks", workers=2)
+    assert {"critical_path", "findings"} <= set(ranks_stages())
+    assert assert_equal_outputs(by_ranks.outputs, memory.outputs, ["critical_path", "findings"]) >= 6

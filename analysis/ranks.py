@@ -134,14 +134,18 @@ def rank_path_share(
     from its events and its own launches as the whole-trace stage reads them; or the one-line
     :class:`TraceFormatError` that stopped it (its files changed since its first task)."""
     from profui.analysis.critical_path import path_share
+    from profui.analysis.engine import ENGINE
+    from profui.analysis.launch import kernel_launches
     from profui.analysis.pipeline.bodies import stage_events
-    from profui.analysis.pipeline.store import compute
 
     part, arrivals = item
     try:
         trace = rank_trace(part)
-        launches = compute(trace, ["correlate"], params)["correlate"]["launches.parquet"]
-        return path_share(stage_events(trace, params), launches, arrivals, spans)
+        events = stage_events(trace, params)
+        # the correlate stage's launches (never HTA's: no second task runs under hta_compat),
+        # without the stage graph's ingest, which reads every event once more for its inventory
+        launches = kernel_launches(events).collect(engine=ENGINE)
+        return path_share(events, launches, arrivals, spans)
     except TraceFormatError as exc:
         return exc
 

@@ -20,10 +20,11 @@ __all__ = ["OutputMissing", "Result", "Store"]
 Store = dict[str, dict[str, Any]]
 
 
-@dataclass
+@dataclass(eq=False)
 class Result(StageAccessors):
     """The outputs of the stages asked for (``outputs``) and where they came from (``source``:
-    ``cache``, ``computed (run-0003)``, ``computed in memory``, ``by ranks``)."""
+    ``cache``, ``computed (run-0003)``, ``computed in memory``, ``by ranks``). Compared by
+    identity: tables have no one truth value of equality (compare them output by output)."""
 
     outputs: Store
     source: str

@@ -208,3 +208,10 @@ def test_a_wrong_access_fails_mypy(tmp_path: Path) -> None:
         if line.startswith("snippet.py:") and ": error:" in line
     }
     assert flagged == wrong, out
+
+
+def test_results_compare_by_identity() -> None:
+    """A field-wise ``==`` would ask a table for one truth value, which Polars refuses."""
+    outputs = {"kernels": {"stats.parquet": pl.DataFrame({"count": [1]})}}
+    a = Result(outputs, "computed in memory")
+    assert a == a and a != Result(outputs, "computed in memory")

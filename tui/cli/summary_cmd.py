@@ -156,13 +156,13 @@ def _where(df: pl.DataFrame, lane: str = "gpu") -> list[Col]:
 def summary_headline(summary: Any) -> str:
     """The summary's first line: the top finding, or why there is none
     (:func:`profui.analysis.headline.headline`); a summary without the findings section (a run by
-    ranks) says so."""
+    ranks whose ranks could not send their share of the critical path's inputs) says so."""
     from profui.analysis.headline import headline
 
     if "findings" not in summary.sections:
         return (
-            "No finding: a summary by ranks leaves out the critical path and the findings "
-            "(they need every rank's events together; profui explain computes them)."
+            "No finding: this summary has no critical path or findings (its notes say which rank "
+            "could not send its share; profui explain computes them)."
         )
     return headline(
         summary.table("findings", "findings"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .result_tables import OutputMissing
 from .summary_document import (
     JSON_KEYS,
     PARAM_KEYS,
@@ -22,6 +23,7 @@ from .summary_document import (
 )
 
 if TYPE_CHECKING:
+    from .pipeline.result import Result
     from .trace import Trace
 
 __all__ = [
@@ -45,14 +47,16 @@ def summarize(trace: Trace, params: Mapping[str, Any] | None = None, **kwargs: A
     parameters by name (``top_n=30``, ``hta_compat=True``, ``bucket_ms=5`` …; ``profui analyze
     --plan`` lists them).
     """
-    from .notebook import stage_result
+    from .notebook import stage_run
 
-    summary: Summary = stage_result(trace, "summary", {**(params or {}), **kwargs})["summary.json"]
-    return summary
+    return stage_run(trace, "summary", {**(params or {}), **kwargs}).summary.summary
 
 
-def stored_summary(outputs: Mapping[str, Mapping[str, Any]]) -> Summary | None:
-    """The summary stage's Summary among stage outputs ``{stage: {file: value}}`` (computed in
-    memory or read from disk, it is one), or None when they hold none."""
-    value = outputs.get("summary", {}).get("summary.json")
+def stored_summary(result: Result) -> Summary | None:
+    """The summary stage's Summary in ``result`` (computed in memory or read from disk, it is
+    one), or None when it holds none."""
+    try:
+        value = result.summary.summary
+    except OutputMissing:
+        return None
     return value if isinstance(value, Summary) else None

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from profui.analysis import open_trace
 from profui.analysis.formatting import fmt_ns, fmt_pct
 from profui.analysis.pipeline.bodies import DETAIL_TABLES, TOP_N_TABLES
-from profui.analysis.pipeline.result import Result
 from profui.analysis.summary import SECTIONS, Summary
 from profui.capture.ingest import import_trace
 from profui.tui.cli import app
@@ -75,7 +74,8 @@ def test_summary_json_facade_and_dashboard_agree(name: str, imported) -> None:
 
     for attempt in ("cold", "warm"):
         session = TraceSession(trace)
-        outputs = session.stage_outputs(dc.STAGES)
+        result = session.stage_outputs(dc.STAGES)
+        outputs = result.outputs
         assert session.source == "cache" if attempt == "warm" else session.source.startswith("computed (run-")
         # every table the dashboard holds is the summary's table, row for row
         for stage in dc.STAGES:
@@ -95,11 +95,11 @@ def test_summary_json_facade_and_dashboard_agree(name: str, imported) -> None:
                     assert same_numbers(_rows(value), cli["sections"][stage][table]), (stage, table)
         # the takeaway each chart shows is the summary's, word for word
         for chart in dc.CHARTS:
-            data = chart.build(Result(outputs, session.source), None)
+            data = chart.build(result, None)
             assert data.takeaway == cli["takeaways"].get(chart.id, ""), chart.id
         # and the headline bar quotes the summary's numbers
         busy = cli["sections"]["utilization"]["busy"]
-        bars = dc.build_gpu_active(Result(outputs, session.source), None).bars
+        bars = dc.build_gpu_active(result, None).bars
         for row in busy:
             share = row["busy_share"] or 0.0
             expected = f"{fmt_pct(share)} active · {fmt_pct(1 - share)} idle ({fmt_ns(row['idle_ns'])})"

@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 from profui.analysis import open_trace, schemas
 from profui.analysis.pipeline.engine import analyze
 from profui.analysis.pipeline.outputs import latest_outputs, load_output
+from profui.analysis.pipeline.result import Result
 from profui.analysis.summary import VERSION, Summary, stored_summary
 from profui.capture.format import TraceFormatError
 from profui.capture.ingest import import_trace
@@ -92,7 +93,7 @@ def test_summary_read_from_disk_is_the_one_computed(name: str, tmp_path: Path) -
     written = json.loads((latest_outputs(trace)["summary"] / "summary.json").read_bytes())
     assert json.loads(json.dumps(read.to_json_dict())) == written
     # and the surfaces' one way in finds it among the stage outputs
-    assert stored_summary({"summary": load_output(trace, "summary")}) is not None
+    assert stored_summary(Result({"summary": load_output(trace, "summary")}, "cache")) is not None
 
 
 @pytest.mark.parametrize("name", ["samples/mlp_cpu", "hta-trace_filter-sampled_rank-0.json.gz"])

@@ -25,7 +25,6 @@ from pilotwait import wait_dashboard
 from typer.testing import CliRunner
 
 from profui.analysis.formatting import fmt_ns
-from profui.analysis.pipeline.result import Result
 from profui.capture.format import private_dir_for
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
@@ -119,7 +118,7 @@ def headlines(cache: Path, tmp_path_factory: pytest.TempPathFactory):
             assert built == drawn
         else:
             session = TraceSession(folder)
-            drawn = dc.build_headline(Result(session.stage_outputs(dc.STAGES), session.source)).text.plain
+            drawn = dc.build_headline(session.stage_outputs(dc.STAGES)).text.plain
             source = session.source
         assert source.startswith("computed"), source  # a cold open: nothing was kept before
         proc = run_profui("explain", given, "--json", cache=cache)

@@ -32,7 +32,7 @@ def dashboard_outputs(trace: Path) -> tuple[dict, str, str]:
         async with app.run_test(size=(100, 30)) as pilot:
             view = await wait_dashboard(pilot, app)
             return (
-                dict(view.outputs),
+                dict(view.result.outputs),
                 str(view.query_one("#dash-headline").render()),
                 view.session.source or "",
             )

@@ -20,7 +20,6 @@ import pytest
 from pilotwait import wait_dashboard
 
 from profui.analysis.pipeline import records
-from profui.analysis.pipeline.result import Result
 from profui.capture.format import open_trace_dir, private_dir_for
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
@@ -50,7 +49,7 @@ def _drawn(trace: Path) -> tuple[dict[str, dict], str]:
 def _built(trace: Path) -> dict[str, dict]:
     """The charts built from the stage outputs, as the dashboard's normal path builds them."""
     session = TraceSession(trace)
-    result = Result(session.stage_outputs(dc.STAGES), session.source)
+    result = session.stage_outputs(dc.STAGES)
     return {c.id: dashboard_cache._chart_to_json(c.build(result, None)) for c in dc.CHARTS}
 
 

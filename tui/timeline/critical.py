@@ -12,14 +12,19 @@ middle (under the step marker that spans it: where the lane is seen empty), else
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import polars as pl
 
 from profui.analysis.formatting import fmt_ns
 from profui.analysis.lod import Lane, LodIndex
+from profui.analysis.result_tables import OutputMissing
+
+if TYPE_CHECKING:
+    from profui.analysis.pipeline.result import Result
 
 #: The least share of a step's path a kind of time needs to be named on the status line.
 MIN_PART_SHARE = 0.05
@@ -87,11 +92,11 @@ class CriticalPaths:
     """The ``critical_path`` stage's outputs of a trace, placed on its index step by step (each
     step once, when first drawn)."""
 
-    def __init__(self, index: LodIndex, outputs: dict[str, pl.DataFrame]) -> None:
+    def __init__(self, index: LodIndex, result: Result) -> None:
         self.ix = index
-        self.events = _frame(outputs, "events.parquet")
-        self.steps_table = _frame(outputs, "steps.parquet")
-        self.by_kind_table = _frame(outputs, "by_kind.parquet")
+        self.events = _frame(lambda: result.critical_path.events)
+        self.steps_table = _frame(lambda: result.critical_path.steps)
+        self.by_kind_table = _frame(lambda: result.critical_path.by_kind)
         self._placed: dict[int, StepPath] = {}
         self._name_id: dict[str, int] | None = None
         self._lanes = _lane_keys(index.lanes())
@@ -245,6 +250,10 @@ def _lane_keys(lanes: list[Lane]) -> dict[tuple, Lane]:
     return out
 
 
-def _frame(outputs: dict, file: str) -> pl.DataFrame:
-    value = outputs.get(file)
+def _frame(read: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    """The table ``read`` gives; an empty frame where the stage gave none."""
+    try:
+        value = read()
+    except OutputMissing:
+        return pl.DataFrame()
     return value if isinstance(value, pl.DataFrame) else pl.DataFrame()

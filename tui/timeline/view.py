@@ -180,7 +180,7 @@ class TimelineView(TraceView):
 
         try:
             outputs = self.session.stage_outputs(("critical_path",))
-            paths = CriticalPaths(index, outputs.get("critical_path", {}))
+            paths = CriticalPaths(index, outputs)
         except Exception as exc:  # shown, not raised: the timeline keeps working without it
             if self.ended_on_bad_input(exc):
                 return

@@ -41,9 +41,7 @@ class TraceView(Vertical):
     def stage_result(self, stages: tuple[str, ...]) -> Result:
         """The typed result of the pipeline's ``stages`` for this view's trace (the session's
         answers: cached, recorded or computed in memory)."""
-        from profui.analysis.pipeline.result import Result
-
-        return Result(self.session.stage_outputs(stages), self.session.source or "")
+        return self.session.stage_outputs(stages)
 
     def focus_main(self) -> None:
         """Give focus to the view's main widget."""

@@ -63,7 +63,10 @@ class DashboardView(TraceView):
 
     def __init__(self, session, id: str | None = None) -> None:
         super().__init__(session, id=id)
-        self.outputs: dict[str, dict] = {}
+        from profui.analysis.pipeline.result import Result
+
+        #: The stage outputs loaded so far, as one typed result (the charts read it).
+        self.result = Result({}, "")
         self.complete = False
         self.annotation: str | None = None
         self.drawn: set[str] = set()
@@ -106,13 +109,6 @@ class DashboardView(TraceView):
         if panels:
             panels[0].focus(scroll_visible=False)
 
-    @property
-    def result(self) -> Result:
-        """The typed result of the stage outputs loaded so far (the charts read it)."""
-        from profui.analysis.pipeline.result import Result
-
-        return Result(self.outputs, self.session.source or "")
-
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
         self.complete = False
@@ -123,9 +119,9 @@ class DashboardView(TraceView):
             # the stage outputs (for picking an annotation, the next rank...) are loaded when an
             # action first needs them: a warm open shows the dashboard without importing Polars
             return
-        outputs = self.session.cached_stage_outputs(dc.STAGES, max_bytes=READ_IN_PLACE_BYTES)
-        if outputs is not None:
-            self._all_ready(outputs)
+        got = self.session.cached_stage_outputs(dc.STAGES, max_bytes=READ_IN_PLACE_BYTES)
+        if got is not None:
+            self._all_ready(got)
             return
         self._status("loading…")
         self._load()
@@ -173,7 +169,7 @@ class DashboardView(TraceView):
                 app_call(fn, *args)
 
         try:
-            outputs = self.session.stage_outputs(
+            got = self.session.stage_outputs(
                 dc.STAGES,
                 on_stage=lambda stage, out: call(self._stage_ready, stage, out),
                 on_progress=lambda line: call(self._status, line),
@@ -181,9 +177,11 @@ class DashboardView(TraceView):
         except Exception as exc:  # one line in the UI, never a crash
             if self.ended_on_bad_input(exc):
                 return
+            from profui.analysis.pipeline.result import Result
+
             call(self._status, f"analysis failed: {type(exc).__name__}: {exc}")
-            outputs = {}
-        call(self._all_ready, outputs)
+            got = Result({}, "")
+        call(self._all_ready, got)
 
     def _status(self, line: str) -> None:
         self.query_one("#dash-status", Static).update(Text(line, no_wrap=True, overflow="ellipsis"))
@@ -209,7 +207,7 @@ class DashboardView(TraceView):
             panel.display = dc.applies(chart, words)
 
     def _stage_ready(self, stage: str, out: dict) -> None:
-        self.outputs[stage] = out
+        self.result.outputs[stage] = out
         with self.app.batch_update():
             if stage in ("ingest", "summary"):  # they bring the overview: what the devices are
                 self._retitle()
@@ -218,7 +216,7 @@ class DashboardView(TraceView):
             for chart in dc.CHARTS:
                 # the summary stage brings every chart's takeaway: redraw the charts drawn so far
                 touched = stage in chart.stages or (stage == "summary" and chart.id in self.drawn)
-                if touched and all(s in self.outputs for s in chart.stages):
+                if touched and all(self.result.ran(s) for s in chart.stages):
                     self._draw(chart)
 
     def _draw(self, chart: dc.Chart) -> None:
@@ -231,18 +229,19 @@ class DashboardView(TraceView):
             return
         panel.show(data)
 
-    def _all_ready(self, outputs: dict) -> None:
-        self.outputs.update(outputs)
+    def _all_ready(self, got: Result) -> None:
+        self.result.outputs.update(got.outputs)
+        self.result.source = got.source
         with self.app.batch_update():
             self._retitle()
-            if "findings" in self.outputs:
+            if self.result.ran("findings"):
                 self._draw_headline()
             else:
                 self._show_headline(
                     ChartData(kind="text", text="headline: not available (findings: no output)")
                 )
             for chart in dc.CHARTS:
-                missing = [s for s in chart.stages if s not in self.outputs]
+                missing = [s for s in chart.stages if not self.result.ran(s)]
                 if missing:
                     why = "; ".join(f"{s}: no output" for s in missing)
                     self.panel(chart.id).show_error(f"not available ({why})")
@@ -251,10 +250,10 @@ class DashboardView(TraceView):
         if self.complete:  # the outputs behind a dashboard drawn from what was kept
             then, self._then = self._then, None
             self._status(self._ready_line())
-            if then is not None and self.outputs:
+            if then is not None and self.result.outputs:
                 then()
             return
-        if all(s in self.outputs for c in dc.CHARTS for s in c.stages) and "findings" in self.outputs:
+        if all(self.result.ran(s) for c in dc.CHARTS for s in c.stages) and self.result.ran("findings"):
             self._keep()
         self._finished()
 
@@ -332,13 +331,13 @@ class DashboardView(TraceView):
         self.rank_index += 1
         for chart_id in ("steps", "host_steps", "annotation"):
             chart = dc.chart_by_id(chart_id)
-            if all(s in self.outputs for s in chart.stages):
+            if all(self.result.ran(s) for s in chart.stages):
                 self._draw(chart)
 
     def _still_loading(self, then: Callable[[], None]) -> bool:
         """True while a dashboard drawn from what was kept has no stage outputs yet: they load
         (in a worker) and ``then`` runs once they are in."""
-        if self.outputs or not self.complete:
+        if self.result.outputs or not self.complete:
             return False
         self._then = then
         self._status("loading the analysis outputs…")
@@ -347,7 +346,7 @@ class DashboardView(TraceView):
 
     def _redraw_annotation(self) -> None:
         chart = dc.chart_by_id("annotation")
-        if all(s in self.outputs for s in chart.stages):
+        if all(self.result.ran(s) for s in chart.stages):
             self._draw(chart)
         panel = self.panel("annotation")
         panel.focus(scroll_visible=False)

@@ -11,9 +11,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from profui.analysis.result_tables import OutputMissing
 from profui.capture.format import Manifest, TraceDir, open_trace_dir
+
+if TYPE_CHECKING:
+    from profui.analysis.pipeline.result import Result
 
 
 class ViewerGone(KeyboardInterrupt):
@@ -129,8 +133,8 @@ class TraceSession:
         stages: tuple[str, ...],
         on_stage: Callable[[str, dict[str, Any]], None] | None = None,
         on_progress: Callable[[str], None] | None = None,
-    ) -> dict[str, dict[str, Any]]:
-        """``{stage: {output file: frame or dict}}`` of the analysis pipeline's ``stages``.
+    ) -> Result:
+        """The typed result of the analysis pipeline's ``stages``.
 
         Analysis chooses where they come from (:func:`profui.analysis.pipeline.answers.answers`:
         cached outputs, a recorded run, or the in-memory store); this session only memoises them
@@ -141,10 +145,8 @@ class TraceSession:
             lambda: self._stage_outputs(stages, _followed(on_stage), _followed(on_progress)),
         )
 
-    def cached_stage_outputs(
-        self, stages: tuple[str, ...], max_bytes: int
-    ) -> dict[str, dict[str, Any]] | None:
-        """The outputs :meth:`stage_outputs` would give, when they are memoised already or the
+    def cached_stage_outputs(self, stages: tuple[str, ...], max_bytes: int) -> Result | None:
+        """The result :meth:`stage_outputs` would give, when they are memoised already or the
         pipeline's cache holds them all in no more than ``max_bytes``; else None.
 
         For the UI thread: it never waits (None while another computation holds the session), so
@@ -152,13 +154,13 @@ class TraceSession:
         """
         from profui.analysis.pipeline.answers import cached
 
-        def from_cache() -> dict[str, dict[str, Any]] | None:
+        def from_cache() -> Result | None:
             got = cached(self.path, stages, max_bytes=max_bytes)
             return None if got is None else self._keep(got)
 
         return self.memo(f"stages:{','.join(stages)}", from_cache, wait=False)
 
-    def _stage_outputs(self, stages, on_stage, on_progress) -> dict[str, dict[str, Any]]:
+    def _stage_outputs(self, stages, on_stage, on_progress) -> Result:
         from profui.analysis.pipeline.answers import answers
 
         try:
@@ -167,17 +169,18 @@ class TraceSession:
             raise AnalysisStopped(str(gone)) from None
         return self._keep(got)
 
-    def _keep(self, got: Any) -> dict[str, dict[str, Any]]:
-        """Note where ``got`` (an :class:`~profui.analysis.pipeline.answers.Answers`) came from and
-        the trace's overview it holds; its outputs."""
+    def _keep(self, got: Result) -> Result:
+        """Note where ``got`` came from and the trace's overview it holds; ``got``."""
         self.source = got.source
-        out = got.outputs
-        self.overview = out.get("ingest", {}).get("trace.json", {}).get("overview")
-        if not self.overview and "summary" in out:
+        try:
+            self.overview = cast("dict[str, Any] | None", got.ingest.trace.get("overview"))
+        except OutputMissing:
+            self.overview = None
+        if not self.overview and got.ran("summary"):
             # the summary carries the overview too (a cached read may not include ingest's outputs);
             # imported only here: it loads polars, which importing this module does not
             from profui.analysis.summary import stored_summary
 
-            summary = stored_summary(out)
+            summary = stored_summary(got)
             self.overview = summary.trace if summary is not None else None
-        return out
+        return got

@@ -86,4 +86,4 @@ def run_summary_stage(path: Path, params: dict[str, Any], options: dict[str, Any
         result = run(path, ["summary"], params, **options)
     except (ClusterError, RankFailed) as exc:
         raise UserError(str(exc)) from None
-    return result.outputs["summary"]["summary.json"]
+    return result.summary.summary

@@ -201,11 +201,9 @@ def _header() -> Iterator[str]:
     yield "    from profui.analysis.summary_document import Summary"
     yield ""
     yield ""
-    yield "class OutputMissing(KeyError):"
-    yield '    """A stage that was not run, or an output its result does not hold, was read."""'
-    yield ""
-    yield "    def __str__(self) -> str:"
-    yield "        return str(self.args[0])"
+    yield "class OutputMissing(LookupError):"
+    yield '    """A stage that was not run, or an output its result does not hold, was read (no KeyError:'
+    yield '    a caller catching a missing key of its own must not swallow it)."""'
     yield ""
     yield ""
     yield "class StageOutputs:"

@@ -20,11 +20,9 @@ if TYPE_CHECKING:
     from profui.analysis.summary_document import Summary
 
 
-class OutputMissing(KeyError):
-    """A stage that was not run, or an output its result does not hold, was read."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+class OutputMissing(LookupError):
+    """A stage that was not run, or an output its result does not hold, was read (no KeyError:
+    a caller catching a missing key of its own must not swallow it)."""
 
 
 class StageOutputs:

@@ -586,14 +586,15 @@ def _linked(
                 pl.col("launch_tid").alias("tid"),
                 pl.col("launch_ts").alias("ts"),
                 pl.col("launch_dur").alias("dur"),
-            ).unique(),
+            ),
             on=["correlation", "tid", "ts", "dur"],
+            how="semi",  # a call has a row per device event it launched: no unique() needed
         )  # fmt: skip
         .group_by("correlation")
         .agg(pl.col("i").min())
     )
     launched = events.filter(pl.col("device") >= 0).join(
-        rank_links.select("correlation", "device", "stream", "kind", "ts", "dur").unique(),
+        rank_links.select("correlation", "device", "stream", "kind", "ts", "dur"),
         on=["correlation", "device", "stream", "kind", "ts", "dur"],
         how="semi",
     )

@@ -136,8 +136,12 @@ class Trace:
     """An opened trace directory: its tables (lazy scans, or read once into memory), its manifest
     and HTA's time offsets. Holds data only; the analyses are :mod:`profui.analysis.notebook`'s."""
 
-    def __init__(self, trace_dir: TraceDir) -> None:
+    def __init__(self, trace_dir: TraceDir, columns: Iterable[str] | None = None) -> None:
+        """``columns``: the events columns :meth:`cached_events` reads (with ``node``, ``rank``
+        and ``kind``), for a caller that runs only analyses reading no others; None: all."""
         self.dir = trace_dir
+        keep = None if columns is None else {*columns, "node", "rank", "kind"}
+        self._schema = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if keep is None or c in keep}
 
     @property
     def path(self) -> Path:
@@ -177,11 +181,11 @@ class Trace:
                 raise kind_not_in_format(files, odd)
             frame = strings_sharing_text(read.with_columns(pl.col("kind").cast(pl.Enum(EVENT_KINDS))))
             # only the columns stored in another type (a cast of the frame copies the others too)
-            other = {c: t for c, t in EVENTS_POLARS_SCHEMA.items() if frame.schema[c] != t and c != "kind"}
+            other = {c: t for c, t in self._schema.items() if frame.schema[c] != t and c != "kind"}
             return frame.cast(other) if other else frame  # type: ignore[arg-type]
 
         # the casts too may fail on a file's contents (a column stored as another type)
-        return _read(_scan(files, EVENTS_POLARS_SCHEMA, with_rank=True, cast=False), files, then=held)
+        return _read(_scan(files, self._schema, with_rank=True, cast=False), files, then=held)
 
     def cached_events(self) -> pl.LazyFrame:
         """Events read once into memory and reused by later calls (for repeated analyses): the

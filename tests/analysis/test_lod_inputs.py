@@ -146,6 +146,21 @@ def test_sync_events_are_linked_to_their_calls(traces: dict[str, Path], name: st
     assert links.height == syncs
 
 
+@pytest.mark.parametrize("name", ["nccl", "event_sync", "simple_add", "pair"])
+def test_inputs_computed_in_memory_are_the_stages_outputs(traces: dict[str, Path], name: str) -> None:
+    """Computed in memory (on the events columns the rules read) the index's inputs are the
+    steps and correlate stages' outputs with the default parameters, table for table."""
+    from profui.analysis.lod_open import computed
+
+    got = computed(open_trace_dir(traces[name]))
+    out = compute(open_trace(traces[name]), ["steps", "correlate"])
+    assert got.windows.equals(out["steps"]["windows.parquet"])
+    assert got.has_markers is out["steps"]["steps.json"]["has_markers"]
+    assert got.launches.equals(out["correlate"]["launches.parquet"].select(got.launches.columns))
+    assert got.syncs.equals(out["correlate"]["sync_links.parquet"].select(got.syncs.columns))
+    assert got.launches.height > 0
+
+
 _KILLED_BUILD = """
 import os, signal, sys
 from profui.analysis.lod_open import build_lod
@@ -197,12 +212,12 @@ def test_recorded_outputs_are_read_only_when_made_with_the_default_parameters(
     import_trace([shared_trace(EVENT_SYNC)], trace)
     computed = open_lod(trace)  # nothing recorded: computed in memory
     arrays = {k: np.array(getattr(computed, k)) for k in ("t", "link", "src", "kind")}
-    real_compute = lod_open.compute
+    real_compute = lod_open.computed
 
     def refused(*_a: object, **_k: object) -> None:
         raise AssertionError("computed, though a recorded run holds the outputs")
 
-    monkeypatch.setattr(lod_open, "compute", refused)
+    monkeypatch.setattr(lod_open, "computed", refused)
     analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
     lod_open.build_lod(trace, force=True)  # read from the recorded run
     got = open_lod(trace)
@@ -210,7 +225,7 @@ def test_recorded_outputs_are_read_only_when_made_with_the_default_parameters(
     analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES], overrides={"hta_compat": "true"})
     with pytest.raises(AssertionError, match="computed, though"):
         lod_open.build_lod(trace, force=True)
-    monkeypatch.setattr(lod_open, "compute", real_compute)
+    monkeypatch.setattr(lod_open, "computed", real_compute)
     lod_open.build_lod(trace, force=True)
     got = open_lod(trace)
     assert all(np.array_equal(getattr(got, k), v) for k, v in arrays.items())
@@ -230,7 +245,7 @@ def test_a_running_capture_computes_its_inputs(tmp_path: Path, monkeypatch: pyte
     analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
     write_manifest(trace, replace(read_manifest(trace), status="running", end_ns=None))
     calls = []
-    real = lod_open.compute
-    monkeypatch.setattr(lod_open, "compute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = lod_open.computed
+    monkeypatch.setattr(lod_open, "computed", lambda *a, **k: calls.append(1) or real(*a, **k))
     ix = open_lod(trace)
     assert calls == [1] and ix.n_events > 0 and (np.asarray(ix.link) >= 0).any()

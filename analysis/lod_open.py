@@ -21,9 +21,9 @@ from profui.capture.format import TraceDir, open_trace_dir
 
 from .launch import kernel_launches, sync_links
 from .lod import LINK_COLUMNS, SYNC_LINK_COLUMNS, LodIndex, Progress, TimelineInputs, build_index
+from .pipeline.answers import stage_params
 from .pipeline.artifacts import load_file, verify
 from .pipeline.outputs import latest_outputs
-from .pipeline.params import typed_params
 from .pipeline.registry import REGISTRY
 from .steps import step_windows
 from .trace import Trace
@@ -34,17 +34,11 @@ TIMELINE_STAGES = ("steps", "correlate")
 TIMELINE_EVENT_COLUMNS = ("ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation")
 
 
-def _default_params(stage: str) -> dict[str, Any]:
-    """The parameters ``stage``'s output depends on, at their defaults (as a run records them)."""
-    values = typed_params(REGISTRY.params, None)
-    return {p: values[p] for p in REGISTRY.stages[stage].params if REGISTRY.params[p].affects_output}
-
-
 def inputs_key() -> dict[str, Any]:
     """What determines the index's inputs: the code version of each stage they come from (and of
     the stages upstream of them) and the parameters those stages read, at their defaults."""
     stages = sorted(set(TIMELINE_STAGES) | REGISTRY.ancestors(TIMELINE_STAGES))
-    return {s: {"code": REGISTRY.stages[s].code_version, "params": _default_params(s)} for s in stages}
+    return {s: {"code": REGISTRY.stages[s].code_version, "params": stage_params(s)} for s in stages}
 
 
 def _recorded(trace: TraceDir) -> TimelineInputs | None:
@@ -58,7 +52,7 @@ def _recorded(trace: TraceDir) -> TimelineInputs | None:
         meta = verify(have[s]) if s in have else None
         if meta is None or meta.code_version != REGISTRY.stages[s].code_version:
             return None
-        if meta.params != _default_params(s):
+        if meta.params != stage_params(s):
             return None
     steps, correlate = have["steps"], have["correlate"]
     return TimelineInputs(

@@ -10,7 +10,7 @@ two whole-trace runs of :func:`profui.analysis.run.run`). Each is a :class:`~.re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from profui.capture.format import TraceFormatError, open_trace_dir
 
 from .artifacts import ArtifactMeta, verify
 from .outputs import latest_outputs
+from .params import typed_params
 from .registry import REGISTRY
 from .result import Result
 from .run import OnStage, Say, in_memory, load_stages, recorded
@@ -30,22 +31,41 @@ def _running(path: Path) -> bool:
     return open_trace_dir(path, require_data=False).manifest.status == "running"
 
 
-def cached(path: str | Path, stages: Iterable[str], max_bytes: int | None = None) -> Result | None:
+def stage_params(stage: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The parameters ``stage``'s outputs depend on, at ``params`` (typed values; those not
+    given at their defaults), as a run records them with its outputs."""
+    values = typed_params(REGISTRY.params, params)
+    return {p: values[p] for p in REGISTRY.stages[stage].params if REGISTRY.params[p].affects_output}
+
+
+def cached(
+    path: str | Path,
+    stages: Iterable[str],
+    max_bytes: int | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Result | None:
     """The pipeline's newest outputs of ``stages`` when every one is there and was made by this
-    code (a running capture has none: its outputs would be stale), else None. With
-    ``max_bytes``, also None when their files are larger than that in all (a caller that reads
-    them where it must not wait long, like the UI thread, says how much it can afford)."""
+    code, with ``params`` where given (typed values, those not given at their defaults: ``{}``
+    asks for the defaults, so a ``--set hta_compat=true`` run's outputs are not served as such;
+    None: whatever parameters the newest run had, as ``profui analyze --set`` chose them), else
+    None; a running capture has none (its outputs would be stale). With ``max_bytes``, also None when their files are larger than that in all
+    (a caller that reads them where it must not wait long, like the UI thread, says how much it
+    can afford)."""
     path = Path(path)
-    return None if _running(path) else _from_cache(path, tuple(stages), max_bytes)
+    return None if _running(path) else _from_cache(path, tuple(stages), max_bytes, params)
 
 
-def _from_cache(path: Path, stages: tuple[str, ...], max_bytes: int | None) -> Result | None:
+def _from_cache(
+    path: Path, stages: tuple[str, ...], max_bytes: int | None, params: Mapping[str, Any] | None
+) -> Result | None:
     have = latest_outputs(path)
     found: dict[str, tuple[Path, ArtifactMeta]] = {}
     for s in stages:
         # outputs made by other analysis code (profui upgraded since) are not reused as they are
         meta = verify(have[s]) if s in have and s in REGISTRY.stages else None
         if meta is None or meta.code_version != REGISTRY.stages[s].code_version:
+            return None
+        if params is not None and meta.params != stage_params(s, params):
             return None
         found[s] = (have[s], meta)
     size = sum(sum(meta.sizes.values()) for _, meta in found.values())
@@ -60,8 +80,12 @@ def answers(
     trace: Callable[[], Trace],
     on_stage: OnStage | None = None,
     say: Say | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Result:
-    """The outputs of ``stages`` for the trace folder ``path`` (see the module docstring).
+    """The outputs of ``stages`` for the trace folder ``path`` (see the module docstring), with
+    ``params`` where given (as :func:`cached` reads them; computed with them, the defaults for
+    those not given), else the newest outputs whatever their parameters, or computed with the
+    defaults.
 
     ``trace()`` gives the opened analysis Trace (only called when something is computed in
     memory). ``on_stage`` receives each stage's outputs as soon as they are computed (not for
@@ -71,13 +95,13 @@ def answers(
     stages = tuple(stages)
     tell = say or (lambda _line: None)
     running = _running(path)
-    got = None if running else _from_cache(path, stages, None)
+    got = None if running else _from_cache(path, stages, None, params)
     if got is not None:
         tell("reading cached analysis outputs")
         return got
     if not running:
         try:
-            return recorded(path, stages, on_stage=on_stage, say=say)
+            return recorded(path, stages, params, on_stage=on_stage, say=say)
         except TraceFormatError:
             raise
         except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
@@ -89,4 +113,4 @@ def answers(
         if on_stage is not None:
             on_stage(name, outputs)
 
-    return in_memory(trace(), stages, on_stage=done if say or on_stage else None)
+    return in_memory(trace(), stages, params, on_stage=done if say or on_stage else None)

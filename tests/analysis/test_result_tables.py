@@ -211,7 +211,18 @@ def test_a_wrong_access_fails_mypy(tmp_path: Path) -> None:
 
 
 def test_results_compare_by_identity() -> None:
-    """A field-wise ``==`` would ask a table for one truth value, which Polars refuses."""
-    outputs = {"kernels": {"stats.parquet": pl.DataFrame({"count": [1]})}}
-    a = Result(outputs, "computed in memory")
-    assert a == a and a != Result(outputs, "computed in memory")
+    """A field-wise ``==`` would ask a table for one truth value, which Polars refuses: two
+    results of equal tables (two runs of one trace) compared in a notebook raised."""
+    a = Result({"kernels": {"stats.parquet": pl.DataFrame({"count": [1]})}}, "computed in memory")
+    b = Result({"kernels": {"stats.parquet": pl.DataFrame({"count": [1]})}}, "computed in memory")
+    assert a == a and a != b and len({a, b}) == 2
+
+
+def test_a_missing_stage_is_no_missing_key() -> None:
+    """A reader that catches a missing key of its own lets a stage that was not run through."""
+    result = Result({}, "computed in memory")
+    with pytest.raises(OutputMissing, match="the sync stage was not run"):
+        try:
+            _ = result.sync.host
+        except KeyError:
+            pass

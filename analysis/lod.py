@@ -135,8 +135,8 @@ class TimelineInputs:
 
     windows: pl.DataFrame
     has_markers: bool
-    launches: pl.DataFrame
-    syncs: pl.DataFrame
+    launches: pl.DataFrame | pl.LazyFrame
+    syncs: pl.DataFrame | pl.LazyFrame
 
 
 def index_version(inputs_key: Any = None) -> str:
@@ -219,10 +219,8 @@ def build_index(
     node_lane: dict[str, int] = {}
     row_counts: list[int] = []
     steps = _steps_of(given, base) if given.has_markers else []
-    links = {key: [part] for key, part in _launches_by_rank(given.launches).items()}
-    for key, part in _launches_by_rank(given.syncs).items():
-        links.setdefault(key, []).append(part)
-    del given  # what the index keeps of it: its steps, and the links as slices
+    links = _links_by_rank(given.launches, given.syncs)
+    del given  # what the index keeps of it: its steps, and the links (slices, or scans)
     try:
         _index_all(
             trace,
@@ -325,6 +323,30 @@ def _launches_by_rank(launches: pl.DataFrame) -> dict[tuple[str, int | None], pl
     }
 
 
+def _links_by_rank(
+    *tables: pl.DataFrame | pl.LazyFrame,
+) -> Callable[[str, int | None], list[pl.DataFrame]]:
+    """Each rank's rows of the correlate stage's links (of its launch links, then of its sync
+    links), by ``(node, rank)``: slices of a table in memory; of a recorded one (a scan of its
+    Parquet file) the rank's rows read when that rank is indexed, the filter pushed into the scan,
+    so a build holds one rank's links at a time, not the whole job's."""
+    parts = [_launches_by_rank(t) if isinstance(t, pl.DataFrame) else t for t in tables]
+
+    def of(node: str, rank: int | None) -> list[pl.DataFrame]:
+        out = []
+        for t in parts:
+            if isinstance(t, dict):
+                part = t.get((node, rank))
+            else:
+                same_rank = pl.col("rank").is_null() if rank is None else pl.col("rank") == rank
+                part = t.filter((pl.col("node") == node) & same_rank).collect()
+            if part is not None and part.height:
+                out.append(part)
+        return out
+
+    return of
+
+
 def _identities(links: pl.DataFrame) -> pl.DataFrame:
     """One rank's links with nulls as the index reads them (-1) and kinds as its kind ids (a
     sync link, which has no kind column, ``sync``'s)."""
@@ -380,7 +402,7 @@ def _index_all(
             files,
             node,
             rank,
-            links.get((node, rank)),
+            links(node, rank),
             base,
             bucket,
             n_buckets,

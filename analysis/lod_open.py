@@ -44,7 +44,8 @@ def inputs_key() -> dict[str, Any]:
 def _recorded(trace: TraceDir) -> TimelineInputs | None:
     """The newest recorded outputs of :data:`TIMELINE_STAGES` when this code made every one with
     the default parameters (not a ``--hta-compat`` run's), else None; none for a running capture,
-    whose recorded outputs would be stale. Of the links only the columns the index reads."""
+    whose recorded outputs would be stale. Of the links only the columns the index reads, as
+    scans of their files."""
     if trace.manifest.status == "running":
         return None
     have = latest_outputs(trace.path)
@@ -58,8 +59,9 @@ def _recorded(trace: TraceDir) -> TimelineInputs | None:
     return TimelineInputs(
         windows=pl.read_parquet(steps / "windows.parquet"),
         has_markers=bool(load_file(steps / "steps.json")["has_markers"]),
-        launches=pl.read_parquet(correlate / "launches.parquet", columns=list(LINK_COLUMNS)),
-        syncs=pl.read_parquet(correlate / "sync_links.parquet", columns=list(SYNC_LINK_COLUMNS)),
+        # scans: the index reads each rank's rows when it indexes that rank
+        launches=pl.scan_parquet(correlate / "launches.parquet").select(LINK_COLUMNS),
+        syncs=pl.scan_parquet(correlate / "sync_links.parquet").select(SYNC_LINK_COLUMNS),
     )
 
 

@@ -88,6 +88,15 @@ def _body_code(h: Any, body: FunctionType) -> set[str]:
             if isinstance(value, FunctionType) and value.__module__ == home:
                 h.update(b"\0def " + name.encode())
                 todo.append(value.__code__)
+            elif isinstance(value, type) and value.__module__ == home:
+                # a class of the body's module, like a function of it: its methods' code (not
+                # the whole module's, which would move the stage with every other body) and
+                # the modules its bases come from
+                h.update(b"\0class " + name.encode())
+                todo.extend(_method_code(value))
+                modules.update(
+                    b.__module__ for b in value.__mro__[1:] if b.__module__ not in (home, "builtins")
+                )
             elif isinstance(value, ModuleType):
                 modules.add(value.__name__)
             elif (plain := _plain(value)) is not None:
@@ -97,6 +106,22 @@ def _body_code(h: Any, body: FunctionType) -> set[str]:
                 if isinstance(owner, str) and owner.startswith("profui."):
                     modules.add(owner)
     return {m for m in modules if m.startswith("profui.")}
+
+
+def _method_code(cls: type) -> list[CodeType]:
+    """The code of ``cls``'s own functions (methods, static and class methods, properties), in
+    definition order."""
+    out: list[CodeType] = []
+    for value in vars(cls).values():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            out.extend(
+                f.__code__ for f in (value.fget, value.fset, value.fdel) if isinstance(f, FunctionType)
+            )
+        elif isinstance(value, FunctionType):
+            out.append(value.__code__)
+    return out
 
 
 _LOAD_GLOBAL, _LOAD_NAME, _EXTENDED_ARG = (

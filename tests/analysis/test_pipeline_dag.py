@@ -264,6 +264,10 @@ def test_code_versions_cover_the_helpers_and_the_trace_reader(tmp_path: Path) ->
     assert {"kernels", "sync", "critical_path"} <= callers and not callers & {"ingest", "flops", "summary"}
     assert moved_by(lambda: _insert_statement(bodies, "stage_events")) == callers
 
+    # a class of bodies.py is keyed by its methods' code, as a helper: the summary body reads
+    # its inputs through _Given (hand-checked), and no other stage moves with it
+    assert moved_by(lambda: _insert_statement(bodies, "_Files.__getitem__")) == {"summary"}
+
     every = set(REGISTRY.stages)
     assert (
         moved_by(lambda: _insert_statement(pkg / "analysis" / "trace.py", "Trace._collected_events")) == every

@@ -586,42 +586,65 @@ def _linked(
     if not links:
         return np.zeros(0, dtype=np.int64), dev_mask
     rank_links = pl.concat([_identities(part) for part in links])
+
+    def columns(*names: str) -> list[np.ndarray]:
+        # A join matches no null: a link with one in its identity identifies no event.
+        rows = rank_links.select(names).drop_nulls()
+        return [rows[c].cast(pl.Int64).to_numpy() for c in names]
+
     sel = np.flatnonzero(corr_valid)
-    events = pl.DataFrame(
-        {
-            "i": sel,
-            "correlation": corr[sel],
-            "ts": ts[sel],
-            "dur": dur[sel],
-            "kind": kind[sel],
-            "tid": tid[sel],
-            "device": device[sel],
-            "stream": stream[sel],
-        }
-    )
-    launch_ids = [KIND_ID[k] for k in LAUNCH_KINDS]
-    calls = (
-        events.filter((pl.col("device") < 0) & pl.col("kind").is_in(launch_ids))
-        .join(
-            rank_links.select(
-                "correlation",
-                pl.col("launch_tid").alias("tid"),
-                pl.col("launch_ts").alias("ts"),
-                pl.col("launch_dur").alias("dur"),
-            ),
-            on=["correlation", "tid", "ts", "dur"],
-            how="semi",  # a call has a row per device event it launched: no unique() needed
-        )  # fmt: skip
-        .group_by("correlation")
-        .agg(pl.col("i").min())
-    )
-    launched = events.filter(pl.col("device") >= 0).join(
-        rank_links.select("correlation", "device", "stream", "kind", "ts", "dur"),
-        on=["correlation", "device", "stream", "kind", "ts", "dur"],
-        how="semi",
-    )
-    dev_mask[launched["i"].to_numpy()] = True
-    return np.sort(calls["i"].to_numpy().astype(np.int64)), dev_mask
+    on_dev = device[sel] >= 0
+    dev = sel[on_dev]
+    identity = columns("ts", "correlation", "dur", "device", "stream", "kind")
+    dev_mask[dev[_rows_among((ts, corr, dur, device, stream, kind), dev, identity)]] = True
+    host = sel[~on_dev & np.isin(kind[sel], [KIND_ID[k] for k in LAUNCH_KINDS])]
+    identity = columns("launch_ts", "correlation", "launch_dur", "launch_tid")
+    called = host[_rows_among((ts, corr, dur, tid), host, identity)]
+    # A call has a row per device event it launched; of several calls of one correlation, the first.
+    _, first = np.unique(corr[called], return_index=True)
+    return np.sort(called[first]).astype(np.int64, copy=False), dev_mask
+
+
+_KEY_MAX = (1 << 63) - 1
+
+
+def _rows_among(cols: Iterable[np.ndarray], at: np.ndarray, of: list[np.ndarray]) -> np.ndarray:
+    """Positions in ``at`` of the rows (``cols`` at ``at``) whose values, column for column, are
+    those of a row of ``of`` (columns as many, int64): a semi-join by sorting, no hashing.
+    Each row's values are packed into one int64 key, digit by digit (a column's digit: its value
+    less ``of``'s least, in base its range); where the next digit would overflow, the key so far
+    is replaced by its rank among ``of``'s keys, and a column too wide by its value's."""
+    if at.size == 0 or of[0].size == 0:
+        return np.zeros(0, dtype=np.int64)
+    ok = np.ones(at.size, dtype=bool)  # a row whose value is outside ``of``'s has a wrong key
+    key, of_key, card = np.zeros(at.size, dtype=np.int64), np.zeros(of[0].size, dtype=np.int64), 1
+    for col, of_col in zip(cols, of, strict=True):
+        lo, hi = int(of_col.min()), int(of_col.max())
+        v = col[at].astype(np.int64, copy=False)
+        span = hi - lo + 1
+        if span > _KEY_MAX // card and card > 1:
+            keys, of_key = np.unique(of_key, return_inverse=True)
+            found, key = _ranks(key, keys)
+            ok &= found
+            card = keys.size
+        if span > _KEY_MAX // card:
+            values, of_col = np.unique(of_col, return_inverse=True)
+            found, v = _ranks(v, values)
+            ok &= found
+            span = values.size
+        else:
+            ok &= (v >= lo) & (v <= hi)
+            of_col, v = of_col - lo, v - lo
+        key, of_key, card = key * span + v, of_key * span + of_col, card * span
+    found, _ = _ranks(key, np.sort(of_key))
+    return np.flatnonzero(ok & found)
+
+
+def _ranks(values: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each of ``values`` is in ``table`` (sorted), and where (by ``np.searchsorted``)."""
+    i = np.searchsorted(table, values)
+    found = table[np.minimum(i, table.size - 1)] == values
+    return found, i
 
 
 def _index_rank(

@@ -19,7 +19,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.intervals import union_length
-from profui.analysis.lod import LodIndex, lod_dir
+from profui.analysis.lod import LodIndex, _rows_among, lod_dir
 from profui.analysis.lod_open import build_lod, open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
@@ -399,3 +399,19 @@ def test_metrics_only_trace(tmp_path):
     v = ix.metric_cells(metric.series, 0, ix.span_ns + 1, 10)
     assert v.tolist() == [float(i * 10) for i in range(10)]
     assert ix.query(metric, 0, ix.span_ns + 1)["value"].to_list() == v.tolist()
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_rows_among_is_a_semi_join(wide):
+    """The index's match of links to events (``_rows_among``: sorted packed keys) finds exactly
+    the rows a set of tuples finds, with values at int64's ends too (keys ranked, not packed)."""
+    big = np.iinfo(np.int64)
+    pool = np.array([big.min, -1, 0, 1, 5, 2**40, big.max]) if wide else np.arange(-2, 6)
+    rng = np.random.default_rng(7)
+    cols = [rng.choice(pool, 2000) for _ in range(4)]
+    at = np.sort(rng.choice(2000, 1500, replace=False))
+    of = [rng.choice(pool, 300) for _ in range(4)]
+    rows_of = set(zip(*(c.tolist() for c in of), strict=True))
+    expected = [i for i, j in enumerate(at.tolist()) if tuple(c[j] for c in cols) in rows_of]
+    assert 0 < len(expected) < at.size
+    assert _rows_among(cols, at, of).tolist() == expected

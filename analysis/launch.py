@@ -217,20 +217,13 @@ def _call_columns(calls: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-#: The columns of :func:`sync_links`.
-SYNC_LINK_COLUMNS: tuple[str, ...] = (
-    "node",
-    "rank",
-    "device",
-    "stream",
-    "correlation",
-    "name",
-    "ts",
-    "dur",
-    "launch_name",
-    "launch_tid",
-    "launch_ts",
-    "launch_dur",
+#: A device event's columns in a link (the first of :data:`LAUNCH_COLUMNS`).
+_DEVICE_COLUMNS = LAUNCH_COLUMNS[: LAUNCH_COLUMNS.index("dur") + 1]
+
+#: The columns of :func:`sync_links`: a launch link's, less what only launched work has (its
+#: kind and the launch's delay, latency and bound).
+SYNC_LINK_COLUMNS: tuple[str, ...] = tuple(
+    c for c in LAUNCH_COLUMNS if c not in ("kind", "launch_delay", "launch_latency", "launch_bound")
 )
 
 
@@ -243,7 +236,7 @@ def sync_links(events: pl.LazyFrame) -> pl.LazyFrame:
     call on its GPU's launch lane. Rows by node, rank, ``ts``, ``correlation``, then name,
     device, stream and duration."""
     device = events.filter((pl.col("kind") == "sync") & pl.col("correlation").is_not_null()).select(
-        "node", "rank", "device", "stream", "correlation", "name", "ts", "dur"
+        [c for c in _DEVICE_COLUMNS if c != "kind"]
     )
     joined = join_by_rank(
         device, _call_columns(launch_calls(events)), per_rank=lambda c: first_calls(c, ["correlation"])
@@ -259,9 +252,7 @@ def join_launches(calls: pl.LazyFrame, device: pl.LazyFrame, clamp_delay: bool =
     ``correlation``, then :data:`TIE_ORDER` (a graph launch's measured event first of its
     equals): a function of the events, not of their row order."""
     calls = _call_columns(calls)
-    device = device.filter(pl.col("correlation").is_not_null()).select(
-        "node", "rank", "device", "stream", "correlation", "kind", "name", "ts", "dur"
-    )
+    device = device.filter(pl.col("correlation").is_not_null()).select(_DEVICE_COLUMNS)
     delay = pl.col("ts") - pl.col("launch_ts") - pl.col("launch_dur")
     if clamp_delay:
         delay = pl.max_horizontal(delay, pl.lit(0, dtype=pl.Int64))

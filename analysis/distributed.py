@@ -179,13 +179,6 @@ def job_result(
     return Result({s: files for s, files in outputs.items() if s in wanted}, "by ranks")
 
 
-def summary_of(
-    layout: Any, results: list[RankResult], params: Mapping[str, Any], skip_bad_ranks: bool
-) -> Any:
-    """The job's Summary from its ranks' results: :func:`job_result`'s ``summary.json``."""
-    return job_result(layout, results, params, skip_bad_ranks).outputs["summary"]["summary.json"]
-
-
 def job_outputs(
     per_rank: list[Mapping[Any, Any]],
     params: Mapping[str, Any],

@@ -617,17 +617,6 @@ def _stragglers(arrivals: pl.DataFrame) -> pl.DataFrame:
     return conform("comm", "stragglers.parquet", cm.stragglers(arrivals).collect(engine=ENGINE))
 
 
-def rank_arrivals(tables: Mapping[Key, Any]) -> pl.DataFrame:
-    """The rank's rows of the job's ``comm/arrivals`` (what its share's collectives are numbered by)."""
-    arrivals: pl.DataFrame = tables[("comm", "arrivals")]
-    return arrivals
-
-
-def no_share() -> cp.PathShare:
-    """The share of a rank of a job without step windows (no step is analysed)."""
-    return cp.PathShare({}, {})
-
-
 def with_share(share: cp.PathShare | None, overview: Mapping[str, Any]) -> dict[Key, Any]:
     """What a rank's second task adds to its tables: its share and its overview (under
     ``hta_compat`` no task runs, its overview alone is added: HTA's path is per rank)."""

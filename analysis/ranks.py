@@ -182,15 +182,16 @@ def _path_shares(
     client: Any, parts: list[RankPart], results: list[RankResult], params: Mapping[str, Any]
 ) -> list[RankResult]:
     from profui.analysis import jobreduce
+    from profui.analysis.critical_path import PathShare
 
     from .cluster import run_tasks
 
     plan = jobreduce.path_plan([r.tables for r in results])
     shares: list[Any]  # each a PathShare, or the TraceFormatError that stopped its task
     if plan is None:  # no step windows: the stage's empty tables, no task
-        shares = [jobreduce.no_share() for _ in results]
+        shares = [PathShare({}, {}) for _ in results]
     else:
-        items = [(p, jobreduce.rank_arrivals(r.tables)) for p, r in zip(parts, results, strict=True)]
+        items = [(p, r.tables[("comm", "arrivals")]) for p, r in zip(parts, results, strict=True)]
         task = functools.partial(rank_path_share, spans=plan.spans, params=dict(params))
         if client is None:
             shares = [task(item) for item in items]

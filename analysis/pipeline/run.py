@@ -44,12 +44,6 @@ def check_where(where: str) -> Where:
     raise ValueError(f"where={where!r}: a run is computed in one of {', '.join(WHERE)}")
 
 
-def load_folder(folder: Path) -> dict[str, Any] | None:
-    """The outputs ``{file: value}`` of one stage output folder, or None when it is damaged."""
-    meta = verify(folder)
-    return None if meta is None else load_stages({"": (folder, meta)})[""]
-
-
 def load_stages(found: Mapping[str, tuple[Path, ArtifactMeta]]) -> Store:
     """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one go."""
     paths = {s: [folder / n for n in meta.outputs] for s, (folder, meta) in found.items()}

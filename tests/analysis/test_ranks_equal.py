@@ -30,7 +30,7 @@ from dask_cluster import dask_cluster
 from ranks_compare import ULP, ulps
 
 from profui.analysis.critical_path_inputs import RANK_TIME, ThreadTime
-from profui.analysis.distributed import job_outputs, summary_of
+from profui.analysis.distributed import job_outputs, job_result
 from profui.analysis.jobreduce import PATH_SHARE, PATH_TABLES
 from profui.analysis.pipeline.params import typed_params
 from profui.analysis.pipeline.registry import REGISTRY
@@ -143,11 +143,16 @@ def test_two_gpu_models_by_ranks_equal_whole_trace(two_models: Path) -> None:
     assert len(names) == 2  # the oracle's job really has two GPU models
     layout, parts, results = by_ranks_results(two_models)
     assert len(parts) == 4
-    by_ranks = summary_of(layout, results, _params(), False)
+    by_ranks = job_result(layout, results, _params(), False).summary.summary
     assert assert_equal_table_for_table(by_ranks, whole) >= 54
     # without the second tasks the path and the findings are left out, and the note says so
     first = [rank_result(p, _params()) for p in parts]
-    assert assert_equal_table_for_table(summary_of(layout, first, _params(), False), whole, LEFT_OUT) >= 50
+    assert (
+        assert_equal_table_for_table(
+            job_result(layout, first, _params(), False).summary.summary, whole, LEFT_OUT
+        )
+        >= 50
+    )
     # the reductions of many ranks' rows really ran: job tables over both models' kernels
     kernels = by_ranks.sections["kernels"]["stats"]
     assert kernels["count"].sum() == whole.sections["kernels"]["stats"]["count"].sum() > 0
@@ -204,7 +209,7 @@ def test_hta_compat_critical_path_and_findings_by_ranks_equal_whole_trace(two_mo
     assert job["findings"]["findings.parquet"].height == 0
     # the summary: every other table equal too, but those HTA's variants compute from every
     # rank's events (aten_op_kernels: HTA counts every rank's op instances up to each rank's)
-    doc = summary_of(layout, results, params, False)
+    doc = job_result(layout, results, params, False).summary.summary
     left_out = {
         "utilization": {"gpu", "node", "cpu", "gpu_over_time", "cpu_over_time", "gpu_sampled"},
         "kernels": {"stats", "top_by_time", "top_by_count", "types", "ops", "runtime"},
@@ -326,11 +331,11 @@ def test_every_rank_unreadable_is_one_line_without_the_skip_hint(two_models: Pat
         f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
     layout, parts = rank_parts(bad)
     with pytest.raises(TraceFormatError) as err:
-        summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
+        job_result(layout, [rank_result(p, _params()) for p in parts], _params(), False)
     line = str(err.value)
     assert "\n" not in line and "rank=0" in line and "every other rank: 4 of 4" in line, line
     assert "--skip-bad-ranks" not in line
     shutil.copyfile(two_models / files[1].relative_to(bad), files[1])  # rank 1 whole again
     with pytest.raises(TraceFormatError) as err:
-        summary_of(layout, [rank_result(p, _params()) for p in parts], _params(), False)
+        job_result(layout, [rank_result(p, _params()) for p in parts], _params(), False)
     assert "(2 more bad rank(s)); --skip-bad-ranks analyses the others" in str(err.value)

@@ -91,8 +91,30 @@ def launch_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl
     return calls
 
 
+def varying(frames: Sequence[pl.DataFrame], columns: Sequence[str]) -> list[str]:
+    """Those of ``columns`` whose value is not one and the same in every row of ``frames`` (a
+    null is a value like any other): the only ones that tell the rows' groups apart. A trace
+    of one rank has one node and rank: a sort or a join by them too, by several columns and a
+    string among them, is work that splits nothing."""
+    values: dict[str, set[object]] = {c: set() for c in columns}
+    split: set[str] = set()
+    for frame in frames:
+        if frame.is_empty() or not columns:
+            continue
+        row = frame.select(
+            *(pl.col(c).eq_missing(pl.col(c).first()).all().alias(f"same_{c}") for c in columns),
+            *(pl.col(c).first().alias(f"first_{c}") for c in columns),
+        ).row(0, named=True)
+        for c in columns:
+            if row[f"same_{c}"]:
+                values[c].add(row[f"first_{c}"])
+            else:
+                split.add(c)
+    return [c for c in columns if c in split or len(values[c]) > 1]
+
+
 def sort_in_groups(
-    frame: pl.LazyFrame,
+    frame: Frame,
     groups: Sequence[str],
     order: Sequence[str],
     descending: Sequence[bool] | None = None,
@@ -101,21 +123,22 @@ def sort_in_groups(
 ) -> pl.LazyFrame:
     """``frame`` sorted by ``groups`` (ascending) then ``order`` (``descending`` per column):
     the rows of :meth:`polars.LazyFrame.sort` by them all, computed as a sort by ``order`` and
-    then a stable sort by ``groups``. Polars encodes every key of a sort by several columns
-    into one row key, a string ``node`` among them: on df_index x20's 0.45M launches that sort
-    took 4x the CPU of the two; the row index between them keeps the optimiser from merging
-    the two sorts back into one."""
-    return (
-        frame.sort(
-            list(order),
-            descending=list(descending or [False] * len(order)),
-            maintain_order=maintain_order,
-            nulls_last=nulls_last,
-        )
-        .with_row_index("_sorted")
-        .sort(list(groups), maintain_order=True)
-        .drop("_sorted")
+    then a stable sort by the ``groups`` that vary (:func:`varying`; ``frame`` is collected
+    for it). Polars encodes every key of a sort by several columns into one row key, a string
+    ``node`` among them: on df_index x20's 0.45M launches that sort took 4x the CPU of the
+    two; the row index between them keeps the optimiser from merging the two sorts back into
+    one."""
+    frame = _lazy(frame).collect(engine=ENGINE)
+    by_order = frame.lazy().sort(
+        list(order),
+        descending=list(descending or [False] * len(order)),
+        maintain_order=maintain_order,
+        nulls_last=nulls_last,
     )
+    groups = varying([frame], groups)
+    if not groups:
+        return by_order
+    return by_order.with_row_index("_sorted").sort(groups, maintain_order=True).drop("_sorted")
 
 
 def sort_total(
@@ -132,10 +155,11 @@ def sort_total(
     ``idle_breakdown``'s CPU on df_index x20, whose device events never share a start, from
     0.19 to 0.40 s."""
 
+    rows = frame.collect(engine=ENGINE)  # once, not again for the sort by the ties
+    groups = varying([rows], groups)
+
     def sort(by: list[str]) -> pl.DataFrame:
-        if groups:
-            return sort_in_groups(frame, groups, by, nulls_last=nulls_last).collect(engine=ENGINE)
-        return frame.sort(by, nulls_last=nulls_last).collect(engine=ENGINE)
+        return sort_in_groups(rows, groups, by, nulls_last=nulls_last).collect(engine=ENGINE)
 
     out = sort(list(order))
     keys = [*groups, *order]
@@ -324,9 +348,25 @@ def launch_stats(
         (pl.col("launch_dur") > runtime_outlier_ns).sum().cast(pl.Int64).alias("runtime_outliers"),
         (pl.col("launch_delay") > launch_delay_outlier_ns).sum().cast(pl.Int64).alias("delay_outliers"),
     ]
-    if by:
-        return launches.group_by(list(by)).agg(aggs).sort(list(by))
-    return launches.select(aggs)
+    if not by:
+        return launches.select(aggs)
+    rows = _lazy(launches).collect(engine=ENGINE)
+    # grouped by the keys that vary alone (a trace of one rank: none), the others' one value
+    # beside: on df_index x20 (one group) the group-by took 2.3x the CPU of the select (25 ->
+    # 11 ms), its quantiles by group
+    keys = varying([rows], by)
+    if rows.is_empty():
+        keys = list(by)
+    one = [pl.col(c).first() for c in by if c not in keys]
+    if not keys:
+        return rows.lazy().select(*one, *aggs)
+    return (
+        rows.lazy()
+        .group_by(keys)
+        .agg(*one, *aggs)
+        .select(*by, *(a.meta.output_name() for a in aggs))
+        .sort(list(by))
+    )
 
 
 def launch_stats_by_kernel(launches: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
@@ -362,8 +402,9 @@ def launch_outliers(
     ``reason`` column (``"slow_call"``, ``"late_start"`` or ``"both"``)."""
     slow = pl.col("launch_dur") > runtime_outlier_ns
     late = pl.col("launch_delay") > launch_delay_outlier_ns
-    return (
-        launches.filter(slow | late)
+    rows = (
+        _lazy(launches)
+        .filter(slow | late)
         .with_columns(
             pl.when(slow & late)
             .then(pl.lit("both"))
@@ -372,10 +413,32 @@ def launch_outliers(
             .otherwise(pl.lit("late_start"))
             .alias("reason")
         )
-        # ties in the launches' order (node, rank, ts, correlation): the same run to run and
-        # by ranks, where each rank's outliers are concatenated in (node, rank) order
-        .sort(["launch_delay", "launch_dur"], descending=True, maintain_order=True)
+        .collect(engine=ENGINE)
     )
+    # ties in the launches' order (node, rank, ts, correlation): the same run to run and by
+    # ranks, where each rank's outliers are concatenated in (node, rank) order
+    return sort_descending(rows, ["launch_delay", "launch_dur"])
+
+
+def sort_descending(rows: pl.DataFrame, by: Sequence[str]) -> pl.LazyFrame:
+    """``rows`` sorted by the integer columns ``by``, each descending with nulls first, rows
+    alike in them in the order they have: by one key that packs them, where their ranges fit
+    in an Int64 (else by the columns). A stable sort by two columns took 2.7x the CPU of one by
+    a packed key (df_index x20's 178k launch outliers: 19 -> 7 ms; launch_outliers 29 -> 18)."""
+    key, size = pl.lit(0, pl.Int64), 1
+    for c in by:
+        if not rows.schema[c].is_signed_integer():
+            size = 1 << 63
+            break
+        lo, hi = rows.select(pl.col(c).min(), pl.col(c).max().alias("_hi")).row(0)
+        if lo is None:  # every value null: one code
+            continue
+        codes = int(hi) - int(lo) + 2  # a value's hi - value + 1, from 1 to hi - lo + 1; null's 0
+        size *= codes
+        key = key * codes + (pl.lit(hi, pl.Int64) - pl.col(c).cast(pl.Int64) + 1).fill_null(0)
+    if size >= 1 << 63:
+        return rows.lazy().sort(list(by), descending=True, maintain_order=True)
+    return rows.lazy().with_columns(key.alias("_key")).sort("_key", maintain_order=True).drop("_key")
 
 
 def launch_histogram(
@@ -450,8 +513,10 @@ def aten_op_kernels(events: pl.LazyFrame, launches: Frame | None = None) -> pl.L
         pl.col("name").alias("kernel_name"),
         pl.col("ts").alias("kernel_ts"),
     )
-    ops = events.filter(pl.col("kind") == "cpu_op", pl.col("name").str.starts_with("aten::"))
-    ops = ops.select("node", "rank", "tid", "name", "ts", "dur")
+    # the name test on the CPU ops alone, held first: as one filter Polars tested every event's
+    # name (df_index x20: 30 -> 22 ms CPU)
+    cpu_ops = events.filter(pl.col("kind") == "cpu_op").select("node", "rank", "tid", "name", "ts", "dur")
+    ops = cpu_ops.collect(engine=ENGINE).lazy().filter(pl.col("name").str.starts_with("aten::"))
     return op_rows(op_instances(deepest_ops(calls, ops, same_thread=True)))
 
 
@@ -535,39 +600,44 @@ def _table_search(op_end: pl.Series, start: pl.Series, cur: pl.Series, e: pl.Ser
 
 def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True) -> pl.LazyFrame:
     """Each of :func:`launch_device_pairs`' ``calls`` with the latest-starting op of ``ops`` that
-    wraps it (``op_ts <= call_ts`` and ``op_end >= call_end``): ``op_tid, aten_op, op_ts``
-    added; calls no op wraps are left out.
+    wraps it (``op_ts <= call_ts`` and ``op_end >= call_end``): ``op_tid, aten_op, op_ts`` and
+    ``op_row`` added; calls no op wraps are left out.
 
     ``same_thread``: only ops of the call's thread, and of ops starting at the same ns the
     shortest (innermost). Otherwise (HTA) any thread of the rank, and of ops starting at the
     same time the first in event order. Of a thread's ops alike in start and end, the last in
     event order (a profiler lists an op before those it calls, which may share its µs).
     ``node``, ``rank`` and ``tid`` are never null in a trace (the format's folders and columns).
+
+    ``op_row`` names the op instance by a row of ``ops``: the op's, or of ops alike in node,
+    rank, thread, name and start the first (:func:`op_instances` groups by that one integer).
     """
-    keys = ["node", "rank"]
-    o = ops.with_row_index("_ord").select(
-        "node",
-        "rank",
-        "_ord",
-        pl.col("tid").alias("op_tid"),
-        pl.col("name").alias("aten_op"),
-        pl.col("ts").alias("op_ts"),
-        (pl.col("ts") + pl.col("dur")).alias("op_end"),
+    columns = [*calls.collect_schema().names(), "op_tid", "aten_op", "op_ts", "op_row"]
+    op_frame = ops.collect(engine=ENGINE)
+    call_frame = calls.with_row_index("_call").collect(engine=ENGINE)
+    keys = varying([op_frame, call_frame], ["node", "rank", "tid"] if same_thread else ["node", "rank"])
+    # the op's name is read for the ops picked alone: carried through the sorts below, it was
+    # gathered at every one of them (a string column)
+    o = (
+        op_frame.lazy()
+        .with_row_index("_ord")
+        .select(
+            *keys,
+            "_ord",
+            pl.col("tid").alias("op_tid"),
+            pl.col("ts").alias("op_ts"),
+            (pl.col("ts") + pl.col("dur")).alias("op_end"),
+        )
     )
-    if same_thread:
-        o = o.with_columns(pl.col("op_tid").alias("tid"))
-        keys.append("tid")
     # the search takes the last candidate in this order: of equal starts the innermost (or
     # HTA's first in event order), of equal spans the last in event order
     order = ["op_ts", "op_end", "_ord"] if same_thread else ["op_ts", "_ord"]
     descending = [False, True, False] if same_thread else [False, True]
-    columns = [*calls.collect_schema().names(), "op_tid", "aten_op", "op_ts"]
-    calls = calls.with_row_index("_call").collect(engine=ENGINE).lazy()
     # an op wrapping a call holds the call's start: ops holding none (most, where launches are
     # few among many ops) are left out before anything else is done with them. Any call's
     # start, not only its group's: an op left in that wraps no call of its group is never
     # picked, and a join without the group's keys costs 1/6 of one with them (df_index x20)
-    starts = calls.select(pl.col("call_ts").alias("_next")).sort("_next")
+    starts = call_frame.lazy().select(pl.col("call_ts").alias("_next")).sort("_next")
     o = (
         o.sort("op_ts")
         .join_asof(starts, left_on="op_ts", right_on="_next", strategy="forward", check_sortedness=False)
@@ -578,7 +648,11 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     # candidates are the ops of its group from the group's first to the last starting by it
     # (a group's first row: the first whose keys differ from the row before, the groups being
     # contiguous; a window over the keys hashed them all again)
-    first_of_group = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift()) for k in keys)
+    first_of_group = (
+        pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift()) for k in keys)
+        if keys
+        else pl.col("_i") == 0
+    )
     grouped = (
         sort_in_groups(o, keys, order, descending)
         .with_row_index("_i")
@@ -600,8 +674,14 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
     # join goes by that one integer, not by the keys, a string among them (deepest_ops on
     # df_index x20: 144 -> 133 ms CPU)
     groups = grouped.lazy().filter(pl.col("_i") == pl.col("_g0")).select(*keys, "_g0")
-    c = (
-        calls.join(groups, on=keys, how="left")
+    # the calls' other columns, a string among them, stay out of the sorts (put back beside)
+    candidates = call_frame.lazy().select("_call", *keys, "call_ts")
+    candidates = (
+        (
+            candidates.join(groups, on=keys, how="left")
+            if keys
+            else candidates.with_columns(_g0=pl.lit(0, pl.Int64))
+        )
         .sort("call_ts")
         .join_asof(
             last_start,
@@ -611,24 +691,51 @@ def deepest_ops(calls: pl.LazyFrame, ops: pl.LazyFrame, same_thread: bool = True
             strategy="backward",
             check_sortedness=False,
         )
-        .drop("op_ts")
         .sort("_call")
-        .collect(engine=ENGINE)
+        .select("_g0", "_i", "_reach")
     )
+    c = pl.concat([call_frame, candidates.collect(engine=ENGINE)], how="horizontal")
     if grouped.is_empty():  # no op to wrap any call
-        return (
-            c.head(0)
-            .join(grouped.head(0).select("op_tid", "aten_op", "op_ts"), how="cross")
-            .select(columns)
-            .lazy()
-        )
+        schema = {
+            "op_tid": op_frame.schema["tid"],
+            "aten_op": op_frame.schema["name"],
+            "op_ts": op_frame.schema["ts"],
+        }
+        none = pl.DataFrame(schema={**schema, "op_row": pl.Int64})
+        return c.head(0).join(none, how="cross").select(columns).lazy()
     start = c["_g0"].fill_null(0)
     # no candidate for a call no op of its group reaches past
     cur = c.select(pl.when(pl.col("_reach") >= pl.col("call_end")).then("_i").otherwise(start)).to_series()
     i = _last_wrapping(grouped["op_end"], start, cur, c["call_end"])
     found = i >= 0
-    picked = grouped.select("op_tid", "aten_op", "op_ts")[i.filter(found)]
+    at = i.filter(found)
+    op = grouped.select("op_tid", "op_ts", "_ord")[at]
+    names = op_frame.get_column("name")
+    picked = pl.DataFrame(
+        {
+            "op_tid": op.get_column("op_tid"),
+            "aten_op": names.gather(op.get_column("_ord")),
+            "op_ts": op.get_column("op_ts"),
+            "op_row": _instance_rows(grouped, names).gather(at),
+        }
+    )
     return pl.concat([c.filter(found), picked], how="horizontal").select(columns).lazy()
+
+
+def _instance_rows(grouped: pl.DataFrame, names: pl.Series) -> pl.Series:
+    """Per op of :func:`deepest_ops`' ``grouped`` (ops by group, then start): its row in the ops
+    (``_ord``), or of ops alike in group, start, thread and name the first. Alike ops start
+    together in one group, so they lie in one run of equal starts: runs of one op (nearly all)
+    are their own instance, and only the ops of longer runs are compared by name."""
+    rows = grouped.get_column("_ord").cast(pl.Int64)
+    same_run = (pl.col("_g0") == pl.col("_g0").shift()) & pl.col("op_ts").eq_missing(pl.col("op_ts").shift())
+    shared = grouped.filter((same_run | same_run.shift(-1)).fill_null(False))
+    if shared.is_empty():
+        return rows
+    first = shared.with_columns(names.gather(shared.get_column("_ord")).alias("_name")).select(
+        "_i", pl.col("_ord").cast(pl.Int64).min().over("_g0", "op_ts", "op_tid", "_name")
+    )
+    return rows.scatter(first.get_column("_i"), first.get_column("_ord"))
 
 
 def in_order_within(frame: pl.DataFrame, groups: Sequence[str], order: Sequence[str]) -> bool:
@@ -652,17 +759,20 @@ def op_instances(
     """Per op instance (``node, rank, op_tid, aten_op, op_ts``) of :func:`deepest_ops`' rows: its
     ``kernel_sequence`` (the launched names in ``launch_order`` — time; HTA: trace order — as a
     list of categories; :func:`op_rows` joins them) and the first launch's ``aten_op_delay`` /
-    ``runtime_delay``."""
+    ``runtime_delay``. Grouped by :func:`deepest_ops`' ``op_row`` where ``matched`` has it (one
+    integer, not five columns, two of them strings: df_index x20, 58 -> 38 ms CPU)."""
     keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
     rows = matched.collect(engine=ENGINE)
     # a group's list takes its rows in frame order, and every group lies in one node and rank:
     # rows already in launch order there (aten_op_kernels' calls are) need no sort of them all
     if not in_order_within(rows, ["node", "rank"], launch_order):
         rows = rows.sort(list(launch_order))
+    by = ["op_row"] if "op_row" in rows.columns else keys
     return (
         rows.lazy()
-        .group_by(keys)
+        .group_by(by)
         .agg(
+            *(pl.col(k).first() for k in keys if k not in by),
             # a list of categories, not a joined string nor a list of strings: op_rows groups
             # by it, and by lists of integer codes 5x cheaper than by lists of names (df_index
             # x20: 88 -> 18 ms CPU), 3x cheaper than by one long string per op instance
@@ -674,7 +784,7 @@ def op_instances(
             (pl.col("_call_ts") - pl.col("op_ts")).alias("aten_op_delay"),
             (pl.col("_kernel_ts") - pl.col("_call_ts")).alias("runtime_delay"),
         )
-        .drop("_call_ts", "_kernel_ts")
+        .select(*keys, "kernel_sequence", "aten_op_delay", "runtime_delay")
     )
 
 

@@ -31,10 +31,8 @@ Pure Polars/NumPy/PyArrow: no rendering here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
@@ -47,8 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profui.capture.format import EVENT_KINDS, TraceDir, trace_fingerprint
-from profui.capture.format.code_version import code_version
+from profui.capture.format import EVENT_KINDS, TraceDir
 
 from .allocations import memory_events
 from .formatting import fmt_memory_device
@@ -110,8 +107,6 @@ class Series:
 
 @dataclass
 class _Meta:
-    version: str
-    fingerprint: dict[str, Any]
     base_ns: int
     span_ns: int
     bucket_ns: int
@@ -139,24 +134,6 @@ class TimelineInputs:
     syncs: pl.DataFrame | pl.LazyFrame
 
 
-def index_version(inputs_key: Any = None) -> str:
-    """The key of an index: the code version of this module and of every module running it
-    loads (:func:`~profui.capture.format.code_version.code_version`), with ``inputs_key``, what
-    determines its :class:`TimelineInputs` (their stages' code versions and parameters). An index
-    built by other code or from other inputs is built again: nothing to bump by hand."""
-    own = code_version((__name__,))
-    if inputs_key is None:
-        return own
-    blob = json.dumps({"index": own, "inputs": inputs_key}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:32]
-
-
-def lod_dir(trace: TraceDir) -> Path:
-    """Folder of a trace's LOD cache: ``lod/`` in the trace's private folder (``trace/.profui/``,
-    or the user's cache for a read-only trace)."""
-    return trace.private_dir / "lod"
-
-
 def _time_extent(trace: TraceDir) -> tuple[int, int]:
     """(first start, last end) over every events file, reading only ``ts`` and ``dur``; over the
     metrics samples when there are no events."""
@@ -171,42 +148,18 @@ def _time_extent(trace: TraceDir) -> tuple[int, int]:
     return (lo or 0, hi or 0)
 
 
-def build_index(
-    trace: TraceDir,
-    inputs: Callable[[], TimelineInputs],
-    inputs_key: Any,
-    progress: Progress | None = None,
-    force: bool = False,
-) -> Path:
-    """Build (or reuse when fresh) the LOD cache of a trace; returns its folder.
-
-    ``inputs()`` gives the stage graph's outputs the index reads (called only when it is built);
-    ``inputs_key`` is what determines them (:func:`index_version`). ``progress(fraction,
-    message)`` is called as ranks are processed. The cache is written to a temporary folder and
-    renamed into place, so a killed build leaves no half cache.
-    """
-    out = lod_dir(trace)
-    fp = trace_fingerprint(trace, tables=("events",), manifest=False)
-    version = index_version(inputs_key)
-    if not force and _fresh(out, fp, version):
-        return out
+def write_index(
+    trace: TraceDir, given: TimelineInputs, folder: Path, progress: Progress | None = None
+) -> dict[str, Path]:
+    """Write the index of ``trace`` into the empty ``folder``; return each of
+    :data:`INDEX_FILES` by its path. ``given``: what the stage graph found (the timeline
+    stage's inputs); ``progress(fraction, message)`` is called as ranks are indexed."""
     say = progress or (lambda _f, _m: None)
-    say(0.0, "finding the steps and launch links")
-    # a trace of metrics alone has no steps or launches to find (and the stages want events)
-    given = (
-        inputs()
-        if trace.num_events
-        else TimelineInputs(pl.DataFrame(), False, pl.DataFrame(), pl.DataFrame())
-    )
     say(0.03, "scanning the trace")
     base, end = _time_extent(trace)
     span = max(end - base, 1)
     bucket = 1 << max(0, int(np.ceil(np.log2(span / TILE_BUCKETS))) if span > TILE_BUCKETS else 0)
     n_buckets = int(span // bucket) + 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".lod-tmp-{np.random.default_rng().integers(1 << 40):x}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     names: dict[str, int] = {}
     lanes: list[dict] = []
     rows: list[dict] = []
@@ -221,45 +174,39 @@ def build_index(
     steps = _steps_of(given, base) if given.has_markers else []
     links = _links_by_rank(given.launches, given.syncs)
     del given  # what the index keeps of it: its steps, and the links (slices, or scans)
-    try:
-        _index_all(
-            trace,
-            ranks,
-            by_rank,
-            links,
-            base,
-            bucket,
-            n_buckets,
-            names,
-            lanes,
-            rows,
-            tiles,
-            files_meta,
-            node_lane,
-            row_counts,
-            tmp,
-            say,
-        )
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    _index_all(
+        trace,
+        ranks,
+        by_rank,
+        links,
+        base,
+        bucket,
+        n_buckets,
+        names,
+        lanes,
+        rows,
+        tiles,
+        files_meta,
+        node_lane,
+        row_counts,
+        folder,
+        say,
+    )
     pos_base = sum(row_counts)
     say(0.95, "writing the index")
-    _memory_table(trace, base).write_parquet(tmp / "memory.parquet")
+    _memory_table(trace, base).write_parquet(folder / "memory.parquet")
     if pos_base == 0:
         _append_arrays(
-            tmp,
+            folder,
             {k: np.zeros(0, dtype=dt) for k, dt in _ARRAYS.items() if k != "end_max"}
             | {"row": np.zeros(0, dtype=np.int32)},
             row_counts,
         )
     row_counts.extend([0] * (len(rows) - len(row_counts)))
-    np.save(tmp / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
+    np.save(folder / "row_start.npy", np.concatenate([[0], np.cumsum(np.array(row_counts, dtype=np.int64))]))
     tile_table = pa.concat_tables(tiles) if tiles else _tile_schema().empty_table()
-    pq.write_table(tile_table, tmp / "tiles.parquet", compression="zstd", compression_level=1)
+    pq.write_table(tile_table, folder / "tiles.parquet", compression="zstd", compression_level=1)
     meta = _Meta(
-        version,
-        fp,
         int(base),
         int(span),
         int(bucket),
@@ -271,12 +218,9 @@ def build_index(
         steps,
         files_meta,
     )
-    (tmp / "meta.json").write_text(json.dumps(asdict(meta)))
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    (folder / "index.json").write_text(json.dumps(asdict(meta)))
     say(1.0, "timeline index ready")
-    return out
+    return {name: folder / name for name in INDEX_FILES}
 
 
 def _steps_of(given: TimelineInputs, base: int) -> list[dict]:
@@ -466,6 +410,17 @@ _ARRAYS = {
 }
 
 
+#: The index's files (:func:`write_index`), the timeline stage's outputs: its description, the
+#: density tiles, the memory levels, each row's first position, and the hot columns' arrays.
+INDEX_FILES = (
+    "index.json",
+    "tiles.parquet",
+    "memory.parquet",
+    "row_start.npy",
+    *(f"{key}.bin" for key in _ARRAYS),
+)
+
+
 def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list[int]) -> None:
     """Append one rank's hot columns to ``<name>.bin``; ``end_max`` is the running max of ends per row."""
     row = arrays["row"]
@@ -482,14 +437,6 @@ def _append_arrays(folder: Path, arrays: dict[str, np.ndarray], row_counts: list
     for key, dtype in _ARRAYS.items():
         with open(folder / f"{key}.bin", "ab") as fh:
             fh.write(np.ascontiguousarray(arrays[key], dtype=dtype).tobytes())
-
-
-def _fresh(out: Path, fp: dict[str, Any], version: str) -> bool:
-    try:
-        meta = json.loads((out / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return meta.get("version") == version and meta.get("fingerprint") == fp and (out / "t.bin").is_file()
 
 
 def _tile_schema() -> pa.Schema:
@@ -914,7 +861,7 @@ class LodIndex:
     def __init__(self, trace: TraceDir, folder: Path) -> None:
         self.trace = trace
         self.folder = folder
-        m = json.loads((folder / "meta.json").read_text())
+        m = json.loads((folder / "index.json").read_text())
         self.base_ns: int = m["base_ns"]
         self.span_ns: int = m["span_ns"]
         self.bucket_ns: int = m["bucket_ns"]

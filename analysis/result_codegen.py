@@ -195,6 +195,8 @@ def _header() -> Iterator[str]:
     yield ""
     yield "# none imported to read a result: a dashboard drawn from what was kept loads no polars"
     yield "if TYPE_CHECKING:"
+    yield "    from pathlib import Path"
+    yield ""
     yield "    import polars as pl"
     yield ""
     yield "    from profui.analysis import result_rows as r"
@@ -244,7 +246,7 @@ def generate_rows() -> str:
             lines += _typeddict(doc_class(stage, file), f"``{stage}/{file}``.", list(typ.items()), [])
     for st in STAGES:
         for file in st.outputs:
-            if not file.endswith(".parquet"):
+            if st.files or not file.endswith(".parquet"):
                 continue
             tbl = TABLES[(st.name, file)]
             req = [(c.name, column_type(c)) for c in tbl.columns if not c.optional]
@@ -260,7 +262,7 @@ def generate() -> str:
     _check_json_keys()
     lines = list(_header())
     for st in STAGES:
-        lines += _stage_class(st.name, st.outputs, st.help)
+        lines += _stage_class(st.name, st.outputs, st.help, st.files)
     lines.append("class StageAccessors:")
     lines.append(
         '    """One property per stage: its outputs; reading a stage that was not run raises :class:`OutputMissing`."""'
@@ -286,7 +288,7 @@ def generate() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stage_class(stage: str, outputs: tuple[str, ...], doc: str) -> Iterator[str]:
+def _stage_class(stage: str, outputs: tuple[str, ...], doc: str, files: bool) -> Iterator[str]:
     yield f"class {camel(stage)}Outputs(StageOutputs):"
     yield _doc(f"The ``{stage}`` stage's outputs: {doc}.", "    ")
     yield ""
@@ -295,7 +297,11 @@ def _stage_class(stage: str, outputs: tuple[str, ...], doc: str) -> Iterator[str
         stem = file.rsplit(".", 1)[0]
         yield ""
         yield "    @property"
-        if file.endswith(".parquet"):
+        if files:  # files the stage wrote, handed on as paths (all in one folder)
+            yield f"    def {stem}(self) -> Path:"
+            yield _doc(f"``{file}``: the path of the file the stage wrote.", "        ")
+            yield f'        return cast("Path", self._get("{file}"))'
+        elif file.endswith(".parquet"):
             row = f"r.{row_class(stage, file)}"
             yield f"    def {stem}(self) -> pl.DataFrame:"
             yield _doc(f"``{file}``: {TABLES[(stage, file)].doc}.", "        ")

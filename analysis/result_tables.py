@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 # none imported to read a result: a dashboard drawn from what was kept loads no polars
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import polars as pl
 
     from profui.analysis import result_rows as r
@@ -819,6 +821,67 @@ class FindingsOutputs(StageOutputs):
         return cast("list[r.FindingsEvidenceRow]", self.evidence.to_dicts())
 
 
+class TimelineOutputs(StageOutputs):
+    """The ``timeline`` stage's outputs: the timeline's level-of-detail index: lanes, rows, steps, launch links, density tiles (on demand)."""
+
+    __slots__ = ()
+
+    @property
+    def index(self) -> Path:
+        """``index.json``: the path of the file the stage wrote."""
+        return cast("Path", self._get("index.json"))
+
+    @property
+    def tiles(self) -> Path:
+        """``tiles.parquet``: the path of the file the stage wrote."""
+        return cast("Path", self._get("tiles.parquet"))
+
+    @property
+    def memory(self) -> Path:
+        """``memory.parquet``: the path of the file the stage wrote."""
+        return cast("Path", self._get("memory.parquet"))
+
+    @property
+    def row_start(self) -> Path:
+        """``row_start.npy``: the path of the file the stage wrote."""
+        return cast("Path", self._get("row_start.npy"))
+
+    @property
+    def t(self) -> Path:
+        """``t.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("t.bin"))
+
+    @property
+    def end(self) -> Path:
+        """``end.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("end.bin"))
+
+    @property
+    def end_max(self) -> Path:
+        """``end_max.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("end_max.bin"))
+
+    @property
+    def kind(self) -> Path:
+        """``kind.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("kind.bin"))
+
+    @property
+    def name(self) -> Path:
+        """``name.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("name.bin"))
+
+    @property
+    def link(self) -> Path:
+        """``link.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("link.bin"))
+
+    @property
+    def src(self) -> Path:
+        """``src.bin``: the path of the file the stage wrote."""
+        return cast("Path", self._get("src.bin"))
+
+
 class SummaryOutputs(StageOutputs):
     """The ``summary`` stage's outputs: the Summary (profui summary --json) assembled from the stages' outputs."""
 
@@ -931,6 +994,11 @@ class StageAccessors:
     def findings(self) -> FindingsOutputs:
         """The ``findings`` stage's outputs."""
         return FindingsOutputs("findings", self._stage("findings"))
+
+    @property
+    def timeline(self) -> TimelineOutputs:
+        """The ``timeline`` stage's outputs."""
+        return TimelineOutputs("timeline", self._stage("timeline"))
 
     @property
     def summary(self) -> SummaryOutputs:

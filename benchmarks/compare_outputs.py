@@ -211,8 +211,12 @@ def _dump_timeline(w: Writer, path: Path) -> None:
     folder = lod_open.build_lod(path)
     dtypes = getattr(lod, "_ARRAYS", {})
     for f in sorted(folder.iterdir()):
+        if f.name == "meta.json" and (folder / "index.json").is_file():
+            continue  # the timeline stage's artifact record (its run, time and hashes): not the index
         if f.suffix == ".json":
-            w.write(f"timeline/{f.name}", json.loads(f.read_text()))
+            # the index's description: index.json since the index is a stage's output, meta.json
+            # before; dumped under the one name, so dumps of both compare
+            w.write("timeline/meta.json", json.loads(f.read_text()))
         elif f.suffix == ".parquet":
             w.write(f"timeline/{f.name}", pl.read_parquet(f))
         else:  # a .npy, or a raw array: typed where the index declares its dtype, else bytes
@@ -223,8 +227,11 @@ def _dump_timeline(w: Writer, path: Path) -> None:
 def _dump_analyze(w: Writer, path: Path) -> None:
     from profui.analysis.pipeline.engine import analyze
     from profui.analysis.pipeline.outputs import load_output
+    from profui.analysis.pipeline.registry import REGISTRY
 
     for stage in analyze(path, use_cache=False).stages:
+        if REGISTRY.stages[stage].files:  # the timeline's index: its own pseudo-stage's
+            continue
         for output, value in (load_output(path, stage) or {}).items():
             w.write(f"analyze/{stage}/{output}", value)
 
@@ -273,7 +280,8 @@ def dump_trace(name: str, paths: list[Path], out: Path, work: Path, stages: list
     w = Writer(out / name, path, work)
     if "import" in stages:
         _dump_import(w, Trace(open_trace_dir(path)))
-    graph = [s for s in REGISTRY.order if s in stages]
+    # a files stage (the timeline's index) is dumped from its files, by its own pseudo-stage
+    graph = [s for s in REGISTRY.order if s in stages and not REGISTRY.stages[s].files]
     for mode, params in MODES.items() if graph else ():
         try:
             store = compute(Trace(open_trace_dir(path)), graph, params)
@@ -322,7 +330,7 @@ def dump(out: Path, traces: list[str], stages: list[str], also: list[Path] = ())
     os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
     from profui.analysis.pipeline.registry import REGISTRY
 
-    every = [*REGISTRY.order, *PSEUDO_STAGES]
+    every = [*dict.fromkeys([*REGISTRY.order, *PSEUDO_STAGES])]
     if set(stages) - set(every):
         sys.exit(f"unknown stage(s) {sorted(set(stages) - set(every))}; stages: {', '.join(every)}")
     chosen, stages = bool(stages), stages or every

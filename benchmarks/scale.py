@@ -58,7 +58,8 @@ from profui.analysis.trace import open_trace
 from profui.analysis.pipeline.registry import REGISTRY
 from profui.analysis.pipeline.store import compute
 trace, store, out = open_trace(sys.argv[1]), {}, {}
-for name in REGISTRY.order:
+# the stages a summary's run has (an on-demand one, the timeline's index, is not one)
+for name in [s for s in REGISTRY.order if not getattr(REGISTRY.stages[s], "on_demand", False)]:
     w, c = time.perf_counter(), time.process_time()
     compute(trace, [name], store=store)
     out[name] = [time.perf_counter() - w, time.process_time() - c]

@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """Cold build of the timeline index, both ways it gets its inputs, against a baseline's build.
 
-The index (``lod_open.build_lod``, forced) takes the steps and correlate stages' outputs either
-from a recorded run (``recorded``: the dashboard's first open recorded them) or computed in memory
-(``memory``: a running capture, a read-only folder, a trace whose timeline opens before any run
-finished). ``--python NAME=PYTHON`` (repeatable) times another side's code too, both ways where
+The index (the timeline stage; before it was one, ``lod_open.build_lod``, forced) takes the steps
+and correlate stages' outputs either from a recorded run (``recorded``: built again alone, its
+inputs the recorded ones) or computed in memory (``memory``: a running capture's way; the timeline
+stage and the stages it reads run in memory, nothing recorded; before the index was a stage, its
+inputs computed in memory on the columns they read). ``--python NAME=PYTHON`` (repeatable) times another side's code too, both ways where
 it reads the stage graph's outputs (its own recorded run), else one (``built``: before 41411f3
 the index joined launches itself). Each build runs in its own process (benchmarks/peak.py: wall, CPU
 seconds, its own peak RSS), the sides alternating, ``--repeats`` times each; medians printed, with
@@ -32,21 +33,37 @@ BUILD = """
 import sys, time
 w, c = time.perf_counter(), time.process_time()
 try:
-    from profui.analysis.lod_open import build_lod
-except ImportError:  # a baseline from before the index read the stage graph's outputs
-    from profui.analysis.lod import build_lod
-build_lod(sys.argv[1], force=True)
+    from profui.analysis.lod_open import TIMELINE
+except ImportError:  # before the index was a stage of the graph
+    TIMELINE = None
+if TIMELINE and sys.argv[2] == "memory":  # a running capture's way: the stage run in memory
+    from profui.analysis.pipeline.run import in_memory
+    from profui.analysis.trace import open_trace
+
+    in_memory(open_trace(sys.argv[1]), [TIMELINE])
+else:
+    try:
+        from profui.analysis.lod_open import build_lod
+    except ImportError:  # a baseline from before the index read the stage graph's outputs
+        from profui.analysis.lod import build_lod
+    build_lod(sys.argv[1], force=True)
 print('{"wall": %r, "cpu": %r}' % (time.perf_counter() - w, time.process_time() - c))
 """
 
 RECORD = """
 import sys
 try:
-    from profui.analysis.lod_open import TIMELINE_STAGES
-except ImportError:  # its index reads no stage: nothing to record
-    raise SystemExit(3)
+    from profui.analysis.lod_open import TIMELINE
+    from profui.analysis.pipeline.registry import REGISTRY
+    stages = [s for s in REGISTRY.order if s in REGISTRY.ancestors([TIMELINE])]
+except ImportError:
+    try:  # the index read the stages' outputs, as no stage itself
+        from profui.analysis.lod_open import TIMELINE_STAGES
+        stages = ["ingest", *TIMELINE_STAGES]
+    except ImportError:  # its index reads no stage: nothing to record
+        raise SystemExit(3)
 from profui.analysis.pipeline.engine import analyze
-analyze(sys.argv[1], stages=["ingest", *TIMELINE_STAGES])
+analyze(sys.argv[1], stages=stages)
 """
 
 
@@ -94,7 +111,7 @@ def main() -> None:
         for i in range(a.repeats):
             order = list(ways) if i % 2 == 0 else list(reversed(ways))
             for w in order:
-                m = measure([ways[w], "-c", BUILD, str(copies[w])])
+                m = measure([ways[w], "-c", BUILD, str(copies[w]), w.split(" ")[-1]])
                 if m.code != 0:
                     raise SystemExit(f"{w} build failed:\n{m.stderr}")
                 own = json.loads(str(m.stdout).strip().splitlines()[-1])

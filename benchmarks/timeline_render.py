@@ -67,15 +67,11 @@ def phase_render(trace: str, frames: int) -> dict:
     import numpy as np
 
     import profui.tui.timeline.render as render_module
-    from profui.analysis.lod import index_version
 
     try:
-        from profui.analysis.lod_open import inputs_key, open_lod
+        from profui.analysis.lod_open import open_lod
     except ImportError:  # a baseline from before the index read the stage graph's outputs
         from profui.analysis.lod import open_lod
-
-        def inputs_key() -> None:
-            return None
 
     from profui.tui.timeline.heap import freeze_loaded
     from profui.tui.timeline.render import Renderer
@@ -98,7 +94,7 @@ def phase_render(trace: str, frames: int) -> dict:
         "n_index": ix.n_events,
         "rows": {v: len(st.visible_rows()) for v, (st, _) in states.items()},
         "module": render_module.__file__,
-        "lod_version": index_version(inputs_key()),
+        "lod_version": ix.folder.name,  # the index's key (its folder: a stage's, or the cache's)
     }
     digest = hashlib.sha256()
     style_text: dict = {}
@@ -209,8 +205,11 @@ def main() -> None:
             order = list(sides) if i % 2 else list(reversed(sides))  # alternate which side goes first
             for side in order:
                 runs[side].append(_child(render_args, sides[side]))
-        if len({r["lod_version"] for rs in runs.values() for r in rs}) > 1:
-            raise SystemExit("the two sides read different LOD versions: not comparable")
+        # each side opens its own code's index (a stage's output, or a baseline's cache): they
+        # are compared when they draw the same events on the same rows
+        drawn = {(r["n_index"], json.dumps(r["rows"], sort_keys=True)) for rs in runs.values() for r in rs}
+        if len(drawn) > 1:
+            raise SystemExit("the two sides' indexes draw different events or rows: not comparable")
         first = runs["new"][0]
         rows = ", ".join(f"{v} {n}" for v, n in first["rows"].items())
         print(

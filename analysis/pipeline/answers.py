@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profui.capture.format import TraceFormatError, open_trace_dir
+from profui.capture.format import TraceFormatError, open_trace_dir, trace_fingerprint
 
-from .artifacts import ArtifactMeta, verify
+from .artifacts import ArtifactMeta, digest, verify
+from .context import StageProgress
+from .dag import TRACE
 from .outputs import latest_outputs
 from .params import typed_params
 from .registry import REGISTRY
@@ -60,6 +62,7 @@ def _from_cache(
 ) -> Result | None:
     have = latest_outputs(path)
     found: dict[str, tuple[Path, ArtifactMeta]] = {}
+    made_now = _of_trace_now(path, have)
     for s in stages:
         # outputs made by other analysis code (profui upgraded since) are not reused as they are
         meta = verify(have[s]) if s in have and s in REGISTRY.stages else None
@@ -67,11 +70,35 @@ def _from_cache(
             return None
         if params is not None and meta.params != stage_params(s, params):
             return None
+        if not made_now(s, meta):
+            return None
         found[s] = (have[s], meta)
     size = sum(sum(meta.sizes.values()) for _, meta in found.values())
     if max_bytes is not None and size > max_bytes:
         return None
     return Result(load_stages(found), "cache")
+
+
+def _of_trace_now(path: Path, have: Mapping[str, Path]) -> Callable[[str, ArtifactMeta], bool]:
+    """Whether a stage's newest outputs (their meta) were made from the trace's files as they
+    are now (their names, sizes, times and row counts, and the manifest: what a run keys them
+    by), through the newest outputs of every stage upstream of it: outputs of files since
+    rewritten, or of inputs since replaced, are not served."""
+    now = digest(trace_fingerprint(open_trace_dir(path, require_data=False)))
+    fresh: dict[str, bool] = {}
+
+    def made_now(stage: str, meta: ArtifactMeta) -> bool:
+        if stage not in fresh:
+            fresh[stage] = all(_input_now(i, h) for i, h in meta.inputs.items())
+        return fresh[stage]
+
+    def _input_now(name: str, output_hash: str) -> bool:
+        if name == TRACE:
+            return output_hash == now
+        meta = verify(have[name]) if name in have else None
+        return meta is not None and meta.output_hash == output_hash and made_now(name, meta)
+
+    return made_now
 
 
 def answers(
@@ -81,6 +108,7 @@ def answers(
     on_stage: OnStage | None = None,
     say: Say | None = None,
     params: Mapping[str, Any] | None = None,
+    on_progress: StageProgress | None = None,
 ) -> Result:
     """The outputs of ``stages`` for the trace folder ``path`` (see the module docstring), with
     ``params`` where given (as :func:`cached` reads them; computed with them, the defaults for
@@ -89,7 +117,8 @@ def answers(
 
     ``trace()`` gives the opened analysis Trace (only called when something is computed in
     memory). ``on_stage`` receives each stage's outputs as soon as they are computed (not for
-    cached outputs, which come back all at once); ``say`` receives progress lines.
+    cached outputs, which come back all at once); ``say`` receives progress lines,
+    ``on_progress(stage, fraction, message)`` how far a long stage is.
     """
     path = Path(path)
     stages = tuple(stages)
@@ -101,7 +130,10 @@ def answers(
         return got
     if not running:
         try:
-            return recorded(path, stages, params, on_stage=on_stage, say=say)
+            # every parameter given, the defaults too: a recorded run takes the ones not given
+            # from the run it reuses outputs of, which ``params`` here does not mean
+            given = None if params is None else typed_params(REGISTRY.params, params)
+            return recorded(path, stages, given, on_stage=on_stage, say=say, on_progress=on_progress)
         except TraceFormatError:
             raise
         except Exception as exc:  # the pipeline refused (read-only folder, lock, ...): compute here
@@ -113,4 +145,6 @@ def answers(
         if on_stage is not None:
             on_stage(name, outputs)
 
-    return in_memory(trace(), stages, params, on_stage=done if say or on_stage else None)
+    return in_memory(
+        trace(), stages, params, on_stage=done if say or on_stage else None, on_progress=on_progress
+    )

@@ -118,10 +118,14 @@ class ArtifactMeta(msgspec.Struct, forbid_unknown_fields=True):
     params: dict[str, Scalar] = {}
     inputs: dict[str, str] = {}
     rank: str | None = None
+    #: Each output file's (inode, size, mtime, ctime) when its sha256 was taken (:func:`verify`)
+    signatures: dict[FileName, tuple[int, int, int, int]] = {}
 
     def __post_init__(self) -> None:
         if set(self.outputs) != set(self.sizes):
             raise ValueError("outputs and sizes list different files")
+        if self.signatures and set(self.signatures) != set(self.outputs):
+            raise ValueError("outputs and signatures list different files")
 
 
 _DECODE_META = msgspec.json.Decoder(ArtifactMeta).decode
@@ -153,7 +157,10 @@ def read_meta(folder: Path) -> ArtifactMeta | None:
 # Folders whose files matched their sha256, with what they were when hashed: meta.json's bytes
 # and each output's (inode, size, mtime, ctime). A write, a truncation or a replacement changes
 # the ctime (which no user can set back), so an unchanged signature means unchanged bytes and a
-# process hashes each output once, not at every read of the store.
+# process hashes each output once, not at every read of the store. The writer records the
+# signatures it hashed in the meta too, so another process trusts them the same way: a warm
+# open of a 10M-event timeline would otherwise hash its ~600 MB of arrays first. A copy of the
+# folder (new inodes) is hashed once again.
 _VERIFIED: dict[Path, tuple[bytes, tuple[tuple[int, int, int, int], ...]]] = {}
 
 
@@ -172,6 +179,14 @@ def _signature(folder: Path, meta: ArtifactMeta) -> tuple[tuple[int, int, int, i
     return tuple(out)
 
 
+def _recorded_signature(meta: ArtifactMeta) -> tuple[tuple[int, int, int, int], ...] | None:
+    """The files' identities when they were hashed, as the meta records them (in
+    :func:`_signature`'s order), or None when it records none (an older artifact)."""
+    if not meta.signatures:
+        return None
+    return tuple(tuple(meta.signatures[name]) for name in sorted(meta.sizes))  # type: ignore[misc]
+
+
 def _remember(folder: Path, data: bytes, meta: ArtifactMeta) -> None:
     sig = _signature(folder, meta)
     if sig is not None:
@@ -188,7 +203,7 @@ def verify(folder: Path) -> ArtifactMeta | None:
     sig = _signature(folder, meta)
     if sig is None:
         return None
-    if _VERIFIED.get(folder) == (data, sig):
+    if _VERIFIED.get(folder) == (data, sig) or sig == _recorded_signature(meta):
         return meta
     for name, sha in meta.outputs.items():
         try:
@@ -210,7 +225,9 @@ def _is_arrow_table(value: Any) -> bool:
 def _write_output(path: Path, value: Any) -> None:
     import polars as pl
 
-    if path.suffix == ".parquet":
+    if isinstance(value, Path):  # a file a files stage wrote in its scratch folder (same disk)
+        os.replace(value, path)
+    elif path.suffix == ".parquet":
         if isinstance(value, pl.LazyFrame):
             value = value.collect()
         if isinstance(value, pl.DataFrame):
@@ -240,7 +257,8 @@ def write_artifact(
 ) -> ArtifactMeta:
     """Write a stage's outputs into its artifact folder atomically; return the completed meta.
 
-    ``outputs`` must hold exactly the ``declared`` file names. The files are written into a
+    ``outputs`` must hold exactly the ``declared`` file names; a value that is a path is a file
+    already written (a files stage's), moved in. The files are written into a
     temporary folder beside the final one, hashed, described in ``meta.json`` and the folder is
     renamed into place. A complete artifact already there under the same key is kept unless
     ``replace`` (a forced recomputation); a damaged one is always replaced.
@@ -254,11 +272,16 @@ def write_artifact(
     try:
         hashes: dict[str, str] = {}
         sizes: dict[str, int] = {}
+        signatures: dict[str, tuple[int, int, int, int]] = {}
         for name in declared:
             p = tmp / name
             _write_output(p, outputs[name])
+            before = os.stat(p)
             hashes[name] = file_sha256(p)
-            sizes[name] = p.stat().st_size
+            st = os.stat(p)
+            sizes[name] = st.st_size
+            if (before.st_mtime_ns, before.st_ctime_ns) == (st.st_mtime_ns, st.st_ctime_ns):
+                signatures[name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         full = dict(meta)
         full.update(
             {
@@ -267,6 +290,8 @@ def write_artifact(
                 "outputs": hashes,
                 "sizes": sizes,
                 "output_hash": digest(hashes),
+                # every file's, or none: one written while hashed is hashed again by a reader
+                "signatures": signatures if len(signatures) == len(hashes) else {},
             }
         )
         data = canonical_json(full) + b"\n"
@@ -288,6 +313,14 @@ def write_artifact(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def scratch_dir(parent: Path, key: str) -> Path:
+    """A new empty folder in ``parent`` (a stage's folder of artifacts: the same disk, so its
+    files move into the artifact folder without a copy) for a files stage to write in; named
+    as a temporary, so one a killed run leaves is removed with the others."""
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".tmp-scratch-{key}-", dir=parent))
 
 
 def remove_temporaries(private_dir: Path) -> int:
@@ -332,6 +365,8 @@ def load_files(paths: list[Path]) -> dict[Path, Any]:
     frames = pl.collect_all([pl.scan_parquet(p) for p in parquet]) if parquet else []
     out: dict[Path, Any] = dict(zip(parquet, frames, strict=True))
     for p in paths:
-        if p.suffix != ".parquet":
+        if p.suffix == ".json":
             out[p] = _read_json(p)
+        elif p.suffix != ".parquet":  # a file a files stage wrote (an array): handed on as its path
+            out[p] = p
     return {p: out[p] for p in paths}

@@ -472,6 +472,23 @@ class _Given(StageAccessors):
         self.outputs = {stage: _Files(stage, names, get) for stage, names in files.items()}
 
 
+def timeline(ctx: StageContext) -> dict[str, Any]:
+    """The timeline's index (:func:`profui.analysis.lod.write_index`), written in the run's
+    scratch folder, from the steps stage's windows and the correlate stage's links."""
+    # here, not at the top: the index's writer loads pyarrow's compute and Parquet modules,
+    # which no other stage, and so no `profui summary`, needs
+    from profui.analysis import lod
+
+    given = lod.TimelineInputs(
+        windows=ctx.input("steps", "windows.parquet"),
+        has_markers=bool(ctx.input("steps", "steps.json")["has_markers"]),
+        # each rank's links are read when that rank is indexed (scans of a recorded run's files)
+        launches=ctx.input_scan("correlate", "launches.parquet").select(lod.LINK_COLUMNS),
+        syncs=ctx.input_scan("correlate", "sync_links.parquet").select(lod.SYNC_LINK_COLUMNS),
+    )
+    return lod.write_index(ctx.trace.dir, given, ctx.scratch, ctx.progress)
+
+
 def summary_doc(
     files: Mapping[str, Sequence[str]],
     get: Callable[[str, str], Any],

@@ -49,12 +49,20 @@ def conform_outputs(stage: Stage, outputs: Mapping[str, Any]) -> dict[str, Any]:
     """A stage body's outputs checked against the stage's declaration and its tables' schemas.
 
     Lazy and :class:`Derived` outputs are computed first (:func:`finish_outputs`); every Parquet
-    output is cast to its declared schema (:func:`profui.analysis.schemas.conform`).
+    output is cast to its declared schema (:func:`profui.analysis.schemas.conform`). A files
+    stage's outputs are the paths of the files it wrote, checked to be there.
     """
     got, want = set(outputs), set(stage.outputs)
     if got != want:
         raise ValueError(f"stage {stage.name} returned outputs {sorted(got)}, declared {sorted(want)}")
     out = dict(outputs)
+    if stage.files:  # files the body wrote: each must be there, a regular file
+        from pathlib import Path
+
+        for file, value in out.items():
+            if not isinstance(value, Path) or not value.is_file():
+                raise ValueError(f"stage {stage.name}: output {file} is not a file it wrote ({value!r})")
+        return out
     finish_outputs([out])
     return {
         file: conform(stage.name, file, out[file]) if file.endswith(".parquet") else out[file]

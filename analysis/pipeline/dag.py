@@ -33,6 +33,11 @@ class Stage:
     editing an analysis recomputes its stage without anyone bumping ``version``. ``cost`` is the
     body's work relative to the others' (a scheduling hint of the in-memory store: the costliest
     chains start first).
+
+    ``files``: the body writes its outputs itself, as files in ``ctx.scratch`` (any suffix),
+    and returns each one's path; they are kept and handed on as paths, never loaded (the
+    timeline memory-maps its arrays). ``on_demand``: a run without ``--stages`` leaves it out;
+    it runs when asked for by name (``--stages timeline``, or a surface that draws it).
     """
 
     name: str
@@ -44,6 +49,8 @@ class Stage:
     version: str = "1"
     modules: tuple[str, ...] = ()
     cost: float = field(default=1.0, compare=False)
+    files: bool = False
+    on_demand: bool = False
 
     @functools.cached_property
     def code_version(self) -> str:
@@ -235,6 +242,11 @@ class Registry:
     def order(self) -> list[str]:
         """Stage names in a topological order (the declaration order, which is one)."""
         return list(self.stages)
+
+    @property
+    def default_order(self) -> list[str]:
+        """The stages a run without a selection runs, in :attr:`order`: all but the on-demand ones."""
+        return [s.name for s in self.stages.values() if not s.on_demand]
 
     def children(self, name: str) -> list[str]:
         """Stages that read ``name``'s outputs directly."""

@@ -9,6 +9,7 @@ reference run instead of running. The run record is rewritten (atomically) at ev
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -20,7 +21,7 @@ from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir, tr
 from profui.capture.format.liveness import this_host
 
 from . import records
-from .artifacts import artifact_dir, artifact_key, digest, verify, write_artifact
+from .artifacts import artifact_dir, artifact_key, digest, scratch_dir, verify, write_artifact
 from .conform import conform_outputs
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
@@ -38,12 +39,14 @@ class StageEvent:
 
     run_id: str
     stage: str
-    status: str  # running | succeeded | failed | stopped | skipped
+    status: str  # running | progress | succeeded | failed | stopped | skipped
     provenance: str | None
     index: int  # 1-based position among the stages this run executes
     total: int
     seconds: float | None = None
     message: str | None = None
+    #: ``progress``: how far the running stage is (0 to 1); ``message`` says what it is doing
+    fraction: float | None = None
 
 
 Progress = Callable[[StageEvent], None]
@@ -132,18 +135,27 @@ class _Run:
             srec.provenance, srec.origin_run = "cache", meta.run
         else:
             files = {i: self.registry.stages[i].outputs for i in input_dirs}
-            ctx = StageContext(name, self.shared, self.plan.params, input_dirs, self.rec.id, files)
-            outputs = conform_outputs(stage, stage.run(ctx))
-            about = {
-                "run": self.rec.id,
-                "created": now_iso(),
-                "code_version": stage.code_version,
-                "params": srec.params,
-                "inputs": srec.inputs,
-            }
-            meta = write_artifact(
-                self.private, name, srec.key, outputs, stage.outputs, about, replace=not self.use_cache
-            )
+            # a files stage writes beside its artifact folder, whose files are then moved in; a
+            # killed run's scratch is a temporary like any other (:func:`.artifacts.remove_temporaries`)
+            scratch = scratch_dir(folder.parent, srec.key) if stage.files else None
+            try:
+                ctx = StageContext(
+                    name, self.shared, self.plan.params, input_dirs, self.rec.id, files, scratch
+                )
+                outputs = conform_outputs(stage, stage.run(ctx))
+                about = {
+                    "run": self.rec.id,
+                    "created": now_iso(),
+                    "code_version": stage.code_version,
+                    "params": srec.params,
+                    "inputs": srec.inputs,
+                }
+                meta = write_artifact(
+                    self.private, name, srec.key, outputs, stage.outputs, about, replace=not self.use_cache
+                )
+            finally:
+                if scratch is not None:
+                    shutil.rmtree(scratch, ignore_errors=True)
             srec.provenance, srec.origin_run = "computed", self.rec.id
         srec.artifact = str(folder.relative_to(self.private))
         srec.output_hash = meta.output_hash
@@ -173,6 +185,12 @@ def execute(
     say = progress or (lambda ev: None)
     selected = plan.selection
     total = len(selected)
+    if progress is not None:
+        run.shared.progress = lambda stage, fraction, message: say(
+            StageEvent(
+                rec.id, stage, "progress", None, selected.index(stage) + 1, total, None, message, fraction
+            )
+        )
     order = registry.order
     failed_stage: str | None = None
     current: StageRecord | None = None

@@ -114,7 +114,9 @@ def plan_run(
         ref = _find(runs, resume, trace)
         if is_live(ref, lock_held):
             raise PipelineError(f"{trace}: run {ref.id} is still executing; it cannot be resumed yet")
-        todo = [n for n in registry.order if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
+        # an on-demand stage is the run's to finish only when the run asked for it
+        scope = [n for n in registry.order if n in registry.default_order or n in (ref.selection or ())]
+        todo = [n for n in scope if ref.stages.get(n) is None or ref.stages[n].status != "succeeded"]
         if not todo:
             raise PipelineError(f"{trace}: run {ref.id} has every stage succeeded; nothing to resume")
         stages = todo
@@ -129,7 +131,7 @@ def plan_run(
     if stages is not None:
         selection = registry.check_selection(list(stages))
     else:
-        selection = registry.order
+        selection = registry.default_order
 
     selected = set(selection)
     # Unselected stages not downstream of the selection keep their outputs from the reference:

@@ -10,7 +10,9 @@
                      │       precision, flops, memory) ────────────┤
                      └─────────────────────────────────────────────┘
 
-(summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.)
+(summary reads every stage but correlate; ``profui analyze TRACE --plan`` prints it.) The
+timeline index (steps, correlate) is a stage too, run on demand: when the timeline is drawn or
+named (``--stages timeline``), not by every run.
 Inputs are real data dependencies: a stage is recomputed when its code, its parameters or one
 of its inputs' outputs change, and only then. Most stages also read the trace itself through
 the run's shared :class:`~profui.analysis.trace.Trace`; ingest's output carries the trace files'
@@ -341,6 +343,32 @@ STAGES: tuple[Stage, ...] = (
         "what to change, ranked by the time it would save per step",
         modules=(A + "findings", A + "findings_path", A + "findings_risks"),
         cost=0.5,
+    ),
+    Stage(
+        "timeline",
+        ("ingest", "steps", "correlate"),
+        # not read by the body: they change the steps and links it draws (its inputs'), so a
+        # reader asking for the default timeline is never served one drawn from HTA's view
+        ("hta_compat", "include_last_step", "step_annotation"),
+        (
+            "index.json",
+            "tiles.parquet",
+            "memory.parquet",
+            "row_start.npy",
+            "t.bin",
+            "end.bin",
+            "end_max.bin",
+            "kind.bin",
+            "name.bin",
+            "link.bin",
+            "src.bin",
+        ),
+        b.timeline,
+        "the timeline's level-of-detail index: lanes, rows, steps, launch links, density tiles (on demand)",
+        modules=(A + "lod",),
+        cost=4,
+        files=True,
+        on_demand=True,
     ),
     Stage(
         "summary",

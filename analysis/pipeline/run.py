@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from profui.capture.format import private_dir_for
 
 from .artifacts import ArtifactMeta, load_files, verify
+from .context import StageProgress
 from .errors import PipelineError
 from .result import Result, Store
 from .store import compute, registry_or_default
@@ -45,10 +46,13 @@ def check_where(where: str) -> Where:
 
 
 def load_stages(found: Mapping[str, tuple[Path, ArtifactMeta]]) -> Store:
-    """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one go."""
+    """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one
+    go; a files stage's outputs (:attr:`.dag.Stage.files`) are their paths, not read."""
+    stages = registry_or_default(None).stages
     paths = {s: [folder / n for n in meta.outputs] for s, (folder, meta) in found.items()}
-    got = load_files([p for ps in paths.values() for p in ps])
-    return {s: {p.name: got[p] for p in ps} for s, ps in paths.items()}
+    files = {s for s in paths if s in stages and stages[s].files}
+    got = load_files([p for s, ps in paths.items() if s not in files for p in ps])
+    return {s: {p.name: p if s in files else got[p] for p in ps} for s, ps in paths.items()}
 
 
 def in_memory(
@@ -59,10 +63,13 @@ def in_memory(
     registry: Registry | None = None,
     store: Store | None = None,
     on_stage: OnStage | None = None,
+    on_progress: StageProgress | None = None,
 ) -> Result:
     """``stages`` and everything upstream of them run on ``trace`` in memory (nothing written):
     :func:`.store.compute`, whose arguments these are."""
-    outputs = compute(trace, stages, params, registry=registry, store=store, on_stage=on_stage)
+    outputs = compute(
+        trace, stages, params, registry=registry, store=store, on_stage=on_stage, on_progress=on_progress
+    )
     return Result(outputs, "computed in memory")
 
 
@@ -74,12 +81,14 @@ def recorded(
     wait: bool = False,
     on_stage: OnStage | None = None,
     say: Say | None = None,
+    on_progress: StageProgress | None = None,
 ) -> Result:
     """``stages`` and everything upstream of them as a recorded ``profui analyze`` run of the
     trace folder ``path`` (stages whose outputs an earlier run holds for the same parameters and
     code are taken from it); the outputs of every stage it ran or reused, read back once it is
     over, or as each stage succeeds when the caller follows them (``on_stage(name, outputs)``
-    then, for the stages asked for; ``say``: progress lines). ``params``: typed values of the parameters to set (unset ones as ``profui analyze``
+    then, for the stages asked for; ``say``: progress lines; ``on_progress(stage, fraction,
+    message)``: how far a long stage is). ``params``: typed values of the parameters to set (unset ones as ``profui analyze``
     takes them). A file no stage can read raises its :class:`TraceFormatError`; a failed stage is
     said, and its outputs and its readers' are missing from the result. ``wait=False`` refuses
     (:class:`PipelineError`) while another analysis holds the trace."""
@@ -105,6 +114,8 @@ def recorded(
     def progress(ev: StageEvent) -> None:
         if ev.status == "running" and say is not None:
             say(f"[{ev.index}/{ev.total}] {ev.stage} …")
+        elif ev.status == "progress" and on_progress is not None:
+            on_progress(ev.stage, ev.fraction or 0.0, ev.message or "")
         elif ev.status == "succeeded":
             got.update(load_stages({ev.stage: outputs_of(load_run(path, ev.run_id), ev.stage)}))
             if on_stage is not None and ev.stage in stages:
@@ -116,7 +127,7 @@ def recorded(
     overrides = {name: str(value) for name, value in (params or {}).items()}
     # a caller that follows the stages reads each one's outputs as it succeeds; else they are
     # read once the run is over, all in one go, and the loop never calls back here
-    follow = on_stage is not None or say is not None
+    follow = on_stage is not None or say is not None or on_progress is not None
     rec = analyze(
         path,
         stages=[s for s in registry.order if s in needed],

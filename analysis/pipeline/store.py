@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .conform import conform_outputs
-from .context import RunShared, StageContext
+from .context import RunShared, StageContext, StageProgress
 from .dag import TRACE, Registry
 from .params import typed_params
 from .result import Store
 from .schedule import run_stages
+from .scratch import process_scratch
 
 if TYPE_CHECKING:
     from profui.analysis.trace import Trace
@@ -42,19 +43,22 @@ def compute(
     registry: Registry | None = None,
     store: Store | None = None,
     on_stage: Callable[[str, dict[str, Any]], None] | None = None,
+    on_progress: StageProgress | None = None,
 ) -> Store:
     """Run ``targets`` and every stage upstream of them on ``trace`` (an opened Trace), in memory.
 
     ``params`` are typed parameter values (unset ones take their defaults). Stages already in
     ``store`` (from an earlier call with the same parameters) are not run again. Returns the
-    store: ``{stage: {output file: frame or value}}``. ``on_stage(name, outputs)`` is called as
-    each stage finishes.
+    store: ``{stage: {output file: frame or value}}``; a files stage's values are the paths of
+    the files it wrote, in a scratch folder of this process (:func:`.scratch.process_scratch`).
+    ``on_stage(name, outputs)`` is called as each stage finishes, ``on_progress(name, fraction,
+    message)`` within a long one.
     """
     registry = registry_or_default(registry)
     values = typed_params(registry.params, params)
     targets = list(targets)
     needed = set(targets) | registry.ancestors(targets)
-    shared = RunShared(trace.path, trace)
+    shared = RunShared(trace.path, trace, on_progress)
     store = {} if store is None else store
     todo = [name for name in registry.order if name in needed and name not in store]
     if not todo:
@@ -64,7 +68,8 @@ def compute(
         stage = registry.stages[name]
         inputs = {i: store[i] for i in stage.inputs if i != TRACE}
         files = {i: registry.stages[i].outputs for i in inputs}
-        context = StageContext(name, shared, values, inputs, "memory", files)
+        scratch = process_scratch(trace.dir.private_dir, name) if stage.files else None
+        context = StageContext(name, shared, values, inputs, "memory", files, scratch)
         store[name] = conform_outputs(stage, stage.run(context))
 
     # Each stage runs in a thread of its own once its inputs are there: Polars releases the GIL

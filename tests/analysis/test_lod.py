@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -19,7 +20,7 @@ import pytest
 
 from profui.analysis import open_trace
 from profui.analysis.intervals import union_length
-from profui.analysis.lod import LodIndex, _rows_among, lod_dir
+from profui.analysis.lod import LodIndex, _rows_among
 from profui.analysis.lod_open import build_lod, open_lod
 from profui.analysis.lod_raster import FrameRaster
 from profui.capture.format import open_trace_dir
@@ -265,22 +266,25 @@ def test_steps_search_and_find(nccl):
 
 
 def test_cache_is_reused_then_rebuilt_when_the_trace_changes(tmp_path):
+    """The index is the timeline stage's output: kept under its key, which follows the trace's
+    files (through the ingest stage's fingerprint), so a touched events file builds a new one."""
     out = tmp_path / "t"
     import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     folder = build_lod(out)
-    stamp = (folder / "meta.json").stat().st_mtime_ns
-    assert build_lod(out) == folder and (folder / "meta.json").stat().st_mtime_ns == stamp
+    stamp = (folder / "index.json").stat().st_mtime_ns
+    assert build_lod(out) == folder and (folder / "index.json").stat().st_mtime_ns == stamp
     f = open_trace_dir(out).events[0].path
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
-    build_lod(out)
-    assert (folder / "meta.json").stat().st_mtime_ns != stamp
-    assert not [p for p in lod_dir(open_trace_dir(out)).parent.iterdir() if p.name.startswith(".lod-tmp")]
+    again = build_lod(out)
+    assert again != folder and again.parent == folder.parent
+    assert (again / "index.json").stat().st_mtime_ns != stamp
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".tmp")]
 
 
 def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
     """Built by a copy of profui in a fresh interpreter, the copy then edited for real: an edit of
-    a module the index's code or its inputs' stages load (steps; launch, the correlate stage's)
-    rebuilds it, one of a module neither loads (the timeline's state) reuses it."""
+    a module the index's code loads (lod, launch) rebuilds it; one of a module it does not load
+    (the timeline's state) reuses it: the stage's code version, the rule of every stage."""
     out = tmp_path / "t"
     import_trace([shared_trace("hta-trace_compare-base-base.json.gz")], out)
     site = tmp_path / "site"
@@ -288,14 +292,15 @@ def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
         shutil.copytree(REPO / folder, site / "profui" / folder, ignore=shutil.ignore_patterns("__pycache__"))
     code = (
         "import json, sys\n"
-        "from profui.analysis import lod, lod_open\n"
-        "assert lod.__file__.startswith(sys.argv[1])\n"
+        "from profui.analysis import lod_open\n"
+        "from profui.analysis.pipeline.registry import REGISTRY\n"
+        "assert lod_open.__file__.startswith(sys.argv[1])\n"
         "folder = lod_open.build_lod(sys.argv[2])\n"
-        "version = lod.index_version(lod_open.inputs_key())\n"
-        "print(json.dumps([json.loads((folder / 'meta.json').read_text())['version'], version]))\n"
+        "meta = json.loads((folder / 'meta.json').read_text())\n"
+        "print(json.dumps([meta['code_version'], REGISTRY.stages['timeline'].code_version, str(folder)]))\n"
     )
 
-    def build() -> tuple[str, int]:
+    def build() -> tuple[str, str, int]:
         env = {**os.environ, "PYTHONPATH": str(site)}
         run = subprocess.run(
             [sys.executable, "-c", code, str(site), str(out)],
@@ -304,23 +309,23 @@ def test_index_is_rebuilt_when_its_code_changes_and_only_then(tmp_path):
             text=True,
             check=True,
         )
-        built, running = json.loads(run.stdout)
+        built, running, folder = json.loads(run.stdout)
         assert built == running  # the index on disk is the running code's
-        return built, (lod_dir(open_trace_dir(out)) / "meta.json").stat().st_mtime_ns
+        return built, folder, (Path(folder) / "index.json").stat().st_mtime_ns
 
     first = build()
     assert build() == first  # reused
     with open(site / "profui" / "tui" / "timeline" / "state.py", "a") as fh:
         fh.write("\nSTATE_EDITED = 1\n")
     assert build() == first  # not the index's code: reused
-    with open(site / "profui" / "analysis" / "steps.py", "a") as fh:
-        fh.write("\nSTEPS_EDITED = 1\n")
+    with open(site / "profui" / "analysis" / "lod.py", "a") as fh:
+        fh.write("\nLOD_EDITED = 1\n")
     again = build()
-    assert again[0] != first[0] and again[1] != first[1]  # rebuilt by the new code
+    assert again[0] != first[0] and again[1] != first[1] and again[2] != first[2]  # rebuilt
     with open(site / "profui" / "analysis" / "launch.py", "a") as fh:
         fh.write("\nLAUNCH_EDITED = 1\n")
     third = build()
-    assert third[0] not in (first[0], again[0]) and third[1] != again[1]  # the launch links' code
+    assert third[0] not in (first[0], again[0]) and third[2] != again[2]  # the launch links' code
 
 
 def _generator():
@@ -367,7 +372,8 @@ def test_read_only_trace_indexes_into_the_user_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PROFUI_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(layout.os, "access", lambda path, mode: False)
     ix = open_lod(out)
-    assert ix.folder.parent.parent == tmp_path / "cache" / "traces"
+    # the timeline stage's artifacts in the trace's private folder there: <cache>/traces/<id>/artifacts/timeline/<key>
+    assert ix.folder.parents[3] == tmp_path / "cache" / "traces" and ix.folder.parent.name == "timeline"
     assert not (out / ".profui").exists()
     assert ix.n_events > 0 and ix.event(0)["name"]
 

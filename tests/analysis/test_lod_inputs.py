@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profui.analysis import open_trace
-from profui.analysis.lod import LodIndex, lod_dir
+from profui.analysis.lod import LodIndex
 from profui.analysis.lod_open import open_lod
 from profui.analysis.pipeline.store import compute
 from profui.capture.format import open_trace_dir
@@ -146,19 +146,25 @@ def test_sync_events_are_linked_to_their_calls(traces: dict[str, Path], name: st
     assert links.height == syncs
 
 
-@pytest.mark.parametrize("name", ["nccl", "event_sync", "simple_add", "pair"])
-def test_inputs_computed_in_memory_are_the_stages_outputs(traces: dict[str, Path], name: str) -> None:
-    """Computed in memory (on the events columns the rules read) the index's inputs are the
-    steps and correlate stages' outputs with the default parameters, table for table."""
-    from profui.analysis.lod_open import computed
+def _index_files(folder: Path) -> dict[str, bytes]:
+    from profui.analysis.lod import INDEX_FILES
 
-    got = computed(open_trace_dir(traces[name]))
-    out = compute(open_trace(traces[name]), ["steps", "correlate"])
-    assert got.windows.equals(out["steps"]["windows.parquet"])
-    assert got.has_markers is out["steps"]["steps.json"]["has_markers"]
-    assert got.launches.equals(out["correlate"]["launches.parquet"].select(got.launches.columns))
-    assert got.syncs.equals(out["correlate"]["sync_links.parquet"].select(got.syncs.columns))
-    assert got.launches.height > 0
+    return {name: (folder / name).read_bytes() for name in INDEX_FILES}
+
+
+@pytest.mark.parametrize("name", ["nccl", "event_sync", "simple_add", "pair"])
+def test_the_index_in_memory_is_the_recorded_one(traces: dict[str, Path], name: str) -> None:
+    """The timeline stage run in memory (a running capture's way: nothing recorded, its files in
+    a scratch folder of the process) writes the same index, byte for byte, as a recorded run."""
+    from profui.analysis.pipeline.run import in_memory
+
+    got = in_memory(open_trace(traces[name]), ["timeline"])
+    folder = got.timeline.index.parent
+    assert "artifacts" not in folder.parts and folder.parent.parent.name == "scratch"
+    recorded = open_lod(traces[name]).folder
+    assert recorded.parent.name == "timeline" and recorded.parent.parent.name == "artifacts"
+    assert _index_files(folder) == _index_files(recorded)
+    assert LodIndex(open_trace_dir(traces[name]), folder).n_events > 0
 
 
 _KILLED_BUILD = """
@@ -173,11 +179,16 @@ build_lod(sys.argv[1], progress=progress, force=True)
 """
 
 
+def _kept(trace: Path) -> list[Path]:
+    """The timeline stage's artifact folders (not the temporaries a killed run leaves)."""
+    root = open_trace_dir(trace).private_dir / "artifacts" / "timeline"
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+
+
 @pytest.mark.parametrize("at", ["indexing", "writing the index"])
 def test_a_killed_build_leaves_no_half_index(tmp_path: Path, at: str) -> None:
     trace = tmp_path / "t"
     import_trace([shared_trace(EVENT_SYNC)], trace)
-    folder = lod_dir(open_trace_dir(trace))
 
     def killed() -> None:
         run = subprocess.run(
@@ -187,65 +198,54 @@ def test_a_killed_build_leaves_no_half_index(tmp_path: Path, at: str) -> None:
         )
         assert run.returncode == -signal.SIGKILL, run.stderr
 
-    killed()  # cold: nothing in the index's place
-    assert not folder.exists()
+    killed()  # cold: nothing kept
+    assert _kept(trace) == []
     whole = open_lod(trace)
-    meta = json.loads((folder / "meta.json").read_text())
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert _kept(trace) == [whole.folder]
+    meta = json.loads((whole.folder / "index.json").read_text())
+    before = {p.name: p.read_bytes() for p in whole.folder.iterdir()}
     killed()  # warm: the index there is left as it was, whole
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert _kept(trace) == [whole.folder]
+    assert {p.name: p.read_bytes() for p in whole.folder.iterdir()} == before
     again = open_lod(trace)
-    assert json.loads((folder / "meta.json").read_text()) == meta
+    assert again.folder == whole.folder and json.loads((again.folder / "index.json").read_text()) == meta
     assert np.array_equal(again.link, whole.link) and again.n_events == whole.n_events == meta["n_events"]
 
 
-def test_recorded_outputs_are_read_only_when_made_with_the_default_parameters(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A recorded run's steps and correlate outputs stand in for computing them, as long as the
-    newest were made with the default parameters: after a ``--hta-compat`` run they are computed
-    again (HTA's matching is not the timeline's). The index is the same either way."""
-    from profui.analysis import lod_open
+def test_the_timeline_is_the_default_parameters_one(tmp_path: Path) -> None:
+    """After a ``--hta-compat`` run of the timeline stage (HTA's view of the steps: its last one
+    dropped), the timeline drawn is still the default one: same files as before that run."""
     from profui.analysis.pipeline.engine import analyze
 
     trace = tmp_path / "t"
-    import_trace([shared_trace(EVENT_SYNC)], trace)
-    computed = open_lod(trace)  # nothing recorded: computed in memory
-    arrays = {k: np.array(getattr(computed, k)) for k in ("t", "link", "src", "kind")}
-    real_compute = lod_open.computed
-
-    def refused(*_a: object, **_k: object) -> None:
-        raise AssertionError("computed, though a recorded run holds the outputs")
-
-    monkeypatch.setattr(lod_open, "computed", refused)
-    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
-    lod_open.build_lod(trace, force=True)  # read from the recorded run
+    import_trace([shared_trace(NCCL)], trace)
+    default = open_lod(trace)
+    files = _index_files(default.folder)
+    rec = analyze(
+        trace, stages=["ingest", "steps", "correlate", "timeline"], overrides={"hta_compat": "true"}
+    )
+    hta = open_trace_dir(trace).private_dir / rec.stages["timeline"].artifact
+    assert hta != default.folder
+    hta_steps = json.loads((hta / "index.json").read_text())["steps"]
+    assert len(hta_steps) == len(default.steps()) - 1  # HTA drops the last step
     got = open_lod(trace)
-    assert all(np.array_equal(getattr(got, k), v) for k, v in arrays.items())
-    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES], overrides={"hta_compat": "true"})
-    with pytest.raises(AssertionError, match="computed, though"):
-        lod_open.build_lod(trace, force=True)
-    monkeypatch.setattr(lod_open, "computed", real_compute)
-    lod_open.build_lod(trace, force=True)
-    got = open_lod(trace)
-    assert all(np.array_equal(getattr(got, k), v) for k, v in arrays.items())
+    assert got.folder == default.folder and _index_files(got.folder) == files
 
 
-def test_a_running_capture_computes_its_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A capture still running has more events than any recorded run saw: its timeline's
-    inputs are computed from the events there now, never read from a run."""
+def test_a_running_capture_computes_its_index(tmp_path: Path) -> None:
+    """A capture still running has more events than any recorded run saw: its timeline is
+    computed in memory from the events there now, never read from (or recorded as) a run."""
     from dataclasses import replace
 
-    from profui.analysis import lod_open
     from profui.analysis.pipeline.engine import analyze
+    from profui.analysis.pipeline.outputs import list_runs
     from profui.capture.format import read_manifest, write_manifest
 
     trace = tmp_path / "t"
     import_trace([shared_trace(EVENT_SYNC)], trace)
-    analyze(trace, stages=["ingest", *lod_open.TIMELINE_STAGES])
+    analyze(trace, stages=["ingest", "steps", "correlate", "timeline"])
+    recorded = _kept(trace)
     write_manifest(trace, replace(read_manifest(trace), status="running", end_ns=None))
-    calls = []
-    real = lod_open.computed
-    monkeypatch.setattr(lod_open, "computed", lambda *a, **k: calls.append(1) or real(*a, **k))
     ix = open_lod(trace)
-    assert calls == [1] and ix.n_events > 0 and (np.asarray(ix.link) >= 0).any()
+    assert ix.folder not in recorded and ix.folder.parent.parent.name == "scratch"
+    assert len(list_runs(trace)) == 1 and ix.n_events > 0 and (np.asarray(ix.link) >= 0).any()

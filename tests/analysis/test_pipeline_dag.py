@@ -35,8 +35,12 @@ def test_registry_has_the_designed_dag() -> None:
     assert REGISTRY.children("summary") == []
     for i, name in enumerate(order):  # declaration order is a topological order
         assert all(order.index(x) < i for x in REGISTRY.stages[name].inputs if x != TRACE)
+    # tables and documents, but for the timeline's index: files its body writes (arrays mapped)
+    assert [s.name for s in REGISTRY.stages.values() if s.files] == ["timeline"]
+    assert [s.name for s in REGISTRY.stages.values() if s.on_demand] == ["timeline"]
+    assert REGISTRY.default_order == [s for s in order if s != "timeline"]
     for st in REGISTRY.stages.values():
-        assert all(f.endswith((".parquet", ".json")) for f in st.outputs)
+        assert st.files or all(f.endswith((".parquet", ".json")) for f in st.outputs)
         assert st.help and st.code_version.startswith(st.version + "+")
 
 
@@ -44,7 +48,8 @@ def test_defaults_and_users_of_parameters() -> None:
     p = REGISTRY.params
     assert (p["top_n"].default, p["bucket_ms"].default, p["hta_compat"].default) == (15, 0.0, False)
     assert REGISTRY.users_of("top_n") == {"kernels", "summary"}
-    assert REGISTRY.users_of("step_annotation") == {"steps"}
+    # the timeline declares what changes the steps it draws (its input's), not a knob of its own
+    assert REGISTRY.users_of("step_annotation") == {"steps", "timeline"}
     assert all(REGISTRY.users_of(name) for name in p)  # every parameter is some stage's
 
 

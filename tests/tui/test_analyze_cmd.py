@@ -189,7 +189,7 @@ def test_two_concurrent_full_analyses_do_not_corrupt(trace: Path, tmp_path: Path
     assert [r.id for r in runs] == ["run-0001", "run-0002"]
     assert all(r.status == "succeeded" for r in runs)
     c1, c2 = runs[0].counts(), runs[1].counts()
-    assert c1["computed"] == c2["cache"] == len(REGISTRY.order) and c2["computed"] == 0
+    assert c1["computed"] == c2["cache"] == len(REGISTRY.default_order) and c2["computed"] == 0
     assert {r.pid for r in runs} == {p.pid for p, _ in procs}
     no_half_outputs(trace)
 
@@ -328,7 +328,7 @@ def test_a_kineto_file_is_imported_once_and_analysed_in_the_cache(tmp_path: Path
     again = runner.invoke(app, ["analyze", str(src), "-q", "--json"])
     rec1, rec2 = json.loads(first.stdout), json.loads(again.stdout)
     assert (rec1["id"], rec2["id"]) == ("run-0001", "run-0002")  # both runs on the one cached import
-    assert rec2["counts"]["cache"] == rec1["counts"]["computed"] == len(REGISTRY.order)
+    assert rec2["counts"]["cache"] == rec1["counts"]["computed"] == len(REGISTRY.default_order)
     listing = json.loads(runner.invoke(app, ["runs", str(src), "--json"]).stdout)
     assert [r["id"] for r in listing] == ["run-0001", "run-0002"]
     (imported,) = (tmp_path / "cache" / "imports").iterdir()

@@ -90,6 +90,8 @@ def _plan_table(
             action = "run (or cache)"
         elif name in plan.reused:
             action = f"reuse {plan.reference.id}" if plan.reference else "reuse"
+        elif s.on_demand:
+            action = "skip (on demand: --stages " + name + ")"
         else:
             action = "skip"
         dag.add_row(
@@ -244,7 +246,8 @@ def register(app: typer.Typer) -> None:
         stages: str | None = typer.Option(
             None,
             "--stages",
-            help="Run only these stages (comma-separated); upstream outputs come from the reference run.",
+            help="Run only these stages (comma-separated); upstream outputs come from the reference run. "
+            "The timeline index runs only when named (--stages timeline) or when `profui open` draws it.",
         ),
         reference: str | None = typer.Option(
             None,
@@ -427,8 +430,10 @@ def _run(
     def progress(ev: StageEvent) -> None:
         if quiet:
             return
-        if ev.status == "running":
+        if ev.status in ("running", "progress"):
             text = f"[{ev.index}/{ev.total}] {ev.stage} ..."
+            if ev.status == "progress":  # within a long stage (the timeline index: rank by rank)
+                text = f"[{ev.index}/{ev.total}] {ev.stage}: {ev.message} ({ev.fraction or 0:.0%})"
             if status is not None:
                 status.update(text)
             return

@@ -9,7 +9,8 @@ inputs computed in memory on the columns they read). ``--python NAME=PYTHON`` (r
 it reads the stage graph's outputs (its own recorded run), else one (``built``: before 41411f3
 the index joined launches itself). Each build runs in its own process (benchmarks/peak.py: wall, CPU
 seconds, its own peak RSS), the sides alternating, ``--repeats`` times each; medians printed, with
-the load average before and after.
+the load average before and after. After each build that keeps its index, a fresh process opens
+it warm (``open_lod``: wall and CPU inside the process, its peak), as ``profui open`` does again.
 
 Usage: python benchmarks/timeline_cold_build.py TRACE [--python base=/tmp/wt-head/.venv/bin/python]
 TRACE is copied (hard links of its events, nothing of its ``.profui``) under a temporary folder,
@@ -47,6 +48,18 @@ else:
     except ImportError:  # a baseline from before the index read the stage graph's outputs
         from profui.analysis.lod import build_lod
     build_lod(sys.argv[1], force=True)
+print('{"wall": %r, "cpu": %r}' % (time.perf_counter() - w, time.process_time() - c))
+"""
+
+#: A warm open in a fresh process, after a build: what ``profui open`` pays to show the timeline again.
+OPEN = """
+import sys, time
+w, c = time.perf_counter(), time.process_time()
+try:
+    from profui.analysis.lod_open import open_lod
+except ImportError:  # a baseline from before the index read the stage graph's outputs
+    from profui.analysis.lod import open_lod
+ix = open_lod(sys.argv[1])
 print('{"wall": %r, "cpu": %r}' % (time.perf_counter() - w, time.process_time() - c))
 """
 
@@ -108,6 +121,7 @@ def main() -> None:
                 raise SystemExit(f"recording the steps and correlate stages failed ({side}):\n{rec.stderr}")
             ways |= {w: python for w in copies if w.startswith(f"{side} ")}
         runs: dict[str, list] = {w: [] for w in ways}
+        warm: dict[str, list] = {w: [] for w in ways}
         for i in range(a.repeats):
             order = list(ways) if i % 2 == 0 else list(reversed(ways))
             for w in order:
@@ -116,6 +130,12 @@ def main() -> None:
                     raise SystemExit(f"{w} build failed:\n{m.stderr}")
                 own = json.loads(str(m.stdout).strip().splitlines()[-1])
                 runs[w].append((m.wall, m.cpu, m.peak_mb, own["cpu"]))
+                if not w.endswith(" memory"):  # kept: open it again, warm, in a fresh process
+                    o = measure([ways[w], "-c", OPEN, str(copies[w])])
+                    if o.code != 0:
+                        raise SystemExit(f"{w} warm open failed:\n{o.stderr}")
+                    opened = json.loads(str(o.stdout).strip().splitlines()[-1])
+                    warm[w].append((opened["wall"], opened["cpu"], o.peak_mb))
                 print(
                     f"  {w:14s} run {i + 1}: {m.wall:5.1f} s wall {m.cpu:5.1f} CPU-s  peak {m.peak_mb:5.0f} MB  ({_load()})",
                     flush=True,
@@ -128,6 +148,12 @@ def main() -> None:
             print(
                 f"{w:14s} {med[0]:5.1f} s wall  {med[1]:5.1f} CPU-s  peak {med[2]:5.0f} MB  (build {med[3]:.1f} CPU-s)  {ways[w]}"
             )
+        for w in ways:
+            if warm[w]:
+                med = [statistics.median(r[k] for r in warm[w]) for k in range(3)]
+                print(
+                    f"warm open {w:14s} {med[0] * 1e3:6.0f} ms wall  {med[1] * 1e3:6.0f} ms CPU (open_lod in the process)  peak {med[2]:5.0f} MB"
+                )
     print(f"at end: {_load()}")
 
 

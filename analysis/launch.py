@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import numpy as np
 import polars as pl
 
 from .engine import ENGINE
@@ -111,6 +112,20 @@ def varying(frames: Sequence[pl.DataFrame], columns: Sequence[str]) -> list[str]
             else:
                 split.add(c)
     return [c for c in columns if c in split or len(values[c]) > 1]
+
+
+def group_by_varying(
+    frame: Frame, by: Sequence[str], aggs: Sequence[pl.Expr], keys: Sequence[str] = ()
+) -> pl.LazyFrame:
+    """``frame`` grouped by ``by`` and ``keys``, ``aggs`` per group (columns ``by``, ``keys``,
+    then the aggregates'; rows in no set order): of ``by``, the columns one value in every row
+    (:func:`varying`) are taken as that value, not grouped by, and with no key left the whole
+    frame is one group (unless it is empty: then no group). ``frame`` is collected for it."""
+    rows = _lazy(frame).collect(engine=ENGINE)
+    split = [*(varying([rows], by) if not rows.is_empty() else by), *keys]
+    one = [pl.col(c).first() for c in by if c not in split]
+    out = rows.lazy().group_by(split).agg(*one, *aggs) if split else rows.lazy().select(*one, *aggs)
+    return out.select(*by, *keys, *(a.meta.output_name() for a in aggs))
 
 
 def sort_in_groups(
@@ -350,23 +365,9 @@ def launch_stats(
     ]
     if not by:
         return launches.select(aggs)
-    rows = _lazy(launches).collect(engine=ENGINE)
-    # grouped by the keys that vary alone (a trace of one rank: none), the others' one value
-    # beside: on df_index x20 (one group) the group-by took 2.3x the CPU of the select (25 ->
-    # 11 ms), its quantiles by group
-    keys = varying([rows], by)
-    if rows.is_empty():
-        keys = list(by)
-    one = [pl.col(c).first() for c in by if c not in keys]
-    if not keys:
-        return rows.lazy().select(*one, *aggs)
-    return (
-        rows.lazy()
-        .group_by(keys)
-        .agg(*one, *aggs)
-        .select(*by, *(a.meta.output_name() for a in aggs))
-        .sort(list(by))
-    )
+    # a one-rank trace's node and rank not grouped by: on df_index x20 (one group) the group-by
+    # took 2.3x the CPU of the select (25 -> 11 ms), its quantiles by group
+    return group_by_varying(launches, by, aggs).sort(list(by))
 
 
 def launch_stats_by_kernel(launches: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
@@ -760,43 +761,56 @@ def op_instances(
     ``kernel_sequence`` (the launched names in ``launch_order`` — time; HTA: trace order — as a
     list of categories; :func:`op_rows` joins them) and the first launch's ``aten_op_delay`` /
     ``runtime_delay``. Grouped by :func:`deepest_ops`' ``op_row`` where ``matched`` has it (one
-    integer, not five columns, two of them strings: df_index x20, 58 -> 38 ms CPU)."""
+    integer, not five columns, two of them strings), and only where an op launched more than
+    once (df_index x20: 91 -> 22 ms CPU)."""
     keys = ["node", "rank", "op_tid", "aten_op", "op_ts"]
     rows = matched.collect(engine=ENGINE)
     # a group's list takes its rows in frame order, and every group lies in one node and rank:
     # rows already in launch order there (aten_op_kernels' calls are) need no sort of them all
     if not in_order_within(rows, ["node", "rank"], launch_order):
         rows = rows.sort(list(launch_order))
-    by = ["op_row"] if "op_row" in rows.columns else keys
-    return (
-        rows.lazy()
-        .group_by(by)
-        .agg(
-            *(pl.col(k).first() for k in keys if k not in by),
-            # a list of categories, not a joined string nor a list of strings: op_rows groups
-            # by it, and by lists of integer codes 5x cheaper than by lists of names (df_index
-            # x20: 88 -> 18 ms CPU), 3x cheaper than by one long string per op instance
-            pl.col("kernel_name").cast(pl.Categorical).alias("kernel_sequence"),
-            pl.col("call_ts").first().alias("_call_ts"),
-            pl.col("kernel_ts").first().alias("_kernel_ts"),
+    # a list of categories, not a joined string nor a list of strings: op_rows groups by it,
+    # and by lists of integer codes 5x cheaper than by lists of names (df_index x20: 88 -> 18
+    # ms CPU), 3x cheaper than by one long string per op instance
+    kernels = pl.col("kernel_name").cast(pl.Categorical)
+    first = [pl.col("call_ts").first().alias("_call_ts"), pl.col("kernel_ts").first().alias("_kernel_ts")]
+    if "op_row" in rows.columns:
+        # an op of one launch (df_index: 343k of 405k launches) is its row: only the others
+        # are grouped, and their keys are taken from the first row, not grouped by
+        op = rows.get_column("op_row").to_numpy()
+        alone = pl.Series(np.bincount(op)[op] == 1) if len(op) else pl.Series([], dtype=pl.Boolean)
+        one = rows.filter(alone).select(
+            *keys,
+            pl.concat_list(kernels).alias("kernel_sequence"),
+            pl.col("call_ts").alias("_call_ts"),
+            pl.col("kernel_ts").alias("_kernel_ts"),
         )
-        .with_columns(
-            (pl.col("_call_ts") - pl.col("op_ts")).alias("aten_op_delay"),
-            (pl.col("_kernel_ts") - pl.col("_call_ts")).alias("runtime_delay"),
+        several = (
+            rows.filter(~alone)
+            .group_by("op_row")
+            .agg(*(pl.col(k).first() for k in keys), kernels.alias("kernel_sequence"), *first)
+            .drop("op_row")
         )
-        .select(*keys, "kernel_sequence", "aten_op_delay", "runtime_delay")
+        instances = pl.concat([one, several]).lazy()
+    else:
+        instances = rows.lazy().group_by(keys).agg(kernels.alias("kernel_sequence"), *first)
+    return instances.select(
+        *keys,
+        "kernel_sequence",
+        (pl.col("_call_ts") - pl.col("op_ts")).alias("aten_op_delay"),
+        (pl.col("_kernel_ts") - pl.col("_call_ts")).alias("runtime_delay"),
     )
 
 
 def op_rows(instances: pl.LazyFrame) -> pl.LazyFrame:
     """:func:`aten_op_kernels`' rows from :func:`op_instances`."""
+    aggs = [
+        pl.len().cast(pl.Int64).alias("count"),
+        pl.col("aten_op_delay").mean().round(0).cast(pl.Int64).alias("mean_aten_op_delay_ns"),
+        pl.col("runtime_delay").mean().round(0).cast(pl.Int64).alias("mean_runtime_delay_ns"),
+    ]
     return (
-        instances.group_by("node", "rank", "aten_op", "kernel_sequence")
-        .agg(
-            pl.len().cast(pl.Int64).alias("count"),
-            pl.col("aten_op_delay").mean().round(0).cast(pl.Int64).alias("mean_aten_op_delay_ns"),
-            pl.col("runtime_delay").mean().round(0).cast(pl.Int64).alias("mean_runtime_delay_ns"),
-        )
+        group_by_varying(instances, ["node", "rank"], aggs, keys=["aten_op", "kernel_sequence"])
         .with_columns(pl.col("kernel_sequence").list.eval(pl.element().cast(pl.String)).list.join(" -> "))
         .sort(
             ["node", "rank", "count", "aten_op", "kernel_sequence"],

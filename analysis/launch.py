@@ -774,7 +774,7 @@ def op_instances(
     kernels = pl.col("kernel_name").cast(pl.Categorical)
     first = [pl.col("call_ts").first().alias("_call_ts"), pl.col("kernel_ts").first().alias("_kernel_ts")]
     if "op_row" in rows.columns:
-        # an op of one launch (df_index: 343k of 405k launches) is its row: only the others
+        # an op of one launch (df_index x20: 343k of 405k launches) is its row: only the others
         # are grouped, and their keys are taken from the first row, not grouped by
         alone = rows.get_column("op_row").is_unique()
         one = rows.filter(alone).select(

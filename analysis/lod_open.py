@@ -1,12 +1,14 @@
 """Opening a trace's timeline index: the timeline stage's outputs, from wherever they are.
 
 The index is a stage of the graph (``timeline``, on demand; its body writes
-:func:`.lod.write_index` from the steps and correlate stages' outputs), asked for with the
-default parameters: the timeline draws the exact events, so ``hta_compat`` (HTA's rounded times
-and launch matching, which the Launches view shows) never changes what it shows. Its files come
-from where every surface's answers come from (:func:`.pipeline.answers.answers`): a recorded
-run's, else a recorded run made now (kept for the next open), else a run in memory for a running
-capture or a folder the pipeline cannot write (its files in a scratch folder of this process).
+:func:`.lod.write_index` from the steps and correlate stages' outputs). Its files come from
+where the dashboard's answers come from, by the same rule (:func:`.pipeline.answers.answers`,
+parameters as the newest run had them): a run's, else a recorded run made now that reuses that
+run's steps and links (kept for the next open), else a run in memory for a running capture or a
+folder the pipeline cannot write (its files in a scratch folder of this process). So the
+timeline draws the steps the Steps view lists and the links the Launches view counts, under
+``--hta-compat`` too (HTA's steps, without its last one, and HTA's launch matching), and
+drawing it never records a run with other parameters than the user's last.
 """
 
 from __future__ import annotations
@@ -24,39 +26,43 @@ TIMELINE = "timeline"
 
 
 def build_lod(path: str | Path | TraceDir, progress: Progress | None = None, force: bool = False) -> Path:
-    """The folder of the timeline index of a trace, built (or taken from an earlier run) with
-    the default parameters; ``force`` builds it again, with the stages it reads, as a recorded
-    run that takes nothing from the cache (a benchmark's cold build)."""
+    """The folder of the timeline index of a trace, built or taken from an earlier run (see the
+    module); ``force`` builds it again first, as a recorded run of the stage alone that takes
+    nothing from the cache, its inputs from the newest run holding them (a benchmark's cold
+    build; with them when no run holds them)."""
     trace = path if isinstance(path, TraceDir) else open_trace_dir(path)
 
+    indexing = []  # once the index says how far it is, the run's lines about it are not said
+
     def tell(_stage: str, fraction: float, message: str) -> None:
+        indexing.append(True)
         if progress is not None:
             progress(fraction, message)
+
+    def say(line: str) -> None:
+        if progress is not None and not indexing:
+            progress(0.0, line)
 
     if force:
         from .pipeline.engine import StageEvent, analyze
         from .pipeline.errors import PipelineError
         from .pipeline.registry import REGISTRY
 
-        defaults = {name: str(p.default) for name, p in REGISTRY.params.items()}
-
         def heard(ev: StageEvent) -> None:
             if ev.status == "progress":
                 tell(ev.stage, ev.fraction or 0.0, ev.message or "")
 
-        try:  # the index alone, from the outputs of its inputs an earlier run holds
-            analyze(trace.path, stages=[TIMELINE], overrides=defaults, use_cache=False, progress=heard)
-        except PipelineError:  # no run holds them: they are built too
-            needed = [s for s in REGISTRY.order if s in {TIMELINE} | REGISTRY.ancestors([TIMELINE])]
-            analyze(trace.path, stages=needed, overrides=defaults, use_cache=False, progress=heard)
+        try:
+            analyze(trace.path, stages=[TIMELINE], use_cache=False, progress=heard)
+        except PipelineError:  # no run holds its inputs: they are built too
+            analyze(trace.path, stages=REGISTRY.with_ancestors([TIMELINE]), use_cache=False, progress=heard)
     # the stages it reads say when they run (a cold open: "[1/4] ingest …"), then the index
     got = answers(
         trace.path,
         [TIMELINE],
         lambda: Trace(trace),
-        params={},
         on_progress=tell,
-        say=None if progress is None else lambda line: progress(0.0, line),
+        say=None if progress is None else say,
     )
     return got.timeline.index.parent
 

@@ -152,7 +152,8 @@ def analyze_ranks(
             )
         params, resume_of = old.params, old.id
     values = typed_params(REGISTRY.params, params)
-    code = digest([REGISTRY.stages[s].code_version for s in REGISTRY.order])
+    # the stages a rank runs (an on-demand one, the timeline's index, is never run by ranks)
+    code = digest([REGISTRY.stages[s].code_version for s in REGISTRY.default_order])
     rec = RanksRecord(_next_id(private), now_iso(), params=dict(values), resume_of=resume_of)
     sent = jobreduce.rank_keys(values)
     files = [_file(k) for k in sent] + ["overview.json"]

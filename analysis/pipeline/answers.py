@@ -19,7 +19,7 @@ from profui.capture.format import TraceFormatError, open_trace_dir, trace_finger
 from .artifacts import ArtifactMeta, digest, verify
 from .context import StageProgress
 from .dag import TRACE
-from .outputs import latest_outputs
+from .outputs import latest_outputs, list_runs
 from .params import typed_params
 from .registry import REGISTRY
 from .result import Result
@@ -84,7 +84,7 @@ def _of_trace_now(path: Path, have: Mapping[str, Path]) -> Callable[[str, Artifa
     are now (their names, sizes, times and row counts, and the manifest: what a run keys them
     by), through the newest outputs of every stage upstream of it: outputs of files since
     rewritten, or of inputs since replaced, are not served."""
-    now = digest(trace_fingerprint(open_trace_dir(path, require_data=False)))
+    now: list[str] = []  # the trace's key, taken when first compared (a miss never pays it)
     fresh: dict[str, bool] = {}
 
     def made_now(stage: str, meta: ArtifactMeta) -> bool:
@@ -94,11 +94,20 @@ def _of_trace_now(path: Path, have: Mapping[str, Path]) -> Callable[[str, Artifa
 
     def _input_now(name: str, output_hash: str) -> bool:
         if name == TRACE:
-            return output_hash == now
+            if not now:
+                now.append(digest(trace_fingerprint(open_trace_dir(path, require_data=False))))
+            return output_hash == now[0]
         meta = verify(have[name]) if name in have else None
         return meta is not None and meta.output_hash == output_hash and made_now(name, meta)
 
     return made_now
+
+
+def _newest_params(path: Path) -> dict[str, Any]:
+    """The parameters of the newest run of the trace that did not fail (those still declared),
+    or none (the defaults) when it has none."""
+    runs = [r for r in list_runs(path) if r.status == "succeeded"]
+    return {k: v for k, v in runs[-1].params.items() if k in REGISTRY.params} if runs else {}
 
 
 def answers(
@@ -113,7 +122,8 @@ def answers(
     """The outputs of ``stages`` for the trace folder ``path`` (see the module docstring), with
     ``params`` where given (as :func:`cached` reads them; computed with them, the defaults for
     those not given), else the newest outputs whatever their parameters, or computed with the
-    defaults.
+    newest successful run's parameters (what the user last analysed with; the defaults when
+    none), never recording a run with others.
 
     ``trace()`` gives the opened analysis Trace (only called when something is computed in
     memory). ``on_stage`` receives each stage's outputs as soon as they are computed (not for
@@ -130,9 +140,10 @@ def answers(
         return got
     if not running:
         try:
-            # every parameter given, the defaults too: a recorded run takes the ones not given
-            # from the run it reuses outputs of, which ``params`` here does not mean
-            given = None if params is None else typed_params(REGISTRY.params, params)
+            # every parameter given: the defaults for those ``params`` leaves out, or with none
+            # the newest run's (what the user last analysed with): a recorded run would take
+            # them from whichever run it reuses outputs of, or the defaults where it reuses none
+            given = typed_params(REGISTRY.params, _newest_params(path) if params is None else params)
             return recorded(path, stages, given, on_stage=on_stage, say=say, on_progress=on_progress)
         except TraceFormatError:
             raise

@@ -120,6 +120,8 @@ class ArtifactMeta(msgspec.Struct, forbid_unknown_fields=True):
     rank: str | None = None
     #: Each output file's (inode, size, mtime, ctime) when its sha256 was taken (:func:`verify`)
     signatures: dict[FileName, tuple[int, int, int, int]] = {}
+    #: A files stage's (:attr:`.dag.Stage.files`): its outputs are handed on as paths, never read
+    files: bool = False
 
     def __post_init__(self) -> None:
         if set(self.outputs) != set(self.sizes):
@@ -160,7 +162,9 @@ def read_meta(folder: Path) -> ArtifactMeta | None:
 # process hashes each output once, not at every read of the store. The writer records the
 # signatures it hashed in the meta too, so another process trusts them the same way: a warm
 # open of a 10M-event timeline would otherwise hash its ~600 MB of arrays first. A copy of the
-# folder (new inodes) is hashed once again.
+# folder (new inodes) is hashed once again, and its meta rewritten with the copy's identities
+# (where it can be written). What no write shows (a disk's bit rot) is no longer caught by the
+# next process's hash: the disk's and file system's checksums are left to catch it.
 _VERIFIED: dict[Path, tuple[bytes, tuple[tuple[int, int, int, int], ...]]] = {}
 
 
@@ -212,7 +216,22 @@ def verify(folder: Path) -> ArtifactMeta | None:
         except OSError:
             return None
     _VERIFIED[folder] = (data, sig)
+    if _signature(folder, meta) == sig:  # unchanged while hashed: the next process trusts them
+        _record_signatures(folder, meta, sig)
     return meta
+
+
+def _record_signatures(folder: Path, meta: ArtifactMeta, sig: tuple[tuple[int, int, int, int], ...]) -> None:
+    """Rewrite ``folder``'s meta.json with the files' identities as just hashed (a copied folder's
+    new inodes), atomically; silently nothing where the folder cannot be written."""
+    from profui.capture.format.atomic import write_bytes_atomic
+
+    doc = msgspec.to_builtins(meta)
+    doc["signatures"] = dict(zip(sorted(meta.sizes), sig, strict=True))
+    data = canonical_json(doc) + b"\n"
+    with contextlib.suppress(OSError):
+        write_bytes_atomic(folder / META, data, fsync=False)
+        _VERIFIED[folder] = (data, sig)
 
 
 def _is_arrow_table(value: Any) -> bool:
@@ -354,6 +373,15 @@ def _read_json(path: Path) -> Any:
     return doc
 
 
+def read_outputs(found: Mapping[str, tuple[Path, ArtifactMeta]]) -> dict[str, dict[str, Any]]:
+    """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``: tables and
+    documents read (every Parquet file in one go, :func:`load_files`), a files stage's outputs
+    (its meta says so) as their paths: the one rule of what a reader gets."""
+    paths = {s: [folder / n for n in meta.outputs] for s, (folder, meta) in found.items()}
+    read = load_files([p for s, ps in paths.items() if not found[s][1].files for p in ps])
+    return {s: {p.name: p if found[s][1].files else read[p] for p in ps} for s, ps in paths.items()}
+
+
 def load_files(paths: list[Path]) -> dict[Path, Any]:
     """Read output files, as :func:`load_file` does each: Parquet files all at once, in one
     ``collect_all``. One call, not one per file, because a reading thread hands the interpreter
@@ -365,8 +393,6 @@ def load_files(paths: list[Path]) -> dict[Path, Any]:
     frames = pl.collect_all([pl.scan_parquet(p) for p in parquet]) if parquet else []
     out: dict[Path, Any] = dict(zip(parquet, frames, strict=True))
     for p in paths:
-        if p.suffix == ".json":
+        if p.suffix != ".parquet":
             out[p] = _read_json(p)
-        elif p.suffix != ".parquet":  # a file a files stage wrote (an array): handed on as its path
-            out[p] = p
     return {p: out[p] for p in paths}

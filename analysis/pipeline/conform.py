@@ -6,6 +6,7 @@ recorded) pass every stage's outputs through :func:`conform_outputs`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -45,23 +46,24 @@ def finish_outputs(outputs: list[dict[str, Any]]) -> None:
     _collect([o for o, _ in derived])
 
 
-def conform_outputs(stage: Stage, outputs: Mapping[str, Any]) -> dict[str, Any]:
+def conform_outputs(stage: Stage, outputs: Mapping[str, Any], scratch: Path | None = None) -> dict[str, Any]:
     """A stage body's outputs checked against the stage's declaration and its tables' schemas.
 
     Lazy and :class:`Derived` outputs are computed first (:func:`finish_outputs`); every Parquet
     output is cast to its declared schema (:func:`profui.analysis.schemas.conform`). A files
-    stage's outputs are the paths of the files it wrote, checked to be there.
+    stage's outputs are the paths of the files it wrote, checked to be files in its ``scratch``
+    folder (the run moves them from there).
     """
     got, want = set(outputs), set(stage.outputs)
     if got != want:
         raise ValueError(f"stage {stage.name} returned outputs {sorted(got)}, declared {sorted(want)}")
     out = dict(outputs)
-    if stage.files:  # files the body wrote: each must be there, a regular file
-        from pathlib import Path
-
+    if stage.files:  # files the body wrote: each must be there, a regular file of its folder
         for file, value in out.items():
-            if not isinstance(value, Path) or not value.is_file():
-                raise ValueError(f"stage {stage.name}: output {file} is not a file it wrote ({value!r})")
+            if not isinstance(value, Path) or value.parent != scratch or not value.is_file():
+                raise ValueError(
+                    f"stage {stage.name}: output {file} is not a file it wrote in {scratch} ({value!r})"
+                )
         return out
     finish_outputs([out])
     return {

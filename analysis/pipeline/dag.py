@@ -248,6 +248,12 @@ class Registry:
         """The stages a run without a selection runs, in :attr:`order`: all but the on-demand ones."""
         return [s.name for s in self.stages.values() if not s.on_demand]
 
+    def with_ancestors(self, names: Iterable[str]) -> list[str]:
+        """``names`` and every stage upstream of them, in :attr:`order`."""
+        names = list(names)
+        needed = set(names) | self.ancestors(names)
+        return [s for s in self.order if s in needed]
+
     def children(self, name: str) -> list[str]:
         """Stages that read ``name``'s outputs directly."""
         return [s.name for s in self.stages.values() if name in s.inputs]

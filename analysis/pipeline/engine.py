@@ -102,6 +102,8 @@ class _Run:
 
     def skip_reason(self, name: str) -> str:
         """Why an unselected stage does not run."""
+        if self.registry.stages[name].on_demand and not self.plan.selective:
+            return f"on demand: run when drawn, or named (--stages {name})"
         if name in self.registry.descendants(self.plan.selection):
             return "not selected (downstream of the selection)"
         if self.plan.reference is not None:
@@ -142,8 +144,9 @@ class _Run:
                 ctx = StageContext(
                     name, self.shared, self.plan.params, input_dirs, self.rec.id, files, scratch
                 )
-                outputs = conform_outputs(stage, stage.run(ctx))
+                outputs = conform_outputs(stage, stage.run(ctx), scratch)
                 about = {
+                    "files": stage.files,
                     "run": self.rec.id,
                     "created": now_iso(),
                     "code_version": stage.code_version,

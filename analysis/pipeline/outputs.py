@@ -8,7 +8,7 @@ from typing import Any
 from profui.capture.format import private_dir_for
 
 from . import records
-from .artifacts import load_file, verify
+from .artifacts import load_file, read_outputs, verify
 from .records import RunRecord
 
 
@@ -71,10 +71,12 @@ def load_output(trace_path: str | Path, stage: str, file: str | None = None) -> 
     folder = latest_outputs(trace_path).get(stage)
     if folder is None:
         return None
-    if file is not None:
-        return load_file(folder / file)
     meta = verify(folder)
-    return {} if meta is None else {name: load_file(folder / name) for name in meta.outputs}
+    if meta is None:
+        return {} if file is None else None
+    if file is not None:  # that one file, as read_outputs gives it: a files stage's as its path
+        return folder / file if meta.files else load_file(folder / file)
+    return read_outputs({stage: (folder, meta)})[stage]
 
 
 def prune(trace_path: str | Path, keep: int) -> dict[str, int]:

@@ -348,7 +348,7 @@ STAGES: tuple[Stage, ...] = (
         "timeline",
         ("ingest", "steps", "correlate"),
         # not read by the body: they change the steps and links it draws (its inputs'), so a
-        # reader asking for the default timeline is never served one drawn from HTA's view
+        # reader asking for a timeline with given parameters is served one drawn with them
         ("hta_compat", "include_last_step", "step_annotation"),
         (
             "index.json",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from profui.capture.format import private_dir_for
 
-from .artifacts import ArtifactMeta, load_files, verify
+from .artifacts import ArtifactMeta, read_outputs, verify
 from .context import StageProgress
 from .errors import PipelineError
 from .result import Result, Store
@@ -47,12 +47,8 @@ def check_where(where: str) -> Where:
 
 def load_stages(found: Mapping[str, tuple[Path, ArtifactMeta]]) -> Store:
     """``{stage: {output file: value}}`` of ``{stage: (artifact folder, its meta)}``, read in one
-    go; a files stage's outputs (:attr:`.dag.Stage.files`) are their paths, not read."""
-    stages = registry_or_default(None).stages
-    paths = {s: [folder / n for n in meta.outputs] for s, (folder, meta) in found.items()}
-    files = {s for s in paths if s in stages and stages[s].files}
-    got = load_files([p for s, ps in paths.items() if s not in files for p in ps])
-    return {s: {p.name: p if s in files else got[p] for p in ps} for s, ps in paths.items()}
+    go (:func:`.artifacts.read_outputs`: a files stage's outputs are their paths, not read)."""
+    return read_outputs(found)
 
 
 def in_memory(
@@ -121,7 +117,7 @@ def recorded(
             if on_stage is not None and ev.stage in stages:
                 on_stage(ev.stage, got[ev.stage])
 
-    needed = set(stages) | registry.ancestors(stages)
+    needed = registry.with_ancestors(stages)
     # typed values as ``--set`` texts: str() of a bool, int, float (its repr) or str parses back
     # to the same value (:meth:`.params.Param.parse`)
     overrides = {name: str(value) for name, value in (params or {}).items()}
@@ -130,7 +126,7 @@ def recorded(
     follow = on_stage is not None or say is not None or on_progress is not None
     rec = analyze(
         path,
-        stages=[s for s in registry.order if s in needed],
+        stages=needed,
         overrides=overrides,
         wait=wait,
         progress=progress if follow else None,
@@ -138,10 +134,10 @@ def recorded(
     bad = rec.bad_input()
     if bad is not None:  # a file no stage can read: the surface says so, as for all bad input
         raise bad
-    succeeded = [s for s in registry.order if s in needed and rec.stages[s].status == "succeeded"]
+    succeeded = [s for s in needed if rec.stages[s].status == "succeeded"]
     if not follow:
         got = load_stages({s: outputs_of(rec, s) for s in succeeded})
-    failed = [s for s in registry.order if s in needed and s not in succeeded]
+    failed = [s for s in needed if s not in succeeded]
     if failed and say is not None:
         error = (rec.stages[failed[0]].error or "").strip().splitlines()
         say(f"stage {failed[0]} failed: {error[0] if error else 'see profui runs'}")

@@ -58,5 +58,11 @@ def _process_folder(private_dir: Path) -> Path:
 
 
 def process_scratch(private_dir: Path, stage: str) -> Path:
-    """A new empty folder for one run of files stage ``stage`` in memory (see the module)."""
-    return Path(tempfile.mkdtemp(prefix=f"{stage}-", dir=_process_folder(private_dir)))
+    """A new empty folder for one run of files stage ``stage`` in memory (see the module); the
+    stage's earlier folder of this process is removed (a running capture's timeline, opened
+    again as it grows, keeps one index on disk, not one per opening: its reader has mapped or
+    read what it holds, and the mapping outlives the file)."""
+    mine = _process_folder(private_dir)
+    for old in mine.glob(f"{stage}-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{stage}-", dir=mine))

@@ -57,10 +57,9 @@ def compute(
     registry = registry_or_default(registry)
     values = typed_params(registry.params, params)
     targets = list(targets)
-    needed = set(targets) | registry.ancestors(targets)
     shared = RunShared(trace.path, trace, on_progress)
     store = {} if store is None else store
-    todo = [name for name in registry.order if name in needed and name not in store]
+    todo = [name for name in registry.with_ancestors(targets) if name not in store]
     if not todo:
         return store
 
@@ -70,7 +69,7 @@ def compute(
         files = {i: registry.stages[i].outputs for i in inputs}
         scratch = process_scratch(trace.dir.private_dir, name) if stage.files else None
         context = StageContext(name, shared, values, inputs, "memory", files, scratch)
-        store[name] = conform_outputs(stage, stage.run(context))
+        store[name] = conform_outputs(stage, stage.run(context), scratch)
 
     # Each stage runs in a thread of its own once its inputs are there: Polars releases the GIL
     # while it computes, so one stage's queries (and the eager reads inside a body) overlap

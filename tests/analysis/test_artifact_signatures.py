@@ -1,6 +1,7 @@
 """A stage output hashed when written is trusted by another process while its files are the
 same files, unchanged (inode, size, mtime, ctime as the writer recorded them); any write to
-one of them, a copy of the folder or a damaged byte is caught by hashing again. Each case runs
+one of them, a copy of the folder or a damaged byte is caught by hashing again (a copy that
+matches then records its own files' identities). Each case runs
 the reader in a fresh interpreter (the in-process record of what was verified starts empty),
 on a real recorded run of a bundled sample."""
 
@@ -73,8 +74,11 @@ def test_a_rewritten_file_is_hashed_and_a_damaged_one_refused(kernels_folder: Pa
     assert _verify_elsewhere(kernels_folder)["ok"] is False
 
 
-def test_a_copied_folder_is_hashed_once_more(kernels_folder: Path, tmp_path: Path) -> None:
+def test_a_copied_folder_is_hashed_once_more_then_trusted(kernels_folder: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy" / kernels_folder.name
     shutil.copytree(kernels_folder, copy)  # new inodes
     got = _verify_elsewhere(copy)
     assert got["ok"] and got["hashed"] == sorted(read_meta(copy).outputs)
+    # its meta now records the copy's files, as hashed: the next process trusts them
+    assert _verify_elsewhere(copy) == {"ok": True, "hashed": []}
+    assert _verify_elsewhere(kernels_folder) == {"ok": True, "hashed": []}  # the original's kept

@@ -212,24 +212,32 @@ def test_a_killed_build_leaves_no_half_index(tmp_path: Path, at: str) -> None:
     assert np.array_equal(again.link, whole.link) and again.n_events == whole.n_events == meta["n_events"]
 
 
-def test_the_timeline_is_the_default_parameters_one(tmp_path: Path) -> None:
-    """After a ``--hta-compat`` run of the timeline stage (HTA's view of the steps: its last one
-    dropped), the timeline drawn is still the default one: same files as before that run."""
+def test_the_timeline_draws_the_newest_runs_steps_and_records_no_other_parameters(tmp_path: Path) -> None:
+    """The timeline is drawn from the run the dashboard shows (the newest, whatever its
+    parameters): after ``profui analyze --set hta_compat=true`` its steps are HTA's (the last
+    one dropped, as the Steps view lists them), drawing it records a run with the user's
+    parameters, never the defaults (the dashboard's next answers stay HTA's); after a plain
+    run it is the default timeline again, the same files as first built."""
+    from profui.analysis.pipeline.answers import answers
     from profui.analysis.pipeline.engine import analyze
+    from profui.analysis.pipeline.outputs import list_runs
+    from profui.analysis.trace import Trace
 
     trace = tmp_path / "t"
     import_trace([shared_trace(NCCL)], trace)
     default = open_lod(trace)
     files = _index_files(default.folder)
-    rec = analyze(
-        trace, stages=["ingest", "steps", "correlate", "timeline"], overrides={"hta_compat": "true"}
-    )
-    hta = open_trace_dir(trace).private_dir / rec.stages["timeline"].artifact
-    assert hta != default.folder
-    hta_steps = json.loads((hta / "index.json").read_text())["steps"]
-    assert len(hta_steps) == len(default.steps()) - 1  # HTA drops the last step
-    got = open_lod(trace)
-    assert got.folder == default.folder and _index_files(got.folder) == files
+    analyze(trace, overrides={"hta_compat": "true"})
+    hta = open_lod(trace)
+    assert hta.folder != default.folder
+    windows = compute(open_trace(trace), ["steps"], {"hta_compat": True})["steps"]["windows.parquet"]
+    assert len(hta.steps()) == windows.height == len(default.steps()) - 1  # HTA drops the last step
+    assert all(r.params["hta_compat"] for r in list_runs(trace)[1:])  # the timeline's run: the user's
+    got = answers(trace, ["kernels", "summary"], lambda: Trace(open_trace_dir(trace)))
+    assert got.source == "cache" and got.summary.summary.params["hta_compat"] is True
+    analyze(trace)
+    again = open_lod(trace)
+    assert again.folder == default.folder and _index_files(again.folder) == files
 
 
 def test_a_running_capture_computes_its_index(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from pilotwait import wait_dashboard
 
-from profui.analysis.pipeline import records
 from profui.capture.format import open_trace_dir, private_dir_for
 from profui.capture.ingest import import_trace
 from profui.tui.app import OpenTarget, ProfuiApp
@@ -158,10 +157,6 @@ def test_a_damaged_kept_file_is_a_miss_never_an_error(tmp_path: Path, content: b
     assert dashboard_cache.load(open_trace_dir(trace)) is not None
 
 
-def test_the_runs_folder_is_the_pipelines() -> None:
-    assert dashboard_cache.RUNS == records.RUNS
-
-
 def test_a_live_capture_is_never_kept(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
@@ -194,4 +189,24 @@ def test_a_kept_file_of_the_right_key_but_wrong_types_is_a_miss(tmp_path: Path, 
     doc = json.loads(kept_file.read_bytes())
     mutate(doc["charts"])
     kept_file.write_text(json.dumps(doc))
+    assert dashboard_cache.load(open_trace_dir(trace)) is None
+
+
+def test_drawing_the_timeline_keeps_the_kept_dashboard(tmp_path: Path) -> None:
+    """The timeline's index is a stage: drawing it records a run of that stage, reusing the
+    rest; the dashboard's outputs are the same, so what it kept is still drawn at once. A run
+    that changes one of them (another top-N) is drawn anew."""
+    from profui.analysis.lod_open import open_lod
+    from profui.analysis.pipeline.engine import analyze
+    from profui.analysis.pipeline.outputs import list_runs
+
+    trace = tmp_path / "trace"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    _drawn(trace)  # cold: keeps the dashboard
+    assert dashboard_cache.load(open_trace_dir(trace)) is not None
+    open_lod(trace)
+    runs = list_runs(trace)
+    assert len(runs) == 2 and runs[-1].stages["timeline"].provenance == "computed"
+    assert dashboard_cache.load(open_trace_dir(trace)) is not None
+    analyze(trace, overrides={"top_n": "3"})
     assert dashboard_cache.load(open_trace_dir(trace)) is None

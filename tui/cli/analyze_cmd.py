@@ -247,7 +247,8 @@ def register(app: typer.Typer) -> None:
             None,
             "--stages",
             help="Run only these stages (comma-separated); upstream outputs come from the reference run. "
-            "The timeline index runs only when named (--stages timeline) or when `profui open` draws it.",
+            "The timeline index runs only when named (--stages timeline, after a first full run) "
+            "or when `profui open` draws it.",
         ),
         reference: str | None = typer.Option(
             None,

@@ -72,7 +72,9 @@ class TimelineView(TraceView):
         from profui.analysis.lod_open import open_lod
 
         def progress(fraction: float, message: str) -> None:
-            self.app.call_from_thread(self._status_line, f"timeline: {message} ({fraction:.0%})")
+            # a stage the index reads says its name alone (fraction 0); the index how far it is
+            done = f" ({fraction:.0%})" if fraction else ""
+            self.app.call_from_thread(self._status_line, f"timeline: {message}{done}")
 
         try:
             index = self.session.memo("timeline-lod", lambda: open_lod(self.session.path, progress=progress))

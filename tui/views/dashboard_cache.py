@@ -8,7 +8,10 @@ in JSON under the trace's one cache store
 they were drawn from can have changed:
 
 - the trace (:func:`~profui.capture.format.trace_fingerprint`: its data files and manifest);
-- the analysis: the run records folder (a new run, of any parameters, changes it);
+- the analysis: the newest outputs of the stages it shows (their output hashes, as the
+  pipeline serves them: :func:`~profui.analysis.pipeline.outputs.latest_outputs`), so a run that
+  changes any of them changes the key, and one that changes none (the timeline's, which records
+  its index and reuses the rest) keeps it;
 - profui's own code: the code version of the dashboard and every module it loads (an upgrade
   changes the charts' words).
 
@@ -20,7 +23,6 @@ miss, never an error: the dashboard is drawn from the stage outputs and kept ane
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, fields
 from functools import cache
 from pathlib import Path
@@ -40,10 +42,7 @@ from profui.capture.format.regular import not_regular
 from ..widgets.bars import Bar
 from ..widgets.charts import ChartData, Series
 
-#: The analysis pipeline's run records folder in the cache store (records.RUNS; a test holds
-#: them equal, so that this module needs no pipeline import).
-RUNS = "runs"
-VERSION = 1
+VERSION = 2
 
 
 #: The module that draws the dashboard: its code version covers what the charts are made by.
@@ -63,13 +62,15 @@ def key(trace_dir: Any) -> str | None:
     capture still running (its answers change as it grows)."""
     if trace_dir.manifest.status == "running":
         return None
-    runs = private_dir_for(trace_dir.path) / RUNS
-    try:
-        listing = sorted([e.name, st.st_size, st.st_mtime_ns] for e in os.scandir(runs) for st in [e.stat()])
-    except OSError:
-        listing = []
+    from profui.analysis.pipeline.artifacts import verify
+    from profui.analysis.pipeline.outputs import latest_outputs
+
+    from .dashboard_charts import STAGES
+
+    have = latest_outputs(trace_dir.path)  # verified: a second verify is the process's record
+    made = {s: meta.output_hash for s in STAGES if s in have for meta in [verify(have[s])] if meta}
     return digest(
-        {"v": VERSION, "trace": trace_fingerprint(trace_dir), "runs": listing, "code": code_fingerprint()}
+        {"v": VERSION, "trace": trace_fingerprint(trace_dir), "outputs": made, "code": code_fingerprint()}
     )
 
 

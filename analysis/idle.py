@@ -31,8 +31,18 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .intervals import Frame, _lazy
-from .launch import LAUNCH_KINDS, LAUNCHED_KINDS, first_calls, join_by_rank, launch_times, sort_total
+from .engine import ENGINE
+from .intervals import Frame, _lazy, _over
+from .launch import (
+    LAUNCH_KINDS,
+    LAUNCHED_KINDS,
+    first_calls,
+    group_by_varying,
+    join_by_rank,
+    launch_times,
+    sort_total,
+    varying,
+)
 from .stats import describe
 
 #: HTA's default threshold under which a gap counts as launch overhead (30 µs).
@@ -66,6 +76,17 @@ _STREAM_KEYS = ["node", "rank", "device", "stream"]
 DEVICE_ORDER: tuple[str, ...] = ("ts", "correlation", "dur", "name", *_STREAM_KEYS)
 
 
+#: A device event's columns in :func:`gaps_of`, its launch call's start (``launch_ts``) after.
+_GAP_COLUMNS: tuple[str, ...] = (*_STREAM_KEYS, "ts", "dur", "name", "correlation")
+
+
+def _streams(rows: pl.DataFrame) -> list[str]:
+    """The stream keys that tell ``rows``' streams apart (:func:`profui.analysis.launch.varying`;
+    all of them when there are no rows): a window or a sort by the others, a string among them,
+    splits nothing."""
+    return varying([rows], _STREAM_KEYS) if not rows.is_empty() else list(_STREAM_KEYS)
+
+
 def device_events(events: pl.LazyFrame) -> pl.LazyFrame:
     """The device work (kernel, memcpy, memset) whose gaps and queue are analysed."""
     return events.filter(pl.col("kind").is_in(LAUNCHED_KINDS))
@@ -96,7 +117,23 @@ def idle_intervals(
     or less are left out. ``launches``: :func:`profui.analysis.launch.kernel_launches`' frame,
     where the caller has it.
     """
-    return gaps_of(device_events(events), _calls(events, launches), kernel_wait_ns, after_all_earlier=True)
+    return _intervals(
+        device_events(events).select(_GAP_COLUMNS).collect(engine=ENGINE), events, kernel_wait_ns, launches
+    )
+
+
+def _intervals(
+    dev: pl.DataFrame, events: pl.LazyFrame, kernel_wait_ns: int, launches: Frame | None
+) -> pl.LazyFrame:
+    """:func:`idle_intervals` of ``events``' device events ``dev``."""
+    if launches is not None:
+        linked = _lazy(launches).collect(engine=ENGINE)
+        # kernel_launches has one row per device event with a launch call, none without: as
+        # many rows as device events, and they are the device events, their calls joined
+        # already (df_index x20: the join took 0.09 of the idle stage's 0.28 CPU-s)
+        if linked.height == dev.height:
+            return _gaps(linked.lazy().select(*_GAP_COLUMNS, "launch_ts"), kernel_wait_ns, True)
+    return gaps_of(dev.lazy(), _calls(events, launches), kernel_wait_ns, after_all_earlier=True)
 
 
 def gaps_of(
@@ -114,15 +151,19 @@ def gaps_of(
     name, its launch and, HTA's way, the previous end — is a function of the events, not of
     their row order; rows come in that order too, the streams interleaved.
     """
-    dev = dev.select(*_STREAM_KEYS, "ts", "dur", "name", "correlation")
-    dev = join_by_rank(dev, calls, how="left")
+    return _gaps(join_by_rank(dev.select(_GAP_COLUMNS), calls, how="left"), kernel_wait_ns, after_all_earlier)
+
+
+def _gaps(dev: pl.LazyFrame, kernel_wait_ns: int, after_all_earlier: bool) -> pl.LazyFrame:
+    """:func:`gaps_of` of device events joined to their calls (``launch_ts``)."""
     end = pl.col("ts") + pl.col("dur")
     prev_end = end.cum_max().shift(1) if after_all_earlier else end.shift(1)
     # in time order, each stream's window over its own rows (a sort by the streams' keys first,
     # a string among them, cost 3x the sort by time)
+    rows = sort_total(dev, (), DEVICE_ORDER[:1], DEVICE_ORDER[1:], nulls_last=True).collect(engine=ENGINE)
     out = (
-        sort_total(dev, (), DEVICE_ORDER[:1], DEVICE_ORDER[1:], nulls_last=True)
-        .with_columns(prev_end.over(_STREAM_KEYS).alias("start"))
+        rows.lazy()
+        .with_columns(_over(prev_end, _streams(rows)).alias("start"))
         .filter(pl.col("start").is_not_null())
         .with_columns((pl.col("ts") - pl.col("start")).alias("idle_ns"))
     )
@@ -151,7 +192,8 @@ def idle_breakdown(
     ``mean, std, min, p25, p50, p75, max`` (ns; null without gaps) — HTA's
     ``idle_time_breakdown`` with ``show_idle_interval_stats``.
     """
-    return breakdown_of(idle_intervals(events, kernel_wait_ns, launches), device_events(events))
+    dev = device_events(events).select(_GAP_COLUMNS).collect(engine=ENGINE)
+    return breakdown_of(_intervals(dev, events, kernel_wait_ns, launches), dev.lazy())
 
 
 def breakdown_of(iv: pl.LazyFrame, dev: pl.LazyFrame) -> pl.LazyFrame:
@@ -159,11 +201,12 @@ def breakdown_of(iv: pl.LazyFrame, dev: pl.LazyFrame) -> pl.LazyFrame:
     streams = dev.select(_STREAM_KEYS).unique()
     cats = pl.LazyFrame({"category": list(IDLE_CATEGORIES)})
     g = pl.col("idle_ns")
-    stats = iv.group_by([*_STREAM_KEYS, "category"]).agg(
+    aggs = [
         g.sum().alias("idle_ns"),
         pl.len().cast(pl.Int64).alias("count"),
         *describe(g, integer=True, suffix="_ns"),
-    )
+    ]
+    stats = group_by_varying(iv, _STREAM_KEYS, aggs, keys=["category"])
     full = (
         streams.join(cats, how="cross")
         .join(stats, on=[*_STREAM_KEYS, "category"], how="left")
@@ -242,16 +285,23 @@ def queue_of(dev: pl.LazyFrame, calls: pl.LazyFrame, done_at_end: bool = True) -
 
 def _queue_of_pairs(pairs: pl.LazyFrame, done_at_end: bool) -> pl.LazyFrame:
     """:func:`queue_of` from device events joined to their calls (``launch_ts``)."""
+    rows = pairs.collect(engine=ENGINE)
+    keys = _streams(rows)
+    # only the keys that vary are sorted with the changes; the others are one value, put back
+    # after
+    same = {c: pl.lit(rows[c][0], dtype=rows.schema[c]) for c in _STREAM_KEYS if c not in keys}
     done_at = pl.col("ts") + pl.col("dur") if done_at_end else pl.col("ts")
-    plus = pairs.select(
-        *_STREAM_KEYS, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta")
+    plus = rows.lazy().select(
+        *keys, pl.col("launch_ts").alias("ts"), pl.lit(1, dtype=pl.Int64).alias("delta")
     )
-    minus = pairs.select(*_STREAM_KEYS, done_at.alias("ts"), pl.lit(-1, dtype=pl.Int64).alias("delta"))
+    minus = rows.lazy().select(*keys, done_at.alias("ts"), pl.lit(-1, dtype=pl.Int64).alias("delta"))
     return (
+        # launches before completions at equal times: the concat's order, kept by a stable sort
+        # (a sort by ts and delta took 4x the time)
         pl.concat([plus, minus])
-        .sort("ts", "delta", descending=[False, True])
-        .with_columns(pl.col("delta").cum_sum().over(_STREAM_KEYS).alias("queue_length"))
-        .select(*_STREAM_KEYS, "ts", "queue_length")
+        .sort("ts", maintain_order=True)
+        .with_columns(_over(pl.col("delta").cum_sum(), keys).alias("queue_length"))
+        .select(*(same.get(c, pl.col(c)).alias(c) for c in _STREAM_KEYS), "ts", "queue_length")
     )
 
 
@@ -266,17 +316,14 @@ def queue_stats(q: pl.LazyFrame) -> pl.LazyFrame:
     """:func:`queue_length_summary` of a queue-length series (:func:`queue_length`'s frame)."""
     v = pl.col("queue_length")
     span = pl.col("ts").max() - pl.col("ts").min()
+    # within a group: the time to the stream's next change
     held = (pl.col("ts").shift(-1) - pl.col("ts")).fill_null(0)
-    return (
-        q.with_columns(held.over(_STREAM_KEYS).alias("_held"))
-        .group_by(_STREAM_KEYS)
-        .agg(
-            pl.len().cast(pl.Int64).alias("count"),
-            *describe(v, integer=True),
-            pl.when(span > 0).then((v * pl.col("_held")).sum() / span).alias("time_mean"),
-        )
-        .sort(_STREAM_KEYS)
-    )
+    aggs = [
+        pl.len().cast(pl.Int64).alias("count"),
+        *describe(v, integer=True),
+        pl.when(span > 0).then((v * held).sum() / span).alias("time_mean"),
+    ]
+    return group_by_varying(q, _STREAM_KEYS, aggs).sort(_STREAM_KEYS)
 
 
 def blocked_on_full_queue(
@@ -308,13 +355,12 @@ def blocked_on_full_queue(
 
 def blocked_of(q: pl.LazyFrame, span: pl.LazyFrame, max_queue_length: int) -> pl.LazyFrame:
     """:func:`blocked_on_full_queue` of a queue-length series ``q``; ``span`` has ``node, rank, _span``."""
-    held = (pl.col("ts").shift(-1) - pl.col("ts")).over(_STREAM_KEYS).fill_null(0)
+    rows = _lazy(q).collect(engine=ENGINE)
+    held = _over(pl.col("ts").shift(-1) - pl.col("ts"), _streams(rows)).fill_null(0)
     full = pl.col("queue_length") >= max_queue_length
+    blocked = pl.col("_held").sum().cast(pl.Int64).alias("blocked_ns")
     return (
-        q.with_columns(held.alias("_held"))
-        .filter(full)
-        .group_by(_STREAM_KEYS)
-        .agg(pl.col("_held").sum().cast(pl.Int64).alias("blocked_ns"))
+        group_by_varying(rows.lazy().with_columns(held.alias("_held")).filter(full), _STREAM_KEYS, [blocked])
         .join(span, on=["node", "rank"], how="left")
         .with_columns(
             pl.when(pl.col("_span") > 0).then(pl.col("blocked_ns") / pl.col("_span")).alias("share")

@@ -87,13 +87,15 @@ def test_an_edit_changes_the_keys_of_the_modules_that_load_it_and_no_other(profu
 
 
 def test_a_name_taken_from_a_lazy_package_counts_the_module_that_holds_it(profui_copy):
-    # lod takes trace_fingerprint from profui.capture.format, which loads it from fingerprint.py
-    # on first use (capture/format/__init__.py's TYPE_CHECKING imports say where)
-    assert "profui.capture.format.fingerprint" in closure([LOD])
-    assert "profui.capture.format.jobs" not in closure([LOD])  # named there too, used by no lod code
-    before = _keys(profui_copy, LOD)
+    # the pipeline's engine takes trace_fingerprint from profui.capture.format, which loads it
+    # from fingerprint.py on first use (capture/format/__init__.py's TYPE_CHECKING imports say
+    # where); the timeline's index, which took it too, is keyed as a stage now
+    engine = "profui.analysis.pipeline.engine"
+    assert "profui.capture.format.fingerprint" in closure([engine])
+    assert "profui.capture.format.jobs" not in closure([engine])  # named there too, used by none of it
+    before = _keys(profui_copy, engine)
     _append(profui_copy / "profui" / "capture" / "format" / "fingerprint.py", "\nFP_EDITED = 1\n")
-    assert _keys(profui_copy, LOD) != before
+    assert _keys(profui_copy, engine) != before
 
 
 @pytest.mark.parametrize(

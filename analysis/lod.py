@@ -174,25 +174,38 @@ def write_index(
     steps = _steps_of(given, base) if given.has_markers else []
     links = _links_by_rank(given.launches, given.syncs)
     del given  # what the index keeps of it: its steps, and the links (slices, or scans)
-    _index_all(
-        trace,
-        ranks,
-        by_rank,
-        links,
-        base,
-        bucket,
-        n_buckets,
-        names,
-        lanes,
-        rows,
-        tiles,
-        files_meta,
-        node_lane,
-        row_counts,
-        folder,
-        say,
-    )
-    pos_base = sum(row_counts)
+    pos_base = 0  # each rank's events follow the ranks' before it in the index's order
+    for i, (node, rank) in enumerate(ranks):
+        say(0.05 + 0.9 * i / max(len(ranks), 1), f"indexing {node} rank {rank}")
+        if node not in node_lane:
+            node_lane[node] = len(lanes)
+            lanes.append(dict(id=len(lanes), parent=None, kind="node", label=node, node=node))
+        files = [f for f in by_rank[(node, rank)] if f.num_rows]
+        if not files:
+            continue
+        src_base = sum(r for _, r in files_meta)
+        files_meta.extend([str(f.path.relative_to(trace.path)), f.num_rows] for f in files)
+        part = _index_rank(
+            files,
+            node,
+            rank,
+            links(node, rank),
+            base,
+            bucket,
+            n_buckets,
+            names,
+            lanes,
+            rows,
+            node_lane[node],
+            pos_base,
+            src_base,
+        )
+        if part is None:
+            continue
+        tile, arrays = part
+        tiles.append(tile)
+        _append_arrays(folder, arrays, row_counts)
+        pos_base += arrays["t"].size
     say(0.95, "writing the index")
     _memory_table(trace, base).write_parquet(folder / "memory.parquet")
     if pos_base == 0:
@@ -310,59 +323,6 @@ def _identities(links: pl.DataFrame) -> pl.DataFrame:
         "launch_ts",
         "launch_dur",
     )
-
-
-def _index_all(
-    trace,
-    ranks,
-    by_rank,
-    links,
-    base,
-    bucket,
-    n_buckets,
-    names,
-    lanes,
-    rows,
-    tiles,
-    files_meta,
-    node_lane,
-    row_counts,
-    tmp,
-    say,
-) -> None:
-    """Index every rank in turn (node order, then rank), appending to the arrays in ``tmp``."""
-    pos_base = 0
-    for i, (node, rank) in enumerate(ranks):
-        say(0.05 + 0.9 * i / max(len(ranks), 1), f"indexing {node} rank {rank}")
-        if node not in node_lane:
-            node_lane[node] = len(lanes)
-            lanes.append(dict(id=len(lanes), parent=None, kind="node", label=node, node=node))
-        files = [f for f in by_rank[(node, rank)] if f.num_rows]
-        if not files:
-            continue
-        src_base = sum(r for _, r in files_meta)
-        files_meta.extend([str(f.path.relative_to(trace.path)), f.num_rows] for f in files)
-        part = _index_rank(
-            files,
-            node,
-            rank,
-            links(node, rank),
-            base,
-            bucket,
-            n_buckets,
-            names,
-            lanes,
-            rows,
-            node_lane[node],
-            pos_base,
-            src_base,
-        )
-        if part is None:
-            continue
-        tile, arrays = part
-        tiles.append(tile)
-        _append_arrays(tmp, arrays, row_counts)
-        pos_base += arrays["t"].size
 
 
 def _memory_table(trace: TraceDir, base: int) -> pl.DataFrame:

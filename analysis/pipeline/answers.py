@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profui.capture.format import TraceFormatError, open_trace_dir, trace_fingerprint
+from profui.capture.format import TraceFormatError, open_trace_dir
 
-from .artifacts import ArtifactMeta, digest, verify
+from .artifacts import ArtifactMeta, trace_key, verify
 from .context import StageProgress
 from .dag import TRACE
 from .outputs import latest_outputs, list_runs
@@ -95,7 +95,7 @@ def _of_trace_now(path: Path, have: Mapping[str, Path]) -> Callable[[str, Artifa
     def _input_now(name: str, output_hash: str) -> bool:
         if name == TRACE:
             if not now:
-                now.append(digest(trace_fingerprint(open_trace_dir(path, require_data=False))))
+                now.append(trace_key(open_trace_dir(path, require_data=False)))
             return output_hash == now[0]
         meta = verify(have[name]) if name in have else None
         return meta is not None and meta.output_hash == output_hash and made_now(name, meta)

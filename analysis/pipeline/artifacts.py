@@ -62,6 +62,14 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def trace_key(trace_dir: Any) -> str:
+    """What a run keys the trace's files by (an opened TraceDir's fingerprint, digested): the
+    ingest stage's input, and what a reader compares to tell its outputs are of the files now."""
+    from profui.capture.format import trace_fingerprint
+
+    return digest(trace_fingerprint(trace_dir))
+
+
 #: Bump when the artifact layout or the meaning of keys changes: every cached output is then stale.
 ENGINE_VERSION = 1
 

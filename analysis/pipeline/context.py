@@ -86,11 +86,15 @@ class StageContext:
         """Whether input stage ``stage``'s outputs are available to this stage."""
         return stage in self._inputs
 
-    def input(self, stage: str, file: str) -> Any:
-        """Output ``file`` of input stage ``stage``: a DataFrame (Parquet) or a dict (JSON)."""
+    def _source(self, stage: str) -> Path | Mapping[str, Any]:
+        """Input stage ``stage``'s outputs: its artifact folder, or its outputs in memory."""
         if stage not in self._inputs:
             raise KeyError(f"stage {self.name} did not declare {stage!r} as an input")
-        source = self._inputs[stage]
+        return self._inputs[stage]
+
+    def input(self, stage: str, file: str) -> Any:
+        """Output ``file`` of input stage ``stage``: a DataFrame (Parquet) or a dict (JSON)."""
+        source = self._source(stage)
         if isinstance(source, Path):
             return load_file(source / file)
         return source[file]
@@ -99,9 +103,7 @@ class StageContext:
         """Table ``file`` of input stage ``stage`` as a body reads part of it: a scan of the
         recorded Parquet file (its rows read when collected, filters pushed into the read), or
         the frame already in memory."""
-        if stage not in self._inputs:
-            raise KeyError(f"stage {self.name} did not declare {stage!r} as an input")
-        source = self._inputs[stage]
+        source = self._source(stage)
         if isinstance(source, Path):
             import polars as pl
 

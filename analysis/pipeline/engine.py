@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir, trace_fingerprint
+from profui.capture.format import TraceDir, TraceFormatError, open_trace_dir
 from profui.capture.format.liveness import this_host
 
 from . import records
-from .artifacts import artifact_dir, artifact_key, digest, scratch_dir, verify, write_artifact
+from .artifacts import artifact_dir, artifact_key, scratch_dir, trace_key, verify, write_artifact
 from .conform import conform_outputs
 from .context import RunShared, StageContext
 from .dag import TRACE, Registry
@@ -117,7 +117,7 @@ class _Run:
         for i in self.registry.stages[name].inputs:
             if i == TRACE:
                 if self._trace_hash is None:
-                    self._trace_hash = digest(trace_fingerprint(self.trace_dir))
+                    self._trace_hash = trace_key(self.trace_dir)
                 hashes[TRACE] = self._trace_hash
             else:
                 up = self.rec.stages[i]

@@ -24,6 +24,7 @@ from .intervals import (
     nice_bucket_ns,
     union_length,
 )
+from .launch import constants
 from .stats import stable_mean
 
 TARGET_BUCKETS = 200
@@ -55,8 +56,20 @@ def _seen(events: Frame, union: pl.LazyFrame, kinds: Sequence[str], keys: Sequen
 def host_thread_busy(events: Frame) -> pl.LazyFrame:
     """Per host thread (:data:`THREAD`) the union of its busy events (:data:`HOST_BUSY_KINDS`):
     disjoint ``start, end`` intervals, what :func:`cpu_utilization` and :func:`cpu_active` both
-    read (``busy=``), so a stage merges a trace's host events once."""
-    return merge_intervals(_host(events, HOST_BUSY_KINDS), THREAD)
+    read (``busy=``), so a stage merges a trace's host events once.
+
+    The columns of the thread key that hold one value (a one-rank trace's node and rank) are
+    left out of the merge's sort and written back: on 5M events the sort by all four, a string
+    among them, took twice the CPU (:func:`profui.analysis.launch.constants`)."""
+    host = _host(events, HOST_BUSY_KINDS)
+    same = constants([host], THREAD)
+    split = [c for c in THREAD if c not in same]
+    types = host.collect_schema()
+    return merge_intervals(host.select(*split, "start", "end"), split).select(
+        *(pl.lit(same[c], dtype=types[c]).alias(c) if c in same else pl.col(c) for c in THREAD),
+        "start",
+        "end",
+    )
 
 
 def trace_window(events: Frame) -> tuple[int, int]:

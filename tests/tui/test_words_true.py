@@ -150,7 +150,33 @@ def test_kernel_time_header_names_what_its_bars_add_up_to(gpu: Path, gpu_summary
             assert ns_of(m.group(1)) == pytest.approx(total, rel=0.01), (head, lines)
             assert f"{fmt_ns(kernels['dur'].sum())} summed kernel durations" in head
             assert f"{fmt_count(kernels.height)} kernel launches" in head
-            assert "(NVML samples)" in view.panel("gpu_util").title
+            util = view.panel("gpu_util")
+            assert util.title == "GPU utilization over time, per node"
+            assert "NVML samples over the whole job" in str(util.data.note)  # the sample has them
+
+    asyncio.run(go())
+
+
+def test_gpu_utilization_without_samples_names_no_nvml(tmp_path: Path) -> None:
+    """A Kineto trace has no NVML samples: its utilization chart is of the traced device events,
+    and nothing around it says NVML (the title said "(NVML samples)" on every trace)."""
+    from profui.capture.ingest import import_trace
+
+    from realdata import shared_trace
+
+    trace = tmp_path / "t"
+    import_trace([shared_trace("hta-trace_filter-sampled_rank-0.json.gz")], trace)
+    assert not list(trace.rglob("metrics-*.parquet"))
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            util = view.panel("gpu_util")
+            assert await wait_for(pilot, lambda: util.data is not None)
+            words = " ".join([util.title, str(util.data.note), util.data.y_label, util.data.takeaway])
+            assert "NVML" not in words, words
+            assert "from traced device events" in str(util.data.note)
 
     asyncio.run(go())
 

@@ -795,12 +795,9 @@ def build_annotation(result: Result, view: Any) -> ChartData:
 
 CHARTS: list[Chart] = [
     Chart("gpu_active", "{Device} active vs idle", ("utilization",), build_gpu_active),
+    # the source (NVML samples or the traced device events) is the chart's note: it is either
     Chart(
-        "gpu_util",
-        "{Device} utilization over time (NVML samples), per node",
-        ("utilization",),
-        build_gpu_util,
-        lines=True,
+        "gpu_util", "{Device} utilization over time, per node", ("utilization",), build_gpu_util, lines=True
     ),
     Chart("cpu", "CPU active time and utilization over time", ("utilization",), build_cpu, lines=True),
     Chart(

@@ -142,3 +142,33 @@ def test_a_jump_lets_go_of_a_selection_it_moves_off_screen(nccl: Path) -> None:
     assert not (st.t0 <= float(np.float64(ix.t[in_4])) <= st.t1)
     assert st.selected == -1
     assert not st.goto_step(41) and st.message == "no step 41 (steps 4–6)"
+
+
+def test_a_job_step_in_view_is_labelled_with_its_own_number(tmp_path: Path) -> None:
+    """The bundled job's ranks are skewed, so the job's step N (earliest start to latest end over
+    its ranks) overlaps step N+1; after ``g N`` the step band labels the window #N (it read #N-1:
+    the tail of the step before drawn over the step's own start). Oracle: the step events."""
+    import shutil
+
+    from realdata import SAMPLES
+
+    trace = tmp_path / "job"
+    shutil.copytree(SAMPLES / "synthetic_gpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    steps = (
+        pl.scan_parquet(str(trace / "**" / "events-*.parquet"))
+        .filter(pl.col("kind") == "step")
+        .with_columns(pl.col("name").cast(pl.String).str.extract(r"#(\d+)$").cast(pl.Int64).alias("n"))
+        .group_by("n")
+        .agg(pl.col("ts").min().alias("a"), (pl.col("ts") + pl.col("dur")).max().alias("b"))
+        .sort("n")
+        .collect()
+    )
+    numbers, a, b = steps["n"].to_list(), steps["a"].to_list(), steps["b"].to_list()
+    assert len(numbers) >= 5 and all(
+        b[i] > a[i + 1] for i in range(len(numbers) - 1)
+    )  # each overlaps the next
+    st = TimelineState(open_lod(trace))
+    for n in numbers:
+        assert st.goto_step(n)
+        band = frame_text(st)[1]
+        assert band.split("│", 1)[1].split()[0] == f"#{n}", (n, band)

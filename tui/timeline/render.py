@@ -592,8 +592,12 @@ class Renderer:
         steps = self.state.ix.steps()
         free = 0  # the first cell a label may take: one blank after the last one drawn
         for i, s in enumerate(steps):
+            # a job's step (earliest start to latest end over its ranks) overlaps the next one
+            # where ranks are skewed: the band gives the overlap to the later step, as
+            # ``step_index_at`` does, so a window on step 9 is labelled #9, not its tail's #8
+            end = min(s.t1, steps[i + 1].t0) if i + 1 < len(steps) else s.t1
             a = int(math.floor((s.t0 - t0) / w))
-            b = int(math.ceil((s.t1 - t0) / w))
+            b = int(math.ceil((end - t0) / w))
             if b < 0 or a >= cw:
                 continue
             a, b = max(a, 0), min(max(b, a + 1), cw)

@@ -203,7 +203,7 @@ def main() -> None:
     print(
         f"synthetic scale from real data: {src.name} replicated along time (replicate_trace.py); "
         f"medians of {args.repeat} runs, each a fresh process; base {base.profui if base else 'none'}; "
-        f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or 'as set by Polars'}",
+        f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or 'as set by profui (per-CPU arenas, Linux) and Polars'}",
         flush=True,
     )
     results: dict[int, dict[str, dict]] = {}

@@ -106,6 +106,7 @@ def main() -> None:
     # before numpy loads; a user's own setting wins; profui's child processes are its own workers.
     if not os.environ.get("OPENBLAS_NUM_THREADS"):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    _arena_per_cpu()
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:
@@ -130,6 +131,27 @@ def main() -> None:
     gc.freeze()
     if isinstance(code, int) and code:
         raise SystemExit(code)  # typer.Exit(code) from a command, returned outside standalone mode
+
+
+#: jemalloc's settings that choose its arenas: where a user's ``_RJEM_MALLOC_CONF`` names one,
+#: profui adds none of its own.
+_ARENA_SETTINGS = ("narenas", "percpu_arena")
+
+
+def _arena_per_cpu() -> None:
+    """Ask jemalloc, Polars' allocator, for one arena per CPU (``percpu_arena:percpu``), added to
+    a user's own ``_RJEM_MALLOC_CONF`` unless it chooses the arenas itself; Linux only (where
+    jemalloc can tell which CPU a thread runs on). Set before Polars loads, which reads it.
+
+    Why: by default jemalloc hands threads arenas from four per CPU, and the pages one stage's
+    threads free in theirs are not reused by the next stage's allocations in another, so a huge
+    trace's summary peaks higher and faults more fresh pages in (``benchmarks/scale.py``)."""
+    if not sys.platform.startswith("linux") or "polars" in sys.modules:
+        return
+    conf = os.environ.get("_RJEM_MALLOC_CONF", "")
+    if any(pair.split(":", 1)[0].strip() in _ARENA_SETTINGS for pair in conf.split(",")):
+        return
+    os.environ["_RJEM_MALLOC_CONF"] = f"{conf},percpu_arena:percpu" if conf else "percpu_arena:percpu"
 
 
 def _usage(exc: typer.TyperException) -> None:

@@ -139,19 +139,27 @@ _ARENA_SETTINGS = ("narenas", "percpu_arena")
 
 
 def _arena_per_cpu() -> None:
-    """Ask jemalloc, Polars' allocator, for one arena per CPU (``percpu_arena:percpu``), added to
-    a user's own ``_RJEM_MALLOC_CONF`` unless it chooses the arenas itself; Linux only (where
-    jemalloc can tell which CPU a thread runs on). Set before Polars loads, which reads it.
+    """Ask jemalloc, Polars' allocator, for one arena per CPU this process may run on, added to a
+    user's own ``_RJEM_MALLOC_CONF`` unless it chooses the arenas itself; Linux only. Set before
+    Polars loads, which reads it.
+
+    Per-CPU arenas (``percpu_arena:percpu``) where jemalloc takes them; where the process may use
+    only some of the machine's CPUs (``taskset``, a Slurm or container cpuset) jemalloc refuses
+    them with a line on stderr, and there it gets that many arenas (``narenas``) instead.
 
     Why: by default jemalloc hands threads arenas from four per CPU, and the pages one stage's
     threads free in theirs are not reused by the next stage's allocations in another, so a huge
     trace's summary peaks higher and faults more fresh pages in (``benchmarks/scale.py``)."""
     if not sys.platform.startswith("linux") or "polars" in sys.modules:
         return
-    conf = os.environ.get("_RJEM_MALLOC_CONF", "")
+    conf = os.environ.get("_RJEM_MALLOC_CONF", "").strip().strip(",")
     if any(pair.split(":", 1)[0].strip() in _ARENA_SETTINGS for pair in conf.split(",")):
         return
-    os.environ["_RJEM_MALLOC_CONF"] = f"{conf},percpu_arena:percpu" if conf else "percpu_arena:percpu"
+    usable = len(os.sched_getaffinity(0))
+    # jemalloc's own test (malloc_cpu_count_is_deterministic) before it takes per-CPU arenas
+    per_cpu = os.sysconf("SC_NPROCESSORS_ONLN") == os.sysconf("SC_NPROCESSORS_CONF") == usable
+    mine = "percpu_arena:percpu" if per_cpu else f"narenas:{usable}"
+    os.environ["_RJEM_MALLOC_CONF"] = f"{conf},{mine}" if conf else mine
 
 
 def _usage(exc: typer.TyperException) -> None:

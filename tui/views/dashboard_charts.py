@@ -795,7 +795,7 @@ def build_annotation(result: Result, view: Any) -> ChartData:
 
 CHARTS: list[Chart] = [
     Chart("gpu_active", "{Device} active vs idle", ("utilization",), build_gpu_active),
-    # the source (NVML samples or the traced device events) is the chart's note: it is either
+    # no source in the title: the chart's note names it (NVML samples, or the traced device events)
     Chart(
         "gpu_util", "{Device} utilization over time, per node", ("utilization",), build_gpu_util, lines=True
     ),

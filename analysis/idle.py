@@ -33,6 +33,7 @@ import polars as pl
 
 from .engine import ENGINE
 from .intervals import Frame, _lazy, _over
+from .keys import varying
 from .launch import (
     LAUNCH_KINDS,
     LAUNCHED_KINDS,
@@ -41,7 +42,6 @@ from .launch import (
     join_by_rank,
     launch_times,
     sort_total,
-    varying,
 )
 from .stats import describe
 
@@ -81,7 +81,7 @@ _GAP_COLUMNS: tuple[str, ...] = (*_STREAM_KEYS, "ts", "dur", "name", "correlatio
 
 
 def _streams(rows: pl.DataFrame) -> list[str]:
-    """The stream keys that tell ``rows``' streams apart (:func:`profui.analysis.launch.varying`;
+    """The stream keys that tell ``rows``' streams apart (:func:`profui.analysis.keys.varying`;
     all of them when there are no rows): a window or a sort by the others, a string among them,
     splits nothing."""
     return varying([rows], _STREAM_KEYS) if not rows.is_empty() else list(_STREAM_KEYS)

@@ -33,6 +33,7 @@ import polars as pl
 
 from .engine import ENGINE
 from .intervals import Frame, _lazy
+from .keys import varying
 
 #: Event kinds of host calls that can launch device work.
 LAUNCH_KINDS: tuple[str, ...] = ("runtime", "driver")
@@ -89,44 +90,6 @@ def launch_calls(events: pl.LazyFrame, names: Sequence[str] | None = None) -> pl
     if names is not None:
         calls = calls.filter(pl.col("name").is_in(list(names)))
     return calls
-
-
-def constants(frames: Sequence[Frame], columns: Sequence[str]) -> dict[str, object]:
-    """Those of ``columns`` that hold one and the same value in every row of ``frames`` (a null is
-    a value like any other; a frame without rows holds none), each with that value: one query a
-    frame (a lazy one is computed for it)."""
-    values: dict[str, set[object]] = {c: set() for c in columns}
-    split: set[str] = set()
-    for frame in frames:
-        if not columns:
-            break
-        row = (
-            _lazy(frame)
-            .select(
-                pl.len().alias("_rows"),
-                *(pl.col(c).eq_missing(pl.col(c).first()).all().alias(f"same_{c}") for c in columns),
-                *(pl.col(c).first().alias(f"first_{c}") for c in columns),
-            )
-            .collect(engine=ENGINE)
-            .row(0, named=True)
-        )
-        if not row["_rows"]:
-            continue
-        for c in columns:
-            if row[f"same_{c}"]:
-                values[c].add(row[f"first_{c}"])
-            else:
-                split.add(c)
-    return {c: next(iter(values[c]), None) for c in columns if c not in split and len(values[c]) <= 1}
-
-
-def varying(frames: Sequence[Frame], columns: Sequence[str]) -> list[str]:
-    """Those of ``columns`` whose value is not one and the same in every row of ``frames``
-    (:func:`constants`): the only ones that tell the rows' groups apart. A trace of one rank has
-    one node and rank: a sort or a join by them too, by several columns and a string among
-    them, is work that splits nothing."""
-    same = constants(frames, columns)
-    return [c for c in columns if c not in same]
 
 
 def group_by_varying(

@@ -24,7 +24,7 @@ from .intervals import (
     nice_bucket_ns,
     union_length,
 )
-from .launch import constants
+from .keys import constants
 from .stats import stable_mean
 
 TARGET_BUCKETS = 200
@@ -60,7 +60,7 @@ def host_thread_busy(events: Frame) -> pl.LazyFrame:
 
     The columns of the thread key that hold one value (a one-rank trace's node and rank) are
     left out of the merge's sort and written back: on 5M events the sort by all four, a string
-    among them, took twice the CPU (:func:`profui.analysis.launch.constants`)."""
+    among them, took twice the CPU (:func:`profui.analysis.keys.constants`)."""
     host = _host(events, HOST_BUSY_KINDS)
     same = constants([host], THREAD)
     split = [c for c in THREAD if c not in same]

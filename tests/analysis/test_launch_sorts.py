@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from eventrows import events_frame
 
-from profui.analysis.launch import aten_op_kernels, kernel_launches, launch_stats, sort_descending, varying
+from profui.analysis.keys import varying
+from profui.analysis.launch import aten_op_kernels, kernel_launches, launch_stats, sort_descending
 
 from realdata import SAMPLES
 

@@ -1,13 +1,13 @@
 """The host threads' busy union (``utilization.host_thread_busy``), which leaves the thread key's
 one-valued columns out of its sort, against a union computed in plain Python from the events;
-and ``launch.constants``, the rule that finds those columns, on hand-checked frames."""
+and ``keys.constants``, the rule that finds those columns, on hand-checked frames."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from profui.analysis.launch import constants
+from profui.analysis.keys import constants
 from profui.analysis.utilization import HOST_BUSY_KINDS, THREAD, host_thread_busy
 
 from realdata import SAMPLES

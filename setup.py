@@ -8,6 +8,8 @@ One optional C extension, ``profui.capture.kineto._scan``, speeds up Kineto impo
 cannot be built (no C compiler) the install goes on without it and import runs in pure Python.
 """
 
+import sys
+
 from setuptools import Extension, find_packages, setup
 
 FOLDERS = {"capture": "profui.capture", "analysis": "profui.analysis", "tui": "profui.tui"}
@@ -21,10 +23,12 @@ for folder, name in FOLDERS.items():
         packages.append(f"{name}.{sub}")
         package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
 
+threads = [] if sys.platform == "win32" else ["-pthread"]  # the scan's parts run at once (POSIX threads)
 scan = Extension(
     "profui.capture.kineto._scan",
     sources=["capture/kineto/_scan.c"],
-    extra_compile_args=["-O3"],  # Python's own level: an -O2 here would lower it
+    extra_compile_args=["-O3", *threads],  # -O3: Python's own level; an -O2 here would lower it
+    extra_link_args=threads,
     optional=True,
 )
 

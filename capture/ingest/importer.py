@@ -349,16 +349,23 @@ def _clear_stale_imports(out_dir: Path) -> None:
 
 
 def _convert(
-    src: Path, tmp: Path, *, node: str | None, rank: int | None, step_pattern: str | None, progress: Progress
+    src: Path,
+    tmp: Path,
+    *,
+    node: str | None,
+    rank: int | None,
+    step_pattern: str | None,
+    progress: Progress,
+    threads: int = 1,
 ) -> list[ConvertResult]:
     """One source file into ``tmp``: a Kineto or JAX trace is one rank, an Nsight export a rank per
-    process."""
+    process. ``threads``: how many threads a Kineto file's scan may use."""
     if not is_nsys_file(src):
         if is_jax_trace(src):
             from profui.capture.jax.convert import convert_jax_file
 
             return convert_jax_file(src, tmp, node=node, rank=rank, progress=progress)
-        return [convert_kineto_file(src, tmp, node=node, rank=rank, progress=progress)]
+        return [convert_kineto_file(src, tmp, node=node, rank=rank, progress=progress, threads=threads)]
     from profui.capture.nsys.convert import convert_nsys_file
     from profui.capture.nsys.tables import exported_sqlite
 
@@ -401,6 +408,7 @@ def _convert_all(
     sizes = [source_size(f) for f in files]
     total = sum(sizes)
     done = 0
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     results: list[ConvertResult] = []
     per_file: list[tuple[Path, list[ConvertResult]]] = []
     for f, size in zip(files, sizes, strict=True):
@@ -415,7 +423,9 @@ def _convert_all(
             # each export numbers its processes from 0: several exports (one per rank or node)
             # go on where the files before them stopped, never into the same ranks
             first_rank = max(r.rank for r in results) + 1
-        found = _convert(f, tmp, node=node, rank=first_rank, step_pattern=step_pattern, progress=sub)
+        found = _convert(
+            f, tmp, node=node, rank=first_rank, step_pattern=step_pattern, progress=sub, threads=threads
+        )
         results.extend(found)
         per_file.append((f, found))
         done += size

@@ -2,7 +2,8 @@
  *
  * The common events (complete "X" events of a category the policy lists, instants with a
  * category, flow events of the policy's flow categories with a number for ``ts``) are split
- * here, in one pass over the JSON text with the GIL released, into their top-level fields and
+ * here, in one pass over the JSON text with the GIL released (a large text in parts scanned at
+ * once, joined in order: "the array in parts" below), into their top-level fields and
  * their ``args`` object:
  * - ``ts``/``dur`` (checked to be JSON numbers) as text, ``name``/``cat`` as text, ``pid``/
  *   ``tid`` as int64, the category's kind code (a lookup in the policy's table), the event index;
@@ -27,8 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#define PROFUI_THREADS 1
 #endif
 
 /* ---- growable buffers ------------------------------------------------------------------ */
@@ -365,6 +368,7 @@ typedef struct {
     StrCol ts, dur, name, cat, body;
     KeyCol keys[MAX_KEYS];
     Buf special;    /* int64 triples: event index, start, end (offsets in the text) */
+    Buf meta;       /* uint8 per special: 1 for a metadata event seen for the first time */
     int64_t flows[MAX_FLOW_CATS * 3]; /* per flow category: s f t */
     /* metadata dedupe: open addressing over (hash, start, len) */
     uint64_t *mh;
@@ -379,7 +383,7 @@ static void str_free(StrCol *c) {
 }
 
 static void out_free(Out *o) {
-    Buf *bufs[] = {&o->kind, &o->pid, &o->tid, &o->ord, &o->special};
+    Buf *bufs[] = {&o->kind, &o->pid, &o->tid, &o->ord, &o->special, &o->meta};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->p);
     StrCol *strs[] = {&o->ts, &o->dur, &o->name, &o->cat, &o->body};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) str_free(strs[i]);
@@ -631,7 +635,7 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
     }
     if (ev.has_args && *ev.args.s != '{') unusual = 1;
     Span sp = {start, p};
-    int special = 1;
+    int special = 1, meta = 0;
     if (!unusual && ev.has_ph && ev.ph.e - ev.ph.s == 1) {
         char ph = *ev.ph.s;
         int has_cat = ev.has_cat && !ev.cat_null;
@@ -652,12 +656,13 @@ static int event(Out *o, const Policy *pol, const char *base, const char *p, con
         } else if (ph == 'M') {
             int first = meta_first(o, base, sp.s, (size_t)(sp.e - sp.s));
             if (first < 0) return NOMEM;
-            special = first;
+            special = meta = first;
         }
     }
     if (special == NOMEM) return NOMEM;
     if (special) {
-        if (put_i64(&o->special, index) || put_i64(&o->special, sp.s - base) || put_i64(&o->special, sp.e - base))
+        if (put_i64(&o->special, index) || put_i64(&o->special, sp.s - base) || put_i64(&o->special, sp.e - base) ||
+            put_u8(&o->meta, (uint8_t)meta))
             return NOMEM;
     }
     return 0;
@@ -788,53 +793,237 @@ static const char *drop_pages(const char *from, const char *to) {
 #endif
 }
 
+/* ---- the array in parts, scanned at once ---------------------------------------------------- */
+
+/* A text of many events is cut into parts scanned by threads of their own. Part k > 0 starts at
+ * a guessed event boundary: the first '{' after "}", a comma and white space, found from an even
+ * cut of the text. The guess is only trusted once the part before it, scanned from a known item
+ * start, reaches exactly that position as the start of its next event: every event after it then
+ * parses as the sequential scan parses it, and the part's columns are appended (its rows, event
+ * indexes and value offsets shifted; its first-seen metadata checked against the parts before).
+ * Where it does not (the "}, {" lay in a string or a nested array), the part's columns are
+ * dropped and the scan goes on from where the part before it stopped, in the calling thread:
+ * the result never depends on the guesses, only the time does. */
+#define MAX_PARTS 16
+#define GUESS_WINDOW ((ptrdiff_t)1 << 20)
+
+typedef struct {
+    const Policy *pol;
+    const char *base, *e;
+    const char *from, *limit; /* items starting at from, up to the first one at or past limit */
+    int first, mapped;        /* first: from is the text's start (the array's '[' is read) */
+    Out o;
+    Buf body;
+    int64_t index;            /* events scanned */
+    int joined;               /* parts whose columns these are (their starts held) */
+    const char *stop;         /* where the scan stopped: the next item's start, or past ']' */
+    int closed, status;
+} Part;
+
+/* Scan items of pt's array from p until one starts at or past limit (NULL: no limit). */
+static void run_part(Part *pt, const char *p, const char *limit) {
+    const char *dropped = p;
+    pt->status = 0;
+    for (;;) {
+        if (limit && p >= limit) break;
+        const char *end = NULL;
+        pt->status = event(&pt->o, pt->pol, pt->base, p, pt->e, &end, pt->index++, &pt->body);
+        if (pt->status) break;
+        p = end;
+        if (pt->mapped && p - dropped >= DROP_STEP) dropped = drop_pages(dropped, p);
+        int more = next_item(&p, pt->e, ']');
+        if (more == ITEM_ERROR) pt->status = -2;
+        if (more != ITEM_MORE) {
+            pt->closed = more == ITEM_LAST;
+            break;
+        }
+    }
+    pt->stop = p;
+}
+
+static void *part_main(void *arg) {
+    Part *pt = arg;
+    const char *p = pt->from;
+    if (pt->first) {
+        p = ws(p, pt->e);
+        if (p >= pt->e || *p != '[') {
+            pt->status = -2;
+            pt->stop = p;
+            return NULL;
+        }
+        p = ws(p + 1, pt->e);
+        if (p < pt->e && *p == ']') {
+            pt->closed = 1;
+            pt->stop = p + 1;
+            return NULL;
+        }
+    }
+    run_part(pt, p, pt->limit);
+    return NULL;
+}
+
+/* The start of an event after `at`, by the look of the text: the '{' of "}" ws "," ws "{";
+ * NULL when none lies within GUESS_WINDOW. */
+static const char *guess_item(const char *at, const char *e) {
+    const char *end = e - at > GUESS_WINDOW ? at + GUESS_WINDOW : e;
+    for (const char *p = at; p < end; p++) {
+        p = memchr(p, '}', (size_t)(end - p));
+        if (!p) return NULL;
+        const char *q = ws(p + 1, end);
+        if (q < end && *q == ',') {
+            q = ws(q + 1, end);
+            if (q < end && *q == '{') return q;
+        }
+    }
+    return NULL;
+}
+
+/* Append src's columns to dst's: src's rows follow dst's, its events are numbered on from
+ * `events` (the events dst scanned). src is emptied. 0, or NOMEM. */
+static int append_out(Out *dst, Out *src, int64_t events, const char *base, const Policy *pol) {
+    size_t r0 = dst->rows, n = src->rows;
+    int64_t *ord = (int64_t *)src->ord.p;
+    for (size_t i = 0; i < n; i++) ord[i] += events;
+    Buf *plain[][2] = {{&dst->kind, &src->kind}, {&dst->pid, &src->pid}, {&dst->tid, &src->tid}, {&dst->ord, &src->ord}};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        if (put(plain[i][0], plain[i][1]->p, plain[i][1]->n)) return NOMEM;
+        free(plain[i][1]->p), memset(plain[i][1], 0, sizeof(Buf));
+    }
+    StrCol *strs[][2] = {{&dst->ts, &src->ts}, {&dst->dur, &src->dur}, {&dst->name, &src->name},
+                         {&dst->cat, &src->cat}, {&dst->body, &src->body}};
+    for (size_t c = 0; c < sizeof strs / sizeof strs[0]; c++) {
+        StrCol *d = strs[c][0], *s = strs[c][1];
+        int64_t shift = (int64_t)d->data.n, *off = (int64_t *)s->off.p;
+        for (size_t i = 1; i <= n; i++)
+            if (put_i64(&d->off, off[i] + shift)) return NOMEM;
+        if (put(&d->data, s->data.p, s->data.n)) return NOMEM;
+        if (n && put_bit(&d->valid, r0 + n - 1, 0)) return NOMEM; /* sized; bits set below */
+        for (size_t i = 0; i < n; i++)
+            if (s->valid.p[i / 8] & (1u << (i % 8))) d->valid.p[(r0 + i) / 8] |= (char)(1u << ((r0 + i) % 8));
+        str_free(s), memset(s, 0, sizeof(StrCol));
+    }
+    for (Py_ssize_t k = 0; k < pol->nkeys; k++) {
+        KeyCol *d = &dst->keys[k], *s = &src->keys[k];
+        size_t m = s->row.n / 8;
+        int64_t *rows = (int64_t *)s->row.p, *off = (int64_t *)s->value.off.p, shift = (int64_t)d->value.data.n;
+        for (size_t i = 0; i < m; i++)
+            if (put_i64(&d->row, rows[i] + (int64_t)r0) || put_i64(&d->value.off, off[i + 1] + shift)) return NOMEM;
+        if (put(&d->start, s->start.p, s->start.n) || put(&d->end, s->end.p, s->end.n) ||
+            put(&d->value.data, s->value.data.p, s->value.data.n))
+            return NOMEM;
+        free(s->row.p), free(s->start.p), free(s->end.p), str_free(&s->value);
+        memset(s, 0, sizeof(KeyCol));
+    }
+    int64_t *sp = (int64_t *)src->special.p;
+    for (size_t i = 0; i < src->meta.n; i++) {
+        int meta = src->meta.p[i];
+        if (meta) {
+            int first = meta_first(dst, base, base + sp[3 * i + 1], (size_t)(sp[3 * i + 2] - sp[3 * i + 1]));
+            if (first < 0) return NOMEM;
+            if (!first) continue; /* a metadata event a part before this one had */
+        }
+        if (put_i64(&dst->special, sp[3 * i] + events) || put_i64(&dst->special, sp[3 * i + 1]) ||
+            put_i64(&dst->special, sp[3 * i + 2]) || put_u8(&dst->meta, (uint8_t)meta))
+            return NOMEM;
+    }
+    for (int i = 0; i < MAX_FLOW_CATS * 3; i++) dst->flows[i] += src->flows[i];
+    dst->rows += n;
+    return 0;
+}
+
+/* Scan the text in `nparts` parts at once (threads where there are POSIX threads), then join
+ * them in order into parts[0]. Its status: 0, -2 (not an array of events) or NOMEM. */
+static int scan_parts(Part *parts, int nparts) {
+    Part *head = &parts[0];
+    int started[MAX_PARTS] = {0};
+#ifdef PROFUI_THREADS
+    pthread_t threads[MAX_PARTS];
+    for (int k = 1; k < nparts; k++) started[k] = !pthread_create(&threads[k], NULL, part_main, &parts[k]);
+#endif
+    part_main(head);
+    for (int k = 1; k < nparts; k++) {
+        Part *pt = &parts[k];
+#ifdef PROFUI_THREADS
+        if (started[k]) pthread_join(threads[k], NULL);
+#endif
+        if (head->status) continue;          /* an error before this part: the sequential one */
+        if (head->closed) continue;          /* the array ended: what follows must be white space */
+        if (started[k] && head->stop == pt->from) {
+            if (pt->status) {
+                head->status = pt->status;   /* what the sequential scan meets there */
+                continue;
+            }
+            int64_t events = head->index;
+            if (append_out(&head->o, &pt->o, events, head->base, head->pol)) {
+                head->status = NOMEM;
+                continue;
+            }
+            head->index += pt->index;
+            head->stop = pt->stop, head->closed = pt->closed;
+            head->joined++;
+        } else {
+            out_free(&pt->o), memset(&pt->o, 0, sizeof(Out));
+            run_part(head, head->stop, pt->limit); /* a wrong guess: go on here instead */
+        }
+    }
+    if (!head->status && !head->closed) head->status = -2;
+    if (!head->status && ws(head->stop, head->e) != head->e) head->status = -2;
+    return head->status;
+}
+
 static PyObject *scan(PyObject *self, PyObject *a) {
     (void)self;
     Py_buffer view;
     PyObject *cats, *keys, *flow_cats;
     Policy pol;
-    int mapped = 0;
+    int mapped = 0, nparts = 1;
     memset(&pol, 0, sizeof pol);
-    if (!PyArg_ParseTuple(a, "y*O!O!O!i|p", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
-                          &pol.instant_kind, &mapped))
+    if (!PyArg_ParseTuple(a, "y*O!O!O!i|pi", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
+                          &pol.instant_kind, &mapped, &nparts))
         return NULL;
     PyObject *result = NULL;
+    Part parts[MAX_PARTS];
+    memset(parts, 0, sizeof parts);
     Out o;
     memset(&o, 0, sizeof o);
     Buf body = {NULL, 0, 0};
     if (read_policy(cats, keys, flow_cats, &pol) < 0) goto done;
-    int bad = str_init(&o.ts) || str_init(&o.dur) || str_init(&o.name) || str_init(&o.cat) || str_init(&o.body);
-    for (Py_ssize_t k = 0; k < pol.nkeys; k++) bad = bad || str_init(&o.keys[k].value);
+    const char *base = view.buf, *e = base + view.len;
+    if (nparts < 1) nparts = 1;
+    if (nparts > MAX_PARTS) nparts = MAX_PARTS;
+#ifndef PROFUI_THREADS
+    nparts = 1;
+#endif
+    /* the parts' starts: the text's, then a guessed event start past each even cut */
+    int n = 0;
+    parts[n++].from = base;
+    for (int k = 1; k < nparts; k++) {
+        const char *g = guess_item(base + (ptrdiff_t)((double)view.len * k / nparts), e);
+        if (g && g > parts[n - 1].from + 1) parts[n++].from = g;
+    }
+    int bad = 0;
+    for (int k = 0; k < n; k++) {
+        Part *pt = &parts[k];
+        pt->pol = &pol, pt->base = base, pt->e = e, pt->first = k == 0, pt->mapped = mapped;
+        pt->limit = k + 1 < n ? parts[k + 1].from : NULL;
+        bad = bad || str_init(&pt->o.ts) || str_init(&pt->o.dur) || str_init(&pt->o.name) || str_init(&pt->o.cat) ||
+              str_init(&pt->o.body);
+        for (Py_ssize_t j = 0; j < pol.nkeys; j++) bad = bad || str_init(&pt->o.keys[j].value);
+    }
     if (bad) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *base = view.buf, *e = base + view.len, *p, *dropped = base;
-    int status = 0;
-    int64_t index = 0;
+    int status, joined;
+    int64_t index;
+    parts[0].joined = 1;
     Py_BEGIN_ALLOW_THREADS
-    p = ws(base, e);
-    if (p >= e || *p != '[') {
-        status = -2;
-    } else {
-        p = ws(p + 1, e);
-        if (p < e && *p == ']') {
-            p++;
-        } else {
-            for (;;) {
-                const char *end = NULL;
-                status = event(&o, &pol, base, p, e, &end, index++, &body);
-                if (status) break;
-                p = end;
-                if (mapped && p - dropped >= DROP_STEP) dropped = drop_pages(dropped, p);
-                int more = next_item(&p, e, ']');
-                if (more == ITEM_ERROR) status = -2;
-                if (more != ITEM_MORE) break;
-            }
-        }
-        if (!status && ws(p, e) != e) status = -2;
-    }
+    status = scan_parts(parts, n);
     Py_END_ALLOW_THREADS
+    o = parts[0].o;
+    memset(&parts[0].o, 0, sizeof(Out));
+    index = parts[0].index;
+    joined = parts[0].joined;
     if (status == NOMEM) {
         PyErr_NoMemory();
         goto done;
@@ -869,14 +1058,18 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         }
         PyList_SET_ITEM(keycols, k, t);
     }
-    result = Py_BuildValue("{s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
-                           "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
+    result = Py_BuildValue("{s:i,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+                           "parts", joined, "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
                            "ts", str_of(&o.ts), "dur", str_of(&o.dur), "kind", bytes_of(&o.kind),
                            "pid", bytes_of(&o.pid), "tid", bytes_of(&o.tid), "ord", bytes_of(&o.ord),
                            "name", str_of(&o.name), "cat", str_of(&o.cat), "body", str_of(&o.body),
                            "keys", keycols, "special", bytes_of(&o.special), "flows", flows);
 done:
     out_free(&o);
+    for (int k = 0; k < MAX_PARTS; k++) {
+        out_free(&parts[k].o);
+        free(parts[k].body.p);
+    }
     free(body.p);
     free(pol.cats);
     PyBuffer_Release(&view);
@@ -885,8 +1078,10 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, keys, flow_cats, instant_kind, mapped=False) -> dict of column buffers.\n\n"
+     "scan(text, cats, keys, flow_cats, instant_kind, mapped=False, parts=1) -> dict of column buffers.\n\n"
      "mapped: text lies in a read-only file mapping whose scanned pages may be dropped.\n"
+     "parts: cut the text into this many parts (at most 16) scanned at once; the result's 'parts'\n"
+     "counts those whose guessed start held (the columns are the same for any number).\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };

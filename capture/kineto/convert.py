@@ -810,27 +810,36 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
 
 
 def convert_events(
-    doc: KinetoDoc, progress: Callable[[int, int], None] | None = None, *, native: bool = True
+    doc: KinetoDoc,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    native: bool = True,
+    threads: int = 1,
 ) -> Converted:
     """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
 
     The native scan (:mod:`.native`, when built) converts the common events; the rest, or all
     of them with ``native=False`` or without the extension, go through the Python path below,
-    which defines every rule. Rows keep the order of their events either way. A value no trace
-    can hold raises :class:`KinetoFormatError` naming the file.
+    which defines every rule. Rows keep the order of their events either way. ``threads``: how
+    many threads the native scan may use. A value no trace can hold raises
+    :class:`KinetoFormatError` naming the file.
     """
     try:
-        return _convert_events(doc, progress, native)
+        return _convert_events(doc, progress, native, threads)
     except BadValue as exc:
         raise KinetoFormatError(doc.path, str(exc)) from None
 
 
-def _convert_events(doc: KinetoDoc, progress: Callable[[int, int], None] | None, native: bool) -> Converted:
+def _convert_events(
+    doc: KinetoDoc, progress: Callable[[int, int], None] | None, native: bool, threads: int
+) -> Converted:
     src = _Source()
     chunks: list[pa.Table] = []
     scan = None
     if native and doc.events_text is not None:
-        scan = scan_events(doc.events_text, _CHUNK_SCHEMA, release=doc.release, mapped=doc.mapped)
+        scan = scan_events(
+            doc.events_text, _CHUNK_SCHEMA, release=doc.release, mapped=doc.mapped, threads=threads
+        )
     if scan is not None:
         src.flows.update(scan.flows)
         events: list = [text for _, text in scan.specials]

@@ -35,18 +35,20 @@ def convert_kineto_file(
     seq: int | None = None,
     progress: Progress | None = None,
     note: dict[str, Any] | None = None,
+    threads: int = 1,
 ) -> ConvertResult:
     """Convert one Kineto JSON file into one events file of the existing trace ``trace_dir``.
 
     Writes ``node=<node>/rank=<rank>/events-<seq>.parquet`` atomically (the next free ``seq``
     unless given) and nothing else: the caller owns the manifest. ``progress(done, total)`` is
     called now and then (``total`` is the source's size in bytes); ``note`` adds its keys to the
-    events file's ``profui.source`` note (profcap's hand-over hash). Raises
+    events file's ``profui.source`` note (profcap's hand-over hash); ``threads``: how many threads
+    its scan may use (1, the default, where a training job runs beside the conversion). Raises
     :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
     """
     src = Path(src)
     with c_heap_pool():
-        return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note)
+        return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note, threads)
 
 
 def _convert_kineto_file(
@@ -57,6 +59,7 @@ def _convert_kineto_file(
     seq: int | None,
     progress: Progress | None,
     note: dict[str, Any] | None,
+    threads: int,
 ) -> ConvertResult:
     size = source_size(src)
 
@@ -83,7 +86,9 @@ def _convert_kineto_file(
     gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
     try:
         conv = convert_events(
-            doc, None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1))
+            doc,
+            None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1)),
+            threads=threads,
         )
     finally:
         if gc_enabled:

@@ -305,6 +305,9 @@ def test_generated_events_convert_the_same_both_ways(events: list[str], repeat: 
     sep = ",\n  " if pretty else ","
     text = '{"schemaVersion": 1, "traceEvents": [' + sep.join(events) + "]}"
     assert_same(Path("generated.json"), text.encode())
+    array = ("[" + sep.join(events) + "]").encode()
+    for parts in (2, 7):
+        assert_same_in_parts(array, parts)
 
 
 @settings(max_examples=400, deadline=None)
@@ -333,6 +336,7 @@ def test_native_scan_survives_any_bytes(data) -> None:
             del text[j:]
         if not text:
             break
+    assert_same_in_parts(bytes(text), data.draw(st.integers(2, 6)))  # and cut into parts: the same
     try:
         out = _scan.scan(bytes(text), *native._policy())
     except ValueError:
@@ -367,3 +371,130 @@ def test_both_paths_build_the_same_intermediate() -> None:
     rows = pure.take(pa.array([kept.index(i) for i in scan.table["ord"].to_pylist()]))
     for name in convert._CHUNK_SCHEMA.names:
         assert scan.table[name].to_pylist() == rows[name].to_pylist(), name
+
+
+# ---- the scan in parts, at once ----------------------------------------------------------------
+
+
+def _scan_in(text: bytes, parts: int) -> dict | str:
+    """The extension's whole result as plain values (its buffers as bytes), or the error's text."""
+    from profui.capture.kineto import _scan
+
+    try:
+        res = _scan.scan(text, *native._policy(), False, parts)
+    except ValueError as exc:
+        return str(exc)
+
+    def plain(v):
+        if isinstance(v, (tuple, list)):
+            return [plain(x) for x in v]
+        return v if isinstance(v, int) else bytes(v)
+
+    return {k: plain(v) for k, v in res.items()}
+
+
+def assert_same_in_parts(text: bytes, parts: int) -> int:
+    """The scan in ``parts`` parts against the scan in one (the oracle, itself held equal to the
+    Python path above): every column, byte for byte; returns how many parts' starts held."""
+    one, many = _scan_in(text, 1), _scan_in(text, parts)
+    if isinstance(one, str) or isinstance(many, str):
+        assert many == one
+        return 0
+    assert one.pop("parts") == 1
+    held = many.pop("parts")
+    assert 1 <= held <= parts
+    assert many == one
+    return held
+
+
+def test_every_shared_trace_scans_the_same_in_parts() -> None:
+    d = require_shared_traces()
+    held = {}
+    for p in sorted(d.glob("hta-*.json*")):
+        try:
+            doc = decode(p, read_bytes(p))
+        except KinetoFormatError:
+            continue
+        if doc.events_text is None:
+            continue
+        text = bytes(doc.events_text)
+        for parts in (2, 3, 16):
+            held[p.name, parts] = assert_same_in_parts(text, parts)
+    # Kineto writes "},\n  {" between events only: on a large trace every guess holds
+    assert held["hta-df_index_resolver-df_index_resolver.json.gz", 16] == 16
+    assert held["hta-mtia_trace_single_rank-mtia_rank_0.json.gz", 3] == 3
+
+
+def _event_text(i: int, name: str, args: str) -> str:
+    return (
+        f'{{"ph": "X", "cat": "kernel", "name": {json.dumps(name)}, "pid": 0, "tid": 7, '
+        f'"ts": {1000 + i}, "dur": 2, "args": {args}}}'
+    )
+
+
+def test_a_guess_inside_a_string_or_a_nested_array_is_not_trusted() -> None:
+    """Made here: events whose every "}, {" but the ones between events lies inside a name
+    (long, so every cut falls in one) or in an args array of objects. A guess there must be
+    found wrong, and the scan go on from where the part before stopped: the same columns."""
+    filler = "x" * 5000
+    events = [
+        _event_text(
+            i, f'{filler}}}, {{"ph": "X", "cat": "kernel"}}, {{{filler}', '{"a": [{"b": 1}, {"c": 2}]}'
+        )
+        for i in range(20)
+    ]
+    text = ("[" + ", ".join(events) + "]").encode()
+    held = assert_same_in_parts(text, 8)
+    assert held < 8  # some guesses fell in a name and were dropped
+    nested = [_event_text(i, "k", '{"a": [' + ", ".join(['{"b": 1}'] * 3000) + "]}") for i in range(10)]
+    text = ("[" + ", ".join(nested) + "]").encode()
+    assert assert_same_in_parts(text, 8) < 8  # and in an args array of objects
+
+
+def test_parts_join_metadata_flows_errors_and_the_end_as_one_scan() -> None:
+    """Made here: metadata repeated in every part (kept once, where first seen), flows and
+    specials numbered across parts, and the errors the one-part scan finds wherever they lie."""
+    meta = '{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "p"}}'
+    flow = '{"ph": "s", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 5}'
+    events = []
+    for i in range(400):
+        events += [_event_text(i, f"k{i % 7}", '{"x": 1}'), meta, flow]
+    good = "[\n  " + ",\n  ".join(events) + "\n]"
+    res = _scan_in(good.encode(), 6)
+    assert not isinstance(res, str) and res["parts"] == 6
+    assert assert_same_in_parts(good.encode(), 6) == 6
+    assert len(res["special"]) // 24 == 1  # the metadata event, once
+    for bad in (
+        good[:-2] + ", {]",  # a broken last event
+        good + " x",  # text after the array
+        good + " ,",  # a comma after the array's end
+        good[: len(good) // 2],  # cut in the middle
+        good.replace('"ts": 1300', '"ts": 13-00', 1),  # a number that is not one, in a late part
+        "[]",
+        "  [  ]  ",
+    ):
+        for parts in (2, 5, 16):
+            assert_same_in_parts(bad.encode(), parts)
+    assert _scan_in(b"[]", 4)["events"] == 0
+
+
+def test_the_import_scans_in_parts_and_writes_the_same_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through convert_events, as `profui import` runs it (threads = the usable CPUs; the least
+    part size lowered so that a shared trace is cut in 4): the same table and source as the
+    Python path."""
+    p = require_shared_traces() / "hta-trace_filter-sampled_rank-0.json.gz"
+    data = bytes(read_bytes(p))
+    monkeypatch.setattr(native, "MIN_PART_BYTES", 1)
+    assert native.parts_for(len(data), 4) == 4
+    fast = convert_events(decode(p, bytearray(data)), threads=4)
+    slow = convert_events(decode(p, bytearray(data)), native=False)
+    assert fast.table.equals(slow.table)
+    assert fast.source == slow.source and fast.counts == slow.counts
+
+
+def test_parts_for_gives_each_thread_enough_text() -> None:
+    mb = 1 << 20
+    assert native.parts_for(10 * mb, 8) == 1  # a small text: one part, no joining copies
+    assert native.parts_for(40 * mb, 8) == 2
+    assert native.parts_for(1400 * mb, 2) == 2
+    assert native.parts_for(1400 * mb, 1) == 1  # the daemon's conversion, beside the training

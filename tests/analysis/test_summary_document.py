@@ -24,6 +24,7 @@ from profui.analysis.pipeline.engine import analyze
 from profui.analysis.pipeline.outputs import latest_outputs, load_output
 from profui.analysis.pipeline.result import Result
 from profui.analysis.summary import VERSION, Summary, stored_summary
+from profui.analysis.summary_document import _clean, json_rows
 from profui.capture.format import TraceFormatError
 from profui.capture.ingest import import_trace
 
@@ -94,6 +95,10 @@ def test_summary_read_from_disk_is_the_one_computed(name: str, tmp_path: Path) -
     assert json.loads(json.dumps(read.to_json_dict())) == written
     # and the surfaces' one way in finds it among the stage outputs
     assert stored_summary(Result({"summary": load_output(trace, "summary")}, "cache")) is not None
+    # every table's JSON rows, cleaned by Polars, are those of the rule applied value by value
+    for tables in computed.sections.values():
+        for frame in tables.values():
+            assert json_rows(frame) == _clean(frame.to_dicts())
 
 
 @pytest.mark.parametrize("name", ["samples/mlp_cpu", "hta-trace_filter-sampled_rank-0.json.gz"])
@@ -135,6 +140,23 @@ def test_hand_checked_nan_infinity_and_empty_tables() -> None:
     assert got.schema == schemas.table("comm", "overlap").empty(False).schema  # source kept: not hta_compat
     assert got["overlap_share"].to_list() == [0.25, None, None]  # NaN and inf: null, as written
     assert got["rank"].dtype == pl.Int64 and got["rank"].to_list() == [0, 1, 2]
+    # both float widths, both infinities, nulls, and a column JSON holds as a list (findings')
+    odd = pl.DataFrame(
+        {
+            "f64": [1.5, -math.inf, None, math.nan],
+            "f32": pl.Series([math.nan, 2.0, math.inf, None], dtype=pl.Float32),
+            "ids": [[1], [], None, [2, 3]],
+            "s": ["a", None, "b", "c"],
+        }
+    )
+    want = [
+        {"f64": 1.5, "f32": None, "ids": [1], "s": "a"},
+        {"f64": None, "f32": 2.0, "ids": [], "s": None},
+        {"f64": None, "f32": None, "ids": None, "s": "b"},
+        {"f64": None, "f32": None, "ids": [2, 3], "s": "c"},
+    ]
+    assert json_rows(odd) == want
+    assert json_rows(odd.drop("ids")) == [{k: v for k, v in r.items() if k != "ids"} for r in want]
     # a table without rows: its declared columns of the variant the params name
     empty = {"comm": {"overlap": _overlap([]).drop("source")}}
     for hta_compat, frame in ((False, _overlap([])), (True, empty["comm"]["overlap"])):

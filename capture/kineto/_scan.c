@@ -932,8 +932,9 @@ static int append_out(Out *dst, Out *src, int64_t events, const char *base, cons
 }
 
 /* Scan the text in `nparts` parts at once (threads where there are POSIX threads), then join
- * them in order into parts[0]. Its status: 0, -2 (not an array of events) or NOMEM. */
-static int scan_parts(Part *parts, int nparts) {
+ * them in order into parts[0]. Its status: 0, -2 (not an array of events, or with `rest` 0,
+ * followed by more than white space) or NOMEM. */
+static int scan_parts(Part *parts, int nparts, int rest) {
     Part *head = &parts[0];
     int started[MAX_PARTS] = {0};
 #ifdef PROFUI_THREADS
@@ -967,7 +968,7 @@ static int scan_parts(Part *parts, int nparts) {
         }
     }
     if (!head->status && !head->closed) head->status = -2;
-    if (!head->status && ws(head->stop, head->e) != head->e) head->status = -2;
+    if (!head->status && !rest && ws(head->stop, head->e) != head->e) head->status = -2;
     return head->status;
 }
 
@@ -976,10 +977,10 @@ static PyObject *scan(PyObject *self, PyObject *a) {
     Py_buffer view;
     PyObject *cats, *keys, *flow_cats;
     Policy pol;
-    int mapped = 0, nparts = 1;
+    int mapped = 0, nparts = 1, rest = 0;
     memset(&pol, 0, sizeof pol);
-    if (!PyArg_ParseTuple(a, "y*O!O!O!i|pi", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
-                          &pol.instant_kind, &mapped, &nparts))
+    if (!PyArg_ParseTuple(a, "y*O!O!O!i|pip", &view, &PyList_Type, &cats, &PyList_Type, &keys, &PyList_Type, &flow_cats,
+                          &pol.instant_kind, &mapped, &nparts, &rest))
         return NULL;
     PyObject *result = NULL;
     Part parts[MAX_PARTS];
@@ -1018,12 +1019,13 @@ static PyObject *scan(PyObject *self, PyObject *a) {
     int64_t index;
     parts[0].joined = 1;
     Py_BEGIN_ALLOW_THREADS
-    status = scan_parts(parts, n);
+    status = scan_parts(parts, n, rest);
     Py_END_ALLOW_THREADS
     o = parts[0].o;
     memset(&parts[0].o, 0, sizeof(Out));
     index = parts[0].index;
     joined = parts[0].joined;
+    Py_ssize_t end = parts[0].stop ? (Py_ssize_t)(parts[0].stop - base) : 0;
     if (status == NOMEM) {
         PyErr_NoMemory();
         goto done;
@@ -1058,8 +1060,8 @@ static PyObject *scan(PyObject *self, PyObject *a) {
         }
         PyList_SET_ITEM(keycols, k, t);
     }
-    result = Py_BuildValue("{s:i,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
-                           "parts", joined, "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
+    result = Py_BuildValue("{s:i,s:n,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+                           "parts", joined, "end", end, "rows", (Py_ssize_t)o.rows, "events", (Py_ssize_t)index,
                            "ts", str_of(&o.ts), "dur", str_of(&o.dur), "kind", bytes_of(&o.kind),
                            "pid", bytes_of(&o.pid), "tid", bytes_of(&o.tid), "ord", bytes_of(&o.ord),
                            "name", str_of(&o.name), "cat", str_of(&o.cat), "body", str_of(&o.body),
@@ -1076,12 +1078,53 @@ done:
     return result;
 }
 
+/* The offset of the array that is the value of the top-level key `key` of the JSON object in
+ * the text (its first such key), or -1: not an object, no such key before the walk meets
+ * something it cannot read (a key spelled with an escape, broken JSON), or its value is not an
+ * array. The values before it are skipped, not checked: the caller's JSON decoder checks the
+ * whole text and finds the array's span itself. */
+static PyObject *array_of_key(PyObject *self, PyObject *a) {
+    (void)self;
+    Py_buffer view;
+    const char *key;
+    Py_ssize_t klen;
+    if (!PyArg_ParseTuple(a, "y*y#", &view, &key, &klen)) return NULL;
+    const char *base = view.buf, *e = base + view.len, *p;
+    Py_ssize_t at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    p = ws(base, e);
+    if (p < e && *p == '{') {
+        p = ws(p + 1, e);
+        while (p < e && *p == '"') {
+            int esc = 0;
+            const char *q = scan_string(p, e, &esc);
+            if (!q || esc) break;
+            int match = q - p - 2 == klen && !memcmp(p + 1, key, (size_t)klen);
+            p = ws(q, e);
+            if (p >= e || *p != ':') break;
+            p = ws(p + 1, e);
+            if (match) {
+                if (p < e && *p == '[') at = p - base;
+                break;
+            }
+            p = value(p, e, NULL, 0);
+            if (!p || next_item(&p, e, '}') != ITEM_MORE) break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(at);
+}
+
 static PyMethodDef methods[] = {
+    {"array_of_key", array_of_key, METH_VARARGS,
+     "array_of_key(text, key) -> offset of the '[' of the top-level key's array value, or -1."},
     {"scan", scan, METH_VARARGS,
-     "scan(text, cats, keys, flow_cats, instant_kind, mapped=False, parts=1) -> dict of column buffers.\n\n"
+     "scan(text, cats, keys, flow_cats, instant_kind, mapped=False, parts=1, rest=False) -> dict of column buffers.\n\n"
      "mapped: text lies in a read-only file mapping whose scanned pages may be dropped.\n"
      "parts: cut the text into this many parts (at most 16) scanned at once; the result's 'parts'\n"
      "counts those whose guessed start held (the columns are the same for any number).\n"
+     "rest: the array may be followed by any text; the result's 'end' is the offset after it.\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},
 };

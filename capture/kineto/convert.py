@@ -56,7 +56,7 @@ from .mapping import (
     memcpy_kind_from_direction,
     unknown_cat_kind,
 )
-from .native import NativeScan, absent_columns, from_numpy, scan_events, spread
+from .native import Ahead, NativeScan, absent_columns, from_numpy, scan_events, spread
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -815,30 +815,41 @@ def convert_events(
     *,
     native: bool = True,
     threads: int = 1,
+    ahead: Ahead | None = None,
 ) -> Converted:
     """Turn ``doc``'s events into an ``events`` Arrow table (unsorted; the writer sorts).
 
     The native scan (:mod:`.native`, when built) converts the common events; the rest, or all
     of them with ``native=False`` or without the extension, go through the Python path below,
     which defines every rule. Rows keep the order of their events either way. ``threads``: how
-    many threads the native scan may use. A value no trace can hold raises
+    many threads the native scan may use; ``ahead``: its scan started before ``doc`` was decoded
+    (:func:`.native.scan_ahead`). A value no trace can hold raises
     :class:`KinetoFormatError` naming the file.
     """
     try:
-        return _convert_events(doc, progress, native, threads)
+        return _convert_events(doc, progress, native, threads, ahead)
     except BadValue as exc:
         raise KinetoFormatError(doc.path, str(exc)) from None
 
 
 def _convert_events(
-    doc: KinetoDoc, progress: Callable[[int, int], None] | None, native: bool, threads: int
+    doc: KinetoDoc,
+    progress: Callable[[int, int], None] | None,
+    native: bool,
+    threads: int,
+    ahead: Ahead | None,
 ) -> Converted:
     src = _Source()
     chunks: list[pa.Table] = []
     scan = None
     if native and doc.events_text is not None:
         scan = scan_events(
-            doc.events_text, _CHUNK_SCHEMA, release=doc.release, mapped=doc.mapped, threads=threads
+            doc.events_text,
+            _CHUNK_SCHEMA,
+            release=doc.release,
+            mapped=doc.mapped,
+            threads=threads,
+            ahead=ahead,
         )
     if scan is not None:
         src.flows.update(scan.flows)

@@ -23,7 +23,8 @@ from profui.capture.conversion.result import (
 from profui.capture.format import write_events
 
 from .convert import convert_events
-from .reader import decode, read_bytes
+from .native import scan_ahead
+from .reader import decode, is_mapped, read_bytes
 
 
 def convert_kineto_file(
@@ -70,29 +71,40 @@ def _convert_kineto_file(
     before = _identity(src)
     data = read_bytes(src, spill_dir=trace_dir)
     report(0.15)
-    doc = decode(src, data)
-    del data
-    report(0.35)
-    if doc.is_empty():
-        raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
-    exported = doc.metadata.get("profui")
-    if isinstance(exported, dict) and isinstance(exported.get("ranks"), list) and len(exported["ranks"]) > 1:
-        raise KinetoFormatError(
-            src,
-            f"a profui export of {len(exported['ranks'])} ranks in one file (for viewing): to import "
-            "it again, export one rank per file (profui export --ranks R)",
-        )
-    gc_enabled = gc.isenabled()
-    gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
+    # the events array is scanned (C, without the GIL) while msgspec decodes the whole text
+    ahead = scan_ahead(data, threads, is_mapped(data))
     try:
-        conv = convert_events(
-            doc,
-            None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1)),
-            threads=threads,
-        )
+        doc = decode(src, data)
+        del data
+        report(0.35)
+        if doc.is_empty():
+            raise KinetoFormatError(src, "no trace events (empty 'traceEvents')")
+        exported = doc.metadata.get("profui")
+        if (
+            isinstance(exported, dict)
+            and isinstance(exported.get("ranks"), list)
+            and len(exported["ranks"]) > 1
+        ):
+            raise KinetoFormatError(
+                src,
+                f"a profui export of {len(exported['ranks'])} ranks in one file (for viewing): to import "
+                "it again, export one rank per file (profui export --ranks R)",
+            )
+        gc_enabled = gc.isenabled()
+        gc.disable()  # millions of short-lived objects, no cycles: full collections only cost time
+        try:
+            conv = convert_events(
+                doc,
+                None if progress is None else lambda i, n: report(0.35 + 0.45 * i / max(n, 1)),
+                threads=threads,
+                ahead=ahead,
+            )
+        finally:
+            if gc_enabled:
+                gc.enable()
     finally:
-        if gc_enabled:
-            gc.enable()
+        if ahead is not None:
+            ahead.close()
     if _identity(src) != before:  # a plain file is read through a mapping, which sees changes
         raise KinetoFormatError(
             src, "changed while it was being imported: import it again once it is written"

@@ -14,6 +14,7 @@ returns None and the import runs entirely in Python, with identical results.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .mapping import CORRELATION_FLOWS, KIND_BY_CAT, RULE_KEYS
+from .reader import EVENTS_KEY, address_of
 
 try:
     from . import _scan  # type: ignore[attr-defined]  # the C extension: no stub for mypy to read
@@ -44,7 +46,7 @@ def available() -> bool:
 #: The least JSON text a thread of the scan is given: below it the text is scanned by fewer
 #: threads. Joining a part's columns to those before it copies them (~0.15 CPU-s per 100 MB
 #: of text), which a small text's scan does not earn back.
-MIN_PART_BYTES = 16 << 20
+MIN_PART_BYTES = 64 << 20
 
 
 def parts_for(size: int, threads: int) -> int:
@@ -110,12 +112,69 @@ class NativeScan:
         )
 
 
+class Ahead:
+    """The scan of a document's events array started on a thread of its own before the document
+    is decoded (:func:`scan_ahead`): the JSON decoder, which holds the GIL, and the scan, which
+    does not, then run at once. The decoder still reads and checks the whole document and finds
+    the array; the scan's result is used only where it scanned exactly that array
+    (:meth:`take`), else the array is scanned again as it would have been."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, start: int, mapped: bool, threads: int) -> None:
+        text = memoryview(data)[start:]
+        self._at = address_of(text)
+        self._result: dict | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._scan, args=(text, mapped, parts_for(len(text), threads)), daemon=True
+        )
+        del text
+        self._thread.start()
+        # the decoder holds the GIL from its first byte to its last: the scan must have begun
+        # (it lets the GIL go within microseconds) before the caller goes on to decode
+        self._started.wait()
+
+    def _scan(self, text: memoryview, mapped: bool, parts: int) -> None:
+        self._started.set()
+        try:
+            self._result = _scan.scan(text, *_policy(), mapped, parts, True)
+        except (ValueError, MemoryError):  # scanned again where it is taken: the same error there
+            self._result = None
+
+    def take(self, text: bytes | bytearray | memoryview) -> dict | None:
+        """The scan's result when it scanned exactly the array ``text`` (same first byte, same
+        end), else None; waits for the scan to end."""
+        self.close()
+        result, self._result = self._result, None
+        if result is None or address_of(text) != self._at or result["end"] != len(memoryview(text)):
+            return None
+        return result
+
+    def close(self) -> None:
+        """Wait for the scan to end (it reads the caller's text: the caller may not free it
+        before); what it made is kept for :meth:`take` only."""
+        self._thread.join()
+
+
+def scan_ahead(data: bytes | bytearray | memoryview, threads: int, mapped: bool) -> Ahead | None:
+    """Start scanning the events array of the Kineto document ``data`` (JSON text) while the
+    caller decodes it; None where it does not pay or cannot be found: a single thread (the
+    daemon's conversion, beside a training job), a text under :data:`MIN_PART_BYTES`, no
+    extension, or no top-level ``traceEvents`` array found by a quick walk (the values before it
+    skipped). ``mapped``: as for :func:`scan_events`. The caller closes it
+    (:meth:`~Ahead.close`) whatever happens, before its text may go."""
+    if threads < 2 or len(memoryview(data)) < MIN_PART_BYTES or not available():
+        return None
+    start = _scan.array_of_key(data, EVENTS_KEY.encode())
+    return Ahead(data, start, mapped, threads) if start >= 0 else None
+
+
 def scan_events(
     text: bytes | bytearray | memoryview,
     schema: pa.Schema,
     release: Callable[[], None] | None = None,
     mapped: bool = False,
     threads: int = 1,
+    ahead: Ahead | None = None,
 ) -> NativeScan | None:
     """Scan the JSON text of a ``traceEvents`` array; None when the extension is unavailable
     or the text is not an array of objects (the Python path then reports what is wrong).
@@ -124,13 +183,16 @@ def scan_events(
     columns are built: the caller lets go of the text there (it is no longer read). ``mapped``:
     the text lies in a read-only file mapping (``reader.is_mapped``), whose pages the scan
     lets go of behind it. ``threads``: at most this many threads scan parts of the text at once
-    (:func:`parts_for`); the result is the same for any number."""
+    (:func:`parts_for`); the result is the same for any number. ``ahead``: a scan of this text
+    started before it was decoded (:func:`scan_ahead`), taken where it scanned this very text."""
     if not available():
         return None
-    try:
-        res = _scan.scan(text, *_policy(), mapped, parts_for(len(memoryview(text)), threads))
-    except ValueError:
-        return None
+    res = ahead.take(text) if ahead is not None else None
+    if res is None:
+        try:
+            res = _scan.scan(text, *_policy(), mapped, parts_for(len(memoryview(text)), threads))
+        except ValueError:
+            return None
     try:
         texts = _texts(res)
     except pa.ArrowInvalid:  # text that is not UTF-8: the Python path names the event

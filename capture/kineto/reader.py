@@ -47,6 +47,8 @@ class Event(Struct, gc=False):
     id: Any = None  # any JSON value: only flows read it, and an odd one (float, bool, list) is not fatal
 
 
+#: The top-level key whose value is the array of events.
+EVENTS_KEY = "traceEvents"
 _TOP_DECODER = msgspec.json.Decoder(dict[str, Raw])
 # Events are split into raw items first and decoded one by one while converting: only one
 # decoded event is alive at a time, which keeps peak memory near the size of the JSON text.
@@ -185,12 +187,13 @@ def lies_in_mapping(text: ReadableBuffer, data: object) -> bool:
     so this is checked on the addresses, not assumed of the decoder."""
     if not is_mapped(data):
         return False
-    at, size = _address(text), len(memoryview(text))
-    base = _address(data)
+    at, size = address_of(text), len(memoryview(text))
+    base = address_of(data)
     return base <= at and at + size <= base + len(data)
 
 
-def _address(buffer: ReadableBuffer) -> int:
+def address_of(buffer: ReadableBuffer) -> int:
+    """The address of the first byte of ``buffer`` (0 when it is empty)."""
     view = memoryview(buffer)
     return np.frombuffer(view, np.uint8).ctypes.data if len(view) else 0
 
@@ -276,7 +279,7 @@ def decode(path: Path, data: bytes | bytearray | memoryview) -> KinetoDoc:
         raise _json_error(path, exc) from None
     except RecursionError:
         raise KinetoFormatError(path, "JSON nested too deeply to be a Kineto trace") from None
-    raw_events = top.pop("traceEvents", None)
+    raw_events = top.pop(EVENTS_KEY, None)
     if raw_events is None:
         raise KinetoFormatError(path, _what_instead(top))
     metadata = {}

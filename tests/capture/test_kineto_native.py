@@ -494,7 +494,128 @@ def test_the_import_scans_in_parts_and_writes_the_same_trace(monkeypatch: pytest
 
 def test_parts_for_gives_each_thread_enough_text() -> None:
     mb = 1 << 20
-    assert native.parts_for(10 * mb, 8) == 1  # a small text: one part, no joining copies
-    assert native.parts_for(40 * mb, 8) == 2
+    assert native.parts_for(42 * mb, 8) == 1  # df_index's text: one part, no joining copies
+    assert native.parts_for(130 * mb, 8) == 2
     assert native.parts_for(1400 * mb, 2) == 2
     assert native.parts_for(1400 * mb, 1) == 1  # the daemon's conversion, beside the training
+
+
+# ---- the scan started before the document is decoded ---------------------------------------
+
+
+def test_the_scan_ahead_is_the_scan_of_the_array_the_decoder_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On every shared Kineto trace: the scan started on the whole document before msgspec
+    decodes it gives, for the array msgspec then finds, the very columns the scan of that array
+    gives (the least size lowered so that every trace has one)."""
+    monkeypatch.setattr(native, "MIN_PART_BYTES", 1)
+    taken = 0
+    for p in sorted(require_shared_traces().glob("hta-*.json*")):
+        try:
+            data = bytes(read_bytes(p))
+            doc = decode(p, data)
+        except KinetoFormatError:
+            continue
+        ahead = native.scan_ahead(data, 3, False)
+        assert ahead is not None, p.name
+        got = ahead.take(doc.events_text)
+        assert got is not None, p.name
+        want = _scan_in(bytes(doc.events_text), 1)
+        got = {k: [bytes(x) for x in v] if isinstance(v, tuple) else v for k, v in got.items()}
+        assert got.pop("end") == len(doc.events_text) == want.pop("end")
+        got.pop("parts"), want.pop("parts")
+        assert _plain(got) == want, p.name
+        taken += 1
+    assert taken >= 18
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (tuple, list)):
+        return [_plain(x) for x in v]
+    return v if isinstance(v, int) else bytes(v)
+
+
+_ONE = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "scanned", "taken"),
+    [
+        ('{"a": {"traceEvents": []}, "traceEvents": [' + _ONE + '], "z": [1]}', True, True),
+        # msgspec keeps the last of a key given twice: the scan of the first is not taken
+        ('{"traceEvents": [' + _ONE + '], "traceEvents": [' + _ONE + "," + _ONE + "]}", True, False),
+        (
+            '{"traceEvents": [' + _ONE + '], "traceEvents": [' + _ONE.replace('"ts": 1', '"ts": 9') + "]}",
+            True,
+            False,
+        ),
+        ('{"trace\\u0045vents": [' + _ONE + "]}", False, False),  # an escaped key: not looked for
+        ('{"traceEvents": 5}', False, False),
+        ("[" + _ONE + "]", False, False),  # the array format: no key
+        ('\ufeff{"traceEvents": [' + _ONE + "]}", False, False),  # after a byte-order mark
+    ],
+    ids=[
+        "nested-key-first",
+        "key-twice",
+        "key-twice-same-length",
+        "escaped-key",
+        "not-an-array",
+        "array-format",
+        "bom",
+    ],
+)
+def test_the_scan_ahead_is_taken_only_for_that_array(
+    text: str, scanned: bool, taken: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Made here: where the quick walk finds another array than msgspec, or none, the array is
+    scanned as without it, and the import's table is the one a single thread makes."""
+    monkeypatch.setattr(native, "MIN_PART_BYTES", 1)
+    data = text.encode()
+    ahead = native.scan_ahead(data, 2, False)
+    assert (ahead is not None) == scanned
+    if ahead is not None:
+        assert (ahead.take(decode(Path("t.json"), data).events_text) is not None) == taken
+
+    def converted(**how):
+        try:
+            conv = convert_events(decode(Path("t.json"), data), **how)
+        except KinetoFormatError as exc:
+            return str(exc)
+        return conv.table.to_pylist(), conv.source
+
+    ahead = native.scan_ahead(data, 2, False)
+    try:
+        assert converted(threads=2, ahead=ahead) == converted(native=False)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def test_a_file_imported_with_threads_is_the_file_imported_without(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Through convert_kineto_file (the scan ahead, in parts): the events file of a real trace
+    equals the one-thread import's, and a document broken after its events array gets the same
+    one-line error either way."""
+    import pyarrow.parquet as pq
+
+    from profui.capture.kineto.file_import import convert_kineto_file
+
+    monkeypatch.setattr(native, "MIN_PART_BYTES", 1)
+    src = require_shared_traces() / "hta-trace_filter-sampled_rank-0.json.gz"
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(bytes(read_bytes(src)))
+    tables = []
+    for threads in (1, 3):
+        r = convert_kineto_file(plain, tmp_path / f"t{threads}", node="n", rank=0, threads=threads)
+        tables.append(pq.read_table(r.path))
+    assert tables[0].equals(tables[1]) and tables[0].num_rows == 4810
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(plain.read_bytes().rstrip()[:-1] + b', "x": }')
+    errors = []
+    for threads in (1, 3):
+        with pytest.raises(KinetoFormatError) as err:
+            convert_kineto_file(broken, tmp_path / f"b{threads}", node="n", rank=0, threads=threads)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] and "not valid JSON" in errors[0]

@@ -806,6 +806,7 @@ static const char *drop_pages(const char *from, const char *to) {
  * the result never depends on the guesses, only the time does. */
 #define MAX_PARTS 16
 #define GUESS_WINDOW ((ptrdiff_t)1 << 20)
+#define PART_STACK ((size_t)4 << 20)
 
 typedef struct {
     const Policy *pol;
@@ -939,7 +940,14 @@ static int scan_parts(Part *parts, int nparts, int rest) {
     int started[MAX_PARTS] = {0};
 #ifdef PROFUI_THREADS
     pthread_t threads[MAX_PARTS];
-    for (int k = 1; k < nparts; k++) started[k] = !pthread_create(&threads[k], NULL, part_main, &parts[k]);
+    /* a stack as deep as the calling thread's may need: value() nests 500 deep (~0.3 MB), and
+     * some C libraries give a new thread 128 KiB */
+    pthread_attr_t attr;
+    int has_attr = !pthread_attr_init(&attr);
+    int sized = has_attr && !pthread_attr_setstacksize(&attr, PART_STACK);
+    for (int k = 1; k < nparts; k++)
+        started[k] = !pthread_create(&threads[k], sized ? &attr : NULL, part_main, &parts[k]);
+    if (has_attr) pthread_attr_destroy(&attr);
 #endif
     part_main(head);
     for (int k = 1; k < nparts; k++) {
@@ -995,31 +1003,28 @@ static PyObject *scan(PyObject *self, PyObject *a) {
 #ifndef PROFUI_THREADS
     nparts = 1;
 #endif
-    /* the parts' starts: the text's, then a guessed event start past each even cut */
-    int n = 0;
+    int status = 0, joined, n = 0;
+    int64_t index;
+    Py_BEGIN_ALLOW_THREADS
+    /* the parts' starts: the text's, then a guessed event start past each even cut (their pages
+     * may have to be read in: without the GIL, as the scan) */
     parts[n++].from = base;
     for (int k = 1; k < nparts; k++) {
         const char *g = guess_item(base + (ptrdiff_t)((double)view.len * k / nparts), e);
         if (g && g > parts[n - 1].from + 1) parts[n++].from = g;
     }
-    int bad = 0;
     for (int k = 0; k < n; k++) {
         Part *pt = &parts[k];
         pt->pol = &pol, pt->base = base, pt->e = e, pt->first = k == 0, pt->mapped = mapped;
         pt->limit = k + 1 < n ? parts[k + 1].from : NULL;
-        bad = bad || str_init(&pt->o.ts) || str_init(&pt->o.dur) || str_init(&pt->o.name) || str_init(&pt->o.cat) ||
-              str_init(&pt->o.body);
-        for (Py_ssize_t j = 0; j < pol.nkeys; j++) bad = bad || str_init(&pt->o.keys[j].value);
+        if (str_init(&pt->o.ts) || str_init(&pt->o.dur) || str_init(&pt->o.name) || str_init(&pt->o.cat) ||
+            str_init(&pt->o.body))
+            status = NOMEM;
+        for (Py_ssize_t j = 0; j < pol.nkeys; j++)
+            if (str_init(&pt->o.keys[j].value)) status = NOMEM;
     }
-    if (bad) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int status, joined;
-    int64_t index;
     parts[0].joined = 1;
-    Py_BEGIN_ALLOW_THREADS
-    status = scan_parts(parts, n, rest);
+    if (!status) status = scan_parts(parts, n, rest);
     Py_END_ALLOW_THREADS
     o = parts[0].o;
     memset(&parts[0].o, 0, sizeof(Out));
@@ -1089,10 +1094,11 @@ static PyObject *array_of_key(PyObject *self, PyObject *a) {
     const char *key;
     Py_ssize_t klen;
     if (!PyArg_ParseTuple(a, "y*y#", &view, &key, &klen)) return NULL;
-    const char *base = view.buf, *e = base + view.len, *p;
+    const char *base = view.buf, *e = base + view.len, *p = base;
     Py_ssize_t at = -1;
     Py_BEGIN_ALLOW_THREADS
-    p = ws(base, e);
+    if (e - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p += 3; /* a byte-order mark, as the decoder skips it */
+    p = ws(p, e);
     if (p < e && *p == '{') {
         p = ws(p + 1, e);
         while (p < e && *p == '"') {
@@ -1123,7 +1129,7 @@ static PyMethodDef methods[] = {
      "scan(text, cats, keys, flow_cats, instant_kind, mapped=False, parts=1, rest=False) -> dict of column buffers.\n\n"
      "mapped: text lies in a read-only file mapping whose scanned pages may be dropped.\n"
      "parts: cut the text into this many parts (at most 16) scanned at once; the result's 'parts'\n"
-     "counts those whose guessed start held (the columns are the same for any number).\n"
+     "counts the parts joined, the first included (the columns are the same for any number).\n"
      "rest: the array may be followed by any text; the result's 'end' is the offset after it.\n"
      "Raises ValueError when text is not a JSON array of objects."},
     {NULL, NULL, 0, NULL},

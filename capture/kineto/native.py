@@ -130,7 +130,7 @@ class Ahead:
         del text
         self._thread.start()
         # the decoder holds the GIL from its first byte to its last: the scan must have begun
-        # (it lets the GIL go within microseconds) before the caller goes on to decode
+        # (it lets the GIL go once it has read its arguments) before the caller goes on to decode
         self._started.wait()
 
     def _scan(self, text: memoryview, mapped: bool, parts: int) -> None:
@@ -165,7 +165,12 @@ def scan_ahead(data: bytes | bytearray | memoryview, threads: int, mapped: bool)
     if threads < 2 or len(memoryview(data)) < MIN_PART_BYTES or not available():
         return None
     start = _scan.array_of_key(data, EVENTS_KEY.encode())
-    return Ahead(data, start, mapped, threads) if start >= 0 else None
+    if start < 0:
+        return None
+    try:
+        return Ahead(data, start, mapped, threads)
+    except RuntimeError:  # no thread to be had (a process at its limit): decoded, then scanned
+        return None
 
 
 def scan_events(

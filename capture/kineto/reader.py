@@ -263,7 +263,9 @@ def _json_error(path: Path, exc: Exception) -> KinetoFormatError:
 def decode(path: Path, data: bytes | bytearray | memoryview) -> KinetoDoc:
     """Decode Kineto JSON ``data`` read from ``path``; refuse anything that is not a Kineto trace."""
     if bytes(data[:3]) == b"\xef\xbb\xbf":
-        data = data[3:]
+        data = memoryview(data)[
+            3:
+        ]  # a view: the text is not copied, and a scan ahead of it is of the same bytes
     first = bytes(data[:64]).lstrip()[:1]
     if first == b"[":
         return _decode_array(path, data)

@@ -553,7 +553,7 @@ _ONE = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "
         ('{"trace\\u0045vents": [' + _ONE + "]}", False, False),  # an escaped key: not looked for
         ('{"traceEvents": 5}', False, False),
         ("[" + _ONE + "]", False, False),  # the array format: no key
-        ('\ufeff{"traceEvents": [' + _ONE + "]}", False, False),  # after a byte-order mark
+        ('\ufeff{"traceEvents": [' + _ONE + "]}", True, True),  # after a byte-order mark
     ],
     ids=[
         "nested-key-first",

@@ -881,35 +881,91 @@ static const char *guess_item(const char *at, const char *e) {
 
 /* Append src's columns to dst's: src's rows follow dst's, its events are numbered on from
  * `events` (the events dst scanned). src is emptied. 0, or NOMEM. */
+/* n int64 values of src, each plus shift, after dst's. */
+static int put_shifted(Buf *dst, const int64_t *src, size_t n, int64_t shift) {
+    if (!n) return 0;
+    if (grow(dst, n * 8)) return -1;
+    int64_t *d = (int64_t *)(dst->p + dst->n);
+    for (size_t i = 0; i < n; i++) d[i] = src[i] + shift;
+    dst->n += n * 8;
+    return 0;
+}
+
+/* The validity bits of src's n rows after dst's first r0 (dst has no bit set past r0). */
+static int put_bits(Buf *dst, size_t r0, const Buf *src, size_t n) {
+    if (!n) return 0;
+    if (put_bit(dst, r0 + n - 1, 0)) return -1; /* sized and zeroed to the last row */
+    const unsigned char *s = (const unsigned char *)src->p;
+    unsigned char *d = (unsigned char *)dst->p + r0 / 8;
+    size_t bytes = (n + 7) / 8, room = dst->n - r0 / 8;
+    unsigned shift = (unsigned)(r0 % 8);
+    for (size_t j = 0; j < bytes; j++) { /* src's bits past n are 0 (put_bit sets, never clears) */
+        d[j] |= (unsigned char)(s[j] << shift);
+        if (shift && j + 1 < room) d[j + 1] |= (unsigned char)(s[j] >> (8 - shift));
+    }
+    return 0;
+}
+
+/* One text column of src's n rows after dst's r0; src's is freed. */
+static int append_str(StrCol *d, StrCol *s, size_t r0, size_t n) {
+    int bad = put_shifted(&d->off, (const int64_t *)s->off.p + 1, n, (int64_t)d->data.n) ||
+              put(&d->data, s->data.p, s->data.n) || put_bits(&d->valid, r0, &s->valid, n);
+    str_free(s), memset(s, 0, sizeof(StrCol));
+    return bad ? NOMEM : 0;
+}
+
+static int append_rest(Out *dst, Out *src, int64_t events, const char *base, const Policy *pol, size_t r0, size_t n);
+
+typedef struct {
+    StrCol *d, *s;
+    size_t r0, n;
+    int status;
+} StrJob;
+
+static void *append_str_job(void *arg) {
+    StrJob *j = arg;
+    j->status = append_str(j->d, j->s, j->r0, j->n);
+    return NULL;
+}
+
 static int append_out(Out *dst, Out *src, int64_t events, const char *base, const Policy *pol) {
     size_t r0 = dst->rows, n = src->rows;
-    int64_t *ord = (int64_t *)src->ord.p;
-    for (size_t i = 0; i < n; i++) ord[i] += events;
-    Buf *plain[][2] = {{&dst->kind, &src->kind}, {&dst->pid, &src->pid}, {&dst->tid, &src->tid}, {&dst->ord, &src->ord}};
+    /* the args text, the largest column, is copied on a thread of its own beside the others:
+     * the copy's time is mostly the fresh pages it writes */
+    StrJob body = {&dst->body, &src->body, r0, n, 0};
+    int body_apart = 0;
+#ifdef PROFUI_THREADS
+    pthread_t body_thread;
+    body_apart = !pthread_create(&body_thread, NULL, append_str_job, &body);
+#endif
+    if (!body_apart) append_str_job(&body);
+    int status = append_rest(dst, src, events, base, pol, r0, n);
+#ifdef PROFUI_THREADS
+    if (body_apart) pthread_join(body_thread, NULL);
+#endif
+    if (status || body.status) return NOMEM;
+    dst->rows += n;
+    return 0;
+}
+
+/* All of append_out but the args text. */
+static int append_rest(Out *dst, Out *src, int64_t events, const char *base, const Policy *pol, size_t r0, size_t n) {
+    if (put_shifted(&dst->ord, (const int64_t *)src->ord.p, n, events)) return NOMEM;
+    free(src->ord.p), memset(&src->ord, 0, sizeof(Buf));
+    Buf *plain[][2] = {{&dst->kind, &src->kind}, {&dst->pid, &src->pid}, {&dst->tid, &src->tid}};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         if (put(plain[i][0], plain[i][1]->p, plain[i][1]->n)) return NOMEM;
         free(plain[i][1]->p), memset(plain[i][1], 0, sizeof(Buf));
     }
-    StrCol *strs[][2] = {{&dst->ts, &src->ts}, {&dst->dur, &src->dur}, {&dst->name, &src->name},
-                         {&dst->cat, &src->cat}, {&dst->body, &src->body}};
-    for (size_t c = 0; c < sizeof strs / sizeof strs[0]; c++) {
-        StrCol *d = strs[c][0], *s = strs[c][1];
-        int64_t shift = (int64_t)d->data.n, *off = (int64_t *)s->off.p;
-        for (size_t i = 1; i <= n; i++)
-            if (put_i64(&d->off, off[i] + shift)) return NOMEM;
-        if (put(&d->data, s->data.p, s->data.n)) return NOMEM;
-        if (n && put_bit(&d->valid, r0 + n - 1, 0)) return NOMEM; /* sized; bits set below */
-        for (size_t i = 0; i < n; i++)
-            if (s->valid.p[i / 8] & (1u << (i % 8))) d->valid.p[(r0 + i) / 8] |= (char)(1u << ((r0 + i) % 8));
-        str_free(s), memset(s, 0, sizeof(StrCol));
-    }
+    StrCol *strs[][2] = {{&dst->ts, &src->ts}, {&dst->dur, &src->dur}, {&dst->name, &src->name}, {&dst->cat, &src->cat}};
+    for (size_t c = 0; c < sizeof strs / sizeof strs[0]; c++)
+        if (append_str(strs[c][0], strs[c][1], r0, n)) return NOMEM;
     for (Py_ssize_t k = 0; k < pol->nkeys; k++) {
         KeyCol *d = &dst->keys[k], *s = &src->keys[k];
         size_t m = s->row.n / 8;
-        int64_t *rows = (int64_t *)s->row.p, *off = (int64_t *)s->value.off.p, shift = (int64_t)d->value.data.n;
-        for (size_t i = 0; i < m; i++)
-            if (put_i64(&d->row, rows[i] + (int64_t)r0) || put_i64(&d->value.off, off[i + 1] + shift)) return NOMEM;
-        if (put(&d->start, s->start.p, s->start.n) || put(&d->end, s->end.p, s->end.n) ||
+        if (put_shifted(&d->row, (const int64_t *)s->row.p, m, (int64_t)r0) ||
+            put_shifted(&d->value.off, (const int64_t *)s->value.off.p + 1, m, (int64_t)d->value.data.n) ||
+            put(&d->start, s->start.p, s->start.n) || put(&d->end, s->end.p, s->end.n) ||
             put(&d->value.data, s->value.data.p, s->value.data.n))
             return NOMEM;
         free(s->row.p), free(s->start.p), free(s->end.p), str_free(&s->value);
@@ -928,7 +984,6 @@ static int append_out(Out *dst, Out *src, int64_t events, const char *base, cons
             return NOMEM;
     }
     for (int i = 0; i < MAX_FLOW_CATS * 3; i++) dst->flows[i] += src->flows[i];
-    dst->rows += n;
     return 0;
 }
 

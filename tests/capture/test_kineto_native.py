@@ -492,12 +492,25 @@ def test_the_import_scans_in_parts_and_writes_the_same_trace(monkeypatch: pytest
     assert fast.source == slow.source and fast.counts == slow.counts
 
 
-def test_parts_for_gives_each_thread_enough_text() -> None:
+def test_parts_for_gives_each_thread_enough_text(monkeypatch: pytest.MonkeyPatch) -> None:
     mb = 1 << 20
     assert native.parts_for(42 * mb, 8) == 1  # df_index's text: one part, no joining copies
     assert native.parts_for(130 * mb, 8) == 2
     assert native.parts_for(1400 * mb, 2) == 2
     assert native.parts_for(1400 * mb, 1) == 1  # the daemon's conversion, beside the training
+    # ... which starts no thread of its own either: one thread decodes, then scans
+    import inspect
+
+    from profui.capture.daemon import spool
+    from profui.capture.kineto.file_import import convert_kineto_file
+
+    monkeypatch.setattr(native, "MIN_PART_BYTES", 1)
+    assert native.scan_ahead(b'{"traceEvents": []}', 1, False) is None
+    ahead = native.scan_ahead(b'{"traceEvents": []}', 2, False)
+    assert ahead is not None
+    ahead.close()
+    assert inspect.signature(convert_kineto_file).parameters["threads"].default == 1
+    assert "threads=" not in inspect.getsource(spool)
 
 
 # ---- the scan started before the document is decoded ---------------------------------------

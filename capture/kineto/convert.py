@@ -827,7 +827,7 @@ def convert_events(
     :class:`KinetoFormatError` naming the file.
     """
     try:
-        return _convert_events(doc, progress, native, threads, ahead)
+        return _convert_events(doc, progress, native, scan_threads=threads, ahead=ahead)
     except BadValue as exc:
         raise KinetoFormatError(doc.path, str(exc)) from None
 
@@ -836,7 +836,7 @@ def _convert_events(
     doc: KinetoDoc,
     progress: Callable[[int, int], None] | None,
     native: bool,
-    threads: int,
+    scan_threads: int,
     ahead: Ahead | None,
 ) -> Converted:
     src = _Source()
@@ -848,7 +848,7 @@ def _convert_events(
             _CHUNK_SCHEMA,
             release=doc.release,
             mapped=doc.mapped,
-            threads=threads,
+            threads=scan_threads,
             ahead=ahead,
         )
     if scan is not None:

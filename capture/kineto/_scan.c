@@ -1050,7 +1050,6 @@ static PyObject *scan(PyObject *self, PyObject *a) {
     memset(parts, 0, sizeof parts);
     Out o;
     memset(&o, 0, sizeof o);
-    Buf body = {NULL, 0, 0};
     if (read_policy(cats, keys, flow_cats, &pol) < 0) goto done;
     const char *base = view.buf, *e = base + view.len;
     if (nparts < 1) nparts = 1;
@@ -1132,7 +1131,6 @@ done:
         out_free(&parts[k].o);
         free(parts[k].body.p);
     }
-    free(body.p);
     free(pol.cats);
     PyBuffer_Release(&view);
     return result;

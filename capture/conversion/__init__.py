@@ -1,7 +1,7 @@
 """What every converter (Kineto, Nsight Systems, JAX) writes through: the rows of a rank written
 and described (:mod:`.converted`), the :class:`~.result.ConvertResult` it hands the import
-pipeline with the node and rank rules (:mod:`.result`), the value errors (:mod:`.errors`) and the
-C heap given back between steps (:mod:`.heap`).
+pipeline with the node and rank rules (:mod:`.result`), the value errors (:mod:`.errors`), the
+C heap given back between steps (:mod:`.heap`) and the CPUs a conversion may use (:mod:`.cpus`).
 
 No converter and no format's dispatch here: the converters import this package, and the import
 pipeline (:mod:`profui.capture.ingest`) imports the converters.

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profui.capture.conversion.cpus import usable_cpus
 from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.conversion.heap import give_back
 from profui.capture.conversion.result import ConvertResult, Progress, source_size, source_stem
@@ -408,7 +409,7 @@ def _convert_all(
     sizes = [source_size(f) for f in files]
     total = sum(sizes)
     done = 0
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = usable_cpus()
     results: list[ConvertResult] = []
     per_file: list[tuple[Path, list[ConvertResult]]] = []
     for f, size in zip(files, sizes, strict=True):

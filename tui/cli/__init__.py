@@ -155,7 +155,9 @@ def _arena_per_cpu() -> None:
     conf = os.environ.get("_RJEM_MALLOC_CONF", "").strip().strip(",")
     if any(pair.split(":", 1)[0].strip() in _ARENA_SETTINGS for pair in conf.split(",")):
         return
-    usable = len(os.sched_getaffinity(0))
+    from profui.capture.conversion.cpus import usable_cpus
+
+    usable = usable_cpus()
     # jemalloc's own test (malloc_cpu_count_is_deterministic) before it takes per-CPU arenas
     per_cpu = os.sysconf("SC_NPROCESSORS_ONLN") == os.sysconf("SC_NPROCESSORS_CONF") == usable
     mine = "percpu_arena:percpu" if per_cpu else f"narenas:{usable}"

@@ -8,7 +8,8 @@ loaded machine) and peak RSS. For each command the baseline and this checkout al
 run, so both see the same load; figures are medians of ``--repeat`` runs. Two floors, run the
 same way: ``python -c pass`` (the interpreter alone) and ``json.load`` of the small trace's JSON
 (reading the file the trace came from, with nothing else); and what the libraries alone cost:
-typer (all a warm ``info`` loads), typer with the rich renderer of its help (every ``--help``),
+typer (all a warm ``info`` loads and, since profui's help is click's plain text, every ``--help``),
+typer with the rich renderer of its help (every ``--help`` before that; a baseline's may still),
 and typer with pyarrow's Parquet reader (a first ``info`` reads four event columns with its core,
 ``pyarrow._parquet``, and counts them with numpy, which pyarrow loads), with and without pydantic (typer 0.29 coerces every
 value of a command with it; ``info`` declares its parameters so that it does not).
@@ -163,7 +164,7 @@ def main() -> None:
             ),
             ("floor: typer", {"new": [sys.executable, "-c", "import typer.main"]}),
             (
-                "floor: typer + its rich help renderer",
+                "floor: typer + its rich help renderer (a baseline's --help)",
                 {"new": [sys.executable, "-c", "import typer.main, typer.rich_utils"]},
             ),
             (  # what a first `info` could not do without, with typer 0.29's own coercion

@@ -43,37 +43,63 @@ def _first_word(text: str) -> str:
     return text.split()[0] if text.split() else ""
 
 
-def broken_lines(help_text: str) -> list[tuple[str, str]]:
+#: The columns click lays a help out in at 80 columns (``min(columns, 80) - 2``).
+HELP_WIDTH = 78
+#: A description's continuation lines start at its column: past the widest term and its gap.
+_ROW = re.compile(r"^  (\S(?:.*?\S)?)  +(?=\S)")
+
+
+def broken_lines(help_text: str, width: int = HELP_WIDTH) -> list[tuple[str, str]]:
     """Pairs of lines of one paragraph where the second's first word would have fitted on the
-    first: a line broken before the width ran out (mid-sentence), as a reader sees it."""
+    first: a line broken before the width ran out (mid-sentence), as a reader sees it.
+
+    Click's plain help: prose indented 2; an option's or a command's description in a column of
+    its own (8 or more), its lines after the first indented to it; a paragraph kept as written
+    (examples) indented 3 to 7, or under a heading ending in ':'."""
     bad: list[tuple[str, str]] = []
-    lines = help_text.splitlines()
-    # prose outside the panels: 1 space of padding either side of 80 columns
-    for a, b in pairwise(lines):
-        if a[:1] in "╭│╰" or b[:1] in "╭│╰" or not a.strip() or not b.strip():
+    in_list = False  # under "Options:", "Commands:", "Arguments:": a line indented 2 is a term
+    for a, b in pairwise(help_text.splitlines()):
+        if a and not a[0].isspace():
+            in_list = a.rstrip().endswith(":") and not a.startswith("Usage:")
+        if not a.strip() or not b.strip():
             continue
         indent_a, indent_b = len(a) - len(a.lstrip()), len(b) - len(b.lstrip())
-        if a.rstrip().endswith(":") or indent_b > indent_a or indent_a > 1:
-            continue  # a heading, or an example line (kept as written)
-        if len(a.rstrip()) + 1 + len(_first_word(b)) <= 79:
-            bad.append((a, b))
-    # panels: a row whose first cells are blank continues the row above in the text column
-    for a, b in pairwise(lines):
-        if not (a.startswith("│") and b.startswith("│")):
-            continue
-        inner_a, inner_b = a[1 : a.rindex("│")], b[1 : b.rindex("│")]
-        text_at = len(inner_b) - len(inner_b.lstrip())
-        if not inner_b.strip() or text_at < 8 or inner_a[:text_at].strip() and len(inner_a) < text_at:
-            continue
-        cont = inner_b[text_at:]
-        if cont.startswith(("[", "(")):
-            continue  # "[default: 2.0]", "[required]": items of their own
-        prev = inner_a[text_at:].rstrip()
-        if not prev or inner_a[text_at - 1 : text_at] not in (" ", ""):
-            continue
-        if len(prev) + 1 + len(_first_word(cont)) <= len(inner_b) - text_at - 1:
+        row = _ROW.match(a) if in_list else None
+        prose = not in_list and indent_a == indent_b == 2 and not a.rstrip().endswith(":")
+        described = (
+            in_list
+            and indent_b >= 8
+            and (indent_a == indent_b or (row is not None and row.end() == indent_b))
+        )
+        if (prose or described) and len(a.rstrip()) + 1 + len(_first_word(b)) <= width:
             bad.append((a, b))
     return bad
+
+
+def test_broken_lines_finds_a_line_broken_early_and_only_that() -> None:
+    """The rule on hand-made help: each kind of line it reads, broken early and wrapped well."""
+    wrapped = (
+        "Usage: profui demo [OPTIONS]\n\n"
+        "  First paragraph that fills the line to the width of the help before it\n"
+        "  breaks.\n\n"
+        "  Examples:\n"
+        "    profui demo a\n"
+        "    profui demo b\n\n"
+        "Options:\n"
+        "  --top <int>  Rows in the top-N tables (kernels, launches, annotations);\n"
+        "               top_n, 15 by default.\n"
+        "  --a-very-long-option-name-that-fills-the-term-column <int>\n"
+        "               Its description, on a line of its own.\n"
+    )
+    assert broken_lines(wrapped) == []
+    early_prose = "  A paragraph broken\n  early.\n"
+    early_row = "Options:\n  --top <int>  Rows in the\n               top-N tables.\n"
+    early_more = "Options:\n  --top <int>  Rows in the top-N tables (kernels, launches, annotations);\n" + (
+        "               top_n,\n               15 by default.\n"
+    )
+    assert broken_lines(early_prose) == [("  A paragraph broken", "  early.")]
+    assert broken_lines(early_row) == [("  --top <int>  Rows in the", "               top-N tables.")]
+    assert broken_lines(early_more) == [("               top_n,", "               15 by default.")]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
@@ -83,6 +109,21 @@ def test_help_breaks_no_line_mid_sentence_at_80_columns(command: str | None) -> 
     assert "Traceback" not in proc.stderr
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
     assert broken_lines(proc.stdout) == []
+
+
+@pytest.mark.parametrize("columns", [50, 60, 80])
+@pytest.mark.parametrize("command", [None, *COMMANDS, "explain", "mcp", "schema"])
+def test_help_never_breaks_a_line_inside_a_hyphenated_word(command: str | None, columns: int) -> None:
+    """``--separate-jobs``, ``dask-jobqueue``, ``comma-separated`` stay whole on one line: a
+    line that ends in a hyphen after a letter is a word cut in two (click's wrapper breaks there)."""
+    proc = profui(*([command] if command else []), "--help", columns=columns)
+    assert proc.returncode == 0, proc.stderr
+    cut = [line for line in proc.stdout.splitlines() if re.search(r"\w-$", line)]
+    assert cut == []
+    words = " ".join(proc.stdout.split())
+    assert "\u2011" not in proc.stdout  # the formatter's stand-in never reaches the user
+    if command == "import":
+        assert "--separate-jobs" in words
 
 
 def test_bracket_presses_right_after_entering_the_launch_view_all_count(one_rank: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import sys
 
 import typer
+from typer.core import TyperCommand
 
 from profui.capture.format import TraceFormatError
 
@@ -24,6 +25,7 @@ from . import (
     summary_cmd,
 )
 from .errors import EXIT_BAD_INPUT, UserError, report
+from .help_format import HelpCommand, HelpGroup
 
 app = typer.Typer(
     name="profui",
@@ -35,6 +37,9 @@ app = typer.Typer(
         "`profui import rank0.json.gz -o trace/`; `profui export` writes Perfetto's format."
     ),
     no_args_is_help=True,
+    # click's plain help, not Typer's rich panels (.help_format says why)
+    rich_markup_mode=None,
+    cls=HelpGroup,
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -97,6 +102,10 @@ for _command in app.registered_commands:
     _doc = _command.help or (_command.callback.__doc__ if _command.callback else None)
     if _doc:
         _command.help = unwrapped(_doc)
+        # the command list shows the first paragraph whole (click would cut it at ~45 columns)
+        _command.short_help = _command.short_help or _command.help.split("\n\n", 1)[0]
+    if _command.cls in (None, TyperCommand):  # Typer's default: the help laid out as profui's
+        _command.cls = HelpCommand
 
 
 def main() -> None:
@@ -170,9 +179,7 @@ def _usage(exc: typer.TyperException) -> None:
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
     if isinstance(exc, NoArgsIsHelpError):
-        from typer import rich_utils
-
-        rich_utils.rich_format_error(exc)  # the help itself, as typer shows it
+        exc.show()  # the help itself, on stderr
         raise SystemExit(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "profui"

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
 
 from profui.analysis.formatting import elide_all
 from profui.capture.format import TraceFormatError
+
+from .help_format import HelpCommand
 
 
 def _when(ns: int | None) -> str:
@@ -108,7 +109,7 @@ def _plain_coercion() -> type | None:
     return Plain
 
 
-class PlainValuesCommand(TyperCommand):
+class PlainValuesCommand(HelpCommand):
     """A command whose ``Path`` and ``bool`` parameters take the value given as Typer would,
     without loading pydantic (~0.05 s of a 0.1 s ``info``).
 

@@ -37,21 +37,13 @@ def watched() -> frozenset[str]:
     return frozenset(packages_distributions()) - {"profui", *bare} | {"pyarrow.compute"}
 
 
-# typer, with its own small dependencies: shellingham (the shell, for completion), annotated_doc
+# typer, with its own small dependencies: shellingham (the shell, for completion), annotated_doc;
+# not pydantic, with which typer >= 0.2x coerces every value of a command line: profui's commands
+# take theirs plainly (tui/cli/plain_values.py)
 TYPER = frozenset({"typer", "shellingham", "annotated_doc"})
 # help (and the help shown for no arguments) is click's plain text, which typer vendors: nothing
 # more (typer's rich panels would load rich, markdown_it and pygments, ~0.08 s)
 HELP = TYPER
-# typer >= 0.2x coerces every value given on the command line (a path, a number) with pydantic
-# (and pydantic's dependencies); only --help and bool flags are free of it (profui declares its
-# own -h/--help for that)
-TYPER_VALUES = TYPER | {
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
-    "typing_extensions",
-    "typing_inspection",
-}
 # pyarrow's core (pyarrow.lib) imports numpy, and cloudpickle (when installed) for pickling
 PYARROW = frozenset({"pyarrow", "numpy", "cloudpickle"})
 # Polars' compiled runtime is a distribution of its own (polars-runtime-32, -64, -compat: which one
@@ -64,11 +56,13 @@ POLARS = frozenset(
         if any(d.startswith("polars-runtime") for d in dists)
     }
 )
+# msgspec loads typing_extensions where it is installed
+MSGSPEC = frozenset({"msgspec", "typing_extensions"})
 # the analysis: Polars frames, numpy where a stage computes on arrays, msgspec run records
-ANALYSIS = POLARS | {"numpy", "msgspec"}
+ANALYSIS = POLARS | {"numpy"} | MSGSPEC
 # the Kineto importer: pyarrow tables and compute functions, msgspec JSON (msgspec loads
 # typing_extensions where it is installed), isal's gzip
-IMPORTER = PYARROW | {"pyarrow.compute", "msgspec", "typing_extensions", "isal"}
+IMPORTER = PYARROW | MSGSPEC | {"pyarrow.compute", "isal"}
 
 SMALL_KINETO = "hta-trace_compare-base-base.json.gz"
 
@@ -172,37 +166,37 @@ def test_info_of_kineto_json_imports_it_first(tmp_path: Path) -> None:
 def test_import(tmp_path: Path) -> None:
     # rich: the progress bar, on a terminal
     args = ["import", str(shared_trace(SMALL_KINETO)), "-o", str(tmp_path / "out")]
-    _check("profui", args, TYPER_VALUES | IMPORTER | {"rich"}, tmp_path)
+    _check("profui", args, TYPER | IMPORTER | {"rich"}, tmp_path)
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
 def test_summary(work: Path, extra: list[str], tmp_path: Path) -> None:
     # reads events with Polars (the footer in plain Python): no pyarrow; one process: no dask
-    _check("profui", ["summary", str(work / "mlp"), *extra], TYPER_VALUES | ANALYSIS | {"rich"}, tmp_path)
+    _check("profui", ["summary", str(work / "mlp"), *extra], TYPER | ANALYSIS | {"rich"}, tmp_path)
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
 def test_explain(work: Path, extra: list[str], tmp_path: Path) -> None:
     # the pipeline's findings in memory (Polars), its text written plainly: no rich, no pyarrow
-    _check("profui", ["explain", str(work / "mlp"), *extra], TYPER_VALUES | ANALYSIS, tmp_path)
+    _check("profui", ["explain", str(work / "mlp"), *extra], TYPER | ANALYSIS, tmp_path)
 
 
 def test_analyze_and_plan(work: Path, tmp_path: Path) -> None:
-    uses = TYPER_VALUES | ANALYSIS | {"rich"}
+    uses = TYPER | ANALYSIS | {"rich"}
     _check("profui", ["analyze", str(work / "mlp2"), "--quiet"], uses, tmp_path)
     _check("profui", ["analyze", str(work / "mlp2"), "--plan"], uses, tmp_path)
 
 
 def test_runs_reads_records_only(work: Path, tmp_path: Path) -> None:
     # run records are JSON (msgspec); listing them computes nothing: no Polars
-    _check("profui", ["runs", str(work / "mlp")], TYPER_VALUES | {"rich", "msgspec"}, tmp_path)
+    _check("profui", ["runs", str(work / "mlp")], TYPER | MSGSPEC | {"rich"}, tmp_path)
 
 
 def test_diff(work: Path, tmp_path: Path) -> None:
     _check(
         "profui",
         ["diff", str(work / "mlp"), str(work / "mlp2")],
-        TYPER_VALUES | ANALYSIS | {"rich"},
+        TYPER | ANALYSIS | {"rich"},
         tmp_path,
     )
 
@@ -211,19 +205,19 @@ def test_diff(work: Path, tmp_path: Path) -> None:
 def test_schema(args: list[str], tmp_path: Path) -> None:
     # the schemas are built from the declared tables (Polars dtypes) and the vocabularies of the
     # analysis modules that own them (the critical path's kinds: numpy, which those modules load)
-    _check("profui", ["schema", *args], TYPER_VALUES | ANALYSIS, tmp_path)
+    _check("profui", ["schema", *args], TYPER | ANALYSIS, tmp_path)
 
 
 def test_export(work: Path, tmp_path: Path) -> None:
     # selection in Polars, the Chrome-trace writer over pyarrow tables
     args = ["export", str(work / "mlp"), "-o", str(tmp_path / "trace.json")]
-    _check("profui", args, TYPER_VALUES | ANALYSIS | PYARROW, tmp_path)
+    _check("profui", args, TYPER | ANALYSIS | PYARROW, tmp_path)
 
 
 def test_open_refuses_a_bad_path_before_loading_the_app(tmp_path: Path) -> None:
     # `profui open` uses the app (textual), the analysis and the importer; a path it refuses in one
     # line needs none of them: a missing path is refused before any look-up, and a file that is no
     # trace source finds no sources to look up in the import cache (its run records: msgspec)
-    _check("profui", ["open", str(tmp_path / "missing")], TYPER_VALUES, tmp_path, rc=2)
+    _check("profui", ["open", str(tmp_path / "missing")], TYPER, tmp_path, rc=2)
     (tmp_path / "notes.txt").write_text("hello")
-    _check("profui", ["open", str(tmp_path / "notes.txt")], TYPER_VALUES, tmp_path, rc=2)
+    _check("profui", ["open", str(tmp_path / "notes.txt")], TYPER, tmp_path, rc=2)

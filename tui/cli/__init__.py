@@ -25,7 +25,8 @@ from . import (
     summary_cmd,
 )
 from .errors import EXIT_BAD_INPUT, UserError, report
-from .help_format import HelpCommand, HelpGroup
+from .help_format import HelpGroup
+from .plain_values import PlainValuesCommand
 
 app = typer.Typer(
     name="profui",
@@ -104,8 +105,8 @@ for _command in app.registered_commands:
         _command.help = unwrapped(_doc)
         # the command list shows the first paragraph whole (click would cut it at ~45 columns)
         _command.short_help = _command.short_help or _command.help.split("\n\n", 1)[0]
-    if _command.cls in (None, TyperCommand):  # Typer's default: the help laid out as profui's
-        _command.cls = HelpCommand
+    if _command.cls in (None, TyperCommand):  # Typer's default: values and help as profui's
+        _command.cls = PlainValuesCommand
 
 
 def main() -> None:

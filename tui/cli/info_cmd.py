@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,8 +11,6 @@ import typer
 
 from profui.analysis.formatting import elide_all
 from profui.capture.format import TraceFormatError
-
-from .help_format import HelpCommand
 
 
 def _when(ns: int | None) -> str:
@@ -89,76 +86,10 @@ def format_info(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@functools.cache
-def _plain_coercion() -> type | None:
-    """Typer 0.29's runtime coercion of one parameter, made plain (:class:`PlainValuesCommand`);
-    None on a Typer without that layer (before 0.29, or after it changed)."""
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-    except ImportError:
-        return None
-
-    class Plain(RuntimeParam):
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.annotation is Path and isinstance(value, str):
-                return Path(value)
-            if self.annotation is bool and isinstance(value, bool):
-                return value
-            return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
-
-    return Plain
-
-
-class PlainValuesCommand(HelpCommand):
-    """A command whose ``Path`` and ``bool`` parameters take the value given as Typer would,
-    without loading pydantic (~0.05 s of a 0.1 s ``info``).
-
-    Typer 0.29 builds a pydantic adapter for every parameter that has a value, given or not
-    (the ``--help`` a command did not get is ``None``), only to make a ``Path`` of a string or
-    to keep a ``bool`` here (no ``exists``, ``readable``, ``resolve_path`` ... check asked).
-    Anything else (another value, a parameter with checks) goes through Typer's own coercion, and
-    on a Typer without that layer nothing is changed.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            _make_plain(param)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        """The command's ``-h/--help`` (made when first asked for), its coercion made plain."""
-        option = super().get_help_option(ctx)
-        if option is not None:
-            _make_plain(option)
-        return option
-
-
-def _make_plain(param: Any) -> None:
-    """Give ``param`` the plain coercion (:class:`PlainValuesCommand`) when Typer's would only
-    make a ``Path`` of a string or keep a ``bool``."""
-    plain = _plain_coercion()
-    desc = getattr(param, "type_descriptor", None)
-    info = getattr(desc, "parameter_info", None)
-    if plain is None or desc is None or info is None or getattr(param, "_runtime_param", 0) is not None:
-        return
-    if info.parser is not None or desc.annotation not in (Path, bool):
-        return
-    if desc.annotation is Path and (
-        info.exists or info.writable or info.readable or info.resolve_path or info.allow_dash
-    ):
-        return  # a check Typer makes (file_okay, dir_okay: only with exists)
-    if desc.annotation is Path and (info.path_type is not None or not (info.file_okay and info.dir_okay)):
-        return
-    try:
-        param._runtime_param = plain(parameter_info=info, annotation=desc.annotation)
-    except Exception:  # a Typer whose layer changed shape: its own coercion stays, every command runs
-        return
-
-
 def register(app: typer.Typer) -> None:
     """Add ``profui info``."""
 
-    @app.command("info", cls=PlainValuesCommand)
+    @app.command("info")
     def info_command(
         trace: Path = typer.Argument(
             ...,

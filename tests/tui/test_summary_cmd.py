@@ -197,3 +197,20 @@ def test_folder_of_kineto_files_is_one_multi_rank_trace(tmp_path: Path) -> None:
         )
         assert round(got[r], 3) == raw["comm_comp_overlap_pct_of_comm_busy"]
     assert [r["count"] for r in doc["sections"]["comm"]["per_rank"]] == [10, 10]
+
+
+def test_takeaways_print_the_names_they_quote(tmp_path: Path) -> None:
+    """A takeaway quotes an annotation named in square brackets ('[param|...|forward]', the cupti
+    trace's): the text and Markdown summaries print every takeaway as ``--json`` has it, not the
+    brackets read as rich markup (which printed '' in their place)."""
+    trace = tmp_path / "cupti"
+    import_trace([shared_trace("hta-cupti_profiler-benchmark_result_924719_1679055439_trace.json.gz")], trace)
+    doc = json.loads(profui("summary", trace, "--json", cache=tmp_path).stdout)
+    quoted = [t for t in doc["takeaways"].values() if "[param|" in t]
+    assert quoted, doc["takeaways"]  # the case this test is for
+    text = run_profui("summary", trace, cache=tmp_path, COLUMNS="400").stdout
+    markdown = run_profui("summary", trace, "--format", "markdown", cache=tmp_path).stdout
+    unescaped = markdown.replace("\\", "")  # Markdown escapes [ ] | _ with a backslash
+    for takeaway in doc["takeaways"].values():
+        assert " ".join(takeaway.split()) in " ".join(text.split()), takeaway
+        assert takeaway in unescaped, takeaway

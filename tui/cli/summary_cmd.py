@@ -194,7 +194,7 @@ def render_text(summary: Any, console: Any) -> None:
     ):
         console.print(f"[bold]{escape(line)}[/bold]")
     head = (
-        f"[bold]{tr['name']}[/bold]  {tr['path']}\n"
+        f"[bold]{escape(tr['name'])}[/bold]  {escape(tr['path'])}\n"
         f"status {tr['status']} · {plural(len(tr['nodes']), 'node')} · {_ranks(tr['ranks'])}"
         f" · {fmt_devices(tr)} · {fmt_count(tr['events'])} events · span {fmt_ns(tr['duration_ns'])}"
     )
@@ -212,7 +212,8 @@ def render_text(summary: Any, console: Any) -> None:
         t.add_column("takeaway")
         for chart, text in s.takeaways.items():
             # the answer's id names GPUs (gpu_active); the label names no GPU where none ran
-            t.add_row(chart if words.kind == "gpu" else chart.replace("gpu_", "device_"), text)
+            # escaped: a takeaway quotes names from the trace ("[param|...|forward]")
+            t.add_row(chart if words.kind == "gpu" else chart.replace("gpu_", "device_"), escape(text))
         console.print(t)
     top = s.params.get("top_n") or None
     tb = s.table

@@ -718,12 +718,18 @@ def _steps(ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_fl
         .agg(pl.len().cast(pl.Int64).alias("ops"), pl.col("flops").sum().alias("flops"))
         .collect(engine=ENGINE)
     )
+    # no op of the trace counted (no shapes recorded): no throughput, not 0 TFLOP/s
+    counted = ops.select(pl.col("flops").is_not_null().any()).item() if ops.height else False
     s = (
         w.join(inside, on=["node", "rank", "step"], how="left")
         .with_columns(pl.col("ops").fill_null(0), pl.col("flops").fill_null(0.0))
-        .with_columns(_tflops(pl.col("flops"), pl.col("step_ns")).alias("tflops"))
+        .with_columns(
+            (_tflops(pl.col("flops"), pl.col("step_ns")) if counted else pl.lit(None, pl.Float64)).alias(
+                "tflops"
+            )
+        )
     )
-    if peak is None:
+    if peak is None or (not counted and model_flops <= 0):
         mfu = pl.lit(None, pl.Float64)
     elif model_flops > 0:
         mfu = _tflops(pl.lit(float(model_flops)), pl.col("step_ns")) / peak.tflops
@@ -748,7 +754,8 @@ def _totals(
     carrying = kernels.filter(pl.col("flops").is_not_null())
     step_ns = int(steps["step_ns"].sum() or 0)
     step_flops = float(steps["flops"].sum() or 0.0)
-    tflops = step_flops / step_ns / 1e3 if step_ns > 0 else None
+    # no op counted (no shapes recorded): no throughput and no MFU from it, not 0
+    tflops = step_flops / step_ns / 1e3 if step_ns > 0 and counted.height else None
     definition = "model" if model_flops > 0 else "counted"
     mfu = None
     if peak is not None and step_ns > 0:

@@ -555,8 +555,18 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("ops", I64, "count", "counted ops starting in the step's host window"),
             _c("flops", F64, "FLOP"),
             _c("step_ns", I64, "ns", "the step's time (device window where mapped)"),
-            _n("tflops", F64, "TFLOP/s", "achieved: flops / step_ns (null: a zero step_ns)"),
-            _n("mfu", F64, "fraction", "of the peak, by totals' definition; null without a peak or above 1"),
+            _n(
+                "tflops",
+                F64,
+                "TFLOP/s",
+                "achieved: flops / step_ns (null: a zero step_ns, or no op of the trace counted)",
+            ),
+            _n(
+                "mfu",
+                F64,
+                "fraction",
+                "of the peak, by totals' definition; null without a peak, above 1, or with no op counted and no model FLOPs",
+            ),
         ),
         "FLOPs, achieved TFLOP/s and MFU per step and rank",
     ),
@@ -573,7 +583,12 @@ TABLES: dict[tuple[str, str], Table] = {
             _c("steps", I64, "count", "step × rank windows"),
             _c("step_flops", F64, "FLOP", "FLOPs inside the steps"),
             _c("step_ns", I64, "ns", "summed step time"),
-            _n("tflops", F64, "TFLOP/s", "achieved per step: step_flops / step_ns (null: no step time)"),
+            _n(
+                "tflops",
+                F64,
+                "TFLOP/s",
+                "achieved per step: step_flops / step_ns (null: no step time, or no op counted)",
+            ),
             _n(
                 "precision", STR, "text", "dominant precision of the FLOPs (selects the peak; null: no FLOPs)"
             ),
@@ -587,7 +602,12 @@ TABLES: dict[tuple[str, str], Table] = {
             _n("peak_tflops", F64, "TFLOP/s", "the peak MFU divides by; null: none known"),
             _n("peak_gpu", STR, "text", "the GPU row of the peak table (null: no peak)"),
             _n("peak_source", STR, "text", "the datasheet, or --peak-tflops (null: no peak)"),
-            _n("mfu", F64, "fraction", "achieved (or model) TFLOP/s / peak; null without a peak or above 1"),
+            _n(
+                "mfu",
+                F64,
+                "fraction",
+                "achieved (or model) TFLOP/s / peak; null without a peak, above 1, or with no op counted and no model FLOPs",
+            ),
             _n("mfu_impossible", F64, "fraction", "an MFU above 1 (impossible), else null"),
             _c(
                 "mfu_problem", STR, "text", "why such an MFU is impossible and its likely cause; '' when none"

@@ -363,6 +363,26 @@ def test_no_shapes_recorded(tmp_path) -> None:
     assert flops_takeaway(t) == "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
 
 
+def test_no_shapes_on_a_known_gpu_is_no_mfu(tmp_path) -> None:
+    """No op recorded its shapes on an H100 (a peak known): nothing was counted, so there is no
+    throughput and no MFU (null), not 0 TFLOP/s and an MFU of 0%, per step or in total; the
+    diff then has no MFU to compare."""
+    events = _gpu_events(LINEAR, BF16)
+    for e in events:
+        e["args"].pop("Input Dims", None)
+        e["args"].pop("Input type", None)
+    trace = _kineto(tmp_path, "noshapes_h100", events, H100)
+    out = open_trace(trace).result("flops")
+    t = out["totals.parquet"].row(0, named=True)
+    known = peak_for(H100, t["precision"])  # the datasheet's, at the precision the stage took
+    assert t["counted_ops"] == 0 and known is not None and t["peak_tflops"] == known.tflops
+    assert t["tflops"] is None and t["mfu"] is None
+    assert out["steps.parquet"]["tflops"].null_count() == out["steps.parquet"].height == 1
+    assert out["steps.parquet"]["mfu"].null_count() == 1
+    diff = json.loads(run_profui("diff", trace, trace, "--json").stdout)
+    assert "mfu" not in diff["metrics"] and "achieved_tflops" not in diff["metrics"]
+
+
 # -- a shared real GPU trace: FLOPs from its raw JSON shapes, the peak from its deviceProperties ---
 
 

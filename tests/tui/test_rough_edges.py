@@ -12,7 +12,7 @@ import pytest
 
 from profui.capture.ingest import import_trace
 
-from realdata import run_profui, shared_trace
+from realdata import nsys_export, run_profui, shared_trace
 
 
 def profui(*args: str | Path, columns: int = 80, cache: Path | None = None) -> subprocess.CompletedProcess:
@@ -335,3 +335,21 @@ def test_keys_typed_in_one_burst_while_the_launch_view_mounts_all_count(one_rank
             assert dash.query(type(focused_chart)) is not None
 
     asyncio.run(go())
+
+
+def test_a_rank_of_one_step_says_1_step(tmp_path: Path) -> None:
+    """The step charts' rank line counts steps in words that agree with the count: an Nsight
+    export whose ranks each ran one step ('modal rank 0 · 1 step', not '1 steps')."""
+    from profui.analysis import open_trace
+    from profui.analysis.notebook import stage_run
+    from profui.tui.views.dashboard_charts import build_steps
+
+    trace = tmp_path / "one_step"
+    import_trace([nsys_export("mfu_2gpu_before")], trace)
+    result = stage_run(open_trace(trace), "summary", {})
+    windows = result.steps.windows
+    first = windows.sort("node", "rank").row(0, named=True)
+    steps = windows.filter((windows["node"] == first["node"]) & (windows["rank"] == first["rank"])).height
+    assert steps == 1  # the case this test is for
+    line = str(build_steps(result, None).text)
+    assert f"rank {first['rank']} · 1 step" in line and "1 steps" not in line, line

@@ -85,6 +85,7 @@ def _read_baseline(spec: str, saved: Path) -> dict[str, Any]:
 def save_baseline(name: str, source: str) -> str:
     """Save ``source``'s profile as baseline ``name``; returns the line to print."""
     from profui.analysis.baseline import BaselineError, encode
+    from profui.analysis.formatting import plural
     from profui.capture.format import write_bytes_atomic
 
     if not _BASELINE_NAME.fullmatch(name):
@@ -99,7 +100,7 @@ def save_baseline(name: str, source: str) -> str:
         write_bytes_atomic(out, data)  # makes the folder; the old baseline stays until it lands
     except OSError as exc:
         raise UserError(f"{out}: cannot save the baseline ({exc.strerror or exc})") from None
-    return f"saved baseline {name} from {source} ({len(prof['steps'])} steps) in {out}"
+    return f"saved baseline {name} from {source} ({plural(len(prof['steps']), 'step')}) in {out}"
 
 
 def text_width() -> int:

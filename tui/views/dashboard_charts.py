@@ -24,6 +24,7 @@ from profui.analysis.formatting import (
     fmt_ns,
     fmt_pct,
     fmt_tflops,
+    plural,
 )
 from profui.analysis.top_n import OTHER
 
@@ -440,7 +441,9 @@ def build_steps(result: Result, view: Any) -> ChartData:
         )
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
-    text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
+    text.append(
+        f" · {plural(mine.height, 'step')}" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else "")
+    )
     if 0 < shown.height < mine.height:
         text.append(f" · the {shown.height} slowest shown")
     elif hist.height and not shown.height:
@@ -521,7 +524,9 @@ def build_host_steps(result: Result, view: Any) -> ChartData:
         bars.append(Bar(f"step {r['step']}", float(r["dur_ns"]), bar_text, segments=segments))
     text = Text()
     text.append(f"{node} rank {rank}", style="bold")
-    text.append(f" · {mine.height} steps" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else ""))
+    text.append(
+        f" · {plural(mine.height, 'step')}" + (f" · n: next of {len(ranks)} ranks" if len(ranks) > 1 else "")
+    )
     if shown.height < mine.height:
         text.append(f" · the {shown.height} longest shown")
     legend = Text()

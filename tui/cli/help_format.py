@@ -28,7 +28,7 @@ def _kept(text: str) -> str:
     return _IN_WORD.sub(_KEPT, text)
 
 
-class HelpFormatter(typer.Context.formatter_class):  # type: ignore[name-defined,misc]
+class HelpFormatter(typer.Context.formatter_class):  # type: ignore[valid-type,misc]
     """Click's help formatter, never breaking a line inside a hyphenated word."""
 
     def write_text(self, text: str) -> None:

@@ -16,6 +16,7 @@ of a list's length ...), goes through Typer's own coercion; on a Typer without t
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -68,7 +69,7 @@ def _one(kind: type, value: Any, info: Any, param: Any, ctx: Any) -> Any:
             raise TypeError(value)
         from typer._param_types import coerce_cli_path  # the checks; pydantic only makes the Path
 
-        return Path(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx))
+        return Path(os.fsdecode(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx)))
     if kind is bool:
         if not isinstance(value, bool):
             raise TypeError(value)

@@ -359,3 +359,31 @@ def test_readme_example_passes_after_open_and_a_partial_run(trace: Path) -> None
     summary = json.loads(run(["summary", str(trace), "--json", "--set", "top_n=30"]).stdout)
     top = summary["sections"]["kernels"]["top_by_time"]
     assert len(top) == min(30, len(kernels)) + (1 if len(kernels) > 30 else 0)
+
+
+def test_runs_tables_fit_80_columns_with_ids_and_times_whole(trace: Path) -> None:
+    """``profui runs`` in an 80-column terminal: every line fits, and what a user types next (the
+    run id) and reads (its time, counts, each stage's name) is whole, never cut to 'run-0…'. The
+    oracle is the run records themselves."""
+    import io
+
+    from rich.console import Console
+
+    from profui.analysis.pipeline import damaged_runs
+    from profui.tui.cli.analyze_cmd import runs_table, stage_table
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["analyze", str(trace), "-q"]).exit_code == 0
+    assert runner.invoke(app, ["analyze", str(trace), "-q", "--stages", "launch,summary"]).exit_code == 0
+    runs = list_runs(trace)
+    for kind, table in (("runs", runs_table(runs, damaged_runs(trace))), ("stages", stage_table(runs[-1]))):
+        buf = io.StringIO()
+        Console(file=buf, width=80, force_terminal=False).print(table)
+        lines = buf.getvalue().splitlines()
+        assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+        cells = {c.strip() for line in lines for c in line.split("│")}
+        if kind == "runs":
+            for r in runs:
+                assert {r.id, r.created.replace("T", " ")[:19], r.status} <= cells, r.id
+        else:
+            assert set(runs[-1].stages) <= {c.split()[0] for c in cells if c}

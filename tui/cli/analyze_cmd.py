@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from profui.analysis.pipeline import RunRecord, StageEvent
     from profui.analysis.pipeline.records import Damaged
 
+    from .fit_table import FittedTable
+
 # The pipeline (and Polars with it) is imported by the commands that run, not with the CLI:
 # `profui open` of a warm trace never needs it.
 
@@ -117,64 +119,78 @@ def _plan_table(
     return dag, params
 
 
-def stage_table(rec: RunRecord) -> Table:
-    """Per-stage table of one run."""
-    from rich.table import Table
+def stage_table(rec: RunRecord) -> FittedTable:
+    """Per-stage table of one run, laid out for the terminal (:mod:`.fit_table`: numbers and
+    names whole, parameters elided in the middle, parts under the stage names when too wide)."""
+    from .fit_table import Column, FittedTable
 
-    t = Table(title=f"{rec.id}  {rec.status}", title_justify="left")
-    for col in ("stage", "status", "output", "attempt", "time", "parameters", "error"):
-        t.add_column(col)
-    for st in rec.stages.values():
-        t.add_row(
-            st.name,
-            f"{_SYMBOL.get(st.status, '')} {st.status}",
-            _provenance(st),
-            str(st.attempt or "-"),
-            _fmt_s(st.seconds) if st.provenance != "reused" else "-",
-            " ".join(f"{k}={_fmt_value(v)}" for k, v in st.params.items()) or "-",
-            (st.error or "")[:120],
-        )
-    return t
+    stages = list(rec.stages.values())
+    return FittedTable(
+        f"{rec.id}  {rec.status}",
+        [
+            Column("stage", [st.name for st in stages], key=True),
+            Column("status", [f"{_SYMBOL.get(st.status, '')} {st.status}" for st in stages]),
+            Column("output", [_provenance(st) for st in stages]),
+            Column("attempt", [str(st.attempt or "-") for st in stages], right=True),
+            Column(
+                "time",
+                [_fmt_s(st.seconds) if st.provenance != "reused" else "-" for st in stages],
+                right=True,
+            ),
+            Column(
+                "parameters",
+                [" ".join(f"{k}={_fmt_value(v)}" for k, v in st.params.items()) or "-" for st in stages],
+                text=True,
+                cap=60,
+            ),
+            Column("error", [(st.error or "")[:120] for st in stages], text=True, cap=60),
+        ],
+    )
 
 
-def runs_table(runs: list[RunRecord], damaged: list[Damaged] | None = None) -> Table:
-    """One row per run, and one per damaged run record (status ``damaged``), by run number."""
-    from rich.table import Table
-
-    t = Table(title_justify="left")
-    for col in (
-        "run",
-        "created",
-        "status",
-        "computed",
-        "cached",
-        "reused",
-        "duration",
-        "selection",
-        "reference",
-    ):
-        t.add_column(col)
+def runs_table(runs: list[RunRecord], damaged: list[Damaged] | None = None) -> FittedTable:
+    """One row per run, and one per damaged run record (status ``damaged``), by run number; laid
+    out for the terminal (:mod:`.fit_table`: a run's id, time and counts whole)."""
     from profui.analysis.pipeline.records import Damaged, run_number
 
+    from .fit_table import Column, FittedTable
+
     records: list[RunRecord | Damaged] = [*runs, *(damaged or [])]
-    rows = [(run_number(r.id), r.id, r) for r in records]
-    for *_, r in sorted(rows, key=lambda row: row[:2]):
+    rows = []
+    for *_, r in sorted(((run_number(r.id), r.id, r) for r in records), key=lambda row: row[:2]):
         if isinstance(r, Damaged):
-            t.add_row(r.id, "-", "damaged", "-", "-", "-", "-", "-", "-")
+            rows.append((r.id, "-", "damaged", "-", "-", "-", "-", "-", "-"))
             continue
         c = r.counts()
-        t.add_row(
-            r.id,
-            r.created.replace("T", " ")[:19],
-            r.status,
-            str(c["computed"]),
-            str(c["cache"]),
-            str(c["reused"]),
-            _fmt_s(r.seconds),
-            ",".join(r.selection) if r.selection else "all",
-            r.reference or "-",
+        rows.append(
+            (
+                r.id,
+                r.created.replace("T", " ")[:19],
+                r.status,
+                str(c["computed"]),
+                str(c["cache"]),
+                str(c["reused"]),
+                _fmt_s(r.seconds),
+                ",".join(r.selection) if r.selection else "all",
+                r.reference or "-",
+            )
         )
-    return t
+    cells = list(zip(*rows, strict=True)) if rows else [()] * 9
+    heads = ("run", "created", "status", "computed", "cached", "reused", "duration", "selection", "reference")
+    return FittedTable(
+        "analysis runs",
+        [
+            Column(
+                h,
+                list(col),
+                key=h == "run",
+                right=h in ("computed", "cached", "reused", "duration"),
+                text=h in ("selection", "reference"),
+                cap=40 if h == "selection" else None,
+            )
+            for h, col in zip(heads, cells, strict=True)
+        ],
+    )
 
 
 def _sigterm_as_interrupt() -> None:

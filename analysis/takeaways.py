@@ -168,14 +168,19 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
     if v.is_empty():
         return ""
     sampled = bool((cpu["source"] == "metrics").all())
-    # sampled: the machine's cores over the whole job; else only the traced threads, in the
-    # traced window, which is not the machine's CPU utilization
-    what = "Machine CPU (all cores)" if sampled else "Host-thread activity"
     mean, peak = cast("float | None", v.mean()), cast("float | None", v.max())
-    if v.len() < MIN_SAMPLES_FOR_SHAPE:
-        return f"{what} averages {fmt_pct(mean, 0)} ({plural(v.len(), 'sample')}: too few for a shape)."
-    over = f" over the job ({plural(v.len(), 'sample')})" if sampled else ""
-    return f"{what} averages {fmt_pct(mean, 0)}{over}, peak {fmt_pct(peak, 0)}."
+    few = v.len() < MIN_SAMPLES_FOR_SHAPE
+    if sampled:  # the machine's cores over the whole job
+        head = f"Machine CPU (all cores) averages {fmt_pct(mean, 0)}"
+        tail = "" if few else f" over the job ({plural(v.len(), 'sample')}), peak {fmt_pct(peak, 0)}"
+    else:
+        # only the traced threads, in the traced window: not the machine's CPU utilization; busy
+        # in ops (the chart's line), not the annotations the chart's header counts as active
+        head = f"Host threads busy in ops {fmt_pct(mean, 0)} of the time on average"
+        tail = "" if few else f", peak {fmt_pct(peak, 0)}"
+    if few:
+        tail = f" ({plural(v.len(), 'sample')}: too few for a shape)"
+    return f"{head}{tail}."
 
 
 def kernel_total_takeaway(stats: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:

@@ -78,7 +78,7 @@ def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
             header = str(view.panel("cpu").query_one(".chart-text").render())
             # host events only: not the machine's CPU, and the header says what it is
             expected = (
-                f"Some traced host thread busy {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])}"
+                f"Host threads active (ops or annotations) {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])}"
                 f" ({fmt_pct(row['active_share'])})"
             )
             assert expected in header
@@ -113,5 +113,54 @@ def test_sample_all_gpus_activity_row_and_histogram(sample: Path) -> None:
                 f"CPU active {fmt_ns(act)} of {fmt_ns(window)}" in header
                 and f"{active.height} nodes" in header
             )
+
+    asyncio.run(go())
+
+
+CPU_ONLY = "hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+
+
+def _union_ns(intervals: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total, end = total + (b - a), b
+        elif b > end:
+            total, end = total + (b - end), b
+    return total
+
+
+def test_cpu_chart_words_say_what_each_number_counts(tmp_path: Path) -> None:
+    """HTA's CPU-only trace: 1.1 s of annotations and 4 µs of ops on one thread. The chart's
+    header counts a thread active in ops or annotations (86% of the window), its line and the
+    takeaway count threads busy in ops (<0.1%): each says which, so the two do not read as one
+    number contradicting the other ('busy 86%' above a line at 0). Oracle: the unions of the raw
+    events' intervals, in plain Python."""
+    trace = tmp_path / "cpu_only"
+    import_trace([shared_trace(CPU_ONLY)], trace)
+    ev = open_trace(trace).events().collect()
+    host = ev.filter(pl.col("device") < 0)
+    ops = [(t, t + d) for t, d, k in host.select("ts", "dur", "kind").rows() if k == "cpu_op"]
+    active = [
+        (t, t + d) for t, d, k in host.select("ts", "dur", "kind").rows() if k in ("cpu_op", "annotation")
+    ]
+    window = int((ev["ts"] + ev["dur"]).max()) - int(ev["ts"].min())  # first to last event
+    assert _union_ns(active) > 0.5 * window > 1000 * _union_ns(ops)  # the case this test is for
+
+    async def go() -> None:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=60)
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = await wait_dashboard(pilot, app)
+            panel = view.panel("cpu")
+            header = str(panel.query_one(".chart-text").render())
+            assert f"active (ops or annotations) {fmt_ns(_union_ns(active))} of {fmt_ns(window)}" in header
+            assert "busy" not in header, header
+            foot = str(panel.query_one(".chart-foot").render())  # the note, then the takeaway
+            assert foot.startswith("traced host threads busy in ops"), foot
+            words = open_trace(trace).result("summary")["takeaways.json"]["cpu"]
+            assert words.startswith("Host threads busy in ops ") and words in " ".join(foot.split())
+            cpu = open_trace(trace).result("utilization")["cpu.parquet"]
+            busy_share = _union_ns(ops) / (cpu.height * int(cpu["bucket_len_ns"][0]))
+            assert fmt_pct(float(cpu["util"].mean()), 0) == fmt_pct(busy_share, 0) in words
 
     asyncio.run(go())

@@ -266,7 +266,7 @@ def build_cpu(result: Result, _view: Any) -> ChartData:
     how = (
         "the machine's cores, sampled over the whole job"
         if sampled
-        else "host-thread activity in the traced window (no CPU samples: not the machine's CPU)"
+        else "traced host threads busy in ops, in the traced window (no CPU samples: not the machine's CPU)"
     )
     marks: list[float] = []
     if origin is not None:  # sampled
@@ -300,12 +300,14 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     sampled = bool((active["source"] == "metrics").any())
     rows = active.filter(pl.col("source") == ("metrics" if sampled else "host_events"))
     act, window = int(rows["active_ns"].sum()), int(rows["window_ns"].sum())
-    text.append("CPU active " if sampled else "Some traced host thread busy ")
+    # cpu_active's union counts annotations too: "active", where the line below (ops) is "busy"
+    text.append("CPU active " if sampled else "Host threads active (ops or annotations) ")
     text.append(fmt_ns(act), style="bold")
     text.append(f" of {fmt_ns(window)} ({fmt_pct(act / window)})" if window else "")
     who = "nodes" if sampled else "ranks"
     text.append(f" · summed over {rows.height} {who}" if rows.height > 1 else "")
-    text.append(" · all cores, whole job" if sampled else " · traced window", style="dim")
+    if sampled:  # host events: the note under the chart says it is the traced window
+        text.append(" · all cores, whole job", style="dim")
     return text
 
 

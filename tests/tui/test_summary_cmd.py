@@ -214,3 +214,22 @@ def test_takeaways_print_the_names_they_quote(tmp_path: Path) -> None:
     for takeaway in doc["takeaways"].values():
         assert " ".join(takeaway.split()) in " ".join(text.split()), takeaway
         assert takeaway in unescaped, takeaway
+
+
+def test_device_annotations_alone_are_no_device_work(tmp_path: Path) -> None:
+    """HTA's cupti trace lists 8 A100s, and its only events on a device are 77 CUPTI profiler
+    ranges (gpu_annotation) on device 0: no kernel, copy or memset. No GPU ran traced work, so
+    the overview counts none ('0 of 8 GPUs active', not '1 of 8'), and no finding tells the user
+    to shorten kernels. Oracle: the raw events' kinds by device."""
+    trace = tmp_path / "cupti"
+    import_trace([shared_trace("hta-cupti_profiler-benchmark_result_924719_1679055439_trace.json.gz")], trace)
+    ev = open_trace(trace).events().collect()
+    on_device = ev.filter(pl.col("device") >= 0)
+    assert on_device.height and set(on_device["kind"].unique()) == {"gpu_annotation"}  # the case
+    doc = json.loads(profui("summary", trace, "--json", cache=tmp_path).stdout)
+    assert (doc["trace"]["gpus"], doc["trace"]["devices"], doc["trace"]["device_type"]) == (0, 0, "none")
+    text = run_profui("summary", trace, cache=tmp_path, COLUMNS="200").stdout
+    assert "0 of 8 GPUs active" in text and "1 of 8" not in text
+    explained = json.loads(profui("explain", trace, "--json", cache=tmp_path).stdout)
+    words = json.dumps(explained["findings"]).lower()
+    assert explained["findings"] and "kernel" not in words, words

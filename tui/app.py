@@ -1,5 +1,5 @@
 """The profui Textual app: jobs list → trace screen with its views (Dashboard, Kernels, Steps,
-Analyses, Timeline, Communication, Launches, Idle, Sync, Findings).
+Runs, Timeline, Communication, Launches, Idle, Sync, Findings).
 
 Views are registered in :data:`VIEWS`, one entry each. The dashboard is imported with the app;
 every other view's module is imported when the view is first shown (the timeline alone brings
@@ -52,7 +52,7 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("dashboard", "Dashboard", "1", DashboardView, short="Dash"),
     ViewSpec("kernels", "Kernels", "2", "views.kernels:KernelsView"),
     ViewSpec("steps", "Steps", "3", "views.steps:StepsView"),
-    ViewSpec("runs", "Analyses", "4", "views.runs:RunsView", short="Runs"),
+    ViewSpec("runs", "Runs", "4", "views.runs:RunsView"),
     ViewSpec("timeline", "Timeline", "5", "timeline:TimelineView", short="Time"),
     ViewSpec("comm", "Comm", "6", "views.communication:CommunicationView"),
     ViewSpec("launches", "Launch", "7", "views.launches:LaunchesView"),

@@ -353,3 +353,21 @@ def test_a_rank_of_one_step_says_1_step(tmp_path: Path) -> None:
     assert steps == 1  # the case this test is for
     line = str(build_steps(result, None).text)
     assert f"rank {first['rank']} · 1 step" in line and "1 steps" not in line, line
+
+
+def test_each_view_has_one_name() -> None:
+    """A view's tab at 80 columns shows its short title, at 200 its title; ``?`` and ``profui open
+    --help`` name it too. The short title is the title cut short (Dash, Time, Find), so every
+    place names one view: view 4 was 'Runs' at 80 columns and 'Analyses' everywhere else."""
+    from profui.tui.app import VIEWS
+
+    for view in VIEWS:
+        assert view.title.startswith(view.short or view.title), view
+    helped = " ".join(profui("open", "--help", columns=200).stdout.split())
+    listed = re.search(r"switch views \(([^)]*)\)", helped)
+    assert listed is not None, helped
+    numbered = [v for v in VIEWS if v.key.isdigit()]
+    names = listed.group(1).split(", ")
+    assert len(names) == len(numbered)
+    assert all(name in (v.title, v.short) for name, v in zip(names, numbered, strict=True)), names
+    assert "analyses" not in helped.lower()

@@ -1,5 +1,5 @@
-"""Analyses view: the analysis runs (``profui analyze``, not training runs) recorded under
-``trace/.profui/runs``, and the stages of one."""
+"""Runs view (as ``profui runs``): the analysis runs (``profui analyze``, not training runs)
+recorded under ``trace/.profui/runs``, and the stages of one."""
 
 from __future__ import annotations
 

@@ -424,19 +424,17 @@ def annotation_takeaway(names: pl.DataFrame, step_means: pl.DataFrame) -> str:
     return annotation_sentence(first["side"], first["name"], names, step_means)
 
 
-def launch_takeaway(stats: pl.DataFrame) -> str:
-    """Launch → start delay, and how many launches ran shorter on the device than their launch
-    call took (the launch stage's ``launch_bound`` count; from :func:`launch.launch_stats`)."""
-    n = int(stats["launches"].sum()) if not stats.is_empty() else 0
+def launch_takeaway(overall: pl.DataFrame) -> str:
+    """Launch → start delay (the median over every launch of the trace, the launch stage's
+    ``overall`` table, as the Launch view's table shows it), and how many launches ran shorter on
+    the device than their launch call took (:func:`launch.launch_stats`)."""
+    n = int(overall["launches"].sum()) if not overall.is_empty() else 0
     if not n:
         return "No launches matched to device work."
-    bound = int(stats["launch_bound"].sum())
-    w = stats["launches"].cast(pl.Float64)
-    delay = float(cast(float, (stats["delay_p50_ns"] * w).sum()) / cast(float, w.sum()))
-    median = "median" if stats.height == 1 else "median (launch-weighted over ranks)"
-    text = f"{plural(n, 'launch')} (kernel, memcpy and memset), {median} launch→start delay {fmt_ns(delay)}"
-    text += f"; {fmt_pct(bound / n, 0)} ran shorter on the device than their launch call"
-    return text + "."
+    row = overall.row(0, named=True)
+    text = f"{plural(n, 'launch')} (kernel, memcpy and memset), median launch→start delay "
+    text += f"{fmt_ns(row['delay_p50_ns'])}; {fmt_pct(row['launch_bound'] / n, 0)} ran shorter on the device "
+    return text + "than their launch call."
 
 
 def sync_takeaway(totals: pl.DataFrame) -> str:
@@ -565,7 +563,7 @@ CHARTS: dict[str, tuple[Callable[..., str], tuple[Read, ...]]] = {
     ),
     "annotation": (annotation_takeaway, (lambda r: r.annotations.names, lambda r: r.annotations.step_means)),
     "host_steps": (host_steps_takeaway, (lambda r: r.steps.breakdown,)),
-    "launch": (launch_takeaway, (lambda r: r.launch.stats,)),
+    "launch": (launch_takeaway, (lambda r: r.launch.overall,)),
     "sync": (sync_takeaway, (lambda r: r.sync.totals,)),
     "idle": (idle_takeaway, (lambda r: r.idle.breakdown,)),
     "comm": (

@@ -67,3 +67,24 @@ def test_the_kept_numbers_are_the_tables(h100: dict) -> None:
     sync = sec["sync"]["totals"]
     blocked = sum(r["blocked_ns"] for r in sync) / sum(r["window_ns"] for r in sync)
     assert t["sync"].endswith(f"({round(100 * blocked)}% of host time).")
+
+
+def test_the_launch_median_is_the_median_over_every_launch(h100: dict, tmp_path) -> None:
+    """The Launch chart's takeaway and the Launch view's table say one median: the median delay
+    over every launch of the trace (it said a launch-weighted mean of the ranks' medians, 269 µs
+    above a table's 268 µs on an export of two ranks). Oracle: the median of the correlate
+    stage's launch delays, in numpy."""
+    import numpy as np
+
+    from profui.analysis import open_trace
+    from profui.analysis.formatting import fmt_ns
+    from profui.capture.ingest import import_trace
+
+    trace = tmp_path / "h100"
+    import_trace([traces_dir() / "nsys" / "h100_2gpu_1s.sqlite"], trace)
+    launches = open_trace(trace).result("correlate")["launches.parquet"]
+    delays = launches["launch_delay"].drop_nulls().to_numpy()
+    assert len(h100["sections"]["launch"]["stats"]) == 2  # two ranks: the case this test is for
+    overall = h100["sections"]["launch"]["overall"][0]
+    assert overall["delay_p50_ns"] == float(np.median(delays))
+    assert f"median launch→start delay {fmt_ns(float(np.median(delays)))};" in h100["takeaways"]["launch"]

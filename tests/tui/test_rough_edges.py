@@ -371,3 +371,71 @@ def test_each_view_has_one_name() -> None:
     assert len(names) == len(numbered)
     assert all(name in (v.title, v.short) for name, v in zip(names, numbered, strict=True)), names
     assert "analyses" not in helped.lower()
+
+
+def test_the_keys_line_keeps_its_help_key_at_80_columns(one_rank: Path) -> None:
+    """The keys line at the bottom of every view, at 80 columns: the timeline's 12 keys do not
+    fit, and the line was cut after 'Next step/match', losing '? Keys', the key that lists
+    them all. It now keeps the first keys that fit, then '…' and '? Keys'; at 200 columns every
+    key is shown. Checked on the dashboard, a table view and the timeline."""
+    import asyncio
+
+    from pilotwait import wait_for
+
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.widgets.keyline import KeyLine
+
+    def line(app) -> str:
+        return str(app.screen.query_one(KeyLine).render()).rstrip()
+
+    async def go(width: int) -> dict[str, str]:
+        seen = {}
+        app = ProfuiApp(OpenTarget("trace", one_rank), poll_s=600)
+        async with app.run_test(size=(width, 24)) as pilot:
+            for key in ("1", "7", "5"):
+                await pilot.press(key)
+                await pilot.pause()
+                await wait_for(pilot, lambda: line(app).endswith("? Keys"))
+                await pilot.pause()
+                seen[key] = line(app)
+        return seen
+
+    narrow, wide = asyncio.run(go(80)), asyncio.run(go(200))
+    for key in narrow:
+        assert narrow[key].endswith("? Keys") and len(narrow[key]) <= 78, narrow[key]
+    assert "…" in narrow["5"] and "…" not in wide["5"], (narrow["5"], wide["5"])
+    assert "g Go to step" in wide["5"] and "/ Search" in wide["5"]
+
+
+def test_a_views_status_line_wraps_at_80_columns(tmp_path: Path) -> None:
+    """The Idle view of HTA's CPU-only trace at 80 columns says why it is empty in one sentence
+    of 110 characters: all of it, on two lines (it was cut at 'the host's time')."""
+    import asyncio
+
+    from pilotwait import wait_for
+    from textual.widgets import Static
+
+    from profui.analysis.devices import does_not_apply
+    from profui.tui.app import OpenTarget, ProfuiApp
+    from profui.tui.views.idle import IdleView
+
+    trace = tmp_path / "cpu_only"
+    import_trace([shared_trace("hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")], trace)
+    said = does_not_apply("the host's time outside any op per step is in the Steps view")
+    assert len(said) > 78  # the case this test is for
+
+    async def go() -> str:
+        app = ProfuiApp(OpenTarget("trace", trace), poll_s=600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("8")
+            assert await wait_for(pilot, lambda: bool(app.screen.query(IdleView)))
+            view = app.screen.query_one(IdleView)
+            status = view.query_one(".view-status", Static)
+            assert await wait_for(pilot, lambda: "Does not apply" in str(status.render()))
+            await pilot.pause()
+            # the lines drawn on screen, at the widget's size
+            return " ".join(strip.text for strip in status.render_lines(status.region.reset_offset))
+
+    shown = asyncio.run(go())
+    assert " ".join(said.split()) in " ".join(shown.split()), shown

@@ -75,13 +75,13 @@ class SectionsView(TraceView):
 
     BINDINGS = [
         Binding("right_square_bracket", "next_section", "Next table"),
-        Binding("left_square_bracket", "previous_section", "Previous table"),
+        Binding("left_square_bracket", "previous_section", "Prev table"),
     ]
 
     DEFAULT_CSS = """
-    SectionsView .view-status { height: 1; padding: 0 1; color: $text-muted; }
-    SectionsView .view-takeaway { height: auto; max-height: 2; padding: 0 1; text-style: bold; }
-    SectionsView .section-title { height: 1; padding: 0 1; color: $accent; }
+    SectionsView .view-status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    SectionsView .view-takeaway { height: auto; max-height: 4; padding: 0 1; text-style: bold; }
+    SectionsView .section-title { height: auto; max-height: 2; padding: 0 1; color: $accent; }
     SectionsView FrameTable { height: 1fr; }
     """
 

@@ -31,16 +31,48 @@ class KeyLine(Static):
     def _bindings_changed(self, _screen) -> None:
         self.update(self.keys_text())
 
+    def on_resize(self) -> None:
+        self.update(self.keys_text())
+
     def keys_text(self) -> Text:
-        """One line: each shown action once (its first key), enabled ones in bold."""
-        t = Text(no_wrap=True, overflow="ellipsis")
+        """One line: each shown action once (its first key), enabled ones in bold. Where they do
+        not all fit, the first ones that do, then ``…`` and the key that lists every key (``?``),
+        which is never cut off."""
+        items: list[tuple[str, str, bool]] = []
+        last: tuple[str, str, bool] | None = None
         seen: set[str] = set()
         for _node, binding, enabled, _tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in seen:
                 continue
             seen.add(binding.action)
+            item = (self.app.get_key_display(binding), binding.description, enabled)
+            if binding.action == "help":
+                last = item
+            else:
+                items.append(item)
+        room = self.size.width - 2 if self.size.width else 10**6  # less the padding
+        shown = [*items, *([last] if last else [])]
+        if last is not None and _width(shown) > room:
+            kept = []
+            for item in items:
+                if _width([*kept, item, ("…", "", True), last]) > room:
+                    break
+                kept.append(item)
+            shown = [*kept, ("…", "", True), last]
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for key, description, enabled in shown:
             if t:
                 t.append("  ")
-            t.append(self.app.get_key_display(binding), style="bold reverse" if enabled else "dim")
-            t.append(f" {binding.description}", style="" if enabled else "dim")
+            if key == "…":
+                t.append(key, style="dim")
+                continue
+            t.append(key, style="bold reverse" if enabled else "dim")
+            t.append(f" {description}", style="" if enabled else "dim")
         return t
+
+
+def _width(items: list[tuple[str, str, bool]]) -> int:
+    """Cells the items take on the line, two spaces between them."""
+    from rich.cells import cell_len
+
+    return sum(cell_len(k) + (1 + cell_len(d) if d else 0) for k, d, _ in items) + 2 * max(len(items) - 1, 0)

@@ -276,7 +276,8 @@ class DashboardView(TraceView):
         # counted from the rule that hides them (applies), so no other hidden chart is blamed on it
         left = sum(1 for c in dc.CHARTS if c.id in dc.DEVICE_CHARTS and not dc.applies(c, words))
         why = f" ({plural(left, 'device chart')} not drawn: no device work traced)" if left else ""
-        return f"{shown} charts{why} · {source} · ] [ move · a annotation · Enter opens · F findings · ? keys"
+        # the keys line at the bottom names ] [, a, F and ?; Enter is the one it does not
+        return f"{shown} charts{why} · {source} · Enter opens a chart's view"
 
     def _finished(self) -> None:
         seconds = time.perf_counter() - self.started

@@ -80,7 +80,7 @@ def test_info_text_is_readable(two_ranks: Path) -> None:
     info = trace_info(two_ranks)
     text = format_info(info)
     assert "status imported" in text
-    assert f"{info['num_events']:,} in 2 file(s)" in text
+    assert f"{info['num_events']:,} in 2 events files" in text
     assert "0@host-a, 1@host-a" in text
     assert "2023-04-28" in text  # the trace's wall-clock date, UTC
     kernel_line = next(line for line in text.splitlines() if line.strip().startswith("kernel "))

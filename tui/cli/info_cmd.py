@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from profui.analysis.formatting import elide_all
+from profui.analysis.formatting import elide_all, plural
 from profui.capture.format import TraceFormatError
 
 
@@ -66,7 +66,7 @@ def format_info(info: dict[str, Any]) -> str:
                 for g in gpus
             )
         )
-    lines.append(f"events    {info['num_events']:,} in {info['num_event_files']} file(s)")
+    lines.append(f"events    {info['num_events']:,} in {plural(info['num_event_files'], 'events file')}")
     lines += [f"note      {n}" for n in m["source_notes"]]  # what the import left out, ...
     if info["num_metric_rows"]:
         lines.append(f"metrics   {info['num_metric_rows']:,} samples")

@@ -8,9 +8,10 @@ plain kinds: text, a path, a flag, an integer (bounded or not) or a number, or a
 list of texts or paths. Those are taken here, by pydantic's lax rules for a value given as text,
 with its error messages, so that a command line gives the same values and the same errors as
 under Typer's own coercion (``tests/tui/test_plain_values.py`` holds them equal, Typer being the
-oracle). Any other kind, or a check this module does not make (a path that must exist, a maximum
-of a list's length ...), goes through Typer's own coercion; on a Typer without that layer (before
-0.29, or after it changed) nothing is changed.
+oracle); a path is checked (it exists where it must, is readable ...) by Typer's own function,
+which needs no pydantic. Any other kind (a path given as text or bytes, a bounded number or list
+...) goes through Typer's own coercion; on a Typer without that layer (before 0.29, or after it
+changed) nothing is changed.
 """
 
 from __future__ import annotations

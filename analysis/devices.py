@@ -67,13 +67,15 @@ CPU_WORDS = DeviceWords(CPU, "CPU device", "cpu", "XLA op", "run", "runs", "exec
 NONE_WORDS = DeviceWords(NONE, "device", "dev", "kernel", "launch", "launches", "launched", "launch overhead")
 
 
-#: Why a surface of device work does not apply to a run without any.
-CPU_ONLY_RUN = "a CPU-only run, no device work was traced"
+#: Why a surface of device work does not apply to a run without any: true of a CPU-only run and
+#: of a GPU run whose device work went untraced (HTA's cupti trace: 8 GPUs listed, only CUPTI's
+#: profiler ranges on them).
+NO_DEVICE_WORK = "no device work was traced"
 
 
-def does_not_apply(see: str = "", why: str = CPU_ONLY_RUN) -> str:
-    """The one wording of a surface that does not apply to a trace: ``Does not apply: a CPU-only
-    run, no device work was traced.`` for device work on a run without any (``why``, another
+def does_not_apply(see: str = "", why: str = NO_DEVICE_WORK) -> str:
+    """The one wording of a surface that does not apply to a trace: ``Does not apply: no device
+    work was traced.`` for device work on a run without any (``why``, another
     reason), and where to look instead (``see``)."""
     return f"Does not apply: {why}{f'; {see}' if see else ''}."
 

@@ -354,7 +354,9 @@ def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
     the work inside each step's window."""
     m = _lazy(windows)
     ev = _lazy(events)
-    on_device = ev.filter(pl.col("device") >= 0)
+    # device work, not a device-side annotation alone (CUPTI's profiler ranges): a rank with none
+    # is a host rank, as the trace's overview counts it
+    on_device = ev.filter(pl.col("device") >= 0, pl.col("kind").is_in(WORK_KINDS))
     # which ranks need the host rule or the by-time rule, decided first (small frames): on a
     # GPU trace neither applies, and building their plans over every event cost 4x the breakdown
     host_ranks = (

@@ -326,7 +326,7 @@ def memory_takeaway(ops: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """Memory operations: count, time, the direction with most time and its bandwidth."""
     if ops.is_empty():
         return (
-            "No memcpy or memset: no device in this run."
+            "No memcpy or memset: no device work was traced."
             if words.kind == NONE
             else f"No memcpy or memset on the {words.device}s."
         )

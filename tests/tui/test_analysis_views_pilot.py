@@ -133,7 +133,9 @@ def test_empty_states_on_a_cpu_training_run(imported) -> None:
             "No collectives in this trace: no host collectives (gloo:*"
         )  # no GPU: no NCCL kernels
         assert lines["launches"].startswith("No launches in this trace")
-        assert lines["idle"].startswith("Does not apply: a CPU-only run")  # no device: no stream idles
+        assert lines["idle"].startswith(
+            "Does not apply: no device work was traced"
+        )  # no device: no stream idles
         assert lines["sync"].startswith("No synchronization in this trace")
 
     asyncio.run(go())

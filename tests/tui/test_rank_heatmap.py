@@ -100,3 +100,12 @@ def test_the_steps_view_shows_64_ranks_in_bands_and_names_the_slowest(job64: Pat
             assert f"longest step: rank {top[0]} in {top[1]} of 12 steps" in lines
 
     asyncio.run(go())
+
+
+def test_legend_reads_as_a_sentence_of_the_shades() -> None:
+    """The legend names each shade's bound, the last one as '>1.6×' (it read '█ more the step's
+    median rank'), against what a cell is: a rank's step time over the step's median over the
+    ranks. The shades' bounds are shade()'s, checked above."""
+    r = pl.DataFrame({"node": ["n"] * 2, "rank": [0, 1], "step": [1, 1], "vs_step_median": [1.0, 2.0]})
+    legend = rank_heatmap(r, 80, 8).plain.splitlines()[-1].strip()
+    assert legend == "· ≤1.05×  ░ ≤1.15×  ▒ ≤1.3×  ▓ ≤1.6×  █ >1.6× the step's median over ranks", legend

@@ -233,3 +233,10 @@ def test_device_annotations_alone_are_no_device_work(tmp_path: Path) -> None:
     explained = json.loads(profui("explain", trace, "--json", cache=tmp_path).stdout)
     words = json.dumps(explained["findings"]).lower()
     assert explained["findings"] and "kernel" not in words, words
+    # the rank's steps are its host's work, as a rank without device work's are; the surfaces of
+    # device work say none was traced, not that the run had no GPU (it listed 8)
+    breakdown = doc["sections"]["steps"]["breakdown"]
+    assert breakdown and {r["work_on"] for r in breakdown} == {"host"}
+    assert all(r["computation_ns"] + r["idle_ns"] == r["dur_ns"] for r in breakdown)
+    assert doc["takeaways"]["gpu_active"].startswith("Does not apply: no device work was traced")
+    assert "CPU-only" not in json.dumps(doc["takeaways"])

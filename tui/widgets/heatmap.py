@@ -61,6 +61,8 @@ def rank_heatmap(ratios: pl.DataFrame, width: int, max_rows: int) -> Text:
             line.append(shade(max(vals)) if vals else " ")
         text.append(f"{label[:label_w]:<{label_w}} ", style="bold")
         text.append("".join(line) + "\n")
-    legend = "  ".join(f"{g} ≤{b:g}×" if math.isfinite(b) else f"{g} more" for b, g in SHADES)
-    text.append(f"{'':<{label_w}} {legend} the step's median rank", style="dim")
+    top = max(b for b, _ in SHADES if math.isfinite(b))
+    legend = "  ".join(f"{g} ≤{b:g}×" if math.isfinite(b) else f"{g} >{top:g}×" for b, g in SHADES)
+    # a cell: the rank's step time over the step's median over the ranks (vs_step_median)
+    text.append(f"{'':<{label_w}} {legend} the step's median over ranks", style="dim")
     return text

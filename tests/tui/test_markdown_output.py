@@ -510,4 +510,5 @@ def test_json_and_format_disagreeing_is_one_line(command: str, tmp_path: Path) -
     p = run_profui(command, *args, "--format", "html")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "html" in p.stderr, p.stderr
     p = run_profui(command, "--help")
-    assert '--format markdown >> "$GITHUB_STEP_SUMMARY"' in " ".join(p.stdout.split())
+    joined = " ".join(p.stdout.replace("\\\n", " ").split())  # an example's shell continuation joined
+    assert '--format markdown >> "$GITHUB_STEP_SUMMARY"' in joined

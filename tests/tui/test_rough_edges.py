@@ -102,7 +102,7 @@ def test_broken_lines_finds_a_line_broken_early_and_only_that() -> None:
     assert broken_lines(early_more) == [("               top_n,", "               15 by default.")]
 
 
-@pytest.mark.parametrize("command", [None, *COMMANDS])
+@pytest.mark.parametrize("command", [None, *COMMANDS, "explain", "mcp", "schema"])
 def test_help_breaks_no_line_mid_sentence_at_80_columns(command: str | None) -> None:
     proc = profui(*([command] if command else []), "--help", columns=80)
     assert proc.returncode == 0, proc.stderr

@@ -349,17 +349,14 @@ def register(app: typer.Typer) -> None:
         bad input. Conditions: METRIC OP VALUE with % (relative), pt (share points), ns/us/ms/s
         or a plain count; METRIC is any key of the --json "metrics".
 
+        \b
         Examples:
-
           profui diff before/ after/
-
           profui diff before.sqlite after.sqlite --json
-
           profui diff --save-baseline main trace/
-
           profui diff main trace/ --fail-if 'step_p50>+5%' --fail-if 'idle_pct>+3pt'
-
-          profui diff main trace/ --fail-if 'step_p50>+5%' --format markdown >> "$GITHUB_STEP_SUMMARY"
+          profui diff main trace/ --fail-if 'step_p50>+5%' --format markdown \\
+              >> "$GITHUB_STEP_SUMMARY"
         """
         out_format = chosen_format(fmt, as_json)
         code = run_diff(traces, out_format == "json", top, fail_if, save_baseline_name, out_format)

@@ -78,10 +78,9 @@ def register(app: typer.Typer) -> None:
         as counters are kept; times are exact to the ns. A file of one rank is also a PyTorch
         Profiler trace that `profui import` and HTA read back.
 
+        \b
         Examples:
-
           profui export trace/ -o trace.json.gz
-
           profui export run.sqlite -o step41.json.gz --steps 41 --ranks 0,3
         """
         typer.echo(run_export(trace, out, fmt, steps, ranks, force))

@@ -144,16 +144,12 @@ def register(app: typer.Typer) -> None:
         The files must be one job (ranks that ran together); files of several jobs are refused,
         naming the files that do not belong and why, unless --separate-jobs.
 
+        \b
         Examples:
-
           profui import rank0.json.gz rank1.json.gz -o trace/
-
           profui import run.sqlite -o trace/ --nvtx-step '^train_step'
-
           profui import jax_logs/ -o trace/
-
           profui import old_runs/*.json.gz -o jobs/ --separate-jobs
-
           profui import ranks/*.json.gz -o trace/ --scheduler tcp://10.0.0.5:8786
         """
         typer.echo(run_import(traces, out, rank, node, force, nvtx_step, separate_jobs, scheduler, workers))

@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
           claude mcp add profui -- profui mcp
           a client's configuration file (Claude Desktop, Cursor, ...):
             {"mcpServers": {"profui": {"command": "profui", "args": ["mcp"]}}}
-          profui mcp --skill > ~/.claude/skills/profui/SKILL.md   (the agent skill file)
+          the agent skill file:
+            profui mcp --skill > ~/.claude/skills/profui/SKILL.md
 
         Nothing but the protocol goes to standard output; progress and warnings go to the client
         as notifications, tracebacks of bugs to standard error.

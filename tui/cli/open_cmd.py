@@ -145,7 +145,12 @@ def register(app: typer.Typer) -> None:
 
         Keys: 1-9 or Tab switch views (Dash, Kernels, Steps, Runs, Timeline, Comm, Launch, Idle, Sync), ] [ move between charts, Enter opens, / filters, s sorts, ? lists every key, q quits. A trace still being captured refreshes as new files land. A trace file that cannot be read ends the app with one line naming it (exit 2).
 
-        Examples: profui open trace/ · profui open run.pt.trace.json.gz · profui open node1/ node2/ · profui open --diff before/ after/
+        \b
+        Examples:
+          profui open trace/
+          profui open run.pt.trace.json.gz
+          profui open node1/ node2/
+          profui open --diff before/ after/
         """
         paths = list(paths or [])
         if diff is not None:

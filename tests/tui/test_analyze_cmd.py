@@ -387,3 +387,50 @@ def test_runs_tables_fit_80_columns_with_ids_and_times_whole(trace: Path) -> Non
                 assert {r.id, r.created.replace("T", " ")[:19], r.status} <= cells, r.id
         else:
             assert set(runs[-1].stages) <= {c.split()[0] for c in cells if c}
+
+
+def _in_terminal(args: list[str], columns: int = 80) -> str:
+    """What ``profui ARGS`` prints on a terminal of ``columns`` (a pseudo-terminal of that size)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main_fd, sub_fd = pty.openpty()
+    fcntl.ioctl(sub_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(
+        [*PROFUI, *args], stdout=sub_fd, stderr=subprocess.PIPE, env={**env, "NO_COLOR": "1"}
+    )
+    os.close(sub_fd)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the terminal closed: the command is done
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    os.close(main_fd)
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.decode()).replace("\r\n", "\n")  # styles off
+
+
+def test_one_runs_header_wraps_under_its_values_on_an_80_column_terminal(trace: Path) -> None:
+    """``profui runs T 1`` on an 80-column terminal: its header lines (run, selection, params)
+    wrap at spaces under their values, never past the edge (the terminal broke 'durati|on'
+    mid-word); every parameter of the run record is printed whole."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["analyze", str(trace), "-q"]).exit_code == 0
+    shown = _in_terminal(["runs", str(trace), "1"])
+    lines = shown.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    head = shown.split("┏")[0]
+    rec = list_runs(trace)[0]
+    words = head.split()
+    assert "duration" in words and "params" in words
+    for k in rec.params:
+        assert any(w.startswith(f"{k}=") for w in words), k

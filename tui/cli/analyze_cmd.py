@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +126,7 @@ def stage_table(rec: RunRecord) -> FittedTable:
     from .fit_table import Column, FittedTable
 
     stages = list(rec.stages.values())
+    errors = [(st.error or "")[:120] for st in stages]
     return FittedTable(
         f"{rec.id}  {rec.status}",
         [
@@ -143,7 +145,8 @@ def stage_table(rec: RunRecord) -> FittedTable:
                 text=True,
                 cap=60,
             ),
-            Column("error", [(st.error or "")[:120] for st in stages], text=True, cap=60),
+            # only where a stage has one: a column of blanks took a part of its own at 80 columns
+            *([Column("error", errors, text=True, cap=60)] if any(errors) else []),
         ],
     )
 
@@ -410,18 +413,23 @@ def register(app: typer.Typer) -> None:
         if as_json:
             sys.stdout.write(json.dumps(rec.to_dict(), indent=1) + "\n")
             return
-        out.print(
-            f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}"
-        )
-        out.print(f"selection  {','.join(rec.selection) if rec.selection else 'all stages'}")
+        head = [
+            f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}",
+            f"selection  {', '.join(rec.selection) if rec.selection else 'all stages'}",
+        ]
         if rec.reference or rec.resume_of:
-            out.print(
+            head.append(
                 f"reference  {rec.reference or '-'}"
                 + (f"   resumes {rec.resume_of}" if rec.resume_of else "")
             )
-        out.print("params     " + " ".join(f"{k}={_fmt_value(v)}" for k, v in rec.params.items()))
+        head.append("params     " + " ".join(f"{k}={_fmt_value(v)}" for k, v in rec.params.items()))
         if rec.error:
-            out.print(f"error      {rec.error}")
+            head.append(f"error      {rec.error}")
+        for line in head:  # wrapped at spaces under its value, not by the terminal mid-word
+            for part in textwrap.wrap(
+                line, out.width, subsequent_indent=" " * 11, break_on_hyphens=False, break_long_words=False
+            ):
+                out.print(part, markup=False)
         out.print(stage_table(rec))
 
 

@@ -74,3 +74,15 @@ def test_physical_values_are_taken() -> None:
     assert proc.returncode == 0, proc.stderr
     assert '"--peak-tflops"' in proc.stdout and "989.5" in proc.stdout
     assert _profui("summary", SAMPLE, "--peak-tflops", "0.001", "--top", "1000000").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args", [["import", "x.json", "-o"], ["summary", SAMPLE, "--top"], ["explain", SAMPLE, "--step"]]
+)
+def test_an_option_without_its_value_names_its_command(args: list[str]) -> None:
+    """An option given last, without its value, is refused naming the command it belongs to and
+    that command's help (it said 'profui: ... (see profui -h)')."""
+    proc = _profui(*args)
+    _refused(
+        proc, f"profui {args[0]}: option '{args[-1]}' requires an argument", f"(see profui {args[0]} -h)"
+    )

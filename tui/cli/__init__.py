@@ -183,7 +183,10 @@ def _usage(exc: typer.TyperException) -> None:
         exc.show()  # the help itself, on stderr
         raise SystemExit(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
-    where = ctx.command_path if ctx is not None else "profui"
+    # click's parser refuses an option without its value before a context is made: the command
+    # line's first command name says whose it was
+    named = next((a for a in sys.argv[1:] if a in {c.name for c in app.registered_commands}), None)
+    where = ctx.command_path if ctx is not None else f"profui {named}" if named else "profui"
     message = " ".join(exc.format_message().split()).rstrip(".")
     if isinstance(exc, UsageError):
         message = f"{message[:1].lower()}{message[1:]} (see {where} -h)"

@@ -277,7 +277,7 @@ class DashboardView(TraceView):
         left = sum(1 for c in dc.CHARTS if c.id in dc.DEVICE_CHARTS and not dc.applies(c, words))
         why = f" ({plural(left, 'device chart')} not drawn: no device work traced)" if left else ""
         # the keys line at the bottom names ] [, a, F and ?; Enter is the one it does not
-        return f"{shown} charts{why} · {source} · Enter opens a chart's view"
+        return f"{shown} charts{why} · stage outputs: {source} · Enter opens a chart's view"
 
     def _finished(self) -> None:
         seconds = time.perf_counter() - self.started

@@ -277,7 +277,7 @@ def build_cpu(result: Result, _view: Any) -> ChartData:
         kind="lines",
         series=series,
         x_label=f"time ({unit})",
-        y_label="% CPU (all cores)" if sampled else "% of traced threads busy",
+        y_label="% CPU (all cores)" if sampled else "% of traced threads busy in ops",
         y_max=100.0,
         text=cpu_active_line(result.utilization.cpu_active),
         note=Text(how, style="dim"),

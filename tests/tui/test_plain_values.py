@@ -18,7 +18,7 @@ import typer.main
 from profui.tui.cli import app
 from profui.tui.cli.plain_values import PlainValuesCommand
 
-INTS = ["3", " 3 ", "+3", "-3", "0", "1", "1_000", "1.0", "1.00", " 2.0 ", "1.5", "1.", "1e3", "0x10", "",
+INTS = ["3", " 3 ", "\x1f5", "5\x1c", "\xa05", "+3", "-3", "0", "1", "1_000", "1.0", "1.00", " 2.0 ", "1.5", "1.", "1e3", "0x10", "",
         "nan", "\uff13", "\u0661", "3 4", "-0", "99999999999999999999", "1_0.0", "1__0", "_1", "1_", "\t7\n",
         "1.0_0", "00012", "+", "abc"]  # fmt: skip
 FLOATS = ["2.5", "3", "1e3", "1e400", "nan", "NaN", "inf", "-inf", "Infinity", ".5", "1.", "x", "", "\uff11",
@@ -86,6 +86,37 @@ def test_every_command_is_a_plain_values_command() -> None:
         assert isinstance(ours, PlainValuesCommand) and not isinstance(theirs, PlainValuesCommand), name
 
 
+def test_a_bound_that_clamps_is_typers() -> None:
+    """An integer option with ``clamp=True`` (none of profui's has one) is clamped as Typer does,
+    not refused: the plain coercion leaves it to Typer."""
+
+    def demo(n: int = typer.Option(5, min=1, max=10, clamp=True)) -> None:
+        pass
+
+    for argv in (["--n", "50"], ["--n", "0"], ["--n", "7"], ["--n", "x"]):
+        ours_app, theirs_app = typer.Typer(), typer.Typer()
+        ours_app.command(cls=PlainValuesCommand)(demo)
+        theirs_app.command()(demo)
+        ours, theirs = typer.main.get_command(ours_app), typer.main.get_command(theirs_app)
+        assert _parse(ours, "demo", argv) == _parse(theirs, "demo", argv), argv
+
+
+def test_the_plain_kinds_are_taken_plainly() -> None:
+    """Every parameter of a kind this module takes has the plain coercion installed (else the
+    comparison below would compare Typer with itself)."""
+    from profui.tui.cli.plain_values import _plain_kind
+
+    plain = 0
+    for name in COMMANDS:
+        ours, _ = _commands(name)
+        for p in ours.params:
+            desc = p.type_descriptor
+            if _plain_kind(desc.annotation, desc.parameter_info) is not None:
+                assert type(p._runtime_param).__name__ == "Plain", (name, p.name)
+                plain += 1
+    assert plain >= 60  # every option and argument of every command
+
+
 def test_the_values_and_errors_are_typers() -> None:
     compared = 0
     for name in COMMANDS:
@@ -110,6 +141,9 @@ def test_a_path_is_checked_by_typers_rule(tmp_path) -> None:
 
     (tmp_path / "f").write_text("x")
     given = [
+        ["--must", ""],
+        ["--must", str(tmp_path), "--file", ""],
+        ["--must", str(tmp_path), "--folder", ""],
         ["--must", str(tmp_path / "missing")],
         ["--must", str(tmp_path / "f")],
         ["--must", str(tmp_path), "--file", str(tmp_path)],

@@ -9,9 +9,9 @@ list of texts or paths. Those are taken here, by pydantic's lax rules for a valu
 with its error messages, so that a command line gives the same values and the same errors as
 under Typer's own coercion (``tests/tui/test_plain_values.py`` holds them equal, Typer being the
 oracle); a path is checked (it exists where it must, is readable ...) by Typer's own function,
-which needs no pydantic. Any other kind (a path given as text or bytes, a bounded number or list
-...) goes through Typer's own coercion; on a Typer without that layer (before 0.29, or after it
-changed) nothing is changed.
+which needs no pydantic. Any other kind (a path given as text or bytes or allowing '-', a bounded
+float, a bound that clamps, a list with bounds, a click type or parser) goes through Typer's own
+coercion; on a Typer without that layer (before 0.29, or after it changed) nothing is changed.
 """
 
 from __future__ import annotations
@@ -34,15 +34,20 @@ _AT_LEAST = "Input should be greater than or equal to {}"
 _AT_MOST = "Input should be less than or equal to {}"
 
 
+#: The whitespace pydantic trims from a number's text: Unicode's (``str.isspace``) less the four
+#: separators ``\x1c``-``\x1f`` that Python's ``strip`` also takes.
+_SPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace() and not 0x1C <= c <= 0x1F)
+
+
 def _int(text: str) -> int:
-    s = text.strip()
+    s = text.strip(_SPACE)
     if not _INT.fullmatch(s):  # ASCII digits only, as pydantic's
         raise ValueError(_NOT_INT)
     return int(s.split(".", 1)[0])
 
 
 def _float(text: str) -> float:
-    s = text.strip()
+    s = text.strip(_SPACE)
     try:
         if not s.isascii():
             raise ValueError
@@ -66,11 +71,11 @@ def _one(kind: type, value: Any, info: Any, param: Any, ctx: Any) -> Any:
             raise TypeError(value)
         return value
     if kind is Path:
-        if not isinstance(value, str | Path):
+        # "" is Path("."), which Typer checks as "." and names as '': its own rule for that one
+        if not isinstance(value, str | Path) or value == "":
             raise TypeError(value)
-        from typer._param_types import coerce_cli_path  # the checks; pydantic only makes the Path
-
-        return Path(os.fsdecode(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx)))
+        checked = _typer_path_checks()(value, info, path_type=None, param=param, ctx=ctx)
+        return Path(os.fsdecode(checked))
     if kind is bool:
         if not isinstance(value, bool):
             raise TypeError(value)
@@ -99,9 +104,18 @@ def _plain_kind(annotation: Any, info: Any) -> tuple[type, bool] | None:
     kind = (get_args(annotation) or (None,))[0] if many else annotation
     if kind not in (_IN_LIST if many else _ONE) or (kind is not int and (info.min, info.max) != (None, None)):
         return None
+    if getattr(info, "clamp", False):
+        return None  # a bound that clamps instead of refusing: Typer's rule
     if kind is Path and (info.path_type is not None or info.allow_dash):
         return None  # a path given as text or bytes, or '-' for a standard stream: Typer's rules
     return kind, many
+
+
+def _typer_path_checks() -> Any:
+    """Typer's own checks of a path (it exists where it must, is readable ...): no pydantic."""
+    from typer._param_types import coerce_cli_path
+
+    return coerce_cli_path
 
 
 @functools.cache

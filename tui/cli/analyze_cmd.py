@@ -143,10 +143,9 @@ def stage_table(rec: RunRecord) -> FittedTable:
                 "parameters",
                 [" ".join(f"{k}={_fmt_value(v)}" for k, v in st.params.items()) or "-" for st in stages],
                 text=True,
-                cap=60,
             ),
             # only where a stage has one: a column of blanks took a part of its own at 80 columns
-            *([Column("error", errors, text=True, cap=60)] if any(errors) else []),
+            *([Column("error", errors, text=True)] if any(errors) else []),
         ],
     )
 
@@ -415,6 +414,7 @@ def register(app: typer.Typer) -> None:
             return
         head = [
             f"run        {rec.id}   {rec.status}   created {rec.created}   duration {_fmt_s(rec.seconds)}",
+            # ", " so that a terminal's line breaks fall between stages; printed as --stages takes it
             f"selection  {', '.join(rec.selection) if rec.selection else 'all stages'}",
         ]
         if rec.reference or rec.resume_of:
@@ -423,13 +423,24 @@ def register(app: typer.Typer) -> None:
                 + (f"   resumes {rec.resume_of}" if rec.resume_of else "")
             )
         head.append("params     " + " ".join(f"{k}={_fmt_value(v)}" for k, v in rec.params.items()))
+        for line in head:
+            # on a terminal, wrapped at spaces under its value (the terminal broke it mid-word);
+            # piped, one line each, as a log reads it
+            parts = (
+                textwrap.wrap(
+                    line,
+                    out.width,
+                    subsequent_indent=" " * 11,
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+                if out.is_terminal
+                else [line]
+            )
+            for part in parts:
+                out.print(part.replace(", ", ",") if line.startswith("selection") else part, markup=False)
         if rec.error:
-            head.append(f"error      {rec.error}")
-        for line in head:  # wrapped at spaces under its value, not by the terminal mid-word
-            for part in textwrap.wrap(
-                line, out.width, subsequent_indent=" " * 11, break_on_hyphens=False, break_long_words=False
-            ):
-                out.print(part, markup=False)
+            out.print(f"error      {rec.error}", markup=False)
         out.print(stage_table(rec))
 
 

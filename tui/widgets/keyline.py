@@ -50,7 +50,7 @@ class KeyLine(Static):
                 last = item
             else:
                 items.append(item)
-        room = self.size.width - 2 if self.size.width else 10**6  # less the padding
+        room = self.size.width or 10**6  # the content area: the padding is not in it
         shown = [*items, *([last] if last else [])]
         if last is not None and _width(shown) > room:
             kept = []

@@ -175,8 +175,9 @@ def cpu_takeaway(cpu: pl.DataFrame) -> str:
         tail = "" if few else f" over the job ({plural(v.len(), 'sample')}), peak {fmt_pct(peak, 0)}"
     else:
         # only the traced threads, in the traced window: not the machine's CPU utilization; busy
-        # in ops (the chart's line), not the annotations the chart's header counts as active
-        head = f"Host threads busy in ops {fmt_pct(mean, 0)} of the time on average"
+        # in ops or calls (Python's, the CUDA API's: the chart's line), not the annotations the
+        # chart's header counts as active too
+        head = f"Host threads busy in ops or calls {fmt_pct(mean, 0)} of the time on average"
         tail = "" if few else f", peak {fmt_pct(peak, 0)}"
     if few:
         tail = f" ({plural(v.len(), 'sample')}: too few for a shape)"

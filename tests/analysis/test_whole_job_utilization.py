@@ -102,7 +102,7 @@ def test_an_imported_trace_says_host_thread_activity_not_cpu(tmp_path: Path) -> 
     cpu = t.result("utilization")["cpu.parquet"]
     assert set(cpu["source"]) == {"host_events"}
     words = t.result("summary")["takeaways.json"]["cpu"]
-    assert words.startswith("Host threads busy in ops ") and "CPU" not in words
+    assert words.startswith("Host threads busy in ops or calls ") and "CPU" not in words
     manifest = json.loads((SAMPLES / "mlp_cpu" / "manifest.json").read_text())
     tw = t.result("utilization")["traced.parquet"].row(0, named=True)
     assert (tw["start_ns"], tw["end_ns"]) == (manifest["start_ns"], manifest["end_ns"])

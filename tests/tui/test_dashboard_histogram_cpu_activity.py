@@ -78,7 +78,8 @@ def test_real_trace_histogram_and_cpu_active(nccl: Path) -> None:
             header = str(view.panel("cpu").query_one(".chart-text").render())
             # host events only: not the machine's CPU, and the header says what it is
             expected = (
-                f"Host threads active (ops or annotations) {fmt_ns(row['active_ns'])} of {fmt_ns(row['window_ns'])}"
+                f"Host threads active (ops, calls or annotations) {fmt_ns(row['active_ns'])}"
+                f" of {fmt_ns(row['window_ns'])}"
                 f" ({fmt_pct(row['active_share'])})"
             )
             assert expected in header
@@ -132,18 +133,18 @@ def _union_ns(intervals: list[tuple[int, int]]) -> int:
 
 def test_cpu_chart_words_say_what_each_number_counts(tmp_path: Path) -> None:
     """HTA's CPU-only trace: 1.1 s of annotations and 4 µs of ops on one thread. The chart's
-    header counts a thread active in ops or annotations (86% of the window), its line and the
-    takeaway count threads busy in ops (<0.1%): each says which, so the two do not read as one
-    number contradicting the other ('busy 86%' above a line at 0). Oracle: the unions of the raw
-    events' intervals, in plain Python."""
+    header counts a thread active in ops, calls or annotations (86% of the window), its line and
+    the takeaway count threads busy in ops or calls (<0.1%): each says which, so the two do not
+    read as one number contradicting the other ('busy 86%' above a line at 0). Oracle: the unions
+    of the raw events' intervals by kind, in plain Python; the line's mean is its busy time over
+    its buckets' time, exactly."""
     trace = tmp_path / "cpu_only"
     import_trace([shared_trace(CPU_ONLY)], trace)
     ev = open_trace(trace).events().collect()
     host = ev.filter(pl.col("device") < 0)
-    ops = [(t, t + d) for t, d, k in host.select("ts", "dur", "kind").rows() if k == "cpu_op"]
-    active = [
-        (t, t + d) for t, d, k in host.select("ts", "dur", "kind").rows() if k in ("cpu_op", "annotation")
-    ]
+    rows = host.select("ts", "dur", "kind").rows()
+    ops = [(t, t + d) for t, d, k in rows if k in ("cpu_op", "python", "runtime", "driver")]
+    active = [(t, t + d) for t, d, k in rows if k in ("cpu_op", "python", "runtime", "driver", "annotation")]
     window = int((ev["ts"] + ev["dur"]).max()) - int(ev["ts"].min())  # first to last event
     assert _union_ns(active) > 0.5 * window > 1000 * _union_ns(ops)  # the case this test is for
 
@@ -153,14 +154,22 @@ def test_cpu_chart_words_say_what_each_number_counts(tmp_path: Path) -> None:
             view = await wait_dashboard(pilot, app)
             panel = view.panel("cpu")
             header = str(panel.query_one(".chart-text").render())
-            assert f"active (ops or annotations) {fmt_ns(_union_ns(active))} of {fmt_ns(window)}" in header
+            assert (
+                f"active (ops, calls or annotations) {fmt_ns(_union_ns(active))} of {fmt_ns(window)}"
+                in header
+            )
             assert "busy" not in header, header
             foot = str(panel.query_one(".chart-foot").render())  # the note, then the takeaway
-            assert foot.startswith("traced host threads busy in ops"), foot
+            assert foot.startswith("traced host threads busy in ops or calls"), foot
             words = open_trace(trace).result("summary")["takeaways.json"]["cpu"]
-            assert words.startswith("Host threads busy in ops ") and words in " ".join(foot.split())
+            assert words.startswith("Host threads busy in ops or calls ") and words in " ".join(foot.split())
             cpu = open_trace(trace).result("utilization")["cpu.parquet"]
-            busy_share = _union_ns(ops) / (cpu.height * int(cpu["bucket_len_ns"][0]))
-            assert fmt_pct(float(cpu["util"].mean()), 0) == fmt_pct(busy_share, 0) in words
+            # each bucket's share of the one thread busy, the ops' union cut to the bucket
+            shares = [
+                _union_ns([(max(a, b0), min(b, b0 + n)) for a, b in ops if a < b0 + n and b > b0]) / n
+                for b0, n in cpu.select("bucket_start_ns", "bucket_len_ns").rows()
+            ]
+            assert cpu["util"].to_list() == pytest.approx(shares, rel=1e-9, abs=1e-15)
+            assert fmt_pct(sum(shares) / len(shares), 0) in words
 
     asyncio.run(go())

@@ -266,7 +266,7 @@ def build_cpu(result: Result, _view: Any) -> ChartData:
     how = (
         "the machine's cores, sampled over the whole job"
         if sampled
-        else "traced host threads busy in ops, in the traced window (no CPU samples: not the machine's CPU)"
+        else "traced host threads busy in ops or calls (Python, CUDA API), in the traced window (no CPU samples: not the machine's CPU)"
     )
     marks: list[float] = []
     if origin is not None:  # sampled
@@ -277,7 +277,7 @@ def build_cpu(result: Result, _view: Any) -> ChartData:
         kind="lines",
         series=series,
         x_label=f"time ({unit})",
-        y_label="% CPU (all cores)" if sampled else "% of traced threads busy in ops",
+        y_label="% CPU (all cores)" if sampled else "% of threads busy (ops, calls)",
         y_max=100.0,
         text=cpu_active_line(result.utilization.cpu_active),
         note=Text(how, style="dim"),
@@ -300,8 +300,8 @@ def cpu_active_line(active: pl.DataFrame) -> Text:
     sampled = bool((active["source"] == "metrics").any())
     rows = active.filter(pl.col("source") == ("metrics" if sampled else "host_events"))
     act, window = int(rows["active_ns"].sum()), int(rows["window_ns"].sum())
-    # cpu_active's union counts annotations too: "active", where the line below (ops) is "busy"
-    text.append("CPU active " if sampled else "Host threads active (ops or annotations) ")
+    # cpu_active's union counts annotations too: "active", where the line below is "busy"
+    text.append("CPU active " if sampled else "Host threads active (ops, calls or annotations) ")
     text.append(fmt_ns(act), style="bold")
     text.append(f" of {fmt_ns(window)} ({fmt_pct(act / window)})" if window else "")
     who = "nodes" if sampled else "ranks"

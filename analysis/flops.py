@@ -590,8 +590,10 @@ def flop_tables(
         .sort(["time_ns", "name"], descending=[True, False])
     )
     peak, why = _peak(o, k, gpus, peak_tflops)
-    steps_table = _steps(o, windows, peak, model_flops)
-    totals = _totals(o, k, steps_table, peak, why, model_flops)
+    # no op of the trace counted (no shapes recorded): no throughput and no MFU from it, not 0
+    counted = o.height > 0 and bool(o["flops"].is_not_null().any())
+    steps_table = _steps(o, windows, peak, model_flops, counted)
+    totals = _totals(o, k, steps_table, peak, why, model_flops, counted)
     if peak is not None:
         sheet = _peak(o, k, gpus, 0.0)[0] if peak.source == "--peak-tflops" else peak
         totals, steps_table = _flag_impossible(totals, steps_table, k, peak, sheet, model_flops)
@@ -708,7 +710,9 @@ def _peak(
     return None, f"no {precision} peak known for {', '.join(names)} (give --peak-tflops)"
 
 
-def _steps(ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_flops: float) -> pl.DataFrame:
+def _steps(
+    ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_flops: float, counted: bool
+) -> pl.DataFrame:
     w = windows.select(
         "node", "rank", "step", "cpu_start_ns", "cpu_end_ns", pl.col("dur_ns").alias("step_ns")
     )
@@ -718,8 +722,6 @@ def _steps(ops: pl.DataFrame, windows: pl.DataFrame, peak: Peak | None, model_fl
         .agg(pl.len().cast(pl.Int64).alias("ops"), pl.col("flops").sum().alias("flops"))
         .collect(engine=ENGINE)
     )
-    # no op of the trace counted (no shapes recorded): no throughput, not 0 TFLOP/s
-    counted = ops.select(pl.col("flops").is_not_null().any()).item() if ops.height else False
     s = (
         w.join(inside, on=["node", "rank", "step"], how="left")
         .with_columns(pl.col("ops").fill_null(0), pl.col("flops").fill_null(0.0))
@@ -749,13 +751,13 @@ def _totals(
     peak: Peak | None,
     why: str,
     model_flops: float,
+    any_counted: bool,
 ) -> pl.DataFrame:
     counted = ops.filter(pl.col("flops").is_not_null())
     carrying = kernels.filter(pl.col("flops").is_not_null())
     step_ns = int(steps["step_ns"].sum() or 0)
     step_flops = float(steps["flops"].sum() or 0.0)
-    # no op counted (no shapes recorded): no throughput and no MFU from it, not 0
-    tflops = step_flops / step_ns / 1e3 if step_ns > 0 and counted.height else None
+    tflops = step_flops / step_ns / 1e3 if step_ns > 0 and any_counted else None
     definition = "model" if model_flops > 0 else "counted"
     mfu = None
     if peak is not None and step_ns > 0:

@@ -12,7 +12,7 @@ typer (all a warm ``info`` loads and, since profui's help is click's plain text,
 typer with the rich renderer of its help (every ``--help`` before that; a baseline's may still),
 and typer with pyarrow's Parquet reader (a first ``info`` reads four event columns with its core,
 ``pyarrow._parquet``, and counts them with numpy, which pyarrow loads), with and without pydantic (typer 0.29 coerces every
-value of a command with it; ``info`` declares its parameters so that it does not).
+value of a command with it; profui's commands take theirs plainly, ``tui/cli/plain_values.py``).
 
 ``info`` runs cold and warm. Cold is the first ``info`` of a folder as it comes: a sample trace
 folder copied without its cache store (never inventoried: this checkout counts its events and keeps

@@ -88,14 +88,12 @@ for _module in (
 
 
 def unwrapped(doc: str) -> str:
-    """A command's docstring as ``--help`` should read it: each paragraph one line, which rich
-    wraps at the terminal's width (Typer keeps a docstring's own line breaks, so its help broke
-    lines mid-sentence at 80 columns); a ``\\b`` paragraph or an indented one (examples) keeps
-    its lines."""
+    """A command's docstring as ``--help`` should read it: each paragraph one line, which click
+    wraps at the terminal's width (and the first is the command list's short help, whole); a
+    ``\\b`` paragraph (examples) keeps its lines."""
     paragraphs = inspect.cleandoc(doc).split("\n\n")
     return "\n\n".join(
-        p if p.startswith("\b") or p[:1].isspace() else " ".join(line.strip() for line in p.splitlines())
-        for p in paragraphs
+        p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs
     )
 
 

@@ -53,7 +53,7 @@ class KeyLine(Static):
         room = self.size.width or 10**6  # the content area: the padding is not in it
         shown = [*items, *([last] if last else [])]
         if last is not None and _width(shown) > room:
-            kept = []
+            kept: list[tuple[str, str, bool]] = []
             for item in items:
                 if _width([*kept, item, ("…", "", True), last]) > room:
                     break

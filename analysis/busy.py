@@ -35,8 +35,15 @@ RANK_BY = ("node", "rank")
 def device_intervals(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
     """Device-work events (``kind`` in ``kinds`` on a device, ``device >= 0``) with ``start``
     and ``end``: what busy time and utilization need, without :func:`device_work`'s types."""
-    lf = _lazy(events).filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
+    lf = _lazy(events).filter(is_device_work(kinds))
     return lf.with_columns(pl.col("ts").alias("start"), (pl.col("ts") + pl.col("dur")).alias("end"))
+
+
+def is_device_work(kinds: Sequence[str] = WORK_KINDS) -> pl.Expr:
+    """An event that is device work: of ``kinds`` (kernels, copies, memsets) on a device lane. A
+    device-side annotation alone (CUPTI's profiler ranges) is none: the one rule of what makes a
+    device active, for the overview, the steps and the busy time."""
+    return pl.col("kind").is_in(list(kinds)) & (pl.col("device") >= 0)
 
 
 def device_work(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFrame:
@@ -45,7 +52,7 @@ def device_work(events: Frame, kinds: Sequence[str] = WORK_KINDS) -> pl.LazyFram
     Memcpy/memset are MEMORY whatever their name. (HTA's GPU events:
     :func:`profui.analysis.hta_variants.hta_device_work`.)
     """
-    lf = _lazy(events).filter(pl.col("kind").is_in(list(kinds)), pl.col("device") >= 0)
+    lf = _lazy(events).filter(is_device_work(kinds))
     # a real kernel never gets OTHER: names like "...Sync..." are still computation
     ktype = (
         pl.when(pl.col("kind").is_in(["memcpy", "memset"]))

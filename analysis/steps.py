@@ -21,7 +21,7 @@ from typing import cast
 
 import polars as pl
 
-from .busy import RANK_BY, WORK_KINDS, device_work
+from .busy import RANK_BY, WORK_KINDS, device_work, is_device_work
 from .engine import ENGINE, SCAN_ENGINE
 from .intervals import Frame, _lazy, clip_to_windows, merge_intervals, union_length
 from .stats import int_std
@@ -356,7 +356,7 @@ def breakdown_of(work: Frame, windows: Frame, events: Frame) -> pl.LazyFrame:
     ev = _lazy(events)
     # device work, not a device-side annotation alone (CUPTI's profiler ranges): a rank with none
     # is a host rank, as the trace's overview counts it
-    on_device = ev.filter(pl.col("device") >= 0, pl.col("kind").is_in(WORK_KINDS))
+    on_device = ev.filter(is_device_work())
     # which ranks need the host rule or the by-time rule, decided first (small frames): on a
     # GPU trace neither applies, and building their plans over every event cost 4x the breakdown
     host_ranks = (

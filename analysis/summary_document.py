@@ -238,7 +238,7 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
     memsets: not a device-side annotation alone, CUPTI's profiler ranges); ``device_type``
     says what they are (:mod:`profui.analysis.devices`: ``gpu``, ``cpu`` for XLA on CPU, ``none``
     without device work) and ``gpus`` counts them only when they are GPUs."""
-    from .busy import WORK_KINDS
+    from .busy import is_device_work
     from .devices import GPU, NONE, manifest_device_type
 
     m = trace.manifest
@@ -247,10 +247,7 @@ def trace_overview(trace: Trace, events: pl.LazyFrame) -> dict[str, Any]:
             pl.len().alias("events"),
             pl.col("ts").min().alias("start_ns"),
             (pl.col("ts") + pl.col("dur")).max().alias("end_ns"),
-            pl.struct("node", "rank", "device")
-            .filter(pl.col("device") >= 0, pl.col("kind").is_in(WORK_KINDS))
-            .n_unique()
-            .alias("gpus"),
+            pl.struct("node", "rank", "device").filter(is_device_work()).n_unique().alias("gpus"),
         )
         .collect(engine=SCAN_ENGINE)
         .row(0, named=True)

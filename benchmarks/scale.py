@@ -41,6 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from machine import line as machine_line
 from peak import run as measure
 from precompile import compile_sources
 from replicate_trace import replicate
@@ -206,6 +207,7 @@ def main() -> None:
         f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or 'as set by profui (per-CPU arenas, Linux) and Polars'}",
         flush=True,
     )
+    print(machine_line(), flush=True)
     results: dict[int, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="profui-scale-") as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)

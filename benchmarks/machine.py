@@ -10,16 +10,19 @@ before (and the first 200 MB array of a process: 0.8 s). Every benchmark that al
 as a huge trace's import or analysis carries that cost, in wall time more than in CPU seconds, and
 it varies with how long the memory lay free; on a bare-metal GPU node, or a VM whose memory is
 pinned for a passed-through GPU, it is absent. :func:`line` states it beside the load, so that
-figures from two machines can be told apart.
+figures from two machines can be told apart. ``profui`` itself leaves numpy's huge pages off
+where pages are reported (``profui.tui.cli._small_pages_where_reported``).
 
     .venv/bin/python benchmarks/machine.py
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from pathlib import Path
+
+from profui.capture.conversion.free_pages import reports_free_pages
 
 #: Run in a child (its own memory, not the benchmark's): the µs per 4 KiB to make a numpy array
 #: of ``size`` bytes (numpy asks for transparent huge pages for large arrays), just after
@@ -45,17 +48,14 @@ SIZE = 256 << 20
 REST_S = 3.0
 
 
-def page_reporting() -> bool:
-    """Whether this Linux reports free pages to a hypervisor (a balloon driver bound)."""
-    return Path("/sys/module/page_reporting").is_dir() and any(
-        Path("/sys/bus/virtio/drivers/virtio_balloon").glob("virtio*")
-    )
-
-
 def touch_costs() -> tuple[float, float]:
     """µs per page to touch memory freed just before, and freed :data:`REST_S` seconds before."""
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(SIZE), str(REST_S)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD, str(SIZE), str(REST_S)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "NUMPY_MADVISE_HUGEPAGE": "1"},  # numpy's default, whatever profui sets
     )
     warm, cold = out.stdout.split()
     return float(warm), float(cold)
@@ -64,7 +64,7 @@ def touch_costs() -> tuple[float, float]:
 def line() -> str:
     """One line for a benchmark's header: the touch costs and whether pages are reported."""
     warm, cold = touch_costs()
-    reporting = "on" if page_reporting() else "off"
+    reporting = "on" if reports_free_pages() else "off"
     return (
         f"fresh memory: {cold:.2f} µs/page after lying free {REST_S:.0f} s, {warm:.2f} just freed "
         f"(free page reporting to a hypervisor: {reporting})"

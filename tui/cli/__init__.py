@@ -115,6 +115,7 @@ def main() -> None:
     if not os.environ.get("OPENBLAS_NUM_THREADS"):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
     _arena_per_cpu()
+    _small_pages_where_reported()
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:
@@ -170,6 +171,25 @@ def _arena_per_cpu() -> None:
     per_cpu = os.sysconf("SC_NPROCESSORS_ONLN") == os.sysconf("SC_NPROCESSORS_CONF") == usable
     mine = "percpu_arena:percpu" if per_cpu else f"narenas:{usable}"
     os.environ["_RJEM_MALLOC_CONF"] = f"{conf},{mine}" if conf else mine
+
+
+def _small_pages_where_reported() -> None:
+    """On a virtual machine whose balloon reports free pages to its host, tell numpy not to ask
+    for transparent huge pages (``NUMPY_MADVISE_HUGEPAGE=0``), unless the user's environment
+    says; set before numpy loads, which reads it.
+
+    Why: the host takes back the free blocks of huge-page size, so numpy's huge pages come from
+    memory the host must fault in again, ~20× slower to make than 4 KiB pages from memory just
+    freed (``benchmarks/machine.py``). A 3M-event import, whose conversion makes large numpy
+    arrays, took 0.84× the wall time without them there; elsewhere numpy's default stands."""
+    if not sys.platform.startswith("linux") or "numpy" in sys.modules:
+        return
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return
+    from profui.capture.conversion.free_pages import reports_free_pages
+
+    if reports_free_pages():
+        os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
 
 
 def _usage(exc: typer.TyperException) -> None:

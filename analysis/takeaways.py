@@ -129,7 +129,10 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     cause = idle_cause(idle)
     text = f"{dev} idle {fmt_pct(idle_share, 0)}{where}"
     if cause and cause[1] >= DOMINANT_SHARE:
-        text += f", {fmt_pct(cause[1], 0)} of it {cause[0]} ({_idle_phrase(cause[0], words)})"
+        # the share is of the streams' idle time summed (a device idle on two streams at once
+        # counts twice there), not of the device's idle time said before it
+        of = "the XLA-op threads' idle time" if words.kind == CPU else "stream idle time"
+        text += f"; {fmt_pct(cause[1], 0)} of {of} is {cause[0]} ({_idle_phrase(cause[0], words)})"
     if n > 1:
         lo, hi = (
             cast("float | None", busy["busy_share"].min()),

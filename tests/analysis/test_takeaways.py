@@ -18,9 +18,12 @@ IDLE = pl.DataFrame(
 
 
 def test_gpu_active_describes_idle_and_its_category():
-    # idle 1 - 1080/2000 = 46%; host_wait 800 of 920 idle ns = 87%, more than half: named
+    # idle 1 - 1080/2000 = 46%; host_wait 800 of 920 idle ns = 87%, more than half: named, as
+    # a share of the streams' idle time (920 ns), not of the GPUs' (920 of 2000 here only by
+    # chance: a device idle on two streams at once counts twice in the streams' sum)
     assert tk.gpu_active_takeaway(BUSY, IDLE) == (
-        "GPU idle 46% across 2 GPUs, 87% of it host_wait (launches arrive after their stream ran dry)."
+        "GPU idle 46% across 2 GPUs; 87% of stream idle time is host_wait"
+        " (launches arrive after their stream ran dry)."
     )
     no_cause = IDLE.with_columns(pl.Series("idle_ns", [300, 300, 320]))
     # no category has half the idle time (320 of 920 at most): none is named
@@ -129,7 +132,8 @@ def test_real_trace_takeaways(imported_trace):
     host_wait = idle.filter(pl.col("category") == "host_wait")["idle_ns"].sum() / idle["idle_ns"].sum()
     assert 0.99 < host_wait < 1  # shown as ">99%", not a rounded-up 100%
     assert text == (
-        f"GPU idle {idle_pct:.0f}%, >99% of it host_wait (launches arrive after their stream ran dry)."
+        f"GPU idle {idle_pct:.0f}%; >99% of stream idle time is host_wait"
+        " (launches arrive after their stream ran dry)."
     )
     comm = tk.comm_takeaway(comm_by_collective(ev).collect(), comm_comp_overlap(ev).collect(), pl.DataFrame())
     assert comm == "NCCL 46.9 ms (AllReduce >99%); 16% overlapped with compute."

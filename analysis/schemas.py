@@ -208,7 +208,7 @@ _STEP_WINDOW_COLUMNS = (
     _c("start_ns", I64, "epoch_ns", "first device event of the step"),
     _c("end_ns", I64, "epoch_ns", "last device event end of the step"),
     _c("dur_ns", I64, "ns", "device time of the step"),
-    _c("n_launches", I64, "count"),
+    _c("n_launches", I64, "count", "launch calls started in the step whose kernel, copy or memset is traced"),
     _c("n_device_events", I64, "count"),
     _c("mapped", BOOL, "flag", "the step's launches reached the device"),
 )

@@ -172,9 +172,7 @@ def step_windows(events: Frame) -> Steps:
     m = markers.lazy()
     # every launch call's step, found once for the launch counts and the device work's steps
     launches = assign_launches(ev, m).collect(engine=ENGINE).lazy()
-    per_launch = launches.group_by(*RANK_BY, "step").agg(
-        pl.len().alias("n_launches"), pl.col("launch_ts").min().alias("_first_launch")
-    )
+    per_launch = launches.group_by(*RANK_BY, "step").agg(pl.col("launch_ts").min().alias("_first_launch"))
     # in time order (a join's order otherwise): the breakdown's unions sort it by step and start,
     # which on rows already in time order costs a twentieth of the sort of joined rows
     work = (
@@ -185,7 +183,13 @@ def step_windows(events: Frame) -> Steps:
     dev = (
         work.lazy()
         .group_by(*RANK_BY, "step")
-        .agg(pl.len().alias("n_device_events"), pl.col("end").max().alias("_last_end"))
+        .agg(
+            pl.len().alias("n_device_events"),
+            # a launch is a call whose kernel, copy or memset is traced (the launch stage's rule),
+            # not every runtime call with a correlation id (a synchronize, an event record)
+            pl.col("correlation").filter(pl.col("kind").is_in(WORK_KINDS)).n_unique().alias("n_launches"),
+            pl.col("end").max().alias("_last_end"),
+        )
     )
     windows = (
         m.join(per_launch, on=[*RANK_BY, "step"], how="left")

@@ -158,11 +158,12 @@ def time_findings(cp: CriticalPathOutputs, words: DeviceWords, unit: str = "step
         worst = rows.sort("saved_ns", "step", "rank", descending=[True, False, False]).row(0, named=True)
         kinds = PATH_KINDS[category]
         on_path = path_time(jobs, by_kind, kinds)
+        host_ops = path_time(jobs, by_kind, ("host_compute",)) > path_time(jobs, by_kind, ("device_compute",))
         f = Finding(
             category,
             severity_of(share),
             recoverable_title(_lead(category, words), mean, share, unit),
-            next_step(category, words),
+            next_step(category, words, host_ops=host_ops),
             mean,
             share,
             sorted(set(rows["rank"].to_list())),

@@ -113,8 +113,12 @@ class Finding:
     evidence: list[tuple[str, float, str, str]] = field(default_factory=list)
 
 
-def next_step(category: str, words: DeviceWords) -> str:
-    """The concrete change to try for a category (in the trace's device words)."""
+def next_step(category: str, words: DeviceWords, host_ops: bool = False) -> str:
+    """The concrete change to try for a category (in the trace's device words); ``host_ops``:
+    a compute finding whose path spends more time in host ops than in device work, where the
+    ops listed are host ops, not the device's."""
+    if category == "compute" and host_ops and words.kind != NONE:
+        return "Shorten the longest host ops listed: torch.compile, fewer and larger ops, or a cheaper formulation."
     return {
         "input": "Load data ahead of the step: DataLoader(num_workers=N, pin_memory=True, "
         "persistent_workers=True), and keep the dataset's __getitem__ cheap.",

@@ -192,14 +192,23 @@ def _cut(s: str, width: int, head: int) -> str:
     return s if len(s) <= width else s[:head] + "…" + s[len(s) - (width - head - 1) :]
 
 
-def elide(name: str, width: int, bare: bool = True) -> str:
+def elide(name: str, width: int, bare: bool = True, last_word: bool = False) -> str:
     """A long text in ``width`` characters, cut in the middle: its head and its tail around
     ``…``, since related names share a prefix and differ at the end (tile sizes, suffixes,
     ``rank-0`` / ``rank-1``). The one rule for cutting text on every surface. With ``bare`` (kernel
-    names), the name is first made bare (:func:`_bare`) when too long."""
+    names), the name is first made bare (:func:`_bare`) when too long. With ``last_word`` (a
+    label ending in an id: ``thread 783658``) the tail is at least its last word whole where
+    three characters of the head still fit (``thr… 783658``): an id cut anywhere reads as another."""
     if len(name) <= width:
         return name
-    return _cut(_bare(name) if bare else name, width, width // 2) if width >= 2 else name[:width]
+    if width < 2:
+        return name[:width]
+    text = _bare(name) if bare else name
+    head = width // 2
+    if last_word and " " in text:
+        tail = len(text) - text.rindex(" ")  # the last word and the space before it
+        head = min(head, width - 1 - tail) if width - 1 - tail >= 3 else head
+    return _cut(text, width, head)
 
 
 def _around(s: str, width: int, at: int) -> str:

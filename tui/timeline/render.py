@@ -16,7 +16,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from profui.analysis.comm import COMM_PATTERN
-from profui.analysis.formatting import block_label, fmt_ns
+from profui.analysis.formatting import block_label, elide, fmt_ns
 from profui.analysis.lod_raster import FrameCells, FrameRaster
 from profui.capture.format import EVENT_KINDS
 
@@ -557,6 +557,9 @@ class Renderer:
                 # device events that name no stream (CUPTI's context-wide event syncs): the
                 # index keeps them on a lane numbered -1, which is no stream of the program's
                 label = "no stream"
+            # a label too long for the column is cut in its middle, marked (a thread's id cut at
+            # its end read as another thread's)
+            label = elide(label, max(lw - 2 - len(indent) - len(mark), 1), bare=False, last_word=True)
             text = f"{indent}{mark}{label}"
             style = LABEL_HEADER if ln.kind in ("node", "rank", "gpu", "metrics") else LABEL
         if cursor:

@@ -12,7 +12,7 @@ row as a dict.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -45,16 +45,19 @@ def cell_len(cell: Any) -> int:
     return cell.cell_len if isinstance(cell, Text) else len(str(cell))
 
 
-def header_of(col: str) -> str:
+def header_of(col: str, shown: Sequence[str] = ()) -> str:
     """A column header from a column name (``total_ns`` → ``total``, ``algbw_gbps`` → ``algbw``,
     ``launch_count`` → ``launch count``, ``saved_ns_per_step`` → ``saved per step``): the unit
-    goes, the cells carry it."""
-    col = col.replace("_ns_", "_")
+    goes, the cells carry it; a time column beside the column its header would repeat
+    (``cause_ns`` beside ``cause``, among ``shown``) is that column's ``time``."""
+    name = col.replace("_ns_", "_")
     for suffix in ("_ns", "_gbps"):
-        if col.endswith(suffix):
-            col = col[: -len(suffix)]
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
             break
-    return col.replace("_", " ")
+    if name != col and name in shown and col.endswith("_ns"):
+        return f"{name.replace('_', ' ')} time"
+    return name.replace("_", " ")
 
 
 #: Declared units (:data:`profui.analysis.schemas.UNITS`) and how a number in that unit reads.
@@ -223,7 +226,7 @@ class FrameTable(DataTable):
             mark = ""
             if col == self.sort_by:
                 mark = " ▼" if self.descending else " ▲"
-            headers.append(header_of(col) + mark)
+            headers.append(header_of(col, self.columns_shown) + mark)
             # explicit widths: the table reads the same however often and whenever it is refilled
             widths.append(min(MAX_TEXT, max([len(headers[-1]), *(cell_len(r[i]) for r in rows)])))
         natural = list(widths)

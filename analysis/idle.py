@@ -69,6 +69,14 @@ HTA_QUEUE_LAUNCH_NAMES: tuple[str, ...] = (
 #: CUDA's launch queue capacity per stream (HTA's ``CUDA_MAX_LAUNCH_QUEUE_PER_STREAM``).
 MAX_QUEUE_LENGTH = 1024
 
+
+def queue_words(hta_compat: bool = False) -> str:
+    """What a launch in the queue is, as the queue table's title says it: by default launched
+    and not finished (it leaves when its work ends), with ``hta_compat`` HTA's launched and not
+    yet started."""
+    return "launched, not yet started" if hta_compat else "launched, not finished"
+
+
 _STREAM_KEYS = ["node", "rank", "device", "stream"]
 
 #: The order of device events in :func:`gaps_of`: by start, and at equal starts (µs-rounded

@@ -833,7 +833,7 @@ class IdleTotalsRow(TypedDict):
 
 
 class IdleQueueRow(TypedDict):
-    """A row of ``idle/queue.parquet``: launch queue length per stream (launched, not yet started)."""
+    """A row of ``idle/queue.parquet``: launch queue length per stream (launched, not finished; with hta_compat, HTA's launched, not yet started)."""
 
     node: str
     rank: int

@@ -589,7 +589,7 @@ class IdleOutputs(StageOutputs):
 
     @property
     def queue(self) -> pl.DataFrame:
-        """``queue.parquet``: launch queue length per stream (launched, not yet started)."""
+        """``queue.parquet``: launch queue length per stream (launched, not finished; with hta_compat, HTA's launched, not yet started)."""
         return cast("pl.DataFrame", self._get("queue.parquet"))
 
     def queue_rows(self) -> list[r.IdleQueueRow]:

@@ -961,7 +961,7 @@ TABLES: dict[tuple[str, str], Table] = {
             *_describe("", "count", "count"),
             _n("time_mean", F64, "count", "time-weighted mean (null: one point, no time)"),
         ),
-        "launch queue length per stream (launched, not yet started)",
+        "launch queue length per stream (launched, not finished; with hta_compat, HTA's launched, not yet started)",
     ),
     ("sync", "host.parquet"): Table(
         (

@@ -180,6 +180,8 @@ def render_text(summary: Any, console: Any) -> None:
     import polars as pl
     from rich.markup import escape
 
+    from profui.analysis.idle import queue_words
+
     s = summary
     tr = s.trace
     words = words_for(tr)
@@ -575,7 +577,7 @@ def render_text(summary: Any, console: Any) -> None:
     q = tb("idle", "queue")
     P(
         _table(
-            "Queue length per stream (launched, not finished)",
+            f"Launch queue length per stream ({queue_words(bool(s.params.get('hta_compat')))})",
             q,
             [
                 *where(q),

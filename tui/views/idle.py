@@ -4,6 +4,7 @@ the host's time blocked on a full queue — the ``idle`` stage's tables."""
 from __future__ import annotations
 
 from profui.analysis.devices import NONE, does_not_apply
+from profui.analysis.idle import queue_words
 
 from .dashboard_charts import device_words
 from .table_sections import Result, Section, SectionsView
@@ -42,7 +43,7 @@ def idle_sections(result: Result) -> list[Section]:
             ],
         ),
         Section(
-            "Launch queue length per stream (launched, not yet started)",
+            f"Launch queue length per stream ({queue_words()})",
             STAGE,
             "queue.parquet",
             result.idle.queue,

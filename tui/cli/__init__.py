@@ -138,6 +138,8 @@ def main() -> None:
     # the interpreter's exit collects every object a command left (a summary's: ~0.09 CPU-s of
     # ~0.8) only to free the process's memory, which exit frees anyway: frozen objects are skipped
     gc.freeze()
+    if code == 130:  # Typer's word for a Ctrl-C it caught (a KeyboardInterrupt), said by nothing else
+        report("interrupted", code=130)
     if isinstance(code, int) and code:
         raise SystemExit(code)  # typer.Exit(code) from a command, returned outside standalone mode
 

@@ -503,7 +503,7 @@ def _run(
         ours = [r for r in list_runs(trace_dir) if r.pid == os.getpid()]
         what = f"run {ours[-1].id} {ours[-1].status}" if ours else "interrupted before the run started"
         sys.stderr.write(f"profui: {trace_dir}: {what} (interrupted)\n")
-        raise typer.Exit(130) from None
+        raise SystemExit(130) from None  # said: not Typer's Exit(130), which is a Ctrl-C unsaid
     finally:
         if status is not None:
             status.stop()

@@ -1,0 +1,53 @@
+"""Ctrl-C during a command says so in one line, exit 130: ``profui summary`` interrupted mid-run
+printed nothing at all (Typer turns a KeyboardInterrupt into exit 130 silently), where
+``profui analyze`` says which run stopped. The run is held in one stage by the pipeline's test
+knob (the stage sleeps), so the interrupt lands mid-run whatever the machine's speed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pipeline_knobs import PROFUI_WITH_KNOBS
+from realdata import SAMPLES
+
+
+def _loaded_polars(pid: int) -> bool:
+    try:
+        return "_polars_runtime" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_summary_interrupted_mid_run_says_so(tmp_path: Path) -> None:
+    trace = tmp_path / "cpu"
+    shutil.copytree(SAMPLES / "mlp_cpu", trace, ignore=shutil.ignore_patterns(".profui"))
+    proc = subprocess.Popen(
+        [
+            *PROFUI_WITH_KNOBS,
+            "summary",
+            str(trace),
+            "--set",
+            "debug_sleep_s=4",
+            "--set",
+            "debug_sleep_stage=correlate",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PROFUI_CACHE=str(tmp_path / "cache")),
+    )
+    end = time.monotonic() + 60
+    while not _loaded_polars(proc.pid) and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.02)
+    time.sleep(0.5)  # into the stages: the correlate stage sleeps 4 s
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err == "profui: interrupted\n"
+    assert out == ""

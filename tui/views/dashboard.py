@@ -362,3 +362,6 @@ class DashboardView(TraceView):
                 self.app.goto_view(target, memory_peak=True)  # type: ignore[attr-defined]
             elif target:
                 self.app.goto_view(target)  # type: ignore[attr-defined]
+            else:  # said, not silent: the status line promises Enter opens a chart's view
+                title = dc.chart_title(dc.chart_by_id(focused.chart_id), dc.device_words(self.result, self))
+                self.app.notify(f"{title}: no view of its own; profui summary prints its tables")

@@ -56,6 +56,7 @@ import polars as pl
 from profui.capture.format.manifest import gpu_key
 
 from .engine import ENGINE
+from .formatting import plural
 from .intervals import Frame, _lazy
 from .peaks import Peak, peak_for
 from .precision import dtype_precision, kernel_precision
@@ -640,7 +641,7 @@ def _flag_impossible(
     steps = steps.with_columns(pl.when(pl.col("mfu") <= 1.0).then(pl.col("mfu")).alias("mfu"))
     if mfu is None or mfu <= 1.0:
         return totals, steps
-    from .formatting import fmt_pct, fmt_tflops, plural
+    from .formatting import fmt_pct, fmt_tflops
 
     carrying = kernels.filter(pl.col("flops").is_not_null(), pl.col("dur") > 0)
     fast = carrying.filter(pl.col("flops") / pl.col("dur") / 1e3 > peak.tflops)
@@ -766,9 +767,13 @@ def _totals(
     notes = []
     unrecorded = int((~ops["has_shapes"]).sum()) if ops.height else 0
     if unrecorded:
-        notes.append(f"{unrecorded} op(s) recorded no shapes (record the trace with record_shapes=True)")
+        notes.append(
+            f"{plural(unrecorded, 'op')} recorded no shapes (record the trace with record_shapes=True)"
+        )
     if ops.height - counted.height > unrecorded:
-        notes.append(f"{ops.height - counted.height - unrecorded} op(s) with unreadable shapes have no FLOPs")
+        unreadable = ops.height - counted.height - unrecorded
+        have = "have" if unreadable > 1 else "has"
+        notes.append(f"{plural(unreadable, 'op')} with unreadable shapes {have} no FLOPs")
     if why:
         notes.append(why)
     return pl.DataFrame(

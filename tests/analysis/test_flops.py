@@ -333,7 +333,7 @@ def test_malformed_shapes_count_as_no_flops(tmp_path, dims) -> None:
     out = open_trace(_kineto(tmp_path, "bad", events, None)).result("flops")
     t = out["totals.parquet"].row(0, named=True)
     assert (t["counted_ops"], t["ops_without_flops"], t["flops"]) == (1, 1, 2.0 * 8 * 16 * 4)
-    assert t["ops_without_shapes"] == 0 and "1 op(s) with unreadable shapes have no FLOPs" in t["note"]
+    assert t["ops_without_shapes"] == 0 and "1 op with unreadable shapes has no FLOPs" in t["note"]
     ops = {r["name"]: r for r in out["ops.parquet"].iter_rows(named=True)}
     assert ops["aten::linear"]["flops"] is None and ops["aten::linear"]["without_flops"] == 1
 
@@ -361,6 +361,16 @@ def test_no_shapes_recorded(tmp_path) -> None:
     from profui.analysis.takeaways import flops_takeaway
 
     assert flops_takeaway(t) == "No FLOPs counted: no op recorded its shapes (record_shapes=True)."
+    assert row["note"].startswith("1 op recorded no shapes")
+
+
+def test_the_note_counts_ops_in_words(tmp_path) -> None:
+    """A count in the note reads as every count does ("1,200 ops", not "1200 op(s)")."""
+    events = [_x("aten::mm", "cpu_op", 1000 + 10 * i, 5) for i in range(1200)]
+    t = open_trace(_kineto(tmp_path, "many", events, None)).result("flops")["totals.parquet"]
+    row = t.row(0, named=True)
+    assert row["ops_without_shapes"] == 1200
+    assert row["note"].startswith("1,200 ops recorded no shapes (record the trace with record_shapes=True)")
 
 
 def test_no_shapes_on_a_known_gpu_is_no_mfu(tmp_path) -> None:

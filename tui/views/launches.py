@@ -83,7 +83,7 @@ def launch_sections(result: Result) -> list[Section]:
             kernel_cols,
             sort_by="launch_bound",
             kernel="name",
-            note=f"launch_bound = launches whose device work ran shorter than the launch call · of the {top}",
+            note=f"of the {top}",  # the title says what launch_bound counts
         ),
         Section(
             "Outliers: slow launch calls and late starts",

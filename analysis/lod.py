@@ -176,7 +176,13 @@ def write_index(
     del given  # what the index keeps of it: its steps, and the links (slices, or scans)
     pos_base = 0  # each rank's events follow the ranks' before it in the index's order
     for i, (node, rank) in enumerate(ranks):
-        say(0.05 + 0.9 * i / max(len(ranks), 1), f"indexing {node} rank {rank}")
+
+        def part(done: float, i: int = i, node: str = node, rank: int = rank) -> None:
+            # a rank's share of the bar, moved within it as its indexing goes (one huge rank
+            # is all of it)
+            say(0.05 + 0.9 * (i + done) / max(len(ranks), 1), f"indexing {node} rank {rank}")
+
+        part(0.0)
         if node not in node_lane:
             node_lane[node] = len(lanes)
             lanes.append(dict(id=len(lanes), parent=None, kind="node", label=node, node=node))
@@ -185,7 +191,7 @@ def write_index(
             continue
         src_base = sum(r for _, r in files_meta)
         files_meta.extend([str(f.path.relative_to(trace.path)), f.num_rows] for f in files)
-        part = _index_rank(
+        indexed = _index_rank(
             files,
             node,
             rank,
@@ -199,10 +205,11 @@ def write_index(
             node_lane[node],
             pos_base,
             src_base,
+            part,
         )
-        if part is None:
+        if indexed is None:
             continue
-        tile, arrays = part
+        tile, arrays = indexed
         tiles.append(tile)
         _append_arrays(folder, arrays, row_counts)
         pos_base += arrays["t"].size
@@ -555,12 +562,26 @@ def _ranks(values: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _index_rank(
-    files, node, rank, links, base, bucket, n_buckets, names, lanes, rows, node_lane_id, pos_base, src_base
+    files,
+    node,
+    rank,
+    links,
+    base,
+    bucket,
+    n_buckets,
+    names,
+    lanes,
+    rows,
+    node_lane_id,
+    pos_base,
+    src_base,
+    part: Callable[[float], None] = lambda done: None,
 ):
     """Index one rank: its lanes and rows, its events in LOD order with the correlate stage's
-    links (``links``: its rows of this rank), its tiles."""
+    links (``links``: its rows of this rank), its tiles; ``part(done)`` says how far it is (0-1)."""
     cols = ["ts", "dur", "kind", "name", "pid", "tid", "device", "stream", "correlation"]
     tab = pa.concat_tables([pq.read_table(f.path, columns=cols) for f in files], promote_options="permissive")
+    part(0.15)
     if tab.num_rows == 0:
         return None
     n = tab.num_rows
@@ -579,7 +600,9 @@ def _index_rank(
     corr_valid = tab["correlation"].is_valid().to_numpy(zero_copy_only=False)
     corr = _ints(tab["correlation"])
     host = device < 0
+    part(0.3)
     calls, launched = _linked(links, ts, _ints(tab["dur"]), kind, tid, device, stream, corr, corr_valid)
+    part(0.45)
     linked = launched.copy()
     linked[calls] = True
     # The device of each call's first launched event: its copy goes on that GPU's launch lane.
@@ -614,8 +637,10 @@ def _index_rank(
     dl = lane * 3 + sub
     order = _sort_by_key_then_longest(dl * (int(et.max()) + 1) + et, edur)
     src, is_copy, lane, et, edur, dl, sub = (a[order] for a in (src, is_copy, lane, et, edur, dl, sub))
+    part(0.6)
     eend = et + edur
     depth = _depths(dl, et, eend, int(eend.max()) + 2)
+    part(0.7)
     row_key = lane * ROWS_PER_LANE + sub * ROWS_PER_SUB + depth
     uniq_rows, row_local = np.unique(row_key, return_inverse=True)
     row = row_local.astype(np.int64) + len(rows)
@@ -722,7 +747,9 @@ def _index_rank(
                 )
         for d, r in zip(depths_here, row_ids, strict=True):
             rows.append(dict(row=r, lane=lid, depth=d))
+    part(0.8)
     tile = _tiles(row, et, edur, kind[src].astype(np.int64), bucket, n_buckets)
+    part(0.9)
     arrays = {
         "t": et,
         "end": eend,

@@ -64,7 +64,7 @@ def test_text_tables_hold_the_key_numbers(nccl_trace: Path) -> None:
         "Steps",
         "Launches",
         "Idle time per stream",
-        "Queue length",
+        "Launch queue length per stream (launched, not finished)",
         "Communication by collective",
         "Communication / computation overlap",
         "Annotations",

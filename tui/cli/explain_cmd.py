@@ -109,6 +109,7 @@ def explain(
     from profui.analysis.findings_base import NO_MARKERS_NOTE, has_step_markers
     from profui.analysis.findings_doc import document, median_step, slowest_rank
     from profui.analysis.headline import headline
+    from profui.analysis.pipeline import REGISTRY
     from profui.analysis.pipeline.bodies import retag_steps, stage_events
     from profui.analysis.result_tables import CriticalPathOutputs
     from profui.analysis.run import run
@@ -117,7 +118,7 @@ def explain(
     from profui.capture.format import open_trace_dir
 
     from .sources import resolve_sources
-    from .summary_cmd import import_progress
+    from .summary_cmd import import_progress, stage_progress
 
     if top is not None and top < 1:
         raise UserError(f"--top: must be at least 1, got {top}")
@@ -128,8 +129,11 @@ def explain(
     params = _params(hta_compat)
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace, progress=progress)
-    t = Trace(open_trace_dir(path))
-    result = run(t, ("findings",), params)
+        t = Trace(open_trace_dir(path))
+        on_stage = (
+            None if progress is None else stage_progress(progress, REGISTRY.with_ancestors(["findings"]))
+        )
+        result = run(t, ("findings",), params, on_stage=on_stage)
     overview = result.ingest.trace["overview"]
     cp = result.critical_path
     windows = result.steps.windows

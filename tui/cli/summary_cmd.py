@@ -72,7 +72,8 @@ def _name(width: int = 60) -> Fmt:
 
 @contextmanager
 def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
-    """A rich progress bar on stderr fed by resolve_source's status lines ("importing: 42%")."""
+    """A rich progress bar on stderr fed by status lines: resolve_source's ("importing: 42%")
+    and :func:`stage_progress`' ("analysing: 42%"); a line with no percentage is its text."""
     if not enabled:
         yield None
         return
@@ -91,11 +92,24 @@ def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
         def update(message: str) -> None:
             m = re.search(r"(\d+(?:\.\d+)?)%", message)
             if m:
-                bar.update(task, completed=float(m.group(1)), total=100, description="importing")
+                what = message.split(":", 1)[0] if ":" in message[: m.start()] else "importing"
+                bar.update(task, completed=float(m.group(1)), total=100, description=what)
             else:
                 bar.update(task, description=elide(message, 58, bare=False))
 
         yield update
+
+
+def stage_progress(progress: Callable[[str], None], stages: list[str]) -> Callable[[str, Any], None]:
+    """An in-memory run's ``on_stage`` that tells ``progress`` how many of ``stages`` (the run's,
+    upstream ones included) are done: ``analysing: 42% (steps)``."""
+    done: set[str] = set()
+
+    def on_stage(name: str, _outputs: Any) -> None:
+        done.add(name)
+        progress(f"analysing: {100 * len(done) / max(len(stages), 1):.0f}% ({name})")
+
+    return on_stage
 
 
 # -- text rendering -----------------------------------------------------------------------------
@@ -842,10 +856,12 @@ def run_summary(
     try:
         with import_progress(sys.stderr.isatty()) as progress:
             path = resolve_sources(trace if isinstance(trace, list) else [trace], progress=progress)
-        if freeze:
-            gc.freeze()
-        options = where_and_options(path, scheduler, workers, skip_bad_ranks, on_rank)
-        return run_summary_stage(path, params, options)
+            if freeze:
+                gc.freeze()
+            options = where_and_options(path, scheduler, workers, skip_bad_ranks, on_rank)
+            if progress is not None and options["where"] == "memory":
+                options["on_stage"] = stage_progress(progress, REGISTRY.with_ancestors(["summary"]))
+            return run_summary_stage(path, params, options)
     finally:
         if freeze:
             gc.unfreeze()  # the command goes on to print, a test's process to other tests

@@ -22,12 +22,16 @@ def test_the_title_cell_is_the_lead_without_the_numbers() -> None:
     frame = pl.DataFrame(
         {
             "position": [1, 2],
+            "category": ["straggler", "memory"],
             "recoverable_ns_per_step": [39_500_000, 0],
             "recoverable_share": [0.844, 0.0],
             "title": titles,
         }
     )
     assert shown(frame)["finding"].to_list() == [lead, titles[1]]
+    # a risk's recoverable time is no replay's: shown as none ("-"), not as a measured 0 ns, 0%
+    assert shown(frame)["per_step_ns"].to_list() == [39_500_000, None]
+    assert shown(frame)["share"].to_list() == [0.844, None]
     # without step markers the numbers are per trace: left out alike
     whole = frame.with_columns(
         pl.Series("title", [recoverable_title(lead, 39_500_000, 0.844, "trace"), titles[1]])

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from profui.analysis import schemas
+from profui.analysis.findings_base import RISKS
 from profui.analysis.formatting import plural
 from profui.analysis.pipeline.result import Result
 
@@ -62,9 +63,15 @@ RECOVERABLE_TAIL = r": [^:]+ per (?:step|trace) \([^)]*of (?:step|trace) time\) 
 def shown(findings: pl.DataFrame, per: str = "step") -> pl.DataFrame:
     """The findings with the table's columns under their short names as well (every column
     kept: Enter reads the worst instance's), and ``finding``: the title less the numbers the
-    columns show."""
+    columns show. A risk (memory, precision, idle: no replay measures its time) shows no
+    recoverable time, ``-``, where its row holds 0: not a measured nothing."""
+    risk = pl.col("category").is_in(list(RISKS))
+    timed = ("recoverable_ns_per_step", "recoverable_share")
     return findings.with_columns(
-        *(pl.col(c).alias(a) for c, a in shown_as(per).items()),
+        *(
+            (pl.when(~risk).then(pl.col(c)) if c in timed else pl.col(c)).alias(a)
+            for c, a in shown_as(per).items()
+        ),
         pl.col("title").str.replace(RECOVERABLE_TAIL, "").alias("finding"),
     )
 

@@ -97,6 +97,7 @@ def explain(
     instance: int | None,
     hta_compat: bool,
     path_events: int | None = None,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Resolve and analyse ``trace``; the explain document for the step (or annotation instance)
     asked for, its critical path's ``path_events`` longest stretches (None: all). A step the stage did not analyse (it takes at most ``critical_path.MAX_STEPS``
@@ -130,10 +131,16 @@ def explain(
     with import_progress(sys.stderr.isatty()) as progress:
         path = resolve_sources(trace, progress=progress)
         t = Trace(open_trace_dir(path))
-        on_stage = (
-            None if progress is None else stage_progress(progress, REGISTRY.with_ancestors(["findings"]))
-        )
-        result = run(t, ("findings",), params, on_stage=on_stage)
+        result = None
+        if show_progress and progress is not None:
+            result = run(
+                t,
+                ("findings",),
+                params,
+                on_stage=stage_progress(progress, REGISTRY.with_ancestors(["findings"])),
+            )
+    if result is None:  # no bar to tell: the analysis runs after it is gone
+        result = run(t, ("findings",), params)
     overview = result.ingest.trace["overview"]
     cp = result.critical_path
     windows = result.steps.windows
@@ -472,7 +479,9 @@ def register(app: typer.Typer) -> None:
           profui explain trace/ --top 3 --format markdown >> "$GITHUB_STEP_SUMMARY"
         """
         out_format = chosen_format(fmt, as_json)
-        doc = explain(trace, step, rank, top, annotation, instance, hta_compat, path_events)
+        doc = explain(
+            trace, step, rank, top, annotation, instance, hta_compat, path_events, sys.stderr.isatty()
+        )
         if out_format == "json":
             sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
             return

@@ -93,7 +93,9 @@ def import_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
             m = re.search(r"(\d+(?:\.\d+)?)%", message)
             if m:
                 what = message.split(":", 1)[0] if ":" in message[: m.start()] else "importing"
-                bar.update(task, completed=float(m.group(1)), total=100, description=what)
+                rest = message[m.end() :].strip()  # the stage just done: "(steps)"
+                label = elide(f"{what} {rest}" if rest else what, 40, bare=False)
+                bar.update(task, completed=float(m.group(1)), total=100, description=label)
             else:
                 bar.update(task, description=elide(message, 58, bare=False))
 
@@ -817,6 +819,7 @@ def run_summary(
     skip_bad_ranks: bool = False,
     on_rank: Callable[[int, int, Any], None] | None = None,
     freeze: bool = False,
+    show_progress: bool = False,
 ) -> Any:
     """Resolve, open and summarize ``trace`` with the pipeline's parameters; returns the Summary.
     Several paths are the trace folders of one job (:func:`.sources.resolve_sources`).
@@ -833,6 +836,9 @@ def run_summary(
     the modules and the trace are imported are frozen (:func:`gc.freeze`), so the collector's
     full passes skip them instead of walking ~70k objects for a handful of garbage (h100 export:
     2 passes, 40 ms of CPU). Process-wide: a server answering on several threads leaves it off.
+
+    ``show_progress`` (the command line's, on a terminal): an in-memory run says how far it is
+    on the import's bar (:func:`stage_progress`); a server's runs say nothing there.
     """
     from profui.analysis.pipeline import REGISTRY, PipelineError, parse_assignments
     from profui.analysis.pipeline.params import resolve_params
@@ -859,9 +865,11 @@ def run_summary(
             if freeze:
                 gc.freeze()
             options = where_and_options(path, scheduler, workers, skip_bad_ranks, on_rank)
-            if progress is not None and options["where"] == "memory":
+            if show_progress and progress is not None and options["where"] == "memory":
                 options["on_stage"] = stage_progress(progress, REGISTRY.with_ancestors(["summary"]))
-            return run_summary_stage(path, params, options)
+                return run_summary_stage(path, params, options)
+        # a run by ranks says its own progress (k/N ranks), a line the bar would hold
+        return run_summary_stage(path, params, options)
     finally:
         if freeze:
             gc.unfreeze()  # the command goes on to print, a test's process to other tests
@@ -985,6 +993,7 @@ def register(app: typer.Typer) -> None:
             workers,
             skip_bad_ranks,
             freeze=True,
+            show_progress=sys.stderr.isatty(),
         )
         if out_format == "json":
             sys.stdout.write(json.dumps(json_document(s, chosen), allow_nan=False) + "\n")

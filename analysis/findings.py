@@ -158,7 +158,8 @@ def time_findings(cp: CriticalPathOutputs, words: DeviceWords, unit: str = "step
         worst = rows.sort("saved_ns", "step", "rank", descending=[True, False, False]).row(0, named=True)
         kinds = PATH_KINDS[category]
         on_path = path_time(jobs, by_kind, kinds)
-        host_ops = path_time(jobs, by_kind, ("host_compute",)) > path_time(jobs, by_kind, ("device_compute",))
+        # the ops listed are all host ops where the path holds no device compute
+        host_ops = category == "compute" and not path_time(jobs, by_kind, ("device_compute",))
         f = Finding(
             category,
             severity_of(share),

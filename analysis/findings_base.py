@@ -115,8 +115,7 @@ class Finding:
 
 def next_step(category: str, words: DeviceWords, host_ops: bool = False) -> str:
     """The concrete change to try for a category (in the trace's device words); ``host_ops``:
-    a compute finding whose path spends more time in host ops than in device work, where the
-    ops listed are host ops, not the device's."""
+    a compute finding whose path holds no device compute, where every op listed is a host op."""
     if category == "compute" and host_ops and words.kind != NONE:
         return "Shorten the longest host ops listed: torch.compile, fewer and larger ops, or a cheaper formulation."
     return {

@@ -2,7 +2,7 @@
 df_index the path holds host ops and no kernel at all (every stretch of compute is a host op's),
 and the finding used to say "Shorten the longest kernels listed" beside a list of host ops; on
 ns_resolution the path is mostly kernels, and it still says kernels. The rule: host ops where the
-path's host-op time exceeds its kernel time."""
+path holds no kernel (every op listed is a host op)."""
 
 from __future__ import annotations
 

@@ -114,8 +114,9 @@ def idle_cause(idle: pl.DataFrame) -> tuple[str, float] | None:
 
 def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> str:
     """Device busy vs idle over the devices' active span (device-time weighted), and the idle
-    category with the most time when it has more than half; the devices named by ``words``
-    (GPUs, or XLA's CPU devices)."""
+    category with the most time when it has more than half of the streams' idle time (summed
+    over streams: not a share of the device's idle time); the devices named by ``words`` (GPUs,
+    or XLA's CPU devices)."""
     if busy.is_empty() or not busy["span_ns"].sum():
         return _no_device() if words.kind == NONE else f"No {words.device} activity recorded."
     span = cast(float, busy["span_ns"].sum())
@@ -131,7 +132,7 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     if cause and cause[1] >= DOMINANT_SHARE:
         # the share is of the streams' idle time summed (a device idle on two streams at once
         # counts twice there), not of the device's idle time said before it
-        of = "the XLA-op threads' idle time" if words.kind == CPU else "stream idle time"
+        of = _stream_idle(words).lower().replace("xla", "XLA")
         text += f"; {fmt_pct(cause[1], 0)} of {of} is {cause[0]} ({_idle_phrase(cause[0], words)})"
     if n > 1:
         lo, hi = (
@@ -460,8 +461,13 @@ def idle_takeaway(breakdown: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> st
     if cause is None:
         return ""
     lead = "mostly " if cause[1] >= DOMINANT_SHARE else "largest share "
-    what = "Idle time of the XLA-op threads" if words.kind == CPU else "Stream idle time"
-    return f"{what} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
+    return f"{_stream_idle(words)} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
+
+
+def _stream_idle(words: DeviceWords) -> str:
+    """What the idle breakdown's shares are of: the streams' idle time, summed (on XLA's CPU
+    devices a stream is a thread that executes XLA ops)."""
+    return "Idle time of the XLA-op threads" if words.kind == CPU else "Stream idle time"
 
 
 #: What a straggler's ``cause`` class is, in a takeaway's words.

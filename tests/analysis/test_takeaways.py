@@ -25,6 +25,13 @@ def test_gpu_active_describes_idle_and_its_category():
         "GPU idle 46% across 2 GPUs; 87% of stream idle time is host_wait"
         " (launches arrive after their stream ran dry)."
     )
+    # XLA's CPU devices: a stream is a thread that executes XLA ops, and the words say so
+    from profui.analysis.devices import CPU_WORDS
+
+    assert tk.gpu_active_takeaway(BUSY, IDLE, CPU_WORDS) == (
+        "CPU device idle 46% across 2 CPU devices; 87% of idle time of the XLA-op threads is"
+        " host_wait (runs arrive after their stream ran dry)."
+    )
     no_cause = IDLE.with_columns(pl.Series("idle_ns", [300, 300, 320]))
     # no category has half the idle time (320 of 920 at most): none is named
     assert tk.gpu_active_takeaway(BUSY, no_cause) == "GPU idle 46% across 2 GPUs."

@@ -97,7 +97,7 @@ def no_half_outputs(trace: Path) -> None:
 
 def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp_path: Path) -> None:
     first = analyze(trace)  # run-0001, a finished reference
-    slow, _ = start(
+    slow, slow_err = start(
         [
             "analyze",
             str(trace),
@@ -138,6 +138,9 @@ def test_sigint_stops_the_run_and_other_analyses_wait_or_refuse(trace: Path, tmp
 
         slow.send_signal(signal.SIGINT)
         assert slow.wait(timeout=60) == 130
+        # one line, its own (which run stopped), not the entry point's "interrupted" as well
+        said = [ln for ln in slow_err.read_text().splitlines() if "interrupted" in ln]
+        assert len(said) == 1 and "run-0002" in said[0], said
         rec = record(trace, "run-0002")
         assert rec["status"] == "stopped" and "interrupted" in rec["error"]
         st = {s["name"]: s for s in rec["stages"]}

@@ -54,6 +54,7 @@ from .findings_base import (
 )
 from .findings_path import (
     job_paths,
+    listed_kinds,
     longest_start,
     look_at,
     mean_length,
@@ -158,18 +159,17 @@ def time_findings(cp: CriticalPathOutputs, words: DeviceWords, unit: str = "step
         worst = rows.sort("saved_ns", "step", "rank", descending=[True, False, False]).row(0, named=True)
         kinds = PATH_KINDS[category]
         on_path = path_time(jobs, by_kind, kinds)
-        # the ops listed are all host ops where the path holds no device compute
-        host_ops = category == "compute" and not path_time(jobs, by_kind, ("device_compute",))
+        listed = look_at(st, kinds, ops_only=category == "compute")
         f = Finding(
             category,
             severity_of(share),
             recoverable_title(_lead(category, words), mean, share, unit),
-            next_step(category, words, host_ops=host_ops),
+            next_step(category, words, listed=listed_kinds(st, kinds, listed)),
             mean,
             share,
             sorted(set(rows["rank"].to_list())),
             sorted(set(rows["step"].to_list())),
-            look_at(st, kinds, ops_only=category == "compute"),
+            listed,
             worst["rank"],
             worst["step"],
             longest_start(st, kinds, worst["rank"], worst["step"]),

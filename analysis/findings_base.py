@@ -9,7 +9,7 @@ import from here, so neither imports the other's module at load time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -113,10 +113,16 @@ class Finding:
     evidence: list[tuple[str, float, str, str]] = field(default_factory=list)
 
 
-def next_step(category: str, words: DeviceWords, host_ops: bool = False) -> str:
-    """The concrete change to try for a category (in the trace's device words); ``host_ops``:
-    a compute finding whose path holds no device compute, where every op listed is a host op."""
-    if category == "compute" and host_ops and words.kind != NONE:
+def next_step(category: str, words: DeviceWords, listed: Collection[str] = ()) -> str:
+    """The concrete change to try for a category (in the trace's device words); ``listed``: the
+    path kinds of the names a compute finding lists (``host_compute``, ``device_compute``), so
+    that its words name what the list holds: host ops, the device's work, or both."""
+    if category == "compute" and words.kind != NONE and "host_compute" in listed:
+        if "device_compute" in listed:
+            return (
+                f"Shorten the longest host ops and {words.work}s listed: torch.compile (fewer, larger "
+                f"ops and fused {words.work}s), larger batches per op, or a cheaper formulation."
+            )
         return "Shorten the longest host ops listed: torch.compile, fewer and larger ops, or a cheaper formulation."
     return {
         "input": "Load data ahead of the step: DataLoader(num_workers=N, pin_memory=True, "

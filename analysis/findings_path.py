@@ -109,6 +109,15 @@ def look_at(
     return top["label"].to_list()
 
 
+def listed_kinds(st: pl.DataFrame, kinds: tuple[str, ...], labels: list[str]) -> set[str]:
+    """The path kinds (of ``kinds``) of the names :func:`look_at` listed (``labels``): what the
+    list holds, host ops, kernels or both."""
+    rows = st.filter(
+        pl.col("kind").is_in(list(kinds)), pl.col("label").str.replace_all(ADDRESS, "").is_in(labels)
+    )
+    return set(rows["kind"].unique().to_list())
+
+
 def longest_start(st: pl.DataFrame, kinds: tuple[str, ...], rank: int, step: int) -> int | None:
     """The start of the longest stretch of ``kinds`` on ``rank``'s path in ``step``."""
     rows = st.filter(pl.col("kind").is_in(list(kinds)), pl.col("rank") == rank, pl.col("step") == step)

@@ -589,7 +589,14 @@ def _index_rank(
     t = ts - base
     dur = np.clip(tab["dur"].to_numpy(), 0, None)
     odd: set[str] = set()
-    kind = _dict_ids(tab["kind"], lambda k: KIND_ID[k] if k in KIND_ID else odd.add(k) or -1).astype(np.int8)
+
+    def kind_id(k: str) -> int:  # a kind the format lacks is -1, and kept to be named below
+        if k in KIND_ID:
+            return KIND_ID[k]
+        odd.add(k)
+        return -1
+
+    kind = _dict_ids(tab["kind"], kind_id).astype(np.int8)
     if odd and (kind < 0).any():  # a kind the format lacks: refused, as the analysis refuses it
         from profui.capture.format.readcheck import kind_not_in_format
 

@@ -96,7 +96,7 @@ def test_bandwidths_read_in_one_format(gpu: Path, gpu_summary: str) -> None:
 
 
 def test_queue_lengths_read_as_short_decimals(gpu_summary: str) -> None:
-    rows = table(gpu_summary, "Queue length per stream")
+    rows = table(gpu_summary, "Launch queue length per stream")
     assert rows
     for row in rows:
         for cell in row[-4:]:  # mean, time-weighted mean, p50, max

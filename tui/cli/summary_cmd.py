@@ -865,9 +865,9 @@ def run_summary(
             if freeze:
                 gc.freeze()
             options = where_and_options(path, scheduler, workers, skip_bad_ranks, on_rank)
-            if show_progress and progress is not None and options["where"] == "memory":
-                options["on_stage"] = stage_progress(progress, REGISTRY.with_ancestors(["summary"]))
-                return run_summary_stage(path, params, options)
+            if show_progress and progress is not None and options.get("where") == "memory":
+                told = stage_progress(progress, REGISTRY.with_ancestors(["summary"]))
+                return run_summary_stage(path, params, {**options, "on_stage": told})
         # a run by ranks says its own progress (k/N ranks), a line the bar would hold
         return run_summary_stage(path, params, options)
     finally:

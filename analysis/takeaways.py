@@ -132,8 +132,7 @@ def gpu_active_takeaway(busy: pl.DataFrame, idle: pl.DataFrame, words: DeviceWor
     if cause and cause[1] >= DOMINANT_SHARE:
         # the share is of the streams' idle time summed (a device idle on two streams at once
         # counts twice there), not of the device's idle time said before it
-        of = _stream_idle(words).lower().replace("xla", "XLA")
-        text += f"; {fmt_pct(cause[1], 0)} of {of} is {cause[0]} ({_idle_phrase(cause[0], words)})"
+        text += f"; {fmt_pct(cause[1], 0)} of {_stream_idle(words)} is {cause[0]} ({_idle_phrase(cause[0], words)})"
     if n > 1:
         lo, hi = (
             cast("float | None", busy["busy_share"].min()),
@@ -461,13 +460,14 @@ def idle_takeaway(breakdown: pl.DataFrame, words: DeviceWords = GPU_WORDS) -> st
     if cause is None:
         return ""
     lead = "mostly " if cause[1] >= DOMINANT_SHARE else "largest share "
-    return f"{_stream_idle(words)} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
+    what = _stream_idle(words)
+    return f"{what[:1].upper()}{what[1:]} is {lead}{cause[0]} ({fmt_pct(cause[1], 0)}): {_idle_phrase(cause[0], words)}."
 
 
 def _stream_idle(words: DeviceWords) -> str:
     """What the idle breakdown's shares are of: the streams' idle time, summed (on XLA's CPU
     devices a stream is a thread that executes XLA ops)."""
-    return "Idle time of the XLA-op threads" if words.kind == CPU else "Stream idle time"
+    return "idle time of the XLA-op threads" if words.kind == CPU else "stream idle time"
 
 
 #: What a straggler's ``cause`` class is, in a takeaway's words.

@@ -5,7 +5,9 @@ change what a stage writes (``affects_output=False``, so never part of a cache k
 a wrapper around each stage body:
 
 - ``debug_sleep_s`` + ``debug_sleep_stage``: the named stage(s) sleep after they start (to
-  interrupt a run while a stage is running);
+  interrupt a run while a stage is running); with ``$PROFUI_TEST_SLEEP_MARK`` set, a stage
+  creates that file as it begins to sleep, so a test can tell when (an in-memory run records
+  nothing else);
 - ``debug_fail``: the named stage(s) raise (to produce a failed run).
 
 The wrapped bodies keep their code versions (``functools.wraps``: the source hashed is the
@@ -19,6 +21,7 @@ In-process tests pass ``registry=KNOBBED`` to ``analyze``; command-line tests ru
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 from dataclasses import replace
@@ -53,6 +56,10 @@ KNOBS: tuple[Param, ...] = (
 )
 
 
+#: The environment variable naming the file a sleeping stage creates (see the module docstring).
+SLEEP_MARK = "PROFUI_TEST_SLEEP_MARK"
+
+
 def _knobbed(stage: Stage) -> Stage:
     body = stage.run
 
@@ -60,6 +67,9 @@ def _knobbed(stage: Stage) -> Stage:
     def run(ctx: Any) -> Any:
         params = ctx.params
         if params["debug_sleep_s"] and stage.name in params["debug_sleep_stage"].split(","):
+            mark = os.environ.get(SLEEP_MARK)
+            if mark:
+                Path(mark).touch()
             time.sleep(float(params["debug_sleep_s"]))
         if stage.name in params["debug_fail"].split(","):
             raise RuntimeError(f"stage {stage.name} made to fail by debug_fail")

@@ -12,19 +12,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from pipeline_knobs import PROFUI_WITH_KNOBS
+from pipeline_knobs import PROFUI_WITH_KNOBS, SLEEP_MARK
 from realdata import SAMPLES
-
-
-def _loaded_polars(pid: int) -> bool:
-    try:
-        return "_polars_runtime" in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
 
 
 def test_summary_interrupted_mid_run_says_so(tmp_path: Path) -> None:
     trace = tmp_path / "cpu"
+    mark = tmp_path / "sleeping"
     shutil.copytree(SAMPLES / "mlp_cpu", trace, ignore=shutil.ignore_patterns(".profui"))
     proc = subprocess.Popen(
         [
@@ -39,13 +33,14 @@ def test_summary_interrupted_mid_run_says_so(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, PROFUI_CACHE=str(tmp_path / "cache")),
+        env=dict(os.environ, PROFUI_CACHE=str(tmp_path / "cache"), **{SLEEP_MARK: str(mark)}),
     )
     end = time.monotonic() + 60
-    while not _loaded_polars(proc.pid) and proc.poll() is None and time.monotonic() < end:
+    # the mark says the correlate stage (which sleeps 4 s) has begun: the interrupt must land
+    # there, not in the imports, however loaded the machine
+    while not mark.exists() and proc.poll() is None and time.monotonic() < end:
         time.sleep(0.02)
-    time.sleep(0.5)  # into the stages: the correlate stage sleeps 4 s
-    assert proc.poll() is None
+    assert proc.poll() is None and mark.exists()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130

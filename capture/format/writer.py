@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEM
 
 # Integer columns that grow slowly row to row once sorted by ts: delta encoding shrinks them.
 _DELTA_COLUMNS = {"events": ("ts", "dur", "correlation", "external_id"), "metrics": ("ts",)}
-ZSTD_LEVEL = 3
+#: zstd's fastest level: against level 3, writing a 3M-event table costs ~20% less CPU (the args
+#: text, most of the bytes, even compresses smaller) for ~1.2% more bytes in all.
+ZSTD_LEVEL = 1
 #: Rows per row group: readers decode row groups in parallel (reading the df_index trace's 151k
 #: events: 13 -> 8 ms on 2 cores), for about 1% more bytes than one row group per file.
 ROW_GROUP_ROWS = 1 << 16
@@ -35,6 +38,23 @@ def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> Any:
         import pyarrow.parquet as pq
 
         return pq.ParquetWriter(path, schema, **options)
+
+
+def _sorted_parts(table: pa.Table, order: pa.Array) -> Iterator[pa.Table]:
+    """``table`` in ``order``, a row group at a time; the next row group is gathered on a thread
+    while the caller encodes this one (both release the GIL): a fifth of a large write's time."""
+    starts = range(0, len(order), ROW_GROUP_ROWS)
+    if len(starts) == 1:
+        yield table.take(order)
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="profui-sort") as pool:
+        ahead = pool.submit(table.take, order[:ROW_GROUP_ROWS])
+        for start in starts:
+            part = ahead.result()
+            after = start + ROW_GROUP_ROWS
+            if after < len(order):
+                ahead = pool.submit(table.take, order[after : after + ROW_GROUP_ROWS])
+            yield part
 
 
 def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:
@@ -112,8 +132,7 @@ def write_table(
             if order is None:
                 writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             else:
-                for start in range(0, len(order), ROW_GROUP_ROWS):
-                    part = table.take(order[start : start + ROW_GROUP_ROWS])
+                for part in _sorted_parts(table, order):
                     writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             writer.add_key_value_metadata(meta)
         finally:

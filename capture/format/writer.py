@@ -16,7 +16,7 @@ from .schema import META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, TABLE_SCHEM
 
 # Integer columns that grow slowly row to row once sorted by ts: delta encoding shrinks them.
 _DELTA_COLUMNS = {"events": ("ts", "dur", "correlation", "external_id"), "metrics": ("ts",)}
-#: zstd's fastest level: against level 3, writing a 3M-event table costs ~20% less CPU (the args
+#: zstd level 1: against level 3, writing a 3M-event table costs ~20% less CPU (the args
 #: text, most of the bytes, even compresses smaller) for ~1.2% more bytes in all.
 ZSTD_LEVEL = 1
 #: Rows per row group: readers decode row groups in parallel (reading the df_index trace's 151k

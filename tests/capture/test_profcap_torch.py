@@ -127,10 +127,14 @@ for i in range(10):
     assert proc.returncode == 0, proc.stderr
     rows = read_events(trace)
     # started during step 2, step() calls at the end of iterations 2..5 -> steps 2..5 complete;
-    # stop_profiling() right after step() leaves at most a sliver of step 6
+    # stop_profiling() right after step() leaves at most a sliver of step 6, which holds none of
+    # the loop's work (a sliver's length is the scheduler's: on a loaded machine it can outlast
+    # a whole step of one 64x64 matmul, so lengths are not compared)
     steps = steps_of(rows)
     assert sorted(steps)[:4] == [2, 3, 4, 5] and len(steps) <= 5
-    assert all(steps[n]["dur"] > steps.get(6, {"dur": 0})["dur"] for n in (3, 4, 5))
+    loop = [r for r in rows if r["name"] in ("matmul_loop", "aten::mm")]
+    assert all(any(inside(r, steps[n]) for n in (2, 3, 4, 5)) for r in loop)
+    assert 6 not in steps or not any(inside(r, steps[6]) for r in loop)
     assert [(w["first"], w["last"]) for w in manifest(trace)["capture"]["windows"]] == [(2, 5)]
     assert sum(1 for r in rows if r["name"] == "matmul_loop") == 4
     assert sum(1 for r in rows if r["name"] == "aten::mm") == 4

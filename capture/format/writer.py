@@ -40,12 +40,14 @@ def _parquet_writer(path: str, schema: pa.Schema, **options: Any) -> Any:
         return pq.ParquetWriter(path, schema, **options)
 
 
-def _sorted_parts(table: pa.Table, order: pa.Array) -> Iterator[pa.Table]:
-    """``table`` in ``order``, a row group at a time; the next row group is gathered on a thread
-    while the caller encodes this one (both release the GIL): a fifth of a large write's time."""
+def _sorted_parts(table: pa.Table, order: pa.Array, threads: int) -> Iterator[pa.Table]:
+    """``table`` in ``order``, a row group at a time. With ``threads`` ≥ 2 the next row group is
+    gathered on a thread while the caller encodes this one (both release the GIL): a fifth of a
+    large write's time; with 1 (the daemon's conversion, beside a training job) all on the caller's."""
     starts = range(0, len(order), ROW_GROUP_ROWS)
-    if len(starts) == 1:
-        yield table.take(order)
+    if threads < 2 or len(starts) == 1:
+        for start in starts:
+            yield table.take(order[start : start + ROW_GROUP_ROWS])
         return
     with ThreadPoolExecutor(1, thread_name_prefix="profui-sort") as pool:
         ahead = pool.submit(table.take, order[:ROW_GROUP_ROWS])
@@ -91,12 +93,17 @@ def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -
 
 
 def write_table(
-    table_name: str, table: pa.Table, path: str | Path, extra_metadata: Mapping[str, str] | None = None
+    table_name: str,
+    table: pa.Table,
+    path: str | Path,
+    extra_metadata: Mapping[str, str] | None = None,
+    threads: int = 1,
 ) -> Path:
     """Sort ``table`` by ``ts``, then write it atomically to ``path`` as zstd Parquet.
 
     The schema version and table name go into the file's key-value metadata, plus any
-    ``extra_metadata`` (strings) the caller wants to keep with the file.
+    ``extra_metadata`` (strings) the caller wants to keep with the file. ``threads``: how many
+    threads the write may use (:func:`_sorted_parts`); the bytes are the same for any number.
     """
     schema = TABLE_SCHEMAS[table_name]
     if table.schema.remove_metadata() != schema:
@@ -132,7 +139,7 @@ def write_table(
             if order is None:
                 writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             else:
-                for part in _sorted_parts(table, order):
+                for part in _sorted_parts(table, order, threads):
                     writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             writer.add_key_value_metadata(meta)
         finally:
@@ -149,11 +156,13 @@ def write_events(
     table: pa.Table,
     seq: int | None = None,
     extra_metadata: Mapping[str, str] | None = None,
+    threads: int = 1,
 ) -> Path:
-    """Write one events file for ``node``/``rank`` (next free ``seq`` unless given)."""
+    """Write one events file for ``node``/``rank`` (next free ``seq`` unless given), with at most
+    ``threads`` threads (:func:`write_table`)."""
     if seq is None:
         seq = next_seq(rank_dir(trace_dir, node, rank), "events")
-    return write_table("events", table, events_path(trace_dir, node, rank, seq), extra_metadata)
+    return write_table("events", table, events_path(trace_dir, node, rank, seq), extra_metadata, threads)
 
 
 def write_metrics(

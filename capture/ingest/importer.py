@@ -360,7 +360,7 @@ def _convert(
     threads: int = 1,
 ) -> list[ConvertResult]:
     """One source file into ``tmp``: a Kineto or JAX trace is one rank, an Nsight export a rank per
-    process. ``threads``: how many threads a Kineto file's scan may use."""
+    process. ``threads``: how many threads a Kineto file's scan and write may use."""
     if not is_nsys_file(src):
         if is_jax_trace(src):
             from profui.capture.jax.convert import convert_jax_file

@@ -44,8 +44,8 @@ def convert_kineto_file(
     unless given) and nothing else: the caller owns the manifest. ``progress(done, total)`` is
     called now and then (``total`` is the source's size in bytes); ``note`` adds its keys to the
     events file's ``profui.source`` note (profcap's hand-over hash); ``threads``: how many threads
-    its scan may use (1, the default, where a training job runs beside the conversion). Raises
-    :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
+    its scan and its write may use (1, the default, where a training job runs beside the
+    conversion). Raises :class:`KinetoFormatError` for files that are missing, broken or not Kineto traces.
     """
     src = Path(src)
     with c_heap_pool():
@@ -127,7 +127,9 @@ def _convert_kineto_file(
         source["notes"] = [n for n in exported["notes"] if isinstance(n, str)]
     extra = {"profui.source": json.dumps(source, default=str, separators=(",", ":"))}
     give_back()  # what the conversion let go of (its text, the scan's columns), before the writer's own
-    path = write_events(trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra)
+    path = write_events(
+        trace_dir, node_value, rank_value, conv.table, seq=seq, extra_metadata=extra, threads=threads
+    )
     report(1.0)
     gpus = _gpus(doc.metadata, node_value, conv.devices)
     return ConvertResult(

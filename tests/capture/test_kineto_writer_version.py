@@ -33,13 +33,15 @@ def _events(name: str) -> pa.Table:
     return convert_events(decode(src, read_bytes(src))).table
 
 
+@pytest.mark.parametrize("threads", [1, 2], ids=["1-thread", "2-threads"])
 @pytest.mark.parametrize("rows", [None, 100_000], ids=["trace", "two-row-groups"])
-def test_events_file_bytes_are_pyarrow_parquets(tmp_path: Path, rows: int | None) -> None:
+def test_events_file_bytes_are_pyarrow_parquets(tmp_path: Path, rows: int | None, threads: int) -> None:
     table = _events("hta-nccl_parser_config-nccl_data.json.gz")
     if rows:  # more rows than a row group holds: the sort goes a row group at a time
         table = pa.concat_tables([table] * (rows // table.num_rows + 1)).slice(0, rows)
     extra = {"profui.source": '{"file":"x"}'}
-    ours = write_table("events", table, tmp_path / "ours.parquet", extra)
+    # with 2 threads the next row group is gathered while one is written: the same bytes
+    ours = write_table("events", table, tmp_path / "ours.parquet", extra, threads=threads)
 
     # the oracle: pyarrow.parquet's writer, the options written out independently
     order = pc.sort_indices(table["ts"])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +46,46 @@ def _sorted_parts(table: pa.Table, order: pa.Array, threads: int) -> Iterator[pa
     gathered on a thread while the caller encodes this one (both release the GIL): a fifth of a
     large write's time; with 1 (the daemon's conversion, beside a training job) all on the caller's."""
     starts = range(0, len(order), ROW_GROUP_ROWS)
+    take = _taker(table)
     if threads < 2 or len(starts) == 1:
         for start in starts:
-            yield table.take(order[start : start + ROW_GROUP_ROWS])
+            yield take(order[start : start + ROW_GROUP_ROWS])
         return
     with ThreadPoolExecutor(1, thread_name_prefix="profui-sort") as pool:
-        ahead = pool.submit(table.take, order[:ROW_GROUP_ROWS])
+        ahead = pool.submit(take, order[:ROW_GROUP_ROWS])
         for start in starts:
             part = ahead.result()
             after = start + ROW_GROUP_ROWS
             if after < len(order):
-                ahead = pool.submit(table.take, order[after : after + ROW_GROUP_ROWS])
+                ahead = pool.submit(take, order[after : after + ROW_GROUP_ROWS])
             yield part
+
+
+def _taker(table: pa.Table) -> Callable[[pa.Array], pa.Table]:
+    """A function of row indices to ``table``'s rows at them. Of a table in several chunks, each
+    chunk's rows are taken from it and then put in order: Arrow's take of a chunked column of
+    text first joins its chunks, a copy of the whole column at each call. The rows are Arrow's
+    take's, dictionaries included."""
+    batches = table.to_batches()
+    if len(batches) < 2:
+        return table.take
+    # each row group's dictionaries are then the whole column's, as when its chunks are joined
+    batches = table.unify_dictionaries().to_batches()
+    first = [pa.scalar(n, pa.uint64()) for n in accumulate((b.num_rows for b in batches), initial=0)]
+
+    def take(indices: pa.Array) -> pa.Table:
+        indices = indices.cast(pa.uint64())
+        parts, at = [], []
+        for batch, lo, hi in zip(batches, first[:-1], first[1:], strict=True):
+            here = pc.and_(pc.greater_equal(indices, lo), pc.less(indices, hi))
+            rows = pc.filter(indices, here)
+            if len(rows):
+                parts.append(batch.take(pc.subtract(rows, lo)))
+                at.append(pc.indices_nonzero(here))
+        back = pc.sort_indices(pa.chunked_array(at, pa.uint64()))  # where each row taken goes
+        return pa.Table.from_batches(parts, table.schema).combine_chunks().take(back)
+
+    return take
 
 
 def to_table(table_name: str, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:

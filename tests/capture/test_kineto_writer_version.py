@@ -34,10 +34,20 @@ def _events(name: str) -> pa.Table:
 
 
 @pytest.mark.parametrize("threads", [1, 2], ids=["1-thread", "2-threads"])
-@pytest.mark.parametrize("rows", [None, 100_000], ids=["trace", "two-row-groups"])
-def test_events_file_bytes_are_pyarrow_parquets(tmp_path: Path, rows: int | None, threads: int) -> None:
+@pytest.mark.parametrize(
+    "rows", [None, 100_000, "two traces"], ids=["trace", "two-row-groups", "chunks-of-two-traces"]
+)
+def test_events_file_bytes_are_pyarrow_parquets(tmp_path: Path, rows: int | str | None, threads: int) -> None:
     table = _events("hta-nccl_parser_config-nccl_data.json.gz")
-    if rows:  # more rows than a row group holds: the sort goes a row group at a time
+    if rows == "two traces":  # chunks whose names and kinds have dictionaries of their own, rows
+        # of each in every row group (a table an import converted in parts is in chunks)
+        other = _events("hta-df_index_resolver-df_index_resolver.json.gz").cast(table.schema)
+        shift = pa.scalar(pc.min(table["ts"]).as_py() - pc.min(other["ts"]).as_py(), pa.int64())
+        table = pa.concat_tables(
+            [table, other.set_column(0, table.schema.field("ts"), pc.add(other["ts"], shift))]
+        )
+        assert table["name"].num_chunks == 2 and table.num_rows > ROW_GROUP_ROWS
+    elif rows:  # more rows than a row group holds: the sort goes a row group at a time
         table = pa.concat_tables([table] * (rows // table.num_rows + 1)).slice(0, rows)
     extra = {"profui.source": '{"file":"x"}'}
     # with 2 threads the next row group is gathered while one is written: the same bytes

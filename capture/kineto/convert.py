@@ -9,7 +9,8 @@ optional native tokenizer (:mod:`.native`) builds those columns for the common e
 Then :func:`_args_rules` (external id, correlation, device/stream args, DMA direction/size,
 bytes, a copy's kind arg, runtime sizes, named pid/tid, the source category, compact args) and
 :func:`_finish_rows` (times, instants' durations, device/stream from pid/tid, a copy's kind from
-its name, steps) apply the rules to the rows of both paths at once. both paths at once. Tests hold the two paths to identical output.
+its name, steps) apply the rules to the rows of both paths at once, in parts of rows on threads
+where the rows are many (:mod:`.parts`). Tests hold the two paths to identical output.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .mapping import (
     unknown_cat_kind,
 )
 from .native import Ahead, NativeScan, absent_columns, from_numpy, scan_events, spread
+from .parts import ScanRows, run_parts, split_rows
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -591,44 +593,20 @@ def _array(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
-#: The name of each args key's intermediate column, and the key's number.
-_KEY_OF = {f"{c}{k}": k for k in range(len(RULE_KEYS)) for c in "vse"}
-
-
-class _ScanRows(dict):
-    """The intermediate columns of a native scan's rows, by name; an args key's dense columns
-    are made when one of them is first read (or popped), so that only the keys being read are
-    held dense at once (each is ~16 bytes a row, present or not)."""
-
-    def __init__(self, scan: NativeScan) -> None:
-        rows, scan.rows = scan.rows, None  # the table goes: its columns go as they are popped
-        assert rows is not None, "a scan's rows are made into columns once"
-        n = scan.num_rows
-        super().__init__((name, _array(rows.column(name))) for name in rows.column_names if name != "ord")
-        del rows
-        for f in _CHUNK_SCHEMA:
-            if f.name not in self and f.name not in _KEY_OF:
-                self[f.name] = pa.nulls(n, f.type)
-        self._scan = scan
-        self._absent = cache(absent_columns)
-
-    def _make(self, name: str) -> bool:
-        k = _KEY_OF.get(name)
-        if k is None or k not in self._scan.keys:
-            return False
-        self.update(self._scan.key_columns(k, self._absent))
-        return True
-
-    def __missing__(self, name: str) -> pa.Array:
-        if self._make(name):
-            return self[name]
-        raise KeyError(name)
-
-    def pop(self, name: str, *default: Any) -> Any:
-        """As ``dict.pop``; an args key's column is made first if it is not yet."""
-        if name not in self:
-            self._make(name)
-        return super().pop(name, *default)
+def _scan_rows(scan: NativeScan) -> ScanRows:
+    """The intermediate columns of a native scan's rows (:class:`.parts.ScanRows`: its args
+    keys' dense columns made as they are read)."""
+    rows, scan.rows = scan.rows, None  # the table goes: its columns go as they are popped
+    assert rows is not None, "a scan's rows are made into columns once"
+    n = scan.num_rows
+    columns = {name: _array(rows.column(name)) for name in rows.column_names if name != "ord"}
+    del rows
+    keys = {f"{c}{k}" for k in scan.keys for c in "vse"}
+    for f in _CHUNK_SCHEMA:
+        if f.name not in columns and f.name not in keys:
+            columns[f.name] = pa.nulls(n, f.type)
+    listed, scan.keys = scan.keys, {}
+    return ScanRows(columns.items(), listed, n)
 
 
 def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
@@ -905,7 +883,7 @@ def _convert_events(
     events.clear()
     doc.release()
     if scan is not None and not python_rows:
-        rows: dict[str, pa.Array] = _ScanRows(scan)
+        rows: dict[str, pa.Array] = _scan_rows(scan)
     else:
         if scan is not None:
             chunks.insert(0, scan.table)
@@ -923,15 +901,13 @@ def _convert_events(
     # Names are few and long: held as the events table holds them (to_table keeps the encoding).
     rows["name"] = pc.dictionary_encode(rows["name"])
     _give_back(len(rows["ts"]))  # what building the rows let go of (the scan's and the spread's scratch)
-    merged, runtime_size = _args_rules(rows)
+    columns, runtime_size = _rules(rows, scan_threads)
     del rows
     try:
-        columns = _finish_rows(merged)
         for link, ts_ns in zip(flow_links, us_list_to_ns([link[3] for link in flow_links]), strict=True):
             link[3] = ts_ns
     except ValueError as exc:
         raise KinetoFormatError(doc.path, f"bad event time ({exc})") from None
-    del merged
     if runtime_size:
         columns["bytes"] = _fill_memcpy_bytes(columns, runtime_size)
     base = 0
@@ -1049,6 +1025,42 @@ def _correlation_flow(raw: bytes) -> BatchEvent | None:
     return None
 
 
+#: Rows a part of the rules holds at least: below, a part's fixed cost outweighs a thread.
+_PART_ROWS = 1 << 19
+
+
+def _rules(rows: dict[str, pa.Array], threads: int) -> tuple[dict[str, Any], dict[int, int]]:
+    """:func:`_args_rules`, then :func:`_finish_rows`, of the intermediate ``rows`` (left
+    empty): the events' columns and the runtime calls' copy sizes. With ``threads`` > 1 and
+    rows enough, in parts of consecutive rows on threads (:mod:`.parts`): each column then has
+    a chunk a part, and the sizes of a later part win, as a later row's do in one run."""
+    parts = min(threads, len(rows["ts"]) // _PART_ROWS)
+    if parts < 2:
+        return _part_rules(rows)
+    done = run_parts(_part_rules, split_rows(rows, parts), (_args_rules.__code__, _finish_rows.__code__))
+    columns = {
+        name: pa.chunked_array(
+            [
+                x
+                for c, _ in done
+                for x in (c[name].chunks if isinstance(c[name], pa.ChunkedArray) else [c[name]])
+            ],
+            done[0][0][name].type,
+        )
+        for name in done[0][0]
+    }
+    runtime_size: dict[int, int] = {}
+    for _, sizes in done:
+        runtime_size.update(sizes)
+    return columns, runtime_size
+
+
+def _part_rules(rows: dict[str, pa.Array]) -> tuple[dict[str, Any], dict[int, int]]:
+    merged, runtime_size = _args_rules(rows)
+    rows.clear()
+    return _finish_rows(merged), runtime_size
+
+
 def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     """The rules over whole columns, for the rows of both paths at once: times in ns (an
     instant lasts 0, whatever its ``dur`` says, and so does an event without one); a device
@@ -1071,14 +1083,17 @@ def _finish_rows(merged: pa.Table) -> dict[str, Any]:
     if pc.any(step).as_py() or pc.any(unknown).as_py():
         kind = pc.if_else(step, _str("step"), pc.if_else(unknown, _str("annotation"), kind))
         columns["kind"] = kind
-    columns["ts"] = us_to_ns(columns["ts"])
-    dur = columns["dur"]
-    no_dur = pc.or_(pc.equal(kind, _str("instant")), pc.is_null(dur))  # the native scan: null if absent
-    columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
-    try:  # every end (ts + dur) is a time too: it must fit int64 ns as well
-        pc.add_checked(columns["ts"], columns["dur"])
-    except pa.ArrowInvalid:
-        raise BadValue("an event ends beyond the int64 nanosecond range (ts + dur overflows)") from None
+    try:
+        columns["ts"] = us_to_ns(columns["ts"])
+        dur = columns["dur"]
+        no_dur = pc.or_(pc.equal(kind, _str("instant")), pc.is_null(dur))  # the native scan: null if absent
+        columns["dur"] = us_to_ns(pc.if_else(no_dur, pa.scalar("0", pa.large_string()), dur))
+        try:  # every end (ts + dur) is a time too: it must fit int64 ns as well
+            pc.add_checked(columns["ts"], columns["dur"])
+        except pa.ArrowInvalid:
+            raise BadValue("an event ends beyond the int64 nanosecond range (ts + dur overflows)") from None
+    except ValueError as exc:
+        raise BadValue(f"bad event time ({exc})") from None
     on_device = pc.is_in(kind, _DEVICE_SIDE)
     for name, source, low in (("device", "pid", pa.scalar(0, pa.int64())), ("stream", "tid", _INT32_LOW)):
         ids = columns[source]

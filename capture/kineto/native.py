@@ -73,8 +73,8 @@ class NativeScan:
     ``rows``: the rows it split (the converter's intermediate chunk columns but the args keys',
     ``dur`` null where absent, plus ``ord``, the event's index in the array), ``num_rows`` of
     them; ``keys``: each args
-    key's listed rows, value texts and spans, made into its dense columns by :meth:`key_columns`
-    (:attr:`table`: all of them at once);
+    key's listed rows, value texts and spans, made into its dense columns by the converter's rows
+    as they are read (:attr:`table`: all of them at once);
     ``specials``: ``(index, text)`` of every event left to the Python converter, in order
     (copied out of the JSON text, which may be gone);
     ``flows``: counts of the CORRELATION_FLOWS flow events it consumed, by
@@ -88,13 +88,6 @@ class NativeScan:
     specials: list[tuple[int, bytes]]
     flows: dict[str, int]
     events: int
-
-    def key_columns(self, k: int, absent: Callable[[int], tuple[pa.Array, pa.Array]] | None = None) -> dict:
-        """Args key ``k``'s dense columns ``v{k}``, ``s{k}``, ``e{k}``, once: its listed form
-        goes as they are made (the value texts' bytes go on in the text column)."""
-        at, start, end, values = self.keys.pop(k)
-        dense = spread(self.num_rows, at, start, end, values, absent or absent_columns)
-        return dict(zip((f"v{k}", f"s{k}", f"e{k}"), dense, strict=True))
 
     @property
     def table(self) -> pa.Table:

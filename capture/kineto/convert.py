@@ -457,14 +457,28 @@ class _CutSpans:
 
     def add(self, start: pa.Array, end: pa.Array, mask: pa.Array) -> None:
         """Cut the span ``[start, end)`` of each row where ``mask`` is true (not null)."""
-        rows = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
-        if not len(rows):
+        keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+        count = int(np.count_nonzero(keep))
+        if not count:
             return
-        s = start.to_numpy()[rows].astype(np.int64)
-        e = end.to_numpy()[rows].astype(np.int64)
-        self._starts.append(self._offsets[rows] + s)
-        self._ends.append(self._offsets[rows] + e)
-        self.removed[rows] += e - s
+        s, e = start.to_numpy(), end.to_numpy()
+        # Most rows of a common key (an id) have it: by the mask, in arrays of its rows' count;
+        # a rare key by its rows' numbers. Both write as few arrays as they can: new pages are
+        # most of the time here.
+        if count > len(keep) // 4:
+            at = self._offsets[:-1][keep]
+            self._starts.append(at + s[keep])
+            at += e[keep]
+            self._ends.append(at)
+            np.add(self.removed, e - s, out=self.removed, where=keep)
+        else:
+            rows = np.flatnonzero(keep)
+            at = self._offsets[rows]
+            s, e = s[rows], e[rows]
+            self._starts.append(at + s)
+            at += e
+            self._ends.append(at)
+            self.removed[rows] += e - s
 
     def starting_in(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The starts and ends of the spans that start in ``[a, z)`` of ``body``'s data (each

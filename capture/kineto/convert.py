@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from operator import attrgetter
 from typing import Any, cast
 
@@ -58,7 +58,7 @@ from .mapping import (
     unknown_cat_kind,
 )
 from .native import Ahead, NativeScan, absent_columns, from_numpy, scan_events, spread
-from .parts import ScanRows, run_parts, split_rows
+from .parts import PartsFailed, ScanRows, run_parts, split_rows
 from .reader import BatchEvent, Event, KinetoDoc, batch_decoder, event_decoder
 from .timeparse import us_list_to_ns, us_to_ns
 
@@ -623,11 +623,12 @@ def _scan_rows(scan: NativeScan) -> ScanRows:
     return ScanRows(columns.items(), listed, n)
 
 
-def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
+def _args_rules(col: dict[str, pa.Array], whole: int | None = None) -> tuple[pa.Table, dict[int, int]]:
     """The per-event args rules, once, over the intermediate rows of both paths (``col``, by
     column name; ``body`` is taken out of it, to free it as soon as it is cut); returns the
     rows (``kind`` to ``args`` as the events table has them) and the copy sizes of runtime calls
-    by correlation (AMD: :func:`_fill_memcpy_bytes`).
+    by correlation (AMD: :func:`_fill_memcpy_bytes`). ``whole``: the rows of the whole
+    conversion, where ``col`` is a part of them (what freed memory is given back for).
 
     - ``External id`` (else ``external id``) becomes ``external_id``; one that is not an integer
       is kept as args ``External id`` (last);
@@ -717,7 +718,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
     cut(BYTES, copy_bytes)
     cut(KIND, copy_kind)
     del size_given
-    _give_back(len(kind))  # the keys' texts and spans (C heap), for the Arrow columns still to come
+    _give_back(whole or len(kind))  # the keys' texts and spans (C heap), for the Arrow columns still to come
 
     runtime = pc.and_(pc.and_(pc.equal(kind, _str("runtime")), pc.is_valid(correlation)), pc.is_valid(size))
     runtime_size: dict[int, int] = {}
@@ -762,7 +763,7 @@ def _args_rules(col: dict[str, pa.Array]) -> tuple[pa.Table, dict[int, int]]:
         k = _KEY_INDEX[key]
         for column in (f"v{k}", f"s{k}", f"e{k}"):
             col.pop(column)
-    _give_back(len(kind))  # what the rules above let go of, before the largest column is made again
+    _give_back(whole or len(kind))  # what the rules above let go of, before the largest column is made again
     cut_from = col.pop("body")
     body = _cut(cut_from, spans, suffix, own=True)
     fresh = body is not cut_from  # a new buffer or the body's cut in place: _close may change it
@@ -816,12 +817,21 @@ def convert_events(
     which defines every rule. Rows keep the order of their events either way. ``threads``: how
     many threads the native scan may use; ``ahead``: its scan started before ``doc`` was decoded
     (:func:`.native.scan_ahead`). A value no trace can hold raises
-    :class:`KinetoFormatError` naming the file.
+    :class:`KinetoFormatError` naming the file (:class:`FailedInParts` where there are several,
+    in rows whose rules ran in several parts).
     """
     try:
         return _convert_events(doc, progress, native, scan_threads=threads, ahead=ahead)
     except BadValue as exc:
         raise KinetoFormatError(doc.path, str(exc)) from None
+    except PartsFailed as exc:
+        raise FailedInParts(doc.path, str(exc)) from None
+
+
+class FailedInParts(KinetoFormatError):
+    """Rows with bad values in several of the parts the rules ran in (:mod:`.parts`): the
+    message is the first part's error, which may not be the first a one-part run names; convert
+    the document again with ``threads=1`` for that one."""
 
 
 def _convert_events(
@@ -1051,7 +1061,7 @@ def _rules(rows: dict[str, pa.Array], threads: int) -> tuple[dict[str, Any], dic
     parts = min(threads, len(rows["ts"]) // _PART_ROWS)
     if parts < 2:
         return _part_rules(rows)
-    done = run_parts(_part_rules, split_rows(rows, parts), (_args_rules.__code__, _finish_rows.__code__))
+    done = run_parts(partial(_part_rules, whole=len(rows["ts"])), split_rows(rows, parts))
     columns = {
         name: pa.chunked_array(
             [
@@ -1069,8 +1079,8 @@ def _rules(rows: dict[str, pa.Array], threads: int) -> tuple[dict[str, Any], dic
     return columns, runtime_size
 
 
-def _part_rules(rows: dict[str, pa.Array]) -> tuple[dict[str, Any], dict[int, int]]:
-    merged, runtime_size = _args_rules(rows)
+def _part_rules(rows: dict[str, pa.Array], whole: int | None = None) -> tuple[dict[str, Any], dict[int, int]]:
+    merged, runtime_size = _args_rules(rows, whole)
     rows.clear()
     return _finish_rows(merged), runtime_size
 

@@ -22,7 +22,7 @@ from profui.capture.conversion.result import (
 )
 from profui.capture.format import write_events
 
-from .convert import convert_events
+from .convert import FailedInParts, convert_events
 from .native import scan_ahead
 from .reader import decode, is_mapped, read_bytes
 
@@ -49,7 +49,10 @@ def convert_kineto_file(
     """
     src = Path(src)
     with c_heap_pool():
-        return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note, threads)
+        try:
+            return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note, threads)
+        except FailedInParts:  # a file this bad is refused: with the error a one-part run names first
+            return _convert_kineto_file(src, trace_dir, node, rank, seq, progress, note, 1)
 
 
 def _convert_kineto_file(

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import pairwise
-from types import CodeType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -91,45 +90,36 @@ def split_rows(rows: dict[str, pa.Array], parts: int) -> list[dict[str, pa.Array
     return out
 
 
-def run_parts(
-    work: Callable[[dict[str, pa.Array]], T], parts: list[dict[str, pa.Array]], order: tuple[CodeType, ...]
-) -> list[T]:
+class PartsFailed(Exception):
+    """Several parts failed (:attr:`errors`, in the parts' order): which error a one-part run
+    would raise first is not known here (it may be any part's: a later part's error in an
+    earlier rule comes first), so the caller runs the rows again in one part."""
+
+    def __init__(self, errors: list[Exception]) -> None:
+        super().__init__(str(errors[0]))
+        self.errors = errors
+
+
+def run_parts(work: Callable[[dict[str, pa.Array]], T], parts: list[dict[str, pa.Array]]) -> list[T]:
     """``work`` of each part, on a thread each; their results in the parts' order.
 
-    Where parts fail, the error raised is the one the whole would have raised run at once:
-    of the failed parts, the one whose error comes first in the run of the rules, that is in
-    the functions ``order`` (code objects, in the order they run over the rows) and within one
-    by line (their rules are straight-line code, in the order they run); of parts that fail at
-    the same place, the first (its rows come first). ``parts`` is left empty: each part's
-    columns go as its work lets go of them."""
+    Where one part fails, its error is raised: it is the error the rows would raise in one run
+    (the rules are row-local: the other parts' rows fail no rule, so the first rule to fail is
+    this part's first, at this part's first row that fails it). Where several fail,
+    :class:`PartsFailed`. ``parts`` is left empty: each part's columns go as its work lets go of
+    them."""
     with ThreadPoolExecutor(len(parts), thread_name_prefix="profui-rules") as pool:
         futures = [pool.submit(work, part) for part in parts]
         parts.clear()
         results: list[T] = []
-        errors: list[BaseException] = []
+        errors: list[Exception] = []
         for future in futures:
             try:
                 results.append(future.result())
-            except Exception as exc:  # noqa: BLE001  (re-raised below: the first in the rules' run)
+            except Exception as exc:  # noqa: BLE001  (re-raised below)
                 errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
     if errors:
-        raise min(errors, key=lambda exc: _position(exc, order))
+        raise PartsFailed(errors)
     return results
-
-
-def _position(exc: BaseException, order: tuple[CodeType, ...]) -> tuple[int, int]:
-    """Where in the run of the functions ``order`` ``exc`` was raised: the function's place in
-    ``order`` and the line it was at (the innermost frame of one of them), taken from the error
-    it was raised in handling of, if any (a rule's error is restated where it is caught); after
-    all of them where none of them is in its tracebacks."""
-    position = (len(order), 0)
-    error: BaseException | None = exc
-    while error is not None:
-        tb = error.__traceback__
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if code in order:
-                position = (order.index(code), tb.tb_lineno)
-            tb = tb.tb_next
-        error = error.__context__
-    return position

@@ -17,9 +17,10 @@ from test_bad_input_import import SMALL
 
 from profui.capture.conversion.errors import KinetoFormatError
 from profui.capture.kineto import convert as kineto_convert
-from profui.capture.kineto.convert import convert_events
+from profui.capture.kineto.convert import FailedInParts, convert_events
 from profui.capture.kineto.file_import import convert_kineto_file
 from profui.capture.kineto.reader import decode, read_bytes
+
 from realdata import require_shared_traces, shared_trace
 
 
@@ -128,9 +129,9 @@ def _bad_time(key: str, value: int):
     return set_value
 
 
-#: (what the first complete event gets, what the last gets, words of the one-part run's error):
-#: the rules run over every row in turn, so a rule's error in the last part comes before a later
-#: rule's error in the first, and the first part's before the last's within one rule.
+#: (what the first row's event gets, what the last row's gets, words of the one-part run's
+#: error): the rules run over every row in turn, so a rule's error in the last part comes before
+#: a later rule's error in the first, and the first part's before the last's within one rule.
 CASES = {
     "a time first, an external id last": (
         _bad_time("dur", -int("9" * 40)),
@@ -157,24 +158,50 @@ CASES = {
         _bad_time("dur", -int("9" * 40)),
         "8888888888",
     ),
+    # one time rule, two checks over every row: a time beyond int64 ns (any row) comes before a
+    # number that is not a time in µs (1e30: beyond a decimal's precision)
+    "a ts not a time first, a ts too large last": (
+        _bad_time("ts", 1e30),
+        _bad_time("ts", int("8" * 40)),
+        "8888888888",
+    ),
+    # only one part fails: its error is raised as it is, no second run
+    "a ts too large last only": (
+        lambda e: None,
+        _bad_time("ts", int("8" * 40)),
+        "8888888888",
+    ),
 }
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "pure-python"])
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["c-scan", "pure-python"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_values_in_several_parts_get_the_one_part_error(
-    small_parts: list[int], doc: dict, case: str, native: bool
+    small_parts: list[int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, doc: dict, case: str, pure: str
 ) -> None:
+    """Through convert_kineto_file, as `profui import` runs it: the same one-line error with 3
+    threads (rows in 3 parts) as with one. Where several parts fail, which error comes first is
+    found by converting the file again in one part."""
+    monkeypatch.setenv("PROFUI_PURE_PYTHON", pure)
     first, last, words = CASES[case]
     bad = copy.deepcopy(doc)
     events = _rows(bad)
     assert len(events) >= 9
     first(events[0])
     last(events[-1])
-    data = json.dumps(bad).encode()
-    path = Path("bad.json")
-    whole = _converted(path, data, 1, native)
-    parts = _converted(path, data, 3, native)
-    assert isinstance(whole, str) and words in whole, whole
-    assert small_parts == [3]
-    assert parts == whole
+    src = tmp_path / "bad.json"
+    src.write_text(json.dumps(bad))
+    errors = []
+    for threads in (1, 3):
+        with pytest.raises(KinetoFormatError) as err:
+            convert_kineto_file(src, tmp_path / f"t{threads}", node="n", rank=0, threads=threads)
+        errors.append(str(err.value))
+        assert not list((tmp_path / f"t{threads}").rglob("*.parquet"))
+    assert words in errors[0], errors[0]
+    assert errors[1] == errors[0]
+    several = "only" not in case
+    # cut in 3 once, and where several parts failed, converted again in one part (not cut)
+    assert small_parts == [3], small_parts
+    if several:
+        with pytest.raises(FailedInParts):
+            convert_events(decode(src, bytearray(src.read_bytes())), threads=3)

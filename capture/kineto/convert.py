@@ -461,24 +461,15 @@ class _CutSpans:
         count = int(np.count_nonzero(keep))
         if not count:
             return
-        s, e = start.to_numpy(), end.to_numpy()
-        # Most rows of a common key (an id) have it: by the mask, in arrays of its rows' count;
-        # a rare key by its rows' numbers. Both write as few arrays as they can: new pages are
-        # most of the time here.
-        if count > len(keep) // 4:
-            at = self._offsets[:-1][keep]
-            self._starts.append(at + s[keep])
-            at += e[keep]
-            self._ends.append(at)
-            np.add(self.removed, e - s, out=self.removed, where=keep)
-        else:
-            rows = np.flatnonzero(keep)
-            at = self._offsets[rows]
-            s, e = s[rows], e[rows]
-            self._starts.append(at + s)
-            at += e
-            self._ends.append(at)
-            self.removed[rows] += e - s
+        # A common key (an id, most rows have it) is gathered by its mask, a rare one by its
+        # rows' numbers: the fewer new arrays, the better (new pages are most of the time here).
+        picked = keep if count > len(keep) // 4 else np.flatnonzero(keep)
+        at = self._offsets[:-1][picked]
+        s, e = start.to_numpy()[picked], end.to_numpy()[picked]
+        self._starts.append(at + s)
+        at += e
+        self._ends.append(at)
+        self.removed[picked] += e - s
 
     def starting_in(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
         """The starts and ends of the spans that start in ``[a, z)`` of ``body``'s data (each
@@ -1062,17 +1053,8 @@ def _rules(rows: dict[str, pa.Array], threads: int) -> tuple[dict[str, Any], dic
     if parts < 2:
         return _part_rules(rows)
     done = run_parts(partial(_part_rules, whole=len(rows["ts"])), split_rows(rows, parts))
-    columns = {
-        name: pa.chunked_array(
-            [
-                x
-                for c, _ in done
-                for x in (c[name].chunks if isinstance(c[name], pa.ChunkedArray) else [c[name]])
-            ],
-            done[0][0][name].type,
-        )
-        for name in done[0][0]
-    }
+    joined = pa.concat_tables([pa.table(c) for c, _ in done])  # the parts' chunks, not copied
+    columns = {name: joined.column(name) for name in joined.column_names}
     runtime_size: dict[int, int] = {}
     for _, sizes in done:
         runtime_size.update(sizes)

@@ -65,12 +65,12 @@ class ScanRows(dict):
         each part's columns slices of these and its keys' listings the part's rows of theirs;
         this one is left empty, so that a column goes as soon as every part has let go of it."""
         parts = []
-        for lo, hi in pairwise(bounds):
+        for (lo, hi), columns in zip(pairwise(bounds), _sliced(self, bounds), strict=True):
             keys = {}
             for k, (at, start, end, values) in self._keys.items():
                 i, j = (int(x) for x in np.searchsorted(at, [lo, hi]))
                 keys[k] = (at[i:j] - lo if lo else at[i:j], start[i:j], end[i:j], values.slice(i, j - i))
-            parts.append(ScanRows(((name, a.slice(lo, hi - lo)) for name, a in self.items()), keys, hi - lo))
+            parts.append(ScanRows(columns.items(), keys, hi - lo))
         self.clear()
         self._keys.clear()
         return parts
@@ -83,11 +83,14 @@ def split_rows(rows: dict[str, pa.Array], parts: int) -> list[dict[str, pa.Array
     bounds = [n * i // parts for i in range(parts + 1)]
     if isinstance(rows, ScanRows):
         return list(rows.split(bounds))
-    out: list[dict[str, pa.Array]] = [
-        {name: a.slice(lo, hi - lo) for name, a in rows.items()} for lo, hi in pairwise(bounds)
-    ]
+    out = _sliced(rows, bounds)
     rows.clear()
     return out
+
+
+def _sliced(rows: dict[str, pa.Array], bounds: list[int]) -> list[dict[str, pa.Array]]:
+    """The columns of ``rows`` sliced at ``bounds`` (not copied), a dict a part."""
+    return [{name: a.slice(lo, hi - lo) for name, a in rows.items()} for lo, hi in pairwise(bounds)]
 
 
 class PartsFailed(Exception):

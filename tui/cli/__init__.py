@@ -114,7 +114,7 @@ def main() -> None:
     # before numpy loads; a user's own setting wins; profui's child processes are its own workers.
     if not os.environ.get("OPENBLAS_NUM_THREADS"):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    _arena_per_cpu()
+    _allocator_settings()
     _small_pages_where_reported()
     try:
         code = app(standalone_mode=False)
@@ -147,32 +147,46 @@ def main() -> None:
 #: jemalloc's settings that choose its arenas: where a user's ``_RJEM_MALLOC_CONF`` names one,
 #: profui adds none of its own.
 _ARENA_SETTINGS = ("narenas", "percpu_arena")
+#: jemalloc's setting of how long freed pages stay muzzy (given back lazily): where a user's
+#: ``_RJEM_MALLOC_CONF`` names it, profui adds none of its own.
+_MUZZY_SETTING = "muzzy_decay_ms"
 
 
-def _arena_per_cpu() -> None:
-    """Ask jemalloc, Polars' allocator, for one arena per CPU this process may run on, added to a
-    user's own ``_RJEM_MALLOC_CONF`` unless it chooses the arenas itself; Linux only. Set before
-    Polars loads, which reads it.
+def _allocator_settings() -> None:
+    """Ask jemalloc, Polars' allocator, for one arena per CPU this process may run on and to give
+    freed pages back at once rather than lazily, each added to a user's own
+    ``_RJEM_MALLOC_CONF`` unless it chooses that setting itself; Linux only. Set before Polars
+    loads, which reads it (after its own defaults, so these win over them).
 
     Per-CPU arenas (``percpu_arena:percpu``) where jemalloc takes them; where the process may use
     only some of the machine's CPUs (``taskset``, a Slurm or container cpuset) jemalloc refuses
     them with a line on stderr, and there it gets that many arenas (``narenas``) instead.
 
-    Why: by default jemalloc hands threads arenas from four per CPU, and the pages one stage's
-    threads free in theirs are not reused by the next stage's allocations in another, so a huge
-    trace's summary peaks higher and faults more fresh pages in (``benchmarks/scale.py``)."""
+    Why the arenas: by default jemalloc hands threads arenas from four per CPU, and the pages one
+    stage's threads free in theirs are not reused by the next stage's allocations in another, so
+    a huge trace's summary peaks higher and faults more fresh pages in (``benchmarks/scale.py``).
+
+    Why ``muzzy_decay_ms:0``: Polars sets 1000, so pages unused for Polars' half a second are
+    given back with ``MADV_FREE``, which leaves them in the process's resident memory (and a
+    cgroup's) until the kernel runs short; with 0 they are given back with ``MADV_DONTNEED`` and
+    leave it. A huge trace's summary frees several hundred MB between stages, which counted in its
+    peak. Pages still dirty (Polars' ``dirty_decay_ms``, unchanged) are reused as before."""
     if not sys.platform.startswith("linux") or "polars" in sys.modules:
         return
     conf = os.environ.get("_RJEM_MALLOC_CONF", "").strip().strip(",")
-    if any(pair.split(":", 1)[0].strip() in _ARENA_SETTINGS for pair in conf.split(",")):
-        return
-    from profui.capture.conversion.cpus import usable_cpus
+    named = {pair.split(":", 1)[0].strip() for pair in conf.split(",")}
+    mine = []
+    if not named & set(_ARENA_SETTINGS):
+        from profui.capture.conversion.cpus import usable_cpus
 
-    usable = usable_cpus()
-    # jemalloc's own test (malloc_cpu_count_is_deterministic) before it takes per-CPU arenas
-    per_cpu = os.sysconf("SC_NPROCESSORS_ONLN") == os.sysconf("SC_NPROCESSORS_CONF") == usable
-    mine = "percpu_arena:percpu" if per_cpu else f"narenas:{usable}"
-    os.environ["_RJEM_MALLOC_CONF"] = f"{conf},{mine}" if conf else mine
+        usable = usable_cpus()
+        # jemalloc's own test (malloc_cpu_count_is_deterministic) before it takes per-CPU arenas
+        per_cpu = os.sysconf("SC_NPROCESSORS_ONLN") == os.sysconf("SC_NPROCESSORS_CONF") == usable
+        mine.append("percpu_arena:percpu" if per_cpu else f"narenas:{usable}")
+    if _MUZZY_SETTING not in named:
+        mine.append(f"{_MUZZY_SETTING}:0")
+    if mine:
+        os.environ["_RJEM_MALLOC_CONF"] = ",".join([conf, *mine] if conf else mine)
 
 
 def _small_pages_where_reported() -> None:

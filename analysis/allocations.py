@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from .args import int_member
-from .engine import ENGINE
+from .engine import ENGINE, SCAN_ENGINE
 from .steps import in_step
 
 MEMORY_EVENT = "[memory]"
@@ -90,7 +90,7 @@ def _raw_memory_rows(events: pl.LazyFrame) -> pl.LazyFrame:
     )
     read = (
         rows.with_columns(pl.col("args").str.extract_groups(_KINETO_ARGS).alias("_g"))
-        .collect(engine=ENGINE)
+        .collect(engine=SCAN_ENGINE)
         .lazy()
     )
     plain = pl.col("_g").struct.field("1").is_not_null()

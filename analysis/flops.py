@@ -55,7 +55,7 @@ import polars as pl
 
 from profui.capture.format.manifest import gpu_key
 
-from .engine import ENGINE
+from .engine import ENGINE, SCAN_ENGINE
 from .formatting import plural
 from .intervals import Frame, _lazy
 from .peaks import Peak, peak_for
@@ -265,7 +265,7 @@ def op_flops(events: Frame) -> pl.LazyFrame:
         pl.col("kind") == "cpu_op",
         pl.col("name").is_in(list(FLOP_OPS)) | args.str.contains('"kernel_flop"', literal=True),
     ).select(*_THREAD, "ts", "dur", "name", "args")
-    cand_rows = cand.collect(engine=ENGINE)
+    cand_rows = cand.collect(engine=SCAN_ENGINE)
     present = cand_rows["name"].unique().to_list()
     member = _member_reader(
         cand_rows.get_column("args"),

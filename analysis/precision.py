@@ -53,7 +53,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .comm import COMM_PATTERN
-from .engine import ENGINE
+from .engine import ENGINE, SCAN_ENGINE
 from .intervals import Frame, _lazy
 
 PRECISIONS = ("FP32", "TF32", "FP16", "BF16", "FP8", "INT8", "INT32", "other", "unknown")
@@ -178,7 +178,7 @@ def kernel_precision(events: Frame) -> pl.LazyFrame:
     typed = (
         ev.filter(pl.col("kind") == "cpu_op", pl.col("args").str.contains('"Input type"', literal=True))
         .select(*keys, "pid", "tid", "ts", "dur", "external_id", "name", "args")
-        .collect(engine=ENGINE)
+        .collect(engine=SCAN_ENGINE)
     )
     if typed.is_empty():
         # no op recorded dtypes (record_shapes off; 3 of the 4 largest shared traces): nothing

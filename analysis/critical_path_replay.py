@@ -71,7 +71,11 @@ class Graph:
     rank_of: list[int] = field(default_factory=list)
     # each node's incoming edges: flat edge ids, node n's at [bounds[n], bounds[n + 1])
     _inc_bounds: list[int] = field(default_factory=list)
-    _inc_flat: list[int] = field(default_factory=list)
+    _inc_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # the replay's walk: (node, lo, hi) per node in topological order that an edge reaches and
+    # is not fixed, its incoming edges at [lo, hi) of the flat order; their sources in that order
+    _walk: list[tuple[int, int, int]] = field(default_factory=list)
+    _walk_src: list[int] = field(default_factory=list)
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     kind: list[str] = field(default_factory=list)
@@ -163,7 +167,7 @@ class Graph:
         # each node's incoming edges, in the order they were made
         by_dst = np.argsort(dst, kind="stable")
         self._inc_bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1)).tolist()
-        self._inc_flat = by_dst.tolist()
+        self._inc_edges = by_dst
         gap = t[dst] - t[src]
         is_thread = kind == THREAD
         eff = np.where(is_thread, gap, np.minimum(floor, gap))
@@ -220,6 +224,9 @@ class Graph:
         weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
         self.weights = weights
         self._order(t, src, dst)
+        b, fixed = self._inc_bounds, self.fixed
+        self._walk = [(n, b[n], b[n + 1]) for n in self.order if b[n] != b[n + 1] and not fixed[n]]
+        self._walk_src = src[by_dst].tolist()
 
     def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
         # by time, then depth along zero-length edges, then creation: topological unless zero-
@@ -263,21 +270,19 @@ class Graph:
     def replay(self, change: int = 0) -> list[int]:
         """Every node's time with change ``change`` (0: none; else ``CHANGES[change - 1]``)."""
         t = list(self.t)
-        src, fixed = self.src, self.fixed
-        bounds, flat = self._inc_bounds, self._inc_flat
-        wc = self.weights[change].tolist()
-        for n in self.order:
-            lo, hi = bounds[n], bounds[n + 1]
-            if fixed[n] or lo == hi:
+        src = self._walk_src
+        w = self.weights[change][self._inc_edges].tolist()  # in the walk's edge order
+        for n, lo, hi in self._walk:
+            if hi - lo == 1:  # most nodes: one edge in
+                if w[lo] != NONE:
+                    t[n] = t[src[lo]] + w[lo]
                 continue
             best = None
-            for e in flat[lo:hi]:
-                w = wc[e]
-                if w == NONE:
-                    continue
-                v = t[src[e]] + w
-                if best is None or v > best:
-                    best = v
+            for i in range(lo, hi):
+                if w[i] != NONE:
+                    v = t[src[i]] + w[i]
+                    if best is None or v > best:
+                        best = v
             if best is not None:
                 t[n] = best
         return t

@@ -49,6 +49,13 @@ from replicate_trace import replicate
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = "hta-df_index_resolver-df_index_resolver.json.gz"
 BASE = "/tmp/basevenv/bin/profui"
+#: What the header says of jemalloc's settings where ``--malloc-conf`` sets none: each side's
+#: ``profui`` sets its own (this version: per-CPU arenas and ``muzzy_decay_ms:0``, on Linux) after
+#: Polars' defaults.
+_SET_BY_PROFUI = (
+    "as each side's profui sets it (this version: per-CPU arenas, muzzy_decay_ms:0; Linux) over Polars'"
+)
+
 #: Issue #40's target 1: the ~5M-row size's import + summary wall and peak, the 3M summary's CPU.
 TARGET_WALL_S, TARGET_PEAK_MB, TARGET_CPU_S = 16.0, 2000.0, 8.0
 
@@ -204,7 +211,7 @@ def main() -> None:
     print(
         f"synthetic scale from real data: {src.name} replicated along time (replicate_trace.py); "
         f"medians of {args.repeat} runs, each a fresh process; base {base.profui if base else 'none'}; "
-        f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or 'as set by profui (per-CPU arenas, Linux) and Polars'}",
+        f"{os.cpu_count()} cores; load {load()}; _RJEM_MALLOC_CONF {MALLOC_CONF or _SET_BY_PROFUI}",
         flush=True,
     )
     print(machine_line(), flush=True)

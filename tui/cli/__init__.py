@@ -166,11 +166,12 @@ def _allocator_settings() -> None:
     stage's threads free in theirs are not reused by the next stage's allocations in another, so
     a huge trace's summary peaks higher and faults more fresh pages in (``benchmarks/scale.py``).
 
-    Why ``muzzy_decay_ms:0``: Polars sets 1000, so pages unused for Polars' half a second are
-    given back with ``MADV_FREE``, which leaves them in the process's resident memory (and a
-    cgroup's) until the kernel runs short; with 0 they are given back with ``MADV_DONTNEED`` and
-    leave it. A huge trace's summary frees several hundred MB between stages, which counted in its
-    peak. Pages still dirty (Polars' ``dirty_decay_ms``, unchanged) are reused as before."""
+    Why ``muzzy_decay_ms:0``: with Polars' 1000, freed pages left unused for its dirty decay
+    (500 ms, unchanged) are given back with ``MADV_FREE``, which leaves them in the process's
+    resident memory (and its cgroup's) until the kernel runs short, for up to a second more; with
+    0 they are given back with ``MADV_DONTNEED`` and leave it. A huge trace's summary frees
+    several hundred MB between stages, which counted in its peak; pages reused within the dirty
+    decay are reused as before, later ones are faulted in again (some system CPU)."""
     if not sys.platform.startswith("linux") or "polars" in sys.modules:
         return
     conf = os.environ.get("_RJEM_MALLOC_CONF", "").strip().strip(",")

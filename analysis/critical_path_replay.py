@@ -72,9 +72,10 @@ class Graph:
     # each node's incoming edges: flat edge ids, node n's at [bounds[n], bounds[n + 1])
     _inc_bounds: list[int] = field(default_factory=list)
     _inc_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    # the replay's walk: (node, lo, hi) per node in topological order that an edge reaches and
-    # is not fixed, its incoming edges at [lo, hi) of the flat order; their sources in that order
-    _walk: list[tuple[int, int, int]] = field(default_factory=list)
+    # the replay's walk: the nodes in topological order that an edge reaches and that are not
+    # fixed, and where their incoming edges are in the flat order ([lo, hi)); the edges' sources
+    # in that order
+    _walk: tuple[list[int], list[int], list[int]] = field(default_factory=lambda: ([], [], []))
     _walk_src: list[int] = field(default_factory=list)
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
@@ -166,7 +167,8 @@ class Graph:
         n_edges = len(src)
         # each node's incoming edges, in the order they were made
         by_dst = np.argsort(dst, kind="stable")
-        self._inc_bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1)).tolist()
+        bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1))
+        self._inc_bounds = bounds.tolist()
         self._inc_edges = by_dst
         gap = t[dst] - t[src]
         is_thread = kind == THREAD
@@ -224,8 +226,10 @@ class Graph:
         weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
         self.weights = weights
         self._order(t, src, dst)
-        b, fixed = self._inc_bounds, self.fixed
-        self._walk = [(n, b[n], b[n + 1]) for n in self.order if b[n] != b[n + 1] and not fixed[n]]
+        order = np.asarray(self.order, dtype=np.int64)
+        lo, hi = bounds[order], bounds[order + 1]
+        walk = (hi > lo) & ~np.asarray(self.fixed, dtype=bool)[order]
+        self._walk = (order[walk].tolist(), lo[walk].tolist(), hi[walk].tolist())
         self._walk_src = src[by_dst].tolist()
 
     def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
@@ -272,7 +276,7 @@ class Graph:
         t = list(self.t)
         src = self._walk_src
         w = self.weights[change][self._inc_edges].tolist()  # in the walk's edge order
-        for n, lo, hi in self._walk:
+        for n, lo, hi in zip(*self._walk, strict=True):
             if hi - lo == 1:  # most nodes: one edge in
                 if w[lo] != NONE:
                     t[n] = t[src[lo]] + w[lo]

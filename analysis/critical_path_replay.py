@@ -69,11 +69,10 @@ class Graph:
     t: list[int] = field(default_factory=list)
     fixed: list[bool] = field(default_factory=list)
     rank_of: list[int] = field(default_factory=list)
-    # each node's incoming edges: flat edge ids, node n's at [bounds[n], bounds[n + 1])
-    _inc_bounds: list[int] = field(default_factory=list)
+    # the edges by the node they reach, in the order they were made (the replay's edge order)
     _inc_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # the replay's walk: the nodes in topological order that an edge reaches and that are not
-    # fixed, and where their incoming edges are in the flat order ([lo, hi)); the edges' sources
+    # fixed, and where their incoming edges are in the edge order ([lo, hi)); the edges' sources
     # in that order
     _walk: tuple[list[int], list[int], list[int]] = field(default_factory=lambda: ([], [], []))
     _walk_src: list[int] = field(default_factory=list)
@@ -91,7 +90,6 @@ class Graph:
     binding: list[int] = field(default_factory=list)
     # COLL groups: end node -> (arrival nodes, own arrival, own time)
     coll: dict[int, tuple[list[int], int, int]] = field(default_factory=dict)
-    order: list[int] = field(default_factory=list)
     # a thread's resume woken by another rank's arrival -> its own rank's arrival there
     woken: dict[int, int] = field(default_factory=dict)
     # per edge: what the straggler change removes from it (its rank's lateness; empty: none)
@@ -167,8 +165,7 @@ class Graph:
         n_edges = len(src)
         # each node's incoming edges, in the order they were made
         by_dst = np.argsort(dst, kind="stable")
-        bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1))
-        self._inc_bounds = bounds.tolist()
+        bounds = np.searchsorted(dst[by_dst], np.arange(len(t) + 1))  # node n's: [bounds[n], bounds[n+1])
         self._inc_edges = by_dst
         gap = t[dst] - t[src]
         is_thread = kind == THREAD
@@ -225,14 +222,13 @@ class Graph:
             )
         weights[_COMM] = np.where(is_coll, np.maximum(0, w - (own_time - own_time // 2)), weights[_COMM])
         self.weights = weights
-        self._order(t, src, dst)
-        order = np.asarray(self.order, dtype=np.int64)
+        order = self._order(t, src, dst, bounds)
         lo, hi = bounds[order], bounds[order + 1]
         walk = (hi > lo) & ~np.asarray(self.fixed, dtype=bool)[order]
         self._walk = (order[walk].tolist(), lo[walk].tolist(), hi[walk].tolist())
         self._walk_src = src[by_dst].tolist()
 
-    def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    def _order(self, t: np.ndarray, src: np.ndarray, dst: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         # by time, then depth along zero-length edges, then creation: topological unless zero-
         # length edges form a cycle (then Kahn's algorithm says so)
         depth = np.zeros(len(t), dtype=np.int64)
@@ -248,10 +244,8 @@ class Graph:
         pos = np.empty(len(t), dtype=np.int64)
         pos[order] = np.arange(len(t))
         if not len(src) or bool((pos[src] < pos[dst]).all()):
-            self.order = order.tolist()
-            return
-        b = self._inc_bounds
-        indeg = [b[n + 1] - b[n] for n in range(len(self.t))]
+            return order
+        indeg = np.diff(bounds).tolist()
         out_edges: list[list[int]] = [[] for _ in self.t]
         for e, s in enumerate(self.src):
             out_edges[s].append(e)
@@ -267,7 +261,7 @@ class Graph:
                     ready.append(d)
         if len(found) != len(self.t):
             raise ValueError("critical path graph has a cycle")  # zero-length edges both ways
-        self.order = found
+        return np.asarray(found, dtype=np.int64)
 
     # -- replay -------------------------------------------------------------------------------
 

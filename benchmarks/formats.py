@@ -60,20 +60,32 @@ from profui.tui.cli import main
 cpu = {"cli start-up": time.process_time() - t0}
 t1 = time.process_time()
 spent = {}
+inside = set()
 def wrap(module, name, label):
-    mod = importlib.import_module(module)
-    fn = getattr(mod, name)
+    # a phase's function where this profui has it (the analysis' entry moved between versions);
+    # a call inside another of the same label is counted once, by the outer
+    try:
+        mod = importlib.import_module(module)
+        fn = getattr(mod, name)
+    except (ImportError, AttributeError):
+        return
     @functools.wraps(fn)
     def timed(*a, **k):
+        if label in inside:
+            return fn(*a, **k)
+        inside.add(label)
         c = time.process_time()
         try:
             return fn(*a, **k)
         finally:
+            inside.discard(label)
             spent[label] = spent.get(label, 0) + time.process_time() - c
     setattr(mod, name, timed)
 wrap("profui.tui.cli.sources", "resolve_sources", "import (resolve_sources)")
 wrap("profui.capture.nsys.convert", "convert_nsys_file", "of which convert_nsys_file")
-wrap("profui.analysis.summary", "summarize", "analysis (summarize)")
+# the analysis: the command line's entry to it in this version (run) or in older ones (summarize)
+wrap("profui.analysis.run", "run", "analysis (every stage)")
+wrap("profui.analysis.summary", "summarize", "analysis (every stage)")
 import profui.tui.cli.summary_cmd as cmd
 cmd.resolve_sources = sys.modules["profui.tui.cli.sources"].resolve_sources
 import profui.analysis.summary
@@ -318,11 +330,14 @@ def measure_all(args: argparse.Namespace, nsys_dir: Path, profuis: dict[str, str
         sides = list(dict.fromkeys(side for _, side in split))
         for name in EXPORTS:
             print(f"  {name:<30}" + "".join(f" {side:>8}" for side in sides))
-            for phase in split[(name, sides[0])][0]:
+            # every side's phases (a version may lack one: shown as -)
+            for phase in dict.fromkeys(k for side in sides for r in split[(name, side)] for k in r):
                 print(
                     f"    {phase:<28}"
                     + "".join(
-                        f" {statistics.median(r.get(phase, 0) for r in split[(name, side)]):>8.3f}"
+                        f" {statistics.median(r[phase] for r in split[(name, side)]):>8.3f}"
+                        if phase in split[(name, side)][0]
+                        else f" {'-':>8}"
                         for side in sides
                     )
                 )

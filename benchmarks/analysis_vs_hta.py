@@ -16,8 +16,7 @@ library imports) and ``cpu`` (user + system CPU seconds of the process and its c
 process; the steadiest figure on a shared, loaded machine — Polars' threads count here, so it
 does not flatter our multi-threaded side). Medians of ``--repeat`` runs; a child that fails
 (HTA's parser occasionally loses a rank under memory pressure) is retried up to twice.
-HTA runs in its own venv (``.venv-bench``; create it with
-``python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis``).
+HTA runs in its own venv (``.venv-bench``; ``hta_env.py`` says how to make it).
 The last lines print the ratios (HTA / ours, times summed over the traces; peak RSS: HTA / ours
 on the worst trace) for the issue's yardstick, the two largest GPU traces (df_index, mtia), and
 for all traces measured; then the start-up floor: what a fresh Python process with our
@@ -53,6 +52,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hta_env import HTA_PYTHON, HTA_SETUP
 from precompile import compile_sources
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,7 +194,7 @@ def main() -> None:
         "--traces-dir", default=os.environ.get("PROFUI_TRACES", str(REPO.parent / "shared" / "traces"))
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter with profui installed")
-    ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
+    ap.add_argument("--hta-python", default=str(HTA_PYTHON))
     ap.add_argument(
         "--baseline-python",
         help="interpreter with another profui (a baseline commit), measured in the same run",
@@ -213,7 +213,7 @@ def main() -> None:
     if opts.baseline_python:
         compile_sources(opts.baseline_python)
     if not Path(opts.hta_python).exists():
-        sys.exit(f"no HTA interpreter at {opts.hta_python}: create .venv-bench (see the docstring)")
+        sys.exit(f"no HTA interpreter at {opts.hta_python}: create it: {HTA_SETUP}")
 
     w_env = {"PROFUI_BENCH_WITHOUT": ",".join(opts.without)}
     if opts.without:  # a stage that cannot be left empty fails here, not after the first trace

@@ -32,9 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from hta_env import HTA_PYTHON, HTA_SETUP
+
 REPO = Path(__file__).resolve().parent.parent
 TRACES = Path(os.environ.get("PROFUI_TRACES", REPO.parent / "shared" / "traces"))
-HTA_PYTHON = REPO / ".venv-bench" / "bin" / "python"
 
 #: The critical-path traces and the annotations HTA's tests analyse them with.
 CRITICAL_PATH = {
@@ -198,9 +199,7 @@ def main() -> None:
     ap.add_argument("--write-reference", type=Path, metavar="DIR")
     opts = ap.parse_args()
     if not HTA_PYTHON.exists():
-        sys.exit(
-            f"{HTA_PYTHON}: no HTA venv; create it: python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis 'pandas<3'"
-        )
+        sys.exit(f"{HTA_PYTHON}: no HTA venv; create it: {HTA_SETUP}")
     todo = default_traces()
     if opts.traces:
         todo = [(f, a) for f, a in todo if f in opts.traces or any(f.startswith(t) for t in opts.traces)]

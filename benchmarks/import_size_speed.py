@@ -37,11 +37,8 @@ as one; the smallest included) it prints, in one run:
 
 The machine's load average is printed at the start and the end.
 
-HTA is not a profui dependency. Set up the benchmark environment once (``.venv-bench`` is
-git-ignored)::
+HTA is not a profui dependency: set up its environment once, as ``hta_env.py`` says, then::
 
-    python3 -m venv .venv-bench
-    .venv-bench/bin/pip install HolisticTraceAnalysis orjson
     .venv/bin/python benchmarks/import_size_speed.py
 
 Run it with an interpreter that has profui; HTA is looked for in this interpreter, then in
@@ -61,6 +58,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hta_env import HTA_PYTHON, HTA_SETUP
 from peak import run as measure
 from precompile import compile_sources
 
@@ -192,7 +190,7 @@ def has_module(python: str, module: str) -> bool:
 
 
 def find_hta_python(explicit: str | None) -> str | None:
-    candidates = [explicit] if explicit else [sys.executable, str(REPO / ".venv-bench" / "bin" / "python")]
+    candidates = [explicit] if explicit else [sys.executable, str(HTA_PYTHON)]
     for c in candidates:
         if c and Path(c).exists() and has_module(c, "hta.trace_analysis"):
             return c
@@ -407,7 +405,7 @@ def main() -> None:
     if hta_python is None:
         print(
             "HTA not found: skipping the HTA comparison. Set it up with:\n"
-            "  python3 -m venv .venv-bench && .venv-bench/bin/pip install HolisticTraceAnalysis orjson\n"
+            f"  {HTA_SETUP}\n"
             "(or pass --hta-python)."
         )
     pool = " with ARROW_DEFAULT_MEMORY_POOL=system" if PROFUI_ENV else ""

@@ -287,8 +287,9 @@ print(json.dumps(out, default=float))
 
 
 def test_time_blocked_against_hta_itself(imported_trace, tmp_path) -> None:
-    """With HTA installed (``PROFUI_HTA_PYTHON``, or ``.venv-hta`` in the repository), HTA itself
-    computes the expected numbers here; skipped otherwise (``HTA_BLOCKED`` holds its output)."""
+    """With HTA installed (``PROFUI_HTA_PYTHON``, or the benchmarks' ``.venv-bench`` in the
+    repository: ``benchmarks/hta_env.py``), HTA itself computes the expected numbers here; skipped
+    otherwise (``HTA_BLOCKED`` holds its output)."""
     import json
     import os
     import subprocess
@@ -296,7 +297,7 @@ def test_time_blocked_against_hta_itself(imported_trace, tmp_path) -> None:
 
     from realdata import REPO, shared_trace
 
-    python = Path(os.environ.get("PROFUI_HTA_PYTHON", REPO / ".venv-hta" / "bin" / "python"))
+    python = Path(os.environ.get("PROFUI_HTA_PYTHON", REPO / ".venv-bench" / "bin" / "python"))
     if not python.exists():
         pytest.skip("HTA not installed (set PROFUI_HTA_PYTHON to an interpreter with HolisticTraceAnalysis)")
     stem = "trace_filter-sampled_rank-0"

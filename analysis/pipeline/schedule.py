@@ -28,6 +28,7 @@ def run_stages(
     available: Callable[[str], bool] | None = None,
     on_done: Callable[[str], None] | None = None,
     between: Callable[[bool], None] | None = None,
+    together: Callable[[str, Collection[str]], bool] | None = None,
 ) -> dict[str, BaseException]:
     """Run every stage of ``todo`` (in the graph's order) with ``run(name)``; the stages that
     failed, with their errors (only the first in the graph's order is certain: the stages after
@@ -42,7 +43,9 @@ def run_stages(
     first, then (``by_cost``) the one heading the costliest chain of stages still to run
     (:attr:`~.dag.Stage.cost`), then the graph's order. ``on_done(name)`` follows each stage's
     success (its error counts as the stage's); ``between(waiting)`` follows each finished
-    batch, ``waiting`` saying whether stages have yet to start.
+    batch, ``waiting`` saying whether stages have yet to start. ``together(stage, running)``,
+    given, says whether a ready stage may start beside the stages running (a stage always starts
+    when none is); one it refuses waits, and a later one in the order may start instead.
     """
     rank = {name: i for i, name in enumerate(todo)}
     priority = _priorities(registry, todo) if by_cost else dict.fromkeys(todo, 0.0)
@@ -91,7 +94,11 @@ def run_stages(
     running: dict[Future[object], str] = {}
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="profui-stage") as pool:
         while waiting or running:
-            for name in ready()[: threads - len(running)]:
+            for name in ready():
+                if len(running) >= threads:
+                    break
+                if running and together is not None and not together(name, list(running.values())):
+                    continue
                 waiting.remove(name)
                 running[pool.submit(run, name)] = name
             if not running:

@@ -99,6 +99,7 @@ def compute(
             # only the callbacks that do something: each is a call back into this module
             on_done=None if on_stage is None else functools.partial(done, report=on_stage),
             between=let_go if readers else None,
+            together=_beside_the_python_stage if trace.dir.num_events >= HUGE_TRACE_EVENTS else None,
         )
     finally:
         if dropped:  # the trace's next reader gets its events whole, read again
@@ -126,8 +127,23 @@ def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> fr
 #: Events from which at most :data:`LARGE_TRACE_STAGES` stages run at once.
 LARGE_TRACE_EVENTS = 1_000_000
 LARGE_TRACE_STAGES = 2
-#: Events from which the stages run one at a time.
+#: Events from which the stages run one at a time, but that a stage of :data:`PYTHON_STAGES` may
+#: run beside one of :data:`LIGHT_STAGES`.
 HUGE_TRACE_EVENTS = 4_000_000
+#: Stages whose time is mostly Python holding the GIL (the critical path walks each step's graph
+#: node by node), which leaves a core idle that a stage of Polars queries beside it fills.
+PYTHON_STAGES = frozenset({"critical_path"})
+#: Stages whose working memory on a huge trace is small beside the others' (at most ~160 MB at
+#: df_index x33, where kernels, launch, steps, correlate, utilization and allocations each take
+#: 200-570 MB): one may run beside a :data:`PYTHON_STAGES` stage without raising the run's peak.
+LIGHT_STAGES = frozenset({"precision", "flops", "idle", "activity", "memory", "annotations", "sync"})
+
+
+def _beside_the_python_stage(stage: str, running: list[str]) -> bool:
+    """On a huge trace, whether ``stage`` may start beside ``running``: only as a pair of a
+    :data:`PYTHON_STAGES` stage and a :data:`LIGHT_STAGES` one."""
+    pair = {stage, *running}
+    return len(pair) == 2 and bool(pair & PYTHON_STAGES) and bool(pair & LIGHT_STAGES)
 
 
 def _workers(stages: int, events: int = 0) -> int:
@@ -137,15 +153,13 @@ def _workers(stages: int, events: int = 0) -> int:
     cores within each query, and every further stage at once only adds its working memory (3M
     events on 2 cores: three stages at once peaked ~150 MB above two, in no less time).
 
-    From 4M events one at a time, a small saving of memory paid for in wall time. On 5M events
-    (df_index ×33, ``profui summary``, 2 cores), two at once against one at a time: first four
-    runs each way over two sessions at load 3-10, peaks 1.95-2.20 GB (median 1.95) against
-    1.80-2.04 GB (median 1.91); then six each way alternating at load 6-9, 1.91-2.00 GB (median
-    of five 1.96) against 1.77-1.91 GB (1.88), CPU the same (10.4 against 10.7 s), wall 11.5
-    against 15.4 s (medians; 9.8-30 s and 11.8-31 s with the load). Neither keeps every run
-    under 2 GB; the cut at 4M is placed between the sizes measured (3M, 5M), not measured."""
+    From 4M events two, but only as a Python-bound stage beside a light one
+    (:func:`_beside_the_python_stage`); every other stage runs alone. Any two stages at once
+    there (the large traces' rule) took ~1.3 s less of a 5M-event summary's ~9.7 s but peaked
+    over 2 GB in every run measured; one at a time left a core idle through the critical path's walk.
+    The cut at 4M is placed between the sizes measured (3M, 5M), not measured."""
     if events >= HUGE_TRACE_EVENTS:
-        return 1
+        return max(1, min(stages, 2))
     if events >= LARGE_TRACE_EVENTS:
         return max(1, min(stages, LARGE_TRACE_STAGES))
     return max(1, min(stages, (os.cpu_count() or 1) + 1, 8))

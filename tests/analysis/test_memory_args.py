@@ -68,9 +68,11 @@ def test_a_huge_run_lets_args_go_after_its_readers_and_gives_every_output(
     huge = compute(trace, ["summary"], on_stage=seen)
     _same_outputs(huge, kept)
     without = {s for s, has in had_args.items() if not has}
-    # the readers and what they read ran first, with args; every stage after them without
+    # the readers and what they read ran first, with args; every stage after them without, but
+    # a light one that ran beside the critical path (a reader) and ended while args was held
     first = store.ARGS_READERS | REGISTRY.ancestors(store.ARGS_READERS)
-    assert without == set(REGISTRY.with_ancestors(["summary"])) - first
+    after = set(REGISTRY.with_ancestors(["summary"])) - first
+    assert after - store.LIGHT_STAGES <= without <= after
     # once the run is over the trace's events are whole again
     assert "args" in trace.cached_events().collect_schema().names()
 

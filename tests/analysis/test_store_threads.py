@@ -4,7 +4,8 @@ The oracle for its outputs is the same graph run one stage per call (each call c
 single stage, so nothing runs beside it): on real traces the two stores hold equal frames and
 values. Failures are the graph's first failing stage, as when stages run in turn, and no stage
 thread outlives the call. How many stages run at once is observed from the stage bodies
-themselves: one on a huge trace, two on a large one, more on a small one.
+themselves: on a huge trace one, or the critical path beside a light stage; two on a large one,
+more on a small one.
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ def test_first_failing_stage_is_raised_and_no_thread_is_left(imported_trace) -> 
     assert not {"steps", "comm", "annotations", "summary"} & set(store)
 
 
-def _counting(registry: Registry, seen: list[int]) -> Registry:
-    """``registry`` with each stage body holding its thread 50 ms while counted as running."""
+def _counting(registry: Registry, seen: list[int], beside: list[frozenset[str]] | None = None) -> Registry:
+    """``registry`` with each stage body holding its thread 50 ms while counted as running;
+    ``beside`` gets the stages running (itself included) as each starts."""
     lock, running = threading.Lock(), [0]
+    names: set[str] = set()
 
     def wrap(stage: Stage) -> Stage:
         body = stage.run
@@ -100,9 +103,13 @@ def _counting(registry: Registry, seen: list[int]) -> Registry:
             with lock:
                 running[0] += 1
                 seen.append(running[0])
+                names.add(stage.name)
+                if beside is not None:
+                    beside.append(frozenset(names))
             time.sleep(0.05)
             with lock:
                 running[0] -= 1
+                names.discard(stage.name)
             return body(ctx)
 
         return replace(stage, run=run)
@@ -118,10 +125,17 @@ def test_stages_at_once_follow_the_trace_size(imported_trace, monkeypatch, size)
     monkeypatch.setattr(store, "LARGE_TRACE_EVENTS", 1 if size == "large" else 10**12)
     monkeypatch.setattr(store, "HUGE_TRACE_EVENTS", 1 if size == "huge" else 10**12)
     seen: list[int] = []
-    out = compute(trace, ["summary"], registry=_counting(REGISTRY, seen))
+    beside: list[frozenset[str]] = []
+    out = compute(trace, ["summary"], registry=_counting(REGISTRY, seen, beside))
     assert set(out) == set(SUMMARY)
     if size == "huge":
-        assert max(seen) == 1
+        # two at once only as the critical path (Python, holding the GIL) and a light stage
+        pairs = {b for b in beside if len(b) > 1}
+        assert max(seen) == 2 and pairs
+        for pair in pairs:
+            assert len(pair) == 2, pair
+            assert pair & store.PYTHON_STAGES == {"critical_path"}, pair
+            assert pair - store.PYTHON_STAGES <= store.LIGHT_STAGES, pair
     elif size == "large":
         assert max(seen) == 2
     else:  # one more than the cores (at least 3 here), where the graph has that many ready
@@ -164,3 +178,33 @@ def test_of_the_ready_stages_the_costliest_chain_starts_first(tmp_path, monkeypa
     out = compute(Opened(), ["b", "c", "e"], registry=graph)
     assert set(out) == set("abcde")
     assert started == list("adecb")
+
+
+def test_together_lets_only_the_pairs_it_names_run_at_once() -> None:
+    """Hand-checked on two threads: after ``a``, ``b``, ``c`` and ``d`` are ready; ``together``
+    allows only ``b`` beside ``c``, so ``d`` (ready first, the graph's order) runs alone and
+    ``b`` and ``c`` overlap."""
+    from profui.analysis.pipeline.dag import TRACE
+    from profui.analysis.pipeline.schedule import run_stages
+
+    lock, running, beside = threading.Lock(), set(), []
+
+    def stage(name: str, inputs: tuple[str, ...]) -> Stage:
+        return Stage(name, inputs, (), (f"{name}.json",), lambda ctx: {}, cost=1)
+
+    graph = Registry([stage("a", (TRACE,)), *(stage(n, ("a",)) for n in "dbc")], [])
+
+    def run(name: str) -> None:
+        with lock:
+            running.add(name)
+            beside.append(frozenset(running))
+        time.sleep(0.1)
+        with lock:
+            running.discard(name)
+
+    failed = run_stages(
+        graph, graph.order, run, threads=2, by_cost=False, together=lambda s, r: {s, *r} == {"b", "c"}
+    )
+    assert failed == {}
+    assert [sorted(b) for b in beside if len(b) > 1] == [["b", "c"]]
+    assert frozenset("d") in beside and len(beside) == 4

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .conform import conform_outputs
@@ -139,7 +139,7 @@ PYTHON_STAGES = frozenset({"critical_path"})
 LIGHT_STAGES = frozenset({"precision", "flops", "idle", "activity", "memory", "annotations", "sync"})
 
 
-def _beside_the_python_stage(stage: str, running: list[str]) -> bool:
+def _beside_the_python_stage(stage: str, running: Collection[str]) -> bool:
     """On a huge trace, whether ``stage`` may start beside ``running``: only as a pair of a
     :data:`PYTHON_STAGES` stage and a :data:`LIGHT_STAGES` one."""
     pair = {stage, *running}

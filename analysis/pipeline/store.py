@@ -76,6 +76,7 @@ def compute(
     # another's (:func:`.schedule.run_stages`, the costliest chains first).
     # On a huge trace the stages reading the events' args run first (with what they read), and
     # the column is let go once they are done: the stages after them run in that much less memory
+    # (but a light one that ran beside the critical path, a reader, and held it that long)
     readers = _args_readers(todo, values, trace.dir.num_events)
     dropped = False
 
@@ -99,7 +100,7 @@ def compute(
             # only the callbacks that do something: each is a call back into this module
             on_done=None if on_stage is None else functools.partial(done, report=on_stage),
             between=let_go if readers else None,
-            together=_beside_the_python_stage if trace.dir.num_events >= HUGE_TRACE_EVENTS else None,
+            together=_together(trace.dir.num_events, values),
         )
     finally:
         if dropped:  # the trace's next reader gets its events whole, read again
@@ -118,7 +119,8 @@ ARGS_READERS = frozenset({"precision", "comm", "flops", "allocations", "critical
 def _args_readers(todo: list[str], values: Mapping[str, Any], events: int) -> frozenset[str]:
     """The stages of ``todo`` that read ``args``, where the column is to be let go after them:
     on a trace of :data:`HUGE_TRACE_EVENTS` events or more (the stages run one at a time there,
-    in an order chosen for memory), without ``hta_compat``. Else none."""
+    or the critical path beside a light stage, in an order chosen for memory), without
+    ``hta_compat``. Else none."""
     if events < HUGE_TRACE_EVENTS or values.get("hta_compat"):
         return frozenset()
     return ARGS_READERS & set(todo)
@@ -137,6 +139,20 @@ PYTHON_STAGES = frozenset({"critical_path"})
 #: df_index x33, where kernels, launch, steps, correlate, utilization and allocations each take
 #: 200-570 MB): one may run beside a :data:`PYTHON_STAGES` stage without raising the run's peak.
 LIGHT_STAGES = frozenset({"precision", "flops", "idle", "activity", "memory", "annotations", "sync"})
+
+
+def _together(events: int, values: Mapping[str, Any]) -> Callable[[str, Collection[str]], bool] | None:
+    """Which stages may run at once on a trace of ``events`` events (``run_stages``' ``together``):
+    on a huge trace only the critical path beside a light stage, and with ``hta_compat`` none
+    (the light stages' memory was measured without it, their HTA variants' not); else any."""
+    if events < HUGE_TRACE_EVENTS:
+        return None
+    return _alone if values.get("hta_compat") else _beside_the_python_stage
+
+
+def _alone(stage: str, running: Collection[str]) -> bool:
+    """No stage beside another."""
+    return False
 
 
 def _beside_the_python_stage(stage: str, running: Collection[str]) -> bool:

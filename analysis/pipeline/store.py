@@ -174,8 +174,6 @@ def _workers(stages: int, events: int = 0) -> int:
     there (the large traces' rule) took ~1.3 s less of a 5M-event summary's ~9.7 s but peaked
     over 2 GB in every run measured; one at a time left a core idle through the critical path's walk.
     The cut at 4M is placed between the sizes measured (3M, 5M), not measured."""
-    if events >= HUGE_TRACE_EVENTS:
-        return max(1, min(stages, 2))
-    if events >= LARGE_TRACE_EVENTS:
+    if events >= LARGE_TRACE_EVENTS:  # and huge: which of the two may meet is _together's
         return max(1, min(stages, LARGE_TRACE_STAGES))
     return max(1, min(stages, (os.cpu_count() or 1) + 1, 8))
